@@ -1,0 +1,95 @@
+// The product catalog: GPU models, instance offers and provider terms, loaded from the sourced
+// CSV files in a catalog directory (gpus.csv, offers.csv, providers.csv) plus the user's extra
+// offers (~/.config/fulcrum/offers.d/*.csv or $FULCRUM_OFFERS_DIR). Every row is validated on
+// load; a bad file is refused with "file:line: field: expected ..., found ...". A loaded Catalog
+// is immutable and safe to share between threads. Units are in the field names; unknown values
+// are std::nullopt, never 0.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace fulcrum::catalog {
+
+struct Gpu {
+  std::string name;          // canonical, e.g. "H100-SXM5-80GB"
+  std::string vendor;        // "NVIDIA", "AMD"
+  std::string architecture;  // "Hopper"
+  std::vector<std::string> aliases;  // also accepted, case-insensitively ("H100", "H100-80GB")
+  double memory_gib = 0;
+  double memory_bandwidth_gbps = 0;  // GB/s
+  // Dense peak TFLOP/s per precision; nullopt = the GPU has no such mode or it is not sourced.
+  std::optional<double> fp32_tflops, tf32_tflops, bf16_tflops, fp16_tflops, fp8_tflops;
+  std::optional<double> nvlink_gbps;  // GB/s per GPU (bidirectional total as in the sources)
+  std::optional<int> pcie_gen;
+  std::optional<double> tdp_watts;
+  std::string source;
+};
+
+enum class Interconnect { kUnknown, kPcie, kNvlink };  // kNvlink covers NVLink/NVSwitch (SXM)
+
+struct Offer {
+  std::string provider;       // matches Provider::name
+  std::string instance_type;
+  std::string region;
+  std::string gpu;            // canonical Gpu::name
+  int gpu_count = 1;
+  std::optional<int> vcpus;
+  std::optional<double> memory_gib;
+  std::optional<double> on_demand_usd_per_hour;  // converted to USD (see currency rates)
+  std::optional<double> spot_usd_per_hour;       // nullopt = spot not offered
+  Interconnect interconnect = Interconnect::kUnknown;
+  std::optional<double> network_gbps;  // inter-node network, Gbit/s
+  std::string source;
+  std::string origin;  // file the row came from (shipped catalog or a user offers.d file)
+};
+
+struct Provider {
+  std::string name;
+  std::optional<double> billing_granularity_seconds;
+  std::optional<double> minimum_billed_seconds;
+  std::optional<double> spot_notice_seconds;
+  std::optional<double> spot_max_discount_pct;
+  std::optional<double> reserved_1y_discount_pct;
+  std::optional<double> reserved_3y_discount_pct;
+  std::optional<bool> stopped_instance_bills_disk;
+  std::optional<double> sla_uptime_pct;
+  std::optional<double> gpu_failure_rate_pct_per_year;
+  std::optional<bool> support_24x7;
+  std::optional<double> support_response_minutes;
+  std::optional<bool> bare_metal;
+  std::string support_notes;
+  std::string source;
+};
+
+struct LoadOptions {
+  bool include_user_offers = true;  // read offers.d (FULCRUM_OFFERS_DIR or the user config dir)
+};
+
+class Catalog {
+ public:
+  // Loads dir/gpus.csv, dir/offers.csv, dir/providers.csv (and user offers per `options`).
+  static Result<Catalog> Load(const std::string& dir, const LoadOptions& options = {});
+
+  const std::vector<Gpu>& gpus() const { return gpus_; }
+  const std::vector<Offer>& offers() const { return offers_; }
+  const std::vector<Provider>& providers() const { return providers_; }
+
+  // By canonical name or alias, case-insensitive; nullptr if none.
+  const Gpu* FindGpu(std::string_view name_or_alias) const;
+  // Like FindGpu but a NotFound status listing close names when there is no match.
+  Result<const Gpu*> ResolveGpu(std::string_view name_or_alias) const;
+  const Provider* FindProvider(std::string_view name) const;
+
+ private:
+  std::vector<Gpu> gpus_;
+  std::vector<Offer> offers_;
+  std::vector<Provider> providers_;
+  friend class CatalogBuilder;
+};
+
+}  // namespace fulcrum::catalog
