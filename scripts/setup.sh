@@ -12,9 +12,13 @@ packages=(
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libspdlog-dev libsqlite3-dev
   libcpp-httplib-dev libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   # real peers started by the tests
-  sqlite3 prometheus prometheus-alertmanager promtool slurm-wlm munge chromium nodejs npm
+  sqlite3 prometheus prometheus-alertmanager slurm-wlm munge chromium
   curl procps iproute2 python3
 )
+# Node.js + npm for the dashboard's assets: Debian's packages only where no node/npm is present
+# (a machine with Node.js from elsewhere keeps it; Debian's npm would conflict with it).
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
