@@ -5,10 +5,18 @@ namespace fulcrum::cli {
 
 // Each Register* is defined in cmd_<name>.cc.
 void RegisterVersion(CLI::App& root, CliContext& ctx);
+void RegisterGpus(CLI::App& root, CliContext& ctx);
+void RegisterOffers(CLI::App& root, CliContext& ctx);
+void RegisterProviders(CLI::App& root, CliContext& ctx);
+void RegisterCatalog(CLI::App& root, CliContext& ctx);
 
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
       {"version", RegisterVersion},
+      {"offers", RegisterOffers},
+      {"gpus", RegisterGpus},
+      {"providers", RegisterProviders},
+      {"catalog", RegisterCatalog},
   };
   return kCommands;
 }
