@@ -5,6 +5,8 @@
 namespace fulcrum::cli {
 
 void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
+  // A repeated flag takes its last value, so a suggested change can be appended to a command.
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   const char* model = "Model (one of --model, --hf-config, --layers/--hidden/--heads)";
   cmd->add_option("--model", r.model,
                   "Model preset from the catalog (catalog/models/NAME.yaml), e.g. llama-2-7b")
