@@ -115,9 +115,11 @@ lines += ["", f"Rows refused by the estimator: {refused} (listed above with the 
           "reserve fractions are fulcrum's assumption, not calibrated.",
           "",
           "Known gaps: the Megatron rows with tp > 1 are under-predicted by 35-45 %. Their measured "
-          "peak barely drops from tp 1 (2.53 GiB) to tp 2 (2.48 GiB), while the model divides "
-          "weights, split activations and vocab-parallel logits by tp; the missing ~1 GiB is not "
-          "identified (the golden values come from resume tests and record the run's maximum). "
+          "peak barely drops from tp 1 (2.53 GiB) to tp 2 (2.48 GiB). Run with --flash-attention off "
+          "the same rows come out at 2.30 GiB (-7 %) and 1.44 GiB (-3 %): the missing memory is the "
+          "size of the unfused attention scores. The tp4 tests use Megatron's local, non-Transformer-"
+          "Engine implementation (their names lack 'te'), whose attention is unfused, so the CSV's "
+          "flash_attention = on is doubtful for them; the table above keeps the CSV's value. "
           "Context parallelism (torchtitan cp4 row) is not modelled, so that row is refused.",
           "<!-- memory:end -->"]
 section = "\n".join(lines) + "\n"
