@@ -157,9 +157,13 @@ void LargerGpu(const EstimateInput& in, const catalog::Catalog& cat, std::vector
   for (const catalog::Gpu& g : cat.gpus()) {
     if (g.memory_gib > in.gpu.memory_gib) larger.push_back(&g);
   }
-  std::stable_sort(larger.begin(), larger.end(), [](const catalog::Gpu* a, const catalog::Gpu* b) {
-    return a->memory_gib < b->memory_gib;
-  });
+  // Same vendor first (the software stack stays the same), then by memory size.
+  std::stable_sort(
+      larger.begin(), larger.end(), [&in](const catalog::Gpu* a, const catalog::Gpu* b) {
+        const bool a_other = a->vendor != in.gpu.vendor, b_other = b->vendor != in.gpu.vendor;
+        if (a_other != b_other) return b_other;
+        return a->memory_gib < b->memory_gib;
+      });
   for (const catalog::Gpu* g : larger) {
     EstimateInput c = in;
     c.gpu = *g;
