@@ -7,12 +7,20 @@ namespace fulcrum::cli {
 void RegisterVersion(CLI::App& root, CliContext& ctx);
 void RegisterFit(CLI::App& root, CliContext& ctx);
 void RegisterEstimate(CLI::App& root, CliContext& ctx);
+void RegisterGpus(CLI::App& root, CliContext& ctx);
+void RegisterOffers(CLI::App& root, CliContext& ctx);
+void RegisterProviders(CLI::App& root, CliContext& ctx);
+void RegisterCatalog(CLI::App& root, CliContext& ctx);
 
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
       {"version", RegisterVersion},
       {"fit", RegisterFit},
       {"estimate", RegisterEstimate},
+      {"offers", RegisterOffers},
+      {"gpus", RegisterGpus},
+      {"providers", RegisterProviders},
+      {"catalog", RegisterCatalog},
   };
   return kCommands;
 }
