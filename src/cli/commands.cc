@@ -5,6 +5,8 @@ namespace fulcrum::cli {
 
 // Each Register* is defined in cmd_<name>.cc.
 void RegisterVersion(CLI::App& root, CliContext& ctx);
+void RegisterFit(CLI::App& root, CliContext& ctx);
+void RegisterEstimate(CLI::App& root, CliContext& ctx);
 void RegisterGpus(CLI::App& root, CliContext& ctx);
 void RegisterOffers(CLI::App& root, CliContext& ctx);
 void RegisterProviders(CLI::App& root, CliContext& ctx);
@@ -13,6 +15,8 @@ void RegisterCatalog(CLI::App& root, CliContext& ctx);
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
       {"version", RegisterVersion},
+      {"fit", RegisterFit},
+      {"estimate", RegisterEstimate},
       {"offers", RegisterOffers},
       {"gpus", RegisterGpus},
       {"providers", RegisterProviders},

@@ -1,0 +1,74 @@
+// Per-GPU training memory: the bytes one GPU holds at its peak for a (Model, Training) pair,
+// split into weights, gradients, optimizer states, activations and other (logits/loss buffers,
+// communication buckets, ZeRO-3 gather buffers, CUDA context, allocator reserve). Formulas and
+// sources: ZeRO (arXiv 1910.02054), Megatron distributed optimizer, Korthikanti et al. 2022
+// (arXiv 2205.05198); see memory.cc. EstimateMemory is pure, allocation-free and thread-safe
+// (the planner calls it millions of times); it assumes workload::Validate() passed. Bytes.
+#pragma once
+
+#include "workload/model.h"
+#include "workload/training.h"
+
+namespace fulcrum::estimate {
+
+struct MemoryBreakdown {
+  double weights_bytes = 0;      // model weights resident on this GPU (incl. LoRA adapters)
+  double gradients_bytes = 0;    // gradient buffers (trainable parameters)
+  double optimizer_bytes = 0;    // optimizer states + fp32 master weights
+  double activations_bytes = 0;  // saved for backward, at the pipeline's first stage peak
+  // Parts of "other":
+  double logits_bytes = 0;             // output logits + loss buffers (last pipeline stage)
+  double comm_buffer_bytes = 0;        // gradient buckets / all-gather prefetch buffers
+  double cuda_context_bytes = 0;       // CUDA context + kernels (outside PyTorch's allocator)
+  double allocator_reserve_bytes = 0;  // caching-allocator reserve / fragmentation
+  double other_bytes = 0;              // sum of the four above
+
+  // Tensors alive at the peak (what torch.cuda.max_memory_allocated reports): weights +
+  // gradients + optimizer + activations + logits + comm buffers.
+  double allocated_bytes = 0;
+  // allocated + allocator reserve (torch.cuda.max_memory_reserved).
+  double reserved_bytes = 0;
+  // reserved + CUDA context: what nvidia-smi shows; compared against the GPU's capacity.
+  double peak_bytes_per_gpu = 0;
+};
+
+MemoryBreakdown EstimateMemory(const workload::Model& model, const workload::Training& training);
+
+// The building blocks of EstimateMemory, exposed for the formula anchors and the planner.
+
+// Model states on one GPU for `params` fully trained parameters held by its model-parallel rank
+// (already divided by tp and pp), under the training's precision, optimizer, framework, ZeRO
+// stage over training.dp and offload. `largest_tensor_params` sizes ZeRO-3 gather buffers.
+struct ModelStateBytes {
+  double weights_bytes = 0;
+  double gradients_bytes = 0;
+  double optimizer_bytes = 0;
+  double buffer_bytes = 0;  // communication buckets / gather buffers
+};
+ModelStateBytes FullModelStates(double params, double largest_tensor_params,
+                                const workload::Training& training);
+
+// Activations one transformer layer saves for backward, for one micro-batch on one GPU
+// (Korthikanti et al. 2022 Table 2, generalised to GQA, gated MLPs, flash attention).
+double LayerActivationBytes(const workload::Model& model, const workload::Training& training);
+// Activations on the first pipeline stage at its peak: L/pp layers x min(pp, micro-batches per
+// step) in flight x the interleaving factor (1 + (pp-1)/(pp*vpp)) when vpp > 1.
+double PipelineActivationBytes(const workload::Model& model, const workload::Training& training);
+
+enum class FitVerdict { kFits, kTight, kDoesNotFit };
+
+// Free fraction below which a fit is "tight": field guidance keeps >= 10 % of memory free.
+inline constexpr double kTightHeadroomFraction = 0.10;
+
+// (capacity - peak) / capacity; negative when the peak exceeds the capacity.
+inline double HeadroomFraction(double peak_bytes, double capacity_bytes) {
+  return capacity_bytes > 0 ? (capacity_bytes - peak_bytes) / capacity_bytes : -1.0;
+}
+// kDoesNotFit when peak > capacity, kTight when less than 10 % stays free, else kFits.
+FitVerdict ClassifyFit(double peak_bytes, double capacity_bytes);
+const char* FitVerdictName(FitVerdict verdict);  // "fits" | "tight" | "does not fit"
+
+// GPU memory capacity in bytes from a datasheet size in GiB (catalog::Gpu::memory_gib).
+inline double CapacityBytesFromGib(double memory_gib) { return memory_gib * 1073741824.0; }
+
+}  // namespace fulcrum::estimate

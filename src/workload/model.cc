@@ -1,0 +1,129 @@
+#include "workload/model.h"
+
+#include <algorithm>
+#include <string>
+
+namespace fulcrum::workload {
+namespace {
+
+double NormParams(const Model& m) {
+  const double h = static_cast<double>(m.hidden);
+  return m.norm == NormKind::kLayerNorm ? 2 * h : h;
+}
+
+double AttentionParams(const Model& m) {
+  const double h = static_cast<double>(m.hidden);
+  const double kv = static_cast<double>(KvDim(m));
+  double params = h * h + 2 * h * kv + h * h;  // q, k, v, o
+  if (m.linear_bias) {
+    params += h + 2 * kv + h;
+  } else if (m.qkv_bias) {
+    params += h + 2 * kv;
+  }
+  return params;
+}
+
+double MlpParams(const Model& m) {
+  const double h = static_cast<double>(m.hidden);
+  const double f = static_cast<double>(m.ffn_hidden);
+  const bool gated = m.mlp == MlpKind::kSwiglu;
+  double params = (gated ? 3 : 2) * h * f;
+  if (m.linear_bias) params += (gated ? 2 : 1) * f + h;
+  return params;
+}
+
+}  // namespace
+
+double LayerParameterCount(const Model& m) {
+  if (m.kind == ModelKind::kGeneric) return 0;
+  return AttentionParams(m) + MlpParams(m) + 2 * NormParams(m);
+}
+
+double EmbeddingParameterCount(const Model& m) {
+  if (m.kind == ModelKind::kGeneric) return 0;
+  const double h = static_cast<double>(m.hidden);
+  double params = static_cast<double>(m.vocab) * h;
+  if (m.position == PositionKind::kLearned) params += static_cast<double>(m.max_seq_len) * h;
+  params += static_cast<double>(m.type_vocab) * h;
+  if (m.kind == ModelKind::kEncoder) params += NormParams(m);  // BERT's embedding LayerNorm
+  return params;
+}
+
+double HeadParameterCount(const Model& m) {
+  if (m.kind == ModelKind::kGeneric) return 0;
+  const double h = static_cast<double>(m.hidden);
+  const double v = static_cast<double>(m.vocab);
+  double params = m.tied_embeddings ? 0 : v * h;
+  if (m.kind == ModelKind::kEncoder) {
+    // BertForMaskedLM: post-LN layers (no final norm); MLM head = dense h*h + bias, LayerNorm,
+    // decoder bias over the vocabulary (decoder weight tied to the word embeddings).
+    params += h * h + h + NormParams(m) + v;
+  } else {
+    params += NormParams(m);  // final norm
+  }
+  return params;
+}
+
+double ParameterCount(const Model& m) {
+  if (m.kind == ModelKind::kGeneric) return m.generic_parameters;
+  return static_cast<double>(m.layers) * LayerParameterCount(m) + EmbeddingParameterCount(m) +
+         HeadParameterCount(m);
+}
+
+double LargestTensorParameterCount(const Model& m) {
+  if (m.kind == ModelKind::kGeneric) return m.generic_parameters;
+  const double h = static_cast<double>(m.hidden);
+  return std::max({static_cast<double>(m.vocab) * h, h * static_cast<double>(m.ffn_hidden), h * h});
+}
+
+Status ValidateModel(const Model& m) {
+  auto positive = [](const char* field, double value) -> Status {
+    if (value > 0) return Status::Ok();
+    return Status::InvalidInput(std::string("model: ") + field +
+                                ": expected a positive number, found " +
+                                std::to_string(static_cast<int64_t>(value)));
+  };
+  if (m.kind == ModelKind::kGeneric) {
+    FULCRUM_RETURN_IF_ERROR(positive("parameters", m.generic_parameters));
+    return positive("forward_flops_per_sample", m.generic_forward_flops_per_sample);
+  }
+  FULCRUM_RETURN_IF_ERROR(positive("layers", static_cast<double>(m.layers)));
+  FULCRUM_RETURN_IF_ERROR(positive("hidden", static_cast<double>(m.hidden)));
+  FULCRUM_RETURN_IF_ERROR(positive("heads", static_cast<double>(m.heads)));
+  FULCRUM_RETURN_IF_ERROR(positive("ffn_hidden", static_cast<double>(m.ffn_hidden)));
+  FULCRUM_RETURN_IF_ERROR(positive("vocab", static_cast<double>(m.vocab)));
+  if (m.hidden % m.heads != 0) {
+    return Status::InvalidInput("model: hidden (" + std::to_string(m.hidden) +
+                                ") must be divisible by heads (" + std::to_string(m.heads) + ")");
+  }
+  if (m.kv_heads < 1 || m.kv_heads > m.heads || m.heads % m.kv_heads != 0) {
+    return Status::InvalidInput("model: kv_heads: expected a divisor of heads (" +
+                                std::to_string(m.heads) + "), found " + std::to_string(m.kv_heads));
+  }
+  if (m.position == PositionKind::kLearned && m.max_seq_len <= 0) {
+    return Status::InvalidInput("model: max_seq_len: learned positions need a positive table size");
+  }
+  return Status::Ok();
+}
+
+std::string_view ModelKindName(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kDecoder:
+      return "decoder";
+    case ModelKind::kEncoder:
+      return "encoder";
+    case ModelKind::kGeneric:
+      return "generic";
+  }
+  return "?";
+}
+
+std::string_view MlpKindName(MlpKind kind) { return kind == MlpKind::kSwiglu ? "swiglu" : "gelu"; }
+
+Result<MlpKind> ParseMlpKind(std::string_view text) {
+  if (text == "gelu") return MlpKind::kGelu;
+  if (text == "swiglu") return MlpKind::kSwiglu;
+  return Status::InvalidInput("--mlp: expected gelu or swiglu, found '" + std::string(text) + "'");
+}
+
+}  // namespace fulcrum::workload

@@ -1,0 +1,79 @@
+// A model architecture as the estimators see it: a decoder or encoder transformer described by
+// its shape (layers, hidden, heads, kv-heads, FFN, vocab, MLP kind, biases, norms, positions), or
+// a generic model given by parameter count, forward FLOPs and activation bytes per sample (CNNs).
+// Plain value types; the counting functions are pure, allocation-free and thread-safe. Parameter
+// counts are exact for the HF implementations named in each preset (catalog/models/*.yaml).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace fulcrum::workload {
+
+enum class ModelKind { kDecoder, kEncoder, kGeneric };
+// kGelu: two matrices h->f->h with an elementwise activation (GPT, BERT, MPT, GPT-NeoX).
+// kSwiglu: gate and up h->f, SiLU(gate)*up, down f->h (LLaMA, Mistral, Qwen2).
+enum class MlpKind { kGelu, kSwiglu };
+// kLayerNorm: weight + bias (2h); kLayerNormNoBias: weight only (MPT); kRmsNorm: weight (h).
+enum class NormKind { kLayerNorm, kLayerNormNoBias, kRmsNorm };
+// kLearned adds a max_seq_len x hidden table (GPT-2/3, BERT); rotary/ALiBi add no parameters.
+enum class PositionKind { kLearned, kRotary, kAlibi };
+
+struct Model {
+  std::string name;    // preset or config name, e.g. "llama-2-7b"
+  std::string source;  // where the numbers come from (HF repo / paper)
+  ModelKind kind = ModelKind::kDecoder;
+
+  // --- transformer shape (kDecoder / kEncoder) ---
+  int64_t layers = 0;
+  int64_t hidden = 0;
+  int64_t heads = 0;
+  int64_t kv_heads = 0;    // grouped-query attention; == heads for multi-head attention
+  int64_t ffn_hidden = 0;  // intermediate size f
+  int64_t vocab = 0;
+  int64_t max_seq_len = 0;       // context length; also the learned position table size
+  bool tied_embeddings = false;  // output projection shares the input embedding matrix
+  MlpKind mlp = MlpKind::kGelu;
+  NormKind norm = NormKind::kLayerNorm;
+  PositionKind position = PositionKind::kRotary;
+  bool linear_bias = false;  // every linear layer has a bias (GPT-2/3, BERT, GPT-NeoX)
+  bool qkv_bias = false;     // only q/k/v have biases (Qwen2); ignored when linear_bias
+  bool dropout = false;      // dropout active in training (Korthikanti's mask bytes count)
+  int64_t type_vocab = 0;    // BERT token-type embeddings (2), 0 for decoders
+
+  // --- generic models (kGeneric) ---
+  double generic_parameters = 0;
+  double generic_forward_flops_per_sample = 0;     // FLOPs (2 x multiply-adds) of one forward pass
+  double generic_activation_bytes_per_sample = 0;  // saved for backward, 16-bit activations
+};
+
+// Size of one head (hidden / heads).
+inline int64_t HeadDim(const Model& m) { return m.heads > 0 ? m.hidden / m.heads : 0; }
+// kv_heads * head_dim: the width of K and V.
+inline int64_t KvDim(const Model& m) {
+  return (m.kv_heads > 0 ? m.kv_heads : m.heads) * HeadDim(m);
+}
+
+// Parameters of one transformer layer (attention + MLP + norms, with biases).
+double LayerParameterCount(const Model& m);
+// Parameters of the input embeddings (token + learned positions + token types + embedding norm).
+double EmbeddingParameterCount(const Model& m);
+// Parameters after the last layer: final norm, untied output projection, BERT's MLM head.
+double HeadParameterCount(const Model& m);
+// All parameters (exact for transformers; generic_parameters for kGeneric).
+double ParameterCount(const Model& m);
+// Parameters in the largest single tensor (what ZeRO-3 gathers at once; DeepSpeed's
+// "largest_layer"): the embedding or the largest weight matrix.
+double LargestTensorParameterCount(const Model& m);
+
+// Structural checks (positive sizes, heads divide hidden, kv_heads divide heads); names the field.
+Status ValidateModel(const Model& m);
+
+std::string_view ModelKindName(ModelKind kind);
+std::string_view MlpKindName(MlpKind kind);
+Result<MlpKind> ParseMlpKind(std::string_view text);
+
+}  // namespace fulcrum::workload

@@ -1,0 +1,96 @@
+// How a model is trained: precision, optimizer, method (full / LoRA / QLoRA), parallel layout
+// (tp x pp x dp, ZeRO stage, sequence parallel, interleaved pipeline), batch shape, activation
+// recompute, flash attention, CPU offload and the framework whose conventions apply. A plain
+// value; Validate() refuses inconsistent setups with a message naming the field, the value and
+// what was expected. Enum names and parsers are for the edges (CLI, YAML), not the hot path.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/status.h"
+#include "workload/model.h"
+
+namespace fulcrum::workload {
+
+// kFp16Mixed / kBf16Mixed: 16-bit weights and activations with fp32 master weights in the
+// optimizer; kPureBf16: bf16 everywhere, no master copy; kFp8: fp8 linears (Transformer Engine),
+// bf16 weights with fp32 master weights otherwise (like kBf16Mixed for memory).
+enum class Precision { kFp32, kFp16Mixed, kBf16Mixed, kPureBf16, kFp8 };
+enum class Optimizer { kAdamW, kSgdMomentum, kAdam8bit };
+enum class Method { kFull, kLora, kQlora };
+enum class Recompute { kNone, kSelective, kFull };
+// Whose conventions (gradient dtype, buffers, allocator reserve) apply; see memory.cc.
+enum class Framework { kMegatron, kDeepSpeed, kFsdp, kHf };
+// kDefault: the framework's own choice (Megatron fp32 main grads; DeepSpeed/HF/FSDP mixed
+// precision: grads in the 16-bit param dtype).
+enum class GradPrecision { kDefault, kFp16, kBf16, kFp32 };
+
+// LoRA target modules, a bit mask.
+enum LoraTarget : uint32_t {
+  kLoraQ = 1u << 0,
+  kLoraK = 1u << 1,
+  kLoraV = 1u << 2,
+  kLoraO = 1u << 3,
+  kLoraMlp = 1u << 4,  // every MLP matrix (gate/up/down or fc1/fc2)
+  kLoraAttention = kLoraQ | kLoraK | kLoraV | kLoraO,
+  kLoraAllLinear = kLoraAttention | kLoraMlp,  // QLoRA paper's recommendation (arXiv 2305.14314)
+};
+
+struct Training {
+  Precision precision = Precision::kBf16Mixed;
+  Optimizer optimizer = Optimizer::kAdamW;
+  Method method = Method::kFull;
+  int64_t lora_rank = 16;
+  uint32_t lora_targets = kLoraAllLinear;
+
+  // Parallel layout. tp * pp * dp = number of GPUs. zero_stage 3 is also FSDP full-shard.
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t vpp = 1;  // virtual pipeline stages per rank (interleaved 1F1B); 1 = not interleaved
+  int64_t dp = 1;
+  int64_t zero_stage = 0;  // 0..3 (sharding over dp)
+  bool sequence_parallel = false;
+
+  // Batch shape, in sequences. global_batch = micro_batch * dp * accumulation steps.
+  int64_t micro_batch = 1;
+  int64_t global_batch = 1;
+  int64_t seq_len = 2048;
+
+  Recompute recompute = Recompute::kNone;
+  bool flash_attention = true;
+  bool offload_optimizer = false;  // optimizer states (and fp32 master weights) in CPU memory
+  bool offload_params = false;     // ZeRO-3 parameter offload (weights in CPU memory)
+  Framework framework = Framework::kFsdp;
+  GradPrecision grad_precision = GradPrecision::kDefault;
+};
+
+inline int64_t GpuCount(const Training& t) { return t.tp * t.pp * t.dp; }
+// Micro-batches per optimizer step on one pipeline (global / (micro * dp)).
+inline int64_t MicroBatchesPerStep(const Training& t) {
+  return t.micro_batch * t.dp > 0 ? t.global_batch / (t.micro_batch * t.dp) : 0;
+}
+
+// Refuses what cannot run: non-positive sizes, tp*pp*dp != gpus (when gpus > 0), heads or
+// kv_heads not divisible by tp, layers not divisible by pp*vpp, global batch not a multiple of
+// micro_batch*dp, zero_stage outside 0..3, LoRA rank < 1, vpp > 1 without pp > 1, sequence
+// parallel without tp > 1, seq_len above the model's learned position table. Names the flag.
+Status Validate(const Model& model, const Training& training, int64_t gpus = 0);
+
+std::string_view PrecisionName(Precision p);
+std::string_view OptimizerName(Optimizer o);
+std::string_view MethodName(Method m);
+std::string_view RecomputeName(Recompute r);
+std::string_view FrameworkName(Framework f);
+std::string_view GradPrecisionName(GradPrecision g);
+// Accept the CLI spellings: bf16|fp16|fp8|fp32|pure-bf16 (also bf16-mixed, fp16-mixed);
+// adamw|adam|sgd|adam8bit; full|lora|qlora; none|selective|full; megatron|deepspeed|fsdp|hf;
+// fp16|bf16|fp32 (grad precision).
+Result<Precision> ParsePrecision(std::string_view text);
+Result<Optimizer> ParseOptimizer(std::string_view text);
+Result<Method> ParseMethod(std::string_view text);
+Result<Recompute> ParseRecompute(std::string_view text);
+Result<Framework> ParseFramework(std::string_view text);
+Result<GradPrecision> ParseGradPrecision(std::string_view text);
+
+}  // namespace fulcrum::workload
