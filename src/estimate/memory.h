@@ -34,6 +34,27 @@ struct MemoryBreakdown {
 
 MemoryBreakdown EstimateMemory(const workload::Model& model, const workload::Training& training);
 
+// The building blocks of EstimateMemory, exposed for the formula anchors and the planner.
+
+// Model states on one GPU for `params` fully trained parameters held by its model-parallel rank
+// (already divided by tp and pp), under the training's precision, optimizer, framework, ZeRO
+// stage over training.dp and offload. `largest_tensor_params` sizes ZeRO-3 gather buffers.
+struct ModelStateBytes {
+  double weights_bytes = 0;
+  double gradients_bytes = 0;
+  double optimizer_bytes = 0;
+  double buffer_bytes = 0;  // communication buckets / gather buffers
+};
+ModelStateBytes FullModelStates(double params, double largest_tensor_params,
+                                const workload::Training& training);
+
+// Activations one transformer layer saves for backward, for one micro-batch on one GPU
+// (Korthikanti et al. 2022 Table 2, generalised to GQA, gated MLPs, flash attention).
+double LayerActivationBytes(const workload::Model& model, const workload::Training& training);
+// Activations on the first pipeline stage at its peak: L/pp layers x min(pp, micro-batches per
+// step) in flight x the interleaving factor (1 + (pp-1)/(pp*vpp)) when vpp > 1.
+double PipelineActivationBytes(const workload::Model& model, const workload::Training& training);
+
 enum class FitVerdict { kFits, kTight, kDoesNotFit };
 
 // Free fraction below which a fit is "tight": field guidance keeps >= 10 % of memory free.

@@ -1,0 +1,442 @@
+// Per-GPU training memory. Every constant names its source; where a number is fulcrum's own
+// assumption it says so. Symbols: P parameters on this GPU's model-parallel rank, N = dp (the
+// ZeRO sharding degree), s sequence, b micro-batch, h hidden, a heads, f FFN hidden, v vocab,
+// t tensor-parallel degree, r = kv_heads / heads.
+#include "estimate/memory.h"
+
+#include <algorithm>
+
+namespace fulcrum::estimate {
+namespace {
+
+using workload::Framework;
+using workload::GradPrecision;
+using workload::Method;
+using workload::Model;
+using workload::ModelKind;
+using workload::Optimizer;
+using workload::Precision;
+using workload::Recompute;
+using workload::Training;
+
+// CUDA context + kernel images outside PyTorch's allocator: 1343 MB measured on a V100 with
+// PyTorch (HF transformers docs, model_memory_anatomy); the calibration README gives 0.3-1.4 GB.
+constexpr double kCudaContextBytes = 1343.0 * 1024 * 1024;
+
+// Caching-allocator reserve (max_memory_reserved - max_memory_allocated) as a fraction of the
+// allocated peak. fulcrum's own assumption, not calibrated against measurements: frameworks that
+// keep gradients in contiguous buffers (Megatron's grad buffer, FSDP flat parameters) fragment
+// less than per-tensor allocation (HF Trainer, DeepSpeed's non-contiguous paths).
+double AllocatorReserveFraction(Framework f) {
+  switch (f) {
+    case Framework::kMegatron:
+      return 0.05;
+    case Framework::kFsdp:
+      return 0.05;
+    case Framework::kDeepSpeed:
+      return 0.10;
+    case Framework::kHf:
+      return 0.10;
+  }
+  return 0.10;
+}
+
+// DeepSpeed reduce_bucket_size default: 5e8 elements (DeepSpeed docs, config-json, ZeRO).
+constexpr double kDeepSpeedReduceBucketElements = 5e8;
+
+// QLoRA NF4 weights: 4 bits + double-quantised constants 0.127 bits per parameter
+// (Dettmers et al. 2023, arXiv 2305.14314, section 3 "Double Quantization").
+constexpr double kNf4BytesPerParam = (4.0 + 0.127) / 8.0;
+
+bool IsMixed(Precision p) {
+  return p == Precision::kFp16Mixed || p == Precision::kBf16Mixed || p == Precision::kFp8;
+}
+
+// Optimizer state bytes per trained parameter, excluding master weights: AdamW m and v in fp32
+// (8); SGD momentum in fp32 (4); bitsandbytes 8-bit Adam, two 1-byte states (2; block-wise
+// quantisation statistics are negligible, Dettmers et al. 2021, arXiv 2110.02861). Pure bf16
+// keeps the states in bf16 (half of fp32).
+double StateBytes(const Training& t) {
+  double bytes = t.optimizer == Optimizer::kAdamW         ? 8
+                 : t.optimizer == Optimizer::kSgdMomentum ? 4
+                                                          : 2;
+  if (t.precision == Precision::kPureBf16 && t.optimizer != Optimizer::kAdam8bit) bytes /= 2;
+  return bytes;
+}
+
+double GradOverrideBytes(GradPrecision g, double framework_default) {
+  switch (g) {
+    case GradPrecision::kDefault:
+      return framework_default;
+    case GradPrecision::kFp16:
+    case GradPrecision::kBf16:
+      return 2;
+    case GradPrecision::kFp32:
+      return 4;
+  }
+  return framework_default;
+}
+
+// Bytes per parameter before sharding: weights w, gradients g, optimizer k (incl. fp32 master).
+struct PerParam {
+  double w = 0, g = 0, k = 0;
+};
+
+// Megatron (docs/user-guide/features/dist_optimizer.md): bf16 params + fp32 main grads + fp32
+// master + Adam = 2 + 4 + 12 = 18; fp16 params/grads + fp32 main grads and master + Adam =
+// 2 + 2 + (4 + 4 + 8) = 20; fp32 = 4 + 4 + 8 = 16.
+PerParam MegatronBytes(const Training& t, double states) {
+  if (!IsMixed(t.precision)) return {4, 4, states};
+  if (t.precision == Precision::kFp16Mixed && t.grad_precision == GradPrecision::kDefault) {
+    return {2, 2, 4 + 4 + states};
+  }
+  return {2, GradOverrideBytes(t.grad_precision, 4), 4 + states};
+}
+
+// PyTorch AMP / FSDP MixedPrecision: the parameters themselves are fp32 (they are the master
+// copy), gradients fp32, optimizer states only. Under DDP (zero 0) autocast caches a 16-bit copy
+// of every weight for the forward (torch.autocast weight cache): +2 bytes.
+PerParam TorchAmpBytes(const Training& t, double states) {
+  const double cast_cache = t.zero_stage == 0 && IsMixed(t.precision) ? 2 : 0;
+  return {4 + cast_cache, GradOverrideBytes(t.grad_precision, 4), states};
+}
+
+PerParam FullBytesPerParam(const Training& t) {
+  const double states = StateBytes(t);
+  if (t.precision == Precision::kPureBf16)
+    return {2, GradOverrideBytes(t.grad_precision, 2), states};
+  if (t.precision == Precision::kFp32) return {4, GradOverrideBytes(t.grad_precision, 4), states};
+  PerParam bytes;
+  switch (t.framework) {
+    case Framework::kMegatron:
+      bytes = MegatronBytes(t, states);
+      break;
+    // DeepSpeed / ZeRO paper: 16-bit params and grads, K = 12 (fp32 master + Adam).
+    case Framework::kDeepSpeed:
+      bytes = {2, GradOverrideBytes(t.grad_precision, 2), 4 + states};
+      break;
+    case Framework::kFsdp:
+    case Framework::kHf:
+      bytes = TorchAmpBytes(t, states);
+      break;
+  }
+  // fp8 (Transformer Engine) keeps an fp8 copy of each linear weight next to the 16-bit one.
+  if (t.precision == Precision::kFp8) bytes.w += 1;
+  return bytes;
+}
+
+// ZeRO partitioning (ZeRO paper Table 1): stage >= 1 shards optimizer states, >= 2 gradients,
+// 3 parameters, each over N = dp.
+ModelStateBytes ShardGeneric(double params, const PerParam& b, const Training& t) {
+  const double n = static_cast<double>(t.dp);
+  ModelStateBytes s;
+  s.weights_bytes = params * b.w / (t.zero_stage >= 3 ? n : 1);
+  s.gradients_bytes = params * b.g / (t.zero_stage >= 2 ? n : 1);
+  s.optimizer_bytes = params * b.k / (t.zero_stage >= 1 ? n : 1);
+  return s;
+}
+
+// DeepSpeed's own accounting (docs/code-docs/source/memory.rst, estimate_zero2/3_model_states_
+// mem_needs): ZeRO-1/2 GPU = 4P + 16P/N (16-bit params and grads + fp32 grad partition + K=12),
+// 2P with optimizer offload; ZeRO-3 GPU = 4 * largest_layer + 18P/N, largest_layer + 2P/N
+// with offload.
+ModelStateBytes DeepSpeedStates(double params, double largest, const PerParam& b,
+                                const Training& t) {
+  const double n = static_cast<double>(t.dp);
+  ModelStateBytes s;
+  if (t.zero_stage == 0) return ShardGeneric(params, b, t);
+  if (t.zero_stage <= 2) {
+    s.weights_bytes = params * b.w;
+    s.gradients_bytes = t.offload_optimizer ? 0 : params * b.g + params * 4 / n;
+    s.optimizer_bytes = t.offload_optimizer ? 0 : params * b.k / n;
+    s.buffer_bytes = std::min(kDeepSpeedReduceBucketElements, params) * b.g;
+    return s;
+  }
+  s.weights_bytes = t.offload_params ? 0 : params * b.w / n;
+  s.gradients_bytes = t.offload_optimizer ? 0 : params * 4 / n;
+  s.optimizer_bytes = t.offload_optimizer ? 0 : params * b.k / n;
+  s.buffer_bytes = (t.offload_optimizer ? 1 : 4) * largest;
+  return s;
+}
+
+// FSDP / DDP buffers. DDP (zero 0, dp > 1) keeps gradient buckets as a second copy of every
+// gradient (PyTorch DDP docs, gradient_as_bucket_view=False default). FSDP: the unsharded
+// 16-bit parameters of the current and the prefetched unit plus the unsharded 16-bit gradients
+// being reduce-scattered: 2 x 2 + 2 = 6 bytes per parameter of the largest unit; SHARD_GRAD_OP
+// (zero 1/2) keeps all 16-bit parameters unsharded between forward and backward (2P).
+double TorchBuffers(double params, double largest_unit, const PerParam& b, const Training& t) {
+  if (t.zero_stage == 0) return t.dp > 1 ? params * b.g : 0;
+  if (t.zero_stage == 3) return 6 * largest_unit;
+  return 2 * params + 2 * largest_unit;
+}
+
+}  // namespace
+
+ModelStateBytes FullModelStates(double params, double largest_tensor_params, const Training& t) {
+  const PerParam b = FullBytesPerParam(t);
+  if (t.framework == Framework::kDeepSpeed && IsMixed(t.precision)) {
+    return DeepSpeedStates(params, largest_tensor_params, b, t);
+  }
+  ModelStateBytes s = ShardGeneric(params, b, t);
+  if (t.offload_optimizer) s.optimizer_bytes = 0;
+  if (t.offload_params && t.zero_stage == 3) {
+    s.weights_bytes = 0;
+    if (t.framework == Framework::kFsdp) s.gradients_bytes = 0;  // FSDP CPUOffload moves grads too
+  }
+  if (t.framework == Framework::kFsdp || t.framework == Framework::kHf) {
+    s.buffer_bytes = TorchBuffers(params, largest_tensor_params, b, t);
+  }
+  return s;
+}
+
+namespace {
+
+// Bytes of one saved 16-bit activation element (4 in fp32 training).
+double ActElementBytes(const Training& t) { return t.precision == Precision::kFp32 ? 4 : 2; }
+
+}  // namespace
+
+// Korthikanti et al. 2022 (arXiv 2205.05198) section 4.1, counted tensor by tensor so that GQA,
+// gated MLPs, dropout-free models and flash attention follow the same rules. With a GPT layer
+// (f = 4h, r = 1, dropout, no flash) this is exactly sbh(34 + 5as/h), sbh(10 + 24/t + 5as/(ht)),
+// (sbh/t)(34 + 5as/h), the selective variants and 2sbh for full recompute.
+double LayerActivationBytes(const Model& m, const Training& t) {
+  if (m.kind == ModelKind::kGeneric) return 0;
+  const double e = ActElementBytes(t);
+  const double tp = static_cast<double>(t.tp);
+  const double sb = static_cast<double>(t.seq_len) * static_cast<double>(t.micro_batch);
+  const double sbh = sb * static_cast<double>(m.hidden);
+  const double sbf = sb * static_cast<double>(m.ffn_hidden);
+  if (t.recompute == Recompute::kFull) {
+    // Only each layer's input is kept; Megatron distributes it over tp with sequence parallel.
+    return e * sbh / (t.sequence_parallel ? tp : 1);
+  }
+  const double r = static_cast<double>(workload::KvDim(m)) / static_cast<double>(m.hidden);
+  const double mask = m.dropout ? 1 : 0;  // 1-byte dropout masks
+  // Not split by tensor parallelism (split only with sequence parallelism): the inputs of the two
+  // norms, the QKV input, the MLP input and the two dropout masks.
+  const double replicated = (4 * e) * sbh + 2 * mask * sbh;
+  // Split by tp: Q, K, V, the attention output (input of the output projection) and the MLP.
+  // Q (sbh), K and V (r*sbh each), the output-projection input (sbh); the MLP keeps the
+  // activation input and the down-projection input (2sbf), a gated MLP also the up output (3sbf).
+  const double mlp = m.mlp == workload::MlpKind::kSwiglu ? 3 * e * sbf : 2 * e * sbf;
+  const double split = e * sbh * (2 + 2 * r) + mlp;
+  // Core attention: softmax output (2as^2b), dropout mask (as^2b) and dropout output (2as^2b);
+  // flash attention keeps only the fp32 log-sum-exp per row (4asb); selective recompute drops it.
+  const double a = static_cast<double>(m.heads);
+  const double s = static_cast<double>(t.seq_len);
+  double attention = 0;
+  if (t.flash_attention) {
+    attention = 4 * a * sb;
+  } else if (t.recompute != Recompute::kSelective) {
+    attention = a * s * sb * (e + mask * (1 + e));
+  }
+  const double sp_divisor = t.sequence_parallel ? tp : 1;
+  return replicated / sp_divisor + (split + attention) / tp;
+}
+
+double PipelineActivationBytes(const Model& m, const Training& t) {
+  if (m.kind == ModelKind::kGeneric) {
+    return m.generic_activation_bytes_per_sample * static_cast<double>(t.micro_batch) *
+           (t.precision == Precision::kFp32 ? 2 : 1);
+  }
+  const double layers_per_stage = static_cast<double>(m.layers) / static_cast<double>(t.pp);
+  const double in_flight =
+      static_cast<double>(std::min(t.pp, std::max<int64_t>(1, workload::MicroBatchesPerStep(t))));
+  double factor = 1;
+  if (t.vpp > 1) {
+    const double p = static_cast<double>(t.pp);
+    factor = 1 + (p - 1) / (p * static_cast<double>(t.vpp));
+  }
+  return layers_per_stage * LayerActivationBytes(m, t) * in_flight * factor;
+}
+
+}  // namespace fulcrum::estimate
+
+namespace fulcrum::estimate {
+namespace {
+
+using workload::Framework;
+using workload::Method;
+using workload::Model;
+using workload::ModelKind;
+using workload::Optimizer;
+using workload::Precision;
+using workload::Training;
+
+// What one pipeline stage holds, before the framework's conventions are applied.
+struct StageContents {
+  double layer_params = 0;  // transformer-layer parameters on this GPU
+  double other_params = 0;  // embeddings, head, norms outside the layers
+  double activations_bytes = 0;
+  double logits_bytes = 0;
+};
+
+// LoRA adapter parameters in one layer: r * (in + out) per targeted matrix (Hu et al. 2021).
+double LoraParamsPerLayer(const Model& m, const Training& t) {
+  const double r = static_cast<double>(t.lora_rank);
+  const double h = static_cast<double>(m.hidden);
+  const double kv = static_cast<double>(workload::KvDim(m));
+  const double f = static_cast<double>(m.ffn_hidden);
+  double params = 0;
+  if (t.lora_targets & workload::kLoraQ) params += r * (h + h);
+  if (t.lora_targets & workload::kLoraK) params += r * (h + kv);
+  if (t.lora_targets & workload::kLoraV) params += r * (h + kv);
+  if (t.lora_targets & workload::kLoraO) params += r * (h + h);
+  if (t.lora_targets & workload::kLoraMlp) {
+    params += (m.mlp == workload::MlpKind::kSwiglu ? 3 : 2) * r * (h + f);
+  }
+  return params;
+}
+
+double AdapterCount(const Model& m, const Training& t) {
+  double count = 0;
+  for (uint32_t bit : {workload::kLoraQ, workload::kLoraK, workload::kLoraV, workload::kLoraO}) {
+    if (t.lora_targets & bit) count += 1;
+  }
+  if (t.lora_targets & workload::kLoraMlp) count += m.mlp == workload::MlpKind::kSwiglu ? 3 : 2;
+  return count;
+}
+
+// Bytes per logit element alive at the loss (the last stage's peak), by framework:
+// Megatron's vocab-parallel cross entropy upcasts the bf16 logits to fp32 and saves the fp32
+// softmax for backward (Megatron-LM core/tensor_parallel/cross_entropy.py): 2 + 4.
+// torchtitan/FSDP computes cross_entropy(pred.float()): bf16 logits (2) + saved fp32
+// log-softmax (4) + its fp32 gradient at the start of backward (4) = 10.
+// HF transformers returns fp32 logits (logits.float()) and keeps them in the output: 4 + 4 + 4.
+double LogitBytesPerElement(const Training& t) {
+  double bytes = t.framework == Framework::kMegatron ? 6
+                 : t.framework == Framework::kFsdp   ? 10
+                                                     : 12;
+  if (t.precision == Precision::kFp32 && t.framework != Framework::kHf &&
+      t.framework != Framework::kDeepSpeed) {
+    bytes += 2;
+  }
+  return bytes;
+}
+
+double LogitsBytes(const Model& m, const Training& t) {
+  if (m.kind == ModelKind::kGeneric) return 0;
+  const double tp = static_cast<double>(t.tp);
+  const double sb = static_cast<double>(t.seq_len) * static_cast<double>(t.micro_batch);
+  const double e = t.precision == Precision::kFp32 ? 4 : 2;
+  // Final-norm input and output-layer input, then the logits themselves (vocab-parallel).
+  const double inputs = 2 * e * sb * static_cast<double>(m.hidden) / (t.sequence_parallel ? tp : 1);
+  return inputs + LogitBytesPerElement(t) * sb * static_cast<double>(m.vocab) / tp;
+}
+
+// Weights held frozen under LoRA / QLoRA: 16-bit (fp32 when training in fp32); QLoRA stores the
+// layers' linear weights in NF4 and keeps embeddings, head and norms in 16 bits.
+double FrozenWeightBytes(const StageContents& c, const Training& t) {
+  const double e = t.precision == Precision::kFp32 ? 4 : 2;
+  if (t.method == Method::kQlora) return c.layer_params * kNf4BytesPerParam + c.other_params * e;
+  return (c.layer_params + c.other_params) * e;
+}
+
+MemoryBreakdown Assemble(const ModelStateBytes& states, const StageContents& c, const Training& t) {
+  MemoryBreakdown m;
+  m.weights_bytes = states.weights_bytes;
+  m.gradients_bytes = states.gradients_bytes;
+  m.optimizer_bytes = states.optimizer_bytes;
+  m.activations_bytes = c.activations_bytes;
+  m.logits_bytes = c.logits_bytes;
+  m.comm_buffer_bytes = states.buffer_bytes;
+  m.allocated_bytes = m.weights_bytes + m.gradients_bytes + m.optimizer_bytes +
+                      m.activations_bytes + m.logits_bytes + m.comm_buffer_bytes;
+  m.allocator_reserve_bytes = m.allocated_bytes * AllocatorReserveFraction(t.framework);
+  m.reserved_bytes = m.allocated_bytes + m.allocator_reserve_bytes;
+  m.cuda_context_bytes = kCudaContextBytes;
+  m.peak_bytes_per_gpu = m.reserved_bytes + m.cuda_context_bytes;
+  m.other_bytes =
+      m.logits_bytes + m.comm_buffer_bytes + m.cuda_context_bytes + m.allocator_reserve_bytes;
+  return m;
+}
+
+MemoryBreakdown EstimateStage(const Model& m, const Training& t, const StageContents& c) {
+  const double tp = static_cast<double>(t.tp);
+  const double params = c.layer_params + c.other_params;
+  double largest =
+      m.kind == ModelKind::kGeneric ? params : workload::LargestTensorParameterCount(m) / tp;
+  if (t.framework == Framework::kFsdp || t.framework == Framework::kHf) {
+    // FSDP wraps each transformer layer as a unit (and the embedding / output layers).
+    largest = std::max(largest, workload::LayerParameterCount(m) / tp);
+  }
+  if (t.method == Method::kFull) return Assemble(FullModelStates(params, largest, t), c, t);
+
+  // LoRA / QLoRA: frozen base weights + fp32 adapters trained with the optimizer (PEFT keeps
+  // adapters in fp32 under autocast): 4 + 4 + states bytes per adapter parameter.
+  const double layers = static_cast<double>(m.layers) / static_cast<double>(t.pp);
+  const double adapters = layers * LoraParamsPerLayer(m, t) / tp;
+  const double n = static_cast<double>(t.dp);
+  const double state = StateBytes(t);
+  ModelStateBytes s;
+  s.weights_bytes = FrozenWeightBytes(c, t) / (t.zero_stage >= 3 ? n : 1) + adapters * 4;
+  s.gradients_bytes = adapters * 4 / (t.zero_stage >= 2 ? n : 1);
+  s.optimizer_bytes = t.offload_optimizer ? 0 : adapters * state / (t.zero_stage >= 1 ? n : 1);
+  if (t.method == Method::kQlora) {
+    // One dequantised 16-bit weight matrix at a time (bitsandbytes dequantises per layer call).
+    s.buffer_bytes = static_cast<double>(m.hidden) * static_cast<double>(m.ffn_hidden) * 2 / tp;
+  }
+  StageContents with_adapters = c;
+  // Each adapter also saves its rank-r intermediate for backward (16-bit, s x b x r), unless
+  // the whole layer is recomputed.
+  if (t.recompute != workload::Recompute::kFull) {
+    const double per_adapter = 2.0 * static_cast<double>(t.seq_len) *
+                               static_cast<double>(t.micro_batch) *
+                               static_cast<double>(t.lora_rank);
+    with_adapters.activations_bytes += layers * AdapterCount(m, t) * per_adapter;
+  }
+  return Assemble(s, with_adapters, t);
+}
+
+}  // namespace
+
+MemoryBreakdown EstimateMemory(const Model& m, const Training& t) {
+  if (m.kind == ModelKind::kGeneric) {
+    StageContents c;
+    c.other_params = m.generic_parameters;
+    c.activations_bytes = PipelineActivationBytes(m, t);
+    return EstimateStage(m, t, c);
+  }
+  const double tp = static_cast<double>(t.tp);
+  const double stage_layers = static_cast<double>(m.layers) / static_cast<double>(t.pp);
+  const double layer_params = stage_layers * workload::LayerParameterCount(m) / tp;
+  const double embedding = workload::EmbeddingParameterCount(m) / tp;
+  const double head = workload::HeadParameterCount(m) / tp;
+  const double stage_activations = PipelineActivationBytes(m, t);
+  const double logits = LogitsBytes(m, t);
+  if (t.pp == 1) {
+    return EstimateStage(m, t, {layer_params, embedding + head, stage_activations, logits});
+  }
+  // First stage: embeddings and the most in-flight activations. Last stage: the head (plus a
+  // copy of tied embeddings, as Megatron keeps), one micro-batch in flight, the logits.
+  const double tied_copy =
+      m.tied_embeddings ? static_cast<double>(m.vocab) * static_cast<double>(m.hidden) / tp : 0;
+  const MemoryBreakdown first =
+      EstimateStage(m, t, {layer_params, embedding, stage_activations, 0});
+  const double last_activations = stage_layers * LayerActivationBytes(m, t);
+  const MemoryBreakdown last =
+      EstimateStage(m, t, {layer_params, head + tied_copy, last_activations, logits});
+  return first.peak_bytes_per_gpu >= last.peak_bytes_per_gpu ? first : last;
+}
+
+FitVerdict ClassifyFit(double peak_bytes, double capacity_bytes) {
+  if (peak_bytes > capacity_bytes) return FitVerdict::kDoesNotFit;
+  if (HeadroomFraction(peak_bytes, capacity_bytes) < kTightHeadroomFraction)
+    return FitVerdict::kTight;
+  return FitVerdict::kFits;
+}
+
+const char* FitVerdictName(FitVerdict verdict) {
+  switch (verdict) {
+    case FitVerdict::kFits:
+      return "fits";
+    case FitVerdict::kTight:
+      return "tight";
+    case FitVerdict::kDoesNotFit:
+      return "does not fit";
+  }
+  return "?";
+}
+
+}  // namespace fulcrum::estimate

@@ -1,0 +1,240 @@
+// The memory model against its published anchors (../shared/data/calibration/
+// formula_anchors.csv): ZeRO Table 1, Megatron's distributed-optimizer bytes per parameter,
+// DeepSpeed's estimator examples, HF accelerate's 4x rule and Korthikanti's activation formulas.
+// Expected values are the published numbers, never values printed by this code.
+#include "estimate/memory.h"
+
+#include <gtest/gtest.h>
+
+namespace fulcrum::estimate {
+namespace {
+
+using workload::Framework;
+using workload::GradPrecision;
+using workload::Model;
+using workload::Precision;
+using workload::Recompute;
+using workload::Training;
+
+constexpr double kGiB = 1073741824.0;
+constexpr double kGB = 1e9;
+
+double States(const ModelStateBytes& s) {
+  return s.weights_bytes + s.gradients_bytes + s.optimizer_bytes;
+}
+
+// ZeRO paper arithmetic: 16-bit params and grads, K = 12 (Megatron conventions with the
+// gradient dtype overridden to bf16 give exactly 2 + 2 + 12).
+Training ZeroPaperTraining(int stage, int dp) {
+  Training t;
+  t.framework = Framework::kMegatron;
+  t.precision = Precision::kBf16Mixed;
+  t.grad_precision = GradPrecision::kBf16;
+  t.zero_stage = stage;
+  t.dp = dp;
+  return t;
+}
+
+TEST(ZeroAnchorTest, Table1For7point5B) {
+  const double psi = 7.5e9;
+  EXPECT_DOUBLE_EQ(States(FullModelStates(psi, 0, ZeroPaperTraining(0, 64))), 120 * kGB);
+  // The paper prints 3 significant digits: 31.4, 16.6, 1.88.
+  EXPECT_NEAR(States(FullModelStates(psi, 0, ZeroPaperTraining(1, 64))) / kGB, 31.4, 0.05);
+  EXPECT_NEAR(States(FullModelStates(psi, 0, ZeroPaperTraining(2, 64))) / kGB, 16.6, 0.05);
+  EXPECT_NEAR(States(FullModelStates(psi, 0, ZeroPaperTraining(3, 64))) / kGB, 1.88, 0.005);
+}
+
+TEST(ZeroAnchorTest, Table1For128BAnd1T) {
+  EXPECT_DOUBLE_EQ(States(FullModelStates(128e9, 0, ZeroPaperTraining(1, 64))), 536 * kGB);
+  EXPECT_DOUBLE_EQ(States(FullModelStates(128e9, 0, ZeroPaperTraining(2, 64))), 284 * kGB);
+  EXPECT_DOUBLE_EQ(States(FullModelStates(128e9, 0, ZeroPaperTraining(3, 64))), 32 * kGB);
+  // The paper truncates: 4011.7 -> 4011, 2013.7 -> 2013, 15.625 -> 15.6.
+  EXPECT_NEAR(States(FullModelStates(1e12, 0, ZeroPaperTraining(1, 1024))) / kGB, 4011, 1.0);
+  EXPECT_NEAR(States(FullModelStates(1e12, 0, ZeroPaperTraining(2, 1024))) / kGB, 2013, 1.0);
+  EXPECT_NEAR(States(FullModelStates(1e12, 0, ZeroPaperTraining(3, 1024))) / kGB, 15.6, 0.05);
+}
+
+Training MegatronTraining(Precision p, int zero, int dp) {
+  Training t;
+  t.framework = Framework::kMegatron;
+  t.precision = p;
+  t.zero_stage = zero;
+  t.dp = dp;
+  return t;
+}
+
+TEST(MegatronAnchorTest, DistributedOptimizerBytesPerParameter) {
+  const double d = 8;
+  EXPECT_DOUBLE_EQ(States(FullModelStates(1, 0, MegatronTraining(Precision::kBf16Mixed, 0, 8))),
+                   18);
+  EXPECT_DOUBLE_EQ(States(FullModelStates(1, 0, MegatronTraining(Precision::kBf16Mixed, 1, 8))),
+                   6 + 12 / d);
+  EXPECT_DOUBLE_EQ(States(FullModelStates(1, 0, MegatronTraining(Precision::kFp16Mixed, 0, 8))),
+                   20);
+  EXPECT_DOUBLE_EQ(States(FullModelStates(1, 0, MegatronTraining(Precision::kFp16Mixed, 1, 8))),
+                   4 + 16 / d);
+  EXPECT_DOUBLE_EQ(States(FullModelStates(1, 0, MegatronTraining(Precision::kFp32, 0, 8))), 16);
+  EXPECT_DOUBLE_EQ(States(FullModelStates(1, 0, MegatronTraining(Precision::kFp32, 1, 8))),
+                   8 + 8 / d);
+}
+
+// t5-3b: 2851 M parameters; largest layer = the shared embedding, vocab 32128 x d_model 1024
+// (google-t5/t5-3b config.json), which DeepSpeed's docs round to "32M".
+constexpr double kT5Params = 2851e6;
+constexpr double kT5Largest = 32128.0 * 1024;
+
+Training DeepSpeedTraining(int stage, bool offload) {
+  Training t;
+  t.framework = Framework::kDeepSpeed;
+  t.precision = Precision::kFp16Mixed;
+  t.zero_stage = stage;
+  t.dp = 8;
+  t.offload_optimizer = offload;
+  return t;
+}
+
+TEST(DeepSpeedAnchorTest, EstimatorExamplesForT5_3b) {
+  // DeepSpeed memory.rst prints GB meaning GiB: 15.93, 5.31 (offload), 6.10 (ZeRO-3).
+  EXPECT_NEAR(States(FullModelStates(kT5Params, kT5Largest, DeepSpeedTraining(2, false))) / kGiB,
+              15.93, 0.005);
+  EXPECT_NEAR(States(FullModelStates(kT5Params, kT5Largest, DeepSpeedTraining(2, true))) / kGiB,
+              5.31, 0.005);
+  ModelStateBytes z3 = FullModelStates(kT5Params, kT5Largest, DeepSpeedTraining(3, false));
+  EXPECT_NEAR((States(z3) + z3.buffer_bytes) / kGiB, 6.10, 0.005);
+}
+
+TEST(AccelerateAnchorTest, TrainingIsFourTimesTheFp32Model) {
+  // bert-base-cased: 413.18 MB (MiB) in float32; training with Adam: 1.61 GB (GiB).
+  const double params = 413.18 * 1048576 / 4;
+  Training t;
+  t.framework = Framework::kHf;
+  t.precision = Precision::kFp32;
+  EXPECT_NEAR(States(FullModelStates(params, 0, t)) / kGiB, 1.61, 0.005);
+}
+
+// Korthikanti et al. 2022 Figure 1 configurations (values as in calculon's validation.py).
+Model Gpt(int64_t layers, int64_t hidden, int64_t heads) {
+  Model m;
+  m.layers = layers;
+  m.hidden = hidden;
+  m.heads = heads;
+  m.kv_heads = heads;
+  m.ffn_hidden = 4 * hidden;
+  m.vocab = 51200;
+  m.max_seq_len = 2048;
+  m.dropout = true;
+  m.position = workload::PositionKind::kLearned;
+  return m;
+}
+
+Training KorthikantiTraining(int tp, int pp, int vpp, int micro, bool sp_selective) {
+  Training t;
+  t.framework = Framework::kMegatron;
+  t.precision = Precision::kFp16Mixed;
+  t.tp = tp;
+  t.pp = pp;
+  t.vpp = vpp;
+  t.micro_batch = micro;
+  t.global_batch = 64 * micro;
+  t.seq_len = 2048;
+  t.flash_attention = false;
+  t.sequence_parallel = sp_selective;
+  t.recompute = sp_selective ? Recompute::kSelective : Recompute::kNone;
+  return t;
+}
+
+TEST(KorthikantiAnchorTest, Gpt22BActivationsAndStates) {
+  const Model m = Gpt(48, 6144, 64);
+  EXPECT_DOUBLE_EQ(PipelineActivationBytes(m, KorthikantiTraining(8, 1, 1, 4, false)),
+                   59.25 * kGiB);
+  EXPECT_DOUBLE_EQ(PipelineActivationBytes(m, KorthikantiTraining(8, 1, 1, 4, true)),
+                   9.5625 * kGiB);
+  // params + optimizer: 18 bytes per parameter (bf16 + fp32 grads + K = 12) of 12 L h^2 / t.
+  const double layer_params = 12.0 * 48 * 6144 * 6144 / 8;
+  EXPECT_DOUBLE_EQ(
+      States(FullModelStates(layer_params, 0, MegatronTraining(Precision::kBf16Mixed, 0, 1))),
+      45.5625 * kGiB);
+}
+
+TEST(KorthikantiAnchorTest, Gpt175BInterleavedPipeline) {
+  const Model m = Gpt(96, 12288, 96);
+  EXPECT_DOUBLE_EQ(PipelineActivationBytes(m, KorthikantiTraining(8, 8, 3, 1, false)),
+                   66.84375 * kGiB);
+  EXPECT_DOUBLE_EQ(PipelineActivationBytes(m, KorthikantiTraining(8, 8, 3, 1, true)),
+                   12.3515625 * kGiB);
+}
+
+TEST(KorthikantiAnchorTest, TableTwoVariantsPerLayer) {
+  // No parallelism: sbh(34 + 5as/h); full recompute: 2sbh.
+  const Model m = Gpt(1, 1024, 16);
+  Training t = KorthikantiTraining(1, 1, 1, 2, false);
+  t.seq_len = 1024;
+  const double s = 1024, b = 2, h = 1024, a = 16;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, t), s * b * h * (34 + 5 * a * s / h));
+  t.recompute = Recompute::kFull;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, t), 2 * s * b * h);
+}
+
+TEST(MemoryTest, FlashAttentionRemovesTheQuadraticTerm) {
+  const Model m = Gpt(1, 1024, 16);
+  Training t = KorthikantiTraining(1, 1, 1, 1, false);
+  const double without = LayerActivationBytes(m, t);
+  t.flash_attention = true;
+  const double with = LayerActivationBytes(m, t);
+  const double s = 2048, h = 1024, a = 16;
+  // 34sbh plus the fp32 log-sum-exp per head and row.
+  EXPECT_DOUBLE_EQ(with, s * h * 34 + 4 * a * s);
+  EXPECT_GT(without, with);
+}
+
+TEST(MemoryTest, GqaAndSwigluCountEverySavedTensor) {
+  Model m = Gpt(1, 4096, 32);
+  m.kv_heads = 8;
+  m.ffn_hidden = 14336;
+  m.mlp = workload::MlpKind::kSwiglu;
+  m.dropout = false;
+  Training t = KorthikantiTraining(1, 1, 1, 1, false);
+  t.flash_attention = true;
+  const double s = 2048, h = 4096, f = 14336, a = 32, r = 0.25;
+  // norms' inputs, QKV and MLP inputs (4 x 2sbh), Q + K + V + attention output (2sbh(2 + 2r)),
+  // gate, up and product (3 x 2sbf), log-sum-exp (4as).
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, t),
+                   8 * s * h + 2 * s * h * (2 + 2 * r) + 6 * s * f + 4 * a * s);
+}
+
+TEST(MemoryTest, BreakdownAddsUpAndVerdicts) {
+  Model m = Gpt(24, 2048, 16);
+  Training t;
+  t.seq_len = 2048;
+  const MemoryBreakdown b = EstimateMemory(m, t);
+  EXPECT_DOUBLE_EQ(b.other_bytes, b.logits_bytes + b.comm_buffer_bytes + b.cuda_context_bytes +
+                                      b.allocator_reserve_bytes);
+  EXPECT_DOUBLE_EQ(b.peak_bytes_per_gpu, b.weights_bytes + b.gradients_bytes + b.optimizer_bytes +
+                                             b.activations_bytes + b.other_bytes);
+  EXPECT_EQ(ClassifyFit(95, 100), FitVerdict::kTight);
+  EXPECT_EQ(ClassifyFit(80, 100), FitVerdict::kFits);
+  EXPECT_EQ(ClassifyFit(101, 100), FitVerdict::kDoesNotFit);
+}
+
+TEST(MemoryTest, ShardingRecomputeAndLoraReduceThePeak) {
+  Model m = Gpt(32, 4096, 32);
+  Training t;
+  t.dp = 8;
+  t.global_batch = 8;
+  const double base = EstimateMemory(m, t).peak_bytes_per_gpu;
+  Training z3 = t;
+  z3.zero_stage = 3;
+  EXPECT_LT(EstimateMemory(m, z3).peak_bytes_per_gpu, base);
+  Training full = t;
+  full.recompute = Recompute::kFull;
+  EXPECT_LT(EstimateMemory(m, full).activations_bytes, EstimateMemory(m, t).activations_bytes);
+  Training lora = t;
+  lora.method = workload::Method::kLora;
+  Training qlora = t;
+  qlora.method = workload::Method::kQlora;
+  EXPECT_LT(EstimateMemory(m, lora).peak_bytes_per_gpu, base);
+  EXPECT_LT(EstimateMemory(m, qlora).weights_bytes, EstimateMemory(m, lora).weights_bytes);
+}
+
+}  // namespace
+}  // namespace fulcrum::estimate
