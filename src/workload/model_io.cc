@@ -1,0 +1,419 @@
+#include "workload/model_io.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
+
+#include "core/parse.h"
+
+namespace fulcrum::workload {
+namespace {
+
+// ---------------------------------------------------------------------------- preset YAML ---
+
+Status YamlError(const std::string& origin, const YAML::Node& node, const std::string& key,
+                 const std::string& expected) {
+  const int line = node.Mark().line + 1;
+  std::string found;
+  if (node.IsScalar())
+    found = "'" + node.Scalar() + "'";
+  else
+    found = node.IsMap() ? "a mapping" : node.IsSequence() ? "a list" : "nothing";
+  return Status::InvalidInput(origin + ":" + std::to_string(line) + ": " + key + ": expected " +
+                              expected + ", found " + found);
+}
+
+Result<int64_t> YamlInt(const std::string& origin, const YAML::Node& node, const std::string& key) {
+  if (!node.IsScalar()) return YamlError(origin, node, key, "a positive integer");
+  Result<int64_t> value = ParseInt(node.Scalar());
+  if (!value.ok() || *value < 0) return YamlError(origin, node, key, "a non-negative integer");
+  return *value;
+}
+
+Result<double> YamlNumber(const std::string& origin, const YAML::Node& node,
+                          const std::string& key) {
+  if (!node.IsScalar()) return YamlError(origin, node, key, "a number");
+  Result<double> value = ParseDouble(node.Scalar());
+  if (!value.ok() || *value < 0) return YamlError(origin, node, key, "a non-negative number");
+  return *value;
+}
+
+Result<bool> YamlBool(const std::string& origin, const YAML::Node& node, const std::string& key) {
+  const std::string text = node.IsScalar() ? ToLower(node.Scalar()) : "";
+  if (text == "true" || text == "yes") return true;
+  if (text == "false" || text == "no") return false;
+  return YamlError(origin, node, key, "true or false");
+}
+
+Result<std::string> YamlString(const std::string& origin, const YAML::Node& node,
+                               const std::string& key) {
+  if (!node.IsScalar()) return YamlError(origin, node, key, "text");
+  return node.Scalar();
+}
+
+template <typename Enum>
+Result<Enum> YamlChoice(const std::string& origin, const YAML::Node& node, const std::string& key,
+                        std::initializer_list<std::pair<const char*, Enum>> choices) {
+  std::string expected;
+  for (const auto& [name, value] : choices) {
+    if (node.IsScalar() && ToLower(node.Scalar()) == name) return value;
+    expected += expected.empty() ? name : std::string(" | ") + name;
+  }
+  return YamlError(origin, node, key, expected);
+}
+
+Status ApplyYamlKey(const std::string& origin, const std::string& key, const YAML::Node& v,
+                    Model& m) {
+  auto set_int = [&](int64_t& field) -> Status {
+    FULCRUM_ASSIGN_OR_RETURN(field, YamlInt(origin, v, key));
+    return Status::Ok();
+  };
+  auto set_bool = [&](bool& field) -> Status {
+    FULCRUM_ASSIGN_OR_RETURN(field, YamlBool(origin, v, key));
+    return Status::Ok();
+  };
+  auto set_number = [&](double& field) -> Status {
+    FULCRUM_ASSIGN_OR_RETURN(field, YamlNumber(origin, v, key));
+    return Status::Ok();
+  };
+  if (key == "name") {
+    FULCRUM_ASSIGN_OR_RETURN(m.name, YamlString(origin, v, key));
+  } else if (key == "source") {
+    FULCRUM_ASSIGN_OR_RETURN(m.source, YamlString(origin, v, key));
+  } else if (key == "kind") {
+    FULCRUM_ASSIGN_OR_RETURN(m.kind, YamlChoice<ModelKind>(origin, v, key,
+                                                           {{"decoder", ModelKind::kDecoder},
+                                                            {"encoder", ModelKind::kEncoder},
+                                                            {"generic", ModelKind::kGeneric}}));
+  } else if (key == "mlp") {
+    FULCRUM_ASSIGN_OR_RETURN(
+        m.mlp, YamlChoice<MlpKind>(origin, v, key,
+                                   {{"gelu", MlpKind::kGelu}, {"swiglu", MlpKind::kSwiglu}}));
+  } else if (key == "norm") {
+    FULCRUM_ASSIGN_OR_RETURN(
+        m.norm, YamlChoice<NormKind>(origin, v, key,
+                                     {{"layernorm", NormKind::kLayerNorm},
+                                      {"layernorm-no-bias", NormKind::kLayerNormNoBias},
+                                      {"rmsnorm", NormKind::kRmsNorm}}));
+  } else if (key == "position") {
+    FULCRUM_ASSIGN_OR_RETURN(m.position,
+                             YamlChoice<PositionKind>(origin, v, key,
+                                                      {{"learned", PositionKind::kLearned},
+                                                       {"rotary", PositionKind::kRotary},
+                                                       {"alibi", PositionKind::kAlibi}}));
+  } else if (key == "layers") {
+    return set_int(m.layers);
+  } else if (key == "hidden") {
+    return set_int(m.hidden);
+  } else if (key == "heads") {
+    return set_int(m.heads);
+  } else if (key == "kv_heads") {
+    return set_int(m.kv_heads);
+  } else if (key == "ffn_hidden") {
+    return set_int(m.ffn_hidden);
+  } else if (key == "vocab") {
+    return set_int(m.vocab);
+  } else if (key == "max_seq_len") {
+    return set_int(m.max_seq_len);
+  } else if (key == "type_vocab") {
+    return set_int(m.type_vocab);
+  } else if (key == "tied_embeddings") {
+    return set_bool(m.tied_embeddings);
+  } else if (key == "linear_bias") {
+    return set_bool(m.linear_bias);
+  } else if (key == "qkv_bias") {
+    return set_bool(m.qkv_bias);
+  } else if (key == "dropout") {
+    return set_bool(m.dropout);
+  } else if (key == "parameters") {
+    return set_number(m.generic_parameters);
+  } else if (key == "forward_flops_per_sample") {
+    return set_number(m.generic_forward_flops_per_sample);
+  } else if (key == "activation_bytes_per_sample") {
+    return set_number(m.generic_activation_bytes_per_sample);
+  } else {
+    return YamlError(
+        origin, v, key,
+        "a known key (name, source, kind, layers, hidden, heads, kv_heads, ffn_hidden, "
+        "vocab, max_seq_len, tied_embeddings, mlp, norm, position, linear_bias, qkv_bias, "
+        "dropout, type_vocab, parameters, forward_flops_per_sample, "
+        "activation_bytes_per_sample); unknown key");
+  }
+  return Status::Ok();
+}
+
+Result<Model> ParseModelYamlNode(const YAML::Node& root, const std::string& origin) {
+  if (!root.IsMap()) return YamlError(origin, root, "document", "a mapping of model fields");
+  Model m;
+  for (const auto& entry : root) {
+    if (!entry.first.IsScalar()) return YamlError(origin, entry.first, "key", "a field name");
+    FULCRUM_RETURN_IF_ERROR(ApplyYamlKey(origin, entry.first.Scalar(), entry.second, m));
+  }
+  if (m.name.empty()) return Status::InvalidInput(origin + ": name: missing");
+  if (m.source.empty())
+    return Status::InvalidInput(origin + ": source: missing (every preset names its source)");
+  if (m.kv_heads == 0) m.kv_heads = m.heads;
+  Status valid = ValidateModel(m);
+  if (!valid.ok()) return Status::InvalidInput(origin + ": " + valid.message());
+  return m;
+}
+
+// ---------------------------------------------------------------------------- HF config ----
+
+class HfReader {
+ public:
+  HfReader(const nlohmann::json& doc, std::string origin, std::string arch)
+      : doc_(doc), origin_(std::move(origin)), arch_(std::move(arch)) {}
+
+  Result<int64_t> Int(const char* key) const {
+    auto it = doc_.find(key);
+    if (it == doc_.end() || it->is_null()) {
+      return Status::InvalidInput(origin_ + ": " + key + ": missing (required for " + arch_ + ")");
+    }
+    if (!it->is_number_integer() || it->get<int64_t>() <= 0 ||
+        it->get<int64_t>() > (int64_t{1} << 40)) {
+      return Status::InvalidInput(origin_ + ": " + key + ": expected a positive integer, found " +
+                                  it->dump());
+    }
+    return it->get<int64_t>();
+  }
+  Result<int64_t> IntOr(const char* key, int64_t fallback) const {
+    auto it = doc_.find(key);
+    if (it == doc_.end() || it->is_null()) return fallback;
+    return Int(key);
+  }
+  Result<bool> BoolOr(const char* key, bool fallback) const {
+    auto it = doc_.find(key);
+    if (it == doc_.end() || it->is_null()) return fallback;
+    if (!it->is_boolean()) {
+      return Status::InvalidInput(origin_ + ": " + key + ": expected true or false, found " +
+                                  it->dump());
+    }
+    return it->get<bool>();
+  }
+  double NumberOr(const char* key, double fallback) const {
+    auto it = doc_.find(key);
+    return it != doc_.end() && it->is_number() ? it->get<double>() : fallback;
+  }
+
+ private:
+  const nlohmann::json& doc_;
+  std::string origin_;
+  std::string arch_;
+};
+
+// LLaMA-family configs (LlamaConfig, MistralConfig, Qwen2Config in transformers): gated MLP,
+// RMSNorm, rotary positions, untied embeddings by default.
+Result<Model> LlamaLike(const HfReader& r, bool qwen) {
+  Model m;
+  m.mlp = MlpKind::kSwiglu;
+  m.norm = NormKind::kRmsNorm;
+  m.position = PositionKind::kRotary;
+  FULCRUM_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers"));
+  FULCRUM_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads"));
+  FULCRUM_ASSIGN_OR_RETURN(m.kv_heads, r.IntOr("num_key_value_heads", m.heads));
+  FULCRUM_ASSIGN_OR_RETURN(m.ffn_hidden, r.Int("intermediate_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.max_seq_len, r.IntOr("max_position_embeddings", 0));
+  FULCRUM_ASSIGN_OR_RETURN(m.tied_embeddings, r.BoolOr("tie_word_embeddings", false));
+  FULCRUM_ASSIGN_OR_RETURN(bool attention_bias, r.BoolOr("attention_bias", false));
+  m.qkv_bias = qwen || attention_bias;  // Qwen2 always has q/k/v biases
+  m.dropout = r.NumberOr("attention_dropout", 0) > 0;
+  return m;
+}
+
+Result<Model> Gpt2(const HfReader& r) {
+  Model m;
+  m.norm = NormKind::kLayerNorm;
+  m.position = PositionKind::kLearned;
+  m.linear_bias = true;
+  m.tied_embeddings = true;
+  FULCRUM_ASSIGN_OR_RETURN(m.layers, r.Int("n_layer"));
+  FULCRUM_ASSIGN_OR_RETURN(m.hidden, r.Int("n_embd"));
+  FULCRUM_ASSIGN_OR_RETURN(m.heads, r.Int("n_head"));
+  m.kv_heads = m.heads;
+  FULCRUM_ASSIGN_OR_RETURN(m.ffn_hidden, r.IntOr("n_inner", 4 * m.hidden));
+  FULCRUM_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.max_seq_len, r.Int("n_positions"));
+  FULCRUM_ASSIGN_OR_RETURN(m.tied_embeddings, r.BoolOr("tie_word_embeddings", true));
+  m.dropout = r.NumberOr("resid_pdrop", 0.1) > 0;
+  return m;
+}
+
+Result<Model> GptNeoX(const HfReader& r) {
+  Model m;
+  m.norm = NormKind::kLayerNorm;
+  m.position = PositionKind::kRotary;
+  m.linear_bias = true;
+  FULCRUM_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers"));
+  FULCRUM_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads"));
+  m.kv_heads = m.heads;
+  FULCRUM_ASSIGN_OR_RETURN(m.ffn_hidden, r.Int("intermediate_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.max_seq_len, r.IntOr("max_position_embeddings", 0));
+  FULCRUM_ASSIGN_OR_RETURN(m.tied_embeddings, r.BoolOr("tie_word_embeddings", false));
+  m.dropout = r.NumberOr("hidden_dropout", 0) > 0;
+  return m;
+}
+
+Result<Model> Bert(const HfReader& r) {
+  Model m;
+  m.kind = ModelKind::kEncoder;
+  m.norm = NormKind::kLayerNorm;
+  m.position = PositionKind::kLearned;
+  m.linear_bias = true;
+  m.tied_embeddings = true;
+  FULCRUM_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers"));
+  FULCRUM_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads"));
+  m.kv_heads = m.heads;
+  FULCRUM_ASSIGN_OR_RETURN(m.ffn_hidden, r.Int("intermediate_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.max_seq_len, r.Int("max_position_embeddings"));
+  FULCRUM_ASSIGN_OR_RETURN(m.type_vocab, r.IntOr("type_vocab_size", 2));
+  m.dropout = r.NumberOr("hidden_dropout_prob", 0.1) > 0;
+  return m;
+}
+
+// MPT (mosaicml/mpt-7b configuration_mpt.py): no biases by default, LayerNorm without bias,
+// ALiBi, tied embeddings, MLP width d_model * expansion_ratio.
+Result<Model> Mpt(const HfReader& r) {
+  Model m;
+  m.position = PositionKind::kAlibi;
+  m.tied_embeddings = true;
+  FULCRUM_ASSIGN_OR_RETURN(m.layers, r.Int("n_layers"));
+  FULCRUM_ASSIGN_OR_RETURN(m.hidden, r.Int("d_model"));
+  FULCRUM_ASSIGN_OR_RETURN(m.heads, r.Int("n_heads"));
+  m.kv_heads = m.heads;
+  FULCRUM_ASSIGN_OR_RETURN(int64_t expansion, r.IntOr("expansion_ratio", 4));
+  m.ffn_hidden = expansion * m.hidden;
+  FULCRUM_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.max_seq_len, r.IntOr("max_seq_len", 2048));
+  FULCRUM_ASSIGN_OR_RETURN(bool no_bias, r.BoolOr("no_bias", true));
+  m.linear_bias = !no_bias;
+  m.norm = no_bias ? NormKind::kLayerNormNoBias : NormKind::kLayerNorm;
+  return m;
+}
+
+constexpr const char* kSupported =
+    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM, "
+    "BertForMaskedLM, MptForCausalLM";
+
+Result<std::string> Architecture(const nlohmann::json& doc, const std::string& origin) {
+  auto it = doc.find("architectures");
+  if (it != doc.end() && it->is_array() && !it->empty() && (*it)[0].is_string()) {
+    return (*it)[0].get<std::string>();
+  }
+  auto type = doc.find("model_type");
+  if (type != doc.end() && type->is_string()) {
+    const std::string t = type->get<std::string>();
+    if (t == "llama") return std::string("LlamaForCausalLM");
+    if (t == "mistral") return std::string("MistralForCausalLM");
+    if (t == "qwen2") return std::string("Qwen2ForCausalLM");
+    if (t == "gpt2") return std::string("GPT2LMHeadModel");
+    if (t == "gpt_neox") return std::string("GPTNeoXForCausalLM");
+    if (t == "bert") return std::string("BertForMaskedLM");
+    if (t == "mpt") return std::string("MptForCausalLM");
+  }
+  return Status::InvalidInput(origin + ": architectures: missing (expected a list naming one of " +
+                              kSupported + ", or a known model_type)");
+}
+
+}  // namespace
+
+Result<Model> ParseModelYaml(std::string_view text, const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidInput(origin + ":" + std::to_string(e.mark.line + 1) +
+                                ": not valid YAML: " + e.msg);
+  }
+  try {
+    return ParseModelYamlNode(root, origin);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidInput(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+}
+
+Result<Model> ParseHfConfig(std::string_view text, const std::string& origin) {
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return Status::InvalidInput(origin + ": not valid JSON");
+  if (!doc.is_object()) return Status::InvalidInput(origin + ": expected a JSON object");
+  FULCRUM_ASSIGN_OR_RETURN(std::string arch, Architecture(doc, origin));
+  const HfReader reader(doc, origin, arch);
+  Result<Model> model = Status::Internal("unset");
+  // Hub repositories with custom code spell some classes differently (mosaicml: MPTForCausalLM).
+  if (EqualsIgnoreCase(arch, "MptForCausalLM")) arch = "MptForCausalLM";
+  if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM") {
+    model = LlamaLike(reader, false);
+  } else if (arch == "Qwen2ForCausalLM") {
+    model = LlamaLike(reader, true);
+  } else if (arch == "GPT2LMHeadModel") {
+    model = Gpt2(reader);
+  } else if (arch == "GPTNeoXForCausalLM") {
+    model = GptNeoX(reader);
+  } else if (arch == "BertForMaskedLM") {
+    model = Bert(reader);
+  } else if (arch == "MptForCausalLM") {
+    model = Mpt(reader);
+  } else {
+    return Status::InvalidInput(origin + ": architectures: '" + arch +
+                                "' is not supported; expected one of " + kSupported);
+  }
+  if (!model.ok()) return model.status();
+  auto name = doc.find("_name_or_path");
+  model->name = name != doc.end() && name->is_string() && !name->get<std::string>().empty()
+                    ? name->get<std::string>()
+                    : std::filesystem::path(origin).parent_path().filename().string();
+  if (model->name.empty()) model->name = "hf-config";
+  model->source = origin + " (" + arch + ")";
+  Status valid = ValidateModel(*model);
+  if (!valid.ok()) return Status::InvalidInput(origin + ": " + valid.message());
+  return model;
+}
+
+Result<Model> LoadHfConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": cannot open the HF config file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseHfConfig(text.str(), path);
+}
+
+std::vector<std::string> ListModelPresets(const std::string& catalog_dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(catalog_dir + "/models", ec)) {
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<Model> LoadModelPreset(const std::string& catalog_dir, std::string_view name) {
+  const std::vector<std::string> names = ListModelPresets(catalog_dir);
+  for (const std::string& candidate : names) {
+    if (!EqualsIgnoreCase(candidate, name)) continue;
+    const std::string path = catalog_dir + "/models/" + candidate + ".yaml";
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Status::IoError(path + ": cannot read");
+    std::stringstream text;
+    text << in.rdbuf();
+    return ParseModelYaml(text.str(), path);
+  }
+  std::string list;
+  for (const std::string& candidate : names) list += (list.empty() ? "" : ", ") + candidate;
+  return Status::NotFound("no model preset '" + std::string(name) + "' in " + catalog_dir +
+                          "/models; known: " + (list.empty() ? "(none)" : list) +
+                          " (or use --hf-config FILE, or --layers/--hidden/--heads)");
+}
+
+}  // namespace fulcrum::workload

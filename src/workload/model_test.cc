@@ -1,0 +1,156 @@
+// Parameter counting against published sizes, the shipped presets and HF config.json parsing.
+#include "workload/model.h"
+
+#include <gtest/gtest.h>
+
+#include "workload/model_io.h"
+#include "workload/training.h"
+
+namespace fulcrum::workload {
+namespace {
+
+const std::string kCatalog = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
+const std::string kFixtures = std::string(FULCRUM_SOURCE_DIR) + "/tests/fixtures/hf/";
+
+Model Preset(const std::string& name) {
+  Result<Model> m = LoadModelPreset(kCatalog, name);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return m.ok() ? *m : Model{};
+}
+
+// Published sizes (issue #3; model cards): within 0.5 %.
+TEST(ParameterCountTest, PublishedSizesWithinHalfAPercent) {
+  const std::pair<const char*, double> cases[] = {
+      {"llama-2-7b", 6.74e9}, {"llama-2-70b", 68.98e9}, {"llama-3-8b", 8.03e9},
+      {"mistral-7b", 7.24e9}, {"gpt3-175b", 174.6e9},
+  };
+  for (const auto& [name, expected] : cases) {
+    EXPECT_NEAR(ParameterCount(Preset(name)), expected, expected * 0.005) << name;
+  }
+}
+
+// Exact counts of the HF implementations (model.num_parameters() as printed on model cards
+// and in the transformers docs).
+TEST(ParameterCountTest, ExactCountsOfHfModels) {
+  EXPECT_EQ(ParameterCount(Preset("gpt2")), 124439808.0);         // openai-community/gpt2
+  EXPECT_EQ(ParameterCount(Preset("llama-2-7b")), 6738415616.0);  // meta-llama/Llama-2-7b-hf
+  EXPECT_EQ(ParameterCount(Preset("bert-large")), 335174458.0);   // BertForMaskedLM large
+}
+
+TEST(ParameterCountTest, OtherPresetsHaveTheirNominalSize) {
+  const std::pair<const char*, double> cases[] = {
+      {"gpt2-xl", 1.56e9},       {"llama-2-13b", 13.0e9}, {"llama-3-70b", 70.6e9},
+      {"llama-3-405b", 405.9e9}, {"qwen2-7b", 7.62e9},    {"qwen2-72b", 72.7e9},
+      {"mpt-7b", 6.65e9},        {"mpt-30b", 29.96e9},    {"resnet-50", 25.56e6},
+  };
+  for (const auto& [name, expected] : cases) {
+    EXPECT_NEAR(ParameterCount(Preset(name)), expected, expected * 0.01) << name;
+  }
+}
+
+TEST(PresetTest, EveryPresetLoadsAndNamesItsSource) {
+  const std::vector<std::string> names = ListModelPresets(kCatalog);
+  EXPECT_GE(names.size(), 16u);
+  for (const std::string& name : names) {
+    Model m = Preset(name);
+    EXPECT_EQ(m.name, name);
+    EXPECT_FALSE(m.source.empty()) << name;
+  }
+}
+
+TEST(PresetTest, UnknownPresetListsKnownOnes) {
+  Result<Model> m = LoadModelPreset(kCatalog, "llama-9");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(m.status().message().find("llama-2-7b"), std::string::npos) << m.status().message();
+}
+
+TEST(PresetTest, BadYamlNamesLineAndField) {
+  Result<Model> m = ParseModelYaml("name: x\nsource: y\nlayers: many\n", "m.yaml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("m.yaml:3: layers"), std::string::npos)
+      << m.status().message();
+  Result<Model> unknown = ParseModelYaml("name: x\nsource: y\nlayerz: 3\n", "m.yaml");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("layerz"), std::string::npos);
+  EXPECT_FALSE(ParseModelYaml("name: [unclosed\n", "m.yaml").ok());
+}
+
+TEST(HfConfigTest, ArchitecturesMatchThePresets) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"llama-2-7b.json", "llama-2-7b"},
+      {"mistral-7b.json", "mistral-7b"},
+      {"qwen2-7b.json", "qwen2-7b"},
+      {"gpt2.json", "gpt2"},
+      {"bert-large-uncased.json", "bert-large"},
+      {"mpt-7b.json", "mpt-7b"},
+  };
+  for (const auto& [file, preset] : cases) {
+    Result<Model> m = LoadHfConfigFile(kFixtures + file);
+    ASSERT_TRUE(m.ok()) << file << ": " << m.status().message();
+    EXPECT_EQ(ParameterCount(*m), ParameterCount(Preset(preset))) << file;
+  }
+}
+
+TEST(HfConfigTest, GptNeoXPythia1b) {
+  Result<Model> m = LoadHfConfigFile(kFixtures + "pythia-1b.json");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  // EleutherAI/pythia-1b: 1,011,781,632 parameters (Biderman et al. 2023, Table 1: 1.01 B).
+  EXPECT_EQ(ParameterCount(*m), 1011781632.0);
+}
+
+TEST(HfConfigTest, MissingFieldIsNamed) {
+  Result<Model> m = LoadHfConfigFile(kFixtures + "missing-layers.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("num_hidden_layers: missing"), std::string::npos)
+      << m.status().message();
+  EXPECT_NE(m.status().message().find("LlamaForCausalLM"), std::string::npos);
+}
+
+TEST(HfConfigTest, UnknownArchitectureIsNamed) {
+  Result<Model> m = LoadHfConfigFile(kFixtures + "unknown-arch.json");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("T5ForConditionalGeneration"), std::string::npos);
+  Result<Model> none = ParseHfConfig("{\"hidden_size\": 4}", "c.json");
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("architectures: missing"), std::string::npos);
+  EXPECT_FALSE(ParseHfConfig("{not json", "c.json").ok());
+  EXPECT_FALSE(ParseHfConfig("[1,2]", "c.json").ok());
+}
+
+TEST(ValidateTest, RefusesInconsistentLayouts) {
+  const Model m = Preset("llama-2-7b");
+  Training t;
+  t.tp = 2;
+  t.dp = 4;
+  t.global_batch = 8;
+  EXPECT_TRUE(Validate(m, t, 8).ok());
+  Status gpus = Validate(m, t, 16);
+  EXPECT_NE(gpus.message().find("--gpus is 16"), std::string::npos) << gpus.message();
+  Training heads = t;
+  heads.tp = 3;
+  heads.dp = 1;
+  heads.global_batch = 1;
+  EXPECT_NE(Validate(m, heads).message().find("must divide the attention heads"),
+            std::string::npos);
+  Training batch = t;
+  batch.global_batch = 6;
+  EXPECT_NE(Validate(m, batch).message().find("multiple of --micro-batch"), std::string::npos);
+  Training layers = t;
+  layers.pp = 3;
+  layers.dp = 1;
+  layers.global_batch = 1;
+  EXPECT_NE(Validate(m, layers).message().find("divisible by --pp"), std::string::npos);
+  Training zero = t;
+  zero.zero_stage = 4;
+  EXPECT_FALSE(Validate(m, zero).ok());
+}
+
+TEST(ValidateTest, LearnedPositionsLimitTheSequence) {
+  Training t;
+  t.seq_len = 4096;
+  EXPECT_NE(Validate(Preset("gpt2"), t).message().find("position table"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fulcrum::workload
