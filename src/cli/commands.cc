@@ -5,9 +5,11 @@ namespace fulcrum::cli {
 
 // Each Register* is defined in cmd_<name>.cc.
 void RegisterVersion(CLI::App& root, CliContext& ctx);
+void RegisterPlan(CLI::App& root, CliContext& ctx);
 
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
+      {"plan", RegisterPlan},
       {"version", RegisterVersion},
   };
   return kCommands;

@@ -30,8 +30,10 @@ double ExtrasUsd(const ExtraCosts& extra, double seconds) {
 std::optional<double> HourlyPriceUsd(const catalog::Offer& offer, const catalog::Provider* provider,
                                      PricingModel pricing) {
   switch (pricing) {
-    case PricingModel::kOnDemand: return offer.on_demand_usd_per_hour;
-    case PricingModel::kSpot: return offer.spot_usd_per_hour;
+    case PricingModel::kOnDemand:
+      return offer.on_demand_usd_per_hour;
+    case PricingModel::kSpot:
+      return offer.spot_usd_per_hour;
     case PricingModel::kReserved1y:
     case PricingModel::kReserved3y: {
       if (provider == nullptr || !offer.on_demand_usd_per_hour) return std::nullopt;

@@ -41,25 +41,25 @@ double BilledSeconds(double seconds, const catalog::Provider* provider,
                      const CostAssumptions& assumptions = {});
 
 struct RunInput {
-  double work_seconds = 0;     // tokens / throughput (no overheads)
+  double work_seconds = 0;  // tokens / throughput (no overheads)
   int nodes = 1;
-  int gpus = 1;                // all GPUs of the run
+  int gpus = 1;  // all GPUs of the run
   double trained_parameters = 0;
   bool checkpointing = true;
-  double hourly_usd = 0;       // per instance
+  double hourly_usd = 0;  // per instance
   PricingModel pricing = PricingModel::kOnDemand;
   const catalog::Provider* provider = nullptr;
   ExtraCosts extra;
 };
 
 struct RunCost {
-  double total_seconds = 0;   // expected wall time incl. start-up, checkpoints, failures
+  double total_seconds = 0;  // expected wall time incl. start-up, checkpoints, failures
   double p90_seconds = 0;
   double expected_usd = 0;
   double p90_usd = 0;
   double checkpoint_interval_seconds = 0;  // planned (Young: sqrt(2 delta M)); 0 = none
   double checkpoint_write_seconds = 0;
-  bool risk_adjusted = true;   // false: spot priced as list price x time (no simulator yet)
+  bool risk_adjusted = true;  // false: spot priced as list price x time (no simulator yet)
 };
 
 // The run's time and cost for one pricing model.

@@ -23,15 +23,24 @@ uint32_t DetectPitfalls(const PitfallFacts& f) {
 
 std::string_view PitfallCode(Pitfall p) {
   switch (p) {
-    case kPitfallLargeModelSmallGpu: return "large-model-small-gpu-unsharded";
-    case kPitfallPcieMultiGpu: return "pcie-multi-gpu";
-    case kPitfallSlowInterNode: return "slow-inter-node-network";
-    case kPitfallSpotNoCheckpoint: return "spot-without-checkpointing";
-    case kPitfallLowHeadroom: return "low-memory-headroom";
-    case kPitfallDeadlineMissedP90: return "deadline-missed-p90";
-    case kPitfallBudgetExceeded: return "budget-exceeded";
-    case kPitfallSpotNotRiskAdjusted: return "spot-not-risk-adjusted";
-    case kPitfallNetworkAssumed: return "network-bandwidth-assumed";
+    case kPitfallLargeModelSmallGpu:
+      return "large-model-small-gpu-unsharded";
+    case kPitfallPcieMultiGpu:
+      return "pcie-multi-gpu";
+    case kPitfallSlowInterNode:
+      return "slow-inter-node-network";
+    case kPitfallSpotNoCheckpoint:
+      return "spot-without-checkpointing";
+    case kPitfallLowHeadroom:
+      return "low-memory-headroom";
+    case kPitfallDeadlineMissedP90:
+      return "deadline-missed-p90";
+    case kPitfallBudgetExceeded:
+      return "budget-exceeded";
+    case kPitfallSpotNotRiskAdjusted:
+      return "spot-not-risk-adjusted";
+    case kPitfallNetworkAssumed:
+      return "network-bandwidth-assumed";
   }
   return "unknown";
 }
@@ -54,7 +63,8 @@ std::string PitfallMessage(Pitfall p) {
              "batch can run out of memory";
     case kPitfallDeadlineMissedP90:
       return "the P90 run time misses the deadline";
-    case kPitfallBudgetExceeded: return "the expected cost exceeds the budget";
+    case kPitfallBudgetExceeded:
+      return "the expected cost exceeds the budget";
     case kPitfallSpotNotRiskAdjusted:
       return "spot cost is list price x time, not risk-adjusted (no preemption simulation)";
     case kPitfallNetworkAssumed:

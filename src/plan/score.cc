@@ -22,9 +22,10 @@ struct Mean {
 
 std::vector<std::string> UnknownAttributeNames(uint32_t mask) {
   static const char* const kNames[kUnknownAttributeCount] = {
-      "stability.sla_uptime",   "stability.gpu_failure_rate", "stability.bare_metal",
-      "usability.billing_granularity", "support.24x7",         "support.response_time",
-      "provider.terms",         "usability.images"};
+      "stability.sla_uptime", "stability.gpu_failure_rate",
+      "stability.bare_metal", "usability.billing_granularity",
+      "support.24x7",         "support.response_time",
+      "provider.terms",       "usability.images"};
   std::vector<std::string> out;
   for (int bit = 0; bit < kUnknownAttributeCount; ++bit) {
     if (mask & (1u << bit)) out.emplace_back(kNames[bit]);

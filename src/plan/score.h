@@ -46,7 +46,7 @@ inline constexpr double kNeutralScore = 0.5;
 Scores OfferScores(const catalog::Provider* provider, PricingModel pricing, int nodes);
 
 // Fills performance = best_seconds / seconds, cost = best_usd / usd and the weighted total.
-void FinishScores(Scores& scores, double seconds, double best_seconds, double usd,
-                  double best_usd, const Weights& weights);
+void FinishScores(Scores& scores, double seconds, double best_seconds, double usd, double best_usd,
+                  const Weights& weights);
 
 }  // namespace fulcrum::plan

@@ -37,9 +37,8 @@ Framework FrameworkFor(const workload::Training& t) {
 }
 
 // Tries one layout; updates `best`. Returns false when it does not fit in memory.
-bool TryLayout(const workload::Model& model, workload::Training& t,
-               const estimate::Hardware& hw, double usable_bytes, double capacity_bytes,
-               BestLayout& best) {
+bool TryLayout(const workload::Model& model, workload::Training& t, const estimate::Hardware& hw,
+               double usable_bytes, double capacity_bytes, BestLayout& best) {
   t.framework = FrameworkFor(t);
   ++best.evaluated;
   const estimate::MemoryBreakdown mem = estimate::EstimateMemory(model, t);
@@ -121,9 +120,8 @@ BestLayout SearchLayouts(const workload::Model& model, const workload::Training&
 std::vector<int> ParetoFront(const std::vector<double>& x, const std::vector<double>& y) {
   std::vector<int> order(x.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    return x[a] != x[b] ? x[a] < x[b] : y[a] < y[b];
-  });
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return x[a] != x[b] ? x[a] < x[b] : y[a] < y[b]; });
   std::vector<int> front;
   double best_y = std::numeric_limits<double>::infinity();
   for (int i : order) {
@@ -183,9 +181,10 @@ workload::Training BaseTraining(const workload::Model& model, const PlanSpec& sp
   if (!spec.global_batch_given) {
     // Default batch: 256 samples for generic models (ResNet-50's classic batch, Goyal et al.
     // 2017 use 256 per 8 GPUs); 2^20 tokens for transformers (fulcrum's default).
-    t.global_batch = model.kind == workload::ModelKind::kGeneric
-                         ? 256
-                         : std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, t.seq_len));
+    t.global_batch =
+        model.kind == workload::ModelKind::kGeneric
+            ? 256
+            : std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, t.seq_len));
   }
   return t;
 }
@@ -219,8 +218,8 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     const catalog::Gpu* gpu = catalog.FindGpu(o.gpu);
     if (gpu == nullptr) continue;
     const double network = o.network_gbps.value_or(c.assume_network_gbps.value_or(-1));
-    const auto key = std::make_tuple(gpu->name, o.gpu_count, static_cast<int>(o.interconnect),
-                                     network);
+    const auto key =
+        std::make_tuple(gpu->name, o.gpu_count, static_cast<int>(o.interconnect), network);
     auto it = class_of_key.find(key);
     if (it == class_of_key.end()) {
       catalog::Offer shaped = o;
@@ -253,7 +252,8 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   }
   std::vector<BestLayout> best(tasks.size());
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  threads = std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(1, tasks.size()))));
+  threads =
+      std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(1, tasks.size()))));
   result.threads = threads;
   std::atomic<size_t> next{0};
   auto worker = [&] {
@@ -340,8 +340,8 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     best_usd = std::min(best_usd, cand.run.expected_usd);
   }
   for (Candidate& cand : result.candidates) {
-    FinishScores(cand.score, cand.run.total_seconds, best_seconds, cand.run.expected_usd,
-                 best_usd, spec.weights);
+    FinishScores(cand.score, cand.run.total_seconds, best_seconds, cand.run.expected_usd, best_usd,
+                 spec.weights);
   }
   std::stable_sort(result.candidates.begin(), result.candidates.end(),
                    [](const Candidate& a, const Candidate& b) {
@@ -359,18 +359,17 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   for (int i : result.pareto) result.candidates[i].pareto = true;
 
   const bool any_multi_node_unknown =
-      std::any_of(classes.begin(), classes.end(), [](const HardwareClass& hc) {
-        return !hc.network_known && !hc.network_assumed;
-      });
+      std::any_of(classes.begin(), classes.end(),
+                  [](const HardwareClass& hc) { return !hc.network_known && !hc.network_assumed; });
   if (any_multi_node_unknown) {
     result.notes.push_back(
         "offers whose network bandwidth is not in the catalog were planned on one node only "
         "(--assume-network-gbps N plans them multi-node)");
   }
   if (!spec.global_batch_given) {
-    result.notes.push_back("global batch not given: using " + std::to_string(base.global_batch) +
-                           (model.kind == workload::ModelKind::kGeneric ? " samples"
-                                                                        : " sequences (2^20 tokens)"));
+    result.notes.push_back(
+        "global batch not given: using " + std::to_string(base.global_batch) +
+        (model.kind == workload::ModelKind::kGeneric ? " samples" : " sequences (2^20 tokens)"));
   }
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

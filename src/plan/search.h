@@ -52,7 +52,7 @@ struct Candidate {
   double work_units_per_second = 0;  // tokens/s (samples/s for generic models), whole run
   RunCost run;
   Scores score;
-  uint32_t warnings = 0;  // Pitfall bits
+  uint32_t warnings = 0;          // Pitfall bits
   bool meets_constraints = true;  // deadline (P90) and budget (expected) hold
   bool pareto = false;
   int rank = 0;  // 1-based, by (meets_constraints, score)
@@ -65,12 +65,12 @@ struct PlanResult {
   std::vector<int> pareto;            // indices into candidates, by increasing total time
   double work_units = 0;              // tokens (or samples for generic models)
   bool units_are_samples = false;
-  int64_t configurations = 0;         // layouts evaluated (memory; time where it fits)
-  int64_t offers_considered = 0;      // offers that passed the filters
+  int64_t configurations = 0;     // layouts evaluated (memory; time where it fits)
+  int64_t offers_considered = 0;  // offers that passed the filters
   int64_t hardware_classes = 0;
-  double seconds = 0;                 // wall time of the search
+  double seconds = 0;  // wall time of the search
   int threads = 1;
-  std::vector<std::string> notes;     // assumptions worth telling the user
+  std::vector<std::string> notes;  // assumptions worth telling the user
 };
 
 // Runs the whole plan. `threads` <= 0: std::thread::hardware_concurrency().

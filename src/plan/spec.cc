@@ -100,20 +100,20 @@ Result<double> ParseNonNegative(std::string_view text) {
 
 Status ParseConstraints(const std::string& origin, const YAML::Node& node, Constraints& c) {
   if (!node.IsMap()) return Bad(origin, node, "constraints", "a mapping");
-  FULCRUM_RETURN_IF_ERROR(CheckKeys(origin, node,
-                                    {"deadline", "budget_usd", "max_gpus", "providers", "regions",
-                                     "gpus", "pricing", "interruptible", "min_headroom",
-                                     "assume_network_gbps"},
-                                    "constraints."));
+  FULCRUM_RETURN_IF_ERROR(
+      CheckKeys(origin, node,
+                {"deadline", "budget_usd", "max_gpus", "providers", "regions", "gpus", "pricing",
+                 "interruptible", "min_headroom", "assume_network_gbps"},
+                "constraints."));
   if (node["deadline"]) {
     FULCRUM_ASSIGN_OR_RETURN(c.deadline_seconds,
                              Number(origin, node["deadline"], "constraints.deadline",
                                     ParseDurationSeconds, "a duration such as 7d or 36h"));
   }
   if (node["budget_usd"]) {
-    FULCRUM_ASSIGN_OR_RETURN(c.budget_usd, Number(origin, node["budget_usd"],
-                                                  "constraints.budget_usd", ParsePositive,
-                                                  "a positive amount of USD"));
+    FULCRUM_ASSIGN_OR_RETURN(
+        c.budget_usd, Number(origin, node["budget_usd"], "constraints.budget_usd", ParsePositive,
+                             "a positive amount of USD"));
   }
   if (node["max_gpus"]) {
     FULCRUM_ASSIGN_OR_RETURN(double v, Number(origin, node["max_gpus"], "constraints.max_gpus",
@@ -152,10 +152,10 @@ Status ParseConstraints(const std::string& origin, const YAML::Node& node, Const
                                     ParseFraction, "a fraction in [0, 1), e.g. 0.1"));
   }
   if (node["assume_network_gbps"]) {
-    FULCRUM_ASSIGN_OR_RETURN(c.assume_network_gbps,
-                             Number(origin, node["assume_network_gbps"],
-                                    "constraints.assume_network_gbps", ParsePositive,
-                                    "a positive bandwidth in Gbit/s"));
+    FULCRUM_ASSIGN_OR_RETURN(
+        c.assume_network_gbps,
+        Number(origin, node["assume_network_gbps"], "constraints.assume_network_gbps",
+               ParsePositive, "a positive bandwidth in Gbit/s"));
   }
   return Status::Ok();
 }
@@ -227,8 +227,8 @@ Status ParseTraining(const std::string& origin, const YAML::Node& root, PlanSpec
     t.optimizer = *o;
   }
   if (root["lora_rank"]) {
-    FULCRUM_ASSIGN_OR_RETURN(double v, Number(origin, root["lora_rank"], "lora_rank",
-                                              ParsePositive, "a positive integer"));
+    FULCRUM_ASSIGN_OR_RETURN(double v, Number(origin, root["lora_rank"], "lora_rank", ParsePositive,
+                                              "a positive integer"));
     t.lora_rank = static_cast<int64_t>(v);
   }
   if (root["flash_attention"]) {
@@ -267,8 +267,8 @@ Status ParseModelAndWork(const std::string& origin, const YAML::Node& root,
                                                   "a sample count such as 1.28M"));
   }
   if (root["epochs"]) {
-    FULCRUM_ASSIGN_OR_RETURN(spec.epochs, Number(origin, root["epochs"], "epochs", ParsePositive,
-                                                 "a positive number"));
+    FULCRUM_ASSIGN_OR_RETURN(
+        spec.epochs, Number(origin, root["epochs"], "epochs", ParsePositive, "a positive number"));
   }
   return Status::Ok();
 }
@@ -277,10 +277,14 @@ Status ParseModelAndWork(const std::string& origin, const YAML::Node& root,
 
 std::string_view PricingModelName(PricingModel p) {
   switch (p) {
-    case PricingModel::kOnDemand: return "on_demand";
-    case PricingModel::kReserved1y: return "reserved_1y";
-    case PricingModel::kReserved3y: return "reserved_3y";
-    case PricingModel::kSpot: return "spot";
+    case PricingModel::kOnDemand:
+      return "on_demand";
+    case PricingModel::kReserved1y:
+      return "reserved_1y";
+    case PricingModel::kReserved3y:
+      return "reserved_3y";
+    case PricingModel::kSpot:
+      return "spot";
   }
   return "on_demand";
 }
@@ -337,14 +341,15 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
   PlanSpec spec;
   spec.origin = origin;
   if (!root.IsMap()) {
-    return Status::InvalidInput(origin + ": expected a mapping of plan fields (model, tokens, ...)");
+    return Status::InvalidInput(origin +
+                                ": expected a mapping of plan fields (model, tokens, ...)");
   }
   try {
     FULCRUM_RETURN_IF_ERROR(CheckKeys(
-        origin, root,
-        {"model", "hf_config", "tokens", "samples", "epochs", "seq_len", "global_batch",
-         "precision", "method", "lora_rank", "optimizer", "flash_attention", "checkpointing",
-         "command", "constraints", "weights", "costs", "top", "name", "description"},
+        origin, root, {"model",     "hf_config",       "tokens",        "samples", "epochs",
+                       "seq_len",   "global_batch",    "precision",     "method",  "lora_rank",
+                       "optimizer", "flash_attention", "checkpointing", "command", "constraints",
+                       "weights",   "costs",           "top",           "name",    "description"},
         ""));
     FULCRUM_RETURN_IF_ERROR(ParseModelAndWork(origin, root, base_dir, spec));
     FULCRUM_RETURN_IF_ERROR(ParseTraining(origin, root, spec));
@@ -358,11 +363,12 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
     if (root["constraints"]) {
       FULCRUM_RETURN_IF_ERROR(ParseConstraints(origin, root["constraints"], spec.constraints));
     }
-    if (root["weights"]) FULCRUM_RETURN_IF_ERROR(ParseWeightsNode(origin, root["weights"], spec.weights));
+    if (root["weights"])
+      FULCRUM_RETURN_IF_ERROR(ParseWeightsNode(origin, root["weights"], spec.weights));
     if (root["costs"]) FULCRUM_RETURN_IF_ERROR(ParseCosts(origin, root["costs"], spec.extra));
     if (root["top"]) {
-      FULCRUM_ASSIGN_OR_RETURN(double v, Number(origin, root["top"], "top", ParsePositive,
-                                                "a positive integer"));
+      FULCRUM_ASSIGN_OR_RETURN(
+          double v, Number(origin, root["top"], "top", ParsePositive, "a positive integer"));
       spec.top = static_cast<int>(v);
     }
   } catch (const YAML::Exception& e) {
@@ -380,8 +386,8 @@ Result<PlanSpec> LoadPlanFile(const std::string& path) {
 }
 
 Status ValidateSpec(const PlanSpec& spec) {
-  const int models = !spec.model_preset.empty() + !spec.hf_config_path.empty() +
-                     !spec.model_yaml.empty();
+  const int models =
+      !spec.model_preset.empty() + !spec.hf_config_path.empty() + !spec.model_yaml.empty();
   if (models != 1) {
     return Status::InvalidInput(spec.origin +
                                 ": model: give exactly one of model (preset name or mapping) or "

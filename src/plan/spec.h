@@ -71,8 +71,8 @@ struct PlanSpec {
   // Training setup; the planner fills tp/pp/dp/zero/recompute/micro_batch/framework.
   workload::Training training;
   bool global_batch_given = false;
-  bool checkpointing = true;      // the job writes checkpoints and can resume
-  std::string command;            // the user's training command (for --export)
+  bool checkpointing = true;  // the job writes checkpoints and can resume
+  std::string command;        // the user's training command (for --export)
   Constraints constraints;
   Weights weights;
   ExtraCosts extra;
