@@ -215,11 +215,13 @@ std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
       footnotes += fmt::format("  #{} {}\n", c.rank, code);
     }
   }
-  std::string out = fmt::format("plan: {} ({:.2f} B parameters), {:.3g} {} at seq {}, {} {}\n",
-                                r.model.name, workload::ParameterCount(r.model) / 1e9, r.work_units,
-                                r.units_are_samples ? "samples" : "tokens", r.spec.training.seq_len,
-                                workload::PrecisionName(r.spec.training.precision),
-                                workload::MethodName(r.spec.training.method));
+  std::string out =
+      fmt::format("plan: {} ({:.3g} B parameters), {:.3g} {}{}, {} {}\n", r.model.name,
+                  workload::ParameterCount(r.model) / 1e9, r.work_units,
+                  r.units_are_samples ? "samples" : "tokens",
+                  r.units_are_samples ? "" : fmt::format(" at seq {}", r.spec.training.seq_len),
+                  workload::PrecisionName(r.spec.training.precision),
+                  workload::MethodName(r.spec.training.method));
   if (r.candidates.empty()) {
     out +=
         "no offer fits: no layout leaves the required memory headroom on any offer that passes "

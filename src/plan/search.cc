@@ -98,7 +98,9 @@ BestLayout SearchLayouts(const workload::Model& model, const workload::Training&
         if (layers % (static_cast<int64_t>(pp) * vpp) != 0) continue;
         // ZeRO shards over dp (nothing to shard at dp = 1); stages 2/3 do not combine with
         // pipeline parallelism (DeepSpeed refuses ZeRO-2/3 with pipeline parallelism).
-        const int max_zero = dp == 1 ? 0 : (pp > 1 ? 1 : 3);
+        // Generic (FLOPs-only) models run plain data parallel (DDP): their time model does not
+        // distinguish ZeRO stages, and a CNN's states are small.
+        const int max_zero = dp == 1 || generic ? 0 : (pp > 1 ? 1 : 3);
         for (int zero = 0; zero <= max_zero; ++zero) {
           for (Recompute rc : kRecomputes) {
             t.tp = tp;
