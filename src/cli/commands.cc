@@ -6,11 +6,15 @@ namespace fulcrum::cli {
 // Each Register* is defined in cmd_<name>.cc.
 void RegisterVersion(CLI::App& root, CliContext& ctx);
 void RegisterPlan(CLI::App& root, CliContext& ctx);
+void RegisterFit(CLI::App& root, CliContext& ctx);
+void RegisterEstimate(CLI::App& root, CliContext& ctx);
 
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
       {"plan", RegisterPlan},
       {"version", RegisterVersion},
+      {"fit", RegisterFit},
+      {"estimate", RegisterEstimate},
   };
   return kCommands;
 }

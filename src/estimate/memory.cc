@@ -200,6 +200,21 @@ double ActElementBytes(const Training& t) { return t.precision == Precision::kFp
 // gated MLPs, dropout-free models and flash attention follow the same rules. With a GPT layer
 // (f = 4h, r = 1, dropout, no flash) this is exactly sbh(34 + 5as/h), sbh(10 + 24/t + 5as/(ht)),
 // (sbh/t)(34 + 5as/h), the selective variants and 2sbh for full recompute.
+// torchtitan's selective activation checkpointing ("op" policy, torchtitan/models/llama/
+// parallelize_llama.py _save_list): inside each layer only the outputs of flash attention and of
+// every other matmul (1st, 3rd, 5th, 7th: wq, wv, w1, w2) are saved, plus the layer's input;
+// everything else is recomputed in backward.
+double TorchtitanSelectiveBytes(const Model& m, const Training& t, double sbh, double sbf,
+                                double r) {
+  const double e = ActElementBytes(t);
+  const double tp = static_cast<double>(t.tp);
+  const double sb = sbh / static_cast<double>(m.hidden);
+  const double input = e * sbh / (t.sequence_parallel ? tp : 1);
+  const double attention = e * sbh + 4 * static_cast<double>(m.heads) * sb;  // output + log-sum-exp
+  const double matmuls = e * sbh * (1 + r + 1) + e * sbf;                    // wq, wv, w2 and w1
+  return input + (attention + matmuls) / tp;
+}
+
 double LayerActivationBytes(const Model& m, const Training& t) {
   if (m.kind == ModelKind::kGeneric) return 0;
   const double e = ActElementBytes(t);
@@ -213,14 +228,19 @@ double LayerActivationBytes(const Model& m, const Training& t) {
   }
   const double r = static_cast<double>(workload::KvDim(m)) / static_cast<double>(m.hidden);
   const double mask = m.dropout ? 1 : 0;  // 1-byte dropout masks
+  const bool gated = m.mlp == workload::MlpKind::kSwiglu;
+  if (t.recompute == Recompute::kSelective && t.framework == Framework::kFsdp) {
+    return TorchtitanSelectiveBytes(m, t, sbh, sbf, r);
+  }
   // Not split by tensor parallelism (split only with sequence parallelism): the inputs of the two
   // norms, the QKV input, the MLP input and the two dropout masks.
   const double replicated = (4 * e) * sbh + 2 * mask * sbh;
-  // Split by tp: Q, K, V, the attention output (input of the output projection) and the MLP.
-  // Q (sbh), K and V (r*sbh each), the output-projection input (sbh); the MLP keeps the
-  // activation input and the down-projection input (2sbf), a gated MLP also the up output (3sbf).
-  const double mlp = m.mlp == workload::MlpKind::kSwiglu ? 3 * e * sbf : 2 * e * sbf;
-  const double split = e * sbh * (2 + 2 * r) + mlp;
+  // Split by tp: Q (sbh), K and V (r*sbh each), the output-projection input (sbh); the MLP keeps
+  // the activation's input and the down-projection input (2sbf). A gated MLP in eager PyTorch
+  // keeps gate, up, SiLU(gate) and the product (4sbf); Megatron's fused bias_swiglu keeps only
+  // its input (gate and up) and recomputes the SiLU (megatron/core/fusions/fused_bias_swiglu.py).
+  const double mlp_tensors = gated ? (t.framework == Framework::kMegatron ? 3 : 4) : 2;
+  const double split = e * sbh * (2 + 2 * r) + mlp_tensors * e * sbf;
   // Core attention: softmax output (2as^2b), dropout mask (as^2b) and dropout output (2as^2b);
   // flash attention keeps only the fp32 log-sum-exp per row (4asb); selective recompute drops it.
   const double a = static_cast<double>(m.heads);

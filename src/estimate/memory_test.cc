@@ -197,9 +197,17 @@ TEST(MemoryTest, GqaAndSwigluCountEverySavedTensor) {
   t.flash_attention = true;
   const double s = 2048, h = 4096, f = 14336, a = 32, r = 0.25;
   // norms' inputs, QKV and MLP inputs (4 x 2sbh), Q + K + V + attention output (2sbh(2 + 2r)),
-  // gate, up and product (3 x 2sbf), log-sum-exp (4as).
+  // log-sum-exp (4as). Megatron's fused SwiGLU keeps gate and up plus the down-projection input
+  // (3 x 2sbf); eager PyTorch also keeps SiLU(gate) (4 x 2sbf).
+  const double common = 8 * s * h + 2 * s * h * (2 + 2 * r) + 4 * a * s;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, t), common + 6 * s * f);
+  t.framework = Framework::kFsdp;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, t), common + 8 * s * f);
+  // torchtitan's op-level selective checkpointing: layer input, attention output + LSE, and the
+  // outputs of wq, wv, w1, w2.
+  t.recompute = Recompute::kSelective;
   EXPECT_DOUBLE_EQ(LayerActivationBytes(m, t),
-                   8 * s * h + 2 * s * h * (2 + 2 * r) + 6 * s * f + 4 * a * s);
+                   2 * s * h + 2 * s * h + 4 * a * s + 2 * s * h * (2 + r) + 2 * s * f);
 }
 
 TEST(MemoryTest, BreakdownAddsUpAndVerdicts) {

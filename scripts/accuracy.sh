@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Runs `fulcrum estimate --json` over every row of the calibration data that has a memory
+# measurement (kind = memory_peak in measured.csv) and writes the memory section of
+# docs/ACCURACY.md: per row predicted vs measured and the error, and the median absolute error
+# per group. The measured metric decides what is compared: torch max_memory_allocated ->
+# allocated_bytes, max_memory_reserved -> reserved_bytes, anything else -> peak_bytes_per_gpu.
+# No row is special-cased; a row the estimator refuses is listed with its error.
+#
+# Usage: scripts/accuracy.sh [MEASURED_CSV] [FULCRUM_BINARY]
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+csv="${1:-$root/../shared/data/calibration/measured.csv}"
+[ -f "$csv" ] || csv=/work/shared/data/calibration/measured.csv
+bin="${2:-$root/build/fulcrum}"
+out="$root/docs/ACCURACY.md"
+[ -x "$bin" ] || { echo "accuracy.sh: $bin not built (cmake --build build --target fulcrum)" >&2; exit 1; }
+
+python3 - "$csv" "$bin" "$out" <<'PY'
+import csv, json, statistics, subprocess, sys
+csv_path, binary, out_path = sys.argv[1:4]
+
+def flags(row):
+    args = ["estimate", "--json",
+            "--layers", row["n_layers"], "--hidden", row["d_model"], "--heads", row["n_heads"],
+            "--kv-heads", row["n_kv_heads"], "--ffn-hidden", row["ffn_hidden"], "--vocab", row["vocab"],
+            "--mlp", row["mlp"], "--seq-len", row["seq_len"], "--gpu", row["gpu"], "--gpus", row["n_gpus"],
+            "--precision", row["precision"], "--tp", row["tp"], "--pp", row["pp"], "--vpp", row["vpp"],
+            "--dp", row["dp"], "--zero", row["zero"], "--micro-batch", row["micro_batch"],
+            "--global-batch", row["global_batch"], "--recompute", row["recompute"],
+            "--flash-attention", row["flash_attention"], "--framework", row["framework"],
+            "--gpus-per-node", row["gpus_per_node"], "--network-gbps", row["network_gbps_per_node"]]
+    if row["tied_embeddings"] == "1":
+        args.append("--tied-embeddings")
+    if row["sequence_parallel"] == "1":
+        args.append("--sequence-parallel")
+    return args
+
+def compared_field(metric):
+    if "max_allocated" in metric:
+        return "allocated_bytes"
+    if "max_reserved" in metric:
+        return "reserved_bytes"
+    return "peak_bytes_per_gpu"
+
+rows, errors_by_group = [], {}
+with open(csv_path, newline="") as f:
+    for row in csv.DictReader(f):
+        if row["kind"] != "memory_peak" or row["unit"] != "bytes":
+            continue
+        measured = float(row["measured_value"])
+        field = compared_field(row["memory_metric"])
+        run = subprocess.run([binary] + flags(row), capture_output=True, text=True)
+        if run.returncode != 0:
+            rows.append((row, field, measured, None, run.stderr.strip().replace("fulcrum: error: ", "")))
+            continue
+        predicted = json.loads(run.stdout)["memory"][field]
+        error = (predicted - measured) / measured
+        errors_by_group.setdefault(row["group"], []).append(abs(error))
+        rows.append((row, field, measured, predicted, error))
+
+gib = 1024 ** 3
+lines = ["<!-- memory:begin (written by scripts/accuracy.sh; do not edit by hand) -->",
+         "## Memory",
+         "",
+         "`scripts/accuracy.sh` runs `fulcrum estimate --json` with each configuration of "
+         "`measured.csv` (rows with kind `memory_peak`) and compares the field that matches the "
+         "measured metric: `torch.cuda.max_memory_allocated` -> `allocated_bytes` (tensors only), "
+         "`max_memory_reserved` -> `reserved_bytes` (tensors + allocator reserve). Error = "
+         "(predicted - measured) / measured. Nothing is tuned per row; framework constants come "
+         "from the frameworks' documentation and code (see src/estimate/memory.cc).",
+         "",
+         "| id | framework | model (L/h/a/kv) | gpus tp/pp/dp zero | mb x seq | recompute | flash | compared | measured GiB | predicted GiB | error |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+for row, field, measured, predicted, error in rows:
+    shape = f'{row["n_layers"]}/{row["d_model"]}/{row["n_heads"]}/{row["n_kv_heads"]}'
+    layout = f'{row["n_gpus"]} {row["tp"]}/{row["pp"]}/{row["dp"]} z{row["zero"]}'
+    common = (f'| {row["id"]} | {row["framework"]} | {shape} | {layout} | '
+              f'{row["micro_batch"]} x {row["seq_len"]} | {row["recompute"]} | {row["flash_attention"]} | '
+              f'{field} | {measured / gib:.2f} | ')
+    if predicted is None:
+        lines.append(common + f"refused | {error} |")
+    else:
+        lines.append(common + f"{predicted / gib:.2f} | {error * 100:+.1f} % |")
+lines += ["", "| group | rows | median absolute error |", "|---|---|---|"]
+all_errors = []
+for group, errs in sorted(errors_by_group.items()):
+    all_errors += errs
+    lines.append(f"| {group} | {len(errs)} | {statistics.median(errs) * 100:.1f} % |")
+refused = sum(1 for r in rows if r[3] is None)
+if all_errors:
+    lines.append(f"| all memory rows | {len(all_errors)} | {statistics.median(all_errors) * 100:.1f} % |")
+lines += ["", f"Rows refused by the estimator: {refused} (listed above with the reason).",
+          "<!-- memory:end -->"]
+section = "\n".join(lines) + "\n"
+
+try:
+    with open(out_path) as f:
+        text = f.read()
+except FileNotFoundError:
+    text = "# Accuracy\n\nPrediction error of fulcrum's estimators against published measurements " \
+           "(/work/shared/data/calibration/measured.csv).\n\n"
+begin, end = text.find("<!-- memory:begin"), text.find("<!-- memory:end -->")
+if begin >= 0 and end >= 0:
+    text = text[:begin] + section + text[end + len("<!-- memory:end -->\n"):]
+else:
+    text = text.rstrip("\n") + "\n\n" + section
+with open(out_path, "w") as f:
+    f.write(text)
+print(section)
+PY

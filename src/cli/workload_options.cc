@@ -1,0 +1,96 @@
+#include "cli/workload_options.h"
+
+#include <CLI/CLI.hpp>
+
+namespace fulcrum::cli {
+
+void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
+  // A repeated flag takes its last value, so a suggested change can be appended to a command.
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  const char* model = "Model (one of --model, --hf-config, --layers/--hidden/--heads)";
+  cmd->add_option("--model", r.model,
+                  "Model preset from the catalog (catalog/models/NAME.yaml), e.g. llama-2-7b")
+      ->type_name("NAME")
+      ->group(model);
+  cmd->add_option("--hf-config", r.hf_config,
+                  "A HuggingFace config.json (Llama, Mistral, Qwen2, GPT-2, GPT-NeoX, BERT, MPT)")
+      ->type_name("FILE")
+      ->group(model);
+  cmd->add_option("--layers", r.layers, "Custom model: transformer layers")->group(model);
+  cmd->add_option("--hidden", r.hidden, "Custom model: hidden size")->group(model);
+  cmd->add_option("--heads", r.heads, "Custom model: attention heads")->group(model);
+  cmd->add_option("--kv-heads", r.kv_heads, "Custom model: key/value heads (default: --heads)")
+      ->group(model);
+  cmd->add_option("--ffn-hidden", r.ffn_hidden, "Custom model: MLP width (default: 4 x hidden)")
+      ->group(model);
+  cmd->add_option("--vocab", r.vocab, "Custom model: vocabulary size (default: 50257)")
+      ->group(model);
+  cmd->add_option("--mlp", r.mlp, "Custom model: gelu|swiglu (default: gelu)")->group(model);
+  cmd->add_flag("--tied-embeddings", r.tied_embeddings,
+                "Custom model: output layer shares the embedding")
+      ->group(model);
+
+  const char* hw = "Hardware";
+  cmd->add_option("--gpu", r.gpu,
+                  "GPU name or alias from the catalog (see fulcrum gpus), e.g. A100-80GB")
+      ->type_name("NAME")
+      ->group(hw);
+  cmd->add_option("--gpus", r.gpus, "Number of GPUs (default: tp x pp x dp)")
+      ->type_name("N")
+      ->group(hw);
+  cmd->add_option("--gpus-per-node", r.gpus_per_node, "GPUs per node (default: 8)")
+      ->type_name("N")
+      ->group(hw);
+  cmd->add_option("--interconnect", r.interconnect,
+                  "Intra-node link: nvlink|pcie (default: nvlink when the GPU has NVLink)")
+      ->group(hw);
+  cmd->add_option("--network-gbps", r.network_gbps,
+                  "Inter-node network per node, Gbit/s (default: 400, AWS p4d EFA)")
+      ->type_name("X")
+      ->group(hw);
+
+  const char* tr = "Training";
+  cmd->add_option("--precision", r.precision,
+                  "bf16|fp16 (mixed, fp32 master weights)|fp8|fp32|pure-bf16 (default: bf16)")
+      ->group(tr);
+  cmd->add_option("--optimizer", r.optimizer, "adamw|sgd (momentum)|adam8bit (default: adamw)")
+      ->group(tr);
+  cmd->add_option("--method", r.method, "full|lora|qlora (default: full)")->group(tr);
+  cmd->add_option("--lora-rank", r.lora_rank,
+                  "LoRA rank, adapters on every linear layer (default: 16)")
+      ->group(tr);
+  cmd->add_option("--tp", r.tp, "Tensor-parallel degree (default: 1)")->group(tr);
+  cmd->add_option("--pp", r.pp, "Pipeline-parallel degree (default: 1)")->group(tr);
+  cmd->add_option("--vpp", r.vpp, "Virtual pipeline stages per rank, interleaved 1F1B (default: 1)")
+      ->group(tr);
+  cmd->add_option("--dp", r.dp, "Data-parallel degree (default: gpus / (tp x pp))")->group(tr);
+  cmd->add_option("--zero", r.zero, "ZeRO stage 0|1|2|3 over dp; 3 = FSDP full shard (default: 0)")
+      ->group(tr);
+  cmd->add_flag("--sequence-parallel", r.sequence_parallel,
+                "Megatron sequence parallelism (needs --tp > 1)")
+      ->group(tr);
+  cmd->add_option("--micro-batch", r.micro_batch, "Sequences per GPU per forward pass (default: 1)")
+      ->group(tr);
+  cmd->add_option(
+         "--global-batch", r.global_batch,
+         "Sequences per optimizer step; a multiple of micro-batch x dp (default: micro-batch x dp)")
+      ->group(tr);
+  cmd->add_option("--seq-len", r.seq_len, "Tokens per sequence (default: min(2048, model context))")
+      ->group(tr);
+  cmd->add_option("--recompute", r.recompute,
+                  "Activation recompute none|selective|full (default: none)")
+      ->group(tr);
+  cmd->add_option("--flash-attention", r.flash_attention, "on|off (default: on)")->group(tr);
+  cmd->add_option("--framework", r.framework,
+                  "megatron|deepspeed|fsdp|hf: gradient dtype, buffers and allocator conventions "
+                  "(default: fsdp; see docs/ACCURACY.md)")
+      ->group(tr);
+  cmd->add_option("--grad-precision", r.grad_precision,
+                  "fp16|bf16|fp32: override the framework's gradient dtype")
+      ->group(tr);
+  cmd->add_option("--offload", r.offload,
+                  "CPU offload: none|optimizer|optimizer+params (default: none)")
+      ->group(tr);
+}
+
+}  // namespace fulcrum::cli

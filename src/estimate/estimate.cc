@@ -1,0 +1,270 @@
+#include "estimate/estimate.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/parse.h"
+#include "core/table.h"
+#include "workload/model_io.h"
+
+namespace fulcrum::estimate {
+namespace {
+
+using workload::Model;
+using workload::Training;
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+Result<Model> CustomModel(const EstimateRequest& r) {
+  Model m;
+  m.name = "custom";
+  m.source = "command-line shape";
+  m.layers = r.layers;
+  m.hidden = r.hidden;
+  m.heads = r.heads;
+  m.kv_heads = r.kv_heads > 0 ? r.kv_heads : r.heads;
+  m.ffn_hidden = r.ffn_hidden > 0 ? r.ffn_hidden : 4 * r.hidden;
+  m.vocab = r.vocab > 0 ? r.vocab : 50257;  // GPT-2 BPE vocabulary when not given
+  m.tied_embeddings = r.tied_embeddings;
+  if (!r.mlp.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(m.mlp, workload::ParseMlpKind(r.mlp));
+  }
+  // A gated MLP implies the LLaMA family's conventions; GELU the GPT family's.
+  const bool gated = m.mlp == workload::MlpKind::kSwiglu;
+  m.norm = gated ? workload::NormKind::kRmsNorm : workload::NormKind::kLayerNorm;
+  m.position = workload::PositionKind::kRotary;
+  m.linear_bias = !gated;
+  m.dropout = !gated;
+  if (r.hidden <= 0 || r.heads <= 0) {
+    return Status::InvalidInput(
+        "a custom model needs --layers, --hidden and --heads (all positive)");
+  }
+  FULCRUM_RETURN_IF_ERROR(workload::ValidateModel(m));
+  return m;
+}
+
+template <typename T>
+Status ParseInto(const std::string& text, Result<T> (*parse)(std::string_view), T& field) {
+  if (text.empty()) return Status::Ok();
+  FULCRUM_ASSIGN_OR_RETURN(field, parse(text));
+  return Status::Ok();
+}
+
+Status ApplyOffload(const std::string& text, Training& t) {
+  const std::string v = ToLower(text);
+  if (v.empty() || v == "none") return Status::Ok();
+  if (v == "optimizer") {
+    t.offload_optimizer = true;
+  } else if (v == "optimizer+params" || v == "all") {
+    t.offload_optimizer = true;
+    t.offload_params = true;
+  } else {
+    return Status::InvalidInput("--offload: expected none, optimizer or optimizer+params, found '" +
+                                text + "'");
+  }
+  return Status::Ok();
+}
+
+Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, int64_t& gpus) {
+  Training t;
+  FULCRUM_RETURN_IF_ERROR(ParseInto(r.precision, workload::ParsePrecision, t.precision));
+  FULCRUM_RETURN_IF_ERROR(ParseInto(r.optimizer, workload::ParseOptimizer, t.optimizer));
+  FULCRUM_RETURN_IF_ERROR(ParseInto(r.method, workload::ParseMethod, t.method));
+  FULCRUM_RETURN_IF_ERROR(ParseInto(r.recompute, workload::ParseRecompute, t.recompute));
+  FULCRUM_RETURN_IF_ERROR(ParseInto(r.framework, workload::ParseFramework, t.framework));
+  FULCRUM_RETURN_IF_ERROR(
+      ParseInto(r.grad_precision, workload::ParseGradPrecision, t.grad_precision));
+  FULCRUM_RETURN_IF_ERROR(ApplyOffload(r.offload, t));
+  const std::string flash = ToLower(r.flash_attention);
+  if (!flash.empty() && flash != "on" && flash != "off") {
+    return Status::InvalidInput("--flash-attention: expected on or off, found '" +
+                                r.flash_attention + "'");
+  }
+  t.flash_attention = flash != "off";
+  t.lora_rank = r.lora_rank;
+  t.tp = r.tp;
+  t.pp = r.pp;
+  t.vpp = r.vpp;
+  t.zero_stage = r.zero;
+  t.sequence_parallel = r.sequence_parallel;
+  t.micro_batch = r.micro_batch;
+  if (r.tp < 1 || r.pp < 1) return Status::InvalidInput("--tp and --pp must be at least 1");
+  if (r.gpus < 0)
+    return Status::InvalidInput("--gpus: expected a positive count, found " + Str(r.gpus));
+  if (r.dp > 0) {
+    t.dp = r.dp;
+  } else if (r.gpus > 0) {
+    if (r.gpus % (r.tp * r.pp) != 0) {
+      return Status::InvalidInput("--gpus " + Str(r.gpus) +
+                                  " is not divisible by --tp x --pp = " + Str(r.tp * r.pp));
+    }
+    t.dp = r.gpus / (r.tp * r.pp);
+  } else {
+    t.dp = 1;
+  }
+  gpus = r.gpus > 0 ? r.gpus : t.tp * t.pp * t.dp;
+  t.global_batch = r.global_batch > 0 ? r.global_batch : t.micro_batch * t.dp;
+  if (r.seq_len > 0) {
+    t.seq_len = r.seq_len;
+  } else {
+    t.seq_len = model.max_seq_len > 0 ? std::min<int64_t>(2048, model.max_seq_len) : 2048;
+  }
+  FULCRUM_RETURN_IF_ERROR(workload::Validate(model, t, gpus));
+  return t;
+}
+
+}  // namespace
+
+Result<Model> ResolveModel(const EstimateRequest& r, const std::string& catalog_dir) {
+  const int sources =
+      (r.model.empty() ? 0 : 1) + (r.hf_config.empty() ? 0 : 1) + (r.layers > 0 ? 1 : 0);
+  if (sources == 0) {
+    return Status::InvalidInput(
+        "no model: give --model NAME, --hf-config FILE or --layers/--hidden/--heads");
+  }
+  if (sources > 1) {
+    return Status::InvalidInput(
+        "give only one of --model, --hf-config and --layers/--hidden/--heads");
+  }
+  if (!r.model.empty()) return workload::LoadModelPreset(catalog_dir, r.model);
+  if (!r.hf_config.empty()) return workload::LoadHfConfigFile(r.hf_config);
+  return CustomModel(r);
+}
+
+Result<EstimateInput> ResolveEstimateInput(const EstimateRequest& r,
+                                           const catalog::Catalog& catalog,
+                                           const std::string& catalog_dir) {
+  EstimateInput in;
+  FULCRUM_ASSIGN_OR_RETURN(in.model, ResolveModel(r, catalog_dir));
+  if (r.gpu.empty()) return Status::InvalidInput("--gpu NAME is required (see fulcrum gpus)");
+  Result<const catalog::Gpu*> gpu = catalog.ResolveGpu(r.gpu);
+  if (!gpu.ok()) return Status(gpu.status().code(), "--gpu: " + gpu.status().message());
+  in.gpu = **gpu;
+  FULCRUM_ASSIGN_OR_RETURN(in.training, ResolveTraining(r, in.model, in.gpus));
+  if (r.gpus_per_node < 1) return Status::InvalidInput("--gpus-per-node must be at least 1");
+  in.gpus_per_node = r.gpus_per_node;
+  const std::string ic = ToLower(r.interconnect);
+  if (ic.empty()) {
+    in.interconnect =
+        in.gpu.nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie;
+  } else if (ic == "nvlink") {
+    in.interconnect = catalog::Interconnect::kNvlink;
+  } else if (ic == "pcie") {
+    in.interconnect = catalog::Interconnect::kPcie;
+  } else {
+    return Status::InvalidInput("--interconnect: expected nvlink or pcie, found '" +
+                                r.interconnect + "'");
+  }
+  if (!(r.network_gbps > 0)) return Status::InvalidInput("--network-gbps must be positive");
+  in.network_gbps = r.network_gbps;
+  return in;
+}
+
+EstimateResult Evaluate(const EstimateInput& input) {
+  EstimateResult r;
+  r.input = input;
+  r.parameters = workload::ParameterCount(input.model);
+  r.memory = EstimateMemory(input.model, input.training);
+  r.capacity_bytes = CapacityBytesFromGib(input.gpu.memory_gib);
+  r.headroom_fraction = HeadroomFraction(r.memory.peak_bytes_per_gpu, r.capacity_bytes);
+  r.verdict = ClassifyFit(r.memory.peak_bytes_per_gpu, r.capacity_bytes);
+  return r;
+}
+
+void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
+  const Model& m = r.input.model;
+  const Training& t = r.input.training;
+  doc["model"] = {{"name", m.name},
+                  {"parameters", r.parameters},
+                  {"kind", std::string(workload::ModelKindName(m.kind))},
+                  {"source", m.source}};
+  const MemoryBreakdown& b = r.memory;
+  doc["memory"] = {{"weights_bytes", b.weights_bytes},
+                   {"gradients_bytes", b.gradients_bytes},
+                   {"optimizer_bytes", b.optimizer_bytes},
+                   {"activations_bytes", b.activations_bytes},
+                   {"other_bytes", b.other_bytes},
+                   {"logits_bytes", b.logits_bytes},
+                   {"comm_buffer_bytes", b.comm_buffer_bytes},
+                   {"cuda_context_bytes", b.cuda_context_bytes},
+                   {"allocator_reserve_bytes", b.allocator_reserve_bytes},
+                   {"allocated_bytes", b.allocated_bytes},
+                   {"reserved_bytes", b.reserved_bytes},
+                   {"peak_bytes_per_gpu", b.peak_bytes_per_gpu},
+                   {"capacity_bytes", r.capacity_bytes},
+                   {"headroom_fraction", r.headroom_fraction},
+                   {"fits", r.verdict != FitVerdict::kDoesNotFit},
+                   {"verdict", FitVerdictName(r.verdict)}};
+  doc["setup"] = {
+      {"gpu", r.input.gpu.name},
+      {"gpus", r.input.gpus},
+      {"gpus_per_node", r.input.gpus_per_node},
+      {"interconnect", r.input.interconnect == catalog::Interconnect::kPcie ? "pcie" : "nvlink"},
+      {"network_gbps", r.input.network_gbps},
+      {"precision", std::string(workload::PrecisionName(t.precision))},
+      {"optimizer", std::string(workload::OptimizerName(t.optimizer))},
+      {"method", std::string(workload::MethodName(t.method))},
+      {"framework", std::string(workload::FrameworkName(t.framework))},
+      {"tp", t.tp},
+      {"pp", t.pp},
+      {"vpp", t.vpp},
+      {"dp", t.dp},
+      {"zero", t.zero_stage},
+      {"sequence_parallel", t.sequence_parallel},
+      {"micro_batch", t.micro_batch},
+      {"global_batch", t.global_batch},
+      {"gradient_accumulation_steps", workload::MicroBatchesPerStep(t)},
+      {"seq_len", t.seq_len},
+      {"recompute", std::string(workload::RecomputeName(t.recompute))},
+      {"flash_attention", t.flash_attention}};
+}
+
+std::string RenderMemoryTable(const EstimateResult& r) {
+  const MemoryBreakdown& b = r.memory;
+  Table table({"part", "per GPU", "note"}, {Align::kLeft, Align::kRight, Align::kLeft});
+  table.AddRow({"weights", FormatBytes(b.weights_bytes), ""});
+  table.AddRow({"gradients", FormatBytes(b.gradients_bytes), ""});
+  table.AddRow({"optimizer", FormatBytes(b.optimizer_bytes), "states + fp32 master weights"});
+  table.AddRow({"activations", FormatBytes(b.activations_bytes), "saved for backward"});
+  table.AddRow({"logits/loss", FormatBytes(b.logits_bytes), ""});
+  table.AddRow({"comm buffers", FormatBytes(b.comm_buffer_bytes), ""});
+  table.AddRow({"allocator reserve", FormatBytes(b.allocator_reserve_bytes), ""});
+  table.AddRow({"CUDA context", FormatBytes(b.cuda_context_bytes), ""});
+  table.AddRow({"peak", FormatBytes(b.peak_bytes_per_gpu), ""});
+  table.AddRow({"capacity", FormatBytes(r.capacity_bytes), r.input.gpu.name});
+  std::ostringstream out;
+  out << r.input.model.name << " (" << FormatNumber(r.parameters / 1e9, 2) << " B parameters) on "
+      << r.input.gpus << " x " << r.input.gpu.name << "\n"
+      << DescribeSetup(r.input) << "\n\n"
+      << table.Render() << "\nverdict: " << FitVerdictName(r.verdict);
+  if (r.verdict == FitVerdict::kDoesNotFit) {
+    out << " (" << FormatBytes(b.peak_bytes_per_gpu - r.capacity_bytes) << " over the "
+        << FormatBytes(r.capacity_bytes) << " of one " << r.input.gpu.name << ")\n";
+  } else {
+    out << " (" << FormatNumber(r.headroom_fraction * 100, 1) << " % free)\n";
+  }
+  return out.str();
+}
+
+std::string DescribeSetup(const EstimateInput& in) {
+  const Training& t = in.training;
+  std::ostringstream s;
+  s << "--precision " << workload::PrecisionName(t.precision) << " --optimizer "
+    << workload::OptimizerName(t.optimizer) << " --method " << workload::MethodName(t.method);
+  if (t.method != workload::Method::kFull) s << " --lora-rank " << t.lora_rank;
+  s << " --framework " << workload::FrameworkName(t.framework) << " --tp " << t.tp << " --pp "
+    << t.pp;
+  if (t.vpp > 1) s << " --vpp " << t.vpp;
+  s << " --dp " << t.dp << " --zero " << t.zero_stage;
+  if (t.sequence_parallel) s << " --sequence-parallel";
+  s << " --micro-batch " << t.micro_batch << " --global-batch " << t.global_batch << " --seq-len "
+    << t.seq_len << " --recompute " << workload::RecomputeName(t.recompute) << " --flash-attention "
+    << (t.flash_attention ? "on" : "off");
+  if (t.offload_optimizer)
+    s << " --offload " << (t.offload_params ? "optimizer+params" : "optimizer");
+  return s.str();
+}
+
+}  // namespace fulcrum::estimate

@@ -1,0 +1,93 @@
+// One configuration, evaluated: what `fulcrum estimate` and `fulcrum fit` compute and print.
+// EstimateRequest holds the user's choices as given (flags or a spec); ResolveEstimateInput turns
+// it into a validated Model + Training + GPU (loading presets / HF configs, deriving dp and the
+// global batch, refusing inconsistent input); Evaluate runs the memory model. The JSON
+// renderer fills named parts of a document so other estimators (step time, cost) can add
+// theirs ("time") beside them. Values; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "catalog/catalog.h"
+#include "core/status.h"
+#include "estimate/memory.h"
+#include "workload/model.h"
+#include "workload/training.h"
+
+namespace fulcrum::estimate {
+
+// Defaults of the node: 8 GPUs per node; inter-node network 400 Gbit/s per node (AWS p4d.24xlarge
+// and p5 EFA minimum, AWS EC2 accelerated-computing instance docs).
+inline constexpr int64_t kDefaultGpusPerNode = 8;
+inline constexpr double kDefaultNetworkGbps = 400;
+
+struct EstimateRequest {
+  // Model: exactly one of preset / hf_config / a custom shape (layers > 0).
+  std::string model;      // preset name (catalog/models/<name>.yaml)
+  std::string hf_config;  // path to a HuggingFace config.json
+  int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn_hidden = 0, vocab = 0;
+  std::string mlp;  // gelu | swiglu ("" = gelu)
+  bool tied_embeddings = false;
+
+  // Hardware.
+  std::string gpu;   // catalog name or alias
+  int64_t gpus = 0;  // 0 = tp * pp * dp
+  int64_t gpus_per_node = kDefaultGpusPerNode;
+  std::string interconnect;  // nvlink | pcie ("" = nvlink when the GPU has NVLink)
+  double network_gbps = kDefaultNetworkGbps;
+
+  // Training (strings are parsed with the workload:: parsers; "" = default).
+  std::string precision, optimizer, method, recompute, framework, grad_precision, offload;
+  int64_t lora_rank = 16;
+  int64_t tp = 1, pp = 1, vpp = 1, dp = 0;  // dp 0 = gpus / (tp * pp)
+  int64_t zero = 0;
+  bool sequence_parallel = false;
+  int64_t micro_batch = 1;
+  int64_t global_batch = 0;     // 0 = micro_batch * dp
+  int64_t seq_len = 0;          // 0 = min(2048, the model's max_seq_len when it has one)
+  std::string flash_attention;  // on | off ("" = on)
+};
+
+struct EstimateInput {
+  workload::Model model;
+  workload::Training training;
+  catalog::Gpu gpu;
+  int64_t gpus = 1;
+  int64_t gpus_per_node = kDefaultGpusPerNode;
+  catalog::Interconnect interconnect = catalog::Interconnect::kNvlink;
+  double network_gbps = kDefaultNetworkGbps;
+};
+
+// Loads the model (catalog_dir/models for presets), resolves the GPU in `catalog`, parses and
+// validates the training setup. InvalidInput / NotFound name the flag at fault.
+Result<EstimateInput> ResolveEstimateInput(const EstimateRequest& request,
+                                           const catalog::Catalog& catalog,
+                                           const std::string& catalog_dir);
+// Only the model part of the request (preset, HF config or custom shape).
+Result<workload::Model> ResolveModel(const EstimateRequest& request,
+                                     const std::string& catalog_dir);
+
+struct EstimateResult {
+  EstimateInput input;
+  double parameters = 0;
+  MemoryBreakdown memory;
+  double capacity_bytes = 0;
+  double headroom_fraction = 0;
+  FitVerdict verdict = FitVerdict::kFits;
+};
+
+EstimateResult Evaluate(const EstimateInput& input);
+
+// Sets doc["model"] = {name, parameters, ...} and doc["memory"] = {weights_bytes, ...,
+// peak_bytes_per_gpu, capacity_bytes, headroom_fraction, fits, verdict} and doc["setup"].
+void AppendEstimateJson(const EstimateResult& result, nlohmann::json& doc);
+// The memory breakdown as a text table (core/table.h) with the verdict line.
+std::string RenderMemoryTable(const EstimateResult& result);
+// The flags that reproduce `input` on the command line (for "ways out" and reports).
+std::string DescribeSetup(const EstimateInput& input);
+
+}  // namespace fulcrum::estimate

@@ -1,0 +1,91 @@
+// End-to-end: `fulcrum estimate` through the real binary — the JSON contract, the three model
+// sources (preset, HF config, custom shape) and the refusals of inconsistent input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/run_binary.h"
+
+namespace fulcrum::testing {
+namespace {
+
+nlohmann::json EstimateJson(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {"estimate", "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  RunOutput r = RunFulcrum(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+}
+
+TEST(EstimateE2eTest, JsonFollowsTheContract) {
+  nlohmann::json doc =
+      EstimateJson({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--gpus", "8", "--zero", "3",
+                    "--micro-batch", "2", "--global-batch", "64", "--seq-len", "4096"});
+  ASSERT_TRUE(doc.contains("model"));
+  EXPECT_EQ(doc["model"]["name"], "llama-2-7b");
+  EXPECT_NEAR(doc["model"]["parameters"].get<double>(), 6.74e9, 0.01e9);
+  const nlohmann::json& m = doc["memory"];
+  for (const char* key :
+       {"weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "other_bytes",
+        "peak_bytes_per_gpu", "capacity_bytes", "headroom_fraction"}) {
+    ASSERT_TRUE(m.contains(key) && m[key].is_number()) << key;
+  }
+  ASSERT_TRUE(m["fits"].is_boolean());
+  const double sum = m["weights_bytes"].get<double>() + m["gradients_bytes"].get<double>() +
+                     m["optimizer_bytes"].get<double>() + m["activations_bytes"].get<double>() +
+                     m["other_bytes"].get<double>();
+  EXPECT_NEAR(sum, m["peak_bytes_per_gpu"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(m["capacity_bytes"].get<double>(), 80.0 * 1073741824.0);  // A100 80 GiB
+  // ZeRO-3 over 8 with fsdp: fp32 weights, grads and Adam states sharded: 16 bytes / 8.
+  EXPECT_NEAR(m["weights_bytes"].get<double>() + m["gradients_bytes"].get<double>() +
+                  m["optimizer_bytes"].get<double>(),
+              6738415616.0 * 16 / 8, 1e6);
+  EXPECT_EQ(doc["setup"]["dp"], 8);
+}
+
+TEST(EstimateE2eTest, HfConfigAndCustomShapeAgreeWithThePreset) {
+  const double preset =
+      EstimateJson({"--model", "mistral-7b", "--gpu", "H100"})["memory"]["peak_bytes_per_gpu"];
+  const double hf = EstimateJson({"--hf-config", SourcePath("tests/fixtures/hf/mistral-7b.json"),
+                                  "--gpu", "H100"})["memory"]["peak_bytes_per_gpu"];
+  EXPECT_DOUBLE_EQ(preset, hf);
+  nlohmann::json custom =
+      EstimateJson({"--layers", "12", "--hidden", "768", "--heads", "12", "--gpu", "T4"});
+  EXPECT_EQ(custom["model"]["name"], "custom");
+  EXPECT_GT(custom["model"]["parameters"].get<double>(), 1e8);
+}
+
+TEST(EstimateE2eTest, TableNamesTheVerdict) {
+  RunOutput r = RunFulcrum({"estimate", "--model", "gpt2", "--gpu", "A10G"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("activations"), std::string::npos);
+  EXPECT_NE(r.out.find("verdict: fits"), std::string::npos) << r.out;
+}
+
+void ExpectRefused(const std::vector<std::string>& extra, const std::string& message) {
+  std::vector<std::string> args = {"estimate"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  RunOutput r = RunFulcrum(args);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+}
+
+TEST(EstimateE2eTest, InconsistentInputIsRefused) {
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8", "--tp", "2", "--dp", "2"},
+                "--gpus is 8");
+  ExpectRefused({"--model", "llama-2-70b", "--gpu", "H100", "--tp", "3"},
+                "must divide the attention heads");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--gpus", "4", "--micro-batch", "2",
+                 "--global-batch", "12"},
+                "multiple of --micro-batch");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--pp", "5"}, "divisible by --pp");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "NoSuchGPU-1"}, "--gpu");
+  ExpectRefused({"--model", "no-such-model", "--gpu", "H100"}, "no model preset");
+  ExpectRefused(
+      {"--hf-config", SourcePath("tests/fixtures/hf/missing-layers.json"), "--gpu", "H100"},
+      "num_hidden_layers: missing");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--precision", "fp4"}, "--precision");
+}
+
+}  // namespace
+}  // namespace fulcrum::testing
