@@ -5,10 +5,12 @@ namespace fulcrum::cli {
 
 // Each Register* is defined in cmd_<name>.cc.
 void RegisterVersion(CLI::App& root, CliContext& ctx);
+void RegisterSpot(CLI::App& root, CliContext& ctx);
 
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
       {"version", RegisterVersion},
+      {"spot", RegisterSpot},
   };
   return kCommands;
 }

@@ -88,10 +88,15 @@ class JobRun {
       return;
     }
     // Safety net (Wu et al.): R < C + 2d -> on-demand for good.
-    if (mode_ != Mode::kOnDemand && SafetyGap() - 2 * relaunch_seconds_ < kEps) {
+    if (mode_ != Mode::kOnDemand && SafetyGap() - 2 * relaunch_seconds_ < -kEps) {
       forced_on_demand_ = true;
       if (mode_ == Mode::kSpot) Stop(VoluntaryStopSeconds());
       Start(Mode::kOnDemand);
+      return;
+    }
+    if (NeedsDeadlineCheckpoint()) {
+      phase_ = Phase::kCheckpoint;
+      phase_left_ = job_.checkpoint_cost_seconds;
       return;
     }
     if (mode_ == Mode::kIdle) {
@@ -106,6 +111,21 @@ class JobRun {
       Stop(VoluntaryStopSeconds());
       Start(Mode::kSpot);
     }
+  }
+
+  // Progress not yet in a checkpoint, on spot without a notice that covers a checkpoint.
+  double UnsavedSeconds() const {
+    const bool exposed = mode_ == Mode::kSpot && phase_ == Phase::kCompute && !notice_covers_;
+    return exposed ? progress_ - committed_ : 0.0;
+  }
+
+  // A checkpoint ahead of schedule when the unsaved work, not the deadline, is about to trip
+  // the safety net: worth it once it saves at least its own cost.
+  bool NeedsDeadlineCheckpoint() const {
+    const double unsaved = UnsavedSeconds();
+    return unsaved > 0 &&
+           SafetyGap() - 2 * relaunch_seconds_ - job_.checkpoint_cost_seconds < kEps &&
+           unsaved - job_.checkpoint_cost_seconds > -kEps;
   }
 
   // Uniform Progress hysteresis: leave on-demand for spot only once progress >= ep(t + 2d),
@@ -124,7 +144,14 @@ class JobRun {
     if (mode_ != Mode::kOnDemand) {
       const bool gap_constant = mode_ == Mode::kSpot && phase_ == Phase::kCompute &&
                                 notice_covers_ && progress_ - notice_tail_seconds_ >= committed_;
-      if (!gap_constant) timer = now_ + (SafetyGap() - 2 * relaunch_seconds_);
+      // Just past the crossing, so that a checkpoint ending exactly then commits first.
+      if (!gap_constant) timer = now_ + (SafetyGap() - 2 * relaunch_seconds_) + 2 * kEps;
+      if (mode_ == Mode::kSpot && phase_ == Phase::kCompute && !notice_covers_) {
+        // Deadline checkpoint: the gap falls and the unsaved work grows, both at rate 1.
+        const double gap_wait = SafetyGap() - 2 * relaunch_seconds_ - job_.checkpoint_cost_seconds;
+        const double unsaved_wait = job_.checkpoint_cost_seconds - UnsavedSeconds();
+        timer = std::min(timer, now_ + std::max({gap_wait, unsaved_wait, 0.0}));
+      }
     }
     if (policy_ != Policy::kUniformProgress || progress_slope_ <= 0) return timer;
     if (mode_ == Mode::kIdle && !availability_.available()) {
