@@ -8,6 +8,7 @@ void RegisterVersion(CLI::App& root, CliContext& ctx);
 void RegisterPlan(CLI::App& root, CliContext& ctx);
 void RegisterFit(CLI::App& root, CliContext& ctx);
 void RegisterEstimate(CLI::App& root, CliContext& ctx);
+void RegisterSpot(CLI::App& root, CliContext& ctx);
 
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
@@ -15,6 +16,7 @@ const std::vector<CommandEntry>& CommandTable() {
       {"version", RegisterVersion},
       {"fit", RegisterFit},
       {"estimate", RegisterEstimate},
+      {"spot", RegisterSpot},
   };
   return kCommands;
 }
