@@ -112,9 +112,11 @@ void BM_Plan70bPretrain(benchmark::State& state) {
                                           "/examples/llama-70b-pretrain.yaml");
   if (!spec.ok()) std::abort();
   const auto model = Preset("llama-2-70b");
+  const auto assumptions = fulcrum::plan::LoadCostAssumptions(kCatalog, nullptr);
   int64_t configurations = 0;
   for (auto _ : state) {
-    auto result = fulcrum::plan::RunPlan(Shipped(), model, *spec, static_cast<int>(state.range(0)));
+    auto result = fulcrum::plan::RunPlan(Shipped(), model, *spec, assumptions,
+                                         static_cast<int>(state.range(0)));
     if (!result.ok()) std::abort();
     configurations = result->configurations;
     benchmark::DoNotOptimize(result);

@@ -193,7 +193,11 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   FULCRUM_ASSIGN_OR_RETURN(catalog::Catalog catalog, catalog::Catalog::Load(catalog_dir));
   FULCRUM_ASSIGN_OR_RETURN(workload::Model model, ResolveModel(spec, catalog_dir));
   FULCRUM_RETURN_IF_ERROR(workload::ValidateModel(model));
-  FULCRUM_ASSIGN_OR_RETURN(plan::PlanResult result, plan::RunPlan(catalog, model, spec, f.threads));
+  std::string note;
+  const plan::CostAssumptions assumptions = plan::LoadCostAssumptions(catalog_dir, &note);
+  FULCRUM_ASSIGN_OR_RETURN(plan::PlanResult result,
+                           plan::RunPlan(catalog, model, spec, assumptions, f.threads));
+  if (!note.empty()) result.notes.push_back(note);
   if (!f.html.empty()) {
     FULCRUM_RETURN_IF_ERROR(WriteFile(f.html, plan::PlanHtml(result, catalog)));
   }

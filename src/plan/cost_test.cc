@@ -98,6 +98,38 @@ TEST(RunCostTest, SpotIsFlaggedNotRiskAdjustedUntilTheSimulatorPlugsIn) {
   EXPECT_NEAR(EstimateRunCost(in).expected_usd, spot.expected_usd, 1e-9);
 }
 
+TEST(RunCostTest, SpotThroughTheSimulatorIsRiskAdjusted) {
+  catalog::Provider p = PerMinute();
+  p.spot_notice_seconds = 0;  // no notice: periodic checkpoints are needed
+  CostAssumptions a;
+  a.spot_mtti_seconds_per_instance = 20 * 3600;  // frequent preemptions
+  RunInput in;
+  in.work_seconds = 48 * 3600;
+  in.nodes = 2;
+  in.gpus = 16;
+  in.trained_parameters = 7e9;
+  in.hourly_usd = 4;
+  in.on_demand_usd_per_hour = 10;
+  in.provider = &p;
+  in.pricing = PricingModel::kSpot;
+  const RunCost spot = EstimateRunCost(in, a);
+  EXPECT_TRUE(spot.risk_adjusted);
+  EXPECT_FALSE(spot.spot_policy.empty());
+  EXPECT_GE(spot.p90_usd, spot.expected_usd);
+  EXPECT_GE(spot.p90_seconds, spot.total_seconds);
+  // Preemptions only add: at least the work at the spot price on both nodes.
+  EXPECT_GT(spot.total_seconds, in.work_seconds);
+  EXPECT_GT(spot.expected_usd, 48.0 * 4 * 2);
+  EXPECT_GT(spot.checkpoint_interval_seconds, 0);
+  // Deterministic (fixed seed).
+  EXPECT_DOUBLE_EQ(EstimateRunCost(in, a).expected_usd, spot.expected_usd);
+  // A deadline switches to Uniform Progress with the on-demand safety net.
+  in.deadline_seconds = 60 * 3600;
+  const RunCost with_deadline = EstimateRunCost(in, a);
+  EXPECT_EQ(with_deadline.spot_policy, "uniform-progress");
+  EXPECT_LE(with_deadline.p90_seconds, 60 * 3600 + a.startup_seconds + 1);
+}
+
 TEST(RunCostTest, NoCheckpointingLosesHalfTheJobPerFailure) {
   RunInput in;
   in.work_seconds = 1000 * 3600;

@@ -87,12 +87,17 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
                                                    ? Round(c.run.checkpoint_interval_seconds, 0)
                                                    : json(nullptr)}};
   const catalog::Provider* p = catalog.FindProvider(o.provider);
-  j["cost"] = {{"expected_usd", Round(c.run.expected_usd, 2)},
-               {"p90_usd", Round(c.run.p90_usd, 2)},
-               {"usd_per_hour", Finite(c.run.expected_usd > 0 && c.run.total_seconds > 0
-                                           ? *HourlyPriceUsd(o, p, c.pricing) * c.nodes
-                                           : NAN)},
-               {"risk_adjusted", c.run.risk_adjusted}};
+  j["cost"] = {
+      {"expected_usd", Round(c.run.expected_usd, 2)},
+      {"p90_usd", Round(c.run.p90_usd, 2)},
+      {"usd_per_hour", Finite(c.run.expected_usd > 0 && c.run.total_seconds > 0
+                                  ? *HourlyPriceUsd(o, p, c.pricing) * c.nodes
+                                  : NAN)},
+      {"risk_adjusted", c.run.risk_adjusted},
+      {"spot_policy",
+       c.run.spot_policy.empty() ? json(nullptr) : json(std::string(c.run.spot_policy))},
+      {"deadline_met_fraction",
+       c.pricing == PricingModel::kSpot ? json(c.run.deadline_met_fraction) : json(nullptr)}};
   j["score"] = {{"total", Round(c.score.total, 4)},
                 {"stability", Round(c.score.stability, 4)},
                 {"performance", Round(c.score.performance, 4)},

@@ -194,7 +194,7 @@ workload::Training BaseTraining(const workload::Model& model, const PlanSpec& sp
 }  // namespace
 
 Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Model& model,
-                           const PlanSpec& spec, int threads) {
+                           const PlanSpec& spec, const CostAssumptions& assumptions, int threads) {
   const auto started = std::chrono::steady_clock::now();
   FULCRUM_RETURN_IF_ERROR(ValidateSpec(spec));
   PlanResult result;
@@ -275,7 +275,13 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     task_of[{tasks[i].hardware_class, tasks[i].nodes}] = static_cast<int>(i);
   }
 
-  // --- candidates: offer x nodes x pricing ------------------------------------------------
+  // --- candidates: offer x nodes x pricing (cost on the worker threads: spot simulates) ----
+  struct Pending {
+    Candidate cand;
+    RunInput run;
+    const HardwareClass* hc;
+  };
+  std::vector<Pending> pending;
   for (size_t i = 0; i < offers.size(); ++i) {
     if (class_of_offer[i] < 0) continue;
     const catalog::Offer& o = offers[i];
@@ -288,51 +294,69 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
         if (pricing == PricingModel::kSpot && !c.interruptible) continue;
         const std::optional<double> hourly = HourlyPriceUsd(o, provider, pricing);
         if (!hourly) continue;
-        Candidate cand;
-        cand.offer = static_cast<int>(i);
-        cand.nodes = nodes;
-        cand.pricing = pricing;
-        cand.layout = layout;
-        cand.capacity_bytes = hc.capacity_bytes;
+        Pending p;
+        p.hc = &hc;
+        p.cand.offer = static_cast<int>(i);
+        p.cand.nodes = nodes;
+        p.cand.pricing = pricing;
+        p.cand.layout = layout;
+        p.cand.capacity_bytes = hc.capacity_bytes;
         const int gpus = nodes * o.gpu_count;
-        cand.work_units_per_second = layout.step.tokens_per_second_per_gpu * gpus;
-        RunInput run;
-        run.work_seconds = result.work_units / cand.work_units_per_second;
-        run.nodes = nodes;
-        run.gpus = gpus;
-        run.trained_parameters = trained_params;
-        run.checkpointing = spec.checkpointing;
-        run.hourly_usd = *hourly;
-        run.pricing = pricing;
-        run.provider = provider;
-        run.extra = spec.extra;
-        cand.run = EstimateRunCost(run);
-        PitfallFacts facts;
-        facts.parameters = params;
-        facts.gpu_memory_gib = hc.gpu->memory_gib;
-        const workload::Training& t = layout.training;
-        facts.sharded = t.tp > 1 || t.pp > 1 || (t.zero_stage >= 1 && t.dp > 1);
-        facts.gpus = gpus;
-        facts.nodes = nodes;
-        facts.pcie_only = o.interconnect == catalog::Interconnect::kPcie;
-        facts.network_gbps = o.network_gbps;
-        facts.network_assumed = hc.network_assumed;
-        facts.spot = pricing == PricingModel::kSpot;
-        facts.spot_risk_adjusted = cand.run.risk_adjusted;
-        facts.checkpointing = spec.checkpointing;
-        facts.headroom_fraction = layout.headroom_fraction;
-        facts.deadline_seconds = c.deadline_seconds;
-        facts.p90_seconds = cand.run.p90_seconds;
-        facts.budget_usd = c.budget_usd;
-        facts.expected_usd = cand.run.expected_usd;
-        cand.warnings = DetectPitfalls(facts);
-        cand.meets_constraints =
-            !(cand.warnings & (kPitfallDeadlineMissedP90 | kPitfallBudgetExceeded));
-        cand.score = OfferScores(provider, pricing, nodes);
-        result.candidates.push_back(std::move(cand));
+        p.cand.work_units_per_second = layout.step.tokens_per_second_per_gpu * gpus;
+        p.run.work_seconds = result.work_units / p.cand.work_units_per_second;
+        p.run.nodes = nodes;
+        p.run.gpus = gpus;
+        p.run.trained_parameters = trained_params;
+        p.run.checkpointing = spec.checkpointing;
+        p.run.hourly_usd = *hourly;
+        p.run.pricing = pricing;
+        p.run.provider = provider;
+        p.run.extra = spec.extra;
+        p.run.deadline_seconds = c.deadline_seconds;
+        p.run.on_demand_usd_per_hour = o.on_demand_usd_per_hour;
+        pending.push_back(std::move(p));
       }
     }
   }
+  auto finish = [&](Pending& p) {
+    Candidate& cand = p.cand;
+    const catalog::Offer& o = offers[cand.offer];
+    cand.run = EstimateRunCost(p.run, assumptions);
+    PitfallFacts facts;
+    facts.parameters = params;
+    facts.gpu_memory_gib = p.hc->gpu->memory_gib;
+    const workload::Training& t = cand.layout.training;
+    facts.sharded = t.tp > 1 || t.pp > 1 || (t.zero_stage >= 1 && t.dp > 1);
+    facts.gpus = p.run.gpus;
+    facts.nodes = cand.nodes;
+    facts.pcie_only = o.interconnect == catalog::Interconnect::kPcie;
+    facts.network_gbps = o.network_gbps;
+    facts.network_assumed = p.hc->network_assumed;
+    facts.spot = cand.pricing == PricingModel::kSpot;
+    facts.spot_risk_adjusted = cand.run.risk_adjusted;
+    facts.checkpointing = spec.checkpointing;
+    facts.headroom_fraction = cand.layout.headroom_fraction;
+    facts.deadline_seconds = c.deadline_seconds;
+    facts.p90_seconds = cand.run.p90_seconds;
+    facts.budget_usd = c.budget_usd;
+    facts.expected_usd = cand.run.expected_usd;
+    cand.warnings = DetectPitfalls(facts);
+    cand.meets_constraints =
+        !(cand.warnings & (kPitfallDeadlineMissedP90 | kPitfallBudgetExceeded));
+    cand.score = OfferScores(p.run.provider, cand.pricing, cand.nodes);
+  };
+  std::atomic<size_t> next_pending{0};
+  auto cost_worker = [&] {
+    for (size_t i = next_pending.fetch_add(1); i < pending.size(); i = next_pending.fetch_add(1)) {
+      finish(pending[i]);
+    }
+  };
+  pool.clear();
+  for (int i = 1; i < threads; ++i) pool.emplace_back(cost_worker);
+  cost_worker();
+  for (std::thread& th : pool) th.join();
+  result.candidates.reserve(pending.size());
+  for (Pending& p : pending) result.candidates.push_back(std::move(p.cand));
 
   // --- scores, ranking, Pareto -------------------------------------------------------------
   double best_seconds = std::numeric_limits<double>::infinity();

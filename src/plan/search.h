@@ -73,9 +73,11 @@ struct PlanResult {
   std::vector<std::string> notes;  // assumptions worth telling the user
 };
 
-// Runs the whole plan. `threads` <= 0: std::thread::hardware_concurrency().
+// Runs the whole plan. `threads` <= 0: std::thread::hardware_concurrency(). `assumptions`:
+// LoadCostAssumptions(catalog_dir) (sourced checkpoint bandwidth and spot MTTI).
 Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Model& model,
-                           const PlanSpec& spec, int threads = 0);
+                           const PlanSpec& spec, const CostAssumptions& assumptions,
+                           int threads = 0);
 
 // Indices of the Pareto-optimal points of (x, y) (both minimised), sorted by increasing x.
 std::vector<int> ParetoFront(const std::vector<double>& x, const std::vector<double>& y);
