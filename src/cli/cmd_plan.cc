@@ -243,42 +243,57 @@ void RegisterPlan(CLI::App& root, CliContext& ctx) {
       "and a weighted score");
   cmd->footer(kFooter);
   cmd->add_option("spec", f->spec_file, "YAML plan spec (see examples/*.yaml)")->type_name("FILE");
-  cmd->add_option("--model", f->model, "Model preset (catalog/models, e.g. llama-2-7b)");
+  cmd->add_option("--model", f->model, "Model preset (catalog/models, e.g. llama-2-7b)")
+      ->type_name("NAME");
   cmd->add_option("--hf-config", f->hf_config, "HuggingFace config.json instead of a preset")
       ->type_name("FILE");
   cmd->add_option("--tokens", f->tokens, "Tokens to train on (e.g. 20B)")->type_name("COUNT");
   cmd->add_option("--samples", f->samples, "Samples per epoch instead of tokens (e.g. 1.28M)")
       ->type_name("COUNT");
-  cmd->add_option("--epochs", f->epochs, "Epochs over --samples (default 1)");
-  cmd->add_option("--seq-len", f->seq_len, "Sequence length in tokens (default 2048)");
+  cmd->add_option("--epochs", f->epochs, "Epochs over --samples (default 1)")->type_name("N");
+  cmd->add_option("--seq-len", f->seq_len, "Sequence length in tokens (default 2048)")
+      ->type_name("TOKENS");
   cmd->add_option("--global-batch", f->global_batch,
                   "Sequences per optimizer step (default 2^20 tokens; 256 samples for generic "
-                  "models)");
-  cmd->add_option("--precision", f->precision, "bf16 (default), fp16, fp8, fp32, pure-bf16");
-  cmd->add_option("--method", f->method, "full (default), lora or qlora");
-  cmd->add_option("--lora-rank", f->lora_rank, "LoRA rank (default 16)");
+                  "models)")
+      ->type_name("SEQUENCES");
+  cmd->add_option("--precision", f->precision, "bf16 (default), fp16, fp8, fp32, pure-bf16")
+      ->type_name("PRECISION");
+  cmd->add_option("--method", f->method, "full (default), lora or qlora")->type_name("METHOD");
+  cmd->add_option("--lora-rank", f->lora_rank, "LoRA rank (default 16)")->type_name("RANK");
   cmd->add_option("--deadline", f->deadline, "Finish within this duration at P90 (e.g. 7d)")
       ->type_name("DURATION");
-  cmd->add_option("--budget-usd", f->budget_usd, "Spend at most this much (USD, expected)");
-  cmd->add_option("--max-gpus", f->max_gpus, "At most this many GPUs in total (default 512)");
-  cmd->add_option("--providers", f->providers, "Only these providers (comma-separated)");
-  cmd->add_option("--regions", f->regions, "Only these regions (comma-separated)");
-  cmd->add_option("--gpus", f->gpus, "Only these GPU models (names or aliases, comma-separated)");
+  cmd->add_option("--budget-usd", f->budget_usd, "Spend at most this much (USD, expected)")
+      ->type_name("USD");
+  cmd->add_option("--max-gpus", f->max_gpus, "At most this many GPUs in total (default 512)")
+      ->type_name("N");
+  cmd->add_option("--providers", f->providers, "Only these providers (comma-separated)")
+      ->type_name("LIST");
+  cmd->add_option("--regions", f->regions, "Only these regions (comma-separated)")
+      ->type_name("LIST");
+  cmd->add_option("--gpus", f->gpus, "Only these GPU models (names or aliases, comma-separated)")
+      ->type_name("LIST");
   cmd->add_option("--pricing", f->pricing,
                   "Pricing models: on_demand,spot,reserved_1y,reserved_3y (default "
-                  "on_demand,spot)");
-  cmd->add_option("--interruptible", f->interruptible, "yes (default) or no: allow spot");
+                  "on_demand,spot)")
+      ->type_name("LIST");
+  cmd->add_option("--interruptible", f->interruptible, "yes (default) or no: allow spot")
+      ->type_name("yes|no");
   cmd->add_flag("--no-checkpointing", f->no_checkpointing,
                 "The job cannot checkpoint/resume (spot becomes a pitfall)");
   cmd->add_option("--weights", f->weights,
-                  "Score weights, e.g. cost=0.4,performance=0.3 (others keep their defaults)");
-  cmd->add_option("--top", f->top, "Show the top N candidates (default 10)");
+                  "Score weights, e.g. cost=0.4,performance=0.3 (others keep their defaults)")
+      ->type_name("LIST");
+  cmd->add_option("--top", f->top, "Show the top N candidates (default 10)")->type_name("N");
   cmd->add_option("--min-headroom", f->min_headroom,
-                  "Fraction of GPU memory a layout must leave free (default 0.1)");
+                  "Fraction of GPU memory a layout must leave free (default 0.1)")
+      ->type_name("FRACTION");
   cmd->add_option("--assume-network-gbps", f->assume_network_gbps,
-                  "Plan multi-node runs on offers with unknown network at this Gbit/s per node");
-  cmd->add_option("--command", f->command, "Your training command, for --export");
-  cmd->add_option("--threads", f->threads, "Search threads (default: all cores)");
+                  "Plan multi-node runs on offers with unknown network at this Gbit/s per node")
+      ->type_name("GBPS");
+  cmd->add_option("--command", f->command, "Your training command, for --export")
+      ->type_name("COMMAND");
+  cmd->add_option("--threads", f->threads, "Search threads (default: all cores)")->type_name("N");
   cmd->add_flag("--json", f->json,
                 "Print the plan as JSON ({\"candidates\", \"pareto\", "
                 "\"searched\"})");
@@ -288,7 +303,7 @@ void RegisterPlan(CLI::App& root, CliContext& ctx) {
                   "Write the picked candidate as a launch file: skypilot FILE or dstack FILE")
       ->expected(2)
       ->type_name("FORMAT FILE");
-  cmd->add_option("--pick", f->pick, "Rank to export (default 1)");
+  cmd->add_option("--pick", f->pick, "Rank to export (default 1)")->type_name("RANK");
   cmd->callback([f, &ctx] {
     Status status = RunPlanCommand(*f, ctx);
     if (!status.ok()) ReportError(ctx, status);
