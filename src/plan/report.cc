@@ -254,7 +254,7 @@ std::string PlanHtml(const PlanResult& r, const catalog::Catalog& catalog) {
   }
   if (!(x1 > x0)) x0 -= 0.5, x1 += 0.5;
   if (!(y1 > y0)) y0 -= 0.5, y1 += 0.5;
-  const double w = 720, h = 420, left = 70, bottom = 50, pad = 20;
+  const double w = 720, h = 420, left = 80, bottom = 50, pad = 20;
   auto px = [&](double hours) {
     return left + (std::log10(std::max(hours, 1e-3)) - x0) / (x1 - x0) * (w - left - pad);
   };
@@ -284,7 +284,7 @@ std::string PlanHtml(const PlanResult& r, const catalog::Catalog& catalog) {
     svg += fmt::format(
         "<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{}"
         "</text>\n",
-        left - 4, py(std::pow(10.0, k)) + 4, Escape(FormatUsd(std::pow(10.0, k))));
+        left - 4, py(std::pow(10.0, k)) + 4, fmt::format("${}", Rate(std::pow(10.0, k))));
   }
   std::string front_path;
   for (int i : r.pareto) {
