@@ -173,7 +173,7 @@ bool GpuMatches(const catalog::Catalog& catalog, const std::vector<std::string>&
 double WorkUnits(const workload::Model& model, const PlanSpec& spec, bool* samples_out) {
   const bool generic = model.kind == workload::ModelKind::kGeneric;
   *samples_out = generic;
-  if (spec.tokens) return generic ? *spec.tokens : *spec.tokens;
+  if (spec.tokens) return *spec.tokens;  // RunPlan refuses tokens for generic models
   const double samples = *spec.samples * spec.epochs;
   return generic ? samples : samples * static_cast<double>(spec.training.seq_len);
 }
@@ -197,6 +197,10 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
                            const PlanSpec& spec, const CostAssumptions& assumptions, int threads) {
   const auto started = std::chrono::steady_clock::now();
   FULCRUM_RETURN_IF_ERROR(ValidateSpec(spec));
+  if (model.kind == workload::ModelKind::kGeneric && spec.tokens) {
+    return Status::InvalidInput(spec.origin + ": tokens: '" + model.name +
+                                "' is a generic (non-token) model; give samples and epochs");
+  }
   PlanResult result;
   result.model = model;
   result.spec = spec;
