@@ -427,13 +427,14 @@ Result<const Gpu*> Catalog::ResolveGpu(std::string_view name_or_alias) const {
     names.insert(names.end(), gpu.aliases.begin(), gpu.aliases.end());
     for (const auto& name : names) {
       std::string other = NameKey(name);
-      bool near = EditDistance(key, other) <= 2 ||
+      bool near = EditDistance(key, other) <= (key.size() <= 4 ? 1u : 2u) ||
                   (key.size() >= 2 && other.find(key) != std::string::npos);
       if (near && std::find(close.begin(), close.end(), gpu.name) == close.end()) {
         close.push_back(gpu.name);
       }
     }
   }
+  if (close.size() > 5) close.resize(5);
   std::string hint = close.empty() ? "" : "; close: " + JoinNames(close);
   return Status::NotFound(
       "gpu: expected a GPU name or alias of the catalog (see fulcrum gpus), "

@@ -44,14 +44,14 @@ void PrintText(CliContext& ctx, const estimate::EstimateResult& result,
     return;
   }
   ctx.out << "\nWays out (each checked with the same memory model):\n";
-  Table table({"change", "peak", "free", "verdict", "flags"},
-              {Align::kLeft, Align::kRight, Align::kRight, Align::kLeft, Align::kLeft});
+  int n = 0;
   for (const estimate::WayOut& w : ways) {
-    table.AddRow({w.change, FormatBytes(w.result.memory.peak_bytes_per_gpu),
-                  FormatNumber(w.result.headroom_fraction * 100, 1) + " %",
-                  estimate::FitVerdictName(w.result.verdict), w.flags});
+    ctx.out << "  " << ++n << ". " << w.change << "\n     peak "
+            << FormatBytes(w.result.memory.peak_bytes_per_gpu) << ", "
+            << FormatNumber(w.result.headroom_fraction * 100, 1)
+            << " % free: " << estimate::FitVerdictName(w.result.verdict)
+            << "\n     add: " << w.flags << "\n";
   }
-  ctx.out << table.Render();
 }
 
 void PrintJsonResult(CliContext& ctx, const estimate::EstimateResult& result,

@@ -9,6 +9,10 @@ void RegisterPlan(CLI::App& root, CliContext& ctx);
 void RegisterFit(CLI::App& root, CliContext& ctx);
 void RegisterEstimate(CLI::App& root, CliContext& ctx);
 void RegisterSpot(CLI::App& root, CliContext& ctx);
+void RegisterGpus(CLI::App& root, CliContext& ctx);
+void RegisterOffers(CLI::App& root, CliContext& ctx);
+void RegisterProviders(CLI::App& root, CliContext& ctx);
+void RegisterCatalog(CLI::App& root, CliContext& ctx);
 
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
@@ -17,6 +21,10 @@ const std::vector<CommandEntry>& CommandTable() {
       {"fit", RegisterFit},
       {"estimate", RegisterEstimate},
       {"spot", RegisterSpot},
+      {"offers", RegisterOffers},
+      {"gpus", RegisterGpus},
+      {"providers", RegisterProviders},
+      {"catalog", RegisterCatalog},
   };
   return kCommands;
 }

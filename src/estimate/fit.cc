@@ -27,6 +27,43 @@ void KeepGlobalBatch(Training& t) {
   if (t.global_batch % step != 0) t.global_batch = (t.global_batch / step + 1) * step;
 }
 
+struct Completed {
+  EstimateResult result;
+  std::string flags;   // extra flags (micro-batch / recompute) added to the change
+  std::string change;  // extra words for the sentence
+};
+
+// Makes a structural change fit if it can with the least extra cost: the same micro-batch and
+// recompute first, then smaller micro-batches (more gradient accumulation, same samples per
+// step), then selective and full recompute (extra compute).
+std::optional<Completed> Complete(const EstimateInput& in) {
+  const Training& t = in.training;
+  for (workload::Recompute mode :
+       {workload::Recompute::kNone, workload::Recompute::kSelective, workload::Recompute::kFull}) {
+    if (static_cast<int>(mode) < static_cast<int>(t.recompute)) continue;
+    for (int64_t mb = t.micro_batch; mb >= 1; --mb) {
+      EstimateInput c = in;
+      c.training.recompute = mode;
+      c.training.micro_batch = mb;
+      if (c.training.global_batch % (mb * c.training.dp) != 0) continue;
+      if (auto r = TryFit(c)) {
+        Completed done{*r, "", ""};
+        if (mb != t.micro_batch) {
+          done.flags += " --micro-batch " + Str(mb);
+          done.change += ", micro-batch " + Str(mb);
+        }
+        if (mode != t.recompute) {
+          const std::string name(workload::RecomputeName(mode));
+          done.flags += " --recompute " + name;
+          done.change += ", " + name + " recompute";
+        }
+        return done;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 void LargestMicroBatch(const EstimateInput& in, std::vector<WayOut>& out) {
   for (int64_t mb = in.training.micro_batch - 1; mb >= 1; --mb) {
     EstimateInput c = in;
@@ -68,13 +105,13 @@ void Zero3(const EstimateInput& in, std::vector<WayOut>& out) {
     c.training.dp = dp;
     c.gpus = t.tp * t.pp * dp;
     KeepGlobalBatch(c.training);
-    if (auto r = TryFit(c)) {
+    if (auto done = Complete(c)) {
       out.push_back({"zero3",
                      "ZeRO-3 / FSDP full shard over " + Str(dp) + " data-parallel ranks (" +
-                         Str(c.gpus) + " GPUs)",
+                         Str(c.gpus) + " GPUs)" + done->change,
                      "--zero 3 --gpus " + Str(c.gpus) + " --dp " + Str(dp) + " --global-batch " +
-                         Str(c.training.global_batch),
-                     *r});
+                         Str(c.training.global_batch) + done->flags,
+                     done->result});
       return;
     }
   }
@@ -86,11 +123,12 @@ void TensorParallel(const EstimateInput& in, std::vector<WayOut>& out) {
     c.training.tp = tp;
     c.training.sequence_parallel = true;
     c.gpus = tp * c.training.pp * c.training.dp;
-    if (auto r = TryFit(c)) {
-      out.push_back(
-          {"tensor-parallel",
-           "tensor parallel " + Str(tp) + " with sequence parallelism (" + Str(c.gpus) + " GPUs)",
-           "--tp " + Str(tp) + " --sequence-parallel --gpus " + Str(c.gpus), *r});
+    if (auto done = Complete(c)) {
+      out.push_back({"tensor-parallel",
+                     "tensor parallel " + Str(tp) + " with sequence parallelism (" + Str(c.gpus) +
+                         " GPUs)" + done->change,
+                     "--tp " + Str(tp) + " --sequence-parallel --gpus " + Str(c.gpus) + done->flags,
+                     done->result});
       return;
     }
   }
@@ -102,13 +140,14 @@ void Adapters(const EstimateInput& in, std::vector<WayOut>& out) {
     if (in.training.method == workload::Method::kQlora) continue;
     EstimateInput c = in;
     c.training.method = m;
-    if (auto r = TryFit(c)) {
+    if (auto done = Complete(c)) {
       const std::string name(workload::MethodName(m));
       out.push_back({name,
                      (m == workload::Method::kLora ? "LoRA" : "QLoRA (4-bit base)") +
                          std::string(" rank ") + Str(c.training.lora_rank) +
-                         " on every linear layer",
-                     "--method " + name, *r});
+                         " on every linear layer" + done->change,
+                     "--method " + name + done->flags, done->result});
+      return;  // QLoRA only when LoRA does not fit
     }
   }
 }
@@ -118,17 +157,21 @@ void LargerGpu(const EstimateInput& in, const catalog::Catalog& cat, std::vector
   for (const catalog::Gpu& g : cat.gpus()) {
     if (g.memory_gib > in.gpu.memory_gib) larger.push_back(&g);
   }
-  std::stable_sort(larger.begin(), larger.end(), [](const catalog::Gpu* a, const catalog::Gpu* b) {
-    return a->memory_gib < b->memory_gib;
-  });
+  // Same vendor first (the software stack stays the same), then by memory size.
+  std::stable_sort(
+      larger.begin(), larger.end(), [&in](const catalog::Gpu* a, const catalog::Gpu* b) {
+        const bool a_other = a->vendor != in.gpu.vendor, b_other = b->vendor != in.gpu.vendor;
+        if (a_other != b_other) return b_other;
+        return a->memory_gib < b->memory_gib;
+      });
   for (const catalog::Gpu* g : larger) {
     EstimateInput c = in;
     c.gpu = *g;
-    std::optional<EstimateResult> r = TryFit(c);
-    if (r && r->verdict == FitVerdict::kFits) {
+    if (auto done = Complete(c)) {
       out.push_back({"gpu",
-                     "a larger GPU: " + g->name + " (" + FormatNumber(g->memory_gib, 0) + " GiB)",
-                     "--gpu " + g->name, *r});
+                     "a larger GPU: " + g->name + " (" + FormatNumber(g->memory_gib, 0) + " GiB)" +
+                         done->change,
+                     "--gpu " + g->name + done->flags, done->result});
       return;
     }
   }

@@ -120,8 +120,9 @@ PerParam FullBytesPerParam(const Training& t) {
       bytes = TorchAmpBytes(t, states);
       break;
   }
-  // fp8 (Transformer Engine) keeps an fp8 copy of each linear weight next to the 16-bit one.
-  if (t.precision == Precision::kFp8) bytes.w += 1;
+  // fp8 with Transformer Engine (Megatron) keeps an fp8 copy of each linear weight next to the
+  // 16-bit one; torchao's float8 training (torchtitan/FSDP) casts per use, nothing persistent.
+  if (t.precision == Precision::kFp8 && t.framework == Framework::kMegatron) bytes.w += 1;
   return bytes;
 }
 
@@ -138,8 +139,8 @@ ModelStateBytes ShardGeneric(double params, const PerParam& b, const Training& t
 
 // DeepSpeed's own accounting (docs/code-docs/source/memory.rst, estimate_zero2/3_model_states_
 // mem_needs): ZeRO-1/2 GPU = 4P + 16P/N (16-bit params and grads + fp32 grad partition + K=12),
-// 2P with optimizer offload; ZeRO-3 GPU = 4 * largest_layer + 18P/N, largest_layer + 2P/N
-// with offload.
+// 2P with optimizer offload; ZeRO-3 GPU = 4 * largest_layer + 18P/N, 4 * largest_layer + 2P/N
+// with optimizer offload, 4 * largest_layer with parameter offload too.
 ModelStateBytes DeepSpeedStates(double params, double largest, const PerParam& b,
                                 const Training& t) {
   const double n = static_cast<double>(t.dp);
@@ -155,7 +156,7 @@ ModelStateBytes DeepSpeedStates(double params, double largest, const PerParam& b
   s.weights_bytes = t.offload_params ? 0 : params * b.w / n;
   s.gradients_bytes = t.offload_optimizer ? 0 : params * 4 / n;
   s.optimizer_bytes = t.offload_optimizer ? 0 : params * b.k / n;
-  s.buffer_bytes = (t.offload_optimizer ? 1 : 4) * largest;
+  s.buffer_bytes = 4 * largest;  // largest_layer_memory, with or without offload
   return s;
 }
 

@@ -101,6 +101,14 @@ TEST(DeepSpeedAnchorTest, EstimatorExamplesForT5_3b) {
               5.31, 0.005);
   ModelStateBytes z3 = FullModelStates(kT5Params, kT5Largest, DeepSpeedTraining(3, false));
   EXPECT_NEAR((States(z3) + z3.buffer_bytes) / kGiB, 6.10, 0.005);
+  // The estimator's offload branches: 4 * largest + 2P/N (optimizer offload), 4 * largest
+  // (parameters offloaded too).
+  Training offload = DeepSpeedTraining(3, true);
+  ModelStateBytes z3o = FullModelStates(kT5Params, kT5Largest, offload);
+  EXPECT_DOUBLE_EQ(States(z3o) + z3o.buffer_bytes, 4 * kT5Largest + 2 * kT5Params / 8);
+  offload.offload_params = true;
+  ModelStateBytes z3p = FullModelStates(kT5Params, kT5Largest, offload);
+  EXPECT_DOUBLE_EQ(States(z3p) + z3p.buffer_bytes, 4 * kT5Largest);
 }
 
 TEST(AccelerateAnchorTest, TrainingIsFourTimesTheFp32Model) {

@@ -1,0 +1,78 @@
+// Resolution of one configuration from the user's request: model sources, derived dp and
+// global batch, defaults, and the refusals; plus the ways out of a configuration that does not fit.
+#include "estimate/estimate.h"
+
+#include <gtest/gtest.h>
+
+#include "estimate/fit.h"
+
+namespace fulcrum::estimate {
+namespace {
+
+const std::string kCatalogDir = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
+
+catalog::Catalog ShippedCatalog() {
+  catalog::LoadOptions options;
+  options.include_user_offers = false;
+  auto loaded = catalog::Catalog::Load(kCatalogDir, options);
+  if (!loaded.ok()) ADD_FAILURE() << loaded.status().message();
+  return loaded.ok() ? std::move(loaded).value() : catalog::Catalog();
+}
+
+TEST(ResolveTest, DerivesDpGlobalBatchAndSequence) {
+  EstimateRequest r;
+  r.model = "gpt2";
+  r.gpu = "A100-80GB";
+  r.gpus = 16;
+  r.tp = 2;
+  r.micro_batch = 4;
+  Result<EstimateInput> in = ResolveEstimateInput(r, ShippedCatalog(), kCatalogDir);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_EQ(in->training.dp, 8);
+  EXPECT_EQ(in->training.global_batch, 32);
+  EXPECT_EQ(in->training.seq_len, 1024);  // GPT-2's 1024 learned positions
+  EXPECT_EQ(in->gpus, 16);
+  EXPECT_EQ(in->interconnect, catalog::Interconnect::kNvlink);
+}
+
+TEST(ResolveTest, RefusesAmbiguousOrMissingModel) {
+  EstimateRequest r;
+  r.gpu = "H100";
+  EXPECT_FALSE(ResolveEstimateInput(r, ShippedCatalog(), kCatalogDir).ok());
+  r.model = "gpt2";
+  r.layers = 4;
+  Result<EstimateInput> both = ResolveEstimateInput(r, ShippedCatalog(), kCatalogDir);
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("only one"), std::string::npos);
+}
+
+TEST(ResolveTest, GpusNotDivisibleByModelParallelism) {
+  EstimateRequest r;
+  r.model = "llama-2-7b";
+  r.gpu = "H100";
+  r.gpus = 6;
+  r.tp = 4;
+  Result<EstimateInput> in = ResolveEstimateInput(r, ShippedCatalog(), kCatalogDir);
+  ASSERT_FALSE(in.ok());
+  EXPECT_EQ(in.status().code(), StatusCode::kInvalidInput);
+}
+
+TEST(WaysOutTest, EveryWayOutFitsAndChangesSomething) {
+  EstimateRequest r;
+  r.model = "llama-2-13b";
+  r.gpu = "A100-40GB";
+  const catalog::Catalog cat = ShippedCatalog();
+  Result<EstimateInput> in = ResolveEstimateInput(r, cat, kCatalogDir);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  ASSERT_EQ(Evaluate(*in).verdict, FitVerdict::kDoesNotFit);
+  const std::vector<WayOut> ways = FindWaysOut(*in, cat);
+  ASSERT_FALSE(ways.empty());
+  for (const WayOut& w : ways) {
+    EXPECT_NE(w.result.verdict, FitVerdict::kDoesNotFit) << w.change;
+    EXPECT_LE(w.result.memory.peak_bytes_per_gpu, w.result.capacity_bytes) << w.change;
+    EXPECT_FALSE(w.flags.empty());
+  }
+}
+
+}  // namespace
+}  // namespace fulcrum::estimate
