@@ -36,7 +36,9 @@ class JobRun {
 
   TrialResult Run() {
     while (progress_ < job_.work_seconds - kEps) {
+      ++result_.events;
       Decide();
+      if (job_.skip_routine_cycles) SkipRoutineCycles();
       const double phase_end = mode_ == Mode::kIdle ? kNever : now_ + phase_left_;
       const double change = availability_.next_change_seconds();
       const double next = std::min({phase_end, change, PolicyTimer()});
@@ -111,6 +113,38 @@ class JobRun {
       Stop(VoluntaryStopSeconds());
       Start(Mode::kSpot);
     }
+  }
+
+  // Fast path: on spot right after a checkpoint, whole compute + checkpoint cycles that end
+  // before the next availability change, before the last segment and before any safety-net or
+  // deadline-checkpoint threshold involve no decision: jump over them in one step. The margin
+  // keeps the jump clear of events that fall on a cycle boundary.
+  void SkipRoutineCycles() {
+    const double tau = job_.checkpoint_interval_seconds;
+    if (mode_ != Mode::kSpot || phase_ != Phase::kCompute || progress_ != committed_ ||
+        notice_covers_ || !std::isfinite(tau)) {
+      return;
+    }
+    constexpr double kMargin = 1.0;
+    const double delta = job_.checkpoint_cost_seconds;
+    const double cycle = tau + delta;
+    double cycles = std::floor((job_.work_seconds - progress_ - kMargin) / tau) - 1;
+    const double change = availability_.next_change_seconds();
+    if (std::isfinite(change)) {
+      cycles = std::min(cycles, std::floor((change - now_ - kMargin) / cycle));
+    }
+    if (std::isfinite(job_.deadline_seconds)) {
+      // Cycle j (from 0) ends its checkpoint with the gap at gap0 - j delta - cycle; it must
+      // stay above the deadline-checkpoint threshold 2d + delta.
+      const double room = SafetyGap() - cycle - 2 * relaunch_seconds_ - delta - kMargin;
+      if (room <= 0) return;
+      if (delta > 0) cycles = std::min(cycles, std::floor(room / delta) + 1);
+    }
+    if (cycles < 1) return;
+    now_ += cycles * cycle;
+    progress_ += cycles * tau;
+    committed_ = progress_;
+    EnterCompute();
   }
 
   // Progress not yet in a checkpoint, on spot without a notice that covers a checkpoint.

@@ -242,6 +242,29 @@ TEST(ClosedFormTest, NoticeThatFitsACheckpointLosesOnlyTheTail) {
   EXPECT_GT(s->lost_work_per_preemption_hours * kHour, 100);
 }
 
+TEST(SimulatorTest, SkippingRoutineCyclesChangesNothing) {
+  SplitMix64 rng(77);
+  for (int config = 0; config < 30; ++config) {
+    JobParams job = PaperJob();
+    job.deadline_seconds = config % 3 == 0 ? kNever : job.work_seconds * (1 + 0.3 * rng.Uniform());
+    job.checkpoint_interval_seconds = (5 + 90 * rng.Uniform()) * kMinute;
+    job.checkpoint_cost_seconds = 10 * kMinute * rng.Uniform();
+    PreemptionModel model = Exp((1 + 10 * rng.Uniform()) * kHour, kHour * rng.Uniform());
+    for (Policy p : {Policy::kGreedy, Policy::kUniformProgress}) {
+      job.skip_routine_cycles = true;
+      auto fast = Simulate(job, model, p, Trials(300, config));
+      job.skip_routine_cycles = false;
+      auto slow = Simulate(job, model, p, Trials(300, config));
+      ASSERT_TRUE(fast.ok() && slow.ok());
+      EXPECT_NEAR(fast->mean_cost_usd, slow->mean_cost_usd, 1e-6 * slow->mean_cost_usd)
+          << "config " << config;
+      EXPECT_NEAR(fast->mean_hours, slow->mean_hours, 1e-6 * slow->mean_hours);
+      EXPECT_EQ(fast->preemptions_mean, slow->preemptions_mean);
+      EXPECT_EQ(fast->deadline_met_fraction, slow->deadline_met_fraction);
+    }
+  }
+}
+
 TEST(PolicyTest, UniformProgressUsesOnDemandWhenBehind) {
   // Long outages: Uniform Progress keeps pace with on-demand, greedy waits for spot.
   JobParams job = PaperJob();
