@@ -49,10 +49,9 @@ void PrintProviders(CliContext& ctx, const catalog::Catalog& catalog, bool json)
     table.AddRow(std::move(row));
   }
   ctx.out << table.Render();
-  ctx.out
-      << "\nCriteria: GPU FAILURES < 0.5 %/year; NETWORK >= 25 Gbit/s inter-node (best offer);\n"
-         "BILLING granularity <= 1 minute; SUPPORT 24x7 with < 15 min response.\n"
-         "unknown = no sourced figure. Terms and sources: fulcrum providers --json.\n";
+  ctx.out << "\nGPU FAILURES < 0.5 %/year; NETWORK >= 25 Gbit/s between nodes (best offer);\n"
+             "BILLING granularity <= 1 minute; SUPPORT 24x7 with < 15 min response.\n"
+             "unknown = no sourced figure. Terms and sources: fulcrum providers --json.\n";
 }
 
 }  // namespace
