@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs `fulcrum estimate --json` over every row of the calibration data that has a memory
 # measurement (kind = memory_peak in measured.csv) and writes the memory section of
-# docs/ACCURACY.md: per row predicted vs measured and the error, and the median absolute error
+# docs/ACCURACY.md; likewise the step-time section from the throughput and step_time rows
+# (time.tokens_per_second_per_gpu / time.step_seconds against the measured value): per row predicted vs measured and the error, and the median absolute error
 # per group. The measured metric decides what is compared: torch max_memory_allocated ->
 # allocated_bytes, max_memory_reserved -> reserved_bytes, anything else -> peak_bytes_per_gpu.
 # No row is special-cased; a row the estimator refuses is listed with its error.
@@ -124,6 +125,60 @@ lines += ["", f"Rows refused by the estimator: {refused} (listed above with the 
           "<!-- memory:end -->"]
 section = "\n".join(lines) + "\n"
 
+# --- step time: throughput (tokens/s/GPU) and step-time (s) rows -------------------------------
+trows, terrors = [], {}
+with open(csv_path, newline="") as f:
+    for row in csv.DictReader(f):
+        if row["kind"] not in ("throughput", "step_time"):
+            continue
+        measured = float(row["measured_value"])
+        run = subprocess.run([binary] + flags(row), capture_output=True, text=True)
+        if run.returncode != 0:
+            trows.append((row, measured, None, run.stderr.strip().replace("fulcrum: error: ", ""), None))
+            continue
+        t = json.loads(run.stdout)["time"]
+        if t is None:
+            trows.append((row, measured, None, "no step time (GPU peak unknown)", None))
+            continue
+        predicted = t["tokens_per_second_per_gpu"] if row["kind"] == "throughput" else t["step_seconds"]
+        error = (predicted - measured) / measured
+        terrors.setdefault(row["group"], []).append(abs(error))
+        trows.append((row, measured, predicted, error, t["mfu"]))
+tl = ["<!-- time:begin (written by scripts/accuracy.sh; do not edit by hand) -->",
+      "## Step time",
+      "",
+      "`scripts/accuracy.sh` runs `fulcrum estimate --json` with each configuration of "
+      "`measured.csv` of kind `throughput` (compares `time.tokens_per_second_per_gpu`) or "
+      "`step_time` (compares `time.step_seconds`). Error = (predicted - measured) / measured. "
+      "The efficiency constants (src/estimate/compute.h, `TimeCalibration`) were fitted on these "
+      "same rows (coordinate descent on median + mean/2 of the absolute error, one set of constants "
+      "for all rows, nothing per row), so this is an in-sample error: expect larger errors on "
+      "setups unlike these (other GPUs, PCIe, slow networks, non-transformer models).",
+      "",
+      "| id | model (L/h/a/kv) | gpu x n | tp/pp/vpp/dp zero | mb x seq | recompute | flash | measured | predicted | MFU | error |",
+      "|---|---|---|---|---|---|---|---|---|---|---|"]
+for row, measured, predicted, error, mfu in trows:
+    shape = f'{row["n_layers"]}/{row["d_model"]}/{row["n_heads"]}/{row["n_kv_heads"]}'
+    layout = f'{row["tp"]}/{row["pp"]}/{row["vpp"]}/{row["dp"]} z{row["zero"]}'
+    unit = "tok/s/GPU" if row["kind"] == "throughput" else "s/step"
+    common = (f'| {row["id"]} | {shape} | {row["gpu"]} x {row["n_gpus"]} | {layout} | '
+              f'{row["micro_batch"]} x {row["seq_len"]} | {row["recompute"]} | {row["flash_attention"]} | '
+              f'{measured:g} {unit} | ')
+    if predicted is None:
+        tl.append(common + f"refused | | {error} |")
+    else:
+        tl.append(common + f"{predicted:.4g} | {mfu * 100:.1f} % | {error * 100:+.1f} % |")
+tl += ["", "| group | rows | median absolute error |", "|---|---|---|"]
+tall = []
+for group, errs in sorted(terrors.items()):
+    tall += errs
+    tl.append(f"| {group} | {len(errs)} | {statistics.median(errs) * 100:.1f} % |")
+if tall:
+    tl.append(f"| all time rows | {len(tall)} | {statistics.median(tall) * 100:.1f} % |")
+    tl.append(f"| (mean absolute error, all) | {len(tall)} | {statistics.mean(tall) * 100:.1f} % |")
+tl += ["", f"Rows refused: {sum(1 for r in trows if r[2] is None)}.", "<!-- time:end -->"]
+time_section = "\n".join(tl) + "\n"
+
 try:
     with open(out_path) as f:
         text = f.read()
@@ -135,7 +190,13 @@ if begin >= 0 and end >= 0:
     text = text[:begin] + section + text[end + len("<!-- memory:end -->\n"):]
 else:
     text = text.rstrip("\n") + "\n\n" + section
+begin, end = text.find("<!-- time:begin"), text.find("<!-- time:end -->")
+if begin >= 0 and end >= 0:
+    text = text[:begin] + time_section + text[end + len("<!-- time:end -->\n"):]
+else:
+    text = text.rstrip("\n") + "\n\n" + time_section
 with open(out_path, "w") as f:
     f.write(text)
 print(section)
+print(time_section)
 PY

@@ -2,6 +2,8 @@
 // prints the per-GPU memory breakdown. Its JSON is the contract the planner and the accuracy
 // script use: {"model": {...}, "memory": {...}, "setup": {...}}.
 #include <memory>
+#include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -10,6 +12,8 @@
 #include "cli/command.h"
 #include "cli/workload_options.h"
 #include "core/paths.h"
+#include "core/table.h"
+#include "estimate/compute.h"
 #include "estimate/estimate.h"
 
 namespace fulcrum::cli {
@@ -22,9 +26,57 @@ constexpr const char* kFooter = R"(Examples:
 
 JSON: {"model": {"name", "parameters", ...}, "memory": {"weights_bytes", "gradients_bytes",
 "optimizer_bytes", "activations_bytes", "other_bytes", "peak_bytes_per_gpu", "capacity_bytes",
-"headroom_fraction", "fits", ...}, "setup": {...}}. Bytes are per GPU. peak = what nvidia-smi
+"headroom_fraction", "fits", ...}, "setup": {...}, "time": {"step_seconds",
+"tokens_per_second_per_gpu", "mfu", "hfu", "breakdown": {"compute_seconds",
+"communication_seconds", "bubble_seconds", "exposed_seconds"}}}. Bytes are per GPU. peak = what nvidia-smi
 would show (allocated tensors + allocator reserve + CUDA context); "allocated_bytes" and
 "reserved_bytes" match torch.cuda.max_memory_allocated / max_memory_reserved.)";
+
+// The step time of the evaluated configuration on one node of its GPU (estimate/compute.h);
+// nullopt when the GPU has no sourced peak for the precision.
+std::optional<estimate::StepTime> StepTimeOf(const estimate::EstimateResult& r) {
+  catalog::Offer node;
+  node.gpu = r.input.gpu.name;
+  node.gpu_count = static_cast<int>(r.input.gpus_per_node);
+  node.interconnect = r.input.interconnect;
+  node.network_gbps = r.input.network_gbps;
+  const std::optional<estimate::Hardware> hw =
+      estimate::HardwareFor(r.input.gpu, node, r.input.training.precision);
+  if (!hw) return std::nullopt;
+  return estimate::EstimateStepTime(r.input.model, r.input.training, *hw);
+}
+
+// doc["time"] = {step_seconds, tokens_per_second_per_gpu, mfu, hfu, breakdown{...}} (null when
+// the GPU lacks a peak for the precision).
+void AppendTimeJson(const std::optional<estimate::StepTime>& st, nlohmann::json& doc) {
+  if (!st) {
+    doc["time"] = nullptr;
+    return;
+  }
+  doc["time"] = {{"step_seconds", st->step_seconds},
+                 {"tokens_per_second_per_gpu", st->tokens_per_second_per_gpu},
+                 {"mfu", st->mfu},
+                 {"hfu", st->hfu},
+                 {"breakdown",
+                  {{"compute_seconds", st->compute_seconds},
+                   {"communication_seconds", st->communication_seconds},
+                   {"bubble_seconds", st->bubble_seconds},
+                   {"exposed_seconds", st->exposed_seconds}}}};
+}
+
+std::string RenderTimeTable(const std::optional<estimate::StepTime>& st) {
+  if (!st) return "step time: unknown (the GPU has no sourced peak for this precision)\n";
+  Table table({"step time", "seconds"}, {Align::kLeft, Align::kRight});
+  table.AddRow({"compute (matmuls, attention, memory-bound, optimizer)",
+                FormatNumber(st->compute_seconds, 3)});
+  table.AddRow({"communication (all collectives)", FormatNumber(st->communication_seconds, 3)});
+  table.AddRow({"  of which exposed", FormatNumber(st->exposed_seconds, 3)});
+  table.AddRow({"pipeline bubble", FormatNumber(st->bubble_seconds, 3)});
+  table.AddRow({"step", FormatNumber(st->step_seconds, 3)});
+  return table.Render() + "tokens/s per GPU " + FormatNumber(st->tokens_per_second_per_gpu, 0) +
+         ", MFU " + FormatNumber(100 * st->mfu, 1) + "%, HFU " + FormatNumber(100 * st->hfu, 1) +
+         "%\n";
+}
 
 struct EstimateOptions {
   estimate::EstimateRequest request;
@@ -45,8 +97,8 @@ Result<estimate::EstimateResult> RunEstimate(const EstimateOptions& o,
 }  // namespace
 
 void RegisterEstimate(CLI::App& root, CliContext& ctx) {
-  auto* cmd = root.add_subcommand("estimate",
-                                  "Evaluate one training configuration: per-GPU memory breakdown");
+  auto* cmd = root.add_subcommand(
+      "estimate", "Evaluate one training configuration: per-GPU memory breakdown and step time");
   cmd->footer(kFooter);
   auto options = std::make_shared<EstimateOptions>();
   AddWorkloadOptions(cmd, options->request);
@@ -60,9 +112,11 @@ void RegisterEstimate(CLI::App& root, CliContext& ctx) {
     if (options->json) {
       nlohmann::json doc = nlohmann::json::object();
       estimate::AppendEstimateJson(*result, doc);
+      AppendTimeJson(StepTimeOf(*result), doc);
       PrintJson(ctx, doc);
     } else {
-      ctx.out << estimate::RenderMemoryTable(*result);
+      ctx.out << estimate::RenderMemoryTable(*result) << "\n"
+              << RenderTimeTable(StepTimeOf(*result));
     }
   });
 }

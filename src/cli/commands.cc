@@ -5,8 +5,10 @@ namespace fulcrum::cli {
 
 // Each Register* is defined in cmd_<name>.cc.
 void RegisterVersion(CLI::App& root, CliContext& ctx);
+void RegisterPlan(CLI::App& root, CliContext& ctx);
 void RegisterFit(CLI::App& root, CliContext& ctx);
 void RegisterEstimate(CLI::App& root, CliContext& ctx);
+void RegisterSpot(CLI::App& root, CliContext& ctx);
 void RegisterGpus(CLI::App& root, CliContext& ctx);
 void RegisterOffers(CLI::App& root, CliContext& ctx);
 void RegisterProviders(CLI::App& root, CliContext& ctx);
@@ -14,9 +16,11 @@ void RegisterCatalog(CLI::App& root, CliContext& ctx);
 
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
+      {"plan", RegisterPlan},
       {"version", RegisterVersion},
       {"fit", RegisterFit},
       {"estimate", RegisterEstimate},
+      {"spot", RegisterSpot},
       {"offers", RegisterOffers},
       {"gpus", RegisterGpus},
       {"providers", RegisterProviders},

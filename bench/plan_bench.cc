@@ -1,0 +1,129 @@
+// Google Benchmarks for the planner's hot path: (1) the layout search (memory + step time per
+// configuration) on one core, in configurations per second, with global operator new counted
+// (the inner loop must not allocate); (2) a whole `plan` of the 70B pre-train example over the
+// full shipped catalog, on 1 and 2 threads (wall time).
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "catalog/catalog.h"
+#include "estimate/compute.h"
+#include "plan/search.h"
+#include "plan/spec.h"
+#include "workload/model_io.h"
+
+namespace {
+std::atomic<long> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+
+const std::string kCatalog = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
+
+fulcrum::workload::Model Preset(const char* name) {
+  auto model = fulcrum::workload::LoadModelPreset(kCatalog, name);
+  if (!model.ok()) std::abort();
+  return *model;
+}
+
+const fulcrum::catalog::Catalog& Shipped() {
+  static const fulcrum::catalog::Catalog catalog = [] {
+    fulcrum::catalog::LoadOptions options;
+    options.include_user_offers = false;
+    auto c = fulcrum::catalog::Catalog::Load(kCatalog, options);
+    if (!c.ok()) std::abort();
+    return *c;
+  }();
+  return catalog;
+}
+
+// One core: SearchLayouts for llama-2-70b on 1..16 nodes of 8 x H100 SXM.
+void BM_SearchLayouts(benchmark::State& state) {
+  const auto model = Preset("llama-2-70b");
+  const fulcrum::catalog::Gpu* gpu = Shipped().FindGpu("H100-SXM5-80GB");
+  fulcrum::catalog::Offer node;
+  node.gpu = gpu->name;
+  node.gpu_count = 8;
+  node.interconnect = fulcrum::catalog::Interconnect::kNvlink;
+  node.network_gbps = 3200;
+  const auto hw =
+      *fulcrum::estimate::HardwareFor(*gpu, node, fulcrum::workload::Precision::kBf16Mixed);
+  fulcrum::workload::Training base;
+  base.seq_len = 4096;
+  base.global_batch = 1024;
+  const double capacity = gpu->memory_gib * 1073741824.0;
+  int64_t configurations = 0;
+  long allocations = 0;
+  for (auto _ : state) {
+    const long before = g_allocations.load();
+    for (int nodes : {1, 2, 4, 8, 16}) {
+      const auto best = fulcrum::plan::SearchLayouts(model, base, hw, capacity, nodes * 8, 0.10);
+      configurations += best.evaluated;
+      benchmark::DoNotOptimize(best);
+    }
+    allocations += g_allocations.load() - before;
+  }
+  state.counters["configurations_per_s"] =
+      benchmark::Counter(static_cast<double>(configurations), benchmark::Counter::kIsRate);
+  state.counters["allocations"] = static_cast<double>(allocations);
+  if (allocations != 0) state.SkipWithError("the layout search allocated");
+}
+BENCHMARK(BM_SearchLayouts)->Unit(benchmark::kMillisecond);
+
+// One core: EstimateStepTime alone (memory + time = one full configuration evaluation when the
+// layout fits), llama-2-70b tp8 pp4 dp4 on H100 SXM nodes.
+void BM_StepTime(benchmark::State& state) {
+  const auto model = Preset("llama-2-70b");
+  const fulcrum::catalog::Gpu* gpu = Shipped().FindGpu("H100-SXM5-80GB");
+  fulcrum::catalog::Offer node;
+  node.gpu = gpu->name;
+  node.gpu_count = 8;
+  node.interconnect = fulcrum::catalog::Interconnect::kNvlink;
+  node.network_gbps = 3200;
+  const auto hw =
+      *fulcrum::estimate::HardwareFor(*gpu, node, fulcrum::workload::Precision::kBf16Mixed);
+  fulcrum::workload::Training t;
+  t.tp = 8, t.pp = 4, t.dp = 4, t.zero_stage = 1, t.sequence_parallel = true;
+  t.seq_len = 4096, t.global_batch = 1024, t.micro_batch = 1;
+  int mb = 0;
+  for (auto _ : state) {
+    t.micro_batch = 1 + (mb++ & 3);
+    benchmark::DoNotOptimize(fulcrum::estimate::EstimateStepTime(model, t, hw));
+  }
+  state.counters["evaluations_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_StepTime);
+
+// The whole plan of examples/llama-70b-pretrain.yaml over the full catalog.
+void BM_Plan70bPretrain(benchmark::State& state) {
+  auto spec = fulcrum::plan::LoadPlanFile(std::string(FULCRUM_SOURCE_DIR) +
+                                          "/examples/llama-70b-pretrain.yaml");
+  if (!spec.ok()) std::abort();
+  const auto model = Preset("llama-2-70b");
+  const auto assumptions = fulcrum::plan::LoadCostAssumptions(kCatalog, nullptr);
+  int64_t configurations = 0;
+  for (auto _ : state) {
+    auto result = fulcrum::plan::RunPlan(Shipped(), model, *spec, assumptions,
+                                         static_cast<int>(state.range(0)));
+    if (!result.ok()) std::abort();
+    configurations = result->configurations;
+    benchmark::DoNotOptimize(result);
+  }
+  state.counters["configurations"] = static_cast<double>(configurations);
+  state.counters["threads"] = static_cast<double>(state.range(0));
+}
+BENCHMARK(BM_Plan70bPretrain)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+}  // namespace

@@ -1,0 +1,313 @@
+// `fulcrum plan`: which GPU servers to rent for a training job, how to lay the job out on them,
+// how long it takes and what it costs, ranked (src/plan/).
+#include <fstream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "catalog/catalog.h"
+#include "cli/command.h"
+#include "core/parse.h"
+#include "core/paths.h"
+#include "plan/export.h"
+#include "plan/report.h"
+#include "plan/search.h"
+#include "plan/spec.h"
+#include "workload/model_io.h"
+
+namespace fulcrum::cli {
+namespace {
+
+struct PlanFlags {
+  std::string spec_file;
+  std::string model, hf_config, tokens, samples, epochs, seq_len, global_batch, precision, method,
+      lora_rank, deadline, budget_usd, max_gpus, providers, regions, gpus, pricing, interruptible,
+      weights, top, min_headroom, assume_network_gbps, command;
+  bool no_checkpointing = false;
+  int threads = 0;
+  bool json = false;
+  std::string html;
+  std::vector<std::string> export_args;
+  int pick = 1;
+};
+
+Status Need(Result<double> value, const std::string& flag, const std::string& expected,
+            const std::string& text, double& out) {
+  if (!value.ok()) {
+    return Status::InvalidInput(flag + ": expected " + expected + ", found \"" + text + "\"");
+  }
+  out = *value;
+  return Status::Ok();
+}
+
+Status ApplyModelAndWork(const PlanFlags& f, plan::PlanSpec& spec) {
+  if (!f.model.empty() || !f.hf_config.empty()) {
+    spec.model_preset = f.model;
+    spec.hf_config_path = f.hf_config;
+    spec.model_yaml.clear();
+  }
+  double v = 0;
+  if (!f.tokens.empty()) {
+    FULCRUM_RETURN_IF_ERROR(
+        Need(ParseCount(f.tokens), "--tokens", "a count such as 20B", f.tokens, v));
+    spec.tokens = v;
+    spec.samples.reset();
+  }
+  if (!f.samples.empty()) {
+    FULCRUM_RETURN_IF_ERROR(
+        Need(ParseCount(f.samples), "--samples", "a count such as 1.28M", f.samples, v));
+    spec.samples = v;
+    spec.tokens.reset();
+  }
+  if (!f.epochs.empty()) {
+    FULCRUM_RETURN_IF_ERROR(Need(ParseDouble(f.epochs), "--epochs", "a number", f.epochs, v));
+    spec.epochs = v;
+  }
+  if (!f.seq_len.empty()) {
+    FULCRUM_RETURN_IF_ERROR(
+        Need(ParseCount(f.seq_len), "--seq-len", "a token count such as 4096", f.seq_len, v));
+    spec.training.seq_len = static_cast<int64_t>(v);
+  }
+  if (!f.global_batch.empty()) {
+    FULCRUM_RETURN_IF_ERROR(Need(ParseCount(f.global_batch), "--global-batch",
+                                 "a number of sequences", f.global_batch, v));
+    spec.training.global_batch = static_cast<int64_t>(v);
+    spec.global_batch_given = true;
+  }
+  if (!f.precision.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.training.precision, workload::ParsePrecision(f.precision));
+  }
+  if (!f.method.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.training.method, workload::ParseMethod(f.method));
+  }
+  if (!f.lora_rank.empty()) {
+    FULCRUM_RETURN_IF_ERROR(
+        Need(ParseDouble(f.lora_rank), "--lora-rank", "an integer", f.lora_rank, v));
+    spec.training.lora_rank = static_cast<int64_t>(v);
+  }
+  if (f.no_checkpointing) spec.checkpointing = false;
+  if (!f.command.empty()) spec.command = f.command;
+  return Status::Ok();
+}
+
+std::vector<std::string> Names(const std::string& text) {
+  std::vector<std::string> out;
+  for (const std::string& part : Split(text, ',')) {
+    if (!Trim(part).empty()) out.emplace_back(Trim(part));
+  }
+  return out;
+}
+
+Status ApplyConstraints(const PlanFlags& f, plan::PlanSpec& spec) {
+  plan::Constraints& c = spec.constraints;
+  double v = 0;
+  if (!f.deadline.empty()) {
+    FULCRUM_RETURN_IF_ERROR(Need(ParseDurationSeconds(f.deadline), "--deadline",
+                                 "a duration such as 7d or 36h", f.deadline, v));
+    c.deadline_seconds = v;
+  }
+  if (!f.budget_usd.empty()) {
+    FULCRUM_RETURN_IF_ERROR(
+        Need(ParseDouble(f.budget_usd), "--budget-usd", "an amount in USD", f.budget_usd, v));
+    c.budget_usd = v;
+  }
+  if (!f.max_gpus.empty()) {
+    FULCRUM_RETURN_IF_ERROR(
+        Need(ParseDouble(f.max_gpus), "--max-gpus", "an integer", f.max_gpus, v));
+    c.max_gpus = static_cast<int>(v);
+  }
+  if (!f.providers.empty()) c.providers = Names(f.providers);
+  if (!f.regions.empty()) c.regions = Names(f.regions);
+  if (!f.gpus.empty()) c.gpus = Names(f.gpus);
+  if (!f.pricing.empty()) {
+    c.pricing.clear();
+    for (const std::string& name : Names(f.pricing)) {
+      FULCRUM_ASSIGN_OR_RETURN(plan::PricingModel p, plan::ParsePricingModel(name));
+      c.pricing.push_back(p);
+    }
+  }
+  if (!f.interruptible.empty()) {
+    const std::string t = ToLower(f.interruptible);
+    if (t != "yes" && t != "no" && t != "true" && t != "false") {
+      return Status::InvalidInput("--interruptible: expected yes or no, found \"" +
+                                  f.interruptible + "\"");
+    }
+    c.interruptible = t == "yes" || t == "true";
+  }
+  if (!f.min_headroom.empty()) {
+    FULCRUM_RETURN_IF_ERROR(Need(ParseDouble(f.min_headroom), "--min-headroom",
+                                 "a fraction such as 0.1", f.min_headroom, v));
+    if (v < 0 || v >= 1) {
+      return Status::InvalidInput("--min-headroom: expected a fraction in [0, 1), found \"" +
+                                  f.min_headroom + "\"");
+    }
+    c.min_headroom = v;
+  }
+  if (!f.assume_network_gbps.empty()) {
+    FULCRUM_RETURN_IF_ERROR(Need(ParseDouble(f.assume_network_gbps), "--assume-network-gbps",
+                                 "a bandwidth in Gbit/s", f.assume_network_gbps, v));
+    c.assume_network_gbps = v;
+  }
+  if (!f.weights.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.weights, plan::ParseWeights(f.weights, spec.weights));
+  }
+  if (!f.top.empty()) {
+    FULCRUM_RETURN_IF_ERROR(Need(ParseDouble(f.top), "--top", "an integer", f.top, v));
+    spec.top = static_cast<int>(v);
+  }
+  return Status::Ok();
+}
+
+Result<workload::Model> ResolveModel(const plan::PlanSpec& spec, const std::string& catalog_dir) {
+  if (!spec.hf_config_path.empty()) return workload::LoadHfConfigFile(spec.hf_config_path);
+  if (!spec.model_yaml.empty()) return workload::ParseModelYaml(spec.model_yaml, spec.origin);
+  return workload::LoadModelPreset(catalog_dir, spec.model_preset);
+}
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return Status::IoError(path + ": cannot write");
+  return Status::Ok();
+}
+
+Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
+  plan::PlanSpec spec;
+  spec.origin = "flags";
+  if (!f.spec_file.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(spec, plan::LoadPlanFile(f.spec_file));
+  }
+  FULCRUM_RETURN_IF_ERROR(ApplyModelAndWork(f, spec));
+  FULCRUM_RETURN_IF_ERROR(ApplyConstraints(f, spec));
+  FULCRUM_RETURN_IF_ERROR(plan::ValidateSpec(spec));
+  std::optional<plan::ExportFormat> export_format;
+  if (!f.export_args.empty()) {
+    if (f.export_args.size() != 2) {
+      return Status::InvalidInput("--export: expected FORMAT FILE (skypilot|dstack and a path)");
+    }
+    FULCRUM_ASSIGN_OR_RETURN(export_format, plan::ParseExportFormat(f.export_args[0]));
+  }
+  const std::string catalog_dir = DefaultCatalogDir(ctx.catalog_dir);
+  FULCRUM_ASSIGN_OR_RETURN(catalog::Catalog catalog, catalog::Catalog::Load(catalog_dir));
+  FULCRUM_ASSIGN_OR_RETURN(workload::Model model, ResolveModel(spec, catalog_dir));
+  FULCRUM_RETURN_IF_ERROR(workload::ValidateModel(model));
+  std::string note;
+  const plan::CostAssumptions assumptions = plan::LoadCostAssumptions(catalog_dir, &note);
+  FULCRUM_ASSIGN_OR_RETURN(plan::PlanResult result,
+                           plan::RunPlan(catalog, model, spec, assumptions, f.threads));
+  if (!note.empty()) result.notes.push_back(note);
+  if (!f.html.empty()) {
+    FULCRUM_RETURN_IF_ERROR(WriteFile(f.html, plan::PlanHtml(result, catalog)));
+  }
+  if (export_format) {
+    FULCRUM_ASSIGN_OR_RETURN(std::string text,
+                             plan::ExportCandidate(result, catalog, f.pick, *export_format));
+    FULCRUM_RETURN_IF_ERROR(WriteFile(f.export_args[1], text));
+  }
+  if (f.json) {
+    PrintJson(ctx, plan::PlanJson(result, catalog));
+  } else {
+    ctx.out << plan::PlanTable(result, catalog);
+    if (!f.html.empty()) ctx.out << "wrote " << f.html << "\n";
+    if (export_format) ctx.out << "wrote " << f.export_args[1] << "\n";
+  }
+  if (result.candidates.empty()) ctx.exit_code = 1;
+  return Status::Ok();
+}
+
+constexpr const char* kFooter =
+    "Examples:\n"
+    "  fulcrum plan examples/llama-7b-finetune.yaml\n"
+    "  fulcrum plan --model llama-2-7b --tokens 20B --seq-len 4096 --deadline 7d "
+    "--budget-usd 20000\n"
+    "  fulcrum plan examples/llama-70b-pretrain.yaml --json --html report.html\n"
+    "  fulcrum plan examples/llama-8b-lora.yaml --export skypilot task.yaml --pick 2\n\n"
+    "Flags override the spec file. The search covers every offer that passes the filters x node\n"
+    "counts x (tp, pp, vpp, dp, ZeRO stage, recompute, micro-batch) that fits in GPU memory with\n"
+    "the required headroom; for each offer, node count and pricing model it keeps the fastest\n"
+    "layout (a slower one can never be cheaper or score higher). Candidates that miss the\n"
+    "deadline (at P90) or the budget are ranked after those that meet both, and flagged.\n"
+    "Score = weighted stability, performance, cost, usability, support (0.30/0.25/0.20/0.15/\n"
+    "0.10); unknown provider attributes count as neutral (0.5) and are listed in JSON\n"
+    "score.unknown. In the table, * marks the Pareto front of (total time, expected cost).";
+
+}  // namespace
+
+void RegisterPlan(CLI::App& root, CliContext& ctx) {
+  auto f = std::make_shared<PlanFlags>();
+  auto* cmd = root.add_subcommand(
+      "plan",
+      "Rank the GPU offers, layouts and pricing models for a training job by time, cost "
+      "and a weighted score");
+  cmd->footer(kFooter);
+  cmd->add_option("spec", f->spec_file, "YAML plan spec (see examples/*.yaml)")->type_name("FILE");
+  cmd->add_option("--model", f->model, "Model preset (catalog/models, e.g. llama-2-7b)")
+      ->type_name("NAME");
+  cmd->add_option("--hf-config", f->hf_config, "HuggingFace config.json instead of a preset")
+      ->type_name("FILE");
+  cmd->add_option("--tokens", f->tokens, "Tokens to train on (e.g. 20B)")->type_name("COUNT");
+  cmd->add_option("--samples", f->samples, "Samples per epoch instead of tokens (e.g. 1.28M)")
+      ->type_name("COUNT");
+  cmd->add_option("--epochs", f->epochs, "Epochs over --samples (default 1)")->type_name("N");
+  cmd->add_option("--seq-len", f->seq_len, "Sequence length in tokens (default 2048)")
+      ->type_name("TOKENS");
+  cmd->add_option("--global-batch", f->global_batch,
+                  "Sequences per optimizer step (default 2^20 tokens; 256 samples for generic "
+                  "models)")
+      ->type_name("SEQUENCES");
+  cmd->add_option("--precision", f->precision, "bf16 (default), fp16, fp8, fp32, pure-bf16")
+      ->type_name("PRECISION");
+  cmd->add_option("--method", f->method, "full (default), lora or qlora")->type_name("METHOD");
+  cmd->add_option("--lora-rank", f->lora_rank, "LoRA rank (default 16)")->type_name("RANK");
+  cmd->add_option("--deadline", f->deadline, "Finish within this duration at P90 (e.g. 7d)")
+      ->type_name("DURATION");
+  cmd->add_option("--budget-usd", f->budget_usd, "Spend at most this much (USD, expected)")
+      ->type_name("USD");
+  cmd->add_option("--max-gpus", f->max_gpus, "At most this many GPUs in total (default 512)")
+      ->type_name("N");
+  cmd->add_option("--providers", f->providers, "Only these providers (comma-separated)")
+      ->type_name("LIST");
+  cmd->add_option("--regions", f->regions, "Only these regions (comma-separated)")
+      ->type_name("LIST");
+  cmd->add_option("--gpus", f->gpus, "Only these GPU models (names or aliases, comma-separated)")
+      ->type_name("LIST");
+  cmd->add_option("--pricing", f->pricing,
+                  "Pricing models: on_demand,spot,reserved_1y,reserved_3y (default "
+                  "on_demand,spot)")
+      ->type_name("LIST");
+  cmd->add_option("--interruptible", f->interruptible, "yes (default) or no: allow spot")
+      ->type_name("yes|no");
+  cmd->add_flag("--no-checkpointing", f->no_checkpointing,
+                "The job cannot checkpoint/resume (spot becomes a pitfall)");
+  cmd->add_option("--weights", f->weights,
+                  "Score weights, e.g. cost=0.4,performance=0.3 (others keep their defaults)")
+      ->type_name("LIST");
+  cmd->add_option("--top", f->top, "Show the top N candidates (default 10)")->type_name("N");
+  cmd->add_option("--min-headroom", f->min_headroom,
+                  "Fraction of GPU memory a layout must leave free (default 0.1)")
+      ->type_name("FRACTION");
+  cmd->add_option("--assume-network-gbps", f->assume_network_gbps,
+                  "Plan multi-node runs on offers with unknown network at this Gbit/s per node")
+      ->type_name("GBPS");
+  cmd->add_option("--command", f->command, "Your training command, for --export")
+      ->type_name("COMMAND");
+  cmd->add_option("--threads", f->threads, "Search threads (default: all cores)")->type_name("N");
+  cmd->add_flag("--json", f->json,
+                "Print the plan as JSON ({\"candidates\", \"pareto\", "
+                "\"searched\"})");
+  cmd->add_option("--html", f->html, "Also write a self-contained HTML report to FILE")
+      ->type_name("FILE");
+  cmd->add_option("--export", f->export_args,
+                  "Write the picked candidate as a launch file: skypilot FILE or dstack FILE")
+      ->expected(2)
+      ->type_name("FORMAT FILE");
+  cmd->add_option("--pick", f->pick, "Rank to export (default 1)")->type_name("RANK");
+  cmd->callback([f, &ctx] {
+    Status status = RunPlanCommand(*f, ctx);
+    if (!status.ok()) ReportError(ctx, status);
+  });
+}
+
+}  // namespace fulcrum::cli

@@ -1,0 +1,192 @@
+#include "estimate/compute.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "estimate/comm.h"
+
+namespace fulcrum::estimate {
+namespace {
+
+// GPT 22B of Korthikanti et al. 2022 (arXiv 2205.05198, Table 3): h 6144, a 64, L 48.
+workload::Model Gpt22b() {
+  workload::Model m;
+  m.name = "gpt-22b";
+  m.layers = 48;
+  m.hidden = 6144;
+  m.heads = 64;
+  m.kv_heads = 64;
+  m.ffn_hidden = 4 * 6144;
+  m.vocab = 51200;
+  m.max_seq_len = 2048;
+  m.mlp = workload::MlpKind::kGelu;
+  return m;
+}
+
+// An A100-SXM4-80GB node: 312 TFLOP/s bf16 dense, 2039 GB/s, NVLink 600 GB/s bidirectional
+// (NVIDIA A100 datasheet), 8 GPUs, 8 x 200 Gbit/s.
+Hardware A100Node() {
+  Hardware hw;
+  hw.peak_flops = hw.peak_flops_16bit = 312e12;
+  hw.memory_bytes_per_second = 2039e9;
+  hw.intra_node_bytes_per_second = 300e9;
+  hw.nvlink = true;
+  hw.gpus_per_node = 8;
+  hw.network_bytes_per_second_per_node = 1600e9 / 8;
+  hw.efficiency = DefaultTimeCalibration().ampere;
+  return hw;
+}
+
+workload::Training Tp8() {
+  workload::Training t;
+  t.precision = workload::Precision::kFp16Mixed;
+  t.tp = 8;
+  t.micro_batch = 4;
+  t.global_batch = 4;
+  t.seq_len = 2048;
+  t.flash_attention = false;
+  t.sequence_parallel = true;
+  t.recompute = workload::Recompute::kSelective;
+  t.framework = workload::Framework::kMegatron;
+  return t;
+}
+
+TEST(CommTest, RingFormulas) {
+  const Link link{100e9, 0};
+  // 2 (n-1)/n * S / B with n = 4, S = 1 GB, B = 100 GB/s -> 15 ms.
+  EXPECT_NEAR(AllReduceSeconds(1e9, 4, link), 0.015, 1e-12);
+  EXPECT_NEAR(ReduceScatterSeconds(1e9, 4, link), 0.0075, 1e-12);
+  EXPECT_NEAR(AllGatherSeconds(1e9, 4, link), 0.0075, 1e-12);
+  EXPECT_EQ(AllReduceSeconds(1e9, 1, link), 0);
+  EXPECT_NEAR(SendSeconds(1e9, Link{100e9, 1e-3}), 0.011, 1e-12);
+}
+
+TEST(CommTest, PcieBandwidthPerGeneration) {
+  EXPECT_NEAR(PcieGbytesPerSecond(3), 15.75, 0.02);
+  EXPECT_NEAR(PcieGbytesPerSecond(4), 31.5, 0.01);
+  EXPECT_NEAR(PcieGbytesPerSecond(5), 63.0, 0.02);
+  EXPECT_NEAR(PcieGbytesPerSecond(std::nullopt), 31.5, 0.01);
+}
+
+TEST(ComputeTest, ModelFlopsMatchPalmFormula) {
+  const workload::Model m = Gpt22b();
+  workload::Training t = Tp8();
+  // 6 * 12 L h^2 (GELU MLP 4h) + 12 L h s + 6 h V, by hand.
+  const double h = 6144, L = 48, s = 2048, V = 51200;
+  const double expected = 6 * 12 * L * h * h + 12 * L * h * s + 6 * h * V;
+  EXPECT_NEAR(ModelFlopsPerToken(m, t), expected, expected * 1e-12);
+  t.method = workload::Method::kLora;
+  EXPECT_NEAR(ModelFlopsPerToken(m, t), expected * 4 / 6, expected * 1e-12);
+}
+
+TEST(ComputeTest, LoraTrainableParameters) {
+  workload::Model m = Gpt22b();
+  workload::Training t;
+  t.method = workload::Method::kLora;
+  t.lora_rank = 8;
+  t.lora_targets = workload::kLoraQ | workload::kLoraV;
+  // Per layer: r (h + h) for q + r (h + kv) for v, kv = h here.
+  EXPECT_DOUBLE_EQ(TrainableParameterCount(m, t), 48.0 * (8 * 2 * 6144 + 8 * 2 * 6144));
+}
+
+TEST(ComputeTest, BreakdownAddsUpAndMfuIsConsistent) {
+  const StepTime st = EstimateStepTime(Gpt22b(), Tp8(), A100Node());
+  ASSERT_TRUE(std::isfinite(st.step_seconds));
+  EXPECT_NEAR(st.step_seconds, st.compute_seconds + st.bubble_seconds + st.exposed_seconds, 1e-9);
+  EXPECT_LE(st.exposed_seconds, st.communication_seconds + 1e-12);
+  EXPECT_EQ(st.bubble_seconds, 0);  // pp = 1
+  // Tokens per step 4 x 2048 on 8 GPUs.
+  EXPECT_NEAR(st.tokens_per_second_per_gpu, 8192 / st.step_seconds / 8, 1e-6);
+  const double flops = ModelFlopsPerToken(Gpt22b(), Tp8()) * 8192;
+  EXPECT_NEAR(st.mfu, flops / (st.step_seconds * 312e12 * 8), 1e-9);
+  EXPECT_GT(st.mfu, 0.2);
+  EXPECT_LT(st.mfu, 0.8);
+}
+
+TEST(ComputeTest, FullRecomputeCostsAboutOneForwardMore) {
+  workload::Training none = Tp8();
+  none.recompute = workload::Recompute::kNone;
+  workload::Training full = Tp8();
+  full.recompute = workload::Recompute::kFull;
+  const StepTime a = EstimateStepTime(Gpt22b(), none, A100Node());
+  const StepTime b = EstimateStepTime(Gpt22b(), full, A100Node());
+  EXPECT_GT(b.step_seconds / a.step_seconds, 1.2);
+  EXPECT_LT(b.step_seconds / a.step_seconds, 1.45);
+  EXPECT_NEAR(a.mfu / b.mfu, b.step_seconds / a.step_seconds, 1e-9);
+  EXPECT_GT(b.hfu, b.mfu);
+}
+
+TEST(ComputeTest, PipelineBubbleFollowsPMinusOneOverMV) {
+  workload::Training t = Tp8();
+  t.pp = 4;
+  t.global_batch = 32;  // m = 32 / (4 x 1) = 8 micro-batches
+  const StepTime plain = EstimateStepTime(Gpt22b(), t, A100Node());
+  t.vpp = 2;
+  const StepTime interleaved = EstimateStepTime(Gpt22b(), t, A100Node());
+  EXPECT_GT(plain.bubble_seconds, 0);
+  // bubble / (m * stage) = (p-1)/(m v): with v = 2 about half (p2p doubles with v).
+  EXPECT_NEAR(interleaved.bubble_seconds / plain.bubble_seconds, 0.5, 0.02);
+  const double stage = (plain.step_seconds - plain.bubble_seconds) / 8;  // one micro-batch
+  EXPECT_NEAR(plain.bubble_seconds / (8 * stage), 3.0 / 8.0, 0.02);
+}
+
+TEST(ComputeTest, PcieTensorParallelIsSlowerThanNvlink) {
+  Hardware pcie = A100Node();
+  pcie.nvlink = false;
+  pcie.intra_node_bytes_per_second = PcieGbytesPerSecond(4) * 1e9;
+  const StepTime nv = EstimateStepTime(Gpt22b(), Tp8(), A100Node());
+  const StepTime pc = EstimateStepTime(Gpt22b(), Tp8(), pcie);
+  EXPECT_GT(pc.exposed_seconds, 5 * nv.exposed_seconds);
+  EXPECT_GT(pc.step_seconds, nv.step_seconds);
+}
+
+TEST(ComputeTest, InterNodeDataParallelUsesTheNetwork) {
+  workload::Training t = Tp8();
+  t.tp = 1;
+  t.sequence_parallel = false;
+  t.dp = 16;  // two nodes of 8
+  t.zero_stage = 3;
+  t.micro_batch = 1;
+  t.global_batch = 16;
+  Hardware fast = A100Node();
+  Hardware slow = A100Node();
+  slow.network_bytes_per_second_per_node = 25e9 / 8;  // 25 Gbit/s
+  const StepTime a = EstimateStepTime(Gpt22b(), t, fast);
+  const StepTime b = EstimateStepTime(Gpt22b(), t, slow);
+  EXPECT_GT(b.communication_seconds, 10 * a.communication_seconds);
+  EXPECT_GT(b.exposed_seconds, a.exposed_seconds);
+}
+
+TEST(ComputeTest, DegenerateInputIsInfinite) {
+  workload::Training t = Tp8();
+  t.micro_batch = 0;
+  EXPECT_TRUE(std::isinf(EstimateStepTime(Gpt22b(), t, A100Node()).step_seconds));
+  Hardware none;
+  EXPECT_TRUE(std::isinf(EstimateStepTime(Gpt22b(), Tp8(), none).step_seconds));
+}
+
+TEST(ComputeTest, GenericModelIsFlopsBound) {
+  workload::Model resnet;
+  resnet.kind = workload::ModelKind::kGeneric;
+  resnet.generic_parameters = 25.6e6;
+  resnet.generic_forward_flops_per_sample = 8.2e9;
+  workload::Training t;
+  t.global_batch = 256;
+  t.micro_batch = 256;
+  const StepTime st = EstimateStepTime(resnet, t, A100Node());
+  ASSERT_TRUE(std::isfinite(st.step_seconds));
+  const double expected =
+      3 * 8.2e9 * 256 / (312e12 * DefaultTimeCalibration().generic_model_efficiency);
+  EXPECT_NEAR(st.step_seconds, expected, expected * 1e-9);
+}
+
+TEST(ComputeTest, EfficiencyForArchitecture) {
+  const TimeCalibration& c = DefaultTimeCalibration();
+  EXPECT_EQ(&EfficiencyFor("Hopper", c), &c.hopper);
+  EXPECT_EQ(&EfficiencyFor("ampere", c), &c.ampere);
+  EXPECT_EQ(&EfficiencyFor("Blackwell", c), &c.other);
+}
+
+}  // namespace
+}  // namespace fulcrum::estimate

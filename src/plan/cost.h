@@ -1,0 +1,99 @@
+// Billing and the cost of one planned run: hourly price per pricing model (on-demand, reserved
+// 1y/3y effective hourly, spot), billing granularity and minimum per provider, total time =
+// work / throughput + start-up + checkpoint overhead and failure recovery (Young/Daly interval),
+// expected and P90 cost. Spot goes through EstimateSpotRun, the one place where the spot
+// simulator plugs in. All money in USD (the catalog converts offer prices with
+// catalog/currency.csv). Pure, allocation-free, thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "catalog/catalog.h"
+#include "plan/spec.h"
+
+namespace fulcrum::plan {
+
+// Assumptions of the cost model, in one place, each with its source.
+struct CostAssumptions {
+  // Provisioning + image pull + model load per start: fulcrum's own assumption (10 minutes).
+  double startup_seconds = 600;
+  // Checkpoint size: weights + optimizer ~ 14 bytes per trained parameter in mixed precision
+  // (../shared/data/calibration/README.md "Checkpoints and spot"); frozen weights are not saved.
+  double checkpoint_bytes_per_trained_param = 14;
+  // Checkpoint write bandwidth per node: fulcrum's assumption (1 GB/s to network storage).
+  double checkpoint_write_bytes_per_second_per_node = 1e9;
+  // Unplanned interruptions per GPU-hour when the provider's failure rate is unknown: Llama 3
+  // (arXiv 2407.21783, section 3.3.4) saw 419 unexpected interruptions in 54 days on 16,384
+  // H100 GPUs -> 419 / (54 * 24 * 16384) per GPU-hour (MTBF ~ 50,700 GPU-hours).
+  double interruptions_per_gpu_hour = 419.0 / (54.0 * 24.0 * 16384.0);
+  // Billing granularity when the provider's is unknown: per hour (the conservative case).
+  double unknown_granularity_seconds = 3600;
+  // Spot: mean time to interruption of one instance (spot::DefaultMttiSeconds from
+  // catalog/spot_bands.csv, loaded by LoadCostAssumptions); 0 = unknown, spot rows are then
+  // list price x time and flagged as not risk-adjusted.
+  double spot_mtti_seconds_per_instance = 0;
+  // Monte Carlo trials per spot candidate (spot::EstimateSpotJob) and the seed (deterministic).
+  int spot_trials = 100;
+  uint64_t spot_seed = 1;
+  // How often the job polls for a preemption notice (the calibration README: poll instance
+  // metadata every 5 s) and the margin kept free at the end of the notice (fulcrum's assumption).
+  double spot_notice_poll_seconds = 5;
+  double spot_notice_margin_seconds = 10;
+};
+
+// The assumptions with the catalog's sourced tables where they exist: the default storage
+// kind's write bandwidth (catalog/storage.csv) and the default spot band's MTTI
+// (catalog/spot_bands.csv). Missing tables keep the defaults above (and a note says so).
+CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string* note);
+
+// USD per instance-hour for `pricing`, nullopt when the offer/provider has no such price
+// (no spot price, or no sourced reserved discount). Reserved = on-demand x (1 - discount).
+std::optional<double> HourlyPriceUsd(const catalog::Offer& offer, const catalog::Provider* provider,
+                                     PricingModel pricing);
+
+// Seconds billed for one instance running `seconds`: rounded up to the provider's granularity,
+// at least its minimum.
+double BilledSeconds(double seconds, const catalog::Provider* provider,
+                     const CostAssumptions& assumptions = {});
+
+struct RunInput {
+  double work_seconds = 0;  // tokens / throughput (no overheads)
+  int nodes = 1;
+  int gpus = 1;  // all GPUs of the run
+  double trained_parameters = 0;
+  bool checkpointing = true;
+  double hourly_usd = 0;  // per instance
+  PricingModel pricing = PricingModel::kOnDemand;
+  const catalog::Provider* provider = nullptr;
+  ExtraCosts extra;
+  std::optional<double> deadline_seconds;        // for the spot policy's safety net
+  std::optional<double> on_demand_usd_per_hour;  // per instance, the spot fallback price
+};
+
+struct RunCost {
+  double total_seconds = 0;  // expected wall time incl. start-up, checkpoints, failures
+  double p90_seconds = 0;
+  double expected_usd = 0;
+  double p90_usd = 0;
+  double checkpoint_interval_seconds = 0;  // planned (Young: sqrt(2 delta M)); 0 = none
+  double checkpoint_write_seconds = 0;
+  bool risk_adjusted = true;         // false: spot priced as list price x time (no simulator input)
+  std::string_view spot_policy;      // spot: the simulated policy ("greedy", "uniform-progress")
+  double deadline_met_fraction = 1;  // spot: share of simulated runs that met the deadline
+};
+
+// The run's time and cost for one pricing model.
+RunCost EstimateRunCost(const RunInput& input, const CostAssumptions& assumptions = {});
+
+// Spot: expected and P90 time/cost of the run on interruptible capacity. THE place where the
+// spot simulator (spot::EstimateSpotJob) plugs in: preemptions at the instance MTTI / nodes,
+// Daly-interval checkpoints, Uniform Progress with a deadline (greedy without), on-demand
+// fallback at the offer's on-demand price. Without an MTTI or an on-demand price it falls back
+// to list price x time, flagged as not risk-adjusted (RunCost::risk_adjusted = false).
+RunCost EstimateSpotRun(const RunInput& input, const RunCost& uninterrupted,
+                        const CostAssumptions& assumptions);
+
+}  // namespace fulcrum::plan

@@ -1,0 +1,149 @@
+#include "plan/cost.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+namespace fulcrum::plan {
+namespace {
+
+catalog::Provider PerMinute() {
+  catalog::Provider p;
+  p.billing_granularity_seconds = 60;
+  p.minimum_billed_seconds = 600;
+  p.reserved_1y_discount_pct = 30;
+  p.reserved_3y_discount_pct = 50;
+  return p;
+}
+
+TEST(BillingTest, GranularityAndMinimum) {
+  const catalog::Provider p = PerMinute();
+  EXPECT_DOUBLE_EQ(BilledSeconds(61, &p), 600);        // minimum
+  EXPECT_DOUBLE_EQ(BilledSeconds(601, &p), 660);       // next minute
+  EXPECT_DOUBLE_EQ(BilledSeconds(720, &p), 720);       // exact
+  EXPECT_DOUBLE_EQ(BilledSeconds(10, nullptr), 3600);  // unknown: per hour
+  catalog::Provider per_second;
+  per_second.billing_granularity_seconds = 1;
+  per_second.minimum_billed_seconds = 60;
+  EXPECT_DOUBLE_EQ(BilledSeconds(90.2, &per_second), 91);
+}
+
+TEST(BillingTest, HourlyPricePerPricingModel) {
+  const catalog::Provider p = PerMinute();
+  catalog::Offer o;
+  o.on_demand_usd_per_hour = 10;
+  o.spot_usd_per_hour = 4;
+  EXPECT_DOUBLE_EQ(*HourlyPriceUsd(o, &p, PricingModel::kOnDemand), 10);
+  EXPECT_DOUBLE_EQ(*HourlyPriceUsd(o, &p, PricingModel::kSpot), 4);
+  EXPECT_DOUBLE_EQ(*HourlyPriceUsd(o, &p, PricingModel::kReserved1y), 7);
+  EXPECT_DOUBLE_EQ(*HourlyPriceUsd(o, &p, PricingModel::kReserved3y), 5);
+  catalog::Provider unknown;
+  EXPECT_FALSE(HourlyPriceUsd(o, &unknown, PricingModel::kReserved1y).has_value());
+  o.spot_usd_per_hour.reset();
+  EXPECT_FALSE(HourlyPriceUsd(o, &p, PricingModel::kSpot).has_value());
+}
+
+TEST(RunCostTest, YoungIntervalAndOverheads) {
+  const catalog::Provider p = PerMinute();
+  CostAssumptions a;
+  RunInput in;
+  in.work_seconds = 100 * 3600;
+  in.nodes = 1;
+  in.gpus = 8;
+  in.trained_parameters = 7e9;
+  in.hourly_usd = 10;
+  in.provider = &p;
+  const RunCost cost = EstimateRunCost(in, a);
+  const double delta = 7e9 * 14 / 1e9;  // 98 s
+  const double mtbf = 3600.0 / (a.interruptions_per_gpu_hour * 8);
+  EXPECT_NEAR(cost.checkpoint_write_seconds, delta, 1e-9);
+  EXPECT_NEAR(cost.checkpoint_interval_seconds, std::sqrt(2 * delta * mtbf), 1e-6);
+  EXPECT_GT(cost.total_seconds, in.work_seconds + a.startup_seconds);
+  EXPECT_LT(cost.total_seconds, in.work_seconds * 1.05);
+  EXPECT_GE(cost.p90_seconds, cost.total_seconds);
+  // Billed per minute: cost = ceil(total / 60) minutes x $10/h.
+  EXPECT_NEAR(cost.expected_usd, std::ceil(cost.total_seconds / 60 - 1e-9) * 60 / 3600 * 10, 1e-9);
+  EXPECT_TRUE(cost.risk_adjusted);
+}
+
+TEST(RunCostTest, NodesMultiplyCostAndExtrasAdd) {
+  const catalog::Provider p = PerMinute();
+  RunInput in;
+  in.work_seconds = 3600;
+  in.trained_parameters = 1e9;
+  in.hourly_usd = 10;
+  in.provider = &p;
+  in.nodes = 1;
+  const RunCost one = EstimateRunCost(in);
+  in.nodes = 2;
+  in.gpus = 2;
+  const RunCost two = EstimateRunCost(in);
+  EXPECT_NEAR(two.expected_usd / one.expected_usd, 2.0, 0.02);
+  in.extra.egress_gb = 100;
+  in.extra.egress_usd_per_gb = 0.09;
+  EXPECT_NEAR(EstimateRunCost(in).expected_usd - two.expected_usd, 9.0, 1e-9);
+}
+
+TEST(RunCostTest, SpotIsFlaggedNotRiskAdjustedUntilTheSimulatorPlugsIn) {
+  const catalog::Provider p = PerMinute();
+  RunInput in;
+  in.work_seconds = 3600;
+  in.trained_parameters = 1e9;
+  in.hourly_usd = 4;
+  in.provider = &p;
+  in.pricing = PricingModel::kSpot;
+  const RunCost spot = EstimateRunCost(in);
+  EXPECT_FALSE(spot.risk_adjusted);
+  in.pricing = PricingModel::kOnDemand;
+  EXPECT_NEAR(EstimateRunCost(in).expected_usd, spot.expected_usd, 1e-9);
+}
+
+TEST(RunCostTest, SpotThroughTheSimulatorIsRiskAdjusted) {
+  catalog::Provider p = PerMinute();
+  p.spot_notice_seconds = 0;  // no notice: periodic checkpoints are needed
+  CostAssumptions a;
+  a.spot_mtti_seconds_per_instance = 20 * 3600;  // frequent preemptions
+  RunInput in;
+  in.work_seconds = 48 * 3600;
+  in.nodes = 2;
+  in.gpus = 16;
+  in.trained_parameters = 7e9;
+  in.hourly_usd = 4;
+  in.on_demand_usd_per_hour = 10;
+  in.provider = &p;
+  in.pricing = PricingModel::kSpot;
+  const RunCost spot = EstimateRunCost(in, a);
+  EXPECT_TRUE(spot.risk_adjusted);
+  EXPECT_FALSE(spot.spot_policy.empty());
+  EXPECT_GE(spot.p90_usd, spot.expected_usd);
+  EXPECT_GE(spot.p90_seconds, spot.total_seconds);
+  // Preemptions only add: at least the work at the spot price on both nodes.
+  EXPECT_GT(spot.total_seconds, in.work_seconds);
+  EXPECT_GT(spot.expected_usd, 48.0 * 4 * 2);
+  EXPECT_GT(spot.checkpoint_interval_seconds, 0);
+  // Deterministic (fixed seed).
+  EXPECT_DOUBLE_EQ(EstimateRunCost(in, a).expected_usd, spot.expected_usd);
+  // A deadline switches to Uniform Progress with the on-demand safety net.
+  in.deadline_seconds = 60 * 3600;
+  const RunCost with_deadline = EstimateRunCost(in, a);
+  EXPECT_EQ(with_deadline.spot_policy, "uniform-progress");
+  EXPECT_LE(with_deadline.p90_seconds, 60 * 3600 + a.startup_seconds + 1);
+}
+
+TEST(RunCostTest, NoCheckpointingLosesHalfTheJobPerFailure) {
+  RunInput in;
+  in.work_seconds = 1000 * 3600;
+  in.gpus = 1024;
+  in.nodes = 128;
+  in.trained_parameters = 7e10;
+  in.hourly_usd = 1;
+  in.checkpointing = true;
+  const RunCost with = EstimateRunCost(in);
+  in.checkpointing = false;
+  const RunCost without = EstimateRunCost(in);
+  EXPECT_GT(without.total_seconds, 2 * with.total_seconds);
+  EXPECT_EQ(without.checkpoint_interval_seconds, 0);
+}
+
+}  // namespace
+}  // namespace fulcrum::plan

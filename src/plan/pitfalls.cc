@@ -1,0 +1,84 @@
+#include "plan/pitfalls.h"
+
+namespace fulcrum::plan {
+
+uint32_t DetectPitfalls(const PitfallFacts& f) {
+  uint32_t mask = 0;
+  // Thresholds from the issue (#4): 2 B parameters, 40 GB, 25 Gbit/s, 10 % headroom.
+  if (f.parameters > 2e9 && f.gpu_memory_gib <= 40.0 && !f.sharded) {
+    mask |= kPitfallLargeModelSmallGpu;
+  }
+  if (f.gpus > 1 && f.pcie_only) mask |= kPitfallPcieMultiGpu;
+  if (f.nodes > 1 && f.network_gbps && *f.network_gbps < 25.0) mask |= kPitfallSlowInterNode;
+  if (f.nodes > 1 && f.network_assumed) mask |= kPitfallNetworkAssumed;
+  if (f.spot && !f.checkpointing) mask |= kPitfallSpotNoCheckpoint;
+  if (f.spot && !f.spot_risk_adjusted) mask |= kPitfallSpotNotRiskAdjusted;
+  if (f.headroom_fraction < 0.10) mask |= kPitfallLowHeadroom;
+  if (f.deadline_seconds && f.p90_seconds > *f.deadline_seconds) {
+    mask |= kPitfallDeadlineMissedP90;
+  }
+  if (f.budget_usd && f.expected_usd > *f.budget_usd) mask |= kPitfallBudgetExceeded;
+  return mask;
+}
+
+std::string_view PitfallCode(Pitfall p) {
+  switch (p) {
+    case kPitfallLargeModelSmallGpu:
+      return "large-model-small-gpu-unsharded";
+    case kPitfallPcieMultiGpu:
+      return "pcie-multi-gpu";
+    case kPitfallSlowInterNode:
+      return "slow-inter-node-network";
+    case kPitfallSpotNoCheckpoint:
+      return "spot-without-checkpointing";
+    case kPitfallLowHeadroom:
+      return "low-memory-headroom";
+    case kPitfallDeadlineMissedP90:
+      return "deadline-missed-p90";
+    case kPitfallBudgetExceeded:
+      return "budget-exceeded";
+    case kPitfallSpotNotRiskAdjusted:
+      return "spot-not-risk-adjusted";
+    case kPitfallNetworkAssumed:
+      return "network-bandwidth-assumed";
+  }
+  return "unknown";
+}
+
+std::string PitfallMessage(Pitfall p) {
+  switch (p) {
+    case kPitfallLargeModelSmallGpu:
+      return "more than 2 B parameters on a <= 40 GB GPU without sharding (tp/pp/ZeRO): little "
+             "room for activations; consider ZeRO or a larger GPU";
+    case kPitfallPcieMultiGpu:
+      return "multi-GPU training over PCIe only: collectives are several times slower than over "
+             "NVLink";
+    case kPitfallSlowInterNode:
+      return "multi-node training over less than 25 Gbit/s between nodes: gradient traffic "
+             "will dominate";
+    case kPitfallSpotNoCheckpoint:
+      return "spot capacity without checkpointing: a preemption loses all progress";
+    case kPitfallLowHeadroom:
+      return "less than 10 % of GPU memory stays free at the peak: fragmentation or a longer "
+             "batch can run out of memory";
+    case kPitfallDeadlineMissedP90:
+      return "the P90 run time misses the deadline";
+    case kPitfallBudgetExceeded:
+      return "the expected cost exceeds the budget";
+    case kPitfallSpotNotRiskAdjusted:
+      return "spot cost is list price x time, not risk-adjusted (no preemption simulation)";
+    case kPitfallNetworkAssumed:
+      return "the offer's network bandwidth is unknown; multi-node time uses the assumed figure";
+  }
+  return "";
+}
+
+std::vector<std::string> PitfallCodes(uint32_t mask) {
+  std::vector<std::string> out;
+  for (int bit = 0; bit < kPitfallCount; ++bit) {
+    if (mask & (1u << bit)) out.emplace_back(PitfallCode(static_cast<Pitfall>(1u << bit)));
+  }
+  return out;
+}
+
+}  // namespace fulcrum::plan

@@ -1,0 +1,55 @@
+// Pitfall warnings for a planned run: each is a bit in a mask (cheap in the search's inner
+// loop) with a code and a message for the reports. Detection is a pure function of plain facts
+// about the candidate; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fulcrum::plan {
+
+enum Pitfall : uint32_t {
+  kPitfallLargeModelSmallGpu = 1u << 0,   // > 2 B parameters on <= 40 GB GPUs without sharding
+  kPitfallPcieMultiGpu = 1u << 1,         // several GPUs talking over PCIe only
+  kPitfallSlowInterNode = 1u << 2,        // multi-node over < 25 Gbit/s
+  kPitfallSpotNoCheckpoint = 1u << 3,     // spot capacity but the job does not checkpoint
+  kPitfallLowHeadroom = 1u << 4,          // < 10 % of GPU memory free at the peak
+  kPitfallDeadlineMissedP90 = 1u << 5,    // P90 time beyond the deadline
+  kPitfallBudgetExceeded = 1u << 6,       // expected cost beyond the budget
+  kPitfallSpotNotRiskAdjusted = 1u << 7,  // spot cost is list price x time (no simulator)
+  kPitfallNetworkAssumed = 1u << 8,       // multi-node on an assumed network bandwidth
+};
+inline constexpr int kPitfallCount = 9;
+
+struct PitfallFacts {
+  double parameters = 0;
+  double gpu_memory_gib = 0;
+  bool sharded = false;  // tp > 1, pp > 1 or ZeRO >= 1 with dp > 1
+  int gpus = 1;
+  int nodes = 1;
+  bool pcie_only = false;              // intra-node interconnect is PCIe (known)
+  std::optional<double> network_gbps;  // nullopt = unknown
+  bool network_assumed = false;
+  bool spot = false;
+  bool spot_risk_adjusted = true;
+  bool checkpointing = true;
+  double headroom_fraction = 1;
+  std::optional<double> deadline_seconds;
+  double p90_seconds = 0;
+  std::optional<double> budget_usd;
+  double expected_usd = 0;
+};
+
+uint32_t DetectPitfalls(const PitfallFacts& facts);
+
+// "pcie-multi-gpu" and similar (stable codes for JSON and tests).
+std::string_view PitfallCode(Pitfall p);
+// One sentence for humans.
+std::string PitfallMessage(Pitfall p);
+// The codes of every bit set, in bit order.
+std::vector<std::string> PitfallCodes(uint32_t mask);
+
+}  // namespace fulcrum::plan

@@ -1,0 +1,114 @@
+#include "plan/pitfalls.h"
+
+#include <gtest/gtest.h>
+
+namespace fulcrum::plan {
+namespace {
+
+// A clean single-GPU on-demand run that triggers nothing.
+PitfallFacts Clean() {
+  PitfallFacts f;
+  f.parameters = 1e9;
+  f.gpu_memory_gib = 80;
+  f.headroom_fraction = 0.3;
+  f.p90_seconds = 3600;
+  f.expected_usd = 100;
+  return f;
+}
+
+TEST(PitfallsTest, CleanRunHasNone) { EXPECT_EQ(DetectPitfalls(Clean()), 0u); }
+
+TEST(PitfallsTest, LargeModelOnSmallGpuWithoutSharding) {
+  PitfallFacts f = Clean();
+  f.parameters = 2.1e9;
+  f.gpu_memory_gib = 40;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallLargeModelSmallGpu);
+  f.sharded = true;
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+  f.sharded = false;
+  f.gpu_memory_gib = 48;
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+  f.gpu_memory_gib = 24;
+  f.parameters = 2e9;  // not more than 2 B
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+}
+
+TEST(PitfallsTest, MultiGpuOverPcieOnly) {
+  PitfallFacts f = Clean();
+  f.pcie_only = true;
+  EXPECT_EQ(DetectPitfalls(f), 0u);  // one GPU: nothing to talk to
+  f.gpus = 4;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallPcieMultiGpu);
+}
+
+TEST(PitfallsTest, SlowInterNodeNetwork) {
+  PitfallFacts f = Clean();
+  f.nodes = 2;
+  f.gpus = 16;
+  f.network_gbps = 10;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallSlowInterNode);
+  f.network_gbps = 25;
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+  f.nodes = 1;
+  f.network_gbps = 10;
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+}
+
+TEST(PitfallsTest, SpotWithoutCheckpointing) {
+  PitfallFacts f = Clean();
+  f.spot = true;
+  f.checkpointing = false;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallSpotNoCheckpoint);
+  f.checkpointing = true;
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+  f.spot = false;
+  f.checkpointing = false;
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+}
+
+TEST(PitfallsTest, LowHeadroom) {
+  PitfallFacts f = Clean();
+  f.headroom_fraction = 0.09;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallLowHeadroom);
+  f.headroom_fraction = 0.10;
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+}
+
+TEST(PitfallsTest, DeadlineMissedAtP90) {
+  PitfallFacts f = Clean();
+  f.deadline_seconds = 3599;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallDeadlineMissedP90);
+  f.deadline_seconds = 3600;
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+}
+
+TEST(PitfallsTest, BudgetExceeded) {
+  PitfallFacts f = Clean();
+  f.budget_usd = 99.99;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallBudgetExceeded);
+  f.budget_usd = 100;
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+}
+
+TEST(PitfallsTest, SpotNotRiskAdjustedAndAssumedNetwork) {
+  PitfallFacts f = Clean();
+  f.spot = true;
+  f.spot_risk_adjusted = false;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallSpotNotRiskAdjusted);
+  f = Clean();
+  f.nodes = 2;
+  f.network_assumed = true;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallNetworkAssumed);
+}
+
+TEST(PitfallsTest, CodesAndMessages) {
+  EXPECT_EQ(PitfallCodes(kPitfallPcieMultiGpu | kPitfallBudgetExceeded),
+            (std::vector<std::string>{"pcie-multi-gpu", "budget-exceeded"}));
+  for (int bit = 0; bit < kPitfallCount; ++bit) {
+    EXPECT_FALSE(PitfallMessage(static_cast<Pitfall>(1u << bit)).empty()) << bit;
+    EXPECT_NE(PitfallCode(static_cast<Pitfall>(1u << bit)), "unknown") << bit;
+  }
+}
+
+}  // namespace
+}  // namespace fulcrum::plan

@@ -1,0 +1,373 @@
+#include "plan/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/parse.h"
+#include "core/table.h"
+#include "plan/pitfalls.h"
+
+namespace fulcrum::plan {
+namespace {
+
+using nlohmann::json;
+
+std::string RecomputeShort(workload::Recompute r) {
+  switch (r) {
+    case workload::Recompute::kNone:
+      return "none";
+    case workload::Recompute::kSelective:
+      return "sel";
+    case workload::Recompute::kFull:
+      return "full";
+  }
+  return "?";
+}
+
+json Finite(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+json Round(double v, int digits) {
+  if (!std::isfinite(v)) return nullptr;
+  const double scale = std::pow(10.0, digits);
+  return std::round(v * scale) / scale;
+}
+
+json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catalog& catalog) {
+  const catalog::Offer& o = catalog.offers()[c.offer];
+  const workload::Training& t = c.layout.training;
+  const estimate::MemoryBreakdown& m = c.layout.memory;
+  const estimate::StepTime& st = c.layout.step;
+  json j;
+  j["rank"] = c.rank;
+  j["provider"] = o.provider;
+  j["instance_type"] = o.instance_type;
+  j["region"] = o.region;
+  j["gpu"] = o.gpu;
+  j["gpu_count"] = o.gpu_count * c.nodes;
+  j["gpus_per_node"] = o.gpu_count;
+  j["nodes"] = c.nodes;
+  j["pricing"] = std::string(PricingModelName(c.pricing));
+  j["parallel"] = {{"tp", t.tp},
+                   {"pp", t.pp},
+                   {"dp", t.dp},
+                   {"zero", t.zero_stage},
+                   {"recompute", std::string(workload::RecomputeName(t.recompute))},
+                   {"micro_batch", t.micro_batch},
+                   {"vpp", t.vpp},
+                   {"sequence_parallel", t.sequence_parallel},
+                   {"global_batch", t.global_batch},
+                   {"framework", std::string(workload::FrameworkName(t.framework))}};
+  j["memory"] = {{"peak_bytes_per_gpu", Round(m.peak_bytes_per_gpu, 0)},
+                 {"capacity_bytes", Round(c.capacity_bytes, 0)},
+                 {"used_fraction", Round(m.peak_bytes_per_gpu / c.capacity_bytes, 4)},
+                 {"headroom_fraction", Round(c.layout.headroom_fraction, 4)},
+                 {"weights_bytes", Round(m.weights_bytes, 0)},
+                 {"gradients_bytes", Round(m.gradients_bytes, 0)},
+                 {"optimizer_bytes", Round(m.optimizer_bytes, 0)},
+                 {"activations_bytes", Round(m.activations_bytes, 0)},
+                 {"other_bytes", Round(m.other_bytes, 0)}};
+  j["time"] = {{"tokens_per_second", Round(c.work_units_per_second, 1)},
+               {"unit", r.units_are_samples ? "samples" : "tokens"},
+               {"total_hours", Round(c.run.total_seconds / 3600.0, 3)},
+               {"p90_hours", Round(c.run.p90_seconds / 3600.0, 3)},
+               {"step_seconds", Round(st.step_seconds, 4)},
+               {"tokens_per_second_per_gpu", Round(st.tokens_per_second_per_gpu, 1)},
+               {"mfu", Round(st.mfu, 4)},
+               {"hfu", Round(st.hfu, 4)},
+               {"breakdown",
+                {{"compute_seconds", Round(st.compute_seconds, 4)},
+                 {"communication_seconds", Round(st.communication_seconds, 4)},
+                 {"bubble_seconds", Round(st.bubble_seconds, 4)},
+                 {"exposed_seconds", Round(st.exposed_seconds, 4)}}},
+               {"checkpoint_interval_seconds", c.run.checkpoint_interval_seconds > 0
+                                                   ? Round(c.run.checkpoint_interval_seconds, 0)
+                                                   : json(nullptr)}};
+  const catalog::Provider* p = catalog.FindProvider(o.provider);
+  j["cost"] = {
+      {"expected_usd", Round(c.run.expected_usd, 2)},
+      {"p90_usd", Round(c.run.p90_usd, 2)},
+      {"usd_per_hour", Finite(c.run.expected_usd > 0 && c.run.total_seconds > 0
+                                  ? *HourlyPriceUsd(o, p, c.pricing) * c.nodes
+                                  : NAN)},
+      {"risk_adjusted", c.run.risk_adjusted},
+      {"spot_policy",
+       c.run.spot_policy.empty() ? json(nullptr) : json(std::string(c.run.spot_policy))},
+      {"deadline_met_fraction",
+       c.pricing == PricingModel::kSpot ? json(c.run.deadline_met_fraction) : json(nullptr)}};
+  j["score"] = {{"total", Round(c.score.total, 4)},
+                {"stability", Round(c.score.stability, 4)},
+                {"performance", Round(c.score.performance, 4)},
+                {"cost", Round(c.score.cost, 4)},
+                {"usability", Round(c.score.usability, 4)},
+                {"support", Round(c.score.support, 4)},
+                {"unknown", UnknownAttributeNames(c.score.unknown)}};
+  j["warnings"] = PitfallCodes(c.warnings);
+  j["meets_constraints"] = c.meets_constraints;
+  j["pareto"] = c.pareto;
+  return j;
+}
+
+std::string GpuLabel(const Candidate& c, const catalog::Offer& o) {
+  return c.nodes > 1 ? fmt::format("{}x{} {}", c.nodes, o.gpu_count, o.gpu)
+                     : fmt::format("{} {}", o.gpu_count, o.gpu);
+}
+
+std::string Rate(double v) {
+  if (v >= 1e6) return fmt::format("{:.2f}M", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
+  return fmt::format("{:.0f}", v);
+}
+
+std::string Escape(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+size_t TopCount(const PlanResult& r) {
+  return std::min(r.candidates.size(), static_cast<size_t>(std::max(1, r.spec.top)));
+}
+
+}  // namespace
+
+std::string LayoutLabel(const workload::Training& t) {
+  std::string s = fmt::format("tp{} pp{} dp{} z{} {} mb{}", t.tp, t.pp, t.dp, t.zero_stage,
+                              RecomputeShort(t.recompute), t.micro_batch);
+  if (t.vpp > 1) s += fmt::format(" v{}", t.vpp);
+  return s;
+}
+
+json PlanJson(const PlanResult& r, const catalog::Catalog& catalog) {
+  json candidates = json::array();
+  for (size_t i = 0; i < TopCount(r); ++i) {
+    candidates.push_back(CandidateJson(r.candidates[i], r, catalog));
+  }
+  json pareto = json::array();
+  for (int i : r.pareto) {
+    const Candidate& c = r.candidates[i];
+    const catalog::Offer& o = catalog.offers()[c.offer];
+    pareto.push_back({{"rank", c.rank},
+                      {"provider", o.provider},
+                      {"instance_type", o.instance_type},
+                      {"region", o.region},
+                      {"gpu", o.gpu},
+                      {"gpu_count", o.gpu_count * c.nodes},
+                      {"nodes", c.nodes},
+                      {"pricing", std::string(PricingModelName(c.pricing))},
+                      {"parallel", LayoutLabel(c.layout.training)},
+                      {"total_hours", Round(c.run.total_seconds / 3600.0, 3)},
+                      {"expected_usd", Round(c.run.expected_usd, 2)}});
+  }
+  json j;
+  j["model"] = {{"name", r.model.name},
+                {"parameters", workload::ParameterCount(r.model)},
+                {"kind", std::string(workload::ModelKindName(r.model.kind))}};
+  j["work"] = {{"units", r.units_are_samples ? "samples" : "tokens"},
+               {"amount", r.work_units},
+               {"seq_len", r.spec.training.seq_len},
+               {"precision", std::string(workload::PrecisionName(r.spec.training.precision))},
+               {"method", std::string(workload::MethodName(r.spec.training.method))}};
+  j["candidates"] = std::move(candidates);
+  j["pareto"] = std::move(pareto);
+  j["searched"] = {{"configurations", r.configurations}, {"seconds", Round(r.seconds, 4)},
+                   {"offers", r.offers_considered},      {"hardware_classes", r.hardware_classes},
+                   {"candidates", r.candidates.size()},  {"threads", r.threads}};
+  j["notes"] = r.notes;
+  return j;
+}
+
+std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
+  const std::string unit = r.units_are_samples ? "samples/s" : "tok/s";
+  Table table({"#", "provider", "instance", "region", "GPUs", "pricing", "layout", "mem", unit,
+               "time", "cost", "score", "warn"},
+              {Align::kRight, Align::kLeft, Align::kLeft, Align::kLeft, Align::kLeft, Align::kLeft,
+               Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
+               Align::kRight, Align::kRight});
+  std::string footnotes;
+  for (size_t i = 0; i < TopCount(r); ++i) {
+    const Candidate& c = r.candidates[i];
+    const catalog::Offer& o = catalog.offers()[c.offer];
+    const double used = c.layout.memory.peak_bytes_per_gpu / c.capacity_bytes;
+    const std::vector<std::string> codes = PitfallCodes(c.warnings);
+    table.AddRow({std::to_string(c.rank) + (c.pareto ? "*" : ""), o.provider, o.instance_type,
+                  o.region, GpuLabel(c, o), std::string(PricingModelName(c.pricing)),
+                  LayoutLabel(c.layout.training), fmt::format("{:.0f}%", used * 100),
+                  Rate(c.work_units_per_second), FormatDuration(c.run.total_seconds),
+                  FormatUsd(c.run.expected_usd), fmt::format("{:.3f}", c.score.total),
+                  codes.empty() ? "-" : std::to_string(codes.size())});
+    for (const std::string& code : codes) {
+      footnotes += fmt::format("  #{} {}\n", c.rank, code);
+    }
+  }
+  std::string out =
+      fmt::format("plan: {} ({:.3g} B parameters), {:.3g} {}{}, {} {}\n", r.model.name,
+                  workload::ParameterCount(r.model) / 1e9, r.work_units,
+                  r.units_are_samples ? "samples" : "tokens",
+                  r.units_are_samples ? "" : fmt::format(" at seq {}", r.spec.training.seq_len),
+                  workload::PrecisionName(r.spec.training.precision),
+                  workload::MethodName(r.spec.training.method));
+  if (r.candidates.empty()) {
+    out +=
+        "no offer fits: no layout leaves the required memory headroom on any offer that passes "
+        "the filters (try more GPUs with --max-gpus, another method, or fewer filters)\n";
+  } else {
+    out += table.Render();
+  }
+  out += fmt::format(
+      "searched {} configurations on {} offers ({} hardware classes) in {:.3f} s on {} threads; "
+      "{} candidates, {} on the Pareto front (*)\n",
+      r.configurations, r.offers_considered, r.hardware_classes, r.seconds, r.threads,
+      r.candidates.size(), r.pareto.size());
+  if (!footnotes.empty()) out += "warnings:\n" + footnotes;
+  for (const std::string& note : r.notes) out += "note: " + note + "\n";
+  return out;
+}
+
+std::string PlanHtml(const PlanResult& r, const catalog::Catalog& catalog) {
+  // Scatter: log10(hours) vs log10(USD).
+  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  for (const Candidate& c : r.candidates) {
+    const double x = std::log10(std::max(c.run.total_seconds / 3600.0, 1e-3));
+    const double y = std::log10(std::max(c.run.expected_usd, 1e-2));
+    x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+  }
+  if (!(x1 > x0)) x0 -= 0.5, x1 += 0.5;
+  if (!(y1 > y0)) y0 -= 0.5, y1 += 0.5;
+  const double w = 720, h = 420, left = 80, bottom = 50, pad = 20;
+  auto px = [&](double hours) {
+    return left + (std::log10(std::max(hours, 1e-3)) - x0) / (x1 - x0) * (w - left - pad);
+  };
+  auto py = [&](double usd) {
+    return h - bottom - (std::log10(std::max(usd, 1e-2)) - y0) / (y1 - y0) * (h - bottom - pad);
+  };
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
+      "{1}\" role=\"img\" aria-label=\"Pareto front of total time and expected cost\">\n"
+      "<rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"#fff\"/>\n"
+      "<line x1=\"{2}\" y1=\"{3}\" x2=\"{4}\" y2=\"{3}\" stroke=\"#333\"/>\n"
+      "<line x1=\"{2}\" y1=\"{5}\" x2=\"{2}\" y2=\"{3}\" stroke=\"#333\"/>\n"
+      "<text x=\"{6}\" y=\"{7}\" text-anchor=\"middle\">total time (hours, log scale)</text>\n"
+      "<text x=\"16\" y=\"{8}\" transform=\"rotate(-90 16 {8})\" text-anchor=\"middle\">expected "
+      "cost (USD, log scale)</text>\n",
+      w, h, left, h - bottom, w - pad, pad, (w + left) / 2, h - 10, (h - bottom) / 2);
+  for (int k = static_cast<int>(std::floor(x0)); k <= static_cast<int>(std::ceil(x1)); ++k) {
+    const double hours = std::pow(10.0, k);
+    if (k < x0 - 1e-9 || k > x1 + 1e-9) continue;
+    svg += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}"
+        "</text>\n",
+        px(hours), h - bottom + 16, FormatDuration(hours * 3600));
+  }
+  for (int k = static_cast<int>(std::floor(y0)); k <= static_cast<int>(std::ceil(y1)); ++k) {
+    if (k < y0 - 1e-9 || k > y1 + 1e-9) continue;
+    svg += fmt::format(
+        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{}"
+        "</text>\n",
+        left - 4, py(std::pow(10.0, k)) + 4, fmt::format("${}", Rate(std::pow(10.0, k))));
+  }
+  std::string front_path;
+  for (int i : r.pareto) {
+    const Candidate& c = r.candidates[i];
+    front_path += fmt::format("{}{:.1f},{:.1f}", front_path.empty() ? "M" : " L",
+                              px(c.run.total_seconds / 3600), py(c.run.expected_usd));
+  }
+  if (!front_path.empty()) {
+    svg +=
+        "<path d=\"" + front_path + "\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\"/>\n";
+  }
+  for (const Candidate& c : r.candidates) {
+    const catalog::Offer& o = catalog.offers()[c.offer];
+    const bool top = c.rank <= r.spec.top;
+    svg += fmt::format(
+        "<circle class=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\" "
+        "fill-opacity=\"{}\"><title>#{} {} {} {} {} - {} - {}</title></circle>\n",
+        c.pareto ? "pareto" : "point", px(c.run.total_seconds / 3600), py(c.run.expected_usd),
+        c.pareto ? 5 : 3, c.pareto ? "#1f77b4" : (top ? "#ff7f0e" : "#999"),
+        c.pareto || top ? 0.95 : 0.45, c.rank, Escape(o.provider), Escape(o.instance_type),
+        Escape(GpuLabel(c, o)), PricingModelName(c.pricing), FormatDuration(c.run.total_seconds),
+        Escape(FormatUsd(c.run.expected_usd)));
+    if (top) {
+      svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\">{}</text>\n",
+                         px(c.run.total_seconds / 3600) + 6, py(c.run.expected_usd) - 6, c.rank);
+    }
+  }
+  svg += "</svg>\n";
+
+  std::string rows;
+  for (size_t i = 0; i < TopCount(r); ++i) {
+    const Candidate& c = r.candidates[i];
+    const catalog::Offer& o = catalog.offers()[c.offer];
+    const estimate::StepTime& st = c.layout.step;
+    const estimate::MemoryBreakdown& m = c.layout.memory;
+    std::string warnings;
+    for (int bit = 0; bit < kPitfallCount; ++bit) {
+      if (c.warnings & (1u << bit)) {
+        warnings += "<li>" + Escape(PitfallMessage(static_cast<Pitfall>(1u << bit))) + "</li>";
+      }
+    }
+    rows += fmt::format(
+        "<tr><td>{}{}</td><td>{} / {} / {}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{:.0f}%</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td></tr>\n"
+        "<tr class=\"detail\"><td></td><td colspan=\"9\">step {:.3f} s: compute {:.3f} s, "
+        "communication {:.3f} s (exposed {:.3f} s), bubble {:.3f} s; MFU {:.1f}%, HFU {:.1f}%. "
+        "Memory per GPU: weights {}, gradients {}, optimizer {}, activations {}, other {} "
+        "(peak {} of {}). Scores: stability {:.2f}, performance {:.2f}, cost {:.2f}, usability "
+        "{:.2f}, support {:.2f}.{}</td></tr>\n",
+        c.rank, c.pareto ? "*" : "", Escape(o.provider), Escape(o.instance_type), Escape(o.region),
+        Escape(GpuLabel(c, o)), PricingModelName(c.pricing), Escape(LayoutLabel(c.layout.training)),
+        100 * m.peak_bytes_per_gpu / c.capacity_bytes, Rate(c.work_units_per_second),
+        FormatDuration(c.run.total_seconds), Escape(FormatUsd(c.run.expected_usd)), c.score.total,
+        st.step_seconds, st.compute_seconds, st.communication_seconds, st.exposed_seconds,
+        st.bubble_seconds, 100 * st.mfu, 100 * st.hfu, FormatBytes(m.weights_bytes),
+        FormatBytes(m.gradients_bytes), FormatBytes(m.optimizer_bytes),
+        FormatBytes(m.activations_bytes), FormatBytes(m.other_bytes),
+        FormatBytes(m.peak_bytes_per_gpu), FormatBytes(c.capacity_bytes), c.score.stability,
+        c.score.performance, c.score.cost, c.score.usability, c.score.support,
+        warnings.empty() ? "" : "<ul class=\"warn\">" + warnings + "</ul>");
+  }
+  std::string notes;
+  for (const std::string& n : r.notes) notes += "<li>" + Escape(n) + "</li>";
+  return fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<title>fulcrum plan: {0}</title>\n<style>\n"
+      "body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}"
+      "table{{border-collapse:collapse}}td,th{{padding:4px 8px;border-bottom:1px solid #ddd;"
+      "text-align:left;vertical-align:top}}tr.detail td{{font-size:0.85em;color:#555}}"
+      "ul.warn{{color:#a33;margin:4px 0}}\n</style></head><body>\n"
+      "<h1>fulcrum plan: {0}</h1>\n<p>{1:.2f} B parameters, {2:.3g} {3}, sequence length {4}, "
+      "{5}, {6}. Searched {7} configurations on {8} offers in {9:.3f} s.</p>\n"
+      "<h2>Time vs cost</h2>\n<p>Every candidate (offer x nodes x pricing, with its fastest "
+      "layout); blue: the Pareto front; orange: the top {10} by score (labels are ranks).</p>\n"
+      "{11}<h2>Top candidates</h2>\n<table><thead><tr><th>#</th><th>offer</th><th>GPUs</th>"
+      "<th>pricing</th><th>layout</th><th>memory</th><th>{12}</th><th>time</th><th>cost</th>"
+      "<th>score</th></tr></thead><tbody>\n{13}</tbody></table>\n<ul>{14}</ul>\n"
+      "</body></html>\n",
+      Escape(r.model.name), workload::ParameterCount(r.model) / 1e9, r.work_units,
+      r.units_are_samples ? "samples" : "tokens", r.spec.training.seq_len,
+      workload::PrecisionName(r.spec.training.precision),
+      workload::MethodName(r.spec.training.method), r.configurations, r.offers_considered,
+      r.seconds, r.spec.top, svg, r.units_are_samples ? "samples/s" : "tokens/s", rows, notes);
+}
+
+}  // namespace fulcrum::plan

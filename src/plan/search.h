@@ -1,0 +1,85 @@
+// The planner's search: every offer that passes the filters x node counts x parallel layouts
+// (tp, pp, vpp, dp, ZeRO stage, recompute, micro-batch) that fit in GPU memory with the required
+// headroom, then cost, warnings and score per pricing model, the ranking and the Pareto front of
+// (total time, expected cost).
+// Provable pruning: offers with the same hardware (GPU, GPUs per node, interconnect, network)
+// share one layout search; for one (hardware, node count) only the fastest fitting layout is
+// kept, because for a fixed offer, node count and pricing model the cost, the score and the
+// deadline/budget checks are all monotone in the run time (a slower layout can never beat it);
+// and a micro-batch that does not fit ends the scan of larger ones (memory grows with it).
+// The layout scan (SearchLayouts) allocates nothing, does no I/O or logging, and runs on
+// `threads` std::threads. RunPlan is thread-safe (no shared mutable state).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "estimate/compute.h"
+#include "estimate/memory.h"
+#include "plan/cost.h"
+#include "plan/score.h"
+#include "plan/spec.h"
+#include "workload/model.h"
+#include "workload/training.h"
+
+namespace fulcrum::plan {
+
+// The best layout for one hardware class and node count.
+struct BestLayout {
+  bool found = false;
+  workload::Training training;  // the full setup (tp, pp, vpp, dp, zero, recompute, micro-batch)
+  estimate::MemoryBreakdown memory;
+  estimate::StepTime step;
+  double headroom_fraction = 0;
+  int64_t evaluated = 0;  // layouts whose memory (and, when they fit, time) was computed
+};
+
+// Scans the layouts of `base` (precision, method, seq_len, global batch, ...) on `gpus` GPUs of
+// `hardware` (gpus_per_node each), keeping the fastest that leaves >= min_headroom free of
+// `capacity_bytes`. Allocation-free.
+BestLayout SearchLayouts(const workload::Model& model, const workload::Training& base,
+                         const estimate::Hardware& hardware, double capacity_bytes, int gpus,
+                         double min_headroom);
+
+struct Candidate {
+  int offer = -1;  // index into Catalog::offers()
+  int nodes = 1;
+  PricingModel pricing = PricingModel::kOnDemand;
+  BestLayout layout;
+  double capacity_bytes = 0;
+  double work_units_per_second = 0;  // tokens/s (samples/s for generic models), whole run
+  RunCost run;
+  Scores score;
+  uint32_t warnings = 0;          // Pitfall bits
+  bool meets_constraints = true;  // deadline (P90) and budget (expected) hold
+  bool pareto = false;
+  int rank = 0;  // 1-based, by (meets_constraints, score)
+};
+
+struct PlanResult {
+  workload::Model model;
+  PlanSpec spec;
+  std::vector<Candidate> candidates;  // ranked: rank 1 first
+  std::vector<int> pareto;            // indices into candidates, by increasing total time
+  double work_units = 0;              // tokens (or samples for generic models)
+  bool units_are_samples = false;
+  int64_t configurations = 0;     // layouts evaluated (memory; time where it fits)
+  int64_t offers_considered = 0;  // offers that passed the filters
+  int64_t hardware_classes = 0;
+  double seconds = 0;  // wall time of the search
+  int threads = 1;
+  std::vector<std::string> notes;  // assumptions worth telling the user
+};
+
+// Runs the whole plan. `threads` <= 0: std::thread::hardware_concurrency(). `assumptions`:
+// LoadCostAssumptions(catalog_dir) (sourced checkpoint bandwidth and spot MTTI).
+Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Model& model,
+                           const PlanSpec& spec, const CostAssumptions& assumptions,
+                           int threads = 0);
+
+// Indices of the Pareto-optimal points of (x, y) (both minimised), sorted by increasing x.
+std::vector<int> ParetoFront(const std::vector<double>& x, const std::vector<double>& y);
+
+}  // namespace fulcrum::plan

@@ -1,0 +1,118 @@
+#include "plan/search.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+namespace fulcrum::plan {
+namespace {
+
+// Llama 2 7B shape (HF meta-llama/Llama-2-7b-hf config.json).
+workload::Model Llama7b() {
+  workload::Model m;
+  m.name = "llama-2-7b";
+  m.layers = 32;
+  m.hidden = 4096;
+  m.heads = 32;
+  m.kv_heads = 32;
+  m.ffn_hidden = 11008;
+  m.vocab = 32000;
+  m.max_seq_len = 4096;
+  m.mlp = workload::MlpKind::kSwiglu;
+  m.norm = workload::NormKind::kRmsNorm;
+  return m;
+}
+
+estimate::Hardware H100Node() {
+  estimate::Hardware hw;
+  hw.peak_flops = hw.peak_flops_16bit = 989e12;  // H100 SXM bf16 dense (NVIDIA datasheet)
+  hw.memory_bytes_per_second = 3350e9;
+  hw.intra_node_bytes_per_second = 450e9;
+  hw.nvlink = true;
+  hw.gpus_per_node = 8;
+  hw.network_bytes_per_second_per_node = 3200e9 / 8;
+  hw.efficiency = estimate::DefaultTimeCalibration().hopper;
+  return hw;
+}
+
+// Exhaustive: every layout, no early exit; the best fitting rate.
+double ExhaustiveBestRate(const workload::Model& m, workload::Training t,
+                          const estimate::Hardware& hw, double capacity, int gpus,
+                          double min_headroom, int64_t* count) {
+  double best = -1;
+  for (int tp : {1, 2, 4, 8}) {
+    for (int pp = 1; pp <= gpus; ++pp) {
+      if (gpus % (tp * pp) != 0 || m.layers % pp != 0 || m.heads % tp != 0) continue;
+      for (int vpp : {1, 2}) {
+        if (vpp > 1 && pp == 1) continue;
+        if (m.layers % (pp * vpp) != 0) continue;
+        const int dp = gpus / (tp * pp);
+        for (int zero = 0; zero <= (dp == 1 ? 0 : (pp > 1 ? 1 : 3)); ++zero) {
+          for (auto rc : {workload::Recompute::kNone, workload::Recompute::kSelective,
+                          workload::Recompute::kFull}) {
+            for (int mb : {1, 2, 4, 8, 16, 32, 64}) {
+              const int64_t per_step = int64_t{mb} * dp;
+              const int64_t global = 64;
+              const int64_t eff = (global + per_step - 1) / per_step * per_step;
+              if (eff > global * 1.10) continue;
+              workload::Training x = t;
+              x.tp = tp, x.pp = pp, x.vpp = vpp, x.dp = dp, x.zero_stage = zero;
+              x.recompute = rc, x.micro_batch = mb, x.global_batch = eff;
+              x.sequence_parallel = tp > 1;
+              x.framework = tp > 1 || pp > 1 ? workload::Framework::kMegatron
+                            : zero == 3      ? workload::Framework::kFsdp
+                                             : workload::Framework::kDeepSpeed;
+              ++*count;
+              const auto mem = estimate::EstimateMemory(m, x);
+              if (mem.peak_bytes_per_gpu > capacity * (1 - min_headroom)) continue;
+              best = std::max(best, estimate::EstimateStepTime(m, x, hw).tokens_per_second_per_gpu);
+            }
+          }
+        }
+      }
+    }
+  }
+  return best;
+}
+
+TEST(SearchTest, PrunedSearchFindsTheExhaustiveOptimum) {
+  workload::Training base;
+  base.seq_len = 4096;
+  base.global_batch = 64;
+  const double capacity = 80.0 * 1073741824.0;
+  for (int gpus : {1, 2, 8, 16}) {
+    int64_t exhaustive_count = 0;
+    const double expected =
+        ExhaustiveBestRate(Llama7b(), base, H100Node(), capacity, gpus, 0.10, &exhaustive_count);
+    const BestLayout best = SearchLayouts(Llama7b(), base, H100Node(), capacity, gpus, 0.10);
+    if (expected < 0) {  // full 7B fine-tune does not fit one 80 GB GPU (16 bytes/param)
+      EXPECT_FALSE(best.found) << gpus;
+      continue;
+    }
+    ASSERT_TRUE(best.found) << gpus;
+    EXPECT_DOUBLE_EQ(best.step.tokens_per_second_per_gpu, expected) << gpus;
+    EXPECT_GE(best.headroom_fraction, 0.10);
+    EXPECT_LE(best.evaluated, exhaustive_count);
+    EXPECT_EQ(best.training.tp * best.training.pp * best.training.dp, gpus);
+  }
+}
+
+TEST(SearchTest, NothingFitsOnATinyGpu) {
+  workload::Training base;
+  base.seq_len = 4096;
+  base.global_batch = 64;
+  const BestLayout best = SearchLayouts(Llama7b(), base, H100Node(), 8.0 * 1073741824.0, 1, 0.1);
+  EXPECT_FALSE(best.found);
+  EXPECT_GT(best.evaluated, 0);
+}
+
+TEST(SearchTest, ParetoFront) {
+  // (time, cost): (1,10) (2,5) (3,6) dominated by (2,5); (4,1); (2,7) dominated.
+  const std::vector<double> x = {1, 2, 3, 4, 2};
+  const std::vector<double> y = {10, 5, 6, 1, 7};
+  EXPECT_EQ(ParetoFront(x, y), (std::vector<int>{0, 1, 3}));
+  EXPECT_TRUE(ParetoFront({}, {}).empty());
+}
+
+}  // namespace
+}  // namespace fulcrum::plan

@@ -1,0 +1,101 @@
+// A planning request: what to train (model, data, sequence length, batch, precision, method),
+// the constraints (deadline, budget, max GPUs, providers, regions, pricing models, interruptible)
+// and the ranking weights. Read from a YAML spec (examples/*.yaml) and/or command-line flags
+// (flags override the file). Plain values; parsers never throw and name file:line/field on
+// error. Units in names (seconds, USD, Gbit/s).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "workload/training.h"
+
+namespace fulcrum::plan {
+
+enum class PricingModel : uint8_t { kOnDemand, kReserved1y, kReserved3y, kSpot };
+inline constexpr int kPricingModelCount = 4;
+
+std::string_view PricingModelName(PricingModel p);  // on_demand | reserved_1y | reserved_3y | spot
+Result<PricingModel> ParsePricingModel(std::string_view text);  // also on-demand, reserved-1y...
+
+// Criteria weights of the score (defaults from the issue: 0.30/0.25/0.20/0.15/0.10).
+struct Weights {
+  double stability = 0.30;
+  double performance = 0.25;
+  double cost = 0.20;
+  double usability = 0.15;
+  double support = 0.10;
+};
+// "stability=0.4,cost=0.3" (unnamed criteria keep their defaults; all >= 0; sum > 0; the weights
+// are used as given, not renormalised).
+Result<Weights> ParseWeights(std::string_view text, Weights base = {});
+
+struct Constraints {
+  std::optional<double> deadline_seconds;
+  std::optional<double> budget_usd;
+  int max_gpus = 512;
+  std::vector<std::string> providers;  // empty = all
+  std::vector<std::string> regions;    // empty = all
+  std::vector<std::string> gpus;       // GPU names or aliases; empty = all
+  std::vector<PricingModel> pricing = {PricingModel::kOnDemand, PricingModel::kSpot};
+  bool interruptible = true;  // false: no spot
+  // Memory headroom a layout must keep (fraction of GPU memory free at the peak).
+  double min_headroom = 0.10;
+  // Multi-node layouts need the offer's network bandwidth; where the catalog does not know it,
+  // they are skipped unless this assumption (Gbit/s per node) is given.
+  std::optional<double> assume_network_gbps;
+};
+
+// Optional run-cost terms beyond the instances.
+struct ExtraCosts {
+  double storage_gb = 0;
+  double storage_usd_per_gb_month = 0;
+  double egress_gb = 0;
+  double egress_usd_per_gb = 0;
+};
+
+struct PlanSpec {
+  std::string origin;  // file name or "flags"
+  // Exactly one of: a preset name, a HuggingFace config.json path, an inline model YAML text.
+  std::string model_preset;
+  std::string hf_config_path;
+  std::string model_yaml;
+  // Work: tokens, or samples x epochs (for samples of a transformer, tokens = samples x seq_len).
+  std::optional<double> tokens;
+  std::optional<double> samples;
+  double epochs = 1;
+  // Training setup; the planner fills tp/pp/dp/zero/recompute/micro_batch/framework.
+  workload::Training training;
+  bool global_batch_given = false;
+  bool checkpointing = true;  // the job writes checkpoints and can resume
+  std::string command;        // the user's training command (for --export)
+  Constraints constraints;
+  Weights weights;
+  ExtraCosts extra;
+  int top = 10;
+};
+
+// Parses a YAML spec. Fields (all optional except the model and the work):
+//   model: <preset> | {inline model document}      hf_config: path/to/config.json
+//   tokens: 20B | samples: 1.28M  epochs: 90       seq_len: 4096  global_batch: 512 (sequences)
+//   precision: bf16  method: full|lora|qlora  lora_rank: 16  optimizer: adamw
+//   flash_attention: true  checkpointing: true  command: "torchrun ... train.py"
+//   constraints: {deadline: 7d, budget_usd: 20000, max_gpus: 64, providers: [aws],
+//                 regions: [us-east-1], gpus: [H100], pricing: [on_demand, spot],
+//                 interruptible: true, min_headroom: 0.1, assume_network_gbps: 100}
+//   weights: {stability: 0.3, performance: 0.25, cost: 0.2, usability: 0.15, support: 0.1}
+//   costs: {storage_gb: 500, storage_usd_per_gb_month: 0.08, egress_gb: 0, egress_usd_per_gb: 0}
+//   top: 10
+// Relative hf_config paths are resolved against the spec file's directory (`base_dir`).
+Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
+                               const std::string& base_dir = "");
+Result<PlanSpec> LoadPlanFile(const std::string& path);
+
+// Checks a finished spec: a model given, positive work, a sequence length, sane constraints.
+Status ValidateSpec(const PlanSpec& spec);
+
+}  // namespace fulcrum::plan

@@ -1,0 +1,106 @@
+#include "plan/spec.h"
+
+#include <gtest/gtest.h>
+
+namespace fulcrum::plan {
+namespace {
+
+TEST(SpecTest, ParsesAFullSpec) {
+  const char* yaml = R"(model: llama-2-7b
+tokens: 20B
+seq_len: 4096
+global_batch: 256
+precision: bf16
+method: lora
+lora_rank: 8
+checkpointing: false
+command: "torchrun train.py"
+constraints:
+  deadline: 7d
+  budget_usd: 20000
+  max_gpus: 64
+  providers: [aws, gcp]
+  regions: us-east-1
+  pricing: [on_demand, reserved_1y]
+  interruptible: no
+  min_headroom: 0.2
+weights: {cost: 0.5}
+costs: {egress_gb: 10, egress_usd_per_gb: 0.09}
+top: 5
+)";
+  Result<PlanSpec> spec = ParsePlanYaml(yaml, "x.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->model_preset, "llama-2-7b");
+  EXPECT_DOUBLE_EQ(*spec->tokens, 20e9);
+  EXPECT_EQ(spec->training.seq_len, 4096);
+  EXPECT_EQ(spec->training.global_batch, 256);
+  EXPECT_TRUE(spec->global_batch_given);
+  EXPECT_EQ(spec->training.method, workload::Method::kLora);
+  EXPECT_EQ(spec->training.lora_rank, 8);
+  EXPECT_FALSE(spec->checkpointing);
+  EXPECT_EQ(spec->command, "torchrun train.py");
+  EXPECT_DOUBLE_EQ(*spec->constraints.deadline_seconds, 7 * 86400);
+  EXPECT_DOUBLE_EQ(*spec->constraints.budget_usd, 20000);
+  EXPECT_EQ(spec->constraints.max_gpus, 64);
+  EXPECT_EQ(spec->constraints.providers, (std::vector<std::string>{"aws", "gcp"}));
+  EXPECT_EQ(spec->constraints.regions, (std::vector<std::string>{"us-east-1"}));
+  EXPECT_EQ(spec->constraints.pricing,
+            (std::vector<PricingModel>{PricingModel::kOnDemand, PricingModel::kReserved1y}));
+  EXPECT_FALSE(spec->constraints.interruptible);
+  EXPECT_DOUBLE_EQ(spec->constraints.min_headroom, 0.2);
+  EXPECT_DOUBLE_EQ(spec->weights.cost, 0.5);
+  EXPECT_DOUBLE_EQ(spec->weights.stability, 0.30);
+  EXPECT_DOUBLE_EQ(spec->extra.egress_gb, 10);
+  EXPECT_EQ(spec->top, 5);
+  EXPECT_TRUE(ValidateSpec(*spec).ok());
+}
+
+TEST(SpecTest, ErrorsNameTheLineAndField) {
+  Result<PlanSpec> spec =
+      ParsePlanYaml("model: x\ntokens: 1B\nconstraints:\n  deadline: soon\n", "bad.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("bad.yaml:4: constraints.deadline"), std::string::npos)
+      << spec.status().message();
+  EXPECT_NE(spec.status().message().find("\"soon\""), std::string::npos);
+  spec = ParsePlanYaml("model: x\ntokenz: 1B\n", "typo.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("typo.yaml:2: tokenz: unknown field"), std::string::npos)
+      << spec.status().message();
+  spec = ParsePlanYaml("model: [a\n", "broken.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidInput);
+}
+
+TEST(SpecTest, ValidateNeedsModelAndWork) {
+  PlanSpec spec;
+  spec.origin = "flags";
+  EXPECT_FALSE(ValidateSpec(spec).ok());
+  spec.model_preset = "llama-2-7b";
+  EXPECT_FALSE(ValidateSpec(spec).ok());  // no work
+  spec.tokens = 1e9;
+  EXPECT_TRUE(ValidateSpec(spec).ok());
+  spec.samples = 1e6;
+  EXPECT_FALSE(ValidateSpec(spec).ok());  // both
+}
+
+TEST(SpecTest, Weights) {
+  Result<Weights> w = ParseWeights("cost=0.4, performance=0.1");
+  ASSERT_TRUE(w.ok());
+  EXPECT_DOUBLE_EQ(w->cost, 0.4);
+  EXPECT_DOUBLE_EQ(w->performance, 0.1);
+  EXPECT_DOUBLE_EQ(w->stability, 0.30);
+  EXPECT_FALSE(ParseWeights("speed=1").ok());
+  EXPECT_FALSE(ParseWeights("cost=-1").ok());
+  EXPECT_FALSE(ParseWeights("stability=0,performance=0,cost=0,usability=0,support=0").ok());
+}
+
+TEST(SpecTest, PricingModels) {
+  EXPECT_EQ(*ParsePricingModel("on-demand"), PricingModel::kOnDemand);
+  EXPECT_EQ(*ParsePricingModel("Reserved_3y"), PricingModel::kReserved3y);
+  EXPECT_EQ(*ParsePricingModel("spot"), PricingModel::kSpot);
+  EXPECT_FALSE(ParsePricingModel("cheap").ok());
+  EXPECT_EQ(PricingModelName(PricingModel::kReserved1y), "reserved_1y");
+}
+
+}  // namespace
+}  // namespace fulcrum::plan

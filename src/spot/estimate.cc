@@ -1,0 +1,63 @@
+#include "spot/estimate.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "spot/spot_catalog.h"
+
+namespace fulcrum::spot {
+
+double AutoCheckpointIntervalSeconds(double checkpoint_cost_seconds, double mtti_seconds,
+                                     const NoticeSettings& notice) {
+  if (NoticeCoversCheckpoint(notice, checkpoint_cost_seconds)) return kNever;
+  if (!std::isfinite(mtti_seconds)) return kNever;
+  return std::max(1.0, DalyIntervalSeconds(checkpoint_cost_seconds, mtti_seconds));
+}
+
+Result<SpotJobEstimate> EstimateSpotJob(const SpotJobInput& input) {
+  FULCRUM_ASSIGN_OR_RETURN(
+      PreemptionModel model,
+      PreemptionModel::Exponential(input.mtti_seconds, input.outage_mean_seconds));
+  JobParams job;
+  job.work_seconds = input.work_seconds;
+  job.deadline_seconds = input.deadline_seconds.value_or(kNever);
+  job.changeover_seconds = input.changeover_seconds;
+  job.restart_seconds = input.restart_seconds;
+  job.checkpoint_cost_seconds = input.checkpoint_cost_seconds;
+  job.checkpoint_interval_seconds =
+      input.checkpoint_interval_seconds.value_or(AutoCheckpointIntervalSeconds(
+          input.checkpoint_cost_seconds, input.mtti_seconds, input.notice));
+  job.notice = input.notice;
+  job.on_demand_usd_per_hour = input.on_demand_usd_per_hour;
+  job.spot_usd_per_hour = input.spot_usd_per_hour;
+  job.billing_granularity_seconds = input.billing_granularity_seconds;
+  job.minimum_billed_seconds = input.minimum_billed_seconds;
+  const Policy policy =
+      input.policy.value_or(input.deadline_seconds ? Policy::kUniformProgress : Policy::kGreedy);
+  SimulationOptions options;
+  options.trials = input.trials;
+  options.seed = input.seed;
+  options.threads = input.threads;
+  FULCRUM_ASSIGN_OR_RETURN(PolicySummary s, Simulate(job, model, policy, options));
+  SpotJobEstimate estimate;
+  estimate.policy = PolicyName(policy);
+  if (std::isfinite(job.checkpoint_interval_seconds)) {
+    estimate.checkpoint_interval_seconds = job.checkpoint_interval_seconds;
+  }
+  estimate.expected_cost_usd = s.mean_cost_usd;
+  estimate.p90_cost_usd = s.p90_cost_usd;
+  estimate.expected_hours = s.mean_hours;
+  estimate.p90_hours = s.p90_hours;
+  estimate.deadline_met_fraction = s.deadline_met_fraction;
+  estimate.preemptions_mean = s.preemptions_mean;
+  estimate.mtti_seconds = input.mtti_seconds;
+  return estimate;
+}
+
+Result<double> DefaultMttiSeconds(const std::string& catalog_dir) {
+  FULCRUM_ASSIGN_OR_RETURN(std::vector<SpotBand> bands, LoadSpotBands(catalog_dir));
+  FULCRUM_ASSIGN_OR_RETURN(SpotBand band, FindSpotBand(bands, ""));
+  return MttiSecondsFromMonthlyPct(band.assumed_pct_per_month);
+}
+
+}  // namespace fulcrum::spot

@@ -1,0 +1,83 @@
+#include "spot/estimate.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "spot/spot_catalog.h"
+
+namespace fulcrum::spot {
+namespace {
+
+constexpr double kHour = 3600;
+
+SpotJobInput PaperInput() {
+  SpotJobInput in;
+  in.work_seconds = 48 * kHour;
+  in.deadline_seconds = 52 * kHour;
+  in.on_demand_usd_per_hour = 3.06;
+  in.spot_usd_per_hour = 0.9731;
+  in.mtti_seconds = 6 * kHour;
+  in.changeover_seconds = 0.2 * kHour;
+  in.checkpoint_cost_seconds = 150;
+  in.notice = {120, 5, 10};
+  in.minimum_billed_seconds = 60;
+  return in;
+}
+
+TEST(EstimateTest, DeadlineJobUsesUniformProgressAndDaly) {
+  auto est = EstimateSpotJob(PaperInput());
+  ASSERT_TRUE(est.ok()) << est.status().ToString();
+  EXPECT_EQ(est->policy, "uniform-progress");
+  ASSERT_TRUE(est->checkpoint_interval_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*est->checkpoint_interval_seconds, DalyIntervalSeconds(150, 6 * kHour));
+  EXPECT_DOUBLE_EQ(est->deadline_met_fraction, 1);
+  EXPECT_LT(est->expected_cost_usd, 48 * 3.06);
+  EXPECT_GT(est->expected_cost_usd, 48 * 0.9731);
+  EXPECT_GE(est->p90_cost_usd, est->expected_cost_usd * 0.9);
+  EXPECT_LE(est->p90_hours, 52 + 1e-6);
+}
+
+TEST(EstimateTest, NoDeadlineIsGreedyAndDeterministic) {
+  SpotJobInput in = PaperInput();
+  in.deadline_seconds.reset();
+  auto a = EstimateSpotJob(in);
+  auto b = EstimateSpotJob(in);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->policy, "greedy");
+  EXPECT_EQ(a->expected_cost_usd, b->expected_cost_usd);
+  EXPECT_GT(a->expected_hours, 48);  // preemptions cost time
+  EXPECT_GT(a->preemptions_mean, 5);
+}
+
+TEST(EstimateTest, NoticeThatFitsMeansNoPeriodicCheckpoints) {
+  SpotJobInput in = PaperInput();
+  in.checkpoint_cost_seconds = 60;
+  auto est = EstimateSpotJob(in);
+  ASSERT_TRUE(est.ok());
+  EXPECT_FALSE(est->checkpoint_interval_seconds.has_value());
+}
+
+TEST(EstimateTest, RejectsMissingMtti) {
+  SpotJobInput in = PaperInput();
+  in.mtti_seconds = 0;
+  EXPECT_FALSE(EstimateSpotJob(in).ok());
+}
+
+TEST(EstimateTest, DefaultMttiComesFromTheDefaultBand) {
+  auto mtti = DefaultMttiSeconds(std::string(FULCRUM_SOURCE_DIR) + "/catalog");
+  ASSERT_TRUE(mtti.ok()) << mtti.status().ToString();
+  // Band >20 %/month, 25 % assumed: 730 h / -ln(0.75) = 2537.5 h.
+  EXPECT_NEAR(*mtti / kHour, 2537.5, 0.1);
+}
+
+TEST(EstimateTest, AutoIntervalIsNeverForCoveredOrPreemptionFreeJobs) {
+  NoticeSettings aws{120, 5, 10};
+  EXPECT_EQ(AutoCheckpointIntervalSeconds(60, 6 * kHour, aws), kNever);
+  EXPECT_EQ(AutoCheckpointIntervalSeconds(300, kNever, aws), kNever);
+  EXPECT_DOUBLE_EQ(AutoCheckpointIntervalSeconds(300, 6 * kHour, aws),
+                   DalyIntervalSeconds(300, 6 * kHour));
+}
+
+}  // namespace
+}  // namespace fulcrum::spot

@@ -1,0 +1,44 @@
+// The spot module's sourced catalog tables: catalog/storage.csv (checkpoint write bandwidth per
+// storage kind) and catalog/spot_bands.csv (AWS Spot Advisor interruption-frequency bands and
+// the default band used when an offer has none). Loading checks the header and every cell and
+// reports "file:line: field: expected ..., found ...". Returned values are plain data.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace fulcrum::spot {
+
+struct StorageKind {
+  std::string kind;  // "ebs-gp3"
+  double write_bytes_per_second = 0;
+  bool is_default = false;
+  std::string source;
+};
+
+struct SpotBand {
+  std::string band;   // "over-20"
+  std::string label;  // ">20%"
+  double min_pct_per_month = 0, max_pct_per_month = 0;
+  double assumed_pct_per_month = 0;  // the figure the simulator uses for the band
+  bool is_default = false;
+  std::string source;
+};
+
+Result<std::vector<StorageKind>> LoadStorageKinds(const std::string& catalog_dir);
+Result<std::vector<SpotBand>> LoadSpotBands(const std::string& catalog_dir);
+
+// By name, case-insensitive; "" = the row marked default. NotFound lists the known names.
+Result<StorageKind> FindStorageKind(const std::vector<StorageKind>& kinds, std::string_view name);
+Result<SpotBand> FindSpotBand(const std::vector<SpotBand>& bands, std::string_view name);
+
+// Mean time to interruption for a monthly interruption frequency p (percent), reading the band
+// as the chance that an instance kept for a month is interrupted, with exponential
+// interruptions: MTTI = month / -ln(1 - p/100). Month = 730 h (the hours per month that AWS
+// pricing uses). p must be in (0, 100).
+double MttiSecondsFromMonthlyPct(double pct_per_month);
+
+}  // namespace fulcrum::spot

@@ -1,0 +1,65 @@
+#include "spot/spot_catalog.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+namespace fulcrum::spot {
+namespace {
+
+const std::string kCatalog = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
+
+TEST(SpotCatalogTest, ShippedStorageKindsLoad) {
+  auto kinds = LoadStorageKinds(kCatalog);
+  ASSERT_TRUE(kinds.ok()) << kinds.status().ToString();
+  auto def = FindStorageKind(*kinds, "");
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->kind, "ebs-gp3");
+  EXPECT_DOUBLE_EQ(def->write_bytes_per_second, 125.0 * 1024 * 1024);  // 125 MiB/s
+  for (const auto& k : *kinds) EXPECT_FALSE(k.source.empty()) << k.kind;
+  auto missing = FindStorageKind(*kinds, "floppy");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("ebs-gp3"), std::string::npos);
+}
+
+TEST(SpotCatalogTest, ShippedBandsLoadWithOneDefault) {
+  auto bands = LoadSpotBands(kCatalog);
+  ASSERT_TRUE(bands.ok()) << bands.status().ToString();
+  EXPECT_EQ(bands->size(), 5u);
+  int defaults = 0;
+  for (const auto& b : *bands) {
+    defaults += b.is_default;
+    EXPECT_GE(b.assumed_pct_per_month, b.min_pct_per_month) << b.band;
+    EXPECT_LE(b.assumed_pct_per_month, b.max_pct_per_month) << b.band;
+  }
+  EXPECT_EQ(defaults, 1);
+  auto def = FindSpotBand(*bands, "");
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->label, ">20%");
+}
+
+TEST(SpotCatalogTest, MttiFromMonthlyFrequency) {
+  // 50 % a month: half-life of one month = 730 h / ln 2.
+  EXPECT_NEAR(MttiSecondsFromMonthlyPct(50) / 3600, 730 / std::log(2.0), 1e-9);
+}
+
+TEST(SpotCatalogTest, BadRowNamesFileLineAndField) {
+  const std::string dir = std::string(FULCRUM_BUILD_DIR) + "/Testing/spot_catalog_bad";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/storage.csv") << "kind,write_bytes_per_second,default,source,note\n"
+                                      << "ebs,fast,yes,somewhere,\n";
+  auto kinds = LoadStorageKinds(dir);
+  ASSERT_FALSE(kinds.ok());
+  EXPECT_EQ(kinds.status().message(),
+            dir + "/storage.csv:2: write_bytes_per_second: expected a number >= 0, found 'fast'");
+  std::ofstream(dir + "/spot_bands.csv") << "band,label\n";
+  auto bands = LoadSpotBands(dir);
+  ASSERT_FALSE(bands.ok());
+  EXPECT_NE(bands.status().message().find("spot_bands.csv:1: header"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fulcrum::spot
