@@ -51,7 +51,8 @@ class JobRun {
         phase_left_ = 0;
         EndPhase();
       }
-      if (next >= change) {
+      // Every change due now, in order (an outage of length 0 flips twice at once).
+      while (availability_.next_change_seconds() <= now_) {
         availability_.Advance();
         if (mode_ == Mode::kSpot && !availability_.available()) Preempt();
       }

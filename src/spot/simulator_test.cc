@@ -119,6 +119,24 @@ TEST(SimulatorTest, SafetyNetMeetsEveryFeasibleDeadline) {
   }
 }
 
+TEST(SimulatorTest, TightDeadlinesAtTheEdgesAreMet) {
+  // D = W, W + d, W + 2d (the safety net's threshold) and just around it.
+  JobParams job = PaperJob();
+  const double d = job.changeover_seconds;
+  for (double slack : {0.0, d, 2 * d - 1, 2 * d, 2 * d + 1, 3 * d, 2 * d + 150}) {
+    job.deadline_seconds = job.work_seconds + slack;
+    for (const PreemptionModel& model :
+         {Exp(1 * kHour), Exp(2 * kHour, 1 * kHour),
+          PreemptionModel::FromTrace(Trace{300, {1, 0, 1, 1, 0, 0, 1}, "t"})}) {
+      for (Policy p : {Policy::kGreedy, Policy::kUniformProgress}) {
+        auto s = Simulate(job, model, p, Trials(500, 11));
+        ASSERT_TRUE(s.ok());
+        EXPECT_DOUBLE_EQ(s->deadline_met_fraction, 1) << PolicyName(p) << " slack " << slack;
+      }
+    }
+  }
+}
+
 TEST(SimulatorTest, InfeasibleDeadlineIsReportedMissed) {
   JobParams job = PaperJob();
   job.deadline_seconds = 40 * kHour;
