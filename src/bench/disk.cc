@@ -22,7 +22,8 @@ Result<DiskBenchResult> RunDiskBench(const DiskBenchOptions& options,
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(options.directory, ec)) {
-    return Status::InvalidInput("disk bench: " + options.directory + ": expected an existing directory");
+    return Status::InvalidInput("disk bench: " + options.directory +
+                                ": expected an existing directory");
   }
   if (options.total_bytes <= 0 || options.block_bytes <= 0) {
     return Status::InvalidInput("disk bench: sizes must be positive");

@@ -13,9 +13,9 @@
 namespace fulcrum::bench {
 
 struct DiskBenchOptions {
-  std::string directory;            // where the test file is written (must exist)
-  double total_bytes = 1 << 30;     // how much to write
-  double block_bytes = 16 << 20;    // write() size
+  std::string directory;                   // where the test file is written (must exist)
+  double total_bytes = 1 << 30;            // how much to write
+  double block_bytes = 16 << 20;           // write() size
   std::optional<double> checkpoint_bytes;  // if set, checkpoint_seconds is reported for it
 };
 

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -71,7 +71,8 @@ std::optional<bool> EnabledDisabled(const std::string& cell) {
 std::string NormalizeCudaVersion(const std::string& text) {
   if (text.find('.') == std::string::npos && text.size() >= 4) {
     auto number = ParseInt(text);
-    if (number.ok()) return std::to_string(*number / 1000) + "." + std::to_string((*number % 1000) / 10);
+    if (number.ok())
+      return std::to_string(*number / 1000) + "." + std::to_string((*number % 1000) / 10);
   }
   return text;
 }
@@ -120,8 +121,9 @@ int CompareVersions(const std::string& a, const std::string& b) {
 Result<DriverTable> LoadDriverTable(const std::string& catalog_dir) {
   DriverTable table;
   // Only the first two columns are read; they never contain commas or quotes.
-  auto read = [&](const std::string& file, const std::string& header_start,
-                  const std::function<Status(const std::string&, const std::string&, int)>& add) -> Status {
+  auto read =
+      [&](const std::string& file, const std::string& header_start,
+          const std::function<Status(const std::string&, const std::string&, int)>& add) -> Status {
     std::string path = catalog_dir + "/" + file;
     std::ifstream in(path);
     if (!in) return Status::NotFound(path + ": cannot open");
@@ -131,13 +133,16 @@ Result<DriverTable> LoadDriverTable(const std::string& catalog_dir) {
       ++line_no;
       if (line_no == 1) {
         if (line.rfind(header_start, 0) != 0) {
-          return Status::InvalidInput(path + ":1: header: expected '" + header_start + ",...', found '" + line + "'");
+          return Status::InvalidInput(path + ":1: header: expected '" + header_start +
+                                      ",...', found '" + line + "'");
         }
         continue;
       }
       if (Trim(line).empty()) continue;
       auto cells = Split(line, ',');
-      if (cells.size() < 2) return Status::InvalidInput(path + ":" + std::to_string(line_no) + ": expected at least 2 columns");
+      if (cells.size() < 2)
+        return Status::InvalidInput(path + ":" + std::to_string(line_no) +
+                                    ": expected at least 2 columns");
       FULCRUM_RETURN_IF_ERROR(add(std::string(Trim(cells[0])), std::string(Trim(cells[1])), line_no)
                                   .WithContext(path + ":" + std::to_string(line_no)));
     }
@@ -146,7 +151,8 @@ Result<DriverTable> LoadDriverTable(const std::string& catalog_dir) {
   FULCRUM_RETURN_IF_ERROR(read("cuda_driver.csv", "cuda_version,min_driver_linux",
                                [&](const std::string& cuda, const std::string& driver, int) {
                                  if (Split(cuda, '.').size() != 2 || !ParseDouble(cuda).ok())
-                                   return Status::InvalidInput("cuda_version: expected MAJOR.MINOR, found '" + cuda + "'");
+                                   return Status::InvalidInput(
+                                       "cuda_version: expected MAJOR.MINOR, found '" + cuda + "'");
                                  table.min_driver_by_cuda[cuda] = driver;
                                  return Status::Ok();
                                }));
@@ -212,7 +218,8 @@ std::vector<FrameworkFacts> ParseFrameworkProbe(const std::string& text) {
     if (!doc.is_object() || !doc.contains("name") || !doc["name"].is_string()) continue;
     FrameworkFacts fw;
     fw.name = doc["name"].get<std::string>();
-    if (doc.contains("version") && doc["version"].is_string()) fw.version = doc["version"].get<std::string>();
+    if (doc.contains("version") && doc["version"].is_string())
+      fw.version = doc["version"].get<std::string>();
     if (doc.contains("cuda_build") && doc["cuda_build"].is_string()) {
       fw.cuda_build = NormalizeCudaVersion(doc["cuda_build"].get<std::string>());
     }
@@ -264,12 +271,16 @@ SystemFacts GatherFacts(const DoctorOptions& options) {
   CaptureOptions py_options;
   py_options.timeout_seconds = options.python_timeout_seconds;
   auto py = RunCapture({"python3", "-c", kPythonProbe}, py_options);
-  if (!py.ok()) facts.python_probe_note = "python3 not found on PATH";
-  else if (py->timed_out) facts.python_probe_note = "python3 probe timed out";
-  else facts.frameworks = ParseFrameworkProbe(py->out);
+  if (!py.ok())
+    facts.python_probe_note = "python3 not found on PATH";
+  else if (py->timed_out)
+    facts.python_probe_note = "python3 probe timed out";
+  else
+    facts.frameworks = ParseFrameworkProbe(py->out);
 
-  for (const char* name : {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NCCL_P2P_DISABLE",
-                           "NCCL_IB_DISABLE", "NCCL_SOCKET_IFNAME", "NCCL_DEBUG", "NCCL_SHM_DISABLE"}) {
+  for (const char* name :
+       {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE",
+        "NCCL_SOCKET_IFNAME", "NCCL_DEBUG", "NCCL_SHM_DISABLE"}) {
     if (const char* value = std::getenv(name)) facts.env[name] = value;
   }
   facts.in_container = fs::exists("/.dockerenv", ec) || fs::exists("/run/.containerenv", ec) ||
@@ -299,13 +310,16 @@ DoctorCheck DriverCheck(const SystemFacts& facts) {
     check.status = CheckStatus::kSkipped;
     check.finding = "no NVIDIA GPU or driver on this machine (" + facts.driver_probe_note +
                     "; no /dev/nvidia* device files)";
-    check.fix = "on a GPU server, install the NVIDIA datacenter driver (e.g. the cloud's GPU image)";
+    check.fix =
+        "on a GPU server, install the NVIDIA datacenter driver (e.g. the cloud's GPU image)";
     return check;
   }
   check.status = CheckStatus::kFail;
-  check.finding = "NVIDIA device files exist but the driver could not be queried: " + facts.driver_probe_note;
-  check.fix = "check that the kernel module is loaded (lsmod | grep nvidia) and matches the user-space "
-              "driver; reinstall the driver or reboot after an upgrade";
+  check.finding =
+      "NVIDIA device files exist but the driver could not be queried: " + facts.driver_probe_note;
+  check.fix =
+      "check that the kernel module is loaded (lsmod | grep nvidia) and matches the user-space "
+      "driver; reinstall the driver or reboot after an upgrade";
   return check;
 }
 
@@ -313,8 +327,9 @@ DoctorCheck ToolkitCheck(const SystemFacts& facts, const DriverTable& table) {
   DoctorCheck check{"cuda-toolkit", CheckStatus::kOk, "", ""};
   if (!facts.cuda_toolkit_version) {
     check.status = CheckStatus::kSkipped;
-    check.finding = "no CUDA toolkit found (nvcc not on PATH, no /usr/local/cuda/version.json); "
-                    "frameworks ship their own CUDA runtime, so this is only needed to compile CUDA code";
+    check.finding =
+        "no CUDA toolkit found (nvcc not on PATH, no /usr/local/cuda/version.json); "
+        "frameworks ship their own CUDA runtime, so this is only needed to compile CUDA code";
     return check;
   }
   std::string version = *facts.cuda_toolkit_version;
@@ -323,7 +338,8 @@ DoctorCheck ToolkitCheck(const SystemFacts& facts, const DriverTable& table) {
   if (!min_driver) {
     check.status = CheckStatus::kWarn;
     check.finding += "; its minimum driver is not in catalog/cuda_driver.csv";
-    check.fix = "add the release-notes row for CUDA " + MajorMinor(version) + " to catalog/cuda_driver.csv";
+    check.fix =
+        "add the release-notes row for CUDA " + MajorMinor(version) + " to catalog/cuda_driver.csv";
     return check;
   }
   check.finding += ", needs driver >= " + *min_driver;
@@ -336,24 +352,29 @@ DoctorCheck ToolkitCheck(const SystemFacts& facts, const DriverTable& table) {
     check.finding += "; driver " + *facts.driver_version + " is new enough";
     return check;
   }
-  int major = static_cast<int>(ParseInt(Split(version, '.')[0]).ok() ? *ParseInt(Split(version, '.')[0]) : 0);
+  int major = static_cast<int>(
+      ParseInt(Split(version, '.')[0]).ok() ? *ParseInt(Split(version, '.')[0]) : 0);
   auto compat = table.min_driver_minor_compat.find(major);
   if (compat != table.min_driver_minor_compat.end() &&
       CompareVersions(*facts.driver_version, compat->second) >= 0) {
     check.status = CheckStatus::kWarn;
     check.finding += "; driver " + *facts.driver_version + " is older but within CUDA " +
-                     std::to_string(major) + ".x minor-version compatibility (>= " + compat->second + ")";
-    check.fix = "most code runs; PTX JIT of newer kernels fails. Upgrade the driver to >= " + *min_driver +
-                " or install the cuda-compat package";
+                     std::to_string(major) +
+                     ".x minor-version compatibility (>= " + compat->second + ")";
+    check.fix =
+        "most code runs; PTX JIT of newer kernels fails. Upgrade the driver to >= " + *min_driver +
+        " or install the cuda-compat package";
     return check;
   }
   check.status = CheckStatus::kFail;
   check.finding += "; driver " + *facts.driver_version + " is too old";
-  check.fix = "upgrade the NVIDIA driver to >= " + *min_driver + ", or use a CUDA toolkit the driver supports";
+  check.fix = "upgrade the NVIDIA driver to >= " + *min_driver +
+              ", or use a CUDA toolkit the driver supports";
   return check;
 }
 
-DoctorCheck FrameworkCheck(const FrameworkFacts& fw, const SystemFacts& facts, const DriverTable& table) {
+DoctorCheck FrameworkCheck(const FrameworkFacts& fw, const SystemFacts& facts,
+                           const DriverTable& table) {
   DoctorCheck check{"framework:" + fw.name, CheckStatus::kOk, fw.name + " " + fw.version, ""};
   if (!fw.cuda_build) {
     check.status = facts.driver_version ? CheckStatus::kFail : CheckStatus::kOk;
@@ -371,10 +392,12 @@ DoctorCheck FrameworkCheck(const FrameworkFacts& fw, const SystemFacts& facts, c
     return check;
   }
   auto min_driver = MinDriverFor(table, *fw.cuda_build);
-  int major = static_cast<int>(ParseInt(Split(*fw.cuda_build, '.')[0]).ok() ? *ParseInt(Split(*fw.cuda_build, '.')[0]) : 0);
+  int major = static_cast<int>(
+      ParseInt(Split(*fw.cuda_build, '.')[0]).ok() ? *ParseInt(Split(*fw.cuda_build, '.')[0]) : 0);
   auto compat = table.min_driver_minor_compat.find(major);
   std::string needed = compat != table.min_driver_minor_compat.end() ? compat->second
-                       : min_driver ? *min_driver : "";
+                       : min_driver                                  ? *min_driver
+                                                                     : "";
   if (!needed.empty() && CompareVersions(*facts.driver_version, needed) < 0) {
     check.status = CheckStatus::kFail;
     check.finding += "; driver " + *facts.driver_version + " is older than its minimum " + needed;
@@ -414,9 +437,12 @@ DoctorCheck VisibilityCheck(const SystemFacts& facts) {
     }
   }
   if (facts.in_container && facts.nvidia_device_files.empty()) {
-    check.status = CheckStatus::kWarn;
+    // A CPU-only container is legitimate; on a GPU server this is the classic missing runtime.
+    check.status = CheckStatus::kSkipped;
     check.finding = "running in a container with no /dev/nvidia* devices";
-    check.fix = "start the container with the NVIDIA runtime (docker run --gpus all, nvidia-container-toolkit)";
+    check.fix =
+        "start the container with the NVIDIA runtime (docker run --gpus all, "
+        "nvidia-container-toolkit)";
     return check;
   }
   if (facts.gpus.empty()) {
@@ -440,7 +466,8 @@ DoctorCheck PerGpuCheck(const SystemFacts& facts, const std::string& name,
   }
   std::string problems;
   for (size_t i = 0; i < facts.gpus.size(); ++i) {
-    if (auto p = problem(facts.gpus[i])) problems += (problems.empty() ? "" : "; ") + ("GPU " + std::to_string(i) + ": " + *p);
+    if (auto p = problem(facts.gpus[i]))
+      problems += (problems.empty() ? "" : "; ") + ("GPU " + std::to_string(i) + ": " + *p);
   }
   if (!problems.empty()) {
     check.status = CheckStatus::kWarn;
@@ -460,15 +487,21 @@ DoctorCheck DiskCheck(const SystemFacts& facts, const DoctorOptions& options) {
     return check;
   }
   double free = *facts.disk_free_bytes;
-  // Without a model: 50 GiB holds a few checkpoints of a 1-3 B model (14 bytes/param, calibration README).
-  double needed = options.checkpoint_bytes ? *options.checkpoint_bytes * (options.checkpoints_kept + 1) : 50 * kGiB;
-  check.finding = facts.disk_path + ": " + FormatBytes(free) + " free, " + FormatBytes(needed) +
-                  (options.checkpoint_bytes ? " needed for " + std::to_string(options.checkpoints_kept + 1) + " checkpoints"
-                                            : " suggested");
+  // Without a model: 50 GiB holds a few checkpoints of a 1-3 B model (14 bytes/param, calibration
+  // README).
+  double needed = options.checkpoint_bytes
+                      ? *options.checkpoint_bytes * (options.checkpoints_kept + 1)
+                      : 50 * kGiB;
+  check.finding =
+      facts.disk_path + ": " + FormatBytes(free) + " free, " + FormatBytes(needed) +
+      (options.checkpoint_bytes
+           ? " needed for " + std::to_string(options.checkpoints_kept + 1) + " checkpoints"
+           : " suggested");
   if (free < needed) {
     check.status = free < needed / 4 ? CheckStatus::kFail : CheckStatus::kWarn;
-    check.fix = "free space or point --checkpoint-dir at a larger volume (checkpoints that fail to "
-                "write are lost work)";
+    check.fix =
+        "free space or point --checkpoint-dir at a larger volume (checkpoints that fail to "
+        "write are lost work)";
   }
   return check;
 }
@@ -485,8 +518,9 @@ DoctorCheck ShmCheck(const SystemFacts& facts) {
   // Docker's default /dev/shm is 64 MB; PyTorch DataLoader workers and NCCL use it.
   if (*facts.shm_total_bytes < 1 * kGiB) {
     check.status = CheckStatus::kWarn;
-    check.fix = "give the container more shared memory (docker run --shm-size=16g or --ipc=host); "
-                "DataLoader workers and NCCL fail with 'bus error' otherwise";
+    check.fix =
+        "give the container more shared memory (docker run --shm-size=16g or --ipc=host); "
+        "DataLoader workers and NCCL fail with 'bus error' otherwise";
   }
   return check;
 }
@@ -498,9 +532,15 @@ DoctorCheck NcclCheck(const SystemFacts& facts) {
     auto it = facts.env.find(name);
     return it != facts.env.end() && it->second == "1";
   };
-  if (is_set("NCCL_P2P_DISABLE")) warnings.push_back("NCCL_P2P_DISABLE=1 forces GPU-to-GPU traffic through host memory (slow on NVLink machines)");
-  if (is_set("NCCL_IB_DISABLE")) warnings.push_back("NCCL_IB_DISABLE=1 disables InfiniBand/RoCE: multi-node runs fall back to TCP sockets");
-  if (is_set("NCCL_SHM_DISABLE")) warnings.push_back("NCCL_SHM_DISABLE=1 disables shared-memory transport within a node");
+  if (is_set("NCCL_P2P_DISABLE"))
+    warnings.push_back(
+        "NCCL_P2P_DISABLE=1 forces GPU-to-GPU traffic through host memory (slow on NVLink "
+        "machines)");
+  if (is_set("NCCL_IB_DISABLE"))
+    warnings.push_back(
+        "NCCL_IB_DISABLE=1 disables InfiniBand/RoCE: multi-node runs fall back to TCP sockets");
+  if (is_set("NCCL_SHM_DISABLE"))
+    warnings.push_back("NCCL_SHM_DISABLE=1 disables shared-memory transport within a node");
   if (!warnings.empty()) {
     check.status = CheckStatus::kWarn;
     for (const auto& w : warnings) check.finding += (check.finding.empty() ? "" : "; ") + w;
@@ -509,7 +549,8 @@ DoctorCheck NcclCheck(const SystemFacts& facts) {
   }
   check.finding = "no NCCL variable that slows training is set";
   if (facts.gpus.size() > 1 && !facts.env.count("NCCL_DEBUG")) {
-    check.finding += "; hint: NCCL_DEBUG=INFO logs the transport chosen (NVLink, IB, socket) at start";
+    check.finding +=
+        "; hint: NCCL_DEBUG=INFO logs the transport chosen (NVLink, IB, socket) at start";
   }
   if (!facts.env.count("NCCL_SOCKET_IFNAME")) {
     check.finding += "; hint: for multi-node jobs set NCCL_SOCKET_IFNAME to the fast interface";
@@ -526,8 +567,9 @@ std::vector<DoctorCheck> RunChecks(const SystemFacts& facts, const DriverTable& 
   checks.push_back(ToolkitCheck(facts, table));
   if (facts.frameworks.empty()) {
     checks.push_back({"frameworks", CheckStatus::kSkipped,
-                      facts.python_probe_note.empty() ? "no PyTorch, TensorFlow or JAX found by python3"
-                                                      : facts.python_probe_note,
+                      facts.python_probe_note.empty()
+                          ? "no PyTorch, TensorFlow or JAX found by python3"
+                          : facts.python_probe_note,
                       ""});
   }
   for (const auto& fw : facts.frameworks) checks.push_back(FrameworkCheck(fw, facts, table));
@@ -543,7 +585,8 @@ std::vector<DoctorCheck> RunChecks(const SystemFacts& facts, const DriverTable& 
   checks.push_back(PerGpuCheck(
       facts, "ecc-mode",
       [](const GpuFacts& g) -> std::optional<std::string> {
-        if (g.ecc_enabled && !*g.ecc_enabled && IsDatacenterGpu(g.name)) return g.name + " has ECC disabled";
+        if (g.ecc_enabled && !*g.ecc_enabled && IsDatacenterGpu(g.name))
+          return g.name + " has ECC disabled";
         return std::nullopt;
       },
       "ECC on where the GPU supports it",
@@ -553,8 +596,8 @@ std::vector<DoctorCheck> RunChecks(const SystemFacts& facts, const DriverTable& 
       [](const GpuFacts& g) -> std::optional<std::string> {
         if (g.application_sm_clock_mhz && g.max_sm_clock_mhz &&
             *g.application_sm_clock_mhz < 0.9 * *g.max_sm_clock_mhz) {
-          return "application clock " + FormatNumber(*g.application_sm_clock_mhz, 0) + " MHz < 90 % of max " +
-                 FormatNumber(*g.max_sm_clock_mhz, 0) + " MHz";
+          return "application clock " + FormatNumber(*g.application_sm_clock_mhz, 0) +
+                 " MHz < 90 % of max " + FormatNumber(*g.max_sm_clock_mhz, 0) + " MHz";
         }
         return std::nullopt;
       },

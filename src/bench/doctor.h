@@ -29,17 +29,18 @@ struct GpuFacts {
   std::string name;
   std::string driver_version;
   std::optional<bool> persistence_mode;
-  std::optional<bool> ecc_enabled;          // nullopt = not supported / N/A
+  std::optional<bool> ecc_enabled;  // nullopt = not supported / N/A
   std::optional<double> sm_clock_mhz;
   std::optional<double> max_sm_clock_mhz;
   std::optional<double> application_sm_clock_mhz;
 };
 
 struct FrameworkFacts {
-  std::string name;     // "torch", "tensorflow", "jax"
+  std::string name;  // "torch", "tensorflow", "jax"
   std::string version;
-  std::optional<std::string> cuda_build;  // CUDA version the wheel was built for; nullopt = CPU build
-  std::optional<bool> gpu_available;      // the framework's own view (torch.cuda.is_available())
+  std::optional<std::string>
+      cuda_build;                     // CUDA version the wheel was built for; nullopt = CPU build
+  std::optional<bool> gpu_available;  // the framework's own view (torch.cuda.is_available())
 };
 
 struct SystemFacts {
@@ -50,7 +51,7 @@ struct SystemFacts {
   std::vector<std::string> nvidia_device_files;  // /dev/nvidia0, /dev/nvidiactl, ...
   // CUDA toolkit on this machine.
   std::optional<std::string> cuda_toolkit_version;  // "12.4" / "13.0.88"
-  std::string cuda_toolkit_source;                   // "nvcc" or a version.json path
+  std::string cuda_toolkit_source;                  // "nvcc" or a version.json path
   // Frameworks seen by the first python3 on PATH.
   std::vector<FrameworkFacts> frameworks;
   std::string python_probe_note;
@@ -72,8 +73,8 @@ struct DoctorOptions {
 // Minimum Linux driver per CUDA toolkit version (catalog/cuda_driver.csv) and per major
 // version under minor-version compatibility (catalog/cuda_minor_compat.csv).
 struct DriverTable {
-  std::map<std::string, std::string> min_driver_by_cuda;   // "12.4" -> "550.54.14"
-  std::map<int, std::string> min_driver_minor_compat;      // 12 -> "525.60.13"
+  std::map<std::string, std::string> min_driver_by_cuda;  // "12.4" -> "550.54.14"
+  std::map<int, std::string> min_driver_minor_compat;     // 12 -> "525.60.13"
 };
 Result<DriverTable> LoadDriverTable(const std::string& catalog_dir);
 

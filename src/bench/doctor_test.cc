@@ -53,13 +53,16 @@ TEST(DoctorTest, ParsesNvidiaSmiQuery) {
 }
 
 TEST(DoctorTest, ParsesNvccAndFrameworkProbe) {
-  EXPECT_EQ(ParseNvccVersion("nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, release 12.4, V12.4.131\n"),
+  EXPECT_EQ(ParseNvccVersion("nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, "
+                             "release 12.4, V12.4.131\n"),
             "12.4.131");
   EXPECT_FALSE(ParseNvccVersion("garbage").has_value());
   auto fws = ParseFrameworkProbe(
-      "{\"name\": \"torch\", \"version\": \"2.3.0\", \"cuda_build\": \"12.1\", \"gpu_available\": true}\n"
+      "{\"name\": \"torch\", \"version\": \"2.3.0\", \"cuda_build\": \"12.1\", \"gpu_available\": "
+      "true}\n"
       "not json\n"
-      "{\"name\": \"jax\", \"version\": \"0.4.30\", \"cuda_build\": \"12030\", \"gpu_available\": false}\n"
+      "{\"name\": \"jax\", \"version\": \"0.4.30\", \"cuda_build\": \"12030\", \"gpu_available\": "
+      "false}\n"
       "{\"name\": \"tensorflow\", \"version\": \"2.16\", \"cuda_build\": null}\n");
   ASSERT_EQ(fws.size(), 3u);
   EXPECT_EQ(fws[0].cuda_build, "12.1");

@@ -28,11 +28,13 @@ bool ProgramExists(const std::string& program) {
   return false;
 }
 
-Result<CaptureResult> RunCapture(const std::vector<std::string>& argv, const CaptureOptions& options) {
+Result<CaptureResult> RunCapture(const std::vector<std::string>& argv,
+                                 const CaptureOptions& options) {
   if (argv.empty()) return Status::InvalidInput("RunCapture: empty argv");
   if (!ProgramExists(argv[0])) return Status::NotFound(argv[0] + ": program not found");
   int in_pipe[2], out_pipe[2], err_pipe[2];
-  if (pipe2(in_pipe, O_CLOEXEC) != 0) return Status::IoError(std::string("pipe: ") + std::strerror(errno));
+  if (pipe2(in_pipe, O_CLOEXEC) != 0)
+    return Status::IoError(std::string("pipe: ") + std::strerror(errno));
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
     return Status::IoError(std::string("pipe: ") + std::strerror(errno));
   }
@@ -68,18 +70,21 @@ Result<CaptureResult> RunCapture(const std::vector<std::string>& argv, const Cap
   int open_fds = 2;
   char buf[16384];
   while (open_fds > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       result.timed_out = true;
       kill(-pid, SIGKILL);
       break;
     }
-    if (poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 500))) < 0 && errno != EINTR) break;
+    if (poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 500))) < 0 && errno != EINTR)
+      break;
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       ssize_t got = read(fds[i].fd, buf, sizeof buf);
       if (got > 0) {
-        size_t room = options.max_output_bytes - std::min(options.max_output_bytes, sinks[i]->size());
+        size_t room =
+            options.max_output_bytes - std::min(options.max_output_bytes, sinks[i]->size());
         sinks[i]->append(buf, std::min(room, static_cast<size_t>(got)));
       } else if (got == 0 || errno != EINTR) {
         close(fds[i].fd);
@@ -94,8 +99,10 @@ Result<CaptureResult> RunCapture(const std::vector<std::string>& argv, const Cap
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  if (WIFEXITED(status))
+    result.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    result.exit_code = 128 + WTERMSIG(status);
   if (result.exit_code == 127 && result.out.empty()) {
     return Status::NotFound(argv[0] + ": could not be executed");
   }

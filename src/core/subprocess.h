@@ -26,7 +26,8 @@ struct CaptureOptions {
 
 // NotFound when argv[0] cannot be executed (not on PATH); otherwise the result, whatever the
 // exit code.
-Result<CaptureResult> RunCapture(const std::vector<std::string>& argv, const CaptureOptions& options = {});
+Result<CaptureResult> RunCapture(const std::vector<std::string>& argv,
+                                 const CaptureOptions& options = {});
 
 // True when `program` (no '/') is found on PATH and executable, or is an executable path.
 bool ProgramExists(const std::string& program);
