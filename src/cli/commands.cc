@@ -4,27 +4,33 @@
 namespace fulcrum::cli {
 
 // Each Register* is defined in cmd_<name>.cc.
-void RegisterVersion(CLI::App& root, CliContext& ctx);
 void RegisterPlan(CLI::App& root, CliContext& ctx);
 void RegisterFit(CLI::App& root, CliContext& ctx);
 void RegisterEstimate(CLI::App& root, CliContext& ctx);
-void RegisterSpot(CLI::App& root, CliContext& ctx);
-void RegisterGpus(CLI::App& root, CliContext& ctx);
 void RegisterOffers(CLI::App& root, CliContext& ctx);
+void RegisterGpus(CLI::App& root, CliContext& ctx);
 void RegisterProviders(CLI::App& root, CliContext& ctx);
+void RegisterSpot(CLI::App& root, CliContext& ctx);
 void RegisterCatalog(CLI::App& root, CliContext& ctx);
+void RegisterBench(CLI::App& root, CliContext& ctx);
+void RegisterDoctor(CLI::App& root, CliContext& ctx);
+void RegisterVersion(CLI::App& root, CliContext& ctx);
 
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
+      // Choose
       {"plan", RegisterPlan},
-      {"version", RegisterVersion},
       {"fit", RegisterFit},
       {"estimate", RegisterEstimate},
-      {"spot", RegisterSpot},
       {"offers", RegisterOffers},
       {"gpus", RegisterGpus},
       {"providers", RegisterProviders},
+      {"spot", RegisterSpot},
       {"catalog", RegisterCatalog},
+      // Validate
+      {"bench", RegisterBench},
+      {"doctor", RegisterDoctor},
+      {"version", RegisterVersion},
   };
   return kCommands;
 }

@@ -1,0 +1,54 @@
+// The GPU half of `fulcrum bench`: runs the fulcrum-gpubench program (built only where a CUDA
+// toolkit was found, installed next to the fulcrum binary), parses its JSON, and compares each
+// figure with the datasheet value of the detected GPU: percent of spec and a verdict ("ok",
+// "low" below 70 % of spec, "unstable" when the sustained run swings more than 30 %). When the
+// program is missing or finds no GPU, the result says why instead. Blocking; thread-compatible.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/status.h"
+
+namespace fulcrum::bench {
+
+// Datasheet figures of one catalog GPU (filled by the caller from the catalog).
+struct Datasheet {
+  std::string name;
+  double memory_gib = 0;
+  std::optional<double> bf16_tflops, fp16_tflops, tf32_tflops, fp32_tflops;
+  std::optional<double> memory_bandwidth_bytes_per_second;
+};
+
+// Picks the catalog GPU that a CUDA device name ("NVIDIA H100 80GB HBM3") and its memory size
+// denote: same family token, PCIe/SXM/NVL form factor, closest memory. nullopt when none fits.
+std::optional<size_t> MatchDatasheet(const std::string& device_name, double memory_bytes,
+                                     const std::vector<Datasheet>& candidates);
+
+struct GpuBenchOptions {
+  std::string program;  // path of fulcrum-gpubench; "" = next to the running executable
+  double stability_seconds = 30;
+  bool quick = false;
+  int device = 0;
+};
+
+// Runs the program. Ok with skipped_reason set when it is absent or finds no GPU; a non-ok Status
+// only for a failure worth an error exit (the program crashed or printed garbage).
+struct GpuBenchRun {
+  std::optional<std::string> skipped_reason;
+  std::string json_text;  // fulcrum-gpubench's JSON when it ran
+};
+Result<GpuBenchRun> RunGpuBench(const GpuBenchOptions& options);
+
+// Builds the report object for `bench --json`'s "gpu" key from the program's JSON and the
+// matched datasheet (may be null): adds spec, percent_of_spec and verdict to each figure.
+Result<nlohmann::json> BuildGpuReport(const std::string& json_text, const Datasheet* datasheet);
+
+// Verdicts (exposed for tests).
+std::string SpecVerdict(double measured, std::optional<double> spec);  // "ok" | "low" | "unknown"
+std::string StabilityVerdict(double min_tflops, double max_tflops, double mean_tflops);
+
+}  // namespace fulcrum::bench

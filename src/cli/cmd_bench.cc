@@ -1,0 +1,308 @@
+// `fulcrum bench`: measures this server against its datasheet (GPU via fulcrum-gpubench, disk
+// via bench/disk.h), optionally saves and compares results.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench/disk.h"
+#include "bench/gpu_bench.h"
+#include "catalog/catalog.h"
+#include "cli/command.h"
+#include "core/parse.h"
+#include "core/paths.h"
+#include "core/progress.h"
+#include "core/table.h"
+
+namespace fulcrum::cli {
+namespace {
+
+struct BenchFlags {
+  bool quick = false, standard = false, long_run = false;
+  bool json = false;
+  bool skip_gpu = false, skip_disk = false;
+  std::string checkpoint_dir = ".";
+  std::string checkpoint_size;
+  std::string disk_size;
+  std::string compare_file;
+  std::string output_file;
+  int device = 0;
+};
+
+struct Mode {
+  const char* name;
+  double disk_bytes;
+  double stability_seconds;
+};
+
+Mode ChooseMode(const BenchFlags& flags) {
+  if (flags.long_run) return {"long", 8.0 * (1 << 30), 600};
+  if (flags.standard) return {"standard", 2.0 * (1 << 30), 60};
+  if (flags.quick) return {"quick", 256.0 * (1 << 20), 5};
+  return {"standard", 2.0 * (1 << 30), 60};
+}
+
+std::vector<bench::Datasheet> Datasheets(const catalog::Catalog& cat) {
+  std::vector<bench::Datasheet> sheets;
+  for (const auto& gpu : cat.gpus()) {
+    bench::Datasheet d;
+    d.name = gpu.name;
+    d.memory_gib = gpu.memory_gib;
+    d.bf16_tflops = gpu.bf16_tflops;
+    d.fp16_tflops = gpu.fp16_tflops;
+    d.tf32_tflops = gpu.tf32_tflops;
+    d.fp32_tflops = gpu.fp32_tflops;
+    if (gpu.memory_bandwidth_gbps > 0)
+      d.memory_bandwidth_bytes_per_second = gpu.memory_bandwidth_gbps * 1e9;
+    sheets.push_back(std::move(d));
+  }
+  return sheets;
+}
+
+// Key figures of a bench JSON, by name, for --compare.
+std::map<std::string, double> KeyFigures(const nlohmann::json& doc) {
+  std::map<std::string, double> figures;
+  if (doc.contains("disk") && doc["disk"].is_object() &&
+      doc["disk"]["write_bytes_per_second"].is_number()) {
+    figures["disk_write_bytes_per_second"] = doc["disk"]["write_bytes_per_second"].get<double>();
+  }
+  if (doc.contains("gpu") && doc["gpu"].is_object()) {
+    const auto& gpu = doc["gpu"];
+    if (gpu.contains("gemm")) {
+      for (const auto& g : gpu["gemm"]) {
+        if (g["tflops"].is_number())
+          figures["gemm_" + g.value("dtype", "?") + "_tflops"] = g["tflops"].get<double>();
+      }
+    }
+    for (const char* key :
+         {"memory_bandwidth_bytes_per_second", "h2d_bytes_per_second", "d2h_bytes_per_second"}) {
+      if (gpu.contains(key) && gpu[key].is_number()) figures[key] = gpu[key].get<double>();
+    }
+    if (gpu.contains("stability") && gpu["stability"]["mean_tflops"].is_number()) {
+      figures["stability_mean_tflops"] = gpu["stability"]["mean_tflops"].get<double>();
+    }
+  }
+  return figures;
+}
+
+void RunBench(CliContext& ctx, const BenchFlags& flags) {
+  Mode mode = ChooseMode(flags);
+  nlohmann::json old_doc;
+  if (!flags.compare_file.empty()) {
+    std::ifstream in(flags.compare_file);
+    if (!in) return ReportError(ctx, Status::InvalidInput(flags.compare_file + ": cannot open"));
+    old_doc = nlohmann::json::parse(in, nullptr, false);
+    if (!old_doc.is_object()) {
+      return ReportError(ctx, Status::InvalidInput(flags.compare_file +
+                                                   ": expected a `fulcrum bench --json` result"));
+    }
+  }
+  std::optional<double> checkpoint_bytes;
+  if (!flags.checkpoint_size.empty()) {
+    auto bytes = ParseBytes(flags.checkpoint_size);
+    if (!bytes.ok()) return ReportError(ctx, bytes.status().WithContext("--checkpoint-size"));
+    checkpoint_bytes = *bytes;
+  }
+  double disk_bytes = mode.disk_bytes;
+  if (!flags.disk_size.empty()) {
+    auto bytes = ParseBytes(flags.disk_size);
+    if (!bytes.ok() || *bytes <= 0)
+      return ReportError(ctx,
+                         Status::InvalidInput("--disk-size: expected a size such as 1GiB, found '" +
+                                              flags.disk_size + "'"));
+    disk_bytes = *bytes;
+  }
+
+  nlohmann::json result;
+  result["mode"] = mode.name;
+  // GPU part.
+  if (flags.skip_gpu) {
+    result["gpu"] = nullptr;
+    result["gpu_skipped_reason"] = "skipped by --skip-gpu";
+  } else {
+    if (!flags.json && isatty(STDERR_FILENO)) {
+      std::fprintf(stderr, "GPU bench running (about %.0f s)...\n", mode.stability_seconds + 30);
+    }
+    bench::GpuBenchOptions gpu_options;
+    gpu_options.quick = flags.quick;
+    gpu_options.stability_seconds = mode.stability_seconds;
+    gpu_options.device = flags.device;
+    auto run = bench::RunGpuBench(gpu_options);
+    if (!run.ok()) return ReportError(ctx, run.status());
+    if (run->skipped_reason) {
+      result["gpu"] = nullptr;
+      result["gpu_skipped_reason"] = *run->skipped_reason;
+    } else {
+      auto cat = catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir));
+      if (!cat.ok()) return ReportError(ctx, cat.status());
+      auto sheets = Datasheets(*cat);
+      auto raw = nlohmann::json::parse(run->json_text, nullptr, false);
+      const bench::Datasheet* sheet = nullptr;
+      if (raw.is_object() && raw.contains("device")) {
+        auto index = bench::MatchDatasheet(raw["device"].value("name", ""),
+                                           raw["device"].value("memory_bytes", 0.0), sheets);
+        if (index) sheet = &sheets[*index];
+      }
+      auto report = bench::BuildGpuReport(run->json_text, sheet);
+      if (!report.ok()) return ReportError(ctx, report.status());
+      result["gpu"] = *report;
+      result["gpu_skipped_reason"] = nullptr;
+    }
+  }
+  // Disk part.
+  if (flags.skip_disk) {
+    result["disk"] = nullptr;
+  } else {
+    bench::DiskBenchOptions disk_options;
+    disk_options.directory = flags.checkpoint_dir;
+    disk_options.total_bytes = disk_bytes;
+    disk_options.checkpoint_bytes = checkpoint_bytes;
+    ProgressBar bar(stderr, !flags.json);
+    auto disk = bench::RunDiskBench(
+        disk_options, [&](double f) { bar.Update(f, "disk write " + flags.checkpoint_dir); });
+    bar.Finish();
+    if (!disk.ok()) return ReportError(ctx, disk.status());
+    std::error_code ec;
+    result["disk"] = {
+        {"path",
+         std::filesystem::weakly_canonical(std::filesystem::absolute(disk->path, ec), ec).string()},
+        {"written_bytes", disk->written_bytes},
+        {"seconds", disk->seconds},
+        {"write_bytes_per_second", disk->write_bytes_per_second},
+        {"checkpoint_bytes", disk->checkpoint_bytes ? nlohmann::json(*disk->checkpoint_bytes)
+                                                    : nlohmann::json(nullptr)},
+        {"checkpoint_seconds", disk->checkpoint_seconds ? nlohmann::json(*disk->checkpoint_seconds)
+                                                        : nlohmann::json(nullptr)},
+        {"free_bytes",
+         disk->free_bytes ? nlohmann::json(*disk->free_bytes) : nlohmann::json(nullptr)}};
+  }
+  // Comparison.
+  if (!old_doc.is_null()) {
+    auto before = KeyFigures(old_doc);
+    auto after = KeyFigures(result);
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& [name, old_value] : before) {
+      auto it = after.find(name);
+      if (it == after.end()) continue;
+      rows.push_back(
+          {{"metric", name},
+           {"old", old_value},
+           {"new", it->second},
+           {"change_fraction", old_value != 0 ? nlohmann::json((it->second - old_value) / old_value)
+                                              : nlohmann::json(nullptr)}});
+    }
+    result["comparison"] = rows;
+  }
+  if (!flags.output_file.empty()) {
+    std::ofstream out(flags.output_file);
+    out << result.dump(2) << "\n";
+    if (!out) return ReportError(ctx, Status::IoError(flags.output_file + ": cannot write"));
+  }
+
+  if (flags.json) return PrintJson(ctx, result);
+  ctx.out << "fulcrum bench (" << mode.name << ")\n\n";
+  if (result["gpu"].is_null()) {
+    ctx.out << "GPU: skipped: " << result["gpu_skipped_reason"].get<std::string>() << "\n";
+  } else {
+    const auto& gpu = result["gpu"];
+    ctx.out << "GPU: " << gpu["device"].value("name", "?") << " (datasheet: "
+            << (gpu["datasheet_gpu"].is_null() ? std::string("not in catalog")
+                                               : gpu["datasheet_gpu"].get<std::string>())
+            << ")\n";
+    Table t({"figure", "measured", "spec", "% of spec", "verdict"},
+            {Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kLeft});
+    auto num = [](const nlohmann::json& v, double scale, int decimals) {
+      return v.is_number() ? FormatNumber(v.get<double>() / scale, decimals) : std::string("-");
+    };
+    for (const auto& g : gpu["gemm"]) {
+      t.AddRow({g.value("dtype", "?") + " GEMM TFLOP/s", num(g["tflops"], 1, 1),
+                num(g["spec"], 1, 1), num(g["percent_of_spec"], 1, 0), g.value("verdict", "")});
+    }
+    const auto& bw = gpu["memory_bandwidth"];
+    t.AddRow({"memory GB/s", num(bw["measured_bytes_per_second"], 1e9, 0), num(bw["spec"], 1e9, 0),
+              num(bw["percent_of_spec"], 1, 0), bw.value("verdict", "")});
+    t.AddRow({"host->device GB/s", num(gpu["h2d_bytes_per_second"], 1e9, 1), "-", "-", ""});
+    t.AddRow({"device->host GB/s", num(gpu["d2h_bytes_per_second"], 1e9, 1), "-", "-", ""});
+    const auto& st = gpu["stability"];
+    t.AddRow({"sustained bf16 TFLOP/s", num(st["mean_tflops"], 1, 1), "-", "-",
+              st.value("verdict", "") + " (swing " + num(st["swing_fraction"], 0.01, 0) + " %)"});
+    ctx.out << t.Render();
+  }
+  if (!result["disk"].is_null()) {
+    const auto& d = result["disk"];
+    ctx.out << "\nDisk: " << d["path"].get<std::string>() << ": sequential write with fsync "
+            << FormatNumber(d["write_bytes_per_second"].get<double>() / 1e6, 0) << " MB/s ("
+            << FormatBytes(d["written_bytes"].get<double>()) << " in "
+            << FormatNumber(d["seconds"].get<double>(), 2) << " s)";
+    if (d["checkpoint_seconds"].is_number()) {
+      ctx.out << "; a " << FormatBytes(d["checkpoint_bytes"].get<double>())
+              << " checkpoint takes about "
+              << FormatDuration(d["checkpoint_seconds"].get<double>());
+    }
+    ctx.out << "\n";
+  }
+  if (result.contains("comparison")) {
+    Table t({"metric", "old", "new", "change"},
+            {Align::kLeft, Align::kRight, Align::kRight, Align::kRight});
+    for (const auto& row : result["comparison"]) {
+      t.AddRow({row["metric"].get<std::string>(), FormatNumber(row["old"].get<double>(), 3),
+                FormatNumber(row["new"].get<double>(), 3),
+                row["change_fraction"].is_number()
+                    ? FormatNumber(100 * row["change_fraction"].get<double>(), 1) + " %"
+                    : "-"});
+    }
+    ctx.out << "\nCompared with " << flags.compare_file << ":\n" << t.Render();
+  }
+}
+
+}  // namespace
+
+void RegisterBench(CLI::App& root, CliContext& ctx) {
+  auto flags = std::make_shared<BenchFlags>();
+  auto* cmd =
+      root.add_subcommand("bench", "Measure this server's GPUs and disk against their datasheet");
+  cmd->description(
+      "Measure this server's GPU and checkpoint disk, and compare with the datasheet.\n\n"
+      "GPU (needs fulcrum-gpubench, built where a CUDA toolkit was found): cuBLAS GEMM TFLOP/s in\n"
+      "bf16, fp16, tf32 and fp32 (each result checked against a reference first), device memory\n"
+      "bandwidth (copy kernel, bytes read + written), pinned host<->device bandwidth, "
+      "peer-to-peer\n"
+      "bandwidth, and a sustained-GEMM stability run. Each figure gets % of the catalog's spec\n"
+      "for the detected GPU and a verdict: low below 70 % of spec, unstable above a 30 % swing.\n"
+      "Disk: sequential write with fsync to --checkpoint-dir, and the time a checkpoint of\n"
+      "--checkpoint-size would take. Without a GPU the GPU part says why and the rest runs.\n\n"
+      "Modes: --quick (256 MiB disk, 5 s stability), --standard (2 GiB, 60 s; default),\n"
+      "--long (8 GiB, 10 min).\n\n"
+      "Examples:\n"
+      "  fulcrum bench --quick --checkpoint-dir /data/ckpt --checkpoint-size 98GB\n"
+      "  fulcrum bench --json --output today.json && fulcrum bench --compare today.json");
+  auto* modes = cmd->add_option_group("mode");
+  modes->add_flag("--quick", flags->quick, "Short run (about a minute)");
+  modes->add_flag("--standard", flags->standard, "Default run (a few minutes)");
+  modes->add_flag("--long", flags->long_run, "Long stability run (about 15 minutes)");
+  modes->require_option(0, 1);
+  cmd->add_flag(
+      "--json", flags->json,
+      "Print the result object as JSON ({\"gpu\", \"gpu_skipped_reason\", \"disk\", ...})");
+  cmd->add_option("--checkpoint-dir", flags->checkpoint_dir,
+                  "Directory to measure (where checkpoints go)")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-size", flags->checkpoint_size,
+                  "Checkpoint size to time, e.g. 98GB (7B model, 14 bytes/param)");
+  cmd->add_option("--disk-size", flags->disk_size,
+                  "Bytes to write in the disk test (overrides the mode)");
+  cmd->add_option("--device", flags->device, "CUDA device index to measure")->capture_default_str();
+  cmd->add_flag("--skip-gpu", flags->skip_gpu, "Do not run the GPU part");
+  cmd->add_flag("--skip-disk", flags->skip_disk, "Do not run the disk part");
+  cmd->add_option("--output,-o", flags->output_file, "Also save the JSON result to FILE");
+  cmd->add_option("--compare", flags->compare_file,
+                  "Compare with a saved result (from --output or --json)");
+  cmd->callback([&ctx, flags] { RunBench(ctx, *flags); });
+}
+
+}  // namespace fulcrum::cli

@@ -1,0 +1,92 @@
+// `fulcrum doctor`: checks the server's software stack (see bench/doctor.h).
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench/doctor.h"
+#include "cli/command.h"
+#include "core/parse.h"
+#include "core/paths.h"
+
+namespace fulcrum::cli {
+namespace {
+
+struct DoctorFlags {
+  bool json = false;
+  std::string checkpoint_dir = ".";
+  std::string checkpoint_size;
+  int keep = 3;
+};
+
+void RunDoctor(CliContext& ctx, const DoctorFlags& flags) {
+  bench::DoctorOptions options;
+  options.checkpoint_dir = flags.checkpoint_dir;
+  options.checkpoints_kept = flags.keep;
+  if (!flags.checkpoint_size.empty()) {
+    auto bytes = ParseBytes(flags.checkpoint_size);
+    if (!bytes.ok()) return ReportError(ctx, bytes.status().WithContext("--checkpoint-size"));
+    options.checkpoint_bytes = *bytes;
+  }
+  auto table = bench::LoadDriverTable(DefaultCatalogDir(ctx.catalog_dir));
+  if (!table.ok()) return ReportError(ctx, table.status());
+  bench::SystemFacts facts = bench::GatherFacts(options);
+  std::vector<bench::DoctorCheck> checks = bench::RunChecks(facts, *table, options);
+
+  if (flags.json) {
+    nlohmann::json out = {{"checks", nlohmann::json::array()}};
+    for (const auto& c : checks) {
+      out["checks"].push_back(
+          {{"name", c.name},
+           {"status", bench::CheckStatusName(c.status)},
+           {"finding", c.finding},
+           {"fix", c.fix.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.fix)}});
+    }
+    PrintJson(ctx, out);
+    return;
+  }
+  int counts[4] = {0, 0, 0, 0};
+  for (const auto& c : checks) {
+    ++counts[static_cast<int>(c.status)];
+    char head[64];
+    std::snprintf(head, sizeof head, "%-7s %-18s ", bench::CheckStatusName(c.status),
+                  c.name.c_str());
+    ctx.out << head << c.finding << "\n";
+    if (!c.fix.empty() && c.status != bench::CheckStatus::kOk)
+      ctx.out << std::string(27, ' ') << "fix: " << c.fix << "\n";
+  }
+  ctx.out << "\n"
+          << counts[0] << " ok, " << counts[1] << " warn, " << counts[2] << " fail, " << counts[3]
+          << " skipped\n";
+}
+
+}  // namespace
+
+void RegisterDoctor(CLI::App& root, CliContext& ctx) {
+  auto flags = std::make_shared<DoctorFlags>();
+  auto* cmd = root.add_subcommand("doctor", "Check the GPU software stack of this server");
+  cmd->description(
+      "Check the GPU software stack of this server: NVIDIA driver vs the CUDA toolkit and the "
+      "CUDA\n"
+      "builds of PyTorch / TensorFlow / JAX (minimum drivers from catalog/cuda_driver.csv, "
+      "NVIDIA's\n"
+      "release notes), GPU visibility (CUDA_VISIBLE_DEVICES, container runtime), persistence "
+      "mode,\n"
+      "ECC, application clocks, free disk in the checkpoint directory, /dev/shm, NCCL variables.\n"
+      "Each check prints ok / warn / fail / skipped, what was found and how to fix it. Runs on a\n"
+      "machine without a GPU and says what it could not check. Exit 0 when the checks ran,\n"
+      "whatever they found; 2 on bad input.\n\n"
+      "Example: fulcrum doctor --checkpoint-dir /data/ckpt --checkpoint-size 98GB");
+  cmd->add_flag("--json", flags->json, "Print {\"checks\": [{name, status, finding, fix}]}");
+  cmd->add_option("--checkpoint-dir", flags->checkpoint_dir,
+                  "Directory checkpoints go to (disk check)")
+      ->capture_default_str();
+  cmd->add_option(
+      "--checkpoint-size", flags->checkpoint_size,
+      "Size of one checkpoint (e.g. 98GB for a 7B model at 14 bytes/param); the disk check "
+      "then asks for room for --keep + 1 of them");
+  cmd->add_option("--keep", flags->keep, "Checkpoints kept (disk check)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->callback([&ctx, flags] { RunDoctor(ctx, *flags); });
+}
+
+}  // namespace fulcrum::cli

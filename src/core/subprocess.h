@@ -1,0 +1,35 @@
+// Runs a short-lived helper program (nvidia-smi, nvcc, python3, sbatch ...) and captures its
+// output: argv only, never a shell string; a timeout after which the whole process group is
+// killed; stdout and stderr captured separately (each capped). For long-running supervised
+// children see supervise/. Thread-compatible: concurrent calls from different threads are fine.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace fulcrum {
+
+struct CaptureResult {
+  int exit_code = -1;  // exit status; 128+N when killed by signal N
+  std::string out;
+  std::string err;
+  bool timed_out = false;
+};
+
+struct CaptureOptions {
+  double timeout_seconds = 30;
+  size_t max_output_bytes = 4 << 20;  // per stream; the rest is discarded
+  std::string stdin_text;
+};
+
+// NotFound when argv[0] cannot be executed (not on PATH); otherwise the result, whatever the
+// exit code.
+Result<CaptureResult> RunCapture(const std::vector<std::string>& argv,
+                                 const CaptureOptions& options = {});
+
+// True when `program` (no '/') is found on PATH and executable, or is an executable path.
+bool ProgramExists(const std::string& program);
+
+}  // namespace fulcrum
