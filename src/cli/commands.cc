@@ -5,10 +5,18 @@ namespace fulcrum::cli {
 
 // Each Register* is defined in cmd_<name>.cc.
 void RegisterVersion(CLI::App& root, CliContext& ctx);
+void RegisterRun(CLI::App& root, CliContext& ctx);
+void RegisterSubmit(CLI::App& root, CliContext& ctx);
+void RegisterStatus(CLI::App& root, CliContext& ctx);
+void RegisterCost(CLI::App& root, CliContext& ctx);
 
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
       {"version", RegisterVersion},
+      {"run", RegisterRun},
+      {"submit", RegisterSubmit},
+      {"status", RegisterStatus},
+      {"cost", RegisterCost},
   };
   return kCommands;
 }
