@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -63,6 +64,8 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
   if (pid < 0) return Status::IoError(std::string("fork: ") + strerror(errno));
   if (pid == 0) {
     ::setpgid(0, 0);
+    // If the supervisor dies (kill -9), its job must not run on unsupervised and unbilled.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     sigset_t all;
     sigemptyset(&all);
     ::sigprocmask(SIG_SETMASK, &all, nullptr);

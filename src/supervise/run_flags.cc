@@ -139,6 +139,7 @@ void AddRunFlags(CLI::App& app, RunFlags& flags) {
                  "Exit code that ends the job without a restart (repeatable); 0 always ends it")
       ->type_name("CODE")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->group("Supervision");
   app.add_option("--preemption", flags.preemption,
                  "Notice sources to watch: aws, gcp, azure (comma list), 'none', or 'auto' = "
@@ -146,6 +147,7 @@ void AddRunFlags(CLI::App& app, RunFlags& flags) {
                  "is always a notice")
       ->type_name("SOURCES")
       ->delimiter(',')
+      ->allow_extra_args(false)
       ->group("Supervision");
 }
 
