@@ -53,14 +53,16 @@ std::string GenerateSbatch(const SbatchSpec& spec) {
   s << ")\n";
   s << "\"${cmd[@]}\" &\n";
   s << "pid=$!\n";
-  s << "trap 'kill -USR1 $pid' USR1\n";
+  s << "notice=0\n";
+  s << "trap 'notice=1; kill -USR1 $pid' USR1\n";
   s << "trap 'kill -TERM $pid' TERM\n";
   s << "rc=0\n";
   s << "while true; do\n";
   s << "  wait $pid; rc=$?\n";
   s << "  kill -0 $pid 2>/dev/null || break  # wait returned for a trapped signal\n";
   s << "done\n";
-  s << "if [ \"$rc\" -eq 75 ] && [ -n \"$SLURM_JOB_ID\" ]; then\n";
+  // Requeue only after Slurm's own advance notice (time limit, preemption), not after scancel.
+  s << "if [ \"$notice\" = 1 ] && [ \"$rc\" -eq 75 ] && [ -n \"$SLURM_JOB_ID\" ]; then\n";
   s << "  echo \"fulcrum: stopped for a notice; requeueing job $SLURM_JOB_ID\"\n";
   s << "  scontrol requeue \"$SLURM_JOB_ID\"\n";
   s << "fi\n";
@@ -132,7 +134,7 @@ Result<std::vector<SlurmJobState>> QuerySlurm(const std::vector<std::string>& jo
   std::string list;
   for (const auto& id : job_ids) list += (list.empty() ? "" : ",") + id;
   FULCRUM_ASSIGN_OR_RETURN(CommandOutput sq,
-                           RunCommand({"squeue", "-h", "-j", list, "-o", "%i|%T|%r"}));
+                           RunCommand({"squeue", "-h", "-t", "all", "-j", list, "-o", "%i|%T|%r"}));
   std::map<std::string, SlurmJobState> found;
   if (sq.exit_code == 0) {
     for (const auto& line : Split(sq.out, '\n')) {
