@@ -16,9 +16,9 @@
 namespace fulcrum::catalog {
 
 struct Gpu {
-  std::string name;          // canonical, e.g. "H100-SXM5-80GB"
-  std::string vendor;        // "NVIDIA", "AMD"
-  std::string architecture;  // "Hopper"
+  std::string name;                  // canonical, e.g. "H100-SXM5-80GB"
+  std::string vendor;                // "NVIDIA", "AMD"
+  std::string architecture;          // "Hopper"
   std::vector<std::string> aliases;  // also accepted, case-insensitively ("H100", "H100-80GB")
   double memory_gib = 0;
   double memory_bandwidth_gbps = 0;  // GB/s
@@ -28,15 +28,16 @@ struct Gpu {
   std::optional<int> pcie_gen;
   std::optional<double> tdp_watts;
   std::string source;
+  std::string note;  // caveats from the sources (conflicts, assumptions)
 };
 
 enum class Interconnect { kUnknown, kPcie, kNvlink };  // kNvlink covers NVLink/NVSwitch (SXM)
 
 struct Offer {
-  std::string provider;       // matches Provider::name
+  std::string provider;  // matches Provider::name
   std::string instance_type;
   std::string region;
-  std::string gpu;            // canonical Gpu::name
+  std::string gpu;  // canonical Gpu::name
   int gpu_count = 1;
   std::optional<int> vcpus;
   std::optional<double> memory_gib;
@@ -45,11 +46,18 @@ struct Offer {
   Interconnect interconnect = Interconnect::kUnknown;
   std::optional<double> network_gbps;  // inter-node network, Gbit/s
   std::string source;
-  std::string origin;  // file the row came from (shipped catalog or a user offers.d file)
+  std::string origin;            // file the row came from (shipped catalog or a user offers.d file)
+  std::string currency = "USD";  // currency the prices were quoted in before conversion
+  std::string note;
+  int line = 0;  // line of the row in `origin`
 };
 
+// "nvlink", "pcie" or "" (unknown): the spelling used in offers.csv and in JSON.
+const char* InterconnectName(Interconnect interconnect);
+
 struct Provider {
-  std::string name;
+  std::string name;          // short id used in offers.csv and on the command line ("aws")
+  std::string display_name;  // "AWS", "Verda (ex-DataCrunch)"
   std::optional<double> billing_granularity_seconds;
   std::optional<double> minimum_billed_seconds;
   std::optional<double> spot_notice_seconds;
@@ -64,20 +72,53 @@ struct Provider {
   std::optional<bool> bare_metal;
   std::string support_notes;
   std::string source;
+  std::string note;
+};
+
+// A currency's rate to USD, from currency.csv (the one place rates are stated).
+struct CurrencyRate {
+  std::string currency;  // ISO 4217 code, e.g. "EUR"
+  double usd_per_unit = 0;
+  std::string date;
+  std::string source;
+};
+
+// The text of each catalog file and the name it is reported under ("catalog/offers.csv").
+struct CatalogFile {
+  std::string name;
+  std::string text;
+};
+
+// Everything Catalog::FromFiles parses. An empty `currency.name` means no currency.csv (USD only).
+struct CatalogFiles {
+  CatalogFile gpus, offers, providers, currency;
+  std::vector<CatalogFile> user_offers;  // applied in order over `offers`
 };
 
 struct LoadOptions {
   bool include_user_offers = true;  // read offers.d (FULCRUM_OFFERS_DIR or the user config dir)
+  // Directory of the user's *.csv offer files; "" = $FULCRUM_OFFERS_DIR, else
+  // UserConfigDir()/offers.d. A missing directory is not an error.
+  std::string user_offers_dir;
 };
+
+// The offers.d directory that LoadOptions{} would read.
+std::string DefaultUserOffersDir();
 
 class Catalog {
  public:
   // Loads dir/gpus.csv, dir/offers.csv, dir/providers.csv (and user offers per `options`).
+  // Also dir/currency.csv when present. A user offer with the key (provider, instance_type,
+  // region) of a shipped offer replaces it; a user offer may name a provider not in
+  // providers.csv. Missing files: NotFound; bad content: InvalidInput naming file:line: field.
   static Result<Catalog> Load(const std::string& dir, const LoadOptions& options = {});
+  // The same validation over texts already in memory (tests, fuzzing, import).
+  static Result<Catalog> FromFiles(const CatalogFiles& files);
 
   const std::vector<Gpu>& gpus() const { return gpus_; }
   const std::vector<Offer>& offers() const { return offers_; }
   const std::vector<Provider>& providers() const { return providers_; }
+  const std::vector<CurrencyRate>& currencies() const { return currencies_; }
 
   // By canonical name or alias, case-insensitive; nullptr if none.
   const Gpu* FindGpu(std::string_view name_or_alias) const;
@@ -89,6 +130,7 @@ class Catalog {
   std::vector<Gpu> gpus_;
   std::vector<Offer> offers_;
   std::vector<Provider> providers_;
+  std::vector<CurrencyRate> currencies_;
   friend class CatalogBuilder;
 };
 

@@ -5,6 +5,10 @@ namespace fulcrum::cli {
 
 // Each Register* is defined in cmd_<name>.cc.
 void RegisterVersion(CLI::App& root, CliContext& ctx);
+void RegisterGpus(CLI::App& root, CliContext& ctx);
+void RegisterOffers(CLI::App& root, CliContext& ctx);
+void RegisterProviders(CLI::App& root, CliContext& ctx);
+void RegisterCatalog(CLI::App& root, CliContext& ctx);
 void RegisterRun(CLI::App& root, CliContext& ctx);
 void RegisterSubmit(CLI::App& root, CliContext& ctx);
 void RegisterStatus(CLI::App& root, CliContext& ctx);
@@ -13,6 +17,10 @@ void RegisterCost(CLI::App& root, CliContext& ctx);
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
       {"version", RegisterVersion},
+      {"offers", RegisterOffers},
+      {"gpus", RegisterGpus},
+      {"providers", RegisterProviders},
+      {"catalog", RegisterCatalog},
       {"run", RegisterRun},
       {"submit", RegisterSubmit},
       {"status", RegisterStatus},

@@ -1,0 +1,455 @@
+#include "catalog/catalog.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "catalog/row_reader.h"
+#include "core/csv.h"
+#include "core/parse.h"
+#include "core/paths.h"
+
+namespace fulcrum::catalog {
+
+// Fills a Catalog's private members; only this file constructs catalogs from files.
+class CatalogBuilder {
+ public:
+  static Result<Catalog> Build(const CatalogFiles& files);
+
+ private:
+  static Status ParseGpus(const CatalogFile& file, Catalog& catalog);
+  static Status ParseProviders(const CatalogFile& file, Catalog& catalog);
+  static Status ParseCurrencies(const CatalogFile& file, Catalog& catalog);
+  static Result<std::vector<Offer>> ParseOffers(const CatalogFile& file, const Catalog& catalog,
+                                                bool user_file);
+  static Result<Offer> ParseOffer(const RowReader& row, const Catalog& catalog, bool user_file);
+};
+
+namespace {
+
+const TableSchema kGpuSchema = {
+    {"name", "vendor", "architecture", "aliases", "memory_gib", "memory_bandwidth_gbps",
+     "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops", "nvlink_gbps",
+     "pcie_gen", "tdp_watts", "source"},
+    {"note"}};
+
+const TableSchema kProviderSchema = {
+    {"provider", "source"},
+    {"display_name", "billing_granularity_seconds", "minimum_billed_seconds", "spot_notice_seconds",
+     "spot_max_discount_pct", "reserved_1y_discount_pct", "reserved_3y_discount_pct",
+     "stopped_instance_bills_disk", "sla_uptime_pct", "gpu_failure_rate_pct_per_year",
+     "support_24x7", "support_response_minutes", "bare_metal", "support_notes", "note"}};
+
+const TableSchema kCurrencySchema = {{"currency", "usd_per_unit", "source"}, {"date", "note"}};
+
+const TableSchema kOfferSchema = {
+    {"provider", "instance_type", "region", "gpu", "gpu_count", "on_demand_per_hour", "source"},
+    {"vcpus", "memory_gib", "currency", "spot_per_hour", "interconnect", "network_gbps", "note"}};
+
+// Limits of plausibility for catalog values (not outside facts: they only catch typos).
+constexpr double kMaxUsdPerHour = 100000;
+constexpr int kMaxGpusPerInstance = 1024;
+constexpr double kMaxSeconds = 31 * 86400.0;
+
+// Case-insensitive, with ' ' and '_' read as '-': "h100 sxm" matches "H100-SXM".
+std::string NameKey(std::string_view name) {
+  std::string key = ToLower(Trim(name));
+  for (char& c : key) {
+    if (c == ' ' || c == '_') c = '-';
+  }
+  return key;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+Result<CsvDocument> ParseWithHeader(const CatalogFile& file, const TableSchema& schema,
+                                    ColumnIndex& columns) {
+  FULCRUM_ASSIGN_OR_RETURN(CsvDocument doc, ParseCsv(file.text, file.name));
+  FULCRUM_ASSIGN_OR_RETURN(columns, CheckHeader(doc, file.name, schema));
+  return doc;
+}
+
+Result<std::optional<double>> Tflops(const RowReader& row, const std::string& column) {
+  return row.OptionalNumber(column, 0.001, 1e6);
+}
+
+Result<Gpu> ParseGpu(const RowReader& row) {
+  Gpu gpu;
+  FULCRUM_ASSIGN_OR_RETURN(gpu.name, row.RequiredText("name"));
+  FULCRUM_ASSIGN_OR_RETURN(gpu.vendor, row.RequiredText("vendor"));
+  gpu.architecture = row.Text("architecture");
+  for (const auto& alias : Split(row.Text("aliases"), ';')) {
+    if (!Trim(alias).empty()) gpu.aliases.emplace_back(Trim(alias));
+  }
+  FULCRUM_ASSIGN_OR_RETURN(gpu.memory_gib, row.Number("memory_gib", 0.001, 1e5));
+  FULCRUM_ASSIGN_OR_RETURN(gpu.memory_bandwidth_gbps,
+                           row.Number("memory_bandwidth_gbps", 0.001, 1e6));
+  FULCRUM_ASSIGN_OR_RETURN(gpu.fp32_tflops, Tflops(row, "fp32_tflops"));
+  FULCRUM_ASSIGN_OR_RETURN(gpu.tf32_tflops, Tflops(row, "tf32_tflops"));
+  FULCRUM_ASSIGN_OR_RETURN(gpu.bf16_tflops, Tflops(row, "bf16_tflops"));
+  FULCRUM_ASSIGN_OR_RETURN(gpu.fp16_tflops, Tflops(row, "fp16_tflops"));
+  FULCRUM_ASSIGN_OR_RETURN(gpu.fp8_tflops, Tflops(row, "fp8_tflops"));
+  FULCRUM_ASSIGN_OR_RETURN(gpu.nvlink_gbps, row.OptionalNumber("nvlink_gbps", 0.001, 1e6));
+  FULCRUM_ASSIGN_OR_RETURN(gpu.pcie_gen, row.OptionalInt("pcie_gen", 1, 9));
+  FULCRUM_ASSIGN_OR_RETURN(gpu.tdp_watts, row.OptionalNumber("tdp_watts", 1, 1e5));
+  FULCRUM_ASSIGN_OR_RETURN(gpu.source, row.RequiredText("source"));
+  gpu.note = row.Text("note");
+  return gpu;
+}
+
+Result<Provider> ParseProvider(const RowReader& row) {
+  Provider p;
+  FULCRUM_ASSIGN_OR_RETURN(p.name, row.RequiredText("provider"));
+  p.display_name = row.Text("display_name");
+  if (p.display_name.empty()) p.display_name = p.name;
+  FULCRUM_ASSIGN_OR_RETURN(p.billing_granularity_seconds,
+                           row.OptionalNumber("billing_granularity_seconds", 0, kMaxSeconds));
+  FULCRUM_ASSIGN_OR_RETURN(p.minimum_billed_seconds,
+                           row.OptionalNumber("minimum_billed_seconds", 0, kMaxSeconds));
+  FULCRUM_ASSIGN_OR_RETURN(p.spot_notice_seconds,
+                           row.OptionalNumber("spot_notice_seconds", 0, kMaxSeconds));
+  FULCRUM_ASSIGN_OR_RETURN(p.spot_max_discount_pct,
+                           row.OptionalNumber("spot_max_discount_pct", 0, 100));
+  FULCRUM_ASSIGN_OR_RETURN(p.reserved_1y_discount_pct,
+                           row.OptionalNumber("reserved_1y_discount_pct", 0, 100));
+  FULCRUM_ASSIGN_OR_RETURN(p.reserved_3y_discount_pct,
+                           row.OptionalNumber("reserved_3y_discount_pct", 0, 100));
+  FULCRUM_ASSIGN_OR_RETURN(p.stopped_instance_bills_disk,
+                           row.OptionalBool("stopped_instance_bills_disk"));
+  FULCRUM_ASSIGN_OR_RETURN(p.sla_uptime_pct, row.OptionalNumber("sla_uptime_pct", 0, 100));
+  FULCRUM_ASSIGN_OR_RETURN(p.gpu_failure_rate_pct_per_year,
+                           row.OptionalNumber("gpu_failure_rate_pct_per_year", 0, 100));
+  FULCRUM_ASSIGN_OR_RETURN(p.support_24x7, row.OptionalBool("support_24x7"));
+  FULCRUM_ASSIGN_OR_RETURN(p.support_response_minutes,
+                           row.OptionalNumber("support_response_minutes", 0, kMaxSeconds / 60));
+  FULCRUM_ASSIGN_OR_RETURN(p.bare_metal, row.OptionalBool("bare_metal"));
+  p.support_notes = row.Text("support_notes");
+  FULCRUM_ASSIGN_OR_RETURN(p.source, row.RequiredText("source"));
+  p.note = row.Text("note");
+  return p;
+}
+
+Result<CurrencyRate> ParseCurrency(const RowReader& row) {
+  CurrencyRate rate;
+  rate.currency = row.Text("currency");
+  bool code_ok =
+      rate.currency.size() == 3 && std::all_of(rate.currency.begin(), rate.currency.end(),
+                                               [](char c) { return c >= 'A' && c <= 'Z'; });
+  if (!code_ok) return row.Error("currency", "a three-letter upper-case code such as EUR");
+  FULCRUM_ASSIGN_OR_RETURN(rate.usd_per_unit, row.Number("usd_per_unit", 1e-9, 1e9));
+  rate.date = row.Text("date");
+  FULCRUM_ASSIGN_OR_RETURN(rate.source, row.RequiredText("source"));
+  return rate;
+}
+
+std::string OfferKey(const Offer& offer) {
+  return NameKey(offer.provider) + "\n" + offer.instance_type + "\n" + offer.region;
+}
+
+std::string OfferWhere(const Offer& offer) {
+  return offer.origin + ":" + std::to_string(offer.line);
+}
+
+Status DuplicateOffer(const Offer& offer, const Offer& first) {
+  return Status::InvalidInput(OfferWhere(offer) +
+                              ": instance_type: expected a unique provider + instance_type + "
+                              "region, found \"" +
+                              offer.instance_type + "\" in \"" + offer.region +
+                              "\" again (first on " + OfferWhere(first) + ")");
+}
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return Status::NotFound(path + ": expected a catalog file, found none");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::IoError(path + ": cannot open the file for reading");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status::IoError(path + ": read failed");
+  return text.str();
+}
+
+Result<std::vector<CatalogFile>> ReadUserOffers(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<CatalogFile> files;
+  std::error_code ec;
+  if (dir.empty() || !fs::is_directory(dir, ec)) return files;
+  std::vector<std::string> paths;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".csv") paths.push_back(entry.path().string());
+  }
+  if (ec) return Status::IoError(dir + ": cannot list the directory: " + ec.message());
+  std::sort(paths.begin(), paths.end());
+  for (const auto& path : paths) {
+    FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
+    files.push_back({path, std::move(text)});
+  }
+  return files;
+}
+
+}  // namespace
+
+const char* InterconnectName(Interconnect interconnect) {
+  switch (interconnect) {
+    case Interconnect::kNvlink:
+      return "nvlink";
+    case Interconnect::kPcie:
+      return "pcie";
+    case Interconnect::kUnknown:
+      break;
+  }
+  return "";
+}
+
+std::string DefaultUserOffersDir() {
+  if (const char* env = std::getenv("FULCRUM_OFFERS_DIR"); env && *env) return env;
+  return UserConfigDir() + "/offers.d";
+}
+
+Status CatalogBuilder::ParseGpus(const CatalogFile& file, Catalog& catalog) {
+  ColumnIndex columns;
+  FULCRUM_ASSIGN_OR_RETURN(CsvDocument doc, ParseWithHeader(file, kGpuSchema, columns));
+  std::map<std::string, std::string> seen;  // name key -> "file:line (name)"
+  for (const CsvRecord& record : doc.records) {
+    RowReader row(file.name, record, columns);
+    FULCRUM_ASSIGN_OR_RETURN(Gpu gpu, ParseGpu(row));
+    std::vector<std::pair<std::string, std::string>> names = {{"name", gpu.name}};
+    for (const auto& alias : gpu.aliases) names.emplace_back("aliases", alias);
+    for (const auto& [column, name] : names) {
+      auto [it, inserted] = seen.emplace(NameKey(name), row.Where() + " (" + gpu.name + ")");
+      if (!inserted && it->second != row.Where() + " (" + gpu.name + ")") {
+        return Status::InvalidInput(row.Where() + ": " + column +
+                                    ": expected a GPU name or alias used once, found \"" + name +
+                                    "\" already used on " + it->second);
+      }
+    }
+    catalog.gpus_.push_back(std::move(gpu));
+  }
+  return Status::Ok();
+}
+
+Status CatalogBuilder::ParseProviders(const CatalogFile& file, Catalog& catalog) {
+  ColumnIndex columns;
+  FULCRUM_ASSIGN_OR_RETURN(CsvDocument doc, ParseWithHeader(file, kProviderSchema, columns));
+  for (const CsvRecord& record : doc.records) {
+    RowReader row(file.name, record, columns);
+    FULCRUM_ASSIGN_OR_RETURN(Provider provider, ParseProvider(row));
+    if (catalog.FindProvider(provider.name) != nullptr) {
+      return row.Error("provider", "a provider listed once");
+    }
+    catalog.providers_.push_back(std::move(provider));
+  }
+  return Status::Ok();
+}
+
+Status CatalogBuilder::ParseCurrencies(const CatalogFile& file, Catalog& catalog) {
+  if (file.name.empty()) {
+    catalog.currencies_.push_back({"USD", 1.0, "", "identity (no currency.csv)"});
+    return Status::Ok();
+  }
+  ColumnIndex columns;
+  FULCRUM_ASSIGN_OR_RETURN(CsvDocument doc, ParseWithHeader(file, kCurrencySchema, columns));
+  for (const CsvRecord& record : doc.records) {
+    RowReader row(file.name, record, columns);
+    FULCRUM_ASSIGN_OR_RETURN(CurrencyRate rate, ParseCurrency(row));
+    for (const auto& other : catalog.currencies_) {
+      if (other.currency == rate.currency) return row.Error("currency", "each currency once");
+    }
+    catalog.currencies_.push_back(std::move(rate));
+  }
+  return Status::Ok();
+}
+
+Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& catalog,
+                                         bool user_file) {
+  Offer offer;
+  FULCRUM_ASSIGN_OR_RETURN(offer.provider, row.RequiredText("provider"));
+  if (const Provider* provider = catalog.FindProvider(offer.provider)) {
+    offer.provider = provider->name;
+  } else if (!user_file) {
+    std::vector<std::string> names;
+    for (const auto& p : catalog.providers_) names.push_back(p.name);
+    return row.Error("provider", "a provider of providers.csv (" + JoinNames(names) + ")");
+  }
+  FULCRUM_ASSIGN_OR_RETURN(offer.instance_type, row.RequiredText("instance_type"));
+  FULCRUM_ASSIGN_OR_RETURN(offer.region, row.RequiredText("region"));
+  const Gpu* gpu = catalog.FindGpu(row.Text("gpu"));
+  if (gpu == nullptr) return row.Error("gpu", "a GPU name or alias of gpus.csv");
+  offer.gpu = gpu->name;
+  FULCRUM_ASSIGN_OR_RETURN(offer.gpu_count, row.Int("gpu_count", 1, kMaxGpusPerInstance));
+  FULCRUM_ASSIGN_OR_RETURN(offer.vcpus, row.OptionalInt("vcpus", 1, 1 << 20));
+  FULCRUM_ASSIGN_OR_RETURN(offer.memory_gib, row.OptionalNumber("memory_gib", 0.001, 1e7));
+  offer.currency = row.Text("currency");
+  if (offer.currency.empty()) offer.currency = "USD";
+  const CurrencyRate* rate = nullptr;
+  std::vector<std::string> codes;
+  for (const auto& r : catalog.currencies_) {
+    codes.push_back(r.currency);
+    if (r.currency == offer.currency) rate = &r;
+  }
+  if (rate == nullptr) {
+    return row.Error("currency", "a currency of currency.csv (" + JoinNames(codes) + ")");
+  }
+  FULCRUM_ASSIGN_OR_RETURN(offer.on_demand_usd_per_hour,
+                           row.OptionalNumber("on_demand_per_hour", 0, kMaxUsdPerHour));
+  FULCRUM_ASSIGN_OR_RETURN(offer.spot_usd_per_hour,
+                           row.OptionalNumber("spot_per_hour", 0, kMaxUsdPerHour));
+  if (!offer.on_demand_usd_per_hour && !offer.spot_usd_per_hour) {
+    return row.Error("on_demand_per_hour", "a price (or at least a spot_per_hour)");
+  }
+  if (offer.on_demand_usd_per_hour) *offer.on_demand_usd_per_hour *= rate->usd_per_unit;
+  if (offer.spot_usd_per_hour) *offer.spot_usd_per_hour *= rate->usd_per_unit;
+  std::string interconnect = ToLower(row.Text("interconnect"));
+  if (interconnect == "nvlink")
+    offer.interconnect = Interconnect::kNvlink;
+  else if (interconnect == "pcie")
+    offer.interconnect = Interconnect::kPcie;
+  else if (!interconnect.empty())
+    return row.Error("interconnect", "nvlink, pcie or empty");
+  FULCRUM_ASSIGN_OR_RETURN(offer.network_gbps, row.OptionalNumber("network_gbps", 0.001, 1e6));
+  FULCRUM_ASSIGN_OR_RETURN(offer.source, row.RequiredText("source"));
+  offer.note = row.Text("note");
+  return offer;
+}
+
+Result<std::vector<Offer>> CatalogBuilder::ParseOffers(const CatalogFile& file,
+                                                       const Catalog& catalog, bool user_file) {
+  ColumnIndex columns;
+  FULCRUM_ASSIGN_OR_RETURN(CsvDocument doc, ParseWithHeader(file, kOfferSchema, columns));
+  std::vector<Offer> offers;
+  for (const CsvRecord& record : doc.records) {
+    RowReader row(file.name, record, columns);
+    FULCRUM_ASSIGN_OR_RETURN(Offer offer, ParseOffer(row, catalog, user_file));
+    offer.origin = file.name;
+    offer.line = record.line;
+    offers.push_back(std::move(offer));
+  }
+  return offers;
+}
+
+Result<Catalog> CatalogBuilder::Build(const CatalogFiles& files) {
+  Catalog catalog;
+  FULCRUM_RETURN_IF_ERROR(ParseGpus(files.gpus, catalog));
+  FULCRUM_RETURN_IF_ERROR(ParseProviders(files.providers, catalog));
+  FULCRUM_RETURN_IF_ERROR(ParseCurrencies(files.currency, catalog));
+  FULCRUM_ASSIGN_OR_RETURN(catalog.offers_, ParseOffers(files.offers, catalog, false));
+  std::map<std::string, size_t> by_key;  // offer key -> index in offers_
+  for (size_t i = 0; i < catalog.offers_.size(); ++i) {
+    auto [it, inserted] = by_key.emplace(OfferKey(catalog.offers_[i]), i);
+    if (!inserted) return DuplicateOffer(catalog.offers_[i], catalog.offers_[it->second]);
+  }
+  std::map<std::string, Offer> user_seen;  // key -> first user offer with it
+  for (const CatalogFile& file : files.user_offers) {
+    FULCRUM_ASSIGN_OR_RETURN(std::vector<Offer> user_offers, ParseOffers(file, catalog, true));
+    for (Offer& offer : user_offers) {
+      std::string key = OfferKey(offer);
+      auto [seen, first_time] = user_seen.emplace(key, offer);
+      if (!first_time) return DuplicateOffer(offer, seen->second);
+      auto shipped = by_key.find(key);
+      if (shipped != by_key.end()) {
+        catalog.offers_[shipped->second] = std::move(offer);
+      } else {
+        by_key.emplace(key, catalog.offers_.size());
+        catalog.offers_.push_back(std::move(offer));
+      }
+    }
+  }
+  return catalog;
+}
+
+Result<Catalog> Catalog::FromFiles(const CatalogFiles& files) {
+  return CatalogBuilder::Build(files);
+}
+
+Result<Catalog> Catalog::Load(const std::string& dir, const LoadOptions& options) {
+  CatalogFiles files;
+  auto read = [&dir](const char* base, CatalogFile& file) -> Status {
+    file.name = dir + "/" + base;
+    FULCRUM_ASSIGN_OR_RETURN(file.text, ReadWholeFile(file.name));
+    return Status::Ok();
+  };
+  FULCRUM_RETURN_IF_ERROR(read("gpus.csv", files.gpus));
+  FULCRUM_RETURN_IF_ERROR(read("offers.csv", files.offers));
+  FULCRUM_RETURN_IF_ERROR(read("providers.csv", files.providers));
+  std::error_code ec;
+  if (std::filesystem::exists(dir + "/currency.csv", ec)) {
+    FULCRUM_RETURN_IF_ERROR(read("currency.csv", files.currency));
+  }
+  if (options.include_user_offers) {
+    std::string user_dir =
+        options.user_offers_dir.empty() ? DefaultUserOffersDir() : options.user_offers_dir;
+    FULCRUM_ASSIGN_OR_RETURN(files.user_offers, ReadUserOffers(user_dir));
+  }
+  return FromFiles(files);
+}
+
+const Gpu* Catalog::FindGpu(std::string_view name_or_alias) const {
+  std::string key = NameKey(name_or_alias);
+  if (key.empty()) return nullptr;
+  for (const Gpu& gpu : gpus_) {
+    if (NameKey(gpu.name) == key) return &gpu;
+    for (const auto& alias : gpu.aliases) {
+      if (NameKey(alias) == key) return &gpu;
+    }
+  }
+  return nullptr;
+}
+
+Result<const Gpu*> Catalog::ResolveGpu(std::string_view name_or_alias) const {
+  if (const Gpu* gpu = FindGpu(name_or_alias)) return gpu;
+  std::string key = NameKey(name_or_alias);
+  std::vector<std::string> close;
+  for (const Gpu& gpu : gpus_) {
+    std::vector<std::string> names = {gpu.name};
+    names.insert(names.end(), gpu.aliases.begin(), gpu.aliases.end());
+    for (const auto& name : names) {
+      std::string other = NameKey(name);
+      bool near = EditDistance(key, other) <= (key.size() <= 4 ? 1u : 2u) ||
+                  (key.size() >= 2 && other.find(key) != std::string::npos);
+      if (near && std::find(close.begin(), close.end(), gpu.name) == close.end()) {
+        close.push_back(gpu.name);
+      }
+    }
+  }
+  if (close.size() > 5) close.resize(5);
+  std::string hint = close.empty() ? "" : "; close: " + JoinNames(close);
+  return Status::NotFound(
+      "gpu: expected a GPU name or alias of the catalog (see fulcrum gpus), "
+      "found \"" +
+      std::string(name_or_alias) + "\"" + hint);
+}
+
+const Provider* Catalog::FindProvider(std::string_view name) const {
+  for (const Provider& provider : providers_) {
+    if (EqualsIgnoreCase(provider.name, Trim(name)) ||
+        EqualsIgnoreCase(provider.display_name, Trim(name))) {
+      return &provider;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace fulcrum::catalog

@@ -1,0 +1,43 @@
+// The provider evaluation matrix of `fulcrum providers`: four criteria from the GPU-cloud
+// selection guides, each judged met / not met / unknown from the catalog, with the figure behind
+// the verdict. Unknown is never guessed: a criterion is unknown when its figure is not sourced.
+// Pure functions over an immutable Catalog, thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+
+namespace fulcrum::catalog {
+
+enum class Verdict { kUnknown, kMet, kNotMet };
+
+// "met", "not met", "unknown".
+const char* VerdictName(Verdict verdict);
+
+struct CriterionResult {
+  std::string id;         // "gpu_failure_rate", "inter_node_bandwidth", "billing_granularity",
+                          // "support"
+  std::string threshold;  // human text, e.g. "< 0.5 %/year"
+  Verdict verdict = Verdict::kUnknown;
+  std::optional<double> value;  // the figure judged, in `unit`; nullopt when unknown
+  std::string unit;             // "pct_per_year", "gbit_per_second", "seconds", "minutes"
+  std::string detail;           // short figure text for tables, e.g. "3200 Gb/s (p5.48xlarge)"
+};
+
+struct ProviderEvaluation {
+  const Provider* provider = nullptr;
+  std::vector<CriterionResult> criteria;  // always the four, in the order above
+};
+
+// Thresholds (selection-guide criteria named in the issue; not provider facts).
+constexpr double kMaxGpuFailureRatePctPerYear = 0.5;
+constexpr double kMinInterNodeGbps = 25;
+constexpr double kMaxBillingGranularitySeconds = 60;
+constexpr double kMaxSupportResponseMinutes = 15;
+
+ProviderEvaluation EvaluateProvider(const Catalog& catalog, const Provider& provider);
+
+}  // namespace fulcrum::catalog

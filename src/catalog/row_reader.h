@@ -1,0 +1,61 @@
+// Typed, validated access to the fields of one CSV table of the catalog. A TableSchema lists
+// the columns a file must have (and may have); CheckHeader maps them to positions; a RowReader
+// reads one record's fields by column name and reports every problem as
+// "file:line: column: expected ..., found \"...\"" (InvalidInput). Values are trimmed; an empty
+// cell is "unknown" (std::nullopt) for optional columns. Plain values, not thread-safe to share.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/csv.h"
+#include "core/status.h"
+
+namespace fulcrum::catalog {
+
+struct TableSchema {
+  std::vector<std::string> required;  // must all be present, in any order
+  std::vector<std::string> optional;  // may be present; any other column is refused
+};
+
+using ColumnIndex = std::map<std::string, size_t>;
+
+// Positions of the schema's columns in `doc`'s header; refuses an empty file, a missing
+// required column, an unknown or repeated column.
+Result<ColumnIndex> CheckHeader(const CsvDocument& doc, const std::string& file,
+                                const TableSchema& schema);
+
+class RowReader {
+ public:
+  RowReader(const std::string& file, const CsvRecord& record, const ColumnIndex& columns)
+      : file_(file), record_(record), columns_(columns) {}
+
+  int line() const { return record_.line; }
+  // "file:line" for messages.
+  std::string Where() const;
+  // An InvalidInput status "file:line: column: expected <expected>, found \"<cell>\"".
+  Status Error(const std::string& column, const std::string& expected) const;
+
+  // The trimmed cell; "" for an optional column that the file does not have.
+  std::string Text(const std::string& column) const;
+  // A non-empty cell.
+  Result<std::string> RequiredText(const std::string& column) const;
+  // A number in [min, max]; empty = nullopt.
+  Result<std::optional<double>> OptionalNumber(const std::string& column, double min,
+                                               double max) const;
+  Result<double> Number(const std::string& column, double min, double max) const;
+  // A whole number in [min, max] ("8" or "8.0"); empty = nullopt.
+  Result<std::optional<int>> OptionalInt(const std::string& column, int min, int max) const;
+  Result<int> Int(const std::string& column, int min, int max) const;
+  // yes/no/true/false (any case); empty = nullopt.
+  Result<std::optional<bool>> OptionalBool(const std::string& column) const;
+
+ private:
+  const std::string& file_;
+  const CsvRecord& record_;
+  const ColumnIndex& columns_;
+};
+
+}  // namespace fulcrum::catalog

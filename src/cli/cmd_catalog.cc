@@ -1,0 +1,170 @@
+// `fulcrum catalog import|validate`: bring outside price lists into the catalog's format and
+// check a catalog directory.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "catalog/catalog.h"
+#include "catalog/catalog_json.h"
+#include "catalog/skypilot_import.h"
+#include "cli/command.h"
+#include "core/parse.h"
+#include "core/paths.h"
+
+namespace fulcrum::cli {
+namespace {
+
+struct ImportFlags {
+  std::string format;
+  std::string provider;
+  std::string input;
+  std::string output;
+  std::string source;
+  bool json = false;
+};
+
+Result<std::string> ReadInput(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": expected a readable SkyPilot catalog CSV, found none");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+Status WriteOutput(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return Status::IoError(path + ": cannot write the file");
+  return Status::Ok();
+}
+
+void ReportImport(CliContext& ctx, const ImportFlags& flags, const catalog::ImportResult& r) {
+  if (flags.json) {
+    nlohmann::json offers = nlohmann::json::array();
+    for (const auto& offer : r.offers) offers.push_back(catalog::OfferToJson(offer));
+    nlohmann::json skipped = nlohmann::json::array();
+    for (const auto& [reason, rows] : r.skipped)
+      skipped.push_back({{"reason", reason}, {"rows", rows}});
+    PrintJson(ctx, {{"offers", offers}, {"rows_read", r.rows_read}, {"skipped", skipped}});
+    return;
+  }
+  ctx.err << "fulcrum: imported " << r.offers.size() << " offers from " << r.rows_read
+          << " rows of " << flags.input << (flags.output.empty() ? "" : " into " + flags.output)
+          << "\n";
+  for (const auto& [reason, rows] : r.skipped) {
+    ctx.err << "  skipped " << rows << " row" << (rows == 1 ? "" : "s") << ": " << reason << "\n";
+  }
+}
+
+void RunImport(CliContext& ctx, const ImportFlags& flags) {
+  if (ToLower(flags.format) != "skypilot") {
+    return ReportError(
+        ctx, Status::InvalidInput("--format: expected skypilot, found \"" + flags.format + "\""));
+  }
+  auto loaded = catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir), {false, ""});
+  if (!loaded.ok()) return ReportError(ctx, loaded.status());
+  auto text = ReadInput(flags.input);
+  if (!text.ok()) return ReportError(ctx, text.status());
+  catalog::ImportOptions options{ToLower(Trim(flags.provider)), flags.source};
+  auto result = catalog::ImportSkyPilotCsv(*text, flags.input, *loaded, options);
+  if (!result.ok()) return ReportError(ctx, result.status());
+  std::string csv = catalog::OffersToCsv(result->offers);
+  if (!flags.output.empty()) {
+    Status written = WriteOutput(flags.output, csv);
+    if (!written.ok()) return ReportError(ctx, written);
+  } else if (!flags.json) {
+    ctx.out << csv;
+  }
+  ReportImport(ctx, flags, *result);
+}
+
+void RegisterImport(CLI::App& parent, CliContext& ctx) {
+  auto* cmd = parent.add_subcommand(
+      "import", "Convert a SkyPilot catalog CSV (vms.csv) into fulcrum's offers format");
+  cmd->footer(
+      "Reads a vms.csv of skypilot-org/skypilot-catalog (columns InstanceType, AcceleratorName,\n"
+      "AcceleratorCount, vCPUs, MemoryGiB, GpuInfo, Price, SpotPrice, Region, AvailabilityZone)\n"
+      "and writes one offer per instance type and region, with the lowest on-demand and spot\n"
+      "price over the region's zones. GCP's separate host-VM and GPU rows are added together.\n"
+      "Accelerator names are mapped to catalog GPUs through their aliases; rows without a GPU or\n"
+      "with an unknown accelerator are skipped and counted on stderr. Put the output in\n"
+      "~/.config/fulcrum/offers.d/ to use it over the shipped offers.\n\n"
+      "Example:\n"
+      "  fulcrum catalog import --format skypilot --provider aws vms.csv \\\n"
+      "      -o ~/.config/fulcrum/offers.d/aws.csv");
+  auto flags = std::make_shared<ImportFlags>();
+  cmd->add_option("--format", flags->format, "Input format; only skypilot is supported")
+      ->required()
+      ->type_name("FORMAT");
+  cmd->add_option("--provider", flags->provider,
+                  "Provider id written into every offer (aws, gcp, azure, lambda, ...)")
+      ->required()
+      ->type_name("NAME");
+  cmd->add_option("file", flags->input, "The SkyPilot vms.csv to convert")->required();
+  cmd->add_option("-o,--output", flags->output,
+                  "Write the offers CSV to FILE (default: standard output)")
+      ->type_name("FILE");
+  cmd->add_option("--source", flags->source,
+                  "Text of the source column, e.g. the catalog's URL and commit (default: "
+                  "\"SkyPilot catalog <file name>\")")
+      ->type_name("TEXT");
+  cmd->add_flag("--json", flags->json,
+                "Print {\"offers\": [...], \"rows_read\": N, \"skipped\": [{reason, rows}]} "
+                "instead of the CSV (the CSV is still written with -o)");
+  cmd->callback([&ctx, flags] { RunImport(ctx, *flags); });
+}
+
+void RegisterValidate(CLI::App& parent, CliContext& ctx) {
+  auto* cmd = parent.add_subcommand(
+      "validate", "Check a catalog directory (gpus.csv, offers.csv, providers.csv, currency.csv)");
+  cmd->footer(
+      "Loads DIR (default: the catalog in use) with every check that fulcrum applies on start:\n"
+      "header, types, ranges, unknown GPU and provider names, duplicate keys. Prints the counts,\n"
+      "or the first error as file:line: field: expected ..., found ... with exit code 2.\n\n"
+      "Example:\n  fulcrum catalog validate ./catalog\n  fulcrum catalog validate "
+      "--no-user-offers");
+  auto dir = std::make_shared<std::string>();
+  auto no_user = std::make_shared<bool>(false);
+  auto json = std::make_shared<bool>(false);
+  cmd->add_option("dir", *dir, "Catalog directory (default: --catalog or the shipped catalog)");
+  cmd->add_flag("--no-user-offers", *no_user,
+                "Do not read $FULCRUM_OFFERS_DIR or ~/.config/fulcrum/offers.d");
+  cmd->add_flag("--json", *json,
+                "Print {\"catalog\": {dir, gpus, offers, user_offers, providers, currencies}}");
+  cmd->callback([&ctx, dir, no_user, json] {
+    std::string path = dir->empty() ? DefaultCatalogDir(ctx.catalog_dir) : *dir;
+    auto loaded = catalog::Catalog::Load(path, {!*no_user, ""});
+    if (!loaded.ok()) return ReportError(ctx, loaded.status());
+    size_t user = 0;
+    for (const auto& offer : loaded->offers()) user += offer.origin.rfind(path + "/", 0) != 0;
+    if (*json) {
+      PrintJson(ctx, {{"catalog",
+                       {{"dir", path},
+                        {"gpus", loaded->gpus().size()},
+                        {"offers", loaded->offers().size()},
+                        {"user_offers", user},
+                        {"providers", loaded->providers().size()},
+                        {"currencies", loaded->currencies().size()}}}});
+      return;
+    }
+    ctx.out << path << ": ok: " << loaded->gpus().size() << " GPUs, " << loaded->offers().size()
+            << " offers (" << user << " from offers.d), " << loaded->providers().size()
+            << " providers, currency rates: " << loaded->currencies().size() << "\n";
+  });
+}
+
+}  // namespace
+
+void RegisterCatalog(CLI::App& root, CliContext& ctx) {
+  auto* cmd = root.add_subcommand("catalog", "Import price lists into, and validate, a catalog");
+  cmd->require_subcommand(1);
+  cmd->footer("Subcommands: import, validate. See fulcrum help catalog import.");
+  RegisterImport(*cmd, ctx);
+  RegisterValidate(*cmd, ctx);
+}
+
+}  // namespace fulcrum::cli
