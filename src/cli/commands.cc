@@ -12,6 +12,12 @@ void RegisterGpus(CLI::App& root, CliContext& ctx);
 void RegisterProviders(CLI::App& root, CliContext& ctx);
 void RegisterSpot(CLI::App& root, CliContext& ctx);
 void RegisterCatalog(CLI::App& root, CliContext& ctx);
+void RegisterAgent(CLI::App& root, CliContext& ctx);
+void RegisterQuery(CLI::App& root, CliContext& ctx);
+void RegisterRun(CLI::App& root, CliContext& ctx);
+void RegisterSubmit(CLI::App& root, CliContext& ctx);
+void RegisterStatus(CLI::App& root, CliContext& ctx);
+void RegisterCost(CLI::App& root, CliContext& ctx);
 void RegisterBench(CLI::App& root, CliContext& ctx);
 void RegisterDoctor(CLI::App& root, CliContext& ctx);
 void RegisterVersion(CLI::App& root, CliContext& ctx);
@@ -27,6 +33,14 @@ const std::vector<CommandEntry>& CommandTable() {
       {"providers", RegisterProviders},
       {"spot", RegisterSpot},
       {"catalog", RegisterCatalog},
+      // Watch
+      {"agent", RegisterAgent},
+      {"query", RegisterQuery},
+      // Survive
+      {"run", RegisterRun},
+      {"submit", RegisterSubmit},
+      {"status", RegisterStatus},
+      {"cost", RegisterCost},
       // Validate
       {"bench", RegisterBench},
       {"doctor", RegisterDoctor},

@@ -1,0 +1,115 @@
+#include "store/jobs.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace fulcrum::store {
+namespace {
+
+std::string TempDir(const std::string& name) {
+  auto dir = std::filesystem::path(FULCRUM_BUILD_DIR) / "Testing" / "tmp" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+JobRecord SampleJob() {
+  JobRecord job;
+  job.id = "train-a";
+  job.name = "train-a";
+  job.state = "running";
+  job.argv = {"python", "train.py", "--lr", "3e-4"};
+  job.gpus = {0, 2};
+  job.budget_usd = 100;
+  job.price_per_hour_usd = 3.6;
+  job.created_at = 1000;
+  job.started_at = 1001;
+  return job;
+}
+
+TEST(JobsDbTest, RoundTripsAJobAndItsHistory) {
+  auto db = JobsDb::Open(":memory:");
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  ASSERT_TRUE(db->UpsertJob(SampleJob()).ok());
+  ASSERT_TRUE(db->SetHeartbeat("train-a", 1010, 42).ok());
+  ASSERT_TRUE(db->SetHeartbeat("train-a", 1011, std::nullopt).ok());  // keeps the step
+  ASSERT_TRUE(db->AddRestart({"train-a", 1020, 1, std::nullopt, "exit 1"}).ok());
+  ASSERT_TRUE(db->AddCheckpoint({"train-a", "/ckpt/step-40", 1030, 12.5}).ok());
+
+  auto jobs = db->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  ASSERT_EQ(jobs->size(), 1u);
+  const JobRecord& job = jobs->front();
+  EXPECT_EQ(job.argv, (std::vector<std::string>{"python", "train.py", "--lr", "3e-4"}));
+  EXPECT_EQ(job.gpus, (std::vector<int>{0, 2}));
+  EXPECT_EQ(job.step, 42);
+  EXPECT_EQ(job.heartbeat_at, 1011);
+  EXPECT_EQ(job.budget_usd, 100);
+  EXPECT_FALSE(job.finished_at.has_value());
+  EXPECT_FALSE(job.exit_code.has_value());
+
+  auto restarts = db->ListRestarts("train-a");
+  ASSERT_TRUE(restarts.ok());
+  ASSERT_EQ(restarts->size(), 1u);
+  EXPECT_EQ((*restarts)[0].exit_code, 1);
+  EXPECT_FALSE((*restarts)[0].signal.has_value());
+  auto checkpoints = db->ListCheckpoints("train-a");
+  ASSERT_TRUE(checkpoints.ok());
+  ASSERT_EQ(checkpoints->size(), 1u);
+  EXPECT_EQ((*checkpoints)[0].duration_seconds, 12.5);
+}
+
+TEST(JobsDbTest, LedgerSplitsByUtcDayAndAddsToTheTotal) {
+  auto db = JobsDb::Open(":memory:");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db->UpsertJob(SampleJob()).ok());
+  // 1700006399 = 2023-11-14 23:59:59 UTC; one second later is the 15th.
+  ASSERT_TRUE(db->AddSpend("train-a", 1700006399, 1, 0.001).ok());
+  ASSERT_TRUE(db->AddSpend("train-a", 1700006399, 1, 0.001).ok());
+  ASSERT_TRUE(db->AddSpend("train-a", 1700006400, 1, 0.001).ok());
+  auto rows = db->SpendByDay();
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].day, "2023-11-14");
+  EXPECT_DOUBLE_EQ((*rows)[0].seconds, 2);
+  EXPECT_EQ((*rows)[1].day, "2023-11-15");
+  auto job = db->GetJob("train-a");
+  ASSERT_TRUE(job.ok() && job->has_value());
+  EXPECT_NEAR((*job)->spend_usd, 0.003, 1e-12);
+}
+
+TEST(JobsDbTest, ReadOnlyOpenSeesWritesAndRefusesMissingFile) {
+  std::string dir = TempDir("jobs_db_ro");
+  auto missing = JobsDb::OpenInDataDir(dir, /*read_only=*/true);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  auto writer = JobsDb::OpenInDataDir(dir);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  ASSERT_TRUE(writer->UpsertJob(SampleJob()).ok());
+  ASSERT_TRUE(
+      writer->AddAlert({0, "train-a", "stall", "warning", "no progress for 10m", 1050}).ok());
+  auto reader = JobsDb::OpenInDataDir(dir, /*read_only=*/true);
+  ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+  auto jobs = reader->ListJobs();
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->size(), 1u);
+  auto alerts = reader->ListAlerts(1000);
+  ASSERT_TRUE(alerts.ok());
+  ASSERT_EQ(alerts->size(), 1u);
+  EXPECT_EQ((*alerts)[0].name, "stall");
+  EXPECT_TRUE(reader->ListAlerts(1051)->empty());
+  EXPECT_FALSE(reader->UpsertJob(SampleJob()).ok());  // read-only really is
+  std::filesystem::remove_all(dir);
+}
+
+TEST(JobsDbTest, AgesAndActiveStates) {
+  EXPECT_EQ(AgeSeconds(100.0, 130.0), 30.0);
+  EXPECT_FALSE(AgeSeconds(std::nullopt, 130.0).has_value());
+  EXPECT_TRUE(IsActiveState("running"));
+  EXPECT_TRUE(IsActiveState("queued"));
+  EXPECT_FALSE(IsActiveState("succeeded"));
+  EXPECT_FALSE(IsActiveState("crash_loop"));
+}
+
+}  // namespace
+}  // namespace fulcrum::store

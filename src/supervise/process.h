@@ -1,0 +1,73 @@
+// The process seam of the supervisor: start one child in its own process group with an argv (never
+// a shell string) and an environment, signal its group, and wait for its output lines or its exit.
+// PosixProcessRunner is the real one (fork/execvp, pipes, poll); tests use a fake. A runner holds
+// at most one child at a time and is used from one thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace fulcrum::supervise {
+
+struct ChildSpec {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // set on top of the supervisor's environment
+  std::string cwd;                         // "" = inherit
+};
+
+struct ChildExit {
+  std::optional<int> exit_code;  // set when the child exited
+  std::optional<int> signal;     // set when a signal killed it
+  bool success() const { return exit_code && *exit_code == 0; }
+  std::string Describe() const;  // "exit 3", "killed by SIGKILL"
+};
+
+enum class Stream { kStdout, kStderr };
+using LineSink = std::function<void(Stream, std::string_view line)>;
+
+class ProcessRunner {
+ public:
+  virtual ~ProcessRunner() = default;
+  virtual Status Start(const ChildSpec& spec) = 0;
+  virtual bool running() const = 0;
+  virtual int64_t pid() const = 0;
+  // Sends `signal` to the child's whole process group (no-op without a child).
+  virtual void SignalGroup(int signal) = 0;
+  // Waits up to `timeout_seconds` for output (delivered line by line to `sink`) or the child's
+  // exit, whichever comes first. Returns the exit once, when the child has ended. Without a child
+  // it just waits out the timeout.
+  virtual std::optional<ChildExit> Wait(double timeout_seconds, const LineSink& sink) = 0;
+};
+
+class PosixProcessRunner final : public ProcessRunner {
+ public:
+  PosixProcessRunner() = default;
+  ~PosixProcessRunner() override;
+  PosixProcessRunner(const PosixProcessRunner&) = delete;
+  PosixProcessRunner& operator=(const PosixProcessRunner&) = delete;
+
+  Status Start(const ChildSpec& spec) override;
+  bool running() const override { return pid_ > 0; }
+  int64_t pid() const override { return pid_; }
+  void SignalGroup(int signal) override;
+  std::optional<ChildExit> Wait(double timeout_seconds, const LineSink& sink) override;
+
+ private:
+  void ReadAvailable(int index, const LineSink& sink);
+  void FlushPartial(int index, const LineSink& sink);
+  pid_t pid_ = -1;
+  int fds_[2] = {-1, -1};  // stdout, stderr read ends
+  std::string partial_[2];
+};
+
+std::string SignalName(int signal);
+
+}  // namespace fulcrum::supervise

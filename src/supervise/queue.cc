@@ -1,0 +1,102 @@
+#include "supervise/queue.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include "core/parse.h"
+
+namespace fulcrum::supervise {
+
+std::vector<Placement> PlaceQueuedJobs(const std::vector<store::JobRecord>& jobs, int node_gpus,
+                                       double now_unix) {
+  std::set<int> busy;
+  for (const auto& job : jobs) {
+    if (job.queue == "slurm" || job.state == "queued" || !store::IsActiveState(job.state)) continue;
+    busy.insert(job.gpus.begin(), job.gpus.end());
+  }
+  std::vector<const store::JobRecord*> queued;
+  for (const auto& job : jobs) {
+    if (job.state == "queued" && job.queue == "local") queued.push_back(&job);
+  }
+  std::stable_sort(queued.begin(), queued.end(), [](const auto* a, const auto* b) {
+    return a->created_at.value_or(0) < b->created_at.value_or(0);
+  });
+  std::vector<Placement> placements;
+  for (const auto* job : queued) {
+    if (job->not_before && *job->not_before > now_unix) continue;
+    std::vector<int> free;
+    for (int g = 0; g < node_gpus && static_cast<int>(free.size()) < job->gpus_requested; ++g) {
+      if (!busy.count(g)) free.push_back(g);
+    }
+    if (static_cast<int>(free.size()) < job->gpus_requested) continue;
+    busy.insert(free.begin(), free.end());
+    placements.push_back({job->id, free});
+  }
+  return placements;
+}
+
+Result<double> ParseNotBefore(const std::string& text, double now_unix) {
+  if (!text.empty() && text[0] == '+') {
+    auto d = ParseDurationSeconds(text.substr(1));
+    if (!d.ok()) return d.status().WithContext("--not-before");
+    return now_unix + *d;
+  }
+  std::smatch m;
+  static const std::regex kClock(R"(^(\d{1,2}):(\d{2})$)");
+  static const std::regex kDateTime(R"(^(\d{4})-(\d{2})-(\d{2})[T ](\d{1,2}):(\d{2})$)");
+  std::time_t now = static_cast<std::time_t>(std::floor(now_unix));
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  if (std::regex_match(text, m, kClock)) {
+    int hour = std::stoi(m[1]), minute = std::stoi(m[2]);
+    if (hour > 23 || minute > 59) {
+      return Status::InvalidInput("--not-before: expected HH:MM (00:00-23:59), found '" + text +
+                                  "'");
+    }
+    tm.tm_hour = hour;
+    tm.tm_min = minute;
+    tm.tm_sec = 0;
+    tm.tm_isdst = -1;
+    double at = static_cast<double>(std::mktime(&tm));
+    if (at <= now_unix) {
+      tm.tm_mday += 1;
+      tm.tm_isdst = -1;
+      at = static_cast<double>(std::mktime(&tm));
+    }
+    return at;
+  }
+  if (std::regex_match(text, m, kDateTime)) {
+    std::tm t{};
+    t.tm_year = std::stoi(m[1]) - 1900;
+    t.tm_mon = std::stoi(m[2]) - 1;
+    t.tm_mday = std::stoi(m[3]);
+    t.tm_hour = std::stoi(m[4]);
+    t.tm_min = std::stoi(m[5]);
+    t.tm_isdst = -1;
+    return static_cast<double>(std::mktime(&t));
+  }
+  return Status::InvalidInput(
+      "--not-before: expected HH:MM, +DURATION or YYYY-MM-DDTHH:MM, found '" + text + "'");
+}
+
+int DetectNodeGpuCount() {
+  if (const char* env = std::getenv("FULCRUM_NODE_GPUS"); env != nullptr && *env != '\0') {
+    auto n = ParseInt(env);
+    if (n.ok() && *n >= 0) return static_cast<int>(*n);
+  }
+  int count = 0;
+  std::error_code ec;
+  static const std::regex kDevice(R"(^nvidia\d+$)");
+  for (auto it = std::filesystem::directory_iterator("/dev", ec);
+       !ec && it != std::filesystem::end(it); it.increment(ec)) {
+    if (std::regex_match(it->path().filename().string(), kDevice)) ++count;
+  }
+  return count;
+}
+
+}  // namespace fulcrum::supervise

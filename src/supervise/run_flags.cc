@@ -1,0 +1,304 @@
+#include "supervise/run_flags.h"
+
+#include <signal.h>
+#include <string.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <regex>
+
+#include "core/parse.h"
+#include "supervise/notice.h"
+
+namespace fulcrum::supervise {
+namespace {
+
+struct FlagSpec {
+  const char* name;
+  const char* type;
+  const char* help;
+};
+
+// The value flags, in --help order. Defaults are stated in the help and applied in Resolve.
+constexpr FlagSpec kValueFlags[] = {
+    {"--stop-grace", "DURATION",
+     "How long a stop (preemption, budget, SIGTERM) waits for the requested checkpoint before "
+     "it sends SIGTERM to the job (default 60s)"},
+    {"--kill-after", "DURATION", "After SIGTERM, SIGKILL the job's process group (default 10s)"},
+    {"--checkpoint-dir", "DIR",
+     "Where the job writes checkpoints (one file or directory each); exported as "
+     "FULCRUM_CHECKPOINT_DIR. Without it there is no checkpoint handling"},
+    {"--checkpoint-every", "DURATION|auto",
+     "Send the checkpoint signal this often (default 30m); 'auto' = Daly's optimum from the "
+     "measured checkpoint duration and failure rate"},
+    {"--checkpoint-signal", "SIGNAL",
+     "Signal that asks the job for a checkpoint (default SIGUSR1)"},
+    {"--checkpoint-pattern", "GLOB",
+     "Entries of the checkpoint dir that are checkpoints (default *)"},
+    {"--checkpoint-complete", "RULE",
+     "When a checkpoint is complete: auto (marker file or DCP .metadata in a directory; a plain "
+     "file whose size settled), marker, dcp, stable (default auto)"},
+    {"--checkpoint-marker", "NAME",
+     "Marker file inside a checkpoint directory, or NAME appended to a file checkpoint "
+     "(model.pt.COMPLETE) (default COMPLETE)"},
+    {"--checkpoint-settle", "DURATION",
+     "Size must stay unchanged this long for 'stable' (default 30s)"},
+    {"--keep", "K", "Keep the newest K complete checkpoints, delete older ones (default 0 = all)"},
+    {"--mtbf", "DURATION",
+     "Prior mean time between failures for --checkpoint-every auto (default 24h)"},
+    {"--max-restarts", "N", "Restarts after failures before giving up (default 10; -1 = no limit)"},
+    {"--backoff", "DURATION", "First wait before a restart; doubles per failure (default 1s)"},
+    {"--backoff-max", "DURATION", "Longest wait between restarts (default 5m)"},
+    {"--crash-loop-failures", "N",
+     "A crash loop is N failures within --crash-loop-window without a new checkpoint (default 3; 0 "
+     "= off)"},
+    {"--crash-loop-window", "DURATION", "Window of the crash-loop rule (default 10m)"},
+    {"--notice-poll", "DURATION", "How often preemption notice sources are polled (default 1s)"},
+    {"--aws-metadata-url", "URL",
+     "AWS instance metadata base URL (default http://169.254.169.254)"},
+    {"--gcp-metadata-url", "URL",
+     "GCP metadata base URL (default http://metadata.google.internal)"},
+    {"--azure-metadata-url", "URL", "Azure metadata base URL (default http://169.254.169.254)"},
+    {"--progress-regex", "REGEX",
+     "Output lines matching REGEX count as progress; the first capture group is the step number"},
+    {"--heartbeat-file", "PATH",
+     "File the job touches to show progress; exported as FULCRUM_HEARTBEAT_FILE (default "
+     "<data-dir>/run/<name>.heartbeat)"},
+    {"--stall-timeout", "DURATION", "Alert when there is no progress for this long (default off)"},
+    {"--price-per-hour", "USD", "Price of this machine per hour, for the ledger and the budget"},
+    {"--offer", "PROVIDER/INSTANCE[/REGION]", "Take the price from the catalog's offer"},
+    {"--budget-usd", "USD", "Warn at 80 %; at 100 % checkpoint and stop the job"},
+    {"--agent", "URL",
+     "Local fulcrum agent asked for GPU health before a restart (default http://127.0.0.1:9400; "
+     "'none' to skip)"},
+    {"--log-dir", "DIR", "Rotating log files of the job's output (default <data-dir>/logs)"},
+    {"--log-max-bytes", "BYTES", "Size of one log file before it rotates (default 10MiB)"},
+    {"--log-files", "N", "Rotated log files kept (default 5)"},
+};
+
+constexpr FlagSpec kSwitches[] = {
+    {"--restart-on-stall", "", "Kill and restart the job after --stall-timeout without progress"},
+    {"--spot", "", "With --offer: use the spot price"},
+    {"--no-checkpoint-requests", "",
+     "Never send the checkpoint signal on a cadence (the job checkpoints by itself); stops still "
+     "send it"},
+};
+
+Result<double> Duration(const RunFlags& f, const std::string& name, double fallback) {
+  auto it = f.values.find(name);
+  if (it == f.values.end() || it->second.empty()) return fallback;
+  auto v = ParseDurationSeconds(it->second);
+  if (!v.ok()) return v.status().WithContext(name);
+  return *v;
+}
+
+Result<int64_t> Integer(const RunFlags& f, const std::string& name, int64_t fallback) {
+  auto it = f.values.find(name);
+  if (it == f.values.end() || it->second.empty()) return fallback;
+  auto v = ParseInt(it->second);
+  if (!v.ok()) return v.status().WithContext(name);
+  return *v;
+}
+
+std::string Text(const RunFlags& f, const std::string& name, const std::string& fallback) {
+  auto it = f.values.find(name);
+  return it == f.values.end() || it->second.empty() ? fallback : it->second;
+}
+
+Result<std::optional<double>> OptionalUsd(const RunFlags& f, const std::string& name) {
+  auto it = f.values.find(name);
+  if (it == f.values.end() || it->second.empty()) return std::optional<double>();
+  auto v = ParseDouble(it->second);
+  if (!v.ok() || *v < 0) {
+    return Status::InvalidInput(name + ": expected a non-negative amount in USD, found '" +
+                                it->second + "'");
+  }
+  return std::optional<double>(*v);
+}
+
+}  // namespace
+
+void AddRunFlags(CLI::App& app, RunFlags& flags) {
+  for (const FlagSpec& spec : kValueFlags) {
+    app.add_option_function<std::string>(
+           spec.name,
+           [&flags, name = std::string(spec.name)](const std::string& v) {
+             flags.values[name] = v;
+           },
+           spec.help)
+        ->type_name(spec.type)
+        ->group("Supervision");
+  }
+  for (const FlagSpec& spec : kSwitches) {
+    app.add_flag_callback(
+           spec.name, [&flags, name = std::string(spec.name)] { flags.switches[name] = true; },
+           spec.help)
+        ->group("Supervision");
+  }
+  app.add_option("--final-exit-code", flags.final_exit_codes,
+                 "Exit code that ends the job without a restart (repeatable); 0 always ends it")
+      ->type_name("CODE")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->group("Supervision");
+  app.add_option("--preemption", flags.preemption,
+                 "Notice sources to watch: aws, gcp, azure (comma list), 'none', or 'auto' = "
+                 "probe each once and watch those that answer (default auto). SIGTERM to fulcrum "
+                 "is always a notice")
+      ->type_name("SOURCES")
+      ->delimiter(',')
+      ->allow_extra_args(false)
+      ->group("Supervision");
+}
+
+std::vector<std::string> RunFlagsToArgs(const RunFlags& flags) {
+  std::vector<std::string> args;
+  for (const auto& [name, value] : flags.values) {
+    args.push_back(name);
+    args.push_back(value);
+  }
+  for (const auto& [name, on] : flags.switches) {
+    if (on) args.push_back(name);
+  }
+  for (const auto& code : flags.final_exit_codes) {
+    args.push_back("--final-exit-code");
+    args.push_back(code);
+  }
+  for (const auto& source : flags.preemption) {
+    args.push_back("--preemption");
+    args.push_back(source);
+  }
+  return args;
+}
+
+Result<int> ParseSignal(const std::string& text) {
+  if (auto n = ParseInt(text); n.ok()) {
+    if (*n > 0 && *n < NSIG) return static_cast<int>(*n);
+  }
+  std::string name = text;
+  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    const char* abbrev = sigabbrev_np(sig);
+    if (abbrev != nullptr && name == abbrev) return sig;
+  }
+  return Status::InvalidInput(
+      "--checkpoint-signal: expected a signal name (SIGUSR1, USR2) or "
+      "number, found '" +
+      text + "'");
+}
+
+Result<std::vector<int>> ParseGpuList(const std::string& text) {
+  std::vector<int> gpus;
+  for (const std::string& part : Split(text, ',')) {
+    auto n = ParseInt(Trim(part));
+    if (!n.ok() || *n < 0 || *n > 1023) {
+      return Status::InvalidInput("--gpus: expected GPU indices such as 0,1,3, found '" + text +
+                                  "'");
+    }
+    gpus.push_back(static_cast<int>(*n));
+  }
+  return gpus;
+}
+
+Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_dir,
+                                    const std::string& job_id) {
+  ResolvedRun r;
+  SupervisorOptions& o = r.supervisor;
+  o.job_id = job_id;
+  FULCRUM_ASSIGN_OR_RETURN(o.stop_grace_seconds, Duration(f, "--stop-grace", 60));
+  FULCRUM_ASSIGN_OR_RETURN(o.kill_after_seconds, Duration(f, "--kill-after", 10));
+  o.checkpoints.dir = Text(f, "--checkpoint-dir", "");
+  if (!o.checkpoints.dir.empty()) {
+    o.checkpoints.dir = std::filesystem::absolute(o.checkpoints.dir).lexically_normal().string();
+  }
+  const std::string every = Text(f, "--checkpoint-every", "30m");
+  if (every == "auto") {
+    o.checkpoint_every_seconds.reset();
+  } else {
+    FULCRUM_ASSIGN_OR_RETURN(double seconds, Duration(f, "--checkpoint-every", 1800));
+    if (seconds <= 0)
+      return Status::InvalidInput("--checkpoint-every: expected > 0 or auto, found '" + every +
+                                  "'");
+    o.checkpoint_every_seconds = seconds;
+  }
+  FULCRUM_ASSIGN_OR_RETURN(o.checkpoint_signal,
+                           ParseSignal(Text(f, "--checkpoint-signal", "SIGUSR1")));
+  o.checkpoints.pattern = Text(f, "--checkpoint-pattern", "*");
+  FULCRUM_ASSIGN_OR_RETURN(o.checkpoints.rule,
+                           ParseCompletionRule(Text(f, "--checkpoint-complete", "auto")));
+  o.checkpoints.marker = Text(f, "--checkpoint-marker", "COMPLETE");
+  FULCRUM_ASSIGN_OR_RETURN(o.checkpoints.settle_seconds, Duration(f, "--checkpoint-settle", 30));
+  FULCRUM_ASSIGN_OR_RETURN(int64_t keep, Integer(f, "--keep", 0));
+  if (keep < 0)
+    return Status::InvalidInput("--keep: expected 0 or more, found " + std::to_string(keep));
+  o.checkpoints.keep = static_cast<int>(keep);
+  FULCRUM_ASSIGN_OR_RETURN(o.mtbf_prior_seconds, Duration(f, "--mtbf", 24 * 3600));
+  FULCRUM_ASSIGN_OR_RETURN(int64_t max_restarts, Integer(f, "--max-restarts", 10));
+  o.restart.max_restarts = static_cast<int>(max_restarts);
+  FULCRUM_ASSIGN_OR_RETURN(o.restart.backoff_initial_seconds, Duration(f, "--backoff", 1));
+  FULCRUM_ASSIGN_OR_RETURN(o.restart.backoff_max_seconds, Duration(f, "--backoff-max", 300));
+  FULCRUM_ASSIGN_OR_RETURN(int64_t loop_failures, Integer(f, "--crash-loop-failures", 3));
+  o.restart.crash_loop_failures = static_cast<int>(loop_failures);
+  FULCRUM_ASSIGN_OR_RETURN(o.restart.crash_loop_window_seconds,
+                           Duration(f, "--crash-loop-window", 600));
+  for (const auto& code : f.final_exit_codes) {
+    auto n = ParseInt(code);
+    if (!n.ok() || *n < 0 || *n > 255) {
+      return Status::InvalidInput("--final-exit-code: expected 0-255, found '" + code + "'");
+    }
+    o.restart.final_exit_codes.push_back(static_cast<int>(*n));
+  }
+  o.progress_regex = Text(f, "--progress-regex", "");
+  if (!o.progress_regex.empty()) {
+    try {
+      std::regex check(o.progress_regex);
+    } catch (const std::regex_error& e) {
+      return Status::InvalidInput("--progress-regex: '" + o.progress_regex +
+                                  "' is not a regex: " + e.what());
+    }
+  }
+  o.heartbeat_file = Text(f, "--heartbeat-file", data_dir + "/run/" + job_id + ".heartbeat");
+  if (f.values.count("--stall-timeout")) {
+    FULCRUM_ASSIGN_OR_RETURN(double stall, Duration(f, "--stall-timeout", 0));
+    o.stall_timeout_seconds = stall;
+  }
+  o.restart_on_stall = f.switches.count("--restart-on-stall") > 0;
+  o.checkpoint_requests = f.switches.count("--no-checkpoint-requests") == 0;
+  FULCRUM_ASSIGN_OR_RETURN(o.price_per_hour_usd, OptionalUsd(f, "--price-per-hour"));
+  FULCRUM_ASSIGN_OR_RETURN(o.budget_usd, OptionalUsd(f, "--budget-usd"));
+  r.offer = Text(f, "--offer", "");
+  r.offer_spot = f.switches.count("--spot") > 0;
+  if (!r.offer.empty() && o.price_per_hour_usd) {
+    return Status::InvalidInput("--offer and --price-per-hour both set the price; give one");
+  }
+  if (o.budget_usd && !o.price_per_hour_usd && r.offer.empty()) {
+    return Status::InvalidInput("--budget-usd needs a price: give --price-per-hour or --offer");
+  }
+  std::vector<std::string> sources =
+      f.preemption.empty() ? std::vector<std::string>{"auto"} : f.preemption;
+  for (const auto& s : sources) {
+    if (s == "auto") {
+      r.preemption_auto = true;
+    } else if (s == "aws" || s == "gcp" || s == "azure") {
+      r.preemption_sources.push_back(s);
+    } else if (s != "none") {
+      return Status::InvalidInput("--preemption: expected aws, gcp, azure, none or auto, found '" +
+                                  s + "'");
+    }
+  }
+  if (r.preemption_auto) r.preemption_sources = {"aws", "gcp", "azure"};
+  r.aws_url = Text(f, "--aws-metadata-url", kAwsMetadataUrl);
+  r.gcp_url = Text(f, "--gcp-metadata-url", kGcpMetadataUrl);
+  r.azure_url = Text(f, "--azure-metadata-url", kAzureMetadataUrl);
+  FULCRUM_ASSIGN_OR_RETURN(r.notice_poll_seconds, Duration(f, "--notice-poll", 1));
+  r.agent_url = Text(f, "--agent", "http://127.0.0.1:9400");
+  r.log_dir = Text(f, "--log-dir", data_dir + "/logs");
+  auto bytes = ParseBytes(Text(f, "--log-max-bytes", "10MiB"));
+  if (!bytes.ok()) return bytes.status().WithContext("--log-max-bytes");
+  r.log_max_bytes = *bytes;
+  FULCRUM_ASSIGN_OR_RETURN(int64_t log_files, Integer(f, "--log-files", 5));
+  r.log_files = static_cast<int>(std::max<int64_t>(1, log_files));
+  return r;
+}
+
+}  // namespace fulcrum::supervise

@@ -1,0 +1,55 @@
+// The options of `fulcrum run` that `fulcrum submit` also accepts and passes on (to the local
+// queue's `fulcrum run`, or into an sbatch script): one table of flags, kept as the user's text so
+// they can be re-emitted verbatim, and turned into SupervisorOptions in one place with messages
+// that name the flag. Not thread-safe (a value filled by CLI11).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "supervise/supervisor.h"
+
+namespace CLI {
+class App;
+}
+
+namespace fulcrum::supervise {
+
+struct RunFlags {
+  std::map<std::string, std::string> values;  // "--stop-grace" -> "60s"; absent = default
+  std::map<std::string, bool> switches;       // "--restart-on-stall" -> true
+  std::vector<std::string> final_exit_codes;  // --final-exit-code, repeatable
+  std::vector<std::string> preemption;        // --preemption, repeatable / comma list
+};
+
+// Adds the shared flags to `app`, storing into `flags` (which must outlive parsing).
+void AddRunFlags(CLI::App& app, RunFlags& flags);
+// The flags as command-line words ("--stop-grace", "60s", ...), for re-running them.
+std::vector<std::string> RunFlagsToArgs(const RunFlags& flags);
+
+struct ResolvedRun {
+  SupervisorOptions supervisor;
+  std::vector<std::string> preemption_sources;  // "aws", "gcp", "azure"; empty = none
+  bool preemption_auto = false;                 // probe every source, watch those that answer
+  std::string aws_url, gcp_url, azure_url;
+  double notice_poll_seconds = 1;
+  std::string agent_url;
+  std::string log_dir;
+  double log_max_bytes = 0;
+  int log_files = 0;
+  std::string offer;  // PROVIDER/INSTANCE[/REGION] for the price, resolved by the CLI
+  bool offer_spot = false;
+};
+
+// Parses the flags; `data_dir` and `job_id` fill defaults (heartbeat file, log dir).
+Result<ResolvedRun> ResolveRunFlags(const RunFlags& flags, const std::string& data_dir,
+                                    const std::string& job_id);
+
+// "SIGUSR1", "USR1" or "10" -> 10.
+Result<int> ParseSignal(const std::string& text);
+// "0,1,3" -> {0,1,3}.
+Result<std::vector<int>> ParseGpuList(const std::string& text);
+
+}  // namespace fulcrum::supervise

@@ -1,0 +1,429 @@
+#include "supervise/supervisor.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <numeric>
+
+#include "core/parse.h"
+#include "core/table.h"
+
+namespace fulcrum::supervise {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr double kScanIntervalSeconds = 0.2;
+constexpr double kLedgerIntervalSeconds = 1.0;
+
+std::string JoinInts(const std::vector<int>& values) {
+  std::string out;
+  for (int v : values) {
+    if (!out.empty()) out.push_back(',');
+    out.append(std::to_string(v));
+  }
+  return out;
+}
+
+double FileMtime(const std::string& path) {
+  std::error_code ec;
+  auto t = fs::last_write_time(path, ec);
+  if (ec) return 0;
+  return std::chrono::duration<double>(std::chrono::file_clock::to_sys(t).time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Supervisor::Supervisor(SupervisorOptions options, Clock& clock, ProcessRunner& runner,
+                       store::JobsDb* db)
+    : options_(std::move(options)),
+      clock_(clock),
+      runner_(runner),
+      db_(db),
+      scanner_(options_.checkpoints),
+      policy_(options_.restart) {
+  if (!options_.progress_regex.empty()) progress_regex_.emplace(options_.progress_regex);
+}
+
+double Supervisor::CheckpointIntervalSeconds() const {
+  if (options_.checkpoint_every_seconds) return *options_.checkpoint_every_seconds;
+  if (checkpoint_durations_.empty()) return 1800;  // until a checkpoint duration is measured
+  const size_t n = std::min<size_t>(checkpoint_durations_.size(), 5);
+  const double delta = std::accumulate(checkpoint_durations_.end() - static_cast<long>(n),
+                                       checkpoint_durations_.end(), 0.0) /
+                       static_cast<double>(n);
+  const double mtbf = EstimateMtbfSeconds(options_.mtbf_prior_seconds,
+                                          clock_.MonotonicSeconds() - started_, failures_);
+  return std::max(1.0, DalyIntervalSeconds(std::max(delta, 1e-3), mtbf));
+}
+
+void Supervisor::Event(const std::string& text) {
+  if (options_.on_event) options_.on_event(text);
+}
+
+void Supervisor::Alert(const std::string& name, const std::string& severity,
+                       const std::string& summary) {
+  Event("ALERT " + name + " (" + severity + "): " + summary);
+  if (db_ != nullptr) {
+    Status s = db_->AddAlert({0, job_.id, name, severity, summary, clock_.UnixSeconds()});
+    if (!s.ok()) Event("cannot record alert: " + s.message());
+  }
+}
+
+void Supervisor::SaveJob() {
+  if (db_ == nullptr) return;
+  Status s = db_->UpsertJob(job_);
+  if (!s.ok()) Event("cannot update jobs.db: " + s.message());
+}
+
+void Supervisor::Init() {
+  started_ = clock_.MonotonicSeconds();
+  last_accrual_ = started_;
+  job_.id = options_.job_id;
+  job_.name = options_.job_id;
+  job_.queue = options_.queue;
+  job_.created_at = clock_.UnixSeconds();
+  if (db_ != nullptr) {
+    auto existing = db_->GetJob(options_.job_id);
+    if (existing.ok() && existing->has_value()) {
+      const store::JobRecord& old = **existing;
+      job_.spend_usd = old.spend_usd;
+      job_.restarts = old.restarts;
+      job_.created_at = old.created_at ? old.created_at : job_.created_at;
+      job_.queue = old.queue == "run" ? options_.queue : old.queue;
+      job_.slurm_job_id = old.slurm_job_id;
+      job_.not_before = old.not_before;
+      job_.gpus_requested = old.gpus_requested;
+      job_.run_options = old.run_options;
+      job_.step = old.step;
+    }
+    if (auto past = db_->ListCheckpoints(options_.job_id); past.ok()) {
+      for (const auto& c : *past) {
+        if (c.duration_seconds) checkpoint_durations_.push_back(*c.duration_seconds);
+      }
+    }
+  }
+  job_.argv = options_.argv;
+  job_.gpus = options_.gpus;
+  job_.budget_usd = options_.budget_usd;
+  job_.price_per_hour_usd = options_.price_per_hour_usd;
+  job_.checkpoint_dir = options_.checkpoints.dir;
+  job_.workdir = options_.cwd;
+  job_.started_at = clock_.UnixSeconds();
+  job_.finished_at.reset();
+  job_.exit_code.reset();
+  job_.reason.clear();
+  job_.supervisor_pid = static_cast<int64_t>(::getpid());
+  job_.state = "starting";
+  ScanCheckpoints(true);
+  if (!latest_checkpoint_.empty()) Event("latest complete checkpoint: " + latest_checkpoint_);
+  SaveJob();
+}
+
+void Supervisor::StartChild() {
+  const double now = clock_.MonotonicSeconds();
+  ScanCheckpoints(true);
+  if (options_.unhealthy_gpus && !options_.gpus.empty() && policy_.restarts() > 0) {
+    std::vector<int> bad = options_.unhealthy_gpus();
+    std::vector<int> keep;
+    for (int g : options_.gpus) {
+      if (std::find(bad.begin(), bad.end(), g) == bad.end()) keep.push_back(g);
+    }
+    if (keep.size() != options_.gpus.size()) {
+      Alert("gpu_unhealthy", "critical",
+            "leaving out GPU(s) " + JoinInts(bad) + " on restart; running on " + JoinInts(keep));
+      options_.gpus = keep;
+      job_.gpus = keep;
+    }
+    if (keep.empty()) {
+      Finish("failed", "no healthy GPU left to restart on", kExitGaveUp);
+      return;
+    }
+  }
+  ChildSpec spec;
+  spec.argv = options_.argv;
+  spec.cwd = options_.cwd;
+  spec.env["FULCRUM_JOB_ID"] = job_.id;
+  spec.env["FULCRUM_RESTART_COUNT"] = std::to_string(job_.restarts);
+  spec.env["FULCRUM_CHECKPOINT_DIR"] = options_.checkpoints.dir;
+  spec.env["FULCRUM_RESUME_FROM"] = latest_checkpoint_;
+  spec.env["FULCRUM_HEARTBEAT_FILE"] = options_.heartbeat_file;
+  if (!options_.gpus.empty()) spec.env["CUDA_VISIBLE_DEVICES"] = JoinInts(options_.gpus);
+  heartbeat_mtime_ = options_.heartbeat_file.empty() ? 0 : FileMtime(options_.heartbeat_file);
+  Status s = runner_.Start(spec);
+  if (!s.ok()) {
+    Finish("failed", "cannot start the command: " + s.message(), kExitGaveUp);
+    return;
+  }
+  Event("started pid " + std::to_string(runner_.pid()) +
+        (latest_checkpoint_.empty() ? " (fresh start)" : " resuming from " + latest_checkpoint_));
+  child_started_ = now;
+  last_progress_ = now;
+  stall_alerted_ = false;
+  checkpoint_requested_at_.reset();
+  next_checkpoint_at_ = now + CheckpointIntervalSeconds();
+  phase_ = Phase::kRunning;
+  job_.state = "running";
+  SaveJob();
+}
+
+void Supervisor::OnLine(Stream stream, std::string_view line) {
+  if (options_.on_output) options_.on_output(stream, line);
+  if (!progress_regex_) return;
+  std::match_results<std::string_view::const_iterator> match;
+  if (std::regex_search(line.begin(), line.end(), match, *progress_regex_)) {
+    last_progress_ = clock_.MonotonicSeconds();
+    stall_alerted_ = false;
+    job_.heartbeat_at = clock_.UnixSeconds();
+    if (match.size() > 1 && match[1].matched) {
+      auto step = ParseInt(std::string(match[1].first, match[1].second));
+      if (step.ok()) job_.step = *step;
+    }
+  }
+}
+
+void Supervisor::ScanCheckpoints(bool force) {
+  if (options_.checkpoints.dir.empty()) return;
+  const double now = clock_.MonotonicSeconds();
+  if (!force && now - last_scan_ < kScanIntervalSeconds) return;
+  last_scan_ = now;
+  auto complete = scanner_.Scan(now);
+  if (!complete.ok()) {
+    Event(complete.status().message());
+    return;
+  }
+  if (complete->empty() || complete->back().path == latest_checkpoint_) return;
+  const Checkpoint& newest = complete->back();
+  const bool first_sight =
+      latest_checkpoint_.empty() && phase_ == Phase::kRunning && !runner_.running();
+  latest_checkpoint_ = newest.path;
+  job_.last_checkpoint_path = newest.path;
+  job_.last_checkpoint_at = newest.mtime_unix;
+  if (first_sight) return;  // found at start-up, not written by this run
+  std::optional<double> duration;
+  if (checkpoint_requested_at_) {
+    duration = now - *checkpoint_requested_at_;
+    checkpoint_durations_.push_back(*duration);
+    checkpoint_requested_at_.reset();
+  }
+  last_checkpoint_mono_ = now;
+  missing_alerted_ = false;
+  policy_.OnCheckpoint(now);
+  Event("checkpoint complete: " + newest.path +
+        (duration ? " (" + FormatNumber(*duration, 2) + " s after the request)" : ""));
+  if (db_ != nullptr) {
+    Status s = db_->AddCheckpoint({job_.id, newest.path, clock_.UnixSeconds(), duration});
+    if (!s.ok()) Event("cannot record checkpoint: " + s.message());
+  }
+  for (const auto& removed : scanner_.Prune(*complete)) Event("removed old checkpoint " + removed);
+  if (phase_ == Phase::kStopping) checkpoint_at_stop_ = newest.path;
+  SaveJob();
+}
+
+void Supervisor::CheckCadence() {
+  if (options_.checkpoints.dir.empty() || phase_ != Phase::kRunning || !runner_.running()) return;
+  const double now = clock_.MonotonicSeconds();
+  const double interval = CheckpointIntervalSeconds();
+  if (options_.checkpoint_requests && now >= next_checkpoint_at_) {
+    runner_.SignalGroup(options_.checkpoint_signal);
+    if (!checkpoint_requested_at_) checkpoint_requested_at_ = now;
+    next_checkpoint_at_ = now + interval;
+    Event("requested a checkpoint (" + SignalName(options_.checkpoint_signal) + ")");
+  }
+  const double since = std::max(last_checkpoint_mono_, started_);
+  if (!missing_alerted_ && now - since > 2 * interval) {
+    missing_alerted_ = true;
+    Alert("missing_checkpoint", "warning",
+          "no new complete checkpoint in " + FormatDuration(now - since) + " (interval " +
+              FormatDuration(interval) + ")");
+  }
+}
+
+void Supervisor::CheckProgress() {
+  const double now = clock_.MonotonicSeconds();
+  if (!options_.heartbeat_file.empty()) {
+    double mtime = FileMtime(options_.heartbeat_file);
+    if (mtime != 0 && mtime != heartbeat_mtime_) {
+      heartbeat_mtime_ = mtime;
+      last_progress_ = now;
+      stall_alerted_ = false;
+      job_.heartbeat_at = clock_.UnixSeconds();
+    }
+  }
+  if (!options_.stall_timeout_seconds || phase_ != Phase::kRunning || !runner_.running()) return;
+  if (!stall_alerted_ && now - last_progress_ > *options_.stall_timeout_seconds) {
+    stall_alerted_ = true;
+    Alert("stall", "warning",
+          "no progress for " + FormatDuration(now - last_progress_) +
+              (options_.restart_on_stall ? "; restarting the job" : ""));
+    if (options_.restart_on_stall) runner_.SignalGroup(SIGKILL);
+  }
+}
+
+void Supervisor::AccrueSpend() {
+  const double now = clock_.MonotonicSeconds();
+  const double dt = now - last_accrual_;
+  if (dt < kLedgerIntervalSeconds && phase_ != Phase::kDone) return;
+  last_accrual_ = now;
+  if (db_ != nullptr && job_.heartbeat_at) {
+    Status s = db_->SetHeartbeat(job_.id, *job_.heartbeat_at, job_.step);
+    if (!s.ok()) Event("cannot record heartbeat: " + s.message());
+  }
+  if (!options_.price_per_hour_usd) return;
+  // Per-second billing: the machine costs money while the supervisor holds it, child or not.
+  const double usd = *options_.price_per_hour_usd * dt / 3600;
+  job_.spend_usd += usd;
+  if (db_ != nullptr) {
+    Status s = db_->AddSpend(job_.id, clock_.UnixSeconds(), dt, usd);
+    if (!s.ok()) Event("cannot record spend: " + s.message());
+  }
+  if (!options_.budget_usd || phase_ == Phase::kDone) return;
+  const double budget = *options_.budget_usd;
+  if (!budget_warned_ && job_.spend_usd >= 0.8 * budget) {
+    budget_warned_ = true;
+    Alert("budget_warning", "warning",
+          "spent " + FormatUsd(job_.spend_usd) + " of the " + FormatUsd(budget) + " budget (80 %)");
+  }
+  if (job_.spend_usd >= budget && (phase_ == Phase::kRunning || phase_ == Phase::kBackoff)) {
+    Alert("budget_exhausted", "critical",
+          "spent " + FormatUsd(job_.spend_usd) + " of " + FormatUsd(budget) +
+              "; checkpointing and stopping");
+    BeginStop("budget of " + FormatUsd(budget) + " reached", "stopped", kExitBudget);
+  }
+}
+
+void Supervisor::BeginStop(const std::string& reason, const std::string& final_state,
+                           int exit_code) {
+  if (phase_ == Phase::kBackoff || !runner_.running()) {
+    Finish(final_state, reason, exit_code);
+    return;
+  }
+  if (phase_ != Phase::kRunning) return;
+  const double now = clock_.MonotonicSeconds();
+  stop_reason_ = reason;
+  stop_state_ = final_state;
+  stop_exit_code_ = exit_code;
+  checkpoint_at_stop_.clear();
+  phase_ = Phase::kStopping;
+  job_.state = "checkpointing";
+  job_.reason = reason;
+  SaveJob();
+  if (!options_.checkpoints.dir.empty()) {
+    runner_.SignalGroup(options_.checkpoint_signal);
+    checkpoint_requested_at_ = now;
+    stop_deadline_ = now + options_.stop_grace_seconds;
+    Event("stopping (" + reason + "): requested a checkpoint, waiting up to " +
+          FormatDuration(options_.stop_grace_seconds));
+  } else {
+    stop_deadline_ = now;
+    Event("stopping (" + reason + ")");
+  }
+}
+
+void Supervisor::OnExit(const ChildExit& exit) {
+  ScanCheckpoints(true);  // a checkpoint finished just before the exit still counts
+  scanner_.OnWriterDied(clock_.MonotonicSeconds());
+  const double now = clock_.MonotonicSeconds();
+  if (phase_ == Phase::kStopping || phase_ == Phase::kTerminating) {
+    std::string reason = stop_reason_ + "; job " + exit.Describe();
+    reason +=
+        latest_checkpoint_.empty() ? "; no checkpoint" : "; last checkpoint " + latest_checkpoint_;
+    Finish(exit.success() && stop_state_ != "stopped" ? "succeeded" : stop_state_, reason,
+           stop_exit_code_);
+    return;
+  }
+  if (exit.success()) {
+    Finish("succeeded", "exit 0", 0);
+    return;
+  }
+  ++failures_;
+  RestartDecision decision = policy_.OnFailure(now, exit.exit_code, exit.Describe());
+  if (db_ != nullptr) {
+    Status s = db_->AddRestart(
+        {job_.id, clock_.UnixSeconds(), exit.exit_code, exit.signal, decision.reason});
+    if (!s.ok()) Event("cannot record restart: " + s.message());
+  }
+  switch (decision.verdict) {
+    case RestartVerdict::kFinalExit:
+      Finish("failed", decision.reason, exit.exit_code.value_or(kExitGaveUp));
+      return;
+    case RestartVerdict::kTooManyRestarts:
+      Alert("restart_limit", "critical", decision.reason);
+      Finish("failed", decision.reason, kExitGaveUp);
+      return;
+    case RestartVerdict::kCrashLoop:
+      Alert("crash_loop", "critical", decision.reason + "; stopped to save money");
+      Finish("crash_loop", decision.reason, kExitGaveUp);
+      return;
+    case RestartVerdict::kRestart:
+      break;
+  }
+  ++job_.restarts;
+  phase_ = Phase::kBackoff;
+  restart_at_ = now + decision.wait_seconds;
+  job_.state = "backoff";
+  job_.reason = decision.reason;
+  SaveJob();
+  Event(decision.reason + " in " + FormatNumber(decision.wait_seconds, 2) + " s");
+}
+
+void Supervisor::Finish(const std::string& state, const std::string& reason, int exit_code) {
+  phase_ = Phase::kDone;
+  AccrueSpend();
+  job_.state = state;
+  job_.reason = reason;
+  job_.finished_at = clock_.UnixSeconds();
+  job_.exit_code = exit_code;
+  job_.supervisor_pid.reset();
+  SaveJob();
+  outcome_ = {state, reason, exit_code, policy_.restarts(), latest_checkpoint_};
+  Event("job " + state + ": " + reason);
+}
+
+void Supervisor::Tick() {
+  auto exit = runner_.Wait(options_.tick_seconds,
+                           [this](Stream s, std::string_view line) { OnLine(s, line); });
+  if (exit) {
+    OnExit(*exit);
+    if (phase_ == Phase::kDone) return;
+  }
+  const double now = clock_.MonotonicSeconds();
+  ScanCheckpoints(false);
+  CheckProgress();
+  AccrueSpend();
+  if (phase_ == Phase::kDone) return;
+  if (phase_ == Phase::kRunning || phase_ == Phase::kBackoff) {
+    if (options_.stop_notice) {
+      if (auto notice = options_.stop_notice()) {
+        BeginStop(*notice, "stopped", kExitStopped);
+        if (phase_ == Phase::kDone) return;
+      }
+    }
+  }
+  if (phase_ == Phase::kBackoff && now >= restart_at_) StartChild();
+  CheckCadence();
+  if (phase_ == Phase::kStopping && (!checkpoint_at_stop_.empty() || now >= stop_deadline_)) {
+    Event(checkpoint_at_stop_.empty() ? "no checkpoint within the grace period; sending SIGTERM"
+                                      : "checkpoint saved; sending SIGTERM");
+    runner_.SignalGroup(SIGTERM);
+    phase_ = Phase::kTerminating;
+    kill_deadline_ = now + options_.kill_after_seconds;
+  } else if (phase_ == Phase::kTerminating && now >= kill_deadline_) {
+    Event("the job ignored SIGTERM for " + FormatDuration(options_.kill_after_seconds) +
+          "; SIGKILL");
+    runner_.SignalGroup(SIGKILL);
+    kill_deadline_ = now + 3600;
+  }
+}
+
+SupervisorOutcome Supervisor::Run() {
+  Init();
+  StartChild();
+  while (phase_ != Phase::kDone) Tick();
+  return outcome_;
+}
+
+}  // namespace fulcrum::supervise

@@ -1,0 +1,133 @@
+// The supervisor of `fulcrum run`: starts the job's command, asks it for checkpoints on a cadence,
+// watches progress, preemption notices and spend, restarts it after failures (backoff, limits,
+// crash loops), stops it cleanly (checkpoint first, then SIGTERM, then SIGKILL) and records all of
+// it in jobs.db. One thread drives Run(); the seams (Clock, ProcessRunner, notice and stop
+// callbacks) let unit tests drive it with a ManualClock and a fake runner. Times in seconds.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "store/jobs.h"
+#include "supervise/checkpoints.h"
+#include "supervise/policy.h"
+#include "supervise/process.h"
+
+namespace fulcrum::supervise {
+
+struct SupervisorOptions {
+  std::string job_id;
+  std::vector<std::string> argv;
+  std::string cwd;
+  std::vector<int> gpus;  // empty = CUDA_VISIBLE_DEVICES left as inherited
+  std::string queue = "run";
+  double stop_grace_seconds = 60;
+  double kill_after_seconds = 10;  // after SIGTERM, SIGKILL the group
+  // Checkpoints ("" dir = no checkpoint handling).
+  CheckpointScanOptions checkpoints;
+  std::optional<double> checkpoint_every_seconds = 1800;  // nullopt = auto (Daly)
+  int checkpoint_signal = 10;                             // SIGUSR1
+  double mtbf_prior_seconds = 24 * 3600;                  // for auto cadence
+  bool checkpoint_requests = true;                        // false: never signal on a cadence
+  RestartPolicyOptions restart;
+  // Progress.
+  std::string heartbeat_file;
+  std::string progress_regex;  // first capture group = step number
+  std::optional<double> stall_timeout_seconds;
+  bool restart_on_stall = false;
+  // Money.
+  std::optional<double> price_per_hour_usd;
+  std::optional<double> budget_usd;
+  // Before a restart: GPU indices to leave out (e.g. fallen off the bus per the agent).
+  std::function<std::vector<int>()> unhealthy_gpus;
+  // Polled every tick: a notice text means "stop cleanly now" (preemption, SIGTERM, ...).
+  std::function<std::optional<std::string>()> stop_notice;
+  // Output of the job (each line) and the supervisor's own events.
+  std::function<void(Stream, std::string_view)> on_output;
+  std::function<void(const std::string&)> on_event;
+  double tick_seconds = 0.05;
+};
+
+struct SupervisorOutcome {
+  std::string state;  // final job state: succeeded, failed, stopped, crash_loop
+  std::string reason;
+  int exit_code = 0;  // what `fulcrum run` exits with
+  int restarts = 0;
+  std::string last_checkpoint;
+};
+
+// Exit codes of `fulcrum run` beyond 0 / the child's final code.
+inline constexpr int kExitGaveUp = 1;    // restart limit or crash loop
+inline constexpr int kExitStopped = 75;  // stopped by notice or signal (resumable; EX_TEMPFAIL)
+inline constexpr int kExitBudget = 76;   // stopped at the budget
+
+class Supervisor {
+ public:
+  // `db` may be null (no store). `clock` and `runner` must outlive the supervisor.
+  Supervisor(SupervisorOptions options, Clock& clock, ProcessRunner& runner, store::JobsDb* db);
+
+  // Runs the job to its end.
+  SupervisorOutcome Run();
+
+  // The interval currently in force (seconds); with auto cadence it follows Daly's formula.
+  double CheckpointIntervalSeconds() const;
+
+ private:
+  enum class Phase { kRunning, kBackoff, kStopping, kTerminating, kDone };
+
+  void Init();
+  void StartChild();
+  void Tick();
+  void OnLine(Stream stream, std::string_view line);
+  void OnExit(const ChildExit& exit);
+  void ScanCheckpoints(bool force);
+  void CheckCadence();
+  void CheckProgress();
+  void AccrueSpend();
+  void BeginStop(const std::string& reason, const std::string& final_state, int exit_code);
+  void Finish(const std::string& state, const std::string& reason, int exit_code);
+  void Alert(const std::string& name, const std::string& severity, const std::string& summary);
+  void Event(const std::string& text);
+  void SaveJob();
+
+  SupervisorOptions options_;
+  Clock& clock_;
+  ProcessRunner& runner_;
+  store::JobsDb* db_;
+  CheckpointScanner scanner_;
+  RestartPolicy policy_;
+  std::optional<std::regex> progress_regex_;
+
+  store::JobRecord job_;
+  Phase phase_ = Phase::kRunning;
+  SupervisorOutcome outcome_;
+  double started_ = 0;  // monotonic
+  double restart_at_ = 0;
+  double child_started_ = 0;
+  double last_progress_ = 0;
+  double heartbeat_mtime_ = 0;
+  bool stall_alerted_ = false;
+  double last_scan_ = -1e18;
+  double last_accrual_ = 0;
+  double pending_usd_ = 0, pending_seconds_ = 0;
+  bool budget_warned_ = false;
+  std::string latest_checkpoint_;
+  double last_checkpoint_mono_ = 0;
+  std::optional<double> checkpoint_requested_at_;  // monotonic, outstanding request
+  double next_checkpoint_at_ = 0;
+  bool missing_alerted_ = false;
+  std::vector<double> checkpoint_durations_;
+  int failures_ = 0;
+  // Stop in progress.
+  double stop_deadline_ = 0;
+  double kill_deadline_ = 0;
+  std::string stop_state_, stop_reason_;
+  int stop_exit_code_ = 0;
+  std::string checkpoint_at_stop_;
+};
+
+}  // namespace fulcrum::supervise

@@ -1,0 +1,522 @@
+// End-to-end tests of `fulcrum run`, `submit`, `status` and `cost`: the real binary supervises the
+// real test trainer (tests/trainer) with short intervals; preemption notices come from fake
+// metadata servers (httplib) on 127.0.0.1 with ephemeral ports; state is read back from jobs.db.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "store/jobs.h"
+#include "support/run_binary.h"
+
+namespace fulcrum::testing {
+namespace {
+namespace fs = std::filesystem;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+size_t CountOf(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
+    ++n;
+  return n;
+}
+
+// Polls `predicate` every 20 ms for up to `seconds`.
+template <typename F>
+bool WaitFor(F predicate, double seconds = 20) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return predicate();
+}
+
+RunOptions LongRun() {
+  RunOptions options;
+  options.timeout_seconds = 60;
+  return options;
+}
+
+class SuperviseTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir("supervise");
+    data_ = dir_ + "/data";
+    ckpt_ = dir_ + "/ckpt";
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  // `fulcrum run --name NAME --data-dir D --preemption none <extra> -- trainer <trainer_args>`.
+  std::vector<std::string> RunArgs(const std::string& name, std::vector<std::string> extra,
+                                   const std::vector<std::string>& trainer_args) {
+    std::vector<std::string> args = {"run", "--name",    name,   "--data-dir",
+                                     data_, "--backoff", "0.05s"};
+    if (std::find(extra.begin(), extra.end(), "--preemption") == extra.end()) {
+      args.insert(args.end(), {"--preemption", "none"});
+    }
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back("--");
+    args.push_back(FULCRUM_TRAINER);
+    args.insert(args.end(), trainer_args.begin(), trainer_args.end());
+    return args;
+  }
+
+  std::optional<store::JobRecord> Job(const std::string& name) {
+    auto db = store::JobsDb::OpenInDataDir(data_, true);
+    if (!db.ok()) return std::nullopt;
+    auto job = db->GetJob(name);
+    return job.ok() ? *job : std::nullopt;
+  }
+
+  std::string Log(const std::string& name) { return ReadFile(data_ + "/logs/" + name + ".log"); }
+
+  std::string dir_, data_, ckpt_;
+};
+
+TEST_F(SuperviseTest, ResumesFromTheLastCompleteCheckpointAfterACrash) {
+  RunOutput r = RunFulcrum(
+      RunArgs("crashy", {"--checkpoint-dir", ckpt_, "--no-checkpoint-requests", "--gpus", "1,3"},
+              {"--steps", "40", "--step-ms", "5", "--checkpoint-every-steps", "10",
+               "--crash-at-step", "25", "--crash-times", "1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("fresh start"), std::string::npos);
+  EXPECT_NE(r.out.find("resumed from " + ckpt_ + "/step-00000020 at step 20"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("trainer pid"), std::string::npos);
+  EXPECT_NE(r.out.find("gpus '1,3'"), std::string::npos) << "CUDA_VISIBLE_DEVICES from --gpus";
+  EXPECT_NE(r.out.find("restart 1 gpus"), std::string::npos) << "FULCRUM_RESTART_COUNT";
+  EXPECT_NE(r.out.find("done at step 40"), std::string::npos);
+  auto job = Job("crashy");
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->state, "succeeded");
+  EXPECT_EQ(job->restarts, 1);
+  EXPECT_EQ(job->gpus, (std::vector<int>{1, 3}));
+  // The log file has the job's output and the supervisor's events.
+  std::string log = Log("crashy");
+  EXPECT_NE(log.find("killed by SIGABRT"), std::string::npos);
+  EXPECT_NE(log.find("out step 25"), std::string::npos);
+}
+
+TEST_F(SuperviseTest, NeverResumesFromACheckpointWithoutItsMarker) {
+  fs::create_directories(ckpt_ + "/step-00000010");
+  std::ofstream(ckpt_ + "/step-00000010/step") << "10\n";
+  std::ofstream(ckpt_ + "/step-00000010/COMPLETE") << "ok\n";
+  // A newer directory without the marker (a write that was cut short).
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  fs::create_directories(ckpt_ + "/step-00000030");
+  std::ofstream(ckpt_ + "/step-00000030/step") << "30\n";
+  RunOutput r =
+      RunFulcrum(RunArgs("partial", {"--checkpoint-dir", ckpt_, "--no-checkpoint-requests"},
+                         {"--steps", "12", "--step-ms", "1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("resumed from " + ckpt_ + "/step-00000010 at step 10"), std::string::npos)
+      << r.out;
+}
+
+TEST_F(SuperviseTest, PartialCheckpointWrittenDuringAKillIsIgnored) {
+  auto run = std::async(std::launch::async, [&] {
+    return RunFulcrum(RunArgs("killed", {"--checkpoint-dir", ckpt_, "--no-checkpoint-requests"},
+                              {"--steps", "30", "--step-ms", "5", "--checkpoint-every-steps", "10",
+                               "--checkpoint-ms", "800"}),
+                      LongRun());
+  });
+  const std::string second = ckpt_ + "/step-00000020";
+  ASSERT_TRUE(WaitFor([&] {
+    return fs::exists(ckpt_ + "/step-00000010/COMPLETE") && fs::exists(second + "/step");
+  }));
+  ASSERT_FALSE(fs::exists(second + "/COMPLETE"));
+  // Kill the trainer (the supervisor's child) in the middle of writing step 20.
+  auto job = Job("killed");
+  ASSERT_TRUE(job && job->supervisor_pid);
+  std::string children = ReadFile("/proc/" + std::to_string(*job->supervisor_pid) + "/task/" +
+                                  std::to_string(*job->supervisor_pid) + "/children");
+  ASSERT_FALSE(children.empty());
+  pid_t trainer = static_cast<pid_t>(std::stol(children));
+  ASSERT_EQ(kill(trainer, SIGKILL), 0);
+  RunOutput r = run.get();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("resumed from " + ckpt_ + "/step-00000010 at step 10"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("resumed from " + second), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("killed by SIGKILL"), std::string::npos) << r.err;
+}
+
+TEST_F(SuperviseTest, CrashLoopStopsAndAlerts) {
+  RunOutput r =
+      RunFulcrum(RunArgs("loop", {"--crash-loop-failures", "3", "--crash-loop-window", "10m"},
+                         {"--step-ms", "1", "--exit-at-step", "2", "--exit-code", "3"}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(CountOf(r.out, "trainer pid"), 3u) << r.out;
+  auto job = Job("loop");
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->state, "crash_loop");
+  EXPECT_EQ(job->restarts, 2);
+  auto db = store::JobsDb::OpenInDataDir(data_, true);
+  ASSERT_TRUE(db.ok());
+  auto alerts = db->ListAlerts(0);
+  ASSERT_TRUE(alerts.ok());
+  ASSERT_FALSE(alerts->empty());
+  EXPECT_EQ(alerts->front().name, "crash_loop");
+  auto restarts = db->ListRestarts("loop");
+  ASSERT_TRUE(restarts.ok());
+  ASSERT_EQ(restarts->size(), 3u);
+  // Exponential backoff: 0.05 s, then 0.1 s between the starts (lower bounds only).
+  EXPECT_GE((*restarts)[1].at - (*restarts)[0].at, 0.05);
+  EXPECT_GE((*restarts)[2].at - (*restarts)[1].at, 0.1);
+}
+
+TEST_F(SuperviseTest, RestartLimitHoldsAndFinalExitCodesEndTheJob) {
+  RunOutput limited =
+      RunFulcrum(RunArgs("limited", {"--max-restarts", "2", "--crash-loop-failures", "0"},
+                         {"--step-ms", "1", "--exit-at-step", "2", "--exit-code", "3"}));
+  EXPECT_EQ(limited.exit_code, 1);
+  EXPECT_EQ(CountOf(limited.out, "trainer pid"), 3u) << limited.out;
+  EXPECT_EQ(Job("limited")->state, "failed");
+
+  RunOutput final_code =
+      RunFulcrum(RunArgs("final", {"--final-exit-code", "3"},
+                         {"--step-ms", "1", "--exit-at-step", "2", "--exit-code", "3"}));
+  EXPECT_EQ(final_code.exit_code, 3);
+  EXPECT_EQ(CountOf(final_code.out, "trainer pid"), 1u);
+}
+
+// A fake instance-metadata server for one cloud: no notice until `notice` is set.
+struct FakeMetadata {
+  httplib::Server server;
+  std::atomic<bool> notice{false};
+  std::atomic<int> token_requests{0};
+  std::atomic<int> unauthorised{0};
+  int port = 0;
+  std::thread thread;
+
+  explicit FakeMetadata(const std::string& cloud) {
+    server.Put("/latest/api/token", [this](const httplib::Request& req, httplib::Response& res) {
+      ++token_requests;
+      res.set_content(req.has_header("X-aws-ec2-metadata-token-ttl-seconds") ? "tok-1" : "",
+                      "text/plain");
+    });
+    server.Get("/latest/meta-data/spot/instance-action",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 if (req.get_header_value("X-aws-ec2-metadata-token") != "tok-1") {
+                   ++unauthorised;
+                   res.status = 401;
+                   return;
+                 }
+                 if (!notice) {
+                   res.status = 404;
+                   return;
+                 }
+                 res.set_content(R"({"action": "terminate", "time": "2026-11-30T06:00:00Z"})",
+                                 "application/json");
+               });
+    server.Get("/computeMetadata/v1/instance/preempted",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 if (req.get_header_value("Metadata-Flavor") != "Google") {
+                   res.status = 403;
+                   return;
+                 }
+                 res.set_content(notice ? "TRUE" : "FALSE", "text/plain");
+               });
+    server.Get(
+        "/metadata/scheduledevents", [this](const httplib::Request& req, httplib::Response& res) {
+          if (req.get_header_value("Metadata") != "true") {
+            res.status = 400;
+            return;
+          }
+          nlohmann::json events = nlohmann::json::array();
+          if (notice) {
+            events.push_back({{"EventId", "e1"},
+                              {"EventType", "Preempt"},
+                              {"NotBefore", "Mon, 30 Nov 2026 06:00:30 GMT"}});
+          }
+          res.set_content(nlohmann::json({{"DocumentIncarnation", 1}, {"Events", events}}).dump(),
+                          "application/json");
+        });
+    (void)cloud;
+    port = server.bind_to_any_port("127.0.0.1");
+    thread = std::thread([this] { server.listen_after_bind(); });
+    while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ~FakeMetadata() {
+    server.stop();
+    thread.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+};
+
+class PreemptionTest : public SuperviseTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(PreemptionTest, NoticeLeadsToACheckpointBeforeTheStop) {
+  const std::string cloud = GetParam();
+  FakeMetadata metadata(cloud);
+  const std::string name = "spot-" + cloud;
+  auto run = std::async(std::launch::async, [&] {
+    return RunFulcrum(
+        RunArgs(name,
+                {"--preemption", cloud, "--" + cloud + "-metadata-url", metadata.url(),
+                 "--notice-poll", "0.05s", "--checkpoint-dir", ckpt_, "--checkpoint-every", "1h"},
+                {"--steps", "100000", "--step-ms", "5", "--checkpoint-ms", "200"}),
+        LongRun());
+  });
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(data_ + "/run/" + name + ".heartbeat"); }));
+  EXPECT_TRUE(fs::is_empty(ckpt_));
+  metadata.notice = true;
+  RunOutput r = run.get();
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  std::string log = Log(name);
+  size_t notice = log.find("preemption notice: " + cloud);
+  size_t checkpoint = log.find("checkpoint complete: " + ckpt_ + "/step-");
+  size_t term = log.find("checkpoint saved; sending SIGTERM");
+  size_t terminated = log.find("out terminated at step");
+  ASSERT_NE(notice, std::string::npos) << log;
+  ASSERT_NE(checkpoint, std::string::npos) << log;
+  ASSERT_NE(term, std::string::npos) << log;
+  ASSERT_NE(terminated, std::string::npos) << log;
+  EXPECT_LT(notice, checkpoint);
+  EXPECT_LT(checkpoint, term);
+  EXPECT_LT(term, terminated);
+  auto job = Job(name);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->state, "stopped");
+  EXPECT_NE(job->reason.find("preemption notice"), std::string::npos);
+  if (cloud == "aws") {
+    EXPECT_GE(metadata.token_requests.load(), 1);
+    EXPECT_EQ(metadata.unauthorised.load(), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Clouds, PreemptionTest, ::testing::Values("aws", "gcp", "azure"));
+
+TEST_F(SuperviseTest, SigtermToTheSupervisorCheckpointsThenStops) {
+  auto run = std::async(std::launch::async, [&] {
+    return RunFulcrum(RunArgs("term", {"--checkpoint-dir", ckpt_, "--checkpoint-every", "1h"},
+                              {"--steps", "100000", "--step-ms", "5"}),
+                      LongRun());
+  });
+  std::optional<store::JobRecord> job;
+  ASSERT_TRUE(WaitFor([&] {
+    job = Job("term");
+    return job && job->state == "running" && job->supervisor_pid &&
+           fs::exists(data_ + "/run/" + job->id + ".heartbeat");
+  }));
+  ASSERT_EQ(kill(static_cast<pid_t>(*job->supervisor_pid), SIGTERM), 0);
+  RunOutput r = run.get();
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  EXPECT_NE(r.err.find("received SIGTERM"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("checkpoint saved; sending SIGTERM"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("terminated at step"), std::string::npos);
+}
+
+TEST_F(SuperviseTest, StopGraceBoundsTheWaitForACheckpoint) {
+  // The job ignores the checkpoint signal (SIGWINCH is ignored by default) and SIGTERM too.
+  RunOutput r;
+  auto run = std::async(std::launch::async, [&] {
+    return RunFulcrum(
+        RunArgs("stubborn",
+                {"--checkpoint-dir", ckpt_, "--checkpoint-signal", "SIGWINCH", "--checkpoint-every",
+                 "1h", "--stop-grace", "0.3s", "--kill-after", "0.3s"},
+                {"--steps", "100000", "--step-ms", "5", "--ignore-term"}),
+        LongRun());
+  });
+  std::optional<store::JobRecord> job;
+  ASSERT_TRUE(WaitFor([&] {
+    job = Job("stubborn");
+    return job && job->state == "running" && job->supervisor_pid &&
+           fs::exists(data_ + "/run/" + job->id + ".heartbeat");
+  }));
+  ASSERT_EQ(kill(static_cast<pid_t>(*job->supervisor_pid), SIGTERM), 0);
+  r = run.get();
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  EXPECT_NE(r.err.find("no checkpoint within the grace period"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("SIGKILL"), std::string::npos) << r.err;
+}
+
+TEST_F(SuperviseTest, BudgetStopsAfterACheckpoint) {
+  // $3600 per hour = $1 per second; a $1.5 budget lasts 1.5 s.
+  RunOutput r = RunFulcrum(RunArgs("budget",
+                                   {"--checkpoint-dir", ckpt_, "--checkpoint-every", "1h",
+                                    "--price-per-hour", "3600", "--budget-usd", "1.5"},
+                                   {"--steps", "100000", "--step-ms", "5"}),
+                           LongRun());
+  EXPECT_EQ(r.exit_code, 76) << r.err;
+  std::string log = Log("budget");
+  size_t warning = log.find("ALERT budget_warning");
+  size_t exhausted = log.find("ALERT budget_exhausted");
+  size_t checkpoint = log.find("checkpoint complete");
+  size_t term = log.find("checkpoint saved; sending SIGTERM");
+  ASSERT_NE(warning, std::string::npos) << log;
+  ASSERT_NE(exhausted, std::string::npos) << log;
+  ASSERT_NE(checkpoint, std::string::npos) << log;
+  ASSERT_NE(term, std::string::npos) << log;
+  EXPECT_LT(warning, exhausted);
+  EXPECT_LT(exhausted, checkpoint);
+  EXPECT_LT(checkpoint, term);
+  auto job = Job("budget");
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->state, "stopped");
+  EXPECT_GE(job->spend_usd, 1.5);
+  EXPECT_LT(job->spend_usd, 10.0);
+
+  RunOutput cost = RunFulcrum({"cost", "--json", "--data-dir", data_});
+  ASSERT_EQ(cost.exit_code, 0) << cost.err;
+  auto doc = nlohmann::json::parse(cost.out);
+  ASSERT_EQ(doc["cost"]["jobs"].size(), 1u);
+  EXPECT_EQ(doc["cost"]["jobs"][0]["job"], "budget");
+  EXPECT_NEAR(doc["cost"]["total_usd"].get<double>(), job->spend_usd, 1e-6);
+  EXPECT_NEAR(doc["cost"]["jobs"][0]["seconds"].get<double>(), job->spend_usd, 1e-6)
+      << "$1 per second";
+}
+
+TEST_F(SuperviseTest, NoTwoSupervisorsForTheSameJob) {
+  auto first = std::async(std::launch::async, [&] {
+    return RunFulcrum(RunArgs("single", {}, {"--steps", "100000", "--step-ms", "5"}), LongRun());
+  });
+  std::optional<store::JobRecord> job;
+  ASSERT_TRUE(WaitFor([&] {
+    job = Job("single");
+    return job && job->state == "running" && job->supervisor_pid &&
+           fs::exists(data_ + "/run/" + job->id + ".heartbeat");
+  }));
+  RunOutput second = RunFulcrum(RunArgs("single", {}, {"--steps", "1"}));
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_NE(second.err.find("already supervised by pid " + std::to_string(*job->supervisor_pid)),
+            std::string::npos)
+      << second.err;
+  EXPECT_EQ(second.out.find("trainer pid"), std::string::npos)
+      << "the second never started the job";
+  kill(static_cast<pid_t>(*job->supervisor_pid), SIGTERM);
+  EXPECT_EQ(first.get().exit_code, 75);
+}
+
+TEST_F(SuperviseTest, StallRaisesAnAlertAndRestarts) {
+  RunOutput r = RunFulcrum(RunArgs("stall",
+                                   {"--stall-timeout", "0.3s", "--restart-on-stall",
+                                    "--max-restarts", "1", "--crash-loop-failures", "0"},
+                                   {"--step-ms", "5", "--hang-at-step", "3"}),
+                           LongRun());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(CountOf(r.err, "ALERT stall"), 2u) << r.err;
+  EXPECT_EQ(CountOf(r.out, "trainer pid"), 2u);
+}
+
+TEST_F(SuperviseTest, ProgressRegexRecordsTheStep) {
+  RunOutput r = RunFulcrum(
+      RunArgs("regex", {"--progress-regex", "^step (\\d+)$"}, {"--steps", "7", "--step-ms", "1"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto job = Job("regex");
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->step, 7);
+  RunOutput status = RunFulcrum({"status", "--json", "--data-dir", data_});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  auto doc = nlohmann::json::parse(status.out);
+  ASSERT_EQ(doc["jobs"].size(), 1u);
+  EXPECT_EQ(doc["jobs"][0]["id"], "regex");
+  EXPECT_EQ(doc["jobs"][0]["state"], "succeeded");
+  EXPECT_EQ(doc["jobs"][0]["step"], 7);
+  EXPECT_TRUE(doc["jobs"][0]["spend_usd"].is_null()) << "no price: spend unknown";
+  EXPECT_TRUE(doc["jobs"][0]["heartbeat_age_seconds"].is_number());
+}
+
+TEST_F(SuperviseTest, BadInputIsAUsageError) {
+  EXPECT_EQ(RunFulcrum({"run", "--data-dir", data_}).exit_code, 2);
+  RunOutput r = RunFulcrum(RunArgs("bad", {"--checkpoint-every", "soon"}, {}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--checkpoint-every"), std::string::npos) << r.err;
+  EXPECT_EQ(RunFulcrum(RunArgs("bad name", {}, {})).exit_code, 2);
+  EXPECT_EQ(RunFulcrum(RunArgs("b", {"--budget-usd", "5"}, {})).exit_code, 2)
+      << "budget without a price";
+}
+
+std::vector<nlohmann::json> StatusJobs(const std::string& data) {
+  RunOutput r = RunFulcrum({"status", "--json", "--data-dir", data});
+  if (r.exit_code != 0) return {};
+  auto doc = nlohmann::json::parse(r.out);
+  return doc["jobs"].get<std::vector<nlohmann::json>>();
+}
+
+TEST_F(SuperviseTest, LocalQueuePlacesJobsOnFreeGpus) {
+  auto submit = [&](const std::string& name, const std::string& gpus,
+                    std::vector<std::string> extra) {
+    std::vector<std::string> args = {"submit",      "--json", "--data-dir",   data_,
+                                     "--node-gpus", "2",      "--name",       name,
+                                     "--gpus",      gpus,     "--preemption", "none"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--", FULCRUM_TRAINER, "--steps", "20", "--step-ms", "10"});
+    return RunFulcrum(args);
+  };
+  RunOutput a = submit("big-a", "2", {});
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["submit"]["state"], "queued");
+  ASSERT_EQ(submit("big-b", "2", {}).exit_code, 0);
+  ASSERT_EQ(submit("late", "1", {"--not-before", "+1s"}).exit_code, 0);
+  EXPECT_EQ(submit("huge", "3", {}).exit_code, 2) << "more GPUs than the node has";
+
+  std::vector<nlohmann::json> jobs;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        jobs = StatusJobs(data_);
+        if (jobs.size() != 3) return false;
+        for (const auto& j : jobs) {
+          if (j["state"] != "succeeded") return false;
+        }
+        return true;
+      },
+      30))
+      << (jobs.empty() ? "" : nlohmann::json(jobs).dump(2));
+  std::map<std::string, nlohmann::json> by_id;
+  for (const auto& j : jobs) by_id[j["id"]] = j;
+  EXPECT_EQ(by_id["big-a"]["gpus"], nlohmann::json({0, 1}));
+  EXPECT_EQ(by_id["big-b"]["gpus"], nlohmann::json({0, 1}));
+  EXPECT_EQ(by_id["big-a"]["queue"], "local");
+  // Both want every GPU, so they ran one after the other.
+  const double a_end = by_id["big-a"]["finished_at"], b_start = by_id["big-b"]["started_at"];
+  const double b_end = by_id["big-b"]["finished_at"], a_start = by_id["big-a"]["started_at"];
+  EXPECT_TRUE(b_start >= a_end || a_start >= b_end);
+  EXPECT_GE(by_id["late"]["started_at"].get<double>(), by_id["late"]["not_before"].get<double>());
+}
+
+TEST_F(SuperviseTest, SmallJobsShareTheNode) {
+  for (const std::string name : {"small-a", "small-b"}) {
+    RunOutput r = RunFulcrum({"submit", "--data-dir", data_, "--node-gpus", "2", "--name", name,
+                              "--gpus", "1", "--preemption", "none", "--", FULCRUM_TRAINER,
+                              "--steps", "60", "--step-ms", "10"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  std::vector<nlohmann::json> jobs;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        jobs = StatusJobs(data_);
+        int done = 0;
+        for (const auto& j : jobs) done += j["state"] == "succeeded";
+        return done == 2;
+      },
+      30));
+  std::set<int> gpus;
+  for (const auto& j : jobs) {
+    ASSERT_EQ(j["gpus"].size(), 1u);
+    gpus.insert(j["gpus"][0].get<int>());
+  }
+  EXPECT_EQ(gpus, (std::set<int>{0, 1})) << "one GPU each, side by side";
+}
+
+}  // namespace
+}  // namespace fulcrum::testing
