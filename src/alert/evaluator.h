@@ -6,9 +6,10 @@
 // notification), then resolves. A series absent from a batch keeps its state (a GPU that fell
 // off the bus must not resolve its XID alert). State can be exported and restored (Snapshot /
 // Restore) so alerts survive agent restarts.
-// Cost: metric names are interned once per call batch through one hash lookup per sample; each
-// sample then touches only the rules on its metric (O(samples + matching rules), no allocation
-// in steady state except for emitted transitions). See docs/BENCH.md "Alert evaluator".
+// Conditions (`when`, `divide_by`) see the batch's values, whatever their order in the batch.
+// Cost: one hash lookup per sample (metric name -> id), then only the rules on that metric
+// (O(samples + matching rules)); no allocation in steady state except for emitted transitions.
+// Measured in bench/alert_evaluator_bench.cc, see docs/BENCH.md "Alert evaluator".
 // Not thread-safe: one owner (the agent's sampling thread) calls it.
 #pragma once
 
@@ -43,7 +44,7 @@ struct Transition {
   int gpu = -1;
   AlertStatus from = AlertStatus::kInactive;
   AlertStatus to = AlertStatus::kInactive;
-  double value = 0;  // the rule's value at this sample (last active value for resolved)
+  double value = 0;  // the rule's value at this sample (the current, cleared value for resolved)
   double threshold = 0;
   double at = 0;           // unix seconds of the sample that caused the change
   double started_at = 0;   // unix seconds the condition first held (pending start)
