@@ -1,0 +1,267 @@
+// Browser test of the dashboard: starts a real `fulcrum agent --source sim` with 2 GPUs and an
+// overheat on GPU 0 a few seconds in, opens the page in Debian's headless chromium (through
+// playwright-core) and checks that it loads without console errors, that every GPU panel draws
+// its charts with data, that the overheat appears as a firing alert within seconds, that it keeps
+// updating without a reload, that it fits a phone's width, and that every request stays on the
+// agent (no CDN, no token). Saves a full-page screenshot (--screenshot) for people to look at.
+//
+// Usage (ctest registers it from web/CMakeLists.txt):
+//   node tests/dashboard/dashboard_test.mjs --fulcrum build/fulcrum \
+//        --work-dir build/dashboard_test --screenshot build/dashboard.png
+// Exit status 0 when every check passes, 1 with the failed check's reason otherwise.
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const CHROMIUM = '/usr/bin/chromium';
+const GPU_COUNT = 2;
+const OVERHEAT_AT_SECONDS = 3;
+// From the overheat's time to the firing row on the page: the agent's 1 s sampling, a 1 s `for`,
+// and the page's 2 s poll, with room for a loaded CI machine.
+const ALERT_DEADLINE_SECONDS = 12;
+
+class CheckFailed extends Error {}
+const fail = (message) => { throw new CheckFailed(message); };
+
+function parseArgs(argv) {
+  const args = { fulcrum: null, workDir: null, screenshot: null };
+  for (let i = 0; i < argv.length; i++) {
+    const next = () => argv[++i] ?? fail('missing value after ' + argv[i - 1]);
+    if (argv[i] === '--fulcrum') args.fulcrum = path.resolve(next());
+    else if (argv[i] === '--work-dir') args.workDir = path.resolve(next());
+    else if (argv[i] === '--screenshot') args.screenshot = path.resolve(next());
+    else fail('unknown argument ' + argv[i]);
+  }
+  if (!args.fulcrum || !args.workDir || !args.screenshot) {
+    fail('usage: dashboard_test.mjs --fulcrum BIN --work-dir DIR --screenshot FILE.png');
+  }
+  return args;
+}
+
+function loadPlaywright() {
+  const require = createRequire(path.join(REPO, 'web/package.json'));
+  try {
+    return require('playwright-core');
+  } catch (err) {
+    fail('playwright-core is not installed: run `npm ci` in web/ (scripts/setup.sh does it): ' + err.message);
+  }
+}
+
+// The agent must exist in this build; say so plainly when it does not.
+function checkAgentCommand(fulcrum) {
+  if (!fs.existsSync(fulcrum)) fail(fulcrum + ' does not exist: build the `fulcrum` target first');
+  const help = spawnSync(fulcrum, ['agent', '--help'], { encoding: 'utf8', timeout: 10000 });
+  if (help.status !== 0 || !/--sim-scenario/.test(help.stdout)) {
+    fail('`fulcrum agent` with the sim source is not available in this build (issue #6, branch `agent`); ' +
+      '`fulcrum agent --help` exited ' + help.status + ': ' + (help.stderr || help.stdout).trim().slice(0, 300));
+  }
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function writeInputs(workDir) {
+  const scenario = path.join(workDir, 'scenario.yaml');
+  fs.writeFileSync(scenario, `- {at: ${OVERHEAT_AT_SECONDS}s, gpu: 0, fault: overheat}\n`);
+  // The shipped rule waits 5 minutes; this one fires on the next sample above 85 C.
+  const rules = path.join(workDir, 'rules.yaml');
+  fs.writeFileSync(rules, [
+    'rules:',
+    '  - name: GpuTooHot',
+    '    metric: gpu_temperature_celsius',
+    '    op: ">"',
+    '    threshold: 85',
+    '    for: 1s',
+    '    keep_firing_for: 0s',
+    '    severity: critical',
+    '    annotations: {summary: "GPU temperature above 85 C"}',
+    '',
+  ].join('\n'));
+  return { scenario, rules };
+}
+
+async function startAgent(fulcrum, workDir) {
+  const { scenario, rules } = writeInputs(workDir);
+  const dataDir = path.join(workDir, 'data');
+  fs.mkdirSync(dataDir, { recursive: true });
+  const port = await freePort();
+  const argv = ['agent', '--source', 'sim', '--sim-gpus', String(GPU_COUNT), '--sim-scenario', scenario,
+    '--rules', rules, '--interval', '1s', '--listen', '127.0.0.1:' + port, '--data-dir', dataDir];
+  const log = fs.openSync(path.join(workDir, 'agent.log'), 'w');
+  const child = spawn(fulcrum, argv, { stdio: ['ignore', log, log] });
+  const startedAt = Date.now();
+  const agent = { child, port, startedAt, url: 'http://127.0.0.1:' + port, exited: null };
+  child.on('exit', (code, signal) => { agent.exited = { code, signal }; });
+  const deadline = Date.now() + 15000;
+  while (Date.now() < deadline) {
+    if (agent.exited) break;
+    try {
+      const res = await fetch(agent.url + '/v1/health');
+      if (res.ok) return agent;
+    } catch { /* not listening yet */ }
+    await sleep(100);
+  }
+  const tail = fs.readFileSync(path.join(workDir, 'agent.log'), 'utf8').slice(-1500);
+  stopAgent(agent);
+  fail('the agent did not answer /v1/health within 15 s (' + fulcrum + ' ' + argv.join(' ') + ')' +
+    (agent.exited ? ', it exited with ' + JSON.stringify(agent.exited) : '') + '; its log:\n' + tail);
+}
+
+function stopAgent(agent) {
+  if (!agent || agent.exited) return Promise.resolve();
+  return new Promise((resolve) => {
+    const killer = setTimeout(() => agent.child.kill('SIGKILL'), 3000);
+    agent.child.once('exit', () => { clearTimeout(killer); resolve(); });
+    agent.child.kill('SIGTERM');
+  });
+}
+
+// Counts, per chart, the pixels of its series colour on its canvas: proof that a line was drawn.
+function chartPixels(page) {
+  return page.evaluate(() => [...document.querySelectorAll('.chart')].map((chart) => {
+    const hex = chart.dataset.color;
+    const rgb = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+    const canvas = chart.querySelector('canvas');
+    const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+    let matching = 0;
+    for (let i = 0; i < data.length; i += 4) {
+      if (data[i + 3] > 200 && Math.abs(data[i] - rgb[0]) < 24 && Math.abs(data[i + 1] - rgb[1]) < 24 &&
+          Math.abs(data[i + 2] - rgb[2]) < 24) matching++;
+    }
+    return { gpu: chart.dataset.gpu, metric: chart.dataset.metric, points: Number(chart.dataset.points), matching };
+  }));
+}
+
+async function waitFor(description, deadlineMs, probe) {
+  const deadline = Date.now() + deadlineMs;
+  let last;
+  while (Date.now() < deadline) {
+    last = await probe();
+    if (last && last.ok) return last;
+    await sleep(200);
+  }
+  fail(description + ' (last seen: ' + JSON.stringify(last && last.seen) + ')');
+}
+
+async function checkPage(page, agent, problems, screenshot) {
+  await page.goto(agent.url + '/', { waitUntil: 'load' });
+  await page.evaluate(() => { window.__loadedOnce = true; });
+
+  // One panel per GPU, each with four charts that have points and visibly drawn lines.
+  await waitFor('each of the ' + GPU_COUNT + ' GPU panels should draw 4 charts with data', 15000, async () => {
+    const charts = await chartPixels(page);
+    const panels = await page.locator('article.gpu').count();
+    const drawn = charts.filter((c) => c.points > 0 && c.matching >= 10);
+    return { ok: panels === GPU_COUNT && charts.length === 4 * GPU_COUNT && drawn.length === charts.length,
+      seen: { panels, charts } };
+  });
+  console.log('ok: %d GPU panels, each drawing 4 charts with data', GPU_COUNT);
+
+  // The overheat on GPU 0 shows as a firing alert, and the panel is marked.
+  const row = 'tr[data-status="firing"][data-rule="GpuTooHot"]';
+  const fired = await waitFor('the overheat on GPU 0 should show as a firing GpuTooHot alert within ' +
+      ALERT_DEADLINE_SECONDS + ' s of the fault', (OVERHEAT_AT_SECONDS + ALERT_DEADLINE_SECONDS) * 1000 -
+      (Date.now() - agent.startedAt), async () => {
+    const rows = await page.locator(row).allInnerTexts();
+    const gpu0 = rows.find((text) => /GPU 0\b/.test(text));
+    return { ok: Boolean(gpu0), seen: { rows: await page.locator('#alerts tbody tr').allInnerTexts() } };
+  });
+  const seconds = ((Date.now() - agent.startedAt) / 1000 - OVERHEAT_AT_SECONDS).toFixed(1);
+  console.log('ok: firing GpuTooHot on GPU 0 shown %s s after the fault (%s)', seconds, JSON.stringify(fired.seen.rows));
+  if (!(await page.locator('article.gpu[data-gpu="0"].firing').count())) fail('GPU 0 panel is not marked firing');
+  const temp = await page.locator('article.gpu[data-gpu="0"] .stat.bad').allInnerTexts();
+  if (!temp.some((t) => /9\d °C/.test(t))) fail('GPU 0 panel should show its temperature above 90 °C in red, saw ' + temp);
+
+  // Live: the page keeps updating without a reload.
+  const before = await page.locator('#conn').innerText();
+  await waitFor('the page should keep updating by itself', 6000, async () => {
+    const now = await page.locator('#conn').innerText();
+    return { ok: now !== before && /live/.test(now), seen: { before, now } };
+  });
+  if (!(await page.evaluate(() => window.__loadedOnce === true))) fail('the page reloaded itself');
+  console.log('ok: live updates without reload');
+
+  // The 1 h and 24 h windows refetch and still draw every chart.
+  for (const name of ['1h', '24h', '15m']) {
+    await page.click(`#windows button[data-window="${name}"]`);
+    await waitFor(`every chart should have data in the ${name} window`, 8000, async () => {
+      const charts = await chartPixels(page);
+      const hash = await page.evaluate(() => location.hash);
+      return { ok: hash === '#w=' + name && charts.every((c) => c.points > 0 && c.matching >= 2), seen: { hash, charts } };
+    });
+  }
+  console.log('ok: 15 min / 1 h / 24 h windows');
+
+  // Readable on a phone: nothing wider than the screen except inside scrolling tables.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await sleep(300);
+  const phoneWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+  if (phoneWidth > 390) fail('on a 390 px phone the page is ' + phoneWidth + ' px wide');
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await sleep(300);
+  console.log('ok: fits a 390 px phone screen');
+
+  await page.mouse.move(0, 0);
+  await page.screenshot({ path: screenshot, fullPage: true });
+  console.log('ok: screenshot saved to %s', screenshot);
+  if (problems.length) fail('the page had errors:\n  ' + problems.join('\n  '));
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const { chromium } = loadPlaywright();
+  if (!fs.existsSync(CHROMIUM)) fail(CHROMIUM + ' is missing (Debian package chromium; scripts/setup.sh installs it)');
+  checkAgentCommand(args.fulcrum);
+  fs.rmSync(args.workDir, { recursive: true, force: true });
+  fs.mkdirSync(args.workDir, { recursive: true });
+  fs.mkdirSync(path.dirname(args.screenshot), { recursive: true });
+
+  const agent = await startAgent(args.fulcrum, args.workDir);
+  let context;
+  try {
+    context = await chromium.launchPersistentContext(path.join(args.workDir, 'chromium-profile'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1280, height: 900 },
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+        '--disable-component-update', '--disable-sync'],
+    });
+    const page = context.pages()[0] || (await context.newPage());
+    const problems = [];
+    page.on('console', (msg) => { if (msg.type() === 'error') problems.push('console error: ' + msg.text()); });
+    page.on('pageerror', (err) => problems.push('uncaught exception: ' + err.message));
+    page.on('requestfailed', (req) => problems.push('request failed: ' + req.url() + ' ' + req.failure()?.errorText));
+    page.on('request', (req) => {
+      const url = req.url();
+      if (url.startsWith('data:')) return;
+      if (!url.startsWith(agent.url + '/')) problems.push('request left the agent: ' + url);
+      if (req.method() !== 'GET') problems.push('non-GET request: ' + req.method() + ' ' + url);
+      if (req.headers().authorization) problems.push('request carried a token: ' + url);
+    });
+    await checkPage(page, agent, problems, args.screenshot);
+  } finally {
+    if (context) await context.close();
+    await stopAgent(agent);
+  }
+  fs.rmSync(args.workDir, { recursive: true, force: true });
+  console.log('PASS dashboard_browser');
+}
+
+main().catch((err) => {
+  console.error('FAIL dashboard_browser: ' + (err instanceof CheckFailed ? err.message : err.stack));
+  process.exit(1);
+});
