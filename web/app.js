@@ -26,6 +26,10 @@
     { key: 'temp', metric: 'gpu_temperature_celsius', title: 'Temperature', unit: '°C',
       color: '#ff6b6b', scale: (v) => v, max: () => 100, digits: 0 },
   ];
+  const MAX_RESOLVED_SHOWN = 10;
+  // Browser and agent clocks may differ (a laptop looking through an SSH tunnel): beyond this,
+  // the page puts "now" at the agent's latest sample time.
+  const CLOCK_SKEW_TOLERANCE_SECONDS = 5;
   const SEVERITY_RANK = { critical: 0, error: 1, warning: 2, info: 3 };
   const STATUS_RANK = { firing: 0, pending: 1, resolved: 2 };
 
@@ -39,6 +43,8 @@
     missing: new Set(),     // endpoints this agent answers 404 to: not polled again
     idle: null,
     idleFetchedAt: 0,
+    clockSkewSeconds: 0,    // agent clock minus browser clock, when beyond the tolerance
+    intervalSeconds: 1,
   };
 
   // ---- small helpers --------------------------------------------------------------------------
@@ -108,8 +114,9 @@
     bar.className = percent != null && percent >= badAt ? 'bad' : percent != null && percent >= warnAt ? 'warn' : '';
   }
 
+  // "Now" on the agent's clock (Unix seconds).
   function nowSeconds() {
-    return Date.now() / 1000;
+    return Date.now() / 1000 + state.clockSkewSeconds;
   }
 
   function windowFromHash() {
@@ -140,6 +147,7 @@
   // ---- header, host, idle ---------------------------------------------------------------------
   function renderHealth(h) {
     if (!h) return;
+    if (h.interval_seconds) state.intervalSeconds = h.interval_seconds;
     $('hostname').textContent = (h.hostname || 'unknown host') + ' · ' + (h.source || '?') + ' source';
     document.title = 'fulcrum · ' + (h.hostname || 'agent');
     $('footer').textContent = 'fulcrum ' + (h.version || '') + ' · agent up ' + fmtDuration(h.uptime_seconds) +
@@ -209,7 +217,11 @@
   function renderAlerts(alerts) {
     state.alerts = alerts || [];
     const tbody = $('alerts').tBodies[0];
-    const rows = sortAlerts(state.alerts).map((a) => el('tr', { class: 'alert-' + a.status, 'data-status': a.status, 'data-rule': a.name },
+    const sorted = sortAlerts(state.alerts);
+    const active = sorted.filter((a) => a.status !== 'resolved');
+    const resolved = sorted.filter((a) => a.status === 'resolved');
+    const shown = active.concat(resolved.slice(0, MAX_RESOLVED_SHOWN));
+    const rows = shown.map((a) => el('tr', { class: 'alert-' + a.status, 'data-status': a.status, 'data-rule': a.name },
       el('td', {}, el('span', { class: 'badge status-' + a.status }, a.status)),
       el('td', {}, el('span', { class: 'badge sev-' + (a.severity || 'none') }, a.severity || 'n/a')),
       el('td', { class: 'rule' }, a.name),
@@ -217,6 +229,10 @@
       el('td', { class: 'num' }, fmtNum(a.value, 1) + (a.threshold != null ? ' (limit ' + fmtNum(a.threshold, 1) + ')' : '')),
       el('td', { class: 'since' }, alertSince(a)),
       el('td', { class: 'summary' }, a.summary || '')));
+    if (resolved.length > MAX_RESOLVED_SHOWN) {
+      rows.push(el('tr', { class: 'alert-resolved' }, el('td', { colspan: 7, class: 'muted' },
+        '… and ' + (resolved.length - MAX_RESOLVED_SHOWN) + ' more resolved in the last 24 h')));
+    }
     tbody.replaceChildren(...rows);
     const firing = state.alerts.filter((a) => a.status === 'firing').length;
     const pending = state.alerts.filter((a) => a.status === 'pending').length;
@@ -270,7 +286,7 @@
       height: 110,
       legend: { show: false },
       cursor: { y: false, points: { size: 6 } },
-      padding: [6, 4, 0, 0],
+      padding: [6, 14, 0, 0],
       scales: {
         x: { time: true, range: () => { const now = nowSeconds(); return [now - WINDOWS[state.window].since, now]; } },
         y: { range: (u, min, max) => [0, Math.max(view.yMax || 0, (max || 0) * 1.05, 1)] },
@@ -366,6 +382,10 @@
     if (g.ecc_uncorrected == null && g.ecc_corrected == null) flags.push(el('span', { class: 'badge muted' }, 'ECC n/a'));
     else flags.push(el('span', { class: 'badge ' + (g.ecc_uncorrected ? 'bad' : g.ecc_corrected ? 'warn' : 'ok') },
       'ECC ' + (g.ecc_corrected ?? 'n/a') + ' corrected · ' + (g.ecc_uncorrected ?? 'n/a') + ' uncorrected'));
+    const age = g.timestamp == null ? null : nowSeconds() - g.timestamp;
+    if (age != null && age > Math.max(5, 3 * state.intervalSeconds)) {
+      flags.unshift(el('span', { class: 'badge bad' }, 'no sample for ' + fmtDuration(age)));
+    }
     if (g.last_xid == null) flags.push(el('span', { class: 'badge muted' }, 'XID n/a'));
     else flags.push(el('span', { class: 'badge ' + (g.last_xid ? 'bad' : 'ok') }, g.last_xid ? 'XID ' + g.last_xid : 'no XID'));
     entry.flags.replaceChildren(...flags);
@@ -380,6 +400,11 @@
 
   function renderGpus(body) {
     const gpus = (body && body.gpus) || [];
+    const newest = Math.max(...gpus.map((g) => g.timestamp || 0));
+    if (newest > 0) {
+      const skew = newest - Date.now() / 1000;
+      state.clockSkewSeconds = Math.abs(skew) > CLOCK_SKEW_TOLERANCE_SECONDS ? skew : 0;
+    }
     for (const g of gpus) renderGpu(g);
     $('gpus-count').textContent = String(gpus.length);
   }
