@@ -27,6 +27,8 @@
       color: '#ff6b6b', scale: (v) => v, max: () => 100, digits: 0 },
   ];
   const MAX_RESOLVED_SHOWN = 10;
+  // An incremental series fetch reaches this far behind the newest point already drawn.
+  const SERIES_OVERLAP_SECONDS = 10;
   // Browser and agent clocks may differ (a laptop looking through an SSH tunnel): beyond this,
   // the page puts "now" at the agent's latest sample time.
   const CLOCK_SKEW_TOLERANCE_SECONDS = 5;
@@ -38,6 +40,8 @@
     gpus: new Map(),        // index -> {panel, charts: {key: chartView}, latest}
     alerts: [],
     seriesFetchedAt: 0,
+    seriesWindow: null,     // the window the charts hold; null forces a full fetch
+    seriesUntil: null,      // time of the newest point drawn (agent clock)
     lastOk: 0,
     failingSince: 0,
     missing: new Set(),     // endpoints this agent answers 404 to: not polled again
@@ -323,16 +327,23 @@
     view.valueEl.textContent = last == null ? 'n/a' : fmtNum(last, spec.digits) + ' ' + spec.unit;
   }
 
-  function setChartData(view, points) {
-    const xs = [];
-    const ys = [];
+  // Replaces the chart's points, or with `append` adds those newer than its last one; then drops
+  // what fell out of the window.
+  function setChartData(view, points, append) {
+    const xs = append ? view.data[0].slice() : [];
+    const ys = append ? view.data[1].slice() : [];
+    const lastT = xs.length ? xs[xs.length - 1] : -Infinity;
     for (const [t, v] of points || []) {
+      if (append && t <= lastT) continue;
       xs.push(t);
       ys.push(v == null ? null : view.spec.scale(v));
     }
-    view.data = [xs, ys];
+    const from = nowSeconds() - WINDOWS[state.window].since;
+    let drop = 0;
+    while (drop < xs.length && xs[drop] < from) drop++;
+    view.data = [xs.slice(drop), ys.slice(drop)];
     view.plot.setData(view.data);
-    view.box.setAttribute('data-points', String(xs.length));
+    view.box.setAttribute('data-points', String(view.data[0].length));
     updateChartValue(view);
   }
 
@@ -351,6 +362,8 @@
     entry = { panel, title, uuid, stats, flags, charts: {}, latest: g };
     for (const spec of CHARTS) entry.charts[spec.key] = makeChart(charts, spec, g.index);
     state.gpus.set(g.index, entry);
+    state.seriesWindow = null;  // a new panel needs the whole window
+    state.seriesFetchedAt = 0;
     return entry;
   }
 
@@ -409,15 +422,29 @@
     $('gpus-count').textContent = String(gpus.length);
   }
 
+  // Fetches the window's series for every GPU, one request per metric. In the raw 15 min window,
+  // after the first full fetch only the last few seconds are asked for and appended.
   async function refreshSeries() {
-    const w = WINDOWS[state.window];
+    const name = state.window;
+    const w = WINDOWS[name];
+    const append = w.step === 0 && state.seriesWindow === name && state.seriesUntil != null;
+    const since = append ? Math.min(w.since, Math.ceil(nowSeconds() - state.seriesUntil) + SERIES_OVERLAP_SECONDS) : w.since;
     const stepParam = w.step ? '&step=' + w.step : '';
     const bodies = await Promise.all(CHARTS.map((spec) =>
-      getJson('/v1/series?metric=' + spec.metric + '&since=' + w.since + stepParam).catch(() => null)));
+      getJson('/v1/series?metric=' + spec.metric + '&since=' + since + stepParam).catch(() => undefined)));
+    if (state.window !== name) return;  // switched while fetching: that switch refetches
+    let until = append ? state.seriesUntil : null;
     CHARTS.forEach((spec, i) => {
+      if (bodies[i] === undefined) return;  // failed: keep what the chart shows
       const byGpu = new Map(((bodies[i] && bodies[i].series) || []).map((s) => [s.gpu, s.points]));
-      for (const [index, entry] of state.gpus) setChartData(entry.charts[spec.key], byGpu.get(index) || []);
+      for (const [index, entry] of state.gpus) {
+        const points = byGpu.get(index) || [];
+        setChartData(entry.charts[spec.key], points, append);
+        if (points.length) until = Math.max(until ?? -Infinity, points[points.length - 1][0]);
+      }
     });
+    state.seriesWindow = name;
+    state.seriesUntil = until;
     state.seriesFetchedAt = Date.now();
   }
 
@@ -461,6 +488,7 @@
     for (const b of $('windows').querySelectorAll('button')) b.classList.toggle('active', b.dataset.window === name);
     history.replaceState(null, '', '#w=' + name);
     state.seriesFetchedAt = 0;
+    state.seriesWindow = null;
     refreshSeries().catch(() => {});
   }
 
