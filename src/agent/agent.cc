@@ -1,0 +1,356 @@
+#include "agent/agent.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+#include "agent/host.h"
+#include "agent/idle.h"
+#include "agent/live_state.h"
+#include "alert/delivery.h"
+#include "alert/evaluator.h"
+#include "alert/notify.h"
+#include "alert/rules_yaml.h"
+#include "server/http_server.h"
+#include "store/agent_db.h"
+#include "store/jobs.h"
+#include "store/outbox_sqlite.h"
+#include "telemetry/nvml_source.h"
+#include "telemetry/replay_source.h"
+#include "telemetry/sim_source.h"
+
+namespace fulcrum::agent {
+
+namespace {
+
+constexpr double kFlushSeconds = 1.0;          // batch writes: at most this much is unflushed
+constexpr double kMaintainSeconds = 10.0;      // rollups and retention cadence
+constexpr size_t kMaxPendingSnapshots = 3600;  // while the store fails, keep at most an hour
+
+store::AgentAlert ToAgentAlert(const alert::Transition& t) {
+  store::AgentAlert a;
+  a.fingerprint = t.fingerprint;
+  a.name = t.rule_name;
+  a.status = std::string(alert::ToString(t.to));
+  a.severity = t.severity;
+  a.gpu = t.gpu;
+  a.value = t.value;
+  a.threshold = t.threshold;
+  a.started_at = t.started_at;
+  if (t.fired_at > 0) a.fired_at = t.fired_at;
+  if (t.resolved_at > 0) a.resolved_at = t.resolved_at;
+  auto summary = t.annotations.find("summary");
+  if (summary != t.annotations.end()) a.summary = summary->second;
+  a.labels_json = nlohmann::json(t.labels).dump();
+  return a;
+}
+
+alert::AlertStatus ParseStatus(const std::string& s) {
+  return s == "firing" ? alert::AlertStatus::kFiring : alert::AlertStatus::kPending;
+}
+
+}  // namespace
+
+struct Agent::Impl {
+  AgentConfig config;
+  const Clock& clock;
+  std::string data_dir;
+  std::string hostname;
+  std::unique_ptr<telemetry::GpuSource> source;
+  std::unique_ptr<telemetry::Recorder> recorder;
+  std::optional<store::AgentDb> db;
+  std::unique_ptr<store::SqliteOutbox> outbox;
+  std::optional<store::JobsDb> jobs;
+  std::unique_ptr<alert::Evaluator> evaluator;
+  std::vector<alert::Receiver> receivers;
+  alert::NotifyContext notify_context;
+  std::unique_ptr<alert::CurlPoster> poster;
+  std::unique_ptr<alert::DeliveryWorker> delivery;
+  LiveState live;
+  std::unique_ptr<server::AgentServer> server;
+  IdleDetector idle;
+  ReleaseRunner release;
+  AgentCounters counters;
+  store::WriteBatch pending;
+  double last_flush = 0;
+  double last_maintain = -1e18;
+  double idle_started_at = 0;  // unix time of the idle warning's alert
+
+  Impl(AgentConfig c, const Clock& k) : config(std::move(c)), clock(k), idle(config.idle) {}
+
+  Status OpenSource() {
+    if (config.source == "nvml") {
+      FULCRUM_ASSIGN_OR_RETURN(source, telemetry::NvmlSource::Open());
+    } else if (config.source == "sim") {
+      std::vector<telemetry::Fault> faults;
+      if (!config.sim_scenario.empty()) {
+        FULCRUM_ASSIGN_OR_RETURN(faults, telemetry::LoadScenario(config.sim_scenario));
+      }
+      source = std::make_unique<telemetry::SimSource>(config.sim_gpus, std::move(faults), clock);
+    } else {
+      FULCRUM_ASSIGN_OR_RETURN(source,
+                               telemetry::ReplaySource::Open(config.source.substr(7), clock));
+    }
+    if (!config.record.empty()) {
+      FULCRUM_ASSIGN_OR_RETURN(recorder, telemetry::Recorder::Open(config.record));
+    }
+    return Status::Ok();
+  }
+
+  Status OpenAlerts() {
+    std::vector<alert::Rule> rules;
+    if (config.rules.empty()) {
+      FULCRUM_ASSIGN_OR_RETURN(rules, alert::DefaultRules());
+    } else {
+      FULCRUM_ASSIGN_OR_RETURN(rules, alert::LoadRulesFile(config.rules));
+    }
+    evaluator = std::make_unique<alert::Evaluator>(std::move(rules));
+    FULCRUM_ASSIGN_OR_RETURN(auto states, db->LoadAlertStates());
+    std::vector<alert::AlertState> restored;
+    for (const auto& r : states) {
+      restored.push_back({r.rule_name, r.gpu, ParseStatus(r.status), r.started_at, r.fired_at,
+                          r.last_active_at, r.value});
+    }
+    size_t n = evaluator->Restore(restored);
+    if (n > 0) spdlog::info("restored {} pending/firing alert(s) from the store", n);
+    for (const ReceiverConfig& r : config.receivers) {
+      FULCRUM_ASSIGN_OR_RETURN(alert::ReceiverFormat format, alert::ParseReceiverFormat(r.format));
+      receivers.push_back({r.name, r.url, format, r.token});
+    }
+    FULCRUM_ASSIGN_OR_RETURN(outbox, store::SqliteOutbox::Open(db->db().path()));
+    poster = std::make_unique<alert::CurlPoster>();
+    delivery = std::make_unique<alert::DeliveryWorker>(*outbox, *poster, receivers, clock,
+                                                       alert::DeliveryOptions{});
+    return Status::Ok();
+  }
+
+  // 1 while a supervised job is running or heartbeating: per GPU it lists, else host-wide.
+  void JobSamples(double now, std::vector<alert::Sample>& batch, bool& any_active) {
+    any_active = false;
+    if (!jobs) {
+      auto opened = store::JobsDb::OpenInDataDir(data_dir, /*read_only=*/true);
+      if (!opened.ok()) {
+        batch.push_back({"job_running", -1, 0.0, now});
+        return;
+      }
+      jobs = std::move(*opened);
+    }
+    auto list = jobs->ListJobs();
+    if (!list.ok()) {
+      spdlog::debug("jobs.db: {}", list.status().message());
+      jobs.reset();
+      return;
+    }
+    std::vector<int> busy_gpus;
+    bool host_wide = false;
+    for (const auto& j : *list) {
+      auto age = store::AgeSeconds(j.heartbeat_at, now);
+      bool active =
+          j.state == "running" || j.state == "checkpointing" ||
+          (store::IsActiveState(j.state) && age && *age <= config.idle.heartbeat_max_age_seconds);
+      if (!active) continue;
+      any_active = true;
+      if (j.gpus.empty()) host_wide = true;
+      busy_gpus.insert(busy_gpus.end(), j.gpus.begin(), j.gpus.end());
+    }
+    batch.push_back({"job_running", -1, host_wide || any_active ? 1.0 : 0.0, now});
+    for (int g = 0; g < source->gpu_count(); ++g) {
+      bool on = host_wide || std::find(busy_gpus.begin(), busy_gpus.end(), g) != busy_gpus.end();
+      batch.push_back({"job_running", g, on ? 1.0 : 0.0, now});
+    }
+  }
+
+  void Record(const std::vector<alert::Transition>& transitions, double now) {
+    for (const alert::Transition& t : transitions) {
+      ++counters.transitions_total;
+      spdlog::info("alert {} gpu {}: {} -> {} (value {})", t.rule_name, t.gpu,
+                   alert::ToString(t.from), alert::ToString(t.to), t.value);
+      pending.alert_changes.push_back(ToAgentAlert(t));
+      auto notes = alert::MakeNotifications(t, receivers, notify_context, now);
+      counters.notifications_total += notes.size();
+      for (auto& n : notes) pending.notifications.push_back(std::move(n));
+    }
+  }
+
+  // The idle warning and its end travel as a host-wide alert, so receivers get them in their
+  // own format and /v1/alerts shows them.
+  alert::Transition IdleTransition(alert::AlertStatus from, alert::AlertStatus to, double now,
+                                   const std::string& summary) {
+    alert::Transition t;
+    t.rule_name = "IdleRelease";
+    t.gpu = -1;
+    t.from = from;
+    t.to = to;
+    t.value = idle.Status(clock.MonotonicSeconds()).idle_seconds;
+    t.threshold = config.idle.after_seconds;
+    t.at = now;
+    if (to == alert::AlertStatus::kFiring) idle_started_at = now;
+    t.started_at = idle_started_at;
+    t.fired_at = idle_started_at;
+    t.resolved_at = to == alert::AlertStatus::kResolved ? now : 0;
+    t.severity = "warning";
+    t.labels = {{"alertname", "IdleRelease"}, {"severity", "warning"}, {"hostname", hostname}};
+    t.annotations = {{"summary", summary}};
+    t.fingerprint = alert::Evaluator::Fingerprint("IdleRelease", -1);
+    return t;
+  }
+
+  void HandleIdle(IdleAction action, double now) {
+    std::vector<alert::Transition> out;
+    double mono = clock.MonotonicSeconds();
+    if (action == IdleAction::kWarn) {
+      IdleStatus s = idle.Status(mono);
+      std::string summary = fmt::format(
+          "{}: every GPU idle for {:.0f} min; release in {:.0f} min{} (POST /v1/idle/cancel to "
+          "postpone)",
+          hostname, s.idle_seconds / 60, s.release_in_seconds.value_or(0) / 60,
+          config.idle.dry_run ? " (dry run)" : "");
+      spdlog::warn("{}", summary);
+      out.push_back(
+          IdleTransition(alert::AlertStatus::kInactive, alert::AlertStatus::kFiring, now, summary));
+    } else if (action == IdleAction::kRelease) {
+      Status st = release.Run(config.idle.command, config.idle.dry_run);
+      if (!st.ok()) spdlog::error("{}", st.message());
+    } else if (action == IdleAction::kBusyAgain) {
+      out.push_back(IdleTransition(alert::AlertStatus::kFiring, alert::AlertStatus::kResolved, now,
+                                   hostname + ": busy again, idle release cancelled"));
+    }
+    if (!out.empty()) Record(out, now);
+  }
+
+  void Flush(double mono, bool force) {
+    bool has_events = !pending.alert_changes.empty() || !pending.notifications.empty();
+    if (!force && !has_events && mono - last_flush < kFlushSeconds) return;
+    if (pending.snapshots.empty() && !has_events && !pending.states) return;
+    Status st = db->Write(pending);
+    if (!st.ok()) {
+      ++counters.store_errors_total;
+      spdlog::error("store write failed (will retry): {}", st.message());
+      if (pending.snapshots.size() > kMaxPendingSnapshots) {
+        pending.snapshots.erase(pending.snapshots.begin());
+      }
+      return;
+    }
+    bool wake = !pending.notifications.empty();
+    pending = store::WriteBatch{};
+    last_flush = mono;
+    if (wake) delivery->Wake();
+  }
+
+  void Tick() {
+    double mono = clock.MonotonicSeconds();
+    double now = clock.UnixSeconds();
+    auto snapshot = source->Sample();
+    counters.last_sample_seconds = clock.MonotonicSeconds() - mono;
+    if (!snapshot.ok()) {
+      ++counters.sample_errors_total;
+      if (counters.sample_errors_total % 60 == 1) {
+        spdlog::error("GPU source failed: {}", snapshot.status().message());
+      }
+      return;
+    }
+    ++counters.samples_total;
+    if (recorder) {
+      Status st = recorder->Append(*snapshot, now);
+      if (!st.ok()) spdlog::error("{}", st.message());
+    }
+    std::vector<alert::Sample> batch;
+    batch.reserve(snapshot->size() * telemetry::Metrics().size() + 16);
+    for (const auto& s : *snapshot) {
+      for (const auto& m : telemetry::Metrics()) {
+        if (auto v = m.extract(s)) batch.push_back({m.name, s.index, *v, s.timestamp});
+      }
+    }
+    bool job_active = false;
+    JobSamples(now, batch, job_active);
+    std::vector<alert::Transition> transitions = evaluator->Evaluate(batch);
+    Record(transitions, now);
+    if (live.TakeIdleCancel()) HandleIdle(idle.Cancel(mono), now);
+    HandleIdle(idle.Update(*snapshot, job_active, mono), now);
+    release.Poll();
+
+    std::vector<store::AlertStateRow> states;
+    for (const auto& s : evaluator->Snapshot()) {
+      states.push_back({s.rule_name, s.gpu, std::string(alert::ToString(s.status)), s.started_at,
+                        s.fired_at, s.last_active_at, s.value});
+    }
+    pending.states = std::move(states);
+    pending.snapshots.push_back(*snapshot);
+    Flush(mono, /*force=*/false);
+    if (mono - last_maintain >= kMaintainSeconds) {
+      Status st =
+          db->Maintain(now, {config.raw_retention_seconds, config.rollup_retention_seconds});
+      if (!st.ok()) spdlog::error("store maintenance failed: {}", st.message());
+      last_maintain = mono;
+      auto pending_count = outbox->PendingCount();
+      if (pending_count.ok()) counters.outbox_pending = *pending_count;
+    }
+    live.SetIdle(idle.Status(mono));
+    live.Publish(std::move(*snapshot), counters);
+  }
+};
+
+Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Agent::~Agent() {
+  if (impl_->server) impl_->server->Stop();
+  if (impl_->delivery) impl_->delivery->Stop();
+}
+
+Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Clock& clock) {
+  FULCRUM_RETURN_IF_ERROR(ValidateAgentConfig(config));
+  auto impl = std::make_unique<Impl>(config, clock);
+  impl->data_dir = store::ResolveDataDir(config.data_dir);
+  impl->hostname = config.hostname.empty() ? Hostname() : config.hostname;
+  FULCRUM_RETURN_IF_ERROR(impl->OpenSource());
+  FULCRUM_ASSIGN_OR_RETURN(store::AgentDb db, store::AgentDb::OpenInDataDir(impl->data_dir));
+  impl->db = std::move(db);
+  FULCRUM_RETURN_IF_ERROR(impl->OpenAlerts());
+
+  server::ServerOptions options;
+  options.listen = config.listen;
+  options.token = config.token;
+  options.data_dir = impl->data_dir;
+  options.source_kind = impl->source->kind();
+  options.interval_seconds = config.interval_seconds;
+  options.hostname = impl->hostname;
+  options.retention = {config.raw_retention_seconds, config.rollup_retention_seconds};
+  impl->server = std::make_unique<server::AgentServer>(options, impl->live, clock);
+  FULCRUM_RETURN_IF_ERROR(impl->server->Start());
+  FULCRUM_ASSIGN_OR_RETURN(auto address, server::ParseListen(config.listen));
+  impl->notify_context = {impl->hostname,
+                          "http://" + address.first + ":" + std::to_string(impl->server->port())};
+  return std::unique_ptr<Agent>(new Agent(std::move(impl)));
+}
+
+Status Agent::Run(int stop_fd) {
+  Impl& a = *impl_;
+  a.delivery->Start();
+  a.live.SetIdle(a.idle.Status(a.clock.MonotonicSeconds()));
+  double next = a.clock.MonotonicSeconds();
+  while (true) {
+    a.Tick();
+    next += a.config.interval_seconds;
+    double now = a.clock.MonotonicSeconds();
+    if (next < now) next = now;  // fell behind (suspend, slow disk): do not burst
+    pollfd fd{stop_fd, POLLIN, 0};
+    int wait_ms = static_cast<int>((next - now) * 1000 + 0.5);
+    if (poll(&fd, 1, wait_ms) > 0) break;
+  }
+  spdlog::info("stopping: flushing samples and alerts");
+  a.Flush(a.clock.MonotonicSeconds(), /*force=*/true);
+  a.server->Stop();
+  a.delivery->Stop();
+  return Status::Ok();
+}
+
+int Agent::port() const { return impl_->server->port(); }
+int Agent::gpu_count() const { return impl_->source->gpu_count(); }
+std::string Agent::source_kind() const { return impl_->source->kind(); }
+std::string Agent::data_dir() const { return impl_->data_dir; }
+
+}  // namespace fulcrum::agent

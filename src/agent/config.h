@@ -1,0 +1,60 @@
+// The agent's configuration: every `fulcrum agent` flag, also settable in a YAML file
+// (`--config agent.yaml`; keys are the flag names without dashes, `-` or `_` alike, e.g.
+// `sim-gpus: 8` or `sim_gpus: 8`), plus the settings only the file has (several receivers,
+// retention, idle release). Flags given on the command line override the file. Plain values.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace fulcrum::agent {
+
+struct ReceiverConfig {
+  std::string name = "default";
+  std::string url;  // SECRET (never logged)
+  std::string format = "generic";
+  std::string token;  // SECRET: bearer token sent to the receiver
+};
+
+struct IdleConfig {
+  bool enabled = true;
+  // Until the config sets `dry_run: false`, the release command is only logged.
+  bool dry_run = true;
+  double after_seconds = 30 * 60.0;        // idle this long -> release (default 30 min)
+  double warn_before_seconds = 5 * 60.0;   // warning webhook this long before the release
+  double utilization_below_pct = 5;        // a GPU is idle under this utilization...
+  double memory_below_ratio = 0.05;        // ...and under this fraction of its memory in use
+  double heartbeat_max_age_seconds = 120;  // a supervised job heartbeating within counts as busy
+  std::vector<std::string> command = {"shutdown", "-h", "now"};  // argv, no shell
+};
+
+struct AgentConfig {
+  std::string source = "nvml";  // "nvml" | "sim" | "replay:FILE"
+  int sim_gpus = 2;
+  std::string sim_scenario;  // "" = no faults
+  std::string listen = "127.0.0.1:9400";
+  std::string data_dir;  // "" = store::ResolveDataDir default
+  std::string rules;     // "" = the shipped defaults (examples/rules.yaml)
+  double interval_seconds = 1;
+  std::vector<ReceiverConfig> receivers;
+  std::string token;   // SECRET: bearer token for mutating /v1 endpoints
+  std::string record;  // "" = no recording
+  double raw_retention_seconds = 48 * 3600.0;
+  double rollup_retention_seconds = 30 * 86400.0;
+  std::string hostname;  // "" = gethostname()
+  IdleConfig idle;
+};
+
+// Reads `path` over `config` (only keys present change it). Unknown keys and bad values are
+// errors naming path:line and the key.
+Status LoadAgentConfigFile(const std::string& path, AgentConfig& config);
+Status ParseAgentConfigYaml(const std::string& text, const std::string& origin,
+                            AgentConfig& config);
+
+// Consistency checks after flags and file are merged (interval > 0, known source, formats...).
+Status ValidateAgentConfig(const AgentConfig& config);
+
+}  // namespace fulcrum::agent

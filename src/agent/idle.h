@@ -1,0 +1,56 @@
+// Idle detection and release. A machine is idle while every GPU is under the utilization and
+// memory thresholds and no supervised job runs or heartbeats; after `after_seconds` of that it
+// is released by running the configured command (argv, no shell), preceded by a warning
+// `warn_before_seconds` earlier. Dry run (the default) logs instead of running. IdleDetector is a
+// pure state machine on monotonic seconds (tests drive it with numbers); ReleaseRunner spawns
+// the command and reaps it. Neither is thread-safe: the sampler thread owns both.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/config.h"
+#include "agent/live_state.h"
+#include "core/status.h"
+#include "telemetry/gpu_sample.h"
+
+namespace fulcrum::agent {
+
+enum class IdleAction { kNone, kWarn, kRelease, kBusyAgain };
+
+// Whether one GPU is idle: utilization and memory known and under the thresholds.
+bool GpuIsIdle(const telemetry::GpuSample& sample, const IdleConfig& config);
+
+class IdleDetector {
+ public:
+  explicit IdleDetector(IdleConfig config) : config_(std::move(config)) {}
+  // Feeds one tick; returns what to do now (each of warn/release once per idle period;
+  // kBusyAgain once when activity returns after a warning).
+  IdleAction Update(const telemetry::GpuSnapshot& snapshot, bool job_active, double now);
+  // Postpones a release: the idle period restarts at `now` (POST /v1/idle/cancel).
+  IdleAction Cancel(double now);
+  IdleStatus Status(double now) const;
+
+ private:
+  IdleConfig config_;
+  std::optional<double> idle_since_;
+  bool warned_ = false;
+  bool released_ = false;
+};
+
+class ReleaseRunner {
+ public:
+  ~ReleaseRunner();
+  // Dry run: logs the argv. Otherwise starts it (no shell) and returns at once.
+  Status Run(const std::vector<std::string>& argv, bool dry_run);
+  // Reaps a finished command; logs its exit status. Call every tick.
+  void Poll();
+
+ private:
+  pid_t child_ = -1;
+};
+
+}  // namespace fulcrum::agent

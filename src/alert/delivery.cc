@@ -1,0 +1,224 @@
+#include "alert/delivery.h"
+
+#include <curl/curl.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+namespace fulcrum::alert {
+namespace {
+
+size_t DiscardBody(char* /*data*/, size_t size, size_t count, void* /*user*/) {
+  return size * count;
+}
+
+bool IsRetryableStatus(int status) {
+  return status == 0 || status == 408 || status == 429 || status >= 500;
+}
+
+}  // namespace
+
+// --- CurlPoster ----------------------------------------------------------------------------
+
+CurlPoster::CurlPoster() : curl_(curl_easy_init()) {}
+
+CurlPoster::~CurlPoster() {
+  if (curl_ != nullptr) curl_easy_cleanup(static_cast<CURL*>(curl_));
+}
+
+HttpResponse CurlPoster::Post(const HttpRequest& request) {
+  HttpResponse response;
+  CURL* curl = static_cast<CURL*>(curl_);
+  if (curl == nullptr) {
+    response.error = "libcurl could not be initialised";
+    return response;
+  }
+  curl_easy_reset(curl);  // keeps the connection cache (keep-alive)
+  curl_slist* headers = nullptr;
+  for (const auto& [name, value] : request.headers) {
+    headers = curl_slist_append(headers, (name + ": " + value).c_str());
+  }
+  curl_easy_setopt(curl, CURLOPT_URL, request.url.c_str());
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85: CURLOPT_PROTOCOLS_STR
+  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+#endif
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(curl, CURLOPT_POST, 1L);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body.data());
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(std::max(1.0, request.timeout_seconds * 1000)));
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(std::max(1.0, request.connect_timeout_seconds * 1000)));
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &DiscardBody);
+  CURLcode code = curl_easy_perform(curl);
+  if (code == CURLE_OK) {
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    response.status = static_cast<int>(status);
+  } else {
+    // curl_easy_strerror names the kind of failure only, never the URL (which may hold tokens).
+    response.error = curl_easy_strerror(code);
+  }
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
+  curl_slist_free_all(headers);
+  return response;
+}
+
+// --- DeliveryWorker ------------------------------------------------------------------------
+
+double BackoffSeconds(const DeliveryOptions& options, int attempts) {
+  double delay = options.initial_backoff_seconds *
+                 std::pow(options.backoff_multiplier, std::max(0, attempts - 1));
+  return std::min(delay, options.max_backoff_seconds);
+}
+
+DeliveryWorker::DeliveryWorker(Outbox& outbox, HttpPoster& poster, std::vector<Receiver> receivers,
+                               const Clock& clock, DeliveryOptions options,
+                               std::shared_ptr<spdlog::logger> logger)
+    : outbox_(outbox),
+      poster_(poster),
+      receivers_(std::move(receivers)),
+      clock_(clock),
+      options_(options),
+      logger_(logger ? std::move(logger) : spdlog::default_logger()),
+      rng_(options.seed != 0 ? options.seed : std::random_device{}()) {}
+
+DeliveryWorker::~DeliveryWorker() { Stop(); }
+
+HttpRequest DeliveryWorker::MakeRequest(const Receiver& receiver,
+                                        const Notification& notification) const {
+  HttpRequest request;
+  request.url = receiver.url;
+  request.body = notification.body;
+  request.headers = {{"Content-Type", "application/json"},
+                     {"Idempotency-Key", notification.id},
+                     {"User-Agent", "fulcrum/" FULCRUM_VERSION}};
+  if (!receiver.bearer_token.empty()) {
+    request.headers.emplace_back("Authorization", "Bearer " + receiver.bearer_token);
+  }
+  request.timeout_seconds = options_.request_timeout_seconds;
+  request.connect_timeout_seconds = options_.connect_timeout_seconds;
+  return request;
+}
+
+void DeliveryWorker::HandleFailure(const Notification& n, const std::string& error, bool permanent,
+                                   DeliveryPassStats& stats) {
+  const int attempts = n.attempts + 1;
+  if (permanent) {
+    Status marked = outbox_.MarkFailed(n.id, attempts, error);
+    if (!marked.ok()) logger_->error("alert outbox: {}", marked.ToString());
+    logger_->error("alert notification {} to receiver '{}' failed for good after {} attempt(s): {}",
+                   n.id, n.receiver, attempts, error);
+    ++stats.failed;
+    return;
+  }
+  std::uniform_real_distribution<double> jitter(1 - options_.jitter_fraction,
+                                                1 + options_.jitter_fraction);
+  const double delay = BackoffSeconds(options_, attempts) * jitter(rng_);
+  Status scheduled = outbox_.ScheduleRetry(n.id, attempts, clock_.UnixSeconds() + delay, error);
+  if (!scheduled.ok()) logger_->error("alert outbox: {}", scheduled.ToString());
+  logger_->warn("alert notification {} to receiver '{}' attempt {} failed: {}; retry in {:.1f} s",
+                n.id, n.receiver, attempts, error, delay);
+  ++stats.retried;
+}
+
+Result<DeliveryPassStats> DeliveryWorker::RunOnce() {
+  DeliveryPassStats stats;
+  const double now = clock_.UnixSeconds();
+  FULCRUM_ASSIGN_OR_RETURN(std::vector<Notification> due,
+                           outbox_.FetchDue(now, options_.batch_size));
+  std::map<std::string, double> receiver_down_until;  // receivers that failed in this pass
+  for (const Notification& n : due) {
+    auto receiver = std::find_if(receivers_.begin(), receivers_.end(),
+                                 [&](const Receiver& r) { return r.name == n.receiver; });
+    if (receiver == receivers_.end()) {
+      FULCRUM_RETURN_IF_ERROR(outbox_.ScheduleRetry(
+          n.id, n.attempts, now + options_.max_backoff_seconds, "receiver not configured"));
+      logger_->warn("alert notification {}: receiver '{}' is not configured; kept for later", n.id,
+                    n.receiver);
+      ++stats.retried;
+      continue;
+    }
+    if (now - n.created_at > options_.max_age_seconds) {
+      HandleFailure(n, "older than max_age", /*permanent=*/true, stats);
+      continue;
+    }
+    // Keep a receiver's notifications in order: once it failed in this pass, the rest wait
+    // with it (no attempt counted) instead of overtaking the failed one.
+    if (auto down = receiver_down_until.find(n.receiver); down != receiver_down_until.end()) {
+      FULCRUM_RETURN_IF_ERROR(
+          outbox_.ScheduleRetry(n.id, n.attempts, down->second, "waiting: receiver unavailable"));
+      ++stats.retried;
+      continue;
+    }
+    ++stats.attempted;
+    HttpResponse response = poster_.Post(MakeRequest(*receiver, n));
+    if (response.status >= 200 && response.status < 300) {
+      FULCRUM_RETURN_IF_ERROR(outbox_.MarkDelivered(n.id, clock_.UnixSeconds()));
+      logger_->info("alert notification {} delivered to receiver '{}' ({}) after {} attempt(s)",
+                    n.id, n.receiver, RedactUrl(receiver->url), n.attempts + 1);
+      ++stats.delivered;
+      continue;
+    }
+    const std::string error = response.status == 0 ? "transport error: " + response.error
+                                                   : "HTTP " + std::to_string(response.status);
+    HandleFailure(n, error, !IsRetryableStatus(response.status), stats);
+    if (IsRetryableStatus(response.status)) {
+      receiver_down_until[n.receiver] =
+          clock_.UnixSeconds() + BackoffSeconds(options_, n.attempts + 1);
+    }
+  }
+  return stats;
+}
+
+void DeliveryWorker::Start() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (thread_.joinable()) return;
+  stop_requested_ = false;
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void DeliveryWorker::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_requested_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void DeliveryWorker::Wake() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    woken_ = true;
+  }
+  wake_.notify_all();
+}
+
+void DeliveryWorker::Loop() {
+  try {
+    while (true) {
+      Result<DeliveryPassStats> pass = RunOnce();
+      if (!pass.ok()) logger_->error("alert delivery pass: {}", pass.status().ToString());
+      const bool full_batch = pass.ok() && pass->attempted + pass->retried >= options_.batch_size;
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (stop_requested_) return;
+      if (!full_batch) {
+        wake_.wait_for(lock, std::chrono::duration<double>(options_.idle_poll_seconds),
+                       [this] { return stop_requested_ || woken_; });
+      }
+      woken_ = false;
+      if (stop_requested_) return;
+    }
+  } catch (const std::exception& e) {  // thread entry: the edge where exceptions stop
+    logger_->critical("alert delivery thread stopped: {}", e.what());
+  }
+}
+
+}  // namespace fulcrum::alert

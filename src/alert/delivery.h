@@ -1,0 +1,129 @@
+// The delivery worker drains the Outbox: for each due notification it POSTs the body to its
+// receiver (Content-Type: application/json, Idempotency-Key: <id>, Authorization when the
+// receiver has a token) through an HttpPoster. 2xx = delivered; transport errors, 408, 429 and
+// 5xx = retry with exponential backoff and jitter (never given up before max_age); other 4xx =
+// failed for good. Delivery is at-least-once: a crash between POST and MarkDelivered re-sends
+// with the same Idempotency-Key. Logs name the receiver and RedactUrl(url) only, never the URL
+// path, query or token. RunOnce is single-threaded; Start/Stop/Wake run it on an own thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "alert/notify.h"
+#include "alert/outbox.h"
+#include "core/clock.h"
+#include "core/status.h"
+
+namespace spdlog {
+class logger;
+}
+
+namespace fulcrum::alert {
+
+struct HttpRequest {
+  std::string url;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  double timeout_seconds = 10;         // whole request
+  double connect_timeout_seconds = 3;  // TCP/TLS connect
+};
+
+struct HttpResponse {
+  int status = 0;     // HTTP status; 0 when no response (connect/timeout/TLS error)
+  std::string error;  // transport error text when status == 0 (may need redaction)
+};
+
+// Seam for outbound HTTP. Implementations must be callable from the worker thread.
+class HttpPoster {
+ public:
+  virtual ~HttpPoster() = default;
+  virtual HttpResponse Post(const HttpRequest& request) = 0;
+};
+
+// libcurl: no signals, follows no redirects, TLS verified, timeouts as in the request.
+class CurlPoster final : public HttpPoster {
+ public:
+  CurlPoster();
+  ~CurlPoster() override;
+  CurlPoster(const CurlPoster&) = delete;
+  CurlPoster& operator=(const CurlPoster&) = delete;
+  HttpResponse Post(const HttpRequest& request) override;
+
+ private:
+  void* curl_ = nullptr;  // CURL*, reused for keep-alive; used by one thread at a time
+};
+
+struct DeliveryOptions {
+  double initial_backoff_seconds = 1;  // delay after the first failure
+  double backoff_multiplier = 2;
+  double max_backoff_seconds = 30;  // cap: a receiver back after an outage is served within it
+  double jitter_fraction = 0.2;     // delay * uniform(1 - j, 1 + j)
+  double max_age_seconds = 7 * 24 * 3600.0;  // older pending notifications are marked failed
+  size_t batch_size = 64;                    // FetchDue limit per pass
+  double request_timeout_seconds = 10;
+  double connect_timeout_seconds = 3;
+  double idle_poll_seconds = 0.25;  // worker thread: sleep between passes unless woken
+  uint64_t seed = 0;                // jitter RNG seed (0 = random_device)
+};
+
+struct DeliveryPassStats {
+  size_t attempted = 0;
+  size_t delivered = 0;
+  size_t retried = 0;
+  size_t failed = 0;
+};
+
+// Delay before attempt number `attempts + 1` after `attempts` failures (attempts >= 1), without
+// jitter: min(initial * multiplier^(attempts-1), max).
+double BackoffSeconds(const DeliveryOptions& options, int attempts);
+
+class DeliveryWorker {
+ public:
+  // `outbox`, `poster` and `clock` must outlive the worker. `logger` null = spdlog's default.
+  DeliveryWorker(Outbox& outbox, HttpPoster& poster, std::vector<Receiver> receivers,
+                 const Clock& clock, DeliveryOptions options,
+                 std::shared_ptr<spdlog::logger> logger = nullptr);
+  ~DeliveryWorker();  // Stop()s
+  DeliveryWorker(const DeliveryWorker&) = delete;
+  DeliveryWorker& operator=(const DeliveryWorker&) = delete;
+
+  // One pass over the due notifications (at most batch_size). A notification whose receiver
+  // is not configured (config changed) is retried later, not lost.
+  Result<DeliveryPassStats> RunOnce();
+
+  // Runs RunOnce on a thread: again at once while a pass delivered a full batch, otherwise
+  // after idle_poll_seconds or a Wake(). Stop() joins; both idempotent.
+  void Start();
+  void Stop();
+  void Wake();  // call after Enqueue to deliver without waiting for the poll
+
+ private:
+  void Loop();
+  HttpRequest MakeRequest(const Receiver& receiver, const Notification& notification) const;
+  void HandleFailure(const Notification& n, const std::string& error, bool permanent,
+                     DeliveryPassStats& stats);
+
+  Outbox& outbox_;
+  HttpPoster& poster_;
+  std::vector<Receiver> receivers_;
+  const Clock& clock_;
+  DeliveryOptions options_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::mt19937_64 rng_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_requested_ = false;  // guarded by mutex_
+  bool woken_ = false;           // guarded by mutex_
+  std::thread thread_;
+};
+
+}  // namespace fulcrum::alert

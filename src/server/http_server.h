@@ -1,0 +1,50 @@
+// The agent's HTTP server (cpp-httplib): the /v1 JSON API of docs/API.md, /metrics in the
+// Prometheus text format, and the dashboard (server/dashboard.h). Reads the latest state from
+// agent::LiveState and history from agent.db / jobs.db through its own read-only connections.
+// Mutating endpoints need `Authorization: Bearer <token>`; bad requests get 4xx {"error": ...}.
+// Start() binds and serves on one background thread with a small worker pool; Stop() joins.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "agent/live_state.h"
+#include "core/clock.h"
+#include "core/status.h"
+#include "store/agent_db.h"
+
+namespace fulcrum::server {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:9400";  // host:port; port 0 = any free port
+  std::string token;                      // "" = mutating endpoints are refused (403)
+  std::string data_dir;                   // agent.db and jobs.db
+  std::string source_kind;                // "nvml" | "sim" | "replay"
+  double interval_seconds = 1;
+  std::string hostname;
+  int worker_threads = 2;
+  store::Retention retention;
+};
+
+// "127.0.0.1:9400" -> host, port. Port 0 allowed. Errors quote the text.
+Result<std::pair<std::string, int>> ParseListen(const std::string& text);
+
+class AgentServer {
+ public:
+  AgentServer(ServerOptions options, agent::LiveState& live, const Clock& clock);
+  ~AgentServer();
+  AgentServer(const AgentServer&) = delete;
+  AgentServer& operator=(const AgentServer&) = delete;
+
+  // Binds (failing with kUnavailable when the address is taken) and starts serving.
+  Status Start();
+  void Stop();
+  int port() const;  // the bound port (useful with port 0)
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fulcrum::server

@@ -1,0 +1,383 @@
+#include "store/agent_db.h"
+
+#include <cmath>
+#include <filesystem>
+
+namespace fulcrum::store {
+namespace {
+
+// Schema v1. The metric columns are spelled out (not generated from telemetry::Metrics()) so
+// that a later metric cannot silently change what migration 1 creates.
+const char* const kMigrations[] = {
+    R"(
+CREATE TABLE gpus (gpu INTEGER PRIMARY KEY, uuid TEXT NOT NULL, name TEXT NOT NULL,
+                   last_seen REAL NOT NULL);
+CREATE TABLE samples (
+  gpu INTEGER NOT NULL, ts REAL NOT NULL,
+  gpu_utilization_ratio REAL, gpu_memory_utilization_ratio REAL, gpu_memory_used_bytes REAL,
+  gpu_memory_total_bytes REAL, gpu_memory_used_ratio REAL, gpu_power_watts REAL,
+  gpu_power_limit_watts REAL, gpu_temperature_celsius REAL, gpu_sm_clock_hz REAL,
+  gpu_memory_clock_hz REAL, gpu_clock_event_reasons REAL, gpu_thermal_slowdown REAL,
+  gpu_power_capped REAL, gpu_ecc_corrected_errors_total REAL,
+  gpu_ecc_uncorrected_errors_total REAL, gpu_xid_last REAL, gpu_pcie_tx_bytes_per_second REAL,
+  gpu_pcie_rx_bytes_per_second REAL,
+  PRIMARY KEY (gpu, ts)) WITHOUT ROWID;
+CREATE INDEX samples_ts ON samples (ts);
+CREATE TABLE rollups (
+  gpu INTEGER NOT NULL, minute REAL NOT NULL, samples INTEGER NOT NULL,
+  gpu_utilization_ratio REAL, gpu_memory_utilization_ratio REAL, gpu_memory_used_bytes REAL,
+  gpu_memory_total_bytes REAL, gpu_memory_used_ratio REAL, gpu_power_watts REAL,
+  gpu_power_limit_watts REAL, gpu_temperature_celsius REAL, gpu_sm_clock_hz REAL,
+  gpu_memory_clock_hz REAL, gpu_clock_event_reasons REAL, gpu_thermal_slowdown REAL,
+  gpu_power_capped REAL, gpu_ecc_corrected_errors_total REAL,
+  gpu_ecc_uncorrected_errors_total REAL, gpu_xid_last REAL, gpu_pcie_tx_bytes_per_second REAL,
+  gpu_pcie_rx_bytes_per_second REAL,
+  PRIMARY KEY (gpu, minute)) WITHOUT ROWID;
+CREATE INDEX rollups_minute ON rollups (minute);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value REAL NOT NULL);
+CREATE TABLE alerts (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, fingerprint TEXT NOT NULL, name TEXT NOT NULL,
+  status TEXT NOT NULL, severity TEXT NOT NULL, gpu INTEGER NOT NULL, value REAL NOT NULL,
+  threshold REAL NOT NULL, started_at REAL NOT NULL, fired_at REAL, resolved_at REAL,
+  summary TEXT NOT NULL, labels TEXT NOT NULL, UNIQUE (fingerprint, started_at));
+CREATE INDEX alerts_status ON alerts (status, resolved_at);
+CREATE TABLE alert_state (
+  rule_name TEXT NOT NULL, gpu INTEGER NOT NULL, status TEXT NOT NULL, started_at REAL NOT NULL,
+  fired_at REAL NOT NULL, last_active_at REAL NOT NULL, value REAL NOT NULL,
+  PRIMARY KEY (rule_name, gpu));
+CREATE TABLE outbox (
+  id TEXT PRIMARY KEY, receiver TEXT NOT NULL, format TEXT NOT NULL, body TEXT NOT NULL,
+  created_at REAL NOT NULL, attempts INTEGER NOT NULL, next_attempt_at REAL NOT NULL,
+  last_error TEXT NOT NULL, state TEXT NOT NULL, delivered_at REAL);
+CREATE INDEX outbox_due ON outbox (state, next_attempt_at);
+)",
+};
+
+std::string JoinColumns(const std::string& prefix, const std::string& suffix) {
+  std::string out;
+  for (const std::string& c : SampleColumns()) {
+    if (!out.empty()) out += ", ";
+    out += prefix + c + suffix;
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& SampleColumns() {
+  static const std::vector<std::string> kColumns = {
+      "gpu_utilization_ratio",
+      "gpu_memory_utilization_ratio",
+      "gpu_memory_used_bytes",
+      "gpu_memory_total_bytes",
+      "gpu_memory_used_ratio",
+      "gpu_power_watts",
+      "gpu_power_limit_watts",
+      "gpu_temperature_celsius",
+      "gpu_sm_clock_hz",
+      "gpu_memory_clock_hz",
+      "gpu_clock_event_reasons",
+      "gpu_thermal_slowdown",
+      "gpu_power_capped",
+      "gpu_ecc_corrected_errors_total",
+      "gpu_ecc_uncorrected_errors_total",
+      "gpu_xid_last",
+      "gpu_pcie_tx_bytes_per_second",
+      "gpu_pcie_rx_bytes_per_second",
+  };
+  return kColumns;
+}
+
+Result<AgentDb> AgentDb::Open(const std::string& path, bool read_only) {
+  Database::Options options;
+  options.read_only = read_only;
+  FULCRUM_ASSIGN_OR_RETURN(Database db, Database::Open(path, options));
+  if (read_only) {
+    FULCRUM_ASSIGN_OR_RETURN(int version, db.UserVersion());
+    if (version != kSchemaVersion) {
+      return Status::InvalidInput(path + ": schema version " + std::to_string(version) +
+                                  ", this fulcrum reads version " + std::to_string(kSchemaVersion));
+    }
+  } else {
+    FULCRUM_RETURN_IF_ERROR(db.Migrate(kSchemaVersion, kMigrations));
+  }
+  return AgentDb(std::move(db));
+}
+
+Result<AgentDb> AgentDb::OpenInDataDir(const std::string& data_dir, bool read_only) {
+  std::error_code ec;
+  if (!read_only) std::filesystem::create_directories(data_dir, ec);
+  if (ec) return Status::IoError("cannot create data directory " + data_dir + ": " + ec.message());
+  std::string path = (std::filesystem::path(data_dir) / "agent.db").string();
+  if (read_only && !std::filesystem::exists(path)) {
+    return Status::NotFound(path + " does not exist (has `fulcrum agent` run with --data-dir " +
+                            data_dir + "?)");
+  }
+  return Open(path, read_only);
+}
+
+Status AgentDb::WriteSamples(const telemetry::GpuSnapshot& snapshot) {
+  if (!insert_sample_) {
+    std::string placeholders;
+    for (size_t i = 0; i < SampleColumns().size(); ++i) placeholders += ", ?";
+    FULCRUM_ASSIGN_OR_RETURN(
+        Statement s, db_.Prepare("INSERT OR REPLACE INTO samples (gpu, ts, " + JoinColumns("", "") +
+                                 ") VALUES (?, ?" + placeholders + ")"));
+    insert_sample_ = std::move(s);
+    FULCRUM_ASSIGN_OR_RETURN(
+        Statement g, db_.Prepare("INSERT INTO gpus (gpu, uuid, name, last_seen) VALUES (?,?,?,?) "
+                                 "ON CONFLICT (gpu) DO UPDATE SET uuid = excluded.uuid, "
+                                 "name = excluded.name, last_seen = excluded.last_seen"));
+    upsert_gpu_ = std::move(g);
+  }
+  for (const telemetry::GpuSample& sample : snapshot) {
+    Statement& s = *insert_sample_;
+    s.Reset();
+    s.Bind(1, static_cast<int64_t>(sample.index)).Bind(2, sample.timestamp);
+    int column = 3;
+    for (const std::string& name : SampleColumns()) {
+      const telemetry::MetricDef* def = telemetry::FindMetric(name);
+      s.Bind(column++, def != nullptr ? def->extract(sample) : std::nullopt);
+    }
+    FULCRUM_RETURN_IF_ERROR(s.Run());
+    Statement& g = *upsert_gpu_;
+    g.Reset();
+    g.Bind(1, static_cast<int64_t>(sample.index))
+        .Bind(2, std::string_view(sample.uuid))
+        .Bind(3, std::string_view(sample.name))
+        .Bind(4, sample.timestamp);
+    FULCRUM_RETURN_IF_ERROR(g.Run());
+  }
+  return Status::Ok();
+}
+
+Status AgentDb::WriteAlert(const AgentAlert& a) {
+  if (a.status == "inactive") {
+    FULCRUM_ASSIGN_OR_RETURN(
+        Statement del, db_.Prepare("DELETE FROM alerts WHERE fingerprint = ? AND started_at = ?"));
+    del.Bind(1, std::string_view(a.fingerprint)).Bind(2, a.started_at);
+    return del.Run();
+  }
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement s,
+      db_.Prepare("INSERT INTO alerts (fingerprint, name, status, severity, gpu, value, threshold, "
+                  "started_at, fired_at, resolved_at, summary, labels) "
+                  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (fingerprint, started_at) DO "
+                  "UPDATE SET status = excluded.status, value = excluded.value, "
+                  "fired_at = COALESCE(excluded.fired_at, fired_at), "
+                  "resolved_at = excluded.resolved_at, summary = excluded.summary, "
+                  "labels = excluded.labels, severity = excluded.severity"));
+  s.Bind(1, std::string_view(a.fingerprint))
+      .Bind(2, std::string_view(a.name))
+      .Bind(3, std::string_view(a.status))
+      .Bind(4, std::string_view(a.severity))
+      .Bind(5, static_cast<int64_t>(a.gpu))
+      .Bind(6, a.value)
+      .Bind(7, a.threshold)
+      .Bind(8, a.started_at)
+      .Bind(9, a.fired_at)
+      .Bind(10, a.resolved_at)
+      .Bind(11, std::string_view(a.summary))
+      .Bind(12, std::string_view(a.labels_json));
+  return s.Run();
+}
+
+Status AgentDb::WriteStates(const std::vector<AlertStateRow>& states) {
+  FULCRUM_RETURN_IF_ERROR(db_.Exec("DELETE FROM alert_state"));
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement s,
+      db_.Prepare("INSERT OR REPLACE INTO alert_state (rule_name, gpu, status, "
+                  "started_at, fired_at, last_active_at, value) VALUES (?,?,?,?,?,?,?)"));
+  for (const AlertStateRow& r : states) {
+    s.Reset();
+    s.Bind(1, std::string_view(r.rule_name))
+        .Bind(2, static_cast<int64_t>(r.gpu))
+        .Bind(3, std::string_view(r.status))
+        .Bind(4, r.started_at)
+        .Bind(5, r.fired_at)
+        .Bind(6, r.last_active_at)
+        .Bind(7, r.value);
+    FULCRUM_RETURN_IF_ERROR(s.Run());
+  }
+  return Status::Ok();
+}
+
+Status InsertNotification(Database& db, const alert::Notification& n);  // outbox_sqlite.cc
+
+Status AgentDb::Write(const WriteBatch& batch) {
+  FULCRUM_RETURN_IF_ERROR(db_.Begin());
+  Status status;
+  for (const auto& snapshot : batch.snapshots) {
+    if (status.ok()) status = WriteSamples(snapshot);
+  }
+  for (const AgentAlert& a : batch.alert_changes) {
+    if (status.ok()) status = WriteAlert(a);
+  }
+  if (status.ok() && batch.states) status = WriteStates(*batch.states);
+  for (const alert::Notification& n : batch.notifications) {
+    if (status.ok()) status = InsertNotification(db_, n);
+  }
+  if (!status.ok()) {
+    (void)db_.Rollback();
+    return status.WithContext(db_.path());
+  }
+  return db_.Commit();
+}
+
+Status AgentDb::Maintain(double now, const Retention& retention) {
+  double current_minute = std::floor(now / 60) * 60;
+  if (last_rollup_minute_ < 0) {
+    FULCRUM_ASSIGN_OR_RETURN(Statement meta,
+                             db_.Prepare("SELECT value FROM meta WHERE key = 'rolled_up_to'"));
+    if (meta.Step()) {
+      last_rollup_minute_ = meta.ColumnDouble(0);
+    } else {
+      FULCRUM_ASSIGN_OR_RETURN(Statement first, db_.Prepare("SELECT MIN(ts) FROM samples"));
+      if (!first.Step() || first.ColumnIsNull(0)) return Status::Ok();  // nothing stored yet
+      last_rollup_minute_ = std::floor(first.ColumnDouble(0) / 60) * 60;
+    }
+  }
+  if (current_minute <= last_rollup_minute_) return Status::Ok();
+  // Roll up [last_rollup_minute_, current_minute): complete minutes only.
+  std::string aggregates;
+  for (const std::string& c : SampleColumns()) {
+    const telemetry::MetricDef* def = telemetry::FindMetric(c);
+    aggregates +=
+        std::string(", ") + (def != nullptr && def->rollup_max ? "MAX(" : "AVG(") + c + ")";
+  }
+  FULCRUM_RETURN_IF_ERROR(db_.Begin());
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement roll,
+      db_.Prepare("INSERT OR REPLACE INTO rollups (gpu, minute, samples, " + JoinColumns("", "") +
+                  ") SELECT gpu, CAST(ts / 60 AS INTEGER) * 60.0 AS m, COUNT(*)" + aggregates +
+                  " FROM samples WHERE ts >= ? AND ts < ? GROUP BY gpu, m"));
+  roll.Bind(1, last_rollup_minute_).Bind(2, current_minute);
+  Status status = roll.Run();
+  if (status.ok()) {
+    FULCRUM_ASSIGN_OR_RETURN(Statement del_raw, db_.Prepare("DELETE FROM samples WHERE ts < ?"));
+    status = del_raw.Bind(1, now - retention.raw_seconds).Run();
+  }
+  if (status.ok()) {
+    FULCRUM_ASSIGN_OR_RETURN(Statement del_roll,
+                             db_.Prepare("DELETE FROM rollups WHERE minute < ?"));
+    status = del_roll.Bind(1, now - retention.rollup_seconds).Run();
+  }
+  if (status.ok()) {
+    FULCRUM_ASSIGN_OR_RETURN(
+        Statement meta,
+        db_.Prepare("INSERT OR REPLACE INTO meta (key, value) VALUES ('rolled_up_to', ?)"));
+    status = meta.Bind(1, current_minute).Run();
+  }
+  if (!status.ok()) {
+    (void)db_.Rollback();
+    return status;
+  }
+  FULCRUM_RETURN_IF_ERROR(db_.Commit());
+  last_rollup_minute_ = current_minute;
+  return Status::Ok();
+}
+
+Result<std::vector<Series>> AgentDb::QuerySeries(const std::string& metric, std::optional<int> gpu,
+                                                 double since, double now,
+                                                 std::optional<double> step_seconds,
+                                                 const Retention& retention) {
+  bool known = false;
+  for (const std::string& c : SampleColumns()) known = known || c == metric;
+  if (!known) {
+    std::string list;
+    for (const std::string& c : SampleColumns()) list += (list.empty() ? "" : ", ") + c;
+    return Status::InvalidInput("unknown metric '" + metric + "'; expected one of " + list);
+  }
+  bool raw = since >= now - retention.raw_seconds;
+  std::string table = raw ? "samples" : "rollups";
+  std::string time = raw ? "ts" : "minute";
+  std::string sql;
+  if (step_seconds && *step_seconds > 0) {
+    std::string bucket = "CAST(" + time + " / ?3 AS INTEGER) * ?3";
+    sql = "SELECT gpu, " + bucket + " AS b, AVG(" + metric + ") FROM " + table + " WHERE " + time +
+          " >= ?1 AND " + metric + " IS NOT NULL AND (?2 < 0 OR gpu = ?2) " +
+          "GROUP BY gpu, b ORDER BY gpu, b";
+  } else {
+    sql = "SELECT gpu, " + time + ", " + metric + " FROM " + table + " WHERE " + time +
+          " >= ?1 AND " + metric + " IS NOT NULL AND (?2 < 0 OR gpu = ?2) ORDER BY gpu, " + time;
+  }
+  FULCRUM_ASSIGN_OR_RETURN(Statement s, db_.Prepare(sql));
+  s.Bind(1, since).Bind(2, static_cast<int64_t>(gpu.value_or(-1)));
+  if (step_seconds && *step_seconds > 0) s.Bind(3, *step_seconds);
+  std::vector<Series> out;
+  while (s.Step()) {
+    int g = static_cast<int>(s.ColumnInt(0));
+    if (out.empty() || out.back().gpu != g) out.push_back(Series{g, {}});
+    out.back().points.emplace_back(s.ColumnDouble(1), s.ColumnDouble(2));
+  }
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+Result<std::vector<AgentAlert>> AgentDb::ListAlerts(double resolved_since) {
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement s,
+      db_.Prepare(
+          "SELECT id, fingerprint, name, status, severity, gpu, value, threshold, "
+          "started_at, fired_at, resolved_at, summary, labels FROM alerts WHERE status "
+          "IN ('pending', 'firing') OR resolved_at >= ? ORDER BY started_at DESC, id DESC"));
+  s.Bind(1, resolved_since);
+  std::vector<AgentAlert> out;
+  while (s.Step()) {
+    AgentAlert a;
+    a.id = s.ColumnInt(0);
+    a.fingerprint = s.ColumnText(1);
+    a.name = s.ColumnText(2);
+    a.status = s.ColumnText(3);
+    a.severity = s.ColumnText(4);
+    a.gpu = static_cast<int>(s.ColumnInt(5));
+    a.value = s.ColumnDouble(6);
+    a.threshold = s.ColumnDouble(7);
+    a.started_at = s.ColumnDouble(8);
+    a.fired_at = s.ColumnOptionalDouble(9);
+    a.resolved_at = s.ColumnOptionalDouble(10);
+    a.summary = s.ColumnText(11);
+    a.labels_json = s.ColumnText(12);
+    out.push_back(std::move(a));
+  }
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+Result<std::vector<AlertStateRow>> AgentDb::LoadAlertStates() {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s,
+                           db_.Prepare("SELECT rule_name, gpu, status, started_at, fired_at, "
+                                       "last_active_at, value FROM alert_state"));
+  std::vector<AlertStateRow> out;
+  while (s.Step()) {
+    out.push_back({s.ColumnText(0), static_cast<int>(s.ColumnInt(1)), s.ColumnText(2),
+                   s.ColumnDouble(3), s.ColumnDouble(4), s.ColumnDouble(5), s.ColumnDouble(6)});
+  }
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+Result<std::vector<GpuRow>> AgentDb::ListGpus() {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s,
+                           db_.Prepare("SELECT gpu, uuid, name, last_seen FROM gpus ORDER BY gpu"));
+  std::vector<GpuRow> out;
+  while (s.Step()) {
+    out.push_back(
+        {static_cast<int>(s.ColumnInt(0)), s.ColumnText(1), s.ColumnText(2), s.ColumnDouble(3)});
+  }
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+namespace {
+Result<int64_t> Count(Database& db, const char* sql) {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s, db.Prepare(sql));
+  if (!s.Step()) return s.status().ok() ? Status::Internal("COUNT returned no row") : s.status();
+  return s.ColumnInt(0);
+}
+}  // namespace
+
+Result<int64_t> AgentDb::CountSamples() { return Count(db_, "SELECT COUNT(*) FROM samples"); }
+Result<int64_t> AgentDb::CountRollups() { return Count(db_, "SELECT COUNT(*) FROM rollups"); }
+
+}  // namespace fulcrum::store

@@ -1,0 +1,356 @@
+#include "store/jobs.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+namespace fulcrum::store {
+namespace {
+
+const char* const kMigrations[] = {
+    R"sql(
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  state TEXT NOT NULL,
+  queue TEXT NOT NULL DEFAULT 'run',
+  argv_json TEXT NOT NULL DEFAULT '[]',
+  gpus_json TEXT NOT NULL DEFAULT '[]',
+  gpus_requested INTEGER NOT NULL DEFAULT 0,
+  step INTEGER,
+  restarts INTEGER NOT NULL DEFAULT 0,
+  last_checkpoint_at REAL,
+  last_checkpoint_path TEXT NOT NULL DEFAULT '',
+  spend_usd REAL NOT NULL DEFAULT 0,
+  budget_usd REAL,
+  price_per_hour_usd REAL,
+  created_at REAL,
+  started_at REAL,
+  finished_at REAL,
+  heartbeat_at REAL,
+  not_before REAL,
+  exit_code INTEGER,
+  reason TEXT NOT NULL DEFAULT '',
+  supervisor_pid INTEGER,
+  slurm_job_id TEXT NOT NULL DEFAULT '',
+  checkpoint_dir TEXT NOT NULL DEFAULT '',
+  workdir TEXT NOT NULL DEFAULT '',
+  run_options_json TEXT NOT NULL DEFAULT '[]'
+);
+CREATE TABLE restarts (
+  job_id TEXT NOT NULL, at REAL NOT NULL, exit_code INTEGER, signal INTEGER,
+  reason TEXT NOT NULL DEFAULT '');
+CREATE INDEX restarts_job ON restarts(job_id, at);
+CREATE TABLE checkpoints (
+  job_id TEXT NOT NULL, path TEXT NOT NULL, completed_at REAL NOT NULL, duration_seconds REAL,
+  PRIMARY KEY (job_id, path));
+CREATE TABLE ledger (
+  job_id TEXT NOT NULL, day TEXT NOT NULL, seconds REAL NOT NULL DEFAULT 0,
+  usd REAL NOT NULL DEFAULT 0, PRIMARY KEY (job_id, day));
+CREATE TABLE alerts (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, job_id TEXT NOT NULL, name TEXT NOT NULL,
+  severity TEXT NOT NULL, summary TEXT NOT NULL, at REAL NOT NULL);
+CREATE INDEX alerts_at ON alerts(at);
+)sql",
+};
+
+constexpr const char* kJobColumns =
+    "id, name, state, queue, argv_json, gpus_json, gpus_requested, step, restarts, "
+    "last_checkpoint_at, last_checkpoint_path, spend_usd, budget_usd, price_per_hour_usd, "
+    "created_at, started_at, finished_at, heartbeat_at, not_before, exit_code, reason, "
+    "supervisor_pid, slurm_job_id, checkpoint_dir, workdir, run_options_json";
+
+std::optional<int64_t> OptionalInt(const Statement& s, int column) {
+  if (s.ColumnIsNull(column)) return std::nullopt;
+  return s.ColumnInt(column);
+}
+
+template <typename T>
+std::vector<T> FromJsonArray(const std::string& text) {
+  auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  std::vector<T> out;
+  if (!parsed.is_array()) return out;
+  for (const auto& item : parsed) {
+    if constexpr (std::is_same_v<T, int>) {
+      if (item.is_number_integer()) out.push_back(item.get<int>());
+    } else {
+      if (item.is_string()) out.push_back(item.get<std::string>());
+    }
+  }
+  return out;
+}
+
+JobRecord ReadJob(const Statement& s) {
+  JobRecord j;
+  j.id = s.ColumnText(0);
+  j.name = s.ColumnText(1);
+  j.state = s.ColumnText(2);
+  j.queue = s.ColumnText(3);
+  j.argv = FromJsonArray<std::string>(s.ColumnText(4));
+  j.gpus = FromJsonArray<int>(s.ColumnText(5));
+  j.gpus_requested = static_cast<int>(s.ColumnInt(6));
+  j.step = OptionalInt(s, 7);
+  j.restarts = static_cast<int>(s.ColumnInt(8));
+  j.last_checkpoint_at = s.ColumnOptionalDouble(9);
+  j.last_checkpoint_path = s.ColumnText(10);
+  j.spend_usd = s.ColumnDouble(11);
+  j.budget_usd = s.ColumnOptionalDouble(12);
+  j.price_per_hour_usd = s.ColumnOptionalDouble(13);
+  j.created_at = s.ColumnOptionalDouble(14);
+  j.started_at = s.ColumnOptionalDouble(15);
+  j.finished_at = s.ColumnOptionalDouble(16);
+  j.heartbeat_at = s.ColumnOptionalDouble(17);
+  j.not_before = s.ColumnOptionalDouble(18);
+  if (auto code = OptionalInt(s, 19)) j.exit_code = static_cast<int>(*code);
+  j.reason = s.ColumnText(20);
+  j.supervisor_pid = OptionalInt(s, 21);
+  j.slurm_job_id = s.ColumnText(22);
+  j.checkpoint_dir = s.ColumnText(23);
+  j.workdir = s.ColumnText(24);
+  j.run_options = FromJsonArray<std::string>(s.ColumnText(25));
+  return j;
+}
+
+Statement& BindOptionalInt(Statement& s, int index, std::optional<int64_t> value) {
+  if (value) return s.Bind(index, *value);
+  return s.BindNull(index);
+}
+
+std::string UtcDay(double unix_seconds) {
+  std::time_t t = static_cast<std::time_t>(std::floor(unix_seconds));
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+}  // namespace
+
+std::optional<double> AgeSeconds(const std::optional<double>& at, double now) {
+  if (!at) return std::nullopt;
+  return now - *at;
+}
+
+bool IsActiveState(const std::string& state) {
+  return state == "queued" || state == "starting" || state == "running" || state == "backoff" ||
+         state == "checkpointing";
+}
+
+Result<JobsDb> JobsDb::Open(const std::string& path, bool read_only) {
+  if (read_only && !std::filesystem::exists(path)) {
+    return Status::NotFound(path + ": no jobs database (no job has run with this data dir)");
+  }
+  Database::Options options;
+  options.read_only = read_only;
+  FULCRUM_ASSIGN_OR_RETURN(Database db, Database::Open(path, options));
+  if (read_only) {
+    FULCRUM_ASSIGN_OR_RETURN(int version, db.UserVersion());
+    if (version > kSchemaVersion) {
+      return Status::InvalidInput(path + ": schema version " + std::to_string(version) +
+                                  " is newer than this fulcrum understands (" +
+                                  std::to_string(kSchemaVersion) + ")");
+    }
+    if (version == 0) return Status::NotFound(path + ": jobs database not initialised yet");
+  } else {
+    FULCRUM_RETURN_IF_ERROR(db.Migrate(kSchemaVersion, kMigrations).WithContext(path));
+  }
+  return JobsDb(std::move(db));
+}
+
+Result<JobsDb> JobsDb::OpenInDataDir(const std::string& data_dir, bool read_only) {
+  std::error_code ec;
+  if (!read_only) {
+    std::filesystem::create_directories(data_dir, ec);
+    if (ec) return Status::IoError(data_dir + ": cannot create data dir: " + ec.message());
+  }
+  return Open((std::filesystem::path(data_dir) / "jobs.db").string(), read_only);
+}
+
+Result<std::vector<JobRecord>> JobsDb::ListJobs() {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s, db_.Prepare(std::string("SELECT ") + kJobColumns +
+                                                    " FROM jobs ORDER BY created_at, id"));
+  std::vector<JobRecord> jobs;
+  while (s.Step()) jobs.push_back(ReadJob(s));
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return jobs;
+}
+
+Result<std::optional<JobRecord>> JobsDb::GetJob(const std::string& id) {
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement s, db_.Prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?"));
+  s.Bind(1, id);
+  if (s.Step()) return std::optional<JobRecord>(ReadJob(s));
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return std::optional<JobRecord>();
+}
+
+Result<std::vector<RestartRecord>> JobsDb::ListRestarts(const std::string& job_id) {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s,
+                           db_.Prepare("SELECT job_id, at, exit_code, signal, reason FROM restarts "
+                                       "WHERE job_id = ? ORDER BY at"));
+  s.Bind(1, job_id);
+  std::vector<RestartRecord> out;
+  while (s.Step()) {
+    RestartRecord r;
+    r.job_id = s.ColumnText(0);
+    r.at = s.ColumnDouble(1);
+    if (auto v = OptionalInt(s, 2)) r.exit_code = static_cast<int>(*v);
+    if (auto v = OptionalInt(s, 3)) r.signal = static_cast<int>(*v);
+    r.reason = s.ColumnText(4);
+    out.push_back(std::move(r));
+  }
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+Result<std::vector<CheckpointRecord>> JobsDb::ListCheckpoints(const std::string& job_id) {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s,
+                           db_.Prepare("SELECT job_id, path, completed_at, duration_seconds FROM "
+                                       "checkpoints WHERE job_id = ? ORDER BY completed_at"));
+  s.Bind(1, job_id);
+  std::vector<CheckpointRecord> out;
+  while (s.Step()) {
+    out.push_back({s.ColumnText(0), s.ColumnText(1), s.ColumnDouble(2), s.ColumnOptionalDouble(3)});
+  }
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+Result<std::vector<AlertRecord>> JobsDb::ListAlerts(double since) {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s,
+                           db_.Prepare("SELECT id, job_id, name, severity, summary, at FROM alerts "
+                                       "WHERE at >= ? ORDER BY at DESC, id DESC"));
+  s.Bind(1, since);
+  std::vector<AlertRecord> out;
+  while (s.Step()) {
+    out.push_back({s.ColumnInt(0), s.ColumnText(1), s.ColumnText(2), s.ColumnText(3),
+                   s.ColumnText(4), s.ColumnDouble(5)});
+  }
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+Result<std::vector<SpendRow>> JobsDb::SpendByDay() {
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement s,
+      db_.Prepare("SELECT job_id, day, seconds, usd FROM ledger ORDER BY day, job_id"));
+  std::vector<SpendRow> out;
+  while (s.Step()) {
+    out.push_back({s.ColumnText(0), s.ColumnText(1), s.ColumnDouble(2), s.ColumnDouble(3)});
+  }
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+Status JobsDb::UpsertJob(const JobRecord& j) {
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement s, db_.Prepare(std::string("INSERT OR REPLACE INTO jobs (") + kJobColumns +
+                               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+  s.Bind(1, j.id).Bind(2, j.name).Bind(3, j.state).Bind(4, j.queue);
+  s.Bind(5, nlohmann::json(j.argv).dump()).Bind(6, nlohmann::json(j.gpus).dump());
+  s.Bind(7, static_cast<int64_t>(j.gpus_requested));
+  BindOptionalInt(s, 8, j.step);
+  s.Bind(9, static_cast<int64_t>(j.restarts)).Bind(10, j.last_checkpoint_at);
+  s.Bind(11, j.last_checkpoint_path).Bind(12, j.spend_usd).Bind(13, j.budget_usd);
+  s.Bind(14, j.price_per_hour_usd).Bind(15, j.created_at).Bind(16, j.started_at);
+  s.Bind(17, j.finished_at).Bind(18, j.heartbeat_at).Bind(19, j.not_before);
+  BindOptionalInt(s, 20, j.exit_code ? std::optional<int64_t>(*j.exit_code) : std::nullopt);
+  s.Bind(21, j.reason);
+  BindOptionalInt(s, 22, j.supervisor_pid);
+  s.Bind(23, j.slurm_job_id).Bind(24, j.checkpoint_dir).Bind(25, j.workdir);
+  s.Bind(26, nlohmann::json(j.run_options).dump());
+  return s.Run();
+}
+
+Status JobsDb::UpdateState(const std::string& id, const std::string& state,
+                           const std::string& reason) {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s,
+                           db_.Prepare("UPDATE jobs SET state = ?, reason = ? WHERE id = ?"));
+  return s.Bind(1, state).Bind(2, reason).Bind(3, id).Run();
+}
+
+Status JobsDb::SetHeartbeat(const std::string& id, double at, std::optional<int64_t> step) {
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement s,
+      db_.Prepare("UPDATE jobs SET heartbeat_at = ?, step = COALESCE(?, step) WHERE id = ?"));
+  s.Bind(1, at);
+  BindOptionalInt(s, 2, step);
+  return s.Bind(3, id).Run();
+}
+
+Status JobsDb::AddRestart(const RestartRecord& r) {
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement s,
+      db_.Prepare(
+          "INSERT INTO restarts (job_id, at, exit_code, signal, reason) VALUES (?,?,?,?,?)"));
+  s.Bind(1, r.job_id).Bind(2, r.at);
+  BindOptionalInt(s, 3, r.exit_code ? std::optional<int64_t>(*r.exit_code) : std::nullopt);
+  BindOptionalInt(s, 4, r.signal ? std::optional<int64_t>(*r.signal) : std::nullopt);
+  return s.Bind(5, r.reason).Run();
+}
+
+Status JobsDb::AddCheckpoint(const CheckpointRecord& c) {
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement s, db_.Prepare("INSERT OR REPLACE INTO checkpoints (job_id, path, completed_at, "
+                               "duration_seconds) VALUES (?,?,?,?)"));
+  return s.Bind(1, c.job_id)
+      .Bind(2, c.path)
+      .Bind(3, c.completed_at)
+      .Bind(4, c.duration_seconds)
+      .Run();
+}
+
+Status JobsDb::AddAlert(const AlertRecord& a) {
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement s,
+      db_.Prepare("INSERT INTO alerts (job_id, name, severity, summary, at) VALUES (?,?,?,?,?)"));
+  return s.Bind(1, a.job_id)
+      .Bind(2, a.name)
+      .Bind(3, a.severity)
+      .Bind(4, a.summary)
+      .Bind(5, a.at)
+      .Run();
+}
+
+Status JobsDb::AddSpend(const std::string& job_id, double at, double seconds, double usd) {
+  FULCRUM_RETURN_IF_ERROR(db_.Begin());
+  Status status;
+  {
+    auto ledger = db_.Prepare(
+        "INSERT INTO ledger (job_id, day, seconds, usd) VALUES (?,?,?,?) ON CONFLICT(job_id, day) "
+        "DO UPDATE SET seconds = seconds + excluded.seconds, usd = usd + excluded.usd");
+    status = ledger.ok()
+                 ? ledger->Bind(1, job_id).Bind(2, UtcDay(at)).Bind(3, seconds).Bind(4, usd).Run()
+                 : ledger.status();
+  }
+  if (status.ok()) {
+    auto total = db_.Prepare("UPDATE jobs SET spend_usd = spend_usd + ? WHERE id = ?");
+    status = total.ok() ? total->Bind(1, usd).Bind(2, job_id).Run() : total.status();
+  }
+  if (!status.ok()) {
+    (void)db_.Rollback();
+    return status;
+  }
+  return db_.Commit();
+}
+
+Status JobsDb::DeleteJob(const std::string& id) {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s, db_.Prepare("DELETE FROM jobs WHERE id = ?"));
+  return s.Bind(1, id).Run();
+}
+
+std::string ResolveDataDir(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  if (const char* env = std::getenv("FULCRUM_DATA_DIR"); env != nullptr && *env != '\0') return env;
+  if (geteuid() == 0) return "/var/lib/fulcrum";
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr ? home : ".") + "/.local/share/fulcrum";
+}
+
+}  // namespace fulcrum::store

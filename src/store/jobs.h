@@ -1,0 +1,127 @@
+// The supervisor's store: <data-dir>/jobs.db (jobs, restarts, checkpoints, spend ledger, alerts).
+// Written by `fulcrum run` / `fulcrum submit`, read (read-only) by the agent for /v1/jobs and its
+// idle detector. Times are Unix seconds (double); unknown values are std::nullopt. A JobsDb owns
+// one SQLite connection and is not thread-safe: give each thread its own (SQLite serialises
+// writers between connections and processes). Schema version in PRAGMA user_version.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "store/sqlite.h"
+
+namespace fulcrum::store {
+
+// Job states. Active: "queued" (local queue, waiting), "starting", "running", "backoff" (waiting
+// to restart), "checkpointing" (a stop waits for its checkpoint). Final: "succeeded", "failed",
+// "stopped" (preempted, budget, user), "crash_loop". Slurm jobs: "slurm" plus slurm_job_id.
+struct JobRecord {
+  std::string id;    // unique; the --name of the job
+  std::string name;  // same as id for now (kept separate for the API)
+  std::string state;
+  std::string queue;  // "run" (direct), "local" (submit), "slurm"
+  std::vector<std::string> argv;
+  std::vector<int> gpus;  // GPU indices the job runs on (CUDA_VISIBLE_DEVICES)
+  int gpus_requested = 0;
+  std::optional<int64_t> step;  // last progress step seen (regex capture)
+  int restarts = 0;
+  std::optional<double> last_checkpoint_at;
+  std::string last_checkpoint_path;
+  double spend_usd = 0;
+  std::optional<double> budget_usd;
+  std::optional<double> price_per_hour_usd;
+  std::optional<double> created_at;
+  std::optional<double> started_at;
+  std::optional<double> finished_at;
+  std::optional<double> heartbeat_at;
+  std::optional<double> not_before;  // local queue: earliest start
+  std::optional<int> exit_code;
+  std::string reason;  // why it ended / why it waits ("preempted: aws", "budget", ...)
+  std::optional<int64_t> supervisor_pid;
+  std::string slurm_job_id;
+  std::string checkpoint_dir;
+  std::string workdir;
+  std::vector<std::string> run_options;  // extra `fulcrum run` options for queued jobs
+};
+
+struct RestartRecord {
+  std::string job_id;
+  double at = 0;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::string reason;
+};
+
+struct CheckpointRecord {
+  std::string job_id;
+  std::string path;
+  double completed_at = 0;
+  std::optional<double> duration_seconds;  // from the checkpoint request to completion
+};
+
+struct AlertRecord {
+  int64_t id = 0;
+  std::string job_id;
+  std::string name;      // "stall", "crash_loop", "missing_checkpoint", "budget_warning", ...
+  std::string severity;  // "warning" | "critical"
+  std::string summary;
+  double at = 0;
+};
+
+struct SpendRow {
+  std::string job_id;
+  std::string day;  // UTC, YYYY-MM-DD
+  double seconds = 0;
+  double usd = 0;
+};
+
+// Seconds since `at` at time `now`, nullopt when `at` is unknown.
+std::optional<double> AgeSeconds(const std::optional<double>& at, double now);
+bool IsActiveState(const std::string& state);
+
+class JobsDb {
+ public:
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens (creating and migrating unless read_only) the file at `path`.
+  static Result<JobsDb> Open(const std::string& path, bool read_only = false);
+  // <data_dir>/jobs.db, creating data_dir when needed.
+  static Result<JobsDb> OpenInDataDir(const std::string& data_dir, bool read_only = false);
+
+  // --- read API (used by the agent) ---
+  Result<std::vector<JobRecord>> ListJobs();
+  Result<std::optional<JobRecord>> GetJob(const std::string& id);
+  Result<std::vector<RestartRecord>> ListRestarts(const std::string& job_id);
+  Result<std::vector<CheckpointRecord>> ListCheckpoints(const std::string& job_id);
+  // Alerts raised at or after `since` (Unix seconds), newest first.
+  Result<std::vector<AlertRecord>> ListAlerts(double since);
+  // Spend per job and UTC day, ordered by day then job.
+  Result<std::vector<SpendRow>> SpendByDay();
+
+  // --- write API (the supervisor and the local queue) ---
+  // Inserts or replaces the whole row.
+  Status UpsertJob(const JobRecord& job);
+  Status UpdateState(const std::string& id, const std::string& state, const std::string& reason);
+  Status SetHeartbeat(const std::string& id, double at, std::optional<int64_t> step);
+  Status AddRestart(const RestartRecord& restart);
+  Status AddCheckpoint(const CheckpointRecord& checkpoint);
+  Status AddAlert(const AlertRecord& alert);
+  // Adds `seconds` and `usd` to the job's ledger row for the UTC day of `at` and to its total.
+  Status AddSpend(const std::string& job_id, double at, double seconds, double usd);
+  Status DeleteJob(const std::string& id);
+
+  Database& db() { return db_; }
+
+ private:
+  explicit JobsDb(Database db) : db_(std::move(db)) {}
+  Database db_;
+};
+
+// The shared data directory: `flag` when non-empty, else $FULCRUM_DATA_DIR, else
+// /var/lib/fulcrum as root, else ~/.local/share/fulcrum (docs/API.md "Shared data directory").
+std::string ResolveDataDir(const std::string& flag);
+
+}  // namespace fulcrum::store

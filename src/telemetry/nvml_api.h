@@ -1,0 +1,97 @@
+// Our own declarations of the NVML C API subset fulcrum uses (types, constants and function
+// pointer types), written from the NVML reference (docs.nvidia.com/deploy/nvml-api) and the
+// notes in ../shared/data/calibration/README.md. Shared by NvmlSource and the fake
+// libnvidia-ml.so.1 in tests/fake_nvml so both sides agree on layouts. No state.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st* nvmlDevice_t;
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
+
+enum : int {
+  NVML_SUCCESS = 0,
+  NVML_ERROR_UNINITIALIZED = 1,
+  NVML_ERROR_INVALID_ARGUMENT = 2,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NO_PERMISSION = 4,
+  NVML_ERROR_NOT_FOUND = 6,
+  NVML_ERROR_INSUFFICIENT_SIZE = 7,
+  NVML_ERROR_DRIVER_NOT_LOADED = 9,
+  NVML_ERROR_TIMEOUT = 10,
+  NVML_ERROR_GPU_IS_LOST = 15,
+  NVML_ERROR_UNKNOWN = 999,
+};
+
+typedef struct {
+  unsigned int gpu;     // percent
+  unsigned int memory;  // percent
+} nvmlUtilization_t;
+
+typedef struct {
+  unsigned long long total;  // bytes
+  unsigned long long free;
+  unsigned long long used;
+} nvmlMemory_t;
+
+// nvmlProcessInfo_t as used by nvmlDeviceGetComputeRunningProcesses_v3 (24 bytes with padding);
+// the _v1 getter (no suffix) uses the first two fields only (16 bytes).
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;  // bytes; NVML_VALUE_NOT_AVAILABLE when unknown
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+
+typedef struct {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;  // the XID code for XidCriticalError events
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+}  // extern "C"
+
+namespace fulcrum::telemetry::nvml {
+
+inline constexpr unsigned long long kValueNotAvailable = ~0ULL;  // NVML_VALUE_NOT_AVAILABLE
+inline constexpr unsigned int kTemperatureGpu = 0;               // NVML_TEMPERATURE_GPU
+inline constexpr unsigned int kClockSm = 1;                      // NVML_CLOCK_SM
+inline constexpr unsigned int kClockMem = 2;                     // NVML_CLOCK_MEM
+inline constexpr unsigned int kEccCorrected = 0;                 // NVML_MEMORY_ERROR_TYPE_CORRECTED
+inline constexpr unsigned int kEccUncorrected = 1;
+inline constexpr unsigned int kEccVolatile = 0;  // NVML_VOLATILE_ECC
+inline constexpr unsigned int kPcieTx = 0;       // NVML_PCIE_UTIL_TX_BYTES
+inline constexpr unsigned int kPcieRx = 1;
+inline constexpr unsigned long long kEventXidCritical = 0x8;  // nvmlEventTypeXidCriticalError
+
+using InitFn = nvmlReturn_t (*)();
+using ShutdownFn = nvmlReturn_t (*)();
+using ErrorStringFn = const char* (*)(nvmlReturn_t);
+using GetCountFn = nvmlReturn_t (*)(unsigned int*);
+using GetHandleFn = nvmlReturn_t (*)(unsigned int, nvmlDevice_t*);
+using GetStringFn = nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned int);
+using GetUtilFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*);
+using GetMemoryFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*);
+using GetUintFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
+using GetTempFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, unsigned int*);
+using GetClockFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, unsigned int*);
+using GetReasonsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);
+using GetEccFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, unsigned int, unsigned long long*);
+using GetPcieFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, unsigned int*);
+using GetProcsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, void*);
+using EventSetCreateFn = nvmlReturn_t (*)(nvmlEventSet_t*);
+using RegisterEventsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
+using EventSetWaitFn = nvmlReturn_t (*)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);
+using EventSetFreeFn = nvmlReturn_t (*)(nvmlEventSet_t);
+
+}  // namespace fulcrum::telemetry::nvml
