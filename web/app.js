@@ -27,6 +27,8 @@
       color: '#ff6b6b', scale: (v) => v, max: () => 100, digits: 0 },
   ];
   const MAX_RESOLVED_SHOWN = 10;
+  const MIN_CHART_SPAN_SECONDS = 20;
+  const SPARSE_POINTS = 30;
   // An incremental series fetch reaches this far behind the newest point already drawn.
   const SERIES_OVERLAP_SECONDS = 10;
   // Browser and agent clocks may differ (a laptop looking through an SSH tunnel): beyond this,
@@ -74,6 +76,11 @@
     return v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
   }
 
+  // Whole numbers as such (XID 79, 95 °C), others with one decimal.
+  function fmtValue(v) {
+    return fmtNum(v, v != null && Number.isInteger(v) ? 0 : 1);
+  }
+
   function fmtBytes(v) {
     if (v == null) return 'n/a';
     if (v >= 1024 ** 4) return fmtNum(v / 1024 ** 4, 2) + ' TiB';
@@ -98,9 +105,12 @@
     return d.toLocaleTimeString('en-GB', { hour12: false });
   }
 
-  function fmtHourMinute(unixSeconds) {
+  // HH:MM, or HH:MM:SS when the axis ticks are less than a minute apart.
+  function fmtAxisTime(unixSeconds, tickSeconds) {
     const d = new Date(unixSeconds * 1000);
-    return String(d.getHours()).padStart(2, '0') + ':' + String(d.getMinutes()).padStart(2, '0');
+    const two = (n) => String(n).padStart(2, '0');
+    const hm = two(d.getHours()) + ':' + two(d.getMinutes());
+    return tickSeconds < 60 ? hm + ':' + two(d.getSeconds()) : hm;
   }
 
   function fmtUsd(v) {
@@ -171,7 +181,9 @@
     const usedPct = pct(h.disk_total_bytes != null && h.disk_free_bytes != null ? h.disk_total_bytes - h.disk_free_bytes : null,
       h.disk_total_bytes);
     $('host-disk').textContent = fmtBytes(h.disk_free_bytes) + (h.disk_total_bytes ? ' of ' + fmtBytes(h.disk_total_bytes) : '');
-    $('host-disk-path').textContent = h.disk_path ? '(' + h.disk_path + ')' : '';
+    const diskPath = h.disk_path || '';
+    $('host-disk-path').textContent = diskPath.length > 28 ? 'in …' + diskPath.slice(-26) : diskPath ? 'in ' + diskPath : '';
+    $('host-disk-path').title = diskPath;
     setBar('host-disk-bar', usedPct, 85, 95);
   }
 
@@ -230,7 +242,7 @@
       el('td', {}, el('span', { class: 'badge sev-' + (a.severity || 'none') }, a.severity || 'n/a')),
       el('td', { class: 'rule' }, a.name),
       el('td', {}, a.gpu == null ? 'host' : 'GPU ' + a.gpu),
-      el('td', { class: 'num' }, fmtNum(a.value, 1) + (a.threshold != null ? ' (limit ' + fmtNum(a.threshold, 1) + ')' : '')),
+      el('td', { class: 'num' }, fmtValue(a.value) + (a.threshold != null ? ' (threshold ' + fmtValue(a.threshold) + ')' : '')),
       el('td', { class: 'since' }, alertSince(a)),
       el('td', { class: 'summary' }, a.summary || '')));
     if (resolved.length > MAX_RESOLVED_SHOWN) {
@@ -244,6 +256,7 @@
     $('alerts-count').className = 'count' + (firing ? ' bad' : '');
     $('alerts').hidden = rows.length === 0;
     $('alerts-empty').hidden = rows.length !== 0;
+    $('alerts-empty').textContent = 'No alerts firing, pending or resolved in the last 24 h.';
     $('health-dot').className = 'dot ' + (firing ? 'bad' : pending ? 'warn' : 'ok');
   }
 
@@ -292,16 +305,25 @@
       cursor: { y: false, points: { size: 6 } },
       padding: [6, 14, 0, 0],
       scales: {
-        x: { time: true, range: () => { const now = nowSeconds(); return [now - WINDOWS[state.window].since, now]; } },
+        // The window, or only the span that has data when the agent is younger than the window
+        // (at least MIN_CHART_SPAN_SECONDS), so a fresh agent's charts are not a sliver.
+        x: { time: true, range: (u) => {
+          const now = nowSeconds();
+          const first = u.data[0].length ? u.data[0][0] : now;
+          return [Math.max(now - WINDOWS[state.window].since, Math.min(first, now - MIN_CHART_SPAN_SECONDS)), now];
+        } },
         y: { range: (u, min, max) => [0, Math.max(view.yMax || 0, (max || 0) * 1.05, 1)] },
       },
       axes: [
         { stroke: '#8b949e', grid: { stroke: '#30363d', width: 1 }, ticks: { show: false }, size: 20,
-          font: '10px system-ui', space: 60, values: (u, splits) => splits.map(fmtHourMinute) },
+          font: '10px system-ui', space: 60, values: (u, splits) => splits.map((t) => fmtAxisTime(t, splits[1] - splits[0])) },
         { stroke: '#8b949e', grid: { stroke: '#30363d', width: 1 }, ticks: { show: false }, size: 34,
           font: '10px system-ui', space: 24 },
       ],
-      series: [{}, { stroke: spec.color, width: 1.5, fill: spec.color + '22', points: { show: false } }],
+      // Dots only where the line alone would be hard to see: a young agent's long window has
+      // a handful of 1-minute buckets.
+      series: [{}, { stroke: spec.color, width: 1.5, fill: spec.color + '22',
+        points: { show: (u) => u.data[0].length <= SPARSE_POINTS, size: 7, fill: spec.color, stroke: spec.color } }],
       hooks: {
         setCursor: [(u) => { view.hoverIdx = u.cursor.idx; updateChartValue(view); }],
       },

@@ -8,7 +8,8 @@
 // Usage (ctest registers it from web/CMakeLists.txt):
 //   node tests/dashboard/dashboard_test.mjs --fulcrum build/fulcrum \
 //        --work-dir build/dashboard_test --screenshot build/dashboard.png
-// Exit status 0 when every check passes, 1 with the failed check's reason otherwise.
+// --settle-seconds N delays the screenshot until the agent has run N seconds (the README's
+// picture: --settle-seconds 90). Exit status 0 when every check passes, 1 with the failed check's reason otherwise.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -20,6 +21,9 @@ const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const CHROMIUM = '/usr/bin/chromium';
 const GPU_COUNT = 2;
 const OVERHEAT_AT_SECONDS = 3;
+// A power cap on GPU 1 that comes and goes: its alert must show as resolved.
+const POWER_CAP_AT_SECONDS = 1;
+const POWER_CAP_FOR_SECONDS = 3;
 // From the overheat's time to the firing row on the page: the agent's 1 s sampling, a 1 s `for`,
 // and the page's 2 s poll, with room for a loaded CI machine.
 const ALERT_DEADLINE_SECONDS = 15;
@@ -28,12 +32,13 @@ class CheckFailed extends Error {}
 const fail = (message) => { throw new CheckFailed(message); };
 
 function parseArgs(argv) {
-  const args = { fulcrum: null, workDir: null, screenshot: null };
+  const args = { fulcrum: null, workDir: null, screenshot: null, settleSeconds: 0 };
   for (let i = 0; i < argv.length; i++) {
     const next = () => argv[++i] ?? fail('missing value after ' + argv[i - 1]);
     if (argv[i] === '--fulcrum') args.fulcrum = path.resolve(next());
     else if (argv[i] === '--work-dir') args.workDir = path.resolve(next());
     else if (argv[i] === '--screenshot') args.screenshot = path.resolve(next());
+    else if (argv[i] === '--settle-seconds') args.settleSeconds = Number(next());
     else fail('unknown argument ' + argv[i]);
   }
   if (!args.fulcrum || !args.workDir || !args.screenshot) {
@@ -76,7 +81,10 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function writeInputs(workDir) {
   const scenario = path.join(workDir, 'scenario.yaml');
-  fs.writeFileSync(scenario, `- {at: ${OVERHEAT_AT_SECONDS}s, gpu: 0, fault: overheat}\n`);
+  fs.writeFileSync(scenario, [
+    `- {at: ${OVERHEAT_AT_SECONDS}s, gpu: 0, fault: overheat}`,
+    `- {at: ${POWER_CAP_AT_SECONDS}s, gpu: 1, fault: power-cap, for: ${POWER_CAP_FOR_SECONDS}s}`,
+    ''].join('\n'));
   // The shipped rule waits 5 minutes; this one fires on the next sample above 85 C.
   const rules = path.join(workDir, 'rules.yaml');
   fs.writeFileSync(rules, [
@@ -89,6 +97,8 @@ function writeInputs(workDir) {
     '    keep_firing_for: 0s',
     '    severity: critical',
     '    annotations: {summary: "GPU temperature {{ $value }} C, above {{ $threshold }} C"}',
+    '  - {name: GpuPowerCapped, metric: gpu_power_capped, op: "==", threshold: 1, for: 0s, severity: warning,',
+    '     annotations: {summary: "GPU held at its power limit"}}',
     '',
   ].join('\n'));
   return { scenario, rules };
@@ -157,7 +167,7 @@ async function waitFor(description, deadlineMs, probe) {
   fail(description + ' (last seen: ' + JSON.stringify(last && last.seen) + ')');
 }
 
-async function checkPage(page, agent, problems, screenshot) {
+async function checkPage(page, agent, problems, screenshot, settleSeconds) {
   await page.goto(agent.url + '/', { waitUntil: 'load' });
   await page.evaluate(() => { window.__loadedOnce = true; });
 
@@ -183,6 +193,11 @@ async function checkPage(page, agent, problems, screenshot) {
   const seconds = ((Date.now() - agent.startedAt) / 1000 - OVERHEAT_AT_SECONDS).toFixed(1);
   console.log('ok: firing GpuTooHot on GPU 0 shown %s s after the fault (%s)', seconds, JSON.stringify(fired.seen.rows));
   if (!(await page.locator('article.gpu[data-gpu="0"].firing').count())) fail('GPU 0 panel is not marked firing');
+  await waitFor('the power cap on GPU 1 should show as a resolved GpuPowerCapped alert', 10000, async () => {
+    const rows = await page.locator('tr[data-status="resolved"][data-rule="GpuPowerCapped"]').allInnerTexts();
+    return { ok: rows.some((text) => /GPU 1\b/.test(text)), seen: await page.locator('#alerts tbody tr').allInnerTexts() };
+  });
+  console.log('ok: resolved GpuPowerCapped on GPU 1 shown');
   const temp = await page.locator('article.gpu[data-gpu="0"] .stat.bad').allInnerTexts();
   if (!temp.some((t) => /9\d °C/.test(t))) fail('GPU 0 panel should show its temperature above 90 °C in red, saw ' + temp);
 
@@ -215,6 +230,9 @@ async function checkPage(page, agent, problems, screenshot) {
   await sleep(300);
   console.log('ok: fits a 390 px phone screen');
 
+  // --settle-seconds: let the charts fill before the picture (for docs/dashboard.png).
+  const settleMs = settleSeconds * 1000 - (Date.now() - agent.startedAt);
+  if (settleMs > 0) await sleep(settleMs);
   await page.mouse.move(0, 0);
   await page.screenshot({ path: screenshot, fullPage: true });
   console.log('ok: screenshot saved to %s', screenshot);
@@ -261,7 +279,7 @@ async function main() {
       if (req.method() !== 'GET') problems.push('non-GET request: ' + req.method() + ' ' + url);
       if (req.headers().authorization) problems.push('request carried a token: ' + url);
     });
-    await checkPage(page, agent, problems, args.screenshot);
+    await checkPage(page, agent, problems, args.screenshot, args.settleSeconds);
   } finally {
     if (context) await context.close();
     await stopAgent(agent);
