@@ -7,7 +7,7 @@
 //
 // Usage (ctest registers it from web/CMakeLists.txt):
 //   node tests/dashboard/dashboard_test.mjs --fulcrum build/fulcrum \
-//        --work-dir build/dashboard_test --screenshot build/dashboard.png
+//        --seed-jobs build/web/dashboard_seed_jobs --work-dir build/dashboard_test --screenshot build/dashboard.png
 // --settle-seconds N delays the screenshot until the agent has run N seconds (the README's
 // picture: --settle-seconds 90). Exit status 0 when every check passes, 1 with the failed check's reason otherwise.
 import { spawn, spawnSync } from 'node:child_process';
@@ -32,17 +32,19 @@ class CheckFailed extends Error {}
 const fail = (message) => { throw new CheckFailed(message); };
 
 function parseArgs(argv) {
-  const args = { fulcrum: null, workDir: null, screenshot: null, settleSeconds: 0 };
+  const args = { fulcrum: null, seedJobs: null, workDir: null, screenshot: null, settleSeconds: 0 };
   for (let i = 0; i < argv.length; i++) {
     const next = () => argv[++i] ?? fail('missing value after ' + argv[i - 1]);
     if (argv[i] === '--fulcrum') args.fulcrum = path.resolve(next());
+    else if (argv[i] === '--seed-jobs') args.seedJobs = path.resolve(next());
     else if (argv[i] === '--work-dir') args.workDir = path.resolve(next());
     else if (argv[i] === '--screenshot') args.screenshot = path.resolve(next());
     else if (argv[i] === '--settle-seconds') args.settleSeconds = Number(next());
     else fail('unknown argument ' + argv[i]);
   }
-  if (!args.fulcrum || !args.workDir || !args.screenshot) {
-    fail('usage: dashboard_test.mjs --fulcrum BIN --work-dir DIR --screenshot FILE.png');
+  if (!args.fulcrum || !args.seedJobs || !args.workDir || !args.screenshot) {
+    fail('usage: dashboard_test.mjs --fulcrum BIN --seed-jobs BIN --work-dir DIR --screenshot FILE.png ' +
+      '[--settle-seconds N]');
   }
   return args;
 }
@@ -104,13 +106,33 @@ function writeInputs(workDir) {
   return { scenario, rules };
 }
 
-async function startAgent(fulcrum, workDir) {
+// The main agent: the fault scenario, the fast rules and two supervised jobs in its jobs.db
+// (written through the real store by --seed-jobs).
+async function startMainAgent(fulcrum, seedJobs, workDir) {
   const { scenario, rules } = writeInputs(workDir);
   const dataDir = path.join(workDir, 'data');
   fs.mkdirSync(dataDir, { recursive: true });
+  const seeded = spawnSync(seedJobs, [dataDir], { encoding: 'utf8', timeout: 10000 });
+  if (seeded.status !== 0) fail(seedJobs + ' failed: ' + (seeded.stderr || seeded.error));
+  return startAgent(fulcrum, workDir, ['--sim-scenario', scenario, '--rules', rules, '--data-dir', dataDir]);
+}
+
+// An agent whose GPUs go idle at once (the training process exits) with idle release armed
+// (dry run): the page must count down to the release.
+async function startIdleAgent(fulcrum, workDir) {
+  fs.mkdirSync(workDir, { recursive: true });
+  const scenario = path.join(workDir, 'scenario.yaml');
+  fs.writeFileSync(scenario, [...Array(GPU_COUNT).keys()].map((g) => `- {at: 0s, gpu: ${g}, fault: process-exit}\n`).join(''));
+  const config = path.join(workDir, 'agent.yaml');
+  fs.writeFileSync(config, 'idle: {enabled: true, dry_run: true, after: 10m, warn_before: 1m, command: ["true"]}\n');
+  return startAgent(fulcrum, workDir, ['--config', config, '--sim-scenario', scenario,
+    '--data-dir', path.join(workDir, 'data')]);
+}
+
+async function startAgent(fulcrum, workDir, extraArgs) {
   const port = await freePort();
-  const argv = ['agent', '--source', 'sim', '--sim-gpus', String(GPU_COUNT), '--sim-scenario', scenario,
-    '--rules', rules, '--interval', '1s', '--listen', '127.0.0.1:' + port, '--data-dir', dataDir];
+  const argv = ['agent', '--source', 'sim', '--sim-gpus', String(GPU_COUNT), '--interval', '1s',
+    '--listen', '127.0.0.1:' + port, ...extraArgs];
   const log = fs.openSync(path.join(workDir, 'agent.log'), 'w');
   const child = spawn(fulcrum, argv, { stdio: ['ignore', log, log] });
   const startedAt = Date.now();
@@ -201,6 +223,17 @@ async function checkPage(page, agent, problems, screenshot, settleSeconds) {
   const temp = await page.locator('article.gpu[data-gpu="0"] .stat.bad').allInnerTexts();
   if (!temp.some((t) => /9\d °C/.test(t))) fail('GPU 0 panel should show its temperature above 90 °C in red, saw ' + temp);
 
+  // The supervised jobs from jobs.db: state, GPUs, step, restarts, checkpoint age, spend/budget.
+  const jobs = await waitFor('the jobs table should list the 2 seeded jobs', 5000, async () => {
+    const rows = await page.locator('#jobs tbody tr').allInnerTexts();
+    return { ok: rows.length === 2, seen: rows };
+  });
+  const running = jobs.seen.find((text) => text.startsWith('llama-8b-sft')) || '';
+  for (const want of [/\brunning\b/, /0, 1/, /12,840/, /\t1\t/, /ago/, /\$38\.40 \/ \$120\.00 \(32 %\)/]) {
+    if (!want.test(running)) fail('the llama-8b-sft row should match ' + want + ', saw ' + JSON.stringify(running));
+  }
+  console.log('ok: jobs table (%s)', JSON.stringify(jobs.seen));
+
   // Live: the page keeps updating without a reload.
   const before = await page.locator('#conn').innerText();
   await waitFor('the page should keep updating by itself', 6000, async () => {
@@ -248,6 +281,26 @@ async function checkPage(page, agent, problems, screenshot, settleSeconds) {
   console.log('ok: shows "agent unreachable" after the agent stops');
 }
 
+// "release in 9m 55s", then a smaller figure a few seconds later, without a reload.
+async function checkIdleCountdown(page, agent) {
+  await page.goto(agent.url + '/', { waitUntil: 'load' });
+  const seconds = (text) => {
+    const m = /release in (\d+)m (\d+)s/.exec(text);
+    return m ? Number(m[1]) * 60 + Number(m[2]) : null;
+  };
+  const first = await waitFor('an idle agent with release armed should show "release in Xm Ys"', 15000, async () => {
+    const text = await page.locator('#idle').innerText();
+    return { ok: seconds(text) != null && seconds(text) <= 600, seen: text };
+  });
+  await waitFor('the idle countdown should tick down', 5000, async () => {
+    const text = await page.locator('#idle').innerText();
+    return { ok: seconds(text) != null && seconds(text) < seconds(first.seen), seen: [first.seen, text] };
+  });
+  const sub = await page.locator('#idle-sub').innerText();
+  if (!/dry run/.test(sub)) fail('the idle card should say the release is a dry run, saw ' + JSON.stringify(sub));
+  console.log('ok: idle countdown (%s, %s)', first.seen, sub);
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const { chromium } = loadPlaywright();
@@ -257,7 +310,8 @@ async function main() {
   fs.mkdirSync(args.workDir, { recursive: true });
   fs.mkdirSync(path.dirname(args.screenshot), { recursive: true });
 
-  const agent = await startAgent(args.fulcrum, args.workDir);
+  const agent = await startMainAgent(args.fulcrum, args.seedJobs, args.workDir);
+  let idleAgent;
   let context;
   try {
     context = await chromium.launchPersistentContext(path.join(args.workDir, 'chromium-profile'), {
@@ -280,9 +334,19 @@ async function main() {
       if (req.headers().authorization) problems.push('request carried a token: ' + url);
     });
     await checkPage(page, agent, problems, args.screenshot, args.settleSeconds);
+    await page.close();  // it polls its stopped agent: those failures were expected
+    problems.length = 0;
+
+    idleAgent = await startIdleAgent(args.fulcrum, path.join(args.workDir, 'idle'));
+    const idlePage = await context.newPage();
+    idlePage.on('console', (msg) => { if (msg.type() === 'error') problems.push('console error: ' + msg.text()); });
+    idlePage.on('pageerror', (err) => problems.push('uncaught exception: ' + err.message));
+    await checkIdleCountdown(idlePage, idleAgent);
+    if (problems.length) fail('the idle page had errors:\n  ' + problems.join('\n  '));
   } finally {
     if (context) await context.close();
     await stopAgent(agent);
+    await stopAgent(idleAgent);
   }
   fs.rmSync(args.workDir, { recursive: true, force: true });
   console.log('PASS dashboard_browser');
