@@ -29,6 +29,8 @@
   const MAX_RESOLVED_SHOWN = 10;
   const MIN_CHART_SPAN_SECONDS = 20;
   const SPARSE_POINTS = 30;
+  // A running job silent this long is flagged (the agent's idle detector default: 120 s).
+  const HEARTBEAT_STALE_SECONDS = 120;
   // An incremental series fetch reaches this far behind the newest point already drawn.
   const SERIES_OVERLAP_SECONDS = 10;
   // Browser and agent clocks may differ (a laptop looking through an SSH tunnel): beyond this,
@@ -278,7 +280,8 @@
       el('td', { class: 'num' }, j.step == null ? 'n/a' : fmtNum(j.step, 0)),
       el('td', { class: 'num' + (j.restarts ? ' warn-text' : '') }, j.restarts == null ? 'n/a' : j.restarts),
       el('td', {}, j.last_checkpoint_age_seconds == null ? 'none' : fmtDuration(j.last_checkpoint_age_seconds) + ' ago'),
-      el('td', {}, j.heartbeat_age_seconds == null ? 'n/a' : fmtDuration(j.heartbeat_age_seconds) + ' ago'),
+      el('td', { class: j.state === 'running' && j.heartbeat_age_seconds > HEARTBEAT_STALE_SECONDS ? 'warn-text' : '' },
+        j.heartbeat_age_seconds == null ? 'n/a' : fmtDuration(j.heartbeat_age_seconds) + ' ago'),
       spendCell(j)));
     $('jobs').tBodies[0].replaceChildren(...rows);
     $('jobs-count').textContent = body ? String(jobs.length) : '';
