@@ -118,12 +118,17 @@ void DeliveryWorker::HandleFailure(const Notification& n, const std::string& err
     ++stats.failed;
     return;
   }
+  // The receiver is unwell: back off the receiver as a whole, so that an outage costs one POST
+  // per backoff period, not one per notification.
+  ReceiverHealth& health = health_[n.receiver];
+  health.consecutive_failures += 1;
   std::uniform_real_distribution<double> jitter(1 - options_.jitter_fraction,
                                                 1 + options_.jitter_fraction);
-  const double delay = BackoffSeconds(options_, attempts) * jitter(rng_);
-  Status scheduled = outbox_.ScheduleRetry(n.id, attempts, clock_.UnixSeconds() + delay, error);
+  const double delay = BackoffSeconds(options_, health.consecutive_failures) * jitter(rng_);
+  health.retry_at = clock_.UnixSeconds() + delay;
+  Status scheduled = outbox_.ScheduleRetry(n.id, attempts, health.retry_at, error);
   if (!scheduled.ok()) logger_->error("alert outbox: {}", scheduled.ToString());
-  logger_->warn("alert notification {} to receiver '{}' attempt {} failed: {}; retry in {:.1f} s",
+  logger_->warn("alert notification {} to receiver '{}' attempt {} failed: {}; retry in {:.3g} s",
                 n.id, n.receiver, attempts, error, delay);
   ++stats.retried;
 }
@@ -133,7 +138,6 @@ Result<DeliveryPassStats> DeliveryWorker::RunOnce() {
   const double now = clock_.UnixSeconds();
   FULCRUM_ASSIGN_OR_RETURN(std::vector<Notification> due,
                            outbox_.FetchDue(now, options_.batch_size));
-  std::map<std::string, double> receiver_down_until;  // receivers that failed in this pass
   for (const Notification& n : due) {
     auto receiver = std::find_if(receivers_.begin(), receivers_.end(),
                                  [&](const Receiver& r) { return r.name == n.receiver; });
@@ -149,17 +153,19 @@ Result<DeliveryPassStats> DeliveryWorker::RunOnce() {
       HandleFailure(n, "older than max_age", /*permanent=*/true, stats);
       continue;
     }
-    // Keep a receiver's notifications in order: once it failed in this pass, the rest wait
-    // with it (no attempt counted) instead of overtaking the failed one.
-    if (auto down = receiver_down_until.find(n.receiver); down != receiver_down_until.end()) {
-      FULCRUM_RETURN_IF_ERROR(
-          outbox_.ScheduleRetry(n.id, n.attempts, down->second, "waiting: receiver unavailable"));
+    // A receiver in backoff: the notification waits with it (no attempt counted), which also
+    // keeps a receiver's notifications in creation order.
+    if (auto health = health_.find(n.receiver);
+        health != health_.end() && health->second.retry_at > clock_.UnixSeconds()) {
+      FULCRUM_RETURN_IF_ERROR(outbox_.ScheduleRetry(n.id, n.attempts, health->second.retry_at,
+                                                    "waiting: receiver unavailable"));
       ++stats.retried;
       continue;
     }
     ++stats.attempted;
     HttpResponse response = poster_.Post(MakeRequest(*receiver, n));
     if (response.status >= 200 && response.status < 300) {
+      health_.erase(n.receiver);
       FULCRUM_RETURN_IF_ERROR(outbox_.MarkDelivered(n.id, clock_.UnixSeconds()));
       logger_->info("alert notification {} delivered to receiver '{}' ({}) after {} attempt(s)",
                     n.id, n.receiver, RedactUrl(receiver->url), n.attempts + 1);
@@ -169,10 +175,6 @@ Result<DeliveryPassStats> DeliveryWorker::RunOnce() {
     const std::string error = response.status == 0 ? "transport error: " + response.error
                                                    : "HTTP " + std::to_string(response.status);
     HandleFailure(n, error, !IsRetryableStatus(response.status), stats);
-    if (IsRetryableStatus(response.status)) {
-      receiver_down_until[n.receiver] =
-          clock_.UnixSeconds() + BackoffSeconds(options_, n.attempts + 1);
-    }
   }
   return stats;
 }

@@ -2,13 +2,16 @@
 // receiver (Content-Type: application/json, Idempotency-Key: <id>, Authorization when the
 // receiver has a token) through an HttpPoster. 2xx = delivered; transport errors, 408, 429 and
 // 5xx = retry with exponential backoff and jitter (never given up before max_age); other 4xx =
-// failed for good. Delivery is at-least-once: a crash between POST and MarkDelivered re-sends
-// with the same Idempotency-Key. Logs name the receiver and RedactUrl(url) only, never the URL
-// path, query or token. RunOnce is single-threaded; Start/Stop/Wake run it on an own thread.
+// failed for good. Backoff is kept per receiver: while one is down, its notifications wait
+// together and one POST probes it per backoff period. Delivery is at-least-once: a crash between
+// POST and MarkDelivered re-sends with the same Idempotency-Key. Logs name the receiver and
+// RedactUrl(url) only, never the URL path, query or token. RunOnce is single-threaded;
+// Start/Stop/Wake run it on an own thread.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -118,6 +121,11 @@ class DeliveryWorker {
   DeliveryOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
   std::mt19937_64 rng_;
+  struct ReceiverHealth {
+    int consecutive_failures = 0;
+    double retry_at = 0;  // unix seconds; no POST to this receiver before
+  };
+  std::map<std::string, ReceiverHealth> health_;  // used by RunOnce only (one thread)
 
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -42,6 +42,7 @@ Status MemoryOutbox::MarkDelivered(const std::string& id, double delivered_at) {
   if (it == entries_.end()) return Status::NotFound("outbox: no notification '" + id + "'");
   it->second.state = DeliveryState::kDelivered;
   it->second.delivered_at = delivered_at;
+  it->second.notification.attempts += 1;  // the successful POST counts too
   return Status::Ok();
 }
 

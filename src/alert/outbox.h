@@ -35,6 +35,7 @@ class Outbox {
   virtual Status Enqueue(const Notification& notification) = 0;
   // Pending notifications with next_attempt_at <= now, oldest created first, at most `limit`.
   virtual Result<std::vector<Notification>> FetchDue(double now, size_t limit) = 0;
+  // Delivered: no further attempts; attempts += 1 (the successful POST).
   virtual Status MarkDelivered(const std::string& id, double delivered_at) = 0;
   // Keeps it pending: attempts and next_attempt_at replaced, last_error recorded.
   virtual Status ScheduleRetry(const std::string& id, int attempts, double next_attempt_at,

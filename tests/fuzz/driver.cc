@@ -2,6 +2,7 @@
 // corpus directory given as argv[1], then feeds --iterations=N seeded mutations of those inputs
 // (byte flips, insertions, deletions, splices) to LLVMFuzzerTestOneInput. Deterministic: the
 // same corpus and N give the same inputs. A crash or sanitizer report fails the ctest test.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>

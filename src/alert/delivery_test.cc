@@ -1,0 +1,498 @@
+#include "alert/delivery.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "alert/evaluator.h"
+#include "alert/rules_yaml.h"
+
+namespace fulcrum::alert {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// --- helpers ----------------------------------------------------------------------------------
+
+Notification MakeNote(const std::string& id, const std::string& receiver, double created_at) {
+  Notification n;
+  n.id = id;
+  n.receiver = receiver;
+  n.format = "generic";
+  n.body = R"({"id": ")" + id + R"("})";
+  n.created_at = created_at;
+  n.next_attempt_at = created_at;
+  return n;
+}
+
+Receiver Plain(const std::string& name, const std::string& url) {
+  return {name, url, ReceiverFormat::kGeneric, ""};
+}
+
+// Scripted HttpPoster: answers `status_for(request)`; records every request.
+class FakePoster final : public HttpPoster {
+ public:
+  std::function<int(const HttpRequest&)> status_for = [](const HttpRequest&) { return 200; };
+  std::vector<HttpRequest> requests;
+  HttpResponse Post(const HttpRequest& request) override {
+    requests.push_back(request);
+    HttpResponse response;
+    response.status = status_for(request);
+    if (response.status == 0) response.error = "Couldn't connect to server";
+    return response;
+  }
+};
+
+std::string HeaderOf(const HttpRequest& request, const std::string& name) {
+  for (const auto& [key, value] : request.headers) {
+    if (key == name) return value;
+  }
+  return "";
+}
+
+// A logger that writes into a string, to check what delivery logs.
+struct CapturedLog {
+  std::ostringstream stream;
+  std::shared_ptr<spdlog::logger> logger;
+  CapturedLog() {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(stream);
+    logger = std::make_shared<spdlog::logger>("alert-test", sink);
+    logger->set_level(spdlog::level::trace);
+  }
+  std::string Text() {
+    logger->flush();
+    return stream.str();
+  }
+};
+
+// --- backoff and the pass logic, with a fake poster and a manual clock -----------------------
+
+TEST(DeliveryTest, BackoffIsExponentialAndCapped) {
+  DeliveryOptions options;  // 1 s, x2, cap 30 s
+  EXPECT_DOUBLE_EQ(BackoffSeconds(options, 1), 1);
+  EXPECT_DOUBLE_EQ(BackoffSeconds(options, 2), 2);
+  EXPECT_DOUBLE_EQ(BackoffSeconds(options, 5), 16);
+  EXPECT_DOUBLE_EQ(BackoffSeconds(options, 6), 30);
+  EXPECT_DOUBLE_EQ(BackoffSeconds(options, 60), 30);
+}
+
+TEST(DeliveryTest, DeliversWithHeadersAndMarksDelivered) {
+  ManualClock clock;
+  MemoryOutbox outbox;
+  FakePoster poster;
+  CapturedLog log;
+  std::vector<Receiver> receivers = {
+      {"ops", "https://hooks.example/T/SECRETPATH", ReceiverFormat::kGeneric, "TOKEN123"}};
+  DeliveryWorker worker(outbox, poster, receivers, clock, DeliveryOptions{}, log.logger);
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("k1:ops", "ops", clock.UnixSeconds())).ok());
+  auto pass = worker.RunOnce();
+  ASSERT_TRUE(pass.ok());
+  EXPECT_EQ(pass->delivered, 1u);
+  ASSERT_EQ(poster.requests.size(), 1u);
+  const HttpRequest& request = poster.requests[0];
+  EXPECT_EQ(request.url, "https://hooks.example/T/SECRETPATH");
+  EXPECT_EQ(request.body, R"({"id": "k1:ops"})");
+  EXPECT_EQ(HeaderOf(request, "Idempotency-Key"), "k1:ops");
+  EXPECT_EQ(HeaderOf(request, "Content-Type"), "application/json");
+  EXPECT_EQ(HeaderOf(request, "Authorization"), "Bearer TOKEN123");
+  EXPECT_EQ(*outbox.StateOf("k1:ops"), DeliveryState::kDelivered);
+  EXPECT_THAT(log.Text(), HasSubstr("delivered"));
+  EXPECT_THAT(log.Text(), Not(HasSubstr("SECRETPATH")));
+  EXPECT_THAT(log.Text(), Not(HasSubstr("TOKEN123")));
+}
+
+TEST(DeliveryTest, RetriesWithJitteredBackoffThenDelivers) {
+  ManualClock clock;
+  MemoryOutbox outbox;
+  FakePoster poster;
+  int calls = 0;
+  poster.status_for = [&](const HttpRequest&) { return ++calls <= 2 ? 503 : 200; };
+  DeliveryOptions options;
+  options.seed = 7;
+  DeliveryWorker worker(outbox, poster, {Plain("ops", "http://127.0.0.1:1/x")}, clock, options);
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("k", "ops", clock.UnixSeconds())).ok());
+
+  ASSERT_EQ(worker.RunOnce()->retried, 1u);
+  Notification n = *outbox.Get("k");
+  EXPECT_EQ(n.attempts, 1);
+  EXPECT_EQ(n.last_error, "HTTP 503");
+  double delay = n.next_attempt_at - clock.UnixSeconds();
+  EXPECT_GE(delay, 0.8);  // 1 s +- 20 %
+  EXPECT_LE(delay, 1.2);
+  EXPECT_EQ(worker.RunOnce()->attempted, 0u);  // not due yet
+
+  clock.Advance(1.25);
+  ASSERT_EQ(worker.RunOnce()->retried, 1u);
+  n = *outbox.Get("k");
+  EXPECT_EQ(n.attempts, 2);
+  delay = n.next_attempt_at - clock.UnixSeconds();
+  EXPECT_GE(delay, 1.6);  // 2 s +- 20 %
+  EXPECT_LE(delay, 2.4);
+
+  clock.Advance(2.5);
+  ASSERT_EQ(worker.RunOnce()->delivered, 1u);
+  EXPECT_EQ(*outbox.StateOf("k"), DeliveryState::kDelivered);
+  EXPECT_EQ(poster.requests.size(), 3u);
+}
+
+TEST(DeliveryTest, PermanentClientErrorsFailRetryableOnesDoNot) {
+  ManualClock clock;
+  MemoryOutbox outbox;
+  FakePoster poster;
+  poster.status_for = [](const HttpRequest& r) {
+    return r.url.find("/bad") != std::string::npos ? 404 : 429;
+  };
+  DeliveryWorker worker(
+      outbox, poster,
+      {Plain("bad", "http://127.0.0.1:1/bad"), Plain("busy", "http://127.0.0.1:1/busy")}, clock,
+      DeliveryOptions{});
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("a", "bad", clock.UnixSeconds())).ok());
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("b", "busy", clock.UnixSeconds())).ok());
+  auto pass = worker.RunOnce();
+  EXPECT_EQ(pass->failed, 1u);
+  EXPECT_EQ(pass->retried, 1u);
+  EXPECT_EQ(*outbox.StateOf("a"), DeliveryState::kFailed);
+  EXPECT_EQ(*outbox.StateOf("b"), DeliveryState::kPending);
+}
+
+TEST(DeliveryTest, UnknownReceiverIsKeptNotLost) {
+  ManualClock clock;
+  MemoryOutbox outbox;
+  FakePoster poster;
+  DeliveryWorker worker(outbox, poster, {Plain("ops", "http://127.0.0.1:1/x")}, clock,
+                        DeliveryOptions{});
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("k", "gone", clock.UnixSeconds())).ok());
+  ASSERT_TRUE(worker.RunOnce().ok());
+  EXPECT_TRUE(poster.requests.empty());
+  EXPECT_EQ(*outbox.StateOf("k"), DeliveryState::kPending);
+  EXPECT_EQ(outbox.Get("k")->last_error, "receiver not configured");
+}
+
+TEST(DeliveryTest, LaterNotificationsWaitBehindAFailedOne) {
+  ManualClock clock;
+  MemoryOutbox outbox;
+  FakePoster poster;
+  poster.status_for = [](const HttpRequest&) { return 0; };  // connection refused
+  DeliveryWorker worker(outbox, poster, {Plain("ops", "http://127.0.0.1:1/x")}, clock,
+                        DeliveryOptions{});
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(outbox.Enqueue(MakeNote("k" + std::to_string(i), "ops", clock.UnixSeconds())).ok());
+  }
+  auto pass = worker.RunOnce();
+  EXPECT_EQ(pass->attempted, 1u);  // one POST, not five, to a receiver that is down
+  EXPECT_EQ(poster.requests.size(), 1u);
+  EXPECT_EQ(outbox.Get("k0")->attempts, 1);
+  EXPECT_EQ(outbox.Get("k4")->attempts, 0);
+  EXPECT_GT(outbox.Get("k4")->next_attempt_at, clock.UnixSeconds());
+}
+
+TEST(DeliveryTest, TooOldNotificationsFail) {
+  ManualClock clock;
+  MemoryOutbox outbox;
+  FakePoster poster;
+  DeliveryOptions options;
+  options.max_age_seconds = 60;
+  DeliveryWorker worker(outbox, poster, {Plain("ops", "http://127.0.0.1:1/x")}, clock, options);
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("k", "ops", clock.UnixSeconds() - 61)).ok());
+  ASSERT_TRUE(worker.RunOnce().ok());
+  EXPECT_EQ(*outbox.StateOf("k"), DeliveryState::kFailed);
+  EXPECT_TRUE(poster.requests.empty());
+}
+
+// A receiver down for 10 minutes (default options, simulated time): everything arrives within
+// one capped backoff of its return, with a bounded number of attempts meanwhile.
+TEST(DeliveryTest, TenMinuteOutageLosesNothing) {
+  ManualClock clock;
+  MemoryOutbox outbox;
+  FakePoster poster;
+  bool up = false;
+  poster.status_for = [&](const HttpRequest&) { return up ? 200 : 0; };
+  DeliveryOptions options;
+  options.seed = 3;
+  DeliveryWorker worker(outbox, poster, {Plain("ops", "http://127.0.0.1:1/x")}, clock, options);
+  std::set<std::string> ids;
+  for (int second = 0; second < 600; ++second) {
+    if (second % 60 == 0) {                     // a notification every minute during the outage
+      std::string id = std::to_string(second);  // seconds into the outage
+      ids.insert(id);
+      ASSERT_TRUE(outbox.Enqueue(MakeNote(id, "ops", clock.UnixSeconds())).ok());
+    }
+    ASSERT_TRUE(worker.RunOnce().ok());
+    clock.Advance(1);
+  }
+  const size_t posts_during_outage = poster.requests.size();
+  EXPECT_LE(posts_during_outage, 60u);  // ~1 POST per capped backoff, not one per second
+  up = true;
+  const double back_at = clock.UnixSeconds();
+  while (*outbox.PendingCount() > 0 && clock.UnixSeconds() - back_at < 120) {
+    ASSERT_TRUE(worker.RunOnce().ok());
+    clock.Advance(0.25);
+  }
+  EXPECT_EQ(*outbox.PendingCount(), 0u);
+  EXPECT_LE(clock.UnixSeconds() - back_at, options.max_backoff_seconds * 1.2 + 1);
+  std::set<std::string> delivered;
+  for (size_t i = posts_during_outage; i < poster.requests.size(); ++i) {
+    delivered.insert(HeaderOf(poster.requests[i], "Idempotency-Key"));
+  }
+  EXPECT_EQ(delivered, ids);
+  for (const std::string& id : ids) EXPECT_EQ(*outbox.StateOf(id), DeliveryState::kDelivered);
+}
+
+// --- real HTTP on 127.0.0.1 --------------------------------------------------------------------
+
+struct Received {
+  std::string path;
+  std::string key;
+  std::string authorization;
+  std::string body;
+};
+
+// An httplib server on 127.0.0.1 in its own thread; `answer` decides the status.
+class TestReceiver {
+ public:
+  std::function<int(const httplib::Request&)> answer = [](const httplib::Request&) { return 200; };
+
+  // Listens on `port` (0 = an ephemeral port); returns the port.
+  int Start(int port = 0) {
+    server_ = std::make_unique<httplib::Server>();
+    server_->set_keep_alive_timeout(1);  // Stop() waits for idle keep-alive connections
+    server_->Post(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        received_.push_back({req.path, req.get_header_value("Idempotency-Key"),
+                             req.get_header_value("Authorization"), req.body});
+      }
+      res.status = answer(req);
+      res.set_content("{}", "application/json");
+    });
+    if (port == 0) {
+      port = server_->bind_to_any_port("127.0.0.1");
+    } else if (!server_->bind_to_port("127.0.0.1", port)) {
+      return -1;
+    }
+    thread_ = std::thread([this] { server_->listen_after_bind(); });
+    while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return port;
+  }
+  void Stop() {
+    if (!server_) return;
+    server_->stop();
+    if (thread_.joinable()) thread_.join();
+    server_.reset();
+  }
+  ~TestReceiver() { Stop(); }
+  std::vector<Received> received() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return received_;
+  }
+
+ private:
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  std::mutex mutex_;
+  std::vector<Received> received_;
+};
+
+// Waits (bounded) until the outbox has nothing pending.
+bool DrainWithin(Outbox& outbox, double seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (*outbox.PendingCount() == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+DeliveryOptions FastOptions() {
+  DeliveryOptions options;
+  options.initial_backoff_seconds = 0.02;
+  options.max_backoff_seconds = 0.2;
+  options.idle_poll_seconds = 0.02;
+  options.request_timeout_seconds = 2;
+  options.connect_timeout_seconds = 1;
+  return options;
+}
+
+// Real transitions from the shipped rules: 4 GPUs overheat, hit XID 79 and cool down.
+std::vector<Transition> FaultTransitions() {
+  Evaluator evaluator(*DefaultRules());
+  std::vector<Transition> out;
+  const double t0 = 1.8e9;
+  for (int second = 0; second < 400; ++second) {
+    std::vector<Sample> batch;
+    for (int gpu = 0; gpu < 4; ++gpu) {
+      double temperature = (second >= 10 && second < 350) ? 95 : 60;
+      batch.push_back({"gpu_temperature_celsius", gpu, temperature, t0 + second});
+      batch.push_back({"gpu_xid_last", gpu, second >= 20 + gpu ? 79.0 : 0.0, t0 + second});
+    }
+    for (auto& t : evaluator.Evaluate(batch)) out.push_back(std::move(t));
+  }
+  return out;
+}
+
+TEST(DeliveryHttpTest, ReceiverDownThenBackGetsEveryNotification) {
+  // Find a free port, then leave it closed: the receiver is down (connection refused).
+  TestReceiver receiver;
+  const int port = receiver.Start();
+  ASSERT_GT(port, 0);
+  receiver.Stop();
+
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/hook";
+  std::vector<Receiver> receivers = {{"am", url, ReceiverFormat::kAlertmanager, ""},
+                                     {"slack", url + "/slack", ReceiverFormat::kSlack, ""}};
+  MemoryOutbox outbox;
+  SystemClock clock;
+  std::map<std::string, std::string> sent;  // id -> body
+  for (const Transition& t : FaultTransitions()) {
+    for (const Notification& n :
+         MakeNotifications(t, receivers, {"host", "http://127.0.0.1:9400"}, clock.UnixSeconds())) {
+      sent[n.id] = n.body;
+      ASSERT_TRUE(outbox.Enqueue(n).ok());
+    }
+  }
+  // 4 GPUs x (GpuTooHot firing + resolved, GpuCriticalXid firing) x 2 receivers.
+  ASSERT_EQ(sent.size(), 24u);
+
+  CurlPoster poster;
+  CapturedLog log;
+  DeliveryWorker worker(outbox, poster, receivers, clock, FastOptions(), log.logger);
+  worker.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // down for a while
+  EXPECT_EQ(*outbox.PendingCount(), 24u);
+
+  // Back, but answering 503 at first, then healthy.
+  std::atomic<int> answered{0};
+  receiver.answer = [&](const httplib::Request&) { return ++answered <= 3 ? 503 : 200; };
+  ASSERT_EQ(receiver.Start(port), port) << "port " << port << " was taken meanwhile";
+  ASSERT_TRUE(DrainWithin(outbox, 20)) << *outbox.PendingCount() << " still pending";
+  worker.Stop();
+  receiver.Stop();
+
+  std::map<std::string, std::set<std::string>> bodies_by_key;
+  for (const Received& r : receiver.received()) bodies_by_key[r.key].insert(r.body);
+  std::set<std::string> keys;
+  for (const auto& [key, bodies] : bodies_by_key) {
+    keys.insert(key);
+    EXPECT_EQ(bodies.size(), 1u) << "key " << key << " carried different bodies";
+    ASSERT_EQ(sent.count(key), 1u) << "unexpected key " << key;
+    EXPECT_EQ(*bodies.begin(), sent[key]);
+  }
+  std::set<std::string> sent_keys;
+  for (const auto& [id, body] : sent) sent_keys.insert(id);
+  EXPECT_EQ(keys, sent_keys);  // every notification arrived
+  for (const auto& [id, body] : sent) EXPECT_EQ(*outbox.StateOf(id), DeliveryState::kDelivered);
+  EXPECT_THAT(log.Text(), HasSubstr("Couldn't connect"));  // the outage was seen and retried
+}
+
+TEST(DeliveryHttpTest, TimeoutAfterReceiptDuplicatesWithTheSameKey) {
+  TestReceiver receiver;
+  std::atomic<int> calls{0};
+  receiver.answer = [&](const httplib::Request&) {
+    if (++calls == 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    return 200;
+  };
+  const int port = receiver.Start();
+  MemoryOutbox outbox;
+  SystemClock clock;
+  std::vector<Receiver> receivers = {
+      {"r", "http://127.0.0.1:" + std::to_string(port) + "/x", ReceiverFormat::kGeneric, ""}};
+  DeliveryOptions options = FastOptions();
+  options.request_timeout_seconds = 0.2;  // the first answer comes too late
+  CurlPoster poster;
+  DeliveryWorker worker(outbox, poster, receivers, clock, options);
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("only-key", "r", clock.UnixSeconds())).ok());
+  worker.Start();
+  ASSERT_TRUE(DrainWithin(outbox, 10));
+  worker.Stop();
+  receiver.Stop();
+  auto received = receiver.received();
+  ASSERT_GE(received.size(), 2u);  // received, timed out, sent again: at-least-once
+  for (const Received& r : received) {
+    EXPECT_EQ(r.key, "only-key");
+    EXPECT_EQ(r.body, R"({"id": "only-key"})");
+  }
+}
+
+TEST(DeliveryHttpTest, SecretsNeverReachTheLogs) {
+  TestReceiver receiver;
+  std::atomic<int> calls{0};
+  receiver.answer = [&](const httplib::Request& req) {
+    if (req.path.find("/gone/") != std::string::npos) return 404;
+    return ++calls == 1 ? 500 : 200;
+  };
+  const int port = receiver.Start();
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  // A closed port for an unreachable receiver.
+  TestReceiver closed;
+  const int closed_port = closed.Start();
+  closed.Stop();
+  std::vector<Receiver> receivers = {
+      {"slack", base + "/services/T000/B000/SLACKPATHSECRET", ReceiverFormat::kSlack, ""},
+      {"ding", base + "/robot/send?access_token=DINGQUERYSECRET", ReceiverFormat::kDingTalk,
+       "BEARERSECRET"},
+      {"gone", base + "/gone/GONEPATHSECRET", ReceiverFormat::kGeneric, ""},
+      {"down",
+       "http://user:USERPASSSECRET@127.0.0.1:" + std::to_string(closed_port) + "/DOWNSECRET",
+       ReceiverFormat::kWeCom, ""}};
+
+  CapturedLog log;
+  auto previous_default = spdlog::default_logger();
+  spdlog::set_default_logger(log.logger);  // anything logged through the default is caught too
+  {
+    MemoryOutbox outbox;
+    SystemClock clock;
+    for (std::string name : {"slack", "ding", "gone", "down"}) {
+      ASSERT_TRUE(
+          outbox.Enqueue(MakeNote("id-" + name + ":" + name, name, clock.UnixSeconds())).ok());
+    }
+    CurlPoster poster;
+    DeliveryWorker worker(outbox, poster, receivers, clock, FastOptions(), nullptr);
+    for (int pass = 0; pass < 200 && *outbox.StateOf("id-ding:ding") != DeliveryState::kDelivered;
+         ++pass) {
+      ASSERT_TRUE(worker.RunOnce().ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    for (int pass = 0; pass < 5; ++pass) {
+      ASSERT_TRUE(worker.RunOnce().ok());
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_EQ(*outbox.StateOf("id-slack:slack"), DeliveryState::kDelivered);
+    EXPECT_EQ(*outbox.StateOf("id-ding:ding"), DeliveryState::kDelivered);
+    EXPECT_EQ(*outbox.StateOf("id-gone:gone"), DeliveryState::kFailed);
+    EXPECT_EQ(*outbox.StateOf("id-down:down"), DeliveryState::kPending);
+  }
+  spdlog::set_default_logger(previous_default);
+  receiver.Stop();
+
+  // The secrets were really used on the wire...
+  bool saw_bearer = false, saw_path = false;
+  for (const Received& r : receiver.received()) {
+    saw_bearer |= r.authorization == "Bearer BEARERSECRET";
+    saw_path |= r.path.find("SLACKPATHSECRET") != std::string::npos;
+  }
+  EXPECT_TRUE(saw_bearer);
+  EXPECT_TRUE(saw_path);
+  // ...and the log tells what happened without any of them.
+  const std::string text = log.Text();
+  EXPECT_THAT(text, HasSubstr("delivered to receiver 'slack'"));
+  EXPECT_THAT(text, HasSubstr("HTTP 500"));
+  EXPECT_THAT(text, HasSubstr("failed for good"));
+  EXPECT_THAT(text, HasSubstr("Couldn't connect"));
+  for (const char* secret : {"SLACKPATHSECRET", "DINGQUERYSECRET", "access_token", "BEARERSECRET",
+                             "GONEPATHSECRET", "USERPASSSECRET", "DOWNSECRET", "/services/"}) {
+    EXPECT_THAT(text, Not(HasSubstr(secret))) << secret;
+  }
+}
+
+}  // namespace
+}  // namespace fulcrum::alert
