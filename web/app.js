@@ -241,9 +241,9 @@
     const shown = active.concat(resolved.slice(0, MAX_RESOLVED_SHOWN));
     const rows = shown.map((a) => el('tr', { class: 'alert-' + a.status, 'data-status': a.status, 'data-rule': a.name },
       el('td', {}, el('span', { class: 'badge status-' + a.status }, a.status)),
-      el('td', {}, el('span', { class: 'badge sev-' + (a.severity || 'none') }, a.severity || 'n/a')),
       el('td', { class: 'rule' }, a.name),
       el('td', {}, a.gpu == null ? 'host' : 'GPU ' + a.gpu),
+      el('td', {}, el('span', { class: 'badge sev-' + (a.severity || 'none') }, a.severity || 'n/a')),
       el('td', { class: 'num' }, fmtValue(a.value) + (a.threshold != null ? ' (threshold ' + fmtValue(a.threshold) + ')' : '')),
       el('td', { class: 'since' }, alertSince(a)),
       el('td', { class: 'summary' }, a.summary || '')));
@@ -349,7 +349,12 @@
       return;
     }
     const last = ys.length ? ys[ys.length - 1] : null;
-    view.valueEl.textContent = last == null ? 'n/a' : fmtNum(last, spec.digits) + ' ' + spec.unit;
+    const lastT = xs.length ? xs[xs.length - 1] : null;
+    // A series that stopped (a GPU fallen off the bus) shows its last value with its time.
+    const stale = lastT != null && nowSeconds() - lastT > Math.max(5, 3 * state.intervalSeconds);
+    view.valueEl.textContent = last == null ? 'n/a' :
+      fmtNum(last, spec.digits) + ' ' + spec.unit + (stale ? ' at ' + fmtClock(lastT) : '');
+    view.valueEl.classList.toggle('muted', stale);
   }
 
   // Replaces the chart's points, or with `append` adds those newer than its last one; then drops
@@ -405,11 +410,13 @@
     const temp = g.temperature_celsius;
     entry.stats.replaceChildren(
       stat('Util', g.utilization_gpu_pct == null ? 'n/a' : fmtNum(g.utilization_gpu_pct, 0) + ' %'),
-      stat('Memory', fmtBytes(g.memory_used_bytes) + ' / ' + fmtBytes(g.memory_total_bytes), memPct >= 90 ? 'warn' : ''),
+      stat('Memory', g.memory_used_bytes == null && g.memory_total_bytes == null ? 'n/a' :
+        fmtBytes(g.memory_used_bytes) + ' / ' + fmtBytes(g.memory_total_bytes), memPct >= 90 ? 'warn' : ''),
       stat('Power', (g.power_watts == null ? 'n/a' : fmtNum(g.power_watts, 0) + ' W') +
         (g.power_limit_watts != null ? ' / ' + fmtNum(g.power_limit_watts, 0) + ' W' : '')),
       stat('Temp', temp == null ? 'n/a' : fmtNum(temp, 0) + ' °C', temp >= 85 ? 'bad' : temp >= 80 ? 'warn' : ''),
-      stat('Clocks', (g.sm_clock_mhz == null ? 'n/a' : fmtNum(g.sm_clock_mhz, 0)) + ' / ' +
+      stat('Clocks SM / mem', g.sm_clock_mhz == null && g.memory_clock_mhz == null ? 'n/a' :
+        (g.sm_clock_mhz == null ? 'n/a' : fmtNum(g.sm_clock_mhz, 0)) + ' / ' +
         (g.memory_clock_mhz == null ? 'n/a' : fmtNum(g.memory_clock_mhz, 0)) + ' MHz'),
       stat('Processes', g.processes == null ? 'n/a' : String(g.processes.length)));
     const reasons = g.clock_event_reasons;
