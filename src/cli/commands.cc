@@ -21,8 +21,6 @@ void RegisterCost(CLI::App& root, CliContext& ctx);
 void RegisterBench(CLI::App& root, CliContext& ctx);
 void RegisterDoctor(CLI::App& root, CliContext& ctx);
 void RegisterVersion(CLI::App& root, CliContext& ctx);
-void RegisterAgent(CLI::App& root, CliContext& ctx);
-void RegisterQuery(CLI::App& root, CliContext& ctx);
 
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
@@ -47,8 +45,6 @@ const std::vector<CommandEntry>& CommandTable() {
       {"bench", RegisterBench},
       {"doctor", RegisterDoctor},
       {"version", RegisterVersion},
-      {"agent", RegisterAgent},
-      {"query", RegisterQuery},
   };
   return kCommands;
 }
