@@ -56,8 +56,7 @@ struct Offer {
 const char* InterconnectName(Interconnect interconnect);
 
 struct Provider {
-  std::string name;          // short id used in offers.csv and on the command line ("aws")
-  std::string display_name;  // "AWS", "Verda (ex-DataCrunch)"
+  std::string name;  // short id used in offers.csv and on the command line ("aws")
   std::optional<double> billing_granularity_seconds;
   std::optional<double> minimum_billed_seconds;
   std::optional<double> spot_notice_seconds;
@@ -73,6 +72,7 @@ struct Provider {
   std::string support_notes;
   std::string source;
   std::string note;
+  std::string display_name;  // "AWS", "Verda (ex-DataCrunch)"
 };
 
 // A currency's rate to USD, from currency.csv (the one place rates are stated).
