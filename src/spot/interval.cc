@@ -21,7 +21,8 @@ double DalyIntervalSeconds(double checkpoint_cost_seconds, double mtbf_seconds) 
   return std::sqrt(2.0 * delta * m) * (1.0 + std::sqrt(ratio) / 3.0 + ratio / 9.0) - delta;
 }
 
-// First-order expansion of the expected wall time per unit work (Young 1974; Daly 2006 eq. 5):
+// First-order expansion of the expected wall time per unit work (Young 1974; the form quoted in
+// the calibration README):
 // each interval pays delta; each failure (rate 1/M) loses tau/2 on average plus the restart R.
 double OverheadFraction(double interval_seconds, double checkpoint_cost_seconds,
                         double restart_cost_seconds, double mtbf_seconds) {
