@@ -343,6 +343,9 @@ Status RunSpot(CliContext& ctx, const SpotFlags& f) {
                   FormatNumber(s.on_demand_hours, 1), FormatNumber(s.preemptions_mean, 2)});
   }
   ctx.out << table.Render();
+  if (job.deadline_seconds < job.work_seconds) {
+    ctx.out << "\nThe deadline is shorter than the work: no policy can meet it.\n";
+  }
   return Status::Ok();
 }
 

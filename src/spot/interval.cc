@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "spot/short_number.h"
+
 namespace fulcrum::spot {
 
 // Young, "A first order approximation to the optimum checkpoint interval", CACM 17(9), 1974.
@@ -35,7 +37,7 @@ namespace {
 Status RequirePositive(double value, const char* name) {
   if (std::isfinite(value) && value > 0) return Status::Ok();
   return Status::InvalidInput(std::string(name) + ": expected a positive number, found " +
-                              std::to_string(value));
+                              ShortNumber(value));
 }
 
 }  // namespace
