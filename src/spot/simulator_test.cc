@@ -176,7 +176,9 @@ TEST(SimulatorTest, AlwaysAvailableSpotCostsWorkTimesSpotPrice) {
 
 // Expected wall time of a segment of s seconds of work under Poisson failures of rate lambda,
 // with a restart phase of r seconds (itself interruptible) after each failure:
-// E = e^(lambda r) (e^(lambda s) - 1) / lambda (Daly 2006, eq. 13; Duda 1983).
+// E = e^(lambda r) (e^(lambda s) - 1) / lambda. Derived here: E = p s + (1 - p)(E[x | x < s] +
+// restart phase + E) with p = e^(-lambda s), and a restart phase of mean (e^(lambda r) - 1) /
+// lambda; the same result underlies Daly (2006).
 double SegmentSeconds(double s, double r, double lambda) {
   return std::exp(lambda * r) * std::expm1(lambda * s) / lambda;
 }
