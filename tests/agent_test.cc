@@ -270,6 +270,8 @@ TEST_F(AgentE2E, ApiAnswersPerContractWithReasonsAndToken) {
   json health = agent.Get("/v1/health");
   EXPECT_EQ(health["status"], "ok");
   EXPECT_EQ(health["source"], "sim");
+  EXPECT_EQ(health["gpu_count"], 2);
+  EXPECT_EQ(health["interval_seconds"], 0.2);
   ASSERT_TRUE(WaitFor([&] { return agent.Get("/v1/gpus")["gpus"].size() == 2; }, 5));
   json gpu = agent.Get("/v1/gpus")["gpus"][1];
   EXPECT_EQ(gpu["index"], 1);

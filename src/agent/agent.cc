@@ -327,6 +327,7 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   options.data_dir = impl->data_dir;
   options.source_kind = impl->source->kind();
   options.interval_seconds = config.interval_seconds;
+  options.gpu_count = impl->source->gpu_count();
   options.hostname = impl->hostname;
   options.retention = {config.raw_retention_seconds, config.rollup_retention_seconds};
   impl->server = std::make_unique<server::AgentServer>(options, impl->live, clock);
