@@ -197,3 +197,15 @@ TEST(NvmlSourceOpenTest, MissingLibraryIsUnavailable) {
 
 }  // namespace
 }  // namespace fulcrum::telemetry
+
+namespace fulcrum::telemetry {
+namespace {
+
+TEST(SimSourceTest, ShippedExampleScenarioLoads) {
+  auto faults = LoadScenario(std::string(FULCRUM_SOURCE_DIR) + "/examples/faults.yaml");
+  ASSERT_TRUE(faults.ok()) << faults.status().ToString();
+  EXPECT_EQ(faults->size(), 10u);
+}
+
+}  // namespace
+}  // namespace fulcrum::telemetry
