@@ -208,6 +208,8 @@ for mode in modes:
         if start + at + window <= end:
             faults.append((gpu, start + at, start + at + dur))
     firing = {"fulcrum": [], "prometheus+alertmanager": []}  # (gpu, arrival)
+    started = {}  # fulcrum: (gpu, arrival) -> started_at, the sample that showed the fault
+    to_delivered = []  # fulcrum: arrival - time of the sample that showed the fault
     for line in open(f"{work}/{mode}/arrivals.jsonl"):
         rec = json.loads(line)
         body = json.loads(rec["body"])
@@ -215,20 +217,30 @@ for mode in modes:
             a = body["alert"]
             if a["status"] == "firing" and a["name"] == "GpuTooHotNow":
                 firing["fulcrum"].append((a["gpu"], rec["t"]))
+                started[(a["gpu"], rec["t"])] = a["started_at"]
+                to_delivered.append(rec["t"] - a["started_at"])
         else:
             for a in body["alerts"]:
                 if a["status"] == "firing" and a["labels"].get("alertname") == "GpuTooHotNow":
                     firing["prometheus+alertmanager"].append((int(a["labels"]["gpu"]), rec["t"]))
     for name, arrivals in firing.items():
-        lat, missed = [], 0
+        lat, missed, sample_lag = [], 0, []
         for gpu, t0, t1 in faults:
             hits = [t for g, t in arrivals if g == gpu and t0 - 0.5 <= t <= t1 + 330]
-            if hits: lat.append(min(hits) - t0)
+            if hits:
+                lat.append(min(hits) - t0)
+                if (gpu, min(hits)) in started: sample_lag.append(started[(gpu, min(hits))] - t0)
             else: missed += 1
         report[f"{mode}/{name}"] = {"faults": len(faults), "detected": len(lat), "missed": missed,
             "p50_seconds": round(pct(lat, 50), 3), "p99_seconds": round(pct(lat, 99), 3),
             "min_seconds": round(min(lat), 3) if lat else None,
             "max_seconds": round(max(lat), 3) if lat else None}
+        if sample_lag:
+            # Sample time of the first hot sample - estimated fault time: never negative when
+            # the fault-time estimate (from /v1/health uptime) is right.
+            report[f"{mode}/{name}"]["min_sample_lag_seconds"] = round(min(sample_lag), 3)
+            report[f"{mode}/{name}"]["sample_to_delivered_p50_seconds"] = round(pct(to_delivered, 50), 3)
+            report[f"{mode}/{name}"]["sample_to_delivered_max_seconds"] = round(max(to_delivered), 3)
 print(json.dumps({"alert_latency": report}, indent=2))
 print(f"{'run/pipeline':42} {'n':>3} {'miss':>4} {'p50 s':>8} {'p99 s':>8} {'max s':>8}")
 for k, v in report.items():
