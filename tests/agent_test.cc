@@ -270,6 +270,8 @@ TEST_F(AgentE2E, ApiAnswersPerContractWithReasonsAndToken) {
   json health = agent.Get("/v1/health");
   EXPECT_EQ(health["status"], "ok");
   EXPECT_EQ(health["source"], "sim");
+  EXPECT_EQ(health["gpu_count"], 2);
+  EXPECT_EQ(health["interval_seconds"], 0.2);
   ASSERT_TRUE(WaitFor([&] { return agent.Get("/v1/gpus")["gpus"].size() == 2; }, 5));
   json gpu = agent.Get("/v1/gpus")["gpus"][1];
   EXPECT_EQ(gpu["index"], 1);
@@ -577,6 +579,16 @@ TEST_F(AgentE2E, RecordThenReplay) {
   EXPECT_EQ(replay.Get("/v1/health")["source"], "replay");
   ASSERT_TRUE(WaitFor([&] { return replay.Get("/v1/gpus")["gpus"].size() == 3; }, 5));
   EXPECT_EQ(replay.Get("/v1/gpus")["gpus"][1]["temperature_celsius"], 95.0);
+  // No --rules: the shipped defaults apply (GpuTooHot: > 85 C for 5m, so pending for now).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json a = replay.Get("/v1/alerts");
+        return a.contains("alerts") && a["alerts"].size() == 1 &&
+               a["alerts"][0]["name"] == "GpuTooHot";
+      },
+      5))
+      << replay.Get("/v1/alerts");
+  EXPECT_EQ(replay.Get("/v1/alerts")["alerts"][0]["status"], "pending");
 }
 
 TEST_F(AgentE2E, BadInputExitsTwoWithTheReason) {
@@ -595,6 +607,12 @@ TEST_F(AgentE2E, BadInputExitsTwoWithTheReason) {
   r = RunFulcrum({"agent", "--source", "sim", "--rules", dir_ + "/missing.yaml", "--data-dir",
                   dir_ + "/data", "--listen", "127.0.0.1:0"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  WriteFile(dir_ + "/scenario.yaml", "- {at: 1s, gpu: 5, fault: overheat}\n");
+  r = RunFulcrum({"agent", "--source", "sim", "--sim-gpus", "2", "--sim-scenario",
+                  dir_ + "/scenario.yaml", "--data-dir", dir_ + "/data", "--listen",
+                  "127.0.0.1:0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("GPU 5"), std::string::npos) << r.err;
   r = RunFulcrum({"agent", "--receiver-format", "teams"});
   EXPECT_EQ(r.exit_code, 2);
 }

@@ -91,6 +91,13 @@ struct Agent::Impl {
       if (!config.sim_scenario.empty()) {
         FULCRUM_ASSIGN_OR_RETURN(faults, telemetry::LoadScenario(config.sim_scenario));
       }
+      for (const telemetry::Fault& f : faults) {
+        if (f.gpu >= config.sim_gpus) {
+          return Status::InvalidInput(config.sim_scenario + ": fault '" + f.text + "' on GPU " +
+                                      std::to_string(f.gpu) + ", but --sim-gpus is " +
+                                      std::to_string(config.sim_gpus));
+        }
+      }
       source = std::make_unique<telemetry::SimSource>(config.sim_gpus, std::move(faults), clock);
     } else {
       FULCRUM_ASSIGN_OR_RETURN(source,
@@ -320,6 +327,7 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   options.data_dir = impl->data_dir;
   options.source_kind = impl->source->kind();
   options.interval_seconds = config.interval_seconds;
+  options.gpu_count = impl->source->gpu_count();
   options.hostname = impl->hostname;
   options.retention = {config.raw_retention_seconds, config.rollup_retention_seconds};
   impl->server = std::make_unique<server::AgentServer>(options, impl->live, clock);

@@ -109,7 +109,7 @@ struct AgentServer::Impl {
            {"uptime_seconds", clock.MonotonicSeconds() - started_monotonic},
            {"source", options.source_kind},
            {"interval_seconds", options.interval_seconds},
-           {"gpu_count", live.Latest().size()}});
+           {"gpu_count", options.gpu_count}});
   }
 
   void Gpus(const httplib::Request&, httplib::Response& res) {
