@@ -142,3 +142,18 @@ TEST(ReleaseRunnerTest, RunsArgvWithoutShellAndDryRunDoesNot) {
 
 }  // namespace
 }  // namespace fulcrum::agent
+
+namespace fulcrum::agent {
+namespace {
+
+TEST(AgentConfigTest, ShippedExampleIsValid) {
+  AgentConfig c;
+  Status st = LoadAgentConfigFile(std::string(FULCRUM_SOURCE_DIR) + "/examples/agent.yaml", c);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_TRUE(ValidateAgentConfig(c).ok());
+  EXPECT_TRUE(c.idle.dry_run);
+  EXPECT_EQ(c.receivers.size(), 1u);
+}
+
+}  // namespace
+}  // namespace fulcrum::agent

@@ -165,7 +165,7 @@ void RegisterAgent(CLI::App& root, CliContext& ctx) {
   cmd->add_option("--receiver-format", f->receiver_format,
                   "Payload format of --receiver (default generic)")
       ->check(CLI::IsMember({"generic", "alertmanager", "slack", "feishu", "dingtalk", "wecom"}))
-      ->type_name("generic|alertmanager|slack|feishu|dingtalk|wecom");
+      ->type_name("FORMAT");
   cmd->add_option("--token", f->token,
                   "Bearer token required by state-changing endpoints (POST /v1/idle/cancel); "
                   "better set in the config file than on the command line")

@@ -109,7 +109,7 @@ struct AgentServer::Impl {
            {"uptime_seconds", clock.MonotonicSeconds() - started_monotonic},
            {"source", options.source_kind},
            {"interval_seconds", options.interval_seconds},
-           {"gpu_count", live.Latest().size()}});
+           {"gpu_count", options.gpu_count}});
   }
 
   void Gpus(const httplib::Request&, httplib::Response& res) {
@@ -306,7 +306,10 @@ Status AgentServer::Start() {
   FULCRUM_ASSIGN_OR_RETURN(auto address, ParseListen(impl_->options.listen));
   int threads = impl_->options.worker_threads;
   impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  impl_->http.set_keep_alive_max_count(100);
+  // One request per connection: with a small pool, a kept-alive connection would hold a worker
+  // idle for the keep-alive timeout (5 s) while a browser's other connections (it opens up to 6
+  // per host: the dashboard's parallel /v1 polls) queue behind it; the page then stalls.
+  impl_->http.set_keep_alive_max_count(1);
   impl_->Routes();
   if (address.second == 0) {
     impl_->port = impl_->http.bind_to_any_port(address.first);

@@ -21,6 +21,7 @@ struct ServerOptions {
   std::string data_dir;                   // agent.db and jobs.db
   std::string source_kind;                // "nvml" | "sim" | "replay"
   double interval_seconds = 1;
+  int gpu_count = 0;  // GPUs the source has (before the first sample too)
   std::string hostname;
   int worker_threads = 2;
   store::Retention retention;

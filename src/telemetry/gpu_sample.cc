@@ -54,12 +54,13 @@ const std::vector<MetricDef>& Metrics() {
          if (!s.clock_event_reasons) return std::nullopt;
          return static_cast<double>(*s.clock_event_reasons);
        }},
-      {"gpu_thermal_slowdown", "1 when clocks are reduced for temperature (HW or SW thermal)",
+      // The two flags of the shipped rules: hardware thermal slowdown (HwThermalSlowdown) and
+      // running at the power limit (SwPowerCap); every other reason stays in the bitmask.
+      {"gpu_thermal_slowdown", "1 while the hardware slows the clocks for temperature",
+       MetricType::kGauge, true, [](const GpuSample& s) { return ReasonBit(s, kReasonHwThermal); }},
+      {"gpu_power_capped", "1 while the clocks are held down by the power limit",
        MetricType::kGauge, true,
-       [](const GpuSample& s) { return ReasonBit(s, kReasonHwThermal | kReasonSwThermal); }},
-      {"gpu_power_capped", "1 when clocks are reduced by the power cap or power brake",
-       MetricType::kGauge, true,
-       [](const GpuSample& s) { return ReasonBit(s, kReasonSwPowerCap | kReasonHwPowerBrake); }},
+       [](const GpuSample& s) { return ReasonBit(s, kReasonSwPowerCap); }},
       {"gpu_ecc_corrected_errors_total", "Corrected ECC errors", MetricType::kCounter, true,
        [](const GpuSample& s) { return s.ecc_corrected; }},
       {"gpu_ecc_uncorrected_errors_total", "Uncorrected ECC errors", MetricType::kCounter, true,

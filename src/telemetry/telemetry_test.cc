@@ -197,3 +197,41 @@ TEST(NvmlSourceOpenTest, MissingLibraryIsUnavailable) {
 
 }  // namespace
 }  // namespace fulcrum::telemetry
+
+namespace fulcrum::telemetry {
+namespace {
+
+TEST(SimSourceTest, ShippedExampleScenarioLoads) {
+  auto faults = LoadScenario(std::string(FULCRUM_SOURCE_DIR) + "/examples/faults.yaml");
+  ASSERT_TRUE(faults.ok()) << faults.status().ToString();
+  EXPECT_EQ(faults->size(), 10u);
+}
+
+}  // namespace
+}  // namespace fulcrum::telemetry
+
+namespace fulcrum::telemetry {
+namespace {
+
+TEST(MetricTableTest, ReasonFlagsAndUnknownStayUnknown) {
+  GpuSample s;
+  const MetricDef* thermal = FindMetric("gpu_thermal_slowdown");
+  const MetricDef* capped = FindMetric("gpu_power_capped");
+  ASSERT_NE(thermal, nullptr);
+  ASSERT_NE(capped, nullptr);
+  EXPECT_FALSE(thermal->extract(s).has_value());  // reasons unknown: no value, not 0
+  s.clock_event_reasons = kReasonSwThermal | kReasonHwPowerBrake;
+  EXPECT_EQ(*thermal->extract(s), 0.0);
+  EXPECT_EQ(*capped->extract(s), 0.0);
+  s.clock_event_reasons = kReasonHwThermal | kReasonSwPowerCap;
+  EXPECT_EQ(*thermal->extract(s), 1.0);
+  EXPECT_EQ(*capped->extract(s), 1.0);
+  s.sm_clock_mhz = 1980;
+  EXPECT_EQ(*FindMetric("gpu_sm_clock_hz")->extract(s), 1.98e9);
+  EXPECT_EQ(FindMetric("gpu_bogus"), nullptr);
+  EXPECT_EQ(ClockEventReasonNames(kReasonHwThermal | kReasonGpuIdle),
+            (std::vector<std::string>{"gpu_idle", "hw_thermal_slowdown"}));
+}
+
+}  // namespace
+}  // namespace fulcrum::telemetry

@@ -1,0 +1,645 @@
+// End-to-end tests of `fulcrum agent` and `fulcrum query`: the real binary on loopback with the
+// sim, replay and nvml (fake libnvidia-ml.so.1) sources, a real webhook receiver (httplib), real
+// promtool and Prometheus, SIGTERM and kill -9.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "store/jobs.h"
+#include "support/run_binary.h"
+
+namespace fulcrum::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void WriteFile(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+
+// A socket listening on 127.0.0.1 (an occupied port); closed on destruction.
+class PortHolder {
+ public:
+  PortHolder() {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && listen(fd_, 1) == 0 &&
+        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port_ = ntohs(addr.sin_port);
+    }
+  }
+  ~PortHolder() { close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// Polls `ready` every 50 ms until it holds or `seconds` pass.
+bool WaitFor(const std::function<bool()>& ready, double seconds) {
+  auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+  while (Clock::now() < deadline) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return ready();
+}
+
+// `fulcrum agent ... --json --listen 127.0.0.1:0` as a child process; killed on destruction.
+class AgentProcess {
+ public:
+  AgentProcess(const std::string& dir, std::vector<std::string> args,
+               std::map<std::string, std::string> env = {})
+      : dir_(dir) {
+    static int counter = 0;
+    tag_ = std::to_string(++counter);
+    args.insert(args.begin(), "agent");
+    args.push_back("--json");
+    std::string out = dir + "/agent" + tag_ + ".out", err = dir + "/agent" + tag_ + ".err";
+    out_path_ = out;
+    err_path_ = err;
+    pid_ = fork();
+    if (pid_ == 0) {
+      setpgid(0, 0);
+      int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(o, 1);
+      dup2(e, 2);
+      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+      std::vector<char*> argv{const_cast<char*>(FULCRUM_BINARY)};
+      for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(FULCRUM_BINARY, argv.data());
+      _exit(127);
+    }
+    WaitFor([&] { return ReadFile(out_path_).find('\n') != std::string::npos || Exited(); }, 15);
+    std::string line = ReadFile(out_path_);
+    json doc = json::parse(line.substr(0, line.find('\n')), nullptr, false);
+    if (!doc.is_discarded() && doc.contains("agent")) port_ = doc["agent"]["port"].get<int>();
+  }
+  ~AgentProcess() {
+    if (pid_ > 0 && exit_code_ < 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  int port() const { return port_; }
+  std::string err() const { return ReadFile(err_path_); }
+  std::string out() const { return ReadFile(out_path_); }
+  bool Exited() {
+    if (exit_code_ >= 0) return true;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return true;
+    }
+    return false;
+  }
+  // Sends `signal` and waits (up to 10 s) for the exit; returns the exit code or 128+signal.
+  int Stop(int signal) {
+    kill(pid_, signal);
+    WaitFor([&] { return Exited(); }, 10);
+    return exit_code_;
+  }
+  httplib::Client Client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_connection_timeout(2);
+    c.set_read_timeout(5);
+    return c;
+  }
+  json Get(const std::string& path) const {
+    auto res = Client().Get(path);
+    if (!res || res->status != 200) return json();
+    return json::parse(res->body, nullptr, false);
+  }
+
+ private:
+  std::string dir_, tag_, out_path_, err_path_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int exit_code_ = -1;
+};
+
+// A webhook receiver on 127.0.0.1: records every POST; answers `status` (503 = "down").
+class Receiver {
+ public:
+  Receiver() {
+    server_.Post(R"(/hook.*)", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++attempts_;
+      if (status_ != 200) {
+        res.status = status_;
+        return;
+      }
+      posts_.push_back({req.get_header_value("Idempotency-Key"), req.body});
+      res.set_content("{}", "application/json");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~Receiver() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hook"; }
+  void SetStatus(int status) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    status_ = status;
+  }
+  std::vector<std::pair<std::string, std::string>> Posts() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return posts_;
+  }
+  int Attempts() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return attempts_;
+  }
+  // The first delivered body containing `needle`, parsed ("" json when none yet).
+  json Find(const std::string& needle) {
+    for (const auto& [key, body] : Posts()) {
+      if (body.find(needle) != std::string::npos) return json::parse(body, nullptr, false);
+    }
+    return json();
+  }
+
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mutex_;
+  int status_ = 200;                                        // guarded by mutex_
+  int attempts_ = 0;                                        // guarded by mutex_
+  std::vector<std::pair<std::string, std::string>> posts_;  // guarded by mutex_
+};
+
+constexpr const char* kFastRules = R"(rules:
+  - name: GpuTooHot
+    metric: gpu_temperature_celsius
+    op: ">"
+    threshold: 85
+    for: 0s
+    severity: critical
+    annotations: {summary: "GPU {{ $labels.gpu }} at {{ $value }} C"}
+  - name: GpuCriticalXid
+    metric: gpu_xid_last
+    op: in
+    values: [48, 79]
+    for: 0s
+    severity: critical
+)";
+
+class AgentE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir("agent-e2e");
+    WriteFile(dir_ + "/rules.yaml", kFastRules);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  std::vector<std::string> SimArgs(const std::string& scenario, int gpus = 2) {
+    WriteFile(dir_ + "/scenario.yaml", scenario);
+    return {"--source",       "sim",
+            "--sim-gpus",     std::to_string(gpus),
+            "--sim-scenario", dir_ + "/scenario.yaml",
+            "--listen",       "127.0.0.1:0",
+            "--data-dir",     dir_ + "/data",
+            "--rules",        dir_ + "/rules.yaml",
+            "--interval",     "200ms"};
+  }
+  std::string dir_;
+};
+
+TEST_F(AgentE2E, OverheatFaultReachesTheWebhookAndTheApi) {
+  Receiver receiver;
+  auto args = SimArgs("- {at: 1s, gpu: 1, fault: overheat}\n");
+  args.insert(args.end(), {"--receiver", receiver.url(), "--receiver-format", "alertmanager"});
+  AgentProcess agent(dir_, args);
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  ASSERT_TRUE(WaitFor([&] { return !receiver.Find("GpuTooHot").is_null(); }, 15)) << agent.err();
+  json payload = receiver.Find("GpuTooHot");
+  EXPECT_EQ(payload["version"], "4");
+  EXPECT_EQ(payload["status"], "firing");
+  EXPECT_EQ(payload["alerts"][0]["labels"]["gpu"], "1");
+  EXPECT_FALSE(receiver.Posts()[0].first.empty());  // Idempotency-Key header
+  json alerts = agent.Get("/v1/alerts");
+  ASSERT_TRUE(alerts.contains("alerts")) << alerts;
+  ASSERT_EQ(alerts["alerts"].size(), 1u) << alerts;
+  EXPECT_EQ(alerts["alerts"][0]["name"], "GpuTooHot");
+  EXPECT_EQ(alerts["alerts"][0]["status"], "firing");
+  EXPECT_EQ(alerts["alerts"][0]["gpu"], 1);
+  EXPECT_EQ(alerts["alerts"][0]["value"], 95.0);
+  // The URL of the receiver (a secret) never appears in the logs.
+  EXPECT_EQ(agent.err().find(receiver.url()), std::string::npos);
+  EXPECT_EQ(agent.Stop(SIGTERM), 0) << agent.err();
+  EXPECT_NE(agent.out().find("\n"), std::string::npos);
+}
+
+TEST_F(AgentE2E, ApiAnswersPerContractWithReasonsAndToken) {
+  auto args = SimArgs("[]\n");
+  args.insert(args.end(), {"--token", "s3cret"});
+  AgentProcess agent(dir_, args);
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  json health = agent.Get("/v1/health");
+  EXPECT_EQ(health["status"], "ok");
+  EXPECT_EQ(health["source"], "sim");
+  EXPECT_EQ(health["gpu_count"], 2);
+  EXPECT_EQ(health["interval_seconds"], 0.2);
+  ASSERT_TRUE(WaitFor([&] { return agent.Get("/v1/gpus")["gpus"].size() == 2; }, 5));
+  json gpu = agent.Get("/v1/gpus")["gpus"][1];
+  EXPECT_EQ(gpu["index"], 1);
+  EXPECT_TRUE(gpu["temperature_celsius"].is_number());
+  EXPECT_TRUE(gpu["clock_event_reasons"].is_array());
+  EXPECT_EQ(gpu["processes"].size(), 1u);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json s = agent.Get("/v1/series?metric=gpu_power_watts&gpu=0&since=60");
+        return s.contains("series") && s["series"].size() == 1 &&
+               s["series"][0]["points"].size() >= 2;
+      },
+      5));
+  for (const char* key : {"idle", "host", "jobs"}) {
+    EXPECT_FALSE(agent.Get(std::string("/v1/") + key).is_null()) << key;
+  }
+  EXPECT_EQ(agent.Get("/v1/jobs")["jobs"], json::array());
+  auto c = agent.Client();
+  auto missing = c.Get("/v1/series");
+  EXPECT_EQ(missing->status, 400);
+  EXPECT_NE(missing->body.find("metric"), std::string::npos);
+  EXPECT_EQ(c.Get("/v1/series?metric=gpu_nope")->status, 400);
+  EXPECT_EQ(c.Get("/v1/series?metric=gpu_power_watts&gpu=x")->status, 400);
+  EXPECT_EQ(c.Get("/v1/series?metric=gpu_power_watts&since=-5")->status, 400);
+  auto unknown = c.Get("/v1/nothing");
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_NE(json::parse(unknown->body)["error"].get<std::string>().find("/v1/nothing"),
+            std::string::npos);
+  EXPECT_EQ(c.Post("/v1/idle/cancel", "", "application/json")->status, 401);
+  httplib::Headers wrong{{"Authorization", "Bearer nope"}};
+  EXPECT_EQ(c.Post("/v1/idle/cancel", wrong, "", "application/json")->status, 401);
+  httplib::Headers right{{"Authorization", "Bearer s3cret"}};
+  auto ok = c.Post("/v1/idle/cancel", right, "", "application/json");
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(json::parse(ok->body)["ok"], true);
+  auto page = c.Get("/");
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->get_header_value("Content-Type").find("text/html"), std::string::npos);
+  EXPECT_EQ(agent.err().find("s3cret"), std::string::npos);  // the token is never logged
+}
+
+TEST_F(AgentE2E, MutatingEndpointRefusedWithoutConfiguredToken) {
+  AgentProcess agent(dir_, SimArgs("[]\n"));
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  EXPECT_EQ(agent.Client().Post("/v1/idle/cancel", "", "application/json")->status, 403);
+}
+
+TEST_F(AgentE2E, MetricsPassPromtoolAndARealPrometheusScrapesThem) {
+  AgentProcess agent(dir_, SimArgs("- {at: 0s, gpu: 0, fault: thermal-slowdown}\n"));
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  ASSERT_TRUE(WaitFor([&] { return agent.Get("/v1/gpus")["gpus"].size() == 2; }, 5));
+  auto metrics = agent.Client().Get("/metrics");
+  ASSERT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->get_header_value("Content-Type").find("version=0.0.4"), std::string::npos);
+  EXPECT_NE(metrics->body.find("fulcrum_gpu_thermal_slowdown{gpu=\"0\""), std::string::npos);
+  RunOptions stdin_options;
+  stdin_options.stdin_text = metrics->body;
+  RunOutput check = RunProgram("promtool", {"check", "metrics"}, stdin_options);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
+
+  // A real Prometheus scraping the agent every second on loopback.
+  int prom_port = PortHolder().port();  // a free port (released at once) for Prometheus
+  std::string prom_dir = dir_ + "/prometheus";
+  fs::create_directories(prom_dir + "/data");
+  WriteFile(prom_dir + "/prometheus.yml",
+            "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+            "scrape_configs:\n  - job_name: fulcrum\n    static_configs:\n"
+            "      - targets: ['127.0.0.1:" +
+                std::to_string(agent.port()) + "']\n");
+  pid_t prom = fork();
+  if (prom == 0) {
+    setpgid(0, 0);
+    int log = open((prom_dir + "/log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(log, 1);
+    dup2(log, 2);
+    std::string config = "--config.file=" + prom_dir + "/prometheus.yml";
+    std::string storage = "--storage.tsdb.path=" + prom_dir + "/data";
+    std::string listen = "--web.listen-address=127.0.0.1:" + std::to_string(prom_port);
+    execlp("prometheus", "prometheus", config.c_str(), storage.c_str(), listen.c_str(), nullptr);
+    _exit(127);
+  }
+  httplib::Client prom_client("127.0.0.1", prom_port);
+  prom_client.set_connection_timeout(1);
+  prom_client.set_read_timeout(2);
+  json result;
+  bool found = WaitFor(
+      [&] {
+        auto res = prom_client.Get(
+            "/api/v1/query?query=fulcrum_gpu_temperature_celsius%7Bgpu%3D%221%22%7D");
+        if (!res || res->status != 200) return false;
+        result = json::parse(res->body, nullptr, false);
+        return !result.is_discarded() && result["data"]["result"].size() == 1;
+      },
+      45);
+  kill(prom, SIGTERM);
+  waitpid(prom, nullptr, 0);
+  ASSERT_TRUE(found) << result << ReadFile(prom_dir + "/log");
+  json series = result["data"]["result"][0];
+  EXPECT_EQ(series["metric"]["uuid"], "GPU-5151c0de-0000-4000-8000-000000000001");
+  EXPECT_EQ(series["metric"]["model"], "NVIDIA H100 80GB HBM3 (sim)");
+  EXPECT_FALSE(series["metric"]["hostname"].get<std::string>().empty());
+  double value = std::stod(series["value"][1].get<std::string>());
+  EXPECT_GT(value, 30);
+  EXPECT_LT(value, 90);
+}
+
+TEST_F(AgentE2E, KillNineKeepsAlertsAndUndeliveredNotifications) {
+  Receiver receiver;
+  receiver.SetStatus(503);  // the receiver is down
+  // XID 79 from the start: after the restart the GPU reports it again, so the restored alert
+  // stays firing (no new notification) and only the stored one can reach the receiver.
+  auto args = SimArgs("- {at: 0s, gpu: 0, fault: \"xid:79\"}\n");
+  args.insert(args.end(), {"--receiver", receiver.url()});
+  {
+    AgentProcess agent(dir_, args);
+    ASSERT_GT(agent.port(), 0) << agent.err();
+    ASSERT_TRUE(WaitFor([&] { return receiver.Attempts() >= 1; }, 15)) << agent.err();
+    EXPECT_EQ(agent.Stop(SIGKILL), 128 + SIGKILL);
+  }
+  EXPECT_TRUE(receiver.Posts().empty());
+  receiver.SetStatus(200);  // back up
+  AgentProcess agent(dir_, args);
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  json alerts = agent.Get("/v1/alerts");
+  ASSERT_EQ(alerts["alerts"].size(), 1u) << alerts;
+  EXPECT_EQ(alerts["alerts"][0]["name"], "GpuCriticalXid");
+  EXPECT_EQ(alerts["alerts"][0]["status"], "firing");
+  ASSERT_TRUE(WaitFor([&] { return !receiver.Find("GpuCriticalXid").is_null(); }, 15))
+      << agent.err();
+  json payload = receiver.Find("GpuCriticalXid");
+  EXPECT_EQ(payload["alert"]["status"], "firing") << payload;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // any duplicate would show now
+  std::set<std::string> keys;
+  for (const auto& [key, body] : receiver.Posts()) keys.insert(key);
+  EXPECT_EQ(keys.size(), 1u) << "one notification, one idempotency key";
+}
+
+TEST_F(AgentE2E, NvmlSourceThroughTheFakeLibrary) {
+  std::string script = dir_ + "/nvml.txt";
+  WriteFile(script,
+            "count 2\ngpu 0 name NVIDIA A100-SXM4-80GB\ngpu 0 temperature 77\n"
+            "gpu 1 power_mw unsupported\n");
+  std::vector<std::string> args = {"--source",   "nvml",         "--listen", "127.0.0.1:0",
+                                   "--data-dir", dir_ + "/data", "--rules",  dir_ + "/rules.yaml",
+                                   "--interval", "200ms"};
+  AgentProcess agent(dir_, args,
+                     {{"LD_LIBRARY_PATH", FAKE_NVML_DIR}, {"FAKE_NVML_SCRIPT", script}});
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  EXPECT_EQ(agent.Get("/v1/health")["source"], "nvml");
+  ASSERT_TRUE(WaitFor([&] { return agent.Get("/v1/gpus")["gpus"].size() == 2; }, 5));
+  json gpus = agent.Get("/v1/gpus")["gpus"];
+  EXPECT_EQ(gpus[0]["name"], "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(gpus[0]["temperature_celsius"], 77.0);
+  EXPECT_EQ(gpus[0]["power_watts"], 300.0);
+  EXPECT_TRUE(gpus[1]["power_watts"].is_null());  // unsupported: unknown, not 0
+  std::string metrics = agent.Client().Get("/metrics")->body;
+  EXPECT_NE(metrics.find("fulcrum_gpu_power_watts{gpu=\"0\""), std::string::npos);
+  EXPECT_EQ(metrics.find("fulcrum_gpu_power_watts{gpu=\"1\""), std::string::npos);
+  // An XID 79 event on GPU 1 through the NVML event set fires the critical-XID rule.
+  WriteFile(script,
+            "count 2\ngpu 0 name NVIDIA A100-SXM4-80GB\ngpu 0 temperature 77\n"
+            "gpu 1 power_mw unsupported\nxid 1 79\n");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json a = agent.Get("/v1/alerts");
+        return a.contains("alerts") && a["alerts"].size() == 1 && a["alerts"][0]["gpu"] == 1;
+      },
+      10))
+      << agent.Get("/v1/alerts") << agent.err();
+  EXPECT_EQ(agent.Get("/v1/gpus")["gpus"][1]["last_xid"], 79);
+}
+
+TEST_F(AgentE2E, NvmlWithoutLibraryFailsWithReason) {
+  RunOptions options;
+  options.env = {{"LD_LIBRARY_PATH", dir_}};
+  options.timeout_seconds = 20;
+  RunOutput r = RunFulcrum(
+      {"agent", "--source", "nvml", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data"},
+      options);
+  if (fs::exists("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"))
+    GTEST_SKIP() << "a real driver is installed";
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("libnvidia-ml.so.1"), std::string::npos) << r.err;
+}
+
+TEST_F(AgentE2E, SigtermFlushesThenQueryReadsTheStore) {
+  AgentProcess agent(dir_, SimArgs("- {at: 0.5s, gpu: 0, fault: overheat}\n"));
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  ASSERT_TRUE(
+      WaitFor([&] { return agent.Get("/v1/health")["uptime_seconds"].get<double>() > 1.5; }, 10));
+  EXPECT_EQ(agent.Stop(SIGTERM), 0) << agent.err();
+  EXPECT_NE(agent.err().find("stopping"), std::string::npos);
+  std::string data = dir_ + "/data";
+  RunOutput table = RunFulcrum({"query", "--metric", "gpu_temperature_celsius", "--gpu", "0",
+                                "--since", "1h", "--data-dir", data});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("time (UTC)"), std::string::npos);
+  EXPECT_NE(table.out.find("95"), std::string::npos) << table.out;
+  RunOutput js = RunFulcrum({"query", "--metric", "gpu_temperature_celsius", "--gpu", "0",
+                             "--since", "1h", "--data-dir", data, "--json"});
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  json doc = json::parse(js.out);
+  ASSERT_EQ(doc["query"]["series"].size(), 1u);
+  auto points = doc["query"]["series"][0]["points"];
+  ASSERT_GE(points.size(), 5u);
+  EXPECT_EQ(points.back()[1], 95.0);  // the last sample before SIGTERM was flushed
+  RunOutput bad = RunFulcrum({"query", "--metric", "gpu_nope", "--data-dir", data});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("gpu_nope"), std::string::npos);
+  RunOutput none =
+      RunFulcrum({"query", "--metric", "gpu_temperature_celsius", "--data-dir", dir_ + "/nowhere"});
+  EXPECT_EQ(none.exit_code, 2);
+}
+
+TEST_F(AgentE2E, IdleReleaseWarnsThenRunsTheCommand) {
+  Receiver receiver;
+  std::string marker = dir_ + "/released";
+  WriteFile(dir_ + "/agent.yaml",
+            "receiver: " + receiver.url() +
+                "\n"
+                "idle:\n  enabled: true\n  dry_run: false\n  after: 2s\n  warn_before: 1s\n"
+                "  command: [touch, " +
+                marker + "]\n");
+  auto args =
+      SimArgs("- {at: 0s, gpu: 0, fault: process-exit}\n- {at: 0s, gpu: 1, fault: process-exit}\n");
+  args.insert(args.end(), {"--config", dir_ + "/agent.yaml"});
+  AgentProcess agent(dir_, args);
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(marker); }, 15)) << agent.err();
+  json warning = receiver.Find("IdleRelease");
+  ASSERT_FALSE(warning.is_null()) << "no warning webhook before the release";
+  EXPECT_EQ(warning["alert"]["status"], "firing");
+  json idle = agent.Get("/v1/idle");
+  EXPECT_EQ(idle["idle"], true);
+  EXPECT_EQ(idle["dry_run"], false);
+  EXPECT_EQ(idle["released"], true);
+}
+
+TEST_F(AgentE2E, IdleReleaseIsDryRunByDefault) {
+  std::string marker = dir_ + "/released";
+  WriteFile(dir_ + "/agent.yaml",
+            "idle:\n  after: 1s\n  warn_before: 0s\n  command: [touch, " + marker + "]\n");
+  auto args = SimArgs("- {at: 0s, gpu: 0, fault: process-exit}\n", 1);
+  args.insert(args.end(), {"--config", dir_ + "/agent.yaml"});
+  AgentProcess agent(dir_, args);
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  ASSERT_TRUE(WaitFor([&] { return agent.Get("/v1/idle")["released"] == true; }, 10));
+  EXPECT_FALSE(fs::exists(marker));
+  EXPECT_NE(agent.err().find("dry run"), std::string::npos) << agent.err();
+}
+
+TEST_F(AgentE2E, SupervisedJobKeepsTheMachineBusyAndIsListed) {
+  std::string data = dir_ + "/data";
+  auto jobs = store::JobsDb::OpenInDataDir(data);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  store::JobRecord job;
+  job.id = job.name = "llama-ft";
+  job.state = "running";
+  job.queue = "run";
+  job.argv = {"python", "train.py"};
+  job.gpus = {0, 1};
+  job.step = 1200;
+  job.restarts = 1;
+  job.spend_usd = 3.5;
+  job.budget_usd = 100;
+  auto now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  job.started_at = now - 600;
+  job.heartbeat_at = now;
+  ASSERT_TRUE(jobs->UpsertJob(job).ok());
+  WriteFile(dir_ + "/agent.yaml", "idle: {after: 1s, warn_before: 0s}\n");
+  auto args =
+      SimArgs("- {at: 0s, gpu: 0, fault: process-exit}\n- {at: 0s, gpu: 1, fault: process-exit}\n");
+  args.insert(args.end(), {"--config", dir_ + "/agent.yaml"});
+  AgentProcess agent(dir_, args);
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  json listed = agent.Get("/v1/jobs");
+  ASSERT_EQ(listed["jobs"].size(), 1u) << listed;
+  EXPECT_EQ(listed["jobs"][0]["id"], "llama-ft");
+  EXPECT_EQ(listed["jobs"][0]["state"], "running");
+  EXPECT_EQ(listed["jobs"][0]["gpus"], json::array({0, 1}));
+  EXPECT_EQ(listed["jobs"][0]["step"], 1200);
+  EXPECT_EQ(listed["jobs"][0]["budget_usd"], 100.0);
+  EXPECT_TRUE(listed["jobs"][0]["last_checkpoint_age_seconds"].is_null());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(agent.Get("/v1/idle")["idle"], false) << "idle GPUs but a supervised job runs";
+  ASSERT_TRUE(jobs->UpdateState("llama-ft", "succeeded", "exit 0").ok());
+  ASSERT_TRUE(WaitFor([&] { return agent.Get("/v1/idle")["idle"] == true; }, 5));
+}
+
+TEST_F(AgentE2E, RecordThenReplay) {
+  std::string record = dir_ + "/gpus.jsonl";
+  auto args = SimArgs("- {at: 0s, gpu: 1, fault: overheat}\n", 3);
+  args.insert(args.end(), {"--record", record});
+  {
+    AgentProcess agent(dir_, args);
+    ASSERT_GT(agent.port(), 0) << agent.err();
+    ASSERT_TRUE(
+        WaitFor([&] { return agent.Get("/v1/health")["uptime_seconds"].get<double>() > 1; }, 10));
+    EXPECT_EQ(agent.Stop(SIGINT), 0);
+  }
+  AgentProcess replay(dir_, {"--source", "replay:" + record, "--listen", "127.0.0.1:0",
+                             "--data-dir", dir_ + "/replay-data", "--interval", "200ms"});
+  ASSERT_GT(replay.port(), 0) << replay.err();
+  EXPECT_EQ(replay.Get("/v1/health")["source"], "replay");
+  ASSERT_TRUE(WaitFor([&] { return replay.Get("/v1/gpus")["gpus"].size() == 3; }, 5));
+  EXPECT_EQ(replay.Get("/v1/gpus")["gpus"][1]["temperature_celsius"], 95.0);
+  // No --rules: the shipped defaults apply (GpuTooHot: > 85 C for 5m, so pending for now).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json a = replay.Get("/v1/alerts");
+        return a.contains("alerts") && a["alerts"].size() == 1 &&
+               a["alerts"][0]["name"] == "GpuTooHot";
+      },
+      5))
+      << replay.Get("/v1/alerts");
+  EXPECT_EQ(replay.Get("/v1/alerts")["alerts"][0]["status"], "pending");
+}
+
+TEST_F(AgentE2E, BadInputExitsTwoWithTheReason) {
+  WriteFile(dir_ + "/agent.yaml", "source: sim\nintervall: 1s\n");
+  RunOutput r = RunFulcrum({"agent", "--config", dir_ + "/agent.yaml"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("agent.yaml:2"), std::string::npos) << r.err;
+  r = RunFulcrum({"agent", "--source", "gpu"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("nvml, sim or replay"), std::string::npos) << r.err;
+  WriteFile(dir_ + "/scenario.yaml", "- {at: 1s, gpu: 0, fault: meltdown}\n");
+  r = RunFulcrum({"agent", "--source", "sim", "--sim-scenario", dir_ + "/scenario.yaml",
+                  "--data-dir", dir_ + "/data", "--listen", "127.0.0.1:0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("meltdown"), std::string::npos) << r.err;
+  r = RunFulcrum({"agent", "--source", "sim", "--rules", dir_ + "/missing.yaml", "--data-dir",
+                  dir_ + "/data", "--listen", "127.0.0.1:0"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  WriteFile(dir_ + "/scenario.yaml", "- {at: 1s, gpu: 5, fault: overheat}\n");
+  r = RunFulcrum({"agent", "--source", "sim", "--sim-gpus", "2", "--sim-scenario",
+                  dir_ + "/scenario.yaml", "--data-dir", dir_ + "/data", "--listen",
+                  "127.0.0.1:0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("GPU 5"), std::string::npos) << r.err;
+  r = RunFulcrum({"agent", "--receiver-format", "teams"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST_F(AgentE2E, BusyPortIsARuntimeFailure) {
+  PortHolder holder;
+  int port = holder.port();
+  RunOptions options;
+  options.timeout_seconds = 20;
+  RunOutput r = RunFulcrum({"agent", "--source", "sim", "--listen",
+                            "127.0.0.1:" + std::to_string(port), "--data-dir", dir_ + "/data"},
+                           options);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("cannot listen"), std::string::npos) << r.err;
+}
+
+TEST(AgentHelpTest, HelpDocumentsEveryFlag) {
+  RunOutput r = RunFulcrum({"agent", "--help"});
+  ASSERT_EQ(r.exit_code, 0);
+  for (const char* flag :
+       {"--config", "--source", "--sim-gpus", "--sim-scenario", "--listen", "--data-dir", "--rules",
+        "--interval", "--receiver", "--receiver-format", "--token", "--record", "--json"}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  }
+  r = RunFulcrum({"query", "--help"});
+  EXPECT_NE(r.out.find("--since"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fulcrum::testing
