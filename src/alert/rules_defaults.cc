@@ -105,6 +105,8 @@ rules:
 
   # Unstable hardware: SM clock changes by more than 30 % from one sample to the next while the
   # GPU is busy (utilization >= 50 % at both samples, so job start and end do not count).
+  # /metrics has no training-throughput series (docs/API.md); `kind: swing` works on any
+  # metric, so a throughput swing rule is this rule with that metric once one exists.
   - name: GpuClockSwing
     metric: gpu_sm_clock_hz
     kind: swing

@@ -100,7 +100,7 @@ Result<Condition> ConditionOf(const ErrorSite& site, const YAML::Node& node) {
   bool has_metric = false, has_op = false, has_threshold = false;
   for (auto it = node.begin(); it != node.end(); ++it) {
     FULCRUM_ASSIGN_OR_RETURN(std::string key, ScalarOf(site, it->first, "when"));
-    const YAML::Node& value = it->second;
+    const YAML::Node value = it->second;  // a copy: it-> yields a temporary
     if (key == "metric") {
       FULCRUM_ASSIGN_OR_RETURN(condition.metric, MetricOf(site, value, "when.metric"));
       has_metric = true;
@@ -225,7 +225,7 @@ Result<std::vector<Rule>> ParseRulesYaml(std::string_view text, std::string_view
       FULCRUM_ASSIGN_OR_RETURN(std::string key, ScalarOf(site, it->first, "rules"));
       if (key != "rules") return site.At(it->first, key, "unknown field (expected rules)");
       has_rules = true;
-      const YAML::Node& list = it->second;
+      const YAML::Node list = it->second;  // a copy: it-> yields a temporary
       if (list.IsNull()) continue;
       if (!list.IsSequence()) {
         return site.At(list, "rules", "expected a list of rules, found " + Describe(list));
