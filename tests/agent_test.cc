@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "store/jobs.h"
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
@@ -520,6 +521,45 @@ TEST_F(AgentE2E, IdleReleaseIsDryRunByDefault) {
   EXPECT_NE(agent.err().find("dry run"), std::string::npos) << agent.err();
 }
 
+TEST_F(AgentE2E, SupervisedJobKeepsTheMachineBusyAndIsListed) {
+  std::string data = dir_ + "/data";
+  auto jobs = store::JobsDb::OpenInDataDir(data);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  store::JobRecord job;
+  job.id = job.name = "llama-ft";
+  job.state = "running";
+  job.queue = "run";
+  job.argv = {"python", "train.py"};
+  job.gpus = {0, 1};
+  job.step = 1200;
+  job.restarts = 1;
+  job.spend_usd = 3.5;
+  job.budget_usd = 100;
+  auto now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  job.started_at = now - 600;
+  job.heartbeat_at = now;
+  ASSERT_TRUE(jobs->UpsertJob(job).ok());
+  WriteFile(dir_ + "/agent.yaml", "idle: {after: 1s, warn_before: 0s}\n");
+  auto args =
+      SimArgs("- {at: 0s, gpu: 0, fault: process-exit}\n- {at: 0s, gpu: 1, fault: process-exit}\n");
+  args.insert(args.end(), {"--config", dir_ + "/agent.yaml"});
+  AgentProcess agent(dir_, args);
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  json listed = agent.Get("/v1/jobs");
+  ASSERT_EQ(listed["jobs"].size(), 1u) << listed;
+  EXPECT_EQ(listed["jobs"][0]["id"], "llama-ft");
+  EXPECT_EQ(listed["jobs"][0]["state"], "running");
+  EXPECT_EQ(listed["jobs"][0]["gpus"], json::array({0, 1}));
+  EXPECT_EQ(listed["jobs"][0]["step"], 1200);
+  EXPECT_EQ(listed["jobs"][0]["budget_usd"], 100.0);
+  EXPECT_TRUE(listed["jobs"][0]["last_checkpoint_age_seconds"].is_null());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(agent.Get("/v1/idle")["idle"], false) << "idle GPUs but a supervised job runs";
+  ASSERT_TRUE(jobs->UpdateState("llama-ft", "succeeded", "exit 0").ok());
+  ASSERT_TRUE(WaitFor([&] { return agent.Get("/v1/idle")["idle"] == true; }, 5));
+}
+
 TEST_F(AgentE2E, RecordThenReplay) {
   std::string record = dir_ + "/gpus.jsonl";
   auto args = SimArgs("- {at: 0s, gpu: 1, fault: overheat}\n", 3);
@@ -537,6 +577,16 @@ TEST_F(AgentE2E, RecordThenReplay) {
   EXPECT_EQ(replay.Get("/v1/health")["source"], "replay");
   ASSERT_TRUE(WaitFor([&] { return replay.Get("/v1/gpus")["gpus"].size() == 3; }, 5));
   EXPECT_EQ(replay.Get("/v1/gpus")["gpus"][1]["temperature_celsius"], 95.0);
+  // No --rules: the shipped defaults apply (GpuTooHot: > 85 C for 5m, so pending for now).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json a = replay.Get("/v1/alerts");
+        return a.contains("alerts") && a["alerts"].size() == 1 &&
+               a["alerts"][0]["name"] == "GpuTooHot";
+      },
+      5))
+      << replay.Get("/v1/alerts");
+  EXPECT_EQ(replay.Get("/v1/alerts")["alerts"][0]["status"], "pending");
 }
 
 TEST_F(AgentE2E, BadInputExitsTwoWithTheReason) {
@@ -555,6 +605,12 @@ TEST_F(AgentE2E, BadInputExitsTwoWithTheReason) {
   r = RunFulcrum({"agent", "--source", "sim", "--rules", dir_ + "/missing.yaml", "--data-dir",
                   dir_ + "/data", "--listen", "127.0.0.1:0"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
+  WriteFile(dir_ + "/scenario.yaml", "- {at: 1s, gpu: 5, fault: overheat}\n");
+  r = RunFulcrum({"agent", "--source", "sim", "--sim-gpus", "2", "--sim-scenario",
+                  dir_ + "/scenario.yaml", "--data-dir", dir_ + "/data", "--listen",
+                  "127.0.0.1:0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("GPU 5"), std::string::npos) << r.err;
   r = RunFulcrum({"agent", "--receiver-format", "teams"});
   EXPECT_EQ(r.exit_code, 2);
 }

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <unistd.h>
+#include <cerrno>
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -89,6 +90,13 @@ struct Agent::Impl {
       std::vector<telemetry::Fault> faults;
       if (!config.sim_scenario.empty()) {
         FULCRUM_ASSIGN_OR_RETURN(faults, telemetry::LoadScenario(config.sim_scenario));
+      }
+      for (const telemetry::Fault& f : faults) {
+        if (f.gpu >= config.sim_gpus) {
+          return Status::InvalidInput(config.sim_scenario + ": fault '" + f.text + "' on GPU " +
+                                      std::to_string(f.gpu) + ", but --sim-gpus is " +
+                                      std::to_string(config.sim_gpus));
+        }
       }
       source = std::make_unique<telemetry::SimSource>(config.sim_gpus, std::move(faults), clock);
     } else {
@@ -241,6 +249,8 @@ struct Agent::Impl {
     if (wake) delivery->Wake();
   }
 
+  bool WaitForStop(int stop_fd, double until);
+
   void Tick() {
     double mono = clock.MonotonicSeconds();
     double now = clock.UnixSeconds();
@@ -327,6 +337,18 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   return std::unique_ptr<Agent>(new Agent(std::move(impl)));
 }
 
+// Sleeps until monotonic time `until` (on this agent's clock); true when `stop_fd` became
+// readable first. A signal interrupting poll (EINTR) is not a tick: the wait resumes.
+bool Agent::Impl::WaitForStop(int stop_fd, double until) {
+  while (true) {
+    double left = until - clock.MonotonicSeconds();
+    pollfd fd{stop_fd, POLLIN, 0};
+    int rc = poll(&fd, 1, left > 0 ? static_cast<int>(left * 1000 + 0.5) : 0);
+    if (rc > 0) return true;
+    if (rc == 0 || errno != EINTR) return false;
+  }
+}
+
 Status Agent::Run(int stop_fd) {
   Impl& a = *impl_;
   a.delivery->Start();
@@ -337,9 +359,7 @@ Status Agent::Run(int stop_fd) {
     next += a.config.interval_seconds;
     double now = a.clock.MonotonicSeconds();
     if (next < now) next = now;  // fell behind (suspend, slow disk): do not burst
-    pollfd fd{stop_fd, POLLIN, 0};
-    int wait_ms = static_cast<int>((next - now) * 1000 + 0.5);
-    if (poll(&fd, 1, wait_ms) > 0) break;
+    if (a.WaitForStop(stop_fd, next)) break;
   }
   spdlog::info("stopping: flushing samples and alerts");
   a.Flush(a.clock.MonotonicSeconds(), /*force=*/true);

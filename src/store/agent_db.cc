@@ -262,6 +262,20 @@ Status AgentDb::Maintain(double now, const Retention& retention) {
                              db_.Prepare("DELETE FROM rollups WHERE minute < ?"));
     status = del_roll.Bind(1, now - retention.rollup_seconds).Run();
   }
+  // Delivered or failed notifications and resolved alerts go with the rollups' retention;
+  // pending notifications and open alerts are never pruned.
+  if (status.ok()) {
+    FULCRUM_ASSIGN_OR_RETURN(
+        Statement del_outbox,
+        db_.Prepare("DELETE FROM outbox WHERE state != 'pending' AND created_at < ?"));
+    status = del_outbox.Bind(1, now - retention.rollup_seconds).Run();
+  }
+  if (status.ok()) {
+    FULCRUM_ASSIGN_OR_RETURN(
+        Statement del_alerts,
+        db_.Prepare("DELETE FROM alerts WHERE status = 'resolved' AND resolved_at < ?"));
+    status = del_alerts.Bind(1, now - retention.rollup_seconds).Run();
+  }
   if (status.ok()) {
     FULCRUM_ASSIGN_OR_RETURN(
         Statement meta,

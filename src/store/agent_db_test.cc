@@ -85,6 +85,34 @@ TEST(AgentDbTest, RollsUpCompleteMinutesAndAppliesRetention) {
   EXPECT_EQ(*db->CountRollups(), 1);  // minute 6000 and 6060 too old; 6120 rolled up
 }
 
+TEST(AgentDbTest, PrunesOnlyFinishedNotificationsAndResolvedAlerts) {
+  std::string dir = TempDir("agentdb-prune");
+  auto db = AgentDb::OpenInDataDir(dir);
+  ASSERT_TRUE(db.ok());
+  auto outbox = SqliteOutbox::Open(dir + "/agent.db");
+  ASSERT_TRUE(outbox.ok());
+  alert::Notification old_done, old_pending;
+  old_done.id = "done";
+  old_pending.id = "pending";
+  old_done.created_at = old_pending.created_at = 100;
+  ASSERT_TRUE((*outbox)->Enqueue(old_done).ok());
+  ASSERT_TRUE((*outbox)->Enqueue(old_pending).ok());
+  ASSERT_TRUE((*outbox)->MarkDelivered("done", 101).ok());
+  WriteBatch b;
+  b.snapshots.push_back(Snapshot(100, 1, 50));
+  b.alert_changes.push_back(
+      {0, "a", "Old", "resolved", "warning", 0, 1, 1, 100, 100.0, 150.0, "", "{}"});
+  b.alert_changes.push_back(
+      {0, "b", "Open", "firing", "warning", 0, 1, 1, 100, 100.0, {}, "", "{}"});
+  ASSERT_TRUE(db->Write(b).ok());
+  ASSERT_TRUE(db->Maintain(100 + 40 * 86400.0, Retention{}).ok());
+  EXPECT_EQ((*outbox)->StateOf("done").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(*(*outbox)->StateOf("pending"), "pending");
+  auto alerts = db->ListAlerts(0);
+  ASSERT_EQ(alerts->size(), 1u);
+  EXPECT_EQ((*alerts)[0].name, "Open");
+}
+
 TEST(AgentDbTest, AlertsUpsertListAndStates) {
   std::string dir = TempDir("agentdb-alerts");
   {
