@@ -247,6 +247,13 @@ struct AgentServer::Impl {
   void Dashboard(const httplib::Request& req, httplib::Response& res) {
     auto file = FindDashboardFile(req.path);
     if (!file) return Error(res, 404, "no such page: " + req.path);
+    // The page loads only from the agent (the browser enforces it), is never framed, and is
+    // revalidated so a new binary's assets replace cached ones.
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; "
+                   "frame-ancestors 'none'");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Cache-Control", "no-cache");
     res.set_content(std::string(file->body), file->content_type);
   }
 
