@@ -330,6 +330,26 @@ TEST(PlanE2eTest, WeightsChangeTheRanking) {
   EXPECT_GT(c["time"]["total_hours"].get<double>(), f["time"]["total_hours"].get<double>());
 }
 
+TEST(PlanE2eTest, SpotPruningDoesNotChangeTopOrPareto) {
+  const std::vector<std::string> args = {SourcePath("examples/llama-70b-pretrain.yaml"), "--top",
+                                         "10"};
+  json pruned = PlanJson(args);
+  std::vector<std::string> all = args;
+  all.push_back("--simulate-all-spot");
+  json full = PlanJson(all);
+  EXPECT_GT(pruned["searched"]["spot_not_simulated"].get<int>(), 0);
+  EXPECT_EQ(full["searched"]["spot_not_simulated"].get<int>(), 0);
+  EXPECT_EQ(pruned["candidates"], full["candidates"]);
+  // Identical front; ranks below the top N count only the simulated candidates, so they may
+  // differ there.
+  ASSERT_EQ(pruned["pareto"].size(), full["pareto"].size());
+  for (size_t i = 0; i < full["pareto"].size(); ++i) {
+    json a = pruned["pareto"][i], b = full["pareto"][i];
+    if (b["rank"].get<int>() > 10) a.erase("rank"), b.erase("rank");
+    EXPECT_EQ(a, b) << i;
+  }
+}
+
 TEST(EstimateTimeE2eTest, JsonHasTimeAndItAddsUp) {
   RunOutput r =
       RunFulcrum({"estimate", "--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8", "--zero",
