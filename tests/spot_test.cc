@@ -168,3 +168,25 @@ TEST(SpotE2E, TableAndHelp) {
 
 }  // namespace
 }  // namespace fulcrum::testing
+
+namespace fulcrum::testing {
+namespace {
+
+TEST(SpotE2E, DefaultBandComesFromTheCatalog) {
+  RunOutput r = RunFulcrum(PaperArgs({"--policy", "greedy", "--trials", "200", "--json"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json model = nlohmann::json::parse(r.out)["preemption_model"];
+  EXPECT_EQ(model["kind"], "exponential");
+  // catalog/spot_bands.csv default: >20 %/month, 25 % assumed -> 730 h / -ln(0.75).
+  EXPECT_NEAR(model["mtti_hours"].get<double>(), 730 / -std::log(0.75), 1e-6);
+  RunOutput band = RunFulcrum(PaperArgs({"--band", "under-5", "--trials", "200", "--json"}));
+  ASSERT_EQ(band.exit_code, 0) << band.err;
+  EXPECT_NEAR(nlohmann::json::parse(band.out)["preemption_model"]["mtti_hours"].get<double>(),
+              730 / -std::log(0.975), 1e-6);
+  RunOutput unknown = RunFulcrum(PaperArgs({"--band", "rare"}));
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("over-20"), std::string::npos) << unknown.err;
+}
+
+}  // namespace
+}  // namespace fulcrum::testing

@@ -140,10 +140,11 @@ Status RunInterval(CliContext& ctx, const IntervalFlags& f) {
 
 void RegisterInterval(CLI::App* spot_cmd, CliContext& ctx) {
   auto* cmd = spot_cmd->add_subcommand(
-      "interval",
-      "Optimum checkpoint interval: Young's sqrt(2*delta*M) and Daly's higher-order optimum, "
-      "with the expected overhead fraction.\n\nExample:\n  fulcrum spot interval "
-      "--checkpoint-cost 5m --restart-cost 10m --mtbf 24h --json");
+      "interval", "Optimum checkpoint interval (Young, Daly) and the expected overhead");
+  cmd->footer(
+      "Young (1974): sqrt(2*delta*M); Daly (2006, eq. 37): the higher-order optimum; overhead "
+      "fraction (first order): delta/tau + (tau/2 + R)/M at Daly's interval.\n\nExample:\n  "
+      "fulcrum spot interval --checkpoint-cost 5m --restart-cost 10m --mtbf 24h --json");
   auto f = std::make_shared<IntervalFlags>();
   f->cost.Add(cmd);
   cmd->add_option("--restart-cost", f->restart, "Time to restart from a checkpoint (default 0s)")
@@ -342,6 +343,9 @@ Status RunSpot(CliContext& ctx, const SpotFlags& f) {
                   FormatNumber(s.on_demand_hours, 1), FormatNumber(s.preemptions_mean, 2)});
   }
   ctx.out << table.Render();
+  if (job.deadline_seconds < job.work_seconds) {
+    ctx.out << "\nThe deadline is shorter than the work: no policy can meet it.\n";
+  }
   return Status::Ok();
 }
 
@@ -421,13 +425,15 @@ void AddSpotOptions(CLI::App* cmd, SpotFlags& f) {
 
 void RegisterSpot(CLI::App& root, CliContext& ctx) {
   auto* cmd = root.add_subcommand(
-      "spot",
-      "What a job really costs on spot capacity: Monte Carlo over preemptions for the "
-      "on-demand, greedy and Uniform Progress (Wu et al., NSDI'24) policies, with checkpoints, "
-      "changeover delays, the preemption notice and billing rounding. Greedy and Uniform "
-      "Progress switch to on-demand for good when the time left R < C + 2d, so they meet the "
-      "deadline whenever it can be met.\n\nExample:\n  fulcrum spot --work 48h --deadline 52h "
-      "--on-demand-price 3.06 --spot-price 0.9731 --changeover 12m --mtti 6h");
+      "spot", "Risk-adjusted cost of a job on spot capacity, per policy (Monte Carlo)");
+  cmd->footer(
+      "Simulates the job many times under random preemptions for the on-demand, greedy and "
+      "Uniform Progress (Wu et al., NSDI'24) policies, with checkpoints, changeover delays, the "
+      "preemption notice and billing rounding. Greedy and Uniform Progress switch to on-demand "
+      "for good when the time left R < C + 2d, so they meet the deadline whenever it can be "
+      "met. `fulcrum spot interval` gives the optimum checkpoint interval.\n\nExample:\n  "
+      "fulcrum spot --work 48h --deadline 52h --on-demand-price 3.06 --spot-price 0.9731 "
+      "--changeover 12m --mtti 6h");
   auto f = std::make_shared<SpotFlags>();
   AddSpotOptions(cmd, *f);
   RegisterInterval(cmd, ctx);

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "spot/short_number.h"
+
 namespace fulcrum::spot {
 
 // Young, "A first order approximation to the optimum checkpoint interval", CACM 17(9), 1974.
@@ -21,7 +23,8 @@ double DalyIntervalSeconds(double checkpoint_cost_seconds, double mtbf_seconds) 
   return std::sqrt(2.0 * delta * m) * (1.0 + std::sqrt(ratio) / 3.0 + ratio / 9.0) - delta;
 }
 
-// First-order expansion of the expected wall time per unit work (Young 1974; Daly 2006 eq. 5):
+// First-order expansion of the expected wall time per unit work (Young 1974; the form quoted in
+// the calibration README):
 // each interval pays delta; each failure (rate 1/M) loses tau/2 on average plus the restart R.
 double OverheadFraction(double interval_seconds, double checkpoint_cost_seconds,
                         double restart_cost_seconds, double mtbf_seconds) {
@@ -34,7 +37,7 @@ namespace {
 Status RequirePositive(double value, const char* name) {
   if (std::isfinite(value) && value > 0) return Status::Ok();
   return Status::InvalidInput(std::string(name) + ": expected a positive number, found " +
-                              std::to_string(value));
+                              ShortNumber(value));
 }
 
 }  // namespace

@@ -4,17 +4,19 @@
 #include <cmath>
 #include <string>
 
+#include "spot/short_number.h"
+
 namespace fulcrum::spot {
 
 Result<PreemptionModel> PreemptionModel::Exponential(double mtti_seconds,
                                                      double outage_mean_seconds) {
   if (!(std::isfinite(mtti_seconds) && mtti_seconds > 0)) {
     return Status::InvalidInput("mean time to interruption: expected a positive duration, found " +
-                                std::to_string(mtti_seconds) + " s");
+                                ShortNumber(mtti_seconds) + " s");
   }
   if (!(std::isfinite(outage_mean_seconds) && outage_mean_seconds >= 0)) {
     return Status::InvalidInput("outage mean: expected a duration >= 0, found " +
-                                std::to_string(outage_mean_seconds) + " s");
+                                ShortNumber(outage_mean_seconds) + " s");
   }
   PreemptionModel model;
   model.mtti_seconds_ = mtti_seconds;

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/parse.h"
+#include "spot/short_number.h"
 
 namespace fulcrum::spot {
 
@@ -51,7 +52,8 @@ class JobRun {
         phase_left_ = 0;
         EndPhase();
       }
-      if (next >= change) {
+      // Every change due now, in order (an outage of length 0 flips twice at once).
+      while (availability_.next_change_seconds() <= now_) {
         availability_.Advance();
         if (mode_ == Mode::kSpot && !availability_.available()) Preempt();
       }
@@ -308,7 +310,7 @@ class JobRun {
 Status RequireNonNegative(double value, const char* field) {
   if (std::isfinite(value) && value >= 0) return Status::Ok();
   return Status::InvalidInput(std::string(field) + ": expected a finite value >= 0, found " +
-                              std::to_string(value));
+                              ShortNumber(value));
 }
 
 double Percentile(std::vector<double>& values, double fraction) {
@@ -387,19 +389,19 @@ Result<Policy> ParsePolicy(std::string_view name) {
 Status ValidateJob(const JobParams& job) {
   if (!(std::isfinite(job.work_seconds) && job.work_seconds > 0)) {
     return Status::InvalidInput("work: expected a positive duration, found " +
-                                std::to_string(job.work_seconds) + " s");
+                                ShortNumber(job.work_seconds) + " s");
   }
   if (!(job.deadline_seconds > 0) || std::isnan(job.deadline_seconds)) {
     return Status::InvalidInput("deadline: expected a positive duration, found " +
-                                std::to_string(job.deadline_seconds) + " s");
+                                ShortNumber(job.deadline_seconds) + " s");
   }
   if (!(job.checkpoint_interval_seconds > 0) || std::isnan(job.checkpoint_interval_seconds)) {
     return Status::InvalidInput("checkpoint interval: expected a positive duration, found " +
-                                std::to_string(job.checkpoint_interval_seconds) + " s");
+                                ShortNumber(job.checkpoint_interval_seconds) + " s");
   }
   if (!(std::isfinite(job.billing_granularity_seconds) && job.billing_granularity_seconds > 0)) {
     return Status::InvalidInput("billing granularity: expected a positive duration, found " +
-                                std::to_string(job.billing_granularity_seconds) + " s");
+                                ShortNumber(job.billing_granularity_seconds) + " s");
   }
   FULCRUM_RETURN_IF_ERROR(RequireNonNegative(job.changeover_seconds, "changeover"));
   FULCRUM_RETURN_IF_ERROR(RequireNonNegative(job.restart_seconds, "restart cost"));

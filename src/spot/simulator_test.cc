@@ -119,6 +119,24 @@ TEST(SimulatorTest, SafetyNetMeetsEveryFeasibleDeadline) {
   }
 }
 
+TEST(SimulatorTest, TightDeadlinesAtTheEdgesAreMet) {
+  // D = W, W + d, W + 2d (the safety net's threshold) and just around it.
+  JobParams job = PaperJob();
+  const double d = job.changeover_seconds;
+  for (double slack : {0.0, d, 2 * d - 1, 2 * d, 2 * d + 1, 3 * d, 2 * d + 150}) {
+    job.deadline_seconds = job.work_seconds + slack;
+    for (const PreemptionModel& model :
+         {Exp(1 * kHour), Exp(2 * kHour, 1 * kHour),
+          PreemptionModel::FromTrace(Trace{300, {1, 0, 1, 1, 0, 0, 1}, "t"})}) {
+      for (Policy p : {Policy::kGreedy, Policy::kUniformProgress}) {
+        auto s = Simulate(job, model, p, Trials(500, 11));
+        ASSERT_TRUE(s.ok());
+        EXPECT_DOUBLE_EQ(s->deadline_met_fraction, 1) << PolicyName(p) << " slack " << slack;
+      }
+    }
+  }
+}
+
 TEST(SimulatorTest, InfeasibleDeadlineIsReportedMissed) {
   JobParams job = PaperJob();
   job.deadline_seconds = 40 * kHour;
@@ -158,7 +176,9 @@ TEST(SimulatorTest, AlwaysAvailableSpotCostsWorkTimesSpotPrice) {
 
 // Expected wall time of a segment of s seconds of work under Poisson failures of rate lambda,
 // with a restart phase of r seconds (itself interruptible) after each failure:
-// E = e^(lambda r) (e^(lambda s) - 1) / lambda (Daly 2006, eq. 13; Duda 1983).
+// E = e^(lambda r) (e^(lambda s) - 1) / lambda. Derived here: E = p s + (1 - p)(E[x | x < s] +
+// restart phase + E) with p = e^(-lambda s), and a restart phase of mean (e^(lambda r) - 1) /
+// lambda; the same result underlies Daly (2006).
 double SegmentSeconds(double s, double r, double lambda) {
   return std::exp(lambda * r) * std::expm1(lambda * s) / lambda;
 }

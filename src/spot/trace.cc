@@ -111,6 +111,13 @@ Result<Trace> ParseTrace(std::string_view json_text, std::string_view origin) {
   trace.origin = std::string(origin);
   FULCRUM_ASSIGN_OR_RETURN(trace.gap_seconds, ParseGap(doc, origin));
   FULCRUM_ASSIGN_OR_RETURN(trace.counts, ParseCounts(doc, origin));
+  if (!std::isfinite(trace.gap_seconds * static_cast<double>(trace.counts.size()))) {
+    return Status::InvalidInput(std::string(origin) +
+                                ": metadata.gap_seconds: expected a trace length (ticks x gap) "
+                                "that is a finite number of seconds, found " +
+                                std::to_string(trace.counts.size()) + " x " +
+                                std::to_string(trace.gap_seconds));
+  }
   return trace;
 }
 
