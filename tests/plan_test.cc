@@ -330,6 +330,26 @@ TEST(PlanE2eTest, WeightsChangeTheRanking) {
   EXPECT_GT(c["time"]["total_hours"].get<double>(), f["time"]["total_hours"].get<double>());
 }
 
+TEST(PlanE2eTest, FiltersRestrictTheOffers) {
+  json d = PlanJson({"--model", "llama-2-7b", "--tokens", "1B", "--regions", "r2", "--pricing",
+                     "on_demand,reserved_1y", "--max-gpus", "16", "--top", "100"},
+                    true);
+  ASSERT_FALSE(d["candidates"].empty());
+  std::set<std::string> pricing;
+  for (const json& c : d["candidates"]) {
+    EXPECT_EQ(c["region"], "r2");
+    EXPECT_LE(c["gpu_count"].get<int>(), 16);
+    pricing.insert(c["pricing"].get<std::string>());
+  }
+  EXPECT_EQ(pricing, (std::set<std::string>{"on_demand", "reserved_1y"}));
+  // Reserved 1y = on-demand x (1 - 30 %) for the fixture provider.
+  for (const json& c : d["candidates"]) {
+    if (c["pricing"] == "reserved_1y") {
+      EXPECT_NEAR(c["cost"]["usd_per_hour"].get<double>(), 0.7 * 32 * c["nodes"].get<int>(), 1e-6);
+    }
+  }
+}
+
 TEST(PlanE2eTest, SpotPruningDoesNotChangeTopOrPareto) {
   const std::vector<std::string> args = {SourcePath("examples/llama-70b-pretrain.yaml"), "--top",
                                          "10"};
