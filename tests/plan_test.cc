@@ -330,6 +330,46 @@ TEST(PlanE2eTest, WeightsChangeTheRanking) {
   EXPECT_GT(c["time"]["total_hours"].get<double>(), f["time"]["total_hours"].get<double>());
 }
 
+TEST(PlanE2eTest, FiltersRestrictTheOffers) {
+  json d = PlanJson({"--model", "llama-2-7b", "--tokens", "1B", "--regions", "r2", "--pricing",
+                     "on_demand,reserved_1y", "--max-gpus", "16", "--top", "100"},
+                    true);
+  ASSERT_FALSE(d["candidates"].empty());
+  std::set<std::string> pricing;
+  for (const json& c : d["candidates"]) {
+    EXPECT_EQ(c["region"], "r2");
+    EXPECT_LE(c["gpu_count"].get<int>(), 16);
+    pricing.insert(c["pricing"].get<std::string>());
+  }
+  EXPECT_EQ(pricing, (std::set<std::string>{"on_demand", "reserved_1y"}));
+  // Reserved 1y = on-demand x (1 - 30 %) for the fixture provider.
+  for (const json& c : d["candidates"]) {
+    if (c["pricing"] == "reserved_1y") {
+      EXPECT_NEAR(c["cost"]["usd_per_hour"].get<double>(), 0.7 * 32 * c["nodes"].get<int>(), 1e-6);
+    }
+  }
+}
+
+TEST(PlanE2eTest, SpotPruningDoesNotChangeTopOrPareto) {
+  const std::vector<std::string> args = {SourcePath("examples/llama-70b-pretrain.yaml"), "--top",
+                                         "10"};
+  json pruned = PlanJson(args);
+  std::vector<std::string> all = args;
+  all.push_back("--simulate-all-spot");
+  json full = PlanJson(all);
+  EXPECT_GT(pruned["searched"]["spot_not_simulated"].get<int>(), 0);
+  EXPECT_EQ(full["searched"]["spot_not_simulated"].get<int>(), 0);
+  EXPECT_EQ(pruned["candidates"], full["candidates"]);
+  // Identical front; ranks below the top N count only the simulated candidates, so they may
+  // differ there.
+  ASSERT_EQ(pruned["pareto"].size(), full["pareto"].size());
+  for (size_t i = 0; i < full["pareto"].size(); ++i) {
+    json a = pruned["pareto"][i], b = full["pareto"][i];
+    if (b["rank"].get<int>() > 10) a.erase("rank"), b.erase("rank");
+    EXPECT_EQ(a, b) << i;
+  }
+}
+
 TEST(EstimateTimeE2eTest, JsonHasTimeAndItAddsUp) {
   RunOutput r =
       RunFulcrum({"estimate", "--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8", "--zero",

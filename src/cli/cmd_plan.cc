@@ -25,6 +25,7 @@ struct PlanFlags {
       lora_rank, deadline, budget_usd, max_gpus, providers, regions, gpus, pricing, interruptible,
       weights, top, min_headroom, assume_network_gbps, command;
   bool no_checkpointing = false;
+  bool simulate_all_spot = false;
   int threads = 0;
   bool json = false;
   std::string html;
@@ -88,6 +89,7 @@ Status ApplyModelAndWork(const PlanFlags& f, plan::PlanSpec& spec) {
   }
   if (f.no_checkpointing) spec.checkpointing = false;
   if (!f.command.empty()) spec.command = f.command;
+  if (f.simulate_all_spot) spec.prune_spot = false;
   return Status::Ok();
 }
 
@@ -293,6 +295,9 @@ void RegisterPlan(CLI::App& root, CliContext& ctx) {
       ->type_name("GBPS");
   cmd->add_option("--command", f->command, "Your training command, for --export")
       ->type_name("COMMAND");
+  cmd->add_flag("--simulate-all-spot", f->simulate_all_spot,
+                "Simulate every spot candidate (by default those provably outside the top N and "
+                "the Pareto front are skipped; the output is the same, only slower)");
   cmd->add_option("--threads", f->threads, "Search threads (default: all cores)")->type_name("N");
   cmd->add_flag("--json", f->json,
                 "Print the plan as JSON ({\"candidates\", \"pareto\", "

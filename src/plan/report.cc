@@ -190,9 +190,13 @@ json PlanJson(const PlanResult& r, const catalog::Catalog& catalog) {
                {"method", std::string(workload::MethodName(r.spec.training.method))}};
   j["candidates"] = std::move(candidates);
   j["pareto"] = std::move(pareto);
-  j["searched"] = {{"configurations", r.configurations}, {"seconds", Round(r.seconds, 4)},
-                   {"offers", r.offers_considered},      {"hardware_classes", r.hardware_classes},
-                   {"candidates", r.candidates.size()},  {"threads", r.threads}};
+  j["searched"] = {{"configurations", r.configurations},
+                   {"seconds", Round(r.seconds, 4)},
+                   {"offers", r.offers_considered},
+                   {"hardware_classes", r.hardware_classes},
+                   {"candidates", r.candidates.size()},
+                   {"spot_not_simulated", r.spot_pruned},
+                   {"threads", r.threads}};
   j["notes"] = r.notes;
   return j;
 }
@@ -239,6 +243,12 @@ std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
       "{} candidates, {} on the Pareto front (*)\n",
       r.configurations, r.offers_considered, r.hardware_classes, r.seconds, r.threads,
       r.candidates.size(), r.pareto.size());
+  if (r.spot_pruned > 0) {
+    out += fmt::format(
+        "({} spot candidates provably outside the top {} and the Pareto front were not "
+        "simulated)\n",
+        r.spot_pruned, r.spec.top);
+  }
   if (!footnotes.empty()) out += "warnings:\n" + footnotes;
   for (const std::string& note : r.notes) out += "note: " + note + "\n";
   return out;

@@ -191,6 +191,84 @@ workload::Training BaseTraining(const workload::Model& model, const PlanSpec& sp
   return t;
 }
 
+// A candidate waiting to be costed.
+struct Pending {
+  Candidate cand;
+  RunInput run;
+  const HardwareClass* hc;
+};
+
+// Which spot candidates need the (expensive) simulator. A spot run takes at least its work plus
+// the start-up (T_lb) and costs at least that time at min(spot, on-demand) price on every node
+// plus the extras (C_lb). With the exact (non-spot) candidates costed, a spot candidate is left
+// out only when it provably cannot (1) set the best time or cost that scores are normalised by
+// (T_lb >= best exact time and C_lb >= best exact cost), (2) be on the Pareto front (an exact
+// candidate is at least as fast and as cheap as its lower bounds, strictly in one), nor (3)
+// reach the top N: its score upper bound (perf and cost at the lower bounds against the exact
+// bests) is below the N-th best lower-bound score of the exact candidates that meet the
+// constraints (lower bounds: normalisers as small as any kept spot lower bound could make
+// them), with at least N of those. Everything left out would rank below N and off the front.
+std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending,
+                                             const std::vector<size_t>& exact,
+                                             const std::vector<size_t>& spot, const PlanSpec& spec,
+                                             const CostAssumptions& a) {
+  const size_t n = spot.size();
+  std::vector<double> t_lb(n), c_lb(n);
+  for (size_t k = 0; k < n; ++k) {
+    const RunInput& r = pending[spot[k]].run;
+    const double price = std::min(r.hourly_usd, r.on_demand_usd_per_hour.value_or(r.hourly_usd));
+    t_lb[k] = r.work_seconds + a.startup_seconds;
+    c_lb[k] = price * r.nodes * t_lb[k] / 3600.0 + r.extra.egress_gb * r.extra.egress_usd_per_gb;
+  }
+  double best_t = std::numeric_limits<double>::infinity(), best_c = best_t;
+  for (size_t i : exact) {
+    best_t = std::min(best_t, pending[i].cand.run.total_seconds);
+    best_c = std::min(best_c, pending[i].cand.run.expected_usd);
+  }
+  std::vector<bool> keep(n, false);
+  double low_t = best_t, low_c = best_c;  // lowest normalisers the kept spot rows could give
+  for (size_t k = 0; k < n; ++k) {
+    if (t_lb[k] < best_t || c_lb[k] < best_c) {
+      keep[k] = true;
+      low_t = std::min(low_t, t_lb[k]);
+      low_c = std::min(low_c, c_lb[k]);
+    }
+  }
+  // N-th best lower-bound score among exact candidates that meet the constraints.
+  std::vector<double> lower_scores;
+  for (size_t i : exact) {
+    const Candidate& c = pending[i].cand;
+    if (!c.meets_constraints) continue;
+    Scores s = c.score;
+    FinishScores(s, c.run.total_seconds, low_t, c.run.expected_usd, low_c, spec.weights);
+    lower_scores.push_back(s.total);
+  }
+  const size_t top = static_cast<size_t>(std::max(1, spec.top));
+  double threshold = std::numeric_limits<double>::infinity();
+  if (lower_scores.size() >= top) {
+    std::nth_element(lower_scores.begin(), lower_scores.begin() + (top - 1), lower_scores.end(),
+                     std::greater<double>());
+    threshold = lower_scores[top - 1];
+  }
+  std::vector<size_t> out;
+  for (size_t k = 0; k < n; ++k) {
+    const Pending& p = pending[spot[k]];
+    bool dominated = false;
+    for (size_t i : exact) {
+      const RunCost& e = pending[i].cand.run;
+      if (e.total_seconds <= t_lb[k] && e.expected_usd <= c_lb[k] &&
+          (e.total_seconds < t_lb[k] || e.expected_usd < c_lb[k])) {
+        dominated = true;
+        break;
+      }
+    }
+    Scores upper = OfferScores(p.run.provider, PricingModel::kSpot, p.cand.nodes);
+    FinishScores(upper, t_lb[k], best_t, c_lb[k], best_c, spec.weights);
+    const bool below_top = upper.total < threshold;
+    if (keep[k] || !dominated || !below_top) out.push_back(spot[k]);
+  }
+  return out;
+}
 }  // namespace
 
 Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Model& model,
@@ -280,11 +358,6 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   }
 
   // --- candidates: offer x nodes x pricing (cost on the worker threads: spot simulates) ----
-  struct Pending {
-    Candidate cand;
-    RunInput run;
-    const HardwareClass* hc;
-  };
   std::vector<Pending> pending;
   for (size_t i = 0; i < offers.size(); ++i) {
     if (class_of_offer[i] < 0) continue;
@@ -349,18 +422,32 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
         !(cand.warnings & (kPitfallDeadlineMissedP90 | kPitfallBudgetExceeded));
     cand.score = OfferScores(p.run.provider, cand.pricing, cand.nodes);
   };
-  std::atomic<size_t> next_pending{0};
-  auto cost_worker = [&] {
-    for (size_t i = next_pending.fetch_add(1); i < pending.size(); i = next_pending.fetch_add(1)) {
-      finish(pending[i]);
-    }
+  // Two rounds on the worker threads: every non-spot candidate, then the spot candidates that
+  // SpotCandidatesToSimulate cannot rule out (the simulator is the expensive part).
+  auto run_on_threads = [&](const std::vector<size_t>& which) {
+    std::atomic<size_t> next{0};
+    auto cost_worker = [&] {
+      for (size_t i = next.fetch_add(1); i < which.size(); i = next.fetch_add(1)) {
+        finish(pending[which[i]]);
+      }
+    };
+    pool.clear();
+    for (int i = 1; i < threads; ++i) pool.emplace_back(cost_worker);
+    cost_worker();
+    for (std::thread& th : pool) th.join();
   };
-  pool.clear();
-  for (int i = 1; i < threads; ++i) pool.emplace_back(cost_worker);
-  cost_worker();
-  for (std::thread& th : pool) th.join();
-  result.candidates.reserve(pending.size());
-  for (Pending& p : pending) result.candidates.push_back(std::move(p.cand));
+  std::vector<size_t> exact, spot;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    (pending[i].cand.pricing == PricingModel::kSpot ? spot : exact).push_back(i);
+  }
+  run_on_threads(exact);
+  const std::vector<size_t> simulate =
+      spec.prune_spot ? SpotCandidatesToSimulate(pending, exact, spot, spec, assumptions) : spot;
+  run_on_threads(simulate);
+  result.spot_pruned = static_cast<int64_t>(spot.size() - simulate.size());
+  result.candidates.reserve(exact.size() + simulate.size());
+  for (size_t i : exact) result.candidates.push_back(std::move(pending[i].cand));
+  for (size_t i : simulate) result.candidates.push_back(std::move(pending[i].cand));
 
   // --- scores, ranking, Pareto -------------------------------------------------------------
   double best_seconds = std::numeric_limits<double>::infinity();

@@ -67,6 +67,7 @@ struct PlanResult {
   bool units_are_samples = false;
   int64_t configurations = 0;     // layouts evaluated (memory; time where it fits)
   int64_t offers_considered = 0;  // offers that passed the filters
+  int64_t spot_pruned = 0;        // spot candidates provably outside the top N and the Pareto front
   int64_t hardware_classes = 0;
   double seconds = 0;  // wall time of the search
   int threads = 1;

@@ -77,6 +77,9 @@ struct PlanSpec {
   Weights weights;
   ExtraCosts extra;
   int top = 10;
+  // Skip simulating spot candidates that provably cannot reach the top N or the Pareto front
+  // (search.cc, SpotCandidatesToSimulate); false simulates every spot candidate.
+  bool prune_spot = true;
 };
 
 // Parses a YAML spec. Fields (all optional except the model and the work):
