@@ -171,6 +171,37 @@ std::vector<std::string> RunFlagsToArgs(const RunFlags& flags) {
   return args;
 }
 
+Result<double> ResolveOfferPrice(const catalog::Catalog& catalog, const std::string& offer,
+                                 bool spot) {
+  auto parts = Split(offer, '/');
+  if (parts.size() < 2 || parts.size() > 3) {
+    return Status::InvalidInput("--offer: expected PROVIDER/INSTANCE[/REGION], found '" + offer +
+                                "'");
+  }
+  std::optional<double> price;
+  std::string regions;
+  for (const auto& o : catalog.offers()) {
+    if (!EqualsIgnoreCase(o.provider, parts[0]) || !EqualsIgnoreCase(o.instance_type, parts[1]))
+      continue;
+    if (parts.size() == 3 && !EqualsIgnoreCase(o.region, parts[2])) continue;
+    const std::optional<double> p = spot ? o.spot_usd_per_hour : o.on_demand_usd_per_hour;
+    regions += (regions.empty() ? "" : ", ") + o.region;
+    if (!p) {
+      return Status::NotFound("--offer " + offer + ": no " + (spot ? "spot" : "on-demand") +
+                              " price in " + o.region + " (" + o.origin + ")");
+    }
+    if (price && *price != *p) {
+      return Status::InvalidInput("--offer " + offer + ": the price differs between regions (" +
+                                  regions + "); add /REGION");
+    }
+    price = p;
+  }
+  if (!price)
+    return Status::NotFound("--offer: no offer '" + offer +
+                            "' in the catalog (see fulcrum offers)");
+  return *price;
+}
+
 Result<int> ParseSignal(const std::string& text) {
   if (auto n = ParseInt(text); n.ok()) {
     if (*n > 0 && *n < NSIG) return static_cast<int>(*n);

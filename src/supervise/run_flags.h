@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "catalog/catalog.h"
 #include "core/status.h"
 #include "supervise/supervisor.h"
 
@@ -46,6 +47,11 @@ struct ResolvedRun {
 // Parses the flags; `data_dir` and `job_id` fill defaults (heartbeat file, log dir).
 Result<ResolvedRun> ResolveRunFlags(const RunFlags& flags, const std::string& data_dir,
                                     const std::string& job_id);
+
+// The hourly price of the catalog offer named "PROVIDER/INSTANCE[/REGION]" (case-insensitive):
+// spot when `spot`, else on-demand. Without a region, every matching region must agree on it.
+Result<double> ResolveOfferPrice(const catalog::Catalog& catalog, const std::string& offer,
+                                 bool spot);
 
 // "SIGUSR1", "USR1" or "10" -> 10.
 Result<int> ParseSignal(const std::string& text);
