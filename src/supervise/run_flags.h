@@ -35,7 +35,7 @@ struct ResolvedRun {
   std::vector<std::string> preemption_sources;  // "aws", "gcp", "azure"; empty = none
   bool preemption_auto = false;                 // probe every source, watch those that answer
   std::string aws_url, gcp_url, azure_url;
-  double notice_poll_seconds = 1;
+  double notice_poll_seconds = 0.5;
   std::string agent_url;
   std::string log_dir;
   double log_max_bytes = 0;
