@@ -274,6 +274,25 @@ TEST_F(SupervisorTest, AutoCadenceFollowsDalyFromTheMeasuredDuration) {
   EXPECT_NEAR(*interval_after_first / 60, 118, 2);
 }
 
+TEST_F(SupervisorTest, ACheckpointFinishedJustBeforeACrashCountsAndIsResumedFrom) {
+  FakeRunner runner(clock_);
+  options_.restart.backoff_initial_seconds = 0;
+  runner.on_tick = [&](double now, const LineSink&) {
+    if (runner.starts.size() == 1 && now >= 3) {
+      WriteCheckpoint("step-1");
+      runner.Exit(ChildExit{1, std::nullopt});  // seen in the same Wait as the checkpoint
+    }
+    if (runner.starts.size() == 2) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  SupervisorOutcome outcome = supervisor.Run();
+  EXPECT_EQ(outcome.state, "succeeded");
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(runner.starts[0].env.at("FULCRUM_RESUME_FROM"), "");
+  EXPECT_EQ(runner.starts[1].env.at("FULCRUM_RESUME_FROM"), dir_ + "/ckpt/step-1");
+  EXPECT_EQ(db_->ListCheckpoints("job")->size(), 1u);
+}
+
 TEST_F(SupervisorTest, ProgressRegexAndStallAlert) {
   FakeRunner runner(clock_);
   options_.checkpoints.dir.clear();
