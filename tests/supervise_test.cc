@@ -446,6 +446,35 @@ TEST_F(SuperviseTest, BadInputIsAUsageError) {
       << "budget without a price";
 }
 
+TEST_F(SuperviseTest, OfferTakesThePriceFromTheCatalog) {
+  // The expected price is read from the shipped catalog here, not computed by fulcrum.
+  std::istringstream csv(ReadFile(SourcePath("catalog/offers.csv")));
+  std::string line;
+  std::optional<double> spot;
+  while (std::getline(csv, line)) {
+    if (line.rfind("aws,p4d.24xlarge,us-east-1,", 0) == 0) {
+      std::vector<std::string> cells;
+      std::stringstream cols(line);
+      for (std::string cell; std::getline(cols, cell, ',');) cells.push_back(cell);
+      spot = std::stod(cells[9]);  // spot_per_hour (USD rows)
+    }
+  }
+  ASSERT_TRUE(spot) << "fixture row missing from catalog/offers.csv";
+  RunOutput r =
+      RunFulcrum({"--catalog", SourcePath("catalog"), "run", "--name", "offer", "--data-dir", data_,
+                  "--preemption", "none", "--offer", "aws/p4d.24xlarge/us-east-1", "--spot", "--",
+                  FULCRUM_TRAINER, "--steps", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto job = Job("offer");
+  ASSERT_TRUE(job && job->price_per_hour_usd);
+  EXPECT_DOUBLE_EQ(*job->price_per_hour_usd, *spot);
+  RunOutput missing = RunFulcrum({"--catalog", SourcePath("catalog"), "run", "--name", "offer2",
+                                  "--data-dir", data_, "--preemption", "none", "--offer",
+                                  "aws/no-such-instance", "--", FULCRUM_TRAINER});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no offer 'aws/no-such-instance'"), std::string::npos) << missing.err;
+}
+
 std::vector<nlohmann::json> StatusJobs(const std::string& data) {
   RunOutput r = RunFulcrum({"status", "--json", "--data-dir", data});
   if (r.exit_code != 0) return {};

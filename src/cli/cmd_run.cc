@@ -11,9 +11,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "catalog/catalog.h"
 #include "cli/command.h"
 #include "core/clock.h"
 #include "core/parse.h"
+#include "core/paths.h"
 #include "store/jobs.h"
 #include "supervise/agent_health.h"
 #include "supervise/lock.h"
@@ -84,9 +86,11 @@ Status RunJob(CliContext& ctx, RunArgs& args) {
     FULCRUM_ASSIGN_OR_RETURN(options.gpus, supervise::ParseGpuList(args.gpus));
   }
   if (!resolved.offer.empty()) {
-    return Status::Unavailable(
-        "--offer needs the catalog module, which this build lacks; "
-        "give --price-per-hour instead");
+    FULCRUM_ASSIGN_OR_RETURN(catalog::Catalog catalog,
+                             catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir)));
+    FULCRUM_ASSIGN_OR_RETURN(
+        double price, supervise::ResolveOfferPrice(catalog, resolved.offer, resolved.offer_spot));
+    options.price_per_hour_usd = price;
   }
   if (const char* queue = std::getenv("FULCRUM_QUEUE"); queue != nullptr && *queue != '\0') {
     options.queue = queue;  // set by the local queue and the sbatch script

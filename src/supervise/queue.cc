@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <regex>
 #include <set>
 
 #include "core/parse.h"
@@ -46,15 +46,13 @@ Result<double> ParseNotBefore(const std::string& text, double now_unix) {
     if (!d.ok()) return d.status().WithContext("--not-before");
     return now_unix + *d;
   }
-  std::smatch m;
-  static const std::regex kClock(R"(^(\d{1,2}):(\d{2})$)");
-  static const std::regex kDateTime(R"(^(\d{4})-(\d{2})-(\d{2})[T ](\d{1,2}):(\d{2})$)");
   std::time_t now = static_cast<std::time_t>(std::floor(now_unix));
   std::tm tm{};
   localtime_r(&now, &tm);
-  if (std::regex_match(text, m, kClock)) {
-    int hour = std::stoi(m[1]), minute = std::stoi(m[2]);
-    if (hour > 23 || minute > 59) {
+  int hour = 0, minute = 0, year = 0, month = 0, day = 0, used = 0;
+  if (std::sscanf(text.c_str(), "%2d:%2d%n", &hour, &minute, &used) == 2 &&
+      used == static_cast<int>(text.size())) {
+    if (hour > 23 || minute > 59 || hour < 0 || minute < 0) {
       return Status::InvalidInput("--not-before: expected HH:MM (00:00-23:59), found '" + text +
                                   "'");
     }
@@ -70,13 +68,18 @@ Result<double> ParseNotBefore(const std::string& text, double now_unix) {
     }
     return at;
   }
-  if (std::regex_match(text, m, kDateTime)) {
+  std::string normalised = text;
+  std::replace(normalised.begin(), normalised.end(), 'T', ' ');
+  used = 0;
+  if (std::sscanf(normalised.c_str(), "%4d-%2d-%2d %2d:%2d%n", &year, &month, &day, &hour, &minute,
+                  &used) == 5 &&
+      used == static_cast<int>(text.size())) {
     std::tm t{};
-    t.tm_year = std::stoi(m[1]) - 1900;
-    t.tm_mon = std::stoi(m[2]) - 1;
-    t.tm_mday = std::stoi(m[3]);
-    t.tm_hour = std::stoi(m[4]);
-    t.tm_min = std::stoi(m[5]);
+    t.tm_year = year - 1900;
+    t.tm_mon = month - 1;
+    t.tm_mday = day;
+    t.tm_hour = hour;
+    t.tm_min = minute;
     t.tm_isdst = -1;
     return static_cast<double>(std::mktime(&t));
   }
@@ -91,10 +94,13 @@ int DetectNodeGpuCount() {
   }
   int count = 0;
   std::error_code ec;
-  static const std::regex kDevice(R"(^nvidia\d+$)");
   for (auto it = std::filesystem::directory_iterator("/dev", ec);
        !ec && it != std::filesystem::end(it); it.increment(ec)) {
-    if (std::regex_match(it->path().filename().string(), kDevice)) ++count;
+    const std::string name = it->path().filename().string();
+    if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
+        std::all_of(name.begin() + 6, name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      ++count;
+    }
   }
   return count;
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "catalog/catalog.h"
 #include "core/status.h"
 #include "supervise/supervisor.h"
 
@@ -34,7 +35,7 @@ struct ResolvedRun {
   std::vector<std::string> preemption_sources;  // "aws", "gcp", "azure"; empty = none
   bool preemption_auto = false;                 // probe every source, watch those that answer
   std::string aws_url, gcp_url, azure_url;
-  double notice_poll_seconds = 1;
+  double notice_poll_seconds = 0.5;
   std::string agent_url;
   std::string log_dir;
   double log_max_bytes = 0;
@@ -46,6 +47,11 @@ struct ResolvedRun {
 // Parses the flags; `data_dir` and `job_id` fill defaults (heartbeat file, log dir).
 Result<ResolvedRun> ResolveRunFlags(const RunFlags& flags, const std::string& data_dir,
                                     const std::string& job_id);
+
+// The hourly price of the catalog offer named "PROVIDER/INSTANCE[/REGION]" (case-insensitive):
+// spot when `spot`, else on-demand. Without a region, every matching region must agree on it.
+Result<double> ResolveOfferPrice(const catalog::Catalog& catalog, const std::string& offer,
+                                 bool spot);
 
 // "SIGUSR1", "USR1" or "10" -> 10.
 Result<int> ParseSignal(const std::string& text);

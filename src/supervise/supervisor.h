@@ -116,6 +116,7 @@ class Supervisor {
   double pending_usd_ = 0, pending_seconds_ = 0;
   bool budget_warned_ = false;
   std::string latest_checkpoint_;
+  bool initial_scan_ = false;  // the scan at start-up: what it finds was not written by this run
   double last_checkpoint_mono_ = 0;
   std::optional<double> checkpoint_requested_at_;  // monotonic, outstanding request
   double next_checkpoint_at_ = 0;

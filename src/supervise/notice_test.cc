@@ -1,0 +1,147 @@
+// The notice sources against fake metadata servers on 127.0.0.1 (ephemeral ports).
+#include "supervise/notice.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <thread>
+
+#include "supervise/agent_health.h"
+
+namespace fulcrum::supervise {
+namespace {
+
+class FakeServer {
+ public:
+  FakeServer() {
+    port_ = server.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server.listen_after_bind(); });
+    while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ~FakeServer() {
+    server.stop();
+    thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  httplib::Server server;
+
+ private:
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST(NoticeTest, AwsUsesAnImdsV2TokenAndRenewsItOn401) {
+  FakeServer fake;
+  int tokens = 0;
+  std::string status = "none";
+  fake.server.Put("/latest/api/token", [&](const httplib::Request& req, httplib::Response& res) {
+    EXPECT_EQ(req.get_header_value("X-aws-ec2-metadata-token-ttl-seconds"), "21600");
+    res.set_content("token-" + std::to_string(++tokens), "text/plain");
+  });
+  fake.server.Get("/latest/meta-data/spot/instance-action", [&](const httplib::Request& req,
+                                                                httplib::Response& res) {
+    if (req.get_header_value("X-aws-ec2-metadata-token") != "token-" + std::to_string(tokens) ||
+        status == "expire") {
+      res.status = 401;
+      status = "none";
+      return;
+    }
+    if (status == "none") {
+      res.status = 404;
+      return;
+    }
+    res.set_content(R"({"action":"stop","time":"2026-11-30T06:02:00Z"})", "application/json");
+  });
+  auto aws = MakeAwsNoticeSource(fake.url(), 1);
+  auto r = aws->Check();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->has_value());
+  status = "expire";
+  EXPECT_FALSE(aws->Check()->has_value());
+  status = "notice";
+  r = aws->Check();
+  ASSERT_TRUE(r.ok() && r->has_value());
+  EXPECT_NE((*r)->find("\"action\":\"stop\""), std::string::npos);
+  EXPECT_EQ(tokens, 2) << "a new token after the 401";
+}
+
+TEST(NoticeTest, GcpAndAzure) {
+  FakeServer fake;
+  bool preempted = false;
+  fake.server.Get("/computeMetadata/v1/instance/preempted",
+                  [&](const httplib::Request& req, httplib::Response& res) {
+                    res.status = req.get_header_value("Metadata-Flavor") == "Google" ? 200 : 403;
+                    res.set_content(preempted ? "TRUE" : "FALSE", "text/plain");
+                  });
+  std::string events = R"({"DocumentIncarnation":1,"Events":[{"EventType":"Freeze"}]})";
+  fake.server.Get("/metadata/scheduledevents",
+                  [&](const httplib::Request& req, httplib::Response& res) {
+                    EXPECT_EQ(req.get_param_value("api-version"), "2020-07-01");
+                    res.status = req.get_header_value("Metadata") == "true" ? 200 : 400;
+                    res.set_content(events, "application/json");
+                  });
+  auto gcp = MakeGcpNoticeSource(fake.url(), 1);
+  EXPECT_FALSE(gcp->Check()->has_value());
+  preempted = true;
+  EXPECT_TRUE(gcp->Check()->has_value());
+  auto azure = MakeAzureNoticeSource(fake.url(), 1);
+  EXPECT_FALSE(azure->Check()->has_value()) << "a Freeze is a pause, not a stop";
+  events =
+      R"({"DocumentIncarnation":2,"Events":[{"EventType":"Preempt","NotBefore":"Mon, 30 Nov 2026 06:00:30 GMT"}]})";
+  auto notice = azure->Check();
+  ASSERT_TRUE(notice.ok() && notice->has_value());
+  EXPECT_NE((*notice)->find("Preempt"), std::string::npos);
+  events = "not json";
+  EXPECT_FALSE(azure->Check().ok());
+}
+
+TEST(NoticeTest, UnreachableEndpointIsAnErrorNotANotice) {
+  auto aws = MakeAwsNoticeSource("http://127.0.0.1:1", 0.2);
+  auto r = aws->Check();
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+}
+
+class ScriptedSource final : public NoticeSource {
+ public:
+  explicit ScriptedSource(std::atomic<bool>& fire) : fire_(fire) {}
+  std::string name() const override { return "scripted"; }
+  Result<std::optional<std::string>> Check() override {
+    if (fire_) return std::optional<std::string>("scripted notice");
+    return std::optional<std::string>();
+  }
+
+ private:
+  std::atomic<bool>& fire_;
+};
+
+TEST(NoticeWatcherTest, PollsOnItsThreadAndTheFirstNoticeSticks) {
+  std::atomic<bool> fire{false};
+  std::vector<std::unique_ptr<NoticeSource>> sources;
+  sources.push_back(std::make_unique<ScriptedSource>(fire));
+  NoticeWatcher watcher(std::move(sources), 0.01);
+  watcher.Start();
+  EXPECT_FALSE(watcher.Notice());
+  fire = true;
+  for (int i = 0; i < 500 && !watcher.Notice(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(watcher.Notice(), "scripted notice");
+  fire = false;
+  EXPECT_EQ(watcher.Notice(), "scripted notice");
+  watcher.Stop();
+}
+
+TEST(AgentHealthTest, LeavesOutGpusThatFellOffTheBus) {
+  FakeServer fake;
+  fake.server.Get("/v1/gpus", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(
+        R"({"gpus":[{"index":0,"last_xid":null},{"index":1,"last_xid":79},{"index":2,"last_xid":13}]})",
+        "application/json");
+  });
+  EXPECT_EQ(UnhealthyGpusFromAgent(fake.url(), 1), (std::vector<int>{1}));
+  EXPECT_TRUE(UnhealthyGpusFromAgent("http://127.0.0.1:1", 0.2).empty()) << "no agent: no opinion";
+  EXPECT_TRUE(UnhealthyGpusFromAgent("none", 0.2).empty());
+}
+
+}  // namespace
+}  // namespace fulcrum::supervise

@@ -1,0 +1,318 @@
+// Unit tests of the supervisor's loop with a ManualClock and a fake ProcessRunner: whole
+// scenarios (preemption, grace, budget, backoff, cadence) run in milliseconds of real time.
+#include "supervise/supervisor.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace fulcrum::supervise {
+namespace {
+namespace fs = std::filesystem;
+
+// A child that runs until signalled or told to exit; `on_tick` lets a test act at clock times.
+class FakeRunner final : public ProcessRunner {
+ public:
+  explicit FakeRunner(ManualClock& clock) : clock_(clock) {}
+  Status Start(const ChildSpec& spec) override {
+    starts.push_back(spec);
+    start_times.push_back(clock_.MonotonicSeconds());
+    running_ = true;
+    if (exit_on_start) pending_ = exit_on_start;
+    return Status::Ok();
+  }
+  bool running() const override { return running_; }
+  int64_t pid() const override {
+    return running_ ? 1000 + static_cast<int64_t>(starts.size()) : -1;
+  }
+  void SignalGroup(int signal) override {
+    signals.push_back({signal, clock_.MonotonicSeconds()});
+    if (!running_) return;
+    if (signal == SIGKILL || (signal == SIGTERM && !ignore_term)) {
+      ChildExit e;
+      e.signal = signal;
+      pending_ = e;
+    }
+    if (on_signal) on_signal(signal);
+  }
+  std::optional<ChildExit> Wait(double timeout, const LineSink& sink) override {
+    clock_.Advance(timeout);
+    if (on_tick) on_tick(clock_.MonotonicSeconds(), sink);
+    if (running_ && pending_) {
+      running_ = false;
+      auto e = pending_;
+      pending_.reset();
+      return e;
+    }
+    return std::nullopt;
+  }
+  void Exit(ChildExit e) { pending_ = e; }
+
+  std::vector<ChildSpec> starts;
+  std::vector<double> start_times;
+  std::vector<std::pair<int, double>> signals;
+  std::optional<ChildExit> exit_on_start;
+  bool ignore_term = false;
+  std::function<void(int)> on_signal;
+  std::function<void(double, const LineSink&)> on_tick;
+
+ private:
+  ManualClock& clock_;
+  bool running_ = false;
+  std::optional<ChildExit> pending_;
+};
+
+class SupervisorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = (fs::path(FULCRUM_BUILD_DIR) / "Testing" / "tmp" /
+            ("supervisor-" +
+             std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())))
+               .string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ + "/ckpt");
+    auto db = store::JobsDb::Open(":memory:");
+    ASSERT_TRUE(db.ok());
+    db_.emplace(std::move(*db));
+    options_.job_id = "job";
+    options_.argv = {"train"};
+    options_.checkpoints.dir = dir_ + "/ckpt";
+    options_.tick_seconds = 0.5;
+    options_.on_event = [this](const std::string& e) { events_.push_back(e); };
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void WriteCheckpoint(const std::string& name) {
+    fs::create_directories(dir_ + "/ckpt/" + name);
+    std::ofstream(dir_ + "/ckpt/" + name + "/COMPLETE") << "ok";
+  }
+  bool HasEvent(const std::string& text) const {
+    for (const auto& e : events_) {
+      if (e.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+  std::vector<int> SignalNumbers(const FakeRunner& r) const {
+    std::vector<int> out;
+    for (auto [sig, at] : r.signals) out.push_back(sig);
+    return out;
+  }
+
+  std::string dir_;
+  ManualClock clock_;
+  std::optional<store::JobsDb> db_;
+  SupervisorOptions options_;
+  std::vector<std::string> events_;
+};
+
+TEST_F(SupervisorTest, PreemptionNoticeCheckpointsBeforeItStops) {
+  FakeRunner runner(clock_);
+  options_.checkpoint_every_seconds = 3600;
+  options_.stop_notice = [this]() -> std::optional<std::string> {
+    if (clock_.MonotonicSeconds() >= 10) return "preemption notice: aws";
+    return std::nullopt;
+  };
+  double checkpoint_due = -1;
+  runner.on_signal = [&](int sig) {
+    if (sig == SIGUSR1) checkpoint_due = clock_.MonotonicSeconds() + 4;  // takes 4 s to write
+  };
+  runner.on_tick = [&](double now, const LineSink&) {
+    if (checkpoint_due >= 0 && now >= checkpoint_due) {
+      WriteCheckpoint("step-100");
+      checkpoint_due = -1;
+    }
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  SupervisorOutcome outcome = supervisor.Run();
+  EXPECT_EQ(outcome.state, "stopped");
+  EXPECT_EQ(outcome.exit_code, kExitStopped);
+  EXPECT_EQ(outcome.last_checkpoint, dir_ + "/ckpt/step-100");
+  ASSERT_EQ(SignalNumbers(runner), (std::vector<int>{SIGUSR1, SIGTERM}));
+  EXPECT_NEAR(runner.signals[0].second, 10, 0.51)
+      << "the checkpoint signal follows the notice at once";
+  EXPECT_GE(runner.signals[1].second, 14) << "SIGTERM only after the checkpoint is complete";
+  EXPECT_LT(runner.signals[1].second, 15);
+  auto job = db_->GetJob("job");
+  ASSERT_TRUE(job.ok() && job->has_value());
+  EXPECT_EQ((*job)->state, "stopped");
+  EXPECT_NE((*job)->reason.find("preemption notice: aws"), std::string::npos);
+  auto checkpoints = db_->ListCheckpoints("job");
+  ASSERT_EQ(checkpoints->size(), 1u);
+  EXPECT_NEAR(*(*checkpoints)[0].duration_seconds, 4, 0.51);
+}
+
+TEST_F(SupervisorTest, GraceBoundsTheWaitThenSigkillFollowsAnIgnoredSigterm) {
+  FakeRunner runner(clock_);
+  runner.ignore_term = true;
+  options_.stop_grace_seconds = 30;
+  options_.kill_after_seconds = 10;
+  options_.stop_notice = [this]() -> std::optional<std::string> {
+    if (clock_.MonotonicSeconds() >= 5) return "received SIGTERM";
+    return std::nullopt;
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  SupervisorOutcome outcome = supervisor.Run();
+  EXPECT_EQ(outcome.state, "stopped");
+  ASSERT_EQ(SignalNumbers(runner), (std::vector<int>{SIGUSR1, SIGTERM, SIGKILL}));
+  EXPECT_NEAR(runner.signals[1].second - runner.signals[0].second, 30, 0.51);
+  EXPECT_NEAR(runner.signals[2].second - runner.signals[1].second, 10, 0.51);
+  EXPECT_TRUE(HasEvent("no checkpoint within the grace period"));
+}
+
+TEST_F(SupervisorTest, BudgetWarnsAt80PercentAndStopsAfterACheckpointAt100) {
+  FakeRunner runner(clock_);
+  options_.checkpoint_every_seconds = 3600;
+  options_.price_per_hour_usd = 3600;  // $1 per second
+  options_.budget_usd = 100;
+  runner.on_signal = [&](int sig) {
+    if (sig == SIGUSR1) WriteCheckpoint("step-budget");
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  SupervisorOutcome outcome = supervisor.Run();
+  EXPECT_EQ(outcome.exit_code, kExitBudget);
+  ASSERT_EQ(SignalNumbers(runner), (std::vector<int>{SIGUSR1, SIGTERM}));
+  EXPECT_GE(runner.signals[0].second, 100);
+  EXPECT_LT(runner.signals[0].second, 101.5);
+  auto alerts = db_->ListAlerts(0);
+  ASSERT_TRUE(alerts.ok());
+  ASSERT_EQ(alerts->size(), 2u);
+  EXPECT_EQ((*alerts)[1].name, "budget_warning");  // newest first
+  EXPECT_EQ((*alerts)[0].name, "budget_exhausted");
+  auto job = db_->GetJob("job");
+  EXPECT_GE((*job)->spend_usd, 100);
+  EXPECT_LT((*job)->spend_usd, 102);
+  auto ledger = db_->SpendByDay();
+  double ledger_usd = 0;
+  for (const auto& row : *ledger) ledger_usd += row.usd;
+  EXPECT_NEAR(ledger_usd, (*job)->spend_usd, 1e-9);
+}
+
+TEST_F(SupervisorTest, RestartsWithExponentialBackoffAndTheEnvironment) {
+  FakeRunner runner(clock_);
+  ChildExit crash;
+  crash.exit_code = 1;
+  runner.exit_on_start = crash;
+  options_.restart.max_restarts = 3;
+  options_.restart.crash_loop_failures = 0;
+  options_.restart.backoff_initial_seconds = 2;
+  options_.gpus = {0, 1, 2};
+  options_.heartbeat_file = dir_ + "/hb";
+  options_.unhealthy_gpus = [] { return std::vector<int>{1}; };
+  WriteCheckpoint("step-7");
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  SupervisorOutcome outcome = supervisor.Run();
+  EXPECT_EQ(outcome.state, "failed");
+  EXPECT_EQ(outcome.exit_code, kExitGaveUp);
+  ASSERT_EQ(runner.start_times.size(), 4u);
+  // Exit is seen one tick after the start; waits 2, 4, 8 s (to the tick).
+  EXPECT_NEAR(runner.start_times[1] - runner.start_times[0], 0.5 + 2, 0.51);
+  EXPECT_NEAR(runner.start_times[2] - runner.start_times[1], 0.5 + 4, 0.51);
+  EXPECT_NEAR(runner.start_times[3] - runner.start_times[2], 0.5 + 8, 0.51);
+  const auto& first = runner.starts[0].env;
+  EXPECT_EQ(first.at("FULCRUM_JOB_ID"), "job");
+  EXPECT_EQ(first.at("FULCRUM_RESTART_COUNT"), "0");
+  EXPECT_EQ(first.at("FULCRUM_RESUME_FROM"), dir_ + "/ckpt/step-7");
+  EXPECT_EQ(first.at("FULCRUM_CHECKPOINT_DIR"), dir_ + "/ckpt");
+  EXPECT_EQ(first.at("FULCRUM_HEARTBEAT_FILE"), dir_ + "/hb");
+  EXPECT_EQ(first.at("CUDA_VISIBLE_DEVICES"), "0,1,2");
+  EXPECT_EQ(runner.starts[3].env.at("FULCRUM_RESTART_COUNT"), "3");
+  EXPECT_EQ(runner.starts[1].env.at("CUDA_VISIBLE_DEVICES"), "0,2") << "GPU 1 fell off the bus";
+  EXPECT_EQ(db_->ListRestarts("job")->size(), 4u);
+}
+
+TEST_F(SupervisorTest, CadenceSignalsAndAlertsWhenNoCheckpointComes) {
+  FakeRunner runner(clock_);
+  options_.checkpoint_every_seconds = 10;
+  options_.stop_notice = [this]() -> std::optional<std::string> {
+    if (clock_.MonotonicSeconds() >= 45) return "test over";
+    return std::nullopt;
+  };
+  options_.stop_grace_seconds = 1;
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  supervisor.Run();
+  std::vector<double> requests;
+  for (auto [sig, at] : runner.signals) {
+    if (sig == SIGUSR1) requests.push_back(at);
+  }
+  ASSERT_GE(requests.size(), 4u);
+  EXPECT_NEAR(requests[0], 10, 0.51);
+  EXPECT_NEAR(requests[1], 20, 0.51);
+  EXPECT_NEAR(requests[2], 30, 0.51);
+  auto alerts = db_->ListAlerts(0);
+  ASSERT_EQ(alerts->size(), 1u);
+  EXPECT_EQ((*alerts)[0].name, "missing_checkpoint");
+}
+
+TEST_F(SupervisorTest, AutoCadenceFollowsDalyFromTheMeasuredDuration) {
+  FakeRunner runner(clock_);
+  options_.checkpoint_every_seconds.reset();
+  options_.mtbf_prior_seconds = 24 * 3600;
+  double due = -1;
+  runner.on_signal = [&](int sig) {
+    if (sig == SIGUSR1 && due < 0) due = clock_.MonotonicSeconds() + 300;  // 5 min to write
+  };
+  int written = 0;
+  std::optional<double> interval_after_first;
+  Supervisor* self = nullptr;
+  runner.on_tick = [&](double now, const LineSink&) {
+    if (due >= 0 && now >= due) {
+      WriteCheckpoint("step-" + std::to_string(++written));
+      due = -1;
+    }
+    if (written == 1 && !interval_after_first && now >= 1800 + 301)
+      interval_after_first = self->CheckpointIntervalSeconds();
+    if (interval_after_first) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  self = &supervisor;
+  EXPECT_EQ(supervisor.CheckpointIntervalSeconds(), 1800) << "before any measurement";
+  supervisor.Run();
+  ASSERT_TRUE(interval_after_first);
+  // delta = 300 s, M = 24 h + ~2101 s observed, no failures.
+  EXPECT_NEAR(*interval_after_first, DalyIntervalSeconds(300, 24 * 3600 + 2101), 30);
+  EXPECT_NEAR(*interval_after_first / 60, 118, 2);
+}
+
+TEST_F(SupervisorTest, ACheckpointFinishedJustBeforeACrashCountsAndIsResumedFrom) {
+  FakeRunner runner(clock_);
+  options_.restart.backoff_initial_seconds = 0;
+  runner.on_tick = [&](double now, const LineSink&) {
+    if (runner.starts.size() == 1 && now >= 3) {
+      WriteCheckpoint("step-1");
+      runner.Exit(ChildExit{1, std::nullopt});  // seen in the same Wait as the checkpoint
+    }
+    if (runner.starts.size() == 2) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  SupervisorOutcome outcome = supervisor.Run();
+  EXPECT_EQ(outcome.state, "succeeded");
+  ASSERT_EQ(runner.starts.size(), 2u);
+  EXPECT_EQ(runner.starts[0].env.at("FULCRUM_RESUME_FROM"), "");
+  EXPECT_EQ(runner.starts[1].env.at("FULCRUM_RESUME_FROM"), dir_ + "/ckpt/step-1");
+  EXPECT_EQ(db_->ListCheckpoints("job")->size(), 1u);
+}
+
+TEST_F(SupervisorTest, ProgressRegexAndStallAlert) {
+  FakeRunner runner(clock_);
+  options_.checkpoints.dir.clear();
+  options_.progress_regex = R"(step (\d+))";
+  options_.stall_timeout_seconds = 10;
+  options_.restart_on_stall = true;
+  options_.restart.max_restarts = 0;
+  runner.on_tick = [&](double now, const LineSink& sink) {
+    if (now <= 5)
+      sink(Stream::kStdout, "loss 1.0 step " + std::to_string(static_cast<int>(now * 2)));
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  SupervisorOutcome outcome = supervisor.Run();
+  EXPECT_EQ(outcome.state, "failed");
+  ASSERT_EQ(SignalNumbers(runner), (std::vector<int>{SIGKILL}));
+  EXPECT_NEAR(runner.signals[0].second, 15.5, 0.51) << "last progress at 5 s + 10 s stall timeout";
+  auto job = db_->GetJob("job");
+  EXPECT_EQ((*job)->step, 10);
+  EXPECT_EQ(db_->ListAlerts(0)->back().name, "stall") << "oldest alert; restart_limit follows";
+}
+
+}  // namespace
+}  // namespace fulcrum::supervise
