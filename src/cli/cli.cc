@@ -3,10 +3,10 @@
 #include <iostream>
 #include <sstream>
 
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 
@@ -43,7 +43,8 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
                  "instead of the shipped one")
       ->type_name("DIR");
   app.add_flag_callback(
-      "-v,--verbose", [] { spdlog::set_level(spdlog::level::debug); }, "Log debug messages to stderr");
+      "-v,--verbose", [] { spdlog::set_level(spdlog::level::debug); },
+      "Log debug messages to stderr");
   app.require_subcommand(1);
   app.fallthrough();
 
@@ -104,7 +105,8 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
       bool known = false;
       for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == arg;
       if (!known) {
-        err << "fulcrum: error: unknown command '" << arg << "'\nRun fulcrum --help for the commands.\n";
+        err << "fulcrum: error: unknown command '" << arg
+            << "'\nRun fulcrum --help for the commands.\n";
         return 2;
       }
       break;

@@ -30,8 +30,10 @@ std::string DefaultCatalogDir(const std::string& flag_value) {
 }
 
 std::string UserConfigDir() {
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg) return std::string(xdg) + "/fulcrum";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.config/fulcrum";
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/fulcrum";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.config/fulcrum";
   return ".config/fulcrum";
 }
 

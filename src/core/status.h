@@ -26,7 +26,9 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
-  static Status InvalidInput(std::string msg) { return {StatusCode::kInvalidInput, std::move(msg)}; }
+  static Status InvalidInput(std::string msg) {
+    return {StatusCode::kInvalidInput, std::move(msg)};
+  }
   static Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
   static Status IoError(std::string msg) { return {StatusCode::kIoError, std::move(msg)}; }
   static Status Unavailable(std::string msg) { return {StatusCode::kUnavailable, std::move(msg)}; }
@@ -75,9 +77,9 @@ class [[nodiscard]] Result {
 #define FULCRUM_CONCAT(a, b) FULCRUM_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function when `expr` (a Status) is not ok.
-#define FULCRUM_RETURN_IF_ERROR(expr)              \
-  do {                                             \
-    ::fulcrum::Status fulcrum_status_ = (expr);    \
+#define FULCRUM_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::fulcrum::Status fulcrum_status_ = (expr);        \
     if (!fulcrum_status_.ok()) return fulcrum_status_; \
   } while (0)
 

@@ -41,6 +41,17 @@ Result<CaptureResult> RunCapture(const std::vector<std::string>& argv,
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The child's environment, built before fork (no allocation between fork and exec).
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry = *e;
+    if (!options.env.count(entry.substr(0, entry.find('='))))
+      env_strings.push_back(std::move(entry));
+  }
+  for (const auto& [key, value] : options.env) env_strings.push_back(key + "=" + value);
+  std::vector<char*> envp;
+  for (auto& entry : env_strings) envp.push_back(entry.data());
+  envp.push_back(nullptr);
   pid_t pid = fork();
   if (pid < 0) return Status::IoError(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
@@ -48,7 +59,8 @@ Result<CaptureResult> RunCapture(const std::vector<std::string>& argv,
     dup2(in_pipe[0], 0);
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
-    execvp(args[0], args.data());
+    if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(127);
+    execvpe(args[0], args.data(), envp.data());
     _exit(127);
   }
   setpgid(pid, pid);
@@ -56,9 +68,15 @@ Result<CaptureResult> RunCapture(const std::vector<std::string>& argv,
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (!options.stdin_text.empty()) {
-    // Small inputs only (fits the pipe buffer); larger ones would need a writer thread.
+    // Small inputs only (fits the pipe buffer); larger ones would need a writer thread. A child
+    // that exits without reading must not kill us with SIGPIPE.
+    struct sigaction ignore_pipe {
+    }, previous{};
+    ignore_pipe.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &ignore_pipe, &previous);
     ssize_t ignored = write(in_pipe[1], options.stdin_text.data(), options.stdin_text.size());
     (void)ignored;
+    sigaction(SIGPIPE, &previous, nullptr);
   }
   close(in_pipe[1]);
 

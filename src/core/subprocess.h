@@ -4,6 +4,7 @@
 // children see supervise/. Thread-compatible: concurrent calls from different threads are fine.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@ struct CaptureOptions {
   double timeout_seconds = 30;
   size_t max_output_bytes = 4 << 20;  // per stream; the rest is discarded
   std::string stdin_text;
+  std::map<std::string, std::string> env;  // added to (or overriding) the inherited environment
+  std::string cwd;                         // "" = the caller's working directory
 };
 
 // NotFound when argv[0] cannot be executed (not on PATH); otherwise the result, whatever the

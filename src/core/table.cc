@@ -39,8 +39,10 @@ std::string Table::Render() const {
     for (size_t c = 0; c < cells.size(); ++c) {
       size_t pad = widths[c] - DisplayWidth(cells[c]);
       if (c > 0) line += "  ";
-      if (align_[c] == Align::kRight) line += std::string(pad, ' ') + cells[c];
-      else line += cells[c] + std::string(pad, ' ');
+      if (align_[c] == Align::kRight)
+        line += std::string(pad, ' ') + cells[c];
+      else
+        line += cells[c] + std::string(pad, ' ');
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     return line + "\n";

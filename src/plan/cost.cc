@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "spot/estimate.h"
+#include "spot/interval.h"
 #include "spot/spot_catalog.h"
 
 namespace fulcrum::plan {
@@ -77,9 +78,9 @@ RunCost EstimateRunCost(const RunInput& in, const CostAssumptions& a) {
   if (in.checkpointing) {
     out.checkpoint_write_seconds = in.trained_parameters * a.checkpoint_bytes_per_trained_param /
                                    (a.checkpoint_write_bytes_per_second_per_node * in.nodes);
-    // Young (1974): tau = sqrt(2 delta M), capped at the job length.
+    // Young (1974), capped at the job length.
     out.checkpoint_interval_seconds =
-        std::min(std::sqrt(2.0 * out.checkpoint_write_seconds * mtbf_seconds),
+        std::min(spot::YoungIntervalSeconds(out.checkpoint_write_seconds, mtbf_seconds),
                  std::max(in.work_seconds, 1.0));
     work += in.work_seconds / out.checkpoint_interval_seconds * out.checkpoint_write_seconds;
     per_failure_lost = out.checkpoint_interval_seconds / 2.0 + restart_seconds;

@@ -112,8 +112,8 @@ Database& Database::operator=(Database&& other) noexcept {
 
 Result<Database> Database::Open(const std::string& path, const Options& options) {
   sqlite3* raw = nullptr;
-  int flags = options.read_only ? SQLITE_OPEN_READONLY
-                                : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  int flags =
+      options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   flags |= SQLITE_OPEN_NOMUTEX;
   if (sqlite3_open_v2(path.c_str(), &raw, flags, nullptr) != SQLITE_OK) {
     Status status = SqliteError(raw, "cannot open database " + path);
@@ -143,7 +143,8 @@ Status Database::Exec(std::string_view sql) {
 
 Result<Statement> Database::Prepare(std::string_view sql) {
   sqlite3_stmt* stmt = nullptr;
-  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) != SQLITE_OK) {
+  if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) !=
+      SQLITE_OK) {
     return SqliteError(db_, "sqlite prepare '" + std::string(sql.substr(0, 60)) + "'");
   }
   return Statement(db_, stmt);
@@ -151,7 +152,8 @@ Result<Statement> Database::Prepare(std::string_view sql) {
 
 Result<int> Database::UserVersion() {
   FULCRUM_ASSIGN_OR_RETURN(Statement stmt, Prepare("PRAGMA user_version"));
-  if (!stmt.Step()) return stmt.status().ok() ? Status::Internal("no user_version row") : stmt.status();
+  if (!stmt.Step())
+    return stmt.status().ok() ? Status::Internal("no user_version row") : stmt.status();
   return static_cast<int>(stmt.ColumnInt(0));
 }
 

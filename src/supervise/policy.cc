@@ -48,18 +48,6 @@ void RestartPolicy::OnCheckpoint(double /*now*/) {
   consecutive_failures_ = 0;
 }
 
-double YoungIntervalSeconds(double checkpoint_seconds, double mtbf_seconds) {
-  return std::sqrt(2 * checkpoint_seconds * mtbf_seconds);
-}
-
-double DalyIntervalSeconds(double checkpoint_seconds, double mtbf_seconds) {
-  const double d = checkpoint_seconds;
-  const double m = mtbf_seconds;
-  if (d >= 2 * m) return m;
-  const double x = d / (2 * m);
-  return std::sqrt(2 * d * m) * (1 + std::sqrt(x) / 3 + x / 9) - d;
-}
-
 double EstimateMtbfSeconds(double prior_mtbf_seconds, double observed_seconds, int failures) {
   return (prior_mtbf_seconds + observed_seconds) / (1 + std::max(0, failures));
 }

@@ -1,6 +1,7 @@
 // Pure decisions of the supervisor, with no I/O: the restart policy (exponential backoff, restart
-// limit, exit codes declared final, crash-loop detection) and the checkpoint interval (Young /
-// Daly). Times are seconds on the supervisor's monotonic clock. Values, not thread-safe to mutate.
+// limit, exit codes declared final, crash-loop detection) and the checkpoint interval (Daly,
+// from spot/interval.h). Times are seconds on the supervisor's monotonic clock. Values, not
+// thread-safe to mutate.
 #pragma once
 
 #include <deque>
@@ -44,12 +45,6 @@ class RestartPolicy {
   int consecutive_failures_ = 0;
   std::deque<double> recent_failures_;  // failure times since the last checkpoint
 };
-
-// Young (1974): tau = sqrt(2 * delta * M).
-double YoungIntervalSeconds(double checkpoint_seconds, double mtbf_seconds);
-// Daly (2006, FGCS 22:303, eq. 37): tau = sqrt(2dM) * [1 + (1/3) sqrt(d/(2M)) + (1/9) d/(2M)] - d
-// for d < 2M, else tau = M. (Source: shared/data/calibration/README.md "Checkpoints and spot".)
-double DalyIntervalSeconds(double checkpoint_seconds, double mtbf_seconds);
 
 // Mean time between failures estimated from `failures` seen in `observed_seconds` of running,
 // blended with a prior of `prior_mtbf_seconds` worth one failure-free period:

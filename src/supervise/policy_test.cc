@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "spot/interval.h"
+
 namespace fulcrum::supervise {
 namespace {
 
@@ -66,14 +68,14 @@ TEST(RestartPolicyTest, CrashLoopNeedsNFailuresInsideTheWindowWithoutACheckpoint
 // Daly about 117 / 57 / 9.1 min, Young 120 / 60 / 12.25 min.
 TEST(CheckpointIntervalTest, MatchesTheWorkedYoungAndDalyValues) {
   const double delta = 5 * 60;
-  EXPECT_NEAR(YoungIntervalSeconds(delta, 24 * 3600) / 60, 120, 0.01);
-  EXPECT_NEAR(YoungIntervalSeconds(delta, 6 * 3600) / 60, 60, 0.01);
-  EXPECT_NEAR(YoungIntervalSeconds(delta, 15 * 60) / 60, 12.25, 0.01);
-  EXPECT_NEAR(DalyIntervalSeconds(delta, 24 * 3600) / 60, 117, 1);
-  EXPECT_NEAR(DalyIntervalSeconds(delta, 6 * 3600) / 60, 57, 1);
-  EXPECT_NEAR(DalyIntervalSeconds(delta, 15 * 60) / 60, 9.1, 0.2);
+  EXPECT_NEAR(spot::YoungIntervalSeconds(delta, 24 * 3600) / 60, 120, 0.01);
+  EXPECT_NEAR(spot::YoungIntervalSeconds(delta, 6 * 3600) / 60, 60, 0.01);
+  EXPECT_NEAR(spot::YoungIntervalSeconds(delta, 15 * 60) / 60, 12.25, 0.01);
+  EXPECT_NEAR(spot::DalyIntervalSeconds(delta, 24 * 3600) / 60, 117, 1);
+  EXPECT_NEAR(spot::DalyIntervalSeconds(delta, 6 * 3600) / 60, 57, 1);
+  EXPECT_NEAR(spot::DalyIntervalSeconds(delta, 15 * 60) / 60, 9.1, 0.2);
   // delta >= 2M: checkpoint every M.
-  EXPECT_EQ(DalyIntervalSeconds(3000, 1000), 1000);
+  EXPECT_EQ(spot::DalyIntervalSeconds(3000, 1000), 1000);
 }
 
 TEST(CheckpointIntervalTest, MtbfBlendsThePriorWithObservedFailures) {

@@ -15,6 +15,7 @@
 
 #include "core/parse.h"
 #include "core/table.h"
+#include "spot/interval.h"
 
 namespace fulcrum::supervise {
 namespace fs = std::filesystem;
@@ -62,7 +63,7 @@ double Supervisor::CheckpointIntervalSeconds() const {
                        static_cast<double>(n);
   const double mtbf = EstimateMtbfSeconds(options_.mtbf_prior_seconds,
                                           clock_.MonotonicSeconds() - started_, failures_);
-  return std::max(1.0, DalyIntervalSeconds(std::max(delta, 1e-3), mtbf));
+  return std::max(1.0, spot::DalyIntervalSeconds(std::max(delta, 1e-3), mtbf));
 }
 
 void Supervisor::Event(const std::string& text) {

@@ -1,6 +1,7 @@
 // Unit tests of the supervisor's loop with a ManualClock and a fake ProcessRunner: whole
 // scenarios (preemption, grace, budget, backoff, cadence) run in milliseconds of real time.
 #include "supervise/supervisor.h"
+#include "spot/interval.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -270,7 +271,7 @@ TEST_F(SupervisorTest, AutoCadenceFollowsDalyFromTheMeasuredDuration) {
   supervisor.Run();
   ASSERT_TRUE(interval_after_first);
   // delta = 300 s, M = 24 h + ~2101 s observed, no failures.
-  EXPECT_NEAR(*interval_after_first, DalyIntervalSeconds(300, 24 * 3600 + 2101), 30);
+  EXPECT_NEAR(*interval_after_first, spot::DalyIntervalSeconds(300, 24 * 3600 + 2101), 30);
   EXPECT_NEAR(*interval_after_first / 60, 118, 2);
 }
 

@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
     }
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
   }
-  std::printf("fuzz driver: %zu corpus inputs, %ld mutations, no crash\n", corpus.size(), iterations);
+  std::printf("fuzz driver: %zu corpus inputs, %ld mutations, no crash\n", corpus.size(),
+              iterations);
   return 0;
 }
