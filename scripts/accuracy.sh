@@ -184,7 +184,7 @@ try:
         text = f.read()
 except FileNotFoundError:
     text = "# Accuracy\n\nPrediction error of fulcrum's estimators against published measurements " \
-           "(/work/shared/data/calibration/measured.csv).\n\n"
+           "(../shared/data/calibration/measured.csv).\n\n"
 begin, end = text.find("<!-- memory:begin"), text.find("<!-- memory:end -->")
 if begin >= 0 and end >= 0:
     text = text[:begin] + section + text[end + len("<!-- memory:end -->\n"):]
