@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "telemetry/gpu_sample.h"
+
 namespace fulcrum::alert {
 namespace {
 
@@ -102,34 +104,10 @@ std::optional<RuleKind> ParseRuleKind(std::string_view text) {
   return std::nullopt;
 }
 
-const std::vector<std::string>& KnownMetrics() {
-  // docs/API.md "Metric names", plus job_running (fed by the agent from the supervisor's jobs).
-  static const std::vector<std::string> kMetrics = {
-      "gpu_utilization_ratio",
-      "gpu_memory_utilization_ratio",
-      "gpu_memory_used_bytes",
-      "gpu_memory_total_bytes",
-      "gpu_power_watts",
-      "gpu_power_limit_watts",
-      "gpu_temperature_celsius",
-      "gpu_sm_clock_hz",
-      "gpu_memory_clock_hz",
-      "gpu_clock_event_reasons",
-      "gpu_thermal_slowdown",
-      "gpu_power_capped",
-      "gpu_ecc_corrected_errors_total",
-      "gpu_ecc_uncorrected_errors_total",
-      "gpu_xid_last",
-      "gpu_pcie_tx_bytes_per_second",
-      "gpu_pcie_rx_bytes_per_second",
-      "job_running",
-  };
-  return kMetrics;
-}
-
+// The metrics on /metrics (telemetry::Metrics(), the one list; docs/API.md) plus job_running,
+// which the agent feeds from the supervisor's jobs.
 bool IsKnownMetric(std::string_view name) {
-  const auto& metrics = KnownMetrics();
-  return std::find(metrics.begin(), metrics.end(), name) != metrics.end();
+  return name == "job_running" || telemetry::FindMetric(name) != nullptr;
 }
 
 std::string ExpandTemplate(std::string_view text, double value, double threshold,

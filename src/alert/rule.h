@@ -61,8 +61,7 @@ std::optional<CompareOp> ParseCompareOp(std::string_view text);
 std::string_view ToString(RuleKind kind);  // "threshold", "increase", "swing"
 std::optional<RuleKind> ParseRuleKind(std::string_view text);
 
-// Metric names a rule may use: docs/API.md's list plus "job_running".
-const std::vector<std::string>& KnownMetrics();
+// Whether a rule may use the metric: one of telemetry::Metrics() (docs/API.md) or "job_running".
 bool IsKnownMetric(std::string_view name);
 
 // Substitutes `{{ $value }}`, `{{ $threshold }}`, `{{ $labels.NAME }}` (any spacing inside the
