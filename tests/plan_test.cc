@@ -252,7 +252,8 @@ TEST(PlanWarningsTest, LowMemoryHeadroom) {
   }
   EXPECT_TRUE(seen);
   // The default keeps >= 10 % free: never warned.
-  for (const json& c : PlanJson(kFixture7b, true)["candidates"]) {
+  const json defaults = PlanJson(kFixture7b, true);  // named: a range-for over a temporary's
+  for (const json& c : defaults["candidates"]) {     // member would dangle
     EXPECT_FALSE(HasWarning(c, "low-memory-headroom"));
   }
 }
