@@ -10,21 +10,8 @@
 #include <vector>
 
 #include "estimate/memory.h"
+#include "support/alloc_counter.h"
 #include "workload/model_io.h"
-
-namespace {
-
-std::atomic<long> g_allocations{0};
-
-}  // namespace
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -70,12 +57,12 @@ void BM_EstimateMemory(benchmark::State& state) {
   const std::vector<Training> layouts = Layouts();
   size_t i = 0;
   double sink = 0;
-  const long before = g_allocations.load();
+  const long before = fulcrum::bench_support::AllocationCount();
   for (auto _ : state) {
     sink += fulcrum::estimate::EstimateMemory(model, layouts[i]).peak_bytes_per_gpu;
     if (++i == layouts.size()) i = 0;
   }
-  const long allocations = g_allocations.load() - before;
+  const long allocations = fulcrum::bench_support::AllocationCount() - before;
   benchmark::DoNotOptimize(sink);
   state.counters["allocations"] = static_cast<double>(allocations);
   state.counters["evaluations_per_s"] =

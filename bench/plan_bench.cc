@@ -13,19 +13,8 @@
 #include "estimate/compute.h"
 #include "plan/search.h"
 #include "plan/spec.h"
+#include "support/alloc_counter.h"
 #include "workload/model_io.h"
-
-namespace {
-std::atomic<long> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -66,13 +55,13 @@ void BM_SearchLayouts(benchmark::State& state) {
   int64_t configurations = 0;
   long allocations = 0;
   for (auto _ : state) {
-    const long before = g_allocations.load();
+    const long before = fulcrum::bench_support::AllocationCount();
     for (int nodes : {1, 2, 4, 8, 16}) {
       const auto best = fulcrum::plan::SearchLayouts(model, base, hw, capacity, nodes * 8, 0.10);
       configurations += best.evaluated;
       benchmark::DoNotOptimize(best);
     }
-    allocations += g_allocations.load() - before;
+    allocations += fulcrum::bench_support::AllocationCount() - before;
   }
   state.counters["configurations_per_s"] =
       benchmark::Counter(static_cast<double>(configurations), benchmark::Counter::kIsRate);
