@@ -209,17 +209,28 @@ class HfReader {
 
 // LLaMA-family configs (LlamaConfig, MistralConfig, Qwen2Config in transformers): gated MLP,
 // RMSNorm, rotary positions, untied embeddings by default.
+// The dimensions that LLaMA-, NeoX- and BERT-style configs name alike: num_hidden_layers,
+// hidden_size, num_attention_heads, intermediate_size, vocab_size; kv heads from
+// `kv_heads_field` when given (default: one per attention head).
+Status ReadTransformerDims(const HfReader& r, const char* kv_heads_field, Model& m) {
+  FULCRUM_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers"));
+  FULCRUM_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads"));
+  m.kv_heads = m.heads;
+  if (*kv_heads_field != '\0') {
+    FULCRUM_ASSIGN_OR_RETURN(m.kv_heads, r.IntOr(kv_heads_field, m.heads));
+  }
+  FULCRUM_ASSIGN_OR_RETURN(m.ffn_hidden, r.Int("intermediate_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size"));
+  return Status::Ok();
+}
+
 Result<Model> LlamaLike(const HfReader& r, bool qwen) {
   Model m;
   m.mlp = MlpKind::kSwiglu;
   m.norm = NormKind::kRmsNorm;
   m.position = PositionKind::kRotary;
-  FULCRUM_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers"));
-  FULCRUM_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size"));
-  FULCRUM_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads"));
-  FULCRUM_ASSIGN_OR_RETURN(m.kv_heads, r.IntOr("num_key_value_heads", m.heads));
-  FULCRUM_ASSIGN_OR_RETURN(m.ffn_hidden, r.Int("intermediate_size"));
-  FULCRUM_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size"));
+  FULCRUM_RETURN_IF_ERROR(ReadTransformerDims(r, "num_key_value_heads", m));
   FULCRUM_ASSIGN_OR_RETURN(m.max_seq_len, r.IntOr("max_position_embeddings", 0));
   FULCRUM_ASSIGN_OR_RETURN(m.tied_embeddings, r.BoolOr("tie_word_embeddings", false));
   FULCRUM_ASSIGN_OR_RETURN(bool attention_bias, r.BoolOr("attention_bias", false));
@@ -251,12 +262,7 @@ Result<Model> GptNeoX(const HfReader& r) {
   m.norm = NormKind::kLayerNorm;
   m.position = PositionKind::kRotary;
   m.linear_bias = true;
-  FULCRUM_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers"));
-  FULCRUM_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size"));
-  FULCRUM_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads"));
-  m.kv_heads = m.heads;
-  FULCRUM_ASSIGN_OR_RETURN(m.ffn_hidden, r.Int("intermediate_size"));
-  FULCRUM_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size"));
+  FULCRUM_RETURN_IF_ERROR(ReadTransformerDims(r, "", m));
   FULCRUM_ASSIGN_OR_RETURN(m.max_seq_len, r.IntOr("max_position_embeddings", 0));
   FULCRUM_ASSIGN_OR_RETURN(m.tied_embeddings, r.BoolOr("tie_word_embeddings", false));
   m.dropout = r.NumberOr("hidden_dropout", 0) > 0;
@@ -270,12 +276,7 @@ Result<Model> Bert(const HfReader& r) {
   m.position = PositionKind::kLearned;
   m.linear_bias = true;
   m.tied_embeddings = true;
-  FULCRUM_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers"));
-  FULCRUM_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size"));
-  FULCRUM_ASSIGN_OR_RETURN(m.heads, r.Int("num_attention_heads"));
-  m.kv_heads = m.heads;
-  FULCRUM_ASSIGN_OR_RETURN(m.ffn_hidden, r.Int("intermediate_size"));
-  FULCRUM_ASSIGN_OR_RETURN(m.vocab, r.Int("vocab_size"));
+  FULCRUM_RETURN_IF_ERROR(ReadTransformerDims(r, "", m));
   FULCRUM_ASSIGN_OR_RETURN(m.max_seq_len, r.Int("max_position_embeddings"));
   FULCRUM_ASSIGN_OR_RETURN(m.type_vocab, r.IntOr("type_vocab_size", 2));
   m.dropout = r.NumberOr("hidden_dropout_prob", 0.1) > 0;
