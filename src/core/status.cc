@@ -40,7 +40,15 @@ std::string Status::ToString() const {
 
 Status Status::WithContext(const std::string& prefix) const {
   if (ok()) return *this;
-  return Status(code_, prefix + ": " + message_);
+  Status out(code_, prefix + ": " + message_);
+  out.detail_ = detail_;
+  return out;
+}
+
+Status Status::WithDetail(ErrorDetail detail) const {
+  Status out = *this;
+  out.detail_ = std::make_shared<const ErrorDetail>(std::move(detail));
+  return out;
 }
 
 }  // namespace fulcrum

@@ -4,10 +4,12 @@
 // cheap to move, not thread-safe to mutate concurrently (like any value type).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace fulcrum {
 
@@ -18,6 +20,18 @@ enum class StatusCode {
   kIoError,       // the OS refused (disk, network, process): exit code 1
   kUnavailable,   // a peer or device is not there right now: exit code 1
   kInternal,      // a bug or an impossible state: exit code 1
+};
+
+// Where and what, for an input error: what `--json` prints as
+// {"error": {"message", "file", "line", "field", "expected", "found", "nearest"}}. Empty strings,
+// an unset line and an empty `nearest` mean "not known" and are printed as null / [].
+struct ErrorDetail {
+  std::string file;
+  std::optional<int> line;  // 1-based
+  std::string field;
+  std::string expected;
+  std::string found;
+  std::vector<std::string> nearest;  // the closest valid names, best first
 };
 
 class [[nodiscard]] Status {
@@ -42,12 +56,20 @@ class [[nodiscard]] Status {
   int ExitCode() const;
   // "invalid input: <message>" and similar; "ok" when ok.
   std::string ToString() const;
-  // Returns a copy whose message is "<prefix>: <message>" (adds context on the way up).
+  // Returns a copy whose message is "<prefix>: <message>" (adds context on the way up). The
+  // detail, if any, is kept.
   Status WithContext(const std::string& prefix) const;
+
+  // The structured form of the message, when the code that failed knew it (loaders, parsers,
+  // name lookups); nullptr otherwise. The message stays the complete human-readable text.
+  const ErrorDetail* detail() const { return detail_.get(); }
+  // Returns a copy carrying `detail`.
+  Status WithDetail(ErrorDetail detail) const;
 
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::shared_ptr<const ErrorDetail> detail_;  // immutable once set, so sharing copies is safe
 };
 
 template <typename T>
