@@ -43,7 +43,7 @@ std::string MajorMinor(const std::string& version) {
 
 Result<DriverTable> LoadDriverTable(const std::string& catalog_dir) {
   DriverTable driver_table;
-  FULCRUM_ASSIGN_OR_RETURN(Table by_cuda,
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable by_cuda,
                            LoadTableFile(catalog_dir + "/cuda_driver.csv", kCudaDriverSchema));
   for (size_t i = 0; i < by_cuda.size(); ++i) {
     RowReader row = by_cuda.Row(i);
@@ -56,7 +56,7 @@ Result<DriverTable> LoadDriverTable(const std::string& catalog_dir) {
                              DriverVersion(row, "min_driver_linux"));
   }
   FULCRUM_ASSIGN_OR_RETURN(
-      Table by_major, LoadTableFile(catalog_dir + "/cuda_minor_compat.csv", kMinorCompatSchema));
+      CsvTable by_major, LoadTableFile(catalog_dir + "/cuda_minor_compat.csv", kMinorCompatSchema));
   for (size_t i = 0; i < by_major.size(); ++i) {
     RowReader row = by_major.Row(i);
     FULCRUM_ASSIGN_OR_RETURN(int major, row.Int("cuda_major", 1, 1000));

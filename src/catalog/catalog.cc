@@ -188,7 +188,7 @@ std::string DefaultUserOffersDir() {
 }
 
 Status CatalogBuilder::ParseGpus(const CatalogFile& file, Catalog& catalog) {
-  FULCRUM_ASSIGN_OR_RETURN(Table table, ParseTable(file.text, file.name, kGpuSchema));
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table, ParseTable(file.text, file.name, kGpuSchema));
   std::map<std::string, std::string> seen;  // name key -> "file:line (name)"
   for (size_t i = 0; i < table.size(); ++i) {
     RowReader row = table.Row(i);
@@ -209,7 +209,7 @@ Status CatalogBuilder::ParseGpus(const CatalogFile& file, Catalog& catalog) {
 }
 
 Status CatalogBuilder::ParseProviders(const CatalogFile& file, Catalog& catalog) {
-  FULCRUM_ASSIGN_OR_RETURN(Table table, ParseTable(file.text, file.name, kProviderSchema));
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table, ParseTable(file.text, file.name, kProviderSchema));
   for (size_t i = 0; i < table.size(); ++i) {
     RowReader row = table.Row(i);
     FULCRUM_ASSIGN_OR_RETURN(Provider provider, ParseProvider(row));
@@ -226,7 +226,7 @@ Status CatalogBuilder::ParseCurrencies(const CatalogFile& file, Catalog& catalog
     catalog.currencies_.push_back({"USD", 1.0, "", "identity (no currency.csv)"});
     return Status::Ok();
   }
-  FULCRUM_ASSIGN_OR_RETURN(Table table, ParseTable(file.text, file.name, kCurrencySchema));
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table, ParseTable(file.text, file.name, kCurrencySchema));
   for (size_t i = 0; i < table.size(); ++i) {
     RowReader row = table.Row(i);
     FULCRUM_ASSIGN_OR_RETURN(CurrencyRate rate, ParseCurrency(row));
@@ -292,7 +292,7 @@ Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& ca
 
 Result<std::vector<Offer>> CatalogBuilder::ParseOffers(const CatalogFile& file,
                                                        const Catalog& catalog, bool user_file) {
-  FULCRUM_ASSIGN_OR_RETURN(Table table, ParseTable(file.text, file.name, kOfferSchema));
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table, ParseTable(file.text, file.name, kOfferSchema));
   std::vector<Offer> offers;
   for (size_t i = 0; i < table.size(); ++i) {
     RowReader row = table.Row(i);

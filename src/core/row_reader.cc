@@ -134,16 +134,16 @@ Result<bool> RowReader::Bool(const std::string& column) const {
   return Error(column, "yes or no");
 }
 
-Result<Table> ParseTable(std::string_view text, const std::string& file,
+Result<CsvTable> ParseTable(std::string_view text, const std::string& file,
                          const TableSchema& schema) {
-  Table table;
+  CsvTable table;
   table.file = file;
   FULCRUM_ASSIGN_OR_RETURN(table.doc, ParseCsv(text, file));
   FULCRUM_ASSIGN_OR_RETURN(table.columns, CheckHeader(table.doc, file, schema));
   return table;
 }
 
-Result<Table> LoadTableFile(const std::string& path, const TableSchema& schema) {
+Result<CsvTable> LoadTableFile(const std::string& path, const TableSchema& schema) {
   FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "a catalog file"));
   return ParseTable(text, path, schema);
 }

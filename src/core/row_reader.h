@@ -63,8 +63,8 @@ class RowReader {
 };
 
 // A parsed table whose header has been checked against its schema. Rows(i) reads record i; the
-// RowReader refers into the Table, which must outlive it.
-struct Table {
+// RowReader refers into the CsvTable, which must outlive it.
+struct CsvTable {
   std::string file;
   CsvDocument doc;
   ColumnIndex columns;
@@ -74,9 +74,9 @@ struct Table {
 };
 
 // ParseCsv + CheckHeader. `file` names the source in messages.
-Result<Table> ParseTable(std::string_view text, const std::string& file,
+Result<CsvTable> ParseTable(std::string_view text, const std::string& file,
                          const TableSchema& schema);
 // Reads `path` whole (NotFound when it is missing) and parses it as ParseTable does.
-Result<Table> LoadTableFile(const std::string& path, const TableSchema& schema);
+Result<CsvTable> LoadTableFile(const std::string& path, const TableSchema& schema);
 
 }  // namespace fulcrum

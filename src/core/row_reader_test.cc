@@ -7,7 +7,7 @@ namespace {
 
 const TableSchema kSchema = {{"name", "size"}, {"count", "flag"}};
 
-Result<Table> Parse(const std::string& text) { return ParseTable(text, "t.csv", kSchema); }
+Result<CsvTable> Parse(const std::string& text) { return ParseTable(text, "t.csv", kSchema); }
 
 TEST(RowReaderTest, TypedCellsByColumnName) {
   auto table = Parse("# comment\nsize,name,count,flag\n 2.5 ,a,3,yes\n1,b,,\n");

@@ -34,7 +34,7 @@ Result<Row> FindByName(const std::vector<Row>& rows, std::string_view name, std:
 }  // namespace
 
 Result<std::vector<StorageKind>> LoadStorageKinds(const std::string& catalog_dir) {
-  FULCRUM_ASSIGN_OR_RETURN(Table table,
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table,
                            LoadTableFile(catalog_dir + "/storage.csv", kStorageSchema));
   std::vector<StorageKind> kinds;
   for (size_t i = 0; i < table.size(); ++i) {
@@ -51,7 +51,7 @@ Result<std::vector<StorageKind>> LoadStorageKinds(const std::string& catalog_dir
 }
 
 Result<std::vector<SpotBand>> LoadSpotBands(const std::string& catalog_dir) {
-  FULCRUM_ASSIGN_OR_RETURN(Table table,
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table,
                            LoadTableFile(catalog_dir + "/spot_bands.csv", kSpotBandSchema));
   std::vector<SpotBand> bands;
   for (size_t i = 0; i < table.size(); ++i) {
