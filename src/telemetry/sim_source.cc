@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/input_error.h"
 #include "core/parse.h"
 #include "core/yaml.h"
 
@@ -87,7 +88,13 @@ Result<std::vector<Fault>> ParseScenario(const std::string& yaml_text, const std
     FULCRUM_ASSIGN_OR_RETURN(YamlNode fault_node, entry.Required("fault"));
     FULCRUM_ASSIGN_OR_RETURN(std::string fault_text, fault_node.Text());
     auto parsed = ParseFaultName(fault_text);
-    if (!parsed.ok()) return parsed.status().WithContext(fault_node.Where());
+    if (!parsed.ok()) {
+      std::vector<std::string> names;
+      for (const auto& f : kFaultNames) names.emplace_back(f.name);
+      return InputError({origin, fault_node.line(), fault_node.field(),
+                         "a fault (" + KnownFaults() + ")", fault_text,
+                         NearestNames(fault_text, names)});
+    }
     Fault fault = *parsed;
     FULCRUM_ASSIGN_OR_RETURN(YamlNode at, entry.Required("at"));
     FULCRUM_ASSIGN_OR_RETURN(fault.at_seconds, at.Duration());

@@ -113,7 +113,14 @@ TEST(SimSourceTest, ScenarioErrorsNameFileLineAndField) {
   EXPECT_NE(typo.status().message().find("did you mean over?"), std::string::npos);
   auto unknown = ParseScenario("- {at: 1s, gpu: 0, fault: meltdown}", "s.yaml");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("meltdown"), std::string::npos);
+  EXPECT_EQ(unknown.status().message(),
+            "s.yaml:1: faults[0].fault: expected a fault (overheat, heat-ramp, thermal-slowdown, "
+            "power-cap, ecc-uncorrectable, utilization-collapse, memory-leak, process-exit, "
+            "recover, xid:N), found \"meltdown\"");
+  auto near = ParseScenario("- {at: 1s, gpu: 0, fault: overheet}", "s.yaml");
+  ASSERT_FALSE(near.ok());
+  EXPECT_NE(near.status().message().find("did you mean overheat?"), std::string::npos)
+      << near.status().message();
   EXPECT_FALSE(ParseScenario("- {at: 1s, gpu: 0, fault: 'xid:abc'}", "s.yaml").ok());
 }
 
