@@ -143,11 +143,12 @@ std::string OfferWhere(const Offer& offer) {
 }
 
 Status DuplicateOffer(const Offer& offer, const Offer& first) {
-  return Status::InvalidInput(OfferWhere(offer) +
-                              ": instance_type: expected a unique provider + instance_type + "
-                              "region, found \"" +
-                              offer.instance_type + "\" in \"" + offer.region +
-                              "\" again (first on " + OfferWhere(first) + ")");
+  return InputError({offer.origin, offer.line, "instance_type",
+                     "a unique provider + instance_type + region",
+                     "\"" + offer.instance_type + "\" in \"" + offer.region +
+                         "\" again (first on " + OfferWhere(first) + ")",
+                     {}},
+                    FoundIs::kDescription);
 }
 
 Result<std::vector<CatalogFile>> ReadUserOffers(const std::string& dir) {
@@ -198,9 +199,9 @@ Status CatalogBuilder::ParseGpus(const CatalogFile& file, Catalog& catalog) {
     for (const auto& [column, name] : names) {
       auto [it, inserted] = seen.emplace(NameKey(name), row.Where() + " (" + gpu.name + ")");
       if (!inserted && it->second != row.Where() + " (" + gpu.name + ")") {
-        return Status::InvalidInput(row.Where() + ": " + column +
-                                    ": expected a GPU name or alias used once, found \"" + name +
-                                    "\" already used on " + it->second);
+        return InputError({file.name, row.line(), column, "a GPU name or alias used once",
+                           "\"" + name + "\" already used on " + it->second, {}},
+                          FoundIs::kDescription);
       }
     }
     catalog.gpus_.push_back(std::move(gpu));
@@ -247,12 +248,20 @@ Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& ca
   } else if (!user_file) {
     std::vector<std::string> names;
     for (const auto& p : catalog.providers_) names.push_back(p.name);
-    return row.Error("provider", "a provider of providers.csv (" + JoinNames(names) + ")");
+    return row.Error("provider", "a provider of providers.csv (" + JoinNames(names) + ")",
+                     NearestNames(offer.provider, names));
   }
   FULCRUM_ASSIGN_OR_RETURN(offer.instance_type, row.RequiredText("instance_type"));
   FULCRUM_ASSIGN_OR_RETURN(offer.region, row.RequiredText("region"));
   const Gpu* gpu = catalog.FindGpu(row.Text("gpu"));
-  if (gpu == nullptr) return row.Error("gpu", "a GPU name or alias of gpus.csv");
+  if (gpu == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& g : catalog.gpus_) {
+      names.push_back(g.name);
+      names.insert(names.end(), g.aliases.begin(), g.aliases.end());
+    }
+    return row.Error("gpu", "a GPU name or alias of gpus.csv", NearestNames(row.Text("gpu"), names));
+  }
   offer.gpu = gpu->name;
   FULCRUM_ASSIGN_OR_RETURN(offer.gpu_count, row.Int("gpu_count", 1, kMaxGpusPerInstance));
   FULCRUM_ASSIGN_OR_RETURN(offer.vcpus, row.OptionalInt("vcpus", 1, 1 << 20));

@@ -68,8 +68,9 @@ Result<ColumnIndex> CheckHeader(const CsvDocument& doc, const std::string& file,
 
 std::string RowReader::Where() const { return file_ + ":" + std::to_string(record_.line); }
 
-Status RowReader::Error(const std::string& column, const std::string& expected) const {
-  return InputError({file_, record_.line, column, expected, Text(column), {}});
+Status RowReader::Error(const std::string& column, const std::string& expected,
+                        std::vector<std::string> nearest) const {
+  return InputError({file_, record_.line, column, expected, Text(column), std::move(nearest)});
 }
 
 std::string RowReader::Text(const std::string& column) const {

@@ -39,7 +39,9 @@ class RowReader {
   // "file:line" for messages.
   std::string Where() const;
   // An InvalidInput status "file:line: column: expected <expected>, found \"<cell>\"".
-  Status Error(const std::string& column, const std::string& expected) const;
+  // `nearest`: the closest valid names (e.g. NearestNames(cell, known)), shown as "did you mean".
+  Status Error(const std::string& column, const std::string& expected,
+               std::vector<std::string> nearest = {}) const;
 
   // The trimmed cell; "" for an optional column that the file does not have.
   std::string Text(const std::string& column) const;
