@@ -641,5 +641,19 @@ TEST(AgentHelpTest, HelpDocumentsEveryFlag) {
   EXPECT_NE(r.out.find("--since"), std::string::npos);
 }
 
+// issue 19: an empty rule set is accepted (sampling and the API still serve) but warned about.
+TEST_F(AgentE2E, EmptyRuleSetStartsWithAWarning) {
+  auto args = SimArgs("");
+  WriteFile(dir_ + "/rules.yaml", "rules: []\n");
+  AgentProcess agent(dir_, args);
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  ASSERT_TRUE(WaitFor([&] { return agent.err().find("the rule set is empty") != std::string::npos; },
+                      10))
+      << agent.err();
+  EXPECT_NE(agent.err().find("rules.yaml:1: rules: the rule set is empty"), std::string::npos)
+      << agent.err();
+  EXPECT_TRUE(agent.Get("/v1/health").is_object());
+}
+
 }  // namespace
 }  // namespace fulcrum::testing

@@ -114,7 +114,9 @@ struct Agent::Impl {
     if (config.rules.empty()) {
       FULCRUM_ASSIGN_OR_RETURN(rules, alert::DefaultRules());
     } else {
-      FULCRUM_ASSIGN_OR_RETURN(rules, alert::LoadRulesFile(config.rules));
+      std::vector<std::string> warnings;
+      FULCRUM_ASSIGN_OR_RETURN(rules, alert::LoadRulesFile(config.rules, &warnings));
+      for (const std::string& warning : warnings) spdlog::warn("{}", warning);
     }
     evaluator = std::make_unique<alert::Evaluator>(std::move(rules));
     FULCRUM_ASSIGN_OR_RETURN(auto states, db->LoadAlertStates());

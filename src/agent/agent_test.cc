@@ -49,15 +49,54 @@ idle: {enabled: true, dry_run: false, after: 10m, warn_before: 1m, command: [ech
   EXPECT_TRUE(ValidateAgentConfig(c).ok());
 }
 
+TEST(AgentConfigTest, DuplicateKeysRefused) {
+  AgentConfig c;
+  Status st = ParseAgentConfigYaml("interval: 1s\nlisten: a\ninterval: 5s\n", "agent.yaml", c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(),
+            "agent.yaml:3: interval: expected each key once in a mapping, found \"interval\" "
+            "again (first on line 1)");
+  st = ParseAgentConfigYaml("idle:\n  after: 1h\n  after: 2h\n", "agent.yaml", c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("agent.yaml:3: idle.after: expected each key once"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(AgentConfigTest, NonFiniteNumbersRefused) {
+  for (const char* bad : {".inf", ".nan", "nan", "1e400", "-.inf"}) {
+    AgentConfig c;
+    Status st = ParseAgentConfigYaml(std::string("idle:\n  utilization_below_pct: ") + bad + "\n",
+                                     "agent.yaml", c);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_EQ(st.message(), std::string("agent.yaml:2: idle.utilization_below_pct: expected a "
+                                        "number, found \"") +
+                                bad + "\"");
+    st = ParseAgentConfigYaml(std::string("interval: ") + bad + "\n", "agent.yaml", c);
+    ASSERT_FALSE(st.ok()) << bad;
+    st = ParseAgentConfigYaml(std::string("sim_gpus: ") + bad + "\n", "agent.yaml", c);
+    ASSERT_FALSE(st.ok()) << bad;
+  }
+}
+
 TEST(AgentConfigTest, ErrorsNameFileLineAndField) {
   AgentConfig c;
   Status st = ParseAgentConfigYaml("source: sim\ninterval: soon\n", "agent.yaml", c);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("agent.yaml:2"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("'interval'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("agent.yaml:2: interval: expected a duration"), std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("found \"soon\""), std::string::npos) << st.message();
   st = ParseAgentConfigYaml("sourse: sim\n", "agent.yaml", c);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("unknown setting"), std::string::npos);
+  EXPECT_NE(st.message().find("agent.yaml:1: sourse: expected a known field (source, "),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("did you mean source?"), std::string::npos) << st.message();
+  st = ParseAgentConfigYaml("idle:\n  after: 1h\n  aftre: 2h\n", "agent.yaml", c);
+  EXPECT_NE(st.message().find("agent.yaml:3: idle.aftre: expected a known field"),
+            std::string::npos)
+      << st.message();
   AgentConfig bad;
   bad.source = "gpu";
   EXPECT_EQ(ValidateAgentConfig(bad).code(), StatusCode::kInvalidInput);

@@ -1,16 +1,16 @@
 #include "agent/config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <fstream>
 #include <sstream>
 
 #include "alert/notify.h"
 #include "core/parse.h"
+#include "core/yaml.h"
 
 namespace fulcrum::agent {
 namespace {
 
+// Settings may be spelled with dashes like the flags ("data-dir" = "data_dir").
 std::string Key(std::string key) {
   for (char& c : key) {
     if (c == '-') c = '_';
@@ -18,95 +18,56 @@ std::string Key(std::string key) {
   return key;
 }
 
-std::string Where(const std::string& origin, const YAML::Node& node, const std::string& key) {
-  return origin + ":" + std::to_string(node.Mark().line + 1) + ": field '" + key + "'";
-}
-
-Result<std::string> Scalar(const std::string& where, const YAML::Node& node) {
-  if (!node.IsScalar()) return Status::InvalidInput(where + ": expected a single value");
-  return node.as<std::string>();
-}
-
-Result<double> Duration(const std::string& where, const YAML::Node& node) {
-  FULCRUM_ASSIGN_OR_RETURN(std::string text, Scalar(where, node));
-  auto seconds = ParseDurationSeconds(text);
-  if (!seconds.ok()) return seconds.status().WithContext(where);
-  return *seconds;
-}
-
-Result<double> Number(const std::string& where, const YAML::Node& node) {
-  FULCRUM_ASSIGN_OR_RETURN(std::string text, Scalar(where, node));
-  auto value = ParseDouble(text);
-  if (!value.ok()) return value.status().WithContext(where);
-  return *value;
-}
-
-Result<bool> Bool(const std::string& where, const YAML::Node& node) {
-  FULCRUM_ASSIGN_OR_RETURN(std::string text, Scalar(where, node));
-  std::string lower = ToLower(text);
-  if (lower == "true" || lower == "yes" || lower == "on") return true;
-  if (lower == "false" || lower == "no" || lower == "off") return false;
-  return Status::InvalidInput(where + ": expected true or false, found '" + text + "'");
-}
-
-Status ParseReceiver(const std::string& origin, const YAML::Node& node, ReceiverConfig& r) {
-  if (!node.IsMap()) {
-    return Status::InvalidInput(origin + ":" + std::to_string(node.Mark().line + 1) +
-                                ": a receiver is {name, url, format, token}");
-  }
-  for (const auto& item : node) {
-    std::string key = Key(item.first.as<std::string>());
-    std::string where = Where(origin, item.first, key);
-    FULCRUM_ASSIGN_OR_RETURN(std::string value, Scalar(where, item.second));
+Status ParseReceiver(const YamlNode& node, ReceiverConfig& r) {
+  static const std::vector<std::string> kKnown = {"name", "url", "format", "token"};
+  FULCRUM_ASSIGN_OR_RETURN(auto entries, node.Entries());
+  for (const auto& [raw_key, v] : entries) {
+    const std::string key = Key(raw_key);
     if (key == "name") {
-      r.name = value;
+      FULCRUM_ASSIGN_OR_RETURN(r.name, v.Text());
     } else if (key == "url") {
-      r.url = value;
+      FULCRUM_ASSIGN_OR_RETURN(r.url, v.Text());
     } else if (key == "format") {
-      r.format = value;
+      FULCRUM_ASSIGN_OR_RETURN(r.format, v.Text());
     } else if (key == "token") {
-      r.token = value;
+      FULCRUM_ASSIGN_OR_RETURN(r.token, v.Text());
     } else {
-      return Status::InvalidInput(where +
-                                  ": unknown receiver field (expected name, url, format, token)");
+      return v.UnknownFieldError(kKnown);
     }
   }
-  if (r.url.empty()) return Status::InvalidInput(origin + ": a receiver needs a url");
+  if (r.url.empty()) return node.MissingError("url", "a receiver url");
   return Status::Ok();
 }
 
-Status ParseIdle(const std::string& origin, const YAML::Node& node, IdleConfig& idle) {
-  if (!node.IsMap()) return Status::InvalidInput(origin + ": 'idle' must be a mapping");
-  for (const auto& item : node) {
-    std::string key = Key(item.first.as<std::string>());
-    std::string where = Where(origin, item.first, "idle." + key);
+Status ParseIdle(const YamlNode& node, IdleConfig& idle) {
+  static const std::vector<std::string> kKnown = {
+      "enabled",           "dry_run",  "after", "warn_before", "utilization_below_pct",
+      "memory_below_ratio", "heartbeat_max_age", "command"};
+  FULCRUM_ASSIGN_OR_RETURN(auto entries, node.Entries());
+  for (const auto& [raw_key, v] : entries) {
+    const std::string key = Key(raw_key);
     if (key == "enabled") {
-      FULCRUM_ASSIGN_OR_RETURN(idle.enabled, Bool(where, item.second));
+      FULCRUM_ASSIGN_OR_RETURN(idle.enabled, v.Bool());
     } else if (key == "dry_run") {
-      FULCRUM_ASSIGN_OR_RETURN(idle.dry_run, Bool(where, item.second));
+      FULCRUM_ASSIGN_OR_RETURN(idle.dry_run, v.Bool());
     } else if (key == "after") {
-      FULCRUM_ASSIGN_OR_RETURN(idle.after_seconds, Duration(where, item.second));
+      FULCRUM_ASSIGN_OR_RETURN(idle.after_seconds, v.Duration());
     } else if (key == "warn_before") {
-      FULCRUM_ASSIGN_OR_RETURN(idle.warn_before_seconds, Duration(where, item.second));
+      FULCRUM_ASSIGN_OR_RETURN(idle.warn_before_seconds, v.Duration());
     } else if (key == "utilization_below_pct") {
-      FULCRUM_ASSIGN_OR_RETURN(idle.utilization_below_pct, Number(where, item.second));
+      FULCRUM_ASSIGN_OR_RETURN(idle.utilization_below_pct, v.Number());
     } else if (key == "memory_below_ratio") {
-      FULCRUM_ASSIGN_OR_RETURN(idle.memory_below_ratio, Number(where, item.second));
+      FULCRUM_ASSIGN_OR_RETURN(idle.memory_below_ratio, v.Number());
     } else if (key == "heartbeat_max_age") {
-      FULCRUM_ASSIGN_OR_RETURN(idle.heartbeat_max_age_seconds, Duration(where, item.second));
+      FULCRUM_ASSIGN_OR_RETURN(idle.heartbeat_max_age_seconds, v.Duration());
     } else if (key == "command") {
-      if (!item.second.IsSequence() || item.second.size() == 0) {
-        return Status::InvalidInput(where +
-                                    ": expected a non-empty list (argv, no shell), e.g. "
-                                    "[shutdown, -h, now]");
-      }
-      idle.command.clear();
-      for (const auto& arg : item.second) idle.command.push_back(arg.as<std::string>());
+      const std::string expected = "a non-empty list (argv, no shell), e.g. [shutdown, -h, now]";
+      if (!v.IsSequence()) return v.Error(expected);
+      FULCRUM_ASSIGN_OR_RETURN(std::vector<std::string> argv, v.StringList());
+      if (argv.empty()) return v.Error(expected);
+      idle.command = std::move(argv);
     } else {
-      return Status::InvalidInput(where +
-                                  ": unknown idle field (expected enabled, dry_run, after, "
-                                  "warn_before, utilization_below_pct, memory_below_ratio, "
-                                  "heartbeat_max_age, command)");
+      return v.UnknownFieldError(kKnown);
     }
   }
   return Status::Ok();
@@ -115,78 +76,68 @@ Status ParseIdle(const std::string& origin, const YAML::Node& node, IdleConfig& 
 }  // namespace
 
 Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, AgentConfig& c) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidInput(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  static const std::vector<std::string> kKnown = {
+      "source",   "sim_gpus", "sim_scenario", "listen", "data_dir", "rules",    "interval",
+      "receiver", "receiver_format", "receivers", "token", "record", "hostname", "retention",
+      "idle"};
+  FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   if (root.IsNull()) return Status::Ok();
-  if (!root.IsMap()) return Status::InvalidInput(origin + ": expected a mapping of settings");
+  if (!root.IsMap()) return root.Error("a mapping of settings");
   std::optional<std::string> receiver_url, receiver_format;
-  try {
-    for (const auto& item : root) {
-      std::string key = Key(item.first.as<std::string>());
-      std::string where = Where(origin, item.first, key);
-      const YAML::Node& v = item.second;
-      if (key == "source") {
-        FULCRUM_ASSIGN_OR_RETURN(c.source, Scalar(where, v));
-      } else if (key == "sim_gpus") {
-        FULCRUM_ASSIGN_OR_RETURN(double n, Number(where, v));
-        c.sim_gpus = static_cast<int>(n);
-      } else if (key == "sim_scenario") {
-        FULCRUM_ASSIGN_OR_RETURN(c.sim_scenario, Scalar(where, v));
-      } else if (key == "listen") {
-        FULCRUM_ASSIGN_OR_RETURN(c.listen, Scalar(where, v));
-      } else if (key == "data_dir") {
-        FULCRUM_ASSIGN_OR_RETURN(c.data_dir, Scalar(where, v));
-      } else if (key == "rules") {
-        FULCRUM_ASSIGN_OR_RETURN(c.rules, Scalar(where, v));
-      } else if (key == "interval") {
-        FULCRUM_ASSIGN_OR_RETURN(c.interval_seconds, Duration(where, v));
-      } else if (key == "receiver") {
-        FULCRUM_ASSIGN_OR_RETURN(receiver_url, Scalar(where, v));
-      } else if (key == "receiver_format") {
-        FULCRUM_ASSIGN_OR_RETURN(receiver_format, Scalar(where, v));
-      } else if (key == "receivers") {
-        if (!v.IsSequence()) return Status::InvalidInput(where + ": expected a list of receivers");
-        c.receivers.clear();
-        for (const auto& r : v) {
-          ReceiverConfig receiver;
-          FULCRUM_RETURN_IF_ERROR(ParseReceiver(origin, r, receiver));
-          c.receivers.push_back(receiver);
-        }
-      } else if (key == "token") {
-        FULCRUM_ASSIGN_OR_RETURN(c.token, Scalar(where, v));
-      } else if (key == "record") {
-        FULCRUM_ASSIGN_OR_RETURN(c.record, Scalar(where, v));
-      } else if (key == "hostname") {
-        FULCRUM_ASSIGN_OR_RETURN(c.hostname, Scalar(where, v));
-      } else if (key == "retention") {
-        if (!v.IsMap()) return Status::InvalidInput(where + ": expected {raw: 48h, rollups: 30d}");
-        for (const auto& r : v) {
-          std::string rkey = Key(r.first.as<std::string>());
-          std::string rwhere = Where(origin, r.first, "retention." + rkey);
-          if (rkey == "raw") {
-            FULCRUM_ASSIGN_OR_RETURN(c.raw_retention_seconds, Duration(rwhere, r.second));
-          } else if (rkey == "rollups") {
-            FULCRUM_ASSIGN_OR_RETURN(c.rollup_retention_seconds, Duration(rwhere, r.second));
-          } else {
-            return Status::InvalidInput(rwhere + ": unknown (expected raw, rollups)");
-          }
-        }
-      } else if (key == "idle") {
-        FULCRUM_RETURN_IF_ERROR(ParseIdle(origin, v, c.idle));
-      } else {
-        return Status::InvalidInput(
-            where +
-            ": unknown setting (expected source, sim_gpus, sim_scenario, listen, "
-            "data_dir, rules, interval, receiver, receiver_format, receivers, token, "
-            "record, hostname, retention, idle)");
+  FULCRUM_ASSIGN_OR_RETURN(auto entries, root.Entries());
+  for (const auto& [raw_key, v] : entries) {
+    const std::string key = Key(raw_key);
+    if (key == "source") {
+      FULCRUM_ASSIGN_OR_RETURN(c.source, v.Text());
+    } else if (key == "sim_gpus") {
+      FULCRUM_ASSIGN_OR_RETURN(double n, v.Number());
+      c.sim_gpus = static_cast<int>(n);
+    } else if (key == "sim_scenario") {
+      FULCRUM_ASSIGN_OR_RETURN(c.sim_scenario, v.Text());
+    } else if (key == "listen") {
+      FULCRUM_ASSIGN_OR_RETURN(c.listen, v.Text());
+    } else if (key == "data_dir") {
+      FULCRUM_ASSIGN_OR_RETURN(c.data_dir, v.Text());
+    } else if (key == "rules") {
+      FULCRUM_ASSIGN_OR_RETURN(c.rules, v.Text());
+    } else if (key == "interval") {
+      FULCRUM_ASSIGN_OR_RETURN(c.interval_seconds, v.Duration());
+    } else if (key == "receiver") {
+      FULCRUM_ASSIGN_OR_RETURN(receiver_url, v.Text());
+    } else if (key == "receiver_format") {
+      FULCRUM_ASSIGN_OR_RETURN(receiver_format, v.Text());
+    } else if (key == "receivers") {
+      FULCRUM_ASSIGN_OR_RETURN(std::vector<YamlNode> items, v.Items("a list of receivers"));
+      c.receivers.clear();
+      for (const YamlNode& item : items) {
+        ReceiverConfig receiver;
+        FULCRUM_RETURN_IF_ERROR(ParseReceiver(item, receiver));
+        c.receivers.push_back(receiver);
       }
+    } else if (key == "token") {
+      FULCRUM_ASSIGN_OR_RETURN(c.token, v.Text());
+    } else if (key == "record") {
+      FULCRUM_ASSIGN_OR_RETURN(c.record, v.Text());
+    } else if (key == "hostname") {
+      FULCRUM_ASSIGN_OR_RETURN(c.hostname, v.Text());
+    } else if (key == "retention") {
+      if (!v.IsMap()) return v.Error("{raw: 48h, rollups: 30d}");
+      FULCRUM_ASSIGN_OR_RETURN(auto retention, v.Entries());
+      for (const auto& [rkey, r] : retention) {
+        if (Key(rkey) == "raw") {
+          FULCRUM_ASSIGN_OR_RETURN(c.raw_retention_seconds, r.Duration());
+        } else if (Key(rkey) == "rollups") {
+          FULCRUM_ASSIGN_OR_RETURN(c.rollup_retention_seconds, r.Duration());
+        } else {
+          return r.UnknownFieldError({"raw", "rollups"});
+        }
+      }
+    } else if (key == "idle") {
+      if (!v.IsMap()) return v.Error("a mapping");
+      FULCRUM_RETURN_IF_ERROR(ParseIdle(v, c.idle));
+    } else {
+      return v.UnknownFieldError(kKnown);
     }
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidInput(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   if (receiver_url) {
     ReceiverConfig r;

@@ -1,259 +1,169 @@
 #include "alert/rules_yaml.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <fstream>
-#include <set>
+#include <map>
 #include <sstream>
 
+#include "core/input_error.h"
 #include "core/parse.h"
+#include "core/yaml.h"
+#include "telemetry/gpu_sample.h"
 
 namespace fulcrum::alert {
 namespace {
 
-// Builds "<source>:<line>: field '<field>': <what>" errors for one document.
-class ErrorSite {
- public:
-  explicit ErrorSite(std::string_view source) : source_(source) {}
-  Status At(const YAML::Node& node, std::string_view field, const std::string& what) const {
-    std::string where = source_;
-    if (node.Mark().line >= 0) where += ":" + std::to_string(node.Mark().line + 1);
-    return Status::InvalidInput(where + ": field '" + std::string(field) + "': " + what);
-  }
+const std::vector<std::string> kRuleFields = {
+    "name",     "metric", "kind", "op",        "threshold",       "values",  "divide_by",
+    "when",     "for",    "keep_firing_for",   "severity",        "labels",  "annotations"};
 
- private:
-  std::string source_;
-};
-
-std::string Describe(const YAML::Node& node) {
-  if (node.IsScalar()) return "'" + node.Scalar() + "'";
-  if (node.IsSequence()) return "a list";
-  if (node.IsMap()) return "a mapping";
-  return "nothing";
+std::vector<std::string> MetricNames() {
+  std::vector<std::string> names = {"job_running"};
+  for (const auto& metric : telemetry::Metrics()) names.emplace_back(metric.name);
+  return names;
 }
 
-Result<std::string> ScalarOf(const ErrorSite& site, const YAML::Node& node,
-                             std::string_view field) {
-  if (!node.IsScalar()) {
-    return site.At(node, field, "expected a single value, found " + Describe(node));
-  }
-  return node.Scalar();
-}
-
-Result<double> NumberOf(const ErrorSite& site, const YAML::Node& node, std::string_view field) {
-  FULCRUM_ASSIGN_OR_RETURN(std::string text, ScalarOf(site, node, field));
-  Result<double> number = ParseDouble(text);
-  if (!number.ok()) return site.At(node, field, "expected a number, found '" + text + "'");
-  return *number;
-}
-
-Result<double> DurationOf(const ErrorSite& site, const YAML::Node& node, std::string_view field) {
-  FULCRUM_ASSIGN_OR_RETURN(std::string text, ScalarOf(site, node, field));
-  Result<double> seconds = ParseDurationSeconds(text);
-  if (!seconds.ok()) {
-    return site.At(node, field,
-                   "expected a duration such as 0s, 90s, 5m, 1h, found '" + text + "'");
-  }
-  return *seconds;
-}
-
-Result<CompareOp> OpOf(const ErrorSite& site, const YAML::Node& node, std::string_view field) {
-  FULCRUM_ASSIGN_OR_RETURN(std::string text, ScalarOf(site, node, field));
+Result<CompareOp> OpOf(const YamlNode& node) {
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, node.Text());
   std::optional<CompareOp> op = ParseCompareOp(text);
-  if (!op) {
-    return site.At(node, field, "expected one of > >= < <= == != in not_in, found '" + text + "'");
-  }
+  if (!op) return node.Error("one of > >= < <= == != in not_in");
   return *op;
 }
 
-Result<std::string> MetricOf(const ErrorSite& site, const YAML::Node& node,
-                             std::string_view field) {
-  FULCRUM_ASSIGN_OR_RETURN(std::string text, ScalarOf(site, node, field));
+Result<std::string> MetricOf(const YamlNode& node) {
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, node.Text());
   if (!IsKnownMetric(text)) {
-    return site.At(node, field,
-                   "unknown metric '" + text +
-                       "' (expected a name from docs/API.md without the fulcrum_ prefix, e.g. "
-                       "gpu_temperature_celsius, or job_running)");
+    Status error = node.Error(
+        "a metric of docs/API.md without the fulcrum_ prefix (e.g. gpu_temperature_celsius) or "
+        "job_running");
+    ErrorDetail detail = *error.detail();
+    detail.nearest = NearestNames(text, MetricNames());
+    return InputError(std::move(detail));
   }
   return text;
 }
 
-Result<std::map<std::string, std::string>> StringMapOf(const ErrorSite& site,
-                                                       const YAML::Node& node,
-                                                       std::string_view field) {
-  if (!node.IsMap()) return site.At(node, field, "expected a mapping, found " + Describe(node));
-  std::map<std::string, std::string> out;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string key, ScalarOf(site, it->first, field));
-    FULCRUM_ASSIGN_OR_RETURN(std::string value,
-                             ScalarOf(site, it->second, std::string(field) + "." + key));
-    out[key] = value;
-  }
-  return out;
-}
-
-Result<Condition> ConditionOf(const ErrorSite& site, const YAML::Node& node) {
-  if (!node.IsMap()) {
-    return site.At(node, "when", "expected {metric, op, threshold}, found " + Describe(node));
-  }
+Result<Condition> ConditionOf(const YamlNode& node) {
+  FULCRUM_RETURN_IF_ERROR(node.CheckKeys({"metric", "op", "threshold"}, "{metric, op, threshold}"));
   Condition condition;
-  bool has_metric = false, has_op = false, has_threshold = false;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string key, ScalarOf(site, it->first, "when"));
-    const YAML::Node value = it->second;  // a copy: it-> yields a temporary
-    if (key == "metric") {
-      FULCRUM_ASSIGN_OR_RETURN(condition.metric, MetricOf(site, value, "when.metric"));
-      has_metric = true;
-    } else if (key == "op") {
-      FULCRUM_ASSIGN_OR_RETURN(condition.op, OpOf(site, value, "when.op"));
-      if (condition.op == CompareOp::kIn || condition.op == CompareOp::kNotIn) {
-        return site.At(
-            value, "when.op",
-            "expected one of > >= < <= == !=, found '" + std::string(ToString(condition.op)) + "'");
-      }
-      has_op = true;
-    } else if (key == "threshold") {
-      FULCRUM_ASSIGN_OR_RETURN(condition.threshold, NumberOf(site, value, "when.threshold"));
-      has_threshold = true;
-    } else {
-      return site.At(it->first, "when." + key, "unknown field (expected metric, op, threshold)");
-    }
+  FULCRUM_ASSIGN_OR_RETURN(YamlNode metric, node.Required("metric"));
+  FULCRUM_ASSIGN_OR_RETURN(condition.metric, MetricOf(metric));
+  FULCRUM_ASSIGN_OR_RETURN(YamlNode op, node.Required("op"));
+  FULCRUM_ASSIGN_OR_RETURN(condition.op, OpOf(op));
+  if (condition.op == CompareOp::kIn || condition.op == CompareOp::kNotIn) {
+    return op.Error("one of > >= < <= == !=");
   }
-  if (!has_metric) return site.At(node, "when.metric", "missing");
-  if (!has_op) return site.At(node, "when.op", "missing");
-  if (!has_threshold) return site.At(node, "when.threshold", "missing");
+  FULCRUM_ASSIGN_OR_RETURN(YamlNode threshold, node.Required("threshold"));
+  FULCRUM_ASSIGN_OR_RETURN(condition.threshold, threshold.Number());
   return condition;
 }
 
-Status ApplyField(const ErrorSite& site, const std::string& key, const YAML::Node& value,
-                  Rule& rule) {
+Status ApplyField(const std::string& key, const YamlNode& value, Rule& rule) {
   if (key == "name") {
-    FULCRUM_ASSIGN_OR_RETURN(rule.name, ScalarOf(site, value, key));
+    FULCRUM_ASSIGN_OR_RETURN(rule.name, value.Text());
   } else if (key == "metric") {
-    FULCRUM_ASSIGN_OR_RETURN(rule.metric, MetricOf(site, value, key));
+    FULCRUM_ASSIGN_OR_RETURN(rule.metric, MetricOf(value));
   } else if (key == "kind") {
-    FULCRUM_ASSIGN_OR_RETURN(std::string text, ScalarOf(site, value, key));
+    FULCRUM_ASSIGN_OR_RETURN(std::string text, value.Text());
     std::optional<RuleKind> kind = ParseRuleKind(text);
-    if (!kind) {
-      return site.At(value, key, "expected threshold, increase or swing, found '" + text + "'");
-    }
+    if (!kind) return value.Error("threshold, increase or swing");
     rule.kind = *kind;
   } else if (key == "op") {
-    FULCRUM_ASSIGN_OR_RETURN(rule.op, OpOf(site, value, key));
+    FULCRUM_ASSIGN_OR_RETURN(rule.op, OpOf(value));
   } else if (key == "threshold") {
-    FULCRUM_ASSIGN_OR_RETURN(rule.threshold, NumberOf(site, value, key));
+    FULCRUM_ASSIGN_OR_RETURN(rule.threshold, value.Number());
   } else if (key == "values") {
-    if (!value.IsSequence() || value.size() == 0) {
-      return site.At(value, key, "expected a non-empty list of numbers, found " + Describe(value));
-    }
-    for (const YAML::Node& item : value) {
-      FULCRUM_ASSIGN_OR_RETURN(double number, NumberOf(site, item, key));
+    FULCRUM_ASSIGN_OR_RETURN(std::vector<YamlNode> items, value.Items("a non-empty list of numbers"));
+    if (items.empty()) return value.Error("a non-empty list of numbers");
+    for (const YamlNode& item : items) {
+      FULCRUM_ASSIGN_OR_RETURN(double number, item.Number());
       rule.values.push_back(number);
     }
   } else if (key == "divide_by") {
-    FULCRUM_ASSIGN_OR_RETURN(rule.divide_by, MetricOf(site, value, key));
+    FULCRUM_ASSIGN_OR_RETURN(rule.divide_by, MetricOf(value));
   } else if (key == "when") {
-    if (!value.IsSequence()) {
-      return site.At(value, key,
-                     "expected a list of {metric, op, threshold}, found " + Describe(value));
-    }
-    for (const YAML::Node& item : value) {
-      FULCRUM_ASSIGN_OR_RETURN(Condition condition, ConditionOf(site, item));
+    FULCRUM_ASSIGN_OR_RETURN(std::vector<YamlNode> items,
+                             value.Items("a list of {metric, op, threshold}"));
+    for (const YamlNode& item : items) {
+      FULCRUM_ASSIGN_OR_RETURN(Condition condition, ConditionOf(item));
       rule.when.push_back(std::move(condition));
     }
   } else if (key == "for") {
-    FULCRUM_ASSIGN_OR_RETURN(rule.for_seconds, DurationOf(site, value, key));
+    FULCRUM_ASSIGN_OR_RETURN(rule.for_seconds,
+                             value.Duration("a duration such as 0s, 90s, 5m, 1h"));
   } else if (key == "keep_firing_for") {
-    FULCRUM_ASSIGN_OR_RETURN(rule.keep_firing_for_seconds, DurationOf(site, value, key));
+    FULCRUM_ASSIGN_OR_RETURN(rule.keep_firing_for_seconds,
+                             value.Duration("a duration such as 0s, 90s, 5m, 1h"));
   } else if (key == "severity") {
-    FULCRUM_ASSIGN_OR_RETURN(rule.severity, ScalarOf(site, value, key));
+    FULCRUM_ASSIGN_OR_RETURN(rule.severity, value.Text());
   } else if (key == "labels") {
-    FULCRUM_ASSIGN_OR_RETURN(rule.labels, StringMapOf(site, value, key));
+    FULCRUM_ASSIGN_OR_RETURN(rule.labels, value.StringMap());
   } else if (key == "annotations") {
-    FULCRUM_ASSIGN_OR_RETURN(rule.annotations, StringMapOf(site, value, key));
-  } else {
-    return site.At(value, key,
-                   "unknown field (expected name, metric, kind, op, threshold, values, "
-                   "divide_by, when, for, keep_firing_for, severity, labels, annotations)");
+    FULCRUM_ASSIGN_OR_RETURN(rule.annotations, value.StringMap());
   }
-  return Status::Ok();
+  return Status::Ok();  // CheckKeys refused every other key
 }
 
-Result<Rule> RuleOf(const ErrorSite& site, const YAML::Node& node) {
-  if (!node.IsMap()) {
-    return site.At(node, "rules[]", "expected a rule mapping, found " + Describe(node));
-  }
+Result<Rule> RuleOf(const YamlNode& node) {
+  FULCRUM_RETURN_IF_ERROR(node.CheckKeys(kRuleFields, "a rule mapping"));
   Rule rule;
-  std::set<std::string> seen;
-  for (auto it = node.begin(); it != node.end(); ++it) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string key, ScalarOf(site, it->first, "rules[]"));
-    if (!seen.insert(key).second) return site.At(it->first, key, "given twice");
-    FULCRUM_RETURN_IF_ERROR(ApplyField(site, key, it->second, rule));
-  }
+  FULCRUM_ASSIGN_OR_RETURN(auto entries, node.Entries());
+  for (const auto& [key, value] : entries) FULCRUM_RETURN_IF_ERROR(ApplyField(key, value, rule));
   for (const char* required : {"name", "metric", "op"}) {
-    if (seen.count(required) == 0) return site.At(node, required, "missing");
+    if (!node.Find(required)) return node.MissingError(required);
   }
   const bool set_op = rule.op == CompareOp::kIn || rule.op == CompareOp::kNotIn;
-  if (set_op && seen.count("values") == 0) {
-    return site.At(node, "values", "missing (op in / not_in needs a list of values)");
+  if (set_op && !node.Find("values")) {
+    return node.MissingError("values", "a list of values (op in / not_in needs one)");
   }
-  if (!set_op && seen.count("threshold") == 0) return site.At(node, "threshold", "missing");
+  if (!set_op && !node.Find("threshold")) return node.MissingError("threshold");
   Status valid = ValidateRule(rule);
-  if (!valid.ok()) return site.At(node, "rule", valid.message());
+  if (!valid.ok()) {
+    return Status::InvalidInput(node.Where() + ": " + node.field() + ": " + valid.message());
+  }
   return rule;
 }
 
 }  // namespace
 
-Result<std::vector<Rule>> ParseRulesYaml(std::string_view text, std::string_view source_name) {
-  const ErrorSite site(source_name);
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidInput(std::string(source_name) + ":" + std::to_string(e.mark.line + 1) +
-                                ": YAML syntax error: " + e.msg);
-  }
-  try {
-    if (!root.IsMap()) {
-      return site.At(root, "rules",
-                     "expected a mapping with a 'rules' list, found " + Describe(root));
-    }
-    std::vector<Rule> rules;
-    bool has_rules = false;
-    for (auto it = root.begin(); it != root.end(); ++it) {
-      FULCRUM_ASSIGN_OR_RETURN(std::string key, ScalarOf(site, it->first, "rules"));
-      if (key != "rules") return site.At(it->first, key, "unknown field (expected rules)");
-      has_rules = true;
-      const YAML::Node list = it->second;  // a copy: it-> yields a temporary
-      if (list.IsNull()) continue;
-      if (!list.IsSequence()) {
-        return site.At(list, "rules", "expected a list of rules, found " + Describe(list));
+Result<std::vector<Rule>> ParseRulesYaml(std::string_view text, std::string_view source_name,
+                                         std::vector<std::string>* warnings) {
+  FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, std::string(source_name)));
+  FULCRUM_RETURN_IF_ERROR(root.CheckKeys({"rules"}, "a mapping with a 'rules' list"));
+  FULCRUM_ASSIGN_OR_RETURN(YamlNode list, root.Required("rules"));
+  std::vector<Rule> rules;
+  if (!list.IsNull()) {
+    FULCRUM_ASSIGN_OR_RETURN(std::vector<YamlNode> items, list.Items("a list of rules"));
+    std::map<std::string, int> names;  // rule name -> line
+    for (const YamlNode& item : items) {
+      FULCRUM_ASSIGN_OR_RETURN(Rule rule, RuleOf(item));
+      auto [first, inserted] = names.emplace(rule.name, item.line().value_or(0));
+      if (!inserted) {
+        FULCRUM_ASSIGN_OR_RETURN(YamlNode name, item.Required("name"));
+        return InputError({name.origin(), name.line(), name.field(), "a rule name used once",
+                           "duplicate rule name \"" + rule.name + "\" (first on line " +
+                               std::to_string(first->second) + ")",
+                           {}},
+                          FoundIs::kDescription);
       }
-      std::set<std::string> names;
-      for (const YAML::Node& item : list) {
-        FULCRUM_ASSIGN_OR_RETURN(Rule rule, RuleOf(site, item));
-        if (!names.insert(rule.name).second) {
-          return site.At(item, "name", "duplicate rule name '" + rule.name + "'");
-        }
-        rules.push_back(std::move(rule));
-      }
+      rules.push_back(std::move(rule));
     }
-    if (!has_rules) return site.At(root, "rules", "missing");
-    return rules;
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidInput(std::string(source_name) + ":" + std::to_string(e.mark.line + 1) +
-                                ": " + e.msg);
   }
+  if (rules.empty() && warnings != nullptr) {
+    warnings->push_back(list.Where() +
+                        ": rules: the rule set is empty; the agent will sample and serve but "
+                        "never alert");
+  }
+  return rules;
 }
 
-Result<std::vector<Rule>> LoadRulesFile(const std::string& path) {
+Result<std::vector<Rule>> LoadRulesFile(const std::string& path,
+                                        std::vector<std::string>* warnings) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::NotFound("rules file '" + path + "': cannot open");
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return Status::IoError("rules file '" + path + "': read error");
-  return ParseRulesYaml(text.str(), path);
+  return ParseRulesYaml(text.str(), path, warnings);
 }
 
 Result<std::vector<Rule>> DefaultRules() {

@@ -3,9 +3,10 @@
 //     - {name: GpuTooHot, metric: gpu_temperature_celsius, op: ">", threshold: 85, for: 5m,
 //        keep_firing_for: 0s, severity: critical, labels: {...}, annotations: {summary: ...}}
 // Optional per rule: kind (threshold|increase|swing), values (list, for op in/not_in),
-// divide_by (metric), when (list of {metric, op, threshold}). Errors name "<file>:<line>: field
-// '<f>'", what was expected and what was found. Unknown fields are errors (typos must not pass
-// silently). Thread-safe (no shared state).
+// divide_by (metric), when (list of {metric, op, threshold}). Parsed with core/yaml: errors read
+// "<file>:<line>: rules[i].<field>: expected ..., found ..."; unknown fields (with the nearest
+// valid one), duplicate keys and non-finite numbers are errors (typos must not pass silently).
+// Thread-safe (no shared state).
 #pragma once
 
 #include <string>
@@ -17,11 +18,14 @@
 
 namespace fulcrum::alert {
 
-// `source_name` is used in error messages (a path, or "<defaults>").
-Result<std::vector<Rule>> ParseRulesYaml(std::string_view text, std::string_view source_name);
+// `source_name` is used in error messages (a path, or "<defaults>"). When `warnings` is given,
+// problems that do not stop the agent are appended to it (an empty rule set: `rules: []`).
+Result<std::vector<Rule>> ParseRulesYaml(std::string_view text, std::string_view source_name,
+                                         std::vector<std::string>* warnings = nullptr);
 
 // Reads and parses a rules file; a missing/unreadable file is kNotFound/kIoError.
-Result<std::vector<Rule>> LoadRulesFile(const std::string& path);
+Result<std::vector<Rule>> LoadRulesFile(const std::string& path,
+                                        std::vector<std::string>* warnings = nullptr);
 
 // The shipped defaults, byte-identical to examples/rules.yaml (a test checks), compiled in so
 // that `fulcrum agent` without --rules needs no file on disk.

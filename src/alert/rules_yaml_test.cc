@@ -124,42 +124,48 @@ struct BadCase {
 TEST(RulesYamlTest, ErrorsNameFileLineAndField) {
   const BadCase cases[] = {
       {"rules:\n  - name: A\n    metric: gpu_temprature_celsius\n    op: \">\"\n    threshold: 1\n",
-       "r.yaml:3: field 'metric': unknown metric 'gpu_temprature_celsius'"},
+       "r.yaml:3: rules[0].metric: expected a metric of docs/API.md without the fulcrum_ prefix "
+       "(e.g. gpu_temperature_celsius) or job_running, found \"gpu_temprature_celsius\"; did you "
+       "mean gpu_temperature_celsius?"},
       {"rules:\n  - name: A\n    metric: gpu_temperature_celsius\n    op: \"=>\"\n    threshold: "
        "1\n",
-       "r.yaml:4: field 'op': expected one of > >= < <= == != in not_in, found '=>'"},
+       "r.yaml:4: rules[0].op: expected one of > >= < <= == != in not_in, found \"=>\""},
       {"rules:\n  - name: A\n    metric: gpu_temperature_celsius\n    op: \">\"\n    threshold: "
        "hot\n",
-       "r.yaml:5: field 'threshold': expected a number, found 'hot'"},
+       "r.yaml:5: rules[0].threshold: expected a number, found \"hot\""},
       {"rules:\n  - name: A\n    metric: gpu_temperature_celsius\n    op: \">\"\n    threshold: 1\n"
        "    for: 5 minutes\n",
-       "r.yaml:6: field 'for': expected a duration"},
+       "r.yaml:6: rules[0].for: expected a duration"},
       {"rules:\n  - name: A\n    metric: gpu_temperature_celsius\n    op: \">\"\n    threshold: 1\n"
        "    sevrity: critical\n",
-       "r.yaml:6: field 'sevrity': unknown field"},
+       "r.yaml:6: rules[0].sevrity: expected a known field (name, metric, kind, op, threshold, "
+       "values, divide_by, when, for, keep_firing_for, severity, labels, annotations), found "
+       "unknown field \"sevrity\"; did you mean severity?"},
       {"rules:\n  - name: A\n    metric: gpu_temperature_celsius\n    op: \">\"\n",
-       "r.yaml:2: field 'threshold': missing"},
+       "r.yaml:2: rules[0].threshold: expected a value, found no such field"},
       {"rules:\n  - name: A\n    metric: gpu_xid_last\n    op: in\n    threshold: 1\n",
-       "field 'values': missing"},
+       "rules[0].values: expected a list of values (op in / not_in needs one), found no such field"},
       {"rules:\n  - {name: A, metric: gpu_temperature_celsius, op: \">\", threshold: 1}\n"
        "  - {name: A, metric: gpu_temperature_celsius, op: \">\", threshold: 2}\n",
-       "r.yaml:3: field 'name': duplicate rule name 'A'"},
+       "r.yaml:3: rules[1].name: expected a rule name used once, found duplicate rule name \"A\" "
+       "(first on line 2)"},
       {"rules:\n  - {name: A, metric: gpu_sm_clock_hz, kind: wobble, op: \">\", threshold: 1}\n",
-       "r.yaml:2: field 'kind': expected threshold, increase or swing, found 'wobble'"},
+       "r.yaml:2: rules[0].kind: expected threshold, increase or swing, found \"wobble\""},
       {"rules:\n  - {name: A, metric: gpu_utilization_ratio, op: \"<\", threshold: 1,\n"
        "     when: [{metric: job_runing, op: \"==\", threshold: 1}]}\n",
-       "r.yaml:3: field 'when.metric': unknown metric 'job_runing'"},
+       "r.yaml:3: rules[0].when[0].metric: expected a metric of docs/API.md"},
       {"rules:\n  - {name: A, metric: gpu_temperature_celsius, op: \">\", threshold: 1,\n"
        "     annotations: [a, b]}\n",
-       "r.yaml:3: field 'annotations': expected a mapping, found a list"},
+       "r.yaml:3: rules[0].annotations: expected a mapping, found a list"},
       {"rules:\n  - {name: \"bad name\", metric: gpu_temperature_celsius, op: \">\", threshold: "
        "1}\n",
        "expected an identifier"},
       {"rules:\n  - {name: A, metric: gpu_temperature_celsius, op: \">\", threshold: 1, for: "
        "-5s}\n",
-       "r.yaml:2: field 'for'"},
-      {"rulez: []\n", "r.yaml:1: field 'rulez': unknown field (expected rules)"},
-      {"rules: {name: A}\n", "r.yaml:1: field 'rules': expected a list of rules, found a mapping"},
+       "r.yaml:2: rules[0].for: expected a duration"},
+      {"rulez: []\n", "r.yaml:1: rulez: expected a known field (rules), found unknown field \"rulez\"; did "
+       "you mean rules?"},
+      {"rules: {name: A}\n", "r.yaml:1: rules: expected a list of rules, found a mapping"},
       {"rules:\n  - name: A\n    metric: [\n", "r.yaml:"},  // YAML syntax error
       {"- 1\n- 2\n", "expected a mapping with a 'rules' list"},
   };
@@ -171,10 +177,52 @@ TEST(RulesYamlTest, ErrorsNameFileLineAndField) {
   }
 }
 
-TEST(RulesYamlTest, EmptyRuleListIsAllowed) {
-  auto rules = ParseRulesYaml("rules: []\n", "r.yaml");
-  ASSERT_TRUE(rules.ok());
-  EXPECT_TRUE(rules->empty());
+TEST(RulesYamlTest, EmptyRuleListIsAllowedWithAWarning) {
+  for (const char* text : {"rules: []\n", "rules:\n"}) {
+    std::vector<std::string> warnings;
+    auto rules = ParseRulesYaml(text, "r.yaml", &warnings);
+    ASSERT_TRUE(rules.ok()) << text;
+    EXPECT_TRUE(rules->empty());
+    ASSERT_EQ(warnings.size(), 1u) << text;
+    EXPECT_THAT(warnings[0], HasSubstr("r.yaml:1: rules: the rule set is empty"));
+  }
+  std::vector<std::string> warnings;
+  ASSERT_TRUE(ParseRulesYaml(DefaultRulesYaml(), "<default rules>", &warnings).ok());
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST(RulesYamlTest, DuplicateKeysRefused) {
+  auto rules = ParseRulesYaml(
+      "rules:\n  - name: A\n    metric: gpu_temperature_celsius\n    op: \">\"\n"
+      "    threshold: 80\n    threshold: 90\n",
+      "r.yaml");
+  ASSERT_FALSE(rules.ok());
+  EXPECT_EQ(rules.status().message(),
+            "r.yaml:6: rules[0].threshold: expected each key once in a mapping, found "
+            "\"threshold\" again (first on line 5)");
+  ASSERT_NE(rules.status().detail(), nullptr);
+  EXPECT_EQ(rules.status().detail()->line, 6);
+  EXPECT_FALSE(ParseRulesYaml("rules: []\nrules: []\n", "r.yaml").ok());
+}
+
+TEST(RulesYamlTest, NonFiniteNumbersRefused) {
+  for (const char* bad : {".inf", "-.inf", ".nan", "nan", "1e400"}) {
+    auto rules = ParseRulesYaml(
+        std::string("rules:\n  - {name: A, metric: gpu_temperature_celsius, op: \">\", "
+                    "threshold: ") +
+            bad + "}\n",
+        "r.yaml");
+    ASSERT_FALSE(rules.ok()) << bad;
+    EXPECT_THAT(rules.status().message(),
+                HasSubstr(std::string("r.yaml:2: rules[0].threshold: expected a number, found \"") +
+                          bad + "\""));
+    rules = ParseRulesYaml(
+        std::string("rules:\n  - {name: A, metric: gpu_xid_last, op: in, values: [1, ") + bad +
+            "]}\n",
+        "r.yaml");
+    ASSERT_FALSE(rules.ok()) << bad;
+    EXPECT_THAT(rules.status().message(), HasSubstr("rules[0].values[1]: expected a number"));
+  }
 }
 
 TEST(RulesYamlTest, MissingFileIsNotFound) {

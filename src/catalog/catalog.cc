@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
-#include "catalog/row_reader.h"
-#include "core/csv.h"
+#include "core/input_error.h"
 #include "core/parse.h"
 #include "core/paths.h"
+#include "core/row_reader.h"
+#include "core/text_file.h"
 
 namespace fulcrum::catalog {
 
@@ -60,34 +59,6 @@ std::string NameKey(std::string_view name) {
     if (c == ' ' || c == '_') c = '-';
   }
   return key;
-}
-
-std::string JoinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
-  return out;
-}
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
-Result<CsvDocument> ParseWithHeader(const CatalogFile& file, const TableSchema& schema,
-                                    ColumnIndex& columns) {
-  FULCRUM_ASSIGN_OR_RETURN(CsvDocument doc, ParseCsv(file.text, file.name));
-  FULCRUM_ASSIGN_OR_RETURN(columns, CheckHeader(doc, file.name, schema));
-  return doc;
 }
 
 Result<std::optional<double>> Tflops(const RowReader& row, const std::string& column) {
@@ -172,24 +143,12 @@ std::string OfferWhere(const Offer& offer) {
 }
 
 Status DuplicateOffer(const Offer& offer, const Offer& first) {
-  return Status::InvalidInput(OfferWhere(offer) +
-                              ": instance_type: expected a unique provider + instance_type + "
-                              "region, found \"" +
-                              offer.instance_type + "\" in \"" + offer.region +
-                              "\" again (first on " + OfferWhere(first) + ")");
-}
-
-Result<std::string> ReadWholeFile(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return Status::NotFound(path + ": expected a catalog file, found none");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IoError(path + ": cannot open the file for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::IoError(path + ": read failed");
-  return text.str();
+  return InputError({offer.origin, offer.line, "instance_type",
+                     "a unique provider + instance_type + region",
+                     "\"" + offer.instance_type + "\" in \"" + offer.region +
+                         "\" again (first on " + OfferWhere(first) + ")",
+                     {}},
+                    FoundIs::kDescription);
 }
 
 Result<std::vector<CatalogFile>> ReadUserOffers(const std::string& dir) {
@@ -204,7 +163,7 @@ Result<std::vector<CatalogFile>> ReadUserOffers(const std::string& dir) {
   if (ec) return Status::IoError(dir + ": cannot list the directory: " + ec.message());
   std::sort(paths.begin(), paths.end());
   for (const auto& path : paths) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
+    FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "a catalog file"));
     files.push_back({path, std::move(text)});
   }
   return files;
@@ -230,20 +189,19 @@ std::string DefaultUserOffersDir() {
 }
 
 Status CatalogBuilder::ParseGpus(const CatalogFile& file, Catalog& catalog) {
-  ColumnIndex columns;
-  FULCRUM_ASSIGN_OR_RETURN(CsvDocument doc, ParseWithHeader(file, kGpuSchema, columns));
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table, ParseTable(file.text, file.name, kGpuSchema));
   std::map<std::string, std::string> seen;  // name key -> "file:line (name)"
-  for (const CsvRecord& record : doc.records) {
-    RowReader row(file.name, record, columns);
+  for (size_t i = 0; i < table.size(); ++i) {
+    RowReader row = table.Row(i);
     FULCRUM_ASSIGN_OR_RETURN(Gpu gpu, ParseGpu(row));
     std::vector<std::pair<std::string, std::string>> names = {{"name", gpu.name}};
     for (const auto& alias : gpu.aliases) names.emplace_back("aliases", alias);
     for (const auto& [column, name] : names) {
       auto [it, inserted] = seen.emplace(NameKey(name), row.Where() + " (" + gpu.name + ")");
       if (!inserted && it->second != row.Where() + " (" + gpu.name + ")") {
-        return Status::InvalidInput(row.Where() + ": " + column +
-                                    ": expected a GPU name or alias used once, found \"" + name +
-                                    "\" already used on " + it->second);
+        return InputError({file.name, row.line(), column, "a GPU name or alias used once",
+                           "\"" + name + "\" already used on " + it->second, {}},
+                          FoundIs::kDescription);
       }
     }
     catalog.gpus_.push_back(std::move(gpu));
@@ -252,10 +210,9 @@ Status CatalogBuilder::ParseGpus(const CatalogFile& file, Catalog& catalog) {
 }
 
 Status CatalogBuilder::ParseProviders(const CatalogFile& file, Catalog& catalog) {
-  ColumnIndex columns;
-  FULCRUM_ASSIGN_OR_RETURN(CsvDocument doc, ParseWithHeader(file, kProviderSchema, columns));
-  for (const CsvRecord& record : doc.records) {
-    RowReader row(file.name, record, columns);
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table, ParseTable(file.text, file.name, kProviderSchema));
+  for (size_t i = 0; i < table.size(); ++i) {
+    RowReader row = table.Row(i);
     FULCRUM_ASSIGN_OR_RETURN(Provider provider, ParseProvider(row));
     if (catalog.FindProvider(provider.name) != nullptr) {
       return row.Error("provider", "a provider listed once");
@@ -270,10 +227,9 @@ Status CatalogBuilder::ParseCurrencies(const CatalogFile& file, Catalog& catalog
     catalog.currencies_.push_back({"USD", 1.0, "", "identity (no currency.csv)"});
     return Status::Ok();
   }
-  ColumnIndex columns;
-  FULCRUM_ASSIGN_OR_RETURN(CsvDocument doc, ParseWithHeader(file, kCurrencySchema, columns));
-  for (const CsvRecord& record : doc.records) {
-    RowReader row(file.name, record, columns);
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table, ParseTable(file.text, file.name, kCurrencySchema));
+  for (size_t i = 0; i < table.size(); ++i) {
+    RowReader row = table.Row(i);
     FULCRUM_ASSIGN_OR_RETURN(CurrencyRate rate, ParseCurrency(row));
     for (const auto& other : catalog.currencies_) {
       if (other.currency == rate.currency) return row.Error("currency", "each currency once");
@@ -292,12 +248,20 @@ Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& ca
   } else if (!user_file) {
     std::vector<std::string> names;
     for (const auto& p : catalog.providers_) names.push_back(p.name);
-    return row.Error("provider", "a provider of providers.csv (" + JoinNames(names) + ")");
+    return row.Error("provider", "a provider of providers.csv (" + JoinNames(names) + ")",
+                     NearestNames(offer.provider, names));
   }
   FULCRUM_ASSIGN_OR_RETURN(offer.instance_type, row.RequiredText("instance_type"));
   FULCRUM_ASSIGN_OR_RETURN(offer.region, row.RequiredText("region"));
   const Gpu* gpu = catalog.FindGpu(row.Text("gpu"));
-  if (gpu == nullptr) return row.Error("gpu", "a GPU name or alias of gpus.csv");
+  if (gpu == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& g : catalog.gpus_) {
+      names.push_back(g.name);
+      names.insert(names.end(), g.aliases.begin(), g.aliases.end());
+    }
+    return row.Error("gpu", "a GPU name or alias of gpus.csv", NearestNames(row.Text("gpu"), names));
+  }
   offer.gpu = gpu->name;
   FULCRUM_ASSIGN_OR_RETURN(offer.gpu_count, row.Int("gpu_count", 1, kMaxGpusPerInstance));
   FULCRUM_ASSIGN_OR_RETURN(offer.vcpus, row.OptionalInt("vcpus", 1, 1 << 20));
@@ -337,14 +301,13 @@ Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& ca
 
 Result<std::vector<Offer>> CatalogBuilder::ParseOffers(const CatalogFile& file,
                                                        const Catalog& catalog, bool user_file) {
-  ColumnIndex columns;
-  FULCRUM_ASSIGN_OR_RETURN(CsvDocument doc, ParseWithHeader(file, kOfferSchema, columns));
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table, ParseTable(file.text, file.name, kOfferSchema));
   std::vector<Offer> offers;
-  for (const CsvRecord& record : doc.records) {
-    RowReader row(file.name, record, columns);
+  for (size_t i = 0; i < table.size(); ++i) {
+    RowReader row = table.Row(i);
     FULCRUM_ASSIGN_OR_RETURN(Offer offer, ParseOffer(row, catalog, user_file));
     offer.origin = file.name;
-    offer.line = record.line;
+    offer.line = row.line();
     offers.push_back(std::move(offer));
   }
   return offers;
@@ -388,7 +351,7 @@ Result<Catalog> Catalog::Load(const std::string& dir, const LoadOptions& options
   CatalogFiles files;
   auto read = [&dir](const char* base, CatalogFile& file) -> Status {
     file.name = dir + "/" + base;
-    FULCRUM_ASSIGN_OR_RETURN(file.text, ReadWholeFile(file.name));
+    FULCRUM_ASSIGN_OR_RETURN(file.text, ReadTextFile(file.name, "a catalog file"));
     return Status::Ok();
   };
   FULCRUM_RETURN_IF_ERROR(read("gpus.csv", files.gpus));

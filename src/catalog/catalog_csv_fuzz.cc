@@ -1,7 +1,10 @@
-// Fuzz target for the catalog CSV path: the first input byte picks which catalog file the rest
-// replaces (gpus, offers, providers, currency, a user offers.d file, or a SkyPilot CSV to import);
-// the other files are small valid ones. Whatever the input, loading must either fail with an
-// input error or yield a catalog whose invariants hold, and the CSV reader must round-trip.
+// Fuzz target for the one table loader (core/csv + core/row_reader) and the catalog on it: the
+// first input byte picks which catalog file the rest replaces (gpus, offers, providers, currency,
+// a user offers.d file, a SkyPilot CSV to import) or a bare table read cell by cell with every
+// typed accessor (the path of storage.csv, spot_bands.csv and the CUDA driver tables); the other
+// files are small valid ones. Whatever the input, loading must either fail with an input error
+// carrying a detail, or yield values whose invariants hold, and the CSV reader must round-trip.
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -10,6 +13,7 @@
 #include "catalog/skypilot_import.h"
 #include "catalog/testing_catalog.h"
 #include "core/csv.h"
+#include "core/row_reader.h"
 
 namespace {
 
@@ -47,6 +51,32 @@ void CheckRoundTrip(const std::string& text) {
   }
 }
 
+// Every typed accessor on every cell: a value is finite and in range, an error is an input
+// error with file, line and column.
+void CheckTableCells(const std::string& text) {
+  const fulcrum::TableSchema schema = {{"a"}, {"b", "c", "d"}};
+  auto table = fulcrum::ParseTable(text, "t.csv", schema);
+  if (!table.ok()) {
+    Check(table.status().ExitCode() == 2 && table.status().detail() != nullptr);
+    return;
+  }
+  for (size_t i = 0; i < table->size(); ++i) {
+    fulcrum::RowReader row = table->Row(i);
+    for (const char* column : {"a", "b", "c", "d"}) {
+      auto number = row.OptionalNumber(column, -1e9, 1e9);
+      if (number.ok() && *number) Check(std::isfinite(**number) && std::fabs(**number) <= 1e9);
+      if (!number.ok()) {
+        const fulcrum::ErrorDetail* detail = number.status().detail();
+        Check(detail != nullptr && detail->line == row.line() && detail->field == column);
+      }
+      auto whole = row.OptionalInt(column, -1000, 1000);
+      if (whole.ok() && *whole) Check(**whole >= -1000 && **whole <= 1000);
+      (void)row.OptionalBool(column);
+      (void)row.RequiredText(column);
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -55,7 +85,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   CheckRoundTrip(body);
   CatalogFiles files = fulcrum::catalog::testing::SmallCatalogFiles();
   files.currency = {"currency.csv", "currency,usd_per_unit,source\nUSD,1,id\nEUR,1.1,test\n"};
-  switch (data[0] % 6) {
+  if (data[0] % 7 == 6) {
+    CheckTableCells(body);
+    return 0;
+  }
+  switch (data[0] % 7) {
     case 0:
       files.gpus.text = body;
       break;

@@ -182,7 +182,21 @@ TEST(CatalogErrorTest, UnknownGpuInOffer) {
   CatalogFiles files = ValidFiles();
   files.offers.text += "aws,x1,us-east-1,H900,1,,,USD,1.0,,,,s\n";
   EXPECT_EQ(LoadError(files),
-            "offers.csv:4: gpu: expected a GPU name or alias of gpus.csv, found \"H900\"");
+            "offers.csv:4: gpu: expected a GPU name or alias of gpus.csv, found \"H900\"; did you "
+            "mean H100?");
+}
+
+TEST(CatalogErrorTest, MisspelledGpuNamesTheNearest) {
+  CatalogFiles files = ValidFiles();
+  files.offers.text += "aws,x1,us-east-1,H10,1,,,USD,1.0,,,,s\n";
+  Result<Catalog> catalog = Catalog::FromFiles(files);
+  ASSERT_FALSE(catalog.ok());
+  EXPECT_NE(catalog.status().message().find("found \"H10\"; did you mean H100"),
+            std::string::npos)
+      << catalog.status().message();
+  ASSERT_NE(catalog.status().detail(), nullptr);
+  EXPECT_EQ(catalog.status().detail()->field, "gpu");
+  EXPECT_EQ(catalog.status().detail()->line, 4);
 }
 
 TEST(CatalogErrorTest, UnknownProviderInShippedOffers) {

@@ -8,7 +8,7 @@
 #include <set>
 #include <tuple>
 
-#include "catalog/row_reader.h"
+#include "core/row_reader.h"
 #include "core/csv.h"
 #include "core/parse.h"
 

@@ -1,5 +1,7 @@
 #include "core/csv.h"
 
+#include "core/input_error.h"
+
 namespace fulcrum {
 namespace {
 
@@ -63,9 +65,10 @@ class CsvScanner {
     ++pos_;  // opening quote
     while (true) {
       if (AtEnd()) {
-        return Status::InvalidInput(file_name_ + ":" + std::to_string(start_line) +
-                                    ": expected a closing '\"' for the quoted field opened on "
-                                    "this line, found the end of the file");
+        return InputError({file_name_, start_line, "",
+                           "a closing '\"' for the quoted field opened on this line",
+                           "the end of the file", {}},
+                          FoundIs::kDescription);
       }
       char c = text_[pos_];
       if (c == '"') {
@@ -83,10 +86,8 @@ class CsvScanner {
       ++pos_;
     }
     if (!AtEnd() && text_[pos_] != ',' && text_[pos_] != '\n' && text_[pos_] != '\r') {
-      return Status::InvalidInput(file_name_ + ":" + std::to_string(line_) +
-                                  ": expected ',' or the end of the line after a closing '\"', "
-                                  "found '" +
-                                  std::string(1, text_[pos_]) + "'");
+      return InputError({file_name_, line_, "", "',' or the end of the line after a closing '\"'",
+                         std::string(1, text_[pos_]), {}});
     }
     return Status::Ok();
   }
@@ -124,10 +125,10 @@ Result<CsvDocument> ParseCsv(std::string_view text, const std::string& file_name
     record.line = scanner.line();
     FULCRUM_ASSIGN_OR_RETURN(record.fields, scanner.ReadRecord());
     if (record.fields.size() != doc.header.size()) {
-      return Status::InvalidInput(file_name + ":" + std::to_string(record.line) + ": expected " +
-                                  std::to_string(doc.header.size()) +
-                                  " fields as in the header, found " +
-                                  std::to_string(record.fields.size()));
+      return InputError({file_name, record.line, "",
+                         std::to_string(doc.header.size()) + " fields as in the header",
+                         std::to_string(record.fields.size()), {}},
+                        FoundIs::kDescription);
     }
     doc.records.push_back(std::move(record));
   }

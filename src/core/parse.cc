@@ -30,7 +30,7 @@ size_t ParseNumberPrefix(std::string_view text, double& value) {
   std::string number(text.substr(0, i));
   char* end = nullptr;
   value = std::strtod(number.c_str(), &end);
-  if (end != number.c_str() + number.size()) return 0;
+  if (end != number.c_str() + number.size() || !std::isfinite(value)) return 0;  // 1e400
   return i;
 }
 
@@ -128,6 +128,7 @@ Result<double> ParseDurationSeconds(std::string_view text) {
       return Expected("a duration such as 90s, 30m, 1h30m or 7d", text);
     total += value * scale;
   }
+  if (!std::isfinite(total)) return Expected("a finite duration", text);
   return total;
 }
 
@@ -151,6 +152,7 @@ Result<double> ParseCount(std::string_view text) {
   else
     return Expected("a count suffix K, M, B or T", text);
   if (value < 0) return Expected("a non-negative count", text);
+  if (!std::isfinite(value * scale)) return Expected("a finite count", text);
   return value * scale;
 }
 
@@ -181,6 +183,7 @@ Result<double> ParseBytes(std::string_view text) {
     scale = 1024.0 * 1024 * 1024 * 1024;
   else
     return Expected("a size unit B, kB, MB, GB, TB, KiB, MiB, GiB or TiB", text);
+  if (!std::isfinite(value * scale)) return Expected("a finite size", text);
   return value * scale;
 }
 

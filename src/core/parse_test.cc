@@ -92,5 +92,20 @@ TEST(StatusTest, AssignOrReturnPropagates) {
   EXPECT_FALSE(Quarter(6).ok());
 }
 
+// issue 19: `tokens: 1e400` (and --tokens 1e400) read as infinity; every quantity parser
+// refuses non-finite numbers and products that overflow.
+TEST(ParseTest, NonFiniteQuantitiesRefused) {
+  for (const char* bad : {"1e400", "-1e400", "nan", "inf", "infinity"}) {
+    EXPECT_FALSE(ParseDouble(bad).ok()) << bad;
+    EXPECT_FALSE(ParseCount(bad).ok()) << bad;
+    EXPECT_FALSE(ParseBytes(bad).ok()) << bad;
+    EXPECT_FALSE(ParseDurationSeconds(bad).ok()) << bad;
+  }
+  EXPECT_FALSE(ParseCount("1e300T").ok());
+  EXPECT_FALSE(ParseBytes("1e300TiB").ok());
+  EXPECT_FALSE(ParseDurationSeconds("1e308w").ok());
+  EXPECT_DOUBLE_EQ(*ParseCount("20B"), 2e10);
+}
+
 }  // namespace
 }  // namespace fulcrum

@@ -2,273 +2,162 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
-#include <yaml-cpp/yaml.h>
-
 #include "core/parse.h"
+#include "core/yaml.h"
 
 namespace fulcrum::plan {
 namespace {
 
-std::string Where(const std::string& origin, const YAML::Node& node, const std::string& field) {
-  const YAML::Mark mark = node.Mark();
-  std::string where = origin;
-  if (mark.line >= 0) where += ":" + std::to_string(mark.line + 1);
-  return where + ": " + field;
-}
+constexpr double kPositive = YamlNode::kAboveZero;
+constexpr double kBelowOne = 1.0 - std::numeric_limits<double>::epsilon() / 2;
 
-Status Bad(const std::string& origin, const YAML::Node& node, const std::string& field,
-           const std::string& expected) {
-  std::string found = node.IsScalar() ? "\"" + node.Scalar() + "\"" : "a list or mapping";
-  return Status::InvalidInput(Where(origin, node, field) + ": expected " + expected + ", found " +
-                              found);
-}
-
-Result<std::string> ScalarText(const std::string& origin, const YAML::Node& node,
-                               const std::string& field) {
-  if (!node.IsScalar()) return Bad(origin, node, field, "a single value");
-  return node.Scalar();
-}
-
-Result<double> Number(const std::string& origin, const YAML::Node& node, const std::string& field,
-                      Result<double> (*parse)(std::string_view), const std::string& expected) {
-  FULCRUM_ASSIGN_OR_RETURN(std::string text, ScalarText(origin, node, field));
-  Result<double> value = parse(text);
-  if (!value.ok()) return Bad(origin, node, field, expected);
-  return value;
-}
-
-Result<bool> Bool(const std::string& origin, const YAML::Node& node, const std::string& field) {
-  FULCRUM_ASSIGN_OR_RETURN(std::string text, ScalarText(origin, node, field));
-  const std::string t = ToLower(text);
-  if (t == "true" || t == "yes" || t == "on") return true;
-  if (t == "false" || t == "no" || t == "off") return false;
-  return Bad(origin, node, field, "true or false");
-}
-
-Result<std::vector<std::string>> List(const std::string& origin, const YAML::Node& node,
-                                      const std::string& field) {
-  std::vector<std::string> out;
-  if (node.IsScalar()) {
-    for (const std::string& part : Split(node.Scalar(), ',')) {
-      if (!Trim(part).empty()) out.emplace_back(Trim(part));
-    }
-    return out;
+Status ParseConstraints(const YamlNode& node, Constraints& c) {
+  FULCRUM_RETURN_IF_ERROR(node.CheckKeys({"deadline", "budget_usd", "max_gpus", "providers",
+                                          "regions", "gpus", "pricing", "interruptible",
+                                          "min_headroom", "assume_network_gbps"}));
+  if (auto v = node.Find("deadline")) {
+    FULCRUM_ASSIGN_OR_RETURN(c.deadline_seconds, v->Duration("a duration such as 7d or 36h"));
   }
-  if (!node.IsSequence()) return Bad(origin, node, field, "a list of names");
-  for (const YAML::Node& item : node) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string text, ScalarText(origin, item, field));
-    out.push_back(text);
+  if (auto v = node.Find("budget_usd")) {
+    FULCRUM_ASSIGN_OR_RETURN(c.budget_usd, v->Number("a positive amount of USD", kPositive));
   }
-  return out;
-}
-
-Status CheckKeys(const std::string& origin, const YAML::Node& map,
-                 const std::vector<std::string>& known, const std::string& section) {
-  for (const auto& kv : map) {
-    const std::string key = kv.first.as<std::string>("");
-    bool ok = false;
-    for (const std::string& k : known) ok = ok || k == key;
-    if (!ok) {
-      std::string list;
-      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
-      return Status::InvalidInput(Where(origin, kv.first, section + key) +
-                                  ": unknown field; expected one of " + list);
-    }
+  if (auto v = node.Find("max_gpus")) {
+    FULCRUM_ASSIGN_OR_RETURN(double n, v->Number("a positive integer", kPositive));
+    c.max_gpus = static_cast<int>(n);
   }
-  return Status::Ok();
-}
-
-Result<double> ParseFraction(std::string_view text) {
-  FULCRUM_ASSIGN_OR_RETURN(double v, ParseDouble(text));
-  if (v < 0 || v >= 1) return Status::InvalidInput("out of range");
-  return v;
-}
-
-Result<double> ParsePositive(std::string_view text) {
-  FULCRUM_ASSIGN_OR_RETURN(double v, ParseDouble(text));
-  if (v <= 0) return Status::InvalidInput("not positive");
-  return v;
-}
-
-Result<double> ParseNonNegative(std::string_view text) {
-  FULCRUM_ASSIGN_OR_RETURN(double v, ParseDouble(text));
-  if (v < 0) return Status::InvalidInput("negative");
-  return v;
-}
-
-Status ParseConstraints(const std::string& origin, const YAML::Node& node, Constraints& c) {
-  if (!node.IsMap()) return Bad(origin, node, "constraints", "a mapping");
-  FULCRUM_RETURN_IF_ERROR(
-      CheckKeys(origin, node,
-                {"deadline", "budget_usd", "max_gpus", "providers", "regions", "gpus", "pricing",
-                 "interruptible", "min_headroom", "assume_network_gbps"},
-                "constraints."));
-  if (node["deadline"]) {
-    FULCRUM_ASSIGN_OR_RETURN(c.deadline_seconds,
-                             Number(origin, node["deadline"], "constraints.deadline",
-                                    ParseDurationSeconds, "a duration such as 7d or 36h"));
+  if (auto v = node.Find("providers")) {
+    FULCRUM_ASSIGN_OR_RETURN(c.providers, v->StringList(true));
   }
-  if (node["budget_usd"]) {
-    FULCRUM_ASSIGN_OR_RETURN(
-        c.budget_usd, Number(origin, node["budget_usd"], "constraints.budget_usd", ParsePositive,
-                             "a positive amount of USD"));
+  if (auto v = node.Find("regions")) {
+    FULCRUM_ASSIGN_OR_RETURN(c.regions, v->StringList(true));
   }
-  if (node["max_gpus"]) {
-    FULCRUM_ASSIGN_OR_RETURN(double v, Number(origin, node["max_gpus"], "constraints.max_gpus",
-                                              ParsePositive, "a positive integer"));
-    c.max_gpus = static_cast<int>(v);
+  if (auto v = node.Find("gpus")) {
+    FULCRUM_ASSIGN_OR_RETURN(c.gpus, v->StringList(true));
   }
-  if (node["providers"]) {
-    FULCRUM_ASSIGN_OR_RETURN(c.providers, List(origin, node["providers"], "constraints.providers"));
-  }
-  if (node["regions"]) {
-    FULCRUM_ASSIGN_OR_RETURN(c.regions, List(origin, node["regions"], "constraints.regions"));
-  }
-  if (node["gpus"]) {
-    FULCRUM_ASSIGN_OR_RETURN(c.gpus, List(origin, node["gpus"], "constraints.gpus"));
-  }
-  if (node["pricing"]) {
-    FULCRUM_ASSIGN_OR_RETURN(std::vector<std::string> names,
-                             List(origin, node["pricing"], "constraints.pricing"));
+  if (auto v = node.Find("pricing")) {
+    FULCRUM_ASSIGN_OR_RETURN(std::vector<std::string> names, v->StringList(true));
     c.pricing.clear();
     for (const std::string& name : names) {
       Result<PricingModel> p = ParsePricingModel(name);
-      if (!p.ok()) {
-        return Bad(origin, node["pricing"], "constraints.pricing",
-                   "on_demand, reserved_1y, reserved_3y or spot");
-      }
+      if (!p.ok()) return v->Error("on_demand, reserved_1y, reserved_3y or spot");
       c.pricing.push_back(*p);
     }
   }
-  if (node["interruptible"]) {
-    FULCRUM_ASSIGN_OR_RETURN(c.interruptible,
-                             Bool(origin, node["interruptible"], "constraints.interruptible"));
+  if (auto v = node.Find("interruptible")) {
+    FULCRUM_ASSIGN_OR_RETURN(c.interruptible, v->Bool());
   }
-  if (node["min_headroom"]) {
+  if (auto v = node.Find("min_headroom")) {
     FULCRUM_ASSIGN_OR_RETURN(c.min_headroom,
-                             Number(origin, node["min_headroom"], "constraints.min_headroom",
-                                    ParseFraction, "a fraction in [0, 1), e.g. 0.1"));
+                             v->Number("a fraction in [0, 1), e.g. 0.1", 0, kBelowOne));
   }
-  if (node["assume_network_gbps"]) {
-    FULCRUM_ASSIGN_OR_RETURN(
-        c.assume_network_gbps,
-        Number(origin, node["assume_network_gbps"], "constraints.assume_network_gbps",
-               ParsePositive, "a positive bandwidth in Gbit/s"));
+  if (auto v = node.Find("assume_network_gbps")) {
+    FULCRUM_ASSIGN_OR_RETURN(c.assume_network_gbps,
+                             v->Number("a positive bandwidth in Gbit/s", kPositive));
   }
   return Status::Ok();
 }
 
-Status ParseWeightsNode(const std::string& origin, const YAML::Node& node, Weights& w) {
-  if (!node.IsMap()) return Bad(origin, node, "weights", "a mapping of criterion: weight");
-  FULCRUM_RETURN_IF_ERROR(CheckKeys(
-      origin, node, {"stability", "performance", "cost", "usability", "support"}, "weights."));
+Status ParseWeightsNode(const YamlNode& node, Weights& w) {
+  FULCRUM_RETURN_IF_ERROR(
+      node.CheckKeys({"stability", "performance", "cost", "usability", "support"},
+                     "a mapping of criterion: weight"));
   const std::pair<const char*, double*> fields[] = {{"stability", &w.stability},
                                                     {"performance", &w.performance},
                                                     {"cost", &w.cost},
                                                     {"usability", &w.usability},
                                                     {"support", &w.support}};
   for (const auto& [name, target] : fields) {
-    if (!node[name]) continue;
-    FULCRUM_ASSIGN_OR_RETURN(*target, Number(origin, node[name], std::string("weights.") + name,
-                                             ParseNonNegative, "a weight >= 0"));
+    if (auto v = node.Find(name)) {
+      FULCRUM_ASSIGN_OR_RETURN(*target, v->Number("a weight >= 0", 0));
+    }
   }
   return Status::Ok();
 }
 
-Status ParseCosts(const std::string& origin, const YAML::Node& node, ExtraCosts& e) {
-  if (!node.IsMap()) return Bad(origin, node, "costs", "a mapping");
-  FULCRUM_RETURN_IF_ERROR(CheckKeys(
-      origin, node, {"storage_gb", "storage_usd_per_gb_month", "egress_gb", "egress_usd_per_gb"},
-      "costs."));
+Status ParseCosts(const YamlNode& node, ExtraCosts& e) {
+  FULCRUM_RETURN_IF_ERROR(node.CheckKeys(
+      {"storage_gb", "storage_usd_per_gb_month", "egress_gb", "egress_usd_per_gb"}));
   const std::pair<const char*, double*> fields[] = {
       {"storage_gb", &e.storage_gb},
       {"storage_usd_per_gb_month", &e.storage_usd_per_gb_month},
       {"egress_gb", &e.egress_gb},
       {"egress_usd_per_gb", &e.egress_usd_per_gb}};
   for (const auto& [name, target] : fields) {
-    if (!node[name]) continue;
-    FULCRUM_ASSIGN_OR_RETURN(*target, Number(origin, node[name], std::string("costs.") + name,
-                                             ParseNonNegative, "a number >= 0"));
-  }
-  return Status::Ok();
-}
-
-Status ParseTraining(const std::string& origin, const YAML::Node& root, PlanSpec& spec) {
-  workload::Training& t = spec.training;
-  if (root["seq_len"]) {
-    FULCRUM_ASSIGN_OR_RETURN(double v, Number(origin, root["seq_len"], "seq_len", ParsePositive,
-                                              "a positive integer (tokens)"));
-    t.seq_len = static_cast<int64_t>(v);
-  }
-  if (root["global_batch"]) {
-    FULCRUM_ASSIGN_OR_RETURN(double v, Number(origin, root["global_batch"], "global_batch",
-                                              ParsePositive, "a positive number of sequences"));
-    t.global_batch = static_cast<int64_t>(v);
-    spec.global_batch_given = true;
-  }
-  if (root["precision"]) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string text, ScalarText(origin, root["precision"], "precision"));
-    Result<workload::Precision> p = workload::ParsePrecision(text);
-    if (!p.ok()) return Bad(origin, root["precision"], "precision", "bf16, fp16, fp8 or fp32");
-    t.precision = *p;
-  }
-  if (root["method"]) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string text, ScalarText(origin, root["method"], "method"));
-    Result<workload::Method> m = workload::ParseMethod(text);
-    if (!m.ok()) return Bad(origin, root["method"], "method", "full, lora or qlora");
-    t.method = *m;
-  }
-  if (root["optimizer"]) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string text, ScalarText(origin, root["optimizer"], "optimizer"));
-    Result<workload::Optimizer> o = workload::ParseOptimizer(text);
-    if (!o.ok()) return Bad(origin, root["optimizer"], "optimizer", "adamw, sgd or adam8bit");
-    t.optimizer = *o;
-  }
-  if (root["lora_rank"]) {
-    FULCRUM_ASSIGN_OR_RETURN(double v, Number(origin, root["lora_rank"], "lora_rank", ParsePositive,
-                                              "a positive integer"));
-    t.lora_rank = static_cast<int64_t>(v);
-  }
-  if (root["flash_attention"]) {
-    FULCRUM_ASSIGN_OR_RETURN(t.flash_attention,
-                             Bool(origin, root["flash_attention"], "flash_attention"));
-  }
-  return Status::Ok();
-}
-
-Status ParseModelAndWork(const std::string& origin, const YAML::Node& root,
-                         const std::string& base_dir, PlanSpec& spec) {
-  if (root["model"]) {
-    const YAML::Node& m = root["model"];
-    if (m.IsScalar()) {
-      spec.model_preset = m.Scalar();
-    } else if (m.IsMap()) {
-      YAML::Emitter emitter;
-      emitter << m;
-      spec.model_yaml = emitter.c_str();
-    } else {
-      return Bad(origin, m, "model", "a preset name or a model mapping");
+    if (auto v = node.Find(name)) {
+      FULCRUM_ASSIGN_OR_RETURN(*target, v->Number("a number >= 0", 0));
     }
   }
-  if (root["hf_config"]) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string path, ScalarText(origin, root["hf_config"], "hf_config"));
+  return Status::Ok();
+}
+
+Status ParseTraining(const YamlNode& root, PlanSpec& spec) {
+  workload::Training& t = spec.training;
+  if (auto v = root.Find("seq_len")) {
+    FULCRUM_ASSIGN_OR_RETURN(double n, v->Number("a positive integer (tokens)", kPositive));
+    t.seq_len = static_cast<int64_t>(n);
+  }
+  if (auto v = root.Find("global_batch")) {
+    FULCRUM_ASSIGN_OR_RETURN(double n, v->Number("a positive number of sequences", kPositive));
+    t.global_batch = static_cast<int64_t>(n);
+    spec.global_batch_given = true;
+  }
+  if (auto v = root.Find("precision")) {
+    FULCRUM_ASSIGN_OR_RETURN(std::string text, v->Text());
+    Result<workload::Precision> p = workload::ParsePrecision(text);
+    if (!p.ok()) return v->Error("bf16, fp16, fp8 or fp32");
+    t.precision = *p;
+  }
+  if (auto v = root.Find("method")) {
+    FULCRUM_ASSIGN_OR_RETURN(std::string text, v->Text());
+    Result<workload::Method> m = workload::ParseMethod(text);
+    if (!m.ok()) return v->Error("full, lora or qlora");
+    t.method = *m;
+  }
+  if (auto v = root.Find("optimizer")) {
+    FULCRUM_ASSIGN_OR_RETURN(std::string text, v->Text());
+    Result<workload::Optimizer> o = workload::ParseOptimizer(text);
+    if (!o.ok()) return v->Error("adamw, sgd or adam8bit");
+    t.optimizer = *o;
+  }
+  if (auto v = root.Find("lora_rank")) {
+    FULCRUM_ASSIGN_OR_RETURN(double n, v->Number("a positive integer", kPositive));
+    t.lora_rank = static_cast<int64_t>(n);
+  }
+  if (auto v = root.Find("flash_attention")) {
+    FULCRUM_ASSIGN_OR_RETURN(t.flash_attention, v->Bool());
+  }
+  return Status::Ok();
+}
+
+Status ParseModelAndWork(const YamlNode& root, const std::string& base_dir, PlanSpec& spec) {
+  if (auto m = root.Find("model")) {
+    if (m->IsScalar()) {
+      spec.model_preset = m->raw().Scalar();
+    } else if (m->IsMap()) {
+      YAML::Emitter emitter;
+      emitter << m->raw();
+      spec.model_yaml = emitter.c_str();
+    } else {
+      return m->Error("a preset name or a model mapping");
+    }
+  }
+  if (auto v = root.Find("hf_config")) {
+    FULCRUM_ASSIGN_OR_RETURN(std::string path, v->Text());
     std::filesystem::path p(path);
     if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
     spec.hf_config_path = p.string();
   }
-  if (root["tokens"]) {
-    FULCRUM_ASSIGN_OR_RETURN(spec.tokens, Number(origin, root["tokens"], "tokens", ParseCount,
-                                                 "a token count such as 20B"));
+  if (auto v = root.Find("tokens")) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.tokens, v->Count("a token count such as 20B"));
   }
-  if (root["samples"]) {
-    FULCRUM_ASSIGN_OR_RETURN(spec.samples, Number(origin, root["samples"], "samples", ParseCount,
-                                                  "a sample count such as 1.28M"));
+  if (auto v = root.Find("samples")) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.samples, v->Count("a sample count such as 1.28M"));
   }
-  if (root["epochs"]) {
-    FULCRUM_ASSIGN_OR_RETURN(
-        spec.epochs, Number(origin, root["epochs"], "epochs", ParsePositive, "a positive number"));
+  if (auto v = root.Find("epochs")) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.epochs, v->Number("a positive number", kPositive));
   }
   return Status::Ok();
 }
@@ -331,48 +220,31 @@ Result<Weights> ParseWeights(std::string_view text, Weights base) {
 
 Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
                                const std::string& base_dir) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidInput(origin + ":" + std::to_string(e.mark.line + 1) +
-                                ": not valid YAML: " + e.msg);
-  }
+  FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   PlanSpec spec;
   spec.origin = origin;
-  if (!root.IsMap()) {
-    return Status::InvalidInput(origin +
-                                ": expected a mapping of plan fields (model, tokens, ...)");
+  FULCRUM_RETURN_IF_ERROR(root.CheckKeys(
+      {"model",     "hf_config",       "tokens",        "samples", "epochs",
+       "seq_len",   "global_batch",    "precision",     "method",  "lora_rank",
+       "optimizer", "flash_attention", "checkpointing", "command", "constraints",
+       "weights",   "costs",           "top",           "name",    "description"},
+      "a mapping of plan fields (model, tokens, ...)"));
+  FULCRUM_RETURN_IF_ERROR(ParseModelAndWork(root, base_dir, spec));
+  FULCRUM_RETURN_IF_ERROR(ParseTraining(root, spec));
+  if (auto v = root.Find("checkpointing")) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.checkpointing, v->Bool());
   }
-  try {
-    FULCRUM_RETURN_IF_ERROR(CheckKeys(
-        origin, root, {"model",     "hf_config",       "tokens",        "samples", "epochs",
-                       "seq_len",   "global_batch",    "precision",     "method",  "lora_rank",
-                       "optimizer", "flash_attention", "checkpointing", "command", "constraints",
-                       "weights",   "costs",           "top",           "name",    "description"},
-        ""));
-    FULCRUM_RETURN_IF_ERROR(ParseModelAndWork(origin, root, base_dir, spec));
-    FULCRUM_RETURN_IF_ERROR(ParseTraining(origin, root, spec));
-    if (root["checkpointing"]) {
-      FULCRUM_ASSIGN_OR_RETURN(spec.checkpointing,
-                               Bool(origin, root["checkpointing"], "checkpointing"));
-    }
-    if (root["command"]) {
-      FULCRUM_ASSIGN_OR_RETURN(spec.command, ScalarText(origin, root["command"], "command"));
-    }
-    if (root["constraints"]) {
-      FULCRUM_RETURN_IF_ERROR(ParseConstraints(origin, root["constraints"], spec.constraints));
-    }
-    if (root["weights"])
-      FULCRUM_RETURN_IF_ERROR(ParseWeightsNode(origin, root["weights"], spec.weights));
-    if (root["costs"]) FULCRUM_RETURN_IF_ERROR(ParseCosts(origin, root["costs"], spec.extra));
-    if (root["top"]) {
-      FULCRUM_ASSIGN_OR_RETURN(
-          double v, Number(origin, root["top"], "top", ParsePositive, "a positive integer"));
-      spec.top = static_cast<int>(v);
-    }
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidInput(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  if (auto v = root.Find("command")) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.command, v->Text());
+  }
+  if (auto v = root.Find("constraints")) {
+    FULCRUM_RETURN_IF_ERROR(ParseConstraints(*v, spec.constraints));
+  }
+  if (auto v = root.Find("weights")) FULCRUM_RETURN_IF_ERROR(ParseWeightsNode(*v, spec.weights));
+  if (auto v = root.Find("costs")) FULCRUM_RETURN_IF_ERROR(ParseCosts(*v, spec.extra));
+  if (auto v = root.Find("top")) {
+    FULCRUM_ASSIGN_OR_RETURN(double n, v->Number("a positive integer", kPositive));
+    spec.top = static_cast<int>(n);
   }
   return spec;
 }

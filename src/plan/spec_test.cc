@@ -55,6 +55,34 @@ top: 5
   EXPECT_TRUE(ValidateSpec(*spec).ok());
 }
 
+TEST(SpecTest, DuplicateKeysRefused) {
+  Result<PlanSpec> spec = ParsePlanYaml(
+      "model: x\ntokens: 1B\nconstraints:\n  budget_usd: 10\n  budget_usd: 20\n", "dup.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(),
+            "dup.yaml:5: constraints.budget_usd: expected each key once in a mapping, found "
+            "\"budget_usd\" again (first on line 4)");
+  spec = ParsePlanYaml("model: x\ntokens: 1B\ntokens: 2B\n", "dup.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("dup.yaml:3: tokens:"), std::string::npos);
+}
+
+TEST(SpecTest, NonFiniteNumbersRefused) {
+  for (const char* bad : {"1e400", ".inf", "nan", "-.inf", "inf"}) {
+    Result<PlanSpec> spec =
+        ParsePlanYaml(std::string("model: x\ntokens: ") + bad + "\n", "nf.yaml");
+    ASSERT_FALSE(spec.ok()) << bad;
+    EXPECT_EQ(spec.status().message(), std::string("nf.yaml:2: tokens: expected a token count "
+                                                   "such as 20B, found \"") +
+                                           bad + "\"");
+    spec = ParsePlanYaml(std::string("model: x\ntokens: 1B\nconstraints: {budget_usd: ") + bad +
+                             "}\n",
+                         "nf.yaml");
+    ASSERT_FALSE(spec.ok()) << bad;
+    EXPECT_NE(spec.status().message().find("constraints.budget_usd"), std::string::npos);
+  }
+}
+
 TEST(SpecTest, ErrorsNameTheLineAndField) {
   Result<PlanSpec> spec =
       ParsePlanYaml("model: x\ntokens: 1B\nconstraints:\n  deadline: soon\n", "bad.yaml");
@@ -64,8 +92,14 @@ TEST(SpecTest, ErrorsNameTheLineAndField) {
   EXPECT_NE(spec.status().message().find("\"soon\""), std::string::npos);
   spec = ParsePlanYaml("model: x\ntokenz: 1B\n", "typo.yaml");
   ASSERT_FALSE(spec.ok());
-  EXPECT_NE(spec.status().message().find("typo.yaml:2: tokenz: unknown field"), std::string::npos)
+  EXPECT_NE(spec.status().message().find("typo.yaml:2: tokenz: expected a known field ("),
+            std::string::npos)
       << spec.status().message();
+  EXPECT_NE(spec.status().message().find("found unknown field \"tokenz\"; did you mean tokens?"),
+            std::string::npos)
+      << spec.status().message();
+  ASSERT_NE(spec.status().detail(), nullptr);
+  EXPECT_EQ(spec.status().detail()->nearest, std::vector<std::string>{"tokens"});
   spec = ParsePlanYaml("model: [a\n", "broken.yaml");
   ASSERT_FALSE(spec.ok());
   EXPECT_EQ(spec.status().code(), StatusCode::kInvalidInput);

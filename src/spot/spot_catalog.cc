@@ -1,84 +1,22 @@
 #include "spot/spot_catalog.h"
 
 #include <cmath>
-#include <fstream>
-#include <functional>
 
 #include "core/parse.h"
+#include "core/row_reader.h"
 
 namespace fulcrum::spot {
 
 namespace {
 
-// Splits one CSV record (RFC 4180 quoting, no embedded newlines). False on an unclosed quote.
-bool SplitCsvLine(std::string_view line, std::vector<std::string>& cells) {
-  cells.clear();
-  std::string cell;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cell += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        cell += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      cells.push_back(std::move(cell));
-      cell.clear();
-    } else if (c != '\r') {
-      cell += c;
-    }
-  }
-  cells.push_back(std::move(cell));
-  return !quoted;
-}
+const TableSchema kStorageSchema = {{"kind", "write_bytes_per_second", "default", "source"},
+                                    {"note"}};
+const TableSchema kSpotBandSchema = {{"band", "label", "min_pct_per_month", "max_pct_per_month",
+                                      "assumed_pct_per_month", "default", "source"},
+                                     {"note"}};
 
-using RowFn =
-    std::function<Status(const std::vector<std::string>& cells, const std::string& where)>;
-
-Status ReadCsv(const std::string& path, const std::string& expected_header, const RowFn& row) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": cannot open (is the catalog directory right?)");
-  std::string line;
-  std::vector<std::string> cells;
-  if (!std::getline(in, line) || Trim(line) != expected_header) {
-    return Status::InvalidInput(path + ":1: header: expected '" + expected_header + "', found '" +
-                                std::string(Trim(line)) + "'");
-  }
-  const size_t columns = Split(expected_header, ',').size();
-  for (int number = 2; std::getline(in, line); ++number) {
-    if (Trim(line).empty()) continue;
-    const std::string where = path + ":" + std::to_string(number);
-    if (!SplitCsvLine(line, cells)) return Status::InvalidInput(where + ": unclosed quote");
-    if (cells.size() != columns) {
-      return Status::InvalidInput(where + ": expected " + std::to_string(columns) +
-                                  " fields, found " + std::to_string(cells.size()));
-    }
-    FULCRUM_RETURN_IF_ERROR(row(cells, where));
-  }
-  return Status::Ok();
-}
-
-Result<double> Number(const std::string& cell, const std::string& where, const char* field) {
-  auto value = ParseDouble(Trim(cell));
-  if (!value.ok() || *value < 0) {
-    return Status::InvalidInput(where + ": " + field + ": expected a number >= 0, found '" + cell +
-                                "'");
-  }
-  return *value;
-}
-
-Result<bool> YesNo(const std::string& cell, const std::string& where) {
-  if (cell == "yes") return true;
-  if (cell == "no") return false;
-  return Status::InvalidInput(where + ": default: expected yes or no, found '" + cell + "'");
-}
+// Plausibility limits (not outside facts: they only catch typos).
+constexpr double kMaxWriteBytesPerSecond = 1e12;
 
 template <typename Row>
 Result<Row> FindByName(const std::vector<Row>& rows, std::string_view name, std::string Row::*key,
@@ -96,52 +34,43 @@ Result<Row> FindByName(const std::vector<Row>& rows, std::string_view name, std:
 }  // namespace
 
 Result<std::vector<StorageKind>> LoadStorageKinds(const std::string& catalog_dir) {
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table,
+                           LoadTableFile(catalog_dir + "/storage.csv", kStorageSchema));
   std::vector<StorageKind> kinds;
-  Status status =
-      ReadCsv(catalog_dir + "/storage.csv", "kind,write_bytes_per_second,default,source,note",
-              [&](const std::vector<std::string>& c, const std::string& where) -> Status {
-                StorageKind kind;
-                kind.kind = c[0];
-                FULCRUM_ASSIGN_OR_RETURN(kind.write_bytes_per_second,
-                                         Number(c[1], where, "write_bytes_per_second"));
-                if (kind.write_bytes_per_second <= 0) {
-                  return Status::InvalidInput(
-                      where + ": write_bytes_per_second: expected > 0, found " + c[1]);
-                }
-                FULCRUM_ASSIGN_OR_RETURN(kind.is_default, YesNo(c[2], where));
-                kind.source = c[3];
-                kinds.push_back(std::move(kind));
-                return Status::Ok();
-              });
-  if (!status.ok()) return status;
+  for (size_t i = 0; i < table.size(); ++i) {
+    RowReader row = table.Row(i);
+    StorageKind kind;
+    FULCRUM_ASSIGN_OR_RETURN(kind.kind, row.RequiredText("kind"));
+    FULCRUM_ASSIGN_OR_RETURN(kind.write_bytes_per_second,
+                             row.Number("write_bytes_per_second", 1, kMaxWriteBytesPerSecond));
+    FULCRUM_ASSIGN_OR_RETURN(kind.is_default, row.Bool("default"));
+    FULCRUM_ASSIGN_OR_RETURN(kind.source, row.RequiredText("source"));
+    kinds.push_back(std::move(kind));
+  }
   return kinds;
 }
 
 Result<std::vector<SpotBand>> LoadSpotBands(const std::string& catalog_dir) {
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table,
+                           LoadTableFile(catalog_dir + "/spot_bands.csv", kSpotBandSchema));
   std::vector<SpotBand> bands;
-  Status status = ReadCsv(
-      catalog_dir + "/spot_bands.csv",
-      "band,label,min_pct_per_month,max_pct_per_month,assumed_pct_per_month,default,source,note",
-      [&](const std::vector<std::string>& c, const std::string& where) -> Status {
-        SpotBand band;
-        band.band = c[0];
-        band.label = c[1];
-        FULCRUM_ASSIGN_OR_RETURN(band.min_pct_per_month, Number(c[2], where, "min_pct_per_month"));
-        FULCRUM_ASSIGN_OR_RETURN(band.max_pct_per_month, Number(c[3], where, "max_pct_per_month"));
-        FULCRUM_ASSIGN_OR_RETURN(band.assumed_pct_per_month,
-                                 Number(c[4], where, "assumed_pct_per_month"));
-        if (band.assumed_pct_per_month <= 0 || band.assumed_pct_per_month >= 100) {
-          return Status::InvalidInput(where +
-                                      ": assumed_pct_per_month: expected > 0 and < 100, "
-                                      "found " +
-                                      c[4]);
-        }
-        FULCRUM_ASSIGN_OR_RETURN(band.is_default, YesNo(c[5], where));
-        band.source = c[6];
-        bands.push_back(std::move(band));
-        return Status::Ok();
-      });
-  if (!status.ok()) return status;
+  for (size_t i = 0; i < table.size(); ++i) {
+    RowReader row = table.Row(i);
+    SpotBand band;
+    FULCRUM_ASSIGN_OR_RETURN(band.band, row.RequiredText("band"));
+    band.label = row.Text("label");
+    FULCRUM_ASSIGN_OR_RETURN(band.min_pct_per_month, row.Number("min_pct_per_month", 0, 100));
+    FULCRUM_ASSIGN_OR_RETURN(band.max_pct_per_month, row.Number("max_pct_per_month", 0, 100));
+    FULCRUM_ASSIGN_OR_RETURN(band.assumed_pct_per_month,
+                             row.Number("assumed_pct_per_month", 0, 100));
+    if (band.assumed_pct_per_month <= 0 || band.assumed_pct_per_month >= 100) {
+      // MttiSecondsFromMonthlyPct needs 0 < p < 100.
+      return row.Error("assumed_pct_per_month", "a number > 0 and < 100");
+    }
+    FULCRUM_ASSIGN_OR_RETURN(band.is_default, row.Bool("default"));
+    FULCRUM_ASSIGN_OR_RETURN(band.source, row.RequiredText("source"));
+    bands.push_back(std::move(band));
+  }
   return bands;
 }
 

@@ -1,7 +1,8 @@
 // The spot module's sourced catalog tables: catalog/storage.csv (checkpoint write bandwidth per
 // storage kind) and catalog/spot_bands.csv (AWS Spot Advisor interruption-frequency bands and
-// the default band used when an offer has none). Loading checks the header and every cell and
-// reports "file:line: field: expected ..., found ...". Returned values are plain data.
+// the default band used when an offer has none). Both load through core/row_reader (the one
+// table loader): header and every cell checked, errors "file:line: field: expected ..., found
+// ...". Returned values are plain data.
 #pragma once
 
 #include <string>

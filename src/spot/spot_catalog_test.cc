@@ -53,11 +53,45 @@ TEST(SpotCatalogTest, BadRowNamesFileLineAndField) {
   auto kinds = LoadStorageKinds(dir);
   ASSERT_FALSE(kinds.ok());
   EXPECT_EQ(kinds.status().message(),
-            dir + "/storage.csv:2: write_bytes_per_second: expected a number >= 0, found 'fast'");
+            dir + "/storage.csv:2: write_bytes_per_second: expected a number from 1 to 1000000000000, "
+                  "found \"fast\"");
+  ASSERT_NE(kinds.status().detail(), nullptr);
+  EXPECT_EQ(kinds.status().detail()->line, 2);
+  EXPECT_EQ(kinds.status().detail()->field, "write_bytes_per_second");
   std::ofstream(dir + "/spot_bands.csv") << "band,label\n";
   auto bands = LoadSpotBands(dir);
   ASSERT_FALSE(bands.ok());
   EXPECT_NE(bands.status().message().find("spot_bands.csv:1: header"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// The same RFC 4180 reader as the other catalog tables: quoted commas, comments, CRLF.
+TEST(SpotCatalogTest, QuotedCellsAndCommentsLikeEveryTable) {
+  const std::string dir = std::string(FULCRUM_BUILD_DIR) + "/Testing/spot_catalog_quoted";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/storage.csv") << "# a comment line\r\n"
+                                      << "kind,write_bytes_per_second,default,source,note\r\n"
+                                      << "nvme,2e9,yes,\"vendor, page\",\"multi\nline\"\r\n";
+  auto kinds = LoadStorageKinds(dir);
+  ASSERT_TRUE(kinds.ok()) << kinds.status().ToString();
+  ASSERT_EQ(kinds->size(), 1u);
+  EXPECT_EQ((*kinds)[0].source, "vendor, page");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SpotCatalogTest, NonFiniteNumbersRefused) {
+  const std::string dir = std::string(FULCRUM_BUILD_DIR) + "/Testing/spot_catalog_nonfinite";
+  std::filesystem::create_directories(dir);
+  for (const char* bad : {"nan", "inf", "1e400", "-inf"}) {
+    std::ofstream(dir + "/spot_bands.csv")
+        << "band,label,min_pct_per_month,max_pct_per_month,assumed_pct_per_month,default,source\n"
+        << "b,x,0,5," << bad << ",yes,s\n";
+    auto bands = LoadSpotBands(dir);
+    ASSERT_FALSE(bands.ok()) << bad;
+    EXPECT_NE(bands.status().message().find("spot_bands.csv:2: assumed_pct_per_month: expected"),
+              std::string::npos)
+        << bands.status().message();
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -1,12 +1,12 @@
 #include "telemetry/sim_source.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
+#include "core/input_error.h"
 #include "core/parse.h"
+#include "core/yaml.h"
 
 namespace fulcrum::telemetry {
 namespace {
@@ -72,58 +72,44 @@ Result<Fault> ParseFaultName(const std::string& text) {
 }
 
 Result<std::vector<Fault>> ParseScenario(const std::string& yaml_text, const std::string& origin) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidInput(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(yaml_text, origin));
+  YamlNode list = root.Named("faults");
+  if (root.IsMap()) {
+    FULCRUM_RETURN_IF_ERROR(root.CheckKeys({"faults"}));
+    FULCRUM_ASSIGN_OR_RETURN(list, root.Required("faults"));
   }
-  if (root.IsMap() && root["faults"]) root = root["faults"];
-  if (root.IsNull()) return std::vector<Fault>{};
-  if (!root.IsSequence()) {
-    return Status::InvalidInput(origin + ": expected a list of {at, gpu, fault} entries");
-  }
+  if (list.IsNull()) return std::vector<Fault>{};
+  FULCRUM_ASSIGN_OR_RETURN(std::vector<YamlNode> entries,
+                           list.Items("a list of {at, gpu, fault} entries"));
   std::vector<Fault> faults;
-  for (const YAML::Node& entry : root) {
-    std::string where = origin + ":" + std::to_string(entry.Mark().line + 1);
-    if (!entry.IsMap()) return Status::InvalidInput(where + ": expected {at, gpu, fault}");
-    auto need = [&](const char* key) -> Result<std::string> {
-      if (!entry[key] || !entry[key].IsScalar()) {
-        return Status::InvalidInput(where + ": missing field '" + key + "'");
-      }
-      return entry[key].as<std::string>();
-    };
-    FULCRUM_ASSIGN_OR_RETURN(std::string fault_text, need("fault"));
+  for (const YamlNode& entry : entries) {
+    FULCRUM_RETURN_IF_ERROR(
+        entry.CheckKeys({"at", "gpu", "fault", "for", "rate", "over"}, "{at, gpu, fault}"));
+    FULCRUM_ASSIGN_OR_RETURN(YamlNode fault_node, entry.Required("fault"));
+    FULCRUM_ASSIGN_OR_RETURN(std::string fault_text, fault_node.Text());
     auto parsed = ParseFaultName(fault_text);
-    if (!parsed.ok()) return parsed.status().WithContext(where);
+    if (!parsed.ok()) {
+      std::vector<std::string> names;
+      for (const auto& f : kFaultNames) names.emplace_back(f.name);
+      return InputError({origin, fault_node.line(), fault_node.field(),
+                         "a fault (" + KnownFaults() + ")", fault_text,
+                         NearestNames(fault_text, names)});
+    }
     Fault fault = *parsed;
-    FULCRUM_ASSIGN_OR_RETURN(std::string at_text, need("at"));
-    auto at = ParseDurationSeconds(at_text);
-    if (!at.ok()) return at.status().WithContext(where + ": field 'at'");
-    fault.at_seconds = *at;
-    FULCRUM_ASSIGN_OR_RETURN(std::string gpu_text, need("gpu"));
-    auto gpu = ParseInt(gpu_text);
-    if (!gpu.ok() || *gpu < 0) {
-      return Status::InvalidInput(where + ": field 'gpu': expected a GPU index >= 0, found '" +
-                                  gpu_text + "'");
+    FULCRUM_ASSIGN_OR_RETURN(YamlNode at, entry.Required("at"));
+    FULCRUM_ASSIGN_OR_RETURN(fault.at_seconds, at.Duration());
+    FULCRUM_ASSIGN_OR_RETURN(YamlNode gpu, entry.Required("gpu"));
+    FULCRUM_ASSIGN_OR_RETURN(int64_t index, gpu.Integer(0, 1 << 20, "a GPU index >= 0"));
+    fault.gpu = static_cast<int>(index);
+    if (auto v = entry.Find("for")) {
+      FULCRUM_ASSIGN_OR_RETURN(fault.for_seconds, v->Duration());
     }
-    fault.gpu = static_cast<int>(*gpu);
-    if (entry["for"]) {
-      auto d = ParseDurationSeconds(entry["for"].as<std::string>());
-      if (!d.ok()) return d.status().WithContext(where + ": field 'for'");
-      fault.for_seconds = *d;
+    if (auto v = entry.Find("rate")) {
+      FULCRUM_ASSIGN_OR_RETURN(fault.rate, v->Number("a rate in C/s > 0", YamlNode::kAboveZero));
     }
-    if (entry["rate"]) {
-      auto r = ParseDouble(entry["rate"].as<std::string>());
-      if (!r.ok() || *r <= 0)
-        return Status::InvalidInput(where + ": field 'rate': expected C/s > 0");
-      fault.rate = *r;
-    }
-    if (entry["over"]) {
-      auto d = ParseDurationSeconds(entry["over"].as<std::string>());
-      if (!d.ok() || *d <= 0)
-        return Status::InvalidInput(where + ": field 'over': expected a duration > 0");
-      fault.ramp_seconds = *d;
+    if (auto v = entry.Find("over")) {
+      FULCRUM_ASSIGN_OR_RETURN(fault.ramp_seconds,
+                               v->Duration("a duration > 0", YamlNode::kAboveZero));
     }
     faults.push_back(fault);
   }

@@ -74,15 +74,53 @@ TEST(SimSourceTest, MemoryLeakReachesFull) {
   EXPECT_DOUBLE_EQ(*s.memory_used_bytes, *s.memory_total_bytes);
 }
 
+TEST(SimSourceTest, ScenarioDuplicateKeysRefused) {
+  auto dup = ParseScenario("- {at: 1s, gpu: 0, fault: overheat, gpu: 1}\n", "s.yaml");
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.status().message(),
+            "s.yaml:1: [0].gpu: expected each key once in a mapping, found \"gpu\" again "
+            "(first on line 1)");
+  EXPECT_FALSE(ParseScenario("faults: []\nfaults: []\n", "s.yaml").ok());
+}
+
+TEST(SimSourceTest, ScenarioNonFiniteNumbersRefused) {
+  for (const char* bad : {".inf", ".nan", "nan", "1e400"}) {
+    auto rate = ParseScenario(
+        std::string("- {at: 1s, gpu: 0, fault: heat-ramp, rate: ") + bad + "}\n", "s.yaml");
+    ASSERT_FALSE(rate.ok()) << bad;
+    EXPECT_EQ(rate.status().message(),
+              std::string("s.yaml:1: faults[0].rate: expected a rate in C/s > 0, found \"") + bad +
+                  "\"");
+    auto at = ParseScenario(std::string("- {at: ") + bad + ", gpu: 0, fault: overheat}\n",
+                            "s.yaml");
+    ASSERT_FALSE(at.ok()) << bad;
+  }
+}
+
 TEST(SimSourceTest, ScenarioErrorsNameFileLineAndField) {
   auto bad = ParseScenario(
       "- {at: 5s, gpu: 0, fault: overheat}\n- {at: soon, gpu: 0, fault: overheat}\n", "s.yaml");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("s.yaml:2"), std::string::npos) << bad.status().message();
-  EXPECT_NE(bad.status().message().find("'at'"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("s.yaml:2: faults[1].at: expected a duration"),
+            std::string::npos)
+      << bad.status().message();
+  auto typo = ParseScenario("- {at: 1s, gpu: 0, fault: overheat, ovr: 5s}\n", "s.yaml");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.status().message().find("faults[0].ovr: expected a known field"),
+            std::string::npos)
+      << typo.status().message();
+  EXPECT_NE(typo.status().message().find("did you mean over?"), std::string::npos);
   auto unknown = ParseScenario("- {at: 1s, gpu: 0, fault: meltdown}", "s.yaml");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("meltdown"), std::string::npos);
+  EXPECT_EQ(unknown.status().message(),
+            "s.yaml:1: faults[0].fault: expected a fault (overheat, heat-ramp, thermal-slowdown, "
+            "power-cap, ecc-uncorrectable, utilization-collapse, memory-leak, process-exit, "
+            "recover, xid:N), found \"meltdown\"");
+  auto near = ParseScenario("- {at: 1s, gpu: 0, fault: overheet}", "s.yaml");
+  ASSERT_FALSE(near.ok());
+  EXPECT_NE(near.status().message().find("did you mean overheat?"), std::string::npos)
+      << near.status().message();
   EXPECT_FALSE(ParseScenario("- {at: 1s, gpu: 0, fault: 'xid:abc'}", "s.yaml").ok());
 }
 

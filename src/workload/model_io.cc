@@ -6,106 +6,71 @@
 #include <fstream>
 #include <sstream>
 
-#include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
 #include "core/parse.h"
+#include "core/yaml.h"
 
 namespace fulcrum::workload {
 namespace {
 
 // ---------------------------------------------------------------------------- preset YAML ---
 
-Status YamlError(const std::string& origin, const YAML::Node& node, const std::string& key,
-                 const std::string& expected) {
-  const int line = node.Mark().line + 1;
-  std::string found;
-  if (node.IsScalar())
-    found = "'" + node.Scalar() + "'";
-  else
-    found = node.IsMap() ? "a mapping" : node.IsSequence() ? "a list" : "nothing";
-  return Status::InvalidInput(origin + ":" + std::to_string(line) + ": " + key + ": expected " +
-                              expected + ", found " + found);
-}
+// Whole numbers of a preset: layer counts, widths, vocabularies (2^53: exact in a double).
+constexpr int64_t kMaxPresetInteger = int64_t{1} << 53;
 
-Result<int64_t> YamlInt(const std::string& origin, const YAML::Node& node, const std::string& key) {
-  if (!node.IsScalar()) return YamlError(origin, node, key, "a positive integer");
-  Result<int64_t> value = ParseInt(node.Scalar());
-  if (!value.ok() || *value < 0) return YamlError(origin, node, key, "a non-negative integer");
-  return *value;
-}
-
-Result<double> YamlNumber(const std::string& origin, const YAML::Node& node,
-                          const std::string& key) {
-  if (!node.IsScalar()) return YamlError(origin, node, key, "a number");
-  Result<double> value = ParseDouble(node.Scalar());
-  if (!value.ok() || *value < 0) return YamlError(origin, node, key, "a non-negative number");
-  return *value;
-}
-
-Result<bool> YamlBool(const std::string& origin, const YAML::Node& node, const std::string& key) {
-  const std::string text = node.IsScalar() ? ToLower(node.Scalar()) : "";
-  if (text == "true" || text == "yes") return true;
-  if (text == "false" || text == "no") return false;
-  return YamlError(origin, node, key, "true or false");
-}
-
-Result<std::string> YamlString(const std::string& origin, const YAML::Node& node,
-                               const std::string& key) {
-  if (!node.IsScalar()) return YamlError(origin, node, key, "text");
-  return node.Scalar();
-}
+const std::vector<std::string> kPresetKeys = {
+    "name",       "source",          "kind",        "layers",         "hidden",
+    "heads",      "kv_heads",        "ffn_hidden",  "vocab",          "max_seq_len",
+    "tied_embeddings", "mlp",        "norm",        "position",       "linear_bias",
+    "qkv_bias",   "dropout",         "type_vocab",  "parameters",     "forward_flops_per_sample",
+    "activation_bytes_per_sample"};
 
 template <typename Enum>
-Result<Enum> YamlChoice(const std::string& origin, const YAML::Node& node, const std::string& key,
+Result<Enum> YamlChoice(const YamlNode& node,
                         std::initializer_list<std::pair<const char*, Enum>> choices) {
   std::string expected;
   for (const auto& [name, value] : choices) {
-    if (node.IsScalar() && ToLower(node.Scalar()) == name) return value;
+    if (node.IsScalar() && ToLower(node.raw().Scalar()) == name) return value;
     expected += expected.empty() ? name : std::string(" | ") + name;
   }
-  return YamlError(origin, node, key, expected);
+  return node.Error(expected);
 }
 
-Status ApplyYamlKey(const std::string& origin, const std::string& key, const YAML::Node& v,
-                    Model& m) {
+Status ApplyYamlKey(const std::string& key, const YamlNode& v, Model& m) {
   auto set_int = [&](int64_t& field) -> Status {
-    FULCRUM_ASSIGN_OR_RETURN(field, YamlInt(origin, v, key));
+    FULCRUM_ASSIGN_OR_RETURN(field, v.Integer(0, kMaxPresetInteger, "a non-negative integer"));
     return Status::Ok();
   };
   auto set_bool = [&](bool& field) -> Status {
-    FULCRUM_ASSIGN_OR_RETURN(field, YamlBool(origin, v, key));
+    FULCRUM_ASSIGN_OR_RETURN(field, v.Bool());
     return Status::Ok();
   };
   auto set_number = [&](double& field) -> Status {
-    FULCRUM_ASSIGN_OR_RETURN(field, YamlNumber(origin, v, key));
+    FULCRUM_ASSIGN_OR_RETURN(field, v.Number("a non-negative number", 0));
     return Status::Ok();
   };
   if (key == "name") {
-    FULCRUM_ASSIGN_OR_RETURN(m.name, YamlString(origin, v, key));
+    FULCRUM_ASSIGN_OR_RETURN(m.name, v.Text());
   } else if (key == "source") {
-    FULCRUM_ASSIGN_OR_RETURN(m.source, YamlString(origin, v, key));
+    FULCRUM_ASSIGN_OR_RETURN(m.source, v.Text());
   } else if (key == "kind") {
-    FULCRUM_ASSIGN_OR_RETURN(m.kind, YamlChoice<ModelKind>(origin, v, key,
-                                                           {{"decoder", ModelKind::kDecoder},
-                                                            {"encoder", ModelKind::kEncoder},
-                                                            {"generic", ModelKind::kGeneric}}));
+    FULCRUM_ASSIGN_OR_RETURN(m.kind, YamlChoice<ModelKind>(v, {{"decoder", ModelKind::kDecoder},
+                                                               {"encoder", ModelKind::kEncoder},
+                                                               {"generic", ModelKind::kGeneric}}));
   } else if (key == "mlp") {
     FULCRUM_ASSIGN_OR_RETURN(
-        m.mlp, YamlChoice<MlpKind>(origin, v, key,
-                                   {{"gelu", MlpKind::kGelu}, {"swiglu", MlpKind::kSwiglu}}));
+        m.mlp, YamlChoice<MlpKind>(v, {{"gelu", MlpKind::kGelu}, {"swiglu", MlpKind::kSwiglu}}));
   } else if (key == "norm") {
-    FULCRUM_ASSIGN_OR_RETURN(
-        m.norm, YamlChoice<NormKind>(origin, v, key,
-                                     {{"layernorm", NormKind::kLayerNorm},
-                                      {"layernorm-no-bias", NormKind::kLayerNormNoBias},
-                                      {"rmsnorm", NormKind::kRmsNorm}}));
+    FULCRUM_ASSIGN_OR_RETURN(m.norm,
+                             YamlChoice<NormKind>(v, {{"layernorm", NormKind::kLayerNorm},
+                                                      {"layernorm-no-bias", NormKind::kLayerNormNoBias},
+                                                      {"rmsnorm", NormKind::kRmsNorm}}));
   } else if (key == "position") {
     FULCRUM_ASSIGN_OR_RETURN(m.position,
-                             YamlChoice<PositionKind>(origin, v, key,
-                                                      {{"learned", PositionKind::kLearned},
-                                                       {"rotary", PositionKind::kRotary},
-                                                       {"alibi", PositionKind::kAlibi}}));
+                             YamlChoice<PositionKind>(v, {{"learned", PositionKind::kLearned},
+                                                          {"rotary", PositionKind::kRotary},
+                                                          {"alibi", PositionKind::kAlibi}}));
   } else if (key == "layers") {
     return set_int(m.layers);
   } else if (key == "hidden") {
@@ -136,24 +101,15 @@ Status ApplyYamlKey(const std::string& origin, const std::string& key, const YAM
     return set_number(m.generic_forward_flops_per_sample);
   } else if (key == "activation_bytes_per_sample") {
     return set_number(m.generic_activation_bytes_per_sample);
-  } else {
-    return YamlError(
-        origin, v, key,
-        "a known key (name, source, kind, layers, hidden, heads, kv_heads, ffn_hidden, "
-        "vocab, max_seq_len, tied_embeddings, mlp, norm, position, linear_bias, qkv_bias, "
-        "dropout, type_vocab, parameters, forward_flops_per_sample, "
-        "activation_bytes_per_sample); unknown key");
   }
-  return Status::Ok();
+  return Status::Ok();  // CheckKeys refused every other key
 }
 
-Result<Model> ParseModelYamlNode(const YAML::Node& root, const std::string& origin) {
-  if (!root.IsMap()) return YamlError(origin, root, "document", "a mapping of model fields");
+Result<Model> ParseModelYamlNode(const YamlNode& root, const std::string& origin) {
+  FULCRUM_RETURN_IF_ERROR(root.CheckKeys(kPresetKeys, "a mapping of model fields"));
   Model m;
-  for (const auto& entry : root) {
-    if (!entry.first.IsScalar()) return YamlError(origin, entry.first, "key", "a field name");
-    FULCRUM_RETURN_IF_ERROR(ApplyYamlKey(origin, entry.first.Scalar(), entry.second, m));
-  }
+  FULCRUM_ASSIGN_OR_RETURN(auto entries, root.Entries());
+  for (const auto& [key, value] : entries) FULCRUM_RETURN_IF_ERROR(ApplyYamlKey(key, value, m));
   if (m.name.empty()) return Status::InvalidInput(origin + ": name: missing");
   if (m.source.empty())
     return Status::InvalidInput(origin + ": source: missing (every preset names its source)");
@@ -330,18 +286,8 @@ Result<std::string> Architecture(const nlohmann::json& doc, const std::string& o
 }  // namespace
 
 Result<Model> ParseModelYaml(std::string_view text, const std::string& origin) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidInput(origin + ":" + std::to_string(e.mark.line + 1) +
-                                ": not valid YAML: " + e.msg);
-  }
-  try {
-    return ParseModelYamlNode(root, origin);
-  } catch (const YAML::Exception& e) {
-    return Status::InvalidInput(origin + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
+  return ParseModelYamlNode(root, origin);
 }
 
 Result<Model> ParseHfConfig(std::string_view text, const std::string& origin) {

@@ -73,7 +73,31 @@ TEST(PresetTest, BadYamlNamesLineAndField) {
   Result<Model> unknown = ParseModelYaml("name: x\nsource: y\nlayerz: 3\n", "m.yaml");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("layerz"), std::string::npos);
+  EXPECT_NE(unknown.status().message().find("did you mean layers?"), std::string::npos)
+      << unknown.status().message();
   EXPECT_FALSE(ParseModelYaml("name: [unclosed\n", "m.yaml").ok());
+}
+
+TEST(PresetTest, DuplicateKeysRefused) {
+  Result<Model> m = ParseModelYaml("name: x\nsource: y\nlayers: 2\nlayers: 32\n", "m.yaml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(),
+            "m.yaml:4: layers: expected each key once in a mapping, found \"layers\" again "
+            "(first on line 3)");
+}
+
+TEST(PresetTest, NonFiniteNumbersRefused) {
+  for (const char* bad : {"1e400", ".inf", ".nan", "nan", "inf"}) {
+    Result<Model> m = ParseModelYaml(
+        std::string("name: x\nsource: y\nkind: generic\nparameters: ") + bad + "\n", "m.yaml");
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_EQ(m.status().message(), std::string("m.yaml:4: parameters: expected a non-negative "
+                                                 "number, found \"") +
+                                        bad + "\"");
+    m = ParseModelYaml(std::string("name: x\nsource: y\nlayers: ") + bad + "\n", "m.yaml");
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_NE(m.status().message().find("m.yaml:3: layers: expected"), std::string::npos);
+  }
 }
 
 TEST(HfConfigTest, ArchitecturesMatchThePresets) {

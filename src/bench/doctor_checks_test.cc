@@ -1,4 +1,4 @@
-#include "bench/doctor.h"
+#include "bench/doctor_checks.h"
 
 #include <gtest/gtest.h>
 
@@ -38,53 +38,7 @@ SystemFacts GpuMachine(const std::string& driver) {
   return facts;
 }
 
-TEST(DoctorTest, ParsesNvidiaSmiQuery) {
-  auto gpus = ParseNvidiaSmiQuery(
-      "NVIDIA H100 80GB HBM3, 550.54.15, Enabled, Enabled, 1980, 1980, 1755\n"
-      "Tesla T4, 535.104.05, Disabled, [N/A], 300, 1590, [N/A]\n");
-  ASSERT_EQ(gpus.size(), 2u);
-  EXPECT_EQ(gpus[0].name, "NVIDIA H100 80GB HBM3");
-  EXPECT_EQ(gpus[0].driver_version, "550.54.15");
-  EXPECT_EQ(gpus[0].persistence_mode, true);
-  EXPECT_EQ(gpus[0].application_sm_clock_mhz, 1755);
-  EXPECT_EQ(gpus[1].persistence_mode, false);
-  EXPECT_FALSE(gpus[1].ecc_enabled.has_value());
-  EXPECT_FALSE(gpus[1].application_sm_clock_mhz.has_value());
-}
-
-TEST(DoctorTest, ParsesNvccAndFrameworkProbe) {
-  EXPECT_EQ(ParseNvccVersion("nvcc: NVIDIA (R) Cuda compiler driver\nCuda compilation tools, "
-                             "release 12.4, V12.4.131\n"),
-            "12.4.131");
-  EXPECT_FALSE(ParseNvccVersion("garbage").has_value());
-  auto fws = ParseFrameworkProbe(
-      "{\"name\": \"torch\", \"version\": \"2.3.0\", \"cuda_build\": \"12.1\", \"gpu_available\": "
-      "true}\n"
-      "not json\n"
-      "{\"name\": \"jax\", \"version\": \"0.4.30\", \"cuda_build\": \"12030\", \"gpu_available\": "
-      "false}\n"
-      "{\"name\": \"tensorflow\", \"version\": \"2.16\", \"cuda_build\": null}\n");
-  ASSERT_EQ(fws.size(), 3u);
-  EXPECT_EQ(fws[0].cuda_build, "12.1");
-  EXPECT_EQ(fws[1].cuda_build, "12.3");
-  EXPECT_FALSE(fws[2].cuda_build.has_value());
-}
-
-TEST(DoctorTest, CompareVersionsIsNumeric) {
-  EXPECT_LT(CompareVersions("525.60.13", "550.54.14"), 0);
-  EXPECT_GT(CompareVersions("550.100", "550.54.14"), 0);
-  EXPECT_EQ(CompareVersions("12.4", "12.4.0"), 0);
-}
-
-TEST(DoctorTest, DriverTableHasSourcedRows) {
-  DriverTable table = Table();
-  EXPECT_EQ(MinDriverFor(table, "12.4.131"), "550.54.14");
-  EXPECT_EQ(MinDriverFor(table, "11.8"), "520.61.05");
-  EXPECT_FALSE(MinDriverFor(table, "99.1").has_value());
-  EXPECT_EQ(table.min_driver_minor_compat.at(12), "525.60.13");
-}
-
-TEST(DoctorTest, CpuOnlyMachineSkipsGpuChecksHonestly) {
+TEST(DoctorChecksTest, CpuOnlyMachineSkipsGpuChecksHonestly) {
   SystemFacts facts;
   facts.driver_probe_note = "nvidia-smi not found on PATH";
   facts.disk_path = "/tmp";
@@ -98,7 +52,7 @@ TEST(DoctorTest, CpuOnlyMachineSkipsGpuChecksHonestly) {
   EXPECT_EQ(Find(checks, "disk-free").status, CheckStatus::kOk);
 }
 
-TEST(DoctorTest, OldDriverForToolkitFailsWithFix) {
+TEST(DoctorChecksTest, OldDriverForToolkitFailsWithFix) {
   SystemFacts facts = GpuMachine("470.82.01");
   facts.cuda_toolkit_version = "12.4.131";
   facts.cuda_toolkit_source = "nvcc";
@@ -108,14 +62,14 @@ TEST(DoctorTest, OldDriverForToolkitFailsWithFix) {
   EXPECT_NE(toolkit.fix.find("550.54.14"), std::string::npos) << toolkit.fix;
 }
 
-TEST(DoctorTest, MinorVersionCompatibilityIsAWarning) {
+TEST(DoctorChecksTest, MinorVersionCompatibilityIsAWarning) {
   SystemFacts facts = GpuMachine("535.104.05");
   facts.cuda_toolkit_version = "12.4";
   auto checks = RunChecks(facts, Table(), DoctorOptions{});
   EXPECT_EQ(Find(checks, "cuda-toolkit").status, CheckStatus::kWarn);
 }
 
-TEST(DoctorTest, FrameworkChecks) {
+TEST(DoctorChecksTest, FrameworkChecks) {
   SystemFacts facts = GpuMachine("550.54.15");
   facts.frameworks = {{"torch", "2.3.0", "12.1", true}, {"jax", "0.4", std::nullopt, std::nullopt}};
   auto checks = RunChecks(facts, Table(), DoctorOptions{});
@@ -134,7 +88,7 @@ TEST(DoctorTest, FrameworkChecks) {
   EXPECT_NE(torch.finding.find("sees no GPU"), std::string::npos);
 }
 
-TEST(DoctorTest, VisibilityPersistenceEccClocks) {
+TEST(DoctorChecksTest, VisibilityPersistenceEccClocks) {
   SystemFacts facts = GpuMachine("550.54.15");
   facts.env["CUDA_VISIBLE_DEVICES"] = "";
   facts.gpus[1].persistence_mode = false;
@@ -153,11 +107,11 @@ TEST(DoctorTest, VisibilityPersistenceEccClocks) {
   EXPECT_NE(Find(checks, "gpu-visibility").finding.find("GPU 5"), std::string::npos);
 }
 
-TEST(DoctorTest, DiskShmAndNccl) {
+TEST(DoctorChecksTest, DiskShmAndNccl) {
   SystemFacts facts = GpuMachine("550.54.15");
   facts.disk_free_bytes = 100e9;
   facts.shm_total_bytes = 64e6;  // Docker's default
-  facts.env["NCCL_P2P_DISABLE"] = "1";
+  facts.env.emplace("NCCL_P2P_DISABLE", "1");
   DoctorOptions options;
   options.checkpoint_bytes = 98e9;  // llama-2-7b, 14 bytes/param
   auto checks = RunChecks(facts, Table(), options);

@@ -1,12 +1,14 @@
-#include "catalog/row_reader.h"
+#include "core/row_reader.h"
 
 #include <algorithm>
 #include <cmath>
-#include <set>
+#include <cstdio>
 
+#include "core/input_error.h"
 #include "core/parse.h"
+#include "core/text_file.h"
 
-namespace fulcrum::catalog {
+namespace fulcrum {
 namespace {
 
 std::string JoinColumns(const std::vector<std::string>& names) {
@@ -15,14 +17,10 @@ std::string JoinColumns(const std::vector<std::string>& names) {
   return out;
 }
 
-// "0", "1.5", "1e6" without trailing zeros noise, for range messages.
+// "0", "1.5", "1000000", "1e+15": shortest exact-looking form, for range messages.
 std::string Bound(double value) {
-  std::string text = std::to_string(value);
-  while (text.find('.') != std::string::npos && (text.back() == '0' || text.back() == '.')) {
-    bool dot = text.back() == '.';
-    text.pop_back();
-    if (dot) break;
-  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.15g", value);
   return text;
 }
 
@@ -36,31 +34,33 @@ Result<ColumnIndex> CheckHeader(const CsvDocument& doc, const std::string& file,
                                 const TableSchema& schema) {
   std::string expected = "columns " + JoinColumns(schema.required);
   if (doc.header_line == 0) {
-    return Status::InvalidInput(file + ":1: header: expected " + expected +
-                                ", found an empty file");
+    return InputError({file, 1, "header", expected, "an empty file", {}}, FoundIs::kDescription);
   }
-  std::string where = file + ":" + std::to_string(doc.header_line) + ": header: ";
+  std::vector<std::string> all = schema.required;
+  all.insert(all.end(), schema.optional.begin(), schema.optional.end());
   ColumnIndex index;
   for (size_t i = 0; i < doc.header.size(); ++i) {
     std::string name(Trim(doc.header[i]));
-    bool known =
-        std::find(schema.required.begin(), schema.required.end(), name) != schema.required.end() ||
-        std::find(schema.optional.begin(), schema.optional.end(), name) != schema.optional.end();
-    if (!known) {
+    if (std::find(all.begin(), all.end(), name) == all.end()) {
       std::string optional_text =
           schema.optional.empty() ? "" : " (optional: " + JoinColumns(schema.optional) + ")";
-      return Status::InvalidInput(where + "expected " + expected + optional_text +
-                                  ", found unknown column \"" + name + "\"");
+      return InputError({file, doc.header_line, "header", expected + optional_text,
+                         "unknown column \"" + name + "\"", NearestNames(name, all)},
+                        FoundIs::kDescription);
     }
     if (!index.emplace(name, i).second) {
-      return Status::InvalidInput(where + "expected each column once, found \"" + name +
-                                  "\" twice");
+      return InputError({file, doc.header_line, "header", "each column once",
+                         "\"" + name + "\" twice", {}},
+                        FoundIs::kDescription);
     }
   }
+  std::vector<std::string> present;
+  for (const auto& name : doc.header) present.emplace_back(Trim(name));
   for (const auto& name : schema.required) {
     if (!index.count(name)) {
-      return Status::InvalidInput(where + "expected " + expected + ", found no column \"" + name +
-                                  "\"");
+      return InputError({file, doc.header_line, "header", expected,
+                         "no column \"" + name + "\"", NearestNames(name, present)},
+                        FoundIs::kDescription);
     }
   }
   return index;
@@ -68,9 +68,9 @@ Result<ColumnIndex> CheckHeader(const CsvDocument& doc, const std::string& file,
 
 std::string RowReader::Where() const { return file_ + ":" + std::to_string(record_.line); }
 
-Status RowReader::Error(const std::string& column, const std::string& expected) const {
-  return Status::InvalidInput(Where() + ": " + column + ": expected " + expected + ", found \"" +
-                              Text(column) + "\"");
+Status RowReader::Error(const std::string& column, const std::string& expected,
+                        std::vector<std::string> nearest) const {
+  return InputError({file_, record_.line, column, expected, Text(column), std::move(nearest)});
 }
 
 std::string RowReader::Text(const std::string& column) const {
@@ -89,8 +89,8 @@ Result<std::optional<double>> RowReader::OptionalNumber(const std::string& colum
                                                         double max) const {
   std::string text = Text(column);
   if (text.empty()) return std::optional<double>();
-  Result<double> value = ParseDouble(text);
-  if (!value.ok() || *value < min || *value > max) {
+  Result<double> value = ParseDouble(text);  // refuses nan, inf and overflow (1e400)
+  if (!value.ok() || !std::isfinite(*value) || *value < min || *value > max) {
     return Error(column, RangeText("a number", min, max));
   }
   return std::optional<double>(*value);
@@ -107,7 +107,8 @@ Result<std::optional<int>> RowReader::OptionalInt(const std::string& column, int
   std::string text = Text(column);
   if (text.empty()) return std::optional<int>();
   Result<double> value = ParseDouble(text);
-  if (!value.ok() || *value != std::floor(*value) || *value < min || *value > max) {
+  if (!value.ok() || !std::isfinite(*value) || *value != std::floor(*value) || *value < min ||
+      *value > max) {
     return Error(column, RangeText("a whole number", min, max));
   }
   return std::optional<int>(static_cast<int>(*value));
@@ -127,4 +128,25 @@ Result<std::optional<bool>> RowReader::OptionalBool(const std::string& column) c
   return Error(column, "yes, no or empty (unknown)");
 }
 
-}  // namespace fulcrum::catalog
+Result<bool> RowReader::Bool(const std::string& column) const {
+  std::string text = ToLower(Text(column));
+  if (text == "yes" || text == "true") return true;
+  if (text == "no" || text == "false") return false;
+  return Error(column, "yes or no");
+}
+
+Result<CsvTable> ParseTable(std::string_view text, const std::string& file,
+                         const TableSchema& schema) {
+  CsvTable table;
+  table.file = file;
+  FULCRUM_ASSIGN_OR_RETURN(table.doc, ParseCsv(text, file));
+  FULCRUM_ASSIGN_OR_RETURN(table.columns, CheckHeader(table.doc, file, schema));
+  return table;
+}
+
+Result<CsvTable> LoadTableFile(const std::string& path, const TableSchema& schema) {
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "a catalog file"));
+  return ParseTable(text, path, schema);
+}
+
+}  // namespace fulcrum
