@@ -186,11 +186,12 @@ int RunCli(int argc, char** argv) {
   app.fallthrough();
 
   // The table creates each subcommand; `fulcrum --help` lists them from Description(), so
-  // CLI11's own list is hidden (group "").
+  // CLI11's own list is hidden (group "", set after registration: nested subcommands such as
+  // `spot interval` copy their parent's group when they are created).
   for (const CommandEntry& row : CommandTable()) {
     CLI::App* cmd = app.add_subcommand(row.name, row.help);
-    cmd->group("");
     row.add(cmd, ctx);
+    cmd->group("");
   }
   std::vector<std::string> help_topic;
   AddHelpCommand(app, ctx, help_topic);

@@ -18,7 +18,7 @@ OptionInfo DescribeOption(const CLI::Option& opt) {
     for (const std::string& l : opt.get_lnames()) info.names.push_back("--" + l);
     for (const std::string& s : opt.get_snames()) info.names.push_back("-" + s);
   }
-  if (opt.get_type_size_max() > 0) {
+  if (opt.get_items_expected_max() > 0) {
     info.value_name = opt.get_type_name();
     if (info.value_name.empty()) info.value_name = "VALUE";
   }

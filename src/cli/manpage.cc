@@ -1,11 +1,35 @@
 #include "cli/manpage.h"
 
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 namespace fulcrum::cli {
 namespace {
+
+// UTF-8 sequences as roff's \[uXXXX] (groff reads ASCII without preconv).
+std::string NonAscii(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      out += text[i++];
+      continue;
+    }
+    int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
+    uint32_t code = c & (0x3F >> extra);
+    for (int k = 1; k <= extra && i + k < text.size(); ++k) {
+      code = (code << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    }
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "\\[u%04X]", static_cast<unsigned>(code));
+    out += buf;
+    i += extra + 1;
+  }
+  return out;
+}
 
 // Text for roff: backslashes and dashes escaped, a line that would start with a control
 // character ('.' or '\'') protected with \&.
@@ -23,7 +47,7 @@ std::string Escape(const std::string& text) {
     }
     line_start = c == '\n';
   }
-  return out;
+  return NonAscii(out);
 }
 
 std::string Upper(std::string s) {
