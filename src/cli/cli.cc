@@ -154,7 +154,18 @@ int ReportParseError(CliContext& ctx, CLI::App& app, const CLI::ParseError& e, i
     }
     break;
   }
-  PrintShellError(ctx, e.what(), ErrorDetail(), "Run with --help for usage.");
+  ErrorDetail detail;
+  std::string message = e.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    // "The following argument(s) was/were not expected: --bogus x"
+    if (size_t colon = message.rfind(": "); colon != std::string::npos) {
+      detail.found = message.substr(colon + 2);
+    }
+  } else if (!message.empty() && message[0] == '-') {
+    // CLI11 names the option first: "--min-gpus: Value 0 not in range ...", "--metric is required".
+    detail.field = message.substr(0, message.find_first_of(": "));
+  }
+  PrintShellError(ctx, message, detail, "Run with --help for usage.");
   return 2;
 }
 

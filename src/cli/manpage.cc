@@ -97,7 +97,9 @@ void Options(std::ostringstream& s, const std::vector<OptionInfo>& options) {
 
 std::string Header(const std::string& title, const std::string& version) {
   return ".TH " + Escape(Upper(title)) + " 1 \"\" \"fulcrum " + Escape(version) +
-         "\" \"fulcrum manual\"\n";
+         "\" \"fulcrum manual\"\n"
+         // No hyphenation, ragged right: option names and commands stay whole.
+         ".nh\n.ad l\n";
 }
 
 ManPage CommandPage(const CommandInfo& c, const std::string& version) {
@@ -109,8 +111,15 @@ ManPage CommandPage(const CommandInfo& c, const std::string& version) {
   for (const OptionInfo& o : c.options) {
     if (o.positional) s << " [\\fI" << Escape(o.names[0]) << "\\fR]";
   }
+  // Examples written into the description (bench, doctor) go to EXAMPLES with the footer's.
+  std::string description = c.description.empty() ? c.help : c.description;
+  std::string examples = c.footer;
+  if (size_t at = description.find("Examples:"); at != std::string::npos) {
+    examples = description.substr(at) + (examples.empty() ? "" : "\n\n" + examples);
+    description.erase(at);
+  }
   s << "\n.SH DESCRIPTION\n";
-  Paragraphs(s, c.description.empty() ? c.help : c.description);
+  Paragraphs(s, description);
   s << ".SH OPTIONS\n";
   Options(s, c.options);
   if (!c.subcommands.empty()) {
@@ -122,9 +131,9 @@ ManPage CommandPage(const CommandInfo& c, const std::string& version) {
       Paragraphs(s, sub.footer);
     }
   }
-  if (!c.footer.empty()) {
+  if (!examples.empty()) {
     s << ".SH EXAMPLES\n";
-    Paragraphs(s, c.footer);
+    Paragraphs(s, examples);
   }
   s << ".SH EXIT STATUS\n0 ok, 2 bad usage or input, 1 runtime failure"
     << (c.name == "run" ? " (see DESCRIPTION for the codes of a supervised job)" : "")
