@@ -416,6 +416,13 @@ TEST(CliCompletionTest, ZshAndFishScriptsNameEveryCommand) {
     std::string script = WriteTempFile("cli_completion", "fulcrum." + shell, gen.out);
     RunOutput syntax = RunProgram(shell, {"-n", script});
     EXPECT_EQ(syntax.exit_code, 0) << shell << ": " << syntax.err;
+    if (shell != "fish") continue;
+    // fish completes a command line on request: `complete -C LINE` prints "word<TAB>help".
+    RunOutput done = RunProgram(
+        "fish", {"-c", "source '" + script + "'; complete -C 'fulcrum pl'; complete -C 'fulcrum plan --dead'"});
+    EXPECT_EQ(done.exit_code, 0) << done.err;
+    EXPECT_NE(done.out.find("plan\t"), std::string::npos) << done.out;
+    EXPECT_NE(done.out.find("--deadline\t"), std::string::npos) << done.out;
   }
 }
 
