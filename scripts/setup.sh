@@ -14,6 +14,8 @@ packages=(
   # real peers started by the tests
   sqlite3 prometheus prometheus-alertmanager slurm-wlm munge chromium
   curl procps iproute2 python3
+  # man pages rendered in the CLI test, the .deb built and listed in the package test
+  groff-base man-db dpkg-dev
 )
 # Node.js + npm for the dashboard's assets: Debian's packages only where no node/npm is present
 # (a machine with Node.js from elsewhere keeps it; Debian's npm would conflict with it).

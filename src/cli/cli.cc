@@ -8,35 +8,183 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli/command_tree.h"
 #include "cli/commands.h"
+#include "cli/manpage.h"
 
 namespace fulcrum::cli {
+namespace {
+
+nlohmann::json OrNull(const std::string& s) {
+  return s.empty() ? nlohmann::json() : nlohmann::json(s);
+}
+
+// The detail of an error in the command word itself (`fulcrum bogus`, `fulcrum help bogus`).
+ErrorDetail CommandDetail(const std::string& found) {
+  ErrorDetail d;
+  d.field = "command";
+  std::string commands;
+  for (const CommandEntry& row : CommandTable()) commands += std::string(", ") + row.name;
+  d.expected = "one of" + commands.substr(1);
+  d.found = found;
+  return d;
+}
+
+// {"error": {...}} with every field of ErrorDetail: null / [] where `detail` does not know it.
+nlohmann::json ErrorJson(const std::string& message, const ErrorDetail* detail) {
+  ErrorDetail none;
+  const ErrorDetail& d = detail != nullptr ? *detail : none;
+  return {{"error",
+           {{"message", message},
+            {"file", OrNull(d.file)},
+            {"line", d.line ? nlohmann::json(*d.line) : nlohmann::json()},
+            {"field", OrNull(d.field)},
+            {"expected", OrNull(d.expected)},
+            {"found", OrNull(d.found)},
+            {"nearest", d.nearest}}}};
+}
+
+// Prints an error found by the shell itself (parse errors, unknown commands): one JSON line with
+// --json, else "fulcrum: error: <message>" and `hint` on its own line.
+void PrintShellError(CliContext& ctx, const std::string& message, const ErrorDetail& detail,
+                     const std::string& hint) {
+  if (ctx.json_errors) {
+    ctx.err << ErrorJson(message, &detail).dump() << "\n";
+    return;
+  }
+  ctx.err << "fulcrum: error: " << message << "\n";
+  if (!hint.empty()) ctx.err << hint << "\n";
+}
+
+// The top-level help text: what fulcrum is, then the command table by group.
+std::string Description() {
+  std::ostringstream s;
+  s << "fulcrum — choose, watch and keep alive the GPU servers you rent.\n";
+  size_t width = 0;
+  for (const CommandEntry& row : CommandTable()) width = std::max(width, std::string(row.name).size());
+  std::string group;
+  for (const CommandEntry& row : CommandTable()) {
+    if (row.group != group) {
+      group = row.group;
+      s << "\n" << group << ":\n";
+    }
+    s << "  " << row.name << std::string(width + 2 - std::string(row.name).size(), ' ') << row.help
+      << "\n";
+  }
+  s << "\nEvery command prints a table, or JSON with --json (errors too, on stderr). Exit codes: "
+       "0 ok,\n2 bad usage or input, 1 runtime failure. `fulcrum help COMMAND` (or COMMAND "
+       "--help) explains\none command; `man fulcrum-COMMAND` once installed.";
+  return s.str();
+}
+
+// --json anywhere before a `--` (after it the words belong to a supervised command).
+bool WantsJson(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") return false;
+    if (arg == "--json") return true;
+  }
+  return false;
+}
+
+// The deepest subcommand that was named on the command line.
+CLI::App* DeepestSubcommand(CLI::App& app) {
+  CLI::App* target = &app;
+  while (true) {
+    auto subs = target->get_subcommands();
+    if (subs.empty()) return target;
+    target = subs.front();
+  }
+}
+
+void AddHelpCommand(CLI::App& app, CliContext& ctx, std::vector<std::string>& topic) {
+  auto* help = app.add_subcommand("help", "Show the help of a command: fulcrum help COMMAND");
+  help->add_option("command", topic, "Command (and subcommand) to explain");
+  help->callback([&app, &ctx, &topic] {
+    CLI::App* target = &app;
+    for (const auto& name : topic) {
+      CLI::App* sub = nullptr;
+      try {
+        sub = target->get_subcommand(name);
+      } catch (const CLI::OptionNotFound&) {
+        sub = nullptr;
+      }
+      if (sub == nullptr) {
+        PrintShellError(ctx, "no command '" + name + "'; see fulcrum --help",
+                        CommandDetail(name), "");
+        ctx.exit_code = 2;
+        return;
+      }
+      target = sub;
+    }
+    ctx.out << target->help();
+  });
+}
+
+// Hidden commands of the build and the tests: `__table` prints the command tree as JSON,
+// `__man DIR` writes the man pages.
+void AddHiddenCommands(CLI::App& app, CliContext& ctx, std::string& man_dir) {
+  auto* table = app.add_subcommand("__table", "Print the command tree as JSON")->group("");
+  table->callback([&app, &ctx] { PrintJson(ctx, CliInfoToJson(DescribeCli(app))); });
+  auto* man = app.add_subcommand("__man", "Write the man pages into DIR")->group("");
+  man->add_option("dir", man_dir)->required();
+  man->callback([&app, &ctx, &man_dir] {
+    Status s = WriteManPages(DescribeCli(app), FULCRUM_VERSION, man_dir);
+    if (!s.ok()) ReportError(ctx, s);
+  });
+}
+
+// Exit code 2 for a CLI11 parse error, naming an unknown command rather than CLI11's generic
+// "A subcommand is required".
+int ReportParseError(CliContext& ctx, CLI::App& app, const CLI::ParseError& e, int argc,
+                     char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--catalog") {
+      ++i;
+      continue;
+    }
+    if (arg.empty() || arg[0] == '-') continue;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == arg;
+    if (!known) {
+      PrintShellError(ctx, "unknown command '" + arg + "'", CommandDetail(arg),
+                      "Run fulcrum --help for the commands.");
+      return 2;
+    }
+    break;
+  }
+  ErrorDetail detail;
+  std::string message = e.what();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    // "The following argument(s) was/were not expected: --bogus x"
+    if (size_t colon = message.rfind(": "); colon != std::string::npos) {
+      detail.found = message.substr(colon + 2);
+    }
+  } else if (!message.empty() && message[0] == '-') {
+    // CLI11 names the option first: "--min-gpus: Value 0 not in range ...", "--metric is required".
+    detail.field = message.substr(0, message.find_first_of(": "));
+  }
+  PrintShellError(ctx, message, detail, "Run with --help for usage.");
+  return 2;
+}
+
+}  // namespace
 
 void ReportError(CliContext& ctx, const Status& status) {
-  ctx.err << "fulcrum: error: " << status.message() << "\n";
+  if (ctx.json_errors) {
+    ctx.err << ErrorJson(status.message(), status.detail()).dump() << "\n";
+  } else {
+    ctx.err << "fulcrum: error: " << status.message() << "\n";
+  }
   ctx.exit_code = status.ExitCode();
 }
 
 void PrintJson(CliContext& ctx, const nlohmann::json& value) { ctx.out << value.dump(2) << "\n"; }
 
-namespace {
-
-constexpr const char* kDescription =
-    "fulcrum — choose, watch and keep alive the GPU servers you rent.\n\n"
-    "  Choose:   plan, fit, estimate, offers, gpus, providers, spot, catalog\n"
-    "  Watch:    agent, query\n"
-    "  Survive:  run, submit, status, cost\n"
-    "  Validate: bench, doctor\n\n"
-    "Every command prints a table, or JSON with --json. Exit codes: 0 ok, 2 bad usage or\n"
-    "input, 1 runtime failure. `fulcrum help COMMAND` (or COMMAND --help) explains one command.";
-
-}  // namespace
-
-int RunCli(int argc, char** argv) { return RunCli(argc, argv, std::cout, std::cerr); }
-
-int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
-  CliContext ctx{out, err, "", 0};
-  CLI::App app(kDescription, "fulcrum");
+int RunCli(int argc, char** argv) {
+  CliContext ctx{std::cout, std::cerr, "", 0, WantsJson(argc, argv)};
+  CLI::App app(Description(), "fulcrum");
   app.set_version_flag("--version", std::string("fulcrum ") + FULCRUM_VERSION);
   app.add_option("--catalog", ctx.catalog_dir,
                  "Read the catalog (gpus.csv, offers.csv, providers.csv, models/) from DIR "
@@ -48,29 +196,18 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   app.require_subcommand(1);
   app.fallthrough();
 
-  for (const CommandEntry& entry : CommandTable()) entry.add(app, ctx);
-
-  auto* help = app.add_subcommand("help", "Show the help of a command: fulcrum help COMMAND");
+  // The table creates each subcommand; `fulcrum --help` lists them from Description(), so
+  // CLI11's own list is hidden (group "", set after registration: nested subcommands such as
+  // `spot interval` copy their parent's group when they are created).
+  for (const CommandEntry& row : CommandTable()) {
+    CLI::App* cmd = app.add_subcommand(row.name, row.help);
+    row.add(cmd, ctx);
+    cmd->group("");
+  }
   std::vector<std::string> help_topic;
-  help->add_option("command", help_topic, "Command (and subcommand) to explain");
-  help->callback([&] {
-    CLI::App* target = &app;
-    for (const auto& name : help_topic) {
-      CLI::App* sub = nullptr;
-      try {
-        sub = target->get_subcommand(name);
-      } catch (const CLI::OptionNotFound&) {
-        sub = nullptr;
-      }
-      if (sub == nullptr) {
-        ctx.err << "fulcrum: error: no command '" << name << "'; see fulcrum --help\n";
-        ctx.exit_code = 2;
-        return;
-      }
-      target = sub;
-    }
-    ctx.out << target->help();
-  });
+  AddHelpCommand(app, ctx, help_topic);
+  std::string man_dir;
+  AddHiddenCommands(app, ctx, man_dir);
 
   spdlog::set_level(spdlog::level::warn);
   spdlog::default_logger()->sinks().clear();
@@ -78,45 +215,19 @@ int RunCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
-    // Help of the deepest subcommand that was named.
-    CLI::App* target = &app;
-    while (true) {
-      auto subs = target->get_subcommands();
-      if (subs.empty()) break;
-      target = subs.front();
-    }
-    out << target->help();
+    ctx.out << DeepestSubcommand(app)->help();
     return 0;
   } catch (const CLI::CallForAllHelp&) {
-    out << app.help("", CLI::AppFormatMode::All);
+    ctx.out << app.help("", CLI::AppFormatMode::All);
     return 0;
   } catch (const CLI::CallForVersion& e) {
-    out << e.what() << "\n";
+    ctx.out << e.what() << "\n";
     return 0;
   } catch (const CLI::ParseError& e) {
-    // Name an unknown command rather than CLI11's generic "A subcommand is required".
-    for (int i = 1; i < argc; ++i) {
-      std::string arg = argv[i];
-      if (arg == "--catalog") {
-        ++i;
-        continue;
-      }
-      if (arg.empty() || arg[0] == '-') continue;
-      bool known = false;
-      for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == arg;
-      if (!known) {
-        err << "fulcrum: error: unknown command '" << arg
-            << "'\nRun fulcrum --help for the commands.\n";
-        return 2;
-      }
-      break;
-    }
-    err << "fulcrum: error: " << e.what() << "\n";
-    err << "Run with --help for usage.\n";
-    return 2;
+    return ReportParseError(ctx, app, e, argc, argv);
   } catch (const std::exception& e) {
     // The edge: a bug or an unexpected library failure; never crash without a message.
-    err << "fulcrum: internal error: " << e.what() << "\n";
+    PrintShellError(ctx, std::string("internal error: ") + e.what(), ErrorDetail(), "");
     return 1;
   }
   return ctx.exit_code;

@@ -126,9 +126,8 @@ void RunAgent(CliContext& ctx, const AgentFlags& flags) {
 
 }  // namespace
 
-void RegisterAgent(CLI::App& root, CliContext& ctx) {
-  auto* cmd = root.add_subcommand(
-      "agent",
+void RegisterAgent(CLI::App* cmd, CliContext& ctx) {
+  cmd->description(
       "Run the node agent: sample every GPU (NVML, sim or a recording), store the samples, "
       "evaluate alert rules and deliver webhooks, release idle machines, and serve /v1, "
       "/metrics and the dashboard. Runs in the foreground (systemd: "

@@ -262,10 +262,8 @@ void RunBench(CliContext& ctx, const BenchFlags& flags) {
 
 }  // namespace
 
-void RegisterBench(CLI::App& root, CliContext& ctx) {
+void RegisterBench(CLI::App* cmd, CliContext& ctx) {
   auto flags = std::make_shared<BenchFlags>();
-  auto* cmd =
-      root.add_subcommand("bench", "Measure this server's GPUs and disk against their datasheet");
   cmd->description(
       "Measure this server's GPU and checkpoint disk, and compare with the datasheet.\n\n"
       "GPU (needs fulcrum-gpubench, built where a CUDA toolkit was found): cuBLAS GEMM TFLOP/s in\n"

@@ -93,7 +93,7 @@ void RegisterImport(CLI::App& parent, CliContext& ctx) {
       "Accelerator names are mapped to catalog GPUs through their aliases; rows without a GPU or\n"
       "with an unknown accelerator are skipped and counted on stderr. Put the output in\n"
       "~/.config/fulcrum/offers.d/ to use it over the shipped offers.\n\n"
-      "Example:\n"
+      "Examples:\n"
       "  fulcrum catalog import --format skypilot --provider aws vms.csv \\\n"
       "      -o ~/.config/fulcrum/offers.d/aws.csv");
   auto flags = std::make_shared<ImportFlags>();
@@ -125,7 +125,7 @@ void RegisterValidate(CLI::App& parent, CliContext& ctx) {
       "Loads DIR (default: the catalog in use) with every check that fulcrum applies on start:\n"
       "header, types, ranges, unknown GPU and provider names, duplicate keys. Prints the counts,\n"
       "or the first error as file:line: field: expected ..., found ... with exit code 2.\n\n"
-      "Example:\n  fulcrum catalog validate ./catalog\n  fulcrum catalog validate "
+      "Examples:\n  fulcrum catalog validate ./catalog\n  fulcrum catalog validate "
       "--no-user-offers");
   auto dir = std::make_shared<std::string>();
   auto no_user = std::make_shared<bool>(false);
@@ -159,10 +159,13 @@ void RegisterValidate(CLI::App& parent, CliContext& ctx) {
 
 }  // namespace
 
-void RegisterCatalog(CLI::App& root, CliContext& ctx) {
-  auto* cmd = root.add_subcommand("catalog", "Import price lists into, and validate, a catalog");
+void RegisterCatalog(CLI::App* cmd, CliContext& ctx) {
   cmd->require_subcommand(1);
-  cmd->footer("Subcommands: import, validate. See fulcrum help catalog import.");
+  cmd->footer(
+      "Subcommands: import, validate. See fulcrum help catalog import.\n\n"
+      "Examples:\n"
+      "  fulcrum catalog validate --json\n"
+      "  fulcrum catalog import --format skypilot --provider aws vms.csv -o aws.csv");
   RegisterImport(*cmd, ctx);
   RegisterValidate(*cmd, ctx);
 }

@@ -65,15 +65,14 @@ Status ShowCost(CliContext& ctx, const std::string& data_dir_flag, const std::st
 
 }  // namespace
 
-void RegisterCost(CLI::App& root, CliContext& ctx) {
+void RegisterCost(CLI::App* cmd, CliContext& ctx) {
   auto data_dir = std::make_shared<std::string>();
   auto job = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
-  auto* cmd = root.add_subcommand(
-      "cost",
+  cmd->description(
       "Spend per job and per UTC day, from the per-second ledger that fulcrum run keeps when it\n"
       "knows the machine's price (--price-per-hour or --offer).");
-  cmd->footer("Example:\n  fulcrum cost\n  fulcrum cost --job llama-ft --json");
+  cmd->footer("Examples:\n  fulcrum cost\n  fulcrum cost --job llama-ft --json");
   cmd->add_option("--data-dir", *data_dir, "Shared data dir holding jobs.db (as for fulcrum run)")
       ->type_name("DIR");
   cmd->add_option("--job", *job, "Only this job")->type_name("NAME");

@@ -60,9 +60,8 @@ void RunDoctor(CliContext& ctx, const DoctorFlags& flags) {
 
 }  // namespace
 
-void RegisterDoctor(CLI::App& root, CliContext& ctx) {
+void RegisterDoctor(CLI::App* cmd, CliContext& ctx) {
   auto flags = std::make_shared<DoctorFlags>();
-  auto* cmd = root.add_subcommand("doctor", "Check the GPU software stack of this server");
   cmd->description(
       "Check the GPU software stack of this server: NVIDIA driver vs the CUDA toolkit and the "
       "CUDA\n"
@@ -74,7 +73,7 @@ void RegisterDoctor(CLI::App& root, CliContext& ctx) {
       "Each check prints ok / warn / fail / skipped, what was found and how to fix it. Runs on a\n"
       "machine without a GPU and says what it could not check. Exit 0 when the checks ran,\n"
       "whatever they found; 2 on bad input.\n\n"
-      "Example: fulcrum doctor --checkpoint-dir /data/ckpt --checkpoint-size 98GB");
+      "Examples:\n  fulcrum doctor --checkpoint-dir /data/ckpt --checkpoint-size 98GB");
   cmd->add_flag("--json", flags->json, "Print {\"checks\": [{name, status, finding, fix}]}");
   cmd->add_option("--checkpoint-dir", flags->checkpoint_dir,
                   "Directory checkpoints go to (disk check)")

@@ -96,9 +96,7 @@ Result<estimate::EstimateResult> RunEstimate(const EstimateOptions& o,
 
 }  // namespace
 
-void RegisterEstimate(CLI::App& root, CliContext& ctx) {
-  auto* cmd = root.add_subcommand(
-      "estimate", "Evaluate one training configuration: per-GPU memory breakdown and step time");
+void RegisterEstimate(CLI::App* cmd, CliContext& ctx) {
   cmd->footer(kFooter);
   auto options = std::make_shared<EstimateOptions>();
   AddWorkloadOptions(cmd, options->request);

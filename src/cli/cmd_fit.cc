@@ -93,9 +93,7 @@ void RunFit(CliContext& ctx, const FitOptions& o) {
 
 }  // namespace
 
-void RegisterFit(CLI::App& root, CliContext& ctx) {
-  auto* cmd = root.add_subcommand(
-      "fit", "Will a training fit in GPU memory? Breakdown, verdict and ways out");
+void RegisterFit(CLI::App* cmd, CliContext& ctx) {
   cmd->footer(kFooter);
   auto options = std::make_shared<FitOptions>();
   AddWorkloadOptions(cmd, options->request);

@@ -55,15 +55,14 @@ void PrintGpus(CliContext& ctx, const catalog::Catalog& catalog, bool json) {
 
 }  // namespace
 
-void RegisterGpus(CLI::App& root, CliContext& ctx) {
-  auto* cmd = root.add_subcommand("gpus", "List the GPU models of the catalog with their specs");
+void RegisterGpus(CLI::App* cmd, CliContext& ctx) {
   cmd->footer(
       "Columns: memory (GiB), memory bandwidth (GB/s), dense BF16 and FP8 peak (TFLOP/s, no\n"
       "sparsity), NVLink bandwidth per GPU (GB/s), TDP (W) and the aliases accepted wherever a "
       "GPU\n"
       "is named (--gpu H100 = H100-SXM5-80GB). '-' marks a figure not found in a source; --json\n"
       "gives every field with its source.\n\n"
-      "Example:\n  fulcrum gpus\n  fulcrum --catalog ./my-catalog gpus --json");
+      "Examples:\n  fulcrum gpus\n  fulcrum --catalog ./my-catalog gpus --json");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json,
                 "Print {\"gpus\": [...]}: name, aliases, memory_gib, "

@@ -95,8 +95,7 @@ void RunOffers(CliContext& ctx, const OffersFlags& flags) {
 
 }  // namespace
 
-void RegisterOffers(CLI::App& root, CliContext& ctx) {
-  auto* cmd = root.add_subcommand("offers", "List and rank the instance offers of the catalog");
+void RegisterOffers(CLI::App* cmd, CliContext& ctx) {
   cmd->footer(
       "Prices are USD per hour of the whole instance (converted from other currencies with\n"
       "catalog/currency.csv). Offers come from the catalog's offers.csv plus your own files in\n"

@@ -237,12 +237,8 @@ constexpr const char* kFooter =
 
 }  // namespace
 
-void RegisterPlan(CLI::App& root, CliContext& ctx) {
+void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
   auto f = std::make_shared<PlanFlags>();
-  auto* cmd = root.add_subcommand(
-      "plan",
-      "Rank the GPU offers, layouts and pricing models for a training job by time, cost "
-      "and a weighted score");
   cmd->footer(kFooter);
   cmd->add_option("spec", f->spec_file, "YAML plan spec (see examples/*.yaml)")->type_name("FILE");
   cmd->add_option("--model", f->model, "Model preset (catalog/models, e.g. llama-2-7b)")

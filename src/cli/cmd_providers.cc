@@ -56,8 +56,7 @@ void PrintProviders(CliContext& ctx, const catalog::Catalog& catalog, bool json)
 
 }  // namespace
 
-void RegisterProviders(CLI::App& root, CliContext& ctx) {
-  auto* cmd = root.add_subcommand("providers", "Evaluate the GPU cloud providers of the catalog");
+void RegisterProviders(CLI::App* cmd, CliContext& ctx) {
   cmd->footer(
       "Judges each provider on four criteria of the GPU-cloud selection guides: GPU failure rate\n"
       "below 0.5 %/year, inter-node network of at least 25 Gbit/s (the best figure among the\n"
@@ -65,7 +64,7 @@ void RegisterProviders(CLI::App& root, CliContext& ctx) {
       "in under 15 minutes. Each is met, not met or unknown (no sourced figure), with the figure\n"
       "behind it. --json adds the provider terms: billing minimum, spot notice, discounts,\n"
       "disk billing when stopped, SLA, support notes and sources.\n\n"
-      "Example:\n  fulcrum providers\n  fulcrum providers --json");
+      "Examples:\n  fulcrum providers\n  fulcrum providers --json");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json,
                 "Print {\"providers\": [...]}: the terms (billing_granularity_seconds, "

@@ -84,9 +84,7 @@ void RunQuery(CliContext& ctx, const QueryFlags& f) {
 
 }  // namespace
 
-void RegisterQuery(CLI::App& root, CliContext& ctx) {
-  auto* cmd = root.add_subcommand(
-      "query", "Print a metric's samples from the agent's store (agent.db in the data dir)");
+void RegisterQuery(CLI::App* cmd, CliContext& ctx) {
   cmd->footer(R"(
 Examples:
   fulcrum query --metric gpu_temperature_celsius --gpu 0 --since 1h

@@ -177,10 +177,9 @@ Status RunJob(CliContext& ctx, RunArgs& args) {
 
 }  // namespace
 
-void RegisterRun(CLI::App& root, CliContext& ctx) {
+void RegisterRun(CLI::App* cmd, CliContext& ctx) {
   auto args = std::make_shared<RunArgs>();
-  auto* cmd = root.add_subcommand(
-      "run",
+  cmd->description(
       "Run a training command under supervision: checkpoints on a cadence, restarts after\n"
       "crashes (backoff, crash-loop guard), clean stops on spot preemption notices, SIGTERM or\n"
       "budget, resume from the last complete checkpoint, spend ledger.\n\n"
@@ -192,7 +191,7 @@ void RegisterRun(CLI::App& root, CliContext& ctx) {
       "1 gave up (restart limit, crash loop); 2 bad usage; 75 stopped by a notice or signal\n"
       "(resumable); 76 stopped at the budget.");
   cmd->footer(
-      "Example:\n"
+      "Examples:\n"
       "  fulcrum run --name llama-ft --gpus 0,1 --checkpoint-dir ckpt --checkpoint-every auto \\\n"
       "      --price-per-hour 4.10 --budget-usd 200 --progress-regex 'step (\\d+)' \\\n"
       "      -- torchrun --nproc-per-node 2 train.py");

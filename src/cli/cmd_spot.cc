@@ -143,7 +143,7 @@ void RegisterInterval(CLI::App* spot_cmd, CliContext& ctx) {
       "interval", "Optimum checkpoint interval (Young, Daly) and the expected overhead");
   cmd->footer(
       "Young (1974): sqrt(2*delta*M); Daly (2006, eq. 37): the higher-order optimum; overhead "
-      "fraction (first order): delta/tau + (tau/2 + R)/M at Daly's interval.\n\nExample:\n  "
+      "fraction (first order): delta/tau + (tau/2 + R)/M at Daly's interval.\n\nExamples:\n  "
       "fulcrum spot interval --checkpoint-cost 5m --restart-cost 10m --mtbf 24h --json");
   auto f = std::make_shared<IntervalFlags>();
   f->cost.Add(cmd);
@@ -423,15 +423,13 @@ void AddSpotOptions(CLI::App* cmd, SpotFlags& f) {
 
 }  // namespace
 
-void RegisterSpot(CLI::App& root, CliContext& ctx) {
-  auto* cmd = root.add_subcommand(
-      "spot", "Risk-adjusted cost of a job on spot capacity, per policy (Monte Carlo)");
+void RegisterSpot(CLI::App* cmd, CliContext& ctx) {
   cmd->footer(
       "Simulates the job many times under random preemptions for the on-demand, greedy and "
       "Uniform Progress (Wu et al., NSDI'24) policies, with checkpoints, changeover delays, the "
       "preemption notice and billing rounding. Greedy and Uniform Progress switch to on-demand "
       "for good when the time left R < C + 2d, so they meet the deadline whenever it can be "
-      "met. `fulcrum spot interval` gives the optimum checkpoint interval.\n\nExample:\n  "
+      "met. `fulcrum spot interval` gives the optimum checkpoint interval.\n\nExamples:\n  "
       "fulcrum spot --work 48h --deadline 52h --on-demand-price 3.06 --spot-price 0.9731 "
       "--changeover 12m --mtti 6h");
   auto f = std::make_shared<SpotFlags>();

@@ -138,17 +138,16 @@ Status ShowStatus(CliContext& ctx, const std::string& data_dir_flag, bool json, 
 
 }  // namespace
 
-void RegisterStatus(CLI::App& root, CliContext& ctx) {
+void RegisterStatus(CLI::App* cmd, CliContext& ctx) {
   auto data_dir = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto all = std::make_shared<bool>(false);
-  auto* cmd = root.add_subcommand(
-      "status",
+  cmd->description(
       "List supervised jobs (fulcrum run, the local queue, Slurm): state, GPUs, restarts, last\n"
       "step, checkpoint age, heartbeat age, spend and budget. Slurm jobs also show their\n"
       "squeue/sacct state. Finished jobs older than a day are hidden unless --all.");
   cmd->footer(
-      "Example:\n  fulcrum status\n  fulcrum status --json | jq '.jobs[] | {id, state, restarts}'");
+      "Examples:\n  fulcrum status\n  fulcrum status --json | jq '.jobs[] | {id, state, restarts}'");
   cmd->add_option("--data-dir", *data_dir, "Shared data dir holding jobs.db (as for fulcrum run)")
       ->type_name("DIR");
   cmd->add_flag(

@@ -277,10 +277,9 @@ Status Submit(CliContext& ctx, SubmitArgs& a) {
 
 }  // namespace
 
-void RegisterSubmit(CLI::App& root, CliContext& ctx) {
+void RegisterSubmit(CLI::App* cmd, CliContext& ctx) {
   auto a = std::make_shared<SubmitArgs>();
-  auto* cmd = root.add_subcommand(
-      "submit",
+  cmd->description(
       "Queue a job on this node, or hand it to Slurm.\n\n"
       "Local queue: the job waits until --gpus GPUs are free (jobs already running hold theirs;\n"
       "several small jobs share a server) and until --not-before, then runs under `fulcrum run`\n"

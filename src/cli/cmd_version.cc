@@ -5,8 +5,8 @@
 
 namespace fulcrum::cli {
 
-void RegisterVersion(CLI::App& root, CliContext& ctx) {
-  auto* cmd = root.add_subcommand("version", "Print fulcrum's version");
+void RegisterVersion(CLI::App* cmd, CliContext& ctx) {
+  cmd->footer("Examples:\n  fulcrum version\n  fulcrum version --json");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print {\"version\": ...} as JSON");
   cmd->callback([&ctx, json] {

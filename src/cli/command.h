@@ -1,8 +1,9 @@
-// The contract between the CLI's command table and each subcommand: a subcommand file
-// (cmd_<name>.cc) defines one Register<Name>(CLI::App& root, CliContext& ctx) that adds its
-// subcommand, its options and a callback; the callback stores the process exit code in
-// ctx.exit_code (0 ok, 2 usage/input error, 1 runtime failure). Output goes to ctx.out / ctx.err,
-// never to std::cout directly, so end-to-end tests and embedding see the same bytes.
+// The contract between the CLI's command table (commands.cc) and each subcommand: the table
+// creates the subcommand from its row (name, one-line help) and hands it to the row's register
+// function, defined in cmd_<name>.cc, which adds the options, a longer description, an
+// "Examples:" footer and a callback. The callback stores the process exit code in ctx.exit_code
+// (0 ok, 2 usage/input error, 1 runtime failure). Output goes to ctx.out / ctx.err, never to
+// std::cout directly, so end-to-end tests and embedding see the same bytes.
 #pragma once
 
 #include <iosfwd>
@@ -23,16 +24,23 @@ struct CliContext {
   std::ostream& err;
   std::string catalog_dir;  // global --catalog DIR ("" = default resolution, see core/paths.h)
   int exit_code = 0;
+  // --json was on the command line (before any `--`): errors are printed as JSON on ctx.err.
+  bool json_errors = false;
 };
 
-using RegisterFn = void (*)(CLI::App& root, CliContext& ctx);
+using RegisterFn = void (*)(CLI::App* cmd, CliContext& ctx);
 
+// One row of the command table.
 struct CommandEntry {
-  const char* name;
-  RegisterFn add;
+  const char* name;   // the subcommand as typed: `fulcrum <name>`
+  const char* group;  // heading in `fulcrum --help`: Choose, Watch, Survive, Validate, Shell
+  const char* help;   // one line: `fulcrum --help`, shell completion, the man page's NAME
+  RegisterFn add;     // fills the subcommand the table created
 };
 
-// Prints "fulcrum: error: <message>" to ctx.err and sets ctx.exit_code from the status.
+// Prints the error to ctx.err and sets ctx.exit_code from the status: "fulcrum: error: <message>",
+// or with --json {"error": {"message", "file", "line", "field", "expected", "found", "nearest"}}
+// filled from status.detail() (null / [] where not known).
 void ReportError(CliContext& ctx, const Status& status);
 
 // Writes `value` pretty-printed (2-space indent) and a newline to ctx.out.

@@ -1,50 +1,66 @@
-// The command table: every subcommand, once, in the order `fulcrum --help` lists them.
+// The command table: every subcommand, once, in the order and groups `fulcrum --help` lists them.
 #include "cli/commands.h"
 
 namespace fulcrum::cli {
 
 // Each Register* is defined in cmd_<name>.cc.
-void RegisterPlan(CLI::App& root, CliContext& ctx);
-void RegisterFit(CLI::App& root, CliContext& ctx);
-void RegisterEstimate(CLI::App& root, CliContext& ctx);
-void RegisterOffers(CLI::App& root, CliContext& ctx);
-void RegisterGpus(CLI::App& root, CliContext& ctx);
-void RegisterProviders(CLI::App& root, CliContext& ctx);
-void RegisterSpot(CLI::App& root, CliContext& ctx);
-void RegisterCatalog(CLI::App& root, CliContext& ctx);
-void RegisterAgent(CLI::App& root, CliContext& ctx);
-void RegisterQuery(CLI::App& root, CliContext& ctx);
-void RegisterRun(CLI::App& root, CliContext& ctx);
-void RegisterSubmit(CLI::App& root, CliContext& ctx);
-void RegisterStatus(CLI::App& root, CliContext& ctx);
-void RegisterCost(CLI::App& root, CliContext& ctx);
-void RegisterBench(CLI::App& root, CliContext& ctx);
-void RegisterDoctor(CLI::App& root, CliContext& ctx);
-void RegisterVersion(CLI::App& root, CliContext& ctx);
+void RegisterPlan(CLI::App* cmd, CliContext& ctx);
+void RegisterFit(CLI::App* cmd, CliContext& ctx);
+void RegisterEstimate(CLI::App* cmd, CliContext& ctx);
+void RegisterOffers(CLI::App* cmd, CliContext& ctx);
+void RegisterGpus(CLI::App* cmd, CliContext& ctx);
+void RegisterProviders(CLI::App* cmd, CliContext& ctx);
+void RegisterSpot(CLI::App* cmd, CliContext& ctx);
+void RegisterCatalog(CLI::App* cmd, CliContext& ctx);
+void RegisterAgent(CLI::App* cmd, CliContext& ctx);
+void RegisterQuery(CLI::App* cmd, CliContext& ctx);
+void RegisterRun(CLI::App* cmd, CliContext& ctx);
+void RegisterSubmit(CLI::App* cmd, CliContext& ctx);
+void RegisterStatus(CLI::App* cmd, CliContext& ctx);
+void RegisterCost(CLI::App* cmd, CliContext& ctx);
+void RegisterBench(CLI::App* cmd, CliContext& ctx);
+void RegisterDoctor(CLI::App* cmd, CliContext& ctx);
+void RegisterVersion(CLI::App* cmd, CliContext& ctx);
+void RegisterCompletion(CLI::App* cmd, CliContext& ctx);
 
 const std::vector<CommandEntry>& CommandTable() {
   static const std::vector<CommandEntry> kCommands = {
-      // Choose
-      {"plan", RegisterPlan},
-      {"fit", RegisterFit},
-      {"estimate", RegisterEstimate},
-      {"offers", RegisterOffers},
-      {"gpus", RegisterGpus},
-      {"providers", RegisterProviders},
-      {"spot", RegisterSpot},
-      {"catalog", RegisterCatalog},
-      // Watch
-      {"agent", RegisterAgent},
-      {"query", RegisterQuery},
-      // Survive
-      {"run", RegisterRun},
-      {"submit", RegisterSubmit},
-      {"status", RegisterStatus},
-      {"cost", RegisterCost},
-      // Validate
-      {"bench", RegisterBench},
-      {"doctor", RegisterDoctor},
-      {"version", RegisterVersion},
+      {"plan", "Choose",
+       "Rank the GPU offers, layouts and pricing models for a training job by time, cost and "
+       "a weighted score",
+       RegisterPlan},
+      {"fit", "Choose", "Will a training fit in GPU memory? Breakdown, verdict and ways out",
+       RegisterFit},
+      {"estimate", "Choose",
+       "Evaluate one training configuration: per-GPU memory breakdown and step time",
+       RegisterEstimate},
+      {"offers", "Choose", "List and rank the instance offers of the catalog", RegisterOffers},
+      {"gpus", "Choose", "List the GPU models of the catalog with their specs", RegisterGpus},
+      {"providers", "Choose", "Evaluate the GPU cloud providers of the catalog",
+       RegisterProviders},
+      {"spot", "Choose", "Risk-adjusted cost of a job on spot capacity, per policy (Monte Carlo)",
+       RegisterSpot},
+      {"catalog", "Choose", "Import price lists into, and validate, a catalog", RegisterCatalog},
+      {"agent", "Watch",
+       "Run the node agent: GPU telemetry, alerts, idle release, /v1, /metrics, dashboard",
+       RegisterAgent},
+      {"query", "Watch", "Print a metric's samples from the agent's store (agent.db)",
+       RegisterQuery},
+      {"run", "Survive",
+       "Run a training command under supervision: checkpoints, restarts, preemption, budget",
+       RegisterRun},
+      {"submit", "Survive", "Queue a job on this node, or hand it to Slurm", RegisterSubmit},
+      {"status", "Survive",
+       "List supervised jobs: state, GPUs, restarts, checkpoint and heartbeat age, spend",
+       RegisterStatus},
+      {"cost", "Survive", "Spend per job and per UTC day, from the ledger of fulcrum run",
+       RegisterCost},
+      {"bench", "Validate", "Measure this server's GPUs and disk against their datasheet",
+       RegisterBench},
+      {"doctor", "Validate", "Check the GPU software stack of this server", RegisterDoctor},
+      {"version", "Shell", "Print fulcrum's version", RegisterVersion},
+      {"completion", "Shell", "Print a completion script for bash, zsh or fish",
+       RegisterCompletion},
   };
   return kCommands;
 }

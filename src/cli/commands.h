@@ -1,5 +1,6 @@
-// The list of subcommands (defined in commands.cc). Adding a command = one cmd_<name>.cc file
-// with its Register function + one line in the table.
+// The command table (defined in commands.cc): every subcommand once, in the order and groups
+// `fulcrum --help` lists them. Adding a command = one cmd_<name>.cc file with its Register
+// function + one row here; help, completion, man pages and the CLI tests follow from the row.
 #pragma once
 
 #include <vector>

@@ -29,12 +29,29 @@ std::string DefaultCatalogDir(const std::string& flag_value) {
   return std::string(FULCRUM_SOURCE_DIR) + "/catalog";
 }
 
-std::string UserConfigDir() {
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg)
+namespace {
+
+// $<xdg_variable>/fulcrum when it is an absolute path (the XDG spec ignores relative ones), else
+// $HOME/<home_relative>/fulcrum, else <home_relative>/fulcrum.
+std::string XdgDir(const char* xdg_variable, const std::string& home_relative) {
+  if (const char* xdg = std::getenv(xdg_variable); xdg && *xdg == '/')
     return std::string(xdg) + "/fulcrum";
   if (const char* home = std::getenv("HOME"); home && *home)
-    return std::string(home) + "/.config/fulcrum";
-  return ".config/fulcrum";
+    return std::string(home) + "/" + home_relative + "/fulcrum";
+  return home_relative + "/fulcrum";
+}
+
+}  // namespace
+
+std::string UserConfigDir() { return XdgDir("XDG_CONFIG_HOME", ".config"); }
+
+std::string UserDataDir() { return XdgDir("XDG_DATA_HOME", ".local/share"); }
+
+std::string DataDir(const std::string& flag_value) {
+  if (!flag_value.empty()) return flag_value;
+  if (const char* env = std::getenv("FULCRUM_DATA_DIR"); env && *env) return env;
+  if (geteuid() == 0) return "/var/lib/fulcrum";
+  return UserDataDir();
 }
 
 }  // namespace fulcrum

@@ -1,6 +1,6 @@
-// The single hook between the agent's HTTP server and the dashboard's embedded files: when the
-// dashboard module (server/web_assets.h, web/) is in the build, its FindWebAsset answers `/` and
-// `/assets/*`; until then a minimal built-in page at `/` lists the /v1 endpoints. Thread-safe.
+// The single hook between the agent's HTTP server and the dashboard's embedded files: the
+// dashboard module (server/web_assets.h, generated from web/ by web/CMakeLists.txt, always in the
+// build) answers `/` and `/assets/*`; any other path is not a dashboard file. Thread-safe.
 #pragma once
 
 #include <optional>

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/paths.h"
+
 namespace fulcrum::store {
 namespace {
 
@@ -345,12 +347,6 @@ Status JobsDb::DeleteJob(const std::string& id) {
   return s.Bind(1, id).Run();
 }
 
-std::string ResolveDataDir(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("FULCRUM_DATA_DIR"); env != nullptr && *env != '\0') return env;
-  if (geteuid() == 0) return "/var/lib/fulcrum";
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : ".") + "/.local/share/fulcrum";
-}
+std::string ResolveDataDir(const std::string& flag) { return DataDir(flag); }
 
 }  // namespace fulcrum::store

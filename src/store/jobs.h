@@ -120,8 +120,8 @@ class JobsDb {
   Database db_;
 };
 
-// The shared data directory: `flag` when non-empty, else $FULCRUM_DATA_DIR, else
-// /var/lib/fulcrum as root, else ~/.local/share/fulcrum (docs/API.md "Shared data directory").
+// The shared data directory: core/paths.h DataDir (`flag`, $FULCRUM_DATA_DIR, /var/lib/fulcrum as
+// root, $XDG_DATA_HOME/fulcrum or ~/.local/share/fulcrum).
 std::string ResolveDataDir(const std::string& flag);
 
 }  // namespace fulcrum::store

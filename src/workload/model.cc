@@ -118,8 +118,6 @@ std::string_view ModelKindName(ModelKind kind) {
   return "?";
 }
 
-std::string_view MlpKindName(MlpKind kind) { return kind == MlpKind::kSwiglu ? "swiglu" : "gelu"; }
-
 Result<MlpKind> ParseMlpKind(std::string_view text) {
   if (text == "gelu") return MlpKind::kGelu;
   if (text == "swiglu") return MlpKind::kSwiglu;

@@ -73,7 +73,6 @@ double LargestTensorParameterCount(const Model& m);
 Status ValidateModel(const Model& m);
 
 std::string_view ModelKindName(ModelKind kind);
-std::string_view MlpKindName(MlpKind kind);
 Result<MlpKind> ParseMlpKind(std::string_view text);
 
 }  // namespace fulcrum::workload

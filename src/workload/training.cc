@@ -144,20 +144,6 @@ std::string_view FrameworkName(Framework f) {
   return "?";
 }
 
-std::string_view GradPrecisionName(GradPrecision g) {
-  switch (g) {
-    case GradPrecision::kDefault:
-      return "default";
-    case GradPrecision::kFp16:
-      return "fp16";
-    case GradPrecision::kBf16:
-      return "bf16";
-    case GradPrecision::kFp32:
-      return "fp32";
-  }
-  return "?";
-}
-
 namespace {
 Status Expected(const char* flag, const char* choices, std::string_view found) {
   return Status::InvalidInput(std::string(flag) + ": expected " + choices + ", found '" +

@@ -82,7 +82,6 @@ std::string_view OptimizerName(Optimizer o);
 std::string_view MethodName(Method m);
 std::string_view RecomputeName(Recompute r);
 std::string_view FrameworkName(Framework f);
-std::string_view GradPrecisionName(GradPrecision g);
 // Accept the CLI spellings: bf16|fp16|fp8|fp32|pure-bf16 (also bf16-mixed, fp16-mixed);
 // adamw|adam|sgd|adam8bit; full|lora|qlora; none|selective|full; megatron|deepspeed|fsdp|hf;
 // fp16|bf16|fp32 (grad precision).
