@@ -17,7 +17,7 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     exit 1
   fi
 else
-  if grep -rnI --exclude-dir=build --exclude-dir=.git -e "$up" -e "$data" -e "$local_root" .; then
+  if grep -rnI --exclude-dir=build --exclude-dir=.git --exclude-dir=node_modules -e "$up" -e "$data" -e "$local_root" .; then
     echo "check-self-contained: the files above name a local folder; cite the public source" >&2
     exit 1
   fi
