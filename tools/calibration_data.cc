@@ -104,17 +104,18 @@ Status AddMeasuredRow(const Record& r, const catalog::Catalog& catalog,
   FULCRUM_ASSIGN_OR_RETURN(const std::string kind, r.Text("kind"));
   FULCRUM_ASSIGN_OR_RETURN(const std::string metric, r.Text("memory_metric"));
   if (kind == "memory_peak") {
-    row.quantity = metric.find("max_allocated") != std::string::npos ? Quantity::kMemoryAllocated
-                   : metric.find("max_reserved") != std::string::npos
-                       ? Quantity::kMemoryReserved
-                       : Quantity::kMemoryPeak;
+    row.quantity = metric.find("max_allocated") != std::string::npos  ? Quantity::kMemoryAllocated
+                   : metric.find("max_reserved") != std::string::npos ? Quantity::kMemoryReserved
+                                                                      : Quantity::kMemoryPeak;
   } else if (kind == "throughput") {
     row.quantity = Quantity::kTokensPerSecondPerGpu;
   } else if (kind == "step_time") {
     row.quantity = Quantity::kStepSeconds;
   } else {
-    return Status::InvalidInput(r.Where() + ": kind: expected memory_peak, throughput or "
-                                "step_time, found '" + kind + "'");
+    return Status::InvalidInput(r.Where() +
+                                ": kind: expected memory_peak, throughput or "
+                                "step_time, found '" +
+                                kind + "'");
   }
   FULCRUM_ASSIGN_OR_RETURN(row.measured, r.Number("measured_value"));
 
@@ -228,7 +229,8 @@ Result<std::vector<CalibrationRow>> LoadCalibrationRows(const std::string& root)
   const std::string catalog_dir = root + "/catalog";
   catalog::LoadOptions load;
   load.include_user_offers = false;
-  FULCRUM_ASSIGN_OR_RETURN(const catalog::Catalog catalog, catalog::Catalog::Load(catalog_dir, load));
+  FULCRUM_ASSIGN_OR_RETURN(const catalog::Catalog catalog,
+                           catalog::Catalog::Load(catalog_dir, load));
   std::vector<CalibrationRow> rows;
   FULCRUM_RETURN_IF_ERROR(ForEachRecord(root, "measured.csv", [&](const Record& r) {
     return AddMeasuredRow(r, catalog, catalog_dir, rows);
@@ -247,8 +249,7 @@ std::optional<double> Predict(const CalibrationRow& row,
   const std::optional<estimate::Hardware> hw =
       estimate::HardwareFor(in.gpu, row.node, in.training.precision, calibration);
   if (!hw) return std::nullopt;
-  const estimate::StepTime st =
-      estimate::EstimateStepTime(in.model, in.training, *hw, calibration);
+  const estimate::StepTime st = estimate::EstimateStepTime(in.model, in.training, *hw, calibration);
   switch (row.quantity) {
     case Quantity::kTokensPerSecondPerGpu:
       return st.tokens_per_second_per_gpu;
@@ -257,9 +258,9 @@ std::optional<double> Predict(const CalibrationRow& row,
     case Quantity::kSamplesPerSecondTotal: {
       // Transformers count tokens, generic models samples (estimate/compute.h).
       const bool generic = in.model.kind == workload::ModelKind::kGeneric;
-      const double per_gpu = generic ? st.tokens_per_second_per_gpu
-                                     : st.tokens_per_second_per_gpu /
-                                           static_cast<double>(in.training.seq_len);
+      const double per_gpu =
+          generic ? st.tokens_per_second_per_gpu
+                  : st.tokens_per_second_per_gpu / static_cast<double>(in.training.seq_len);
       return per_gpu * static_cast<double>(in.gpus);
     }
     default:

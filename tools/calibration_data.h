@@ -17,9 +17,9 @@
 namespace fulcrum::calibrate {
 
 enum class Quantity {
-  kMemoryAllocated,      // torch.cuda.max_memory_allocated -> memory.allocated_bytes
-  kMemoryReserved,       // torch.cuda.max_memory_reserved -> memory.reserved_bytes
-  kMemoryPeak,           // anything else (nvidia-smi) -> memory.peak_bytes_per_gpu
+  kMemoryAllocated,  // torch.cuda.max_memory_allocated -> memory.allocated_bytes
+  kMemoryReserved,   // torch.cuda.max_memory_reserved -> memory.reserved_bytes
+  kMemoryPeak,       // anything else (nvidia-smi) -> memory.peak_bytes_per_gpu
   kTokensPerSecondPerGpu,
   kStepSeconds,
   kSamplesPerSecondTotal,  // images or sequences per second, summed over all GPUs
@@ -34,7 +34,7 @@ struct CalibrationRow {
   // The resolved configuration; empty with `refused` set when the estimator refuses the row.
   std::optional<estimate::EstimateInput> input;
   std::string refused;
-  catalog::Offer node;  // one node of the machine the row ran on
+  catalog::Offer node;      // one node of the machine the row ran on
   double memory_value = 0;  // the memory quantity, evaluated once (no fitted constant in it)
 
   bool IsMemory() const { return quantity <= Quantity::kMemoryPeak; }

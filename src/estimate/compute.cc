@@ -119,9 +119,9 @@ StepTime EstimateGenericStep(const Model& model, const Training& tr, const Hardw
   const double samples_per_gpu = static_cast<double>(tr.global_batch) / static_cast<double>(tr.dp);
   // Small micro-batches reach a smaller fraction of the peak (TimeCalibration::generic_half_batch).
   const double b = static_cast<double>(tr.micro_batch);
-  const double large_batch = hw.simt_fp32 ? std::min(1.0, c.generic_model_efficiency *
-                                                             c.fp32_simt_relative_efficiency)
-                                          : c.generic_model_efficiency;
+  const double large_batch =
+      hw.simt_fp32 ? std::min(1.0, c.generic_model_efficiency * c.fp32_simt_relative_efficiency)
+                   : c.generic_model_efficiency;
   const double efficiency = large_batch * b / (b + c.generic_half_batch);
   out.compute_seconds =
       3.0 * model.generic_forward_flops_per_sample * samples_per_gpu / (peak16 * efficiency);
@@ -154,7 +154,9 @@ const ArchitectureEfficiency& EfficiencyFor(std::string_view architecture,
   return calibration.other;
 }
 
-double ActivationBytes(Precision precision) { return workload::IsFp32Storage(precision) ? 4.0 : 2.0; }
+double ActivationBytes(Precision precision) {
+  return workload::IsFp32Storage(precision) ? 4.0 : 2.0;
+}
 
 double TrainableParameterCount(const Model& model, const Training& training) {
   if (!IsLora(training) || model.kind == workload::ModelKind::kGeneric) {
@@ -322,7 +324,8 @@ std::optional<Hardware> HardwareFor(const catalog::Gpu& gpu, const catalog::Offe
   hw.peak_flops = *peak * 1e12;
   const bool fp32 = workload::IsFp32Storage(precision);
   hw.peak_flops_16bit = (fp32 ? *peak : bf16.value_or(*peak)) * 1e12;
-  hw.simt_fp32 = precision == Precision::kFp32 || (precision == Precision::kTf32 && !gpu.tf32_tflops);
+  hw.simt_fp32 =
+      precision == Precision::kFp32 || (precision == Precision::kTf32 && !gpu.tf32_tflops);
   if (precision == Precision::kFp8 && !gpu.fp8_tflops) {
     // No FP8 units: the layout runs as BF16 (fp8_gemm_relative_efficiency must not apply).
     hw.peak_flops = hw.peak_flops_16bit;

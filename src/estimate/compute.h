@@ -109,7 +109,7 @@ struct Hardware {
   double memory_bytes_per_second = 0;  // datasheet
   double intra_node_bytes_per_second = 0;  // per GPU per direction, wire (NVLink or PCIe)
   bool nvlink = false;
-  bool simt_fp32 = false;              // matmuls in plain fp32 on the CUDA cores (no tensor cores)
+  bool simt_fp32 = false;  // matmuls in plain fp32 on the CUDA cores (no tensor cores)
   int gpus_per_node = 8;
   double network_bytes_per_second_per_node = 0;  // inter-node, wire; 0 = single node only
   ArchitectureEfficiency efficiency;             // EfficiencyFor(gpu.architecture, calibration)
@@ -144,9 +144,9 @@ StepTime EstimateStepTime(const workload::Model& model, const workload::Training
 
 // The Hardware of one node of `offer` for `precision`: dense peak of that precision (FP8 falls
 // back to BF16 where the GPU has no FP8, TF32 to FP32 where it has no TF32 tensor cores, i.e.
-// before Ampere, as PyTorch's allow_tf32 then has no effect), memory bandwidth, NVLink (per direction = half the
-// catalog's bidirectional figure) or PCIe, the offer's network. nullopt when the GPU lacks a
-// sourced peak for the precision.
+// before Ampere, as PyTorch's allow_tf32 then has no effect), memory bandwidth, NVLink (per
+// direction = half the catalog's bidirectional figure) or PCIe, the offer's network. nullopt when
+// the GPU lacks a sourced peak for the precision.
 std::optional<Hardware> HardwareFor(const catalog::Gpu& gpu, const catalog::Offer& offer,
                                     workload::Precision precision,
                                     const TimeCalibration& calibration = DefaultTimeCalibration());

@@ -105,7 +105,8 @@ PerParam FullBytesPerParam(const Training& t) {
   const double states = StateBytes(t);
   if (t.precision == Precision::kPureBf16)
     return {2, GradOverrideBytes(t.grad_precision, 2), states};
-  if (workload::IsFp32Storage(t.precision)) return {4, GradOverrideBytes(t.grad_precision, 4), states};
+  if (workload::IsFp32Storage(t.precision))
+    return {4, GradOverrideBytes(t.grad_precision, 4), states};
   PerParam bytes;
   switch (t.framework) {
     case Framework::kMegatron:
