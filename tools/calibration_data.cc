@@ -32,26 +32,19 @@ class Record {
     }
     return record_.fields[static_cast<size_t>(it - doc_.header.begin())];
   }
+  // Empty = 0 (the CSVs leave counts that do not apply empty).
   Result<int64_t> Int(const std::string& column) const {
     FULCRUM_ASSIGN_OR_RETURN(const std::string text, Text(column));
     if (text.empty()) return int64_t{0};
-    try {
-      size_t used = 0;
-      const long long v = std::stoll(text, &used);
-      if (used == text.size()) return static_cast<int64_t>(v);
-    } catch (const std::exception&) {
-    }
+    Result<int64_t> v = ParseInt(text);
+    if (v.ok()) return v;
     return Status::InvalidInput(Where() + ": " + column + ": expected an integer, found '" + text +
                                 "'");
   }
   Result<double> Number(const std::string& column) const {
     FULCRUM_ASSIGN_OR_RETURN(const std::string text, Text(column));
-    try {
-      size_t used = 0;
-      const double v = std::stod(text, &used);
-      if (used == text.size()) return v;
-    } catch (const std::exception&) {
-    }
+    Result<double> v = ParseDouble(text);
+    if (v.ok()) return v;
     return Status::InvalidInput(Where() + ": " + column + ": expected a number, found '" + text +
                                 "'");
   }
