@@ -22,7 +22,7 @@ std::string_view DefaultRulesYaml() {
 # heartbeating on that GPU (per GPU when the job lists its GPUs, else host-wide), 0 otherwise.
 rules:
   # A100 begins to throttle near 83 C; community rules alert at > 85 C (NVIDIA A100 datasheet
-  # thermal notes via ../shared/data/calibration/README.md "GPU telemetry").
+  # thermal notes; NVML nvmlDeviceGetTemperature, https://docs.nvidia.com/deploy/nvml-api/).
   - name: GpuTooHot
     metric: gpu_temperature_celsius
     op: ">"
@@ -56,7 +56,8 @@ rules:
       summary: "GPU {{ $labels.gpu }} at its power cap for 10m"
 
   # Critical XIDs: 48 DBE ECC, 62, 63/64 row remapping, 74 NVLink, 79 fallen off the bus, 92,
-  # 94/95 contained/uncontained ECC, 119/120 GSP (../shared/data/calibration/README.md).
+  # 94/95 contained/uncontained ECC, 119/120 GSP (NVIDIA Xid catalog,
+  # https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html).
   # gpu_xid_last keeps the last XID since the agent started, so this stays firing until then.
   - name: GpuCriticalXid
     metric: gpu_xid_last

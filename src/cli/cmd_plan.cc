@@ -255,7 +255,7 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
                   "Sequences per optimizer step (default 2^20 tokens; 256 samples for generic "
                   "models)")
       ->type_name("SEQUENCES");
-  cmd->add_option("--precision", f->precision, "bf16 (default), fp16, fp8, fp32, pure-bf16")
+  cmd->add_option("--precision", f->precision, "bf16 (default), fp16, fp8, fp32, tf32, pure-bf16")
       ->type_name("PRECISION");
   cmd->add_option("--method", f->method, "full (default), lora or qlora")->type_name("METHOD");
   cmd->add_option("--lora-rank", f->lora_rank, "LoRA rank (default 16)")->type_name("RANK");

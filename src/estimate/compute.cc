@@ -27,6 +27,12 @@ double GemmSeconds(double m, double n, double k, double peak, const TimeCalibrat
   return 2.0 * m * n * k / (peak * efficiency);
 }
 
+// The large-GEMM fraction of the peak: the architecture's, scaled for plain fp32 on CUDA cores.
+double GemmMaxEfficiency(const Hardware& hw, const TimeCalibration& c) {
+  const double e = hw.efficiency.gemm_max_efficiency;
+  return hw.simt_fp32 ? std::min(1.0, e * c.fp32_simt_relative_efficiency) : e;
+}
+
 bool IsLora(const Training& t) { return t.method == Method::kLora || t.method == Method::kQlora; }
 
 // Per-layer, per-micro-batch forward figures on one GPU (already divided by tp).
@@ -51,7 +57,7 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   const double ffn_in = model.mlp == workload::MlpKind::kSwiglu ? 2 * f : f;
   const bool fp8_units = tr.precision == Precision::kFp8 && hw.peak_flops > hw.peak_flops_16bit;
   const double fp8_scale = fp8_units ? c.fp8_gemm_relative_efficiency : 1;
-  const double peak = hw.peak_flops * hw.efficiency.gemm_max_efficiency * fp8_scale;
+  const double peak = hw.peak_flops * GemmMaxEfficiency(hw, c) * fp8_scale;
   const double peak16 = hw.peak_flops_16bit > 0 ? hw.peak_flops_16bit : hw.peak_flops;
   const double bytes = ActivationBytes(tr.precision);
   const double mem_bw = hw.memory_bytes_per_second * c.memory_bandwidth_efficiency;
@@ -69,7 +75,7 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
         0.5 * out.attention_flops / (peak16 * hw.efficiency.flash_attention_efficiency);
   } else {
     const double heads_local = heads / t;
-    const double peak_gemm16 = peak16 * hw.efficiency.gemm_max_efficiency;
+    const double peak_gemm16 = peak16 * GemmMaxEfficiency(hw, c);
     const double per_head = GemmSeconds(seq, seq, head_dim, peak_gemm16, c) +
                             GemmSeconds(seq, head_dim, seq, peak_gemm16, c);
     const double score_bytes = c.attention_score_elements * static_cast<double>(tr.micro_batch) *
@@ -111,8 +117,14 @@ StepTime EstimateGenericStep(const Model& model, const Training& tr, const Hardw
   StepTime out;
   const double peak16 = hw.peak_flops_16bit > 0 ? hw.peak_flops_16bit : hw.peak_flops;
   const double samples_per_gpu = static_cast<double>(tr.global_batch) / static_cast<double>(tr.dp);
-  out.compute_seconds = 3.0 * model.generic_forward_flops_per_sample * samples_per_gpu /
-                        (peak16 * c.generic_model_efficiency);
+  // Small micro-batches reach a smaller fraction of the peak (TimeCalibration::generic_half_batch).
+  const double b = static_cast<double>(tr.micro_batch);
+  const double large_batch =
+      hw.simt_fp32 ? std::min(1.0, c.generic_model_efficiency * c.fp32_simt_relative_efficiency)
+                   : c.generic_model_efficiency;
+  const double efficiency = large_batch * b / (b + c.generic_half_batch);
+  out.compute_seconds =
+      3.0 * model.generic_forward_flops_per_sample * samples_per_gpu / (peak16 * efficiency);
   const double grad_bytes = model.generic_parameters * ActivationBytes(tr.precision);
   const Link link = GroupLink(tr.dp, 1, hw, c);
   out.communication_seconds = AllReduceSeconds(grad_bytes, static_cast<int>(tr.dp), link);
@@ -127,11 +139,6 @@ StepTime EstimateGenericStep(const Model& model, const Training& tr, const Hardw
 
 }  // namespace
 
-const TimeCalibration& DefaultTimeCalibration() {
-  static const TimeCalibration kDefault{};
-  return kDefault;
-}
-
 const ArchitectureEfficiency& EfficiencyFor(std::string_view architecture,
                                             const TimeCalibration& calibration) {
   auto is = [&](std::string_view name) {
@@ -143,10 +150,13 @@ const ArchitectureEfficiency& EfficiencyFor(std::string_view architecture,
   };
   if (is("ampere")) return calibration.ampere;
   if (is("hopper")) return calibration.hopper;
+  if (is("volta")) return calibration.volta;
   return calibration.other;
 }
 
-double ActivationBytes(Precision precision) { return precision == Precision::kFp32 ? 4.0 : 2.0; }
+double ActivationBytes(Precision precision) {
+  return workload::IsFp32Storage(precision) ? 4.0 : 2.0;
+}
 
 double TrainableParameterCount(const Model& model, const Training& training) {
   if (!IsLora(training) || model.kind == workload::ModelKind::kGeneric) {
@@ -222,7 +232,7 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
     recompute_flops = fwd.attention_flops;
   }
   // Logits + cross-entropy on the last stage.
-  const double peak_gemm16 = hw.peak_flops_16bit * hw.efficiency.gemm_max_efficiency;
+  const double peak_gemm16 = hw.peak_flops_16bit * GemmMaxEfficiency(hw, c);
   const double logits_seconds =
       (1.0 + backward_factor) * GemmSeconds(tokens_mb, vocab / t, h, peak_gemm16, c) +
       3.0 * tokens_mb * vocab / t * 4.0 * bytes / mem_bw;
@@ -306,10 +316,16 @@ std::optional<Hardware> HardwareFor(const catalog::Gpu& gpu, const catalog::Offe
     case Precision::kFp8:
       peak = gpu.fp8_tflops ? gpu.fp8_tflops : bf16;
       break;
+    case Precision::kTf32:
+      peak = gpu.tf32_tflops ? gpu.tf32_tflops : gpu.fp32_tflops;
+      break;
   }
   if (!peak || *peak <= 0 || gpu.memory_bandwidth_gbps <= 0) return std::nullopt;
   hw.peak_flops = *peak * 1e12;
-  hw.peak_flops_16bit = (precision == Precision::kFp32 ? *peak : bf16.value_or(*peak)) * 1e12;
+  const bool fp32 = workload::IsFp32Storage(precision);
+  hw.peak_flops_16bit = (fp32 ? *peak : bf16.value_or(*peak)) * 1e12;
+  hw.simt_fp32 =
+      precision == Precision::kFp32 || (precision == Precision::kTf32 && !gpu.tf32_tflops);
   if (precision == Precision::kFp8 && !gpu.fp8_tflops) {
     // No FP8 units: the layout runs as BF16 (fp8_gemm_relative_efficiency must not apply).
     hw.peak_flops = hw.peak_flops_16bit;

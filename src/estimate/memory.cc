@@ -105,7 +105,8 @@ PerParam FullBytesPerParam(const Training& t) {
   const double states = StateBytes(t);
   if (t.precision == Precision::kPureBf16)
     return {2, GradOverrideBytes(t.grad_precision, 2), states};
-  if (t.precision == Precision::kFp32) return {4, GradOverrideBytes(t.grad_precision, 4), states};
+  if (workload::IsFp32Storage(t.precision))
+    return {4, GradOverrideBytes(t.grad_precision, 4), states};
   PerParam bytes;
   switch (t.framework) {
     case Framework::kMegatron:
@@ -193,7 +194,7 @@ ModelStateBytes FullModelStates(double params, double largest_tensor_params, con
 namespace {
 
 // Bytes of one saved 16-bit activation element (4 in fp32 training).
-double ActElementBytes(const Training& t) { return t.precision == Precision::kFp32 ? 4 : 2; }
+double ActElementBytes(const Training& t) { return workload::IsFp32Storage(t.precision) ? 4 : 2; }
 
 }  // namespace
 
@@ -259,7 +260,7 @@ double LayerActivationBytes(const Model& m, const Training& t) {
 double PipelineActivationBytes(const Model& m, const Training& t) {
   if (m.kind == ModelKind::kGeneric) {
     return m.generic_activation_bytes_per_sample * static_cast<double>(t.micro_batch) *
-           (t.precision == Precision::kFp32 ? 2 : 1);
+           (workload::IsFp32Storage(t.precision) ? 2 : 1);
   }
   const double layers_per_stage = static_cast<double>(m.layers) / static_cast<double>(t.pp);
   const double in_flight =
@@ -329,7 +330,7 @@ double LogitBytesPerElement(const Training& t) {
   double bytes = t.framework == Framework::kMegatron ? 6
                  : t.framework == Framework::kFsdp   ? 10
                                                      : 12;
-  if (t.precision == Precision::kFp32 && t.framework != Framework::kHf &&
+  if (workload::IsFp32Storage(t.precision) && t.framework != Framework::kHf &&
       t.framework != Framework::kDeepSpeed) {
     bytes += 2;
   }
@@ -340,7 +341,7 @@ double LogitsBytes(const Model& m, const Training& t) {
   if (m.kind == ModelKind::kGeneric) return 0;
   const double tp = static_cast<double>(t.tp);
   const double sb = static_cast<double>(t.seq_len) * static_cast<double>(t.micro_batch);
-  const double e = t.precision == Precision::kFp32 ? 4 : 2;
+  const double e = workload::IsFp32Storage(t.precision) ? 4 : 2;
   // Final-norm input and output-layer input, then the logits themselves (vocab-parallel).
   const double inputs = 2 * e * sb * static_cast<double>(m.hidden) / (t.sequence_parallel ? tp : 1);
   return inputs + LogitBytesPerElement(t) * sb * static_cast<double>(m.vocab) / tp;
@@ -349,7 +350,7 @@ double LogitsBytes(const Model& m, const Training& t) {
 // Weights held frozen under LoRA / QLoRA: 16-bit (fp32 when training in fp32); QLoRA stores the
 // layers' linear weights in NF4 and keeps embeddings, head and norms in 16 bits.
 double FrozenWeightBytes(const StageContents& c, const Training& t) {
-  const double e = t.precision == Precision::kFp32 ? 4 : 2;
+  const double e = workload::IsFp32Storage(t.precision) ? 4 : 2;
   if (t.method == Method::kQlora) return c.layer_params * kNf4BytesPerParam + c.other_params * e;
   return (c.layer_params + c.other_params) * e;
 }

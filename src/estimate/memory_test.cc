@@ -1,4 +1,4 @@
-// The memory model against its published anchors (../shared/data/calibration/
+// The memory model against its published anchors (data/calibration/
 // formula_anchors.csv): ZeRO Table 1, Megatron's distributed-optimizer bytes per parameter,
 // DeepSpeed's estimator examples, HF accelerate's 4x rule and Korthikanti's activation formulas.
 // Expected values are the published numbers, never values printed by this code.

@@ -26,7 +26,7 @@ class NoticeSource {
   virtual Result<std::optional<std::string>> Check() = 0;
 };
 
-// Documented metadata endpoints (shared/data/calibration/README.md "Checkpoints and spot"):
+// Documented metadata endpoints (AWS EC2 "Spot Instance interruption notices", GCP "Preemptible/Spot VMs", Azure "Scheduled Events" docs):
 // AWS  http://169.254.169.254 (PUT /latest/api/token, GET /latest/meta-data/spot/instance-action)
 // GCP  http://metadata.google.internal (GET /computeMetadata/v1/instance/preempted,
 //      header Metadata-Flavor: Google)

@@ -16,8 +16,8 @@
 
 namespace fulcrum::telemetry {
 
-// NVML clock-event (throttle) reason bits (nvml.h nvmlClocksEventReason*, see
-// ../shared/data/calibration/README.md "GPU telemetry").
+// NVML clock-event (throttle) reason bits (nvml.h nvmlClocksEventReason*, NVML API reference,
+// https://docs.nvidia.com/deploy/nvml-api/).
 inline constexpr uint64_t kReasonGpuIdle = 0x1;
 inline constexpr uint64_t kReasonAppClocks = 0x2;
 inline constexpr uint64_t kReasonSwPowerCap = 0x4;

@@ -1,6 +1,6 @@
 // Our own declarations of the NVML C API subset fulcrum uses (types, constants and function
 // pointer types), written from the NVML reference (docs.nvidia.com/deploy/nvml-api) and the
-// notes in ../shared/data/calibration/README.md. Shared by NvmlSource and the fake
+// nvml.h of the CUDA toolkit. Shared by NvmlSource and the fake
 // libnvidia-ml.so.1 in tests/fake_nvml so both sides agree on layouts. No state.
 #pragma once
 

@@ -176,5 +176,16 @@ TEST(ValidateTest, LearnedPositionsLimitTheSequence) {
   EXPECT_NE(Validate(Preset("gpt2"), t).message().find("position table"), std::string::npos);
 }
 
+TEST(PrecisionTest, Tf32IsItsOwnPrecisionWithFp32Storage) {
+  const Result<Precision> tf32 = ParsePrecision("TF32");
+  ASSERT_TRUE(tf32.ok()) << tf32.status().message();
+  EXPECT_EQ(*tf32, Precision::kTf32);
+  EXPECT_EQ(PrecisionName(*tf32), "tf32");
+  EXPECT_TRUE(IsFp32Storage(Precision::kTf32));
+  EXPECT_TRUE(IsFp32Storage(Precision::kFp32));
+  EXPECT_FALSE(IsFp32Storage(Precision::kBf16Mixed));
+  EXPECT_NE(ParsePrecision("tf16").status().message().find("tf32"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fulcrum::workload

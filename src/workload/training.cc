@@ -88,6 +88,8 @@ std::string_view PrecisionName(Precision p) {
       return "bf16";
     case Precision::kPureBf16:
       return "pure-bf16";
+    case Precision::kTf32:
+      return "tf32";
     case Precision::kFp8:
       return "fp8";
   }
@@ -158,7 +160,8 @@ Result<Precision> ParsePrecision(std::string_view text) {
   if (t == "bf16" || t == "bf16-mixed") return Precision::kBf16Mixed;
   if (t == "pure-bf16") return Precision::kPureBf16;
   if (t == "fp8") return Precision::kFp8;
-  return Expected("--precision", "bf16, fp16, fp8, fp32 or pure-bf16", text);
+  if (t == "tf32") return Precision::kTf32;
+  return Expected("--precision", "bf16, fp16, fp8, fp32, tf32 or pure-bf16", text);
 }
 
 Result<Optimizer> ParseOptimizer(std::string_view text) {

@@ -15,8 +15,10 @@ namespace fulcrum::workload {
 
 // kFp16Mixed / kBf16Mixed: 16-bit weights and activations with fp32 master weights in the
 // optimizer; kPureBf16: bf16 everywhere, no master copy; kFp8: fp8 linears (Transformer Engine),
-// bf16 weights with fp32 master weights otherwise (like kBf16Mixed for memory).
-enum class Precision { kFp32, kFp16Mixed, kBf16Mixed, kPureBf16, kFp8 };
+// bf16 weights with fp32 master weights otherwise (like kBf16Mixed for memory); kTf32: fp32
+// weights and activations, matmuls on the TF32 tensor cores (PyTorch's allow_tf32, the default fp32
+// math of Ampere and later; like kFp32 for memory).
+enum class Precision { kFp32, kFp16Mixed, kBf16Mixed, kPureBf16, kFp8, kTf32 };
 enum class Optimizer { kAdamW, kSgdMomentum, kAdam8bit };
 enum class Method { kFull, kLora, kQlora };
 enum class Recompute { kNone, kSelective, kFull };
@@ -78,6 +80,8 @@ inline int64_t MicroBatchesPerStep(const Training& t) {
 Status Validate(const Model& model, const Training& training, int64_t gpus = 0);
 
 std::string_view PrecisionName(Precision p);
+// Weights, gradients and activations in fp32 (kFp32 and kTf32).
+inline bool IsFp32Storage(Precision p) { return p == Precision::kFp32 || p == Precision::kTf32; }
 std::string_view OptimizerName(Optimizer o);
 std::string_view MethodName(Method m);
 std::string_view RecomputeName(Recompute r);

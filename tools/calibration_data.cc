@@ -1,0 +1,264 @@
+#include "calibration_data.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "core/csv.h"
+#include "core/parse.h"
+
+namespace fulcrum::calibrate {
+namespace {
+
+Result<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(path + ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// One CSV record with access by column name.
+class Record {
+ public:
+  Record(const std::string& file, const CsvDocument& doc, const CsvRecord& record)
+      : file_(file), doc_(doc), record_(record) {}
+
+  Result<std::string> Text(const std::string& column) const {
+    const auto it = std::find(doc_.header.begin(), doc_.header.end(), column);
+    if (it == doc_.header.end()) {
+      return Status::InvalidInput(file_ + ": no column '" + column + "' in the header");
+    }
+    return record_.fields[static_cast<size_t>(it - doc_.header.begin())];
+  }
+  // Empty = 0 (the CSVs leave counts that do not apply empty).
+  Result<int64_t> Int(const std::string& column) const {
+    FULCRUM_ASSIGN_OR_RETURN(const std::string text, Text(column));
+    if (text.empty()) return int64_t{0};
+    Result<int64_t> v = ParseInt(text);
+    if (v.ok()) return v;
+    return Status::InvalidInput(Where() + ": " + column + ": expected an integer, found '" + text +
+                                "'");
+  }
+  Result<double> Number(const std::string& column) const {
+    FULCRUM_ASSIGN_OR_RETURN(const std::string text, Text(column));
+    Result<double> v = ParseDouble(text);
+    if (v.ok()) return v;
+    return Status::InvalidInput(Where() + ": " + column + ": expected a number, found '" + text +
+                                "'");
+  }
+  std::string Where() const { return file_ + ":" + std::to_string(record_.line); }
+
+ private:
+  const std::string& file_;
+  const CsvDocument& doc_;
+  const CsvRecord& record_;
+};
+
+template <typename Fn>
+Status ForEachRecord(const std::string& root, const std::string& name, Fn fn) {
+  const std::string file = "data/calibration/" + name;
+  FULCRUM_ASSIGN_OR_RETURN(const std::string text, ReadText(root + "/" + file));
+  FULCRUM_ASSIGN_OR_RETURN(const CsvDocument doc, ParseCsv(text, file));
+  for (const CsvRecord& record : doc.records) {
+    FULCRUM_RETURN_IF_ERROR(fn(Record(file, doc, record)));
+  }
+  return Status::Ok();
+}
+
+// Resolves `request` into row.input and row.node (or row.refused).
+void Resolve(const estimate::EstimateRequest& request, const catalog::Catalog& catalog,
+             const std::string& catalog_dir, CalibrationRow& row) {
+  Result<estimate::EstimateInput> input =
+      estimate::ResolveEstimateInput(request, catalog, catalog_dir);
+  if (!input.ok()) {
+    row.refused = input.status().message();
+    return;
+  }
+  row.input = std::move(*input);
+  row.node.gpu = row.input->gpu.name;
+  row.node.gpu_count = static_cast<int>(row.input->gpus_per_node);
+  row.node.interconnect = row.input->interconnect;
+  row.node.network_gbps = row.input->network_gbps;
+  const estimate::MemoryBreakdown memory = estimate::Evaluate(*row.input).memory;
+  row.memory_value = row.quantity == Quantity::kMemoryAllocated  ? memory.allocated_bytes
+                     : row.quantity == Quantity::kMemoryReserved ? memory.reserved_bytes
+                                                                 : memory.peak_bytes_per_gpu;
+}
+
+Status AddMeasuredRow(const Record& r, const catalog::Catalog& catalog,
+                      const std::string& catalog_dir, std::vector<CalibrationRow>& rows) {
+  CalibrationRow row;
+  row.file = "measured.csv";
+  FULCRUM_ASSIGN_OR_RETURN(row.id, r.Text("id"));
+  FULCRUM_ASSIGN_OR_RETURN(row.family, r.Text("family"));
+  FULCRUM_ASSIGN_OR_RETURN(row.source, r.Text("source"));
+  FULCRUM_ASSIGN_OR_RETURN(const std::string kind, r.Text("kind"));
+  FULCRUM_ASSIGN_OR_RETURN(const std::string metric, r.Text("memory_metric"));
+  if (kind == "memory_peak") {
+    row.quantity = metric.find("max_allocated") != std::string::npos  ? Quantity::kMemoryAllocated
+                   : metric.find("max_reserved") != std::string::npos ? Quantity::kMemoryReserved
+                                                                      : Quantity::kMemoryPeak;
+  } else if (kind == "throughput") {
+    row.quantity = Quantity::kTokensPerSecondPerGpu;
+  } else if (kind == "step_time") {
+    row.quantity = Quantity::kStepSeconds;
+  } else {
+    return Status::InvalidInput(r.Where() +
+                                ": kind: expected memory_peak, throughput or "
+                                "step_time, found '" +
+                                kind + "'");
+  }
+  FULCRUM_ASSIGN_OR_RETURN(row.measured, r.Number("measured_value"));
+
+  estimate::EstimateRequest q;
+  FULCRUM_ASSIGN_OR_RETURN(q.layers, r.Int("n_layers"));
+  FULCRUM_ASSIGN_OR_RETURN(q.hidden, r.Int("d_model"));
+  FULCRUM_ASSIGN_OR_RETURN(q.heads, r.Int("n_heads"));
+  FULCRUM_ASSIGN_OR_RETURN(q.kv_heads, r.Int("n_kv_heads"));
+  FULCRUM_ASSIGN_OR_RETURN(q.ffn_hidden, r.Int("ffn_hidden"));
+  FULCRUM_ASSIGN_OR_RETURN(q.vocab, r.Int("vocab"));
+  FULCRUM_ASSIGN_OR_RETURN(q.mlp, r.Text("mlp"));
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t tied, r.Int("tied_embeddings"));
+  q.tied_embeddings = tied == 1;
+  FULCRUM_ASSIGN_OR_RETURN(q.seq_len, r.Int("seq_len"));
+  FULCRUM_ASSIGN_OR_RETURN(q.gpu, r.Text("gpu"));
+  FULCRUM_ASSIGN_OR_RETURN(q.gpus, r.Int("n_gpus"));
+  FULCRUM_ASSIGN_OR_RETURN(q.precision, r.Text("precision"));
+  FULCRUM_ASSIGN_OR_RETURN(q.tp, r.Int("tp"));
+  FULCRUM_ASSIGN_OR_RETURN(q.pp, r.Int("pp"));
+  FULCRUM_ASSIGN_OR_RETURN(q.vpp, r.Int("vpp"));
+  FULCRUM_ASSIGN_OR_RETURN(q.dp, r.Int("dp"));
+  FULCRUM_ASSIGN_OR_RETURN(q.zero, r.Int("zero"));
+  FULCRUM_ASSIGN_OR_RETURN(q.micro_batch, r.Int("micro_batch"));
+  FULCRUM_ASSIGN_OR_RETURN(q.global_batch, r.Int("global_batch"));
+  FULCRUM_ASSIGN_OR_RETURN(q.recompute, r.Text("recompute"));
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t sp, r.Int("sequence_parallel"));
+  q.sequence_parallel = sp == 1;
+  FULCRUM_ASSIGN_OR_RETURN(q.flash_attention, r.Text("flash_attention"));
+  FULCRUM_ASSIGN_OR_RETURN(q.framework, r.Text("framework"));
+  FULCRUM_ASSIGN_OR_RETURN(q.gpus_per_node, r.Int("gpus_per_node"));
+  FULCRUM_ASSIGN_OR_RETURN(q.network_gbps, r.Number("network_gbps_per_node"));
+
+  row.model = std::to_string(q.layers) + "/" + std::to_string(q.hidden) + "/" +
+              std::to_string(q.heads) + "/" + std::to_string(q.kv_heads);
+  row.gpu = q.gpu + " x " + std::to_string(q.gpus);
+  row.layout = std::to_string(q.tp) + "/" + std::to_string(q.pp) + "/" + std::to_string(q.vpp) +
+               "/" + std::to_string(q.dp) + " z" + std::to_string(q.zero) + " " + q.framework;
+  row.batch = std::to_string(q.micro_batch) + " x " + std::to_string(q.seq_len) + " " +
+              q.recompute + (q.flash_attention == "on" ? " flash" : "");
+  row.precision = q.precision;
+  Resolve(q, catalog, catalog_dir, row);
+  rows.push_back(std::move(row));
+  return Status::Ok();
+}
+
+// DeepLearningExamples model names -> catalog/models presets.
+const std::map<std::string, std::string>& DlePresets() {
+  static const std::map<std::string, std::string> kPresets = {
+      {"resnet50", "resnet-50"},
+      {"resnext101-32x4d", "resnext101-32x4d"},
+      {"se-resnext101-32x4d", "se-resnext101-32x4d"},
+      {"efficientnet-b0", "efficientnet-b0"},
+      {"efficientnet-b4", "efficientnet-b4"},
+      {"efficientnetv2-s", "efficientnetv2-s"},
+      {"bert-large-uncased", "bert-large"}};
+  return kPresets;
+}
+
+Status AddDleRow(const Record& r, const catalog::Catalog& catalog, const std::string& catalog_dir,
+                 std::vector<CalibrationRow>& rows) {
+  CalibrationRow row;
+  row.file = "dle-throughput.csv";
+  row.family = "dle";
+  row.quantity = Quantity::kSamplesPerSecondTotal;
+  FULCRUM_ASSIGN_OR_RETURN(row.id, r.Text("id"));
+  FULCRUM_ASSIGN_OR_RETURN(row.source, r.Text("source"));
+  FULCRUM_ASSIGN_OR_RETURN(row.measured, r.Number("value"));
+  FULCRUM_ASSIGN_OR_RETURN(const std::string model, r.Text("model"));
+  FULCRUM_ASSIGN_OR_RETURN(const std::string framework, r.Text("framework"));
+  FULCRUM_ASSIGN_OR_RETURN(const std::string precision, r.Text("precision"));
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t accumulation, r.Int("grad_accumulation"));
+  FULCRUM_ASSIGN_OR_RETURN(const std::string seq_text, r.Text("seq_len"));
+  const auto preset = DlePresets().find(model);
+  if (preset == DlePresets().end()) {
+    return Status::InvalidInput(r.Where() + ": model: no preset for '" + model + "'");
+  }
+  estimate::EstimateRequest q;
+  q.model = preset->second;
+  FULCRUM_ASSIGN_OR_RETURN(q.gpu, r.Text("gpu"));
+  FULCRUM_ASSIGN_OR_RETURN(q.gpus, r.Int("n_gpus"));
+  q.gpus_per_node = std::min<int64_t>(8, q.gpus);
+  q.interconnect = "nvlink";
+  // The tables name DGX systems but not their fabric: DGX A100 has 8 x 200 Gbit/s HDR InfiniBand
+  // for compute, DGX-1 4 x 100 Gbit/s EDR (NVIDIA DGX A100 and DGX-1 datasheets).
+  q.network_gbps = q.gpu.rfind("A100", 0) == 0 ? 1600 : 400;
+  // amp_fp16 is PyTorch/TF automatic mixed precision (fp16 autocast, fp32 master weights).
+  q.precision = precision == "amp_fp16" ? "fp16" : precision;
+  FULCRUM_ASSIGN_OR_RETURN(q.micro_batch, r.Int("batch_size_per_gpu"));
+  q.global_batch = q.micro_batch * q.gpus * std::max<int64_t>(1, accumulation);
+  q.framework = "hf";
+  // DLE's BERT (2019-2021 containers) predates fused flash attention.
+  q.flash_attention = "off";
+  if (!seq_text.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(q.seq_len, r.Int("seq_len"));
+  }
+  row.model = model + " (" + framework + ")";
+  FULCRUM_ASSIGN_OR_RETURN(const std::string gpu, r.Text("gpu"));
+  row.gpu = gpu + " x " + std::to_string(q.gpus);
+  row.layout = "dp " + std::to_string(q.gpus);
+  row.batch = std::to_string(q.micro_batch) + (seq_text.empty() ? "" : " x " + seq_text) +
+              (accumulation > 1 ? " ga" + std::to_string(accumulation) : "");
+  row.precision = precision;
+  Resolve(q, catalog, catalog_dir, row);
+  rows.push_back(std::move(row));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<CalibrationRow>> LoadCalibrationRows(const std::string& root) {
+  const std::string catalog_dir = root + "/catalog";
+  catalog::LoadOptions load;
+  load.include_user_offers = false;
+  FULCRUM_ASSIGN_OR_RETURN(const catalog::Catalog catalog,
+                           catalog::Catalog::Load(catalog_dir, load));
+  std::vector<CalibrationRow> rows;
+  FULCRUM_RETURN_IF_ERROR(ForEachRecord(root, "measured.csv", [&](const Record& r) {
+    return AddMeasuredRow(r, catalog, catalog_dir, rows);
+  }));
+  FULCRUM_RETURN_IF_ERROR(ForEachRecord(root, "dle-throughput.csv", [&](const Record& r) {
+    return AddDleRow(r, catalog, catalog_dir, rows);
+  }));
+  return rows;
+}
+
+std::optional<double> Predict(const CalibrationRow& row,
+                              const estimate::TimeCalibration& calibration) {
+  if (!row.input) return std::nullopt;
+  if (row.IsMemory()) return row.memory_value;
+  const estimate::EstimateInput& in = *row.input;
+  const std::optional<estimate::Hardware> hw =
+      estimate::HardwareFor(in.gpu, row.node, in.training.precision, calibration);
+  if (!hw) return std::nullopt;
+  const estimate::StepTime st = estimate::EstimateStepTime(in.model, in.training, *hw, calibration);
+  switch (row.quantity) {
+    case Quantity::kTokensPerSecondPerGpu:
+      return st.tokens_per_second_per_gpu;
+    case Quantity::kStepSeconds:
+      return st.step_seconds;
+    case Quantity::kSamplesPerSecondTotal: {
+      // Transformers count tokens, generic models samples (estimate/compute.h).
+      const bool generic = in.model.kind == workload::ModelKind::kGeneric;
+      const double per_gpu =
+          generic ? st.tokens_per_second_per_gpu
+                  : st.tokens_per_second_per_gpu / static_cast<double>(in.training.seq_len);
+      return per_gpu * static_cast<double>(in.gpus);
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace fulcrum::calibrate

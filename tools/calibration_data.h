@@ -1,0 +1,53 @@
+// The calibration rows of data/calibration/ as the fit sees them: each published measurement
+// turned into an estimator input (estimate::EstimateInput + the node it ran on) and the measured
+// value in the unit the source prints, with the row's family for the leave-one-family-out error.
+// Loading resolves every row once; Predict evaluates one row under a given TimeCalibration.
+// Values; thread-compatible.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "core/status.h"
+#include "estimate/compute.h"
+#include "estimate/estimate.h"
+
+namespace fulcrum::calibrate {
+
+enum class Quantity {
+  kMemoryAllocated,  // torch.cuda.max_memory_allocated -> memory.allocated_bytes
+  kMemoryReserved,   // torch.cuda.max_memory_reserved -> memory.reserved_bytes
+  kMemoryPeak,       // anything else (nvidia-smi) -> memory.peak_bytes_per_gpu
+  kTokensPerSecondPerGpu,
+  kStepSeconds,
+  kSamplesPerSecondTotal,  // images or sequences per second, summed over all GPUs
+};
+
+struct CalibrationRow {
+  std::string id, family, file, source;
+  Quantity quantity = Quantity::kStepSeconds;
+  double measured = 0;
+  // Short descriptions for the tables.
+  std::string model, gpu, layout, batch, precision;
+  // The resolved configuration; empty with `refused` set when the estimator refuses the row.
+  std::optional<estimate::EstimateInput> input;
+  std::string refused;
+  catalog::Offer node;      // one node of the machine the row ran on
+  double memory_value = 0;  // the memory quantity, evaluated once (no fitted constant in it)
+
+  bool IsMemory() const { return quantity <= Quantity::kMemoryPeak; }
+};
+
+// Reads data/calibration/measured.csv and dle-throughput.csv under `root` (the repository) and
+// resolves every row against the catalog and model presets of root/catalog. A row the estimator
+// refuses is kept with its reason; a malformed file is an error.
+Result<std::vector<CalibrationRow>> LoadCalibrationRows(const std::string& root);
+
+// The estimator's value for `row` in the unit of row.measured (nullopt: refused, or no peak for
+// the row's precision on its GPU).
+std::optional<double> Predict(const CalibrationRow& row,
+                              const estimate::TimeCalibration& calibration);
+
+}  // namespace fulcrum::calibrate
