@@ -81,7 +81,12 @@ struct Agent::Impl {
   double last_maintain = -1e18;
   double idle_started_at = 0;  // unix time of the idle warning's alert
 
-  Impl(AgentConfig c, const Clock& k) : config(std::move(c)), clock(k), idle(config.idle) {}
+  Impl(AgentConfig c, const Clock& k)
+      : config(std::move(c)),
+        clock(k),
+        data_dir(store::ResolveDataDir(config.data_dir)),
+        live(data_dir),
+        idle(config.idle) {}
 
   Status OpenSource() {
     if (config.source == "nvml") {
@@ -314,7 +319,6 @@ Agent::~Agent() {
 Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Clock& clock) {
   FULCRUM_RETURN_IF_ERROR(ValidateAgentConfig(config));
   auto impl = std::make_unique<Impl>(config, clock);
-  impl->data_dir = store::ResolveDataDir(config.data_dir);
   impl->hostname = config.hostname.empty() ? Hostname() : config.hostname;
   FULCRUM_RETURN_IF_ERROR(impl->OpenSource());
   FULCRUM_ASSIGN_OR_RETURN(store::AgentDb db, store::AgentDb::OpenInDataDir(impl->data_dir));

@@ -23,8 +23,8 @@ Result<std::vector<Rule>> ParseRulesYaml(std::string_view text, std::string_view
 // Reads and parses a rules file; a missing/unreadable file is kNotFound/kIoError.
 Result<std::vector<Rule>> LoadRulesFile(const std::string& path);
 
-// The shipped defaults, byte-identical to examples/rules.yaml (a test checks), compiled in so
-// that `fulcrum agent` without --rules needs no file on disk.
+// The shipped defaults: examples/rules.yaml embedded at build time (web/CMakeLists.txt generates
+// the definition), so that `fulcrum agent` without --rules needs no file on disk.
 std::string_view DefaultRulesYaml();
 Result<std::vector<Rule>> DefaultRules();
 

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <thread>
 
-#include "agent/host.h"
 #include "core/parse.h"
 #include "server/dashboard.h"
 #include "server/metrics.h"
@@ -60,17 +59,16 @@ bool TokenMatches(const std::string& presented, const std::string& expected) {
 
 struct AgentServer::Impl {
   ServerOptions options;
-  agent::LiveState& live;
+  AgentStateView& live;
   const Clock& clock;
   double started_monotonic;
   httplib::Server http;
   std::thread thread;
   int port = 0;
-  agent::HostProbe host_probe;
   std::mutex db_mutex;
   std::optional<store::AgentDb> db;  // read-only connection, guarded by db_mutex
 
-  Impl(ServerOptions o, agent::LiveState& l, const Clock& c)
+  Impl(ServerOptions o, AgentStateView& l, const Clock& c)
       : options(std::move(o)), live(l), clock(c), started_monotonic(c.MonotonicSeconds()) {}
 
   // Runs `fn` with the read-only agent.db connection (opened on first use).
@@ -181,7 +179,7 @@ struct AgentServer::Impl {
   }
 
   void Host(const httplib::Request&, httplib::Response& res) {
-    agent::HostInfo h = host_probe.Read(options.data_dir);
+    HostInfo h = live.Host();
     Reply(res, 200,
           {{"hostname", options.hostname},
            {"cpu_utilization_pct", Opt(h.cpu_utilization_pct)},
@@ -221,7 +219,7 @@ struct AgentServer::Impl {
   }
 
   void Idle(const httplib::Request&, httplib::Response& res) {
-    agent::IdleStatus s = live.Idle();
+    IdleStatus s = live.Idle();
     Reply(res, 200,
           {{"enabled", s.enabled},
            {"dry_run", s.dry_run},
@@ -304,7 +302,7 @@ struct AgentServer::Impl {
   }
 };
 
-AgentServer::AgentServer(ServerOptions options, agent::LiveState& live, const Clock& clock)
+AgentServer::AgentServer(ServerOptions options, AgentStateView& live, const Clock& clock)
     : impl_(std::make_unique<Impl>(std::move(options), live, clock)) {}
 
 AgentServer::~AgentServer() { Stop(); }

@@ -1,6 +1,6 @@
 // The agent's HTTP server (cpp-httplib): the /v1 JSON API of docs/API.md, /metrics in the
-// Prometheus text format, and the dashboard (server/dashboard.h). Reads the latest state from
-// agent::LiveState and history from agent.db / jobs.db through its own read-only connections.
+// Prometheus text format, and the dashboard (server/dashboard.h). Reads the latest state through
+// AgentStateView (server/agent_state.h) and history from agent.db / jobs.db through its own read-only connections.
 // Mutating endpoints need `Authorization: Bearer <token>`; bad requests get 4xx {"error": ...}.
 // Start() binds and serves on one background thread with a small worker pool; Stop() joins.
 #pragma once
@@ -8,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "agent/live_state.h"
 #include "core/clock.h"
 #include "core/status.h"
+#include "server/agent_state.h"
 #include "store/agent_db.h"
 
 namespace fulcrum::server {
@@ -32,7 +32,7 @@ Result<std::pair<std::string, int>> ParseListen(const std::string& text);
 
 class AgentServer {
  public:
-  AgentServer(ServerOptions options, agent::LiveState& live, const Clock& clock);
+  AgentServer(ServerOptions options, AgentStateView& state, const Clock& clock);
   ~AgentServer();
   AgentServer(const AgentServer&) = delete;
   AgentServer& operator=(const AgentServer&) = delete;
