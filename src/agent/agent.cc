@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <unistd.h>
+#include <cctype>
 #include <cerrno>
 
 #include <spdlog/spdlog.h>
@@ -11,6 +12,7 @@
 
 #include "agent/host.h"
 #include "agent/idle.h"
+#include "agent/instance_lock.h"
 #include "agent/live_state.h"
 #include "alert/delivery.h"
 #include "alert/evaluator.h"
@@ -61,6 +63,7 @@ struct Agent::Impl {
   const Clock& clock;
   std::string data_dir;
   std::string hostname;
+  std::optional<InstanceLock> lock;  // held for the agent's lifetime
   std::unique_ptr<telemetry::GpuSource> source;
   std::unique_ptr<telemetry::Recorder> recorder;
   std::optional<store::AgentDb> db;
@@ -320,6 +323,8 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   FULCRUM_RETURN_IF_ERROR(ValidateAgentConfig(config));
   auto impl = std::make_unique<Impl>(config, clock);
   impl->hostname = config.hostname.empty() ? Hostname() : config.hostname;
+  FULCRUM_ASSIGN_OR_RETURN(InstanceLock lock, InstanceLock::Acquire(impl->data_dir));
+  impl->lock = std::move(lock);
   FULCRUM_RETURN_IF_ERROR(impl->OpenSource());
   FULCRUM_ASSIGN_OR_RETURN(store::AgentDb db, store::AgentDb::OpenInDataDir(impl->data_dir));
   impl->db = std::move(db);
@@ -334,6 +339,10 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   options.gpu_count = impl->source->gpu_count();
   options.hostname = impl->hostname;
   options.retention = {config.raw_retention_seconds, config.rollup_retention_seconds};
+  for (std::string host : config.allowed_hosts) {
+    for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    options.allowed_hosts.push_back(host);
+  }
   impl->server = std::make_unique<server::AgentServer>(options, impl->live, clock);
   FULCRUM_RETURN_IF_ERROR(impl->server->Start());
   FULCRUM_ASSIGN_OR_RETURN(auto address, server::ParseListen(config.listen));

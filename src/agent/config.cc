@@ -2,9 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
+#include "alert/delivery.h"
 #include "alert/notify.h"
 #include "core/parse.h"
 
@@ -162,6 +165,13 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
         FULCRUM_ASSIGN_OR_RETURN(c.record, Scalar(where, v));
       } else if (key == "hostname") {
         FULCRUM_ASSIGN_OR_RETURN(c.hostname, Scalar(where, v));
+      } else if (key == "allowed_hosts") {
+        if (!v.IsSequence()) return Status::InvalidInput(where + ": expected a list of host names");
+        c.allowed_hosts.clear();
+        for (const auto& h : v) {
+          FULCRUM_ASSIGN_OR_RETURN(std::string name, Scalar(where, h));
+          c.allowed_hosts.push_back(name);
+        }
       } else if (key == "retention") {
         if (!v.IsMap()) return Status::InvalidInput(where + ": expected {raw: 48h, rollups: 30d}");
         for (const auto& r : v) {
@@ -182,7 +192,7 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
             where +
             ": unknown setting (expected source, sim_gpus, sim_scenario, listen, "
             "data_dir, rules, interval, receiver, receiver_format, receivers, token, "
-            "record, hostname, retention, idle)");
+            "record, hostname, allowed_hosts, retention, idle)");
       }
     }
   } catch (const YAML::Exception& e) {
@@ -224,6 +234,17 @@ Status ValidateAgentConfig(const AgentConfig& c) {
     if (r.url.rfind("http://", 0) != 0 && r.url.rfind("https://", 0) != 0) {
       return Status::InvalidInput("receiver '" + r.name +
                                   "': URL must start with http:// or https://");
+    }
+    FULCRUM_RETURN_IF_ERROR(alert::ValidateReceiverUrl(r.name, r.url));
+  }
+  for (const std::string& host : c.allowed_hosts) {
+    bool name_chars = !host.empty() && std::all_of(host.begin(), host.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == ':';
+    });
+    if (!name_chars) {
+      return Status::InvalidInput("allowed-host '" + host +
+                                  "': expected a host name or IP address (letters, digits, "
+                                  "'.', '-', ':'), without port");
     }
   }
   if (c.idle.after_seconds <= 0) return Status::InvalidInput("idle.after: expected > 0");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 namespace fulcrum::alert {
@@ -68,6 +69,41 @@ HttpResponse CurlPoster::Post(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
   curl_slist_free_all(headers);
   return response;
+}
+
+Status ValidateReceiverUrl(const std::string& receiver_name, const std::string& url) {
+  auto invalid = [&](const std::string& why) {
+    return Status::InvalidInput("receiver '" + receiver_name + "': url is not a valid http(s) URL (" +
+                                why + "; the URL is not shown, it may hold a secret)");
+  };
+  CURLU* parsed = curl_url();
+  if (parsed == nullptr) return Status::Internal("libcurl could not allocate a URL handle");
+  CURLUcode code = curl_url_set(parsed, CURLUPART_URL, url.c_str(), 0);
+  std::string why;
+  if (code != CURLUE_OK) {
+    why = curl_url_strerror(code);
+  } else {
+    char* scheme = nullptr;
+    char* port = nullptr;
+    char* host = nullptr;
+    curl_url_get(parsed, CURLUPART_SCHEME, &scheme, 0);
+    curl_url_get(parsed, CURLUPART_HOST, &host, 0);
+    CURLUcode port_code = curl_url_get(parsed, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
+    std::string s = scheme != nullptr ? scheme : "";
+    if (s != "http" && s != "https") {
+      why = "scheme '" + s + "', expected http or https";
+    } else if (host == nullptr || host[0] == '\0') {
+      why = "no host";
+    } else if (port_code != CURLUE_OK || port == nullptr || std::atoi(port) < 1 ||
+               std::atoi(port) > 65535) {
+      why = "port outside 1-65535";
+    }
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+  }
+  curl_url_cleanup(parsed);
+  return why.empty() ? Status::Ok() : invalid(why);
 }
 
 // --- DeliveryWorker ------------------------------------------------------------------------

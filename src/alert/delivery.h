@@ -64,6 +64,11 @@ class CurlPoster final : public HttpPoster {
   void* curl_ = nullptr;  // CURL*, reused for keep-alive; used by one thread at a time
 };
 
+// Checks a receiver URL the way libcurl will parse it when an alert fires: http or https, a
+// host (an IPv6 literal closed), a port 1-65535. The error names the receiver and the problem,
+// never the URL (it may hold a secret).
+Status ValidateReceiverUrl(const std::string& receiver_name, const std::string& url);
+
 struct DeliveryOptions {
   double initial_backoff_seconds = 1;  // delay after the first failure
   double backoff_multiplier = 2;

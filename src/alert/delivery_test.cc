@@ -494,5 +494,20 @@ TEST(DeliveryHttpTest, SecretsNeverReachTheLogs) {
   }
 }
 
+// Start-up validation catches what used to pass until the first alert: the error names the
+// receiver and the problem, never the URL.
+TEST(ValidateReceiverUrlTest, RefusesUnclosedIpv6AndBadPortsWithoutShowingTheUrl) {
+  EXPECT_TRUE(ValidateReceiverUrl("ok", "https://hooks.example.com/services/T/B/X").ok());
+  EXPECT_TRUE(ValidateReceiverUrl("ok6", "http://[::1]:8080/hook").ok());
+  for (const char* bad : {"http://[::1/SECRETPATH", "http://example.com:99999/SECRETPATH",
+                          "http://example.com:0/SECRETPATH", "http://:80/SECRETPATH",
+                          "ftp://example.com/SECRETPATH"}) {
+    Status st = ValidateReceiverUrl("pager", bad);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidInput) << bad;
+    EXPECT_THAT(st.message(), HasSubstr("receiver 'pager'")) << bad;
+    EXPECT_THAT(st.message(), Not(HasSubstr("SECRETPATH"))) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace fulcrum::alert

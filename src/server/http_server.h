@@ -1,12 +1,15 @@
 // The agent's HTTP server (cpp-httplib): the /v1 JSON API of docs/API.md, /metrics in the
 // Prometheus text format, and the dashboard (server/dashboard.h). Reads the latest state through
 // AgentStateView (server/agent_state.h) and history from agent.db / jobs.db through its own read-only connections.
-// Mutating endpoints need `Authorization: Bearer <token>`; bad requests get 4xx {"error": ...}.
+// Mutating endpoints need `Authorization: Bearer <token>`; bad requests get 4xx {"error": ...}
+// (docs/API.md "Status codes"): one guard turns any exception into a 500, bodies are capped,
+// wrong methods get 405 with Allow, Host names outside the allow-list 403.
 // Start() binds and serves on one background thread with a small worker pool; Stop() joins.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/status.h"
@@ -24,6 +27,9 @@ struct ServerOptions {
   int gpu_count = 0;  // GPUs the source has (before the first sample too)
   std::string hostname;
   int worker_threads = 2;
+  // Host header names accepted besides loopback names and the listen address (DNS-rebinding
+  // defence), lower case; --allowed-host.
+  std::vector<std::string> allowed_hosts;
   store::Retention retention;
 };
 

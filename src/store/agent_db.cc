@@ -116,9 +116,7 @@ Result<AgentDb> AgentDb::Open(const std::string& path, bool read_only) {
 }
 
 Result<AgentDb> AgentDb::OpenInDataDir(const std::string& data_dir, bool read_only) {
-  std::error_code ec;
-  if (!read_only) std::filesystem::create_directories(data_dir, ec);
-  if (ec) return Status::IoError("cannot create data directory " + data_dir + ": " + ec.message());
+  if (!read_only) FULCRUM_RETURN_IF_ERROR(CreateDataDir(data_dir));
   std::string path = (std::filesystem::path(data_dir) / "agent.db").string();
   if (read_only && !std::filesystem::exists(path)) {
     return Status::NotFound(path + " does not exist (has `fulcrum agent` run with --data-dir " +

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,6 +73,28 @@ TEST(AgentDbTest, EveryTelemetryMetricHasASampleAndRollupColumn) {
   WriteBatch batch;
   batch.snapshots.push_back(Snapshot(1000, 1, 60));
   EXPECT_TRUE(reopened->Write(batch).ok());
+}
+
+// agent.db (and its WAL) and the data dir are private to the agent's user, or shared with the
+// `fulcrum` group where it exists; never world-readable whatever the umask.
+TEST(AgentDbTest, DataDirAndDatabaseFilesAreNotWorldReadable) {
+  const DataModes modes = DataFileModes();
+  const std::string dir = TempDir("agentdb-modes") + "/nested/data";
+  mode_t old_umask = umask(0);  // the modes must not depend on the caller's umask
+  auto db = AgentDb::OpenInDataDir(dir);
+  umask(old_umask);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  WriteBatch batch;
+  batch.snapshots.push_back(Snapshot(1000, 1, 60));
+  ASSERT_TRUE(db->Write(batch).ok());
+  auto mode = [](const std::string& path) { return fs::status(path).permissions(); };
+  EXPECT_EQ(static_cast<unsigned>(mode(dir)), modes.dir_mode);
+  EXPECT_EQ(static_cast<unsigned>(mode(fs::path(dir).parent_path().string())), modes.dir_mode);
+  for (const char* file : {"/agent.db", "/agent.db-wal"}) {
+    ASSERT_TRUE(fs::exists(dir + file)) << file;
+    EXPECT_EQ(static_cast<unsigned>(mode(dir + file)), modes.file_mode) << file;
+    EXPECT_EQ(static_cast<unsigned>(mode(dir + file)) & 07, 0u) << file;
+  }
 }
 
 TEST(AgentDbTest, WritesAndQueriesRawSeries) {
