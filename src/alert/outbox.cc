@@ -15,11 +15,13 @@ Status MemoryOutbox::Enqueue(const Notification& notification) {
   return Status::Ok();
 }
 
-Result<std::vector<Notification>> MemoryOutbox::FetchDue(double now, size_t limit) {
+Result<std::vector<Notification>> MemoryOutbox::FetchDue(double now, size_t limit,
+                                                        const std::string& receiver) {
   MutexLock lock(mutex_);
   std::vector<const Entry*> due;
   for (const auto& [id, entry] : entries_) {
-    if (entry.state == DeliveryState::kPending && entry.notification.next_attempt_at <= now) {
+    if (entry.state == DeliveryState::kPending && entry.notification.next_attempt_at <= now &&
+        (receiver.empty() || entry.notification.receiver == receiver)) {
       due.push_back(&entry);
     }
   }

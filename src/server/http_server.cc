@@ -13,6 +13,7 @@
 #include <string_view>
 #include <thread>
 
+#include "core/mutex.h"
 #include "core/parse.h"
 #include "server/dashboard.h"
 #include "server/metrics.h"
@@ -128,8 +129,8 @@ struct AgentServer::Impl {
   int port = 0;
   int listen_fd = -1;       // the bound socket (set by the socket-options callback)
   std::string listen_host;  // lower-cased host of options.listen (an allowed Host name)
-  std::mutex db_mutex;
-  std::optional<store::AgentDb> db;  // read-only connection, guarded by db_mutex
+  Mutex db_mutex;
+  std::optional<store::AgentDb> db GUARDED_BY(db_mutex);  // read-only connection
 
   Impl(ServerOptions o, AgentStateView& l, const Clock& c)
       : options(std::move(o)), live(l), clock(c), started_monotonic(c.MonotonicSeconds()) {}
@@ -137,7 +138,7 @@ struct AgentServer::Impl {
   // Runs `fn` with the read-only agent.db connection (opened on first use).
   template <typename Fn>
   auto WithDb(Fn fn) -> decltype(fn(std::declval<store::AgentDb&>())) {
-    std::lock_guard<std::mutex> lock(db_mutex);
+    MutexLock lock(db_mutex);
     if (!db) {
       auto opened = store::AgentDb::OpenInDataDir(options.data_dir, /*read_only=*/true);
       if (!opened.ok()) return opened.status();

@@ -33,8 +33,10 @@ class Outbox {
   virtual ~Outbox() = default;
   // Stores `notification` (pending, due at its next_attempt_at). Existing id: no change, ok.
   virtual Status Enqueue(const Notification& notification) = 0;
-  // Pending notifications with next_attempt_at <= now, oldest created first, at most `limit`.
-  virtual Result<std::vector<Notification>> FetchDue(double now, size_t limit) = 0;
+  // Pending notifications with next_attempt_at <= now, oldest created first, at most `limit`;
+  // only those for `receiver` unless it is "" (the delivery worker of one receiver).
+  virtual Result<std::vector<Notification>> FetchDue(double now, size_t limit,
+                                                     const std::string& receiver = "") = 0;
   // Delivered: no further attempts; attempts += 1 (the successful POST).
   virtual Status MarkDelivered(const std::string& id, double delivered_at) = 0;
   // Keeps it pending: attempts and next_attempt_at replaced, last_error recorded.

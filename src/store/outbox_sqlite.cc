@@ -32,14 +32,15 @@ Status SqliteOutbox::Enqueue(const Notification& notification) {
   return InsertNotification(db_, notification);
 }
 
-Result<std::vector<Notification>> SqliteOutbox::FetchDue(double now, size_t limit) {
+Result<std::vector<Notification>> SqliteOutbox::FetchDue(double now, size_t limit,
+                                                        const std::string& receiver) {
   MutexLock lock(mutex_);
   FULCRUM_ASSIGN_OR_RETURN(
       Statement s,
       db_.Prepare("SELECT id, receiver, format, body, created_at, attempts, next_attempt_at, "
-                  "last_error FROM outbox WHERE state = 'pending' AND next_attempt_at <= ? "
-                  "ORDER BY created_at, rowid LIMIT ?"));
-  s.Bind(1, now).Bind(2, static_cast<int64_t>(limit));
+                  "last_error FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?1 "
+                  "AND (?3 = '' OR receiver = ?3) ORDER BY created_at, rowid LIMIT ?2"));
+  s.Bind(1, now).Bind(2, static_cast<int64_t>(limit)).Bind(3, std::string_view(receiver));
   std::vector<Notification> out;
   while (s.Step()) {
     Notification n;

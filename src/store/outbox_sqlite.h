@@ -24,7 +24,8 @@ class SqliteOutbox final : public Outbox {
   static Result<std::unique_ptr<SqliteOutbox>> Open(const std::string& path);
 
   Status Enqueue(const Notification& notification) override;
-  Result<std::vector<Notification>> FetchDue(double now, size_t limit) override;
+  Result<std::vector<Notification>> FetchDue(double now, size_t limit,
+                                             const std::string& receiver = "") override;
   Status MarkDelivered(const std::string& id, double delivered_at) override;
   Status ScheduleRetry(const std::string& id, int attempts, double next_attempt_at,
                        const std::string& error) override;
