@@ -296,7 +296,7 @@ void DeliveryWorker::Loop(const std::string& receiver) {
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(options_.idle_poll_seconds));
         while (!stop_requested_ && wake_generation_ == seen_generation &&
-               wake_.WaitUntil(deadline)) {
+               WaitForWake(deadline)) {
         }
       }
       seen_generation = wake_generation_;
