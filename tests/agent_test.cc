@@ -727,6 +727,36 @@ TEST_F(AgentE2E, HostileRequestsGetTheirOwnStatusAndTheAgentKeepsServing) {
   EXPECT_FALSE(agent.Exited()) << agent.err();
 }
 
+// Issue 19: two idle TCP connections froze the API (2 workers, each held by a connection until
+// its 5 s read timeout); 200 kept /v1/health unreachable for 46 s. Each connection now gets its
+// own worker, so the API answers while 200 sockets sit idle.
+TEST_F(AgentE2E, TwoHundredIdleSocketsDoNotStarveTheApi) {
+  AgentProcess agent(dir_, SimArgs("[]\n"));
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  std::vector<int> idle;
+  for (int i = 0; i < 200; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(agent.port()));
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << i;
+    idle.push_back(fd);
+  }
+  // Each probe must answer within its client's 2 s read timeout (far under the 5 s an idle
+  // connection holds a worker), several times while the idle sockets stay open.
+  for (int probe = 0; probe < 5; ++probe) {
+    httplib::Client c("127.0.0.1", agent.port());
+    c.set_connection_timeout(2);
+    c.set_read_timeout(2);
+    auto res = c.Get("/v1/health");
+    ASSERT_TRUE(res) << "probe " << probe << ": " << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+  }
+  for (int fd : idle) close(fd);
+  EXPECT_FALSE(agent.Exited()) << agent.err();
+}
+
 // DNS rebinding: a page on evil.example that resolves to 127.0.0.1 sends Host: evil.example.
 TEST_F(AgentE2E, HostHeaderOutsideTheAllowListIsRefused) {
   auto args = SimArgs("[]\n");

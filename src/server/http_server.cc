@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
+#include <functional>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -116,6 +118,77 @@ std::string HostOfHeader(std::string_view value) {
   for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return host;
 }
+
+// httplib's task queue with a worker per connection, up to `max_threads`: cpp-httplib 0.11 holds
+// a worker for as long as its connection is open (up to the read timeout for an idle one), so
+// a fixed pool of 2 let two idle sockets stall the API. Here a new connection gets an idle
+// worker or a new one; only past `max_threads` open connections do they queue. Workers idle for
+// kWorkerIdleSeconds exit. shutdown() waits for every worker.
+class ConnectionPool final : public httplib::TaskQueue {
+ public:
+  explicit ConnectionPool(size_t max_threads) : max_threads_(max_threads) {}
+
+  void enqueue(std::function<void()> fn) override {
+    MutexLock lock(mutex_);
+    queue_.push_back(std::move(fn));
+    if (idle_ >= queue_.size() || threads_ >= max_threads_) {
+      wake_.Signal();
+      return;
+    }
+    ++threads_;
+    std::thread([this] { Work(); }).detach();
+  }
+
+  void shutdown() override {
+    MutexLock lock(mutex_);
+    stopping_ = true;
+    wake_.SignalAll();
+    while (threads_ > 0) Wait(std::chrono::steady_clock::now() + std::chrono::milliseconds(50));
+  }
+
+ private:
+  static constexpr double kWorkerIdleSeconds = 30;
+
+  // CondVar's REQUIRES names its own reference to mutex_ (see alert/delivery.h).
+  bool Wait(std::chrono::steady_clock::time_point deadline) REQUIRES(mutex_)
+      NO_THREAD_SAFETY_ANALYSIS {
+    return wake_.WaitUntil(deadline);
+  }
+
+  void Work() {
+    MutexLock lock(mutex_);
+    while (true) {
+      if (!queue_.empty()) {
+        std::function<void()> fn = std::move(queue_.front());
+        queue_.pop_front();
+        mutex_.Unlock();
+        try {
+          fn();
+        } catch (...) {  // thread entry: httplib's own code must not end the process
+        }
+        mutex_.Lock();
+        continue;
+      }
+      if (stopping_) break;
+      ++idle_;
+      auto deadline = std::chrono::steady_clock::now() +
+                      std::chrono::seconds(static_cast<int>(kWorkerIdleSeconds));
+      bool woken = Wait(deadline);
+      --idle_;
+      if (!woken && queue_.empty()) break;
+    }
+    --threads_;
+    wake_.SignalAll();  // shutdown() waits for the count to reach 0
+  }
+
+  const size_t max_threads_;
+  Mutex mutex_;
+  CondVar wake_{mutex_};
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mutex_);
+  size_t threads_ GUARDED_BY(mutex_) = 0;
+  size_t idle_ GUARDED_BY(mutex_) = 0;
+  bool stopping_ GUARDED_BY(mutex_) = false;
+};
 
 }  // namespace
 
@@ -505,11 +578,11 @@ Status AgentServer::Start() {
   impl_->listen_host = HostOfHeader(address.first.find(':') != std::string::npos
                                         ? "[" + address.first + "]"
                                         : address.first);
-  int threads = impl_->options.worker_threads;
-  impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  // One request per connection: with a small pool, a kept-alive connection would hold a worker
-  // idle for the keep-alive timeout (5 s) while a browser's other connections (it opens up to 6
-  // per host: the dashboard's parallel /v1 polls) queue behind it; the page then stalls.
+  size_t threads = static_cast<size_t>(std::max(1, impl_->options.worker_threads));
+  impl_->http.new_task_queue = [threads] { return new ConnectionPool(threads); };
+  // One request per connection: a kept-alive connection holds its worker idle for the
+  // keep-alive timeout (5 s); closing after the answer keeps the worker count near the number
+  // of requests in flight.
   impl_->http.set_keep_alive_max_count(1);
   impl_->http.set_payload_max_length(kMaxBodyBytes);
   // Exclusive ownership of the port: httplib's default options add SO_REUSEPORT (cpp-httplib

@@ -4,7 +4,8 @@
 // Mutating endpoints need `Authorization: Bearer <token>`; bad requests get 4xx {"error": ...}
 // (docs/API.md "Status codes"): one guard turns any exception into a 500, bodies are capped,
 // wrong methods get 405 with Allow, Host names outside the allow-list 403.
-// Start() binds and serves on one background thread with a small worker pool; Stop() joins.
+// Start() binds and serves on one background thread, a worker thread per open connection (up to
+// worker_threads, started on demand); Stop() joins.
 #pragma once
 
 #include <memory>
@@ -26,7 +27,8 @@ struct ServerOptions {
   double interval_seconds = 1;
   int gpu_count = 0;  // GPUs the source has (before the first sample too)
   std::string hostname;
-  int worker_threads = 2;
+  // Most connections served at once (a worker thread each, started on demand); more queue.
+  int worker_threads = 512;
   // Host header names accepted besides loopback names and the listen address (DNS-rebinding
   // defence), lower case; --allowed-host.
   std::vector<std::string> allowed_hosts;
