@@ -12,7 +12,6 @@
 
 #include "agent/host.h"
 #include "agent/idle.h"
-#include "agent/instance_lock.h"
 #include "agent/live_state.h"
 #include "alert/delivery.h"
 #include "alert/evaluator.h"
@@ -22,6 +21,8 @@
 #include "store/agent_db.h"
 #include "store/jobs.h"
 #include "store/outbox_sqlite.h"
+#include "store/sqlite.h"
+#include "supervise/lock.h"
 #include "telemetry/nvml_source.h"
 #include "telemetry/replay_source.h"
 #include "telemetry/sim_source.h"
@@ -63,7 +64,9 @@ struct Agent::Impl {
   const Clock& clock;
   std::string data_dir;
   std::string hostname;
-  std::optional<InstanceLock> lock;  // held for the agent's lifetime
+  // <data-dir>/agent.lock, held for the agent's lifetime: one agent per data dir (the kernel
+  // drops it when the process dies, kill -9 included).
+  std::optional<supervise::JobLock> lock;
   std::unique_ptr<telemetry::GpuSource> source;
   std::unique_ptr<telemetry::Recorder> recorder;
   std::optional<store::AgentDb> db;
@@ -323,7 +326,12 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   FULCRUM_RETURN_IF_ERROR(ValidateAgentConfig(config));
   auto impl = std::make_unique<Impl>(config, clock);
   impl->hostname = config.hostname.empty() ? Hostname() : config.hostname;
-  FULCRUM_ASSIGN_OR_RETURN(InstanceLock lock, InstanceLock::Acquire(impl->data_dir));
+  FULCRUM_RETURN_IF_ERROR(store::CreateDataDir(impl->data_dir));
+  FULCRUM_ASSIGN_OR_RETURN(
+      supervise::JobLock lock,
+      supervise::JobLock::AcquireFile(
+          (std::filesystem::path(impl->data_dir) / "agent.lock").string(),
+          "data dir " + impl->data_dir + " is in use by another fulcrum agent:"));
   impl->lock = std::move(lock);
   FULCRUM_RETURN_IF_ERROR(impl->OpenSource());
   FULCRUM_ASSIGN_OR_RETURN(store::AgentDb db, store::AgentDb::OpenInDataDir(impl->data_dir));

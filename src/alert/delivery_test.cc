@@ -2,11 +2,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <arpa/inet.h>
 #include <httplib.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -498,44 +494,22 @@ TEST(DeliveryHttpTest, SecretsNeverReachTheLogs) {
   }
 }
 
-// A TCP listener that never accepts: connects succeed (the kernel queues them), requests are
-// never answered, so a POST to it hangs until the client's timeout.
-class SilentListener {
- public:
-  SilentListener() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && listen(fd_, 16) == 0 &&
-        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port_ = ntohs(addr.sin_port);
-    }
-  }
-  ~SilentListener() { Close(); }
-  int port() const { return port_; }
-  // Resets the queued connections (their POSTs fail at once).
-  void Close() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
-
 // Issue 19: with one receiver that never answers, the healthy one got its alerts only after the
 // hanging POST timed out. Each receiver now has its own worker: the healthy receiver's
 // notifications are delivered while the hanging POST is still in flight.
 TEST(DeliveryHttpTest, HangingReceiverNeverDelaysAnother) {
-  SilentListener silent;
-  ASSERT_GT(silent.port(), 0);
+  // The hanging receiver takes the request and never answers (until the test releases it).
+  std::atomic<bool> release{false};
+  TestReceiver hanging;
+  hanging.answer = [&](const httplib::Request&) {
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return 200;
+  };
+  const int hanging_port = hanging.Start();
   TestReceiver healthy;
   const int port = healthy.Start();
   std::vector<Receiver> receivers = {
-      Plain("hang", "http://127.0.0.1:" + std::to_string(silent.port()) + "/hook"),
+      Plain("hang", "http://127.0.0.1:" + std::to_string(hanging_port) + "/hook"),
       Plain("ok", "http://127.0.0.1:" + std::to_string(port) + "/hook")};
   MemoryOutbox outbox;
   SystemClock clock;
@@ -565,11 +539,15 @@ TEST(DeliveryHttpTest, HangingReceiverNeverDelaysAnother) {
     EXPECT_EQ(*outbox.StateOf("ok" + std::to_string(i)), DeliveryState::kDelivered);
   }
   // The hanging POST has not ended (it waits for its 120 s timeout): still pending, 0 attempts.
+  while (hanging.received().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(hanging.received().size(), 1u);  // its POST is in flight, not yet answered
   EXPECT_EQ(*outbox.StateOf("h1"), DeliveryState::kPending);
   EXPECT_EQ(outbox.Get("h1")->attempts, 0);
-  // Stop() would wait for the hanging POST: end it by closing the listener first.
-  silent.Close();
+  release = true;  // Stop() waits for the POST in flight
   worker.Stop();
+  hanging.Stop();
 }
 
 // Start-up validation catches what used to pass until the first alert: the error names the
