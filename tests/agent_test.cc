@@ -62,6 +62,34 @@ class PortHolder {
   int port_ = 0;
 };
 
+// Sends `request` verbatim to 127.0.0.1:port and returns what comes back until the server
+// closes or `seconds` pass ("" when it never answers).
+std::string RawRequest(int port, const std::string& request, double seconds = 5) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  timeval timeout{static_cast<time_t>(seconds), 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) response.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return response;
+}
+
+// "HTTP/1.1 405 Method Not Allowed\r\n..." -> 405 (0 when there is no status line).
+int StatusOf(const std::string& response) {
+  if (response.rfind("HTTP/1.", 0) != 0 || response.size() < 12) return 0;
+  return std::atoi(response.c_str() + 9);
+}
+
 // Polls `ready` every 50 ms until it holds or `seconds` pass.
 bool WaitFor(const std::function<bool()>& ready, double seconds) {
   auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<int>(seconds * 1000));
@@ -111,6 +139,7 @@ class AgentProcess {
     }
   }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   std::string err() const { return ReadFile(err_path_); }
   std::string out() const { return ReadFile(out_path_); }
   bool Exited() {
@@ -629,12 +658,195 @@ TEST_F(AgentE2E, BusyPortIsARuntimeFailure) {
   EXPECT_NE(r.err.find("cannot listen"), std::string::npos) << r.err;
 }
 
+// Issue 19: hostile requests get their own 4xx with a reason, and none of them stops the agent
+// (GET /%ff used to abort it: the not-found reason was not valid UTF-8 for the JSON writer).
+TEST_F(AgentE2E, HostileRequestsGetTheirOwnStatusAndTheAgentKeepsServing) {
+  auto args = SimArgs("[]\n");
+  args.insert(args.end(), {"--token", "s3cret"});
+  AgentProcess agent(dir_, args);
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  auto c = agent.Client();
+  auto error_of = [](const httplib::Result& res) {
+    json body = res ? json::parse(res->body, nullptr, false) : json();
+    return body.is_object() && body["error"].is_string() ? body["error"].get<std::string>()
+                                                         : std::string();
+  };
+  for (const char* path : {"/%ff", "/v1/%c3%28", "/assets/%ff", "/v1/series?metric=%ff",
+                           "/v1/series?metric=gpu_power_watts&gpu=%ed%a0%80"}) {
+    auto res = c.Get(path);
+    ASSERT_TRUE(res) << path << " dropped the connection; " << agent.err();
+    EXPECT_EQ(res->status, 400) << path << ": " << res->body;
+    EXPECT_NE(error_of(res).find("UTF-8"), std::string::npos) << path << ": " << res->body;
+  }
+  EXPECT_FALSE(agent.Exited()) << agent.err();
+  EXPECT_EQ(c.Get("/v1/health")->status, 200);
+
+  // Wrong method: 405 with Allow (docs/API.md), unknown path still 404.
+  auto post_health = c.Post("/v1/health", "", "application/json");
+  EXPECT_EQ(post_health->status, 405);
+  EXPECT_EQ(post_health->get_header_value("Allow"), "GET, HEAD");
+  auto get_cancel = c.Get("/v1/idle/cancel");
+  EXPECT_EQ(get_cancel->status, 405);
+  EXPECT_EQ(get_cancel->get_header_value("Allow"), "POST");
+  EXPECT_EQ(c.Delete("/v1/alerts")->status, 405);
+  EXPECT_EQ(c.Post("/v1/nothing", "", "application/json")->status, 404);
+
+  // Size limits, each with its own reason.
+  std::string long_uri = "GET /v1/health?pad=" + std::string(9000, 'a') + " HTTP/1.1\r\n" +
+                         "Host: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  std::string uri_reply = RawRequest(agent.port(), long_uri);
+  EXPECT_EQ(StatusOf(uri_reply), 414) << uri_reply;
+  EXPECT_NE(uri_reply.find("request line longer than"), std::string::npos) << uri_reply;
+  std::string big_header = "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " +
+                           std::string(9000, 'a') + "\r\nConnection: close\r\n\r\n";
+  std::string header_reply = RawRequest(agent.port(), big_header);
+  EXPECT_EQ(StatusOf(header_reply), 431) << header_reply;
+  EXPECT_NE(header_reply.find("header line is longer than"), std::string::npos) << header_reply;
+  // A 100 MB body is refused from its Content-Length, before any of it is read (the client
+  // sends none of it and still gets the answer), whatever its content type.
+  for (const char* type : {"application/json", "text/plain", "application/x-www-form-urlencoded"}) {
+    std::string huge = std::string("POST /v1/idle/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\n") +
+                       "Authorization: Bearer s3cret\r\nContent-Type: " + type +
+                       "\r\nContent-Length: 100000000\r\n\r\n{";
+    std::string huge_reply = RawRequest(agent.port(), huge, 3);
+    EXPECT_EQ(StatusOf(huge_reply), 413) << type << ": " << huge_reply;
+    EXPECT_NE(huge_reply.find("larger than the limit"), std::string::npos) << huge_reply;
+  }
+  std::string chunked =
+      "POST /v1/idle/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  EXPECT_EQ(StatusOf(RawRequest(agent.port(), chunked, 3)), 411);
+  std::string no_length = "POST /v1/idle/cancel HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  EXPECT_EQ(StatusOf(RawRequest(agent.port(), no_length, 3)), 411);
+
+  // Numbers out of any sensible range are refused instead of producing nonsense timestamps.
+  for (const char* query : {"step=1e-300", "step=0.0000001", "since=1e300", "step=1e300"}) {
+    auto res = c.Get(std::string("/v1/series?metric=gpu_power_watts&") + query);
+    EXPECT_EQ(res->status, 400) << query << ": " << res->body;
+  }
+  EXPECT_EQ(c.Get("/v1/series?metric=gpu_power_watts&step=1")->status, 200);
+  EXPECT_FALSE(agent.Exited()) << agent.err();
+}
+
+// Issue 19: two idle TCP connections froze the API (2 workers, each held by a connection until
+// its 5 s read timeout); 200 kept /v1/health unreachable for 46 s. Each connection now gets its
+// own worker, so the API answers while 200 sockets sit idle.
+TEST_F(AgentE2E, TwoHundredIdleSocketsDoNotStarveTheApi) {
+  AgentProcess agent(dir_, SimArgs("[]\n"));
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  std::vector<int> idle;
+  for (int i = 0; i < 200; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(agent.port()));
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << i;
+    idle.push_back(fd);
+  }
+  // Each probe must answer within its client's 2 s read timeout (far under the 5 s an idle
+  // connection holds a worker), several times while the idle sockets stay open.
+  for (int probe = 0; probe < 5; ++probe) {
+    httplib::Client c("127.0.0.1", agent.port());
+    c.set_connection_timeout(2);
+    c.set_read_timeout(2);
+    auto res = c.Get("/v1/health");
+    ASSERT_TRUE(res) << "probe " << probe << ": " << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+  }
+  for (int fd : idle) close(fd);
+  EXPECT_FALSE(agent.Exited()) << agent.err();
+}
+
+// DNS rebinding: a page on evil.example that resolves to 127.0.0.1 sends Host: evil.example.
+TEST_F(AgentE2E, HostHeaderOutsideTheAllowListIsRefused) {
+  auto args = SimArgs("[]\n");
+  args.insert(args.end(), {"--allowed-host", "prom.Example", "--allowed-host", "10.1.2.3"});
+  AgentProcess agent(dir_, args);
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  auto with_host = [&](const std::string& host) {
+    auto res = agent.Client().Get("/v1/health", httplib::Headers{{"Host", host}});
+    return res ? res->status : 0;
+  };
+  std::string port = ":" + std::to_string(agent.port());
+  EXPECT_EQ(with_host("evil.example" + port), 403);
+  EXPECT_EQ(with_host("evil.example"), 403);
+  EXPECT_EQ(with_host("127.0.0.1.evil.example" + port), 403);
+  auto refused = agent.Client().Get("/metrics", httplib::Headers{{"Host", "evil.example"}});
+  EXPECT_NE(refused->body.find("--allowed-host"), std::string::npos) << refused->body;
+  for (const std::string& ok : std::vector<std::string>{"127.0.0.1" + port, "localhost" + port, "LOCALHOST",
+                                "[::1]" + port, "prom.example" + port, "10.1.2.3" + port}) {
+    EXPECT_EQ(with_host(ok), 200) << ok;
+  }
+}
+
+// One agent per port and per data dir (issue 19: a second agent bound the same port through
+// SO_REUSEPORT and took over a firing alert).
+TEST_F(AgentE2E, SecondAgentOnTheSamePortOrDataDirExitsOneNamingTheFirst) {
+  AgentProcess first(dir_, SimArgs("[]\n"));
+  ASSERT_GT(first.port(), 0) << first.err();
+  RunOptions options;
+  options.timeout_seconds = 20;
+  RunOutput same_dir = RunFulcrum({"agent", "--source", "sim", "--listen", "127.0.0.1:0",
+                                   "--data-dir", dir_ + "/data"},
+                                  options);
+  EXPECT_EQ(same_dir.exit_code, 1) << same_dir.err;
+  EXPECT_NE(same_dir.err.find("pid " + std::to_string(first.pid())), std::string::npos)
+      << same_dir.err;
+  RunOutput same_port =
+      RunFulcrum({"agent", "--source", "sim", "--listen",
+                  "127.0.0.1:" + std::to_string(first.port()), "--data-dir", dir_ + "/data2"},
+                 options);
+  EXPECT_EQ(same_port.exit_code, 1) << same_port.err;
+  EXPECT_NE(same_port.err.find("cannot listen"), std::string::npos) << same_port.err;
+  EXPECT_EQ(first.Get("/v1/health")["status"], "ok");
+  // The lock dies with its holder: after kill -9 a new agent takes the data dir over.
+  EXPECT_EQ(first.Stop(SIGKILL), 128 + SIGKILL);
+  AgentProcess second(dir_, SimArgs("[]\n"));
+  EXPECT_GT(second.port(), 0) << second.err();
+}
+
+// Receiver URLs are checked at start-up, not when the first alert fires.
+TEST_F(AgentE2E, MalformedReceiverUrlExitsTwoNamingTheReceiver) {
+  RunOptions options;
+  options.timeout_seconds = 10;  // an agent that accepts the URL runs until killed
+  for (const char* url : {"http://[::1", "http://127.0.0.1:99999/hook"}) {
+    RunOutput r = RunFulcrum({"agent", "--source", "sim", "--listen", "127.0.0.1:0", "--data-dir",
+                              dir_ + "/data", "--receiver", url},
+                             options);
+    EXPECT_EQ(r.exit_code, 2) << url << ": " << r.err;
+    EXPECT_NE(r.err.find("receiver 'default'"), std::string::npos) << r.err;
+  }
+}
+
+// The arrows of DESIGN.md "Layers" that the agent's modules must keep: storage knows no alert
+// types, and the server reads the agent only through the interface it owns (no cycle).
+TEST(LayeringTest, StoreIncludesNoAlertAndServerIncludesNoAgent) {
+  const std::vector<std::pair<std::string, std::string>> forbidden = {
+      {"src/store", "#include \"alert/"}, {"src/server", "#include \"agent/"}};
+  for (const auto& [dir, include] : forbidden) {
+    size_t scanned = 0;
+    for (const auto& entry : fs::recursive_directory_iterator(fs::path(FULCRUM_SOURCE_DIR) / dir)) {
+      if (entry.path().extension() != ".h" && entry.path().extension() != ".cc") continue;
+      ++scanned;
+      std::istringstream lines(ReadFile(entry.path()));
+      std::string line;
+      for (int number = 1; std::getline(lines, line); ++number) {
+        EXPECT_EQ(line.rfind(include, 0), std::string::npos)
+            << entry.path().lexically_relative(FULCRUM_SOURCE_DIR).string() << ":" << number
+            << ": " << line;
+      }
+    }
+    EXPECT_GT(scanned, 3u) << dir;
+  }
+}
+
 TEST(AgentHelpTest, HelpDocumentsEveryFlag) {
   RunOutput r = RunFulcrum({"agent", "--help"});
   ASSERT_EQ(r.exit_code, 0);
   for (const char* flag :
        {"--config", "--source", "--sim-gpus", "--sim-scenario", "--listen", "--data-dir", "--rules",
-        "--interval", "--receiver", "--receiver-format", "--token", "--record", "--json"}) {
+        "--interval", "--receiver", "--receiver-format", "--token", "--record", "--allowed-host",
+        "--json"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
   r = RunFulcrum({"query", "--help"});

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <unistd.h>
+#include <cctype>
 #include <cerrno>
 
 #include <spdlog/spdlog.h>
@@ -20,6 +21,8 @@
 #include "store/agent_db.h"
 #include "store/jobs.h"
 #include "store/outbox_sqlite.h"
+#include "store/sqlite.h"
+#include "supervise/lock.h"
 #include "telemetry/nvml_source.h"
 #include "telemetry/replay_source.h"
 #include "telemetry/sim_source.h"
@@ -61,6 +64,9 @@ struct Agent::Impl {
   const Clock& clock;
   std::string data_dir;
   std::string hostname;
+  // <data-dir>/agent.lock, held for the agent's lifetime: one agent per data dir (the kernel
+  // drops it when the process dies, kill -9 included).
+  std::optional<supervise::JobLock> lock;
   std::unique_ptr<telemetry::GpuSource> source;
   std::unique_ptr<telemetry::Recorder> recorder;
   std::optional<store::AgentDb> db;
@@ -81,7 +87,12 @@ struct Agent::Impl {
   double last_maintain = -1e18;
   double idle_started_at = 0;  // unix time of the idle warning's alert
 
-  Impl(AgentConfig c, const Clock& k) : config(std::move(c)), clock(k), idle(config.idle) {}
+  Impl(AgentConfig c, const Clock& k)
+      : config(std::move(c)),
+        clock(k),
+        data_dir(store::ResolveDataDir(config.data_dir)),
+        live(data_dir),
+        idle(config.idle) {}
 
   Status OpenSource() {
     if (config.source == "nvml") {
@@ -316,8 +327,14 @@ Agent::~Agent() {
 Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Clock& clock) {
   FULCRUM_RETURN_IF_ERROR(ValidateAgentConfig(config));
   auto impl = std::make_unique<Impl>(config, clock);
-  impl->data_dir = store::ResolveDataDir(config.data_dir);
   impl->hostname = config.hostname.empty() ? Hostname() : config.hostname;
+  FULCRUM_RETURN_IF_ERROR(store::CreateDataDir(impl->data_dir));
+  FULCRUM_ASSIGN_OR_RETURN(
+      supervise::JobLock lock,
+      supervise::JobLock::AcquireFile(
+          (std::filesystem::path(impl->data_dir) / "agent.lock").string(),
+          "data dir " + impl->data_dir + " is in use by another fulcrum agent:"));
+  impl->lock = std::move(lock);
   FULCRUM_RETURN_IF_ERROR(impl->OpenSource());
   FULCRUM_ASSIGN_OR_RETURN(store::AgentDb db, store::AgentDb::OpenInDataDir(impl->data_dir));
   impl->db = std::move(db);
@@ -332,6 +349,10 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   options.gpu_count = impl->source->gpu_count();
   options.hostname = impl->hostname;
   options.retention = {config.raw_retention_seconds, config.rollup_retention_seconds};
+  for (std::string host : config.allowed_hosts) {
+    for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    options.allowed_hosts.push_back(host);
+  }
   impl->server = std::make_unique<server::AgentServer>(options, impl->live, clock);
   FULCRUM_RETURN_IF_ERROR(impl->server->Start());
   FULCRUM_ASSIGN_OR_RETURN(auto address, server::ParseListen(config.listen));

@@ -1,8 +1,11 @@
 #include "agent/config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
+#include "alert/delivery.h"
 #include "alert/notify.h"
 #include "core/parse.h"
 #include "core/yaml.h"
@@ -78,7 +81,8 @@ Status ParseIdle(const YamlNode& node, IdleConfig& idle) {
 Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, AgentConfig& c) {
   static const std::vector<std::string> kKnown = {
       "source",   "sim_gpus", "sim_scenario", "listen", "data_dir", "rules",    "interval",
-      "receiver", "receiver_format", "receivers", "token", "record", "hostname", "retention",
+      "receiver", "receiver_format", "receivers", "token", "record", "hostname", "allowed_hosts",
+      "retention",
       "idle"};
   FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   if (root.IsNull()) return Status::Ok();
@@ -120,6 +124,13 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
       FULCRUM_ASSIGN_OR_RETURN(c.record, v.Text());
     } else if (key == "hostname") {
       FULCRUM_ASSIGN_OR_RETURN(c.hostname, v.Text());
+    } else if (key == "allowed_hosts") {
+      FULCRUM_ASSIGN_OR_RETURN(std::vector<YamlNode> hosts, v.Items("a list of host names"));
+      c.allowed_hosts.clear();
+      for (const YamlNode& h : hosts) {
+        FULCRUM_ASSIGN_OR_RETURN(std::string name, h.Text());
+        c.allowed_hosts.push_back(name);
+      }
     } else if (key == "retention") {
       if (!v.IsMap()) return v.Error("{raw: 48h, rollups: 30d}");
       FULCRUM_ASSIGN_OR_RETURN(auto retention, v.Entries());
@@ -175,6 +186,17 @@ Status ValidateAgentConfig(const AgentConfig& c) {
     if (r.url.rfind("http://", 0) != 0 && r.url.rfind("https://", 0) != 0) {
       return Status::InvalidInput("receiver '" + r.name +
                                   "': URL must start with http:// or https://");
+    }
+    FULCRUM_RETURN_IF_ERROR(alert::ValidateReceiverUrl(r.name, r.url));
+  }
+  for (const std::string& host : c.allowed_hosts) {
+    bool name_chars = !host.empty() && std::all_of(host.begin(), host.end(), [](char ch) {
+      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == ':';
+    });
+    if (!name_chars) {
+      return Status::InvalidInput("allowed-host '" + host +
+                                  "': expected a host name or IP address (letters, digits, "
+                                  "'.', '-', ':'), without port");
     }
   }
   if (c.idle.after_seconds <= 0) return Status::InvalidInput("idle.after: expected > 0");

@@ -45,6 +45,9 @@ struct AgentConfig {
   double raw_retention_seconds = 48 * 3600.0;
   double rollup_retention_seconds = 30 * 86400.0;
   std::string hostname;  // "" = gethostname()
+  // Host header names the HTTP API accepts besides loopback names and the listen address
+  // (--allowed-host, repeatable; e.g. the name a fleet's Prometheus scrapes this node by).
+  std::vector<std::string> allowed_hosts;
   IdleConfig idle;
 };
 

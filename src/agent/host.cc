@@ -24,7 +24,7 @@ HostInfo HostProbe::Read(const std::string& disk_path) {
       cpu == "cpu") {
     uint64_t busy = user + nice + system + irq + softirq + steal;
     uint64_t total = busy + idle + iowait;
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (last_total_ != 0 && total > last_total_) {
       info.cpu_utilization_pct =
           100.0 * static_cast<double>(busy - last_busy_) / static_cast<double>(total - last_total_);

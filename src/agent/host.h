@@ -4,21 +4,15 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "core/mutex.h"
+#include "server/agent_state.h"
+
 namespace fulcrum::agent {
 
-struct HostInfo {
-  std::string hostname;
-  std::optional<double> cpu_utilization_pct;  // since the previous Read(); nullopt on the first
-  std::optional<double> memory_used_bytes;
-  std::optional<double> memory_total_bytes;
-  std::string disk_path;
-  std::optional<double> disk_free_bytes;
-  std::optional<double> disk_total_bytes;
-};
+using server::HostInfo;
 
 std::string Hostname();
 
@@ -27,9 +21,9 @@ class HostProbe {
   HostInfo Read(const std::string& disk_path);
 
  private:
-  std::mutex mutex_;
-  uint64_t last_busy_ = 0;   // guarded by mutex_
-  uint64_t last_total_ = 0;  // guarded by mutex_
+  Mutex mutex_;
+  uint64_t last_busy_ GUARDED_BY(mutex_) = 0;
+  uint64_t last_total_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace fulcrum::agent

@@ -1,55 +1,44 @@
-// LiveState: what the sampler thread publishes for the HTTP thread(s) to read: the latest
-// snapshot, the idle detector's status, the agent's own counters, and requests back (cancel a
-// pending idle release). Every member function is thread-safe (one mutex, copies out).
+// LiveState: what the sampler thread publishes for the HTTP thread(s) to read (the server's
+// server::AgentStateView): the latest snapshot, the idle detector's status, the agent's own
+// counters, host facts of the data dir's disk, and requests back (cancel a pending idle
+// release). Every member function is thread-safe (one mutex, copies out).
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "agent/host.h"
+#include "core/mutex.h"
+#include "server/agent_state.h"
 #include "telemetry/gpu_sample.h"
 
 namespace fulcrum::agent {
 
-struct IdleStatus {
-  bool enabled = false;
-  bool dry_run = true;
-  bool idle = false;
-  double idle_seconds = 0;
-  double threshold_seconds = 0;
-  std::optional<double> release_in_seconds;  // nullopt while not idle
-  bool warned = false;                       // the warning webhook went out
-  bool released = false;                     // the release command ran (or was dry-run logged)
-};
+using server::AgentCounters;
+using server::IdleStatus;
 
-struct AgentCounters {
-  uint64_t samples_total = 0;        // ticks sampled
-  uint64_t sample_errors_total = 0;  // ticks whose source failed
-  uint64_t store_errors_total = 0;   // failed store writes (samples kept in memory and retried)
-  uint64_t transitions_total = 0;    // alert state changes
-  uint64_t notifications_total = 0;  // notifications enqueued
-  double last_sample_seconds = 0;    // wall time the last tick's Sample() took
-  std::optional<size_t> outbox_pending;
-};
-
-class LiveState {
+class LiveState final : public server::AgentStateView {
  public:
+  explicit LiveState(std::string disk_path = ".") : disk_path_(std::move(disk_path)) {}
   void Publish(telemetry::GpuSnapshot snapshot, const AgentCounters& counters);
   void SetIdle(const IdleStatus& idle);
-  telemetry::GpuSnapshot Latest() const;
-  AgentCounters Counters() const;
-  IdleStatus Idle() const;
+  telemetry::GpuSnapshot Latest() const override;
+  AgentCounters Counters() const override;
+  IdleStatus Idle() const override;
+  server::HostInfo Host() override;
   // Set by POST /v1/idle/cancel, consumed by the sampler thread.
-  void RequestIdleCancel();
+  void RequestIdleCancel() override;
   bool TakeIdleCancel();
 
  private:
-  mutable std::mutex mutex_;
-  telemetry::GpuSnapshot latest_;  // guarded by mutex_
-  AgentCounters counters_;         // guarded by mutex_
-  IdleStatus idle_;                // guarded by mutex_
-  bool cancel_requested_ = false;  // guarded by mutex_
+  const std::string disk_path_;
+  HostProbe host_probe_;
+  mutable Mutex mutex_;
+  telemetry::GpuSnapshot latest_ GUARDED_BY(mutex_);
+  AgentCounters counters_ GUARDED_BY(mutex_);
+  IdleStatus idle_ GUARDED_BY(mutex_);
+  bool cancel_requested_ GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace fulcrum::agent

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <set>
 
 namespace fulcrum::alert {
 namespace {
@@ -23,15 +25,22 @@ bool IsRetryableStatus(int status) {
 
 // --- CurlPoster ----------------------------------------------------------------------------
 
-CurlPoster::CurlPoster() : curl_(curl_easy_init()) {}
-
 CurlPoster::~CurlPoster() {
-  if (curl_ != nullptr) curl_easy_cleanup(static_cast<CURL*>(curl_));
+  MutexLock lock(mutex_);
+  for (void* handle : idle_) curl_easy_cleanup(static_cast<CURL*>(handle));
 }
 
 HttpResponse CurlPoster::Post(const HttpRequest& request) {
   HttpResponse response;
-  CURL* curl = static_cast<CURL*>(curl_);
+  CURL* curl = nullptr;
+  {
+    MutexLock lock(mutex_);
+    if (!idle_.empty()) {
+      curl = static_cast<CURL*>(idle_.back());
+      idle_.pop_back();
+    }
+  }
+  if (curl == nullptr) curl = curl_easy_init();
   if (curl == nullptr) {
     response.error = "libcurl could not be initialised";
     return response;
@@ -67,7 +76,44 @@ HttpResponse CurlPoster::Post(const HttpRequest& request) {
   }
   curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
   curl_slist_free_all(headers);
+  MutexLock lock(mutex_);
+  idle_.push_back(curl);
   return response;
+}
+
+Status ValidateReceiverUrl(const std::string& receiver_name, const std::string& url) {
+  auto invalid = [&](const std::string& why) {
+    return Status::InvalidInput("receiver '" + receiver_name + "': url is not a valid http(s) URL (" +
+                                why + "; the URL is not shown, it may hold a secret)");
+  };
+  CURLU* parsed = curl_url();
+  if (parsed == nullptr) return Status::Internal("libcurl could not allocate a URL handle");
+  CURLUcode code = curl_url_set(parsed, CURLUPART_URL, url.c_str(), 0);
+  std::string why;
+  if (code != CURLUE_OK) {
+    why = curl_url_strerror(code);
+  } else {
+    char* scheme = nullptr;
+    char* port = nullptr;
+    char* host = nullptr;
+    curl_url_get(parsed, CURLUPART_SCHEME, &scheme, 0);
+    curl_url_get(parsed, CURLUPART_HOST, &host, 0);
+    CURLUcode port_code = curl_url_get(parsed, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
+    std::string s = scheme != nullptr ? scheme : "";
+    if (s != "http" && s != "https") {
+      why = "scheme '" + s + "', expected http or https";
+    } else if (host == nullptr || host[0] == '\0') {
+      why = "no host";
+    } else if (port_code != CURLUE_OK || port == nullptr || std::atoi(port) < 1 ||
+               std::atoi(port) > 65535) {
+      why = "port outside 1-65535";
+    }
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+  }
+  curl_url_cleanup(parsed);
+  return why.empty() ? Status::Ok() : invalid(why);
 }
 
 // --- DeliveryWorker ------------------------------------------------------------------------
@@ -88,6 +134,12 @@ DeliveryWorker::DeliveryWorker(Outbox& outbox, HttpPoster& poster, std::vector<R
       options_(options),
       logger_(logger ? std::move(logger) : spdlog::default_logger()),
       rng_(options.seed != 0 ? options.seed : std::random_device{}()) {}
+
+Result<DeliveryPassStats> DeliveryWorker::RunOnce() { return Pass(""); }
+
+Result<DeliveryPassStats> DeliveryWorker::RunOnceFor(const std::string& receiver) {
+  return Pass(receiver);
+}
 
 DeliveryWorker::~DeliveryWorker() { Stop(); }
 
@@ -120,24 +172,30 @@ void DeliveryWorker::HandleFailure(const Notification& n, const std::string& err
   }
   // The receiver is unwell: back off the receiver as a whole, so that an outage costs one POST
   // per backoff period, not one per notification.
-  ReceiverHealth& health = health_[n.receiver];
-  health.consecutive_failures += 1;
-  std::uniform_real_distribution<double> jitter(1 - options_.jitter_fraction,
-                                                1 + options_.jitter_fraction);
-  const double delay = BackoffSeconds(options_, health.consecutive_failures) * jitter(rng_);
-  health.retry_at = clock_.UnixSeconds() + delay;
-  Status scheduled = outbox_.ScheduleRetry(n.id, attempts, health.retry_at, error);
+  double delay = 0;
+  double retry_at = 0;
+  {
+    MutexLock lock(health_mutex_);
+    ReceiverHealth& health = health_[n.receiver];
+    health.consecutive_failures += 1;
+    std::uniform_real_distribution<double> jitter(1 - options_.jitter_fraction,
+                                                  1 + options_.jitter_fraction);
+    delay = BackoffSeconds(options_, health.consecutive_failures) * jitter(rng_);
+    health.retry_at = clock_.UnixSeconds() + delay;
+    retry_at = health.retry_at;
+  }
+  Status scheduled = outbox_.ScheduleRetry(n.id, attempts, retry_at, error);
   if (!scheduled.ok()) logger_->error("alert outbox: {}", scheduled.ToString());
   logger_->warn("alert notification {} to receiver '{}' attempt {} failed: {}; retry in {:.3g} s",
                 n.id, n.receiver, attempts, error, delay);
   ++stats.retried;
 }
 
-Result<DeliveryPassStats> DeliveryWorker::RunOnce() {
+Result<DeliveryPassStats> DeliveryWorker::Pass(const std::string& receiver_filter) {
   DeliveryPassStats stats;
   const double now = clock_.UnixSeconds();
   FULCRUM_ASSIGN_OR_RETURN(std::vector<Notification> due,
-                           outbox_.FetchDue(now, options_.batch_size));
+                           outbox_.FetchDue(now, options_.batch_size, receiver_filter));
   for (const Notification& n : due) {
     auto receiver = std::find_if(receivers_.begin(), receivers_.end(),
                                  [&](const Receiver& r) { return r.name == n.receiver; });
@@ -155,9 +213,15 @@ Result<DeliveryPassStats> DeliveryWorker::RunOnce() {
     }
     // A receiver in backoff: the notification waits with it (no attempt counted), which also
     // keeps a receiver's notifications in creation order.
-    if (auto health = health_.find(n.receiver);
-        health != health_.end() && health->second.retry_at > clock_.UnixSeconds()) {
-      FULCRUM_RETURN_IF_ERROR(outbox_.ScheduleRetry(n.id, n.attempts, health->second.retry_at,
+    double backoff_until = 0;
+    {
+      MutexLock lock(health_mutex_);
+      if (auto health = health_.find(n.receiver); health != health_.end()) {
+        backoff_until = health->second.retry_at;
+      }
+    }
+    if (backoff_until > clock_.UnixSeconds()) {
+      FULCRUM_RETURN_IF_ERROR(outbox_.ScheduleRetry(n.id, n.attempts, backoff_until,
                                                     "waiting: receiver unavailable"));
       ++stats.retried;
       continue;
@@ -165,7 +229,10 @@ Result<DeliveryPassStats> DeliveryWorker::RunOnce() {
     ++stats.attempted;
     HttpResponse response = poster_.Post(MakeRequest(*receiver, n));
     if (response.status >= 200 && response.status < 300) {
-      health_.erase(n.receiver);
+      {
+        MutexLock lock(health_mutex_);
+        health_.erase(n.receiver);
+      }
       FULCRUM_RETURN_IF_ERROR(outbox_.MarkDelivered(n.id, clock_.UnixSeconds()));
       logger_->info("alert notification {} delivered to receiver '{}' ({}) after {} attempt(s)",
                     n.id, n.receiver, RedactUrl(receiver->url), n.attempts + 1);
@@ -180,46 +247,63 @@ Result<DeliveryPassStats> DeliveryWorker::RunOnce() {
 }
 
 void DeliveryWorker::Start() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (thread_.joinable()) return;
+  MutexLock lock(mutex_);
+  if (!threads_.empty()) return;
   stop_requested_ = false;
-  thread_ = std::thread([this] { Loop(); });
+  // One worker per receiver name: a receiver that hangs until its timeout holds only its own.
+  std::set<std::string> names;
+  for (const Receiver& r : receivers_) names.insert(r.name);
+  for (const std::string& name : names) threads_.emplace_back([this, name] { Loop(name); });
 }
 
 void DeliveryWorker::Stop() {
+  std::vector<std::thread> threads;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     stop_requested_ = true;
+    threads.swap(threads_);
   }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  wake_.SignalAll();
+  for (std::thread& t : threads) t.join();
 }
 
 void DeliveryWorker::Wake() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    woken_ = true;
+    MutexLock lock(mutex_);
+    ++wake_generation_;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
 }
 
-void DeliveryWorker::Loop() {
+void DeliveryWorker::Loop(const std::string& receiver) {
   try {
+    uint64_t seen_generation = 0;
+    {
+      MutexLock lock(mutex_);
+      seen_generation = wake_generation_;
+    }
     while (true) {
-      Result<DeliveryPassStats> pass = RunOnce();
-      if (!pass.ok()) logger_->error("alert delivery pass: {}", pass.status().ToString());
-      const bool full_batch = pass.ok() && pass->attempted + pass->retried >= options_.batch_size;
-      std::unique_lock<std::mutex> lock(mutex_);
-      if (stop_requested_) return;
-      if (!full_batch) {
-        wake_.wait_for(lock, std::chrono::duration<double>(options_.idle_poll_seconds),
-                       [this] { return stop_requested_ || woken_; });
+      Result<DeliveryPassStats> pass = RunOnceFor(receiver);
+      if (!pass.ok()) {
+        logger_->error("alert delivery pass for receiver '{}': {}", receiver,
+                       pass.status().ToString());
       }
-      woken_ = false;
+      const bool full_batch = pass.ok() && pass->attempted + pass->retried >= options_.batch_size;
+      MutexLock lock(mutex_);
+      if (stop_requested_) return;
+      if (!full_batch && wake_generation_ == seen_generation) {
+        auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(options_.idle_poll_seconds));
+        while (!stop_requested_ && wake_generation_ == seen_generation &&
+               WaitForWake(deadline)) {
+        }
+      }
+      seen_generation = wake_generation_;
       if (stop_requested_) return;
     }
   } catch (const std::exception& e) {  // thread entry: the edge where exceptions stop
-    logger_->critical("alert delivery thread stopped: {}", e.what());
+    logger_->critical("alert delivery thread for receiver '{}' stopped: {}", receiver, e.what());
   }
 }
 

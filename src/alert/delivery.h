@@ -5,15 +5,16 @@
 // failed for good. Backoff is kept per receiver: while one is down, its notifications wait
 // together and one POST probes it per backoff period. Delivery is at-least-once: a crash between
 // POST and MarkDelivered re-sends with the same Idempotency-Key. Logs name the receiver and
-// RedactUrl(url) only, never the URL path, query or token. RunOnce is single-threaded;
-// Start/Stop/Wake run it on an own thread.
+// RedactUrl(url) only, never the URL path, query or token. RunOnce is one pass over every
+// receiver on the caller's thread; Start runs one thread per receiver (RunOnceFor), so a
+// receiver that hangs until its timeout never delays another. The poster must then be
+// thread-safe (CurlPoster is).
 #pragma once
 
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -23,6 +24,7 @@
 #include "alert/notify.h"
 #include "alert/outbox.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/status.h"
 
 namespace spdlog {
@@ -52,17 +54,25 @@ class HttpPoster {
 };
 
 // libcurl: no signals, follows no redirects, TLS verified, timeouts as in the request.
+// Thread-safe: each Post takes an idle easy handle (kept for keep-alive) or makes one, so the
+// receivers' workers post concurrently.
 class CurlPoster final : public HttpPoster {
  public:
-  CurlPoster();
+  CurlPoster() = default;
   ~CurlPoster() override;
   CurlPoster(const CurlPoster&) = delete;
   CurlPoster& operator=(const CurlPoster&) = delete;
   HttpResponse Post(const HttpRequest& request) override;
 
  private:
-  void* curl_ = nullptr;  // CURL*, reused for keep-alive; used by one thread at a time
+  Mutex mutex_;
+  std::vector<void*> idle_ GUARDED_BY(mutex_);  // CURL* handles not in use
 };
+
+// Checks a receiver URL the way libcurl will parse it when an alert fires: http or https, a
+// host (an IPv6 literal closed), a port 1-65535. The error names the receiver and the problem,
+// never the URL (it may hold a secret).
+Status ValidateReceiverUrl(const std::string& receiver_name, const std::string& url);
 
 struct DeliveryOptions {
   double initial_backoff_seconds = 1;  // delay after the first failure
@@ -101,15 +111,24 @@ class DeliveryWorker {
   // One pass over the due notifications (at most batch_size). A notification whose receiver
   // is not configured (config changed) is retried later, not lost.
   Result<DeliveryPassStats> RunOnce();
+  // The same pass over one receiver's notifications only (what its worker thread runs).
+  Result<DeliveryPassStats> RunOnceFor(const std::string& receiver);
 
-  // Runs RunOnce on a thread: again at once while a pass delivered a full batch, otherwise
-  // after idle_poll_seconds or a Wake(). Stop() joins; both idempotent.
+  // Runs RunOnceFor on a thread per receiver: again at once while a pass delivered a full
+  // batch, otherwise after idle_poll_seconds or a Wake(). Stop() joins; both idempotent.
   void Start();
   void Stop();
   void Wake();  // call after Enqueue to deliver without waiting for the poll
 
  private:
-  void Loop();
+  void Loop(const std::string& receiver);
+  // wake_.WaitUntil: CondVar's REQUIRES names its own reference to mutex_, which clang's
+  // analysis cannot equate with mutex_; this wrapper states the real requirement.
+  bool WaitForWake(std::chrono::steady_clock::time_point deadline) REQUIRES(mutex_)
+      NO_THREAD_SAFETY_ANALYSIS {
+    return wake_.WaitUntil(deadline);
+  }
+  Result<DeliveryPassStats> Pass(const std::string& receiver_filter);
   HttpRequest MakeRequest(const Receiver& receiver, const Notification& notification) const;
   void HandleFailure(const Notification& n, const std::string& error, bool permanent,
                      DeliveryPassStats& stats);
@@ -120,18 +139,20 @@ class DeliveryWorker {
   const Clock& clock_;
   DeliveryOptions options_;
   std::shared_ptr<spdlog::logger> logger_;
-  std::mt19937_64 rng_;
   struct ReceiverHealth {
     int consecutive_failures = 0;
     double retry_at = 0;  // unix seconds; no POST to this receiver before
   };
-  std::map<std::string, ReceiverHealth> health_;  // used by RunOnce only (one thread)
+  // Shared by the receivers' workers; held only around bookkeeping, never during a POST.
+  Mutex health_mutex_;
+  std::mt19937_64 rng_ GUARDED_BY(health_mutex_);
+  std::map<std::string, ReceiverHealth> health_ GUARDED_BY(health_mutex_);
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_requested_ = false;  // guarded by mutex_
-  bool woken_ = false;           // guarded by mutex_
-  std::thread thread_;
+  Mutex mutex_;
+  CondVar wake_{mutex_};
+  bool stop_requested_ GUARDED_BY(mutex_) = false;
+  uint64_t wake_generation_ GUARDED_BY(mutex_) = 0;  // bumped by Wake(); each worker tracks it
+  std::vector<std::thread> threads_ GUARDED_BY(mutex_);
 };
 
 }  // namespace fulcrum::alert

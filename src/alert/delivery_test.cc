@@ -494,5 +494,76 @@ TEST(DeliveryHttpTest, SecretsNeverReachTheLogs) {
   }
 }
 
+// Issue 19: with one receiver that never answers, the healthy one got its alerts only after the
+// hanging POST timed out. Each receiver now has its own worker: the healthy receiver's
+// notifications are delivered while the hanging POST is still in flight.
+TEST(DeliveryHttpTest, HangingReceiverNeverDelaysAnother) {
+  // The hanging receiver takes the request and never answers (until the test releases it).
+  std::atomic<bool> release{false};
+  TestReceiver hanging;
+  hanging.answer = [&](const httplib::Request&) {
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return 200;
+  };
+  const int hanging_port = hanging.Start();
+  TestReceiver healthy;
+  const int port = healthy.Start();
+  std::vector<Receiver> receivers = {
+      Plain("hang", "http://127.0.0.1:" + std::to_string(hanging_port) + "/hook"),
+      Plain("ok", "http://127.0.0.1:" + std::to_string(port) + "/hook")};
+  MemoryOutbox outbox;
+  SystemClock clock;
+  DeliveryOptions options = FastOptions();
+  options.request_timeout_seconds = 120;  // far longer than the test waits
+  CurlPoster poster;
+  DeliveryWorker worker(outbox, poster, receivers, clock, options);
+  const double t0 = clock.UnixSeconds();
+  // The hanging receiver's notification is older: a single queue would POST it first.
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("h1", "hang", t0 - 2)).ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(outbox.Enqueue(MakeNote("ok" + std::to_string(i), "ok", t0 - 1 + i * 0.1)).ok());
+  }
+  worker.Start();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto delivered = [&] {
+    for (int i = 0; i < 3; ++i) {
+      if (*outbox.StateOf("ok" + std::to_string(i)) != DeliveryState::kDelivered) return false;
+    }
+    return true;
+  };
+  while (!delivered() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(healthy.received().size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(*outbox.StateOf("ok" + std::to_string(i)), DeliveryState::kDelivered);
+  }
+  // The hanging POST has not ended (it waits for its 120 s timeout): still pending, 0 attempts.
+  while (hanging.received().empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(hanging.received().size(), 1u);  // its POST is in flight, not yet answered
+  EXPECT_EQ(*outbox.StateOf("h1"), DeliveryState::kPending);
+  EXPECT_EQ(outbox.Get("h1")->attempts, 0);
+  release = true;  // Stop() waits for the POST in flight
+  worker.Stop();
+  hanging.Stop();
+}
+
+// Start-up validation catches what used to pass until the first alert: the error names the
+// receiver and the problem, never the URL.
+TEST(ValidateReceiverUrlTest, RefusesUnclosedIpv6AndBadPortsWithoutShowingTheUrl) {
+  EXPECT_TRUE(ValidateReceiverUrl("ok", "https://hooks.example.com/services/T/B/X").ok());
+  EXPECT_TRUE(ValidateReceiverUrl("ok6", "http://[::1]:8080/hook").ok());
+  for (const char* bad : {"http://[::1/SECRETPATH", "http://example.com:99999/SECRETPATH",
+                          "http://example.com:0/SECRETPATH", "http://:80/SECRETPATH",
+                          "ftp://example.com/SECRETPATH"}) {
+    Status st = ValidateReceiverUrl("pager", bad);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidInput) << bad;
+    EXPECT_THAT(st.message(), HasSubstr("receiver 'pager'")) << bad;
+    EXPECT_THAT(st.message(), Not(HasSubstr("SECRETPATH"))) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace fulcrum::alert

@@ -6,7 +6,7 @@ namespace fulcrum::alert {
 
 Status MemoryOutbox::Enqueue(const Notification& notification) {
   if (notification.id.empty()) return Status::InvalidInput("outbox: notification without id");
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (entries_.count(notification.id) > 0) return Status::Ok();
   Entry entry;
   entry.notification = notification;
@@ -15,11 +15,13 @@ Status MemoryOutbox::Enqueue(const Notification& notification) {
   return Status::Ok();
 }
 
-Result<std::vector<Notification>> MemoryOutbox::FetchDue(double now, size_t limit) {
-  std::lock_guard<std::mutex> lock(mutex_);
+Result<std::vector<Notification>> MemoryOutbox::FetchDue(double now, size_t limit,
+                                                        const std::string& receiver) {
+  MutexLock lock(mutex_);
   std::vector<const Entry*> due;
   for (const auto& [id, entry] : entries_) {
-    if (entry.state == DeliveryState::kPending && entry.notification.next_attempt_at <= now) {
+    if (entry.state == DeliveryState::kPending && entry.notification.next_attempt_at <= now &&
+        (receiver.empty() || entry.notification.receiver == receiver)) {
       due.push_back(&entry);
     }
   }
@@ -37,7 +39,7 @@ Result<std::vector<Notification>> MemoryOutbox::FetchDue(double now, size_t limi
 }
 
 Status MemoryOutbox::MarkDelivered(const std::string& id, double delivered_at) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return Status::NotFound("outbox: no notification '" + id + "'");
   it->second.state = DeliveryState::kDelivered;
@@ -48,7 +50,7 @@ Status MemoryOutbox::MarkDelivered(const std::string& id, double delivered_at) {
 
 Status MemoryOutbox::ScheduleRetry(const std::string& id, int attempts, double next_attempt_at,
                                    const std::string& error) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return Status::NotFound("outbox: no notification '" + id + "'");
   it->second.notification.attempts = attempts;
@@ -58,7 +60,7 @@ Status MemoryOutbox::ScheduleRetry(const std::string& id, int attempts, double n
 }
 
 Status MemoryOutbox::MarkFailed(const std::string& id, int attempts, const std::string& error) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return Status::NotFound("outbox: no notification '" + id + "'");
   it->second.state = DeliveryState::kFailed;
@@ -68,21 +70,21 @@ Status MemoryOutbox::MarkFailed(const std::string& id, int attempts, const std::
 }
 
 Result<size_t> MemoryOutbox::PendingCount() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return static_cast<size_t>(std::count_if(entries_.begin(), entries_.end(), [](const auto& kv) {
     return kv.second.state == DeliveryState::kPending;
   }));
 }
 
 Result<DeliveryState> MemoryOutbox::StateOf(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return Status::NotFound("outbox: no notification '" + id + "'");
   return it->second.state;
 }
 
 Result<Notification> MemoryOutbox::Get(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return Status::NotFound("outbox: no notification '" + id + "'");
   return it->second.notification;

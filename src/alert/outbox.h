@@ -1,56 +1,31 @@
-// The durable outbox between the evaluator and the delivery worker. A notification is enqueued
-// once (its id is the idempotency key; enqueueing an existing id is a no-op), fetched when due,
-// then marked delivered, rescheduled with a growing attempt count, or marked failed (permanent
-// error). The agent implements Outbox on SQLite; MemoryOutbox serves tests. Implementations
-// must be thread-safe: the sampling thread enqueues while the delivery thread fetches.
+// The alert side of the durable outbox between the evaluator and the delivery worker: the port
+// and its plain record are store::Outbox / store::Notification (store/outbox.h); the agent uses
+// store::SqliteOutbox, tests MemoryOutbox (in memory, thread-safe).
 #pragma once
 
 #include <cstddef>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
+#include "store/outbox.h"
 
 namespace fulcrum::alert {
 
-struct Notification {
-  std::string id;              // idempotency key, unique; sent as the Idempotency-Key header
-  std::string receiver;        // receiver name (not its URL: secrets stay out of the store)
-  std::string format;          // "generic", "alertmanager", ... (ToString(ReceiverFormat))
-  std::string body;            // JSON request body
-  double created_at = 0;       // unix seconds
-  int attempts = 0;            // POSTs tried so far
-  double next_attempt_at = 0;  // unix seconds; due when <= now (created_at on enqueue)
-  std::string last_error;      // redacted, for /v1 and logs
-};
-
-enum class DeliveryState { kPending, kDelivered, kFailed };
-
-class Outbox {
- public:
-  virtual ~Outbox() = default;
-  // Stores `notification` (pending, due at its next_attempt_at). Existing id: no change, ok.
-  virtual Status Enqueue(const Notification& notification) = 0;
-  // Pending notifications with next_attempt_at <= now, oldest created first, at most `limit`.
-  virtual Result<std::vector<Notification>> FetchDue(double now, size_t limit) = 0;
-  // Delivered: no further attempts; attempts += 1 (the successful POST).
-  virtual Status MarkDelivered(const std::string& id, double delivered_at) = 0;
-  // Keeps it pending: attempts and next_attempt_at replaced, last_error recorded.
-  virtual Status ScheduleRetry(const std::string& id, int attempts, double next_attempt_at,
-                               const std::string& error) = 0;
-  // Gives up (permanent HTTP 4xx, or too old): no further attempts.
-  virtual Status MarkFailed(const std::string& id, int attempts, const std::string& error) = 0;
-  // Pending notifications (due or not).
-  virtual Result<size_t> PendingCount() = 0;
-};
+// The outbox record and port live in the store (which knows no alert types); alert code
+// names them through these aliases.
+using store::DeliveryState;
+using store::Notification;
+using store::Outbox;
 
 // In-memory Outbox for tests (and a fallback without a store). Thread-safe.
 class MemoryOutbox final : public Outbox {
  public:
   Status Enqueue(const Notification& notification) override;
-  Result<std::vector<Notification>> FetchDue(double now, size_t limit) override;
+  Result<std::vector<Notification>> FetchDue(double now, size_t limit,
+                                             const std::string& receiver = "") override;
   Status MarkDelivered(const std::string& id, double delivered_at) override;
   Status ScheduleRetry(const std::string& id, int attempts, double next_attempt_at,
                        const std::string& error) override;
@@ -68,9 +43,9 @@ class MemoryOutbox final : public Outbox {
     double delivered_at = 0;
     size_t sequence = 0;  // enqueue order, breaks created_at ties
   };
-  std::mutex mutex_;
-  std::map<std::string, Entry> entries_;  // guarded by mutex_
-  size_t next_sequence_ = 0;              // guarded by mutex_
+  Mutex mutex_;
+  std::map<std::string, Entry> entries_ GUARDED_BY(mutex_);
+  size_t next_sequence_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace fulcrum::alert

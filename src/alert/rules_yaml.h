@@ -27,8 +27,8 @@ Result<std::vector<Rule>> ParseRulesYaml(std::string_view text, std::string_view
 Result<std::vector<Rule>> LoadRulesFile(const std::string& path,
                                         std::vector<std::string>* warnings = nullptr);
 
-// The shipped defaults, byte-identical to examples/rules.yaml (a test checks), compiled in so
-// that `fulcrum agent` without --rules needs no file on disk.
+// The shipped defaults: examples/rules.yaml embedded at build time (web/CMakeLists.txt generates
+// the definition), so that `fulcrum agent` without --rules needs no file on disk.
 std::string_view DefaultRulesYaml();
 Result<std::vector<Rule>> DefaultRules();
 

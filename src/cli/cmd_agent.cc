@@ -30,6 +30,7 @@ extern "C" void OnStopSignal(int) {
 struct AgentFlags {
   std::string config, source, sim_scenario, listen, data_dir, rules, interval, receiver,
       receiver_format, token, record;
+  std::vector<std::string> allowed_hosts;
   int sim_gpus = 0;
   bool json = false;
 };
@@ -76,6 +77,7 @@ Status Apply(const AgentFlags& f, agent::AgentConfig& c) {
   }
   if (!f.token.empty()) c.token = f.token;
   if (!f.record.empty()) c.record = f.record;
+  c.allowed_hosts.insert(c.allowed_hosts.end(), f.allowed_hosts.begin(), f.allowed_hosts.end());
   return agent::ValidateAgentConfig(c);
 }
 
@@ -172,6 +174,11 @@ void RegisterAgent(CLI::App* cmd, CliContext& ctx) {
   cmd->add_option("--record", f->record,
                   "Append every sample to FILE (JSON Lines) for --source replay:FILE")
       ->type_name("FILE");
+  cmd->add_option("--allowed-host", f->allowed_hosts,
+                  "Also accept requests whose Host header names NAME (repeatable; loopback names "
+                  "and the --listen address are always accepted; others get 403, a defence "
+                  "against DNS rebinding)")
+      ->type_name("NAME");
   cmd->add_flag("--json", f->json, "Print the startup line as {\"agent\": {url, port, ...}}");
   cmd->callback([&ctx, f] { RunAgent(ctx, *f); });
 }

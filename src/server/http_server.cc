@@ -1,13 +1,21 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
+#include <deque>
+#include <functional>
 #include <filesystem>
+#include <regex>
+#include <set>
+#include <string_view>
 #include <thread>
 
-#include "agent/host.h"
+#include "core/mutex.h"
 #include "core/parse.h"
 #include "server/dashboard.h"
 #include "server/metrics.h"
@@ -37,9 +45,18 @@ namespace {
 
 json Opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
+// Request bodies larger than this are refused (413) before they are read: the only endpoint
+// with a body (POST /v1/idle/cancel) ignores it.
+constexpr size_t kMaxBodyBytes = 64 * 1024;
+// The longest look-back and the finest bucket /v1/series accepts.
+constexpr double kMaxSeriesSeconds = 10 * 366 * 86400.0;
+constexpr double kMinStepSeconds = 0.001;
+constexpr int kListenBacklog = 512;
+
 void Reply(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  // Replace, never throw: a reason may quote request text that is not valid UTF-8.
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 void Error(httplib::Response& res, int status, const std::string& reason) {
@@ -56,27 +73,145 @@ bool TokenMatches(const std::string& presented, const std::string& expected) {
   return diff == 0;
 }
 
+// True when `text` is well-formed UTF-8 (no overlongs, surrogates or code points > U+10FFFF).
+bool IsUtf8(std::string_view text) {
+  static constexpr uint32_t kMinCodePoint[] = {0, 0x80, 0x800, 0x10000};
+  size_t i = 0;
+  while (i < text.size()) {
+    auto c = static_cast<unsigned char>(text[i]);
+    size_t n = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      n = 1, cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 2, cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 3, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + n >= text.size()) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (next & 0x3f);
+    }
+    if (cp < kMinCodePoint[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+// "host:port", "[v6]:port" or "host" -> the lower-cased host without brackets or port.
+std::string HostOfHeader(std::string_view value) {
+  std::string host(value);
+  if (!host.empty() && host.front() == '[') {
+    size_t close = host.find(']');
+    host = close == std::string::npos ? host : host.substr(1, close - 1);
+  } else if (size_t colon = host.rfind(':');
+             colon != std::string::npos && host.find(':') == colon) {
+    host = host.substr(0, colon);
+  }
+  for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return host;
+}
+
+// httplib's task queue with a worker per connection, up to `max_threads`: cpp-httplib 0.11 holds
+// a worker for as long as its connection is open (up to the read timeout for an idle one), so
+// a fixed pool of 2 let two idle sockets stall the API. Here a new connection gets an idle
+// worker or a new one; only past `max_threads` open connections do they queue. Workers idle for
+// kWorkerIdleSeconds exit. shutdown() waits for every worker.
+class ConnectionPool final : public httplib::TaskQueue {
+ public:
+  explicit ConnectionPool(size_t max_threads) : max_threads_(max_threads) {}
+
+  void enqueue(std::function<void()> fn) override {
+    MutexLock lock(mutex_);
+    queue_.push_back(std::move(fn));
+    if (idle_ >= queue_.size() || threads_ >= max_threads_) {
+      wake_.Signal();
+      return;
+    }
+    ++threads_;
+    std::thread([this] { Work(); }).detach();
+  }
+
+  void shutdown() override {
+    MutexLock lock(mutex_);
+    stopping_ = true;
+    wake_.SignalAll();
+    while (threads_ > 0) Wait(std::chrono::steady_clock::now() + std::chrono::milliseconds(50));
+  }
+
+ private:
+  static constexpr double kWorkerIdleSeconds = 30;
+
+  // CondVar's REQUIRES names its own reference to mutex_ (see alert/delivery.h).
+  bool Wait(std::chrono::steady_clock::time_point deadline) REQUIRES(mutex_)
+      NO_THREAD_SAFETY_ANALYSIS {
+    return wake_.WaitUntil(deadline);
+  }
+
+  void Work() {
+    MutexLock lock(mutex_);
+    while (true) {
+      if (!queue_.empty()) {
+        std::function<void()> fn = std::move(queue_.front());
+        queue_.pop_front();
+        mutex_.Unlock();
+        try {
+          fn();
+        } catch (...) {  // thread entry: httplib's own code must not end the process
+        }
+        mutex_.Lock();
+        continue;
+      }
+      if (stopping_) break;
+      ++idle_;
+      auto deadline = std::chrono::steady_clock::now() +
+                      std::chrono::seconds(static_cast<int>(kWorkerIdleSeconds));
+      bool woken = Wait(deadline);
+      --idle_;
+      if (!woken && queue_.empty()) break;
+    }
+    --threads_;
+    wake_.SignalAll();  // shutdown() waits for the count to reach 0
+  }
+
+  const size_t max_threads_;
+  Mutex mutex_;
+  CondVar wake_{mutex_};
+  std::deque<std::function<void()>> queue_ GUARDED_BY(mutex_);
+  size_t threads_ GUARDED_BY(mutex_) = 0;
+  size_t idle_ GUARDED_BY(mutex_) = 0;
+  bool stopping_ GUARDED_BY(mutex_) = false;
+};
+
 }  // namespace
 
 struct AgentServer::Impl {
   ServerOptions options;
-  agent::LiveState& live;
+  AgentStateView& live;
   const Clock& clock;
   double started_monotonic;
   httplib::Server http;
   std::thread thread;
   int port = 0;
-  agent::HostProbe host_probe;
-  std::mutex db_mutex;
-  std::optional<store::AgentDb> db;  // read-only connection, guarded by db_mutex
+  int listen_fd = -1;       // the bound socket (set by the socket-options callback)
+  std::string listen_host;  // lower-cased host of options.listen (an allowed Host name)
+  Mutex db_mutex;
+  std::optional<store::AgentDb> db GUARDED_BY(db_mutex);  // read-only connection
 
-  Impl(ServerOptions o, agent::LiveState& l, const Clock& c)
+  Impl(ServerOptions o, AgentStateView& l, const Clock& c)
       : options(std::move(o)), live(l), clock(c), started_monotonic(c.MonotonicSeconds()) {}
 
   // Runs `fn` with the read-only agent.db connection (opened on first use).
   template <typename Fn>
   auto WithDb(Fn fn) -> decltype(fn(std::declval<store::AgentDb&>())) {
-    std::lock_guard<std::mutex> lock(db_mutex);
+    MutexLock lock(db_mutex);
     if (!db) {
       auto opened = store::AgentDb::OpenInDataDir(options.data_dir, /*read_only=*/true);
       if (!opened.ok()) return opened.status();
@@ -133,13 +268,17 @@ struct AgentServer::Impl {
     double since = 900;
     if (req.has_param("since")) {
       auto s = ParseDurationSeconds(req.get_param_value("since"));
-      if (!s.ok() || *s <= 0) return Error(res, 400, "'since' must be a look-back in seconds > 0");
+      if (!s.ok() || !(*s > 0 && *s <= kMaxSeriesSeconds)) {
+        return Error(res, 400, "'since' must be a look-back of more than 0 s and at most 10 years");
+      }
       since = *s;
     }
     std::optional<double> step;
     if (req.has_param("step")) {
       auto s = ParseDurationSeconds(req.get_param_value("step"));
-      if (!s.ok() || *s <= 0) return Error(res, 400, "'step' must be seconds > 0");
+      if (!s.ok() || !(*s >= kMinStepSeconds && *s <= kMaxSeriesSeconds)) {
+        return Error(res, 400, "'step' must be a bucket width from 1ms to 10 years");
+      }
       step = *s;
     }
     double now = clock.UnixSeconds();
@@ -181,7 +320,7 @@ struct AgentServer::Impl {
   }
 
   void Host(const httplib::Request&, httplib::Response& res) {
-    agent::HostInfo h = host_probe.Read(options.data_dir);
+    HostInfo h = live.Host();
     Reply(res, 200,
           {{"hostname", options.hostname},
            {"cpu_utilization_pct", Opt(h.cpu_utilization_pct)},
@@ -221,7 +360,7 @@ struct AgentServer::Impl {
   }
 
   void Idle(const httplib::Request&, httplib::Response& res) {
-    agent::IdleStatus s = live.Idle();
+    IdleStatus s = live.Idle();
     Reply(res, 200,
           {{"enabled", s.enabled},
            {"dry_run", s.dry_run},
@@ -257,66 +396,205 @@ struct AgentServer::Impl {
     res.set_content(std::string(file->body), file->content_type);
   }
 
-  void Routes() {
-    auto wrap = [this](void (Impl::*handler)(const httplib::Request&, httplib::Response&)) {
-      return [this, handler](const httplib::Request& req, httplib::Response& res) {
-        (this->*handler)(req, res);
-      };
+  using Handler = void (Impl::*)(const httplib::Request&, httplib::Response&);
+  struct Route {
+    std::string method;
+    std::regex pattern;  // the whole path must match (as httplib matches it)
+  };
+  std::vector<Route> routes;
+
+  // The edge: every callback httplib makes into this server (pre-routing, handlers, the error
+  // handler) runs through here, so no exception escapes into httplib's worker thread (an
+  // escape there ends the process). A throw answers 500 with the reason.
+  template <typename Fn>
+  static void Guarded(httplib::Response& res, Fn&& fn) {
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      spdlog::error("HTTP handler failed: {}", e.what());
+      Error(res, 500, std::string("internal error: ") + e.what());
+    } catch (...) {
+      spdlog::error("HTTP handler failed: unknown exception");
+      Error(res, 500, "internal error");
+    }
+  }
+
+  void Add(const std::string& method, const std::string& pattern, Handler handler) {
+    routes.push_back({method, std::regex(pattern)});
+    auto run = [this, handler](const httplib::Request& req, httplib::Response& res) {
+      Guarded(res, [&] { (this->*handler)(req, res); });
     };
-    http.Get("/v1/health", wrap(&Impl::Health));
-    http.Get("/v1/gpus", wrap(&Impl::Gpus));
-    http.Get("/v1/series", wrap(&Impl::Series));
-    http.Get("/v1/alerts", wrap(&Impl::Alerts));
-    http.Get("/v1/host", wrap(&Impl::Host));
-    http.Get("/v1/jobs", wrap(&Impl::Jobs));
-    http.Get("/v1/idle", wrap(&Impl::Idle));
-    http.Post("/v1/idle/cancel", wrap(&Impl::IdleCancel));
-    http.Get("/metrics", wrap(&Impl::Metrics));
-    http.Get("/", wrap(&Impl::Dashboard));
-    http.Get("/index.html", wrap(&Impl::Dashboard));
-    http.Get(R"(/assets/.*)", wrap(&Impl::Dashboard));
-    // Anything else under /v1 (or a wrong method): a JSON 404/405 with the reason.
-    http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return;
-      if (res.status == 404) {
-        Error(res, 404, "no such endpoint: " + req.method + " " + req.path);
-      } else if (res.status == 405) {
-        Error(res, 405, "method " + req.method + " not allowed on " + req.path);
-      } else {
-        Error(res, res.status,
-              "malformed HTTP request (a POST without a body still needs Content-Length: 0)");
+    if (method == "GET") {
+      http.Get(pattern, run);
+    } else {
+      http.Post(pattern, run);
+    }
+  }
+
+  // Methods of the routes whose pattern matches `path` (GET implies HEAD); empty when none does.
+  std::set<std::string> AllowedMethods(const std::string& path) const {
+    std::set<std::string> methods;
+    for (const Route& r : routes) {
+      if (!std::regex_match(path, r.pattern)) continue;
+      methods.insert(r.method);
+      if (r.method == "GET") methods.insert("HEAD");
+    }
+    return methods;
+  }
+
+  bool HostAllowed(const httplib::Request& req) const {
+    // HTTP/1.0 clients may omit Host; a browser (the DNS-rebinding vector) always sends it.
+    if (!req.has_header("Host")) return true;
+    std::string host = HostOfHeader(req.get_header_value("Host"));
+    if (host == "localhost" || host == "127.0.0.1" || host == "::1" ||
+        host.ends_with(".localhost")) {
+      return true;
+    }
+    if (host == listen_host) return true;
+    return std::find(options.allowed_hosts.begin(), options.allowed_hosts.end(), host) !=
+           options.allowed_hosts.end();
+  }
+
+  // Runs before httplib reads a body or routes: refuses what no handler should see.
+  httplib::Server::HandlerResponse PreRoute(const httplib::Request& req,
+                                            httplib::Response& res) {
+    if (!HostAllowed(req)) {
+      Error(res, 403,
+            "Host '" + req.get_header_value("Host") +
+                "' is not an allowed name for this agent (loopback names and the listen "
+                "address are; add others with --allowed-host NAME)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!IsUtf8(req.path)) {
+      Error(res, 400, "the request path is not valid UTF-8 after percent-decoding");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    for (const auto& [key, value] : req.params) {
+      if (!IsUtf8(key) || !IsUtf8(value)) {
+        Error(res, 400, "a query parameter is not valid UTF-8 after percent-decoding");
+        return httplib::Server::HandlerResponse::Handled;
       }
+    }
+    std::set<std::string> methods = AllowedMethods(req.path);
+    if (!methods.empty() && methods.count(req.method) == 0) {
+      std::string allowed;
+      for (const std::string& m : methods) allowed += (allowed.empty() ? "" : ", ") + m;
+      res.set_header("Allow", allowed);
+      Error(res, 405, "method " + req.method + " not allowed on " + req.path + " (allowed: " +
+                          allowed + ")");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // Every body is capped whatever its type. A chunked body or one without a length would be
+    // read until the client stops: refused before httplib reads it.
+    if (req.has_header("Transfer-Encoding")) {
+      Error(res, 411, "chunked request bodies are not accepted; send Content-Length (at most " +
+                          std::to_string(kMaxBodyBytes) + " bytes)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    bool has_length = req.has_header("Content-Length");
+    if (has_length) {
+      auto length = ParseInt(req.get_header_value("Content-Length"));
+      if (!length.ok() || *length < 0) {
+        Error(res, 400, "Content-Length is not a byte count");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (static_cast<uint64_t>(*length) > kMaxBodyBytes) {
+        Error(res, 413, "request body of " + std::to_string(*length) +
+                            " bytes is larger than the limit of " +
+                            std::to_string(kMaxBodyBytes) + " bytes");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    } else if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
+               req.method == "DELETE") {
+      Error(res, 411, "a " + req.method + " needs Content-Length (0 when it has no body)");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  }
+
+  // Statuses httplib sets itself (no handler ran), each with its own reason.
+  static void ErrorReason(const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    switch (res.status) {
+      case 404:
+        return Error(res, 404, "no such endpoint: " + req.method + " " + req.path);
+      case 413:
+        return Error(res, 413, "request body larger than " + std::to_string(kMaxBodyBytes) +
+                                   " bytes");
+      case 414:
+        return Error(res, 414, "request line longer than " +
+                                   std::to_string(CPPHTTPLIB_REQUEST_URI_MAX_LENGTH) + " bytes");
+      case 400:
+        // httplib fails header reading only for a header line over its limit; the request line
+        // parsed (a method is set) but the headers did not (REMOTE_ADDR is added after them).
+        if (!req.method.empty() && !req.has_header("REMOTE_ADDR")) {
+          res.status = 431;
+          return Error(res, 431, "a request header line is longer than " +
+                                     std::to_string(CPPHTTPLIB_HEADER_MAX_LENGTH) + " bytes");
+        }
+        if (req.method.empty()) return Error(res, 400, "malformed HTTP request line");
+        return Error(res, 400, "malformed HTTP request body (does Content-Length match it?)");
+      default:
+        return Error(res, res.status, "HTTP " + std::to_string(res.status));
+    }
+  }
+
+  void Routes() {
+    Add("GET", "/v1/health", &Impl::Health);
+    Add("GET", "/v1/gpus", &Impl::Gpus);
+    Add("GET", "/v1/series", &Impl::Series);
+    Add("GET", "/v1/alerts", &Impl::Alerts);
+    Add("GET", "/v1/host", &Impl::Host);
+    Add("GET", "/v1/jobs", &Impl::Jobs);
+    Add("GET", "/v1/idle", &Impl::Idle);
+    Add("POST", "/v1/idle/cancel", &Impl::IdleCancel);
+    Add("GET", "/metrics", &Impl::Metrics);
+    Add("GET", "/", &Impl::Dashboard);
+    Add("GET", "/index.html", &Impl::Dashboard);
+    Add("GET", R"(/assets/.*)", &Impl::Dashboard);
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      auto handled = httplib::Server::HandlerResponse::Handled;
+      Guarded(res, [&] { handled = PreRoute(req, res); });
+      return handled;
     });
-    // The edge: a handler that throws answers 500 with the reason instead of dropping the
-    // connection.
+    http.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      Guarded(res, [&] { ErrorReason(req, res); });
+    });
+    // Handlers are guarded one by one (Add); this is the net under httplib's own routing code.
     http.set_exception_handler(
         [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-          std::string what = "internal error";
-          try {
-            std::rethrow_exception(ep);
-          } catch (const std::exception& e) {
-            what = std::string("internal error: ") + e.what();
-          } catch (...) {
-          }
-          spdlog::error("HTTP handler failed: {}", what);
-          Error(res, 500, what);
+          Guarded(res, [&] { std::rethrow_exception(ep); });
         });
   }
 };
 
-AgentServer::AgentServer(ServerOptions options, agent::LiveState& live, const Clock& clock)
+AgentServer::AgentServer(ServerOptions options, AgentStateView& live, const Clock& clock)
     : impl_(std::make_unique<Impl>(std::move(options), live, clock)) {}
 
 AgentServer::~AgentServer() { Stop(); }
 
 Status AgentServer::Start() {
   FULCRUM_ASSIGN_OR_RETURN(auto address, ParseListen(impl_->options.listen));
-  int threads = impl_->options.worker_threads;
-  impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  // One request per connection: with a small pool, a kept-alive connection would hold a worker
-  // idle for the keep-alive timeout (5 s) while a browser's other connections (it opens up to 6
-  // per host: the dashboard's parallel /v1 polls) queue behind it; the page then stalls.
+  impl_->listen_host = HostOfHeader(address.first.find(':') != std::string::npos
+                                        ? "[" + address.first + "]"
+                                        : address.first);
+  size_t threads = static_cast<size_t>(std::max(1, impl_->options.worker_threads));
+  impl_->http.new_task_queue = [threads] { return new ConnectionPool(threads); };
+  // One request per connection: a kept-alive connection holds its worker idle for the
+  // keep-alive timeout (5 s); closing after the answer keeps the worker count near the number
+  // of requests in flight.
   impl_->http.set_keep_alive_max_count(1);
+  impl_->http.set_payload_max_length(kMaxBodyBytes);
+  // Exclusive ownership of the port: httplib's default options add SO_REUSEPORT (cpp-httplib
+  // 0.11 default_socket_options), which lets a second agent bind the same address and take
+  // half of the requests. SO_REUSEADDR alone still allows a restart over TIME_WAIT sockets
+  // but never two listeners.
+  Impl* impl = impl_.get();
+  impl_->http.set_socket_options([impl](int fd) {
+    int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    impl->listen_fd = fd;
+  });
   impl_->Routes();
   if (address.second == 0) {
     impl_->port = impl_->http.bind_to_any_port(address.first);
@@ -325,8 +603,11 @@ Status AgentServer::Start() {
   }
   if (impl_->port <= 0) {
     return Status::Unavailable("cannot listen on " + impl_->options.listen +
-                               " (address in use or not local?)");
+                               " (address in use by another process, or not local?)");
   }
+  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's
+  // library); listen(2) again on the bound socket raises it to a daemon's.
+  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, kListenBacklog);
   impl_->thread = std::thread([this] {
     try {
       impl_->http.listen_after_bind();

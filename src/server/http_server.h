@@ -1,16 +1,20 @@
 // The agent's HTTP server (cpp-httplib): the /v1 JSON API of docs/API.md, /metrics in the
-// Prometheus text format, and the dashboard (server/dashboard.h). Reads the latest state from
-// agent::LiveState and history from agent.db / jobs.db through its own read-only connections.
-// Mutating endpoints need `Authorization: Bearer <token>`; bad requests get 4xx {"error": ...}.
-// Start() binds and serves on one background thread with a small worker pool; Stop() joins.
+// Prometheus text format, and the dashboard (server/dashboard.h). Reads the latest state through
+// AgentStateView (server/agent_state.h) and history from agent.db / jobs.db through its own read-only connections.
+// Mutating endpoints need `Authorization: Bearer <token>`; bad requests get 4xx {"error": ...}
+// (docs/API.md "Status codes"): one guard turns any exception into a 500, bodies are capped,
+// wrong methods get 405 with Allow, Host names outside the allow-list 403.
+// Start() binds and serves on one background thread, a worker thread per open connection (up to
+// worker_threads, started on demand); Stop() joins.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "agent/live_state.h"
 #include "core/clock.h"
 #include "core/status.h"
+#include "server/agent_state.h"
 #include "store/agent_db.h"
 
 namespace fulcrum::server {
@@ -23,7 +27,11 @@ struct ServerOptions {
   double interval_seconds = 1;
   int gpu_count = 0;  // GPUs the source has (before the first sample too)
   std::string hostname;
-  int worker_threads = 2;
+  // Most connections served at once (a worker thread each, started on demand); more queue.
+  int worker_threads = 512;
+  // Host header names accepted besides loopback names and the listen address (DNS-rebinding
+  // defence), lower case; --allowed-host.
+  std::vector<std::string> allowed_hosts;
   store::Retention retention;
 };
 
@@ -32,7 +40,7 @@ Result<std::pair<std::string, int>> ParseListen(const std::string& text);
 
 class AgentServer {
  public:
-  AgentServer(ServerOptions options, agent::LiveState& live, const Clock& clock);
+  AgentServer(ServerOptions options, AgentStateView& state, const Clock& clock);
   ~AgentServer();
   AgentServer(const AgentServer&) = delete;
   AgentServer& operator=(const AgentServer&) = delete;

@@ -35,7 +35,7 @@ void Value(std::string& out, double v) {
 }  // namespace
 
 std::string RenderMetrics(const telemetry::GpuSnapshot& snapshot, const std::string& hostname,
-                          const agent::AgentCounters& counters, const agent::IdleStatus& idle) {
+                          const AgentCounters& counters, const IdleStatus& idle) {
   std::string out;
   out.reserve(4096 + snapshot.size() * 2048);
   std::vector<std::string> labels;

@@ -6,13 +6,13 @@
 
 #include <string>
 
-#include "agent/live_state.h"
+#include "server/agent_state.h"
 #include "telemetry/gpu_sample.h"
 
 namespace fulcrum::server {
 
 std::string RenderMetrics(const telemetry::GpuSnapshot& snapshot, const std::string& hostname,
-                          const agent::AgentCounters& counters, const agent::IdleStatus& idle);
+                          const AgentCounters& counters, const IdleStatus& idle);
 
 // Escapes a label value: backslash, double quote and newline.
 std::string EscapeLabelValue(const std::string& value);

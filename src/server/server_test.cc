@@ -55,7 +55,7 @@ TEST(MetricsTest, PromtoolAcceptsTheExposition) {
   fs::path file =
       fs::path(FULCRUM_BUILD_DIR) / "Testing" / ("metrics-" + std::to_string(getpid()) + ".txt");
   fs::create_directories(file.parent_path());
-  agent::AgentCounters counters;
+  AgentCounters counters;
   counters.outbox_pending = 3;
   std::ofstream(file) << RenderMetrics(Snapshot(), "host", counters, {});
   std::string cmd = "promtool check metrics < '" + file.string() + "' 2>&1";

@@ -1,13 +1,15 @@
 #include "store/agent_db.h"
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 #include <filesystem>
 
 namespace fulcrum::store {
 namespace {
 
-// Schema v1. The metric columns are spelled out (not generated from telemetry::Metrics()) so
-// that a later metric cannot silently change what migration 1 creates.
+// Schema v1. The metric columns are spelled out so that what migration 1 creates never changes;
+// a metric added to telemetry::Metrics() later gets its column from EnsureMetricColumns.
 const char* const kMigrations[] = {
     R"(
 CREATE TABLE gpus (gpu INTEGER PRIMARY KEY, uuid TEXT NOT NULL, name TEXT NOT NULL,
@@ -65,28 +67,35 @@ std::string JoinColumns(const std::string& prefix, const std::string& suffix) {
 }  // namespace
 
 const std::vector<std::string>& SampleColumns() {
-  static const std::vector<std::string> kColumns = {
-      "gpu_utilization_ratio",
-      "gpu_memory_utilization_ratio",
-      "gpu_memory_used_bytes",
-      "gpu_memory_total_bytes",
-      "gpu_memory_used_ratio",
-      "gpu_power_watts",
-      "gpu_power_limit_watts",
-      "gpu_temperature_celsius",
-      "gpu_sm_clock_hz",
-      "gpu_memory_clock_hz",
-      "gpu_clock_event_reasons",
-      "gpu_thermal_slowdown",
-      "gpu_power_capped",
-      "gpu_ecc_corrected_errors_total",
-      "gpu_ecc_uncorrected_errors_total",
-      "gpu_xid_last",
-      "gpu_pcie_tx_bytes_per_second",
-      "gpu_pcie_rx_bytes_per_second",
-  };
+  static const std::vector<std::string> kColumns = [] {
+    std::vector<std::string> names;
+    for (const telemetry::MetricDef& m : telemetry::Metrics()) names.emplace_back(m.name);
+    return names;
+  }();
   return kColumns;
 }
+
+namespace {
+
+// Adds a REAL column to `table` for every metric of telemetry::Metrics() it lacks, so that a
+// metric added after schema v1 is stored (and rolled up) without a hand-written migration.
+Status EnsureMetricColumns(Database& db, const std::string& table) {
+  FULCRUM_ASSIGN_OR_RETURN(Statement info, db.Prepare("PRAGMA table_info(" + table + ")"));
+  std::set<std::string> present;
+  while (info.Step()) present.insert(info.ColumnText(1));
+  FULCRUM_RETURN_IF_ERROR(info.status());
+  for (const std::string& c : SampleColumns()) {
+    if (present.count(c) > 0) continue;
+    bool identifier = !c.empty() && std::all_of(c.begin(), c.end(), [](char ch) {
+      return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_';
+    });
+    if (!identifier) return Status::Internal("metric name '" + c + "' is not a column name");
+    FULCRUM_RETURN_IF_ERROR(db.Exec("ALTER TABLE " + table + " ADD COLUMN " + c + " REAL"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<AgentDb> AgentDb::Open(const std::string& path, bool read_only) {
   Database::Options options;
@@ -100,14 +109,14 @@ Result<AgentDb> AgentDb::Open(const std::string& path, bool read_only) {
     }
   } else {
     FULCRUM_RETURN_IF_ERROR(db.Migrate(kSchemaVersion, kMigrations));
+    FULCRUM_RETURN_IF_ERROR(EnsureMetricColumns(db, "samples"));
+    FULCRUM_RETURN_IF_ERROR(EnsureMetricColumns(db, "rollups"));
   }
   return AgentDb(std::move(db));
 }
 
 Result<AgentDb> AgentDb::OpenInDataDir(const std::string& data_dir, bool read_only) {
-  std::error_code ec;
-  if (!read_only) std::filesystem::create_directories(data_dir, ec);
-  if (ec) return Status::IoError("cannot create data directory " + data_dir + ": " + ec.message());
+  if (!read_only) FULCRUM_RETURN_IF_ERROR(CreateDataDir(data_dir));
   std::string path = (std::filesystem::path(data_dir) / "agent.db").string();
   if (read_only && !std::filesystem::exists(path)) {
     return Status::NotFound(path + " does not exist (has `fulcrum agent` run with --data-dir " +
@@ -202,7 +211,7 @@ Status AgentDb::WriteStates(const std::vector<AlertStateRow>& states) {
   return Status::Ok();
 }
 
-Status InsertNotification(Database& db, const alert::Notification& n);  // outbox_sqlite.cc
+Status InsertNotification(Database& db, const Notification& n);  // outbox_sqlite.cc
 
 Status AgentDb::Write(const WriteBatch& batch) {
   FULCRUM_RETURN_IF_ERROR(db_.Begin());
@@ -214,7 +223,7 @@ Status AgentDb::Write(const WriteBatch& batch) {
     if (status.ok()) status = WriteAlert(a);
   }
   if (status.ok() && batch.states) status = WriteStates(*batch.states);
-  for (const alert::Notification& n : batch.notifications) {
+  for (const Notification& n : batch.notifications) {
     if (status.ok()) status = InsertNotification(db_, n);
   }
   if (!status.ok()) {

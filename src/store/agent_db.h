@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "alert/outbox.h"
+#include "store/outbox.h"
 #include "core/status.h"
 #include "store/sqlite.h"
 #include "telemetry/gpu_sample.h"
@@ -49,7 +49,7 @@ struct WriteBatch {
   std::vector<telemetry::GpuSnapshot> snapshots;
   std::vector<AgentAlert> alert_changes;             // upserted by (fingerprint, started_at)
   std::optional<std::vector<AlertStateRow>> states;  // replaces all state rows when set
-  std::vector<alert::Notification> notifications;    // enqueued (existing ids ignored)
+  std::vector<Notification> notifications;    // enqueued (existing ids ignored)
 };
 
 struct Retention {
@@ -110,7 +110,8 @@ class AgentDb {
   double last_rollup_minute_ = -1;  // cached meta value
 };
 
-// The metric columns of the samples table, in order (a fixed list: schema v1).
+// The metric columns of the samples and rollups tables: the names of telemetry::Metrics(), in
+// order (Open adds the column of a metric that a file made by an older binary lacks).
 const std::vector<std::string>& SampleColumns();
 
 }  // namespace fulcrum::store

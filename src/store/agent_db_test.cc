@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +39,62 @@ telemetry::GpuSnapshot Snapshot(double t, int gpus, double temperature) {
     snap.push_back(s);
   }
   return snap;
+}
+
+std::set<std::string> Columns(Database& db, const std::string& table) {
+  std::set<std::string> names;
+  auto info = db.Prepare("PRAGMA table_info(" + table + ")");
+  while (info->Step()) names.insert(info->ColumnText(1));
+  return names;
+}
+
+// The stored columns come from the one metric list: every metric /metrics can show is stored
+// and rolled up, and a file that lacks a metric's column (made before the metric existed) gets
+// it on open.
+TEST(AgentDbTest, EveryTelemetryMetricHasASampleAndRollupColumn) {
+  std::string dir = TempDir("agentdb-columns");
+  {
+    auto db = AgentDb::OpenInDataDir(dir);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    ASSERT_EQ(SampleColumns().size(), telemetry::Metrics().size());
+    for (const char* table : {"samples", "rollups"}) {
+      std::set<std::string> columns = Columns(db->db(), table);
+      for (const telemetry::MetricDef& m : telemetry::Metrics()) {
+        EXPECT_EQ(columns.count(m.name), 1u) << table << " lacks " << m.name;
+      }
+    }
+    ASSERT_TRUE(db->db().Exec("ALTER TABLE samples DROP COLUMN gpu_pcie_rx_bytes_per_second").ok());
+    ASSERT_TRUE(db->db().Exec("ALTER TABLE rollups DROP COLUMN gpu_xid_last").ok());
+  }
+  auto reopened = AgentDb::OpenInDataDir(dir);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+  EXPECT_EQ(Columns(reopened->db(), "samples").count("gpu_pcie_rx_bytes_per_second"), 1u);
+  EXPECT_EQ(Columns(reopened->db(), "rollups").count("gpu_xid_last"), 1u);
+  WriteBatch batch;
+  batch.snapshots.push_back(Snapshot(1000, 1, 60));
+  EXPECT_TRUE(reopened->Write(batch).ok());
+}
+
+// agent.db (and its WAL) and the data dir are private to the agent's user, or shared with the
+// `fulcrum` group where it exists; never world-readable whatever the umask.
+TEST(AgentDbTest, DataDirAndDatabaseFilesAreNotWorldReadable) {
+  const DataModes modes = DataFileModes();
+  const std::string dir = TempDir("agentdb-modes") + "/nested/data";
+  mode_t old_umask = umask(0);  // the modes must not depend on the caller's umask
+  auto db = AgentDb::OpenInDataDir(dir);
+  umask(old_umask);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  WriteBatch batch;
+  batch.snapshots.push_back(Snapshot(1000, 1, 60));
+  ASSERT_TRUE(db->Write(batch).ok());
+  auto mode = [](const std::string& path) { return fs::status(path).permissions(); };
+  EXPECT_EQ(static_cast<unsigned>(mode(dir)), modes.dir_mode);
+  EXPECT_EQ(static_cast<unsigned>(mode(fs::path(dir).parent_path().string())), modes.dir_mode);
+  for (const char* file : {"/agent.db", "/agent.db-wal"}) {
+    ASSERT_TRUE(fs::exists(dir + file)) << file;
+    EXPECT_EQ(static_cast<unsigned>(mode(dir + file)), modes.file_mode) << file;
+    EXPECT_EQ(static_cast<unsigned>(mode(dir + file)) & 07, 0u) << file;
+  }
 }
 
 TEST(AgentDbTest, WritesAndQueriesRawSeries) {
@@ -91,7 +148,7 @@ TEST(AgentDbTest, PrunesOnlyFinishedNotificationsAndResolvedAlerts) {
   ASSERT_TRUE(db.ok());
   auto outbox = SqliteOutbox::Open(dir + "/agent.db");
   ASSERT_TRUE(outbox.ok());
-  alert::Notification old_done, old_pending;
+  Notification old_done, old_pending;
   old_done.id = "done";
   old_pending.id = "pending";
   old_done.created_at = old_pending.created_at = 100;
@@ -157,8 +214,8 @@ TEST(AgentDbTest, RefusesNewerSchema) {
   EXPECT_NE(db.status().message().find("newer"), std::string::npos) << db.status().message();
 }
 
-alert::Notification Note(const std::string& id, double created) {
-  alert::Notification n;
+Notification Note(const std::string& id, double created) {
+  Notification n;
   n.id = id;
   n.receiver = "default";
   n.format = "generic";
@@ -175,7 +232,7 @@ TEST(SqliteOutboxTest, FollowsTheOutboxContract) {
   SqliteOutbox& o = **outbox;
   ASSERT_TRUE(o.Enqueue(Note("b", 20)).ok());
   ASSERT_TRUE(o.Enqueue(Note("a", 10)).ok());
-  alert::Notification dup = Note("a", 99);
+  Notification dup = Note("a", 99);
   dup.body = "changed";
   ASSERT_TRUE(o.Enqueue(dup).ok());  // existing id: no change
   auto due = o.FetchDue(15, 10);

@@ -4,7 +4,7 @@
 
 namespace fulcrum::store {
 
-Status InsertNotification(Database& db, const alert::Notification& n) {
+Status InsertNotification(Database& db, const Notification& n) {
   FULCRUM_ASSIGN_OR_RETURN(
       Statement s,
       db.Prepare("INSERT OR IGNORE INTO outbox (id, receiver, format, body, created_at, attempts, "
@@ -27,22 +27,23 @@ Result<std::unique_ptr<SqliteOutbox>> SqliteOutbox::Open(const std::string& path
   return std::unique_ptr<SqliteOutbox>(new SqliteOutbox(std::move(db)));
 }
 
-Status SqliteOutbox::Enqueue(const alert::Notification& notification) {
-  std::lock_guard<std::mutex> lock(mutex_);
+Status SqliteOutbox::Enqueue(const Notification& notification) {
+  MutexLock lock(mutex_);
   return InsertNotification(db_, notification);
 }
 
-Result<std::vector<alert::Notification>> SqliteOutbox::FetchDue(double now, size_t limit) {
-  std::lock_guard<std::mutex> lock(mutex_);
+Result<std::vector<Notification>> SqliteOutbox::FetchDue(double now, size_t limit,
+                                                        const std::string& receiver) {
+  MutexLock lock(mutex_);
   FULCRUM_ASSIGN_OR_RETURN(
       Statement s,
       db_.Prepare("SELECT id, receiver, format, body, created_at, attempts, next_attempt_at, "
-                  "last_error FROM outbox WHERE state = 'pending' AND next_attempt_at <= ? "
-                  "ORDER BY created_at, rowid LIMIT ?"));
-  s.Bind(1, now).Bind(2, static_cast<int64_t>(limit));
-  std::vector<alert::Notification> out;
+                  "last_error FROM outbox WHERE state = 'pending' AND next_attempt_at <= ?1 "
+                  "AND (?3 = '' OR receiver = ?3) ORDER BY created_at, rowid LIMIT ?2"));
+  s.Bind(1, now).Bind(2, static_cast<int64_t>(limit)).Bind(3, std::string_view(receiver));
+  std::vector<Notification> out;
   while (s.Step()) {
-    alert::Notification n;
+    Notification n;
     n.id = s.ColumnText(0);
     n.receiver = s.ColumnText(1);
     n.format = s.ColumnText(2);
@@ -58,7 +59,7 @@ Result<std::vector<alert::Notification>> SqliteOutbox::FetchDue(double now, size
 }
 
 Status SqliteOutbox::MarkDelivered(const std::string& id, double delivered_at) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   FULCRUM_ASSIGN_OR_RETURN(
       Statement s,
       db_.Prepare(
@@ -69,7 +70,7 @@ Status SqliteOutbox::MarkDelivered(const std::string& id, double delivered_at) {
 
 Status SqliteOutbox::ScheduleRetry(const std::string& id, int attempts, double next_attempt_at,
                                    const std::string& error) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   FULCRUM_ASSIGN_OR_RETURN(
       Statement s,
       db_.Prepare("UPDATE outbox SET attempts = ?, next_attempt_at = ?, last_error = ? "
@@ -82,7 +83,7 @@ Status SqliteOutbox::ScheduleRetry(const std::string& id, int attempts, double n
 }
 
 Status SqliteOutbox::MarkFailed(const std::string& id, int attempts, const std::string& error) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   FULCRUM_ASSIGN_OR_RETURN(
       Statement s, db_.Prepare("UPDATE outbox SET state = 'failed', attempts = ?, last_error = ? "
                                "WHERE id = ?"));
@@ -93,7 +94,7 @@ Status SqliteOutbox::MarkFailed(const std::string& id, int attempts, const std::
 }
 
 Result<size_t> SqliteOutbox::PendingCount() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   FULCRUM_ASSIGN_OR_RETURN(Statement s,
                            db_.Prepare("SELECT COUNT(*) FROM outbox WHERE state = 'pending'"));
   if (!s.Step()) return s.status();
@@ -101,7 +102,7 @@ Result<size_t> SqliteOutbox::PendingCount() {
 }
 
 Result<std::string> SqliteOutbox::StateOf(const std::string& id) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   FULCRUM_ASSIGN_OR_RETURN(Statement s, db_.Prepare("SELECT state FROM outbox WHERE id = ?"));
   s.Bind(1, std::string_view(id));
   if (!s.Step()) {

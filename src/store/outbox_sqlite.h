@@ -1,4 +1,4 @@
-// SqliteOutbox: the alert::Outbox contract on the agent's store (table `outbox` of agent.db).
+// SqliteOutbox: the Outbox contract on the agent's store (table `outbox` of agent.db).
 // Every call is its own committed transaction, so a notification once enqueued survives kill -9
 // and is delivered at least once. Thread-safe: one connection guarded by a mutex (the sampler
 // enqueues, usually through AgentDb::Write in the same transaction as its alert; the delivery
@@ -6,25 +6,26 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <string>
 
-#include "alert/outbox.h"
+#include "core/mutex.h"
+#include "store/outbox.h"
 #include "store/sqlite.h"
 
 namespace fulcrum::store {
 
 // Inserts `n` as pending unless its id exists (used inside AgentDb::Write's transaction too).
-Status InsertNotification(Database& db, const alert::Notification& n);
+Status InsertNotification(Database& db, const Notification& n);
 
-class SqliteOutbox final : public alert::Outbox {
+class SqliteOutbox final : public Outbox {
  public:
   // Opens its own connection to the agent.db at `path` (created and migrated by AgentDb::Open
   // first).
   static Result<std::unique_ptr<SqliteOutbox>> Open(const std::string& path);
 
-  Status Enqueue(const alert::Notification& notification) override;
-  Result<std::vector<alert::Notification>> FetchDue(double now, size_t limit) override;
+  Status Enqueue(const Notification& notification) override;
+  Result<std::vector<Notification>> FetchDue(double now, size_t limit,
+                                             const std::string& receiver = "") override;
   Status MarkDelivered(const std::string& id, double delivered_at) override;
   Status ScheduleRetry(const std::string& id, int attempts, double next_attempt_at,
                        const std::string& error) override;
@@ -36,8 +37,8 @@ class SqliteOutbox final : public alert::Outbox {
 
  private:
   explicit SqliteOutbox(Database db) : db_(std::move(db)) {}
-  std::mutex mutex_;
-  Database db_;  // guarded by mutex_
+  Mutex mutex_;
+  Database db_ GUARDED_BY(mutex_);
 };
 
 }  // namespace fulcrum::store

@@ -1,8 +1,17 @@
 #include "store/sqlite.h"
 
+#include <fcntl.h>
+#include <grp.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <utility>
+#include <vector>
 
 namespace fulcrum::store {
 namespace {
@@ -110,8 +119,62 @@ Database& Database::operator=(Database&& other) noexcept {
   return *this;
 }
 
+DataModes DataFileModes() {
+  DataModes modes;
+  std::vector<char> buffer(16384);
+  group grp{};
+  group* found = nullptr;
+  if (getgrnam_r("fulcrum", &grp, buffer.data(), buffer.size(), &found) == 0 && found != nullptr) {
+    // Only a member (or root) can hand a file to the group; otherwise stay private.
+    bool member = getegid() == found->gr_gid || geteuid() == 0;
+    std::vector<gid_t> groups(static_cast<size_t>(std::max(0, getgroups(0, nullptr))));
+    int n = groups.empty() ? 0 : getgroups(static_cast<int>(groups.size()), groups.data());
+    for (int i = 0; i < n && !member; ++i) member = groups[static_cast<size_t>(i)] == found->gr_gid;
+    if (member) modes = {0640, 0750, static_cast<int>(found->gr_gid)};
+  }
+  return modes;
+}
+
+Status CreateDataDir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const DataModes modes = DataFileModes();
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path p = fs::absolute(dir, ec); !p.empty() && !fs::exists(p, ec);
+       p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), modes.dir_mode) != 0 && errno != EEXIST) {
+      return Status::IoError("cannot create directory " + it->string() + ": " + strerror(errno));
+    }
+    // mkdir's mode is filtered by the umask; the data dir's mode must not depend on it.
+    if (modes.group >= 0) (void)::chown(it->c_str(), static_cast<uid_t>(-1), modes.group);
+    (void)::chmod(it->c_str(), modes.dir_mode);
+  }
+  return Status::Ok();
+}
+
+Status CreateDataFile(const std::string& path) {
+  const DataModes modes = DataFileModes();
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, modes.file_mode);
+  if (fd < 0) {
+    if (errno == EEXIST) return Status::Ok();
+    return Status::IoError("cannot create " + path + ": " + strerror(errno));
+  }
+  if (modes.group >= 0) (void)::fchown(fd, static_cast<uid_t>(-1), modes.group);
+  (void)::fchmod(fd, modes.file_mode);
+  ::close(fd);
+  return Status::Ok();
+}
+
 Result<Database> Database::Open(const std::string& path, const Options& options) {
   sqlite3* raw = nullptr;
+  // SQLite gives the -wal and -shm files the database file's mode and owner.
+  if (!options.read_only && path != ":memory:" && !path.empty()) {
+    FULCRUM_RETURN_IF_ERROR(CreateDataFile(path));
+  }
   int flags =
       options.read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   flags |= SQLITE_OPEN_NOMUTEX;

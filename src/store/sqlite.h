@@ -18,6 +18,22 @@ struct sqlite3_stmt;
 
 namespace fulcrum::store {
 
+// Permissions of fulcrum's data files (agent.db, jobs.db and their -wal/-shm, locks, logs) and
+// of the directories it creates for them: 0640 / 0750 owned by group `fulcrum` where that group
+// exists and this process may give files to it (the packaged unit creates it, so the agent and a
+// user's `fulcrum run` can share one data dir); otherwise 0600 / 0700.
+struct DataModes {
+  unsigned file_mode = 0600;
+  unsigned dir_mode = 0700;
+  int group = -1;  // gid of `fulcrum`, -1 = none
+};
+DataModes DataFileModes();
+// Creates `dir` and its missing parents with DataFileModes() (existing ones are left as
+// they are).
+Status CreateDataDir(const std::string& dir);
+// Creates `path` empty with DataFileModes() unless it exists; an existing file keeps its mode.
+Status CreateDataFile(const std::string& path);
+
 class Statement {
  public:
   Statement() = default;
@@ -73,7 +89,8 @@ class Database {
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
-  // Opens (creating if needed) the file at `path` (":memory:" for a private in-memory DB).
+  // Opens (creating if needed, with CreateDataFile's modes) the file at `path` (":memory:" for
+  // a private in-memory DB).
   static Result<Database> Open(const std::string& path, const Options& options);
   static Result<Database> Open(const std::string& path) { return Open(path, Options{}); }
 

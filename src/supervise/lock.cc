@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "store/sqlite.h"
+
 namespace fulcrum::supervise {
 
 Status ValidateJobName(const std::string& name) {
@@ -30,7 +32,12 @@ Result<JobLock> JobLock::Acquire(const std::string& data_dir, const std::string&
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IoError(dir.string() + ": " + ec.message());
   const std::string path = (dir / (job_id + ".lock")).string();
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  return AcquireFile(path, "job '" + job_id + "' is already supervised by");
+}
+
+Result<JobLock> JobLock::AcquireFile(const std::string& path, const std::string& busy) {
+  FULCRUM_RETURN_IF_ERROR(store::CreateDataFile(path));
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return Status::IoError(path + ": " + strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char buf[32] = {0};
@@ -38,8 +45,7 @@ Result<JobLock> JobLock::Acquire(const std::string& data_dir, const std::string&
     ::close(fd);
     std::string holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";
     while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
-    return Status::Unavailable("job '" + job_id + "' is already supervised by pid " + holder +
-                               " (lock " + path + ")");
+    return Status::Unavailable(busy + " pid " + holder + " (lock " + path + ")");
   }
   std::string pid = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {

@@ -14,6 +14,9 @@ class JobLock {
  public:
   // Fails with kUnavailable ("job X is already supervised by pid N") when another process holds it.
   static Result<JobLock> Acquire(const std::string& data_dir, const std::string& job_id);
+  // The same lock on any file (created with store::CreateDataFile's modes), e.g. the agent's
+  // <data-dir>/agent.lock. When held, kUnavailable "<busy> pid N (lock PATH)".
+  static Result<JobLock> AcquireFile(const std::string& path, const std::string& busy);
   JobLock(JobLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
   JobLock& operator=(JobLock&& other) noexcept;
   JobLock(const JobLock&) = delete;
