@@ -33,20 +33,23 @@ const TableSchema kGpuSchema = {
     {"name", "vendor", "architecture", "aliases", "memory_gib", "memory_bandwidth_gbps",
      "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops", "nvlink_gbps",
      "pcie_gen", "tdp_watts", "source"},
-    {"note"}};
+    {"note", "family", "caveat"}};
 
 const TableSchema kProviderSchema = {
     {"provider", "source"},
     {"display_name", "billing_granularity_seconds", "minimum_billed_seconds", "spot_notice_seconds",
      "spot_max_discount_pct", "reserved_1y_discount_pct", "reserved_3y_discount_pct",
      "stopped_instance_bills_disk", "sla_uptime_pct", "gpu_failure_rate_pct_per_year",
-     "support_24x7", "support_response_minutes", "bare_metal", "support_notes", "note"}};
+     "support_24x7", "support_response_minutes", "bare_metal", "support_notes", "note",
+     "billing_source", "reserved_source", "sla_source", "support_source", "reserved_terms",
+     "caveat"}};
 
 const TableSchema kCurrencySchema = {{"currency", "usd_per_unit", "source"}, {"date", "note"}};
 
 const TableSchema kOfferSchema = {
     {"provider", "instance_type", "region", "gpu", "gpu_count", "on_demand_per_hour", "source"},
-    {"vcpus", "memory_gib", "currency", "spot_per_hour", "interconnect", "network_gbps", "note"}};
+    {"vcpus", "memory_gib", "currency", "spot_per_hour", "interconnect", "network_gbps", "note",
+     "caveat"}};
 
 // Limits of plausibility for catalog values (not outside facts: they only catch typos).
 constexpr double kMaxUsdPerHour = 100000;
@@ -66,21 +69,6 @@ std::string JoinNames(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
   return out;
-}
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 
 Result<CsvDocument> ParseWithHeader(const CatalogFile& file, const TableSchema& schema,
@@ -115,6 +103,9 @@ Result<Gpu> ParseGpu(const RowReader& row) {
   FULCRUM_ASSIGN_OR_RETURN(gpu.tdp_watts, row.OptionalNumber("tdp_watts", 1, 1e5));
   FULCRUM_ASSIGN_OR_RETURN(gpu.source, row.RequiredText("source"));
   gpu.note = row.Text("note");
+  gpu.family = row.Text("family");
+  if (gpu.family.empty()) gpu.family = gpu.name;
+  gpu.caveat = row.Text("caveat");
   return gpu;
 }
 
@@ -147,6 +138,12 @@ Result<Provider> ParseProvider(const RowReader& row) {
   p.support_notes = row.Text("support_notes");
   FULCRUM_ASSIGN_OR_RETURN(p.source, row.RequiredText("source"));
   p.note = row.Text("note");
+  p.billing_source = row.Text("billing_source");
+  p.reserved_source = row.Text("reserved_source");
+  p.sla_source = row.Text("sla_source");
+  p.support_source = row.Text("support_source");
+  p.reserved_terms = row.Text("reserved_terms");
+  p.caveat = row.Text("caveat");
   return p;
 }
 
@@ -212,6 +209,50 @@ Result<std::vector<CatalogFile>> ReadUserOffers(const std::string& dir) {
 
 }  // namespace
 
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::vector<std::string> NearestNames(std::string_view name, const std::vector<std::string>& known,
+                                      size_t max_names) {
+  const std::string key = NameKey(name);
+  const size_t limit = key.size() <= 2 ? 1 : key.size() <= 8 ? 2 : 3;
+  std::vector<std::pair<size_t, std::string>> scored;
+  for (const std::string& candidate : known) {
+    const std::string other = NameKey(candidate);
+    size_t distance = EditDistance(key, other);
+    bool part = key.size() >= 2 && (other.find(key) != std::string::npos ||
+                                    (other.size() >= 2 && key.find(other) != std::string::npos));
+    if (distance > limit && !part) continue;
+    bool seen = std::any_of(scored.begin(), scored.end(),
+                            [&](const auto& s) { return EqualsIgnoreCase(s.second, candidate); });
+    if (!seen) scored.emplace_back(part ? std::min(distance, limit) : distance, candidate);
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (const auto& [distance, candidate] : scored) {
+    if (out.size() == max_names) break;
+    out.push_back(candidate);
+  }
+  return out;
+}
+
+const char* InterconnectLabel(Interconnect interconnect) {
+  return interconnect == Interconnect::kUnknown ? "unknown" : InterconnectName(interconnect);
+}
+
 const char* InterconnectName(Interconnect interconnect) {
   switch (interconnect) {
     case Interconnect::kNvlink:
@@ -247,6 +288,19 @@ Status CatalogBuilder::ParseGpus(const CatalogFile& file, Catalog& catalog) {
       }
     }
     catalog.gpus_.push_back(std::move(gpu));
+  }
+  // A family name of several variants cannot also be one GPU's name or alias.
+  for (const Gpu& gpu : catalog.gpus_) {
+    auto named = seen.find(NameKey(gpu.family));
+    if (named == seen.end()) continue;
+    for (const Gpu& other : catalog.gpus_) {
+      if (&other != &gpu && NameKey(other.family) == NameKey(gpu.family)) {
+        return Status::InvalidInput(file.name + ": family: expected a family name that no single "
+                                    "GPU uses as name or alias, found \"" + gpu.family +
+                                    "\" (variants " + gpu.name + ", " + other.name +
+                                    ") also on " + named->second);
+      }
+    }
   }
   return Status::Ok();
 }
@@ -297,7 +351,13 @@ Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& ca
   FULCRUM_ASSIGN_OR_RETURN(offer.instance_type, row.RequiredText("instance_type"));
   FULCRUM_ASSIGN_OR_RETURN(offer.region, row.RequiredText("region"));
   const Gpu* gpu = catalog.FindGpu(row.Text("gpu"));
-  if (gpu == nullptr) return row.Error("gpu", "a GPU name or alias of gpus.csv");
+  if (gpu == nullptr) {
+    std::vector<std::string> variants;
+    for (const Gpu* g : catalog.FindGpus(row.Text("gpu"))) variants.push_back(g->name);
+    return row.Error("gpu", variants.empty() ? "a GPU name or alias of gpus.csv"
+                                             : "one GPU model of gpus.csv, not a family (" +
+                                                   JoinNames(variants) + ")");
+  }
   offer.gpu = gpu->name;
   FULCRUM_ASSIGN_OR_RETURN(offer.gpu_count, row.Int("gpu_count", 1, kMaxGpusPerInstance));
   FULCRUM_ASSIGN_OR_RETURN(offer.vcpus, row.OptionalInt("vcpus", 1, 1 << 20));
@@ -327,11 +387,12 @@ Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& ca
     offer.interconnect = Interconnect::kNvlink;
   else if (interconnect == "pcie")
     offer.interconnect = Interconnect::kPcie;
-  else if (!interconnect.empty())
-    return row.Error("interconnect", "nvlink, pcie or empty");
+  else if (!interconnect.empty() && interconnect != "unknown")
+    return row.Error("interconnect", "nvlink, pcie, unknown or empty");
   FULCRUM_ASSIGN_OR_RETURN(offer.network_gbps, row.OptionalNumber("network_gbps", 0.001, 1e6));
   FULCRUM_ASSIGN_OR_RETURN(offer.source, row.RequiredText("source"));
   offer.note = row.Text("note");
+  offer.caveat = row.Text("caveat");
   return offer;
 }
 
@@ -407,39 +468,59 @@ Result<Catalog> Catalog::Load(const std::string& dir, const LoadOptions& options
 }
 
 const Gpu* Catalog::FindGpu(std::string_view name_or_alias) const {
-  std::string key = NameKey(name_or_alias);
-  if (key.empty()) return nullptr;
+  std::vector<const Gpu*> gpus = FindGpus(name_or_alias);
+  return gpus.size() == 1 ? gpus.front() : nullptr;
+}
+
+std::vector<const Gpu*> Catalog::FindGpus(std::string_view name) const {
+  std::string key = NameKey(name);
+  if (key.empty()) return {};
   for (const Gpu& gpu : gpus_) {
-    if (NameKey(gpu.name) == key) return &gpu;
+    if (NameKey(gpu.name) == key) return {&gpu};
     for (const auto& alias : gpu.aliases) {
-      if (NameKey(alias) == key) return &gpu;
+      if (NameKey(alias) == key) return {&gpu};
     }
   }
-  return nullptr;
+  std::vector<const Gpu*> family;
+  for (const Gpu& gpu : gpus_) {
+    if (NameKey(gpu.family) == key) family.push_back(&gpu);
+  }
+  return family;
+}
+
+Result<std::vector<const Gpu*>> Catalog::ResolveGpus(std::string_view name) const {
+  std::vector<const Gpu*> gpus = FindGpus(name);
+  if (!gpus.empty()) return gpus;
+  std::vector<std::string> known;
+  for (const Gpu& gpu : gpus_) {
+    known.push_back(gpu.family);
+    known.push_back(gpu.name);
+    known.insert(known.end(), gpu.aliases.begin(), gpu.aliases.end());
+  }
+  std::vector<std::string> close = NearestNames(name, known);
+  std::string hint = close.empty() ? "" : "; nearest: " + JoinNames(close);
+  ErrorDetail detail;
+  detail.field = "gpu";
+  detail.expected = "a GPU name, alias or family of the catalog (see fulcrum gpus)";
+  detail.found = std::string(name);
+  detail.nearest = close;
+  return Status::NotFound("gpu: expected " + detail.expected + ", found \"" + detail.found +
+                          "\"" + hint)
+      .WithDetail(std::move(detail));
 }
 
 Result<const Gpu*> Catalog::ResolveGpu(std::string_view name_or_alias) const {
-  if (const Gpu* gpu = FindGpu(name_or_alias)) return gpu;
-  std::string key = NameKey(name_or_alias);
-  std::vector<std::string> close;
-  for (const Gpu& gpu : gpus_) {
-    std::vector<std::string> names = {gpu.name};
-    names.insert(names.end(), gpu.aliases.begin(), gpu.aliases.end());
-    for (const auto& name : names) {
-      std::string other = NameKey(name);
-      bool near = EditDistance(key, other) <= (key.size() <= 4 ? 1u : 2u) ||
-                  (key.size() >= 2 && other.find(key) != std::string::npos);
-      if (near && std::find(close.begin(), close.end(), gpu.name) == close.end()) {
-        close.push_back(gpu.name);
-      }
-    }
-  }
-  if (close.size() > 5) close.resize(5);
-  std::string hint = close.empty() ? "" : "; close: " + JoinNames(close);
-  return Status::NotFound(
-      "gpu: expected a GPU name or alias of the catalog (see fulcrum gpus), "
-      "found \"" +
-      std::string(name_or_alias) + "\"" + hint);
+  FULCRUM_ASSIGN_OR_RETURN(std::vector<const Gpu*> gpus, ResolveGpus(name_or_alias));
+  if (gpus.size() == 1) return gpus.front();
+  ErrorDetail detail;
+  detail.field = "gpu";
+  detail.expected = "one GPU model";
+  detail.found = std::string(name_or_alias);
+  for (const Gpu* gpu : gpus) detail.nearest.push_back(gpu->name);
+  return Status::InvalidInput("gpu: expected one GPU model, found the family \"" +
+                              detail.found + "\" of " + std::to_string(gpus.size()) +
+                              " variants: " + JoinNames(detail.nearest) + "; name one of them")
+      .WithDetail(std::move(detail));
 }
 
 const Provider* Catalog::FindProvider(std::string_view name) const {
