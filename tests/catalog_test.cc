@@ -470,6 +470,16 @@ TEST_F(OfferFilterE2eTest, PlanFlagsCatalogCaveatsAndUnknownInterconnects) {
   EXPECT_GT(flagged, 0) << unknown.out;
 }
 
+TEST_F(OfferFilterE2eTest, TablesMarkRowsWithACaveat) {
+  RunOutput offers = Run({"offers", "--gpu", "L4", "--provider", "gcp", "--limit", "1"});
+  ASSERT_EQ(offers.exit_code, 0) << offers.err;
+  EXPECT_NE(offers.out.find("g2-standard-4 !"), std::string::npos) << offers.out;
+  EXPECT_NE(offers.out.find("! = the catalog has a caveat"), std::string::npos) << offers.out;
+  RunOutput gpus = Run({"gpus"});
+  EXPECT_NE(gpus.out.find("A10G !"), std::string::npos) << gpus.out;
+  EXPECT_EQ(gpus.out.find("A40 !"), std::string::npos) << gpus.out;  // fixed, no caveat left
+}
+
 TEST_F(OfferFilterE2eTest, ProvidersJsonGivesTheSourceOfEachCriterion) {
   RunOutput r = Run({"providers", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

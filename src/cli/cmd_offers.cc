@@ -1,4 +1,6 @@
 // `fulcrum offers`: instance offers of the catalog, filtered and ranked.
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -56,7 +58,7 @@ void PrintTable(CliContext& ctx, const std::vector<catalog::RankedOffer>& offers
   for (const auto& r : offers) {
     std::string gpu = r.gpu ? catalog::GpuLabel(*r.gpu) : r.offer->gpu;
     std::vector<std::string> row = {r.offer->provider,
-                                    r.offer->instance_type,
+                                    r.offer->instance_type + (r.offer->caveat.empty() ? "" : " !"),
                                     std::to_string(r.offer->gpu_count) + "x " + gpu,
                                     r.offer->region,
                                     Price(r.offer->on_demand_usd_per_hour),
@@ -70,6 +72,9 @@ void PrintTable(CliContext& ctx, const std::vector<catalog::RankedOffer>& offers
   ctx.out << "\n"
           << offers.size() << " of " << total << " matching offers; USD per instance-hour"
           << (query.spot ? ", ranked by spot price" : "") << "; '-' = not offered.\n";
+  bool caveats = std::any_of(offers.begin(), offers.end(),
+                             [](const catalog::RankedOffer& r) { return !r.offer->caveat.empty(); });
+  if (caveats) ctx.out << "! = the catalog has a caveat on the row (fulcrum offers --json).\n";
 }
 
 void RunOffers(CliContext& ctx, const OffersFlags& flags) {
