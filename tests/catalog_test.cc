@@ -230,7 +230,8 @@ TEST_F(CatalogE2eTest, UnknownGpuAndDuplicateKeyInCatalogExitTwo) {
   EXPECT_NE(unknown.err.find(": gpu: expected a GPU name or alias of gpus.csv, found \"H900\""),
             std::string::npos)
       << unknown.err;
-  WriteFile(dir + "/offers.csv", offers + "aws,p5.48xlarge,us-east-1,H100-SXM,8,,,USD,1,,,,test,,\n");
+  WriteFile(dir + "/offers.csv",
+            offers + "aws,p5.48xlarge,us-east-1,H100-SXM,8,,,USD,1,,,,test,,\n");
   RunOutput duplicate = RunOn(dir, {"catalog", "validate", "--no-user-offers"});
   EXPECT_EQ(duplicate.exit_code, 2);
   EXPECT_NE(duplicate.err.find("expected a unique provider + instance_type + region"),
@@ -465,7 +466,8 @@ TEST_F(OfferFilterE2eTest, PlanFlagsCatalogCaveatsAndUnknownInterconnects) {
   int flagged = 0;
   for (const auto& row : vast.at("candidates")) {
     const auto& warnings = row.at("warnings");
-    flagged += std::find(warnings.begin(), warnings.end(), "interconnect-unknown") != warnings.end();
+    flagged +=
+        std::find(warnings.begin(), warnings.end(), "interconnect-unknown") != warnings.end();
   }
   EXPECT_GT(flagged, 0) << unknown.out;
 }

@@ -71,8 +71,9 @@ void ExpectRefused(const std::vector<std::string>& extra, const std::string& mes
 }
 
 TEST(EstimateE2eTest, InconsistentInputIsRefused) {
-  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "8", "--tp", "2", "--dp", "2"},
-                "--gpus is 8");
+  ExpectRefused(
+      {"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "8", "--tp", "2", "--dp", "2"},
+      "--gpus is 8");
   ExpectRefused({"--model", "llama-2-70b", "--gpu", "H100-SXM", "--tp", "3"},
                 "must divide the attention heads");
   ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "4", "--micro-batch", "2",
@@ -84,7 +85,8 @@ TEST(EstimateE2eTest, InconsistentInputIsRefused) {
   ExpectRefused(
       {"--hf-config", SourcePath("tests/fixtures/hf/missing-layers.json"), "--gpu", "H100-SXM"},
       "num_hidden_layers: missing");
-  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--precision", "fp4"}, "--precision");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--precision", "fp4"},
+                "--precision");
 }
 
 }  // namespace

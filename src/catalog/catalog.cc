@@ -35,14 +35,28 @@ const TableSchema kGpuSchema = {
      "pcie_gen", "tdp_watts", "source"},
     {"note", "family", "caveat"}};
 
-const TableSchema kProviderSchema = {
-    {"provider", "source"},
-    {"display_name", "billing_granularity_seconds", "minimum_billed_seconds", "spot_notice_seconds",
-     "spot_max_discount_pct", "reserved_1y_discount_pct", "reserved_3y_discount_pct",
-     "stopped_instance_bills_disk", "sla_uptime_pct", "gpu_failure_rate_pct_per_year",
-     "support_24x7", "support_response_minutes", "bare_metal", "support_notes", "note",
-     "billing_source", "reserved_source", "sla_source", "support_source", "reserved_terms",
-     "caveat"}};
+const TableSchema kProviderSchema = {{"provider", "source"},
+                                     {"display_name",
+                                      "billing_granularity_seconds",
+                                      "minimum_billed_seconds",
+                                      "spot_notice_seconds",
+                                      "spot_max_discount_pct",
+                                      "reserved_1y_discount_pct",
+                                      "reserved_3y_discount_pct",
+                                      "stopped_instance_bills_disk",
+                                      "sla_uptime_pct",
+                                      "gpu_failure_rate_pct_per_year",
+                                      "support_24x7",
+                                      "support_response_minutes",
+                                      "bare_metal",
+                                      "support_notes",
+                                      "note",
+                                      "billing_source",
+                                      "reserved_source",
+                                      "sla_source",
+                                      "support_source",
+                                      "reserved_terms",
+                                      "caveat"}};
 
 const TableSchema kCurrencySchema = {{"currency", "usd_per_unit", "source"}, {"date", "note"}};
 
@@ -295,9 +309,10 @@ Status CatalogBuilder::ParseGpus(const CatalogFile& file, Catalog& catalog) {
     if (named == seen.end()) continue;
     for (const Gpu& other : catalog.gpus_) {
       if (&other != &gpu && NameKey(other.family) == NameKey(gpu.family)) {
-        return Status::InvalidInput(file.name + ": family: expected a family name that no single "
-                                    "GPU uses as name or alias, found \"" + gpu.family +
-                                    "\" (variants " + gpu.name + ", " + other.name +
+        return Status::InvalidInput(file.name +
+                                    ": family: expected a family name that no single "
+                                    "GPU uses as name or alias, found \"" +
+                                    gpu.family + "\" (variants " + gpu.name + ", " + other.name +
                                     ") also on " + named->second);
       }
     }
@@ -504,8 +519,8 @@ Result<std::vector<const Gpu*>> Catalog::ResolveGpus(std::string_view name) cons
   detail.expected = "a GPU name, alias or family of the catalog (see fulcrum gpus)";
   detail.found = std::string(name);
   detail.nearest = close;
-  return Status::NotFound("gpu: expected " + detail.expected + ", found \"" + detail.found +
-                          "\"" + hint)
+  return Status::NotFound("gpu: expected " + detail.expected + ", found \"" + detail.found + "\"" +
+                          hint)
       .WithDetail(std::move(detail));
 }
 
@@ -517,8 +532,8 @@ Result<const Gpu*> Catalog::ResolveGpu(std::string_view name_or_alias) const {
   detail.expected = "one GPU model";
   detail.found = std::string(name_or_alias);
   for (const Gpu* gpu : gpus) detail.nearest.push_back(gpu->name);
-  return Status::InvalidInput("gpu: expected one GPU model, found the family \"" +
-                              detail.found + "\" of " + std::to_string(gpus.size()) +
+  return Status::InvalidInput("gpu: expected one GPU model, found the family \"" + detail.found +
+                              "\" of " + std::to_string(gpus.size()) +
                               " variants: " + JoinNames(detail.nearest) + "; name one of them")
       .WithDetail(std::move(detail));
 }

@@ -109,7 +109,7 @@ TEST(CatalogTest, FamilyOfSeveralVariantsResolvesToAllOrRefusesOne) {
   auto catalog = Catalog::FromFiles(files);
   ASSERT_TRUE(catalog.ok()) << catalog.status().message();
   EXPECT_EQ(catalog->FindGpus("h100").size(), 2u);
-  EXPECT_EQ(catalog->FindGpu("H100"), nullptr);  // one GPU wanted: a family is not one
+  EXPECT_EQ(catalog->FindGpu("H100"), nullptr);     // one GPU wanted: a family is not one
   EXPECT_EQ(catalog->FindGpu("T4")->family, "T4");  // no family column value: the name
   auto one = catalog->ResolveGpu("H100");
   ASSERT_FALSE(one.ok());
@@ -300,8 +300,9 @@ TEST(CatalogErrorTest, NoPriceAtAll) {
 TEST(CatalogErrorTest, BadInterconnect) {
   CatalogFiles files = ValidFiles();
   files.offers.text += "aws,x1,us-east-1,H100,1,,,USD,1,,infiniband,,s\n";
-  EXPECT_EQ(LoadError(files),
-            "offers.csv:4: interconnect: expected nvlink, pcie, unknown or empty, found \"infiniband\"");
+  EXPECT_EQ(
+      LoadError(files),
+      "offers.csv:4: interconnect: expected nvlink, pcie, unknown or empty, found \"infiniband\"");
 }
 
 TEST(CatalogErrorTest, BadBoolean) {

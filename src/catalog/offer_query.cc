@@ -123,11 +123,10 @@ Status CheckPricingKnown(const Catalog& catalog, const OfferFilter& filter, Reso
   detail.expected = "a pricing model some offer has (" + Join(offered) + ")";
   detail.found = Join(missing);
   detail.nearest = offered;
-  return Status::InvalidInput(filter.pricing_flag + ": no offer of the catalog has " +
-                              detail.found + " prices" +
-                              (reserved ? " (no provider has a sourced discount for that term)"
-                                        : "") +
-                              "; offered: " + Join(offered))
+  return Status::InvalidInput(
+             filter.pricing_flag + ": no offer of the catalog has " + detail.found + " prices" +
+             (reserved ? " (no provider has a sourced discount for that term)" : "") +
+             "; offered: " + Join(offered))
       .WithDetail(std::move(detail));
 }
 
@@ -214,15 +213,14 @@ Result<ResolvedFilter> ResolveOfferFilter(const Catalog& catalog, const OfferFil
     for (Pricing p : filter.pricing) names.emplace_back(PricingName(p));
     const std::string& flag = filter.pricing_flag;
     // "--spot" needs no value after it; "--pricing reserved_1y" does.
-    const bool flag_says_it = names.size() == 1 && flag.size() >= names[0].size() &&
-                              flag.compare(flag.size() - names[0].size(), names[0].size(),
-                                           names[0]) == 0;
+    const bool flag_says_it =
+        names.size() == 1 && flag.size() >= names[0].size() &&
+        flag.compare(flag.size() - names[0].size(), names[0].size(), names[0]) == 0;
     stages.push_back({flag_says_it ? flag : flag + " " + Join(names), [&](const Offer& o) {
                         const Provider* provider = catalog.FindProvider(o.provider);
-                        return std::any_of(filter.pricing.begin(), filter.pricing.end(),
-                                           [&](Pricing p) {
-                                             return OfferUsdPerHour(o, provider, p).has_value();
-                                           });
+                        return std::any_of(
+                            filter.pricing.begin(), filter.pricing.end(),
+                            [&](Pricing p) { return OfferUsdPerHour(o, provider, p).has_value(); });
                       }});
   }
   std::vector<const Offer*> offers;
@@ -238,10 +236,9 @@ Result<ResolvedFilter> ResolveOfferFilter(const Catalog& catalog, const OfferFil
       detail.field = stage.flag.substr(0, stage.flag.find(' '));
       detail.expected = "a filter that leaves at least one offer";
       detail.found = stage.flag.substr(stage.flag.find(' ') + 1);
-      return Status::InvalidInput(
-                 "no offer matches: " + stage.flag + " leaves none of the " +
-                 std::to_string(offers.size()) + " offers" +
-                 (passed.empty() ? " of the catalog" : " that pass " + passed))
+      return Status::InvalidInput("no offer matches: " + stage.flag + " leaves none of the " +
+                                  std::to_string(offers.size()) + " offers" +
+                                  (passed.empty() ? " of the catalog" : " that pass " + passed))
           .WithDetail(std::move(detail));
     }
     offers = std::move(kept);

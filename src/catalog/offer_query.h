@@ -51,7 +51,7 @@ struct ResolvedFilter {
   std::vector<std::string> regions;    // exact regions of the offers matched; empty = any
   std::vector<Pricing> pricing;        // those some matching offer has; empty = any
   std::vector<Pricing> unavailable_pricing;  // asked for, but no offer of the catalog has it
-  std::vector<const Offer*> offers;    // the offers passing every filter, catalog order
+  std::vector<const Offer*> offers;          // the offers passing every filter, catalog order
 };
 
 // Resolves `filter` against `catalog`. Errors (exit code 2, with an ErrorDetail whose `nearest`

@@ -220,8 +220,8 @@ TEST_F(OfferQueryTest, AFamilyNameMeansEveryVariant) {
 }
 
 TEST(PricingTest, NamesRoundTripAndTyposNameTheNearest) {
-  for (Pricing p : {Pricing::kOnDemand, Pricing::kSpot, Pricing::kReserved1y,
-                    Pricing::kReserved3y}) {
+  for (Pricing p :
+       {Pricing::kOnDemand, Pricing::kSpot, Pricing::kReserved1y, Pricing::kReserved3y}) {
     EXPECT_EQ(*ParsePricing(PricingName(p)), p);
   }
   EXPECT_EQ(*ParsePricing("Reserved-3y"), Pricing::kReserved3y);

@@ -12,8 +12,14 @@ std::string Figure(double value, const char* unit) {
 }
 
 CriterionResult GpuFailureRate(const Provider& provider) {
-  CriterionResult r{"gpu_failure_rate", "< 0.5 %/year", Verdict::kUnknown, std::nullopt,
-                    "pct_per_year",     "",             "",          ""};
+  CriterionResult r{"gpu_failure_rate",
+                    "< 0.5 %/year",
+                    Verdict::kUnknown,
+                    std::nullopt,
+                    "pct_per_year",
+                    "",
+                    "",
+                    ""};
   if (provider.gpu_failure_rate_pct_per_year) {
     r.value = *provider.gpu_failure_rate_pct_per_year;
     r.verdict = *r.value < kMaxGpuFailureRatePctPerYear ? Verdict::kMet : Verdict::kNotMet;
@@ -23,16 +29,22 @@ CriterionResult GpuFailureRate(const Provider& provider) {
   }
   // Nobody publishes one: say so, with the published fleet range as context.
   r.detail = "not published";
-  r.context = "fleet studies: " + FormatNumber(kFleetGpuFailureRateLowPctPerYear, 0) +
-              "-" + FormatNumber(kFleetGpuFailureRateHighPctPerYear, 0) + " % per GPU-year";
+  r.context = "fleet studies: " + FormatNumber(kFleetGpuFailureRateLowPctPerYear, 0) + "-" +
+              FormatNumber(kFleetGpuFailureRateHighPctPerYear, 0) + " % per GPU-year";
   r.source = kFleetGpuFailureRateSource;
   return r;
 }
 
 // The best inter-node network among the provider's offers.
 CriterionResult InterNodeBandwidth(const Catalog& catalog, const Provider& provider) {
-  CriterionResult r{"inter_node_bandwidth", ">= 25 Gbit/s",    Verdict::kUnknown,
-                    std::nullopt,           "gbit_per_second", "not sourced", "", ""};
+  CriterionResult r{"inter_node_bandwidth",
+                    ">= 25 Gbit/s",
+                    Verdict::kUnknown,
+                    std::nullopt,
+                    "gbit_per_second",
+                    "not sourced",
+                    "",
+                    ""};
   const Offer* best = nullptr;
   for (const Offer& offer : catalog.offers()) {
     if (offer.provider != provider.name || !offer.network_gbps) continue;
@@ -48,8 +60,14 @@ CriterionResult InterNodeBandwidth(const Catalog& catalog, const Provider& provi
 }
 
 CriterionResult BillingGranularity(const Provider& provider) {
-  CriterionResult r{"billing_granularity", "<= 1 minute", Verdict::kUnknown,
-                    std::nullopt,          "seconds",     "not sourced", "", ""};
+  CriterionResult r{"billing_granularity",
+                    "<= 1 minute",
+                    Verdict::kUnknown,
+                    std::nullopt,
+                    "seconds",
+                    "not sourced",
+                    "",
+                    ""};
   if (provider.billing_granularity_seconds) {
     r.value = *provider.billing_granularity_seconds;
     r.verdict = *r.value <= kMaxBillingGranularitySeconds ? Verdict::kMet : Verdict::kNotMet;
@@ -60,9 +78,14 @@ CriterionResult BillingGranularity(const Provider& provider) {
 }
 
 CriterionResult Support(const Provider& provider) {
-  CriterionResult r{"support",         "24x7, < 15 min response",
-                    Verdict::kUnknown, std::nullopt,
-                    "minutes",         "not sourced", "", ""};
+  CriterionResult r{"support",
+                    "24x7, < 15 min response",
+                    Verdict::kUnknown,
+                    std::nullopt,
+                    "minutes",
+                    "not sourced",
+                    "",
+                    ""};
   if (provider.support_response_minutes) r.value = *provider.support_response_minutes;
   if (provider.support_24x7 == false) {
     r.verdict = Verdict::kNotMet;

@@ -72,8 +72,9 @@ void PrintTable(CliContext& ctx, const std::vector<catalog::RankedOffer>& offers
   ctx.out << "\n"
           << offers.size() << " of " << total << " matching offers; USD per instance-hour"
           << (query.spot ? ", ranked by spot price" : "") << "; '-' = not offered.\n";
-  bool caveats = std::any_of(offers.begin(), offers.end(),
-                             [](const catalog::RankedOffer& r) { return !r.offer->caveat.empty(); });
+  bool caveats = std::any_of(offers.begin(), offers.end(), [](const catalog::RankedOffer& r) {
+    return !r.offer->caveat.empty();
+  });
   if (caveats) ctx.out << "! = the catalog has a caveat on the row (fulcrum offers --json).\n";
 }
 

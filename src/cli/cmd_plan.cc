@@ -164,8 +164,8 @@ Status ApplyConstraints(const PlanFlags& f, plan::PlanSpec& spec) {
 
 // The one offer filter of `offers` and `plan` (catalog/offer_query): unknown names and filters
 // that leave no offer are errors; GPU families become their variants, region parts the regions.
-Status ResolveOfferFilter(const PlanFlags& f, const catalog::Catalog& catalog,
-                          plan::Constraints& c, std::vector<std::string>& notes) {
+Status ResolveOfferFilter(const PlanFlags& f, const catalog::Catalog& catalog, plan::Constraints& c,
+                          std::vector<std::string>& notes) {
   catalog::OfferFilter filter;
   filter.gpus = c.gpus;
   filter.providers = c.providers;

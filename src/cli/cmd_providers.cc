@@ -59,7 +59,8 @@ void PrintProviders(CliContext& ctx, const catalog::Catalog& catalog, bool json)
     }
   }
   if (!context.empty()) {
-    ctx.out << "\n* No provider publishes a GPU failure rate; " << context << "\n  (source: fulcrum providers --json).\n";
+    ctx.out << "\n* No provider publishes a GPU failure rate; " << context
+            << "\n  (source: fulcrum providers --json).\n";
   }
   ctx.out << "\nGPU FAILURES < 0.5 %/year; NETWORK >= 25 Gbit/s between nodes (best offer);\n"
              "BILLING granularity <= 1 minute; SUPPORT 24x7 with < 15 min response.\n"
