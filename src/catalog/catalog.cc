@@ -92,6 +92,20 @@ Result<CsvDocument> ParseWithHeader(const CatalogFile& file, const TableSchema& 
   return doc;
 }
 
+// A `caveat` cell: "" or "<kind>: <what>" with kind in lower-case letters and '-', so that
+// programs can dispatch on the kind.
+Result<std::string> Caveat(const RowReader& row) {
+  std::string text = row.Text("caveat");
+  if (text.empty()) return text;
+  size_t colon = text.find(": ");
+  bool kind_ok = colon != std::string::npos && colon > 0 && colon + 2 < text.size() &&
+                 std::all_of(text.begin(), text.begin() + static_cast<long>(colon),
+                             [](char c) { return (c >= 'a' && c <= 'z') || c == '-'; });
+  if (!kind_ok)
+    return row.Error("caveat", "empty or \"<kind>: <what>\" (kind such as spec-conflict)");
+  return text;
+}
+
 Result<std::optional<double>> Tflops(const RowReader& row, const std::string& column) {
   return row.OptionalNumber(column, 0.001, 1e6);
 }
@@ -119,7 +133,7 @@ Result<Gpu> ParseGpu(const RowReader& row) {
   gpu.note = row.Text("note");
   gpu.family = row.Text("family");
   if (gpu.family.empty()) gpu.family = gpu.name;
-  gpu.caveat = row.Text("caveat");
+  FULCRUM_ASSIGN_OR_RETURN(gpu.caveat, Caveat(row));
   return gpu;
 }
 
@@ -157,7 +171,7 @@ Result<Provider> ParseProvider(const RowReader& row) {
   p.sla_source = row.Text("sla_source");
   p.support_source = row.Text("support_source");
   p.reserved_terms = row.Text("reserved_terms");
-  p.caveat = row.Text("caveat");
+  FULCRUM_ASSIGN_OR_RETURN(p.caveat, Caveat(row));
   return p;
 }
 
@@ -407,7 +421,7 @@ Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& ca
   FULCRUM_ASSIGN_OR_RETURN(offer.network_gbps, row.OptionalNumber("network_gbps", 0.001, 1e6));
   FULCRUM_ASSIGN_OR_RETURN(offer.source, row.RequiredText("source"));
   offer.note = row.Text("note");
-  offer.caveat = row.Text("caveat");
+  FULCRUM_ASSIGN_OR_RETURN(offer.caveat, Caveat(row));
   return offer;
 }
 

@@ -153,6 +153,12 @@ TEST(CatalogTest, CaveatColumnsAreRead) {
   EXPECT_EQ(catalog->offers()[0].caveat, "price-anomaly: x");
   EXPECT_EQ(catalog->offers()[0].interconnect, Interconnect::kUnknown);  // blank = unknown
   EXPECT_STREQ(InterconnectLabel(catalog->offers()[0].interconnect), "unknown");
+  files.offers.text.replace(files.offers.text.find("price-anomaly: x"), 16, "Verify this");
+  auto bad = Catalog::FromFiles(files);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "offers.csv:2: caveat: expected empty or \"<kind>: <what>\" (kind such as "
+            "spec-conflict), found \"Verify this\"");
 }
 
 TEST(CatalogTest, FindProviderByIdOrDisplayName) {
