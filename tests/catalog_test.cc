@@ -3,8 +3,10 @@
 // --catalog, and the user's offers.d overlay ($FULCRUM_OFFERS_DIR).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -81,7 +83,7 @@ class CatalogE2eTest : public ::testing::Test {
 
 TEST_F(CatalogE2eTest, OffersTableRanksCheapestEightGpuH100First) {
   RunOutput r =
-      Run({"offers", "--gpu", "H100", "--min-gpus", "8", "--sort", "price", "--limit", "5"});
+      Run({"offers", "--gpu", "H100-SXM", "--min-gpus", "8", "--sort", "price", "--limit", "5"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> lines = Lines(r.out);
   ASSERT_GE(lines.size(), 7u) << r.out;
@@ -142,7 +144,7 @@ TEST_F(CatalogE2eTest, OffersUsageErrorsExitTwo) {
   RunOutput unknown_gpu = Run({"offers", "--gpu", "H900"});
   EXPECT_EQ(unknown_gpu.exit_code, 2);
   EXPECT_NE(unknown_gpu.err.find("found \"H900\""), std::string::npos) << unknown_gpu.err;
-  EXPECT_NE(unknown_gpu.err.find("H100-SXM5-80GB"), std::string::npos) << unknown_gpu.err;
+  EXPECT_NE(unknown_gpu.err.find("nearest: H100"), std::string::npos) << unknown_gpu.err;
   RunOutput bad_sort = Run({"offers", "--sort", "cheapest"});
   EXPECT_EQ(bad_sort.exit_code, 2);
   EXPECT_NE(bad_sort.err.find("--sort: expected price"), std::string::npos) << bad_sort.err;
@@ -210,7 +212,7 @@ TEST_F(CatalogE2eTest, BrokenCatalogIsRefusedWithFileLineAndExitTwo) {
   std::string offers = ReadFile(dir + "/offers.csv");
   size_t line_count = Lines(offers).size();
   WriteFile(dir + "/offers.csv",
-            offers + "aws,p9.huge,us-east-1,H100,8,192,2048,USD,-1,,nvlink,,test,\n");
+            offers + "aws,p9.huge,us-east-1,H100-SXM,8,192,2048,USD,-1,,nvlink,,test,,\n");
   RunOutput r = RunOn(dir, {"offers"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
@@ -222,13 +224,14 @@ TEST_F(CatalogE2eTest, BrokenCatalogIsRefusedWithFileLineAndExitTwo) {
 TEST_F(CatalogE2eTest, UnknownGpuAndDuplicateKeyInCatalogExitTwo) {
   std::string dir = CopyCatalog();
   std::string offers = ReadFile(dir + "/offers.csv");
-  WriteFile(dir + "/offers.csv", offers + "aws,p9.huge,us-east-1,H900,8,,,USD,1,,,,test,\n");
+  WriteFile(dir + "/offers.csv", offers + "aws,p9.huge,us-east-1,H900,8,,,USD,1,,,,test,,\n");
   RunOutput unknown = RunOn(dir, {"gpus"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find(": gpu: expected a GPU name or alias of gpus.csv, found \"H900\""),
             std::string::npos)
       << unknown.err;
-  WriteFile(dir + "/offers.csv", offers + "aws,p5.48xlarge,us-east-1,H100,8,,,USD,1,,,,test,\n");
+  WriteFile(dir + "/offers.csv",
+            offers + "aws,p5.48xlarge,us-east-1,H100-SXM,8,,,USD,1,,,,test,,\n");
   RunOutput duplicate = RunOn(dir, {"catalog", "validate", "--no-user-offers"});
   EXPECT_EQ(duplicate.exit_code, 2);
   EXPECT_NE(duplicate.err.find("expected a unique provider + instance_type + region"),
@@ -249,9 +252,9 @@ TEST_F(CatalogE2eTest, UserOffersDirAddsAndReplacesOffers) {
   fs::create_directories(user_dir);
   WriteFile(user_dir + "/mine.csv",
             "provider,instance_type,region,gpu,gpu_count,on_demand_per_hour,source\n"
-            "mycloud,box-8,basement,H100,8,1.50,own hardware\n"
-            "aws,p5.48xlarge,us-east-1,H100,8,2.00,negotiated 2026-11\n");
-  RunOutput r = Run({"offers", "--gpu", "H100", "--min-gpus", "8", "--json"}, user_dir);
+            "mycloud,box-8,basement,H100-SXM,8,1.50,own hardware\n"
+            "aws,p5.48xlarge,us-east-1,H100-SXM,8,2.00,negotiated 2026-11\n");
+  RunOutput r = Run({"offers", "--gpu", "H100-SXM", "--min-gpus", "8", "--json"}, user_dir);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto offers = nlohmann::json::parse(r.out).at("offers");
   ASSERT_GE(offers.size(), 2u);
@@ -265,7 +268,7 @@ TEST_F(CatalogE2eTest, UserOffersDirAddsAndReplacesOffers) {
 
   WriteFile(user_dir + "/zz-bad.csv",
             "provider,instance_type,region,gpu,gpu_count,on_demand_per_hour,source\n"
-            "mycloud,box-1,basement,H100,zero,1,own\n");
+            "mycloud,box-1,basement,H100-SXM,zero,1,own\n");
   RunOutput bad = Run({"offers"}, user_dir);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find(user_dir + "/zz-bad.csv:2: gpu_count: expected a whole number"),
@@ -339,6 +342,166 @@ TEST_F(CatalogE2eTest, HelpExplainsOptionsWithExamples) {
   RunOutput import = Run({"help", "catalog", "import"});
   ASSERT_EQ(import.exit_code, 0) << import.err;
   EXPECT_NE(import.out.find("AvailabilityZone"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fulcrum::testing
+
+// --- one offer filter: offers and plan resolve names the same way ---------------------------
+
+namespace fulcrum::testing {
+namespace {
+
+class OfferFilterE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tmp_ = MakeTempDir("offer_filter_e2e");
+    fs::create_directories(tmp_ + "/offers.d");
+  }
+  void TearDown() override { fs::remove_all(tmp_); }
+  RunOutput Run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--catalog", SourcePath("catalog")});
+    RunOptions options;
+    options.env["FULCRUM_OFFERS_DIR"] = tmp_ + "/offers.d";
+    return RunFulcrum(args, options);
+  }
+  static std::vector<std::string> PlanArgs(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"plan", "--model", "llama-2-7b", "--tokens", "1B"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  std::string tmp_;
+};
+
+TEST_F(OfferFilterE2eTest, AFamilyNameMatchesEveryVariant) {
+  RunOutput r = Run({"offers", "--gpu", "A100", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  std::set<std::string> gpus;
+  for (const auto& offer : doc.at("offers")) gpus.insert(offer.at("gpu"));
+  EXPECT_EQ(gpus, (std::set<std::string>{"A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIe-40GB",
+                                         "A100-PCIe-80GB"}));
+  RunOutput sized = Run({"offers", "--gpu", "A100-80GB", "--json"});
+  ASSERT_EQ(sized.exit_code, 0) << sized.err;
+  const nlohmann::json sized_doc = nlohmann::json::parse(sized.out);
+  ASSERT_FALSE(sized_doc.at("offers").empty());
+  for (const auto& offer : sized_doc.at("offers")) {
+    EXPECT_EQ(offer.at("gpu"), "A100-SXM4-80GB");
+  }
+}
+
+TEST_F(OfferFilterE2eTest, OneGpuCommandsRefuseAFamilyListingItsVariants) {
+  for (const char* command : {"estimate", "fit"}) {
+    RunOutput r = Run({command, "--model", "llama-2-7b", "--gpu", "A100"});
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_NE(r.err.find("found the family \"A100\" of 4 variants: A100-SXM4-40GB, "
+                         "A100-SXM4-80GB, A100-PCIe-40GB, A100-PCIe-80GB"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
+TEST_F(OfferFilterE2eTest, TyposNameTheNearestKnownNames) {
+  RunOutput provider = Run({"offers", "--provider", "awz"});
+  EXPECT_EQ(provider.exit_code, 2);
+  EXPECT_NE(provider.err.find("found \"awz\"; nearest: aws"), std::string::npos) << provider.err;
+  RunOutput gpu = Run({"offers", "--gpu", "H100,B2OO"});
+  EXPECT_EQ(gpu.exit_code, 2);
+  EXPECT_NE(gpu.err.find("found \"B2OO\"; nearest: B200"), std::string::npos) << gpu.err;
+  RunOutput plan_provider = Run(PlanArgs({"--providers", "awz"}));
+  EXPECT_EQ(plan_provider.exit_code, 2);
+  EXPECT_NE(plan_provider.err.find("--providers: expected a provider of the catalog"),
+            std::string::npos)
+      << plan_provider.err;
+  EXPECT_NE(plan_provider.err.find("found \"awz\"; nearest: aws"), std::string::npos);
+  RunOutput plan_gpu = Run(PlanArgs({"--gpus", "H100,B2OO"}));
+  EXPECT_EQ(plan_gpu.exit_code, 2);
+  EXPECT_NE(plan_gpu.err.find("--gpus: gpu: expected"), std::string::npos) << plan_gpu.err;
+  EXPECT_NE(plan_gpu.err.find("found \"B2OO\"; nearest: B200"), std::string::npos);
+  RunOutput region = Run(PlanArgs({"--regions", "us-esat-1"}));
+  EXPECT_EQ(region.exit_code, 2);
+  EXPECT_NE(region.err.find("nearest: us-east-1"), std::string::npos) << region.err;
+}
+
+TEST_F(OfferFilterE2eTest, PricingNoOfferHasSaysSo) {
+  RunOutput r = Run(PlanArgs({"--pricing", "reserved_1y"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--pricing: no offer of the catalog has reserved_1y prices"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(OfferFilterE2eTest, TheFilterThatEmptiedTheSetIsNamed) {
+  RunOutput offers = Run({"offers", "--gpu", "B300", "--provider", "aws"});
+  EXPECT_EQ(offers.exit_code, 2);
+  EXPECT_NE(offers.err.find("no offer matches: --provider aws leaves none of the 2 offers that "
+                            "pass --gpu B300"),
+            std::string::npos)
+      << offers.err;
+  RunOutput plan = Run(PlanArgs({"--gpus", "B300", "--providers", "aws"}));
+  EXPECT_EQ(plan.exit_code, 2);
+  EXPECT_NE(plan.err.find("no offer matches: --providers aws leaves none of the 2 offers that "
+                          "pass --gpus B300"),
+            std::string::npos)
+      << plan.err;
+}
+
+// Every plan row on an offer or GPU the catalog marks doubtful says so; a blank interconnect
+// is planned as PCIe and flagged, never silently taken for PCIe.
+TEST_F(OfferFilterE2eTest, PlanFlagsCatalogCaveatsAndUnknownInterconnects) {
+  RunOutput caveat = Run(PlanArgs({"--gpus", "L4", "--providers", "gcp", "--json", "--top", "50"}));
+  ASSERT_EQ(caveat.exit_code, 0) << caveat.err;
+  auto doc = nlohmann::json::parse(caveat.out);
+  const auto& rows = doc.at("candidates");
+  ASSERT_FALSE(rows.empty());
+  for (const auto& row : rows) {
+    const auto& warnings = row.at("warnings");
+    EXPECT_NE(std::find(warnings.begin(), warnings.end(), "catalog-caveat"), warnings.end())
+        << row.dump();
+  }
+  RunOutput unknown =
+      Run(PlanArgs({"--gpus", "H100-SXM", "--providers", "vast", "--json", "--top", "50"}));
+  ASSERT_EQ(unknown.exit_code, 0) << unknown.err;
+  auto vast = nlohmann::json::parse(unknown.out);
+  int flagged = 0;
+  for (const auto& row : vast.at("candidates")) {
+    const auto& warnings = row.at("warnings");
+    flagged +=
+        std::find(warnings.begin(), warnings.end(), "interconnect-unknown") != warnings.end();
+  }
+  EXPECT_GT(flagged, 0) << unknown.out;
+}
+
+TEST_F(OfferFilterE2eTest, TablesMarkRowsWithACaveat) {
+  RunOutput offers = Run({"offers", "--gpu", "L4", "--provider", "gcp", "--limit", "1"});
+  ASSERT_EQ(offers.exit_code, 0) << offers.err;
+  EXPECT_NE(offers.out.find("g2-standard-4 !"), std::string::npos) << offers.out;
+  EXPECT_NE(offers.out.find("! = the catalog has a caveat"), std::string::npos) << offers.out;
+  RunOutput gpus = Run({"gpus"});
+  EXPECT_NE(gpus.out.find("A10G !"), std::string::npos) << gpus.out;
+  EXPECT_EQ(gpus.out.find("A40 !"), std::string::npos) << gpus.out;  // fixed, no caveat left
+}
+
+TEST_F(OfferFilterE2eTest, ProvidersJsonGivesTheSourceOfEachCriterion) {
+  RunOutput r = Run({"providers", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int unknown = 0, cells = 0;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  for (const auto& p : doc.at("providers")) {
+    for (const auto& [id, c] : p.at("evaluation").items()) {
+      cells += id != "gpu_failure_rate";
+      if (c.at("verdict") == "unknown" && id != "gpu_failure_rate") ++unknown;
+      if (c.at("verdict") != "unknown") {
+        EXPECT_FALSE(c.at("source").is_null()) << p.at("name") << " " << id;
+      }
+    }
+    const auto& failure = p.at("evaluation").at("gpu_failure_rate");
+    EXPECT_EQ(failure.at("detail"), "not published");
+    EXPECT_NE(failure.at("context").get<std::string>().find("3-11 % per GPU-year"),
+              std::string::npos);
+    EXPECT_NE(failure.at("source").get<std::string>().find("arXiv 2407.21783"), std::string::npos);
+  }
+  EXPECT_LE(unknown, cells / 2) << r.out;  // 27 of 30 before the sourced terms, 15 now
 }
 
 }  // namespace

@@ -45,9 +45,9 @@ TEST(EstimateE2eTest, JsonFollowsTheContract) {
 
 TEST(EstimateE2eTest, HfConfigAndCustomShapeAgreeWithThePreset) {
   const double preset =
-      EstimateJson({"--model", "mistral-7b", "--gpu", "H100"})["memory"]["peak_bytes_per_gpu"];
+      EstimateJson({"--model", "mistral-7b", "--gpu", "H100-SXM"})["memory"]["peak_bytes_per_gpu"];
   const double hf = EstimateJson({"--hf-config", SourcePath("tests/fixtures/hf/mistral-7b.json"),
-                                  "--gpu", "H100"})["memory"]["peak_bytes_per_gpu"];
+                                  "--gpu", "H100-SXM"})["memory"]["peak_bytes_per_gpu"];
   EXPECT_DOUBLE_EQ(preset, hf);
   nlohmann::json custom =
       EstimateJson({"--layers", "12", "--hidden", "768", "--heads", "12", "--gpu", "T4"});
@@ -71,20 +71,22 @@ void ExpectRefused(const std::vector<std::string>& extra, const std::string& mes
 }
 
 TEST(EstimateE2eTest, InconsistentInputIsRefused) {
-  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8", "--tp", "2", "--dp", "2"},
-                "--gpus is 8");
-  ExpectRefused({"--model", "llama-2-70b", "--gpu", "H100", "--tp", "3"},
+  ExpectRefused(
+      {"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "8", "--tp", "2", "--dp", "2"},
+      "--gpus is 8");
+  ExpectRefused({"--model", "llama-2-70b", "--gpu", "H100-SXM", "--tp", "3"},
                 "must divide the attention heads");
-  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--gpus", "4", "--micro-batch", "2",
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "4", "--micro-batch", "2",
                  "--global-batch", "12"},
                 "multiple of --micro-batch");
-  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--pp", "5"}, "divisible by --pp");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--pp", "5"}, "divisible by --pp");
   ExpectRefused({"--model", "llama-2-7b", "--gpu", "NoSuchGPU-1"}, "--gpu");
-  ExpectRefused({"--model", "no-such-model", "--gpu", "H100"}, "no model preset");
+  ExpectRefused({"--model", "no-such-model", "--gpu", "H100-SXM"}, "no model preset");
   ExpectRefused(
-      {"--hf-config", SourcePath("tests/fixtures/hf/missing-layers.json"), "--gpu", "H100"},
+      {"--hf-config", SourcePath("tests/fixtures/hf/missing-layers.json"), "--gpu", "H100-SXM"},
       "num_hidden_layers: missing");
-  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--precision", "fp4"}, "--precision");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--precision", "fp4"},
+                "--precision");
 }
 
 }  // namespace

@@ -373,7 +373,7 @@ TEST(PlanE2eTest, SpotPruningDoesNotChangeTopOrPareto) {
 
 TEST(EstimateTimeE2eTest, JsonHasTimeAndItAddsUp) {
   RunOutput r =
-      RunFulcrum({"estimate", "--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8", "--zero",
+      RunFulcrum({"estimate", "--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "8", "--zero",
                   "3", "--micro-batch", "2", "--global-batch", "64", "--seq-len", "4096", "--json"},
                  Isolated());
   ASSERT_EQ(r.exit_code, 0) << r.err;

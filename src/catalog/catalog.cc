@@ -32,20 +32,37 @@ const TableSchema kGpuSchema = {
     {"name", "vendor", "architecture", "aliases", "memory_gib", "memory_bandwidth_gbps",
      "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops", "nvlink_gbps",
      "pcie_gen", "tdp_watts", "source"},
-    {"note"}};
+    {"note", "family", "caveat"}};
 
-const TableSchema kProviderSchema = {
-    {"provider", "source"},
-    {"display_name", "billing_granularity_seconds", "minimum_billed_seconds", "spot_notice_seconds",
-     "spot_max_discount_pct", "reserved_1y_discount_pct", "reserved_3y_discount_pct",
-     "stopped_instance_bills_disk", "sla_uptime_pct", "gpu_failure_rate_pct_per_year",
-     "support_24x7", "support_response_minutes", "bare_metal", "support_notes", "note"}};
+const TableSchema kProviderSchema = {{"provider", "source"},
+                                     {"display_name",
+                                      "billing_granularity_seconds",
+                                      "minimum_billed_seconds",
+                                      "spot_notice_seconds",
+                                      "spot_max_discount_pct",
+                                      "reserved_1y_discount_pct",
+                                      "reserved_3y_discount_pct",
+                                      "stopped_instance_bills_disk",
+                                      "sla_uptime_pct",
+                                      "gpu_failure_rate_pct_per_year",
+                                      "support_24x7",
+                                      "support_response_minutes",
+                                      "bare_metal",
+                                      "support_notes",
+                                      "note",
+                                      "billing_source",
+                                      "reserved_source",
+                                      "sla_source",
+                                      "support_source",
+                                      "reserved_terms",
+                                      "caveat"}};
 
 const TableSchema kCurrencySchema = {{"currency", "usd_per_unit", "source"}, {"date", "note"}};
 
 const TableSchema kOfferSchema = {
     {"provider", "instance_type", "region", "gpu", "gpu_count", "on_demand_per_hour", "source"},
-    {"vcpus", "memory_gib", "currency", "spot_per_hour", "interconnect", "network_gbps", "note"}};
+    {"vcpus", "memory_gib", "currency", "spot_per_hour", "interconnect", "network_gbps", "note",
+     "caveat"}};
 
 // Limits of plausibility for catalog values (not outside facts: they only catch typos).
 constexpr double kMaxUsdPerHour = 100000;
@@ -59,6 +76,20 @@ std::string NameKey(std::string_view name) {
     if (c == ' ' || c == '_') c = '-';
   }
   return key;
+}
+
+// A `caveat` cell: "" or "<kind>: <what>" with kind in lower-case letters and '-', so that
+// programs can dispatch on the kind.
+Result<std::string> Caveat(const RowReader& row) {
+  std::string text = row.Text("caveat");
+  if (text.empty()) return text;
+  size_t colon = text.find(": ");
+  bool kind_ok = colon != std::string::npos && colon > 0 && colon + 2 < text.size() &&
+                 std::all_of(text.begin(), text.begin() + static_cast<long>(colon),
+                             [](char c) { return (c >= 'a' && c <= 'z') || c == '-'; });
+  if (!kind_ok)
+    return row.Error("caveat", "empty or \"<kind>: <what>\" (kind such as spec-conflict)");
+  return text;
 }
 
 Result<std::optional<double>> Tflops(const RowReader& row, const std::string& column) {
@@ -86,6 +117,9 @@ Result<Gpu> ParseGpu(const RowReader& row) {
   FULCRUM_ASSIGN_OR_RETURN(gpu.tdp_watts, row.OptionalNumber("tdp_watts", 1, 1e5));
   FULCRUM_ASSIGN_OR_RETURN(gpu.source, row.RequiredText("source"));
   gpu.note = row.Text("note");
+  gpu.family = row.Text("family");
+  if (gpu.family.empty()) gpu.family = gpu.name;
+  FULCRUM_ASSIGN_OR_RETURN(gpu.caveat, Caveat(row));
   return gpu;
 }
 
@@ -118,6 +152,12 @@ Result<Provider> ParseProvider(const RowReader& row) {
   p.support_notes = row.Text("support_notes");
   FULCRUM_ASSIGN_OR_RETURN(p.source, row.RequiredText("source"));
   p.note = row.Text("note");
+  p.billing_source = row.Text("billing_source");
+  p.reserved_source = row.Text("reserved_source");
+  p.sla_source = row.Text("sla_source");
+  p.support_source = row.Text("support_source");
+  p.reserved_terms = row.Text("reserved_terms");
+  FULCRUM_ASSIGN_OR_RETURN(p.caveat, Caveat(row));
   return p;
 }
 
@@ -171,6 +211,10 @@ Result<std::vector<CatalogFile>> ReadUserOffers(const std::string& dir) {
 
 }  // namespace
 
+const char* InterconnectLabel(Interconnect interconnect) {
+  return interconnect == Interconnect::kUnknown ? "unknown" : InterconnectName(interconnect);
+}
+
 const char* InterconnectName(Interconnect interconnect) {
   switch (interconnect) {
     case Interconnect::kNvlink:
@@ -205,6 +249,20 @@ Status CatalogBuilder::ParseGpus(const CatalogFile& file, Catalog& catalog) {
       }
     }
     catalog.gpus_.push_back(std::move(gpu));
+  }
+  // A family name of several variants cannot also be one GPU's name or alias.
+  for (const Gpu& gpu : catalog.gpus_) {
+    auto named = seen.find(NameKey(gpu.family));
+    if (named == seen.end()) continue;
+    for (const Gpu& other : catalog.gpus_) {
+      if (&other != &gpu && NameKey(other.family) == NameKey(gpu.family)) {
+        return Status::InvalidInput(file.name +
+                                    ": family: expected a family name that no single "
+                                    "GPU uses as name or alias, found \"" +
+                                    gpu.family + "\" (variants " + gpu.name + ", " + other.name +
+                                    ") also on " + named->second);
+      }
+    }
   }
   return Status::Ok();
 }
@@ -255,6 +313,12 @@ Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& ca
   FULCRUM_ASSIGN_OR_RETURN(offer.region, row.RequiredText("region"));
   const Gpu* gpu = catalog.FindGpu(row.Text("gpu"));
   if (gpu == nullptr) {
+    std::vector<std::string> variants;
+    for (const Gpu* g : catalog.FindGpus(row.Text("gpu"))) variants.push_back(g->name);
+    if (!variants.empty()) {
+      return row.Error("gpu", "one GPU model of gpus.csv, not a family (" + JoinNames(variants) + ")",
+                       variants);
+    }
     std::vector<std::string> names;
     for (const auto& g : catalog.gpus_) {
       names.push_back(g.name);
@@ -291,11 +355,12 @@ Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& ca
     offer.interconnect = Interconnect::kNvlink;
   else if (interconnect == "pcie")
     offer.interconnect = Interconnect::kPcie;
-  else if (!interconnect.empty())
-    return row.Error("interconnect", "nvlink, pcie or empty");
+  else if (!interconnect.empty() && interconnect != "unknown")
+    return row.Error("interconnect", "nvlink, pcie, unknown or empty");
   FULCRUM_ASSIGN_OR_RETURN(offer.network_gbps, row.OptionalNumber("network_gbps", 0.001, 1e6));
   FULCRUM_ASSIGN_OR_RETURN(offer.source, row.RequiredText("source"));
   offer.note = row.Text("note");
+  FULCRUM_ASSIGN_OR_RETURN(offer.caveat, Caveat(row));
   return offer;
 }
 
@@ -370,39 +435,59 @@ Result<Catalog> Catalog::Load(const std::string& dir, const LoadOptions& options
 }
 
 const Gpu* Catalog::FindGpu(std::string_view name_or_alias) const {
-  std::string key = NameKey(name_or_alias);
-  if (key.empty()) return nullptr;
+  std::vector<const Gpu*> gpus = FindGpus(name_or_alias);
+  return gpus.size() == 1 ? gpus.front() : nullptr;
+}
+
+std::vector<const Gpu*> Catalog::FindGpus(std::string_view name) const {
+  std::string key = NameKey(name);
+  if (key.empty()) return {};
   for (const Gpu& gpu : gpus_) {
-    if (NameKey(gpu.name) == key) return &gpu;
+    if (NameKey(gpu.name) == key) return {&gpu};
     for (const auto& alias : gpu.aliases) {
-      if (NameKey(alias) == key) return &gpu;
+      if (NameKey(alias) == key) return {&gpu};
     }
   }
-  return nullptr;
+  std::vector<const Gpu*> family;
+  for (const Gpu& gpu : gpus_) {
+    if (NameKey(gpu.family) == key) family.push_back(&gpu);
+  }
+  return family;
+}
+
+Result<std::vector<const Gpu*>> Catalog::ResolveGpus(std::string_view name) const {
+  std::vector<const Gpu*> gpus = FindGpus(name);
+  if (!gpus.empty()) return gpus;
+  std::vector<std::string> known;
+  for (const Gpu& gpu : gpus_) {
+    known.push_back(gpu.family);
+    known.push_back(gpu.name);
+    known.insert(known.end(), gpu.aliases.begin(), gpu.aliases.end());
+  }
+  std::vector<std::string> close = NearestNames(name, known);
+  std::string hint = close.empty() ? "" : "; nearest: " + JoinNames(close);
+  ErrorDetail detail;
+  detail.field = "gpu";
+  detail.expected = "a GPU name, alias or family of the catalog (see fulcrum gpus)";
+  detail.found = std::string(name);
+  detail.nearest = close;
+  return Status::NotFound("gpu: expected " + detail.expected + ", found \"" + detail.found + "\"" +
+                          hint)
+      .WithDetail(std::move(detail));
 }
 
 Result<const Gpu*> Catalog::ResolveGpu(std::string_view name_or_alias) const {
-  if (const Gpu* gpu = FindGpu(name_or_alias)) return gpu;
-  std::string key = NameKey(name_or_alias);
-  std::vector<std::string> close;
-  for (const Gpu& gpu : gpus_) {
-    std::vector<std::string> names = {gpu.name};
-    names.insert(names.end(), gpu.aliases.begin(), gpu.aliases.end());
-    for (const auto& name : names) {
-      std::string other = NameKey(name);
-      bool near = EditDistance(key, other) <= (key.size() <= 4 ? 1u : 2u) ||
-                  (key.size() >= 2 && other.find(key) != std::string::npos);
-      if (near && std::find(close.begin(), close.end(), gpu.name) == close.end()) {
-        close.push_back(gpu.name);
-      }
-    }
-  }
-  if (close.size() > 5) close.resize(5);
-  std::string hint = close.empty() ? "" : "; close: " + JoinNames(close);
-  return Status::NotFound(
-      "gpu: expected a GPU name or alias of the catalog (see fulcrum gpus), "
-      "found \"" +
-      std::string(name_or_alias) + "\"" + hint);
+  FULCRUM_ASSIGN_OR_RETURN(std::vector<const Gpu*> gpus, ResolveGpus(name_or_alias));
+  if (gpus.size() == 1) return gpus.front();
+  ErrorDetail detail;
+  detail.field = "gpu";
+  detail.expected = "one GPU model";
+  detail.found = std::string(name_or_alias);
+  for (const Gpu* gpu : gpus) detail.nearest.push_back(gpu->name);
+  return Status::InvalidInput("gpu: expected one GPU model, found the family \"" + detail.found +
+                              "\" of " + std::to_string(gpus.size()) +
+                              " variants: " + JoinNames(detail.nearest) + "; name one of them")
+      .WithDetail(std::move(detail));
 }
 
 const Provider* Catalog::FindProvider(std::string_view name) const {

@@ -19,7 +19,10 @@ struct Gpu {
   std::string name;                  // canonical, e.g. "H100-SXM5-80GB"
   std::string vendor;                // "NVIDIA", "AMD"
   std::string architecture;          // "Hopper"
-  std::vector<std::string> aliases;  // also accepted, case-insensitively ("H100", "H100-80GB")
+  std::vector<std::string> aliases;  // also accepted, case-insensitively ("H100-SXM", "H100-80GB")
+  // The product family ("A100", "H100"); a family name names every variant of it. Defaults to
+  // `name` when the catalog gives none.
+  std::string family;
   double memory_gib = 0;
   double memory_bandwidth_gbps = 0;  // GB/s
   // Dense peak TFLOP/s per precision; nullopt = the GPU has no such mode or it is not sourced.
@@ -29,6 +32,9 @@ struct Gpu {
   std::optional<double> tdp_watts;
   std::string source;
   std::string note;  // caveats from the sources (conflicts, assumptions)
+  // Machine-readable warning on a figure of this row, "<kind>: <what>" (kind: spec-conflict,
+  // spec-unverified, ...); "" = none. The planner warns `catalog-caveat` on rows using it.
+  std::string caveat;
 };
 
 enum class Interconnect { kUnknown, kPcie, kNvlink };  // kNvlink covers NVLink/NVSwitch (SXM)
@@ -49,11 +55,21 @@ struct Offer {
   std::string origin;            // file the row came from (shipped catalog or a user offers.d file)
   std::string currency = "USD";  // currency the prices were quoted in before conversion
   std::string note;
+  // Machine-readable warning on a figure of this row, "<kind>: <what>" (kind: price-anomaly,
+  // price-unverified, shape-assumed, ...); "" = none.
+  std::string caveat;
   int line = 0;  // line of the row in `origin`
 };
 
+// The names of `known` closest to `name` (case-insensitive, ' ' and '_' read as '-'): small edit
+// distance or one contains the other; best first, at most `max_names`. For "did you mean" hints.
+std::vector<std::string> NearestNames(std::string_view name, const std::vector<std::string>& known,
+                                      size_t max_names = 5);
+
 // "nvlink", "pcie" or "" (unknown): the spelling used in offers.csv and in JSON.
 const char* InterconnectName(Interconnect interconnect);
+// "nvlink", "pcie" or "unknown": the spelling of tables and messages.
+const char* InterconnectLabel(Interconnect interconnect);
 
 struct Provider {
   std::string name;  // short id used in offers.csv and on the command line ("aws")
@@ -73,6 +89,14 @@ struct Provider {
   std::string source;
   std::string note;
   std::string display_name;  // "AWS", "Verda (ex-DataCrunch)"
+  // The public source of each group of terms ("" = `source` covers it or the term is unknown).
+  std::string billing_source;   // billing_granularity_seconds, minimum_billed_seconds
+  std::string reserved_source;  // reserved_*_discount_pct and reserved_terms
+  std::string sla_source;       // sla_uptime_pct
+  std::string support_source;   // support_24x7, support_response_minutes
+  // Commitment terms the 1y/3y columns cannot hold ("3 or 6 month savings plan", "contract").
+  std::string reserved_terms;
+  std::string caveat;  // as Gpu::caveat, for the provider's terms
 };
 
 // A currency's rate to USD, from currency.csv (the one place rates are stated).
@@ -120,9 +144,16 @@ class Catalog {
   const std::vector<Provider>& providers() const { return providers_; }
   const std::vector<CurrencyRate>& currencies() const { return currencies_; }
 
-  // By canonical name or alias, case-insensitive; nullptr if none.
+  // By canonical name, alias or a family with one variant, case-insensitive; nullptr if none
+  // or if the name is a family of several variants.
   const Gpu* FindGpu(std::string_view name_or_alias) const;
-  // Like FindGpu but a NotFound status listing close names when there is no match.
+  // Every GPU a name means: the one named by canonical name or alias, else every variant of
+  // the family named ("A100" = all A100s); empty if none.
+  std::vector<const Gpu*> FindGpus(std::string_view name) const;
+  // FindGpus, or NotFound naming the closest names (detail: field "gpu", nearest).
+  Result<std::vector<const Gpu*>> ResolveGpus(std::string_view name) const;
+  // Exactly one GPU: a family of several variants is InvalidInput listing them (the variants
+  // are the detail's `nearest`); no match is NotFound with the closest names.
   Result<const Gpu*> ResolveGpu(std::string_view name_or_alias) const;
   const Provider* FindProvider(std::string_view name) const;
 

@@ -10,12 +10,18 @@ nlohmann::json OrNull(const std::optional<T>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
+// "" = none: null in JSON.
+nlohmann::json OrNullText(const std::string& text) {
+  return text.empty() ? nlohmann::json(nullptr) : nlohmann::json(text);
+}
+
 }  // namespace
 
 nlohmann::json GpuToJson(const Gpu& gpu) {
   return {{"name", gpu.name},
           {"vendor", gpu.vendor},
           {"architecture", gpu.architecture},
+          {"family", gpu.family},
           {"aliases", gpu.aliases},
           {"memory_gib", gpu.memory_gib},
           {"memory_bandwidth_gb_per_second", gpu.memory_bandwidth_gbps},
@@ -28,7 +34,8 @@ nlohmann::json GpuToJson(const Gpu& gpu) {
           {"pcie_gen", OrNull(gpu.pcie_gen)},
           {"tdp_watts", OrNull(gpu.tdp_watts)},
           {"source", gpu.source},
-          {"note", gpu.note}};
+          {"note", gpu.note},
+          {"caveat", OrNullText(gpu.caveat)}};
 }
 
 nlohmann::json OfferToJson(const Offer& offer) {
@@ -48,6 +55,7 @@ nlohmann::json OfferToJson(const Offer& offer) {
           {"network_gbit_per_second", OrNull(offer.network_gbps)},
           {"source", offer.source},
           {"note", offer.note},
+          {"caveat", OrNullText(offer.caveat)},
           {"origin", offer.origin}};
 }
 
@@ -68,7 +76,13 @@ nlohmann::json ProviderToJson(const Provider& p) {
           {"bare_metal", OrNull(p.bare_metal)},
           {"support_notes", p.support_notes},
           {"source", p.source},
-          {"note", p.note}};
+          {"note", p.note},
+          {"billing_source", OrNullText(p.billing_source)},
+          {"reserved_source", OrNullText(p.reserved_source)},
+          {"reserved_terms", OrNullText(p.reserved_terms)},
+          {"sla_source", OrNullText(p.sla_source)},
+          {"support_source", OrNullText(p.support_source)},
+          {"caveat", OrNullText(p.caveat)}};
 }
 
 std::string GpuLabel(const Gpu& gpu) {

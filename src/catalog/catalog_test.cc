@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -90,8 +91,74 @@ TEST(CatalogTest, ResolveGpuSuggestsCloseNames) {
   auto missing = catalog->ResolveGpu("H10");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(missing.status().message().find("close: H100-SXM5-80GB"), std::string::npos)
+  EXPECT_NE(missing.status().message().find("nearest: H100"), std::string::npos)
       << missing.status().message();
+  ASSERT_NE(missing.status().detail(), nullptr);
+  EXPECT_EQ(missing.status().detail()->nearest.front(), "H100");
+}
+
+TEST(CatalogTest, FamilyOfSeveralVariantsResolvesToAllOrRefusesOne) {
+  CatalogFiles files = ValidFiles();
+  files.gpus.text =
+      "name,vendor,architecture,aliases,memory_gib,memory_bandwidth_gbps,fp32_tflops,tf32_tflops,"
+      "bf16_tflops,fp16_tflops,fp8_tflops,nvlink_gbps,pcie_gen,tdp_watts,source,family\n"
+      "H100-SXM5-80GB,NVIDIA,Hopper,H100-SXM,80,3350,67,494.5,989,989,1979,900,,700,s,H100\n"
+      "H100-PCIe-80GB,NVIDIA,Hopper,H100-PCIE,80,2000,51,378,756,756,1513,,,,s,H100\n"
+      "T4,NVIDIA,Turing,,16,320,8.1,,,65,,,3,70,s,\n";
+  files.offers.text = std::string(kOffersHeader) + kOfferG4;
+  auto catalog = Catalog::FromFiles(files);
+  ASSERT_TRUE(catalog.ok()) << catalog.status().message();
+  EXPECT_EQ(catalog->FindGpus("h100").size(), 2u);
+  EXPECT_EQ(catalog->FindGpu("H100"), nullptr);     // one GPU wanted: a family is not one
+  EXPECT_EQ(catalog->FindGpu("T4")->family, "T4");  // no family column value: the name
+  auto one = catalog->ResolveGpu("H100");
+  ASSERT_FALSE(one.ok());
+  EXPECT_EQ(one.status().ExitCode(), 2);
+  EXPECT_EQ(one.status().message(),
+            "gpu: expected one GPU model, found the family \"H100\" of 2 variants: "
+            "H100-SXM5-80GB, H100-PCIe-80GB; name one of them");
+  EXPECT_EQ(one.status().detail()->nearest,
+            (std::vector<std::string>{"H100-SXM5-80GB", "H100-PCIe-80GB"}));
+  EXPECT_EQ((*catalog->ResolveGpu("h100-pcie"))->name, "H100-PCIe-80GB");
+}
+
+TEST(CatalogTest, FamilyNameUsedAsOneGpusAliasIsRefused) {
+  CatalogFiles files = ValidFiles();
+  files.gpus.text =
+      "name,vendor,architecture,aliases,memory_gib,memory_bandwidth_gbps,fp32_tflops,tf32_tflops,"
+      "bf16_tflops,fp16_tflops,fp8_tflops,nvlink_gbps,pcie_gen,tdp_watts,source,family\n"
+      "H100-SXM5-80GB,NVIDIA,Hopper,H100,80,3350,67,494.5,989,989,1979,900,,700,s,H100\n"
+      "H100-PCIe-80GB,NVIDIA,Hopper,,80,2000,51,378,756,756,1513,,,,s,H100\n"
+      "T4,NVIDIA,Turing,,16,320,8.1,,,65,,,3,70,s,\n";
+  auto catalog = Catalog::FromFiles(files);
+  ASSERT_FALSE(catalog.ok());
+  EXPECT_NE(catalog.status().message().find("family: expected a family name that no single GPU"),
+            std::string::npos)
+      << catalog.status().message();
+}
+
+TEST(CatalogTest, CaveatColumnsAreRead) {
+  CatalogFiles files = ValidFiles();
+  files.gpus.text =
+      std::string(kGpusHeader).insert(std::string(kGpusHeader).size() - 1, ",caveat") +
+      "H100-SXM5-80GB,NVIDIA,Hopper,H100,80,3350,67,494.5,989,989,1979,900,,700,s,\n"
+      "T4,NVIDIA,Turing,,16,320,8.1,,,65,,,3,70,s,spec-conflict: two sources disagree\n";
+  files.offers.text =
+      std::string(kOffersHeader).insert(std::string(kOffersHeader).size() - 1, ",caveat") +
+      "aws,p5.48xlarge,us-east-1,H100,8,192,2048,USD,55.04,14.246,,3200,s1,price-anomaly: x\n";
+  auto catalog = Catalog::FromFiles(files);
+  ASSERT_TRUE(catalog.ok()) << catalog.status().message();
+  EXPECT_EQ(catalog->FindGpu("T4")->caveat, "spec-conflict: two sources disagree");
+  EXPECT_EQ(catalog->FindGpu("H100")->caveat, "");
+  EXPECT_EQ(catalog->offers()[0].caveat, "price-anomaly: x");
+  EXPECT_EQ(catalog->offers()[0].interconnect, Interconnect::kUnknown);  // blank = unknown
+  EXPECT_STREQ(InterconnectLabel(catalog->offers()[0].interconnect), "unknown");
+  files.offers.text.replace(files.offers.text.find("price-anomaly: x"), 16, "Verify this");
+  auto bad = Catalog::FromFiles(files);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            "offers.csv:2: caveat: expected empty or \"<kind>: <what>\" (kind such as "
+            "spec-conflict), found \"Verify this\"");
 }
 
 TEST(CatalogTest, FindProviderByIdOrDisplayName) {
@@ -253,8 +320,9 @@ TEST(CatalogErrorTest, NoPriceAtAll) {
 TEST(CatalogErrorTest, BadInterconnect) {
   CatalogFiles files = ValidFiles();
   files.offers.text += "aws,x1,us-east-1,H100,1,,,USD,1,,infiniband,,s\n";
-  EXPECT_EQ(LoadError(files),
-            "offers.csv:4: interconnect: expected nvlink, pcie or empty, found \"infiniband\"");
+  EXPECT_EQ(
+      LoadError(files),
+      "offers.csv:4: interconnect: expected nvlink, pcie, unknown or empty, found \"infiniband\"");
 }
 
 TEST(CatalogErrorTest, BadBoolean) {
@@ -400,8 +468,9 @@ TEST_F(ShippedCatalogTest, ResolvesTheRequiredAliases) {
       {"A100-40GB", "A100-SXM4-40GB"},
       {"A100-80GB", "A100-SXM4-80GB"},
       {"H100-80GB", "H100-SXM5-80GB"},
-      {"H100", "H100-SXM5-80GB"},
+      {"H100-SXM", "H100-SXM5-80GB"},
       {"H100-PCIE", "H100-PCIe-80GB"},
+      {"H100-NVL", "H100-NVL-94GB"},
       {"H200", "H200-SXM-141GB"},
       {"V100-16GB", "V100-SXM2-16GB"},
       {"V100-32GB", "V100-SXM2-32GB"},
@@ -416,6 +485,89 @@ TEST_F(ShippedCatalogTest, ResolvesTheRequiredAliases) {
     ASSERT_NE(gpu, nullptr) << alias;
     EXPECT_EQ(gpu->name, name) << alias;
   }
+}
+
+TEST_F(ShippedCatalogTest, FamilyNamesMeanEveryVariant) {
+  auto names = [&](const char* name) {
+    std::set<std::string> out;
+    for (const Gpu* gpu : catalog_->FindGpus(name)) out.insert(gpu->name);
+    return out;
+  };
+  EXPECT_EQ(names("A100"), (std::set<std::string>{"A100-SXM4-40GB", "A100-SXM4-80GB",
+                                                  "A100-PCIe-40GB", "A100-PCIe-80GB"}));
+  EXPECT_EQ(names("H100"),
+            (std::set<std::string>{"H100-SXM5-80GB", "H100-PCIe-80GB", "H100-NVL-94GB"}));
+  EXPECT_EQ(names("V100").size(), 3u);
+  EXPECT_EQ(names("A100-80GB"), (std::set<std::string>{"A100-SXM4-80GB"}));
+  auto one = catalog_->ResolveGpu("A100");
+  ASSERT_FALSE(one.ok());
+  EXPECT_EQ(one.status().ExitCode(), 2);
+  EXPECT_EQ(one.status().detail()->nearest.size(), 4u);
+}
+
+// Datasheet dense tensor rates with FP32 accumulate (the mode mixed-precision training uses).
+TEST_F(ShippedCatalogTest, DenseTensorRatesAreTheDatasheetFigures) {
+  const Gpu* a40 = catalog_->FindGpu("A40");
+  ASSERT_NE(a40, nullptr);
+  EXPECT_DOUBLE_EQ(*a40->bf16_tflops, 149.7);  // was 37.4, the non-tensor FP32 rate
+  EXPECT_DOUBLE_EQ(*a40->fp16_tflops, 149.7);
+  const Gpu* nvl = catalog_->FindGpu("H100-NVL");
+  ASSERT_NE(nvl, nullptr);
+  ASSERT_TRUE(nvl->bf16_tflops.has_value());  // was not sourced at all
+  EXPECT_DOUBLE_EQ(*nvl->bf16_tflops, 835);
+  EXPECT_DOUBLE_EQ(*nvl->fp8_tflops, 1670);
+  // A tensor-core rate never equals the plain FP32 rate except on GeForce cards, whose FP32
+  // accumulate runs at half rate (RTX 3090/4090: the whitepapers' figures).
+  for (const Gpu& gpu : catalog_->gpus()) {
+    if (!gpu.bf16_tflops || !gpu.fp32_tflops || gpu.name.rfind("RTX-", 0) == 0) continue;
+    if (gpu.name == "RTX-A6000") continue;
+    EXPECT_GT(*gpu.bf16_tflops, 1.5 * *gpu.fp32_tflops) << gpu.name;
+  }
+}
+
+TEST_F(ShippedCatalogTest, NotesThatSayVerifyOrAnomalyHaveACaveat) {
+  auto flagged = [](const std::string& note) {
+    std::string lower = note;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return lower.find("verify") != std::string::npos || lower.find("anomal") != std::string::npos;
+  };
+  int caveats = 0;
+  for (const Gpu& gpu : catalog_->gpus()) {
+    if (flagged(gpu.note)) {
+      EXPECT_FALSE(gpu.caveat.empty()) << gpu.name;
+    }
+    caveats += !gpu.caveat.empty();
+  }
+  for (const Offer& offer : catalog_->offers()) {
+    if (flagged(offer.note)) {
+      EXPECT_FALSE(offer.caveat.empty()) << offer.instance_type;
+    }
+    caveats += !offer.caveat.empty();
+  }
+  EXPECT_GT(caveats, 0);
+}
+
+TEST_F(ShippedCatalogTest, ProviderTermsCarryTheirSources) {
+  int billing = 0;
+  for (const Provider& p : catalog_->providers()) {
+    if (p.billing_granularity_seconds) {
+      ++billing;
+      EXPECT_FALSE(p.billing_source.empty()) << p.name;
+    }
+    if (p.reserved_1y_discount_pct || p.reserved_3y_discount_pct || !p.reserved_terms.empty()) {
+      EXPECT_FALSE(p.reserved_source.empty()) << p.name;
+    }
+    if (p.sla_uptime_pct) {
+      EXPECT_FALSE(p.sla_source.empty()) << p.name;
+    }
+    if (p.support_response_minutes) {
+      EXPECT_FALSE(p.support_source.empty()) << p.name;
+    }
+    EXPECT_EQ(p.source.find("/work/"), std::string::npos) << p.name;  // public sources only
+  }
+  EXPECT_GE(billing, 7);
+  EXPECT_DOUBLE_EQ(*catalog_->FindProvider("gcp")->billing_granularity_seconds, 1);
+  EXPECT_DOUBLE_EQ(*catalog_->FindProvider("lambda")->billing_granularity_seconds, 60);
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ TEST_F(OfferQueryTest, MaxPriceProviderAndRegionFilters) {
   query.providers = {"GCP"};
   EXPECT_EQ(Types(query), (std::vector<std::string>{"g2-standard-4"}));
   query = {};
-  query.region = "US-EAST";
+  query.regions = {"US-EAST"};
   EXPECT_EQ(Types(query), (std::vector<std::string>{"g5.xlarge", "p5.48xlarge"}));
 }
 
@@ -88,7 +88,147 @@ TEST_F(OfferQueryTest, UnknownGpuOrProviderIsAnError) {
   result = QueryOffers(*catalog_, query);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().message(),
-            "--provider: expected one of aws, gcp, slowco, halfco, found \"nope\"");
+            "--provider: expected a provider of the catalog (aws, gcp, slowco, halfco), found "
+            "\"nope\"");
+}
+
+// --- the one offer filter (offers and plan) ------------------------------------------------
+
+TEST_F(OfferQueryTest, UnknownProviderNamesTheNearest) {
+  OfferFilter filter;
+  filter.providers = {"awz"};
+  filter.providers_flag = "--providers";
+  auto result = ResolveOfferFilter(*catalog_, filter);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().ExitCode(), 2);
+  EXPECT_EQ(result.status().message(),
+            "--providers: expected a provider of the catalog (aws, gcp, slowco, halfco), found "
+            "\"awz\"; nearest: aws");
+  ASSERT_NE(result.status().detail(), nullptr);
+  EXPECT_EQ(result.status().detail()->field, "--providers");
+  EXPECT_EQ(result.status().detail()->found, "awz");
+  EXPECT_EQ(result.status().detail()->nearest, (std::vector<std::string>{"aws"}));
+}
+
+TEST_F(OfferQueryTest, OneUnknownGpuInTheListFails) {
+  OfferFilter filter;
+  filter.gpus = {"H100", "L5"};
+  filter.gpus_flag = "--gpus";
+  auto result = ResolveOfferFilter(*catalog_, filter);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().ExitCode(), 2);
+  EXPECT_NE(result.status().message().find("--gpus: gpu: expected"), std::string::npos)
+      << result.status().message();
+  EXPECT_NE(result.status().message().find("found \"L5\"; nearest: L4"), std::string::npos)
+      << result.status().message();
+  ASSERT_NE(result.status().detail(), nullptr);
+  EXPECT_EQ(result.status().detail()->field, "--gpus");
+  EXPECT_EQ(result.status().detail()->nearest.front(), "L4");
+}
+
+TEST_F(OfferQueryTest, UnknownRegionNamesTheNearest) {
+  OfferFilter filter;
+  filter.regions = {"us-esat-1"};
+  auto result = ResolveOfferFilter(*catalog_, filter);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().ExitCode(), 2);
+  EXPECT_NE(result.status().message().find("nearest: us-east-1"), std::string::npos)
+      << result.status().message();
+}
+
+TEST_F(OfferQueryTest, PricingNoOfferHasIsAnError) {
+  OfferFilter filter;
+  filter.pricing = {Pricing::kOnDemand, Pricing::kReserved1y};
+  auto some = ResolveOfferFilter(*catalog_, filter);  // on_demand exists: reserved_1y is listed
+  ASSERT_TRUE(some.ok()) << some.status().message();
+  EXPECT_EQ(some->unavailable_pricing, (std::vector<Pricing>{Pricing::kReserved1y}));
+  EXPECT_EQ(some->pricing, (std::vector<Pricing>{Pricing::kOnDemand}));
+  filter.pricing = {Pricing::kReserved1y};
+  auto result = ResolveOfferFilter(*catalog_, filter);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().ExitCode(), 2);
+  EXPECT_EQ(result.status().message(),
+            "--pricing: no offer of the catalog has reserved_1y prices (no provider has a sourced "
+            "discount for that term); offered: on_demand, spot");
+  EXPECT_EQ(result.status().detail()->nearest, (std::vector<std::string>{"on_demand", "spot"}));
+}
+
+TEST_F(OfferQueryTest, TheFilterThatEmptiesTheSetIsNamed) {
+  OfferFilter filter;
+  filter.providers = {"slowco"};
+  filter.regions = {"us-east"};
+  auto result = ResolveOfferFilter(*catalog_, filter);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().ExitCode(), 2);
+  EXPECT_EQ(result.status().message(),
+            "no offer matches: --region us-east leaves none of the 1 offers that pass --provider "
+            "slowco");
+  EXPECT_EQ(result.status().detail()->field, "--region");
+  OfferQuery query;
+  query.providers = {"halfco"};
+  query.spot = true;
+  auto offers = QueryOffers(*catalog_, query);
+  ASSERT_FALSE(offers.ok());
+  EXPECT_EQ(offers.status().message(),
+            "no offer matches: --spot leaves none of the 1 offers that pass --provider halfco");
+}
+
+TEST_F(OfferQueryTest, ResolvedNamesAreCanonicalAndRegionsExact) {
+  OfferFilter filter;
+  filter.gpus = {"h100-mega"};
+  filter.providers = {"GCP"};
+  filter.regions = {"CENTRAL"};
+  filter.pricing = {Pricing::kSpot};
+  auto result = ResolveOfferFilter(*catalog_, filter);
+  ASSERT_TRUE(result.ok()) << result.status().message();
+  EXPECT_EQ(result->gpus, (std::vector<std::string>{"H100-SXM5-80GB"}));
+  EXPECT_EQ(result->providers, (std::vector<std::string>{"gcp"}));
+  EXPECT_EQ(result->regions, (std::vector<std::string>{"us-central1"}));
+  ASSERT_EQ(result->offers.size(), 2u);
+  EXPECT_EQ(result->offers[0]->instance_type, "a3-highgpu-8g");
+}
+
+TEST_F(OfferQueryTest, AFamilyNameMeansEveryVariant) {
+  CatalogFiles files = testing::SmallCatalogFiles();
+  // The same catalog with the A100 family spelled out: a second variant and an offer of it.
+  files.gpus.text =
+      "name,vendor,architecture,aliases,memory_gib,memory_bandwidth_gbps,fp32_tflops,tf32_tflops,"
+      "bf16_tflops,fp16_tflops,fp8_tflops,nvlink_gbps,pcie_gen,tdp_watts,source,family\n"
+      "A100-SXM4-40GB,NVIDIA,Ampere,A100-40GB,40,1555,19.5,156,312,312,,600,,400,s,A100\n"
+      "A100-SXM4-80GB,NVIDIA,Ampere,A100-80GB,80,2039,19.5,156,312,312,,600,,400,s,A100\n"
+      "H100-SXM5-80GB,NVIDIA,Hopper,H100,80,3350,67,494.5,989,989,1979,900,,700,s,\n"
+      "A10G,NVIDIA,Ampere,,24,600,,,,70,,,,,s,\nL4,NVIDIA,Ada,,24,300,30.3,60,121,121,,,4,72,s,\n"
+      "T4,NVIDIA,Turing,,16,320,8.1,,,65,,,3,70,s,\n";
+  const std::string box8 = "slowco,box8,eu-west,A100,";
+  files.offers.text.replace(files.offers.text.find(box8), box8.size(),
+                            "slowco,box8,eu-west,A100-40GB,");
+  files.offers.text += "gcp,a2-ultragpu-1g,us-central1,A100-80GB,1,2.9,,,s\n";
+  auto catalog = Catalog::FromFiles(files);
+  ASSERT_TRUE(catalog.ok()) << catalog.status().message();
+  OfferQuery query;
+  query.gpus = {"a100"};
+  auto family = QueryOffers(*catalog, query);
+  ASSERT_TRUE(family.ok()) << family.status().message();
+  ASSERT_EQ(family->size(), 2u);
+  EXPECT_EQ((*family)[0].offer->instance_type, "a2-ultragpu-1g");
+  EXPECT_EQ((*family)[1].offer->instance_type, "box8");
+  query.gpus = {"A100-80GB"};  // a size given: that variant only
+  auto one = QueryOffers(*catalog, query);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].offer->gpu, "A100-SXM4-80GB");
+}
+
+TEST(PricingTest, NamesRoundTripAndTyposNameTheNearest) {
+  for (Pricing p :
+       {Pricing::kOnDemand, Pricing::kSpot, Pricing::kReserved1y, Pricing::kReserved3y}) {
+    EXPECT_EQ(*ParsePricing(PricingName(p)), p);
+  }
+  EXPECT_EQ(*ParsePricing("Reserved-3y"), Pricing::kReserved3y);
+  auto bad = ParsePricing("reserved_2y");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().ExitCode(), 2);
+  EXPECT_EQ(bad.status().detail()->nearest.front(), "reserved_1y");
 }
 
 TEST(OfferSortTest, ParsesNames) {

@@ -12,20 +12,39 @@ std::string Figure(double value, const char* unit) {
 }
 
 CriterionResult GpuFailureRate(const Provider& provider) {
-  CriterionResult r{"gpu_failure_rate", "< 0.5 %/year", Verdict::kUnknown,
-                    std::nullopt,       "pct_per_year", "not sourced"};
+  CriterionResult r{"gpu_failure_rate",
+                    "< 0.5 %/year",
+                    Verdict::kUnknown,
+                    std::nullopt,
+                    "pct_per_year",
+                    "",
+                    "",
+                    ""};
   if (provider.gpu_failure_rate_pct_per_year) {
     r.value = *provider.gpu_failure_rate_pct_per_year;
     r.verdict = *r.value < kMaxGpuFailureRatePctPerYear ? Verdict::kMet : Verdict::kNotMet;
     r.detail = Figure(*r.value, " %/y");
+    r.source = provider.source;
+    return r;
   }
+  // Nobody publishes one: say so, with the published fleet range as context.
+  r.detail = "not published";
+  r.context = "fleet studies: " + FormatNumber(kFleetGpuFailureRateLowPctPerYear, 0) + "-" +
+              FormatNumber(kFleetGpuFailureRateHighPctPerYear, 0) + " % per GPU-year";
+  r.source = kFleetGpuFailureRateSource;
   return r;
 }
 
 // The best inter-node network among the provider's offers.
 CriterionResult InterNodeBandwidth(const Catalog& catalog, const Provider& provider) {
-  CriterionResult r{"inter_node_bandwidth", ">= 25 Gbit/s",    Verdict::kUnknown,
-                    std::nullopt,           "gbit_per_second", "not sourced"};
+  CriterionResult r{"inter_node_bandwidth",
+                    ">= 25 Gbit/s",
+                    Verdict::kUnknown,
+                    std::nullopt,
+                    "gbit_per_second",
+                    "not sourced",
+                    "",
+                    ""};
   const Offer* best = nullptr;
   for (const Offer& offer : catalog.offers()) {
     if (offer.provider != provider.name || !offer.network_gbps) continue;
@@ -35,25 +54,38 @@ CriterionResult InterNodeBandwidth(const Catalog& catalog, const Provider& provi
     r.value = *best->network_gbps;
     r.verdict = *r.value >= kMinInterNodeGbps ? Verdict::kMet : Verdict::kNotMet;
     r.detail = Figure(*r.value, " Gb/s");
+    r.source = best->instance_type + ": " + best->source;
   }
   return r;
 }
 
 CriterionResult BillingGranularity(const Provider& provider) {
-  CriterionResult r{"billing_granularity", "<= 1 minute", Verdict::kUnknown,
-                    std::nullopt,          "seconds",     "not sourced"};
+  CriterionResult r{"billing_granularity",
+                    "<= 1 minute",
+                    Verdict::kUnknown,
+                    std::nullopt,
+                    "seconds",
+                    "not sourced",
+                    "",
+                    ""};
   if (provider.billing_granularity_seconds) {
     r.value = *provider.billing_granularity_seconds;
     r.verdict = *r.value <= kMaxBillingGranularitySeconds ? Verdict::kMet : Verdict::kNotMet;
     r.detail = FormatDuration(*r.value);
+    r.source = provider.billing_source.empty() ? provider.source : provider.billing_source;
   }
   return r;
 }
 
 CriterionResult Support(const Provider& provider) {
-  CriterionResult r{"support",         "24x7, < 15 min response",
-                    Verdict::kUnknown, std::nullopt,
-                    "minutes",         "not sourced"};
+  CriterionResult r{"support",
+                    "24x7, < 15 min response",
+                    Verdict::kUnknown,
+                    std::nullopt,
+                    "minutes",
+                    "not sourced",
+                    "",
+                    ""};
   if (provider.support_response_minutes) r.value = *provider.support_response_minutes;
   if (provider.support_24x7 == false) {
     r.verdict = Verdict::kNotMet;
@@ -68,6 +100,9 @@ CriterionResult Support(const Provider& provider) {
     r.detail = "24x7, response ?";
   } else if (r.value) {
     r.detail = Figure(*r.value, " min, 24x7 ?");
+  }
+  if (provider.support_24x7 || r.value) {
+    r.source = provider.support_source.empty() ? provider.source : provider.support_source;
   }
   return r;
 }

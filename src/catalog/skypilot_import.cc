@@ -32,6 +32,39 @@ const GcpFamily kGcpFamilies[] = {
     {"a3-highgpu-", "H100"},  {"a3-edgegpu-", "H100"}, {"a3-megagpu-", "H100-MEGA"},
     {"a3-ultragpu-", "H200"}, {"a4-highgpu-", "B200"}, {"g2-standard-", "L4"}};
 
+// SkyPilot accelerator names that are GPU families in fulcrum's catalog, with the variant
+// SkyPilot means by them (its catalogs list "A100" for p4d/a2-highgpu (A100 40GB SXM4), "H100" for
+// p5/a3-highgpu (H100 80GB SXM5), "V100" for p3 (V100 16GB SXM2); source: the vms.csv rows of
+// skypilot-org/skypilot-catalog, e.g. catalogs/v8/aws/vms.csv).
+struct AcceleratorName {
+  const char* skypilot;
+  const char* gpu;
+};
+const AcceleratorName kFamilyAccelerators[] = {
+    {"A100", "A100-SXM4-40GB"}, {"H100", "H100-SXM5-80GB"}, {"V100", "V100-SXM2-16GB"}};
+
+const Gpu* FindAccelerator(const Catalog& catalog, const std::string& accelerator) {
+  for (const auto& [skypilot, gpu] : kFamilyAccelerators) {
+    if (EqualsIgnoreCase(accelerator, skypilot)) return catalog.FindGpu(gpu);
+  }
+  return catalog.FindGpu(accelerator);
+}
+
+}  // namespace
+
+std::string SkyPilotAcceleratorName(const Gpu& gpu) {
+  for (const auto& [skypilot, name] : kFamilyAccelerators) {
+    if (gpu.name == name) return skypilot;
+  }
+  std::string best = gpu.name;
+  for (const std::string& alias : gpu.aliases) {
+    if (alias.size() < best.size()) best = alias;
+  }
+  return best;
+}
+
+namespace {
+
 // L4 count per G2 machine type. Source: https://cloud.google.com/compute/docs/gpus#l4-gpus
 // (g2-standard-4/8/12/16/32: 1 GPU; -24: 2; -48: 4; -96: 8).
 int G2GpuCount(int vcpus) {
@@ -117,7 +150,7 @@ struct Importer {
 
   void Add(const Row& row, const std::string& accelerator, int count, std::optional<double> price,
            std::optional<double> spot) {
-    const Gpu* gpu = catalog.FindGpu(accelerator);
+    const Gpu* gpu = FindAccelerator(catalog, accelerator);
     if (gpu == nullptr) return Skip("accelerator not in the catalog: " + accelerator);
     if (!price && !spot) return Skip("no price");
     std::string key = row.instance_type + "\n" + row.region;

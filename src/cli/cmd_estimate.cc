@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char* kFooter = R"(Examples:
   fulcrum estimate --model llama-2-7b --gpu A100-80GB --gpus 8 --zero 3 --micro-batch 2 --global-batch 64 --seq-len 4096
-  fulcrum estimate --hf-config ./config.json --gpu H100 --gpus 16 --tp 2 --framework megatron --json
+  fulcrum estimate --hf-config ./config.json --gpu H100-SXM --gpus 16 --tp 2 --framework megatron --json
   fulcrum estimate --layers 24 --hidden 2048 --heads 16 --gpu L4 --method lora --json
 
 JSON: {"model": {"name", "parameters", ...}, "memory": {"weights_bytes", "gradients_bytes",

@@ -42,15 +42,16 @@ void PrintGpus(CliContext& ctx, const catalog::Catalog& catalog, bool json) {
               {Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
                Align::kRight, Align::kRight, Align::kLeft});
   for (const auto& gpu : catalog.gpus()) {
-    table.AddRow({gpu.name, FormatNumber(gpu.memory_gib, 0),
+    table.AddRow({gpu.name + (gpu.caveat.empty() ? "" : " !"), FormatNumber(gpu.memory_gib, 0),
                   FormatNumber(gpu.memory_bandwidth_gbps, 0), Cell(gpu.bf16_tflops),
                   Cell(gpu.fp8_tflops), Cell(gpu.nvlink_gbps), Cell(gpu.tdp_watts),
                   AliasList(gpu, kAliasWidth)});
   }
   ctx.out << table.Render();
   ctx.out << "\nBF16/FP8: dense peak TFLOP/s; GB/s: memory bandwidth; NVLINK: GB/s per GPU;\n"
-             "'-' = not sourced. Names and aliases match case-insensitively; all aliases and\n"
-             "sources: fulcrum gpus --json.\n";
+             "'-' = not sourced; ! = the catalog has a caveat on the row. Names, aliases and\n"
+             "families (A100 = every A100) match case-insensitively; all aliases, sources and\n"
+             "caveats: fulcrum gpus --json.\n";
 }
 
 }  // namespace
@@ -60,14 +61,16 @@ void RegisterGpus(CLI::App* cmd, CliContext& ctx) {
       "Columns: memory (GiB), memory bandwidth (GB/s), dense BF16 and FP8 peak (TFLOP/s, no\n"
       "sparsity), NVLink bandwidth per GPU (GB/s), TDP (W) and the aliases accepted wherever a "
       "GPU\n"
-      "is named (--gpu H100 = H100-SXM5-80GB). '-' marks a figure not found in a source; --json\n"
-      "gives every field with its source.\n\n"
+      "is named (--gpu H100-SXM = H100-SXM5-80GB). A family name (A100, H100, V100) names every\n"
+      "variant: offers and plan take them all, estimate and fit ask for one. '-' marks a figure\n"
+      "not found in a source; --json gives every field with its source and caveat.\n\n"
       "Examples:\n  fulcrum gpus\n  fulcrum --catalog ./my-catalog gpus --json");
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json,
                 "Print {\"gpus\": [...]}: name, aliases, memory_gib, "
                 "memory_bandwidth_gb_per_second, fp32/tf32/bf16/fp16/fp8_tflops, "
-                "nvlink_gb_per_second, pcie_gen, tdp_watts, source, note (null = not sourced)");
+                "nvlink_gb_per_second, pcie_gen, tdp_watts, source, note, family, caveat (null = "
+                "not sourced / none)");
   cmd->callback([&ctx, json] {
     auto loaded = catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir));
     if (!loaded.ok()) return ReportError(ctx, loaded.status());

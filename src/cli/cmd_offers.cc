@@ -1,4 +1,6 @@
 // `fulcrum offers`: instance offers of the catalog, filtered and ranked.
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -17,7 +19,7 @@ struct OffersFlags {
   int min_gpus = 1;
   double max_price = -1;
   std::vector<std::string> providers;
-  std::string region;
+  std::vector<std::string> regions;
   bool spot = false;
   std::string sort = "price";
   int limit = 0;
@@ -56,7 +58,7 @@ void PrintTable(CliContext& ctx, const std::vector<catalog::RankedOffer>& offers
   for (const auto& r : offers) {
     std::string gpu = r.gpu ? catalog::GpuLabel(*r.gpu) : r.offer->gpu;
     std::vector<std::string> row = {r.offer->provider,
-                                    r.offer->instance_type,
+                                    r.offer->instance_type + (r.offer->caveat.empty() ? "" : " !"),
                                     std::to_string(r.offer->gpu_count) + "x " + gpu,
                                     r.offer->region,
                                     Price(r.offer->on_demand_usd_per_hour),
@@ -70,6 +72,10 @@ void PrintTable(CliContext& ctx, const std::vector<catalog::RankedOffer>& offers
   ctx.out << "\n"
           << offers.size() << " of " << total << " matching offers; USD per instance-hour"
           << (query.spot ? ", ranked by spot price" : "") << "; '-' = not offered.\n";
+  bool caveats = std::any_of(offers.begin(), offers.end(), [](const catalog::RankedOffer& r) {
+    return !r.offer->caveat.empty();
+  });
+  if (caveats) ctx.out << "! = the catalog has a caveat on the row (fulcrum offers --json).\n";
 }
 
 void RunOffers(CliContext& ctx, const OffersFlags& flags) {
@@ -78,7 +84,7 @@ void RunOffers(CliContext& ctx, const OffersFlags& flags) {
   query.min_gpus = flags.min_gpus;
   if (flags.max_price >= 0) query.max_usd_per_hour = flags.max_price;
   query.providers = flags.providers;
-  query.region = flags.region;
+  query.regions = flags.regions;
   query.spot = flags.spot;
   auto sort = catalog::ParseOfferSort(flags.sort);
   if (!sort.ok()) return ReportError(ctx, sort.status());
@@ -107,8 +113,8 @@ void RegisterOffers(CLI::App* cmd, CliContext& ctx) {
       "  fulcrum offers --sort bf16-tflops-per-usd --max-price 10 --json");
   auto flags = std::make_shared<OffersFlags>();
   cmd->add_option("--gpu", flags->gpus,
-                  "Only these GPU models (names or aliases, case-insensitive, comma-separated); "
-                  "default: all")
+                  "Only these GPU models (names, aliases or families such as A100 = every A100 "
+                  "variant; case-insensitive, comma-separated); default: all")
       ->delimiter(',')
       ->type_name("GPU[,GPU...]");
   cmd->add_option("--min-gpus", flags->min_gpus, "Only instances with at least N GPUs")
@@ -123,9 +129,11 @@ void RegisterOffers(CLI::App* cmd, CliContext& ctx) {
                   "Only these providers (ids as in `fulcrum providers`, comma-separated)")
       ->delimiter(',')
       ->type_name("NAME[,NAME...]");
-  cmd->add_option("--region", flags->region,
-                  "Only regions containing TEXT (case-insensitive), e.g. us-east or EU")
-      ->type_name("TEXT");
+  cmd->add_option("--region", flags->regions,
+                  "Only regions containing TEXT (case-insensitive, comma-separated), e.g. "
+                  "us-east or EU")
+      ->delimiter(',')
+      ->type_name("TEXT[,TEXT...]");
   cmd->add_flag("--spot", flags->spot, "Use spot prices: offers without a spot price are left out");
   cmd->add_option("--sort", flags->sort,
                   "price (instance-hour), price-per-gpu (GPU-hour) or bf16-tflops-per-usd "

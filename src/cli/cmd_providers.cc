@@ -14,6 +14,7 @@ namespace {
 
 std::string MatrixCell(const catalog::CriterionResult& c) {
   if (c.verdict == catalog::Verdict::kUnknown && c.detail == "not sourced") return "unknown";
+  if (c.verdict == catalog::Verdict::kUnknown) return c.detail + (c.context.empty() ? "" : "*");
   return std::string(catalog::VerdictName(c.verdict)) + " (" + c.detail + ")";
 }
 
@@ -22,7 +23,9 @@ nlohmann::json CriterionJson(const catalog::CriterionResult& c) {
           {"threshold", c.threshold},
           {"value", c.value ? nlohmann::json(*c.value) : nlohmann::json(nullptr)},
           {"unit", c.unit},
-          {"detail", c.detail}};
+          {"detail", c.detail},
+          {"source", c.source.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.source)},
+          {"context", c.context.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.context)}};
 }
 
 void PrintProviders(CliContext& ctx, const catalog::Catalog& catalog, bool json) {
@@ -49,6 +52,16 @@ void PrintProviders(CliContext& ctx, const catalog::Catalog& catalog, bool json)
     table.AddRow(std::move(row));
   }
   ctx.out << table.Render();
+  std::string context;  // the footnote of the * cells (the same text for every provider)
+  for (const auto& e : evaluations) {
+    for (const auto& c : e.criteria) {
+      if (c.verdict == catalog::Verdict::kUnknown && !c.context.empty()) context = c.context;
+    }
+  }
+  if (!context.empty()) {
+    ctx.out << "\n* No provider publishes a GPU failure rate; " << context
+            << "\n  (source: fulcrum providers --json).\n";
+  }
   ctx.out << "\nGPU FAILURES < 0.5 %/year; NETWORK >= 25 Gbit/s between nodes (best offer);\n"
              "BILLING granularity <= 1 minute; SUPPORT 24x7 with < 15 min response.\n"
              "unknown = no sourced figure. Terms and sources: fulcrum providers --json.\n";

@@ -37,7 +37,7 @@ TEST(ResolveTest, DerivesDpGlobalBatchAndSequence) {
 
 TEST(ResolveTest, RefusesAmbiguousOrMissingModel) {
   EstimateRequest r;
-  r.gpu = "H100";
+  r.gpu = "H100-SXM";
   EXPECT_FALSE(ResolveEstimateInput(r, ShippedCatalog(), kCatalogDir).ok());
   r.model = "gpt2";
   r.layers = 4;
@@ -49,7 +49,7 @@ TEST(ResolveTest, RefusesAmbiguousOrMissingModel) {
 TEST(ResolveTest, GpusNotDivisibleByModelParallelism) {
   EstimateRequest r;
   r.model = "llama-2-7b";
-  r.gpu = "H100";
+  r.gpu = "H100-SXM";
   r.gpus = 6;
   r.tp = 4;
   Result<EstimateInput> in = ResolveEstimateInput(r, ShippedCatalog(), kCatalogDir);

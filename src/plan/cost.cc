@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "catalog/offer_query.h"
 #include "spot/estimate.h"
 #include "spot/interval.h"
 #include "spot/spot_catalog.h"
@@ -33,22 +34,23 @@ double ExtrasUsd(const ExtraCosts& extra, double seconds) {
 
 std::optional<double> HourlyPriceUsd(const catalog::Offer& offer, const catalog::Provider* provider,
                                      PricingModel pricing) {
+  // One price rule for the planner and the offer filter (catalog/offer_query).
+  catalog::Pricing same = catalog::Pricing::kOnDemand;
   switch (pricing) {
     case PricingModel::kOnDemand:
-      return offer.on_demand_usd_per_hour;
+      same = catalog::Pricing::kOnDemand;
+      break;
     case PricingModel::kSpot:
-      return offer.spot_usd_per_hour;
+      same = catalog::Pricing::kSpot;
+      break;
     case PricingModel::kReserved1y:
-    case PricingModel::kReserved3y: {
-      if (provider == nullptr || !offer.on_demand_usd_per_hour) return std::nullopt;
-      const std::optional<double>& pct = pricing == PricingModel::kReserved1y
-                                             ? provider->reserved_1y_discount_pct
-                                             : provider->reserved_3y_discount_pct;
-      if (!pct) return std::nullopt;
-      return *offer.on_demand_usd_per_hour * (1.0 - *pct / 100.0);
-    }
+      same = catalog::Pricing::kReserved1y;
+      break;
+    case PricingModel::kReserved3y:
+      same = catalog::Pricing::kReserved3y;
+      break;
   }
-  return std::nullopt;
+  return catalog::OfferUsdPerHour(offer, provider, same);
 }
 
 double BilledSeconds(double seconds, const catalog::Provider* provider,

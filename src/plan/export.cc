@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "catalog/skypilot_import.h"
 #include "core/parse.h"
 #include "plan/report.h"
 
@@ -60,12 +61,7 @@ Result<ExportFormat> ParseExportFormat(std::string_view text) {
 
 std::string AcceleratorName(const catalog::Catalog& catalog, const std::string& gpu) {
   const catalog::Gpu* g = catalog.FindGpu(gpu);
-  if (g == nullptr) return gpu;
-  std::string best = g->name;
-  for (const std::string& alias : g->aliases) {
-    if (alias.size() < best.size()) best = alias;
-  }
-  return best;
+  return g == nullptr ? gpu : catalog::SkyPilotAcceleratorName(*g);
 }
 
 Result<std::string> ExportCandidate(const PlanResult& r, const catalog::Catalog& catalog, int pick,

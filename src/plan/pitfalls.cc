@@ -9,6 +9,8 @@ uint32_t DetectPitfalls(const PitfallFacts& f) {
     mask |= kPitfallLargeModelSmallGpu;
   }
   if (f.gpus > 1 && f.pcie_only) mask |= kPitfallPcieMultiGpu;
+  if (f.gpus > 1 && f.interconnect_unknown) mask |= kPitfallInterconnectUnknown;
+  if (f.catalog_caveat) mask |= kPitfallCatalogCaveat;
   if (f.nodes > 1 && f.network_gbps && *f.network_gbps < 25.0) mask |= kPitfallSlowInterNode;
   if (f.nodes > 1 && f.network_assumed) mask |= kPitfallNetworkAssumed;
   if (f.spot && !f.checkpointing) mask |= kPitfallSpotNoCheckpoint;
@@ -41,6 +43,10 @@ std::string_view PitfallCode(Pitfall p) {
       return "spot-not-risk-adjusted";
     case kPitfallNetworkAssumed:
       return "network-bandwidth-assumed";
+    case kPitfallCatalogCaveat:
+      return "catalog-caveat";
+    case kPitfallInterconnectUnknown:
+      return "interconnect-unknown";
   }
   return "unknown";
 }
@@ -69,6 +75,12 @@ std::string PitfallMessage(Pitfall p) {
       return "spot cost is list price x time, not risk-adjusted (no preemption simulation)";
     case kPitfallNetworkAssumed:
       return "the offer's network bandwidth is unknown; multi-node time uses the assumed figure";
+    case kPitfallCatalogCaveat:
+      return "the catalog marks a figure of this offer or its GPU as doubtful (see the caveat in "
+             "fulcrum offers --json / fulcrum gpus --json): verify before relying on it";
+    case kPitfallInterconnectUnknown:
+      return "the offer does not say how its GPUs are connected: planned conservatively as PCIe; "
+             "NVLink would be faster";
   }
   return "";
 }

@@ -12,17 +12,19 @@
 namespace fulcrum::plan {
 
 enum Pitfall : uint32_t {
-  kPitfallLargeModelSmallGpu = 1u << 0,   // > 2 B parameters on <= 40 GB GPUs without sharding
-  kPitfallPcieMultiGpu = 1u << 1,         // several GPUs talking over PCIe only
-  kPitfallSlowInterNode = 1u << 2,        // multi-node over < 25 Gbit/s
-  kPitfallSpotNoCheckpoint = 1u << 3,     // spot capacity but the job does not checkpoint
-  kPitfallLowHeadroom = 1u << 4,          // < 10 % of GPU memory free at the peak
-  kPitfallDeadlineMissedP90 = 1u << 5,    // P90 time beyond the deadline
-  kPitfallBudgetExceeded = 1u << 6,       // expected cost beyond the budget
-  kPitfallSpotNotRiskAdjusted = 1u << 7,  // spot cost is list price x time (no simulator)
-  kPitfallNetworkAssumed = 1u << 8,       // multi-node on an assumed network bandwidth
+  kPitfallLargeModelSmallGpu = 1u << 0,    // > 2 B parameters on <= 40 GB GPUs without sharding
+  kPitfallPcieMultiGpu = 1u << 1,          // several GPUs talking over PCIe only
+  kPitfallSlowInterNode = 1u << 2,         // multi-node over < 25 Gbit/s
+  kPitfallSpotNoCheckpoint = 1u << 3,      // spot capacity but the job does not checkpoint
+  kPitfallLowHeadroom = 1u << 4,           // < 10 % of GPU memory free at the peak
+  kPitfallDeadlineMissedP90 = 1u << 5,     // P90 time beyond the deadline
+  kPitfallBudgetExceeded = 1u << 6,        // expected cost beyond the budget
+  kPitfallSpotNotRiskAdjusted = 1u << 7,   // spot cost is list price x time (no simulator)
+  kPitfallNetworkAssumed = 1u << 8,        // multi-node on an assumed network bandwidth
+  kPitfallCatalogCaveat = 1u << 9,         // the GPU or offer row carries a catalog caveat
+  kPitfallInterconnectUnknown = 1u << 10,  // several GPUs, intra-node interconnect unknown
 };
-inline constexpr int kPitfallCount = 9;
+inline constexpr int kPitfallCount = 11;
 
 struct PitfallFacts {
   double parameters = 0;
@@ -31,6 +33,8 @@ struct PitfallFacts {
   int gpus = 1;
   int nodes = 1;
   bool pcie_only = false;              // intra-node interconnect is PCIe (known)
+  bool interconnect_unknown = false;   // the offer does not say (planned as PCIe)
+  bool catalog_caveat = false;         // the offer's or its GPU's row has a `caveat`
   std::optional<double> network_gbps;  // nullopt = unknown
   bool network_assumed = false;
   bool spot = false;

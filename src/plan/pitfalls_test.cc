@@ -41,6 +41,26 @@ TEST(PitfallsTest, MultiGpuOverPcieOnly) {
   EXPECT_EQ(DetectPitfalls(f), kPitfallPcieMultiGpu);
 }
 
+TEST(PitfallsTest, MultiGpuOverAnUnknownInterconnect) {
+  PitfallFacts f = Clean();
+  f.interconnect_unknown = true;
+  EXPECT_EQ(DetectPitfalls(f), 0u);  // one GPU: nothing to talk to
+  f.gpus = 8;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallInterconnectUnknown);
+  EXPECT_EQ(PitfallCodes(DetectPitfalls(f)), (std::vector<std::string>{"interconnect-unknown"}));
+}
+
+TEST(PitfallsTest, CatalogCaveatOnEveryRowUsingIt) {
+  PitfallFacts f = Clean();
+  f.catalog_caveat = true;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallCatalogCaveat);
+  f.gpus = 16;
+  f.nodes = 2;
+  f.network_gbps = 3200;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallCatalogCaveat);
+  EXPECT_EQ(PitfallCodes(kPitfallCatalogCaveat), (std::vector<std::string>{"catalog-caveat"}));
+}
+
 TEST(PitfallsTest, SlowInterNodeNetwork) {
   PitfallFacts f = Clean();
   f.nodes = 2;

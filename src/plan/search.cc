@@ -407,6 +407,8 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     facts.gpus = p.run.gpus;
     facts.nodes = cand.nodes;
     facts.pcie_only = o.interconnect == catalog::Interconnect::kPcie;
+    facts.interconnect_unknown = o.interconnect == catalog::Interconnect::kUnknown;
+    facts.catalog_caveat = !o.caveat.empty() || !p.hc->gpu->caveat.empty();
     facts.network_gbps = o.network_gbps;
     facts.network_assumed = p.hc->network_assumed;
     facts.spot = cand.pricing == PricingModel::kSpot;
