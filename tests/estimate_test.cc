@@ -50,13 +50,15 @@ TEST(EstimateE2eTest, HfConfigAndCustomShapeAgreeWithThePreset) {
                                   "--gpu", "H100"})["memory"]["peak_bytes_per_gpu"];
   EXPECT_DOUBLE_EQ(preset, hf);
   nlohmann::json custom =
-      EstimateJson({"--layers", "12", "--hidden", "768", "--heads", "12", "--gpu", "T4"});
+      EstimateJson({"--layers", "12", "--hidden", "768", "--heads", "12", "--gpu", "T4",
+                    "--precision", "fp16"});
   EXPECT_EQ(custom["model"]["name"], "custom");
   EXPECT_GT(custom["model"]["parameters"].get<double>(), 1e8);
 }
 
 TEST(EstimateE2eTest, TableNamesTheVerdict) {
-  RunOutput r = RunFulcrum({"estimate", "--model", "gpt2", "--gpu", "A10G"});
+  RunOutput r =
+      RunFulcrum({"estimate", "--model", "gpt2", "--gpu", "A10G", "--precision", "fp16"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("activations"), std::string::npos);
   EXPECT_NE(r.out.find("verdict: fits"), std::string::npos) << r.out;

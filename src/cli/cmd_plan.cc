@@ -23,8 +23,11 @@ struct PlanFlags {
   std::string spec_file;
   std::string model, hf_config, tokens, samples, epochs, seq_len, global_batch, precision, method,
       lora_rank, deadline, budget_usd, max_gpus, providers, regions, gpus, pricing, interruptible,
-      weights, top, min_headroom, assume_network_gbps, command;
+      weights, top, min_headroom, assume_network_gbps, command, objective, max_nodes, framework;
   bool no_checkpointing = false;
+  bool strict_batch = false;
+  bool allow_precision_fallback = false;
+  bool reserved_owned = false;
   bool simulate_all_spot = false;
   int threads = 0;
   bool json = false;
@@ -112,7 +115,34 @@ Status ApplyConstraints(const PlanFlags& f, plan::PlanSpec& spec) {
   if (!f.budget_usd.empty()) {
     FULCRUM_RETURN_IF_ERROR(
         Need(ParseDouble(f.budget_usd), "--budget-usd", "an amount in USD", f.budget_usd, v));
+    if (!(v > 0)) {
+      ErrorDetail detail;
+      detail.field = "budget_usd";
+      detail.expected = "a positive amount in USD";
+      detail.found = f.budget_usd;
+      return Status::InvalidInput("--budget-usd: expected a positive amount in USD, found \"" +
+                                  f.budget_usd + "\"")
+          .WithDetail(detail);
+    }
     c.budget_usd = v;
+  }
+  if (!f.max_nodes.empty()) {
+    FULCRUM_RETURN_IF_ERROR(
+        Need(ParseDouble(f.max_nodes), "--max-nodes", "an integer >= 1", f.max_nodes, v));
+    if (v < 1 || v != static_cast<int>(v)) {
+      return Status::InvalidInput("--max-nodes: expected an integer >= 1, found \"" + f.max_nodes +
+                                  "\"");
+    }
+    c.max_nodes = static_cast<int>(v);
+  }
+  if (!f.framework.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(c.framework, workload::ParseFramework(f.framework));
+  }
+  if (f.strict_batch) c.strict_batch = true;
+  if (f.allow_precision_fallback) c.allow_precision_fallback = true;
+  if (f.reserved_owned) c.reserved_owned = true;
+  if (!f.objective.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.objective, plan::ParseObjective(f.objective));
   }
   if (!f.max_gpus.empty()) {
     FULCRUM_RETURN_IF_ERROR(
@@ -287,6 +317,23 @@ void RegisterPlan(CLI::App& root, CliContext& ctx) {
                   "Score weights, e.g. cost=0.4,performance=0.3 (others keep their defaults)")
       ->type_name("LIST");
   cmd->add_option("--top", f->top, "Show the top N candidates (default 10)")->type_name("N");
+  cmd->add_option("--objective", f->objective,
+                  "Rank feasible candidates by: balanced (default: weighted score), cheapest "
+                  "(expected cost) or fastest (P90 time)")
+      ->type_name("balanced|cheapest|fastest");
+  cmd->add_option("--max-nodes", f->max_nodes, "At most this many nodes per candidate")
+      ->type_name("N");
+  cmd->add_option("--framework", f->framework,
+                  "Only layouts this framework runs: megatron, deepspeed, fsdp or hf")
+      ->type_name("NAME");
+  cmd->add_flag("--strict-batch", f->strict_batch,
+                "Drop candidates that cannot keep the spec's global batch");
+  cmd->add_flag("--allow-precision-fallback", f->allow_precision_fallback,
+                "Plan GPUs without the requested precision in fp16 (flagged) instead of skipping "
+                "them");
+  cmd->add_flag("--reserved-owned", f->reserved_owned,
+                "Reserved capacity is already paid for: reserved rows cost their marginal hourly "
+                "price instead of the term's full commitment");
   cmd->add_option("--min-headroom", f->min_headroom,
                   "Fraction of GPU memory a layout must leave free (default 0.1)")
       ->type_name("FRACTION");

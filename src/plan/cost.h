@@ -29,8 +29,11 @@ struct CostAssumptions {
   // (arXiv 2407.21783, section 3.3.4) saw 419 unexpected interruptions in 54 days on 16,384
   // H100 GPUs -> 419 / (54 * 24 * 16384) per GPU-hour (MTBF ~ 50,700 GPU-hours).
   double interruptions_per_gpu_hour = 419.0 / (54.0 * 24.0 * 16384.0);
-  // Billing granularity when the provider's is unknown: per hour (the conservative case).
-  double unknown_granularity_seconds = 3600;
+  // Billing granularity and minimum when the provider's terms are unknown: per minute with a
+  // one-minute minimum (fulcrum's assumption, conservative against the per-second terms most
+  // sourced providers publish); such rows are flagged billing-terms-unknown.
+  double unknown_granularity_seconds = 60;
+  double unknown_minimum_billed_seconds = 60;
   // Spot: mean time to interruption of one instance (spot::DefaultMttiSeconds from
   // catalog/spot_bands.csv, loaded by LoadCostAssumptions); 0 = unknown, spot rows are then
   // list price x time and flagged as not risk-adjusted.
@@ -55,9 +58,14 @@ std::optional<double> HourlyPriceUsd(const catalog::Offer& offer, const catalog:
                                      PricingModel pricing);
 
 // Seconds billed for one instance running `seconds`: rounded up to the provider's granularity,
-// at least its minimum.
+// at least its minimum (the assumed terms where the provider's are unknown).
 double BilledSeconds(double seconds, const catalog::Provider* provider,
                      const CostAssumptions& assumptions = {});
+// Whether the provider's billing granularity is unknown (BilledSeconds assumes per minute).
+bool BillingTermsUnknown(const catalog::Provider* provider);
+
+// Length of a reservation / committed-use term (1 or 3 years of 8760 h); 0 for on-demand/spot.
+double ReservedTermSeconds(PricingModel pricing);
 
 struct RunInput {
   double work_seconds = 0;  // tokens / throughput (no overheads)
@@ -71,6 +79,17 @@ struct RunInput {
   ExtraCosts extra;
   std::optional<double> deadline_seconds;        // for the spot policy's safety net
   std::optional<double> on_demand_usd_per_hour;  // per instance, the spot fallback price
+  bool reserved_owned = false;  // reserved: the term is already paid for (marginal cost)
+};
+
+// Where the expected cost goes (USD; sums to RunCost::expected_usd).
+struct CostBreakdown {
+  double compute_usd = 0;      // instance time for the work, start-up and billing rounding
+  double storage_usd = 0;      // persistent disks and checkpoint storage
+  double egress_usd = 0;       // data and checkpoints leaving the region
+  double failures_usd = 0;     // restarts and lost work (hardware failures, spot preemptions)
+  double checkpoint_usd = 0;   // instance time spent writing checkpoints
+  double commitment_usd = 0;   // reserved: the part of the term the job does not use
 };
 
 struct RunCost {
@@ -83,6 +102,10 @@ struct RunCost {
   bool risk_adjusted = true;         // false: spot priced as list price x time (no simulator input)
   std::string_view spot_policy;      // spot: the simulated policy ("greedy", "uniform-progress")
   double deadline_met_fraction = 1;  // spot: share of simulated runs that met the deadline
+  double expected_interruptions = 0;  // hardware failures (+ spot preemptions) over the run
+  double failure_seconds = 0;         // expected time lost to hardware failures (restarts)
+  CostBreakdown breakdown;
+  bool reserved_commitment = false;  // reserved row priced as the term's full commitment
 };
 
 // The run's time and cost for one pricing model.

@@ -18,6 +18,14 @@ uint32_t DetectPitfalls(const PitfallFacts& f) {
     mask |= kPitfallDeadlineMissedP90;
   }
   if (f.budget_usd && f.expected_usd > *f.budget_usd) mask |= kPitfallBudgetExceeded;
+  if (f.global_batch_changed) mask |= kPitfallGlobalBatchChanged;
+  if (f.precision_fallback) mask |= kPitfallPrecisionFallback;
+  if (f.reserved_term_seconds > 0 &&
+      f.total_seconds < kReservedCommitmentShare * f.reserved_term_seconds) {
+    mask |= kPitfallReservedCommitment;
+  }
+  if (f.billing_terms_unknown) mask |= kPitfallBillingTermsUnknown;
+  if (f.spot && f.nodes > 1) mask |= kPitfallSpotCapacityRisk;
   return mask;
 }
 
@@ -41,6 +49,16 @@ std::string_view PitfallCode(Pitfall p) {
       return "spot-not-risk-adjusted";
     case kPitfallNetworkAssumed:
       return "network-bandwidth-assumed";
+    case kPitfallGlobalBatchChanged:
+      return "global-batch-changed";
+    case kPitfallPrecisionFallback:
+      return "precision-fallback";
+    case kPitfallReservedCommitment:
+      return "reserved-commitment";
+    case kPitfallBillingTermsUnknown:
+      return "billing-terms-unknown";
+    case kPitfallSpotCapacityRisk:
+      return "spot-capacity-risk";
   }
   return "unknown";
 }
@@ -69,6 +87,21 @@ std::string PitfallMessage(Pitfall p) {
       return "spot cost is list price x time, not risk-adjusted (no preemption simulation)";
     case kPitfallNetworkAssumed:
       return "the offer's network bandwidth is unknown; multi-node time uses the assumed figure";
+    case kPitfallGlobalBatchChanged:
+      return "no layout on this many GPUs keeps the spec's global batch: it is rounded up to a "
+             "multiple of dp x micro-batch (--strict-batch drops such candidates)";
+    case kPitfallPrecisionFallback:
+      return "the GPU has no tensor-core mode for the requested precision: planned in fp16 "
+             "(loss scaling needed)";
+    case kPitfallReservedCommitment:
+      return "a reservation commits to the whole term, far longer than this job: its cost is the "
+             "term's full price (--reserved-owned if it is already paid for)";
+    case kPitfallBillingTermsUnknown:
+      return "the provider's billing granularity is unknown: billed per minute with a one-minute "
+             "minimum (an assumption)";
+    case kPitfallSpotCapacityRisk:
+      return "multi-node spot needs every node at once: a preemption of any node stops the run "
+             "and spare capacity for all of them may not be there";
   }
   return "";
 }

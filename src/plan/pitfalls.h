@@ -21,8 +21,13 @@ enum Pitfall : uint32_t {
   kPitfallBudgetExceeded = 1u << 6,       // expected cost beyond the budget
   kPitfallSpotNotRiskAdjusted = 1u << 7,  // spot cost is list price x time (no simulator)
   kPitfallNetworkAssumed = 1u << 8,       // multi-node on an assumed network bandwidth
+  kPitfallGlobalBatchChanged = 1u << 9,   // no layout keeps the spec's global batch
+  kPitfallPrecisionFallback = 1u << 10,   // the GPU lacks the precision: planned in fp16
+  kPitfallReservedCommitment = 1u << 11,  // reserved term far longer than the job
+  kPitfallBillingTermsUnknown = 1u << 12, // billing granularity assumed (per minute)
+  kPitfallSpotCapacityRisk = 1u << 13,    // multi-node spot: every node must be held at once
 };
-inline constexpr int kPitfallCount = 9;
+inline constexpr int kPitfallCount = 14;
 
 struct PitfallFacts {
   double parameters = 0;
@@ -41,7 +46,15 @@ struct PitfallFacts {
   double p90_seconds = 0;
   std::optional<double> budget_usd;
   double expected_usd = 0;
+  bool global_batch_changed = false;
+  bool precision_fallback = false;
+  double reserved_term_seconds = 0;  // 0: not reserved, or already owned
+  double total_seconds = 0;
+  bool billing_terms_unknown = false;
 };
+
+// A reserved term counts as much longer than the job when the job uses less than this share.
+inline constexpr double kReservedCommitmentShare = 0.5;
 
 uint32_t DetectPitfalls(const PitfallFacts& facts);
 

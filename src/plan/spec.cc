@@ -103,7 +103,8 @@ Status ParseConstraints(const std::string& origin, const YAML::Node& node, Const
   FULCRUM_RETURN_IF_ERROR(
       CheckKeys(origin, node,
                 {"deadline", "budget_usd", "max_gpus", "providers", "regions", "gpus", "pricing",
-                 "interruptible", "min_headroom", "assume_network_gbps"},
+                 "interruptible", "min_headroom", "assume_network_gbps", "max_nodes",
+                 "framework", "strict_batch"},
                 "constraints."));
   if (node["deadline"]) {
     FULCRUM_ASSIGN_OR_RETURN(c.deadline_seconds,
@@ -156,6 +157,25 @@ Status ParseConstraints(const std::string& origin, const YAML::Node& node, Const
         c.assume_network_gbps,
         Number(origin, node["assume_network_gbps"], "constraints.assume_network_gbps",
                ParsePositive, "a positive bandwidth in Gbit/s"));
+  }
+  if (node["max_nodes"]) {
+    FULCRUM_ASSIGN_OR_RETURN(double v, Number(origin, node["max_nodes"], "constraints.max_nodes",
+                                              ParsePositive, "a positive integer"));
+    c.max_nodes = static_cast<int>(v);
+  }
+  if (node["framework"]) {
+    FULCRUM_ASSIGN_OR_RETURN(std::string text,
+                             ScalarText(origin, node["framework"], "constraints.framework"));
+    Result<workload::Framework> f = workload::ParseFramework(text);
+    if (!f.ok()) {
+      return Bad(origin, node["framework"], "constraints.framework",
+                 "megatron, deepspeed, fsdp or hf");
+    }
+    c.framework = *f;
+  }
+  if (node["strict_batch"]) {
+    FULCRUM_ASSIGN_OR_RETURN(c.strict_batch,
+                             Bool(origin, node["strict_batch"], "constraints.strict_batch"));
   }
   return Status::Ok();
 }
@@ -302,6 +322,27 @@ Result<PricingModel> ParsePricingModel(std::string_view text) {
                               std::string("spot, found \"") + std::string(text) + "\"");
 }
 
+std::string_view ObjectiveName(Objective o) {
+  switch (o) {
+    case Objective::kBalanced:
+      return "balanced";
+    case Objective::kCheapest:
+      return "cheapest";
+    case Objective::kFastest:
+      return "fastest";
+  }
+  return "balanced";
+}
+
+Result<Objective> ParseObjective(std::string_view text) {
+  const std::string t = ToLower(Trim(text));
+  if (t == "balanced") return Objective::kBalanced;
+  if (t == "cheapest") return Objective::kCheapest;
+  if (t == "fastest") return Objective::kFastest;
+  return Status::InvalidInput("objective: expected balanced, cheapest or fastest, found \"" +
+                              std::string(text) + "\"");
+}
+
 Result<Weights> ParseWeights(std::string_view text, Weights base) {
   for (const std::string& part : Split(text, ',')) {
     if (Trim(part).empty()) continue;
@@ -349,7 +390,8 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
         origin, root, {"model",     "hf_config",       "tokens",        "samples", "epochs",
                        "seq_len",   "global_batch",    "precision",     "method",  "lora_rank",
                        "optimizer", "flash_attention", "checkpointing", "command", "constraints",
-                       "weights",   "costs",           "top",           "name",    "description"},
+                       "weights",   "costs",           "top",           "name",    "description",
+                       "objective"},
         ""));
     FULCRUM_RETURN_IF_ERROR(ParseModelAndWork(origin, root, base_dir, spec));
     FULCRUM_RETURN_IF_ERROR(ParseTraining(origin, root, spec));
@@ -366,6 +408,15 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
     if (root["weights"])
       FULCRUM_RETURN_IF_ERROR(ParseWeightsNode(origin, root["weights"], spec.weights));
     if (root["costs"]) FULCRUM_RETURN_IF_ERROR(ParseCosts(origin, root["costs"], spec.extra));
+    if (root["objective"]) {
+      FULCRUM_ASSIGN_OR_RETURN(std::string text,
+                               ScalarText(origin, root["objective"], "objective"));
+      Result<Objective> o = ParseObjective(text);
+      if (!o.ok()) {
+        return Bad(origin, root["objective"], "objective", "balanced, cheapest or fastest");
+      }
+      spec.objective = *o;
+    }
     if (root["top"]) {
       FULCRUM_ASSIGN_OR_RETURN(
           double v, Number(origin, root["top"], "top", ParsePositive, "a positive integer"));

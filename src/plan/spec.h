@@ -22,6 +22,13 @@ inline constexpr int kPricingModelCount = 4;
 std::string_view PricingModelName(PricingModel p);  // on_demand | reserved_1y | reserved_3y | spot
 Result<PricingModel> ParsePricingModel(std::string_view text);  // also on-demand, reserved-1y...
 
+// How candidates that meet the deadline (P90) and the budget are ranked (they always come
+// before those that do not): balanced = the weighted score (score.h), cheapest = expected cost
+// (P90 cost breaks ties), fastest = P90 time.
+enum class Objective : uint8_t { kBalanced, kCheapest, kFastest };
+std::string_view ObjectiveName(Objective o);  // balanced | cheapest | fastest
+Result<Objective> ParseObjective(std::string_view text);
+
 // Criteria weights of the score (defaults from the issue: 0.30/0.25/0.20/0.15/0.10).
 struct Weights {
   double stability = 0.30;
@@ -48,6 +55,16 @@ struct Constraints {
   // Multi-node layouts need the offer's network bandwidth; where the catalog does not know it,
   // they are skipped unless this assumption (Gbit/s per node) is given.
   std::optional<double> assume_network_gbps;
+  std::optional<int> max_nodes;  // at most this many nodes per candidate
+  // Only layouts this framework can run (nullopt: each layout gets the framework that fits it).
+  std::optional<workload::Framework> framework;
+  bool strict_batch = false;  // drop candidates whose global batch differs from the spec's
+  // A precision the GPU cannot run in tensor cores: false skips the GPU, true plans it in fp16
+  // (with a precision-fallback warning).
+  bool allow_precision_fallback = false;
+  // Reserved capacity already paid for: a reserved row costs its marginal (hourly) price, not
+  // the term's full commitment.
+  bool reserved_owned = false;
 };
 
 // Optional run-cost terms beyond the instances.
@@ -75,6 +92,7 @@ struct PlanSpec {
   std::string command;        // the user's training command (for --export)
   Constraints constraints;
   Weights weights;
+  Objective objective = Objective::kBalanced;
   ExtraCosts extra;
   int top = 10;
   // Skip simulating spot candidates that provably cannot reach the top N or the Pareto front
