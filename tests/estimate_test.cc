@@ -89,5 +89,32 @@ TEST(EstimateE2eTest, InconsistentInputIsRefused) {
   ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--precision", "fp4"}, "--precision");
 }
 
+TEST(EstimateE2eTest, PrecisionsTheGpuLacksAreRefusedNamingWhatItSupports) {
+  // A100 has no FP8 units, V100 no bf16 (NVIDIA datasheets): no silent fallback to another peak.
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--precision", "fp8"},
+                "A100-SXM4-80GB");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--precision", "fp8"},
+                "supports bf16, fp16, fp32");
+  ExpectRefused({"--model", "gpt2", "--gpu", "V100-32GB"}, "no bf16");
+  // What the GPU has is accepted.
+  EXPECT_EQ(RunFulcrum({"estimate", "--model", "gpt2", "--gpu", "V100-32GB", "--precision",
+                        "fp16"})
+                .exit_code,
+            0);
+}
+
+TEST(EstimateE2eTest, FrameworksOnlyGetTheShardingTheyHave) {
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8", "--tp", "2", "--zero",
+                 "2", "--framework", "megatron"},
+                "--framework megatron cannot run");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8", "--zero", "1",
+                 "--framework", "fsdp"},
+                "--framework fsdp cannot run");
+  // No framework named: one that has the layout is chosen.
+  nlohmann::json doc = EstimateJson({"--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8",
+                                     "--tp", "2", "--zero", "1"});
+  EXPECT_EQ(doc["setup"]["framework"], "megatron");
+}
+
 }  // namespace
 }  // namespace fulcrum::testing
