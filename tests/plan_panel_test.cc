@@ -306,13 +306,23 @@ TEST(PlanPanelTest, GlobalBatchStaysOrIsFlagged) {
 TEST(PlanPanelTest, ImpossibleInputsAreRefused) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--budget-usd", "-5"}, {"--max-nodes", "0"},
-        {"--objective", "quickest"}, {"--framework", "jax"}}) {
-    std::vector<std::string> argv = {"plan", "--model", "llama-2-7b", "--tokens", "1B"};
+        {"--objective", "quickest"}, {"--framework", "jax"}, {"--tokens", "1e19"},
+        {"--tokens", "1e400"}, {"--seq-len", "100000"}}) {
+    std::vector<std::string> argv = {"plan", "--model", "llama-2-7b"};
+    if (args[0] != "--tokens") argv.insert(argv.end(), {"--tokens", "1B"});
     argv.insert(argv.end(), args.begin(), args.end());
     RunOutput r = RunFulcrum(argv, NoUserOffers());
     EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.out;
-    EXPECT_NE(r.err.find(args[0].substr(2)), std::string::npos) << r.err;
+    const std::string field = args[0] == "--tokens"    ? "1e15"
+                              : args[0] == "--seq-len" ? "context of 4096"
+                                                       : args[0].substr(2);
+    EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
   }
+  // A context-extension run is allowed when asked for.
+  RunOutput r = RunFulcrum({"plan", "--model", "llama-2-7b", "--tokens", "1B", "--seq-len",
+                            "8192", "--allow-long-context", "--top", "1"},
+                           NoUserOffers());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 }  // namespace

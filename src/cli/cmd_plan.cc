@@ -28,6 +28,7 @@ struct PlanFlags {
   bool strict_batch = false;
   bool allow_precision_fallback = false;
   bool reserved_owned = false;
+  bool allow_long_context = false;
   bool simulate_all_spot = false;
   int threads = 0;
   bool json = false;
@@ -93,6 +94,7 @@ Status ApplyModelAndWork(const PlanFlags& f, plan::PlanSpec& spec) {
   if (f.no_checkpointing) spec.checkpointing = false;
   if (!f.command.empty()) spec.command = f.command;
   if (f.simulate_all_spot) spec.prune_spot = false;
+  if (f.allow_long_context) spec.allow_long_context = true;
   return Status::Ok();
 }
 
@@ -331,6 +333,8 @@ void RegisterPlan(CLI::App& root, CliContext& ctx) {
   cmd->add_flag("--allow-precision-fallback", f->allow_precision_fallback,
                 "Plan GPUs without the requested precision in fp16 (flagged) instead of skipping "
                 "them");
+  cmd->add_flag("--allow-long-context", f->allow_long_context,
+                "Plan a sequence length beyond the model's context (a context-extension run)");
   cmd->add_flag("--reserved-owned", f->reserved_owned,
                 "Reserved capacity is already paid for: reserved rows cost their marginal hourly "
                 "price instead of the term's full commitment");

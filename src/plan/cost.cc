@@ -11,8 +11,14 @@ namespace fulcrum::plan {
 namespace {
 
 // Smallest k with P(Poisson(lambda) <= k) >= q.
+// Large means use the normal approximation (exp(-lambda) underflows; the loop would grow with
+// the work): lambda + z_q sqrt(lambda), z_0.9 = 1.2816.
 int PoissonQuantile(double lambda, double q) {
   if (lambda <= 0) return 0;
+  if (lambda > 500) {
+    const double z = q >= 0.9 ? 1.2816 : 0.0;
+    return static_cast<int>(std::min(1e9, std::ceil(lambda + z * std::sqrt(lambda))));
+  }
   double term = std::exp(-lambda), sum = term;
   int k = 0;
   while (sum < q && k < 100000) {

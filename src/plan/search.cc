@@ -356,6 +356,19 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     return Status::InvalidInput(spec.origin + ": tokens: '" + model.name +
                                 "' is a generic (non-token) model; give samples and epochs");
   }
+  if (model.max_seq_len > 0 && spec.training.seq_len > model.max_seq_len &&
+      !spec.allow_long_context) {
+    ErrorDetail detail;
+    detail.field = "seq_len";
+    detail.expected = "at most " + std::to_string(model.max_seq_len);
+    detail.found = std::to_string(spec.training.seq_len);
+    return Status::InvalidInput(spec.origin + ": seq_len " + std::to_string(spec.training.seq_len) +
+                                " is beyond " + model.name + "'s context of " +
+                                std::to_string(model.max_seq_len) +
+                                " tokens (--allow-long-context plans it anyway, e.g. for a "
+                                "context-extension run)")
+        .WithDetail(detail);
+  }
   PlanResult result;
   result.model = model;
   result.spec = spec;

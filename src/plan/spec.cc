@@ -1,9 +1,11 @@
 #include "plan/spec.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include "core/parse.h"
@@ -449,8 +451,24 @@ Status ValidateSpec(const PlanSpec& spec) {
                                 ": work: give exactly one of tokens (--tokens 20B) or samples "
                                 "(--samples 1.28M, with epochs)");
   }
-  if ((spec.tokens && *spec.tokens <= 0) || (spec.samples && *spec.samples <= 0)) {
-    return Status::InvalidInput(spec.origin + ": work: tokens/samples must be positive");
+  if ((spec.tokens && !(*spec.tokens > 0)) || (spec.samples && !(*spec.samples > 0)) ||
+      !(spec.epochs > 0)) {
+    return Status::InvalidInput(spec.origin + ": work: tokens/samples/epochs must be positive");
+  }
+  // Far beyond any published run (Llama 3: 15.6e12 tokens); the search's time must not grow
+  // with the work, and such numbers are typos (1e19) or overflow (1e400 = infinity).
+  const double work = spec.tokens ? *spec.tokens : *spec.samples * spec.epochs;
+  if (!std::isfinite(work) || work > kMaxWorkUnits) {
+    return Status::InvalidInput(spec.origin + ": work: " + (spec.tokens ? "tokens" : "samples x epochs") +
+                                " beyond the limit of 1e15 (found " + fmt::format("{:.3g}", work) + ")");
+  }
+  if (spec.constraints.budget_usd && !(*spec.constraints.budget_usd > 0)) {
+    return Status::InvalidInput(spec.origin + ": constraints.budget_usd: expected a positive amount");
+  }
+  if (spec.constraints.deadline_seconds && !(*spec.constraints.deadline_seconds > 0 &&
+                                             *spec.constraints.deadline_seconds <= kMaxDeadlineSeconds)) {
+    return Status::InvalidInput(spec.origin +
+                                ": constraints.deadline: expected a duration up to 10 years");
   }
   if (spec.training.seq_len < 1) {
     return Status::InvalidInput(spec.origin + ": seq_len: expected a positive integer");

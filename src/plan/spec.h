@@ -95,6 +95,8 @@ struct PlanSpec {
   Objective objective = Objective::kBalanced;
   ExtraCosts extra;
   int top = 10;
+  // Sequences longer than the model's context (max_seq_len) are refused unless this is set.
+  bool allow_long_context = false;
   // Skip simulating spot candidates that provably cannot reach the top N or the Pareto front
   // (search.cc, SpotCandidatesToSimulate); false simulates every spot candidate.
   bool prune_spot = true;
@@ -116,7 +118,13 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
                                const std::string& base_dir = "");
 Result<PlanSpec> LoadPlanFile(const std::string& path);
 
-// Checks a finished spec: a model given, positive work, a sequence length, sane constraints.
+// Bounds of the work and the deadline (issue 19): tokens or samples x epochs up to 1e15, a
+// deadline up to 10 years, each far beyond any published run.
+inline constexpr double kMaxWorkUnits = 1e15;
+inline constexpr double kMaxDeadlineSeconds = 10 * 8760 * 3600.0;
+
+// Checks a finished spec: a model given, positive finite work within kMaxWorkUnits, a sequence
+// length, sane constraints.
 Status ValidateSpec(const PlanSpec& spec);
 
 }  // namespace fulcrum::plan

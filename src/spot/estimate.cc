@@ -15,6 +15,10 @@ double AutoCheckpointIntervalSeconds(double checkpoint_cost_seconds, double mtti
 }
 
 Result<SpotJobEstimate> EstimateSpotJob(const SpotJobInput& input) {
+  if (!(input.work_seconds >= 0 && input.work_seconds <= kMaxJobSeconds)) {
+    return Status::InvalidInput("spot job: work of " + std::to_string(input.work_seconds) +
+                                " s is beyond the 10-year limit");
+  }
   FULCRUM_ASSIGN_OR_RETURN(
       PreemptionModel model,
       PreemptionModel::Exponential(input.mtti_seconds, input.outage_mean_seconds));
