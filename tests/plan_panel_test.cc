@@ -4,6 +4,8 @@
 // ranks by raw speed, bills reservations by the hour, proposes hardware modes that do not exist
 // or changes the batch silently.
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <tuple>
@@ -300,6 +302,36 @@ TEST(PlanPanelTest, GlobalBatchStaysOrIsFlagged) {
     EXPECT_EQ(c["parallel"]["global_batch"], 128);
     EXPECT_LE(c["nodes"].get<int>(), 2);
   }
+}
+
+// 17. Hidden costs: disks, checkpoints kept after the run and egress join the total when the spec
+//     gives them, priced per provider; providers without a sourced price are named.
+TEST(PlanPanelTest, StorageAndEgressJoinTheTotal) {
+  const std::string dir = MakeTempDir("panel-storage");
+  const std::string spec = dir + "/job.yaml";
+  std::ofstream(spec) << "model: llama-2-7b\ntokens: 1B\nstorage: {disk_gb: 2000, checkpoint_gb: "
+                         "500, keep_days: 30}\negress_gb: 500\n";
+  const json with = Plan({spec, "--providers", "aws", "--pricing", "on_demand", "--top", "1"});
+  ASSERT_FALSE(with["candidates"].empty());
+  const json& c = with["candidates"][0];
+  const json& b = c["cost"]["breakdown"];
+  EXPECT_GT(b["storage_usd"].get<double>(), 0);
+  EXPECT_GT(b["egress_usd"].get<double>(), 0);
+  double sum = 0;
+  for (const char* k : {"compute_usd", "storage_usd", "egress_usd", "failures_usd",
+                        "checkpoint_usd", "commitment_usd"}) {
+    sum += b[k].get<double>();
+  }
+  EXPECT_NEAR(sum, Usd(c), 0.05);
+  const json flags = Plan({"--model", "llama-2-7b", "--tokens", "1B", "--egress-gb", "500",
+                           "--disk-gb", "100", "--top", "500"});
+  bool unpriced_note = false;
+  for (const json& n : flags["notes"]) {
+    unpriced_note = unpriced_note || std::string(n).find("no sourced storage/egress price") !=
+                                         std::string::npos;
+  }
+  EXPECT_TRUE(unpriced_note);
+  std::filesystem::remove_all(dir);
 }
 
 // 16. Impossible inputs are exit 2 with the reason.

@@ -23,7 +23,7 @@ struct PlanFlags {
   std::string spec_file;
   std::string model, hf_config, tokens, samples, epochs, seq_len, global_batch, precision, method,
       lora_rank, deadline, budget_usd, max_gpus, providers, regions, gpus, pricing, interruptible,
-      weights, top, min_headroom, assume_network_gbps, command, objective, max_nodes, framework;
+      weights, top, min_headroom, assume_network_gbps, command, objective, max_nodes, framework, disk_gb, egress_gb;
   bool no_checkpointing = false;
   bool strict_batch = false;
   bool allow_precision_fallback = false;
@@ -127,6 +127,19 @@ Status ApplyConstraints(const PlanFlags& f, plan::PlanSpec& spec) {
           .WithDetail(detail);
     }
     c.budget_usd = v;
+  }
+  if (!f.disk_gb.empty()) {
+    FULCRUM_RETURN_IF_ERROR(Need(ParseDouble(f.disk_gb), "--disk-gb", "GB >= 0", f.disk_gb, v));
+    if (!(v >= 0)) return Status::InvalidInput("--disk-gb: expected GB >= 0, found " + f.disk_gb);
+    spec.storage.disk_gb = v;
+  }
+  if (!f.egress_gb.empty()) {
+    FULCRUM_RETURN_IF_ERROR(
+        Need(ParseDouble(f.egress_gb), "--egress-gb", "GB >= 0", f.egress_gb, v));
+    if (!(v >= 0)) {
+      return Status::InvalidInput("--egress-gb: expected GB >= 0, found " + f.egress_gb);
+    }
+    spec.storage.egress_gb = v;
   }
   if (!f.max_nodes.empty()) {
     FULCRUM_RETURN_IF_ERROR(
@@ -323,6 +336,12 @@ void RegisterPlan(CLI::App& root, CliContext& ctx) {
                   "Rank feasible candidates by: balanced (default: weighted score), cheapest "
                   "(expected cost) or fastest (P90 time)")
       ->type_name("balanced|cheapest|fastest");
+  cmd->add_option("--disk-gb", f->disk_gb,
+                  "Persistent disk the job keeps while it runs (GB; priced per provider)")
+      ->type_name("GB");
+  cmd->add_option("--egress-gb", f->egress_gb,
+                  "Data or checkpoints leaving the region (GB; priced per provider)")
+      ->type_name("GB");
   cmd->add_option("--max-nodes", f->max_nodes, "At most this many nodes per candidate")
       ->type_name("N");
   cmd->add_option("--framework", f->framework,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/parse.h"
 #include "spot/estimate.h"
 #include "spot/interval.h"
 #include "spot/spot_catalog.h"
@@ -29,12 +30,18 @@ int PoissonQuantile(double lambda, double q) {
   return k;
 }
 
+constexpr double kMonthSeconds = 730.0 * 3600.0;  // 730 h per month (8760 / 12)
+
 double StorageUsd(const ExtraCosts& extra, double seconds) {
-  const double months = seconds / (730.0 * 3600.0);  // 730 h per month (8760 / 12)
-  return extra.storage_gb * extra.storage_usd_per_gb_month * months;
+  const double months = seconds / kMonthSeconds;
+  return (extra.storage_gb * extra.storage_usd_per_gb_month + extra.priced_storage_usd_per_month) *
+             months +
+         extra.retained_storage_usd;
 }
 
-double EgressUsd(const ExtraCosts& extra) { return extra.egress_gb * extra.egress_usd_per_gb; }
+double EgressUsd(const ExtraCosts& extra) {
+  return extra.egress_gb * extra.egress_usd_per_gb + extra.priced_egress_usd;
+}
 
 double ExtrasUsd(const ExtraCosts& extra, double seconds) {
   return StorageUsd(extra, seconds) + EgressUsd(extra);
@@ -52,6 +59,31 @@ double InstanceUsd(const RunInput& in, double seconds, const CostAssumptions& a)
 }
 
 }  // namespace
+
+ExtraCosts ExtrasFor(const PlanSpec& spec, const std::string& provider,
+                     const CostAssumptions& a, bool* unpriced) {
+  ExtraCosts e = spec.extra;
+  const StorageNeeds& n = spec.storage;
+  if (n.disk_gb <= 0 && n.checkpoint_gb <= 0 && n.egress_gb <= 0) return e;
+  const spot::StoragePrice* price = nullptr;
+  for (const spot::StoragePrice& p : a.storage_prices) {
+    if (EqualsIgnoreCase(p.provider, provider)) price = &p;
+  }
+  auto rate = [&](const std::optional<double> spot::StoragePrice::*field, double amount) {
+    if (amount <= 0) return 0.0;
+    if (price == nullptr || !(price->*field)) {
+      *unpriced = true;
+      return 0.0;
+    }
+    return *(price->*field);
+  };
+  const double disk = rate(&spot::StoragePrice::disk_usd_per_gb_month, n.disk_gb);
+  const double checkpoint = rate(&spot::StoragePrice::checkpoint_usd_per_gb_month, n.checkpoint_gb);
+  e.priced_storage_usd_per_month += n.disk_gb * disk + n.checkpoint_gb * checkpoint;
+  e.retained_storage_usd += n.checkpoint_gb * checkpoint * n.keep_days * 86400.0 / kMonthSeconds;
+  e.priced_egress_usd += n.egress_gb * rate(&spot::StoragePrice::egress_usd_per_gb, n.egress_gb);
+  return e;
+}
 
 std::optional<double> HourlyPriceUsd(const catalog::Offer& offer, const catalog::Provider* provider,
                                      PricingModel pricing) {
@@ -225,6 +257,8 @@ CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string*
   } else {
     missing += "storage.csv";
   }
+  Result<std::vector<spot::StoragePrice>> prices = spot::LoadStoragePrices(catalog_dir);
+  if (prices.ok()) a.storage_prices = std::move(*prices);
   Result<double> mtti = spot::DefaultMttiSeconds(catalog_dir);
   if (mtti.ok()) {
     a.spot_mtti_seconds_per_instance = *mtti;

@@ -13,6 +13,7 @@
 
 #include "catalog/catalog.h"
 #include "plan/spec.h"
+#include "spot/spot_catalog.h"
 
 namespace fulcrum::plan {
 
@@ -40,6 +41,8 @@ struct CostAssumptions {
   double spot_mtti_seconds_per_instance = 0;
   // Monte Carlo trials per spot candidate (spot::EstimateSpotJob) and the seed (deterministic).
   int spot_trials = 100;
+  // Per-provider storage and egress prices (catalog/storage_prices.csv); empty = none known.
+  std::vector<spot::StoragePrice> storage_prices;
   uint64_t spot_seed = 1;
   // How often the job polls for a preemption notice (the calibration README: poll instance
   // metadata every 5 s) and the margin kept free at the end of the notice (fulcrum's assumption).
@@ -51,6 +54,11 @@ struct CostAssumptions {
 // kind's write bandwidth (catalog/storage.csv) and the default spot band's MTTI
 // (catalog/spot_bands.csv). Missing tables keep the defaults above (and a note says so).
 CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string* note);
+
+// The extras of a run on `provider`: spec.extra plus spec.storage priced at the provider's
+// sourced prices. Sets *unpriced when the spec needs a price the catalog does not have.
+ExtraCosts ExtrasFor(const PlanSpec& spec, const std::string& provider,
+                     const CostAssumptions& assumptions, bool* unpriced);
 
 // USD per instance-hour for `pricing`, nullopt when the offer/provider has no such price
 // (no spot price, or no sourced reserved discount). Reserved = on-demand x (1 - discount).

@@ -263,7 +263,8 @@ std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending
     const RunInput& r = pending[spot[k]].run;
     const double price = std::min(r.hourly_usd, r.on_demand_usd_per_hour.value_or(r.hourly_usd));
     t_lb[k] = r.work_seconds + a.startup_seconds;
-    c_lb[k] = price * r.nodes * t_lb[k] / 3600.0 + r.extra.egress_gb * r.extra.egress_usd_per_gb;
+    c_lb[k] = price * r.nodes * t_lb[k] / 3600.0 + r.extra.egress_gb * r.extra.egress_usd_per_gb +
+              r.extra.priced_egress_usd + r.extra.retained_storage_usd;
   }
   std::vector<const Candidate*> feasible;
   for (size_t i : exact) {
@@ -471,6 +472,14 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   }
 
   // --- candidates: offer x nodes x pricing (cost on the worker threads: spot simulates) ----
+  std::vector<ExtraCosts> extras_of_offer(offers.size());
+  std::set<std::string> unpriced_providers;
+  for (size_t i = 0; i < offers.size(); ++i) {
+    if (class_of_offer[i] < 0) continue;
+    bool unpriced = false;
+    extras_of_offer[i] = ExtrasFor(spec, offers[i].provider, assumptions, &unpriced);
+    if (unpriced) unpriced_providers.insert(offers[i].provider);
+  }
   std::vector<Pending> pending;
   for (size_t i = 0; i < offers.size(); ++i) {
     if (class_of_offer[i] < 0) continue;
@@ -502,7 +511,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
         p.run.hourly_usd = *hourly;
         p.run.pricing = pricing;
         p.run.provider = provider;
-        p.run.extra = spec.extra;
+        p.run.extra = extras_of_offer[i];
         p.run.deadline_seconds = c.deadline_seconds;
         p.run.on_demand_usd_per_hour = o.on_demand_usd_per_hour;
         p.run.reserved_owned = c.reserved_owned;
@@ -611,6 +620,12 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     result.notes.push_back(
         "no deadline: runs finishing within 24 h at P90 count as fast enough (the balanced "
         "score's performance saturates; --deadline sets it to half the deadline)");
+  }
+  if (!unpriced_providers.empty()) {
+    std::string list;
+    for (const std::string& p : unpriced_providers) list += (list.empty() ? "" : ", ") + p;
+    result.notes.push_back("no sourced storage/egress price for " + list +
+                           ": their rows leave those costs out (catalog/storage_prices.csv)");
   }
   if (c.reserved_owned) {
     result.notes.push_back(

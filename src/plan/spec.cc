@@ -217,6 +217,20 @@ Status ParseCosts(const std::string& origin, const YAML::Node& node, ExtraCosts&
   return Status::Ok();
 }
 
+Status ParseStorage(const std::string& origin, const YAML::Node& node, StorageNeeds& n) {
+  if (!node.IsMap()) return Bad(origin, node, "storage", "a mapping");
+  FULCRUM_RETURN_IF_ERROR(
+      CheckKeys(origin, node, {"disk_gb", "checkpoint_gb", "keep_days"}, "storage."));
+  const std::pair<const char*, double*> fields[] = {
+      {"disk_gb", &n.disk_gb}, {"checkpoint_gb", &n.checkpoint_gb}, {"keep_days", &n.keep_days}};
+  for (const auto& [name, target] : fields) {
+    if (!node[name]) continue;
+    FULCRUM_ASSIGN_OR_RETURN(*target, Number(origin, node[name], std::string("storage.") + name,
+                                             ParseNonNegative, "a number >= 0"));
+  }
+  return Status::Ok();
+}
+
 Status ParseTraining(const std::string& origin, const YAML::Node& root, PlanSpec& spec) {
   workload::Training& t = spec.training;
   if (root["seq_len"]) {
@@ -393,7 +407,7 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
                        "seq_len",   "global_batch",    "precision",     "method",  "lora_rank",
                        "optimizer", "flash_attention", "checkpointing", "command", "constraints",
                        "weights",   "costs",           "top",           "name",    "description",
-                       "objective"},
+                       "objective", "storage",         "egress_gb"},
         ""));
     FULCRUM_RETURN_IF_ERROR(ParseModelAndWork(origin, root, base_dir, spec));
     FULCRUM_RETURN_IF_ERROR(ParseTraining(origin, root, spec));
@@ -410,6 +424,12 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
     if (root["weights"])
       FULCRUM_RETURN_IF_ERROR(ParseWeightsNode(origin, root["weights"], spec.weights));
     if (root["costs"]) FULCRUM_RETURN_IF_ERROR(ParseCosts(origin, root["costs"], spec.extra));
+    if (root["storage"]) FULCRUM_RETURN_IF_ERROR(ParseStorage(origin, root["storage"], spec.storage));
+    if (root["egress_gb"]) {
+      FULCRUM_ASSIGN_OR_RETURN(spec.storage.egress_gb,
+                               Number(origin, root["egress_gb"], "egress_gb", ParseNonNegative,
+                                      "a number of GB >= 0"));
+    }
     if (root["objective"]) {
       FULCRUM_ASSIGN_OR_RETURN(std::string text,
                                ScalarText(origin, root["objective"], "objective"));

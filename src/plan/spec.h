@@ -73,6 +73,22 @@ struct ExtraCosts {
   double storage_usd_per_gb_month = 0;
   double egress_gb = 0;
   double egress_usd_per_gb = 0;
+  // Priced by the planner from the provider's sourced storage prices (StorageNeeds): USD per
+  // month of run time (disks and checkpoints while the run lasts) and USD after it (checkpoints
+  // kept for keep_days).
+  double priced_storage_usd_per_month = 0;
+  double retained_storage_usd = 0;
+  double priced_egress_usd = 0;
+};
+
+// Storage and transfer the job needs; priced per provider (catalog/storage_prices.csv). Disks
+// bill while the run lasts (a stopped instance still bills its disks); checkpoints bill while
+// the run lasts and keep_days after it; egress_gb leaves the region once (data or checkpoints).
+struct StorageNeeds {
+  double disk_gb = 0;
+  double checkpoint_gb = 0;
+  double keep_days = 0;
+  double egress_gb = 0;
 };
 
 struct PlanSpec {
@@ -94,6 +110,7 @@ struct PlanSpec {
   Weights weights;
   Objective objective = Objective::kBalanced;
   ExtraCosts extra;
+  StorageNeeds storage;
   int top = 10;
   // Sequences longer than the model's context (max_seq_len) are refused unless this is set.
   bool allow_long_context = false;
@@ -112,6 +129,8 @@ struct PlanSpec {
 //                 interruptible: true, min_headroom: 0.1, assume_network_gbps: 100}
 //   weights: {stability: 0.3, performance: 0.25, cost: 0.2, usability: 0.15, support: 0.1}
 //   costs: {storage_gb: 500, storage_usd_per_gb_month: 0.08, egress_gb: 0, egress_usd_per_gb: 0}
+//   storage: {disk_gb: 500, checkpoint_gb: 200, keep_days: 30}   egress_gb: 200
+//   objective: balanced|cheapest|fastest
 //   top: 10
 // Relative hf_config paths are resolved against the spec file's directory (`base_dir`).
 Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
