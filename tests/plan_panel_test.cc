@@ -196,12 +196,16 @@ TEST(PlanPanelTest, SpotOnlyRowsAreSpotAndNeverFasterThanOnDemand) {
                                       "3d", "--top", "300", "--simulate-all-spot"};
   const json spot = Plan(With(q, {"--pricing", "spot"}));
   ASSERT_FALSE(spot["candidates"].empty());
+  int risky = 0;
   for (const json& c : spot["candidates"]) {
     EXPECT_EQ(c["pricing"], "spot");
+    EXPECT_FALSE(Warns(c, "spot-not-risk-adjusted")) << c["rank"];
+    if (P90Hours(c) > c["time"]["total_hours"].get<double>() * 1.01) ++risky;
     if (c["nodes"].get<int>() > 1) {
       EXPECT_TRUE(Warns(c, "spot-capacity-risk")) << c["rank"];
     }
   }
+  EXPECT_GT(risky, 0) << "spot P90 should exceed the mean (preemptions are not rare)";
   const json both = Plan(With(q, {"--pricing", "on_demand,spot"}));
   std::map<std::tuple<std::string, std::string, std::string, int>, double> on_demand_hours;
   for (const json& c : both["candidates"]) {

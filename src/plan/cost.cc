@@ -186,7 +186,7 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
                         const CostAssumptions& a) {
   RunCost out = uninterrupted;
   out.risk_adjusted = false;
-  if (a.spot_mtti_seconds_per_instance <= 0 || !in.on_demand_usd_per_hour) return out;
+  if (a.spot_mtti_seconds_per_instance <= 0) return out;
   spot::SpotJobInput job;
   // Spot pays the same hardware failures as its on-demand twin (its own checkpoints are the
   // simulator's): the work handed to the simulator includes the expected failure losses.
@@ -195,10 +195,13 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
   if (job.deadline_seconds) {
     job.deadline_seconds = std::max(0.0, *job.deadline_seconds - a.startup_seconds);
   }
-  job.on_demand_usd_per_hour = *in.on_demand_usd_per_hour * in.nodes;
+  // Without an on-demand price there is no safety net to fall back to: greedy (wait for spot).
+  job.on_demand_usd_per_hour = in.on_demand_usd_per_hour.value_or(in.hourly_usd) * in.nodes;
+  if (!in.on_demand_usd_per_hour) job.policy = spot::Policy::kGreedy;
   job.spot_usd_per_hour = in.hourly_usd * in.nodes;
   job.mtti_seconds = a.spot_mtti_seconds_per_instance / std::max(1, in.nodes);
   job.changeover_seconds = a.startup_seconds;
+  job.outage_mean_seconds = a.spot_outage_mean_seconds;
   job.restart_seconds = uninterrupted.checkpoint_write_seconds;  // reading ~ writing it
   job.checkpoint_cost_seconds = std::max(uninterrupted.checkpoint_write_seconds, 1e-3);
   if (!in.checkpointing) job.checkpoint_interval_seconds = spot::kNever;
@@ -259,9 +262,15 @@ CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string*
   }
   Result<std::vector<spot::StoragePrice>> prices = spot::LoadStoragePrices(catalog_dir);
   if (prices.ok()) a.storage_prices = std::move(*prices);
+  Result<spot::SpotRisk> risk = spot::CalibratedSpotRisk(catalog_dir);
   Result<double> mtti = spot::DefaultMttiSeconds(catalog_dir);
-  if (mtti.ok()) {
+  if (risk.ok()) {
+    a.spot_mtti_seconds_per_instance = risk->mtti_seconds;
+    a.spot_outage_mean_seconds = risk->outage_mean_seconds;
+    a.spot_risk_source = risk->source;
+  } else if (mtti.ok()) {
     a.spot_mtti_seconds_per_instance = *mtti;
+    a.spot_risk_source = "the default AWS Spot Advisor band (catalog/spot_bands.csv)";
   } else {
     missing += std::string(missing.empty() ? "" : ", ") + "spot_bands.csv";
   }

@@ -39,6 +39,10 @@ struct CostAssumptions {
   // catalog/spot_bands.csv, loaded by LoadCostAssumptions); 0 = unknown, spot rows are then
   // list price x time and flagged as not risk-adjusted.
   double spot_mtti_seconds_per_instance = 0;
+  // Mean time spot capacity stays away after a preemption (spot::CalibratedSpotRisk), and what
+  // the spot figures come from (stated in the plan's notes).
+  double spot_outage_mean_seconds = 0;
+  std::string spot_risk_source;
   // Monte Carlo trials per spot candidate (spot::EstimateSpotJob) and the seed (deterministic).
   int spot_trials = 100;
   // Per-provider storage and egress prices (catalog/storage_prices.csv); empty = none known.
@@ -51,8 +55,8 @@ struct CostAssumptions {
 };
 
 // The assumptions with the catalog's sourced tables where they exist: the default storage
-// kind's write bandwidth (catalog/storage.csv) and the default spot band's MTTI
-// (catalog/spot_bands.csv). Missing tables keep the defaults above (and a note says so).
+// kind's write bandwidth (catalog/storage.csv), the spot MTTI and outage calibrated on the
+// public traces in catalog/spot-traces/ (else the default band of catalog/spot_bands.csv). Missing tables keep the defaults above (and a note says so).
 CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string* note);
 
 // The extras of a run on `provider`: spec.extra plus spec.storage priced at the provider's
@@ -122,8 +126,8 @@ RunCost EstimateRunCost(const RunInput& input, const CostAssumptions& assumption
 // Spot: expected and P90 time/cost of the run on interruptible capacity. THE place where the
 // spot simulator (spot::EstimateSpotJob) plugs in: preemptions at the instance MTTI / nodes,
 // Daly-interval checkpoints, Uniform Progress with a deadline (greedy without), on-demand
-// fallback at the offer's on-demand price. Without an MTTI or an on-demand price it falls back
-// to list price x time, flagged as not risk-adjusted (RunCost::risk_adjusted = false).
+// fallback at the offer's on-demand price (greedy when the offer has none). Without an MTTI it
+// falls back to list price x time, flagged as not risk-adjusted (RunCost::risk_adjusted = false).
 RunCost EstimateSpotRun(const RunInput& input, const RunCost& uninterrupted,
                         const CostAssumptions& assumptions);
 

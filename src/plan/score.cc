@@ -108,7 +108,9 @@ void FinishScores(Scores& s, const RunFacts& run, const ScoreReference& ref, con
   const double interruptions = 1.0 / (1.0 + std::max(0.0, run.expected_interruptions));
   s.stability = (2.0 * s.provider_stability + interruptions + NodeCountScore(run.nodes)) / 4.0;
   s.performance = run.p90_seconds > 0 ? Clamp01(ref.saturation_seconds / run.p90_seconds) : 0;
-  s.cost = run.expected_usd > 0 ? Clamp01(ref.cheapest_usd / run.expected_usd) : 1;
+  // Cost falls linearly with the excess over the cheapest feasible candidate (twice its cost
+  // scores 0): paying 30 % more costs 0.3 of the criterion, not the 0.23 a ratio would.
+  s.cost = ref.cheapest_usd > 0 ? Clamp01(2.0 - run.expected_usd / ref.cheapest_usd) : 1;
   s.total = w.stability * s.stability + w.performance * s.performance + w.cost * s.cost +
             w.usability * s.usability + w.support * s.support;
 }

@@ -77,7 +77,8 @@ double SaturationSeconds(std::optional<double> deadline_seconds, double fastest_
 double NodeCountScore(int nodes);
 
 // Completes stability (provider part, 1 / (1 + expected interruptions), node capacity),
-// performance = min(1, saturation / P90), cost = cheapest / own, and the weighted total.
+// performance = min(1, saturation / P90), cost = clamp(2 - own / cheapest) (1 at the cheapest,
+// 0 at twice its cost), and the weighted total.
 // Idempotent (may be called again with other references).
 void FinishScores(Scores& scores, const RunFacts& run, const ScoreReference& reference,
                   const Weights& weights);

@@ -69,7 +69,7 @@ TEST(ScoreTest, WeightedTotal) {
   s.usability = 0.5;
   s.support = 0;
   Weights w;
-  FinishScores(s, RunFacts{20, 100, 0, 1}, ScoreReference{10, 50}, w);
+  FinishScores(s, RunFacts{20, 75, 0, 1}, ScoreReference{10, 50}, w);
   EXPECT_DOUBLE_EQ(s.performance, 0.5);
   EXPECT_DOUBLE_EQ(s.cost, 0.5);
   EXPECT_DOUBLE_EQ(s.stability, 1.0);

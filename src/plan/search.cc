@@ -10,6 +10,8 @@
 #include <thread>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "core/parse.h"
 #include "estimate/estimate.h"
 #include "plan/pitfalls.h"
@@ -620,6 +622,16 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     result.notes.push_back(
         "no deadline: runs finishing within 24 h at P90 count as fast enough (the balanced "
         "score's performance saturates; --deadline sets it to half the deadline)");
+  }
+  const bool any_spot = std::any_of(result.candidates.begin(), result.candidates.end(),
+                                    [](const Candidate& k) { return k.pricing == PricingModel::kSpot; });
+  if (any_spot && !assumptions.spot_risk_source.empty()) {
+    result.notes.push_back(fmt::format(
+        "spot risk: MTTI {:.1f} h per instance, outage {:.1f} h, from {}; applied to every GPU "
+        "type and provider (no public traces for newer GPUs: an assumption); n nodes are "
+        "preempted n times as often",
+        assumptions.spot_mtti_seconds_per_instance / 3600.0,
+        assumptions.spot_outage_mean_seconds / 3600.0, assumptions.spot_risk_source));
   }
   if (!unpriced_providers.empty()) {
     std::string list;
