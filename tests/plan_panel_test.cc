@@ -338,6 +338,35 @@ TEST(PlanPanelTest, StorageAndEgressJoinTheTotal) {
   std::filesystem::remove_all(dir);
 }
 
+// 18. B200 wins many plans yet the step-time model has no measured Blackwell rows: flagged, with
+//     "uncalibrated" derived from the calibration data (here a catalog copy whose data has
+//     Hopper rows only).
+TEST(PlanPanelTest, UncalibratedGpusAreFlaggedFromTheData) {
+  const std::string root = MakeTempDir("panel-calib");
+  std::filesystem::copy(SourcePath("catalog"), root + "/catalog",
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::create_directories(root + "/data/calibration");
+  std::ofstream(root + "/data/calibration/measured.csv") << "id,gpu,measured_value\nr1,H100-80GB,1\n";
+  RunOutput r = RunFulcrum({"--catalog", root + "/catalog", "plan", "--model", "llama-2-7b",
+                            "--tokens", "1B", "--gpus", "H100,B200", "--top", "200", "--json"},
+                           NoUserOffers());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int b200 = 0, h100 = 0;
+  const json d = json::parse(r.out);
+  for (const json& c : d["candidates"]) {
+    if (c["gpu"] == "B200") {
+      ++b200;
+      EXPECT_TRUE(Warns(c, "uncalibrated-gpu"));
+    } else {
+      ++h100;
+      EXPECT_FALSE(Warns(c, "uncalibrated-gpu")) << c["gpu"];
+    }
+  }
+  EXPECT_GT(b200, 0);
+  EXPECT_GT(h100, 0);
+  std::filesystem::remove_all(root);
+}
+
 // 16. Impossible inputs are exit 2 with the reason.
 TEST(PlanPanelTest, ImpossibleInputsAreRefused) {
   for (const std::vector<std::string>& args :

@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "core/parse.h"
 #include "core/paths.h"
+#include "estimate/calibration_coverage.h"
 #include "plan/export.h"
 #include "plan/report.h"
 #include "plan/search.h"
@@ -241,7 +242,10 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   FULCRUM_ASSIGN_OR_RETURN(workload::Model model, ResolveModel(spec, catalog_dir));
   FULCRUM_RETURN_IF_ERROR(workload::ValidateModel(model));
   std::string note;
-  const plan::CostAssumptions assumptions = plan::LoadCostAssumptions(catalog_dir, &note);
+  plan::CostAssumptions assumptions = plan::LoadCostAssumptions(catalog_dir, &note);
+  Result<std::vector<std::string>> covered = estimate::CalibratedArchitectures(
+      estimate::DefaultMeasuredCsvPath(catalog_dir), catalog);
+  if (covered.ok()) assumptions.calibrated_architectures = std::move(*covered);
   FULCRUM_ASSIGN_OR_RETURN(plan::PlanResult result,
                            plan::RunPlan(catalog, model, spec, assumptions, f.threads));
   if (!note.empty()) result.notes.push_back(note);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "catalog/catalog.h"
 #include "plan/spec.h"
@@ -47,6 +48,9 @@ struct CostAssumptions {
   int spot_trials = 100;
   // Per-provider storage and egress prices (catalog/storage_prices.csv); empty = none known.
   std::vector<spot::StoragePrice> storage_prices;
+  // GPU architectures the step-time calibration covers (estimate::CalibratedArchitectures);
+  // nullopt = coverage unknown (no rows flagged uncalibrated-gpu).
+  std::optional<std::vector<std::string>> calibrated_architectures;
   uint64_t spot_seed = 1;
   // How often the job polls for a preemption notice (the calibration README: poll instance
   // metadata every 5 s) and the margin kept free at the end of the notice (fulcrum's assumption).

@@ -26,6 +26,7 @@ uint32_t DetectPitfalls(const PitfallFacts& f) {
   }
   if (f.billing_terms_unknown) mask |= kPitfallBillingTermsUnknown;
   if (f.spot && f.nodes > 1) mask |= kPitfallSpotCapacityRisk;
+  if (f.uncalibrated_gpu) mask |= kPitfallUncalibratedGpu;
   return mask;
 }
 
@@ -59,6 +60,8 @@ std::string_view PitfallCode(Pitfall p) {
       return "billing-terms-unknown";
     case kPitfallSpotCapacityRisk:
       return "spot-capacity-risk";
+    case kPitfallUncalibratedGpu:
+      return "uncalibrated-gpu";
   }
   return "unknown";
 }
@@ -102,6 +105,9 @@ std::string PitfallMessage(Pitfall p) {
     case kPitfallSpotCapacityRisk:
       return "multi-node spot needs every node at once: a preemption of any node stops the run "
              "and spare capacity for all of them may not be there";
+    case kPitfallUncalibratedGpu:
+      return "the step-time model has no measured rows for this GPU's architecture: its time "
+             "(and cost) are less certain";
   }
   return "";
 }

@@ -26,8 +26,9 @@ enum Pitfall : uint32_t {
   kPitfallReservedCommitment = 1u << 11,  // reserved term far longer than the job
   kPitfallBillingTermsUnknown = 1u << 12, // billing granularity assumed (per minute)
   kPitfallSpotCapacityRisk = 1u << 13,    // multi-node spot: every node must be held at once
+  kPitfallUncalibratedGpu = 1u << 14,     // no calibration rows for the GPU's architecture
 };
-inline constexpr int kPitfallCount = 14;
+inline constexpr int kPitfallCount = 15;
 
 struct PitfallFacts {
   double parameters = 0;
@@ -51,6 +52,7 @@ struct PitfallFacts {
   double reserved_term_seconds = 0;  // 0: not reserved, or already owned
   double total_seconds = 0;
   bool billing_terms_unknown = false;
+  bool uncalibrated_gpu = false;
 };
 
 // A reserved term counts as much longer than the job when the job uses less than this share.

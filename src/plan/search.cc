@@ -548,6 +548,10 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     facts.reserved_term_seconds = cand.run.reserved_commitment ? ReservedTermSeconds(cand.pricing) : 0;
     facts.total_seconds = cand.run.total_seconds;
     facts.billing_terms_unknown = BillingTermsUnknown(p.run.provider);
+    if (const auto& covered = assumptions.calibrated_architectures) {
+      facts.uncalibrated_gpu = !std::binary_search(covered->begin(), covered->end(),
+                                                   p.hc->gpu->architecture);
+    }
     cand.warnings = DetectPitfalls(facts);
     cand.meets_constraints =
         !(cand.warnings & (kPitfallDeadlineMissedP90 | kPitfallBudgetExceeded));
