@@ -58,6 +58,9 @@ double InstanceUsd(const RunInput& in, double seconds, const CostAssumptions& a)
   return hourly_all * BilledSeconds(seconds, in.provider, a) / 3600.0;
 }
 
+// Longest spot segment simulated, in mean times to interruption (see EstimateSpotRun).
+constexpr double kMaxSimulatedPreemptions = 50;
+
 }  // namespace
 
 ExtraCosts ExtrasFor(const PlanSpec& spec, const std::string& provider,
@@ -220,8 +223,24 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
   job.trials = a.spot_trials;
   job.seed = a.spot_seed;
   job.threads = 1;
+  // The simulation's cost grows with the preemptions (work / MTTI). A job longer than
+  // kMaxSimulatedPreemptions MTTIs is simulated as a segment of that length and scaled: the
+  // preemptions form a renewal process, so time and cost per unit of work converge; scaling the
+  // segment's P90 over-states the P90 of the whole (conservative). Bounds the planner's time by
+  // the search space, not by the work.
+  double scale = 1;
+  if (job.work_seconds > kMaxSimulatedPreemptions * job.mtti_seconds) {
+    scale = job.work_seconds / (kMaxSimulatedPreemptions * job.mtti_seconds);
+    job.work_seconds /= scale;
+    if (job.deadline_seconds) *job.deadline_seconds /= scale;
+  }
   Result<spot::SpotJobEstimate> est = spot::EstimateSpotJob(job);
   if (!est.ok()) return out;
+  est->expected_hours *= scale;
+  est->p90_hours *= scale;
+  est->expected_cost_usd *= scale;
+  est->p90_cost_usd *= scale;
+  est->preemptions_mean *= scale;
   // The first start-up is billed at the spot price on every node, as on-demand rows do.
   const double startup_usd = a.startup_seconds / 3600.0 * in.hourly_usd * in.nodes;
   // Never faster than the on-demand twin: the same work, failures and start-up, plus preemptions.

@@ -207,6 +207,30 @@ TEST(RunCostTest, SpotIsNeverFasterThanItsOnDemandTwin) {
   EXPECT_GE(spot.expected_interruptions, on_demand.expected_interruptions);
 }
 
+TEST(RunCostTest, VeryLongSpotJobsScaleASimulatedSegment) {
+  // 2000 h of work at a 2 h MTTI: simulated as a segment and scaled, so the cost per hour of
+  // work stays that of a job that is simulated whole.
+  catalog::Provider p = PerMinute();
+  p.spot_notice_seconds = 0;
+  CostAssumptions a;
+  a.spot_mtti_seconds_per_instance = 2 * 3600;
+  RunInput in;
+  in.trained_parameters = 7e9;
+  in.gpus = 8;
+  in.hourly_usd = 4;
+  in.on_demand_usd_per_hour = 10;
+  in.provider = &p;
+  in.pricing = PricingModel::kSpot;
+  in.work_seconds = 90 * 3600;  // 45 MTTIs: simulated whole
+  const RunCost whole = EstimateRunCost(in, a);
+  in.work_seconds = 2000 * 3600;
+  const RunCost scaled = EstimateRunCost(in, a);
+  ASSERT_TRUE(scaled.risk_adjusted);
+  EXPECT_NEAR(scaled.expected_usd / 2000, whole.expected_usd / 90, 0.15 * whole.expected_usd / 90);
+  EXPECT_GE(scaled.p90_seconds, scaled.total_seconds);
+  EXPECT_GT(scaled.expected_interruptions, 500);
+}
+
 TEST(RunCostTest, NoCheckpointingLosesHalfTheJobPerFailure) {
   RunInput in;
   in.work_seconds = 1000 * 3600;
