@@ -50,13 +50,15 @@ TEST(EstimateE2eTest, HfConfigAndCustomShapeAgreeWithThePreset) {
                                   "--gpu", "H100-SXM"})["memory"]["peak_bytes_per_gpu"];
   EXPECT_DOUBLE_EQ(preset, hf);
   nlohmann::json custom =
-      EstimateJson({"--layers", "12", "--hidden", "768", "--heads", "12", "--gpu", "T4"});
+      EstimateJson({"--layers", "12", "--hidden", "768", "--heads", "12", "--gpu", "T4",
+                    "--precision", "fp16"});
   EXPECT_EQ(custom["model"]["name"], "custom");
   EXPECT_GT(custom["model"]["parameters"].get<double>(), 1e8);
 }
 
 TEST(EstimateE2eTest, TableNamesTheVerdict) {
-  RunOutput r = RunFulcrum({"estimate", "--model", "gpt2", "--gpu", "A10G"});
+  RunOutput r =
+      RunFulcrum({"estimate", "--model", "gpt2", "--gpu", "A10G", "--precision", "fp16"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("activations"), std::string::npos);
   EXPECT_NE(r.out.find("verdict: fits"), std::string::npos) << r.out;
@@ -87,6 +89,33 @@ TEST(EstimateE2eTest, InconsistentInputIsRefused) {
       "num_hidden_layers: missing");
   ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--precision", "fp4"},
                 "--precision");
+}
+
+TEST(EstimateE2eTest, PrecisionsTheGpuLacksAreRefusedNamingWhatItSupports) {
+  // A100 has no FP8 units, V100 no bf16 (NVIDIA datasheets): no silent fallback to another peak.
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--precision", "fp8"},
+                "A100-SXM4-80GB");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--precision", "fp8"},
+                "supports bf16, fp16, fp32");
+  ExpectRefused({"--model", "gpt2", "--gpu", "V100-32GB"}, "no bf16");
+  // What the GPU has is accepted.
+  EXPECT_EQ(RunFulcrum({"estimate", "--model", "gpt2", "--gpu", "V100-32GB", "--precision",
+                        "fp16"})
+                .exit_code,
+            0);
+}
+
+TEST(EstimateE2eTest, FrameworksOnlyGetTheShardingTheyHave) {
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8", "--tp", "2", "--zero",
+                 "2", "--framework", "megatron"},
+                "--framework megatron cannot run");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8", "--zero", "1",
+                 "--framework", "fsdp"},
+                "--framework fsdp cannot run");
+  // No framework named: one that has the layout is chosen.
+  nlohmann::json doc = EstimateJson({"--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8",
+                                     "--tp", "2", "--zero", "1"});
+  EXPECT_EQ(doc["setup"]["framework"], "megatron");
 }
 
 }  // namespace

@@ -59,6 +59,13 @@ TEST(FitE2eTest, TextListsWaysOut) {
   EXPECT_NE(r.out.find("Ways out"), std::string::npos) << r.out;
 }
 
+TEST(FitE2eTest, PrecisionTheGpuLacksIsRefused) {
+  RunOutput r = RunFulcrum({"fit", "--model", "gpt2", "--gpu", "A100-80GB", "--precision", "fp8"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("A100-SXM4-80GB"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no fp8"), std::string::npos) << r.err;
+}
+
 TEST(FitE2eTest, UnknownGpuIsAnInputError) {
   RunOutput r = RunFulcrum({"fit", "--model", "gpt2", "--gpu", "Z999"});
   EXPECT_EQ(r.exit_code, 2);

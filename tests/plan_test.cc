@@ -318,17 +318,33 @@ TEST(PlanE2eTest, BadSpecNamesFileAndLine) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(PlanE2eTest, WeightsChangeTheRanking) {
+TEST(PlanE2eTest, ObjectiveChangesTheRanking) {
   std::vector<std::string> args = {"--model", "llama-2-7b", "--tokens", "1B", "--top", "1"};
   std::vector<std::string> cheap = args;
-  cheap.insert(cheap.end(),
-               {"--weights", "stability=0,performance=0,cost=1,usability=0,support=0"});
+  cheap.insert(cheap.end(), {"--objective", "cheapest"});
   std::vector<std::string> fast = args;
-  fast.insert(fast.end(), {"--weights", "stability=0,performance=1,cost=0,usability=0,support=0"});
-  json c = PlanJson(cheap, true)["candidates"][0];
-  json f = PlanJson(fast, true)["candidates"][0];
+  fast.insert(fast.end(), {"--objective", "fastest"});
+  json cd = PlanJson(cheap, true), fd = PlanJson(fast, true);
+  EXPECT_EQ(cd["objective"], "cheapest");
+  EXPECT_EQ(fd["objective"], "fastest");
+  json c = cd["candidates"][0];
+  json f = fd["candidates"][0];
   EXPECT_LT(c["cost"]["expected_usd"].get<double>(), f["cost"]["expected_usd"].get<double>());
-  EXPECT_GT(c["time"]["total_hours"].get<double>(), f["time"]["total_hours"].get<double>());
+  EXPECT_GT(c["time"]["p90_hours"].get<double>(), f["time"]["p90_hours"].get<double>());
+  RunOutput r = RunFulcrum({"--catalog", SourcePath("tests/fixtures/plan/catalog"), "plan",
+                            "--model", "llama-2-7b", "--tokens", "1B", "--objective", "speed"},
+                           Isolated());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("balanced, cheapest or fastest"), std::string::npos) << r.err;
+}
+
+TEST(PlanE2eTest, WeightsEnterTheBalancedScore) {
+  json d = PlanJson({"--model", "llama-2-7b", "--tokens", "1B", "--top", "5", "--weights",
+                     "stability=0,performance=0,cost=1,usability=0,support=0"},
+                    true);
+  for (const json& c : d["candidates"]) {
+    EXPECT_NEAR(c["score"]["total"].get<double>(), c["score"]["cost"].get<double>(), 1e-3);
+  }
 }
 
 TEST(PlanE2eTest, FiltersRestrictTheOffers) {

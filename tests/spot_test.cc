@@ -65,6 +65,18 @@ TEST(SpotIntervalE2E, CheckpointCostFromModelAndStorage) {
   EXPECT_NEAR(json::parse(measured.out)["checkpoint_cost_minutes"].get<double>(), 98.0 / 60, 1e-9);
 }
 
+TEST(SpotE2E, DurationsBeyondTenYearsAreRefused) {
+  // Issue 19: --work 10000000h ran for minutes (the simulation grows with the work).
+  RunOutput r = RunFulcrum({"spot", "--work", "10000000h", "--deadline", "20000000h",
+                            "--on-demand-price", "3", "--spot-price", "1", "--changeover",
+                            "10m"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--work"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("10 years"), std::string::npos) << r.err;
+  // 10 years itself is accepted.
+  EXPECT_EQ(RunFulcrum(PaperArgs({"--mtti", "6h", "--policy", "on-demand"})).exit_code, 0);
+}
+
 TEST(SpotE2E, OnDemandCostIsExact) {
   RunOutput r = RunFulcrum(PaperArgs({"--mtti", "6h", "--policy", "on-demand", "--json"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "core/parse.h"
 #include "core/paths.h"
+#include "estimate/calibration_coverage.h"
 #include "plan/export.h"
 #include "plan/report.h"
 #include "plan/search.h"
@@ -24,8 +25,12 @@ struct PlanFlags {
   std::string spec_file;
   std::string model, hf_config, tokens, samples, epochs, seq_len, global_batch, precision, method,
       lora_rank, deadline, budget_usd, max_gpus, providers, regions, gpus, pricing, interruptible,
-      weights, top, min_headroom, assume_network_gbps, command;
+      weights, top, min_headroom, assume_network_gbps, command, objective, max_nodes, framework, disk_gb, egress_gb;
   bool no_checkpointing = false;
+  bool strict_batch = false;
+  bool allow_precision_fallback = false;
+  bool reserved_owned = false;
+  bool allow_long_context = false;
   bool simulate_all_spot = false;
   int threads = 0;
   bool json = false;
@@ -91,6 +96,7 @@ Status ApplyModelAndWork(const PlanFlags& f, plan::PlanSpec& spec) {
   if (f.no_checkpointing) spec.checkpointing = false;
   if (!f.command.empty()) spec.command = f.command;
   if (f.simulate_all_spot) spec.prune_spot = false;
+  if (f.allow_long_context) spec.allow_long_context = true;
   return Status::Ok();
 }
 
@@ -113,7 +119,47 @@ Status ApplyConstraints(const PlanFlags& f, plan::PlanSpec& spec) {
   if (!f.budget_usd.empty()) {
     FULCRUM_RETURN_IF_ERROR(
         Need(ParseDouble(f.budget_usd), "--budget-usd", "an amount in USD", f.budget_usd, v));
+    if (!(v > 0)) {
+      ErrorDetail detail;
+      detail.field = "budget_usd";
+      detail.expected = "a positive amount in USD";
+      detail.found = f.budget_usd;
+      return Status::InvalidInput("--budget-usd: expected a positive amount in USD, found \"" +
+                                  f.budget_usd + "\"")
+          .WithDetail(detail);
+    }
     c.budget_usd = v;
+  }
+  if (!f.disk_gb.empty()) {
+    FULCRUM_RETURN_IF_ERROR(Need(ParseDouble(f.disk_gb), "--disk-gb", "GB >= 0", f.disk_gb, v));
+    if (!(v >= 0)) return Status::InvalidInput("--disk-gb: expected GB >= 0, found " + f.disk_gb);
+    spec.storage.disk_gb = v;
+  }
+  if (!f.egress_gb.empty()) {
+    FULCRUM_RETURN_IF_ERROR(
+        Need(ParseDouble(f.egress_gb), "--egress-gb", "GB >= 0", f.egress_gb, v));
+    if (!(v >= 0)) {
+      return Status::InvalidInput("--egress-gb: expected GB >= 0, found " + f.egress_gb);
+    }
+    spec.storage.egress_gb = v;
+  }
+  if (!f.max_nodes.empty()) {
+    FULCRUM_RETURN_IF_ERROR(
+        Need(ParseDouble(f.max_nodes), "--max-nodes", "an integer >= 1", f.max_nodes, v));
+    if (v < 1 || v != static_cast<int>(v)) {
+      return Status::InvalidInput("--max-nodes: expected an integer >= 1, found \"" + f.max_nodes +
+                                  "\"");
+    }
+    c.max_nodes = static_cast<int>(v);
+  }
+  if (!f.framework.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(c.framework, workload::ParseFramework(f.framework));
+  }
+  if (f.strict_batch) c.strict_batch = true;
+  if (f.allow_precision_fallback) c.allow_precision_fallback = true;
+  if (f.reserved_owned) c.reserved_owned = true;
+  if (!f.objective.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.objective, plan::ParseObjective(f.objective));
   }
   if (!f.max_gpus.empty()) {
     FULCRUM_RETURN_IF_ERROR(
@@ -233,7 +279,10 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   FULCRUM_ASSIGN_OR_RETURN(workload::Model model, ResolveModel(spec, catalog_dir));
   FULCRUM_RETURN_IF_ERROR(workload::ValidateModel(model));
   std::string note;
-  const plan::CostAssumptions assumptions = plan::LoadCostAssumptions(catalog_dir, &note);
+  plan::CostAssumptions assumptions = plan::LoadCostAssumptions(catalog_dir, &note);
+  Result<std::vector<std::string>> covered = estimate::CalibratedArchitectures(
+      estimate::DefaultMeasuredCsvPath(catalog_dir), catalog);
+  if (covered.ok()) assumptions.calibrated_architectures = std::move(*covered);
   FULCRUM_ASSIGN_OR_RETURN(plan::PlanResult result,
                            plan::RunPlan(catalog, model, spec, assumptions, f.threads));
   if (!note.empty()) result.notes.push_back(note);
@@ -321,6 +370,31 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
                   "Score weights, e.g. cost=0.4,performance=0.3 (others keep their defaults)")
       ->type_name("LIST");
   cmd->add_option("--top", f->top, "Show the top N candidates (default 10)")->type_name("N");
+  cmd->add_option("--objective", f->objective,
+                  "Rank feasible candidates by: balanced (default: weighted score), cheapest "
+                  "(expected cost) or fastest (P90 time)")
+      ->type_name("balanced|cheapest|fastest");
+  cmd->add_option("--disk-gb", f->disk_gb,
+                  "Persistent disk the job keeps while it runs (GB; priced per provider)")
+      ->type_name("GB");
+  cmd->add_option("--egress-gb", f->egress_gb,
+                  "Data or checkpoints leaving the region (GB; priced per provider)")
+      ->type_name("GB");
+  cmd->add_option("--max-nodes", f->max_nodes, "At most this many nodes per candidate")
+      ->type_name("N");
+  cmd->add_option("--framework", f->framework,
+                  "Only layouts this framework runs: megatron, deepspeed, fsdp or hf")
+      ->type_name("NAME");
+  cmd->add_flag("--strict-batch", f->strict_batch,
+                "Drop candidates that cannot keep the spec's global batch");
+  cmd->add_flag("--allow-precision-fallback", f->allow_precision_fallback,
+                "Plan GPUs without the requested precision in fp16 (flagged) instead of skipping "
+                "them");
+  cmd->add_flag("--allow-long-context", f->allow_long_context,
+                "Plan a sequence length beyond the model's context (a context-extension run)");
+  cmd->add_flag("--reserved-owned", f->reserved_owned,
+                "Reserved capacity is already paid for: reserved rows cost their marginal hourly "
+                "price instead of the term's full commitment");
   cmd->add_option("--min-headroom", f->min_headroom,
                   "Fraction of GPU memory a layout must leave free (default 0.1)")
       ->type_name("FRACTION");

@@ -28,6 +28,11 @@ constexpr double kHour = 3600;
 Result<double> FlagDuration(const std::string& text, const char* flag) {
   auto seconds = ParseDurationSeconds(text);
   if (!seconds.ok()) return seconds.status().WithContext(flag);
+  // The simulation's run time grows with the work: durations are bounded (10 years).
+  if (!std::isfinite(*seconds) || *seconds > spot::kMaxJobSeconds) {
+    return Status::InvalidInput(std::string(flag) + ": " + text +
+                                " is beyond the limit of 10 years (87600h)");
+  }
   return *seconds;
 }
 

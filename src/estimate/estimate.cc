@@ -105,6 +105,10 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
     t.dp = 1;
   }
   gpus = r.gpus > 0 ? r.gpus : t.tp * t.pp * t.dp;
+  // No framework named: the default (FSDP) where it has the sharding, else the one that does.
+  if (r.framework.empty() && !workload::FrameworkRunsLayout(t.framework, t)) {
+    t.framework = workload::DefaultFrameworkFor(t);
+  }
   t.global_batch = r.global_batch > 0 ? r.global_batch : t.micro_batch * t.dp;
   if (r.seq_len > 0) {
     t.seq_len = r.seq_len;
@@ -116,6 +120,47 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
 }
 
 }  // namespace
+
+bool PrecisionSupported(const catalog::Gpu& gpu, workload::Precision precision) {
+  auto positive = [](const std::optional<double>& v) { return v.has_value() && *v > 0; };
+  switch (precision) {
+    case workload::Precision::kFp32:
+      return positive(gpu.fp32_tflops) || positive(gpu.tf32_tflops);
+    case workload::Precision::kFp16Mixed:
+      return positive(gpu.fp16_tflops);
+    case workload::Precision::kBf16Mixed:
+    case workload::Precision::kPureBf16:
+      return positive(gpu.bf16_tflops);
+    case workload::Precision::kFp8:
+      return positive(gpu.fp8_tflops);
+  }
+  return false;
+}
+
+std::string SupportedPrecisionNames(const catalog::Gpu& gpu) {
+  std::string out;
+  for (workload::Precision p :
+       {workload::Precision::kBf16Mixed, workload::Precision::kFp16Mixed,
+        workload::Precision::kFp8, workload::Precision::kFp32}) {
+    if (!PrecisionSupported(gpu, p)) continue;
+    out += (out.empty() ? "" : ", ") + std::string(workload::PrecisionName(p));
+  }
+  return out.empty() ? "none sourced" : out;
+}
+
+Status CheckPrecisionSupported(const catalog::Gpu& gpu, workload::Precision precision) {
+  if (PrecisionSupported(gpu, precision)) return Status::Ok();
+  const std::string name(workload::PrecisionName(precision));
+  ErrorDetail detail;
+  detail.field = "precision";
+  detail.expected = SupportedPrecisionNames(gpu);
+  detail.found = name;
+  return Status::InvalidInput("--precision " + name + ": " + gpu.name + " (" + gpu.architecture +
+                              ") has no " + name +
+                              " tensor-core mode in the catalog; it supports " +
+                              SupportedPrecisionNames(gpu))
+      .WithDetail(detail);
+}
 
 Result<Model> ResolveModel(const EstimateRequest& r, const std::string& catalog_dir) {
   const int sources =
@@ -143,6 +188,7 @@ Result<EstimateInput> ResolveEstimateInput(const EstimateRequest& r,
   if (!gpu.ok()) return Status(gpu.status().code(), "--gpu: " + gpu.status().message());
   in.gpu = **gpu;
   FULCRUM_ASSIGN_OR_RETURN(in.training, ResolveTraining(r, in.model, in.gpus));
+  FULCRUM_RETURN_IF_ERROR(CheckPrecisionSupported(in.gpu, in.training.precision));
   if (r.gpus_per_node < 1) return Status::InvalidInput("--gpus-per-node must be at least 1");
   in.gpus_per_node = r.gpus_per_node;
   const std::string ic = ToLower(r.interconnect);

@@ -82,6 +82,15 @@ struct EstimateResult {
 
 EstimateResult Evaluate(const EstimateInput& input);
 
+// Whether the GPU runs `precision` in hardware (a sourced dense peak for it in the catalog: bf16
+// needs bf16_tflops, fp16 fp16_tflops, fp8 fp8_tflops; fp32 runs everywhere with an fp32 or tf32
+// figure). No fallback: V100 has no bf16, A100 no fp8 (NVIDIA datasheets).
+bool PrecisionSupported(const catalog::Gpu& gpu, workload::Precision precision);
+// "bf16, fp16, fp32" (the precisions the GPU supports, for messages).
+std::string SupportedPrecisionNames(const catalog::Gpu& gpu);
+// InvalidInput naming the GPU and the precisions it supports when it cannot run `precision`.
+Status CheckPrecisionSupported(const catalog::Gpu& gpu, workload::Precision precision);
+
 // Sets doc["model"] = {name, parameters, ...} and doc["memory"] = {weights_bytes, ...,
 // peak_bytes_per_gpu, capacity_bytes, headroom_fraction, fits, verdict} and doc["setup"].
 void AppendEstimateJson(const EstimateResult& result, nlohmann::json& doc);

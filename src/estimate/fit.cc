@@ -14,7 +14,13 @@ using workload::Training;
 std::string Str(int64_t v) { return std::to_string(v); }
 
 // Evaluates `in` when it is a valid setup; nullopt when invalid or it still does not fit.
-std::optional<EstimateResult> TryFit(const EstimateInput& in) {
+// A way out whose sharding the current framework lacks runs under one that has it (the
+// framework `estimate` picks for the same flags when none is named).
+std::optional<EstimateResult> TryFit(const EstimateInput& given) {
+  EstimateInput in = given;
+  if (!workload::FrameworkRunsLayout(in.training.framework, in.training)) {
+    in.training.framework = workload::DefaultFrameworkFor(in.training);
+  }
   if (!workload::Validate(in.model, in.training, in.gpus).ok()) return std::nullopt;
   EstimateResult r = Evaluate(in);
   if (r.verdict == FitVerdict::kDoesNotFit) return std::nullopt;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "catalog/offer_query.h"
+#include "core/parse.h"
 #include "spot/estimate.h"
 #include "spot/interval.h"
 #include "spot/spot_catalog.h"
@@ -12,8 +13,14 @@ namespace fulcrum::plan {
 namespace {
 
 // Smallest k with P(Poisson(lambda) <= k) >= q.
+// Large means use the normal approximation (exp(-lambda) underflows; the loop would grow with
+// the work): lambda + z_q sqrt(lambda), z_0.9 = 1.2816.
 int PoissonQuantile(double lambda, double q) {
   if (lambda <= 0) return 0;
+  if (lambda > 500) {
+    const double z = q >= 0.9 ? 1.2816 : 0.0;
+    return static_cast<int>(std::min(1e9, std::ceil(lambda + z * std::sqrt(lambda))));
+  }
   double term = std::exp(-lambda), sum = term;
   int k = 0;
   while (sum < q && k < 100000) {
@@ -24,13 +31,63 @@ int PoissonQuantile(double lambda, double q) {
   return k;
 }
 
-double ExtrasUsd(const ExtraCosts& extra, double seconds) {
-  const double months = seconds / (730.0 * 3600.0);  // 730 h per month (8760 / 12)
-  return extra.storage_gb * extra.storage_usd_per_gb_month * months +
-         extra.egress_gb * extra.egress_usd_per_gb;
+constexpr double kMonthSeconds = 730.0 * 3600.0;  // 730 h per month (8760 / 12)
+
+double StorageUsd(const ExtraCosts& extra, double seconds) {
+  const double months = seconds / kMonthSeconds;
+  return (extra.storage_gb * extra.storage_usd_per_gb_month + extra.priced_storage_usd_per_month) *
+             months +
+         extra.retained_storage_usd;
 }
 
+double EgressUsd(const ExtraCosts& extra) {
+  return extra.egress_gb * extra.egress_usd_per_gb + extra.priced_egress_usd;
+}
+
+double ExtrasUsd(const ExtraCosts& extra, double seconds) {
+  return StorageUsd(extra, seconds) + EgressUsd(extra);
+}
+
+// Instance cost of running all nodes for `seconds`: billed time, or for a reserved row not
+// owned, the whole term (every term the run touches) as the commitment it is.
+double InstanceUsd(const RunInput& in, double seconds, const CostAssumptions& a) {
+  const double hourly_all = in.hourly_usd * in.nodes;
+  const double term = ReservedTermSeconds(in.pricing);
+  if (term > 0 && !in.reserved_owned) {
+    return hourly_all * std::max(1.0, std::ceil(seconds / term - 1e-9)) * term / 3600.0;
+  }
+  return hourly_all * BilledSeconds(seconds, in.provider, a) / 3600.0;
+}
+
+// Longest spot segment simulated, in mean times to interruption (see EstimateSpotRun).
+constexpr double kMaxSimulatedPreemptions = 50;
+
 }  // namespace
+
+ExtraCosts ExtrasFor(const PlanSpec& spec, const std::string& provider,
+                     const CostAssumptions& a, bool* unpriced) {
+  ExtraCosts e = spec.extra;
+  const StorageNeeds& n = spec.storage;
+  if (n.disk_gb <= 0 && n.checkpoint_gb <= 0 && n.egress_gb <= 0) return e;
+  const spot::StoragePrice* price = nullptr;
+  for (const spot::StoragePrice& p : a.storage_prices) {
+    if (EqualsIgnoreCase(p.provider, provider)) price = &p;
+  }
+  auto rate = [&](const std::optional<double> spot::StoragePrice::*field, double amount) {
+    if (amount <= 0) return 0.0;
+    if (price == nullptr || !(price->*field)) {
+      *unpriced = true;
+      return 0.0;
+    }
+    return *(price->*field);
+  };
+  const double disk = rate(&spot::StoragePrice::disk_usd_per_gb_month, n.disk_gb);
+  const double checkpoint = rate(&spot::StoragePrice::checkpoint_usd_per_gb_month, n.checkpoint_gb);
+  e.priced_storage_usd_per_month += n.disk_gb * disk + n.checkpoint_gb * checkpoint;
+  e.retained_storage_usd += n.checkpoint_gb * checkpoint * n.keep_days * 86400.0 / kMonthSeconds;
+  e.priced_egress_usd += n.egress_gb * rate(&spot::StoragePrice::egress_usd_per_gb, n.egress_gb);
+  return e;
+}
 
 std::optional<double> HourlyPriceUsd(const catalog::Offer& offer, const catalog::Provider* provider,
                                      PricingModel pricing) {
@@ -53,12 +110,29 @@ std::optional<double> HourlyPriceUsd(const catalog::Offer& offer, const catalog:
   return catalog::OfferUsdPerHour(offer, provider, same);
 }
 
+bool BillingTermsUnknown(const catalog::Provider* provider) {
+  return provider == nullptr || !provider->billing_granularity_seconds;
+}
+
+double ReservedTermSeconds(PricingModel pricing) {
+  switch (pricing) {
+    case PricingModel::kReserved1y:
+      return 8760.0 * 3600.0;
+    case PricingModel::kReserved3y:
+      return 3 * 8760.0 * 3600.0;
+    case PricingModel::kOnDemand:
+    case PricingModel::kSpot:
+      return 0;
+  }
+  return 0;
+}
+
 double BilledSeconds(double seconds, const catalog::Provider* provider,
                      const CostAssumptions& assumptions) {
   double granularity = assumptions.unknown_granularity_seconds;
-  double minimum = 0;
-  if (provider != nullptr) {
-    granularity = provider->billing_granularity_seconds.value_or(granularity);
+  double minimum = assumptions.unknown_minimum_billed_seconds;
+  if (!BillingTermsUnknown(provider)) {
+    granularity = *provider->billing_granularity_seconds;
     minimum = provider->minimum_billed_seconds.value_or(0);
   }
   granularity = std::max(granularity, 1e-9);
@@ -91,14 +165,24 @@ RunCost EstimateRunCost(const RunInput& in, const CostAssumptions& a) {
   }
   const double base = work + a.startup_seconds;
   const double failures = base / mtbf_seconds;
+  out.expected_interruptions = failures;
+  out.failure_seconds = failures * per_failure_lost;
   out.total_seconds = base + failures * per_failure_lost;
   out.p90_seconds = base + PoissonQuantile(failures, 0.9) * per_failure_lost;
   out.p90_seconds = std::max(out.p90_seconds, out.total_seconds);
   const double hourly_all = in.hourly_usd * in.nodes;
-  out.expected_usd = hourly_all * BilledSeconds(out.total_seconds, in.provider, a) / 3600.0 +
-                     ExtrasUsd(in.extra, out.total_seconds);
-  out.p90_usd = hourly_all * BilledSeconds(out.p90_seconds, in.provider, a) / 3600.0 +
-                ExtrasUsd(in.extra, out.p90_seconds);
+  const double instance_usd = InstanceUsd(in, out.total_seconds, a);
+  out.reserved_commitment = ReservedTermSeconds(in.pricing) > 0 && !in.reserved_owned;
+  out.expected_usd = instance_usd + ExtrasUsd(in.extra, out.total_seconds);
+  out.p90_usd = InstanceUsd(in, out.p90_seconds, a) + ExtrasUsd(in.extra, out.p90_seconds);
+  CostBreakdown& b = out.breakdown;
+  b.storage_usd = StorageUsd(in.extra, out.total_seconds);
+  b.egress_usd = EgressUsd(in.extra);
+  b.checkpoint_usd = hourly_all * (work - in.work_seconds) / 3600.0;
+  b.failures_usd = hourly_all * failures * per_failure_lost / 3600.0;
+  const double used_usd = hourly_all * BilledSeconds(out.total_seconds, in.provider, a) / 3600.0;
+  b.commitment_usd = out.reserved_commitment ? std::max(0.0, instance_usd - used_usd) : 0;
+  b.compute_usd = instance_usd - b.commitment_usd - b.checkpoint_usd - b.failures_usd;
   if (in.pricing == PricingModel::kSpot) return EstimateSpotRun(in, out, a);
   return out;
 }
@@ -107,42 +191,78 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
                         const CostAssumptions& a) {
   RunCost out = uninterrupted;
   out.risk_adjusted = false;
-  if (a.spot_mtti_seconds_per_instance <= 0 || !in.on_demand_usd_per_hour) return out;
+  if (a.spot_mtti_seconds_per_instance <= 0) return out;
   spot::SpotJobInput job;
-  job.work_seconds = in.work_seconds;
+  // Spot pays the same hardware failures as its on-demand twin (its own checkpoints are the
+  // simulator's): the work handed to the simulator includes the expected failure losses.
+  job.work_seconds = in.work_seconds + uninterrupted.failure_seconds;
   job.deadline_seconds = in.deadline_seconds;
   if (job.deadline_seconds) {
     job.deadline_seconds = std::max(0.0, *job.deadline_seconds - a.startup_seconds);
   }
-  job.on_demand_usd_per_hour = *in.on_demand_usd_per_hour * in.nodes;
+  // Without an on-demand price there is no safety net to fall back to: greedy (wait for spot).
+  job.on_demand_usd_per_hour = in.on_demand_usd_per_hour.value_or(in.hourly_usd) * in.nodes;
+  if (!in.on_demand_usd_per_hour) job.policy = spot::Policy::kGreedy;
   job.spot_usd_per_hour = in.hourly_usd * in.nodes;
   job.mtti_seconds = a.spot_mtti_seconds_per_instance / std::max(1, in.nodes);
   job.changeover_seconds = a.startup_seconds;
+  job.outage_mean_seconds = a.spot_outage_mean_seconds;
   job.restart_seconds = uninterrupted.checkpoint_write_seconds;  // reading ~ writing it
   job.checkpoint_cost_seconds = std::max(uninterrupted.checkpoint_write_seconds, 1e-3);
   if (!in.checkpointing) job.checkpoint_interval_seconds = spot::kNever;
   if (in.provider != nullptr) {
     job.notice.notice_seconds = in.provider->spot_notice_seconds.value_or(0);
-    job.billing_granularity_seconds =
-        in.provider->billing_granularity_seconds.value_or(a.unknown_granularity_seconds);
-    job.minimum_billed_seconds = in.provider->minimum_billed_seconds.value_or(0);
-  } else {
+  }
+  if (BillingTermsUnknown(in.provider)) {
     job.billing_granularity_seconds = a.unknown_granularity_seconds;
+    job.minimum_billed_seconds = a.unknown_minimum_billed_seconds;
+  } else {
+    job.billing_granularity_seconds = *in.provider->billing_granularity_seconds;
+    job.minimum_billed_seconds = in.provider->minimum_billed_seconds.value_or(0);
   }
   job.notice.poll_interval_seconds = a.spot_notice_poll_seconds;
   job.notice.margin_seconds = a.spot_notice_margin_seconds;
   job.trials = a.spot_trials;
   job.seed = a.spot_seed;
   job.threads = 1;
+  // The simulation's cost grows with the preemptions (work / MTTI). A job longer than
+  // kMaxSimulatedPreemptions MTTIs is simulated as a segment of that length and scaled: the
+  // preemptions form a renewal process, so time and cost per unit of work converge; scaling the
+  // segment's P90 over-states the P90 of the whole (conservative). Bounds the planner's time by
+  // the search space, not by the work.
+  double scale = 1;
+  if (job.work_seconds > kMaxSimulatedPreemptions * job.mtti_seconds) {
+    scale = job.work_seconds / (kMaxSimulatedPreemptions * job.mtti_seconds);
+    job.work_seconds /= scale;
+    if (job.deadline_seconds) *job.deadline_seconds /= scale;
+  }
   Result<spot::SpotJobEstimate> est = spot::EstimateSpotJob(job);
   if (!est.ok()) return out;
+  est->expected_hours *= scale;
+  est->p90_hours *= scale;
+  est->expected_cost_usd *= scale;
+  est->p90_cost_usd *= scale;
+  est->preemptions_mean *= scale;
   // The first start-up is billed at the spot price on every node, as on-demand rows do.
   const double startup_usd = a.startup_seconds / 3600.0 * in.hourly_usd * in.nodes;
-  out.total_seconds = est->expected_hours * 3600.0 + a.startup_seconds;
-  out.p90_seconds = std::max(est->p90_hours * 3600.0 + a.startup_seconds, out.total_seconds);
+  // Never faster than the on-demand twin: the same work, failures and start-up, plus preemptions.
+  out.total_seconds =
+      std::max(est->expected_hours * 3600.0 + a.startup_seconds, uninterrupted.total_seconds);
+  out.p90_seconds = std::max({est->p90_hours * 3600.0 + a.startup_seconds, out.total_seconds,
+                              uninterrupted.p90_seconds});
   out.expected_usd = est->expected_cost_usd + startup_usd + ExtrasUsd(in.extra, out.total_seconds);
   out.p90_usd = std::max(est->p90_cost_usd + startup_usd + ExtrasUsd(in.extra, out.p90_seconds),
                          out.expected_usd);
+  out.expected_interruptions = uninterrupted.expected_interruptions + est->preemptions_mean;
+  CostBreakdown& b = out.breakdown;
+  b.storage_usd = StorageUsd(in.extra, out.total_seconds);
+  b.egress_usd = EgressUsd(in.extra);
+  const double instance_usd = out.expected_usd - b.storage_usd - b.egress_usd;
+  // `uninterrupted` is already at the spot price: what it does not explain is preemption loss.
+  b.checkpoint_usd = std::min(instance_usd, uninterrupted.breakdown.checkpoint_usd);
+  b.compute_usd = std::min(instance_usd - b.checkpoint_usd, uninterrupted.breakdown.compute_usd);
+  b.failures_usd = std::max(0.0, instance_usd - b.checkpoint_usd - b.compute_usd);
+  b.commitment_usd = 0;
   out.checkpoint_interval_seconds = est->checkpoint_interval_seconds.value_or(0);
   out.spot_policy = est->policy;
   out.deadline_met_fraction = est->deadline_met_fraction;
@@ -161,9 +281,17 @@ CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string*
   } else {
     missing += "storage.csv";
   }
+  Result<std::vector<spot::StoragePrice>> prices = spot::LoadStoragePrices(catalog_dir);
+  if (prices.ok()) a.storage_prices = std::move(*prices);
+  Result<spot::SpotRisk> risk = spot::CalibratedSpotRisk(catalog_dir);
   Result<double> mtti = spot::DefaultMttiSeconds(catalog_dir);
-  if (mtti.ok()) {
+  if (risk.ok()) {
+    a.spot_mtti_seconds_per_instance = risk->mtti_seconds;
+    a.spot_outage_mean_seconds = risk->outage_mean_seconds;
+    a.spot_risk_source = risk->source;
+  } else if (mtti.ok()) {
     a.spot_mtti_seconds_per_instance = *mtti;
+    a.spot_risk_source = "the default AWS Spot Advisor band (catalog/spot_bands.csv)";
   } else {
     missing += std::string(missing.empty() ? "" : ", ") + "spot_bands.csv";
   }

@@ -10,9 +10,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "catalog/catalog.h"
 #include "plan/spec.h"
+#include "spot/spot_catalog.h"
 
 namespace fulcrum::plan {
 
@@ -30,14 +32,26 @@ struct CostAssumptions {
   // (arXiv 2407.21783, section 3.3.4) saw 419 unexpected interruptions in 54 days on 16,384
   // H100 GPUs -> 419 / (54 * 24 * 16384) per GPU-hour (MTBF ~ 50,700 GPU-hours).
   double interruptions_per_gpu_hour = 419.0 / (54.0 * 24.0 * 16384.0);
-  // Billing granularity when the provider's is unknown: per hour (the conservative case).
-  double unknown_granularity_seconds = 3600;
+  // Billing granularity and minimum when the provider's terms are unknown: per minute with a
+  // one-minute minimum (fulcrum's assumption, conservative against the per-second terms most
+  // sourced providers publish); such rows are flagged billing-terms-unknown.
+  double unknown_granularity_seconds = 60;
+  double unknown_minimum_billed_seconds = 60;
   // Spot: mean time to interruption of one instance (spot::DefaultMttiSeconds from
   // catalog/spot_bands.csv, loaded by LoadCostAssumptions); 0 = unknown, spot rows are then
   // list price x time and flagged as not risk-adjusted.
   double spot_mtti_seconds_per_instance = 0;
+  // Mean time spot capacity stays away after a preemption (spot::CalibratedSpotRisk), and what
+  // the spot figures come from (stated in the plan's notes).
+  double spot_outage_mean_seconds = 0;
+  std::string spot_risk_source;
   // Monte Carlo trials per spot candidate (spot::EstimateSpotJob) and the seed (deterministic).
   int spot_trials = 100;
+  // Per-provider storage and egress prices (catalog/storage_prices.csv); empty = none known.
+  std::vector<spot::StoragePrice> storage_prices;
+  // GPU architectures the step-time calibration covers (estimate::CalibratedArchitectures);
+  // nullopt = coverage unknown (no rows flagged uncalibrated-gpu).
+  std::optional<std::vector<std::string>> calibrated_architectures;
   uint64_t spot_seed = 1;
   // How often the job polls for a preemption notice (the calibration README: poll instance
   // metadata every 5 s) and the margin kept free at the end of the notice (fulcrum's assumption).
@@ -46,9 +60,14 @@ struct CostAssumptions {
 };
 
 // The assumptions with the catalog's sourced tables where they exist: the default storage
-// kind's write bandwidth (catalog/storage.csv) and the default spot band's MTTI
-// (catalog/spot_bands.csv). Missing tables keep the defaults above (and a note says so).
+// kind's write bandwidth (catalog/storage.csv), the spot MTTI and outage calibrated on the
+// public traces in catalog/spot-traces/ (else the default band of catalog/spot_bands.csv). Missing tables keep the defaults above (and a note says so).
 CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string* note);
+
+// The extras of a run on `provider`: spec.extra plus spec.storage priced at the provider's
+// sourced prices. Sets *unpriced when the spec needs a price the catalog does not have.
+ExtraCosts ExtrasFor(const PlanSpec& spec, const std::string& provider,
+                     const CostAssumptions& assumptions, bool* unpriced);
 
 // USD per instance-hour for `pricing`, nullopt when the offer/provider has no such price
 // (no spot price, or no sourced reserved discount). Reserved = on-demand x (1 - discount).
@@ -56,9 +75,14 @@ std::optional<double> HourlyPriceUsd(const catalog::Offer& offer, const catalog:
                                      PricingModel pricing);
 
 // Seconds billed for one instance running `seconds`: rounded up to the provider's granularity,
-// at least its minimum.
+// at least its minimum (the assumed terms where the provider's are unknown).
 double BilledSeconds(double seconds, const catalog::Provider* provider,
                      const CostAssumptions& assumptions = {});
+// Whether the provider's billing granularity is unknown (BilledSeconds assumes per minute).
+bool BillingTermsUnknown(const catalog::Provider* provider);
+
+// Length of a reservation / committed-use term (1 or 3 years of 8760 h); 0 for on-demand/spot.
+double ReservedTermSeconds(PricingModel pricing);
 
 struct RunInput {
   double work_seconds = 0;  // tokens / throughput (no overheads)
@@ -72,6 +96,17 @@ struct RunInput {
   ExtraCosts extra;
   std::optional<double> deadline_seconds;        // for the spot policy's safety net
   std::optional<double> on_demand_usd_per_hour;  // per instance, the spot fallback price
+  bool reserved_owned = false;  // reserved: the term is already paid for (marginal cost)
+};
+
+// Where the expected cost goes (USD; sums to RunCost::expected_usd).
+struct CostBreakdown {
+  double compute_usd = 0;      // instance time for the work, start-up and billing rounding
+  double storage_usd = 0;      // persistent disks and checkpoint storage
+  double egress_usd = 0;       // data and checkpoints leaving the region
+  double failures_usd = 0;     // restarts and lost work (hardware failures, spot preemptions)
+  double checkpoint_usd = 0;   // instance time spent writing checkpoints
+  double commitment_usd = 0;   // reserved: the part of the term the job does not use
 };
 
 struct RunCost {
@@ -84,6 +119,10 @@ struct RunCost {
   bool risk_adjusted = true;         // false: spot priced as list price x time (no simulator input)
   std::string_view spot_policy;      // spot: the simulated policy ("greedy", "uniform-progress")
   double deadline_met_fraction = 1;  // spot: share of simulated runs that met the deadline
+  double expected_interruptions = 0;  // hardware failures (+ spot preemptions) over the run
+  double failure_seconds = 0;         // expected time lost to hardware failures (restarts)
+  CostBreakdown breakdown;
+  bool reserved_commitment = false;  // reserved row priced as the term's full commitment
 };
 
 // The run's time and cost for one pricing model.
@@ -92,8 +131,8 @@ RunCost EstimateRunCost(const RunInput& input, const CostAssumptions& assumption
 // Spot: expected and P90 time/cost of the run on interruptible capacity. THE place where the
 // spot simulator (spot::EstimateSpotJob) plugs in: preemptions at the instance MTTI / nodes,
 // Daly-interval checkpoints, Uniform Progress with a deadline (greedy without), on-demand
-// fallback at the offer's on-demand price. Without an MTTI or an on-demand price it falls back
-// to list price x time, flagged as not risk-adjusted (RunCost::risk_adjusted = false).
+// fallback at the offer's on-demand price (greedy when the offer has none). Without an MTTI it
+// falls back to list price x time, flagged as not risk-adjusted (RunCost::risk_adjusted = false).
 RunCost EstimateSpotRun(const RunInput& input, const RunCost& uninterrupted,
                         const CostAssumptions& assumptions);
 

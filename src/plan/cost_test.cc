@@ -21,7 +21,13 @@ TEST(BillingTest, GranularityAndMinimum) {
   EXPECT_DOUBLE_EQ(BilledSeconds(61, &p), 600);        // minimum
   EXPECT_DOUBLE_EQ(BilledSeconds(601, &p), 660);       // next minute
   EXPECT_DOUBLE_EQ(BilledSeconds(720, &p), 720);       // exact
-  EXPECT_DOUBLE_EQ(BilledSeconds(10, nullptr), 3600);  // unknown: per hour
+  // Unknown terms: per minute with a one-minute minimum (not whole hours).
+  EXPECT_DOUBLE_EQ(BilledSeconds(10, nullptr), 60);
+  EXPECT_DOUBLE_EQ(BilledSeconds(43 * 60 + 5, nullptr), 44 * 60);
+  catalog::Provider unknown;
+  EXPECT_TRUE(BillingTermsUnknown(&unknown));
+  EXPECT_DOUBLE_EQ(BilledSeconds(43 * 60, &unknown), 43 * 60);
+  EXPECT_FALSE(BillingTermsUnknown(&p));
   catalog::Provider per_second;
   per_second.billing_granularity_seconds = 1;
   per_second.minimum_billed_seconds = 60;
@@ -128,6 +134,101 @@ TEST(RunCostTest, SpotThroughTheSimulatorIsRiskAdjusted) {
   const RunCost with_deadline = EstimateRunCost(in, a);
   EXPECT_EQ(with_deadline.spot_policy, "uniform-progress");
   EXPECT_LE(with_deadline.p90_seconds, 60 * 3600 + a.startup_seconds + 1);
+}
+
+TEST(RunCostTest, ReservedCostsTheWholeTermUnlessOwned) {
+  const catalog::Provider p = PerMinute();
+  RunInput in;
+  in.work_seconds = 3.5 * 3600;
+  in.trained_parameters = 7e9;
+  in.gpus = 8;
+  in.hourly_usd = 5;  // reserved_3y effective hourly
+  in.provider = &p;
+  in.pricing = PricingModel::kReserved3y;
+  const RunCost committed = EstimateRunCost(in);
+  EXPECT_TRUE(committed.reserved_commitment);
+  EXPECT_NEAR(committed.expected_usd, 5.0 * 3 * 8760, 1e-6);  // the 3-year term in full
+  EXPECT_GT(committed.breakdown.commitment_usd, 0.99 * committed.expected_usd);
+  in.reserved_owned = true;
+  const RunCost owned = EstimateRunCost(in);
+  EXPECT_FALSE(owned.reserved_commitment);
+  EXPECT_LT(owned.expected_usd, 5.0 * 5);  // marginal: ~4 h at $5
+  // Never cheaper than on-demand for a short job.
+  in.reserved_owned = false;
+  in.pricing = PricingModel::kOnDemand;
+  in.hourly_usd = 10;
+  EXPECT_LT(EstimateRunCost(in).expected_usd, committed.expected_usd);
+}
+
+TEST(RunCostTest, BreakdownSumsToTheExpectedCost) {
+  const catalog::Provider p = PerMinute();
+  RunInput in;
+  in.work_seconds = 100 * 3600;
+  in.gpus = 64;
+  in.nodes = 8;
+  in.trained_parameters = 7e9;
+  in.hourly_usd = 10;
+  in.provider = &p;
+  in.extra.storage_gb = 1000;
+  in.extra.storage_usd_per_gb_month = 0.08;
+  in.extra.egress_gb = 100;
+  in.extra.egress_usd_per_gb = 0.09;
+  const RunCost c = EstimateRunCost(in);
+  const CostBreakdown& b = c.breakdown;
+  EXPECT_GT(b.failures_usd, 0);
+  EXPECT_GT(b.checkpoint_usd, 0);
+  EXPECT_NEAR(b.egress_usd, 9.0, 1e-9);
+  EXPECT_NEAR(b.compute_usd + b.storage_usd + b.egress_usd + b.failures_usd + b.checkpoint_usd +
+                  b.commitment_usd,
+              c.expected_usd, 1e-6);
+  EXPECT_GT(c.expected_interruptions, 0);
+}
+
+TEST(RunCostTest, SpotIsNeverFasterThanItsOnDemandTwin) {
+  catalog::Provider p = PerMinute();
+  p.spot_notice_seconds = 120;  // a checkpoint fits in the notice: no periodic checkpoints
+  CostAssumptions a;
+  a.spot_mtti_seconds_per_instance = 1e9;  // preemptions almost never come
+  RunInput in;
+  in.work_seconds = 200 * 3600;
+  in.nodes = 16;
+  in.gpus = 128;
+  in.trained_parameters = 7e9;
+  in.hourly_usd = 10;
+  in.on_demand_usd_per_hour = 10;
+  in.provider = &p;
+  const RunCost on_demand = EstimateRunCost(in, a);
+  in.pricing = PricingModel::kSpot;
+  in.hourly_usd = 4;
+  const RunCost spot = EstimateRunCost(in, a);
+  ASSERT_TRUE(spot.risk_adjusted);
+  EXPECT_GE(spot.total_seconds, on_demand.total_seconds);
+  EXPECT_GE(spot.p90_seconds, on_demand.p90_seconds);
+  EXPECT_GE(spot.expected_interruptions, on_demand.expected_interruptions);
+}
+
+TEST(RunCostTest, VeryLongSpotJobsScaleASimulatedSegment) {
+  // 2000 h of work at a 2 h MTTI: simulated as a segment and scaled, so the cost per hour of
+  // work stays that of a job that is simulated whole.
+  catalog::Provider p = PerMinute();
+  p.spot_notice_seconds = 0;
+  CostAssumptions a;
+  a.spot_mtti_seconds_per_instance = 2 * 3600;
+  RunInput in;
+  in.trained_parameters = 7e9;
+  in.gpus = 8;
+  in.hourly_usd = 4;
+  in.on_demand_usd_per_hour = 10;
+  in.provider = &p;
+  in.pricing = PricingModel::kSpot;
+  in.work_seconds = 90 * 3600;  // 45 MTTIs: simulated whole
+  const RunCost whole = EstimateRunCost(in, a);
+  in.work_seconds = 2000 * 3600;
+  const RunCost scaled = EstimateRunCost(in, a);
+  ASSERT_TRUE(scaled.risk_adjusted);
+  EXPECT_NEAR(scaled.expected_usd / 2000, whole.expected_usd / 90, 0.15 * whole.expected_usd / 90);
+  EXPECT_GE(scaled.p90_seconds, scaled.total_seconds);
+  EXPECT_GT(scaled.expected_interruptions, 500);
 }
 
 TEST(RunCostTest, NoCheckpointingLosesHalfTheJobPerFailure) {

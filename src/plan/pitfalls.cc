@@ -20,6 +20,15 @@ uint32_t DetectPitfalls(const PitfallFacts& f) {
     mask |= kPitfallDeadlineMissedP90;
   }
   if (f.budget_usd && f.expected_usd > *f.budget_usd) mask |= kPitfallBudgetExceeded;
+  if (f.global_batch_changed) mask |= kPitfallGlobalBatchChanged;
+  if (f.precision_fallback) mask |= kPitfallPrecisionFallback;
+  if (f.reserved_term_seconds > 0 &&
+      f.total_seconds < kReservedCommitmentShare * f.reserved_term_seconds) {
+    mask |= kPitfallReservedCommitment;
+  }
+  if (f.billing_terms_unknown) mask |= kPitfallBillingTermsUnknown;
+  if (f.spot && f.nodes > 1) mask |= kPitfallSpotCapacityRisk;
+  if (f.uncalibrated_gpu) mask |= kPitfallUncalibratedGpu;
   return mask;
 }
 
@@ -47,6 +56,18 @@ std::string_view PitfallCode(Pitfall p) {
       return "catalog-caveat";
     case kPitfallInterconnectUnknown:
       return "interconnect-unknown";
+    case kPitfallGlobalBatchChanged:
+      return "global-batch-changed";
+    case kPitfallPrecisionFallback:
+      return "precision-fallback";
+    case kPitfallReservedCommitment:
+      return "reserved-commitment";
+    case kPitfallBillingTermsUnknown:
+      return "billing-terms-unknown";
+    case kPitfallSpotCapacityRisk:
+      return "spot-capacity-risk";
+    case kPitfallUncalibratedGpu:
+      return "uncalibrated-gpu";
   }
   return "unknown";
 }
@@ -81,6 +102,24 @@ std::string PitfallMessage(Pitfall p) {
     case kPitfallInterconnectUnknown:
       return "the offer does not say how its GPUs are connected: planned conservatively as PCIe; "
              "NVLink would be faster";
+    case kPitfallGlobalBatchChanged:
+      return "no layout on this many GPUs keeps the spec's global batch: it is rounded up to a "
+             "multiple of dp x micro-batch (--strict-batch drops such candidates)";
+    case kPitfallPrecisionFallback:
+      return "the GPU has no tensor-core mode for the requested precision: planned in fp16 "
+             "(loss scaling needed)";
+    case kPitfallReservedCommitment:
+      return "a reservation commits to the whole term, far longer than this job: its cost is the "
+             "term's full price (--reserved-owned if it is already paid for)";
+    case kPitfallBillingTermsUnknown:
+      return "the provider's billing granularity is unknown: billed per minute with a one-minute "
+             "minimum (an assumption)";
+    case kPitfallSpotCapacityRisk:
+      return "multi-node spot needs every node at once: a preemption of any node stops the run "
+             "and spare capacity for all of them may not be there";
+    case kPitfallUncalibratedGpu:
+      return "the step-time model has no measured rows for this GPU's architecture: its time "
+             "(and cost) are less certain";
   }
   return "";
 }

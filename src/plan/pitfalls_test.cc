@@ -121,6 +121,30 @@ TEST(PitfallsTest, SpotNotRiskAdjustedAndAssumedNetwork) {
   EXPECT_EQ(DetectPitfalls(f), kPitfallNetworkAssumed);
 }
 
+TEST(PitfallsTest, BatchPrecisionReservedBillingAndSpotCapacity) {
+  PitfallFacts f = Clean();
+  f.global_batch_changed = true;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallGlobalBatchChanged);
+  f = Clean();
+  f.precision_fallback = true;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallPrecisionFallback);
+  f = Clean();
+  f.reserved_term_seconds = 8760 * 3600.0;
+  f.total_seconds = 3.5 * 3600;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallReservedCommitment);
+  f.total_seconds = 8000 * 3600.0;  // uses most of the term
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+  f = Clean();
+  f.billing_terms_unknown = true;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallBillingTermsUnknown);
+  f = Clean();
+  f.spot = true;
+  EXPECT_EQ(DetectPitfalls(f), 0u);  // one spot node: no capacity warning
+  f.nodes = 4;
+  f.network_gbps = 400;
+  EXPECT_EQ(DetectPitfalls(f), kPitfallSpotCapacityRisk);
+}
+
 TEST(PitfallsTest, CodesAndMessages) {
   EXPECT_EQ(PitfallCodes(kPitfallPcieMultiGpu | kPitfallBudgetExceeded),
             (std::vector<std::string>{"pcie-multi-gpu", "budget-exceeded"}));

@@ -60,7 +60,11 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
                    {"vpp", t.vpp},
                    {"sequence_parallel", t.sequence_parallel},
                    {"global_batch", t.global_batch},
-                   {"framework", std::string(workload::FrameworkName(t.framework))}};
+                   {"framework", std::string(workload::FrameworkName(t.framework))},
+                   {"precision", std::string(workload::PrecisionName(c.precision))}};
+  if (c.warnings & kPitfallGlobalBatchChanged) {
+    j["parallel"]["spec_global_batch"] = r.spec.training.global_batch;
+  }
   j["memory"] = {{"peak_bytes_per_gpu", Round(m.peak_bytes_per_gpu, 0)},
                  {"capacity_bytes", Round(c.capacity_bytes, 0)},
                  {"used_fraction", Round(m.peak_bytes_per_gpu / c.capacity_bytes, 4)},
@@ -97,7 +101,16 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
       {"spot_policy",
        c.run.spot_policy.empty() ? json(nullptr) : json(std::string(c.run.spot_policy))},
       {"deadline_met_fraction",
-       c.pricing == PricingModel::kSpot ? json(c.run.deadline_met_fraction) : json(nullptr)}};
+       c.pricing == PricingModel::kSpot ? json(c.run.deadline_met_fraction) : json(nullptr)},
+      {"reserved_commitment", c.run.reserved_commitment},
+      {"breakdown",
+       {{"compute_usd", Round(c.run.breakdown.compute_usd, 2)},
+        {"storage_usd", Round(c.run.breakdown.storage_usd, 2)},
+        {"egress_usd", Round(c.run.breakdown.egress_usd, 2)},
+        {"failures_usd", Round(c.run.breakdown.failures_usd, 2)},
+        {"checkpoint_usd", Round(c.run.breakdown.checkpoint_usd, 2)},
+        {"commitment_usd", Round(c.run.breakdown.commitment_usd, 2)}}}};
+  j["time"]["expected_interruptions"] = Round(c.run.expected_interruptions, 4);
   j["score"] = {{"total", Round(c.score.total, 4)},
                 {"stability", Round(c.score.stability, 4)},
                 {"performance", Round(c.score.performance, 4)},
@@ -145,6 +158,27 @@ std::string Escape(std::string_view s) {
   return out;
 }
 
+std::string RankedByLine(const PlanResult& r) {
+  std::string how;
+  switch (r.objective) {
+    case Objective::kBalanced:
+      how = fmt::format(
+          "weighted score; performance saturates at a P90 of {}, cost relative to the cheapest "
+          "feasible {}",
+          FormatDuration(r.reference.saturation_seconds), FormatUsd(r.reference.cheapest_usd));
+      break;
+    case Objective::kCheapest:
+      how = "expected cost, P90 cost breaks ties";
+      break;
+    case Objective::kFastest:
+      how = "P90 time";
+      break;
+  }
+  return fmt::format("ranked by: {} ({}); candidates meeting the deadline (P90) and the budget "
+                     "first\n",
+                     ObjectiveName(r.objective), how);
+}
+
 size_t TopCount(const PlanResult& r) {
   return std::min(r.candidates.size(), static_cast<size_t>(std::max(1, r.spec.top)));
 }
@@ -188,6 +222,9 @@ json PlanJson(const PlanResult& r, const catalog::Catalog& catalog) {
                {"seq_len", r.spec.training.seq_len},
                {"precision", std::string(workload::PrecisionName(r.spec.training.precision))},
                {"method", std::string(workload::MethodName(r.spec.training.method))}};
+  j["objective"] = std::string(ObjectiveName(r.objective));
+  j["reference"] = {{"saturation_hours", Round(r.reference.saturation_seconds / 3600.0, 3)},
+                    {"cheapest_feasible_usd", Round(r.reference.cheapest_usd, 2)}};
   j["candidates"] = std::move(candidates);
   j["pareto"] = std::move(pareto);
   j["searched"] = {{"configurations", r.configurations},
@@ -221,7 +258,12 @@ std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
                   FormatUsd(c.run.expected_usd), fmt::format("{:.3f}", c.score.total),
                   codes.empty() ? "-" : std::to_string(codes.size())});
     for (const std::string& code : codes) {
-      footnotes += fmt::format("  #{} {}\n", c.rank, code);
+      std::string detail;
+      if (code == PitfallCode(kPitfallGlobalBatchChanged)) {
+        detail = fmt::format(" (spec {} -> {} sequences)", r.spec.training.global_batch,
+                             c.layout.training.global_batch);
+      }
+      footnotes += fmt::format("  #{} {}{}\n", c.rank, code, detail);
     }
   }
   std::string out =
@@ -237,6 +279,7 @@ std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
         "the filters (try more GPUs with --max-gpus, another method, or fewer filters)\n";
   } else {
     out += table.Render();
+    out += RankedByLine(r);
   }
   out += fmt::format(
       "searched {} configurations on {} offers ({} hardware classes) in {:.3f} s on {} threads; "

@@ -1,6 +1,7 @@
 #include "plan/score.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace fulcrum::plan {
 namespace {
@@ -33,7 +34,8 @@ std::vector<std::string> UnknownAttributeNames(uint32_t mask) {
   return out;
 }
 
-Scores OfferScores(const catalog::Provider* p, PricingModel pricing, int nodes) {
+// The pricing model does not enter here: spot's risk is its expected preemptions (FinishScores).
+Scores OfferScores(const catalog::Provider* p, PricingModel, int nodes) {
   Scores s;
   // The catalog has no per-provider image information yet: always neutral and flagged.
   s.unknown |= kUnknownImages;
@@ -41,8 +43,9 @@ Scores OfferScores(const catalog::Provider* p, PricingModel pricing, int nodes) 
     s.unknown |= kUnknownProvider | kUnknownSla | kUnknownFailureRate | kUnknownBareMetal |
                  kUnknownGranularity | kUnknownSupportHours | kUnknownSupportResponse;
   }
-  // --- stability: SLA uptime (99.0 % -> 0, 99.99 % -> 1), GPU failure rate (0 -> 1,
-  // >= 10 %/year -> 0), bare metal (1) vs virtualised (0.6), interruption risk (spot 0.3).
+  // --- stability, provider part: SLA uptime (99.0 % -> 0, 99.99 % -> 1), bare metal (1) vs
+  // virtualised (0.6). The run part (expected interruptions of this run, which use the
+  // provider's failure rate or the fleet rate, and node capacity) is added by FinishScores.
   Mean stability;
   if (p && p->sla_uptime_pct) {
     stability.Add(Clamp01((*p->sla_uptime_pct - 99.0) / 0.99));
@@ -50,22 +53,15 @@ Scores OfferScores(const catalog::Provider* p, PricingModel pricing, int nodes) 
     s.unknown |= kUnknownSla;
     stability.Add(kNeutralScore);
   }
-  if (p && p->gpu_failure_rate_pct_per_year) {
-    stability.Add(Clamp01(1.0 - *p->gpu_failure_rate_pct_per_year / 10.0));
-  } else {
-    s.unknown |= kUnknownFailureRate;
-    stability.Add(kNeutralScore);
-  }
+  if (!(p && p->gpu_failure_rate_pct_per_year)) s.unknown |= kUnknownFailureRate;
   if (p && p->bare_metal) {
     stability.Add(*p->bare_metal ? 1.0 : 0.6);
   } else {
     s.unknown |= kUnknownBareMetal;
     stability.Add(kNeutralScore);
   }
-  // Interruption risk: on-demand/reserved capacity is not reclaimed; spot is (AWS Spot Advisor
-  // bands reach > 20 % per month). 0.3 until the spot simulator gives a per-offer figure.
-  stability.Add(pricing == PricingModel::kSpot ? 0.3 : 1.0);
-  s.stability = stability.Value();
+  s.provider_stability = stability.Value();
+  s.stability = s.provider_stability;
 
   // --- usability: billing granularity (per second 1, per minute 0.9, per hour 0.6), images
   // (unknown: neutral), single node simpler than multi-node (1 vs 0.7).
@@ -78,7 +74,7 @@ Scores OfferScores(const catalog::Provider* p, PricingModel pricing, int nodes) 
     usability.Add(kNeutralScore);
   }
   usability.Add(kNeutralScore);  // images
-  usability.Add(nodes > 1 ? 0.7 : 1.0);
+  usability.Add(NodeCountScore(nodes));
   s.usability = usability.Value();
 
   // --- support: 24x7 (1 / 0.3), response time (<= 60 min 1, <= 240 0.7, else 0.4), SLA terms.
@@ -101,10 +97,20 @@ Scores OfferScores(const catalog::Provider* p, PricingModel pricing, int nodes) 
   return s;
 }
 
-void FinishScores(Scores& s, double seconds, double best_seconds, double usd, double best_usd,
-                  const Weights& w) {
-  s.performance = seconds > 0 ? Clamp01(best_seconds / seconds) : 0;
-  s.cost = usd > 0 ? Clamp01(best_usd / usd) : 1;
+double SaturationSeconds(std::optional<double> deadline_seconds, double fastest_p90_seconds) {
+  if (deadline_seconds) return *deadline_seconds / 2.0;
+  return std::max(fastest_p90_seconds, kSaturationWithoutDeadlineSeconds);
+}
+
+double NodeCountScore(int nodes) { return 1.0 / (1.0 + std::log2(std::max(1, nodes))); }
+
+void FinishScores(Scores& s, const RunFacts& run, const ScoreReference& ref, const Weights& w) {
+  const double interruptions = 1.0 / (1.0 + std::max(0.0, run.expected_interruptions));
+  s.stability = (2.0 * s.provider_stability + interruptions + NodeCountScore(run.nodes)) / 4.0;
+  s.performance = run.p90_seconds > 0 ? Clamp01(ref.saturation_seconds / run.p90_seconds) : 0;
+  // Cost falls linearly with the excess over the cheapest feasible candidate (twice its cost
+  // scores 0): paying 30 % more costs 0.3 of the criterion, not the 0.23 a ratio would.
+  s.cost = ref.cheapest_usd > 0 ? Clamp01(2.0 - run.expected_usd / ref.cheapest_usd) : 1;
   s.total = w.stability * s.stability + w.performance * s.performance + w.cost * s.cost +
             w.usability * s.usability + w.support * s.support;
 }

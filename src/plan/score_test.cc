@@ -8,8 +8,8 @@ namespace {
 TEST(ScoreTest, UnknownAttributesAreNeutralAndFlagged) {
   catalog::Provider p;
   const Scores s = OfferScores(&p, PricingModel::kOnDemand, 1);
-  // Stability: SLA, failure rate, bare metal unknown (0.5 each), on-demand 1.0.
-  EXPECT_NEAR(s.stability, (0.5 * 3 + 1.0) / 4, 1e-12);
+  // Provider stability: SLA and bare metal unknown (0.5 each).
+  EXPECT_NEAR(s.provider_stability, 0.5, 1e-12);
   EXPECT_NEAR(s.support, 0.5, 1e-12);
   EXPECT_TRUE(s.unknown & kUnknownSla);
   EXPECT_TRUE(s.unknown & kUnknownFailureRate);
@@ -27,25 +27,52 @@ TEST(ScoreTest, KnownTermsMoveTheScores) {
   good.billing_granularity_seconds = 1;
   good.support_24x7 = true;
   good.support_response_minutes = 15;
-  const Scores s = OfferScores(&good, PricingModel::kOnDemand, 1);
+  Scores s = OfferScores(&good, PricingModel::kOnDemand, 1);
+  FinishScores(s, RunFacts{3600, 100, 0, 1}, ScoreReference{7200, 100}, Weights{});
   EXPECT_NEAR(s.stability, 1.0, 1e-9);
   EXPECT_NEAR(s.support, 1.0, 1e-9);
   EXPECT_FALSE(s.unknown & kUnknownSla);
-  const Scores spot = OfferScores(&good, PricingModel::kSpot, 1);
-  EXPECT_LT(spot.stability, s.stability);
   const Scores multi = OfferScores(&good, PricingModel::kOnDemand, 4);
   EXPECT_LT(multi.usability, s.usability);
 }
 
+TEST(ScoreTest, StabilityCountsThisRunsInterruptionsAndNodes) {
+  catalog::Provider p;
+  const Scores offer = OfferScores(&p, PricingModel::kOnDemand, 1);
+  Scores calm = offer, stormy = offer, wide = offer;
+  FinishScores(calm, RunFacts{3600, 100, 0.01, 1}, ScoreReference{7200, 100}, Weights{});
+  FinishScores(stormy, RunFacts{3600, 100, 3, 1}, ScoreReference{7200, 100}, Weights{});
+  FinishScores(wide, RunFacts{3600, 100, 0.01, 16}, ScoreReference{7200, 100}, Weights{});
+  EXPECT_LT(stormy.stability, calm.stability);
+  EXPECT_LT(wide.stability, calm.stability);
+}
+
+TEST(ScoreTest, PerformanceSaturatesOnceTheDeadlineIsMetWithMargin) {
+  // 3-day deadline: 2 h and 7 h both finish within half of it and score the same.
+  const double deadline = 3 * 24 * 3600.0;
+  const ScoreReference ref{SaturationSeconds(deadline, 2 * 3600.0), 100};
+  Scores fast, slow, late;
+  FinishScores(fast, RunFacts{2 * 3600.0, 100, 0, 1}, ref, Weights{});
+  FinishScores(slow, RunFacts{7 * 3600.0, 100, 0, 1}, ref, Weights{});
+  FinishScores(late, RunFacts{60 * 3600.0, 100, 0, 1}, ref, Weights{});
+  EXPECT_DOUBLE_EQ(fast.performance, 1.0);
+  EXPECT_DOUBLE_EQ(slow.performance, 1.0);
+  EXPECT_LT(late.performance, 1.0);
+  // Without a deadline the saturation is a day, or the fastest P90 when that is longer.
+  EXPECT_DOUBLE_EQ(SaturationSeconds(std::nullopt, 600), kSaturationWithoutDeadlineSeconds);
+  EXPECT_DOUBLE_EQ(SaturationSeconds(std::nullopt, 1e6), 1e6);
+}
+
 TEST(ScoreTest, WeightedTotal) {
   Scores s;
-  s.stability = 1;
+  s.provider_stability = 1;
   s.usability = 0.5;
   s.support = 0;
   Weights w;
-  FinishScores(s, 20, 10, 100, 50, w);
+  FinishScores(s, RunFacts{20, 75, 0, 1}, ScoreReference{10, 50}, w);
   EXPECT_DOUBLE_EQ(s.performance, 0.5);
   EXPECT_DOUBLE_EQ(s.cost, 0.5);
+  EXPECT_DOUBLE_EQ(s.stability, 1.0);
   EXPECT_NEAR(s.total, 0.30 * 1 + 0.25 * 0.5 + 0.20 * 0.5 + 0.15 * 0.5 + 0.10 * 0, 1e-12);
 }
 

@@ -5,17 +5,20 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <set>
 #include <numeric>
 #include <thread>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "core/parse.h"
+#include "estimate/estimate.h"
 #include "plan/pitfalls.h"
 
 namespace fulcrum::plan {
 namespace {
 
-using workload::Framework;
 using workload::Recompute;
 
 constexpr int kMicroBatches[] = {1, 2, 4, 8, 16, 32, 64};
@@ -25,21 +28,9 @@ constexpr int kNodeCounts[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128
 // A global batch rounded up to a multiple of dp x micro-batch may grow by at most this factor.
 constexpr double kMaxBatchRounding = 1.10;
 
-bool IsLora(const workload::Training& t) {
-  return t.method == workload::Method::kLora || t.method == workload::Method::kQlora;
-}
-
-Framework FrameworkFor(const workload::Training& t) {
-  if (t.tp > 1 || t.pp > 1) return Framework::kMegatron;
-  if (t.zero_stage == 3) return Framework::kFsdp;
-  if (IsLora(t) && t.zero_stage == 0) return Framework::kHf;
-  return Framework::kDeepSpeed;
-}
-
 // Tries one layout; updates `best`. Returns false when it does not fit in memory.
 bool TryLayout(const workload::Model& model, workload::Training& t, const estimate::Hardware& hw,
                double usable_bytes, double capacity_bytes, BestLayout& best) {
-  t.framework = FrameworkFor(t);
   ++best.evaluated;
   const estimate::MemoryBreakdown mem = estimate::EstimateMemory(model, t);
   if (!(mem.peak_bytes_per_gpu <= usable_bytes)) return false;
@@ -60,13 +51,15 @@ bool TryLayout(const workload::Model& model, workload::Training& t, const estima
 
 void ScanMicroBatches(const workload::Model& model, workload::Training& t,
                       const estimate::Hardware& hw, double usable, double capacity,
-                      int64_t global_batch, BestLayout& best) {
+                      int64_t global_batch, bool exact_batch, BestLayout& best) {
   for (int mb : kMicroBatches) {
     const int64_t per_step = mb * t.dp;
     if (per_step > global_batch * kMaxBatchRounding) break;
     const int64_t steps = (global_batch + per_step - 1) / per_step;
     const int64_t effective = steps * per_step;
-    if (static_cast<double>(effective) > static_cast<double>(global_batch) * kMaxBatchRounding) {
+    if (exact_batch ? effective != global_batch
+                    : static_cast<double>(effective) >
+                          static_cast<double>(global_batch) * kMaxBatchRounding) {
       continue;
     }
     t.micro_batch = mb;
@@ -76,12 +69,10 @@ void ScanMicroBatches(const workload::Model& model, workload::Training& t,
   }
 }
 
-}  // namespace
-
-BestLayout SearchLayouts(const workload::Model& model, const workload::Training& base,
-                         const estimate::Hardware& hw, double capacity_bytes, int gpus,
-                         double min_headroom) {
-  BestLayout best;
+void ScanLayouts(const workload::Model& model, const workload::Training& base,
+                 const estimate::Hardware& hw, double capacity_bytes, int gpus,
+                 double min_headroom, const LayoutOptions& options, bool exact_batch,
+                 BestLayout& best) {
   const double usable = capacity_bytes * (1.0 - min_headroom);
   const bool generic = model.kind == workload::ModelKind::kGeneric;
   const int64_t layers = generic ? 1 : model.layers;
@@ -110,11 +101,26 @@ BestLayout SearchLayouts(const workload::Model& model, const workload::Training&
             t.zero_stage = zero;
             t.recompute = rc;
             t.sequence_parallel = tp > 1;
-            ScanMicroBatches(model, t, hw, usable, capacity_bytes, base.global_batch, best);
+            t.framework = options.framework.value_or(workload::DefaultFrameworkFor(t));
+            if (!workload::FrameworkRunsLayout(t.framework, t)) continue;
+            ScanMicroBatches(model, t, hw, usable, capacity_bytes, base.global_batch,
+                             exact_batch, best);
           }
         }
       }
     }
+  }
+}
+
+}  // namespace
+
+BestLayout SearchLayouts(const workload::Model& model, const workload::Training& base,
+                         const estimate::Hardware& hw, double capacity_bytes, int gpus,
+                         double min_headroom, const LayoutOptions& options) {
+  BestLayout best;
+  ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, true, best);
+  if (!best.found && options.allow_batch_change) {
+    ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, false, best);
   }
   return best;
 }
@@ -144,6 +150,8 @@ struct HardwareClass {
   double capacity_bytes = 0;
   bool network_known = false;
   bool network_assumed = false;
+  workload::Precision precision = workload::Precision::kBf16Mixed;
+  bool precision_fallback = false;
   std::vector<int> node_counts;
 };
 
@@ -198,58 +206,118 @@ struct Pending {
   const HardwareClass* hc;
 };
 
+RunFacts FactsOf(const Candidate& c) {
+  return {c.run.p90_seconds, c.run.expected_usd, c.run.expected_interruptions, c.nodes};
+}
+
+// The balanced score's reference: the cheapest feasible candidate's expected cost and the
+// saturation time (from the fastest feasible P90 when there is no deadline). Feasible = meets
+// the deadline and the budget; when none does, every candidate.
+ScoreReference ReferenceOf(const std::vector<Candidate>& candidates,
+                           std::optional<double> deadline_seconds) {
+  const bool any_feasible = std::any_of(candidates.begin(), candidates.end(),
+                                        [](const Candidate& c) { return c.meets_constraints; });
+  double cheapest = std::numeric_limits<double>::infinity();
+  double fastest = cheapest;
+  for (const Candidate& c : candidates) {
+    if (any_feasible && !c.meets_constraints) continue;
+    cheapest = std::min(cheapest, c.run.expected_usd);
+    fastest = std::min(fastest, c.run.p90_seconds);
+  }
+  return {SaturationSeconds(deadline_seconds, fastest), cheapest};
+}
+
+// The objective's order among candidates with the same feasibility.
+bool BetterByObjective(const Candidate& a, const Candidate& b, Objective objective) {
+  switch (objective) {
+    case Objective::kCheapest:
+      if (a.run.expected_usd != b.run.expected_usd) return a.run.expected_usd < b.run.expected_usd;
+      return a.run.p90_usd < b.run.p90_usd;
+    case Objective::kFastest:
+      if (a.run.p90_seconds != b.run.p90_seconds) return a.run.p90_seconds < b.run.p90_seconds;
+      return a.run.expected_usd < b.run.expected_usd;
+    case Objective::kBalanced:
+      if (a.score.total != b.score.total) return a.score.total > b.score.total;
+      return a.run.expected_usd < b.run.expected_usd;
+  }
+  return false;
+}
+
 // Which spot candidates need the (expensive) simulator. A spot run takes at least its work plus
-// the start-up (T_lb) and costs at least that time at min(spot, on-demand) price on every node
-// plus the extras (C_lb). With the exact (non-spot) candidates costed, a spot candidate is left
-// out only when it provably cannot (1) set the best time or cost that scores are normalised by
-// (T_lb >= best exact time and C_lb >= best exact cost), (2) be on the Pareto front (an exact
-// candidate is at least as fast and as cheap as its lower bounds, strictly in one), nor (3)
-// reach the top N: its score upper bound (perf and cost at the lower bounds against the exact
-// bests) is below the N-th best lower-bound score of the exact candidates that meet the
-// constraints (lower bounds: normalisers as small as any kept spot lower bound could make
-// them), with at least N of those. Everything left out would rank below N and off the front.
+// the start-up (T_lb, a lower bound of its total and P90 time) and costs at least that time at
+// min(spot, on-demand) price on every node plus the extras (C_lb). With the exact (non-spot)
+// candidates costed, a spot candidate is left out only when it provably cannot (1) change the
+// balanced score's reference (the cheapest feasible cost, or without a deadline the fastest
+// feasible P90: T_lb and C_lb are not below the exact feasible bests), (2) be on the Pareto
+// front (an exact candidate is at least as fast and as cheap as its lower bounds, strictly in
+// one), nor (3) reach the top N by the objective: at least N exact candidates meet the
+// constraints and the N-th best of them beats the spot candidate's bound (cheapest: C_lb;
+// fastest: T_lb; balanced: its score upper bound, perf and cost at its lower bounds and no
+// interruptions, against the exact lower-bound scores at the lowest reference the kept spot
+// rows could give). Everything left out would rank below N and off the front.
 std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending,
                                              const std::vector<size_t>& exact,
-                                             const std::vector<size_t>& spot, const PlanSpec& spec,
-                                             const CostAssumptions& a) {
+                                             const std::vector<size_t>& spot,
+                                             const PlanSpec& spec, const CostAssumptions& a) {
   const size_t n = spot.size();
   std::vector<double> t_lb(n), c_lb(n);
   for (size_t k = 0; k < n; ++k) {
     const RunInput& r = pending[spot[k]].run;
     const double price = std::min(r.hourly_usd, r.on_demand_usd_per_hour.value_or(r.hourly_usd));
     t_lb[k] = r.work_seconds + a.startup_seconds;
-    c_lb[k] = price * r.nodes * t_lb[k] / 3600.0 + r.extra.egress_gb * r.extra.egress_usd_per_gb;
+    c_lb[k] = price * r.nodes * t_lb[k] / 3600.0 + r.extra.egress_gb * r.extra.egress_usd_per_gb +
+              r.extra.priced_egress_usd + r.extra.retained_storage_usd;
   }
-  double best_t = std::numeric_limits<double>::infinity(), best_c = best_t;
+  std::vector<const Candidate*> feasible;
   for (size_t i : exact) {
-    best_t = std::min(best_t, pending[i].cand.run.total_seconds);
-    best_c = std::min(best_c, pending[i].cand.run.expected_usd);
-  }
-  std::vector<bool> keep(n, false);
-  double low_t = best_t, low_c = best_c;  // lowest normalisers the kept spot rows could give
-  for (size_t k = 0; k < n; ++k) {
-    if (t_lb[k] < best_t || c_lb[k] < best_c) {
-      keep[k] = true;
-      low_t = std::min(low_t, t_lb[k]);
-      low_c = std::min(low_c, c_lb[k]);
-    }
-  }
-  // N-th best lower-bound score among exact candidates that meet the constraints.
-  std::vector<double> lower_scores;
-  for (size_t i : exact) {
-    const Candidate& c = pending[i].cand;
-    if (!c.meets_constraints) continue;
-    Scores s = c.score;
-    FinishScores(s, c.run.total_seconds, low_t, c.run.expected_usd, low_c, spec.weights);
-    lower_scores.push_back(s.total);
+    if (pending[i].cand.meets_constraints) feasible.push_back(&pending[i].cand);
   }
   const size_t top = static_cast<size_t>(std::max(1, spec.top));
-  double threshold = std::numeric_limits<double>::infinity();
-  if (lower_scores.size() >= top) {
-    std::nth_element(lower_scores.begin(), lower_scores.begin() + (top - 1), lower_scores.end(),
-                     std::greater<double>());
-    threshold = lower_scores[top - 1];
+  if (feasible.size() < top) return spot;  // the top N or the reference may need any of them
+  const std::optional<double> deadline = spec.constraints.deadline_seconds;
+  double feasible_c = std::numeric_limits<double>::infinity(), feasible_p90 = feasible_c;
+  for (const Candidate* c : feasible) {
+    feasible_c = std::min(feasible_c, c->run.expected_usd);
+    feasible_p90 = std::min(feasible_p90, c->run.p90_seconds);
   }
+  std::vector<bool> keep(n, false);
+  double low_c = feasible_c, low_p90 = feasible_p90;  // lowest reference kept rows could give
+  for (size_t k = 0; k < n; ++k) {
+    const bool sets_saturation = !deadline && t_lb[k] < feasible_p90 &&
+                                 feasible_p90 > kSaturationWithoutDeadlineSeconds;
+    if (c_lb[k] < feasible_c || sets_saturation) {
+      keep[k] = true;
+      low_c = std::min(low_c, c_lb[k]);
+      low_p90 = std::min(low_p90, t_lb[k]);
+    }
+  }
+  const ScoreReference low{SaturationSeconds(deadline, low_p90), low_c};
+  const ScoreReference high{SaturationSeconds(deadline, feasible_p90), feasible_c};
+  // The N-th best key among the exact feasible candidates (higher is better for scores).
+  std::vector<double> keys;
+  for (const Candidate* c : feasible) {
+    switch (spec.objective) {
+      case Objective::kCheapest:
+        keys.push_back(c->run.expected_usd);
+        break;
+      case Objective::kFastest:
+        keys.push_back(c->run.p90_seconds);
+        break;
+      case Objective::kBalanced: {
+        Scores s = c->score;
+        FinishScores(s, FactsOf(*c), low, spec.weights);
+        keys.push_back(s.total);
+        break;
+      }
+    }
+  }
+  const bool higher_is_better = spec.objective == Objective::kBalanced;
+  if (higher_is_better) {
+    std::nth_element(keys.begin(), keys.begin() + (top - 1), keys.end(), std::greater<double>());
+  } else {
+    std::nth_element(keys.begin(), keys.begin() + (top - 1), keys.end());
+  }
+  const double threshold = keys[top - 1];
   std::vector<size_t> out;
   for (size_t k = 0; k < n; ++k) {
     const Pending& p = pending[spot[k]];
@@ -262,9 +330,21 @@ std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending
         break;
       }
     }
-    Scores upper = OfferScores(p.run.provider, PricingModel::kSpot, p.cand.nodes);
-    FinishScores(upper, t_lb[k], best_t, c_lb[k], best_c, spec.weights);
-    const bool below_top = upper.total < threshold;
+    bool below_top = false;
+    switch (spec.objective) {
+      case Objective::kCheapest:
+        below_top = c_lb[k] > threshold;
+        break;
+      case Objective::kFastest:
+        below_top = t_lb[k] > threshold;
+        break;
+      case Objective::kBalanced: {
+        Scores upper = OfferScores(p.run.provider, PricingModel::kSpot, p.cand.nodes);
+        FinishScores(upper, RunFacts{t_lb[k], c_lb[k], 0, p.cand.nodes}, high, spec.weights);
+        below_top = upper.total < threshold;
+        break;
+      }
+    }
     if (keep[k] || !dominated || !below_top) out.push_back(spot[k]);
   }
   return out;
@@ -279,6 +359,19 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     return Status::InvalidInput(spec.origin + ": tokens: '" + model.name +
                                 "' is a generic (non-token) model; give samples and epochs");
   }
+  if (model.max_seq_len > 0 && spec.training.seq_len > model.max_seq_len &&
+      !spec.allow_long_context) {
+    ErrorDetail detail;
+    detail.field = "seq_len";
+    detail.expected = "at most " + std::to_string(model.max_seq_len);
+    detail.found = std::to_string(spec.training.seq_len);
+    return Status::InvalidInput(spec.origin + ": seq_len " + std::to_string(spec.training.seq_len) +
+                                " is beyond " + model.name + "'s context of " +
+                                std::to_string(model.max_seq_len) +
+                                " tokens (--allow-long-context plans it anyway, e.g. for a "
+                                "context-extension run)")
+        .WithDetail(detail);
+  }
   PlanResult result;
   result.model = model;
   result.spec = spec;
@@ -292,6 +385,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   std::vector<HardwareClass> classes;
   std::map<std::tuple<std::string, int, int, double>, int> class_of_key;
   std::vector<int> class_of_offer(catalog.offers().size(), -1);
+  std::set<std::string> skipped_precision;
   const auto& offers = catalog.offers();
   for (size_t i = 0; i < offers.size(); ++i) {
     const catalog::Offer& o = offers[i];
@@ -301,6 +395,19 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     }
     const catalog::Gpu* gpu = catalog.FindGpu(o.gpu);
     if (gpu == nullptr) continue;
+    // Only hardware modes the GPU has: skip it, or plan fp16 where the user allows it.
+    workload::Precision precision = base.precision;
+    bool fallback = false;
+    if (!estimate::PrecisionSupported(*gpu, precision)) {
+      if (c.allow_precision_fallback &&
+          estimate::PrecisionSupported(*gpu, workload::Precision::kFp16Mixed)) {
+        precision = workload::Precision::kFp16Mixed;
+        fallback = true;
+      } else {
+        skipped_precision.insert(gpu->name);
+        continue;
+      }
+    }
     const double network = o.network_gbps.value_or(c.assume_network_gbps.value_or(-1));
     const auto key =
         std::make_tuple(gpu->name, o.gpu_count, static_cast<int>(o.interconnect), network);
@@ -308,7 +415,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     if (it == class_of_key.end()) {
       catalog::Offer shaped = o;
       shaped.network_gbps = network > 0 ? std::optional<double>(network) : std::nullopt;
-      std::optional<estimate::Hardware> hw = estimate::HardwareFor(*gpu, shaped, base.precision);
+      std::optional<estimate::Hardware> hw = estimate::HardwareFor(*gpu, shaped, precision);
       if (!hw) continue;  // no sourced peak for this precision
       HardwareClass hc;
       hc.gpu = gpu;
@@ -316,8 +423,11 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
       hc.capacity_bytes = estimate::CapacityBytesFromGib(gpu->memory_gib);
       hc.network_known = o.network_gbps.has_value();
       hc.network_assumed = !o.network_gbps && c.assume_network_gbps.has_value();
+      hc.precision = precision;
+      hc.precision_fallback = fallback;
       for (int n : kNodeCounts) {
         if (n * o.gpu_count > c.max_gpus) break;
+        if (c.max_nodes && n > *c.max_nodes) break;
         if (n > 1 && network <= 0) break;  // multi-node needs a known (or assumed) network
         hc.node_counts.push_back(n);
       }
@@ -340,11 +450,17 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
       std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(1, tasks.size()))));
   result.threads = threads;
   std::atomic<size_t> next{0};
+  LayoutOptions layout_options;
+  layout_options.framework = c.framework;
+  layout_options.allow_batch_change = !c.strict_batch;
   auto worker = [&] {
+    workload::Training class_base = base;
     for (size_t i = next.fetch_add(1); i < tasks.size(); i = next.fetch_add(1)) {
       const HardwareClass& hc = classes[tasks[i].hardware_class];
-      best[i] = SearchLayouts(model, base, hc.hardware, hc.capacity_bytes,
-                              tasks[i].nodes * hc.hardware.gpus_per_node, c.min_headroom);
+      class_base.precision = hc.precision;
+      best[i] = SearchLayouts(model, class_base, hc.hardware, hc.capacity_bytes,
+                              tasks[i].nodes * hc.hardware.gpus_per_node, c.min_headroom,
+                              layout_options);
     }
   };
   std::vector<std::thread> pool;
@@ -358,6 +474,14 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   }
 
   // --- candidates: offer x nodes x pricing (cost on the worker threads: spot simulates) ----
+  std::vector<ExtraCosts> extras_of_offer(offers.size());
+  std::set<std::string> unpriced_providers;
+  for (size_t i = 0; i < offers.size(); ++i) {
+    if (class_of_offer[i] < 0) continue;
+    bool unpriced = false;
+    extras_of_offer[i] = ExtrasFor(spec, offers[i].provider, assumptions, &unpriced);
+    if (unpriced) unpriced_providers.insert(offers[i].provider);
+  }
   std::vector<Pending> pending;
   for (size_t i = 0; i < offers.size(); ++i) {
     if (class_of_offer[i] < 0) continue;
@@ -378,6 +502,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
         p.cand.pricing = pricing;
         p.cand.layout = layout;
         p.cand.capacity_bytes = hc.capacity_bytes;
+        p.cand.precision = hc.precision;
         const int gpus = nodes * o.gpu_count;
         p.cand.work_units_per_second = layout.step.tokens_per_second_per_gpu * gpus;
         p.run.work_seconds = result.work_units / p.cand.work_units_per_second;
@@ -388,9 +513,10 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
         p.run.hourly_usd = *hourly;
         p.run.pricing = pricing;
         p.run.provider = provider;
-        p.run.extra = spec.extra;
+        p.run.extra = extras_of_offer[i];
         p.run.deadline_seconds = c.deadline_seconds;
         p.run.on_demand_usd_per_hour = o.on_demand_usd_per_hour;
+        p.run.reserved_owned = c.reserved_owned;
         pending.push_back(std::move(p));
       }
     }
@@ -419,6 +545,15 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     facts.p90_seconds = cand.run.p90_seconds;
     facts.budget_usd = c.budget_usd;
     facts.expected_usd = cand.run.expected_usd;
+    facts.global_batch_changed = spec.global_batch_given && t.global_batch != base.global_batch;
+    facts.precision_fallback = p.hc->precision_fallback;
+    facts.reserved_term_seconds = cand.run.reserved_commitment ? ReservedTermSeconds(cand.pricing) : 0;
+    facts.total_seconds = cand.run.total_seconds;
+    facts.billing_terms_unknown = BillingTermsUnknown(p.run.provider);
+    if (const auto& covered = assumptions.calibrated_architectures) {
+      facts.uncalibrated_gpu = !std::binary_search(covered->begin(), covered->end(),
+                                                   p.hc->gpu->architecture);
+    }
     cand.warnings = DetectPitfalls(facts);
     cand.meets_constraints =
         !(cand.warnings & (kPitfallDeadlineMissedP90 | kPitfallBudgetExceeded));
@@ -452,21 +587,15 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   for (size_t i : simulate) result.candidates.push_back(std::move(pending[i].cand));
 
   // --- scores, ranking, Pareto -------------------------------------------------------------
-  double best_seconds = std::numeric_limits<double>::infinity();
-  double best_usd = std::numeric_limits<double>::infinity();
-  for (const Candidate& cand : result.candidates) {
-    best_seconds = std::min(best_seconds, cand.run.total_seconds);
-    best_usd = std::min(best_usd, cand.run.expected_usd);
-  }
+  result.objective = spec.objective;
+  result.reference = ReferenceOf(result.candidates, c.deadline_seconds);
   for (Candidate& cand : result.candidates) {
-    FinishScores(cand.score, cand.run.total_seconds, best_seconds, cand.run.expected_usd, best_usd,
-                 spec.weights);
+    FinishScores(cand.score, FactsOf(cand), result.reference, spec.weights);
   }
   std::stable_sort(result.candidates.begin(), result.candidates.end(),
-                   [](const Candidate& a, const Candidate& b) {
+                   [&](const Candidate& a, const Candidate& b) {
                      if (a.meets_constraints != b.meets_constraints) return a.meets_constraints;
-                     if (a.score.total != b.score.total) return a.score.total > b.score.total;
-                     return a.run.expected_usd < b.run.expected_usd;
+                     return BetterByObjective(a, b, spec.objective);
                    });
   std::vector<double> xs, ys;
   for (size_t i = 0; i < result.candidates.size(); ++i) {
@@ -484,6 +613,42 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     result.notes.push_back(
         "offers whose network bandwidth is not in the catalog were planned on one node only "
         "(--assume-network-gbps N plans them multi-node)");
+  }
+  if (!skipped_precision.empty()) {
+    std::string list;
+    for (const std::string& gpu : skipped_precision) {
+      list += (list.empty() ? "" : ", ") + gpu + " (" +
+              estimate::SupportedPrecisionNames(*catalog.FindGpu(gpu)) + ")";
+    }
+    result.notes.push_back("skipped, no " + std::string(workload::PrecisionName(base.precision)) +
+                           " tensor-core mode: " + list +
+                           "; --allow-precision-fallback plans them in fp16");
+  }
+  if (!c.deadline_seconds && spec.objective == Objective::kBalanced) {
+    result.notes.push_back(
+        "no deadline: runs finishing within 24 h at P90 count as fast enough (the balanced "
+        "score's performance saturates; --deadline sets it to half the deadline)");
+  }
+  const bool any_spot = std::any_of(result.candidates.begin(), result.candidates.end(),
+                                    [](const Candidate& k) { return k.pricing == PricingModel::kSpot; });
+  if (any_spot && !assumptions.spot_risk_source.empty()) {
+    result.notes.push_back(fmt::format(
+        "spot risk: MTTI {:.1f} h per instance, outage {:.1f} h, from {}; applied to every GPU "
+        "type and provider (no public traces for newer GPUs: an assumption); n nodes are "
+        "preempted n times as often",
+        assumptions.spot_mtti_seconds_per_instance / 3600.0,
+        assumptions.spot_outage_mean_seconds / 3600.0, assumptions.spot_risk_source));
+  }
+  if (!unpriced_providers.empty()) {
+    std::string list;
+    for (const std::string& p : unpriced_providers) list += (list.empty() ? "" : ", ") + p;
+    result.notes.push_back("no sourced storage/egress price for " + list +
+                           ": their rows leave those costs out (catalog/storage_prices.csv)");
+  }
+  if (c.reserved_owned) {
+    result.notes.push_back(
+        "--reserved-owned: reserved rows cost their marginal hourly price (the term is already "
+        "paid for)");
   }
   if (!spec.global_batch_given) {
     result.notes.push_back(

@@ -36,12 +36,21 @@ struct BestLayout {
   int64_t evaluated = 0;  // layouts whose memory (and, when they fit, time) was computed
 };
 
+// What a layout may be. The global batch stays base.global_batch; where no layout keeps it and
+// `allow_batch_change`, one rounded up to a multiple of dp x micro-batch (at most +10 %) is
+// accepted (the candidate is then flagged global-batch-changed).
+struct LayoutOptions {
+  std::optional<workload::Framework> framework;  // nullopt: workload::DefaultFrameworkFor
+  bool allow_batch_change = true;
+};
+
 // Scans the layouts of `base` (precision, method, seq_len, global batch, ...) on `gpus` GPUs of
 // `hardware` (gpus_per_node each), keeping the fastest that leaves >= min_headroom free of
-// `capacity_bytes`. Allocation-free.
+// `capacity_bytes` and that its framework can run (workload::FrameworkRunsLayout).
+// Allocation-free.
 BestLayout SearchLayouts(const workload::Model& model, const workload::Training& base,
                          const estimate::Hardware& hardware, double capacity_bytes, int gpus,
-                         double min_headroom);
+                         double min_headroom, const LayoutOptions& options = {});
 
 struct Candidate {
   int offer = -1;  // index into Catalog::offers()
@@ -54,6 +63,7 @@ struct Candidate {
   Scores score;
   uint32_t warnings = 0;          // Pitfall bits
   bool meets_constraints = true;  // deadline (P90) and budget (expected) hold
+  workload::Precision precision = workload::Precision::kBf16Mixed;  // as planned (fallback: fp16)
   bool pareto = false;
   int rank = 0;  // 1-based, by (meets_constraints, score)
 };
@@ -72,6 +82,8 @@ struct PlanResult {
   double seconds = 0;  // wall time of the search
   int threads = 1;
   std::vector<std::string> notes;  // assumptions worth telling the user
+  Objective objective = Objective::kBalanced;
+  ScoreReference reference;  // what the balanced score was relative to
 };
 
 // Runs the whole plan. `threads` <= 0: std::thread::hardware_concurrency(). `assumptions`:

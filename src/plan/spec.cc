@@ -1,9 +1,12 @@
 #include "plan/spec.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "core/parse.h"
 #include "core/yaml.h"
@@ -17,7 +20,8 @@ constexpr double kBelowOne = 1.0 - std::numeric_limits<double>::epsilon() / 2;
 Status ParseConstraints(const YamlNode& node, Constraints& c) {
   FULCRUM_RETURN_IF_ERROR(node.CheckKeys({"deadline", "budget_usd", "max_gpus", "providers",
                                           "regions", "gpus", "pricing", "interruptible",
-                                          "min_headroom", "assume_network_gbps"}));
+                                          "min_headroom", "assume_network_gbps", "max_nodes",
+                                          "framework", "strict_batch"}));
   if (auto v = node.Find("deadline")) {
     FULCRUM_ASSIGN_OR_RETURN(c.deadline_seconds, v->Duration("a duration such as 7d or 36h"));
   }
@@ -57,6 +61,19 @@ Status ParseConstraints(const YamlNode& node, Constraints& c) {
     FULCRUM_ASSIGN_OR_RETURN(c.assume_network_gbps,
                              v->Number("a positive bandwidth in Gbit/s", kPositive));
   }
+  if (auto v = node.Find("max_nodes")) {
+    FULCRUM_ASSIGN_OR_RETURN(double n, v->Number("a positive integer", kPositive));
+    c.max_nodes = static_cast<int>(n);
+  }
+  if (auto v = node.Find("framework")) {
+    FULCRUM_ASSIGN_OR_RETURN(std::string text, v->Text());
+    Result<workload::Framework> f = workload::ParseFramework(text);
+    if (!f.ok()) return v->Error("megatron, deepspeed, fsdp or hf");
+    c.framework = *f;
+  }
+  if (auto v = node.Find("strict_batch")) {
+    FULCRUM_ASSIGN_OR_RETURN(c.strict_batch, v->Bool());
+  }
   return Status::Ok();
 }
 
@@ -85,6 +102,18 @@ Status ParseCosts(const YamlNode& node, ExtraCosts& e) {
       {"storage_usd_per_gb_month", &e.storage_usd_per_gb_month},
       {"egress_gb", &e.egress_gb},
       {"egress_usd_per_gb", &e.egress_usd_per_gb}};
+  for (const auto& [name, target] : fields) {
+    if (auto v = node.Find(name)) {
+      FULCRUM_ASSIGN_OR_RETURN(*target, v->Number("a number >= 0", 0));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ParseStorage(const YamlNode& node, StorageNeeds& n) {
+  FULCRUM_RETURN_IF_ERROR(node.CheckKeys({"disk_gb", "checkpoint_gb", "keep_days"}));
+  const std::pair<const char*, double*> fields[] = {
+      {"disk_gb", &n.disk_gb}, {"checkpoint_gb", &n.checkpoint_gb}, {"keep_days", &n.keep_days}};
   for (const auto& [name, target] : fields) {
     if (auto v = node.Find(name)) {
       FULCRUM_ASSIGN_OR_RETURN(*target, v->Number("a number >= 0", 0));
@@ -227,7 +256,8 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
       {"model",     "hf_config",       "tokens",        "samples", "epochs",
        "seq_len",   "global_batch",    "precision",     "method",  "lora_rank",
        "optimizer", "flash_attention", "checkpointing", "command", "constraints",
-       "weights",   "costs",           "top",           "name",    "description"},
+       "weights",   "costs",           "top",           "name",    "description",
+       "objective", "storage",         "egress_gb"},
       "a mapping of plan fields (model, tokens, ...)"));
   FULCRUM_RETURN_IF_ERROR(ParseModelAndWork(root, base_dir, spec));
   FULCRUM_RETURN_IF_ERROR(ParseTraining(root, spec));
@@ -245,6 +275,16 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
   if (auto v = root.Find("top")) {
     FULCRUM_ASSIGN_OR_RETURN(double n, v->Number("a positive integer", kPositive));
     spec.top = static_cast<int>(n);
+  }
+  if (auto v = root.Find("storage")) FULCRUM_RETURN_IF_ERROR(ParseStorage(*v, spec.storage));
+  if (auto v = root.Find("egress_gb")) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.storage.egress_gb, v->Number("a number of GB >= 0", 0));
+  }
+  if (auto v = root.Find("objective")) {
+    FULCRUM_ASSIGN_OR_RETURN(std::string text, v->Text());
+    Result<Objective> o = ParseObjective(text);
+    if (!o.ok()) return v->Error("balanced, cheapest or fastest");
+    spec.objective = *o;
   }
   return spec;
 }
@@ -270,8 +310,28 @@ Status ValidateSpec(const PlanSpec& spec) {
                                 ": work: give exactly one of tokens (--tokens 20B) or samples "
                                 "(--samples 1.28M, with epochs)");
   }
-  if ((spec.tokens && *spec.tokens <= 0) || (spec.samples && *spec.samples <= 0)) {
-    return Status::InvalidInput(spec.origin + ": work: tokens/samples must be positive");
+  if ((spec.tokens && !(*spec.tokens > 0)) || (spec.samples && !(*spec.samples > 0)) ||
+      !(spec.epochs > 0)) {
+    return Status::InvalidInput(spec.origin + ": work: tokens/samples/epochs must be positive");
+  }
+  // Far beyond any published run (Llama 3: 15.6e12 tokens); the search's time must not grow
+  // with the work, and such numbers are typos (1e19) or overflow (1e400 = infinity).
+  const double work = spec.tokens ? *spec.tokens : *spec.samples * spec.epochs;
+  if (!std::isfinite(work) || work > kMaxWorkUnits) {
+    return Status::InvalidInput(spec.origin + ": work: " +
+                                (spec.tokens ? "tokens" : "samples x epochs") +
+                                " beyond the limit of 1e15 (found " + fmt::format("{:.3g}", work) +
+                                ")");
+  }
+  if (spec.constraints.budget_usd && !(*spec.constraints.budget_usd > 0)) {
+    return Status::InvalidInput(spec.origin +
+                                ": constraints.budget_usd: expected a positive amount");
+  }
+  if (spec.constraints.deadline_seconds &&
+      !(*spec.constraints.deadline_seconds > 0 &&
+        *spec.constraints.deadline_seconds <= kMaxDeadlineSeconds)) {
+    return Status::InvalidInput(spec.origin +
+                                ": constraints.deadline: expected a duration up to 10 years");
   }
   if (spec.training.seq_len < 1) {
     return Status::InvalidInput(spec.origin + ": seq_len: expected a positive integer");

@@ -22,6 +22,13 @@ inline constexpr int kPricingModelCount = 4;
 std::string_view PricingModelName(PricingModel p);  // on_demand | reserved_1y | reserved_3y | spot
 Result<PricingModel> ParsePricingModel(std::string_view text);  // also on-demand, reserved-1y...
 
+// How candidates that meet the deadline (P90) and the budget are ranked (they always come
+// before those that do not): balanced = the weighted score (score.h), cheapest = expected cost
+// (P90 cost breaks ties), fastest = P90 time.
+enum class Objective : uint8_t { kBalanced, kCheapest, kFastest };
+std::string_view ObjectiveName(Objective o);  // balanced | cheapest | fastest
+Result<Objective> ParseObjective(std::string_view text);
+
 // Criteria weights of the score (defaults from the issue: 0.30/0.25/0.20/0.15/0.10).
 struct Weights {
   double stability = 0.30;
@@ -48,6 +55,16 @@ struct Constraints {
   // Multi-node layouts need the offer's network bandwidth; where the catalog does not know it,
   // they are skipped unless this assumption (Gbit/s per node) is given.
   std::optional<double> assume_network_gbps;
+  std::optional<int> max_nodes;  // at most this many nodes per candidate
+  // Only layouts this framework can run (nullopt: each layout gets the framework that fits it).
+  std::optional<workload::Framework> framework;
+  bool strict_batch = false;  // drop candidates whose global batch differs from the spec's
+  // A precision the GPU cannot run in tensor cores: false skips the GPU, true plans it in fp16
+  // (with a precision-fallback warning).
+  bool allow_precision_fallback = false;
+  // Reserved capacity already paid for: a reserved row costs its marginal (hourly) price, not
+  // the term's full commitment.
+  bool reserved_owned = false;
 };
 
 // Optional run-cost terms beyond the instances.
@@ -56,6 +73,22 @@ struct ExtraCosts {
   double storage_usd_per_gb_month = 0;
   double egress_gb = 0;
   double egress_usd_per_gb = 0;
+  // Priced by the planner from the provider's sourced storage prices (StorageNeeds): USD per
+  // month of run time (disks and checkpoints while the run lasts) and USD after it (checkpoints
+  // kept for keep_days).
+  double priced_storage_usd_per_month = 0;
+  double retained_storage_usd = 0;
+  double priced_egress_usd = 0;
+};
+
+// Storage and transfer the job needs; priced per provider (catalog/storage_prices.csv). Disks
+// bill while the run lasts (a stopped instance still bills its disks); checkpoints bill while
+// the run lasts and keep_days after it; egress_gb leaves the region once (data or checkpoints).
+struct StorageNeeds {
+  double disk_gb = 0;
+  double checkpoint_gb = 0;
+  double keep_days = 0;
+  double egress_gb = 0;
 };
 
 struct PlanSpec {
@@ -75,8 +108,12 @@ struct PlanSpec {
   std::string command;        // the user's training command (for --export)
   Constraints constraints;
   Weights weights;
+  Objective objective = Objective::kBalanced;
   ExtraCosts extra;
+  StorageNeeds storage;
   int top = 10;
+  // Sequences longer than the model's context (max_seq_len) are refused unless this is set.
+  bool allow_long_context = false;
   // Skip simulating spot candidates that provably cannot reach the top N or the Pareto front
   // (search.cc, SpotCandidatesToSimulate); false simulates every spot candidate.
   bool prune_spot = true;
@@ -92,13 +129,21 @@ struct PlanSpec {
 //                 interruptible: true, min_headroom: 0.1, assume_network_gbps: 100}
 //   weights: {stability: 0.3, performance: 0.25, cost: 0.2, usability: 0.15, support: 0.1}
 //   costs: {storage_gb: 500, storage_usd_per_gb_month: 0.08, egress_gb: 0, egress_usd_per_gb: 0}
+//   storage: {disk_gb: 500, checkpoint_gb: 200, keep_days: 30}   egress_gb: 200
+//   objective: balanced|cheapest|fastest
 //   top: 10
 // Relative hf_config paths are resolved against the spec file's directory (`base_dir`).
 Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
                                const std::string& base_dir = "");
 Result<PlanSpec> LoadPlanFile(const std::string& path);
 
-// Checks a finished spec: a model given, positive work, a sequence length, sane constraints.
+// Bounds of the work and the deadline (issue 19): tokens or samples x epochs up to 1e15, a
+// deadline up to 10 years, each far beyond any published run.
+inline constexpr double kMaxWorkUnits = 1e15;
+inline constexpr double kMaxDeadlineSeconds = 10 * 8760 * 3600.0;
+
+// Checks a finished spec: a model given, positive finite work within kMaxWorkUnits, a sequence
+// length, sane constraints.
 Status ValidateSpec(const PlanSpec& spec);
 
 }  // namespace fulcrum::plan

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+
+#include <algorithm>
+#include <cmath>
 
 #include "spot/spot_catalog.h"
 
@@ -15,6 +19,10 @@ double AutoCheckpointIntervalSeconds(double checkpoint_cost_seconds, double mtti
 }
 
 Result<SpotJobEstimate> EstimateSpotJob(const SpotJobInput& input) {
+  if (!(input.work_seconds >= 0 && input.work_seconds <= kMaxJobSeconds)) {
+    return Status::InvalidInput("spot job: work of " + std::to_string(input.work_seconds) +
+                                " s is beyond the 10-year limit");
+  }
   FULCRUM_ASSIGN_OR_RETURN(
       PreemptionModel model,
       PreemptionModel::Exponential(input.mtti_seconds, input.outage_mean_seconds));
@@ -58,6 +66,37 @@ Result<double> DefaultMttiSeconds(const std::string& catalog_dir) {
   FULCRUM_ASSIGN_OR_RETURN(std::vector<SpotBand> bands, LoadSpotBands(catalog_dir));
   FULCRUM_ASSIGN_OR_RETURN(SpotBand band, FindSpotBand(bands, ""));
   return MttiSecondsFromMonthlyPct(band.assumed_pct_per_month);
+}
+
+Result<SpotRisk> CalibratedSpotRisk(const std::string& catalog_dir) {
+  const std::filesystem::path dir =
+      std::filesystem::path(catalog_dir) / "spot-traces" / "preemption-1node";
+  std::error_code ec;
+  std::vector<std::string> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".json") paths.push_back(entry.path().string());
+  }
+  if (ec || paths.empty()) return Status::NotFound(dir.string() + ": no spot traces");
+  std::sort(paths.begin(), paths.end());
+  double available = 0, unavailable = 0, transitions = 0;
+  for (const std::string& path : paths) {
+    FULCRUM_ASSIGN_OR_RETURN(Trace trace, LoadTrace(path));
+    const PreemptionModel model = PreemptionModel::FromTrace(trace);
+    const double period = trace.gap_seconds * static_cast<double>(trace.counts.size());
+    const double up = model.AvailableFraction() * period;
+    const double mtti = model.MeanTimeToInterruptionSeconds();
+    available += up;
+    unavailable += period - up;
+    if (mtti > 0 && std::isfinite(mtti)) transitions += up / mtti;
+  }
+  if (transitions <= 0) return Status::NotFound(dir.string() + ": the traces show no preemption");
+  SpotRisk risk;
+  risk.mtti_seconds = available / transitions;
+  risk.outage_mean_seconds = unavailable / transitions;
+  risk.traces = static_cast<int>(paths.size());
+  risk.source = "public AWS V100 spot preemption traces (skypilot-org/spot-traces, " +
+                std::to_string(risk.traces) + " zones)";
+  return risk;
 }
 
 }  // namespace fulcrum::spot

@@ -66,4 +66,16 @@ double AutoCheckpointIntervalSeconds(double checkpoint_cost_seconds, double mtti
 // The MTTI of the default band in catalog_dir/spot_bands.csv.
 Result<double> DefaultMttiSeconds(const std::string& catalog_dir);
 
+// Spot risk calibrated on the public preemption traces in catalog_dir/spot-traces/
+// preemption-1node/*.json (skypilot-org/spot-traces, V100 on AWS), pooled: MTTI = available
+// time / available->unavailable transitions, outage = unavailable time / outages. NotFound when
+// there are no traces.
+struct SpotRisk {
+  double mtti_seconds = 0;
+  double outage_mean_seconds = 0;
+  int traces = 0;
+  std::string source;  // what the figures come from, for notes
+};
+Result<SpotRisk> CalibratedSpotRisk(const std::string& catalog_dir);
+
 }  // namespace fulcrum::spot

@@ -81,3 +81,21 @@ TEST(EstimateTest, AutoIntervalIsNeverForCoveredOrPreemptionFreeJobs) {
 
 }  // namespace
 }  // namespace fulcrum::spot
+
+namespace fulcrum::spot {
+namespace {
+
+TEST(EstimateTest, DefaultSpotRiskIsCalibratedOnThePublicTraces) {
+  // The issue: without a band the default MTTI was 105.7 days, so spot P90 = mean. The public
+  // V100 traces (catalog/spot-traces) show preemptions every few hours.
+  Result<SpotRisk> risk = CalibratedSpotRisk(std::string(FULCRUM_SOURCE_DIR) + "/catalog");
+  ASSERT_TRUE(risk.ok()) << risk.status().message();
+  EXPECT_EQ(risk->traces, 4);
+  EXPECT_GT(risk->mtti_seconds, 600);
+  EXPECT_LT(risk->mtti_seconds, 24 * 3600.0);
+  EXPECT_GT(risk->outage_mean_seconds, 0);
+  EXPECT_FALSE(CalibratedSpotRisk("/nonexistent").ok());
+}
+
+}  // namespace
+}  // namespace fulcrum::spot

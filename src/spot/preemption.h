@@ -18,6 +18,9 @@
 namespace fulcrum::spot {
 
 inline constexpr double kNever = std::numeric_limits<double>::infinity();
+// The longest job (work, deadline or any other duration) the simulator accepts: 10 years, far
+// beyond any published training run; its run time grows with the preemptions, so it is bounded.
+inline constexpr double kMaxJobSeconds = 10 * 8760 * 3600.0;
 
 // A trace compressed into runs of equal availability over one period.
 struct TraceRuns {

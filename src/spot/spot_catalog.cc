@@ -50,6 +50,34 @@ Result<std::vector<StorageKind>> LoadStorageKinds(const std::string& catalog_dir
   return kinds;
 }
 
+Result<std::vector<StoragePrice>> LoadStoragePrices(const std::string& catalog_dir) {
+  std::vector<StoragePrice> prices;
+  auto optional_number = [](const std::string& cell, const std::string& where,
+                            const char* field) -> Result<std::optional<double>> {
+    if (Trim(cell).empty()) return std::optional<double>();
+    FULCRUM_ASSIGN_OR_RETURN(double v, Number(cell, where, field));
+    return std::optional<double>(v);
+  };
+  Status status = ReadCsv(
+      catalog_dir + "/storage_prices.csv",
+      "provider,disk_usd_per_gb_month,checkpoint_usd_per_gb_month,egress_usd_per_gb,source,note",
+      [&](const std::vector<std::string>& c, const std::string& where) -> Status {
+        StoragePrice price;
+        price.provider = c[0];
+        FULCRUM_ASSIGN_OR_RETURN(price.disk_usd_per_gb_month,
+                                 optional_number(c[1], where, "disk_usd_per_gb_month"));
+        FULCRUM_ASSIGN_OR_RETURN(price.checkpoint_usd_per_gb_month,
+                                 optional_number(c[2], where, "checkpoint_usd_per_gb_month"));
+        FULCRUM_ASSIGN_OR_RETURN(price.egress_usd_per_gb,
+                                 optional_number(c[3], where, "egress_usd_per_gb"));
+        price.source = c[4];
+        prices.push_back(std::move(price));
+        return Status::Ok();
+      });
+  if (!status.ok()) return status;
+  return prices;
+}
+
 Result<std::vector<SpotBand>> LoadSpotBands(const std::string& catalog_dir) {
   FULCRUM_ASSIGN_OR_RETURN(CsvTable table,
                            LoadTableFile(catalog_dir + "/spot_bands.csv", kSpotBandSchema));

@@ -5,6 +5,7 @@
 // ...". Returned values are plain data.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,7 +30,19 @@ struct SpotBand {
   std::string source;
 };
 
+// Per-provider storage and egress list prices (catalog/storage_prices.csv); nullopt = not
+// sourced. USD per GB-month (disk: persistent block disk; checkpoint: object/network storage)
+// and USD per GB leaving the region.
+struct StoragePrice {
+  std::string provider;
+  std::optional<double> disk_usd_per_gb_month;
+  std::optional<double> checkpoint_usd_per_gb_month;
+  std::optional<double> egress_usd_per_gb;
+  std::string source;
+};
+
 Result<std::vector<StorageKind>> LoadStorageKinds(const std::string& catalog_dir);
+Result<std::vector<StoragePrice>> LoadStoragePrices(const std::string& catalog_dir);
 Result<std::vector<SpotBand>> LoadSpotBands(const std::string& catalog_dir);
 
 // By name, case-insensitive; "" = the row marked default. NotFound lists the known names.

@@ -148,7 +148,17 @@ TEST(ValidateTest, RefusesInconsistentLayouts) {
   t.tp = 2;
   t.dp = 4;
   t.global_batch = 8;
+  t.framework = Framework::kMegatron;
   EXPECT_TRUE(Validate(m, t, 8).ok());
+  // Frameworks only get the sharding they have: no tp under FSDP, no ZeRO-2 under Megatron-LM.
+  Training fsdp = t;
+  fsdp.framework = Framework::kFsdp;
+  EXPECT_NE(Validate(m, fsdp, 8).message().find("--framework fsdp cannot run"), std::string::npos);
+  Training megatron_z2 = t;
+  megatron_z2.zero_stage = 2;
+  EXPECT_FALSE(Validate(m, megatron_z2, 8).ok());
+  EXPECT_FALSE(FrameworkRunsLayout(Framework::kDeepSpeed, t));
+  EXPECT_EQ(DefaultFrameworkFor(t), Framework::kMegatron);
   Status gpus = Validate(m, t, 16);
   EXPECT_NE(gpus.message().find("--gpus is 16"), std::string::npos) << gpus.message();
   Training heads = t;

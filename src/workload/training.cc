@@ -72,10 +72,40 @@ Status ValidateLayout(const Model& m, const Training& t, int64_t gpus) {
 
 }  // namespace
 
+bool FrameworkRunsLayout(Framework f, const Training& t) {
+  switch (f) {
+    case Framework::kMegatron:
+      return t.zero_stage <= 1;
+    case Framework::kDeepSpeed:
+      return t.tp == 1 && (t.pp == 1 || t.zero_stage <= 1);
+    case Framework::kFsdp:
+      return t.tp == 1 && t.pp == 1 && t.zero_stage != 1;
+    case Framework::kHf:
+      return t.tp == 1 && t.pp == 1 && t.zero_stage == 0;
+  }
+  return false;
+}
+
+Framework DefaultFrameworkFor(const Training& t) {
+  if (t.tp > 1 || t.pp > 1) return Framework::kMegatron;
+  if (t.zero_stage == 3) return Framework::kFsdp;
+  if (t.method != Method::kFull && t.zero_stage == 0) return Framework::kHf;
+  return Framework::kDeepSpeed;
+}
+
 Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateModel(model));
   FULCRUM_RETURN_IF_ERROR(ValidateSizes(training));
-  return ValidateLayout(model, training, gpus);
+  FULCRUM_RETURN_IF_ERROR(ValidateLayout(model, training, gpus));
+  if (!FrameworkRunsLayout(training.framework, training)) {
+    return Status::InvalidInput(
+        "--framework " + std::string(FrameworkName(training.framework)) + " cannot run --tp " +
+        Str(training.tp) + " --pp " + Str(training.pp) + " --zero " + Str(training.zero_stage) +
+        " (Megatron-LM: ZeRO <= 1 via its distributed optimizer; DeepSpeed: ZeRO 0-3, no tp, "
+        "ZeRO <= 1 with pp; FSDP: ZeRO 0, 2 or 3 (NO_SHARD, SHARD_GRAD_OP, FULL_SHARD), no tp/pp; "
+        "hf: ZeRO 0, no tp/pp)");
+  }
+  return Status::Ok();
 }
 
 std::string_view PrecisionName(Precision p) {

@@ -76,8 +76,21 @@ inline int64_t MicroBatchesPerStep(const Training& t) {
 // Refuses what cannot run: non-positive sizes, tp*pp*dp != gpus (when gpus > 0), heads or
 // kv_heads not divisible by tp, layers not divisible by pp*vpp, global batch not a multiple of
 // micro_batch*dp, zero_stage outside 0..3, LoRA rank < 1, vpp > 1 without pp > 1, sequence
-// parallel without tp > 1, seq_len above the model's learned position table. Names the flag.
+// parallel without tp > 1, seq_len above the model's learned position table, a sharding the
+// framework does not have (FrameworkRunsLayout). Names the flag.
 Status Validate(const Model& model, const Training& training, int64_t gpus = 0);
+
+// Whether `framework` has the layout's sharding: Megatron-LM runs tp/pp/dp with its distributed
+// optimizer (ZeRO-1) at most; DeepSpeed ZeRO 0-3 without tensor parallelism (its pipeline engine
+// only with ZeRO <= 1); PyTorch FSDP NO_SHARD / SHARD_GRAD_OP / FULL_SHARD (HYBRID_SHARD shards
+// like FULL_SHARD within a node) = ZeRO 0, 2, 3, without tp/pp; the HF Trainer alone plain data
+// parallel (ZeRO 0). Sources: Megatron-LM --use-distributed-optimizer docs; DeepSpeed ZeRO and
+// pipeline docs ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"); torch.distributed
+// .fsdp.ShardingStrategy.
+bool FrameworkRunsLayout(Framework framework, const Training& training);
+// The framework a layout runs under when the user names none: tp or pp -> Megatron-LM; ZeRO-3 ->
+// FSDP (FULL_SHARD); LoRA without sharding -> HF; otherwise DeepSpeed.
+Framework DefaultFrameworkFor(const Training& training);
 
 std::string_view PrecisionName(Precision p);
 // Weights, gradients and activations in fp32 (kFp32 and kTf32).
