@@ -61,11 +61,6 @@ struct Offer {
   int line = 0;  // line of the row in `origin`
 };
 
-// The names of `known` closest to `name` (case-insensitive, ' ' and '_' read as '-'): small edit
-// distance or one contains the other; best first, at most `max_names`. For "did you mean" hints.
-std::vector<std::string> NearestNames(std::string_view name, const std::vector<std::string>& known,
-                                      size_t max_names = 5);
-
 // "nvlink", "pcie" or "" (unknown): the spelling used in offers.csv and in JSON.
 const char* InterconnectName(Interconnect interconnect);
 // "nvlink", "pcie" or "unknown": the spelling of tables and messages.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "core/input_error.h"
 #include "core/parse.h"
 
 namespace fulcrum::catalog {

@@ -43,24 +43,43 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+namespace {
+// Case-insensitive, with ' ' and '_' read as '-': "h100 sxm" is close to "H100-SXM".
+std::string NameKey(std::string_view name) {
+  std::string key = ToLower(name);
+  for (char& c : key) {
+    if (c == ' ' || c == '_') c = '-';
+  }
+  return key;
+}
+}  // namespace
+
 std::vector<std::string> NearestNames(std::string_view name,
                                       const std::vector<std::string>& candidates,
                                       size_t max_names) {
-  const std::string key = ToLower(name);
+  const std::string key = NameKey(name);
   const size_t limit = key.size() <= 4 ? 1 : std::max<size_t>(2, key.size() / 3);
   std::vector<std::pair<size_t, size_t>> close;  // (distance, index in candidates)
   for (size_t i = 0; i < candidates.size(); ++i) {
-    size_t distance = EditDistance(key, ToLower(candidates[i]));
-    if (distance <= limit) close.emplace_back(distance, i);
+    const std::string other = NameKey(candidates[i]);
+    size_t distance = EditDistance(key, other);
+    // A name that is part of a candidate (or the reverse) is close too: "A100" -> "A100-SXM4-40GB".
+    bool part = key.size() >= 2 && other.size() >= 2 &&
+                (other.find(key) != std::string::npos || key.find(other) != std::string::npos);
+    if (distance <= limit) {
+      close.emplace_back(distance, i);
+    } else if (part) {
+      close.emplace_back(limit, i);
+    }
   }
   std::stable_sort(close.begin(), close.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::string> names;
   for (const auto& [distance, index] : close) {
     if (names.size() == max_names) break;
-    if (std::find(names.begin(), names.end(), candidates[index]) == names.end()) {
-      names.push_back(candidates[index]);
-    }
+    bool seen = std::any_of(names.begin(), names.end(),
+                            [&](const std::string& n) { return NameKey(n) == NameKey(candidates[index]); });
+    if (!seen) names.push_back(candidates[index]);
   }
   return names;
 }
