@@ -133,6 +133,8 @@ bool PrecisionSupported(const catalog::Gpu& gpu, workload::Precision precision) 
       return positive(gpu.bf16_tflops);
     case workload::Precision::kFp8:
       return positive(gpu.fp8_tflops);
+    case workload::Precision::kTf32:  // TF32 tensor cores: Ampere and later
+      return positive(gpu.tf32_tflops);
   }
   return false;
 }
@@ -141,7 +143,7 @@ std::string SupportedPrecisionNames(const catalog::Gpu& gpu) {
   std::string out;
   for (workload::Precision p :
        {workload::Precision::kBf16Mixed, workload::Precision::kFp16Mixed,
-        workload::Precision::kFp8, workload::Precision::kFp32}) {
+        workload::Precision::kFp8, workload::Precision::kTf32, workload::Precision::kFp32}) {
     if (!PrecisionSupported(gpu, p)) continue;
     out += (out.empty() ? "" : ", ") + std::string(workload::PrecisionName(p));
   }

@@ -193,6 +193,27 @@ Status ParseModelAndWork(const YamlNode& root, const std::string& base_dir, Plan
 
 }  // namespace
 
+std::string_view ObjectiveName(Objective o) {
+  switch (o) {
+    case Objective::kBalanced:
+      return "balanced";
+    case Objective::kCheapest:
+      return "cheapest";
+    case Objective::kFastest:
+      return "fastest";
+  }
+  return "balanced";
+}
+
+Result<Objective> ParseObjective(std::string_view text) {
+  const std::string t = ToLower(Trim(text));
+  if (t == "balanced") return Objective::kBalanced;
+  if (t == "cheapest") return Objective::kCheapest;
+  if (t == "fastest") return Objective::kFastest;
+  return Status::InvalidInput("objective: expected balanced, cheapest or fastest, found \"" +
+                              std::string(text) + "\"");
+}
+
 std::string_view PricingModelName(PricingModel p) {
   switch (p) {
     case PricingModel::kOnDemand:

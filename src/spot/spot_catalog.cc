@@ -9,6 +9,13 @@ namespace fulcrum::spot {
 
 namespace {
 
+const TableSchema kStoragePriceSchema = {
+    {"provider", "disk_usd_per_gb_month", "checkpoint_usd_per_gb_month", "egress_usd_per_gb",
+     "source"},
+    {"note"}};
+// Plausibility limit for a storage or egress price (catches typos, not an outside fact).
+constexpr double kMaxUsdPerGb = 100;
+
 const TableSchema kStorageSchema = {{"kind", "write_bytes_per_second", "default", "source"},
                                     {"note"}};
 const TableSchema kSpotBandSchema = {{"band", "label", "min_pct_per_month", "max_pct_per_month",
@@ -51,30 +58,22 @@ Result<std::vector<StorageKind>> LoadStorageKinds(const std::string& catalog_dir
 }
 
 Result<std::vector<StoragePrice>> LoadStoragePrices(const std::string& catalog_dir) {
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table,
+                           LoadTableFile(catalog_dir + "/storage_prices.csv", kStoragePriceSchema));
   std::vector<StoragePrice> prices;
-  auto optional_number = [](const std::string& cell, const std::string& where,
-                            const char* field) -> Result<std::optional<double>> {
-    if (Trim(cell).empty()) return std::optional<double>();
-    FULCRUM_ASSIGN_OR_RETURN(double v, Number(cell, where, field));
-    return std::optional<double>(v);
-  };
-  Status status = ReadCsv(
-      catalog_dir + "/storage_prices.csv",
-      "provider,disk_usd_per_gb_month,checkpoint_usd_per_gb_month,egress_usd_per_gb,source,note",
-      [&](const std::vector<std::string>& c, const std::string& where) -> Status {
-        StoragePrice price;
-        price.provider = c[0];
-        FULCRUM_ASSIGN_OR_RETURN(price.disk_usd_per_gb_month,
-                                 optional_number(c[1], where, "disk_usd_per_gb_month"));
-        FULCRUM_ASSIGN_OR_RETURN(price.checkpoint_usd_per_gb_month,
-                                 optional_number(c[2], where, "checkpoint_usd_per_gb_month"));
-        FULCRUM_ASSIGN_OR_RETURN(price.egress_usd_per_gb,
-                                 optional_number(c[3], where, "egress_usd_per_gb"));
-        price.source = c[4];
-        prices.push_back(std::move(price));
-        return Status::Ok();
-      });
-  if (!status.ok()) return status;
+  for (size_t i = 0; i < table.size(); ++i) {
+    RowReader row = table.Row(i);
+    StoragePrice price;
+    FULCRUM_ASSIGN_OR_RETURN(price.provider, row.RequiredText("provider"));
+    FULCRUM_ASSIGN_OR_RETURN(price.disk_usd_per_gb_month,
+                             row.OptionalNumber("disk_usd_per_gb_month", 0, kMaxUsdPerGb));
+    FULCRUM_ASSIGN_OR_RETURN(price.checkpoint_usd_per_gb_month,
+                             row.OptionalNumber("checkpoint_usd_per_gb_month", 0, kMaxUsdPerGb));
+    FULCRUM_ASSIGN_OR_RETURN(price.egress_usd_per_gb,
+                             row.OptionalNumber("egress_usd_per_gb", 0, kMaxUsdPerGb));
+    FULCRUM_ASSIGN_OR_RETURN(price.source, row.RequiredText("source"));
+    prices.push_back(std::move(price));
+  }
   return prices;
 }
 
