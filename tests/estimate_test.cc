@@ -96,7 +96,7 @@ TEST(EstimateE2eTest, PrecisionsTheGpuLacksAreRefusedNamingWhatItSupports) {
   ExpectRefused({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--precision", "fp8"},
                 "A100-SXM4-80GB");
   ExpectRefused({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--precision", "fp8"},
-                "supports bf16, fp16, fp32");
+                "supports bf16, fp16, tf32, fp32");
   ExpectRefused({"--model", "gpt2", "--gpu", "V100-32GB"}, "no bf16");
   // What the GPU has is accepted.
   EXPECT_EQ(RunFulcrum({"estimate", "--model", "gpt2", "--gpu", "V100-32GB", "--precision",
@@ -106,14 +106,14 @@ TEST(EstimateE2eTest, PrecisionsTheGpuLacksAreRefusedNamingWhatItSupports) {
 }
 
 TEST(EstimateE2eTest, FrameworksOnlyGetTheShardingTheyHave) {
-  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8", "--tp", "2", "--zero",
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "8", "--tp", "2", "--zero",
                  "2", "--framework", "megatron"},
                 "--framework megatron cannot run");
-  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8", "--zero", "1",
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "8", "--zero", "1",
                  "--framework", "fsdp"},
                 "--framework fsdp cannot run");
   // No framework named: one that has the layout is chosen.
-  nlohmann::json doc = EstimateJson({"--model", "llama-2-7b", "--gpu", "H100", "--gpus", "8",
+  nlohmann::json doc = EstimateJson({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "8",
                                      "--tp", "2", "--zero", "1"});
   EXPECT_EQ(doc["setup"]["framework"], "megatron");
 }

@@ -58,7 +58,7 @@ std::vector<std::string> NearestNames(std::string_view name,
                                       const std::vector<std::string>& candidates,
                                       size_t max_names) {
   const std::string key = NameKey(name);
-  const size_t limit = key.size() <= 4 ? 1 : std::max<size_t>(2, key.size() / 3);
+  const size_t limit = key.size() <= 2 ? 1 : std::max<size_t>(2, key.size() / 3);
   std::vector<std::pair<size_t, size_t>> close;  // (distance, index in candidates)
   for (size_t i = 0; i < candidates.size(); ++i) {
     const std::string other = NameKey(candidates[i]);

@@ -26,7 +26,7 @@ Status InputError(ErrorDetail detail, FoundIs found_is = FoundIs::kText);
 size_t EditDistance(std::string_view a, std::string_view b);
 
 // Up to `max_names` of `candidates` close to `name`: edit distance (case-insensitive, ' ' and
-// '_' read as '-') at most 1 for names up to 4 characters, else at most a third of the length,
+// '_' read as '-') at most 1 for names up to 2 characters, else at most a third of the length,
 // at least 2; or one name part of the other ("A100" and "A100-SXM4-40GB"). Closest first, ties
 // in candidate order.
 std::vector<std::string> NearestNames(std::string_view name,

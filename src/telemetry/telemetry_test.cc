@@ -110,7 +110,7 @@ TEST(SimSourceTest, ScenarioErrorsNameFileLineAndField) {
   EXPECT_NE(typo.status().message().find("faults[0].ovr: expected a known field"),
             std::string::npos)
       << typo.status().message();
-  EXPECT_NE(typo.status().message().find("did you mean over?"), std::string::npos);
+  EXPECT_NE(typo.status().message().find("did you mean over"), std::string::npos);
   auto unknown = ParseScenario("- {at: 1s, gpu: 0, fault: meltdown}", "s.yaml");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().message(),
