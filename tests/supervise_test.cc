@@ -116,6 +116,63 @@ TEST_F(SuperviseTest, ResumesFromTheLastCompleteCheckpointAfterACrash) {
   EXPECT_NE(log.find("out step 25"), std::string::npos);
 }
 
+// The reported bug: a name whose last run succeeded after one restart started its next run with
+// FULCRUM_RESTART_COUNT=1. A finished job's next run is a new job; --continue carries the count.
+TEST_F(SuperviseTest, ARunAfterASuccessIsANewJobWithRestartCountZero) {
+  const std::vector<std::string> trainer = {"--steps", "4", "--step-ms", "5", "--crash-at-step",
+                                            "2", "--crash-times", "1"};
+  RunOutput first = RunFulcrum(RunArgs("again", {}, trainer));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("restart 1 gpus"), std::string::npos) << first.out;
+  RunOutput second = RunFulcrum(RunArgs("again", {"--json"}, trainer));
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const size_t first_start = second.err.find("trainer pid");
+  ASSERT_NE(first_start, std::string::npos) << second.err;
+  const std::string first_line =
+      second.err.substr(first_start, second.err.find('\n', first_start) - first_start);
+  EXPECT_NE(first_line.find("restart 0 gpus"), std::string::npos)
+      << "the new job's first start: " << first_line;
+  auto run = nlohmann::json::parse(second.out)["run"];
+  EXPECT_EQ(run["start"], "new");
+  EXPECT_EQ(run["uid"], "again.2");
+  RunOutput status = RunFulcrum({"status", "--json", "--data-dir", data_});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  auto job = nlohmann::json::parse(status.out)["jobs"][0];
+  EXPECT_EQ(job["start"], "new");
+  EXPECT_EQ(job["generation"], 2);
+  EXPECT_EQ(job["restarts"], 1) << "the second run crashed once too (its count began at 0)";
+  RunOutput continued = RunFulcrum(RunArgs("again", {"--continue"}, {"--steps", "1"}));
+  ASSERT_EQ(continued.exit_code, 0) << continued.err;
+  EXPECT_NE(continued.out.find("restart 1 gpus"), std::string::npos) << continued.out;
+  EXPECT_NE(continued.err.find("continuing job again.2"), std::string::npos) << continued.err;
+  RunOutput table = RunFulcrum({"status", "--data-dir", data_});
+  EXPECT_NE(table.out.find("succeeded (continued)"), std::string::npos) << table.out;
+}
+
+// Issue 19: inputs that cannot work are refused at start-up with exit 2 and the flag's name.
+TEST_F(SuperviseTest, RefusesFlagsThatCannotWorkAndAMissingCommandOnce) {
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--checkpoint-signal", "9"},
+        {"--checkpoint-signal", "KILL"},
+        {"--checkpoint-signal", "STOP"},
+        {"--max-restarts", "-5"},
+        {"--crash-loop-failures", "-1"},
+        {"--log-max-bytes", "0"}}) {
+    RunOutput r = RunFulcrum(RunArgs("bad", flags, {"--steps", "1"}));
+    EXPECT_EQ(r.exit_code, 2) << flags[0] << " " << flags[1] << ": " << r.err;
+    EXPECT_NE(r.err.find(flags[0]), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("spdlog"), std::string::npos) << r.err;
+  }
+  std::vector<std::string> args = {"run",        "--name",   "missing",          "--data-dir",
+                                   data_,        "--preemption", "none", "--",
+                                   "/nonexistent/cmd"};
+  RunOutput missing = RunFulcrum(args);
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_EQ(CountOf(missing.err, "not found"), 1u) << missing.err;
+  EXPECT_EQ(missing.err.find("exit 127"), std::string::npos) << missing.err;
+  EXPECT_FALSE(Job("missing")) << "nothing was recorded for a command that never started";
+}
+
 TEST_F(SuperviseTest, NeverResumesFromACheckpointWithoutItsMarker) {
   fs::create_directories(ckpt_ + "/step-00000010");
   std::ofstream(ckpt_ + "/step-00000010/step") << "10\n";

@@ -43,6 +43,18 @@ double FileMtime(const std::string& path) {
 
 }  // namespace
 
+bool PreparedBySubmit(const store::JobRecord& row) {
+  return !row.supervisor_pid &&
+         (row.state == store::JobState::kQueued || row.state == store::JobState::kStarting);
+}
+
+store::JobStart DecideStart(const store::JobRecord& previous, StartMode mode) {
+  if (mode == StartMode::kNew) return store::JobStart::kNew;
+  if (mode == StartMode::kContinue) return store::JobStart::kContinued;
+  return store::IsFinishedState(store::EffectiveState(previous)) ? store::JobStart::kNew
+                                                                 : store::JobStart::kContinued;
+}
+
 Supervisor::Supervisor(SupervisorOptions options, Clock& clock, ProcessRunner& runner,
                        store::JobsDb* db)
     : options_(std::move(options)),
@@ -92,19 +104,31 @@ void Supervisor::Init() {
   job_.name = options_.job_id;
   job_.queue = options_.queue;
   job_.created_at = clock_.UnixSeconds();
+  job_.generation = 1;
+  job_.start = store::JobStart::kNew;
   if (db_ != nullptr) {
     auto existing = db_->GetJob(options_.job_id);
     if (existing.ok() && existing->has_value()) {
       const store::JobRecord& old = **existing;
-      job_.spend_usd = old.spend_usd;
-      job_.restarts = old.restarts;
+      // A row that `fulcrum submit` queued carries the decision made then (and its counts).
+      const bool prepared = PreparedBySubmit(old) && options_.start_mode == StartMode::kAuto;
+      const store::JobStart start = prepared ? old.start.value_or(store::JobStart::kNew)
+                                             : DecideStart(old, options_.start_mode);
       job_.created_at = old.created_at ? old.created_at : job_.created_at;
       job_.queue = old.queue == "run" ? options_.queue : old.queue;
       job_.slurm_job_id = old.slurm_job_id;
       job_.not_before = old.not_before;
       job_.gpus_requested = old.gpus_requested;
       job_.run_options = old.run_options;
-      job_.step = old.step;
+      job_.start = start;
+      if (prepared || start == store::JobStart::kContinued) {
+        job_.generation = std::max(1, old.generation);
+        job_.spend_usd = old.spend_usd;
+        job_.restarts = old.restarts;
+        job_.step = old.step;
+      } else {
+        job_.generation = old.generation + 1;
+      }
     }
     if (auto past = db_->ListCheckpoints(options_.job_id); past.ok()) {
       for (const auto& c : *past) {
@@ -112,6 +136,11 @@ void Supervisor::Init() {
       }
     }
   }
+  Event(std::string(job_.start == store::JobStart::kNew ? "new job " : "continuing job ") +
+        job_.uid() +
+        (job_.start == store::JobStart::kContinued
+             ? " (restart count " + std::to_string(job_.restarts) + ")"
+             : ""));
   job_.argv = options_.argv;
   job_.gpus = options_.gpus;
   job_.budget_usd = options_.budget_usd;
@@ -123,7 +152,7 @@ void Supervisor::Init() {
   job_.exit_code.reset();
   job_.reason.clear();
   job_.supervisor_pid = static_cast<int64_t>(::getpid());
-  job_.state = "starting";
+  job_.state = store::JobState::kStarting;
   initial_scan_ = true;
   ScanCheckpoints(true);
   initial_scan_ = false;
@@ -147,7 +176,7 @@ void Supervisor::StartChild() {
       job_.gpus = keep;
     }
     if (keep.empty()) {
-      Finish("failed", "no healthy GPU left to restart on", kExitGaveUp);
+      Finish(store::JobState::kFailed, "no healthy GPU left to restart on", kExitGaveUp);
       return;
     }
   }
@@ -155,6 +184,7 @@ void Supervisor::StartChild() {
   spec.argv = options_.argv;
   spec.cwd = options_.cwd;
   spec.env["FULCRUM_JOB_ID"] = job_.id;
+  spec.env["FULCRUM_JOB_UID"] = job_.uid();
   spec.env["FULCRUM_RESTART_COUNT"] = std::to_string(job_.restarts);
   spec.env["FULCRUM_CHECKPOINT_DIR"] = options_.checkpoints.dir;
   spec.env["FULCRUM_RESUME_FROM"] = latest_checkpoint_;
@@ -163,7 +193,7 @@ void Supervisor::StartChild() {
   heartbeat_mtime_ = options_.heartbeat_file.empty() ? 0 : FileMtime(options_.heartbeat_file);
   Status s = runner_.Start(spec);
   if (!s.ok()) {
-    Finish("failed", "cannot start the command: " + s.message(), kExitGaveUp);
+    Finish(store::JobState::kFailed, "cannot start the command: " + s.message(), kExitGaveUp);
     return;
   }
   Event("started pid " + std::to_string(runner_.pid()) +
@@ -174,7 +204,7 @@ void Supervisor::StartChild() {
   checkpoint_requested_at_.reset();
   next_checkpoint_at_ = now + CheckpointIntervalSeconds();
   phase_ = Phase::kRunning;
-  job_.state = "running";
+  job_.state = store::JobState::kRunning;
   SaveJob();
 }
 
@@ -298,11 +328,11 @@ void Supervisor::AccrueSpend() {
     Alert("budget_exhausted", "critical",
           "spent " + FormatUsd(job_.spend_usd) + " of " + FormatUsd(budget) +
               "; checkpointing and stopping");
-    BeginStop("budget of " + FormatUsd(budget) + " reached", "stopped", kExitBudget);
+    BeginStop("budget of " + FormatUsd(budget) + " reached", store::JobState::kStopped, kExitBudget);
   }
 }
 
-void Supervisor::BeginStop(const std::string& reason, const std::string& final_state,
+void Supervisor::BeginStop(const std::string& reason, store::JobState final_state,
                            int exit_code) {
   if (phase_ == Phase::kBackoff || !runner_.running()) {
     Finish(final_state, reason, exit_code);
@@ -315,7 +345,7 @@ void Supervisor::BeginStop(const std::string& reason, const std::string& final_s
   stop_exit_code_ = exit_code;
   checkpoint_at_stop_.clear();
   phase_ = Phase::kStopping;
-  job_.state = "checkpointing";
+  job_.state = store::JobState::kCheckpointing;
   job_.reason = reason;
   SaveJob();
   if (!options_.checkpoints.dir.empty()) {
@@ -338,12 +368,14 @@ void Supervisor::OnExit(const ChildExit& exit) {
     std::string reason = stop_reason_ + "; job " + exit.Describe();
     reason +=
         latest_checkpoint_.empty() ? "; no checkpoint" : "; last checkpoint " + latest_checkpoint_;
-    Finish(exit.success() && stop_state_ != "stopped" ? "succeeded" : stop_state_, reason,
+    Finish(exit.success() && stop_state_ != store::JobState::kStopped ? store::JobState::kSucceeded
+                                                                   : stop_state_,
+           reason,
            stop_exit_code_);
     return;
   }
   if (exit.success()) {
-    Finish("succeeded", "exit 0", 0);
+    Finish(store::JobState::kSucceeded, "exit 0", 0);
     return;
   }
   ++failures_;
@@ -355,15 +387,15 @@ void Supervisor::OnExit(const ChildExit& exit) {
   }
   switch (decision.verdict) {
     case RestartVerdict::kFinalExit:
-      Finish("failed", decision.reason, exit.exit_code.value_or(kExitGaveUp));
+      Finish(store::JobState::kFailed, decision.reason, exit.exit_code.value_or(kExitGaveUp));
       return;
     case RestartVerdict::kTooManyRestarts:
       Alert("restart_limit", "critical", decision.reason);
-      Finish("failed", decision.reason, kExitGaveUp);
+      Finish(store::JobState::kFailed, decision.reason, kExitGaveUp);
       return;
     case RestartVerdict::kCrashLoop:
       Alert("crash_loop", "critical", decision.reason + "; stopped to save money");
-      Finish("crash_loop", decision.reason, kExitGaveUp);
+      Finish(store::JobState::kCrashLoop, decision.reason, kExitGaveUp);
       return;
     case RestartVerdict::kRestart:
       break;
@@ -371,13 +403,13 @@ void Supervisor::OnExit(const ChildExit& exit) {
   ++job_.restarts;
   phase_ = Phase::kBackoff;
   restart_at_ = now + decision.wait_seconds;
-  job_.state = "backoff";
+  job_.state = store::JobState::kBackoff;
   job_.reason = decision.reason;
   SaveJob();
   Event(decision.reason + " in " + FormatNumber(decision.wait_seconds, 2) + " s");
 }
 
-void Supervisor::Finish(const std::string& state, const std::string& reason, int exit_code) {
+void Supervisor::Finish(store::JobState state, const std::string& reason, int exit_code) {
   phase_ = Phase::kDone;
   AccrueSpend();
   job_.state = state;
@@ -387,7 +419,7 @@ void Supervisor::Finish(const std::string& state, const std::string& reason, int
   job_.supervisor_pid.reset();
   SaveJob();
   outcome_ = {state, reason, exit_code, policy_.restarts(), latest_checkpoint_};
-  Event("job " + state + ": " + reason);
+  Event("job " + std::string(store::JobStateName(state)) + ": " + reason);
 }
 
 void Supervisor::Tick() {
@@ -405,7 +437,7 @@ void Supervisor::Tick() {
   if (phase_ == Phase::kRunning || phase_ == Phase::kBackoff) {
     if (options_.stop_notice) {
       if (auto notice = options_.stop_notice()) {
-        BeginStop(*notice, "stopped", kExitStopped);
+        BeginStop(*notice, store::JobState::kStopped, kExitStopped);
         if (phase_ == Phase::kDone) return;
       }
     }

@@ -19,12 +19,26 @@
 
 namespace fulcrum::supervise {
 
+// Whether this run is a new job or continues the name's previous run.
+enum class StartMode {
+  kAuto,      // new after succeeded/failed/crash_loop; continue after stopped/lost
+  kNew,       // --new
+  kContinue,  // --continue
+};
+
+// The rule of StartMode for a name whose previous run left `previous` in jobs.db.
+store::JobStart DecideStart(const store::JobRecord& previous, StartMode mode);
+// A row written by `fulcrum submit` that no supervisor has taken yet: it already holds the
+// identity decided at submit time (generation, start, counts).
+bool PreparedBySubmit(const store::JobRecord& row);
+
 struct SupervisorOptions {
   std::string job_id;
   std::vector<std::string> argv;
   std::string cwd;
   std::vector<int> gpus;  // empty = CUDA_VISIBLE_DEVICES left as inherited
   std::string queue = "run";
+  StartMode start_mode = StartMode::kAuto;
   double stop_grace_seconds = 60;
   double kill_after_seconds = 10;  // after SIGTERM, SIGKILL the group
   // Checkpoints ("" dir = no checkpoint handling).
@@ -53,7 +67,7 @@ struct SupervisorOptions {
 };
 
 struct SupervisorOutcome {
-  std::string state;  // final job state: succeeded, failed, stopped, crash_loop
+  store::JobState state = store::JobState::kFailed;  // succeeded, failed, stopped, crash_loop
   std::string reason;
   int exit_code = 0;  // what `fulcrum run` exits with
   int restarts = 0;
@@ -88,8 +102,8 @@ class Supervisor {
   void CheckCadence();
   void CheckProgress();
   void AccrueSpend();
-  void BeginStop(const std::string& reason, const std::string& final_state, int exit_code);
-  void Finish(const std::string& state, const std::string& reason, int exit_code);
+  void BeginStop(const std::string& reason, store::JobState final_state, int exit_code);
+  void Finish(store::JobState state, const std::string& reason, int exit_code);
   void Alert(const std::string& name, const std::string& severity, const std::string& summary);
   void Event(const std::string& text);
   void SaveJob();
@@ -126,7 +140,8 @@ class Supervisor {
   // Stop in progress.
   double stop_deadline_ = 0;
   double kill_deadline_ = 0;
-  std::string stop_state_, stop_reason_;
+  store::JobState stop_state_ = store::JobState::kStopped;
+  std::string stop_reason_;
   int stop_exit_code_ = 0;
   std::string checkpoint_at_stop_;
 };

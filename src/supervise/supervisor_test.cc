@@ -1,6 +1,7 @@
 // Unit tests of the supervisor's loop with a ManualClock and a fake ProcessRunner: whole
 // scenarios (preemption, grace, budget, backoff, cadence) run in milliseconds of real time.
 #include "supervise/supervisor.h"
+#include "supervise/fake_process_runner.h"
 #include "spot/interval.h"
 
 #include <gtest/gtest.h>
@@ -12,58 +13,6 @@
 namespace fulcrum::supervise {
 namespace {
 namespace fs = std::filesystem;
-
-// A child that runs until signalled or told to exit; `on_tick` lets a test act at clock times.
-class FakeRunner final : public ProcessRunner {
- public:
-  explicit FakeRunner(ManualClock& clock) : clock_(clock) {}
-  Status Start(const ChildSpec& spec) override {
-    starts.push_back(spec);
-    start_times.push_back(clock_.MonotonicSeconds());
-    running_ = true;
-    if (exit_on_start) pending_ = exit_on_start;
-    return Status::Ok();
-  }
-  bool running() const override { return running_; }
-  int64_t pid() const override {
-    return running_ ? 1000 + static_cast<int64_t>(starts.size()) : -1;
-  }
-  void SignalGroup(int signal) override {
-    signals.push_back({signal, clock_.MonotonicSeconds()});
-    if (!running_) return;
-    if (signal == SIGKILL || (signal == SIGTERM && !ignore_term)) {
-      ChildExit e;
-      e.signal = signal;
-      pending_ = e;
-    }
-    if (on_signal) on_signal(signal);
-  }
-  std::optional<ChildExit> Wait(double timeout, const LineSink& sink) override {
-    clock_.Advance(timeout);
-    if (on_tick) on_tick(clock_.MonotonicSeconds(), sink);
-    if (running_ && pending_) {
-      running_ = false;
-      auto e = pending_;
-      pending_.reset();
-      return e;
-    }
-    return std::nullopt;
-  }
-  void Exit(ChildExit e) { pending_ = e; }
-
-  std::vector<ChildSpec> starts;
-  std::vector<double> start_times;
-  std::vector<std::pair<int, double>> signals;
-  std::optional<ChildExit> exit_on_start;
-  bool ignore_term = false;
-  std::function<void(int)> on_signal;
-  std::function<void(double, const LineSink&)> on_tick;
-
- private:
-  ManualClock& clock_;
-  bool running_ = false;
-  std::optional<ChildExit> pending_;
-};
 
 class SupervisorTest : public ::testing::Test {
  protected:
