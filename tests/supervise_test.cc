@@ -149,6 +149,40 @@ TEST_F(SuperviseTest, ARunAfterASuccessIsANewJobWithRestartCountZero) {
   EXPECT_NE(table.out.find("succeeded (continued)"), std::string::npos) << table.out;
 }
 
+// Issue 14: a launcher without signal handlers (as torchrun is for SIGUSR1) died of the first
+// checkpoint request. By default a request is a file the job polls; no signal is sent. Signals
+// are opt-in, and `--signal-target children` reaches the workers but not the launcher.
+TEST_F(SuperviseTest, ALauncherWithoutSignalHandlersSurvivesCheckpointRequests) {
+  auto run = [&](const std::string& name, std::vector<std::string> extra,
+                 const std::string& trainer_flags = "") {
+    const std::string launcher =
+        std::string(FULCRUM_TRAINER) + " --steps 80 --step-ms 10 " + trainer_flags + "; exit $?";
+    std::vector<std::string> args = {"run",          "--name", name, "--data-dir", data_,
+                                     "--preemption", "none",   "--checkpoint-dir",
+                                     ckpt_ + "-" + name,       "--checkpoint-every", "0.2s"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--max-restarts", "0", "--", "/bin/sh", "-c", launcher});
+    return RunFulcrum(args, LongRun());
+  };
+  RunOutput plain = run("launcher", {});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.err.find("requested a checkpoint (request file)"), std::string::npos)
+      << plain.err;
+  EXPECT_NE(plain.err.find("checkpoint complete"), std::string::npos) << plain.err;
+  EXPECT_EQ(plain.err.find("killed by"), std::string::npos) << plain.err;
+
+  // The trainer ignores the request file here: its checkpoints come from the signal alone.
+  RunOutput workers = run("workers", {"--checkpoint-signal", "USR1", "--signal-target", "children"},
+                          "--ignore-requests");
+  EXPECT_EQ(workers.exit_code, 0) << workers.err;
+  EXPECT_NE(workers.err.find("SIGUSR1 to children"), std::string::npos) << workers.err;
+  EXPECT_NE(workers.err.find("checkpoint complete"), std::string::npos) << workers.err;
+
+  RunOutput group = run("group", {"--checkpoint-signal", "USR1"});  // the old default
+  EXPECT_NE(group.err.find("killed by SIGUSR1"), std::string::npos)
+      << "the failure the default avoids: " << group.err;
+}
+
 // Issue 19: inputs that cannot work are refused at start-up with exit 2 and the flag's name.
 TEST_F(SuperviseTest, RefusesFlagsThatCannotWorkAndAMissingCommandOnce) {
   for (const std::vector<std::string>& flags :
@@ -384,14 +418,15 @@ TEST_F(SuperviseTest, SigtermToTheSupervisorCheckpointsThenStops) {
 }
 
 TEST_F(SuperviseTest, StopGraceBoundsTheWaitForACheckpoint) {
-  // The job ignores the checkpoint signal (SIGWINCH is ignored by default) and SIGTERM too.
+  // The job ignores the checkpoint request (its file, and SIGWINCH, ignored by default) and
+  // SIGTERM too.
   RunOutput r;
   auto run = std::async(std::launch::async, [&] {
     return RunFulcrum(
         RunArgs("stubborn",
                 {"--checkpoint-dir", ckpt_, "--checkpoint-signal", "SIGWINCH", "--checkpoint-every",
                  "1h", "--stop-grace", "0.3s", "--kill-after", "0.3s"},
-                {"--steps", "100000", "--step-ms", "5", "--ignore-term"}),
+                {"--steps", "100000", "--step-ms", "5", "--ignore-term", "--ignore-requests"}),
         LongRun());
   });
   std::optional<store::JobRecord> job;

@@ -41,6 +41,11 @@ class FakeRunner final : public ProcessRunner {
     }
     if (on_signal) on_signal(signal);
   }
+  void Signal(int signal, SignalTarget target) override {
+    if (target == SignalTarget::kNone) return;
+    targets.push_back(target);
+    SignalGroup(signal);
+  }
   std::optional<ChildExit> Wait(double timeout, const LineSink& sink) override {
     clock_.Advance(timeout);
     if (on_tick) on_tick(clock_.MonotonicSeconds(), sink);
@@ -57,6 +62,7 @@ class FakeRunner final : public ProcessRunner {
   std::vector<ChildSpec> starts;
   std::vector<double> start_times;
   std::vector<std::pair<int, double>> signals;
+  std::vector<SignalTarget> targets;  // of Signal calls
   std::optional<ChildExit> exit_on_start;
   bool ignore_term = false;
   std::function<void(int)> on_signal;

@@ -9,6 +9,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 extern char** environ;
 
@@ -179,6 +182,51 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
 
 void PosixProcessRunner::SignalGroup(int signal) {
   if (pid_ > 0) ::kill(-pid_, signal);
+}
+
+void PosixProcessRunner::Signal(int signal, SignalTarget target) {
+  if (pid_ <= 0) return;
+  switch (target) {
+    case SignalTarget::kNone:
+      return;
+    case SignalTarget::kLeader:
+      ::kill(pid_, signal);
+      return;
+    case SignalTarget::kGroup:
+      ::kill(-pid_, signal);
+      return;
+    case SignalTarget::kChildren:
+      break;
+  }
+  // Every member of the child's process group but the child itself: /proc/PID/stat field 5.
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc", ec);
+       !ec && it != std::filesystem::end(it); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == pid_) continue;
+    std::ifstream stat(it->path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t paren = line.rfind(')');  // the command name may hold spaces
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(line.substr(paren + 1));
+    std::string state;
+    long ppid = 0, pgrp = 0;
+    if (fields >> state >> ppid >> pgrp && pgrp == pid_) ::kill(pid, signal);
+  }
+}
+
+Result<SignalTarget> ParseSignalTarget(const std::string& text) {
+  if (text == "none") return SignalTarget::kNone;
+  if (text == "leader") return SignalTarget::kLeader;
+  if (text == "group") return SignalTarget::kGroup;
+  if (text == "children") return SignalTarget::kChildren;
+  return Status::InvalidInput("--signal-target: expected leader, group, children or none, found '" +
+                              text + "'")
+      .WithDetail({"", std::nullopt, "--signal-target", "leader, group, children or none", text,
+                   {"none", "group"}});
 }
 
 void PosixProcessRunner::ReadAvailable(int index, const LineSink& sink) {

@@ -41,6 +41,10 @@ struct ChildExit {
 };
 
 enum class Stream { kStdout, kStderr };
+
+// Who gets a checkpoint-request signal: nobody, the process fulcrum started, its whole process
+// group, or every process of the group but the one fulcrum started (a launcher's workers).
+enum class SignalTarget { kNone, kLeader, kGroup, kChildren };
 using LineSink = std::function<void(Stream, std::string_view line)>;
 
 class ProcessRunner {
@@ -52,6 +56,8 @@ class ProcessRunner {
   virtual int64_t pid() const = 0;
   // Sends `signal` to the child's whole process group (no-op without a child).
   virtual void SignalGroup(int signal) = 0;
+  // Sends `signal` to `target` (no-op without a child or for kNone).
+  virtual void Signal(int signal, SignalTarget target) = 0;
   // Waits up to `timeout_seconds` for output (delivered line by line to `sink`) or the child's
   // exit, whichever comes first. Returns the exit once, when the child has ended. Without a child
   // it just waits out the timeout.
@@ -69,6 +75,7 @@ class PosixProcessRunner final : public ProcessRunner {
   bool running() const override { return pid_ > 0; }
   int64_t pid() const override { return pid_; }
   void SignalGroup(int signal) override;
+  void Signal(int signal, SignalTarget target) override;
   std::optional<ChildExit> Wait(double timeout_seconds, const LineSink& sink) override;
 
  private:
@@ -80,5 +87,7 @@ class PosixProcessRunner final : public ProcessRunner {
 };
 
 std::string SignalName(int signal);
+// "leader", "group", "children", "none".
+Result<SignalTarget> ParseSignalTarget(const std::string& text);
 
 }  // namespace fulcrum::supervise

@@ -22,6 +22,7 @@ class Forwarder final : public ProcessRunner {
   bool running() const override { return fake_->running(); }
   int64_t pid() const override { return fake_->pid(); }
   void SignalGroup(int signal) override { fake_->SignalGroup(signal); }
+  void Signal(int signal, SignalTarget target) override { fake_->Signal(signal, target); }
   std::optional<ChildExit> Wait(double timeout, const LineSink& sink) override {
     return fake_->Wait(timeout, sink);
   }

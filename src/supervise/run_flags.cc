@@ -39,7 +39,12 @@ constexpr FlagSpec kValueFlags[] = {
      "Send the checkpoint signal this often (default 30m); 'auto' = Daly's optimum from the "
      "measured checkpoint duration and failure rate"},
     {"--checkpoint-signal", "SIGNAL",
-     "Signal that asks the job for a checkpoint (default SIGUSR1)"},
+     "Also send this signal with each checkpoint request (opt-in; with it --signal-target "
+     "defaults to group). Without it requests only create $FULCRUM_CHECKPOINT_REQUEST_FILE"},
+    {"--signal-target", "leader|group|children|none",
+     "Who gets --checkpoint-signal: the command, its process group, the group but the command (a "
+     "launcher's workers), or nobody (default none; group when --checkpoint-signal is given). "
+     "Sent only after the job touched $FULCRUM_READY_FILE or showed progress"},
     {"--checkpoint-pattern", "GLOB",
      "Entries of the checkpoint dir that are checkpoints (default *)"},
     {"--checkpoint-complete", "RULE",
@@ -50,6 +55,9 @@ constexpr FlagSpec kValueFlags[] = {
      "(model.pt.COMPLETE) (default COMPLETE)"},
     {"--checkpoint-settle", "DURATION",
      "Size must stay unchanged this long for 'stable' (default 30s)"},
+    {"--checkpoint-request-file", "PATH",
+     "File whose appearance asks the job for a checkpoint (the job deletes it); exported as "
+     "FULCRUM_CHECKPOINT_REQUEST_FILE (default <data-dir>/run/<name>.checkpoint-request)"},
     {"--keep", "K", "Keep the newest K complete checkpoints, delete older ones (default 0 = all)"},
     {"--mtbf", "DURATION",
      "Prior mean time between failures for --checkpoint-every auto (default 24h)"},
@@ -279,6 +287,13 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
   }
   FULCRUM_ASSIGN_OR_RETURN(o.checkpoint_signal,
                            ParseSignal(Text(f, "--checkpoint-signal", "SIGUSR1")));
+  // Signals are opt-in: a launcher without a handler (torchrun) dies of SIGUSR1.
+  const bool signal_given = !Text(f, "--checkpoint-signal", "").empty();
+  FULCRUM_ASSIGN_OR_RETURN(
+      o.signal_target, ParseSignalTarget(Text(f, "--signal-target", signal_given ? "group" : "none")));
+  o.checkpoint_request_file =
+      Text(f, "--checkpoint-request-file", data_dir + "/run/" + job_id + ".checkpoint-request");
+  o.ready_file = data_dir + "/run/" + job_id + ".ready";
   o.checkpoints.pattern = Text(f, "--checkpoint-pattern", "*");
   FULCRUM_ASSIGN_OR_RETURN(o.checkpoints.rule,
                            ParseCompletionRule(Text(f, "--checkpoint-complete", "auto")));

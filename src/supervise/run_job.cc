@@ -105,6 +105,8 @@ Result<RunJobResult> RunJob::Run() {
   }
   std::error_code ec;
   fs::create_directories(fs::path(options.heartbeat_file).parent_path(), ec);
+  fs::create_directories(fs::path(options.checkpoint_request_file).parent_path(), ec);
+  fs::create_directories(fs::path(options.ready_file).parent_path(), ec);
   if (!options.checkpoints.dir.empty()) fs::create_directories(options.checkpoints.dir, ec);
   fs::create_directories(resolved.log_dir, ec);
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 
 #include "core/parse.h"
@@ -189,6 +190,13 @@ void Supervisor::StartChild() {
   spec.env["FULCRUM_CHECKPOINT_DIR"] = options_.checkpoints.dir;
   spec.env["FULCRUM_RESUME_FROM"] = latest_checkpoint_;
   spec.env["FULCRUM_HEARTBEAT_FILE"] = options_.heartbeat_file;
+  spec.env["FULCRUM_CHECKPOINT_REQUEST_FILE"] = options_.checkpoint_request_file;
+  spec.env["FULCRUM_READY_FILE"] = options_.ready_file;
+  // A request or a readiness left over from the previous child is not this one's.
+  std::error_code ec;
+  if (!options_.checkpoint_request_file.empty()) fs::remove(options_.checkpoint_request_file, ec);
+  if (!options_.ready_file.empty()) fs::remove(options_.ready_file, ec);
+  ready_ = false;
   if (!options_.gpus.empty()) spec.env["CUDA_VISIBLE_DEVICES"] = JoinInts(options_.gpus);
   heartbeat_mtime_ = options_.heartbeat_file.empty() ? 0 : FileMtime(options_.heartbeat_file);
   Status s = runner_.Start(spec);
@@ -215,6 +223,7 @@ void Supervisor::OnLine(Stream stream, std::string_view line) {
   if (std::regex_search(line.begin(), line.end(), match, *progress_regex_)) {
     last_progress_ = clock_.MonotonicSeconds();
     stall_alerted_ = false;
+    ready_ = true;
     job_.heartbeat_at = clock_.UnixSeconds();
     if (match.size() > 1 && match[1].matched) {
       auto step = ParseInt(std::string(match[1].first, match[1].second));
@@ -260,15 +269,44 @@ void Supervisor::ScanCheckpoints(bool force) {
   SaveJob();
 }
 
+bool Supervisor::JobReady() {
+  if (ready_) return true;
+  if (options_.ready_file.empty() && options_.heartbeat_file.empty()) return ready_ = true;
+  std::error_code ec;
+  if (!options_.ready_file.empty() && fs::exists(options_.ready_file, ec)) ready_ = true;
+  return ready_;
+}
+
+std::string Supervisor::RequestCheckpoint() {
+  std::string channels;
+  if (!options_.checkpoint_request_file.empty()) {
+    std::ofstream(options_.checkpoint_request_file) << "checkpoint\n";
+    channels = "request file";
+  }
+  if (options_.signal_target != SignalTarget::kNone) {
+    static constexpr const char* kTargetNames[] = {"none", "leader", "group", "children"};
+    const std::string what = SignalName(options_.checkpoint_signal) + " to " +
+                             kTargetNames[static_cast<int>(options_.signal_target)];
+    if (JobReady()) {
+      runner_.Signal(options_.checkpoint_signal, options_.signal_target);
+      channels += (channels.empty() ? "" : ", ") + what;
+    } else {
+      channels += (channels.empty() ? "" : ", ") + std::string("no ") + what +
+                  ": the job has not said it is ready";
+    }
+  }
+  return channels.empty() ? "no channel" : channels;
+}
+
 void Supervisor::CheckCadence() {
   if (options_.checkpoints.dir.empty() || phase_ != Phase::kRunning || !runner_.running()) return;
   const double now = clock_.MonotonicSeconds();
   const double interval = CheckpointIntervalSeconds();
   if (options_.checkpoint_requests && now >= next_checkpoint_at_) {
-    runner_.SignalGroup(options_.checkpoint_signal);
+    const std::string channels = RequestCheckpoint();
     if (!checkpoint_requested_at_) checkpoint_requested_at_ = now;
     next_checkpoint_at_ = now + interval;
-    Event("requested a checkpoint (" + SignalName(options_.checkpoint_signal) + ")");
+    Event("requested a checkpoint (" + channels + ")");
   }
   const double since = std::max(last_checkpoint_mono_, child_started_);
   if (!missing_alerted_ && now - since > 2 * interval) {
@@ -285,6 +323,7 @@ void Supervisor::CheckProgress() {
     double mtime = FileMtime(options_.heartbeat_file);
     if (mtime != 0 && mtime != heartbeat_mtime_) {
       heartbeat_mtime_ = mtime;
+      ready_ = true;
       last_progress_ = now;
       stall_alerted_ = false;
       job_.heartbeat_at = clock_.UnixSeconds();
@@ -349,10 +388,10 @@ void Supervisor::BeginStop(const std::string& reason, store::JobState final_stat
   job_.reason = reason;
   SaveJob();
   if (!options_.checkpoints.dir.empty()) {
-    runner_.SignalGroup(options_.checkpoint_signal);
+    const std::string channels = RequestCheckpoint();
     checkpoint_requested_at_ = now;
     stop_deadline_ = now + options_.stop_grace_seconds;
-    Event("stopping (" + reason + "): requested a checkpoint, waiting up to " +
+    Event("stopping (" + reason + "): requested a checkpoint (" + channels + "), waiting up to " +
           FormatDuration(options_.stop_grace_seconds));
   } else {
     stop_deadline_ = now;

@@ -44,7 +44,14 @@ struct SupervisorOptions {
   // Checkpoints ("" dir = no checkpoint handling).
   CheckpointScanOptions checkpoints;
   std::optional<double> checkpoint_every_seconds = 1800;  // nullopt = auto (Daly)
-  int checkpoint_signal = 10;                             // SIGUSR1
+  // A checkpoint request creates this file (the job checkpoints and deletes it); "" = none.
+  std::string checkpoint_request_file;
+  // Signals are opt-in: `checkpoint_signal` goes to `signal_target` with each request, and only
+  // once the job is ready (touched `ready_file`, or its first heartbeat or progress line; with
+  // neither file configured it counts as ready at once).
+  int checkpoint_signal = 10;  // SIGUSR1
+  SignalTarget signal_target = SignalTarget::kNone;
+  std::string ready_file;
   double mtbf_prior_seconds = 24 * 3600;                  // for auto cadence
   bool checkpoint_requests = true;                        // false: never signal on a cadence
   RestartPolicyOptions restart;
@@ -100,6 +107,10 @@ class Supervisor {
   void OnExit(const ChildExit& exit);
   void ScanCheckpoints(bool force);
   void CheckCadence();
+  // Creates the request file and, when opted in and the job is ready, sends the signal. Returns
+  // the channels used ("request file, SIGUSR1 to group").
+  std::string RequestCheckpoint();
+  bool JobReady();
   void CheckProgress();
   void AccrueSpend();
   void BeginStop(const std::string& reason, store::JobState final_state, int exit_code);
@@ -125,6 +136,7 @@ class Supervisor {
   double last_progress_ = 0;
   double heartbeat_mtime_ = 0;
   bool stall_alerted_ = false;
+  bool ready_ = false;  // the current child said it is up (ready file, heartbeat, progress)
   double last_scan_ = -1e18;
   double last_accrual_ = 0;
   double pending_usd_ = 0, pending_seconds_ = 0;

@@ -30,6 +30,7 @@ class SupervisorTest : public ::testing::Test {
     options_.argv = {"train"};
     options_.checkpoints.dir = dir_ + "/ckpt";
     options_.tick_seconds = 0.5;
+    options_.signal_target = SignalTarget::kGroup;  // these scenarios test the signal channel
     options_.on_event = [this](const std::string& e) { events_.push_back(e); };
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -192,6 +193,46 @@ TEST_F(SupervisorTest, CadenceSignalsAndAlertsWhenNoCheckpointComes) {
   auto alerts = db_->ListAlerts(0);
   ASSERT_EQ(alerts->size(), 1u);
   EXPECT_EQ((*alerts)[0].name, "missing_checkpoint");
+}
+
+TEST_F(SupervisorTest, ByDefaultARequestIsAFileAndNoSignal) {
+  FakeRunner runner(clock_);
+  options_.signal_target = SignalTarget::kNone;  // the default of SupervisorOptions and the flags
+  options_.checkpoint_request_file = dir_ + "/request";
+  options_.checkpoint_every_seconds = 10;
+  int written = 0;
+  runner.on_tick = [&](double now, const LineSink&) {
+    // The job's side of the protocol: checkpoint and delete the file.
+    if (fs::exists(dir_ + "/request")) {
+      fs::remove(dir_ + "/request");
+      WriteCheckpoint("step-" + std::to_string(++written));
+    }
+    if (now >= 35) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  SupervisorOutcome outcome = supervisor.Run();
+  EXPECT_EQ(outcome.state, store::JobState::kSucceeded);
+  EXPECT_TRUE(runner.signals.empty()) << "a launcher without handlers would die of a signal";
+  EXPECT_EQ(written, 3) << "requests at 10, 20 and 30 s";
+  EXPECT_EQ(runner.starts.at(0).env.at("FULCRUM_CHECKPOINT_REQUEST_FILE"), dir_ + "/request");
+  EXPECT_TRUE(HasEvent("requested a checkpoint (request file)"));
+}
+
+TEST_F(SupervisorTest, OptedInSignalsWaitUntilTheJobIsReady) {
+  FakeRunner runner(clock_);
+  options_.signal_target = SignalTarget::kLeader;
+  options_.ready_file = dir_ + "/ready";
+  options_.checkpoint_every_seconds = 10;
+  runner.on_tick = [&](double now, const LineSink&) {
+    if (now >= 15 && !fs::exists(dir_ + "/ready")) std::ofstream(dir_ + "/ready") << "";
+    if (now >= 25) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  supervisor.Run();
+  ASSERT_EQ(runner.signals.size(), 1u) << "not at 10 s (still importing), only at 20 s";
+  EXPECT_NEAR(runner.signals[0].second, 20, 0.51);
+  EXPECT_EQ(runner.targets, (std::vector<SignalTarget>{SignalTarget::kLeader}));
+  EXPECT_TRUE(HasEvent("no SIGUSR1 to leader: the job has not said it is ready"));
 }
 
 TEST_F(SupervisorTest, AutoCadenceFollowsDalyFromTheMeasuredDuration) {
