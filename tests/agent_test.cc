@@ -558,7 +558,7 @@ TEST_F(AgentE2E, SupervisedJobKeepsTheMachineBusyAndIsListed) {
   ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
   store::JobRecord job;
   job.id = job.name = "llama-ft";
-  job.state = "running";
+  job.state = fulcrum::store::JobState::kRunning;
   job.queue = "run";
   job.argv = {"python", "train.py"};
   job.gpus = {0, 1};
@@ -587,8 +587,37 @@ TEST_F(AgentE2E, SupervisedJobKeepsTheMachineBusyAndIsListed) {
   EXPECT_TRUE(listed["jobs"][0]["last_checkpoint_age_seconds"].is_null());
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_EQ(agent.Get("/v1/idle")["idle"], false) << "idle GPUs but a supervised job runs";
-  ASSERT_TRUE(jobs->UpdateState("llama-ft", "succeeded", "exit 0").ok());
+  ASSERT_TRUE(jobs->UpdateState("llama-ft", fulcrum::store::JobState::kSucceeded, "exit 0").ok());
   ASSERT_TRUE(WaitFor([&] { return agent.Get("/v1/idle")["idle"] == true; }, 5));
+}
+
+// One job view: /v1/jobs and `status --json` render the same object (they disagreed on spend_usd
+// for a job without a price: 0 in the API, null in status). argv is the CLI's own addition.
+TEST_F(AgentE2E, JobsApiAndStatusRenderTheSameObject) {
+  std::string data = dir_ + "/data";
+  auto jobs = store::JobsDb::OpenInDataDir(data);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
+  store::JobRecord job;
+  job.id = job.name = "unpriced";
+  job.state = fulcrum::store::JobState::kSucceeded;
+  job.queue = "run";
+  job.argv = {"python", "train.py"};
+  job.generation = 1;
+  job.start = fulcrum::store::JobStart::kNew;
+  ASSERT_TRUE(jobs->UpsertJob(job).ok());
+  AgentProcess agent(dir_, SimArgs("- {at: 0s, gpu: 0, fault: process-exit}\n", 1));
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  json api = agent.Get("/v1/jobs");
+  RunOutput status = RunFulcrum({"status", "--json", "--data-dir", data});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  json cli = json::parse(status.out)["jobs"];
+  ASSERT_EQ(api["jobs"].size(), 1u) << api;
+  ASSERT_EQ(cli.size(), 1u);
+  EXPECT_TRUE(api["jobs"][0]["spend_usd"].is_null()) << "no price: unknown, not 0";
+  json cli_job = cli[0];
+  EXPECT_EQ(cli_job["argv"], json::array({"python", "train.py"}));
+  cli_job.erase("argv");
+  EXPECT_EQ(api["jobs"][0], cli_job);
 }
 
 TEST_F(AgentE2E, RecordThenReplay) {

@@ -116,6 +116,97 @@ TEST_F(SuperviseTest, ResumesFromTheLastCompleteCheckpointAfterACrash) {
   EXPECT_NE(log.find("out step 25"), std::string::npos);
 }
 
+// The reported bug: a name whose last run succeeded after one restart started its next run with
+// FULCRUM_RESTART_COUNT=1. A finished job's next run is a new job; --continue carries the count.
+TEST_F(SuperviseTest, ARunAfterASuccessIsANewJobWithRestartCountZero) {
+  const std::vector<std::string> trainer = {"--steps", "4", "--step-ms", "5", "--crash-at-step",
+                                            "2", "--crash-times", "1"};
+  RunOutput first = RunFulcrum(RunArgs("again", {}, trainer));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("restart 1 gpus"), std::string::npos) << first.out;
+  RunOutput second = RunFulcrum(RunArgs("again", {"--json"}, trainer));
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const size_t first_start = second.err.find("trainer pid");
+  ASSERT_NE(first_start, std::string::npos) << second.err;
+  const std::string first_line =
+      second.err.substr(first_start, second.err.find('\n', first_start) - first_start);
+  EXPECT_NE(first_line.find("restart 0 gpus"), std::string::npos)
+      << "the new job's first start: " << first_line;
+  auto run = nlohmann::json::parse(second.out)["run"];
+  EXPECT_EQ(run["start"], "new");
+  EXPECT_EQ(run["uid"], "again.2");
+  RunOutput status = RunFulcrum({"status", "--json", "--data-dir", data_});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  auto job = nlohmann::json::parse(status.out)["jobs"][0];
+  EXPECT_EQ(job["start"], "new");
+  EXPECT_EQ(job["generation"], 2);
+  EXPECT_EQ(job["restarts"], 1) << "the second run crashed once too (its count began at 0)";
+  RunOutput continued = RunFulcrum(RunArgs("again", {"--continue"}, {"--steps", "1"}));
+  ASSERT_EQ(continued.exit_code, 0) << continued.err;
+  EXPECT_NE(continued.out.find("restart 1 gpus"), std::string::npos) << continued.out;
+  EXPECT_NE(continued.err.find("continuing job again.2"), std::string::npos) << continued.err;
+  RunOutput table = RunFulcrum({"status", "--data-dir", data_});
+  EXPECT_NE(table.out.find("succeeded (continued)"), std::string::npos) << table.out;
+}
+
+// Issue 14: a launcher without signal handlers (as torchrun is for SIGUSR1) died of the first
+// checkpoint request. By default a request is a file the job polls; no signal is sent. Signals
+// are opt-in, and `--signal-target children` reaches the workers but not the launcher.
+TEST_F(SuperviseTest, ALauncherWithoutSignalHandlersSurvivesCheckpointRequests) {
+  auto run = [&](const std::string& name, std::vector<std::string> extra,
+                 const std::string& trainer_flags = "") {
+    const std::string launcher =
+        std::string(FULCRUM_TRAINER) + " --steps 80 --step-ms 10 " + trainer_flags + "; exit $?";
+    std::vector<std::string> args = {"run",          "--name", name, "--data-dir", data_,
+                                     "--preemption", "none",   "--checkpoint-dir",
+                                     ckpt_ + "-" + name,       "--checkpoint-every", "0.2s"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--max-restarts", "0", "--", "/bin/sh", "-c", launcher});
+    return RunFulcrum(args, LongRun());
+  };
+  RunOutput plain = run("launcher", {});
+  EXPECT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.err.find("requested a checkpoint (request file)"), std::string::npos)
+      << plain.err;
+  EXPECT_NE(plain.err.find("checkpoint complete"), std::string::npos) << plain.err;
+  EXPECT_EQ(plain.err.find("killed by"), std::string::npos) << plain.err;
+
+  // The trainer ignores the request file here: its checkpoints come from the signal alone.
+  RunOutput workers = run("workers", {"--checkpoint-signal", "USR1", "--signal-target", "children"},
+                          "--ignore-requests");
+  EXPECT_EQ(workers.exit_code, 0) << workers.err;
+  EXPECT_NE(workers.err.find("SIGUSR1 to children"), std::string::npos) << workers.err;
+  EXPECT_NE(workers.err.find("checkpoint complete"), std::string::npos) << workers.err;
+
+  RunOutput group = run("group", {"--checkpoint-signal", "USR1"});  // the old default
+  EXPECT_NE(group.err.find("killed by SIGUSR1"), std::string::npos)
+      << "the failure the default avoids: " << group.err;
+}
+
+// Issue 19: inputs that cannot work are refused at start-up with exit 2 and the flag's name.
+TEST_F(SuperviseTest, RefusesFlagsThatCannotWorkAndAMissingCommandOnce) {
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--checkpoint-signal", "9"},
+        {"--checkpoint-signal", "KILL"},
+        {"--checkpoint-signal", "STOP"},
+        {"--max-restarts", "-5"},
+        {"--crash-loop-failures", "-1"},
+        {"--log-max-bytes", "0"}}) {
+    RunOutput r = RunFulcrum(RunArgs("bad", flags, {"--steps", "1"}));
+    EXPECT_EQ(r.exit_code, 2) << flags[0] << " " << flags[1] << ": " << r.err;
+    EXPECT_NE(r.err.find(flags[0]), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("spdlog"), std::string::npos) << r.err;
+  }
+  std::vector<std::string> args = {"run",        "--name",   "missing",          "--data-dir",
+                                   data_,        "--preemption", "none", "--",
+                                   "/nonexistent/cmd"};
+  RunOutput missing = RunFulcrum(args);
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_EQ(CountOf(missing.err, "not found"), 1u) << missing.err;
+  EXPECT_EQ(missing.err.find("exit 127"), std::string::npos) << missing.err;
+  EXPECT_FALSE(Job("missing")) << "nothing was recorded for a command that never started";
+}
+
 TEST_F(SuperviseTest, NeverResumesFromACheckpointWithoutItsMarker) {
   fs::create_directories(ckpt_ + "/step-00000010");
   std::ofstream(ckpt_ + "/step-00000010/step") << "10\n";
@@ -327,14 +418,15 @@ TEST_F(SuperviseTest, SigtermToTheSupervisorCheckpointsThenStops) {
 }
 
 TEST_F(SuperviseTest, StopGraceBoundsTheWaitForACheckpoint) {
-  // The job ignores the checkpoint signal (SIGWINCH is ignored by default) and SIGTERM too.
+  // The job ignores the checkpoint request (its file, and SIGWINCH, ignored by default) and
+  // SIGTERM too.
   RunOutput r;
   auto run = std::async(std::launch::async, [&] {
     return RunFulcrum(
         RunArgs("stubborn",
                 {"--checkpoint-dir", ckpt_, "--checkpoint-signal", "SIGWINCH", "--checkpoint-every",
                  "1h", "--stop-grace", "0.3s", "--kill-after", "0.3s"},
-                {"--steps", "100000", "--step-ms", "5", "--ignore-term"}),
+                {"--steps", "100000", "--step-ms", "5", "--ignore-term", "--ignore-requests"}),
         LongRun());
   });
   std::optional<store::JobRecord> job;

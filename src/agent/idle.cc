@@ -1,14 +1,8 @@
 #include "agent/idle.h"
 
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <spdlog/spdlog.h>
 
-#include <cerrno>
-#include <cstring>
-
-extern char** environ;
+#include <chrono>
 
 namespace fulcrum::agent {
 
@@ -68,6 +62,12 @@ IdleStatus IdleDetector::Status(double now) const {
   return s;
 }
 
+namespace {
+// A release command (a cloud CLI call, `shutdown`) that has not finished in this time is killed.
+constexpr double kReleaseTimeoutSeconds = 120;
+}  // namespace
+
+// The destructor of an std::async future waits for the command (bounded by its timeout).
 ReleaseRunner::~ReleaseRunner() { Poll(); }
 
 Status ReleaseRunner::Run(const std::vector<std::string>& argv, bool dry_run) {
@@ -78,31 +78,31 @@ Status ReleaseRunner::Run(const std::vector<std::string>& argv, bool dry_run) {
     return Status::Ok();
   }
   Poll();
-  if (child_ > 0) return Status::Unavailable("the previous release command is still running");
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ);
-  if (rc != 0) {
-    return Status::IoError("cannot run release command '" + argv[0] + "': " + std::strerror(rc));
+  if (pending_.valid()) return Status::Unavailable("the previous release command is still running");
+  if (argv.empty() || !ProgramExists(argv[0])) {
+    return Status::NotFound("cannot run release command '" + (argv.empty() ? "" : argv[0]) +
+                            "': not found");
   }
-  spdlog::warn("idle release: ran {} (pid {})", shown, pid);
-  child_ = pid;
+  CaptureOptions options;
+  options.timeout_seconds = kReleaseTimeoutSeconds;
+  pending_ = std::async(std::launch::async, [argv, options] { return RunCapture(argv, options); });
+  spdlog::warn("idle release: ran {}", shown);
   return Status::Ok();
 }
 
 void ReleaseRunner::Poll() {
-  if (child_ <= 0) return;
-  int status = 0;
-  pid_t done = waitpid(child_, &status, WNOHANG);
-  if (done == child_) {
-    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
-      spdlog::error("idle release command exited with status {}", WEXITSTATUS(status));
-    }
-    child_ = -1;
-  } else if (done < 0) {
-    child_ = -1;
+  if (!pending_.valid() ||
+      pending_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    return;
+  }
+  Result<CaptureResult> done = pending_.get();
+  if (!done.ok()) {
+    spdlog::error("idle release command failed: {}", done.status().message());
+  } else if (done->timed_out) {
+    spdlog::error("idle release command did not finish within {:.0f} s; killed",
+                  kReleaseTimeoutSeconds);
+  } else if (done->exit_code != 0) {
+    spdlog::error("idle release command exited with status {}", done->exit_code);
   }
 }
 

@@ -2,12 +2,12 @@
 // memory thresholds and no supervised job runs or heartbeats; after `after_seconds` of that it
 // is released by running the configured command (argv, no shell), preceded by a warning
 // `warn_before_seconds` earlier. Dry run (the default) logs instead of running. IdleDetector is a
-// pure state machine on monotonic seconds (tests drive it with numbers); ReleaseRunner spawns
-// the command and reaps it. Neither is thread-safe: the sampler thread owns both.
+// pure state machine on monotonic seconds (tests drive it with numbers); ReleaseRunner runs the
+// command through RunCapture (with a timeout) on a helper thread and collects its result. Neither
+// is thread-safe: the sampler thread owns both.
 #pragma once
 
-#include <sys/types.h>
-
+#include <future>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +15,7 @@
 #include "agent/config.h"
 #include "agent/live_state.h"
 #include "core/status.h"
+#include "core/subprocess.h"
 #include "telemetry/gpu_sample.h"
 
 namespace fulcrum::agent {
@@ -46,11 +47,11 @@ class ReleaseRunner {
   ~ReleaseRunner();
   // Dry run: logs the argv. Otherwise starts it (no shell) and returns at once.
   Status Run(const std::vector<std::string>& argv, bool dry_run);
-  // Reaps a finished command; logs its exit status. Call every tick.
+  // Collects a finished command; logs its exit status. Call every tick.
   void Poll();
 
  private:
-  pid_t child_ = -1;
+  std::future<Result<CaptureResult>> pending_;
 };
 
 }  // namespace fulcrum::agent

@@ -1,28 +1,19 @@
-// `fulcrum run [options] -- CMD ARGS...`: supervise one training command (see supervise/).
+// `fulcrum run [options] -- CMD ARGS...`: supervise one training command. The wiring is
+// supervise::RunJob; this file parses flags, installs the signal edge and prints.
 #include <signal.h>
 #include <unistd.h>
 
-#include <spdlog/sinks/rotating_file_sink.h>
-#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "catalog/catalog.h"
 #include "cli/command.h"
 #include "core/clock.h"
-#include "core/parse.h"
 #include "core/paths.h"
 #include "store/jobs.h"
-#include "supervise/agent_health.h"
-#include "supervise/lock.h"
-#include "supervise/notice.h"
 #include "supervise/process.h"
-#include "supervise/run_flags.h"
-#include "supervise/supervisor.h"
+#include "supervise/run_job.h"
 
 namespace fulcrum::cli {
 namespace {
@@ -46,129 +37,70 @@ struct RunArgs {
   std::string gpus;
   bool json = false;
   bool quiet = false;
+  bool new_job = false;
+  bool continue_job = false;
   supervise::RunFlags flags;
   std::vector<std::string> command;
 };
 
-std::unique_ptr<supervise::NoticeWatcher> MakeWatcher(
-    const supervise::ResolvedRun& r, const std::function<void(const std::string&)>& event) {
-  std::vector<std::unique_ptr<supervise::NoticeSource>> sources;
-  const double timeout = r.preemption_auto ? 0.3 : 1.0;
-  for (const auto& name : r.preemption_sources) {
-    std::unique_ptr<supervise::NoticeSource> source;
-    if (name == "aws") source = supervise::MakeAwsNoticeSource(r.aws_url, timeout);
-    if (name == "gcp") source = supervise::MakeGcpNoticeSource(r.gcp_url, timeout);
-    if (name == "azure") source = supervise::MakeAzureNoticeSource(r.azure_url, timeout);
-    if (r.preemption_auto) {
-      auto probe = source->Check();
-      if (!probe.ok()) continue;  // not on this cloud
-    }
-    event("watching " + name + " preemption notices every " +
-          FormatDuration(r.notice_poll_seconds));
-    sources.push_back(std::move(source));
+Status RunCommand(CliContext& ctx, RunArgs& args) {
+  if (args.new_job && args.continue_job) {
+    return Status::InvalidInput("--new and --continue exclude each other; give one");
   }
-  return std::make_unique<supervise::NoticeWatcher>(std::move(sources), r.notice_poll_seconds);
-}
-
-Status RunJob(CliContext& ctx, RunArgs& args) {
-  if (args.command.empty()) {
-    return Status::InvalidInput("no command: put it after --, e.g. fulcrum run -- python train.py");
-  }
-  if (args.name.empty()) args.name = std::filesystem::path(args.command[0]).filename().string();
-  FULCRUM_RETURN_IF_ERROR(supervise::ValidateJobName(args.name));
-  const std::string data_dir = store::ResolveDataDir(args.data_dir);
-  FULCRUM_ASSIGN_OR_RETURN(supervise::ResolvedRun resolved,
-                           supervise::ResolveRunFlags(args.flags, data_dir, args.name));
-  supervise::SupervisorOptions& options = resolved.supervisor;
-  options.argv = args.command;
-  options.cwd = std::filesystem::current_path().string();
-  if (!args.gpus.empty()) {
-    FULCRUM_ASSIGN_OR_RETURN(options.gpus, supervise::ParseGpuList(args.gpus));
-  }
-  if (!resolved.offer.empty()) {
-    FULCRUM_ASSIGN_OR_RETURN(catalog::Catalog catalog,
-                             catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir)));
-    FULCRUM_ASSIGN_OR_RETURN(
-        double price, supervise::ResolveOfferPrice(catalog, resolved.offer, resolved.offer_spot));
-    options.price_per_hour_usd = price;
-  }
+  supervise::RunJobRequest request;
+  request.name = args.name;
+  request.data_dir = store::ResolveDataDir(args.data_dir);
+  request.catalog_dir = DefaultCatalogDir(ctx.catalog_dir);
+  request.cwd = std::filesystem::current_path().string();
+  request.gpus = args.gpus;
+  request.start_mode = args.new_job        ? supervise::StartMode::kNew
+                       : args.continue_job ? supervise::StartMode::kContinue
+                                           : supervise::StartMode::kAuto;
+  request.flags = args.flags;
+  request.command = args.command;
   if (const char* queue = std::getenv("FULCRUM_QUEUE"); queue != nullptr && *queue != '\0') {
-    options.queue = queue;  // set by the local queue and the sbatch script
-  }
-  FULCRUM_ASSIGN_OR_RETURN(supervise::JobLock lock,
-                           supervise::JobLock::Acquire(data_dir, args.name));
-  FULCRUM_ASSIGN_OR_RETURN(store::JobsDb db, store::JobsDb::OpenInDataDir(data_dir));
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(options.heartbeat_file).parent_path(),
-                                      ec);
-  if (!options.checkpoints.dir.empty())
-    std::filesystem::create_directories(options.checkpoints.dir, ec);
-  std::filesystem::create_directories(resolved.log_dir, ec);
-
-  // Job output and supervisor events: rotating files plus the terminal.
-  const std::string log_path = resolved.log_dir + "/" + args.name + ".log";
-  std::shared_ptr<spdlog::logger> file_log;
-  try {
-    auto sink = std::make_shared<spdlog::sinks::rotating_file_sink_mt>(
-        log_path, static_cast<size_t>(resolved.log_max_bytes),
-        static_cast<size_t>(resolved.log_files));
-    file_log = std::make_shared<spdlog::logger>("job", sink);
-    file_log->set_pattern("%Y-%m-%dT%H:%M:%S.%e %v");
-    file_log->flush_on(spdlog::level::info);
-  } catch (const spdlog::spdlog_ex& e) {
-    return Status::IoError(log_path + ": cannot open log file: " + e.what());
+    request.queue = queue;  // set by the local queue and the sbatch script
   }
   std::ostream& job_out = args.json ? ctx.err : ctx.out;
-  options.on_output = [&](supervise::Stream stream, std::string_view line) {
-    file_log->info("{} {}", stream == supervise::Stream::kStdout ? "out" : "err", line);
+  supervise::RunJobHooks hooks;
+  hooks.output = [&](supervise::Stream stream, std::string_view line) {
     if (args.quiet) return;
     std::ostream& os = stream == supervise::Stream::kStdout ? job_out : ctx.err;
     os << line << '\n' << std::flush;
   };
-  auto event = [&](const std::string& text) {
-    file_log->info("fulcrum {}", text);
+  hooks.event = [&](const std::string& text) {
     ctx.err << "fulcrum run: " << text << '\n' << std::flush;
   };
-  options.on_event = event;
-  const std::string agent_url = resolved.agent_url;
-  options.unhealthy_gpus = [agent_url] {
-    return supervise::UnhealthyGpusFromAgent(agent_url, 0.5);
-  };
-
-  auto watcher = MakeWatcher(resolved, event);
-  watcher->Start();
-  g_stop_signal.store(0);
-  InstallStopHandlers();
-  options.stop_notice = [&watcher]() -> std::optional<std::string> {
+  hooks.stop_requested = []() -> std::optional<std::string> {
     if (int sig = g_stop_signal.load(); sig != 0) {
       return "received " + supervise::SignalName(sig) +
              (sig == SIGUSR1 ? " (Slurm's advance notice)" : "");
     }
-    if (auto notice = watcher->Notice()) return "preemption notice: " + *notice;
     return std::nullopt;
   };
-
+  g_stop_signal.store(0);
+  InstallStopHandlers();
   SystemClock clock;
   supervise::PosixProcessRunner runner;
-  supervise::Supervisor supervisor(options, clock, runner, &db);
-  supervise::SupervisorOutcome outcome = supervisor.Run();
-  watcher->Stop();
+  supervise::RunJob job(std::move(request), clock, runner, std::move(hooks));
+  Result<supervise::RunJobResult> result = job.Run();
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR1}) signal(sig, SIG_DFL);
-
+  FULCRUM_RETURN_IF_ERROR(result.status());
+  const supervise::SupervisorOutcome& outcome = result->outcome;
   if (args.json) {
-    auto job = db.GetJob(args.name);
-    nlohmann::json out = {{"job", args.name},
-                          {"state", outcome.state},
+    nlohmann::json out = {{"job", result->job_id},
+                          {"uid", result->uid},
+                          {"start", store::JobStartName(result->start)},
+                          {"state", store::JobStateName(outcome.state)},
                           {"reason", outcome.reason},
                           {"exit_code", outcome.exit_code},
                           {"restarts", outcome.restarts},
                           {"last_checkpoint", outcome.last_checkpoint.empty()
                                                   ? nlohmann::json()
                                                   : nlohmann::json(outcome.last_checkpoint)},
-                          {"spend_usd", job.ok() && job->has_value() && options.price_per_hour_usd
-                                            ? nlohmann::json((*job)->spend_usd)
-                                            : nlohmann::json()},
-                          {"log_file", log_path}};
+                          {"spend_usd", result->spend_usd ? nlohmann::json(*result->spend_usd)
+                                                          : nlohmann::json()},
+                          {"log_file", result->log_file}};
     PrintJson(ctx, {{"run", out}});
   }
   ctx.exit_code = outcome.exit_code;
@@ -209,11 +141,16 @@ void RegisterRun(CLI::App* cmd, CliContext& ctx) {
                 "At the end print {\"run\": {job, state, reason, exit_code, restarts, "
                 "last_checkpoint, spend_usd, log_file}}; the job's stdout goes to stderr");
   cmd->add_flag("--quiet", args->quiet, "Do not echo the job's output (the log file still has it)");
+  cmd->add_flag("--new", args->new_job,
+                "Start a new job even if the name's last run was stopped or lost (new uid, "
+                "restart count 0)");
+  cmd->add_flag("--continue", args->continue_job,
+                "Continue the name's last run even if it finished (same uid, counts go on)");
   supervise::AddRunFlags(*cmd, args->flags);
   cmd->add_option("command", args->command, "The command and its arguments, after --")
       ->type_name("-- CMD ARGS...");
   cmd->callback([&ctx, args] {
-    Status s = RunJob(ctx, *args);
+    Status s = RunCommand(ctx, *args);
     if (!s.ok()) ReportError(ctx, s);
   });
 }

@@ -1,7 +1,5 @@
 // `fulcrum status`: the jobs of this data dir (run, local queue, Slurm) with state, GPUs,
 // restarts, step, checkpoint age, heartbeat age and spend; Slurm jobs also show squeue/sacct.
-#include <signal.h>
-
 #include <CLI/CLI.hpp>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -11,14 +9,11 @@
 #include "core/clock.h"
 #include "core/parse.h"
 #include "core/table.h"
+#include "store/job_view.h"
 #include "store/jobs.h"
 
 namespace fulcrum::cli {
 namespace {
-
-nlohmann::json Optional(const std::optional<double>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json();
-}
 
 std::string Age(const std::optional<double>& seconds) {
   return seconds ? FormatDuration(std::max(0.0, *seconds)) + " ago" : "-";
@@ -34,15 +29,6 @@ Status ShowStatus(CliContext& ctx, const std::string& data_dir_flag, bool json, 
     return db.status();
   }
   const double now = SystemClock().UnixSeconds();
-  // A job whose supervisor died without a word (kill -9, reboot) is not running any more.
-  for (auto& job : jobs) {
-    if (store::IsActiveState(job.state) && job.state != "queued" && job.supervisor_pid &&
-        job.queue != "slurm" && ::kill(static_cast<pid_t>(*job.supervisor_pid), 0) != 0 &&
-        errno == ESRCH) {
-      job.state = "lost";
-      job.reason = "supervisor pid " + std::to_string(*job.supervisor_pid) + " is gone";
-    }
-  }
   std::vector<std::string> slurm_ids;
   for (const auto& job : jobs) {
     if (!job.slurm_job_id.empty()) slurm_ids.push_back(job.slurm_job_id);
@@ -59,41 +45,18 @@ Status ShowStatus(CliContext& ctx, const std::string& data_dir_flag, bool json, 
   }
   if (!all) {
     std::erase_if(jobs, [&](const store::JobRecord& j) {
-      return !store::IsActiveState(j.state) && j.state != "lost" && j.finished_at &&
+      const store::JobState state = store::EffectiveState(j);
+      return !store::IsActiveState(state) && state != store::JobState::kLost && j.finished_at &&
              now - *j.finished_at > 24 * 3600;
     });
   }
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& j : jobs) {
-      nlohmann::json row = {
-          {"id", j.id},
-          {"name", j.name},
-          {"state", j.state},
-          {"queue", j.queue},
-          {"gpus", j.gpus},
-          {"gpus_requested", j.gpus_requested},
-          {"step", j.step ? nlohmann::json(*j.step) : nlohmann::json()},
-          {"restarts", j.restarts},
-          {"last_checkpoint", j.last_checkpoint_path.empty()
-                                  ? nlohmann::json()
-                                  : nlohmann::json(j.last_checkpoint_path)},
-          {"last_checkpoint_age_seconds", Optional(store::AgeSeconds(j.last_checkpoint_at, now))},
-          {"spend_usd", j.price_per_hour_usd || j.spend_usd > 0 ? nlohmann::json(j.spend_usd)
-                                                                : nlohmann::json()},
-          {"budget_usd", Optional(j.budget_usd)},
-          {"started_at", Optional(j.started_at)},
-          {"finished_at", Optional(j.finished_at)},
-          {"not_before", Optional(j.not_before)},
-          {"heartbeat_age_seconds", Optional(store::AgeSeconds(j.heartbeat_at, now))},
-          {"exit_code", j.exit_code ? nlohmann::json(*j.exit_code) : nlohmann::json()},
-          {"reason", j.reason},
-          {"argv", j.argv},
-          {"slurm_job_id",
-           j.slurm_job_id.empty() ? nlohmann::json() : nlohmann::json(j.slurm_job_id)},
-          {"slurm_state", nlohmann::json()}};
-      if (auto it = slurm.find(j.slurm_job_id); it != slurm.end())
-        row["slurm_state"] = it->second.state;
+      std::optional<std::string> slurm_state;
+      if (auto it = slurm.find(j.slurm_job_id); it != slurm.end()) slurm_state = it->second.state;
+      nlohmann::json row = store::JobJson(j, now, slurm_state);
+      row["argv"] = j.argv;  // the CLI's own addition (the API leaves command lines out)
       out.push_back(row);
     }
     nlohmann::json top = {{"jobs", out}, {"data_dir", data_dir}};
@@ -115,19 +78,24 @@ Status ShowStatus(CliContext& ctx, const std::string& data_dir_flag, bool json, 
     for (int g : j.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
     if (gpus.empty())
       gpus = j.gpus_requested > 0 ? std::to_string(j.gpus_requested) + " wanted" : "-";
-    std::string state = j.state;
+    const nlohmann::json view = store::JobJson(j, now);
+    const store::JobState effective = store::EffectiveState(j);
+    std::string state(store::JobStateName(effective));
+    if (j.start == store::JobStart::kContinued) state += " (continued)";
     std::string queue = j.queue;
     if (auto it = slurm.find(j.slurm_job_id); it != slurm.end()) {
       queue = "slurm " + j.slurm_job_id;
-      if (!store::IsActiveState(j.state) || j.state == "queued") state = ToLower(it->second.state);
+      if (!store::IsActiveState(effective) || effective == store::JobState::kQueued)
+        state = ToLower(it->second.state);
     }
     table.AddRow({j.id, state, queue, gpus, std::to_string(j.restarts),
                   j.step ? std::to_string(*j.step) : "-",
                   Age(store::AgeSeconds(j.last_checkpoint_at, now)),
                   Age(store::AgeSeconds(j.heartbeat_at, now)),
-                  j.price_per_hour_usd || j.spend_usd > 0 ? FormatUsd(j.spend_usd) : "-",
+                  view["spend_usd"].is_null() ? "-" : FormatUsd(view["spend_usd"].get<double>()),
                   j.budget_usd ? FormatUsd(*j.budget_usd) : "-"});
-    if (!j.reason.empty()) notes.push_back(j.id + ": " + j.reason);
+    if (const std::string reason = view["reason"]; !reason.empty())
+      notes.push_back(j.id + ": " + reason);
   }
   ctx.out << table.Render();
   if (!notes.empty()) ctx.out << "\n";

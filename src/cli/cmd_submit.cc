@@ -1,9 +1,5 @@
 // `fulcrum submit`: queue a job on this node (placed on free GPUs by a queue worker, honouring
 // --not-before), or hand it to Slurm with an sbatch script that runs it under `fulcrum run`.
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <filesystem>
@@ -18,8 +14,11 @@
 #include "core/parse.h"
 #include "store/jobs.h"
 #include "supervise/lock.h"
+#include "supervise/process.h"
 #include "supervise/queue.h"
+#include "supervise/queue_worker.h"
 #include "supervise/run_flags.h"
+#include "supervise/supervisor.h"
 
 namespace fulcrum::cli {
 namespace {
@@ -51,110 +50,27 @@ std::string SelfExe() {
   return ec ? "fulcrum" : p.string();
 }
 
-// Output of a detached process goes to `log_path`; stdin is /dev/null.
-void RedirectOutput(const std::string& log_path) {
-  int in = open("/dev/null", O_RDONLY);
-  int out = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (in >= 0) dup2(in, STDIN_FILENO);
-  if (out >= 0) {
-    dup2(out, STDOUT_FILENO);
-    dup2(out, STDERR_FILENO);
-  }
-}
-
-void ExecArgv(const std::vector<std::string>& argv) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  execv(args[0], args.data());
-  _exit(127);
-}
-
-// Starts `argv` fully detached (its own session, reparented to init), output to `log_path`.
-Status SpawnDetached(const std::vector<std::string>& argv, const std::string& log_path,
-                     const std::map<std::string, std::string>& env) {
-  pid_t pid = fork();
-  if (pid < 0) return Status::IoError("fork failed");
-  if (pid == 0) {
-    setsid();
-    if (fork() != 0) _exit(0);
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    RedirectOutput(log_path);
-    ExecArgv(argv);
-  }
-  waitpid(pid, nullptr, 0);
-  return Status::Ok();
-}
-
-// The queue worker: places queued local jobs on free GPUs until the queue is empty.
-Status RunQueueWorker(const std::string& data_dir) {
-  std::optional<supervise::JobLock> lock;
-  for (int attempt = 0; attempt < 30 && !lock; ++attempt) {
-    auto acquired = supervise::JobLock::Acquire(data_dir, ".queue-worker");
-    if (acquired.ok()) {
-      lock.emplace(std::move(*acquired));
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  if (!lock) return Status::Ok();  // another worker serves the queue
-  FULCRUM_ASSIGN_OR_RETURN(store::JobsDb db, store::JobsDb::OpenInDataDir(data_dir));
-  const int node_gpus = supervise::DetectNodeGpuCount();
-  const std::string self = SelfExe();
-  SystemClock clock;
-  std::map<pid_t, std::string> children;
-  while (true) {
-    int status = 0;
-    pid_t done;
-    while ((done = waitpid(-1, &status, WNOHANG)) > 0) {
-      auto it = children.find(done);
-      if (it == children.end()) continue;
-      auto job = db.GetJob(it->second);
-      if (job.ok() && job->has_value() && store::IsActiveState((*job)->state)) {
-        (void)db.UpdateState(it->second, "failed",
-                             "its supervisor exited (status " + std::to_string(status) + ")");
-      }
-      children.erase(it);
-    }
-    FULCRUM_ASSIGN_OR_RETURN(auto jobs, db.ListJobs());
-    bool waiting = false;
-    for (const auto& j : jobs) waiting = waiting || (j.state == "queued" && j.queue == "local");
-    if (!waiting && children.empty()) return Status::Ok();
-    for (const auto& p : supervise::PlaceQueuedJobs(jobs, node_gpus, clock.UnixSeconds())) {
-      auto job = db.GetJob(p.job_id);
-      if (!job.ok() || !job->has_value()) continue;
-      store::JobRecord row = **job;
-      row.gpus = p.gpus;
-      row.state = "starting";
-      FULCRUM_RETURN_IF_ERROR(db.UpsertJob(row));
-      std::string gpu_list;
-      for (int g : p.gpus) gpu_list += (gpu_list.empty() ? "" : ",") + std::to_string(g);
-      std::vector<std::string> argv = {self,   "run",        "--quiet", "--name",
-                                       row.id, "--data-dir", data_dir};
-      if (!gpu_list.empty()) argv.insert(argv.end(), {"--gpus", gpu_list});
-      argv.insert(argv.end(), row.run_options.begin(), row.run_options.end());
-      argv.push_back("--");
-      argv.insert(argv.end(), row.argv.begin(), row.argv.end());
-      const std::string log_path = data_dir + "/logs/" + row.id + ".out";
-      pid_t pid = fork();
-      if (pid == 0) {
-        setenv("FULCRUM_QUEUE", "local", 1);
-        if (!row.workdir.empty() && chdir(row.workdir.c_str()) != 0) _exit(126);
-        RedirectOutput(log_path);
-        ExecArgv(argv);
-      }
-      if (pid > 0) children[pid] = row.id;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  }
-}
-
-store::JobRecord NewJob(const SubmitArgs& a, const std::string& queue, double now) {
+store::JobRecord NewJob(const SubmitArgs& a, const std::string& queue, double now,
+                        const std::optional<store::JobRecord>& previous) {
   store::JobRecord job;
+  // Identity as `fulcrum run` decides it: a stopped or lost previous run is continued.
+  job.generation = 1;
+  job.start = store::JobStart::kNew;
+  if (previous && !supervise::PreparedBySubmit(*previous)) {
+    job.start = supervise::DecideStart(*previous, supervise::StartMode::kAuto);
+    if (job.start == store::JobStart::kContinued) {
+      job.generation = std::max(1, previous->generation);
+      job.restarts = previous->restarts;
+      job.spend_usd = previous->spend_usd;
+      job.step = previous->step;
+    } else {
+      job.generation = previous->generation + 1;
+    }
+  }
   job.id = a.name;
   job.name = a.name;
   job.queue = queue;
-  job.state = "queued";
+  job.state = store::JobState::kQueued;
   job.argv = a.command;
   job.gpus_requested = queue == "slurm" ? a.nodes * a.gpus_per_node : a.gpus;
   job.created_at = now;
@@ -164,7 +80,7 @@ store::JobRecord NewJob(const SubmitArgs& a, const std::string& queue, double no
 }
 
 Status SubmitSlurm(CliContext& ctx, SubmitArgs& a, const std::string& data_dir, store::JobsDb& db,
-                   double now) {
+                   double now, const std::optional<store::JobRecord>& previous) {
   if (a.nodes < 1)
     return Status::InvalidInput("--nodes: expected 1 or more, found " + std::to_string(a.nodes));
   fs::create_directories(data_dir + "/slurm");
@@ -194,7 +110,7 @@ Status SubmitSlurm(CliContext& ctx, SubmitArgs& a, const std::string& data_dir, 
     if (!f) return Status::IoError(path + ": cannot write the sbatch script");
   }
   FULCRUM_ASSIGN_OR_RETURN(std::string slurm_id, cluster::SubmitSbatch(path));
-  store::JobRecord job = NewJob(a, "slurm", now);
+  store::JobRecord job = NewJob(a, "slurm", now, previous);
   job.slurm_job_id = slurm_id;
   FULCRUM_RETURN_IF_ERROR(db.UpsertJob(job));
   if (a.json) {
@@ -215,7 +131,17 @@ Status SubmitSlurm(CliContext& ctx, SubmitArgs& a, const std::string& data_dir, 
 Status Submit(CliContext& ctx, SubmitArgs& a) {
   const std::string data_dir =
       fs::absolute(store::ResolveDataDir(a.data_dir)).lexically_normal().string();
-  if (a.queue_worker) return RunQueueWorker(data_dir);
+  if (a.queue_worker) {
+    supervise::QueueWorkerOptions options;
+    options.data_dir = data_dir;
+    options.fulcrum_binary = SelfExe();
+    options.node_gpus = supervise::DetectNodeGpuCount();
+    SystemClock clock;
+    supervise::QueueWorker worker(
+        options, clock, [] { return std::make_unique<supervise::PosixProcessRunner>(); },
+        [](double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); });
+    return worker.Run();
+  }
   if (a.command.empty()) {
     return Status::InvalidInput(
         "no command: put it after --, e.g. fulcrum submit --gpus 2 -- python train.py");
@@ -231,15 +157,16 @@ Status Submit(CliContext& ctx, SubmitArgs& a) {
   FULCRUM_RETURN_IF_ERROR(supervise::ResolveRunFlags(a.flags, data_dir, a.name).status());
   FULCRUM_ASSIGN_OR_RETURN(store::JobsDb db, store::JobsDb::OpenInDataDir(data_dir));
   FULCRUM_ASSIGN_OR_RETURN(auto existing, db.GetJob(a.name));
-  if (existing && store::IsActiveState(existing->state)) {
-    return Status::InvalidInput("a job named '" + a.name + "' is " + existing->state +
+  if (existing && store::IsActiveState(store::EffectiveState(*existing))) {
+    return Status::InvalidInput("a job named '" + a.name + "' is " +
+                                std::string(store::JobStateName(existing->state)) +
                                 "; choose another --name");
   }
-  if (a.slurm) return SubmitSlurm(ctx, a, data_dir, db, now);
+  if (a.slurm) return SubmitSlurm(ctx, a, data_dir, db, now, existing);
 
   if (a.gpus < 0)
     return Status::InvalidInput("--gpus: expected 0 or more, found " + std::to_string(a.gpus));
-  store::JobRecord job = NewJob(a, "local", now);
+  store::JobRecord job = NewJob(a, "local", now, existing);
   if (!a.not_before.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(double at, supervise::ParseNotBefore(a.not_before, now));
     job.not_before = at;
@@ -253,10 +180,8 @@ Status Submit(CliContext& ctx, SubmitArgs& a) {
                                 " GPU(s) (set --node-gpus or FULCRUM_NODE_GPUS)");
   }
   FULCRUM_RETURN_IF_ERROR(db.UpsertJob(job));
-  fs::create_directories(data_dir + "/logs");
-  FULCRUM_RETURN_IF_ERROR(
-      SpawnDetached({SelfExe(), "submit", "--queue-worker", "--data-dir", data_dir},
-                    data_dir + "/logs/queue-worker.log", env));
+  supervise::PosixProcessRunner launcher;
+  FULCRUM_RETURN_IF_ERROR(supervise::StartQueueWorker(launcher, SelfExe(), data_dir, env));
   if (a.json) {
     PrintJson(
         ctx, {{"submit",

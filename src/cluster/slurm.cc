@@ -1,15 +1,9 @@
 #include "cluster/slurm.h"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <sstream>
 
 #include "core/parse.h"
+#include "core/subprocess.h"
 
 namespace fulcrum::cluster {
 
@@ -70,53 +64,36 @@ std::string GenerateSbatch(const SbatchSpec& spec) {
   return s.str();
 }
 
-Result<CommandOutput> RunCommand(const std::vector<std::string>& argv) {
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
-    return Status::IoError(std::string("pipe: ") + strerror(errno));
-  }
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) return Status::IoError(std::string("fork: ") + strerror(errno));
-  if (pid == 0) {
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  CommandOutput result;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  int open_count = 2;
-  char buf[4096];
-  while (open_count > 0) {
-    if (poll(fds, 2, -1) < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP))) continue;
-      ssize_t n = read(fds[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        (i == 0 ? result.out : result.err).append(buf, static_cast<size_t>(n));
-      } else {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_count;
-      }
+namespace {
+
+// Slurm's client commands answer in well under a second on a healthy controller; a controller
+// that does not answer (slurmctld down, network) must not hang `fulcrum submit` or `status`.
+constexpr double kSlurmCommandTimeoutSeconds = 30;
+
+// Runs a Slurm client command through RunCapture. A missing command or one that times out is
+// kUnavailable (Slurm not installed here, or its controller not answering).
+Result<CaptureResult> RunSlurmCommand(const std::vector<std::string>& argv) {
+  CaptureOptions options;
+  options.timeout_seconds = kSlurmCommandTimeoutSeconds;
+  auto out = RunCapture(argv, options);
+  if (!out.ok()) {
+    if (out.status().code() == StatusCode::kNotFound) {
+      return Status::Unavailable(argv[0] + ": not found (is Slurm installed on this machine?)");
     }
+    return out.status();
   }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (result.exit_code == 127 && result.out.empty() && result.err.empty()) {
-    return Status::Unavailable(argv[0] + ": not found (is Slurm installed on this machine?)");
+  if (out->timed_out) {
+    return Status::Unavailable(argv[0] + ": no answer within " +
+                               std::to_string(static_cast<int>(kSlurmCommandTimeoutSeconds)) +
+                               " s (is slurmctld reachable?)");
   }
-  return result;
+  return out;
 }
 
+}  // namespace
+
 Result<std::string> SubmitSbatch(const std::string& script_path) {
-  FULCRUM_ASSIGN_OR_RETURN(CommandOutput out, RunCommand({"sbatch", "--parsable", script_path}));
+  FULCRUM_ASSIGN_OR_RETURN(CaptureResult out, RunSlurmCommand({"sbatch", "--parsable", script_path}));
   if (out.exit_code != 0) {
     return Status::IoError("sbatch " + script_path + " failed (exit " +
                            std::to_string(out.exit_code) + "): " + std::string(Trim(out.err)));
@@ -133,8 +110,8 @@ Result<std::vector<SlurmJobState>> QuerySlurm(const std::vector<std::string>& jo
   if (job_ids.empty()) return states;
   std::string list;
   for (const auto& id : job_ids) list += (list.empty() ? "" : ",") + id;
-  FULCRUM_ASSIGN_OR_RETURN(CommandOutput sq,
-                           RunCommand({"squeue", "-h", "-t", "all", "-j", list, "-o", "%i|%T|%r"}));
+  FULCRUM_ASSIGN_OR_RETURN(CaptureResult sq,
+                           RunSlurmCommand({"squeue", "-h", "-t", "all", "-j", list, "-o", "%i|%T|%r"}));
   std::map<std::string, SlurmJobState> found;
   if (sq.exit_code == 0) {
     for (const auto& line : Split(sq.out, '\n')) {
@@ -148,7 +125,7 @@ Result<std::vector<SlurmJobState>> QuerySlurm(const std::vector<std::string>& jo
     if (!found.count(id)) missing += (missing.empty() ? "" : ",") + id;
   }
   if (!missing.empty()) {
-    auto sa = RunCommand({"sacct", "-n", "-P", "-X", "-j", missing, "-o", "JobID,State,ExitCode"});
+    auto sa = RunSlurmCommand({"sacct", "-n", "-P", "-X", "-j", missing, "-o", "JobID,State,ExitCode"});
     if (sa.ok() && sa->exit_code == 0) {
       for (const auto& line : Split(sa->out, '\n')) {
         auto parts = Split(line, '|');

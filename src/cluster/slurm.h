@@ -1,7 +1,8 @@
 // Slurm, for jobs on more than one machine: writes an sbatch script that requests GPUs with
 // --gres, sets --requeue and --signal=B:USR1@120, and runs the command under `fulcrum run` so a
 // requeued job resumes from its last checkpoint; submits it with sbatch; reads job states from
-// squeue (live jobs) and sacct (finished ones). Commands run with argv, never a shell string.
+// squeue (live jobs) and sacct (finished ones). Commands run with argv through RunCapture (never a
+// shell string), each with a timeout.
 // Free functions; thread-compatible.
 #pragma once
 
@@ -50,13 +51,5 @@ struct SlurmJobState {
 // States of `job_ids` from squeue, then sacct for the ones squeue no longer lists. A missing
 // Slurm (no squeue) is kUnavailable.
 Result<std::vector<SlurmJobState>> QuerySlurm(const std::vector<std::string>& job_ids);
-
-struct CommandOutput {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-// Runs `argv` (PATH lookup) and collects its output; used for sbatch/squeue/sacct.
-Result<CommandOutput> RunCommand(const std::vector<std::string>& argv);
 
 }  // namespace fulcrum::cluster

@@ -19,6 +19,7 @@
 #include "core/parse.h"
 #include "server/dashboard.h"
 #include "server/metrics.h"
+#include "store/job_view.h"
 #include "store/jobs.h"
 
 namespace fulcrum::server {
@@ -341,20 +342,7 @@ struct AgentServer::Impl {
       auto jobs = jobs_db->ListJobs();
       if (!jobs.ok()) return Error(res, 503, jobs.status().message());
       double now = clock.UnixSeconds();
-      for (const auto& j : *jobs) {
-        list.push_back(
-            {{"id", j.id},
-             {"name", j.name},
-             {"state", j.state},
-             {"gpus", j.gpus},
-             {"step", j.step ? json(*j.step) : json(nullptr)},
-             {"restarts", j.restarts},
-             {"last_checkpoint_age_seconds", Opt(store::AgeSeconds(j.last_checkpoint_at, now))},
-             {"spend_usd", j.spend_usd},
-             {"budget_usd", Opt(j.budget_usd)},
-             {"started_at", Opt(j.started_at)},
-             {"heartbeat_age_seconds", Opt(store::AgeSeconds(j.heartbeat_at, now))}});
-      }
+      for (const auto& j : *jobs) list.push_back(store::JobJson(j, now));
     }
     Reply(res, 200, {{"jobs", std::move(list)}});
   }

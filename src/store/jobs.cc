@@ -1,7 +1,9 @@
 #include "store/jobs.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -59,13 +61,25 @@ CREATE TABLE alerts (
   severity TEXT NOT NULL, summary TEXT NOT NULL, at REAL NOT NULL);
 CREATE INDEX alerts_at ON alerts(at);
 )sql",
+    R"sql(
+ALTER TABLE jobs ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN start TEXT NOT NULL DEFAULT '';
+)sql",
+};
+
+constexpr std::pair<JobState, std::string_view> kStateNames[] = {
+    {JobState::kQueued, "queued"},       {JobState::kStarting, "starting"},
+    {JobState::kRunning, "running"},     {JobState::kBackoff, "backoff"},
+    {JobState::kCheckpointing, "checkpointing"}, {JobState::kSucceeded, "succeeded"},
+    {JobState::kFailed, "failed"},       {JobState::kStopped, "stopped"},
+    {JobState::kCrashLoop, "crash_loop"}, {JobState::kLost, "lost"},
 };
 
 constexpr const char* kJobColumns =
     "id, name, state, queue, argv_json, gpus_json, gpus_requested, step, restarts, "
     "last_checkpoint_at, last_checkpoint_path, spend_usd, budget_usd, price_per_hour_usd, "
     "created_at, started_at, finished_at, heartbeat_at, not_before, exit_code, reason, "
-    "supervisor_pid, slurm_job_id, checkpoint_dir, workdir, run_options_json";
+    "supervisor_pid, slurm_job_id, checkpoint_dir, workdir, run_options_json, generation, start";
 
 std::optional<int64_t> OptionalInt(const Statement& s, int column) {
   if (s.ColumnIsNull(column)) return std::nullopt;
@@ -91,7 +105,8 @@ JobRecord ReadJob(const Statement& s) {
   JobRecord j;
   j.id = s.ColumnText(0);
   j.name = s.ColumnText(1);
-  j.state = s.ColumnText(2);
+  // A state this build does not know (a newer writer) reads as lost rather than as a live one.
+  j.state = ParseJobState(s.ColumnText(2)).value_or(JobState::kLost);
   j.queue = s.ColumnText(3);
   j.argv = FromJsonArray<std::string>(s.ColumnText(4));
   j.gpus = FromJsonArray<int>(s.ColumnText(5));
@@ -115,6 +130,10 @@ JobRecord ReadJob(const Statement& s) {
   j.checkpoint_dir = s.ColumnText(23);
   j.workdir = s.ColumnText(24);
   j.run_options = FromJsonArray<std::string>(s.ColumnText(25));
+  j.generation = static_cast<int>(s.ColumnInt(26));
+  const std::string start = s.ColumnText(27);
+  if (start == "new") j.start = JobStart::kNew;
+  if (start == "continued") j.start = JobStart::kContinued;
   return j;
 }
 
@@ -139,9 +158,42 @@ std::optional<double> AgeSeconds(const std::optional<double>& at, double now) {
   return now - *at;
 }
 
-bool IsActiveState(const std::string& state) {
-  return state == "queued" || state == "starting" || state == "running" || state == "backoff" ||
-         state == "checkpointing";
+std::string_view JobStateName(JobState state) {
+  for (const auto& [value, name] : kStateNames) {
+    if (value == state) return name;
+  }
+  return "lost";
+}
+
+std::optional<JobState> ParseJobState(std::string_view name) {
+  for (const auto& [value, text] : kStateNames) {
+    if (text == name) return value;
+  }
+  return std::nullopt;
+}
+
+bool IsActiveState(JobState state) {
+  return state == JobState::kQueued || state == JobState::kStarting ||
+         state == JobState::kRunning || state == JobState::kBackoff ||
+         state == JobState::kCheckpointing;
+}
+
+bool IsFinishedState(JobState state) {
+  return state == JobState::kSucceeded || state == JobState::kFailed ||
+         state == JobState::kCrashLoop;
+}
+
+std::string_view JobStartName(JobStart start) {
+  return start == JobStart::kNew ? "new" : "continued";
+}
+
+JobState EffectiveState(const JobRecord& job) {
+  if (IsActiveState(job.state) && job.state != JobState::kQueued && job.supervisor_pid &&
+      job.queue != "slurm" && ::kill(static_cast<pid_t>(*job.supervisor_pid), 0) != 0 &&
+      errno == ESRCH) {
+    return JobState::kLost;
+  }
+  return job.state;
 }
 
 Result<JobsDb> JobsDb::Open(const std::string& path, bool read_only) {
@@ -253,8 +305,8 @@ Result<std::vector<SpendRow>> JobsDb::SpendByDay() {
 Status JobsDb::UpsertJob(const JobRecord& j) {
   FULCRUM_ASSIGN_OR_RETURN(
       Statement s, db_.Prepare(std::string("INSERT OR REPLACE INTO jobs (") + kJobColumns +
-                               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
-  s.Bind(1, j.id).Bind(2, j.name).Bind(3, j.state).Bind(4, j.queue);
+                               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+  s.Bind(1, j.id).Bind(2, j.name).Bind(3, JobStateName(j.state)).Bind(4, j.queue);
   s.Bind(5, nlohmann::json(j.argv).dump()).Bind(6, nlohmann::json(j.gpus).dump());
   s.Bind(7, static_cast<int64_t>(j.gpus_requested));
   BindOptionalInt(s, 8, j.step);
@@ -267,14 +319,15 @@ Status JobsDb::UpsertJob(const JobRecord& j) {
   BindOptionalInt(s, 22, j.supervisor_pid);
   s.Bind(23, j.slurm_job_id).Bind(24, j.checkpoint_dir).Bind(25, j.workdir);
   s.Bind(26, nlohmann::json(j.run_options).dump());
+  s.Bind(27, static_cast<int64_t>(j.generation));
+  s.Bind(28, j.start ? JobStartName(*j.start) : std::string_view(""));
   return s.Run();
 }
 
-Status JobsDb::UpdateState(const std::string& id, const std::string& state,
-                           const std::string& reason) {
+Status JobsDb::UpdateState(const std::string& id, JobState state, const std::string& reason) {
   FULCRUM_ASSIGN_OR_RETURN(Statement s,
                            db_.Prepare("UPDATE jobs SET state = ?, reason = ? WHERE id = ?"));
-  return s.Bind(1, state).Bind(2, reason).Bind(3, id).Run();
+  return s.Bind(1, JobStateName(state)).Bind(2, reason).Bind(3, id).Run();
 }
 
 Status JobsDb::SetHeartbeat(const std::string& id, double at, std::optional<int64_t> step) {

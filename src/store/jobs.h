@@ -15,13 +15,44 @@
 
 namespace fulcrum::store {
 
-// Job states. Active: "queued" (local queue, waiting), "starting", "running", "backoff" (waiting
-// to restart), "checkpointing" (a stop waits for its checkpoint). Final: "succeeded", "failed",
-// "stopped" (preempted, budget, user), "crash_loop". Slurm jobs: "slurm" plus slurm_job_id.
+// Job states, stored and shown by their names ("queued", "crash_loop", ...). Active: kQueued
+// (local queue or Slurm, waiting), kStarting, kRunning, kBackoff (waiting to restart),
+// kCheckpointing (a stop waits for its checkpoint). Final: kSucceeded, kFailed, kCrashLoop (the
+// job finished: its name's next run is a new job), kStopped (notice, signal, budget: its next run
+// continues it). kLost: the supervisor vanished without a word (kill -9, reboot); stored by
+// nobody, derived from a dead supervisor_pid (EffectiveState), and continued like kStopped.
+enum class JobState {
+  kQueued,
+  kStarting,
+  kRunning,
+  kBackoff,
+  kCheckpointing,
+  kSucceeded,
+  kFailed,
+  kStopped,
+  kCrashLoop,
+  kLost,
+};
+std::string_view JobStateName(JobState state);
+// nullopt for a name that is none of the above.
+std::optional<JobState> ParseJobState(std::string_view name);
+bool IsActiveState(JobState state);
+// Whether the job ended on its own (succeeded, failed, crash_loop): a later run is a new job.
+bool IsFinishedState(JobState state);
+// Comparison with a state's name, for code written before the enum (`j.state == "running"`).
+inline bool operator==(JobState state, std::string_view name) { return JobStateName(state) == name; }
+
+// How a run of `fulcrum run` related to the job's previous run.
+enum class JobStart {
+  kNew,        // first run of the name, or the previous one finished: new uid, counts from 0
+  kContinued,  // the previous run was stopped or lost: same uid, counts go on, resumes
+};
+std::string_view JobStartName(JobStart start);
+
 struct JobRecord {
   std::string id;    // unique; the --name of the job
   std::string name;  // same as id for now (kept separate for the API)
-  std::string state;
+  JobState state = JobState::kQueued;
   std::string queue;  // "run" (direct), "local" (submit), "slurm"
   std::vector<std::string> argv;
   std::vector<int> gpus;  // GPU indices the job runs on (CUDA_VISIBLE_DEVICES)
@@ -45,6 +76,11 @@ struct JobRecord {
   std::string checkpoint_dir;
   std::string workdir;
   std::vector<std::string> run_options;  // extra `fulcrum run` options for queued jobs
+  // Identity across runs of the same name: generation N has uid "<id>.N"; a new job takes the
+  // next generation, a continued one keeps it. 0 = not started yet (queued).
+  int generation = 0;
+  std::optional<JobStart> start;  // of the latest run; nullopt before the first
+  std::string uid() const { return id + "." + std::to_string(generation); }
 };
 
 struct RestartRecord {
@@ -80,11 +116,12 @@ struct SpendRow {
 
 // Seconds since `at` at time `now`, nullopt when `at` is unknown.
 std::optional<double> AgeSeconds(const std::optional<double>& at, double now);
-bool IsActiveState(const std::string& state);
+// The state to show: kLost when an active, non-queued, non-Slurm job's supervisor pid is gone.
+JobState EffectiveState(const JobRecord& job);
 
 class JobsDb {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // Opens (creating and migrating unless read_only) the file at `path`.
   static Result<JobsDb> Open(const std::string& path, bool read_only = false);
@@ -104,7 +141,7 @@ class JobsDb {
   // --- write API (the supervisor and the local queue) ---
   // Inserts or replaces the whole row.
   Status UpsertJob(const JobRecord& job);
-  Status UpdateState(const std::string& id, const std::string& state, const std::string& reason);
+  Status UpdateState(const std::string& id, JobState state, const std::string& reason);
   Status SetHeartbeat(const std::string& id, double at, std::optional<int64_t> step);
   Status AddRestart(const RestartRecord& restart);
   Status AddCheckpoint(const CheckpointRecord& checkpoint);

@@ -18,7 +18,7 @@ JobRecord SampleJob() {
   JobRecord job;
   job.id = "train-a";
   job.name = "train-a";
-  job.state = "running";
+  job.state = JobState::kRunning;
   job.argv = {"python", "train.py", "--lr", "3e-4"};
   job.gpus = {0, 2};
   job.budget_usd = 100;
@@ -105,10 +105,35 @@ TEST(JobsDbTest, ReadOnlyOpenSeesWritesAndRefusesMissingFile) {
 TEST(JobsDbTest, AgesAndActiveStates) {
   EXPECT_EQ(AgeSeconds(100.0, 130.0), 30.0);
   EXPECT_FALSE(AgeSeconds(std::nullopt, 130.0).has_value());
-  EXPECT_TRUE(IsActiveState("running"));
-  EXPECT_TRUE(IsActiveState("queued"));
-  EXPECT_FALSE(IsActiveState("succeeded"));
-  EXPECT_FALSE(IsActiveState("crash_loop"));
+  EXPECT_TRUE(IsActiveState(JobState::kRunning));
+  EXPECT_TRUE(IsActiveState(JobState::kQueued));
+  EXPECT_FALSE(IsActiveState(JobState::kSucceeded));
+  EXPECT_FALSE(IsActiveState(JobState::kCrashLoop));
+}
+
+TEST(JobsDbTest, StatesRoundTripByName) {
+  for (JobState s : {JobState::kQueued, JobState::kStarting, JobState::kRunning,
+                     JobState::kBackoff, JobState::kCheckpointing, JobState::kSucceeded,
+                     JobState::kFailed, JobState::kStopped, JobState::kCrashLoop,
+                     JobState::kLost}) {
+    EXPECT_EQ(ParseJobState(JobStateName(s)), s) << JobStateName(s);
+  }
+  EXPECT_FALSE(ParseJobState("paused").has_value());
+  EXPECT_TRUE(IsFinishedState(JobState::kFailed));
+  EXPECT_FALSE(IsFinishedState(JobState::kStopped)) << "a stopped job is continued";
+  auto db = JobsDb::Open(":memory:");
+  ASSERT_TRUE(db.ok());
+  JobRecord job = SampleJob();
+  job.state = JobState::kCrashLoop;
+  job.generation = 3;
+  job.start = JobStart::kContinued;
+  ASSERT_TRUE(db->UpsertJob(job).ok());
+  auto back = db->GetJob("train-a");
+  ASSERT_TRUE(back.ok() && back->has_value());
+  EXPECT_EQ((*back)->state, JobState::kCrashLoop);
+  EXPECT_EQ((*back)->generation, 3);
+  EXPECT_EQ((*back)->start, JobStart::kContinued);
+  EXPECT_EQ((*back)->uid(), "train-a.3");
 }
 
 }  // namespace

@@ -126,28 +126,33 @@ NoticeWatcher::~NoticeWatcher() { Stop(); }
 void NoticeWatcher::Start() {
   if (sources_.empty() || thread_.joinable()) return;
   thread_ = std::thread([this] {
-    std::unique_lock lock(mutex_);
-    while (!stopping_ && !notice_) {
-      lock.unlock();
+    while (true) {
+      {
+        MutexLock lock(mutex_);
+        if (stopping_ || notice_) return;
+      }
       CheckOnce();
-      lock.lock();
-      wake_.wait_for(lock, std::chrono::duration<double>(interval_seconds_),
-                     [this] { return stopping_; });
+      MutexLock lock(mutex_);
+      const auto deadline = std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(interval_seconds_));
+      while (!stopping_ && wake_.WaitUntil(deadline)) {
+      }
     }
   });
 }
 
 void NoticeWatcher::Stop() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
 std::optional<std::string> NoticeWatcher::Notice() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return notice_;
 }
 
@@ -155,7 +160,7 @@ void NoticeWatcher::CheckOnce() {
   for (auto& source : sources_) {
     auto result = source->Check();
     if (result.ok() && result->has_value()) {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (!notice_) notice_ = **result;
       return;
     }

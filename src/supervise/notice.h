@@ -6,14 +6,13 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 
 namespace fulcrum::supervise {
@@ -62,10 +61,10 @@ class NoticeWatcher {
  private:
   std::vector<std::unique_ptr<NoticeSource>> sources_;
   double interval_seconds_;
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false;              // guarded by mutex_
-  std::optional<std::string> notice_;  // guarded by mutex_
+  mutable Mutex mutex_;
+  CondVar wake_{mutex_};
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::optional<std::string> notice_ GUARDED_BY(mutex_);
   std::thread thread_;
 };
 

@@ -9,6 +9,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 extern char** environ;
 
@@ -35,6 +38,47 @@ PosixProcessRunner::~PosixProcessRunner() {
   }
 }
 
+namespace {
+
+// In the child after fork: async-signal-safe calls only. Reports a failure to exec through
+// `error_fd` (errno as an int) and exits 127.
+[[noreturn]] void ExecChild(const ChildSpec& spec, char* const* argv, char* const* envp,
+                            int out_fd, int err_fd, int error_fd) {
+  sigset_t all;
+  sigemptyset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, nullptr);
+  for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP, SIGPIPE}) ::signal(sig, SIG_DFL);
+  if (!spec.output_file.empty() || spec.detached) {
+    int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
+  }
+  if (out_fd >= 0) ::dup2(out_fd, STDOUT_FILENO);
+  if (err_fd >= 0) ::dup2(err_fd, STDERR_FILENO);
+  int error = 0;
+  if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
+    error = errno;
+  } else {
+    ::execvpe(argv[0], argv, envp);
+    error = errno;
+  }
+  (void)!::write(error_fd, &error, sizeof error);
+  _exit(127);
+}
+
+Status ExecError(const ChildSpec& spec, int error) {
+  std::string what = spec.argv[0];
+  if (error == ENOENT && !spec.cwd.empty() && ::access(spec.cwd.c_str(), X_OK) != 0) {
+    return Status::NotFound(spec.cwd + ": working directory not found");
+  }
+  if (error == ENOENT) {
+    return Status::NotFound(what + ": command not found" +
+                            (what.find('/') == std::string::npos ? " (not on PATH)" : ""));
+  }
+  return Status::InvalidInput(what + ": cannot execute: " + strerror(error));
+}
+
+}  // namespace
+
 Status PosixProcessRunner::Start(const ChildSpec& spec) {
   if (pid_ > 0) return Status::Internal("a child is already running");
   if (spec.argv.empty()) return Status::InvalidInput("no command given");
@@ -52,44 +96,137 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
 
-  int out_pipe[2], err_pipe[2];
-  if (::pipe2(out_pipe, O_CLOEXEC) != 0)
-    return Status::IoError(std::string("pipe: ") + strerror(errno));
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-    ::close(out_pipe[0]);
-    ::close(out_pipe[1]);
+  int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, error_pipe[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int* p : {out_pipe, err_pipe, error_pipe}) {
+      for (int i = 0; i < 2; ++i) {
+        if (p[i] >= 0) ::close(p[i]);
+        p[i] = -1;
+      }
+    }
+  };
+  int file_fd = -1;
+  if (!spec.output_file.empty() || spec.detached) {
+    // Nobody reads a detached child's pipes: without a file its output goes to /dev/null.
+    const std::string path = spec.output_file.empty() ? "/dev/null" : spec.output_file;
+    file_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (file_fd < 0) {
+      return Status::IoError(path + ": cannot open for the job's output: " +
+                             strerror(errno));
+    }
+  } else if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    close_all();
     return Status::IoError(std::string("pipe: ") + strerror(errno));
   }
+  if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
+    close_all();
+    if (file_fd >= 0) ::close(file_fd);
+    return Status::IoError(std::string("pipe: ") + strerror(errno));
+  }
+  const int child_out = file_fd >= 0 ? file_fd : out_pipe[1];
+  const int child_err = file_fd >= 0 ? file_fd : err_pipe[1];
   pid_t pid = ::fork();
-  if (pid < 0) return Status::IoError(std::string("fork: ") + strerror(errno));
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    // If the supervisor dies (kill -9), its job must not run on unsupervised and unbilled.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    sigset_t all;
-    sigemptyset(&all);
-    ::sigprocmask(SIG_SETMASK, &all, nullptr);
-    for (int sig : {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP, SIGPIPE}) ::signal(sig, SIG_DFL);
-    ::dup2(out_pipe[1], STDOUT_FILENO);
-    ::dup2(err_pipe[1], STDERR_FILENO);
-    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) _exit(126);
-    ::execvpe(argv[0], argv.data(), envp.data());
-    const char msg[] = "fulcrum run: cannot execute the command\n";
-    (void)!::write(STDERR_FILENO, msg, sizeof msg - 1);
-    _exit(127);
+  if (pid < 0) {
+    close_all();
+    if (file_fd >= 0) ::close(file_fd);
+    return Status::IoError(std::string("fork: ") + strerror(errno));
   }
-  ::setpgid(pid, pid);  // also in the parent, so signals reach the group at once
-  ::close(out_pipe[1]);
-  ::close(err_pipe[1]);
+  if (pid == 0) {
+    if (spec.detached) {
+      ::setsid();
+      if (::fork() != 0) _exit(0);  // the grandchild is reparented to init
+    } else {
+      ::setpgid(0, 0);
+      // If the supervisor dies (kill -9), its job must not run on unsupervised and unbilled.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    }
+    ExecChild(spec, argv.data(), envp.data(), child_out, child_err, error_pipe[1]);
+  }
+  if (!spec.detached) ::setpgid(pid, pid);  // also in the parent, so signals reach the group
+  if (file_fd >= 0) ::close(file_fd);
+  for (int* p : {out_pipe, err_pipe, error_pipe}) {
+    if (p[1] >= 0) ::close(p[1]);
+    p[1] = -1;
+  }
+  // EOF once the child has exec'd (close-on-exec) or exited; an int when exec failed.
+  int error = 0;
+  ssize_t got;
+  while ((got = ::read(error_pipe[0], &error, sizeof error)) < 0 && errno == EINTR) {
+  }
+  ::close(error_pipe[0]);
+  error_pipe[0] = -1;
+  if (spec.detached) {
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (got == static_cast<ssize_t>(sizeof error)) {
+    if (!spec.detached) {
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+    close_all();
+    return ExecError(spec, error);
+  }
+  if (spec.detached) {
+    close_all();
+    return Status::Ok();
+  }
   fds_[0] = out_pipe[0];
   fds_[1] = err_pipe[0];
-  for (int fd : fds_) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  for (int fd : fds_) {
+    if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
   pid_ = pid;
   return Status::Ok();
 }
 
 void PosixProcessRunner::SignalGroup(int signal) {
   if (pid_ > 0) ::kill(-pid_, signal);
+}
+
+void PosixProcessRunner::Signal(int signal, SignalTarget target) {
+  if (pid_ <= 0) return;
+  switch (target) {
+    case SignalTarget::kNone:
+      return;
+    case SignalTarget::kLeader:
+      ::kill(pid_, signal);
+      return;
+    case SignalTarget::kGroup:
+      ::kill(-pid_, signal);
+      return;
+    case SignalTarget::kChildren:
+      break;
+  }
+  // Every member of the child's process group but the child itself: /proc/PID/stat field 5.
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc", ec);
+       !ec && it != std::filesystem::end(it); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == pid_) continue;
+    std::ifstream stat(it->path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t paren = line.rfind(')');  // the command name may hold spaces
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(line.substr(paren + 1));
+    std::string state;
+    long ppid = 0, pgrp = 0;
+    if (fields >> state >> ppid >> pgrp && pgrp == pid_) ::kill(pid, signal);
+  }
+}
+
+Result<SignalTarget> ParseSignalTarget(const std::string& text) {
+  if (text == "none") return SignalTarget::kNone;
+  if (text == "leader") return SignalTarget::kLeader;
+  if (text == "group") return SignalTarget::kGroup;
+  if (text == "children") return SignalTarget::kChildren;
+  return Status::InvalidInput("--signal-target: expected leader, group, children or none, found '" +
+                              text + "'")
+      .WithDetail({"", std::nullopt, "--signal-target", "leader, group, children or none", text,
+                   {"none", "group"}});
 }
 
 void PosixProcessRunner::ReadAvailable(int index, const LineSink& sink) {

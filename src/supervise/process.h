@@ -1,7 +1,11 @@
-// The process seam of the supervisor: start one child in its own process group with an argv (never
-// a shell string) and an environment, signal its group, and wait for its output lines or its exit.
-// PosixProcessRunner is the real one (fork/execvp, pipes, poll); tests use a fake. A runner holds
-// at most one child at a time and is used from one thread.
+// The one way to start a long-lived child (short helpers use core/subprocess's RunCapture): one
+// child in its own process group with an argv (never a shell string) and an environment; signal
+// its group, wait for its output lines or its exit. Its output goes to pipes read by Wait, or to a
+// file. A detached child (the local queue's worker) gets its own session, is reparented to init
+// and is never waited for. Start reports a command that cannot be executed (not found, not
+// executable) as an error rather than as an exit code. PosixProcessRunner is the real one
+// (fork/execvpe, pipes, poll); tests use a fake. A runner holds at most one child at a time and
+// is used from one thread.
 #pragma once
 
 #include <sys/types.h>
@@ -21,6 +25,12 @@ struct ChildSpec {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // set on top of the supervisor's environment
   std::string cwd;                         // "" = inherit
+  // "" = stdout/stderr to pipes that Wait reads line by line; else both appended to this file
+  // (and stdin from /dev/null).
+  std::string output_file;
+  // Own session, reparented to init, outlives the runner; Start returns once it has exec'd and
+  // the runner holds no child afterwards. Implies stdin from /dev/null.
+  bool detached = false;
 };
 
 struct ChildExit {
@@ -31,16 +41,23 @@ struct ChildExit {
 };
 
 enum class Stream { kStdout, kStderr };
+
+// Who gets a checkpoint-request signal: nobody, the process fulcrum started, its whole process
+// group, or every process of the group but the one fulcrum started (a launcher's workers).
+enum class SignalTarget { kNone, kLeader, kGroup, kChildren };
 using LineSink = std::function<void(Stream, std::string_view line)>;
 
 class ProcessRunner {
  public:
   virtual ~ProcessRunner() = default;
+  // NotFound / PermissionDenied-like errors when argv[0] cannot be executed.
   virtual Status Start(const ChildSpec& spec) = 0;
   virtual bool running() const = 0;
   virtual int64_t pid() const = 0;
   // Sends `signal` to the child's whole process group (no-op without a child).
   virtual void SignalGroup(int signal) = 0;
+  // Sends `signal` to `target` (no-op without a child or for kNone).
+  virtual void Signal(int signal, SignalTarget target) = 0;
   // Waits up to `timeout_seconds` for output (delivered line by line to `sink`) or the child's
   // exit, whichever comes first. Returns the exit once, when the child has ended. Without a child
   // it just waits out the timeout.
@@ -58,6 +75,7 @@ class PosixProcessRunner final : public ProcessRunner {
   bool running() const override { return pid_ > 0; }
   int64_t pid() const override { return pid_; }
   void SignalGroup(int signal) override;
+  void Signal(int signal, SignalTarget target) override;
   std::optional<ChildExit> Wait(double timeout_seconds, const LineSink& sink) override;
 
  private:
@@ -69,5 +87,7 @@ class PosixProcessRunner final : public ProcessRunner {
 };
 
 std::string SignalName(int signal);
+// "leader", "group", "children", "none".
+Result<SignalTarget> ParseSignalTarget(const std::string& text);
 
 }  // namespace fulcrum::supervise

@@ -16,12 +16,15 @@ std::vector<Placement> PlaceQueuedJobs(const std::vector<store::JobRecord>& jobs
                                        double now_unix) {
   std::set<int> busy;
   for (const auto& job : jobs) {
-    if (job.queue == "slurm" || job.state == "queued" || !store::IsActiveState(job.state)) continue;
+    // A lost job (its supervisor vanished) holds no GPUs.
+    if (job.queue == "slurm" || job.state == store::JobState::kQueued ||
+        !store::IsActiveState(store::EffectiveState(job)))
+      continue;
     busy.insert(job.gpus.begin(), job.gpus.end());
   }
   std::vector<const store::JobRecord*> queued;
   for (const auto& job : jobs) {
-    if (job.state == "queued" && job.queue == "local") queued.push_back(&job);
+    if (job.state == store::JobState::kQueued && job.queue == "local") queued.push_back(&job);
   }
   std::stable_sort(queued.begin(), queued.end(), [](const auto* a, const auto* b) {
     return a->created_at.value_or(0) < b->created_at.value_or(0);

@@ -13,7 +13,7 @@ store::JobRecord Job(const std::string& id, const std::string& state, int want,
                      std::vector<int> gpus, double created) {
   store::JobRecord j;
   j.id = id;
-  j.state = state;
+  j.state = *store::ParseJobState(state);
   j.queue = "local";
   j.gpus_requested = want;
   j.gpus = std::move(gpus);

@@ -9,11 +9,13 @@
 #include <string.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <filesystem>
 #include <regex>
 
 #include "core/parse.h"
 #include "supervise/notice.h"
+#include "supervise/process.h"
 
 namespace fulcrum::supervise {
 namespace {
@@ -37,7 +39,12 @@ constexpr FlagSpec kValueFlags[] = {
      "Send the checkpoint signal this often (default 30m); 'auto' = Daly's optimum from the "
      "measured checkpoint duration and failure rate"},
     {"--checkpoint-signal", "SIGNAL",
-     "Signal that asks the job for a checkpoint (default SIGUSR1)"},
+     "Also send this signal with each checkpoint request (opt-in; with it --signal-target "
+     "defaults to group). Without it requests only create $FULCRUM_CHECKPOINT_REQUEST_FILE"},
+    {"--signal-target", "leader|group|children|none",
+     "Who gets --checkpoint-signal: the command, its process group, the group but the command (a "
+     "launcher's workers), or nobody (default none; group when --checkpoint-signal is given). "
+     "Sent only after the job touched $FULCRUM_READY_FILE or showed progress"},
     {"--checkpoint-pattern", "GLOB",
      "Entries of the checkpoint dir that are checkpoints (default *)"},
     {"--checkpoint-complete", "RULE",
@@ -48,6 +55,9 @@ constexpr FlagSpec kValueFlags[] = {
      "(model.pt.COMPLETE) (default COMPLETE)"},
     {"--checkpoint-settle", "DURATION",
      "Size must stay unchanged this long for 'stable' (default 30s)"},
+    {"--checkpoint-request-file", "PATH",
+     "File whose appearance asks the job for a checkpoint (the job deletes it); exported as "
+     "FULCRUM_CHECKPOINT_REQUEST_FILE (default <data-dir>/run/<name>.checkpoint-request)"},
     {"--keep", "K", "Keep the newest K complete checkpoints, delete older ones (default 0 = all)"},
     {"--mtbf", "DURATION",
      "Prior mean time between failures for --checkpoint-every auto (default 24h)"},
@@ -91,18 +101,25 @@ constexpr FlagSpec kSwitches[] = {
      "send it"},
 };
 
+Status FlagError(const std::string& flag, const std::string& expected, const std::string& found) {
+  return Status::InvalidInput(flag + ": expected " + expected + ", found '" + found + "'")
+      .WithDetail({"", std::nullopt, flag, expected, found, {}});
+}
+
+// An integer flag that must be at least `minimum`.
+Result<int> BoundedInt(const RunFlags& f, const std::string& name, int64_t fallback,
+                       int64_t minimum, const std::string& expected) {
+  auto it = f.values.find(name);
+  if (it == f.values.end() || it->second.empty()) return static_cast<int>(fallback);
+  auto v = ParseInt(it->second);
+  if (!v.ok() || *v < minimum || *v > 1000000) return FlagError(name, expected, it->second);
+  return static_cast<int>(*v);
+}
+
 Result<double> Duration(const RunFlags& f, const std::string& name, double fallback) {
   auto it = f.values.find(name);
   if (it == f.values.end() || it->second.empty()) return fallback;
   auto v = ParseDurationSeconds(it->second);
-  if (!v.ok()) return v.status().WithContext(name);
-  return *v;
-}
-
-Result<int64_t> Integer(const RunFlags& f, const std::string& name, int64_t fallback) {
-  auto it = f.values.find(name);
-  if (it == f.values.end() || it->second.empty()) return fallback;
-  auto v = ParseInt(it->second);
   if (!v.ok()) return v.status().WithContext(name);
   return *v;
 }
@@ -210,19 +227,28 @@ Result<double> ResolveOfferPrice(const catalog::Catalog& catalog, const std::str
 }
 
 Result<int> ParseSignal(const std::string& text) {
+  const std::string expected =
+      "a signal the job can handle: a name (SIGUSR1, USR2) or number, not KILL or STOP";
+  int found = 0;
   if (auto n = ParseInt(text); n.ok()) {
-    if (*n > 0 && *n < NSIG) return static_cast<int>(*n);
+    if (*n > 0 && *n < NSIG) found = static_cast<int>(*n);
   }
   std::string name = text;
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (name.rfind("SIG", 0) == 0) name = name.substr(3);
-  for (int sig = 1; sig < NSIG; ++sig) {
+  for (int sig = 1; sig < NSIG && found == 0; ++sig) {
     const char* abbrev = sigabbrev_np(sig);
-    if (abbrev != nullptr && name == abbrev) return sig;
+    if (abbrev != nullptr && name == abbrev) found = sig;
   }
-  return Status::InvalidInput(
-      "--checkpoint-signal: expected a signal name (SIGUSR1, USR2) or "
-      "number, found '" +
-      text + "'");
+  if (found == 0) return FlagError("--checkpoint-signal", expected, text);
+  // No process can catch these: a checkpoint request would kill or freeze the job.
+  if (found == SIGKILL || found == SIGSTOP) {
+    return Status::InvalidInput("--checkpoint-signal: " + SignalName(found) +
+                                " cannot be handled by the job (each checkpoint request would " +
+                                (found == SIGKILL ? "kill" : "freeze") + " it); use SIGUSR1")
+        .WithDetail({"", std::nullopt, "--checkpoint-signal", expected, text, {"SIGUSR1", "SIGUSR2"}});
+  }
+  return found;
 }
 
 Result<std::vector<int>> ParseGpuList(const std::string& text) {
@@ -261,22 +287,27 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
   }
   FULCRUM_ASSIGN_OR_RETURN(o.checkpoint_signal,
                            ParseSignal(Text(f, "--checkpoint-signal", "SIGUSR1")));
+  // Signals are opt-in: a launcher without a handler (torchrun) dies of SIGUSR1.
+  const bool signal_given = !Text(f, "--checkpoint-signal", "").empty();
+  FULCRUM_ASSIGN_OR_RETURN(
+      o.signal_target, ParseSignalTarget(Text(f, "--signal-target", signal_given ? "group" : "none")));
+  o.checkpoint_request_file =
+      Text(f, "--checkpoint-request-file", data_dir + "/run/" + job_id + ".checkpoint-request");
+  o.ready_file = data_dir + "/run/" + job_id + ".ready";
   o.checkpoints.pattern = Text(f, "--checkpoint-pattern", "*");
   FULCRUM_ASSIGN_OR_RETURN(o.checkpoints.rule,
                            ParseCompletionRule(Text(f, "--checkpoint-complete", "auto")));
   o.checkpoints.marker = Text(f, "--checkpoint-marker", "COMPLETE");
   FULCRUM_ASSIGN_OR_RETURN(o.checkpoints.settle_seconds, Duration(f, "--checkpoint-settle", 30));
-  FULCRUM_ASSIGN_OR_RETURN(int64_t keep, Integer(f, "--keep", 0));
-  if (keep < 0)
-    return Status::InvalidInput("--keep: expected 0 or more, found " + std::to_string(keep));
-  o.checkpoints.keep = static_cast<int>(keep);
+  FULCRUM_ASSIGN_OR_RETURN(o.checkpoints.keep,
+                           BoundedInt(f, "--keep", 0, 0, "0 (keep all) or more"));
   FULCRUM_ASSIGN_OR_RETURN(o.mtbf_prior_seconds, Duration(f, "--mtbf", 24 * 3600));
-  FULCRUM_ASSIGN_OR_RETURN(int64_t max_restarts, Integer(f, "--max-restarts", 10));
-  o.restart.max_restarts = static_cast<int>(max_restarts);
+  FULCRUM_ASSIGN_OR_RETURN(o.restart.max_restarts,
+                           BoundedInt(f, "--max-restarts", 10, -1, "0 or more, or -1 for no limit"));
   FULCRUM_ASSIGN_OR_RETURN(o.restart.backoff_initial_seconds, Duration(f, "--backoff", 1));
   FULCRUM_ASSIGN_OR_RETURN(o.restart.backoff_max_seconds, Duration(f, "--backoff-max", 300));
-  FULCRUM_ASSIGN_OR_RETURN(int64_t loop_failures, Integer(f, "--crash-loop-failures", 3));
-  o.restart.crash_loop_failures = static_cast<int>(loop_failures);
+  FULCRUM_ASSIGN_OR_RETURN(o.restart.crash_loop_failures,
+                           BoundedInt(f, "--crash-loop-failures", 3, 0, "0 (off) or more"));
   FULCRUM_ASSIGN_OR_RETURN(o.restart.crash_loop_window_seconds,
                            Duration(f, "--crash-loop-window", 600));
   for (const auto& code : f.final_exit_codes) {
@@ -331,11 +362,14 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
   FULCRUM_ASSIGN_OR_RETURN(r.notice_poll_seconds, Duration(f, "--notice-poll", 0.5));
   r.agent_url = Text(f, "--agent", "http://127.0.0.1:9400");
   r.log_dir = Text(f, "--log-dir", data_dir + "/logs");
-  auto bytes = ParseBytes(Text(f, "--log-max-bytes", "10MiB"));
-  if (!bytes.ok()) return bytes.status().WithContext("--log-max-bytes");
+  const std::string max_bytes = Text(f, "--log-max-bytes", "10MiB");
+  auto bytes = ParseBytes(max_bytes);
+  // A rotating log needs room for at least one line per file.
+  if (!bytes.ok() || !(*bytes >= 1024)) {
+    return FlagError("--log-max-bytes", "a size of at least 1KiB, such as 10MiB", max_bytes);
+  }
   r.log_max_bytes = *bytes;
-  FULCRUM_ASSIGN_OR_RETURN(int64_t log_files, Integer(f, "--log-files", 5));
-  r.log_files = static_cast<int>(std::max<int64_t>(1, log_files));
+  FULCRUM_ASSIGN_OR_RETURN(r.log_files, BoundedInt(f, "--log-files", 5, 1, "1 or more"));
   return r;
 }
 

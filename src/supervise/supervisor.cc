@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 
 #include "core/parse.h"
@@ -42,6 +43,18 @@ double FileMtime(const std::string& path) {
 }
 
 }  // namespace
+
+bool PreparedBySubmit(const store::JobRecord& row) {
+  return !row.supervisor_pid &&
+         (row.state == store::JobState::kQueued || row.state == store::JobState::kStarting);
+}
+
+store::JobStart DecideStart(const store::JobRecord& previous, StartMode mode) {
+  if (mode == StartMode::kNew) return store::JobStart::kNew;
+  if (mode == StartMode::kContinue) return store::JobStart::kContinued;
+  return store::IsFinishedState(store::EffectiveState(previous)) ? store::JobStart::kNew
+                                                                 : store::JobStart::kContinued;
+}
 
 Supervisor::Supervisor(SupervisorOptions options, Clock& clock, ProcessRunner& runner,
                        store::JobsDb* db)
@@ -92,19 +105,31 @@ void Supervisor::Init() {
   job_.name = options_.job_id;
   job_.queue = options_.queue;
   job_.created_at = clock_.UnixSeconds();
+  job_.generation = 1;
+  job_.start = store::JobStart::kNew;
   if (db_ != nullptr) {
     auto existing = db_->GetJob(options_.job_id);
     if (existing.ok() && existing->has_value()) {
       const store::JobRecord& old = **existing;
-      job_.spend_usd = old.spend_usd;
-      job_.restarts = old.restarts;
+      // A row that `fulcrum submit` queued carries the decision made then (and its counts).
+      const bool prepared = PreparedBySubmit(old) && options_.start_mode == StartMode::kAuto;
+      const store::JobStart start = prepared ? old.start.value_or(store::JobStart::kNew)
+                                             : DecideStart(old, options_.start_mode);
       job_.created_at = old.created_at ? old.created_at : job_.created_at;
       job_.queue = old.queue == "run" ? options_.queue : old.queue;
       job_.slurm_job_id = old.slurm_job_id;
       job_.not_before = old.not_before;
       job_.gpus_requested = old.gpus_requested;
       job_.run_options = old.run_options;
-      job_.step = old.step;
+      job_.start = start;
+      if (prepared || start == store::JobStart::kContinued) {
+        job_.generation = std::max(1, old.generation);
+        job_.spend_usd = old.spend_usd;
+        job_.restarts = old.restarts;
+        job_.step = old.step;
+      } else {
+        job_.generation = old.generation + 1;
+      }
     }
     if (auto past = db_->ListCheckpoints(options_.job_id); past.ok()) {
       for (const auto& c : *past) {
@@ -112,6 +137,11 @@ void Supervisor::Init() {
       }
     }
   }
+  Event(std::string(job_.start == store::JobStart::kNew ? "new job " : "continuing job ") +
+        job_.uid() +
+        (job_.start == store::JobStart::kContinued
+             ? " (restart count " + std::to_string(job_.restarts) + ")"
+             : ""));
   job_.argv = options_.argv;
   job_.gpus = options_.gpus;
   job_.budget_usd = options_.budget_usd;
@@ -123,7 +153,7 @@ void Supervisor::Init() {
   job_.exit_code.reset();
   job_.reason.clear();
   job_.supervisor_pid = static_cast<int64_t>(::getpid());
-  job_.state = "starting";
+  job_.state = store::JobState::kStarting;
   initial_scan_ = true;
   ScanCheckpoints(true);
   initial_scan_ = false;
@@ -147,7 +177,7 @@ void Supervisor::StartChild() {
       job_.gpus = keep;
     }
     if (keep.empty()) {
-      Finish("failed", "no healthy GPU left to restart on", kExitGaveUp);
+      Finish(store::JobState::kFailed, "no healthy GPU left to restart on", kExitGaveUp);
       return;
     }
   }
@@ -155,15 +185,23 @@ void Supervisor::StartChild() {
   spec.argv = options_.argv;
   spec.cwd = options_.cwd;
   spec.env["FULCRUM_JOB_ID"] = job_.id;
+  spec.env["FULCRUM_JOB_UID"] = job_.uid();
   spec.env["FULCRUM_RESTART_COUNT"] = std::to_string(job_.restarts);
   spec.env["FULCRUM_CHECKPOINT_DIR"] = options_.checkpoints.dir;
   spec.env["FULCRUM_RESUME_FROM"] = latest_checkpoint_;
   spec.env["FULCRUM_HEARTBEAT_FILE"] = options_.heartbeat_file;
+  spec.env["FULCRUM_CHECKPOINT_REQUEST_FILE"] = options_.checkpoint_request_file;
+  spec.env["FULCRUM_READY_FILE"] = options_.ready_file;
+  // A request or a readiness left over from the previous child is not this one's.
+  std::error_code ec;
+  if (!options_.checkpoint_request_file.empty()) fs::remove(options_.checkpoint_request_file, ec);
+  if (!options_.ready_file.empty()) fs::remove(options_.ready_file, ec);
+  ready_ = false;
   if (!options_.gpus.empty()) spec.env["CUDA_VISIBLE_DEVICES"] = JoinInts(options_.gpus);
   heartbeat_mtime_ = options_.heartbeat_file.empty() ? 0 : FileMtime(options_.heartbeat_file);
   Status s = runner_.Start(spec);
   if (!s.ok()) {
-    Finish("failed", "cannot start the command: " + s.message(), kExitGaveUp);
+    Finish(store::JobState::kFailed, "cannot start the command: " + s.message(), kExitGaveUp);
     return;
   }
   Event("started pid " + std::to_string(runner_.pid()) +
@@ -174,7 +212,7 @@ void Supervisor::StartChild() {
   checkpoint_requested_at_.reset();
   next_checkpoint_at_ = now + CheckpointIntervalSeconds();
   phase_ = Phase::kRunning;
-  job_.state = "running";
+  job_.state = store::JobState::kRunning;
   SaveJob();
 }
 
@@ -185,6 +223,7 @@ void Supervisor::OnLine(Stream stream, std::string_view line) {
   if (std::regex_search(line.begin(), line.end(), match, *progress_regex_)) {
     last_progress_ = clock_.MonotonicSeconds();
     stall_alerted_ = false;
+    ready_ = true;
     job_.heartbeat_at = clock_.UnixSeconds();
     if (match.size() > 1 && match[1].matched) {
       auto step = ParseInt(std::string(match[1].first, match[1].second));
@@ -230,15 +269,44 @@ void Supervisor::ScanCheckpoints(bool force) {
   SaveJob();
 }
 
+bool Supervisor::JobReady() {
+  if (ready_) return true;
+  if (options_.ready_file.empty() && options_.heartbeat_file.empty()) return ready_ = true;
+  std::error_code ec;
+  if (!options_.ready_file.empty() && fs::exists(options_.ready_file, ec)) ready_ = true;
+  return ready_;
+}
+
+std::string Supervisor::RequestCheckpoint() {
+  std::string channels;
+  if (!options_.checkpoint_request_file.empty()) {
+    std::ofstream(options_.checkpoint_request_file) << "checkpoint\n";
+    channels = "request file";
+  }
+  if (options_.signal_target != SignalTarget::kNone) {
+    static constexpr const char* kTargetNames[] = {"none", "leader", "group", "children"};
+    const std::string what = SignalName(options_.checkpoint_signal) + " to " +
+                             kTargetNames[static_cast<int>(options_.signal_target)];
+    if (JobReady()) {
+      runner_.Signal(options_.checkpoint_signal, options_.signal_target);
+      channels += (channels.empty() ? "" : ", ") + what;
+    } else {
+      channels += (channels.empty() ? "" : ", ") + std::string("no ") + what +
+                  ": the job has not said it is ready";
+    }
+  }
+  return channels.empty() ? "no channel" : channels;
+}
+
 void Supervisor::CheckCadence() {
   if (options_.checkpoints.dir.empty() || phase_ != Phase::kRunning || !runner_.running()) return;
   const double now = clock_.MonotonicSeconds();
   const double interval = CheckpointIntervalSeconds();
   if (options_.checkpoint_requests && now >= next_checkpoint_at_) {
-    runner_.SignalGroup(options_.checkpoint_signal);
+    const std::string channels = RequestCheckpoint();
     if (!checkpoint_requested_at_) checkpoint_requested_at_ = now;
     next_checkpoint_at_ = now + interval;
-    Event("requested a checkpoint (" + SignalName(options_.checkpoint_signal) + ")");
+    Event("requested a checkpoint (" + channels + ")");
   }
   const double since = std::max(last_checkpoint_mono_, child_started_);
   if (!missing_alerted_ && now - since > 2 * interval) {
@@ -255,6 +323,7 @@ void Supervisor::CheckProgress() {
     double mtime = FileMtime(options_.heartbeat_file);
     if (mtime != 0 && mtime != heartbeat_mtime_) {
       heartbeat_mtime_ = mtime;
+      ready_ = true;
       last_progress_ = now;
       stall_alerted_ = false;
       job_.heartbeat_at = clock_.UnixSeconds();
@@ -298,11 +367,11 @@ void Supervisor::AccrueSpend() {
     Alert("budget_exhausted", "critical",
           "spent " + FormatUsd(job_.spend_usd) + " of " + FormatUsd(budget) +
               "; checkpointing and stopping");
-    BeginStop("budget of " + FormatUsd(budget) + " reached", "stopped", kExitBudget);
+    BeginStop("budget of " + FormatUsd(budget) + " reached", store::JobState::kStopped, kExitBudget);
   }
 }
 
-void Supervisor::BeginStop(const std::string& reason, const std::string& final_state,
+void Supervisor::BeginStop(const std::string& reason, store::JobState final_state,
                            int exit_code) {
   if (phase_ == Phase::kBackoff || !runner_.running()) {
     Finish(final_state, reason, exit_code);
@@ -315,14 +384,14 @@ void Supervisor::BeginStop(const std::string& reason, const std::string& final_s
   stop_exit_code_ = exit_code;
   checkpoint_at_stop_.clear();
   phase_ = Phase::kStopping;
-  job_.state = "checkpointing";
+  job_.state = store::JobState::kCheckpointing;
   job_.reason = reason;
   SaveJob();
   if (!options_.checkpoints.dir.empty()) {
-    runner_.SignalGroup(options_.checkpoint_signal);
+    const std::string channels = RequestCheckpoint();
     checkpoint_requested_at_ = now;
     stop_deadline_ = now + options_.stop_grace_seconds;
-    Event("stopping (" + reason + "): requested a checkpoint, waiting up to " +
+    Event("stopping (" + reason + "): requested a checkpoint (" + channels + "), waiting up to " +
           FormatDuration(options_.stop_grace_seconds));
   } else {
     stop_deadline_ = now;
@@ -338,12 +407,14 @@ void Supervisor::OnExit(const ChildExit& exit) {
     std::string reason = stop_reason_ + "; job " + exit.Describe();
     reason +=
         latest_checkpoint_.empty() ? "; no checkpoint" : "; last checkpoint " + latest_checkpoint_;
-    Finish(exit.success() && stop_state_ != "stopped" ? "succeeded" : stop_state_, reason,
+    Finish(exit.success() && stop_state_ != store::JobState::kStopped ? store::JobState::kSucceeded
+                                                                   : stop_state_,
+           reason,
            stop_exit_code_);
     return;
   }
   if (exit.success()) {
-    Finish("succeeded", "exit 0", 0);
+    Finish(store::JobState::kSucceeded, "exit 0", 0);
     return;
   }
   ++failures_;
@@ -355,15 +426,15 @@ void Supervisor::OnExit(const ChildExit& exit) {
   }
   switch (decision.verdict) {
     case RestartVerdict::kFinalExit:
-      Finish("failed", decision.reason, exit.exit_code.value_or(kExitGaveUp));
+      Finish(store::JobState::kFailed, decision.reason, exit.exit_code.value_or(kExitGaveUp));
       return;
     case RestartVerdict::kTooManyRestarts:
       Alert("restart_limit", "critical", decision.reason);
-      Finish("failed", decision.reason, kExitGaveUp);
+      Finish(store::JobState::kFailed, decision.reason, kExitGaveUp);
       return;
     case RestartVerdict::kCrashLoop:
       Alert("crash_loop", "critical", decision.reason + "; stopped to save money");
-      Finish("crash_loop", decision.reason, kExitGaveUp);
+      Finish(store::JobState::kCrashLoop, decision.reason, kExitGaveUp);
       return;
     case RestartVerdict::kRestart:
       break;
@@ -371,13 +442,13 @@ void Supervisor::OnExit(const ChildExit& exit) {
   ++job_.restarts;
   phase_ = Phase::kBackoff;
   restart_at_ = now + decision.wait_seconds;
-  job_.state = "backoff";
+  job_.state = store::JobState::kBackoff;
   job_.reason = decision.reason;
   SaveJob();
   Event(decision.reason + " in " + FormatNumber(decision.wait_seconds, 2) + " s");
 }
 
-void Supervisor::Finish(const std::string& state, const std::string& reason, int exit_code) {
+void Supervisor::Finish(store::JobState state, const std::string& reason, int exit_code) {
   phase_ = Phase::kDone;
   AccrueSpend();
   job_.state = state;
@@ -387,7 +458,7 @@ void Supervisor::Finish(const std::string& state, const std::string& reason, int
   job_.supervisor_pid.reset();
   SaveJob();
   outcome_ = {state, reason, exit_code, policy_.restarts(), latest_checkpoint_};
-  Event("job " + state + ": " + reason);
+  Event("job " + std::string(store::JobStateName(state)) + ": " + reason);
 }
 
 void Supervisor::Tick() {
@@ -405,7 +476,7 @@ void Supervisor::Tick() {
   if (phase_ == Phase::kRunning || phase_ == Phase::kBackoff) {
     if (options_.stop_notice) {
       if (auto notice = options_.stop_notice()) {
-        BeginStop(*notice, "stopped", kExitStopped);
+        BeginStop(*notice, store::JobState::kStopped, kExitStopped);
         if (phase_ == Phase::kDone) return;
       }
     }

@@ -19,18 +19,39 @@
 
 namespace fulcrum::supervise {
 
+// Whether this run is a new job or continues the name's previous run.
+enum class StartMode {
+  kAuto,      // new after succeeded/failed/crash_loop; continue after stopped/lost
+  kNew,       // --new
+  kContinue,  // --continue
+};
+
+// The rule of StartMode for a name whose previous run left `previous` in jobs.db.
+store::JobStart DecideStart(const store::JobRecord& previous, StartMode mode);
+// A row written by `fulcrum submit` that no supervisor has taken yet: it already holds the
+// identity decided at submit time (generation, start, counts).
+bool PreparedBySubmit(const store::JobRecord& row);
+
 struct SupervisorOptions {
   std::string job_id;
   std::vector<std::string> argv;
   std::string cwd;
   std::vector<int> gpus;  // empty = CUDA_VISIBLE_DEVICES left as inherited
   std::string queue = "run";
+  StartMode start_mode = StartMode::kAuto;
   double stop_grace_seconds = 60;
   double kill_after_seconds = 10;  // after SIGTERM, SIGKILL the group
   // Checkpoints ("" dir = no checkpoint handling).
   CheckpointScanOptions checkpoints;
   std::optional<double> checkpoint_every_seconds = 1800;  // nullopt = auto (Daly)
-  int checkpoint_signal = 10;                             // SIGUSR1
+  // A checkpoint request creates this file (the job checkpoints and deletes it); "" = none.
+  std::string checkpoint_request_file;
+  // Signals are opt-in: `checkpoint_signal` goes to `signal_target` with each request, and only
+  // once the job is ready (touched `ready_file`, or its first heartbeat or progress line; with
+  // neither file configured it counts as ready at once).
+  int checkpoint_signal = 10;  // SIGUSR1
+  SignalTarget signal_target = SignalTarget::kNone;
+  std::string ready_file;
   double mtbf_prior_seconds = 24 * 3600;                  // for auto cadence
   bool checkpoint_requests = true;                        // false: never signal on a cadence
   RestartPolicyOptions restart;
@@ -53,7 +74,7 @@ struct SupervisorOptions {
 };
 
 struct SupervisorOutcome {
-  std::string state;  // final job state: succeeded, failed, stopped, crash_loop
+  store::JobState state = store::JobState::kFailed;  // succeeded, failed, stopped, crash_loop
   std::string reason;
   int exit_code = 0;  // what `fulcrum run` exits with
   int restarts = 0;
@@ -86,10 +107,14 @@ class Supervisor {
   void OnExit(const ChildExit& exit);
   void ScanCheckpoints(bool force);
   void CheckCadence();
+  // Creates the request file and, when opted in and the job is ready, sends the signal. Returns
+  // the channels used ("request file, SIGUSR1 to group").
+  std::string RequestCheckpoint();
+  bool JobReady();
   void CheckProgress();
   void AccrueSpend();
-  void BeginStop(const std::string& reason, const std::string& final_state, int exit_code);
-  void Finish(const std::string& state, const std::string& reason, int exit_code);
+  void BeginStop(const std::string& reason, store::JobState final_state, int exit_code);
+  void Finish(store::JobState state, const std::string& reason, int exit_code);
   void Alert(const std::string& name, const std::string& severity, const std::string& summary);
   void Event(const std::string& text);
   void SaveJob();
@@ -111,6 +136,7 @@ class Supervisor {
   double last_progress_ = 0;
   double heartbeat_mtime_ = 0;
   bool stall_alerted_ = false;
+  bool ready_ = false;  // the current child said it is up (ready file, heartbeat, progress)
   double last_scan_ = -1e18;
   double last_accrual_ = 0;
   double pending_usd_ = 0, pending_seconds_ = 0;
@@ -126,7 +152,8 @@ class Supervisor {
   // Stop in progress.
   double stop_deadline_ = 0;
   double kill_deadline_ = 0;
-  std::string stop_state_, stop_reason_;
+  store::JobState stop_state_ = store::JobState::kStopped;
+  std::string stop_reason_;
   int stop_exit_code_ = 0;
   std::string checkpoint_at_stop_;
 };

@@ -1,6 +1,7 @@
 // Unit tests of the supervisor's loop with a ManualClock and a fake ProcessRunner: whole
 // scenarios (preemption, grace, budget, backoff, cadence) run in milliseconds of real time.
 #include "supervise/supervisor.h"
+#include "supervise/fake_process_runner.h"
 #include "spot/interval.h"
 
 #include <gtest/gtest.h>
@@ -12,58 +13,6 @@
 namespace fulcrum::supervise {
 namespace {
 namespace fs = std::filesystem;
-
-// A child that runs until signalled or told to exit; `on_tick` lets a test act at clock times.
-class FakeRunner final : public ProcessRunner {
- public:
-  explicit FakeRunner(ManualClock& clock) : clock_(clock) {}
-  Status Start(const ChildSpec& spec) override {
-    starts.push_back(spec);
-    start_times.push_back(clock_.MonotonicSeconds());
-    running_ = true;
-    if (exit_on_start) pending_ = exit_on_start;
-    return Status::Ok();
-  }
-  bool running() const override { return running_; }
-  int64_t pid() const override {
-    return running_ ? 1000 + static_cast<int64_t>(starts.size()) : -1;
-  }
-  void SignalGroup(int signal) override {
-    signals.push_back({signal, clock_.MonotonicSeconds()});
-    if (!running_) return;
-    if (signal == SIGKILL || (signal == SIGTERM && !ignore_term)) {
-      ChildExit e;
-      e.signal = signal;
-      pending_ = e;
-    }
-    if (on_signal) on_signal(signal);
-  }
-  std::optional<ChildExit> Wait(double timeout, const LineSink& sink) override {
-    clock_.Advance(timeout);
-    if (on_tick) on_tick(clock_.MonotonicSeconds(), sink);
-    if (running_ && pending_) {
-      running_ = false;
-      auto e = pending_;
-      pending_.reset();
-      return e;
-    }
-    return std::nullopt;
-  }
-  void Exit(ChildExit e) { pending_ = e; }
-
-  std::vector<ChildSpec> starts;
-  std::vector<double> start_times;
-  std::vector<std::pair<int, double>> signals;
-  std::optional<ChildExit> exit_on_start;
-  bool ignore_term = false;
-  std::function<void(int)> on_signal;
-  std::function<void(double, const LineSink&)> on_tick;
-
- private:
-  ManualClock& clock_;
-  bool running_ = false;
-  std::optional<ChildExit> pending_;
-};
 
 class SupervisorTest : public ::testing::Test {
  protected:
@@ -81,6 +30,7 @@ class SupervisorTest : public ::testing::Test {
     options_.argv = {"train"};
     options_.checkpoints.dir = dir_ + "/ckpt";
     options_.tick_seconds = 0.5;
+    options_.signal_target = SignalTarget::kGroup;  // these scenarios test the signal channel
     options_.on_event = [this](const std::string& e) { events_.push_back(e); };
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -243,6 +193,46 @@ TEST_F(SupervisorTest, CadenceSignalsAndAlertsWhenNoCheckpointComes) {
   auto alerts = db_->ListAlerts(0);
   ASSERT_EQ(alerts->size(), 1u);
   EXPECT_EQ((*alerts)[0].name, "missing_checkpoint");
+}
+
+TEST_F(SupervisorTest, ByDefaultARequestIsAFileAndNoSignal) {
+  FakeRunner runner(clock_);
+  options_.signal_target = SignalTarget::kNone;  // the default of SupervisorOptions and the flags
+  options_.checkpoint_request_file = dir_ + "/request";
+  options_.checkpoint_every_seconds = 10;
+  int written = 0;
+  runner.on_tick = [&](double now, const LineSink&) {
+    // The job's side of the protocol: checkpoint and delete the file.
+    if (fs::exists(dir_ + "/request")) {
+      fs::remove(dir_ + "/request");
+      WriteCheckpoint("step-" + std::to_string(++written));
+    }
+    if (now >= 35) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  SupervisorOutcome outcome = supervisor.Run();
+  EXPECT_EQ(outcome.state, store::JobState::kSucceeded);
+  EXPECT_TRUE(runner.signals.empty()) << "a launcher without handlers would die of a signal";
+  EXPECT_EQ(written, 3) << "requests at 10, 20 and 30 s";
+  EXPECT_EQ(runner.starts.at(0).env.at("FULCRUM_CHECKPOINT_REQUEST_FILE"), dir_ + "/request");
+  EXPECT_TRUE(HasEvent("requested a checkpoint (request file)"));
+}
+
+TEST_F(SupervisorTest, OptedInSignalsWaitUntilTheJobIsReady) {
+  FakeRunner runner(clock_);
+  options_.signal_target = SignalTarget::kLeader;
+  options_.ready_file = dir_ + "/ready";
+  options_.checkpoint_every_seconds = 10;
+  runner.on_tick = [&](double now, const LineSink&) {
+    if (now >= 15 && !fs::exists(dir_ + "/ready")) std::ofstream(dir_ + "/ready") << "";
+    if (now >= 25) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  supervisor.Run();
+  ASSERT_EQ(runner.signals.size(), 1u) << "not at 10 s (still importing), only at 20 s";
+  EXPECT_NEAR(runner.signals[0].second, 20, 0.51);
+  EXPECT_EQ(runner.targets, (std::vector<SignalTarget>{SignalTarget::kLeader}));
+  EXPECT_TRUE(HasEvent("no SIGUSR1 to leader: the job has not said it is ready"));
 }
 
 TEST_F(SupervisorTest, AutoCadenceFollowsDalyFromTheMeasuredDuration) {

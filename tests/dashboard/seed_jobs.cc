@@ -20,7 +20,7 @@ fulcrum::Status Seed(const std::string& data_dir) {
 
   JobRecord running;
   running.id = running.name = "llama-8b-sft";
-  running.state = "running";
+  running.state = fulcrum::store::JobState::kRunning;
   running.queue = "run";
   running.argv = {"torchrun", "--nproc-per-node", "2", "train.py"};
   running.gpus = {0, 1};
@@ -42,7 +42,7 @@ fulcrum::Status Seed(const std::string& data_dir) {
 
   JobRecord stopped;
   stopped.id = stopped.name = "eval-sweep";
-  stopped.state = "stopped";
+  stopped.state = fulcrum::store::JobState::kStopped;
   stopped.queue = "local";
   stopped.argv = {"python", "eval.py"};
   stopped.gpus = {1};

@@ -1,7 +1,8 @@
 // fulcrum_trainer: a stand-in training program for the supervisor's tests and benchmark. It counts
 // steps, touches $FULCRUM_HEARTBEAT_FILE, prints "step N", writes a checkpoint directory
 // (step-NNNNNNNN/ with a "step" file, a data file written over --checkpoint-ms, then a COMPLETE
-// marker) on SIGUSR1 or every --checkpoint-every-steps, resumes from $FULCRUM_RESUME_FROM, and can
+// marker) when $FULCRUM_CHECKPOINT_REQUEST_FILE appears (deleting it), on SIGUSR1 or every
+// --checkpoint-every-steps, resumes from $FULCRUM_RESUME_FROM, and can
 // crash, hang or exit with a code on command. Plain C++ with no fulcrum code, like a user's job.
 #include <fcntl.h>
 #include <signal.h>
@@ -31,6 +32,7 @@ struct Options {
   long exit_at_step = -1;
   int exit_code = 1;
   bool ignore_term = false;
+  bool ignore_requests = false;  // never looks at the request file (a job that cannot checkpoint)
 };
 
 void SleepMs(long ms) {
@@ -117,6 +119,8 @@ bool Parse(int argc, char** argv, Options& o) {
       o.exit_code = static_cast<int>(code);
     } else if (a == "--ignore-term")
       o.ignore_term = true;
+    else if (a == "--ignore-requests")
+      o.ignore_requests = true;
     else
       ok = false;
     if (!ok) {
@@ -140,6 +144,7 @@ int main(int argc, char** argv) {
   if (o.ignore_term) signal(SIGTERM, SIG_IGN);
   const long restart = std::strtol(Env("FULCRUM_RESTART_COUNT").c_str(), nullptr, 10);
   const std::string heartbeat = Env("FULCRUM_HEARTBEAT_FILE");
+  const std::string request_file = o.ignore_requests ? "" : Env("FULCRUM_CHECKPOINT_REQUEST_FILE");
   std::printf("trainer pid %d restart %ld gpus '%s'\n", getpid(), restart,
               Env("CUDA_VISIBLE_DEVICES").c_str());
   long step = ResumeStep();
@@ -149,6 +154,12 @@ int main(int argc, char** argv) {
       std::printf("terminated at step %ld\n", step);
       std::fflush(stdout);
       return 143;
+    }
+    // The request-file protocol: the supervisor creates the file, the job checkpoints and
+    // deletes it.
+    if (!request_file.empty() && access(request_file.c_str(), F_OK) == 0) {
+      unlink(request_file.c_str());
+      g_checkpoint = 1;
     }
     if (g_checkpoint) {
       g_checkpoint = 0;

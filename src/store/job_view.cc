@@ -1,0 +1,54 @@
+#include "store/job_view.h"
+
+namespace fulcrum::store {
+namespace {
+
+template <typename T>
+nlohmann::json Optional(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+nlohmann::json NonEmpty(const std::string& text) {
+  return text.empty() ? nlohmann::json() : nlohmann::json(text);
+}
+
+}  // namespace
+
+nlohmann::json JobJson(const JobRecord& j, double now,
+                       const std::optional<std::string>& slurm_state) {
+  const JobState state = EffectiveState(j);
+  std::string reason = j.reason;
+  if (state == JobState::kLost && j.state != JobState::kLost) {
+    reason = "supervisor pid " + std::to_string(j.supervisor_pid.value_or(0)) + " is gone";
+  }
+  return {
+      {"id", j.id},
+      {"name", j.name},
+      {"uid", j.generation > 0 ? nlohmann::json(j.uid()) : nlohmann::json()},
+      {"generation", j.generation},
+      {"start", j.start ? nlohmann::json(JobStartName(*j.start)) : nlohmann::json()},
+      {"state", JobStateName(state)},
+      {"queue", j.queue},
+      {"gpus", j.gpus},
+      {"gpus_requested", j.gpus_requested},
+      {"step", Optional(j.step)},
+      {"restarts", j.restarts},
+      {"last_checkpoint", NonEmpty(j.last_checkpoint_path)},
+      {"last_checkpoint_age_seconds", Optional(AgeSeconds(j.last_checkpoint_at, now))},
+      // Unknown is not zero: without a price nothing was metered.
+      {"spend_usd", j.price_per_hour_usd || j.spend_usd > 0 ? nlohmann::json(j.spend_usd)
+                                                            : nlohmann::json()},
+      {"budget_usd", Optional(j.budget_usd)},
+      {"price_per_hour_usd", Optional(j.price_per_hour_usd)},
+      {"started_at", Optional(j.started_at)},
+      {"finished_at", Optional(j.finished_at)},
+      {"not_before", Optional(j.not_before)},
+      {"heartbeat_age_seconds", Optional(AgeSeconds(j.heartbeat_at, now))},
+      {"exit_code", Optional(j.exit_code)},
+      {"reason", reason},
+      {"slurm_job_id", NonEmpty(j.slurm_job_id)},
+      {"slurm_state", Optional(slurm_state)},
+  };
+}
+
+}  // namespace fulcrum::store

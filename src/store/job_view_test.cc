@@ -1,0 +1,62 @@
+// The one job view: status --json and /v1/jobs both render JobJson, so one row gives one object.
+#include "store/job_view.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace fulcrum::store {
+namespace {
+
+JobRecord Unpriced() {
+  JobRecord job;
+  job.id = job.name = "no-price";
+  job.state = JobState::kSucceeded;
+  job.queue = "run";
+  job.generation = 1;
+  job.start = JobStart::kNew;
+  return job;
+}
+
+TEST(JobViewTest, SpendIsNullWithoutAPriceAndAValueWithOne) {
+  // The reported drift: /v1/jobs said 0 where status said null for a job without a price.
+  EXPECT_TRUE(JobJson(Unpriced(), 0)["spend_usd"].is_null());
+  JobRecord priced = Unpriced();
+  priced.price_per_hour_usd = 3.6;
+  EXPECT_EQ(JobJson(priced, 0)["spend_usd"], 0.0) << "priced: nothing spent yet is a known 0";
+  priced.spend_usd = 1.25;
+  EXPECT_EQ(JobJson(priced, 0)["spend_usd"], 1.25);
+}
+
+TEST(JobViewTest, IdentityAndAges) {
+  JobRecord job = Unpriced();
+  job.generation = 2;
+  job.start = JobStart::kContinued;
+  job.heartbeat_at = 90;
+  auto view = JobJson(job, 100);
+  EXPECT_EQ(view["uid"], "no-price.2");
+  EXPECT_EQ(view["start"], "continued");
+  EXPECT_EQ(view["state"], "succeeded");
+  EXPECT_EQ(view["heartbeat_age_seconds"], 10.0);
+  EXPECT_FALSE(view.contains("argv")) << "command lines stay out of the shared view";
+  EXPECT_TRUE(view["slurm_state"].is_null());
+  EXPECT_EQ(JobJson(job, 100, std::string("RUNNING"))["slurm_state"], "RUNNING");
+}
+
+TEST(JobViewTest, ActiveJobWithADeadSupervisorIsLost) {
+  JobRecord job = Unpriced();
+  job.state = JobState::kRunning;
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  waitpid(child, nullptr, 0);  // a pid that is gone
+  job.supervisor_pid = child;
+  auto view = JobJson(job, 0);
+  EXPECT_EQ(view["state"], "lost");
+  EXPECT_NE(view["reason"].get<std::string>().find("is gone"), std::string::npos);
+  job.supervisor_pid = getpid();
+  EXPECT_EQ(JobJson(job, 0)["state"], "running");
+}
+
+}  // namespace
+}  // namespace fulcrum::store

@@ -1,0 +1,97 @@
+// The real PosixProcessRunner: exec failures come back from Start, output to a file, and a
+// detached child that outlives its runner in its own session.
+#include "supervise/process.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace fulcrum::supervise {
+namespace {
+namespace fs = std::filesystem;
+
+std::string TempDir(const std::string& name) {
+  auto dir = fs::path(FULCRUM_BUILD_DIR) / "Testing" / "tmp" / ("process-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::optional<ChildExit> WaitExit(ProcessRunner& runner, std::vector<std::string>* lines) {
+  for (int i = 0; i < 500; ++i) {
+    auto exit = runner.Wait(0.02, [&](Stream, std::string_view line) {
+      if (lines != nullptr) lines->emplace_back(line);
+    });
+    if (exit) return exit;
+  }
+  return std::nullopt;
+}
+
+TEST(PosixProcessRunnerTest, ACommandThatCannotRunIsAStartError) {
+  PosixProcessRunner runner;
+  Status s = runner.Start({{"/nonexistent/cmd"}, {}, "", "", false});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("command not found"), std::string::npos) << s.message();
+  EXPECT_FALSE(runner.running());
+  Status missing_dir = runner.Start({{"true"}, {}, "/nonexistent-dir", "", false});
+  EXPECT_EQ(missing_dir.code(), StatusCode::kNotFound) << missing_dir.message();
+}
+
+TEST(PosixProcessRunnerTest, PipesOrAFileAndTheEnvironment) {
+  const std::string dir = TempDir("output");
+  PosixProcessRunner runner;
+  ChildSpec spec{{"sh", "-c", "echo \"$GREETING\"; echo oops >&2; exit 3"}, {{"GREETING", "hi"}},
+                 "", "", false};
+  ASSERT_TRUE(runner.Start(spec).ok());
+  std::vector<std::string> lines;
+  auto exit = WaitExit(runner, &lines);
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(exit->exit_code, 3);
+  EXPECT_EQ(lines, (std::vector<std::string>{"hi", "oops"}));
+  spec.output_file = dir + "/out.log";
+  ASSERT_TRUE(runner.Start(spec).ok());
+  exit = WaitExit(runner, nullptr);
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(ReadFile(dir + "/out.log"), "hi\noops\n");
+  fs::remove_all(dir);
+}
+
+TEST(PosixProcessRunnerTest, ADetachedChildOutlivesItsRunnerInItsOwnSession) {
+  const std::string dir = TempDir("detached");
+  const std::string out = dir + "/out.log";
+  {
+    PosixProcessRunner runner;
+    ChildSpec spec{{"sh", "-c", "sleep 0.3; echo $$ $(ps -o sid= -p $$)"}, {}, dir, out, true};
+    ASSERT_TRUE(runner.Start(spec).ok());
+    EXPECT_FALSE(runner.running()) << "a detached child is not held";
+  }  // the runner's destructor would kill a held child
+  std::string text;
+  for (int i = 0; i < 250 && text.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    text = ReadFile(out);
+  }
+  std::istringstream words(text);
+  long pid = 0, sid = 0;
+  words >> pid >> sid;
+  ASSERT_GT(pid, 0) << text;
+  // A new session (led by the intermediate child, which exited: the job cannot regain a terminal).
+  EXPECT_NE(sid, static_cast<long>(getsid(0))) << "it runs in a session of its own";
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fulcrum::supervise

@@ -1,0 +1,153 @@
+#include "supervise/run_job.h"
+
+#include <signal.h>
+
+#include <spdlog/sinks/rotating_file_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "catalog/catalog.h"
+#include "core/parse.h"
+#include "core/subprocess.h"
+#include "supervise/agent_health.h"
+#include "supervise/lock.h"
+#include "supervise/notice.h"
+
+namespace fulcrum::supervise {
+namespace {
+namespace fs = std::filesystem;
+
+std::unique_ptr<NoticeWatcher> MakeWatcher(const ResolvedRun& r,
+                                           const std::function<void(const std::string&)>& event) {
+  std::vector<std::unique_ptr<NoticeSource>> sources;
+  const double timeout = r.preemption_auto ? 0.3 : 1.0;
+  for (const auto& name : r.preemption_sources) {
+    std::unique_ptr<NoticeSource> source;
+    if (name == "aws") source = MakeAwsNoticeSource(r.aws_url, timeout);
+    if (name == "gcp") source = MakeGcpNoticeSource(r.gcp_url, timeout);
+    if (name == "azure") source = MakeAzureNoticeSource(r.azure_url, timeout);
+    if (r.preemption_auto) {
+      auto probe = source->Check();
+      if (!probe.ok()) continue;  // not on this cloud
+    }
+    event("watching " + name + " preemption notices every " +
+          FormatDuration(r.notice_poll_seconds));
+    sources.push_back(std::move(source));
+  }
+  return std::make_unique<NoticeWatcher>(std::move(sources), r.notice_poll_seconds);
+}
+
+Result<std::shared_ptr<spdlog::logger>> OpenJobLog(const std::string& path, double max_bytes,
+                                                   int files) {
+  try {
+    auto sink = std::make_shared<spdlog::sinks::rotating_file_sink_mt>(
+        path, static_cast<size_t>(max_bytes), static_cast<size_t>(files));
+    auto log = std::make_shared<spdlog::logger>("job", sink);
+    log->set_pattern("%Y-%m-%dT%H:%M:%S.%e %v");
+    log->flush_on(spdlog::level::info);
+    return log;
+  } catch (const spdlog::spdlog_ex& e) {
+    return Status::IoError(path + ": cannot open log file: " + e.what());
+  }
+}
+
+// A command that cannot be found is bad input, reported once before anything starts.
+Status CheckCommand(const std::vector<std::string>& command, const std::string& cwd) {
+  const std::string& program = command[0];
+  std::string path = program;
+  if (program.find('/') != std::string::npos && !fs::path(program).is_absolute() && !cwd.empty())
+    path = (fs::path(cwd) / program).string();
+  if (ProgramExists(path)) return Status::Ok();
+  std::error_code ec;
+  if (program.find('/') != std::string::npos && fs::exists(path, ec)) {
+    return Status::InvalidInput(program + ": command is not executable (chmod +x?)");
+  }
+  return Status::InvalidInput(program + ": command not found" +
+                              (program.find('/') == std::string::npos ? " (not on PATH)" : ""));
+}
+
+}  // namespace
+
+RunJob::RunJob(RunJobRequest request, Clock& clock, ProcessRunner& runner, RunJobHooks hooks)
+    : request_(std::move(request)), clock_(clock), runner_(runner), hooks_(std::move(hooks)) {}
+
+Result<RunJobResult> RunJob::Run() {
+  RunJobRequest& q = request_;
+  if (q.command.empty()) {
+    return Status::InvalidInput("no command: put it after --, e.g. fulcrum run -- python train.py");
+  }
+  if (q.name.empty()) q.name = fs::path(q.command[0]).filename().string();
+  FULCRUM_RETURN_IF_ERROR(ValidateJobName(q.name));
+  FULCRUM_ASSIGN_OR_RETURN(ResolvedRun resolved, ResolveRunFlags(q.flags, q.data_dir, q.name));
+  SupervisorOptions& options = resolved.supervisor;
+  options.argv = q.command;
+  options.cwd = q.cwd;
+  options.start_mode = q.start_mode;
+  if (!q.gpus.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(options.gpus, ParseGpuList(q.gpus));
+  }
+  if (!resolved.offer.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(catalog::Catalog catalog, catalog::Catalog::Load(q.catalog_dir));
+    FULCRUM_ASSIGN_OR_RETURN(options.price_per_hour_usd,
+                             ResolveOfferPrice(catalog, resolved.offer, resolved.offer_spot));
+  }
+  if (!q.queue.empty()) options.queue = q.queue;
+  FULCRUM_RETURN_IF_ERROR(CheckCommand(q.command, q.cwd));
+  FULCRUM_ASSIGN_OR_RETURN(JobLock lock, JobLock::Acquire(q.data_dir, q.name));
+  FULCRUM_ASSIGN_OR_RETURN(store::JobsDb db, store::JobsDb::OpenInDataDir(q.data_dir));
+  if (q.start_mode == StartMode::kContinue) {
+    FULCRUM_ASSIGN_OR_RETURN(auto previous, db.GetJob(q.name));
+    if (!previous || previous->generation == 0) {
+      return Status::InvalidInput("--continue: job '" + q.name +
+                                  "' has no previous run in this data dir to continue");
+    }
+  }
+  std::error_code ec;
+  fs::create_directories(fs::path(options.heartbeat_file).parent_path(), ec);
+  fs::create_directories(fs::path(options.checkpoint_request_file).parent_path(), ec);
+  fs::create_directories(fs::path(options.ready_file).parent_path(), ec);
+  if (!options.checkpoints.dir.empty()) fs::create_directories(options.checkpoints.dir, ec);
+  fs::create_directories(resolved.log_dir, ec);
+
+  // Job output and supervisor events: rotating files, then the caller's hooks.
+  RunJobResult result;
+  result.job_id = q.name;
+  result.log_file = resolved.log_dir + "/" + q.name + ".log";
+  FULCRUM_ASSIGN_OR_RETURN(auto file_log,
+                           OpenJobLog(result.log_file, resolved.log_max_bytes, resolved.log_files));
+  options.on_output = [&](Stream stream, std::string_view line) {
+    file_log->info("{} {}", stream == Stream::kStdout ? "out" : "err", line);
+    if (hooks_.output) hooks_.output(stream, line);
+  };
+  auto event = [&](const std::string& text) {
+    file_log->info("fulcrum {}", text);
+    if (hooks_.event) hooks_.event(text);
+  };
+  options.on_event = event;
+  const std::string agent_url = resolved.agent_url;
+  if (agent_url != "none") {
+    options.unhealthy_gpus = [agent_url] { return UnhealthyGpusFromAgent(agent_url, 0.5); };
+  }
+  auto watcher = MakeWatcher(resolved, event);
+  watcher->Start();
+  options.stop_notice = [&]() -> std::optional<std::string> {
+    if (hooks_.stop_requested) {
+      if (auto reason = hooks_.stop_requested()) return reason;
+    }
+    if (auto notice = watcher->Notice()) return "preemption notice: " + *notice;
+    return std::nullopt;
+  };
+  const bool priced = options.price_per_hour_usd.has_value();
+  Supervisor supervisor(std::move(options), clock_, runner_, &db);
+  result.outcome = supervisor.Run();
+  watcher->Stop();
+  if (auto job = db.GetJob(q.name); job.ok() && job->has_value()) {
+    result.uid = (*job)->uid();
+    result.start = (*job)->start.value_or(store::JobStart::kNew);
+    if (priced) result.spend_usd = (*job)->spend_usd;
+  }
+  return result;
+}
+
+}  // namespace fulcrum::supervise
