@@ -122,11 +122,8 @@ class DeliveryWorker {
 
  private:
   void Loop(const std::string& receiver);
-  // wake_.WaitUntil: CondVar's REQUIRES names its own reference to mutex_, which clang's
-  // analysis cannot equate with mutex_; this wrapper states the real requirement.
-  bool WaitForWake(std::chrono::steady_clock::time_point deadline) REQUIRES(mutex_)
-      NO_THREAD_SAFETY_ANALYSIS {
-    return wake_.WaitUntil(deadline);
+  bool WaitForWake(std::chrono::steady_clock::time_point deadline) REQUIRES(mutex_) {
+    return wake_.WaitUntil(mutex_, deadline);
   }
   Result<DeliveryPassStats> Pass(const std::string& receiver_filter);
   HttpRequest MakeRequest(const Receiver& receiver, const Notification& notification) const;
@@ -149,7 +146,7 @@ class DeliveryWorker {
   std::map<std::string, ReceiverHealth> health_ GUARDED_BY(health_mutex_);
 
   Mutex mutex_;
-  CondVar wake_{mutex_};
+  CondVar wake_;
   bool stop_requested_ GUARDED_BY(mutex_) = false;
   uint64_t wake_generation_ GUARDED_BY(mutex_) = 0;  // bumped by Wake(); each worker tracks it
   std::vector<std::thread> threads_ GUARDED_BY(mutex_);

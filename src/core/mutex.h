@@ -1,5 +1,5 @@
 // An annotated mutex for clang's thread-safety analysis (core/thread_annotations.h): Mutex wraps
-// std::mutex, MutexLock is its scoped lock, and CondVar waits on a MutexLock. Members a mutex
+// std::mutex, MutexLock is its scoped lock, and CondVar waits with a held Mutex. Members a mutex
 // protects are declared `GUARDED_BY(mutex_)`; the analysis then rejects an unlocked access at
 // compile time in the clang build (`-Wthread-safety -Werror`, the tsan preset). Header-only.
 #pragma once
@@ -40,30 +40,32 @@ class SCOPED_CAPABILITY MutexLock {
   Mutex& mutex_;
 };
 
-// A condition variable tied to one Mutex. Wait* must be called with that mutex held (through a
-// MutexLock); they release it while waiting and hold it again on return.
+// A condition variable. Wait* take the Mutex the caller holds (through a MutexLock), so that
+// clang's analysis checks it is held; they release it while waiting and hold it again on
+// return. Use it with one mutex only.
 class CondVar {
  public:
-  explicit CondVar(Mutex& mutex) : mutex_(mutex) {}
+  CondVar() = default;
   CondVar(const CondVar&) = delete;
   CondVar& operator=(const CondVar&) = delete;
 
-  void Wait() REQUIRES(mutex_) {
-    std::unique_lock<std::mutex> lock(mutex_.mutex_, std::adopt_lock);
+  void Wait(Mutex& mutex) REQUIRES(mutex) {
+    std::unique_lock<std::mutex> lock(mutex.mutex_, std::adopt_lock);
     cv_.wait(lock);
     lock.release();
   }
   // Returns false on timeout.
   template <class Rep, class Period>
-  bool WaitFor(std::chrono::duration<Rep, Period> timeout) REQUIRES(mutex_) {
-    std::unique_lock<std::mutex> lock(mutex_.mutex_, std::adopt_lock);
+  bool WaitFor(Mutex& mutex, std::chrono::duration<Rep, Period> timeout) REQUIRES(mutex) {
+    std::unique_lock<std::mutex> lock(mutex.mutex_, std::adopt_lock);
     const bool woken = cv_.wait_for(lock, timeout) == std::cv_status::no_timeout;
     lock.release();
     return woken;
   }
   template <class Clock, class Duration>
-  bool WaitUntil(std::chrono::time_point<Clock, Duration> deadline) REQUIRES(mutex_) {
-    std::unique_lock<std::mutex> lock(mutex_.mutex_, std::adopt_lock);
+  bool WaitUntil(Mutex& mutex, std::chrono::time_point<Clock, Duration> deadline)
+      REQUIRES(mutex) {
+    std::unique_lock<std::mutex> lock(mutex.mutex_, std::adopt_lock);
     const bool woken = cv_.wait_until(lock, deadline) == std::cv_status::no_timeout;
     lock.release();
     return woken;
@@ -72,7 +74,6 @@ class CondVar {
   void SignalAll() { cv_.notify_all(); }
 
  private:
-  Mutex& mutex_;
   std::condition_variable cv_;
 };
 

@@ -517,7 +517,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
         p.run.deadline_seconds = c.deadline_seconds;
         p.run.on_demand_usd_per_hour = o.on_demand_usd_per_hour;
         p.run.reserved_owned = c.reserved_owned;
-        pending.push_back(std::move(p));
+        pending.push_back(p);
       }
     }
   }
@@ -583,8 +583,8 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   run_on_threads(simulate);
   result.spot_pruned = static_cast<int64_t>(spot.size() - simulate.size());
   result.candidates.reserve(exact.size() + simulate.size());
-  for (size_t i : exact) result.candidates.push_back(std::move(pending[i].cand));
-  for (size_t i : simulate) result.candidates.push_back(std::move(pending[i].cand));
+  for (size_t i : exact) result.candidates.push_back(pending[i].cand);
+  for (size_t i : simulate) result.candidates.push_back(pending[i].cand);
 
   // --- scores, ranking, Pareto -------------------------------------------------------------
   result.objective = spec.objective;

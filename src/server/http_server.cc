@@ -150,10 +150,8 @@ class ConnectionPool final : public httplib::TaskQueue {
  private:
   static constexpr double kWorkerIdleSeconds = 30;
 
-  // CondVar's REQUIRES names its own reference to mutex_ (see alert/delivery.h).
-  bool Wait(std::chrono::steady_clock::time_point deadline) REQUIRES(mutex_)
-      NO_THREAD_SAFETY_ANALYSIS {
-    return wake_.WaitUntil(deadline);
+  bool Wait(std::chrono::steady_clock::time_point deadline) REQUIRES(mutex_) {
+    return wake_.WaitUntil(mutex_, deadline);
   }
 
   void Work() {
@@ -184,7 +182,7 @@ class ConnectionPool final : public httplib::TaskQueue {
 
   const size_t max_threads_;
   Mutex mutex_;
-  CondVar wake_{mutex_};
+  CondVar wake_;
   std::deque<std::function<void()>> queue_ GUARDED_BY(mutex_);
   size_t threads_ GUARDED_BY(mutex_) = 0;
   size_t idle_ GUARDED_BY(mutex_) = 0;

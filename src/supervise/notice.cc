@@ -136,7 +136,7 @@ void NoticeWatcher::Start() {
       const auto deadline = std::chrono::steady_clock::now() +
                             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                 std::chrono::duration<double>(interval_seconds_));
-      while (!stopping_ && wake_.WaitUntil(deadline)) {
+      while (!stopping_ && wake_.WaitUntil(mutex_, deadline)) {
       }
     }
   });

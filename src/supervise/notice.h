@@ -62,7 +62,7 @@ class NoticeWatcher {
   std::vector<std::unique_ptr<NoticeSource>> sources_;
   double interval_seconds_;
   mutable Mutex mutex_;
-  CondVar wake_{mutex_};
+  CondVar wake_;
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::optional<std::string> notice_ GUARDED_BY(mutex_);
   std::thread thread_;

@@ -6,6 +6,8 @@
 
 #include <thread>
 
+#include "core/mutex.h"
+
 #include "supervise/agent_health.h"
 
 namespace fulcrum::supervise {
@@ -32,14 +34,23 @@ class FakeServer {
 
 TEST(NoticeTest, AwsUsesAnImdsV2TokenAndRenewsItOn401) {
   FakeServer fake;
+  // The fake's state is shared with the server's thread (sockets carry no happens-before that
+  // ThreadSanitizer can see): one mutex guards it.
+  fulcrum::Mutex mutex;
   int tokens = 0;
   std::string status = "none";
+  auto set_status = [&](const char* s) {
+    fulcrum::MutexLock lock(mutex);
+    status = s;
+  };
   fake.server.Put("/latest/api/token", [&](const httplib::Request& req, httplib::Response& res) {
     EXPECT_EQ(req.get_header_value("X-aws-ec2-metadata-token-ttl-seconds"), "21600");
+    fulcrum::MutexLock lock(mutex);
     res.set_content("token-" + std::to_string(++tokens), "text/plain");
   });
   fake.server.Get("/latest/meta-data/spot/instance-action", [&](const httplib::Request& req,
                                                                 httplib::Response& res) {
+    fulcrum::MutexLock lock(mutex);
     if (req.get_header_value("X-aws-ec2-metadata-token") != "token-" + std::to_string(tokens) ||
         status == "expire") {
       res.status = 401;
@@ -56,21 +67,24 @@ TEST(NoticeTest, AwsUsesAnImdsV2TokenAndRenewsItOn401) {
   auto r = aws->Check();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->has_value());
-  status = "expire";
+  set_status("expire");
   EXPECT_FALSE(aws->Check()->has_value());
-  status = "notice";
+  set_status("notice");
   r = aws->Check();
   ASSERT_TRUE(r.ok() && r->has_value());
   EXPECT_NE((*r)->find("\"action\":\"stop\""), std::string::npos);
+  fulcrum::MutexLock lock(mutex);
   EXPECT_EQ(tokens, 2) << "a new token after the 401";
 }
 
 TEST(NoticeTest, GcpAndAzure) {
   FakeServer fake;
+  fulcrum::Mutex mutex;  // guards preempted and events, shared with the server's thread
   bool preempted = false;
   fake.server.Get("/computeMetadata/v1/instance/preempted",
                   [&](const httplib::Request& req, httplib::Response& res) {
                     res.status = req.get_header_value("Metadata-Flavor") == "Google" ? 200 : 403;
+                    fulcrum::MutexLock lock(mutex);
                     res.set_content(preempted ? "TRUE" : "FALSE", "text/plain");
                   });
   std::string events = R"({"DocumentIncarnation":1,"Events":[{"EventType":"Freeze"}]})";
@@ -78,20 +92,30 @@ TEST(NoticeTest, GcpAndAzure) {
                   [&](const httplib::Request& req, httplib::Response& res) {
                     EXPECT_EQ(req.get_param_value("api-version"), "2020-07-01");
                     res.status = req.get_header_value("Metadata") == "true" ? 200 : 400;
+                    fulcrum::MutexLock lock(mutex);
                     res.set_content(events, "application/json");
                   });
   auto gcp = MakeGcpNoticeSource(fake.url(), 1);
   EXPECT_FALSE(gcp->Check()->has_value());
-  preempted = true;
+  {
+    fulcrum::MutexLock lock(mutex);
+    preempted = true;
+  }
   EXPECT_TRUE(gcp->Check()->has_value());
   auto azure = MakeAzureNoticeSource(fake.url(), 1);
   EXPECT_FALSE(azure->Check()->has_value()) << "a Freeze is a pause, not a stop";
-  events =
-      R"({"DocumentIncarnation":2,"Events":[{"EventType":"Preempt","NotBefore":"Mon, 30 Nov 2026 06:00:30 GMT"}]})";
+  {
+    fulcrum::MutexLock lock(mutex);
+    events =
+        R"({"DocumentIncarnation":2,"Events":[{"EventType":"Preempt","NotBefore":"Mon, 30 Nov 2026 06:00:30 GMT"}]})";
+  }
   auto notice = azure->Check();
   ASSERT_TRUE(notice.ok() && notice->has_value());
   EXPECT_NE((*notice)->find("Preempt"), std::string::npos);
-  events = "not json";
+  {
+    fulcrum::MutexLock lock(mutex);
+    events = "not json";
+  }
   EXPECT_FALSE(azure->Check().ok());
 }
 
