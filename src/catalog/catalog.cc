@@ -473,7 +473,7 @@ Result<std::vector<const Gpu*>> Catalog::ResolveGpus(std::string_view name) cons
   detail.nearest = close;
   return Status::NotFound("gpu: expected " + detail.expected + ", found \"" + detail.found + "\"" +
                           hint)
-      .WithDetail(std::move(detail));
+      .WithDetail(detail);
 }
 
 Result<const Gpu*> Catalog::ResolveGpu(std::string_view name_or_alias) const {
@@ -487,7 +487,7 @@ Result<const Gpu*> Catalog::ResolveGpu(std::string_view name_or_alias) const {
   return Status::InvalidInput("gpu: expected one GPU model, found the family \"" + detail.found +
                               "\" of " + std::to_string(gpus.size()) +
                               " variants: " + JoinNames(detail.nearest) + "; name one of them")
-      .WithDetail(std::move(detail));
+      .WithDetail(detail);
 }
 
 const Provider* Catalog::FindProvider(std::string_view name) const {

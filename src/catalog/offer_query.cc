@@ -37,7 +37,7 @@ Status UnknownName(const std::string& flag, const std::string& what, const std::
   detail.nearest = NearestNames(found, known);
   std::string hint = detail.nearest.empty() ? "" : "; nearest: " + Join(detail.nearest);
   return Status::InvalidInput(flag + ": expected " + what + ", found \"" + found + "\"" + hint)
-      .WithDetail(std::move(detail));
+      .WithDetail(detail);
 }
 
 Status ResolveGpus(const Catalog& catalog, const OfferFilter& filter, ResolvedFilter& out) {
@@ -48,7 +48,7 @@ Status ResolveGpus(const Catalog& catalog, const OfferFilter& filter, ResolvedFi
       ErrorDetail detail = d ? *d : ErrorDetail{};
       detail.field = filter.gpus_flag;
       return Status::InvalidInput(filter.gpus_flag + ": " + gpus.status().message())
-          .WithDetail(std::move(detail));
+          .WithDetail(detail);
     }
     for (const Gpu* gpu : *gpus) AddUnique(out.gpus, gpu->name);
   }
@@ -128,7 +128,7 @@ Status CheckPricingKnown(const Catalog& catalog, const OfferFilter& filter, Reso
              filter.pricing_flag + ": no offer of the catalog has " + detail.found + " prices" +
              (reserved ? " (no provider has a sourced discount for that term)" : "") +
              "; offered: " + Join(offered))
-      .WithDetail(std::move(detail));
+      .WithDetail(detail);
 }
 
 struct Stage {
@@ -167,7 +167,7 @@ Result<Pricing> ParsePricing(std::string_view text, std::string_view flag) {
   detail.nearest = NearestNames(key, names);
   return Status::InvalidInput(std::string(flag) + ": expected " + detail.expected + ", found \"" +
                               detail.found + "\"")
-      .WithDetail(std::move(detail));
+      .WithDetail(detail);
 }
 
 std::optional<double> OfferUsdPerHour(const Offer& offer, const Provider* provider,
@@ -240,7 +240,7 @@ Result<ResolvedFilter> ResolveOfferFilter(const Catalog& catalog, const OfferFil
       return Status::InvalidInput("no offer matches: " + stage.flag + " leaves none of the " +
                                   std::to_string(offers.size()) + " offers" +
                                   (passed.empty() ? " of the catalog" : " that pass " + passed))
-          .WithDetail(std::move(detail));
+          .WithDetail(detail);
     }
     offers = std::move(kept);
     passed += (passed.empty() ? "" : " and ") + stage.flag;

@@ -75,11 +75,13 @@ std::vector<std::string> NearestNames(std::string_view name,
   std::stable_sort(close.begin(), close.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::string> names;
-  for (const auto& [distance, index] : close) {
+  for (const auto& scored : close) {
     if (names.size() == max_names) break;
+    const std::string& candidate = candidates[scored.second];
+    const std::string candidate_key = NameKey(candidate);
     bool seen = std::any_of(names.begin(), names.end(),
-                            [&](const std::string& n) { return NameKey(n) == NameKey(candidates[index]); });
-    if (!seen) names.push_back(candidates[index]);
+                            [&](const std::string& n) { return NameKey(n) == candidate_key; });
+    if (!seen) names.push_back(candidate);
   }
   return names;
 }

@@ -62,7 +62,7 @@ Status CheckDuplicateKeys(const YAML::Node& node, const std::string& origin,
 
 YamlNode::YamlNode(YAML::Node node, std::shared_ptr<const std::string> origin, std::string field,
                    std::optional<int> fallback_line)
-    : node_(std::move(node)),
+    : node_(node),
       origin_(std::move(origin)),
       field_(std::move(field)),
       fallback_line_(fallback_line) {}
@@ -106,7 +106,7 @@ Status YamlNode::CheckKeys(const std::vector<std::string>& known, const std::str
     const YAML::Node key = it->first;
     YamlNode key_node = Child(key, field_);
     if (!key.IsScalar()) return key_node.Error("a field name");
-    const std::string name = key.Scalar();
+    const std::string& name = key.Scalar();
     bool ok = false;
     for (const std::string& k : known) ok = ok || k == name;
     if (!ok) return key_node.Named(JoinField(field_, name)).UnknownFieldError(known);
