@@ -9,7 +9,7 @@
 // Conditions (`when`, `divide_by`) see the batch's values, whatever their order in the batch.
 // Cost: one hash lookup per sample (metric name -> id), then only the rules on that metric
 // (O(samples + matching rules)); no allocation in steady state except for emitted transitions.
-// Measured in bench/alert_evaluator_bench.cc, see docs/BENCH.md "Alert evaluator".
+// Measured in bench/perf/alert_evaluator_bench.cc, see docs/BENCH.md "Alert evaluator".
 // Not thread-safe: one owner (the agent's sampling thread) calls it.
 #pragma once
 

@@ -1,5 +1,5 @@
 // `fulcrum bench`: measures this server against its datasheet (GPU via fulcrum-gpubench, disk
-// via bench/disk.h), optionally saves and compares results.
+// via nodecheck/disk.h), optionally saves and compares results.
 #include <unistd.h>
 
 #include <cmath>
@@ -10,8 +10,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "bench/disk.h"
-#include "bench/gpu_bench.h"
+#include "nodecheck/disk.h"
+#include "nodecheck/gpu_bench.h"
 #include "catalog/catalog.h"
 #include "cli/command.h"
 #include "core/parse.h"
@@ -47,10 +47,10 @@ Mode ChooseMode(const BenchFlags& flags) {
   return {"standard", 2.0 * (1 << 30), 60};
 }
 
-std::vector<bench::Datasheet> Datasheets(const catalog::Catalog& cat) {
-  std::vector<bench::Datasheet> sheets;
+std::vector<nodecheck::Datasheet> Datasheets(const catalog::Catalog& cat) {
+  std::vector<nodecheck::Datasheet> sheets;
   for (const auto& gpu : cat.gpus()) {
-    bench::Datasheet d;
+    nodecheck::Datasheet d;
     d.name = gpu.name;
     d.memory_gib = gpu.memory_gib;
     d.bf16_tflops = gpu.bf16_tflops;
@@ -128,11 +128,11 @@ void RunBench(CliContext& ctx, const BenchFlags& flags) {
     if (!flags.json && isatty(STDERR_FILENO)) {
       std::fprintf(stderr, "GPU bench running (about %.0f s)...\n", mode.stability_seconds + 30);
     }
-    bench::GpuBenchOptions gpu_options;
+    nodecheck::GpuBenchOptions gpu_options;
     gpu_options.quick = flags.quick;
     gpu_options.stability_seconds = mode.stability_seconds;
     gpu_options.device = flags.device;
-    auto run = bench::RunGpuBench(gpu_options);
+    auto run = nodecheck::RunGpuBench(gpu_options);
     if (!run.ok()) return ReportError(ctx, run.status());
     if (run->skipped_reason) {
       result["gpu"] = nullptr;
@@ -142,13 +142,13 @@ void RunBench(CliContext& ctx, const BenchFlags& flags) {
       if (!cat.ok()) return ReportError(ctx, cat.status());
       auto sheets = Datasheets(*cat);
       auto raw = nlohmann::json::parse(run->json_text, nullptr, false);
-      const bench::Datasheet* sheet = nullptr;
+      const nodecheck::Datasheet* sheet = nullptr;
       if (raw.is_object() && raw.contains("device")) {
-        auto index = bench::MatchDatasheet(raw["device"].value("name", ""),
+        auto index = nodecheck::MatchDatasheet(raw["device"].value("name", ""),
                                            raw["device"].value("memory_bytes", 0.0), sheets);
         if (index) sheet = &sheets[*index];
       }
-      auto report = bench::BuildGpuReport(run->json_text, sheet);
+      auto report = nodecheck::BuildGpuReport(run->json_text, sheet);
       if (!report.ok()) return ReportError(ctx, report.status());
       result["gpu"] = *report;
       result["gpu_skipped_reason"] = nullptr;
@@ -158,12 +158,12 @@ void RunBench(CliContext& ctx, const BenchFlags& flags) {
   if (flags.skip_disk) {
     result["disk"] = nullptr;
   } else {
-    bench::DiskBenchOptions disk_options;
+    nodecheck::DiskBenchOptions disk_options;
     disk_options.directory = flags.checkpoint_dir;
     disk_options.total_bytes = disk_bytes;
     disk_options.checkpoint_bytes = checkpoint_bytes;
     ProgressBar bar(stderr, !flags.json);
-    auto disk = bench::RunDiskBench(
+    auto disk = nodecheck::RunDiskBench(
         disk_options, [&](double f) { bar.Update(f, "disk write " + flags.checkpoint_dir); });
     bar.Finish();
     if (!disk.ok()) return ReportError(ctx, disk.status());

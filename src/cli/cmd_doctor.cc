@@ -1,8 +1,8 @@
-// `fulcrum doctor`: checks the server's software stack (see bench/doctor.h).
+// `fulcrum doctor`: checks the server's software stack (see nodecheck/doctor.h).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "bench/doctor.h"
+#include "nodecheck/doctor.h"
 #include "cli/command.h"
 #include "core/parse.h"
 #include "core/paths.h"
@@ -18,7 +18,7 @@ struct DoctorFlags {
 };
 
 void RunDoctor(CliContext& ctx, const DoctorFlags& flags) {
-  bench::DoctorOptions options;
+  nodecheck::DoctorOptions options;
   options.checkpoint_dir = flags.checkpoint_dir;
   options.checkpoints_kept = flags.keep;
   if (!flags.checkpoint_size.empty()) {
@@ -26,17 +26,17 @@ void RunDoctor(CliContext& ctx, const DoctorFlags& flags) {
     if (!bytes.ok()) return ReportError(ctx, bytes.status().WithContext("--checkpoint-size"));
     options.checkpoint_bytes = *bytes;
   }
-  auto table = bench::LoadDriverTable(DefaultCatalogDir(ctx.catalog_dir));
+  auto table = nodecheck::LoadDriverTable(DefaultCatalogDir(ctx.catalog_dir));
   if (!table.ok()) return ReportError(ctx, table.status());
-  bench::SystemFacts facts = bench::GatherFacts(options);
-  std::vector<bench::DoctorCheck> checks = bench::RunChecks(facts, *table, options);
+  nodecheck::SystemFacts facts = nodecheck::GatherFacts(options);
+  std::vector<nodecheck::DoctorCheck> checks = nodecheck::RunChecks(facts, *table, options);
 
   if (flags.json) {
     nlohmann::json out = {{"checks", nlohmann::json::array()}};
     for (const auto& c : checks) {
       out["checks"].push_back(
           {{"name", c.name},
-           {"status", bench::CheckStatusName(c.status)},
+           {"status", nodecheck::CheckStatusName(c.status)},
            {"finding", c.finding},
            {"fix", c.fix.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.fix)}});
     }
@@ -47,10 +47,10 @@ void RunDoctor(CliContext& ctx, const DoctorFlags& flags) {
   for (const auto& c : checks) {
     ++counts[static_cast<int>(c.status)];
     char head[64];
-    std::snprintf(head, sizeof head, "%-7s %-18s ", bench::CheckStatusName(c.status),
+    std::snprintf(head, sizeof head, "%-7s %-18s ", nodecheck::CheckStatusName(c.status),
                   c.name.c_str());
     ctx.out << head << c.finding << "\n";
-    if (!c.fix.empty() && c.status != bench::CheckStatus::kOk)
+    if (!c.fix.empty() && c.status != nodecheck::CheckStatus::kOk)
       ctx.out << std::string(27, ' ') << "fix: " << c.fix << "\n";
   }
   ctx.out << "\n"

@@ -5,7 +5,7 @@
 
 #include "catalog/offer_query.h"
 #include "core/parse.h"
-#include "spot/estimate.h"
+#include "spot/job_estimate.h"
 #include "spot/interval.h"
 #include "spot/spot_catalog.h"
 

@@ -3,7 +3,7 @@
 // Goal (issue #5): >= 1 million runs/s on the 2-core machine for the exponential model.
 #include <benchmark/benchmark.h>
 
-#include "spot/estimate.h"
+#include "spot/job_estimate.h"
 #include "spot/simulator.h"
 
 namespace fulcrum::spot {

@@ -1,8 +1,8 @@
-#include "bench/doctor_checks.h"
+#include "nodecheck/doctor_checks.h"
 
 #include <gtest/gtest.h>
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 namespace {
 
 DriverTable Table() {
@@ -124,4 +124,4 @@ TEST(DoctorChecksTest, DiskShmAndNccl) {
 }
 
 }  // namespace
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

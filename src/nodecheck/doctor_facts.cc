@@ -1,4 +1,4 @@
-#include "bench/doctor_facts.h"
+#include "nodecheck/doctor_facts.h"
 
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -14,7 +14,7 @@
 #include "core/parse.h"
 #include "core/subprocess.h"
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 namespace {
 
 constexpr const char* kNvidiaSmiQuery =
@@ -202,4 +202,4 @@ SystemFacts GatherFacts(const DoctorOptions& options) {
   return facts;
 }
 
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

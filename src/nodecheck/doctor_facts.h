@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 
 struct GpuFacts {
   std::string name;
@@ -67,4 +67,4 @@ std::optional<std::string> ParseNvccVersion(const std::string& text);
 // JSON lines printed by the python probe script.
 std::vector<FrameworkFacts> ParseFrameworkProbe(const std::string& text);
 
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

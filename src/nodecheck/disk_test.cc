@@ -1,10 +1,10 @@
-#include "bench/disk.h"
+#include "nodecheck/disk.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 namespace {
 
 TEST(DiskBenchTest, WritesAndMeasuresAndCleansUp) {
@@ -52,4 +52,4 @@ TEST(DiskBenchTest, UnwritableDirectoryIsIoError) {
 }
 
 }  // namespace
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

@@ -4,7 +4,7 @@
 # settings and at their fastest settings. Everything on 127.0.0.1, in a temp dir under build/,
 # bounded in time; every process started here is stopped on exit.
 #
-#   bench/alert_latency.sh [fast|default|both]    (default: both; fast ~4 min, default ~11 min)
+#   bench/perf/alert_latency.sh [fast|default|both]    (default: both; fast ~4 min, default ~11 min)
 #
 # One run = one `fulcrum agent --source sim --sim-gpus 8` with a scenario of overheat faults
 # (95 C at once, in the next 1 s sample) + one Prometheus + one Alertmanager, all alerting on
@@ -15,7 +15,7 @@
 set -euo pipefail
 
 MODE="${1:-both}"
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 FULCRUM="${FULCRUM:-$ROOT/build/fulcrum}"
 PROMETHEUS="${PROMETHEUS:-prometheus}"
 ALERTMANAGER="${ALERTMANAGER:-prometheus-alertmanager}"

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/doctor_facts.h"
-#include "bench/driver_table.h"
+#include "nodecheck/doctor_facts.h"
+#include "nodecheck/driver_table.h"
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 
 enum class CheckStatus { kOk, kWarn, kFail, kSkipped };
 const char* CheckStatusName(CheckStatus status);  // "ok", "warn", "fail", "skipped"
@@ -24,4 +24,4 @@ struct DoctorCheck {
 std::vector<DoctorCheck> RunChecks(const SystemFacts& facts, const DriverTable& table,
                                    const DoctorOptions& options);
 
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

@@ -1,11 +1,11 @@
-#include "bench/driver_table.h"
+#include "nodecheck/driver_table.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 namespace {
 
 DriverTable Shipped() {
@@ -60,4 +60,4 @@ TEST(DriverTableTest, LoadsThroughTheTableLoader) {
 }
 
 }  // namespace
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

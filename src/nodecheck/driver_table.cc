@@ -1,11 +1,11 @@
-#include "bench/driver_table.h"
+#include "nodecheck/driver_table.h"
 
 #include <algorithm>
 
 #include "core/parse.h"
 #include "core/row_reader.h"
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 namespace {
 
 const TableSchema kCudaDriverSchema = {{"cuda_version", "min_driver_linux", "source"}, {"note"}};
@@ -72,4 +72,4 @@ std::optional<std::string> MinDriverFor(const DriverTable& table, const std::str
   return it->second;
 }
 
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

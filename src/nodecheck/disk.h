@@ -10,7 +10,7 @@
 
 #include "core/status.h"
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 
 struct DiskBenchOptions {
   std::string directory;                   // where the test file is written (must exist)
@@ -33,4 +33,4 @@ struct DiskBenchResult {
 Result<DiskBenchResult> RunDiskBench(const DiskBenchOptions& options,
                                      const std::function<void(double)>& progress = {});
 
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

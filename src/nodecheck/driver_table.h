@@ -10,7 +10,7 @@
 
 #include "core/status.h"
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 
 struct DriverTable {
   std::map<std::string, std::string> min_driver_by_cuda;  // "12.4" -> "550.54.14"
@@ -27,4 +27,4 @@ std::optional<std::string> MinDriverFor(const DriverTable& table, const std::str
 // "12.4.131" -> "12.4"; a version without a dot stays as it is.
 std::string MajorMinor(const std::string& version);
 
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

@@ -1,4 +1,4 @@
-#include "spot/estimate.h"
+#include "spot/job_estimate.h"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 
 #include "core/status.h"
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 
 // Datasheet figures of one catalog GPU (filled by the caller from the catalog).
 struct Datasheet {
@@ -51,4 +51,4 @@ Result<nlohmann::json> BuildGpuReport(const std::string& json_text, const Datash
 std::string SpecVerdict(double measured, std::optional<double> spec);  // "ok" | "low" | "unknown"
 std::string StabilityVerdict(double min_tflops, double max_tflops, double mean_tflops);
 
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

@@ -1,4 +1,4 @@
-#include "bench/gpu_bench.h"
+#include "nodecheck/gpu_bench.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 namespace {
 
 std::vector<Datasheet> Candidates() {
@@ -125,4 +125,4 @@ TEST(GpuBenchTest, RealGpuBenchWhenBuilt) {
 }
 
 }  // namespace
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

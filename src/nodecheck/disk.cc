@@ -1,4 +1,4 @@
-#include "bench/disk.h"
+#include "nodecheck/disk.h"
 
 #include <fcntl.h>
 #include <sys/statvfs.h>
@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
@@ -81,4 +81,4 @@ Result<DiskBenchResult> RunDiskBench(const DiskBenchOptions& options,
   return result;
 }
 
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

@@ -1,4 +1,4 @@
-#include "bench/doctor_checks.h"
+#include "nodecheck/doctor_checks.h"
 
 #include <functional>
 #include <optional>
@@ -6,7 +6,7 @@
 #include "core/parse.h"
 #include "core/table.h"
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 namespace {
 
 bool IsDatacenterGpu(const std::string& name) {
@@ -345,4 +345,4 @@ std::vector<DoctorCheck> RunChecks(const SystemFacts& facts, const DriverTable& 
   return checks;
 }
 
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

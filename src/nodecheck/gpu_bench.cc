@@ -1,4 +1,4 @@
-#include "bench/gpu_bench.h"
+#include "nodecheck/gpu_bench.h"
 
 #include <cmath>
 #include <filesystem>
@@ -10,7 +10,7 @@
 #include "core/subprocess.h"
 #include "core/table.h"
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 namespace {
 
 // Thresholds from the acceptance rules: < 70 % of spec is flagged; a > 30 % swing
@@ -195,4 +195,4 @@ Result<nlohmann::json> BuildGpuReport(const std::string& json_text, const Datash
   return report;
 }
 
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck

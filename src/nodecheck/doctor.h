@@ -4,6 +4,6 @@
 // header gathers them for the command.
 #pragma once
 
-#include "bench/doctor_checks.h"
-#include "bench/doctor_facts.h"
-#include "bench/driver_table.h"
+#include "nodecheck/doctor_checks.h"
+#include "nodecheck/doctor_facts.h"
+#include "nodecheck/driver_table.h"

@@ -1,8 +1,8 @@
-#include "bench/doctor_facts.h"
+#include "nodecheck/doctor_facts.h"
 
 #include <gtest/gtest.h>
 
-namespace fulcrum::bench {
+namespace fulcrum::nodecheck {
 namespace {
 
 TEST(DoctorFactsTest, ParsesNvidiaSmiQuery) {
@@ -38,4 +38,4 @@ TEST(DoctorFactsTest, ParsesNvccAndFrameworkProbe) {
 }
 
 }  // namespace
-}  // namespace fulcrum::bench
+}  // namespace fulcrum::nodecheck
