@@ -1,11 +1,9 @@
 // End-to-end tests of `fulcrum agent` and `fulcrum query`: the real binary on loopback with the
 // sim, replay and nvml (fake libnvidia-ml.so.1) sources, a real webhook receiver (httplib), real
 // promtool and Prometheus, SIGTERM and kill -9.
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -22,6 +20,7 @@
 #include <thread>
 
 #include "store/jobs.h"
+#include "support/fake_http_server.h"
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
@@ -40,47 +39,18 @@ std::string ReadFile(const fs::path& path) {
 
 void WriteFile(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
-// A socket listening on 127.0.0.1 (an occupied port); closed on destruction.
-class PortHolder {
- public:
-  PortHolder() {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && listen(fd_, 1) == 0 &&
-        getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port_ = ntohs(addr.sin_port);
-    }
-  }
-  ~PortHolder() { close(fd_); }
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
-
 // Sends `request` verbatim to 127.0.0.1:port and returns what comes back until the server
 // closes or `seconds` pass ("" when it never answers).
 std::string RawRequest(int port, const std::string& request, double seconds = 5) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  timeval timeout{static_cast<time_t>(seconds), 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  int fd = ConnectLoopback(port, seconds);
   std::string response;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
-          static_cast<ssize_t>(request.size())) {
+  if (fd >= 0 && send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+                     static_cast<ssize_t>(request.size())) {
     char buf[4096];
     ssize_t n = 0;
     while ((n = recv(fd, buf, sizeof buf, 0)) > 0) response.append(buf, static_cast<size_t>(n));
   }
-  close(fd);
+  if (fd >= 0) close(fd);
   return response;
 }
 
@@ -180,7 +150,7 @@ class AgentProcess {
 class Receiver {
  public:
   Receiver() {
-    server_.Post(R"(/hook.*)", [this](const httplib::Request& req, httplib::Response& res) {
+    http_.server().Post(R"(/hook.*)", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mutex_);
       ++attempts_;
       if (status_ != 200) {
@@ -190,14 +160,9 @@ class Receiver {
       posts_.push_back({req.get_header_value("Idempotency-Key"), req.body});
       res.set_content("{}", "application/json");
     });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
+    http_.Start();
   }
-  ~Receiver() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/hook"; }
+  std::string url() const { return http_.url() + "/hook"; }
   void SetStatus(int status) {
     std::lock_guard<std::mutex> lock(mutex_);
     status_ = status;
@@ -219,13 +184,11 @@ class Receiver {
   }
 
  private:
-  httplib::Server server_;
-  std::thread thread_;
-  int port_ = 0;
   std::mutex mutex_;
   int status_ = 200;                                        // guarded by mutex_
   int attempts_ = 0;                                        // guarded by mutex_
   std::vector<std::pair<std::string, std::string>> posts_;  // guarded by mutex_
+  FakeHttpServer http_;  // last: stopped before the state its handler touches is destroyed
 };
 
 constexpr const char* kFastRules = R"(rules:
@@ -362,7 +325,7 @@ TEST_F(AgentE2E, MetricsPassPromtoolAndARealPrometheusScrapesThem) {
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 
   // A real Prometheus scraping the agent every second on loopback.
-  int prom_port = PortHolder().port();  // a free port (released at once) for Prometheus
+  int prom_port = FreeLoopbackPort();  // for Prometheus
   std::string prom_dir = dir_ + "/prometheus";
   fs::create_directories(prom_dir + "/data");
   WriteFile(prom_dir + "/prometheus.yml",
@@ -764,12 +727,8 @@ TEST_F(AgentE2E, TwoHundredIdleSocketsDoNotStarveTheApi) {
   ASSERT_GT(agent.port(), 0) << agent.err();
   std::vector<int> idle;
   for (int i = 0; i < 200; ++i) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(agent.port()));
-    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << i;
+    int fd = ConnectLoopback(agent.port());
+    ASSERT_GE(fd, 0) << i;
     idle.push_back(fd);
   }
   // Each probe must answer within its client's 2 s read timeout (far under the 5 s an idle

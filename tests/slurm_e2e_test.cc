@@ -5,7 +5,6 @@
 // checkpoint; then Slurm's advance notice (USR1 to the batch shell) makes fulcrum checkpoint, stop
 // and requeue the job itself. Skipped only when the Slurm or munge binaries are not installed.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -26,6 +25,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/fake_http_server.h"
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
@@ -38,18 +38,6 @@ std::string FindProgram(const std::string& name) {
     if (access(path.c_str(), X_OK) == 0) return path;
   }
   return "";
-}
-
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
 }
 
 std::string ReadFile(const std::string& path) {
@@ -93,8 +81,9 @@ class SlurmTest : public ::testing::Test {
     for (int i = 0; i < 4; ++i) std::ofstream(dir_ + "/gpu" + std::to_string(i));
     conf_ = dir_ + "/slurm.conf";
     std::ofstream conf(conf_);
-    conf << "ClusterName=fulcrumtest\nSlurmctldHost=" << host_ << "\nSlurmctldPort=" << FreePort()
-         << "\nSlurmdPort=" << FreePort() << "\nAuthType=auth/munge\nAuthInfo=socket=" << dir_
+    conf << "ClusterName=fulcrumtest\nSlurmctldHost=" << host_
+         << "\nSlurmctldPort=" << FreeLoopbackPort() << "\nSlurmdPort=" << FreeLoopbackPort()
+         << "\nAuthType=auth/munge\nAuthInfo=socket=" << dir_
          << "/munge/sock\nCredType=cred/munge\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/"
             "none\n"
          << "ReturnToService=2\nSlurmUser=root\nSlurmdUser=root\nSchedulerType=sched/backfill\n"

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "store/jobs.h"
+#include "support/fake_http_server.h"
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
@@ -292,42 +293,41 @@ TEST_F(SuperviseTest, RestartLimitHoldsAndFinalExitCodesEndTheJob) {
 
 // A fake instance-metadata server for one cloud: no notice until `notice` is set.
 struct FakeMetadata {
-  httplib::Server server;
   std::atomic<bool> notice{false};
   std::atomic<int> token_requests{0};
   std::atomic<int> unauthorised{0};
-  int port = 0;
-  std::thread thread;
+  FakeHttpServer http;  // last: stopped before the counters its handlers touch go
 
   explicit FakeMetadata(const std::string& cloud) {
-    server.Put("/latest/api/token", [this](const httplib::Request& req, httplib::Response& res) {
+    http.server().Put("/latest/api/token", [this](const httplib::Request& req,
+                                                  httplib::Response& res) {
       ++token_requests;
       res.set_content(req.has_header("X-aws-ec2-metadata-token-ttl-seconds") ? "tok-1" : "",
                       "text/plain");
     });
-    server.Get("/latest/meta-data/spot/instance-action",
-               [this](const httplib::Request& req, httplib::Response& res) {
-                 if (req.get_header_value("X-aws-ec2-metadata-token") != "tok-1") {
-                   ++unauthorised;
-                   res.status = 401;
-                   return;
-                 }
-                 if (!notice) {
-                   res.status = 404;
-                   return;
-                 }
-                 res.set_content(R"({"action": "terminate", "time": "2026-11-30T06:00:00Z"})",
-                                 "application/json");
-               });
-    server.Get("/computeMetadata/v1/instance/preempted",
-               [this](const httplib::Request& req, httplib::Response& res) {
-                 if (req.get_header_value("Metadata-Flavor") != "Google") {
-                   res.status = 403;
-                   return;
-                 }
-                 res.set_content(notice ? "TRUE" : "FALSE", "text/plain");
-               });
-    server.Get(
+    http.server().Get("/latest/meta-data/spot/instance-action", [this](const httplib::Request& req,
+                                                                       httplib::Response& res) {
+      if (req.get_header_value("X-aws-ec2-metadata-token") != "tok-1") {
+        ++unauthorised;
+        res.status = 401;
+        return;
+      }
+      if (!notice) {
+        res.status = 404;
+        return;
+      }
+      res.set_content(R"({"action": "terminate", "time": "2026-11-30T06:00:00Z"})",
+                      "application/json");
+    });
+    http.server().Get("/computeMetadata/v1/instance/preempted",
+                      [this](const httplib::Request& req, httplib::Response& res) {
+                        if (req.get_header_value("Metadata-Flavor") != "Google") {
+                          res.status = 403;
+                          return;
+                        }
+                        res.set_content(notice ? "TRUE" : "FALSE", "text/plain");
+                      });
+    http.server().Get(
         "/metadata/scheduledevents", [this](const httplib::Request& req, httplib::Response& res) {
           if (req.get_header_value("Metadata") != "true") {
             res.status = 400;
@@ -343,15 +343,9 @@ struct FakeMetadata {
                           "application/json");
         });
     (void)cloud;
-    port = server.bind_to_any_port("127.0.0.1");
-    thread = std::thread([this] { server.listen_after_bind(); });
-    while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    http.Start();
   }
-  ~FakeMetadata() {
-    server.stop();
-    thread.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+  std::string url() const { return http.url(); }
 };
 
 class PreemptionTest : public SuperviseTest, public ::testing::WithParamInterface<std::string> {};

@@ -18,6 +18,7 @@
 #include "supervise/notice.h"
 #include "supervise/process.h"
 #include "supervise/supervisor.h"
+#include "support/fake_http_server.h"
 
 namespace fulcrum::supervise {
 namespace {
@@ -60,8 +61,9 @@ void BM_CrashToRestartedChild(benchmark::State& state) {
 BENCHMARK(BM_CrashToRestartedChild)->UseManualTime()->Iterations(20)->Unit(benchmark::kMillisecond);
 
 void BM_NoticeToCheckpointSignal(benchmark::State& state) {
-  httplib::Server server;
   std::atomic<bool> notice{false};
+  fulcrum::testing::FakeHttpServer fake;
+  httplib::Server& server = fake.server();
   server.Put("/latest/api/token", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("t", "text/plain");
   });
@@ -73,8 +75,7 @@ void BM_NoticeToCheckpointSignal(benchmark::State& state) {
     }
     res.set_content(R"({"action":"terminate","time":"2026-11-30T06:00:00Z"})", "application/json");
   });
-  const int port = server.bind_to_any_port("127.0.0.1");
-  std::thread listener([&] { server.listen_after_bind(); });
+  fake.Start();
   const std::string ckpt =
       std::filesystem::temp_directory_path() / ("fulcrum-bench-ckpt-" + std::to_string(getpid()));
   std::vector<double> samples;
@@ -83,7 +84,7 @@ void BM_NoticeToCheckpointSignal(benchmark::State& state) {
     std::filesystem::remove_all(ckpt);
     std::filesystem::create_directories(ckpt);
     std::vector<std::unique_ptr<NoticeSource>> sources;
-    sources.push_back(MakeAwsNoticeSource("http://127.0.0.1:" + std::to_string(port), 1));
+    sources.push_back(MakeAwsNoticeSource(fake.url(), 1));
     NoticeWatcher watcher(std::move(sources), 0.5);  // the default --notice-poll
     watcher.Start();
     SupervisorOptions o;
@@ -114,8 +115,7 @@ void BM_NoticeToCheckpointSignal(benchmark::State& state) {
     samples.push_back(latency);
     state.SetIterationTime(latency);
   }
-  server.stop();
-  listener.join();
+  fake.Stop();
   std::filesystem::remove_all(ckpt);
   state.counters["max_ms"] = *std::max_element(samples.begin(), samples.end()) * 1e3;
 }

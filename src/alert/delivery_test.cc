@@ -15,6 +15,7 @@
 
 #include "alert/evaluator.h"
 #include "alert/rules_yaml.h"
+#include "support/fake_http_server.h"
 
 namespace fulcrum::alert {
 namespace {
@@ -262,11 +263,12 @@ class TestReceiver {
  public:
   std::function<int(const httplib::Request&)> answer = [](const httplib::Request&) { return 200; };
 
-  // Listens on `port` (0 = an ephemeral port); returns the port.
+  // Listens on `port` (0 = an ephemeral port) with a fresh server; returns the port (-1 when
+  // it is taken).
   int Start(int port = 0) {
-    server_ = std::make_unique<httplib::Server>();
-    server_->set_keep_alive_timeout(1);  // Stop() waits for idle keep-alive connections
-    server_->Post(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) {
+    server_ = std::make_unique<fulcrum::testing::FakeHttpServer>();
+    server_->server().set_keep_alive_timeout(1);  // Stop() waits for idle keep-alive connections
+    server_->server().Post(R"(/.*)", [this](const httplib::Request& req, httplib::Response& res) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         received_.push_back({req.path, req.get_header_value("Idempotency-Key"),
@@ -275,21 +277,9 @@ class TestReceiver {
       res.status = answer(req);
       res.set_content("{}", "application/json");
     });
-    if (port == 0) {
-      port = server_->bind_to_any_port("127.0.0.1");
-    } else if (!server_->bind_to_port("127.0.0.1", port)) {
-      return -1;
-    }
-    thread_ = std::thread([this] { server_->listen_after_bind(); });
-    while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    return port;
+    return server_->Start(port);
   }
-  void Stop() {
-    if (!server_) return;
-    server_->stop();
-    if (thread_.joinable()) thread_.join();
-    server_.reset();
-  }
+  void Stop() { server_.reset(); }
   ~TestReceiver() { Stop(); }
   std::vector<Received> received() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -297,8 +287,7 @@ class TestReceiver {
   }
 
  private:
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  std::unique_ptr<fulcrum::testing::FakeHttpServer> server_;
   std::mutex mutex_;
   std::vector<Received> received_;
 };

@@ -7,33 +7,17 @@
 #include <thread>
 
 #include "core/mutex.h"
+#include "support/fake_http_server.h"
 
 #include "supervise/agent_health.h"
 
 namespace fulcrum::supervise {
 namespace {
 
-class FakeServer {
- public:
-  FakeServer() {
-    port_ = server.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server.listen_after_bind(); });
-    while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  ~FakeServer() {
-    server.stop();
-    thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  httplib::Server server;
-
- private:
-  int port_ = 0;
-  std::thread thread_;
-};
+using fulcrum::testing::FakeHttpServer;
 
 TEST(NoticeTest, AwsUsesAnImdsV2TokenAndRenewsItOn401) {
-  FakeServer fake;
+  FakeHttpServer fake;
   // The fake's state is shared with the server's thread (sockets carry no happens-before that
   // ThreadSanitizer can see): one mutex guards it.
   fulcrum::Mutex mutex;
@@ -43,13 +27,13 @@ TEST(NoticeTest, AwsUsesAnImdsV2TokenAndRenewsItOn401) {
     fulcrum::MutexLock lock(mutex);
     status = s;
   };
-  fake.server.Put("/latest/api/token", [&](const httplib::Request& req, httplib::Response& res) {
+  fake.server().Put("/latest/api/token", [&](const httplib::Request& req, httplib::Response& res) {
     EXPECT_EQ(req.get_header_value("X-aws-ec2-metadata-token-ttl-seconds"), "21600");
     fulcrum::MutexLock lock(mutex);
     res.set_content("token-" + std::to_string(++tokens), "text/plain");
   });
-  fake.server.Get("/latest/meta-data/spot/instance-action", [&](const httplib::Request& req,
-                                                                httplib::Response& res) {
+  fake.server().Get("/latest/meta-data/spot/instance-action", [&](const httplib::Request& req,
+                                                                  httplib::Response& res) {
     fulcrum::MutexLock lock(mutex);
     if (req.get_header_value("X-aws-ec2-metadata-token") != "token-" + std::to_string(tokens) ||
         status == "expire") {
@@ -63,6 +47,7 @@ TEST(NoticeTest, AwsUsesAnImdsV2TokenAndRenewsItOn401) {
     }
     res.set_content(R"({"action":"stop","time":"2026-11-30T06:02:00Z"})", "application/json");
   });
+  ASSERT_GT(fake.Start(), 0);
   auto aws = MakeAwsNoticeSource(fake.url(), 1);
   auto r = aws->Check();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -78,23 +63,24 @@ TEST(NoticeTest, AwsUsesAnImdsV2TokenAndRenewsItOn401) {
 }
 
 TEST(NoticeTest, GcpAndAzure) {
-  FakeServer fake;
+  FakeHttpServer fake;
   fulcrum::Mutex mutex;  // guards preempted and events, shared with the server's thread
   bool preempted = false;
-  fake.server.Get("/computeMetadata/v1/instance/preempted",
-                  [&](const httplib::Request& req, httplib::Response& res) {
-                    res.status = req.get_header_value("Metadata-Flavor") == "Google" ? 200 : 403;
-                    fulcrum::MutexLock lock(mutex);
-                    res.set_content(preempted ? "TRUE" : "FALSE", "text/plain");
-                  });
+  fake.server().Get("/computeMetadata/v1/instance/preempted",
+                    [&](const httplib::Request& req, httplib::Response& res) {
+                      res.status = req.get_header_value("Metadata-Flavor") == "Google" ? 200 : 403;
+                      fulcrum::MutexLock lock(mutex);
+                      res.set_content(preempted ? "TRUE" : "FALSE", "text/plain");
+                    });
   std::string events = R"({"DocumentIncarnation":1,"Events":[{"EventType":"Freeze"}]})";
-  fake.server.Get("/metadata/scheduledevents",
-                  [&](const httplib::Request& req, httplib::Response& res) {
-                    EXPECT_EQ(req.get_param_value("api-version"), "2020-07-01");
-                    res.status = req.get_header_value("Metadata") == "true" ? 200 : 400;
-                    fulcrum::MutexLock lock(mutex);
-                    res.set_content(events, "application/json");
-                  });
+  fake.server().Get("/metadata/scheduledevents",
+                    [&](const httplib::Request& req, httplib::Response& res) {
+                      EXPECT_EQ(req.get_param_value("api-version"), "2020-07-01");
+                      res.status = req.get_header_value("Metadata") == "true" ? 200 : 400;
+                      fulcrum::MutexLock lock(mutex);
+                      res.set_content(events, "application/json");
+                    });
+  ASSERT_GT(fake.Start(), 0);
   auto gcp = MakeGcpNoticeSource(fake.url(), 1);
   EXPECT_FALSE(gcp->Check()->has_value());
   {
@@ -156,12 +142,13 @@ TEST(NoticeWatcherTest, PollsOnItsThreadAndTheFirstNoticeSticks) {
 }
 
 TEST(AgentHealthTest, LeavesOutGpusThatFellOffTheBus) {
-  FakeServer fake;
-  fake.server.Get("/v1/gpus", [](const httplib::Request&, httplib::Response& res) {
+  FakeHttpServer fake;
+  fake.server().Get("/v1/gpus", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(
         R"({"gpus":[{"index":0,"last_xid":null},{"index":1,"last_xid":79},{"index":2,"last_xid":13}]})",
         "application/json");
   });
+  ASSERT_GT(fake.Start(), 0);
   EXPECT_EQ(UnhealthyGpusFromAgent(fake.url(), 1), (std::vector<int>{1}));
   EXPECT_TRUE(UnhealthyGpusFromAgent("http://127.0.0.1:1", 0.2).empty()) << "no agent: no opinion";
   EXPECT_TRUE(UnhealthyGpusFromAgent("none", 0.2).empty());
