@@ -13,16 +13,18 @@
 namespace fulcrum::supervise {
 namespace {
 
+// Handlers are registered on `server` before Start(), so the server's thread sees them (and
+// the state they capture) from its creation on.
 class FakeServer {
  public:
-  FakeServer() {
-    port_ = server.bind_to_any_port("127.0.0.1");
+  FakeServer() { port_ = server.bind_to_any_port("127.0.0.1"); }
+  void Start() {
     thread_ = std::thread([this] { server.listen_after_bind(); });
     while (!server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   ~FakeServer() {
     server.stop();
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   httplib::Server server;
@@ -33,12 +35,12 @@ class FakeServer {
 };
 
 TEST(NoticeTest, AwsUsesAnImdsV2TokenAndRenewsItOn401) {
-  FakeServer fake;
   // The fake's state is shared with the server's thread (sockets carry no happens-before that
-  // ThreadSanitizer can see): one mutex guards it.
+  // ThreadSanitizer can see): one mutex guards it, made before the server's thread starts.
   fulcrum::Mutex mutex;
   int tokens = 0;
   std::string status = "none";
+  FakeServer fake;
   auto set_status = [&](const char* s) {
     fulcrum::MutexLock lock(mutex);
     status = s;
@@ -63,6 +65,7 @@ TEST(NoticeTest, AwsUsesAnImdsV2TokenAndRenewsItOn401) {
     }
     res.set_content(R"({"action":"stop","time":"2026-11-30T06:02:00Z"})", "application/json");
   });
+  fake.Start();
   auto aws = MakeAwsNoticeSource(fake.url(), 1);
   auto r = aws->Check();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -78,16 +81,16 @@ TEST(NoticeTest, AwsUsesAnImdsV2TokenAndRenewsItOn401) {
 }
 
 TEST(NoticeTest, GcpAndAzure) {
-  FakeServer fake;
   fulcrum::Mutex mutex;  // guards preempted and events, shared with the server's thread
   bool preempted = false;
+  std::string events = R"({"DocumentIncarnation":1,"Events":[{"EventType":"Freeze"}]})";
+  FakeServer fake;
   fake.server.Get("/computeMetadata/v1/instance/preempted",
                   [&](const httplib::Request& req, httplib::Response& res) {
                     res.status = req.get_header_value("Metadata-Flavor") == "Google" ? 200 : 403;
                     fulcrum::MutexLock lock(mutex);
                     res.set_content(preempted ? "TRUE" : "FALSE", "text/plain");
                   });
-  std::string events = R"({"DocumentIncarnation":1,"Events":[{"EventType":"Freeze"}]})";
   fake.server.Get("/metadata/scheduledevents",
                   [&](const httplib::Request& req, httplib::Response& res) {
                     EXPECT_EQ(req.get_param_value("api-version"), "2020-07-01");
@@ -95,6 +98,7 @@ TEST(NoticeTest, GcpAndAzure) {
                     fulcrum::MutexLock lock(mutex);
                     res.set_content(events, "application/json");
                   });
+  fake.Start();
   auto gcp = MakeGcpNoticeSource(fake.url(), 1);
   EXPECT_FALSE(gcp->Check()->has_value());
   {
@@ -162,6 +166,7 @@ TEST(AgentHealthTest, LeavesOutGpusThatFellOffTheBus) {
         R"({"gpus":[{"index":0,"last_xid":null},{"index":1,"last_xid":79},{"index":2,"last_xid":13}]})",
         "application/json");
   });
+  fake.Start();
   EXPECT_EQ(UnhealthyGpusFromAgent(fake.url(), 1), (std::vector<int>{1}));
   EXPECT_TRUE(UnhealthyGpusFromAgent("http://127.0.0.1:1", 0.2).empty()) << "no agent: no opinion";
   EXPECT_TRUE(UnhealthyGpusFromAgent("none", 0.2).empty());
