@@ -4,7 +4,8 @@
 //    supervisor's own latency is measured; the default backoff adds 1 s on purpose);
 //  * preemption notice -> checkpoint signal: from the moment a fake AWS metadata server on
 //    127.0.0.1 starts answering instance-action to the trainer's "checkpoint begin" line (it
-//    prints it on SIGUSR1), with the default 0.5 s notice poll and 50 ms loop tick.
+//    prints it when it finds the checkpoint request file, the default channel), with the
+//    default 0.5 s notice poll and 50 ms loop tick.
 // Each iteration is one supervised run; the reported time is the manual latency.
 #include <benchmark/benchmark.h>
 #include <httplib.h>
@@ -91,6 +92,8 @@ void BM_NoticeToCheckpointSignal(benchmark::State& state) {
     o.job_id = "bench";
     o.argv = {FULCRUM_TRAINER, "--steps", "100000000", "--step-ms", "1"};
     o.checkpoints.dir = ckpt;
+    // The default channel: the request file the trainer polls (no signal).
+    o.checkpoint_request_file = ckpt + "/.checkpoint-request";
     o.checkpoint_every_seconds = 3600;
     o.stop_grace_seconds = 5;
     Steady::time_point noticed{}, signalled{};
