@@ -17,7 +17,6 @@ namespace {
 using fulcrum::testing::FakeHttpServer;
 
 TEST(NoticeTest, AwsUsesAnImdsV2TokenAndRenewsItOn401) {
-  FakeHttpServer fake;
   // The fake's state is shared with the server's thread (sockets carry no happens-before that
   // ThreadSanitizer can see): one mutex guards it.
   fulcrum::Mutex mutex;
@@ -27,6 +26,7 @@ TEST(NoticeTest, AwsUsesAnImdsV2TokenAndRenewsItOn401) {
     fulcrum::MutexLock lock(mutex);
     status = s;
   };
+  FakeHttpServer fake;
   fake.server().Put("/latest/api/token", [&](const httplib::Request& req, httplib::Response& res) {
     EXPECT_EQ(req.get_header_value("X-aws-ec2-metadata-token-ttl-seconds"), "21600");
     fulcrum::MutexLock lock(mutex);
@@ -63,16 +63,17 @@ TEST(NoticeTest, AwsUsesAnImdsV2TokenAndRenewsItOn401) {
 }
 
 TEST(NoticeTest, GcpAndAzure) {
-  FakeHttpServer fake;
+  // Declared before the server, so they outlive its thread (destroyed after it is joined).
   fulcrum::Mutex mutex;  // guards preempted and events, shared with the server's thread
   bool preempted = false;
+  std::string events = R"({"DocumentIncarnation":1,"Events":[{"EventType":"Freeze"}]})";
+  FakeHttpServer fake;
   fake.server().Get("/computeMetadata/v1/instance/preempted",
                     [&](const httplib::Request& req, httplib::Response& res) {
                       res.status = req.get_header_value("Metadata-Flavor") == "Google" ? 200 : 403;
                       fulcrum::MutexLock lock(mutex);
                       res.set_content(preempted ? "TRUE" : "FALSE", "text/plain");
                     });
-  std::string events = R"({"DocumentIncarnation":1,"Events":[{"EventType":"Freeze"}]})";
   fake.server().Get("/metadata/scheduledevents",
                     [&](const httplib::Request& req, httplib::Response& res) {
                       EXPECT_EQ(req.get_param_value("api-version"), "2020-07-01");
