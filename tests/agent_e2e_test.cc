@@ -689,8 +689,9 @@ TEST_F(AgentE2E, HostileRequestsGetTheirOwnStatusAndTheAgentKeepsServing) {
   std::string uri_reply = RawRequest(agent.port(), long_uri);
   EXPECT_EQ(StatusOf(uri_reply), 414) << uri_reply;
   EXPECT_NE(uri_reply.find("request line longer than"), std::string::npos) << uri_reply;
-  std::string big_header = "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " +
-                           std::string(9000, 'a') + "\r\nConnection: close\r\n\r\n";
+  std::string big_header =
+      "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + std::string(9000, 'a') +
+      "\r\nConnection: close\r\n\r\n";
   std::string header_reply = RawRequest(agent.port(), big_header);
   EXPECT_EQ(StatusOf(header_reply), 431) << header_reply;
   EXPECT_NE(header_reply.find("header line is longer than"), std::string::npos) << header_reply;
@@ -761,8 +762,9 @@ TEST_F(AgentE2E, HostHeaderOutsideTheAllowListIsRefused) {
   EXPECT_EQ(with_host("127.0.0.1.evil.example" + port), 403);
   auto refused = agent.Client().Get("/metrics", httplib::Headers{{"Host", "evil.example"}});
   EXPECT_NE(refused->body.find("--allowed-host"), std::string::npos) << refused->body;
-  for (const std::string& ok : std::vector<std::string>{"127.0.0.1" + port, "localhost" + port, "LOCALHOST",
-                                "[::1]" + port, "prom.example" + port, "10.1.2.3" + port}) {
+  for (const std::string& ok :
+       std::vector<std::string>{"127.0.0.1" + port, "localhost" + port, "LOCALHOST", "[::1]" + port,
+                                "prom.example" + port, "10.1.2.3" + port}) {
     EXPECT_EQ(with_host(ok), 200) << ok;
   }
 }
@@ -774,9 +776,9 @@ TEST_F(AgentE2E, SecondAgentOnTheSamePortOrDataDirExitsOneNamingTheFirst) {
   ASSERT_GT(first.port(), 0) << first.err();
   RunOptions options;
   options.timeout_seconds = 20;
-  RunOutput same_dir = RunFulcrum({"agent", "--source", "sim", "--listen", "127.0.0.1:0",
-                                   "--data-dir", dir_ + "/data"},
-                                  options);
+  RunOutput same_dir = RunFulcrum(
+      {"agent", "--source", "sim", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/data"},
+      options);
   EXPECT_EQ(same_dir.exit_code, 1) << same_dir.err;
   EXPECT_NE(same_dir.err.find("pid " + std::to_string(first.pid())), std::string::npos)
       << same_dir.err;
@@ -820,8 +822,8 @@ TEST(LayeringTest, StoreIncludesNoAlertAndServerIncludesNoAgent) {
       std::string line;
       for (int number = 1; std::getline(lines, line); ++number) {
         EXPECT_EQ(line.rfind(include, 0), std::string::npos)
-            << entry.path().lexically_relative(FULCRUM_SOURCE_DIR).string() << ":" << number
-            << ": " << line;
+            << entry.path().lexically_relative(FULCRUM_SOURCE_DIR).string() << ":" << number << ": "
+            << line;
       }
     }
     EXPECT_GT(scanned, 3u) << dir;
@@ -831,10 +833,9 @@ TEST(LayeringTest, StoreIncludesNoAlertAndServerIncludesNoAgent) {
 TEST(AgentHelpTest, HelpDocumentsEveryFlag) {
   RunOutput r = RunFulcrum({"agent", "--help"});
   ASSERT_EQ(r.exit_code, 0);
-  for (const char* flag :
-       {"--config", "--source", "--sim-gpus", "--sim-scenario", "--listen", "--data-dir", "--rules",
-        "--interval", "--receiver", "--receiver-format", "--token", "--record", "--allowed-host",
-        "--json"}) {
+  for (const char* flag : {"--config", "--source", "--sim-gpus", "--sim-scenario", "--listen",
+                           "--data-dir", "--rules", "--interval", "--receiver", "--receiver-format",
+                           "--token", "--record", "--allowed-host", "--json"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
   r = RunFulcrum({"query", "--help"});
@@ -847,8 +848,8 @@ TEST_F(AgentE2E, EmptyRuleSetStartsWithAWarning) {
   WriteFile(dir_ + "/rules.yaml", "rules: []\n");
   AgentProcess agent(dir_, args);
   ASSERT_GT(agent.port(), 0) << agent.err();
-  ASSERT_TRUE(WaitFor([&] { return agent.err().find("the rule set is empty") != std::string::npos; },
-                      10))
+  ASSERT_TRUE(
+      WaitFor([&] { return agent.err().find("the rule set is empty") != std::string::npos; }, 10))
       << agent.err();
   EXPECT_NE(agent.err().find("rules.yaml:1: rules: the rule set is empty"), std::string::npos)
       << agent.err();

@@ -171,9 +171,9 @@ TEST(CliTest, EveryCommandHasJsonExceptCompletion) {
 }
 
 TEST(CliTest, EveryCommandHasARealExampleInItsHelp) {
-  std::set<std::string> global = OptionNames(Table()["global_options"].is_array()
-                                                 ? nlohmann::json{{"options", Table()["global_options"]}}
-                                                 : nlohmann::json());
+  std::set<std::string> global = OptionNames(
+      Table()["global_options"].is_array() ? nlohmann::json{{"options", Table()["global_options"]}}
+                                           : nlohmann::json());
   for (const auto& c : Table()["commands"]) {
     const std::string name = c["name"];
     RunOutput r = RunFulcrum({name, "--help"});
@@ -224,7 +224,8 @@ TEST(CliTest, ManPagePerCommandRenders) {
     std::string roff = ReadFile(page);
     ASSERT_FALSE(roff.empty()) << page;
     EXPECT_EQ(roff.rfind(".TH FULCRUM\\-", 0), 0u) << page;
-    for (const char* section : {".SH NAME\n", ".SH SYNOPSIS\n", ".SH OPTIONS\n", ".SH EXAMPLES\n"}) {
+    for (const char* section :
+         {".SH NAME\n", ".SH SYNOPSIS\n", ".SH OPTIONS\n", ".SH EXAMPLES\n"}) {
       EXPECT_NE(roff.find(section), std::string::npos) << page << " lacks " << section;
     }
     for (char ch : roff) EXPECT_LT(static_cast<unsigned char>(ch), 0x80) << page << ": not ASCII";
@@ -233,7 +234,7 @@ TEST(CliTest, ManPagePerCommandRenders) {
     RunOutput r = RunProgram("groff", {"-man", "-Tutf8", "-ww", "-P", "-cbou", page});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.err, "") << page;  // no roff warnings
-    std::string rendered;  // whitespace collapsed: groff fills and justifies
+    std::string rendered;          // whitespace collapsed: groff fills and justifies
     for (char ch : r.out) {
       bool space = std::isspace(static_cast<unsigned char>(ch)) != 0;
       if (!space || (!rendered.empty() && rendered.back() != ' ')) rendered += space ? ' ' : ch;
@@ -313,9 +314,10 @@ TEST(CliJsonErrorTest, InputErrorOfACommandKeepsItsMessageAndExitCode) {
 
 TEST(CliJsonErrorTest, RuntimeErrorKeepsExitCodeOne) {
   // agent.db under a path that cannot exist: the store refuses, a runtime (or input) failure.
-  RunOutput text = RunFulcrum({"query", "--metric", "gpu_power_watts", "--data-dir", "/dev/null/x"});
-  RunOutput json = RunFulcrum(
-      {"query", "--metric", "gpu_power_watts", "--data-dir", "/dev/null/x", "--json"});
+  RunOutput text =
+      RunFulcrum({"query", "--metric", "gpu_power_watts", "--data-dir", "/dev/null/x"});
+  RunOutput json =
+      RunFulcrum({"query", "--metric", "gpu_power_watts", "--data-dir", "/dev/null/x", "--json"});
   ASSERT_NE(text.exit_code, 0);
   EXPECT_EQ(json.exit_code, text.exit_code);
   ErrorOf(json);
@@ -337,11 +339,12 @@ TEST(CliJsonErrorTest, JsonAfterDoubleDashBelongsToTheSupervisedCommand) {
 
 // COMPREPLY of the generated bash completion for the words of a command line (the last word is
 // the one being completed).
-std::set<std::string> BashComplete(const std::string& script, const std::vector<std::string>& words) {
+std::set<std::string> BashComplete(const std::string& script,
+                                   const std::vector<std::string>& words) {
   std::string array;
   for (const std::string& w : words) array += " '" + w + "'";
-  std::string program = "source '" + script + "'\nCOMP_WORDS=(" + array + ")\nCOMP_CWORD=" +
-                        std::to_string(words.size() - 1) +
+  std::string program = "source '" + script + "'\nCOMP_WORDS=(" + array +
+                        ")\nCOMP_CWORD=" + std::to_string(words.size() - 1) +
                         "\n_fulcrum\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n";
   RunOutput r = RunProgram("bash", {"-c", program});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -418,7 +421,8 @@ TEST(CliCompletionTest, ZshAndFishScriptsNameEveryCommand) {
     if (shell != "fish") continue;
     // fish completes a command line on request: `complete -C LINE` prints "word<TAB>help".
     RunOutput done = RunProgram(
-        "fish", {"-c", "source '" + script + "'; complete -C 'fulcrum pl'; complete -C 'fulcrum plan --dead'"});
+        "fish", {"-c", "source '" + script +
+                           "'; complete -C 'fulcrum pl'; complete -C 'fulcrum plan --dead'"});
     EXPECT_EQ(done.exit_code, 0) << done.err;
     EXPECT_NE(done.out.find("plan\t"), std::string::npos) << done.out;
     EXPECT_NE(done.out.find("--deadline\t"), std::string::npos) << done.out;

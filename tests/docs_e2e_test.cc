@@ -17,8 +17,8 @@ using fulcrum::testing::SourcePath;
 // Backticked spans that look like repository paths: start with a top-level folder of the tree.
 std::vector<std::string> NamedPaths(const std::string& text) {
   static const std::vector<std::string> kRoots = {
-      "src/", "tests/", "catalog/", "examples/", "scripts/", "packaging/", "web/",
-      "docs/", "bench/", "data/",  "tools/",    ".ci/",     "CMakeLists.txt"};
+      "src/",  "tests/", "catalog/", "examples/", "scripts/", "packaging/",    "web/",
+      "docs/", "bench/", "data/",    "tools/",    ".ci/",     "CMakeLists.txt"};
   std::vector<std::string> paths;
   size_t pos = 0;
   while ((pos = text.find('`', pos)) != std::string::npos) {

@@ -49,16 +49,14 @@ TEST(EstimateE2eTest, HfConfigAndCustomShapeAgreeWithThePreset) {
   const double hf = EstimateJson({"--hf-config", SourcePath("tests/fixtures/hf/mistral-7b.json"),
                                   "--gpu", "H100-SXM"})["memory"]["peak_bytes_per_gpu"];
   EXPECT_DOUBLE_EQ(preset, hf);
-  nlohmann::json custom =
-      EstimateJson({"--layers", "12", "--hidden", "768", "--heads", "12", "--gpu", "T4",
-                    "--precision", "fp16"});
+  nlohmann::json custom = EstimateJson(
+      {"--layers", "12", "--hidden", "768", "--heads", "12", "--gpu", "T4", "--precision", "fp16"});
   EXPECT_EQ(custom["model"]["name"], "custom");
   EXPECT_GT(custom["model"]["parameters"].get<double>(), 1e8);
 }
 
 TEST(EstimateE2eTest, TableNamesTheVerdict) {
-  RunOutput r =
-      RunFulcrum({"estimate", "--model", "gpt2", "--gpu", "A10G", "--precision", "fp16"});
+  RunOutput r = RunFulcrum({"estimate", "--model", "gpt2", "--gpu", "A10G", "--precision", "fp16"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("activations"), std::string::npos);
   EXPECT_NE(r.out.find("verdict: fits"), std::string::npos) << r.out;
@@ -99,8 +97,7 @@ TEST(EstimateE2eTest, PrecisionsTheGpuLacksAreRefusedNamingWhatItSupports) {
                 "supports bf16, fp16, tf32, fp32");
   ExpectRefused({"--model", "gpt2", "--gpu", "V100-32GB"}, "no bf16");
   // What the GPU has is accepted.
-  EXPECT_EQ(RunFulcrum({"estimate", "--model", "gpt2", "--gpu", "V100-32GB", "--precision",
-                        "fp16"})
+  EXPECT_EQ(RunFulcrum({"estimate", "--model", "gpt2", "--gpu", "V100-32GB", "--precision", "fp16"})
                 .exit_code,
             0);
 }
@@ -113,8 +110,8 @@ TEST(EstimateE2eTest, FrameworksOnlyGetTheShardingTheyHave) {
                  "--framework", "fsdp"},
                 "--framework fsdp cannot run");
   // No framework named: one that has the layout is chosen.
-  nlohmann::json doc = EstimateJson({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "8",
-                                     "--tp", "2", "--zero", "1"});
+  nlohmann::json doc = EstimateJson(
+      {"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "8", "--tp", "2", "--zero", "1"});
   EXPECT_EQ(doc["setup"]["framework"], "megatron");
 }
 

@@ -151,8 +151,8 @@ TEST(PlanPanelTest, Model13bOn40GbCardsIsAlwaysSharded) {
 // 8. Tight deadline: rows that meet it come first and really finish within it at P90; the
 //    fastest objective's pick is no slower than the balanced one's.
 TEST(PlanPanelTest, TightDeadlineRowsFinishInTimeAndComeFirst) {
-  const std::vector<std::string> q = {"--model", "llama-2-7b", "--tokens", "20B", "--seq-len",
-                                      "4096", "--deadline", "12h"};
+  const std::vector<std::string> q = {"--model",   "llama-2-7b", "--tokens",   "20B",
+                                      "--seq-len", "4096",       "--deadline", "12h"};
   const json d = Plan(With(q, {"--top", "100"}));
   ASSERT_FALSE(d["candidates"].empty());
   bool seen_infeasible = false;
@@ -192,8 +192,9 @@ TEST(PlanPanelTest, BudgetBoundRowsStayWithinTheBudget) {
 // 11. Spot only: every row is spot, multi-node spot rows carry spot-capacity-risk, and no spot row
 //     is faster than its on-demand twin.
 TEST(PlanPanelTest, SpotOnlyRowsAreSpotAndNeverFasterThanOnDemand) {
-  const std::vector<std::string> q = {"--model", "llama-2-7b", "--tokens", "5B", "--deadline",
-                                      "3d", "--top", "300", "--simulate-all-spot"};
+  const std::vector<std::string> q = {"--model", "llama-2-7b", "--tokens",
+                                      "5B",      "--deadline", "3d",
+                                      "--top",   "300",        "--simulate-all-spot"};
   const json spot = Plan(With(q, {"--pricing", "spot"}));
   ASSERT_FALSE(spot["candidates"].empty());
   int risky = 0;
@@ -226,8 +227,9 @@ TEST(PlanPanelTest, SpotOnlyRowsAreSpotAndNeverFasterThanOnDemand) {
 
 // 12. No V100 with bf16 (V100 has no bf16 units): skipped, or fp16 with a warning when allowed.
 TEST(PlanPanelTest, NoV100WithBf16) {
-  const std::vector<std::string> q = {"--model", "llama-2-7b", "--tokens", "1B", "--gpus",
-                                      "V100-SXM2-32GB,V100-SXM2-16GB,H100", "--top", "500"};
+  const std::vector<std::string> q = {"--model", "llama-2-7b", "--tokens",
+                                      "1B",      "--gpus",     "V100-SXM2-32GB,V100-SXM2-16GB,H100",
+                                      "--top",   "500"};
   const json d = Plan(q);
   for (const json& c : d["candidates"]) {
     EXPECT_EQ(std::string(c["gpu"]).rfind("V100", 0), std::string::npos) << c["rank"];
@@ -247,8 +249,9 @@ TEST(PlanPanelTest, NoV100WithBf16) {
 // 13. Reserved pricing for a short job: the term's full price, below on-demand in the ranking;
 //     --reserved-owned makes it the (cheaper) marginal cost.
 TEST(PlanPanelTest, ReservedForAShortJobCostsTheTerm) {
-  const std::vector<std::string> q = {"--model", "llama-2-7b", "--tokens", "1B", "--pricing",
-                                      "on_demand,reserved_3y", "--max-gpus", "8", "--top", "500"};
+  const std::vector<std::string> q = {
+      "--model",    "llama-2-7b", "--tokens", "1B", "--pricing", "on_demand,reserved_3y",
+      "--max-gpus", "8",          "--top",    "500"};
   const json d = Plan(q);
   ASSERT_FALSE(d["candidates"].empty());
   EXPECT_EQ(d["candidates"][0]["pricing"], "on_demand");
@@ -299,8 +302,8 @@ TEST(PlanPanelTest, GlobalBatchStaysOrIsFlagged) {
       EXPECT_EQ(c["parallel"]["spec_global_batch"], 128);
     }
   }
-  const json strict = Plan(With(kFinetune7b, {"--top", "500", "--strict-batch", "--max-nodes",
-                                              "2"}));
+  const json strict =
+      Plan(With(kFinetune7b, {"--top", "500", "--strict-batch", "--max-nodes", "2"}));
   ASSERT_FALSE(strict["candidates"].empty());
   for (const json& c : strict["candidates"]) {
     EXPECT_EQ(c["parallel"]["global_batch"], 128);
@@ -331,8 +334,8 @@ TEST(PlanPanelTest, StorageAndEgressJoinTheTotal) {
                            "--disk-gb", "100", "--top", "500"});
   bool unpriced_note = false;
   for (const json& n : flags["notes"]) {
-    unpriced_note = unpriced_note || std::string(n).find("no sourced storage/egress price") !=
-                                         std::string::npos;
+    unpriced_note = unpriced_note ||
+                    std::string(n).find("no sourced storage/egress price") != std::string::npos;
   }
   EXPECT_TRUE(unpriced_note);
   std::filesystem::remove_all(dir);
@@ -346,7 +349,8 @@ TEST(PlanPanelTest, UncalibratedGpusAreFlaggedFromTheData) {
   std::filesystem::copy(SourcePath("catalog"), root + "/catalog",
                         std::filesystem::copy_options::recursive);
   std::filesystem::create_directories(root + "/data/calibration");
-  std::ofstream(root + "/data/calibration/measured.csv") << "id,gpu,measured_value\nr1,H100-80GB,1\n";
+  std::ofstream(root + "/data/calibration/measured.csv")
+      << "id,gpu,measured_value\nr1,H100-80GB,1\n";
   RunOutput r = RunFulcrum({"--catalog", root + "/catalog", "plan", "--model", "llama-2-7b",
                             "--tokens", "1B", "--gpus", "H100,B200", "--top", "200", "--json"},
                            NoUserOffers());
@@ -369,10 +373,13 @@ TEST(PlanPanelTest, UncalibratedGpusAreFlaggedFromTheData) {
 
 // 16. Impossible inputs are exit 2 with the reason.
 TEST(PlanPanelTest, ImpossibleInputsAreRefused) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--budget-usd", "-5"}, {"--max-nodes", "0"},
-        {"--objective", "quickest"}, {"--framework", "jax"}, {"--tokens", "1e19"},
-        {"--tokens", "1e400"}, {"--seq-len", "100000"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--budget-usd", "-5"},
+                                               {"--max-nodes", "0"},
+                                               {"--objective", "quickest"},
+                                               {"--framework", "jax"},
+                                               {"--tokens", "1e19"},
+                                               {"--tokens", "1e400"},
+                                               {"--seq-len", "100000"}}) {
     std::vector<std::string> argv = {"plan", "--model", "llama-2-7b"};
     if (args[0] != "--tokens") argv.insert(argv.end(), {"--tokens", "1B"});
     argv.insert(argv.end(), args.begin(), args.end());
@@ -385,8 +392,8 @@ TEST(PlanPanelTest, ImpossibleInputsAreRefused) {
     EXPECT_NE(r.err.find(field), std::string::npos) << r.err;
   }
   // A context-extension run is allowed when asked for.
-  RunOutput r = RunFulcrum({"plan", "--model", "llama-2-7b", "--tokens", "1B", "--seq-len",
-                            "8192", "--allow-long-context", "--top", "1"},
+  RunOutput r = RunFulcrum({"plan", "--model", "llama-2-7b", "--tokens", "1B", "--seq-len", "8192",
+                            "--allow-long-context", "--top", "1"},
                            NoUserOffers());
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }

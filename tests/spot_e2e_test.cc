@@ -68,8 +68,7 @@ TEST(SpotIntervalE2E, CheckpointCostFromModelAndStorage) {
 TEST(SpotE2E, DurationsBeyondTenYearsAreRefused) {
   // Issue 19: --work 10000000h ran for minutes (the simulation grows with the work).
   RunOutput r = RunFulcrum({"spot", "--work", "10000000h", "--deadline", "20000000h",
-                            "--on-demand-price", "3", "--spot-price", "1", "--changeover",
-                            "10m"});
+                            "--on-demand-price", "3", "--spot-price", "1", "--changeover", "10m"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--work"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("10 years"), std::string::npos) << r.err;

@@ -120,8 +120,8 @@ TEST_F(SuperviseTest, ResumesFromTheLastCompleteCheckpointAfterACrash) {
 // The reported bug: a name whose last run succeeded after one restart started its next run with
 // FULCRUM_RESTART_COUNT=1. A finished job's next run is a new job; --continue carries the count.
 TEST_F(SuperviseTest, ARunAfterASuccessIsANewJobWithRestartCountZero) {
-  const std::vector<std::string> trainer = {"--steps", "4", "--step-ms", "5", "--crash-at-step",
-                                            "2", "--crash-times", "1"};
+  const std::vector<std::string> trainer = {"--steps",         "4", "--step-ms",     "5",
+                                            "--crash-at-step", "2", "--crash-times", "1"};
   RunOutput first = RunFulcrum(RunArgs("again", {}, trainer));
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.out.find("restart 1 gpus"), std::string::npos) << first.out;
@@ -158,9 +158,17 @@ TEST_F(SuperviseTest, ALauncherWithoutSignalHandlersSurvivesCheckpointRequests) 
                  const std::string& trainer_flags = "") {
     const std::string launcher =
         std::string(FULCRUM_TRAINER) + " --steps 80 --step-ms 10 " + trainer_flags + "; exit $?";
-    std::vector<std::string> args = {"run",          "--name", name, "--data-dir", data_,
-                                     "--preemption", "none",   "--checkpoint-dir",
-                                     ckpt_ + "-" + name,       "--checkpoint-every", "0.2s"};
+    std::vector<std::string> args = {"run",
+                                     "--name",
+                                     name,
+                                     "--data-dir",
+                                     data_,
+                                     "--preemption",
+                                     "none",
+                                     "--checkpoint-dir",
+                                     ckpt_ + "-" + name,
+                                     "--checkpoint-every",
+                                     "0.2s"};
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--max-restarts", "0", "--", "/bin/sh", "-c", launcher});
     return RunFulcrum(args, LongRun());
@@ -198,9 +206,8 @@ TEST_F(SuperviseTest, RefusesFlagsThatCannotWorkAndAMissingCommandOnce) {
     EXPECT_NE(r.err.find(flags[0]), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("spdlog"), std::string::npos) << r.err;
   }
-  std::vector<std::string> args = {"run",        "--name",   "missing",          "--data-dir",
-                                   data_,        "--preemption", "none", "--",
-                                   "/nonexistent/cmd"};
+  std::vector<std::string> args = {"run",          "--name", "missing", "--data-dir",      data_,
+                                   "--preemption", "none",   "--",      "/nonexistent/cmd"};
   RunOutput missing = RunFulcrum(args);
   EXPECT_EQ(missing.exit_code, 2) << missing.err;
   EXPECT_EQ(CountOf(missing.err, "not found"), 1u) << missing.err;
@@ -299,12 +306,12 @@ struct FakeMetadata {
   FakeHttpServer http;  // last: stopped before the counters its handlers touch go
 
   explicit FakeMetadata(const std::string& cloud) {
-    http.server().Put("/latest/api/token", [this](const httplib::Request& req,
-                                                  httplib::Response& res) {
-      ++token_requests;
-      res.set_content(req.has_header("X-aws-ec2-metadata-token-ttl-seconds") ? "tok-1" : "",
-                      "text/plain");
-    });
+    http.server().Put(
+        "/latest/api/token", [this](const httplib::Request& req, httplib::Response& res) {
+          ++token_requests;
+          res.set_content(req.has_header("X-aws-ec2-metadata-token-ttl-seconds") ? "tok-1" : "",
+                          "text/plain");
+        });
     http.server().Get("/latest/meta-data/spot/instance-action", [this](const httplib::Request& req,
                                                                        httplib::Response& res) {
       if (req.get_header_value("X-aws-ec2-metadata-token") != "tok-1") {

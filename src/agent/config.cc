@@ -43,9 +43,14 @@ Status ParseReceiver(const YamlNode& node, ReceiverConfig& r) {
 }
 
 Status ParseIdle(const YamlNode& node, IdleConfig& idle) {
-  static const std::vector<std::string> kKnown = {
-      "enabled",           "dry_run",  "after", "warn_before", "utilization_below_pct",
-      "memory_below_ratio", "heartbeat_max_age", "command"};
+  static const std::vector<std::string> kKnown = {"enabled",
+                                                  "dry_run",
+                                                  "after",
+                                                  "warn_before",
+                                                  "utilization_below_pct",
+                                                  "memory_below_ratio",
+                                                  "heartbeat_max_age",
+                                                  "command"};
   FULCRUM_ASSIGN_OR_RETURN(auto entries, node.Entries());
   for (const auto& [raw_key, v] : entries) {
     const std::string key = Key(raw_key);
@@ -80,10 +85,9 @@ Status ParseIdle(const YamlNode& node, IdleConfig& idle) {
 
 Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, AgentConfig& c) {
   static const std::vector<std::string> kKnown = {
-      "source",   "sim_gpus", "sim_scenario", "listen", "data_dir", "rules",    "interval",
-      "receiver", "receiver_format", "receivers", "token", "record", "hostname", "allowed_hosts",
-      "retention",
-      "idle"};
+      "source",   "sim_gpus",      "sim_scenario",    "listen",    "data_dir", "rules",
+      "interval", "receiver",      "receiver_format", "receivers", "token",    "record",
+      "hostname", "allowed_hosts", "retention",       "idle"};
   FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   if (root.IsNull()) return Status::Ok();
   if (!root.IsMap()) return root.Error("a mapping of settings");

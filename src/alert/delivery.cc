@@ -83,8 +83,9 @@ HttpResponse CurlPoster::Post(const HttpRequest& request) {
 
 Status ValidateReceiverUrl(const std::string& receiver_name, const std::string& url) {
   auto invalid = [&](const std::string& why) {
-    return Status::InvalidInput("receiver '" + receiver_name + "': url is not a valid http(s) URL (" +
-                                why + "; the URL is not shown, it may hold a secret)");
+    return Status::InvalidInput("receiver '" + receiver_name +
+                                "': url is not a valid http(s) URL (" + why +
+                                "; the URL is not shown, it may hold a secret)");
   };
   CURLU* parsed = curl_url();
   if (parsed == nullptr) return Status::Internal("libcurl could not allocate a URL handle");
@@ -221,8 +222,8 @@ Result<DeliveryPassStats> DeliveryWorker::Pass(const std::string& receiver_filte
       }
     }
     if (backoff_until > clock_.UnixSeconds()) {
-      FULCRUM_RETURN_IF_ERROR(outbox_.ScheduleRetry(n.id, n.attempts, backoff_until,
-                                                    "waiting: receiver unavailable"));
+      FULCRUM_RETURN_IF_ERROR(
+          outbox_.ScheduleRetry(n.id, n.attempts, backoff_until, "waiting: receiver unavailable"));
       ++stats.retried;
       continue;
     }
@@ -295,8 +296,7 @@ void DeliveryWorker::Loop(const std::string& receiver) {
         auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(options_.idle_poll_seconds));
-        while (!stop_requested_ && wake_generation_ == seen_generation &&
-               WaitForWake(deadline)) {
+        while (!stop_requested_ && wake_generation_ == seen_generation && WaitForWake(deadline)) {
         }
       }
       seen_generation = wake_generation_;

@@ -16,7 +16,7 @@ Status MemoryOutbox::Enqueue(const Notification& notification) {
 }
 
 Result<std::vector<Notification>> MemoryOutbox::FetchDue(double now, size_t limit,
-                                                        const std::string& receiver) {
+                                                         const std::string& receiver) {
   MutexLock lock(mutex_);
   std::vector<const Entry*> due;
   for (const auto& [id, entry] : entries_) {

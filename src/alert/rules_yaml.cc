@@ -13,8 +13,8 @@ namespace fulcrum::alert {
 namespace {
 
 const std::vector<std::string> kRuleFields = {
-    "name",     "metric", "kind", "op",        "threshold",       "values",  "divide_by",
-    "when",     "for",    "keep_firing_for",   "severity",        "labels",  "annotations"};
+    "name", "metric",          "kind",     "op",     "threshold",  "values", "divide_by", "when",
+    "for",  "keep_firing_for", "severity", "labels", "annotations"};
 
 std::vector<std::string> MetricNames() {
   std::vector<std::string> names = {"job_running"};
@@ -72,7 +72,8 @@ Status ApplyField(const std::string& key, const YamlNode& value, Rule& rule) {
   } else if (key == "threshold") {
     FULCRUM_ASSIGN_OR_RETURN(rule.threshold, value.Number());
   } else if (key == "values") {
-    FULCRUM_ASSIGN_OR_RETURN(std::vector<YamlNode> items, value.Items("a non-empty list of numbers"));
+    FULCRUM_ASSIGN_OR_RETURN(std::vector<YamlNode> items,
+                             value.Items("a non-empty list of numbers"));
     if (items.empty()) return value.Error("a non-empty list of numbers");
     for (const YamlNode& item : items) {
       FULCRUM_ASSIGN_OR_RETURN(double number, item.Number());
@@ -139,7 +140,10 @@ Result<std::vector<Rule>> ParseRulesYaml(std::string_view text, std::string_view
       auto [first, inserted] = names.emplace(rule.name, item.line().value_or(0));
       if (!inserted) {
         FULCRUM_ASSIGN_OR_RETURN(YamlNode name, item.Required("name"));
-        return InputError({name.origin(), name.line(), name.field(), "a rule name used once",
+        return InputError({name.origin(),
+                           name.line(),
+                           name.field(),
+                           "a rule name used once",
                            "duplicate rule name \"" + rule.name + "\" (first on line " +
                                std::to_string(first->second) + ")",
                            {}},

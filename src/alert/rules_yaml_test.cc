@@ -144,7 +144,8 @@ TEST(RulesYamlTest, ErrorsNameFileLineAndField) {
       {"rules:\n  - name: A\n    metric: gpu_temperature_celsius\n    op: \">\"\n",
        "r.yaml:2: rules[0].threshold: expected a value, found no such field"},
       {"rules:\n  - name: A\n    metric: gpu_xid_last\n    op: in\n    threshold: 1\n",
-       "rules[0].values: expected a list of values (op in / not_in needs one), found no such field"},
+       "rules[0].values: expected a list of values (op in / not_in needs one), found no such "
+       "field"},
       {"rules:\n  - {name: A, metric: gpu_temperature_celsius, op: \">\", threshold: 1}\n"
        "  - {name: A, metric: gpu_temperature_celsius, op: \">\", threshold: 2}\n",
        "r.yaml:3: rules[1].name: expected a rule name used once, found duplicate rule name \"A\" "
@@ -163,7 +164,8 @@ TEST(RulesYamlTest, ErrorsNameFileLineAndField) {
       {"rules:\n  - {name: A, metric: gpu_temperature_celsius, op: \">\", threshold: 1, for: "
        "-5s}\n",
        "r.yaml:2: rules[0].for: expected a duration"},
-      {"rulez: []\n", "r.yaml:1: rulez: expected a known field (rules), found unknown field \"rulez\"; did "
+      {"rulez: []\n",
+       "r.yaml:1: rulez: expected a known field (rules), found unknown field \"rulez\"; did "
        "you mean rules?"},
       {"rules: {name: A}\n", "r.yaml:1: rules: expected a list of rules, found a mapping"},
       {"rules:\n  - name: A\n    metric: [\n", "r.yaml:"},  // YAML syntax error

@@ -183,7 +183,9 @@ std::string OfferWhere(const Offer& offer) {
 }
 
 Status DuplicateOffer(const Offer& offer, const Offer& first) {
-  return InputError({offer.origin, offer.line, "instance_type",
+  return InputError({offer.origin,
+                     offer.line,
+                     "instance_type",
                      "a unique provider + instance_type + region",
                      "\"" + offer.instance_type + "\" in \"" + offer.region +
                          "\" again (first on " + OfferWhere(first) + ")",
@@ -243,8 +245,12 @@ Status CatalogBuilder::ParseGpus(const CatalogFile& file, Catalog& catalog) {
     for (const auto& [column, name] : names) {
       auto [it, inserted] = seen.emplace(NameKey(name), row.Where() + " (" + gpu.name + ")");
       if (!inserted && it->second != row.Where() + " (" + gpu.name + ")") {
-        return InputError({file.name, row.line(), column, "a GPU name or alias used once",
-                           "\"" + name + "\" already used on " + it->second, {}},
+        return InputError({file.name,
+                           row.line(),
+                           column,
+                           "a GPU name or alias used once",
+                           "\"" + name + "\" already used on " + it->second,
+                           {}},
                           FoundIs::kDescription);
       }
     }
@@ -316,15 +322,16 @@ Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& ca
     std::vector<std::string> variants;
     for (const Gpu* g : catalog.FindGpus(row.Text("gpu"))) variants.push_back(g->name);
     if (!variants.empty()) {
-      return row.Error("gpu", "one GPU model of gpus.csv, not a family (" + JoinNames(variants) + ")",
-                       variants);
+      return row.Error(
+          "gpu", "one GPU model of gpus.csv, not a family (" + JoinNames(variants) + ")", variants);
     }
     std::vector<std::string> names;
     for (const auto& g : catalog.gpus_) {
       names.push_back(g.name);
       names.insert(names.end(), g.aliases.begin(), g.aliases.end());
     }
-    return row.Error("gpu", "a GPU name or alias of gpus.csv", NearestNames(row.Text("gpu"), names));
+    return row.Error("gpu", "a GPU name or alias of gpus.csv",
+                     NearestNames(row.Text("gpu"), names));
   }
   offer.gpu = gpu->name;
   FULCRUM_ASSIGN_OR_RETURN(offer.gpu_count, row.Int("gpu_count", 1, kMaxGpusPerInstance));

@@ -258,8 +258,7 @@ TEST(CatalogErrorTest, MisspelledGpuNamesTheNearest) {
   files.offers.text += "aws,x1,us-east-1,H10,1,,,USD,1.0,,,,s\n";
   Result<Catalog> catalog = Catalog::FromFiles(files);
   ASSERT_FALSE(catalog.ok());
-  EXPECT_NE(catalog.status().message().find("found \"H10\"; did you mean H100"),
-            std::string::npos)
+  EXPECT_NE(catalog.status().message().find("found \"H10\"; did you mean H100"), std::string::npos)
       << catalog.status().message();
   ASSERT_NE(catalog.status().detail(), nullptr);
   EXPECT_EQ(catalog.status().detail()->field, "gpu");
@@ -563,7 +562,8 @@ TEST_F(ShippedCatalogTest, ProviderTermsCarryTheirSources) {
     if (p.support_response_minutes) {
       EXPECT_FALSE(p.support_source.empty()) << p.name;
     }
-    EXPECT_EQ(p.source.find(std::string("/wo") + "rk/"), std::string::npos) << p.name;  // public sources only
+    EXPECT_EQ(p.source.find(std::string("/wo") + "rk/"), std::string::npos)
+        << p.name;  // public sources only
   }
   EXPECT_GE(billing, 7);
   EXPECT_DOUBLE_EQ(*catalog_->FindProvider("gcp")->billing_granularity_seconds, 1);

@@ -8,9 +8,9 @@
 #include <set>
 #include <tuple>
 
-#include "core/row_reader.h"
 #include "core/csv.h"
 #include "core/parse.h"
+#include "core/row_reader.h"
 
 namespace fulcrum::catalog {
 namespace {

@@ -61,7 +61,8 @@ std::string Description() {
   std::ostringstream s;
   s << "fulcrum — choose, watch and keep alive the GPU servers you rent.\n";
   size_t width = 0;
-  for (const CommandEntry& row : CommandTable()) width = std::max(width, std::string(row.name).size());
+  for (const CommandEntry& row : CommandTable())
+    width = std::max(width, std::string(row.name).size());
   std::string group;
   for (const CommandEntry& row : CommandTable()) {
     if (row.group != group) {
@@ -110,8 +111,8 @@ void AddHelpCommand(CLI::App& app, CliContext& ctx, std::vector<std::string>& to
         sub = nullptr;
       }
       if (sub == nullptr) {
-        PrintShellError(ctx, "no command '" + name + "'; see fulcrum --help",
-                        CommandDetail(name), "");
+        PrintShellError(ctx, "no command '" + name + "'; see fulcrum --help", CommandDetail(name),
+                        "");
         ctx.exit_code = 2;
         return;
       }

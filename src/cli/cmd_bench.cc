@@ -10,14 +10,14 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "nodecheck/disk.h"
-#include "nodecheck/gpu_bench.h"
 #include "catalog/catalog.h"
 #include "cli/command.h"
 #include "core/parse.h"
 #include "core/paths.h"
 #include "core/progress.h"
 #include "core/table.h"
+#include "nodecheck/disk.h"
+#include "nodecheck/gpu_bench.h"
 
 namespace fulcrum::cli {
 namespace {
@@ -145,7 +145,7 @@ void RunBench(CliContext& ctx, const BenchFlags& flags) {
       const nodecheck::Datasheet* sheet = nullptr;
       if (raw.is_object() && raw.contains("device")) {
         auto index = nodecheck::MatchDatasheet(raw["device"].value("name", ""),
-                                           raw["device"].value("memory_bytes", 0.0), sheets);
+                                               raw["device"].value("memory_bytes", 0.0), sheets);
         if (index) sheet = &sheets[*index];
       }
       auto report = nodecheck::BuildGpuReport(run->json_text, sheet);

@@ -2,10 +2,10 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "nodecheck/doctor.h"
 #include "cli/command.h"
 #include "core/parse.h"
 #include "core/paths.h"
+#include "nodecheck/doctor.h"
 
 namespace fulcrum::cli {
 namespace {

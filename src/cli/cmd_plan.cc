@@ -25,7 +25,8 @@ struct PlanFlags {
   std::string spec_file;
   std::string model, hf_config, tokens, samples, epochs, seq_len, global_batch, precision, method,
       lora_rank, deadline, budget_usd, max_gpus, providers, regions, gpus, pricing, interruptible,
-      weights, top, min_headroom, assume_network_gbps, command, objective, max_nodes, framework, disk_gb, egress_gb;
+      weights, top, min_headroom, assume_network_gbps, command, objective, max_nodes, framework,
+      disk_gb, egress_gb;
   bool no_checkpointing = false;
   bool strict_batch = false;
   bool allow_precision_fallback = false;
@@ -280,8 +281,8 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   FULCRUM_RETURN_IF_ERROR(workload::ValidateModel(model));
   std::string note;
   plan::CostAssumptions assumptions = plan::LoadCostAssumptions(catalog_dir, &note);
-  Result<std::vector<std::string>> covered = estimate::CalibratedArchitectures(
-      estimate::DefaultMeasuredCsvPath(catalog_dir), catalog);
+  Result<std::vector<std::string>> covered =
+      estimate::CalibratedArchitectures(estimate::DefaultMeasuredCsvPath(catalog_dir), catalog);
   if (covered.ok()) assumptions.calibrated_architectures = std::move(*covered);
   FULCRUM_ASSIGN_OR_RETURN(plan::PlanResult result,
                            plan::RunPlan(catalog, model, spec, assumptions, f.threads));

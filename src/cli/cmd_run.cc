@@ -88,19 +88,19 @@ Status RunCommand(CliContext& ctx, RunArgs& args) {
   FULCRUM_RETURN_IF_ERROR(result.status());
   const supervise::SupervisorOutcome& outcome = result->outcome;
   if (args.json) {
-    nlohmann::json out = {{"job", result->job_id},
-                          {"uid", result->uid},
-                          {"start", store::JobStartName(result->start)},
-                          {"state", store::JobStateName(outcome.state)},
-                          {"reason", outcome.reason},
-                          {"exit_code", outcome.exit_code},
-                          {"restarts", outcome.restarts},
-                          {"last_checkpoint", outcome.last_checkpoint.empty()
-                                                  ? nlohmann::json()
-                                                  : nlohmann::json(outcome.last_checkpoint)},
-                          {"spend_usd", result->spend_usd ? nlohmann::json(*result->spend_usd)
-                                                          : nlohmann::json()},
-                          {"log_file", result->log_file}};
+    nlohmann::json out = {
+        {"job", result->job_id},
+        {"uid", result->uid},
+        {"start", store::JobStartName(result->start)},
+        {"state", store::JobStateName(outcome.state)},
+        {"reason", outcome.reason},
+        {"exit_code", outcome.exit_code},
+        {"restarts", outcome.restarts},
+        {"last_checkpoint", outcome.last_checkpoint.empty()
+                                ? nlohmann::json()
+                                : nlohmann::json(outcome.last_checkpoint)},
+        {"spend_usd", result->spend_usd ? nlohmann::json(*result->spend_usd) : nlohmann::json()},
+        {"log_file", result->log_file}};
     PrintJson(ctx, {{"run", out}});
   }
   ctx.exit_code = outcome.exit_code;

@@ -11,8 +11,8 @@
 #include "core/parse.h"
 #include "core/paths.h"
 #include "core/table.h"
-#include "spot/job_estimate.h"
 #include "spot/interval.h"
+#include "spot/job_estimate.h"
 #include "spot/simulator.h"
 #include "spot/spot_catalog.h"
 

@@ -115,7 +115,8 @@ void RegisterStatus(CLI::App* cmd, CliContext& ctx) {
       "step, checkpoint age, heartbeat age, spend and budget. Slurm jobs also show their\n"
       "squeue/sacct state. Finished jobs older than a day are hidden unless --all.");
   cmd->footer(
-      "Examples:\n  fulcrum status\n  fulcrum status --json | jq '.jobs[] | {id, state, restarts}'");
+      "Examples:\n  fulcrum status\n  fulcrum status --json | jq '.jobs[] | {id, state, "
+      "restarts}'");
   cmd->add_option("--data-dir", *data_dir, "Shared data dir holding jobs.db (as for fulcrum run)")
       ->type_name("DIR");
   cmd->add_flag(

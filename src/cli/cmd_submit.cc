@@ -139,7 +139,9 @@ Status Submit(CliContext& ctx, SubmitArgs& a) {
     SystemClock clock;
     supervise::QueueWorker worker(
         options, clock, [] { return std::make_unique<supervise::PosixProcessRunner>(); },
-        [](double seconds) { std::this_thread::sleep_for(std::chrono::duration<double>(seconds)); });
+        [](double seconds) {
+          std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+        });
     return worker.Run();
   }
   if (a.command.empty()) {

@@ -49,10 +49,11 @@ CommandInfo DescribeCommand(const CLI::App& app) {
 nlohmann::json OptionsToJson(const std::vector<OptionInfo>& options) {
   nlohmann::json list = nlohmann::json::array();
   for (const OptionInfo& o : options) {
-    list.push_back(nlohmann::json{{"names", o.names},
-                    {"value_name", o.value_name.empty() ? nlohmann::json() : nlohmann::json(o.value_name)},
-                    {"help", o.help},
-                    {"positional", o.positional}});
+    list.push_back(nlohmann::json{
+        {"names", o.names},
+        {"value_name", o.value_name.empty() ? nlohmann::json() : nlohmann::json(o.value_name)},
+        {"help", o.help},
+        {"positional", o.positional}});
   }
   return list;
 }
@@ -60,12 +61,9 @@ nlohmann::json OptionsToJson(const std::vector<OptionInfo>& options) {
 nlohmann::json CommandToJson(const CommandInfo& c) {
   nlohmann::json subs = nlohmann::json::array();
   for (const CommandInfo& s : c.subcommands) subs.push_back(CommandToJson(s));
-  return {{"name", c.name},
-          {"group", c.group},
-          {"help", c.help},
-          {"description", c.description},
-          {"footer", c.footer},
-          {"options", OptionsToJson(c.options)},
+  return {{"name", c.name},     {"group", c.group},
+          {"help", c.help},     {"description", c.description},
+          {"footer", c.footer}, {"options", OptionsToJson(c.options)},
           {"subcommands", subs}};
 }
 
@@ -73,7 +71,8 @@ nlohmann::json CommandToJson(const CommandInfo& c) {
 
 CliInfo DescribeCli(const CLI::App& root) {
   CliInfo info;
-  for (const CLI::Option* opt : root.get_options()) info.global_options.push_back(DescribeOption(*opt));
+  for (const CLI::Option* opt : root.get_options())
+    info.global_options.push_back(DescribeOption(*opt));
   for (const CommandEntry& row : CommandTable()) {
     const CLI::App* app = root.get_subcommand(row.name);
     CommandInfo command = DescribeCommand(*app);

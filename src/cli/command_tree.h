@@ -23,9 +23,9 @@ struct OptionInfo {
 };
 
 struct CommandInfo {
-  std::string name;     // "plan", or "interval" for `spot interval`
-  std::string group;    // the table's group ("" below the top level)
-  std::string help;     // one line (the table's help for a top-level command)
+  std::string name;         // "plan", or "interval" for `spot interval`
+  std::string group;        // the table's group ("" below the top level)
+  std::string help;         // one line (the table's help for a top-level command)
   std::string description;  // the longer text of `--help` ("" when only `help` exists)
   std::string footer;       // the "Examples:" part of `--help`, and anything after the options
   std::vector<OptionInfo> options;  // --help included, in declaration order

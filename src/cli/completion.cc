@@ -56,7 +56,8 @@ std::string Bash(const CliInfo& cli) {
     << ValueOptionPattern(cli.global_options)
     << ") [[ -z $cmd ]] && ((i++)) ;;\n"
        "      -*) ;;\n"
-       "      *) if [[ -z $cmd ]]; then cmd=\"$word\"; elif [[ -z $sub ]]; then sub=\"$word\"; fi ;;\n"
+       "      *) if [[ -z $cmd ]]; then cmd=\"$word\"; elif [[ -z $sub ]]; then sub=\"$word\"; fi "
+       ";;\n"
        "    esac\n"
        "  done\n"
        "  local words=\"\"\n"
@@ -162,8 +163,8 @@ std::string Zsh(const CliInfo& cli) {
            "      fi ;;\n";
       continue;
     }
-    s << "      _arguments \\\n" << ZshOptionSpecs(c.options, "        ")
-      << "        '*:file:_files' ;;\n";
+    s << "      _arguments \\\n"
+      << ZshOptionSpecs(c.options, "        ") << "        '*:file:_files' ;;\n";
   }
   s << "    esac ;;\n"
        "  esac\n"
@@ -204,8 +205,9 @@ std::string Fish(const CliInfo& cli) {
     std::string subs = Names(c.subcommands);
     if (!subs.empty()) {
       for (const CommandInfo& sc : c.subcommands) {
-        s << "complete -c fulcrum -f -n " << Quoted(in_command + "; and not __fish_seen_subcommand_from " + subs)
-          << " -a " << sc.name << " -d " << Quoted(FirstLine(sc.help)) << "\n";
+        s << "complete -c fulcrum -f -n "
+          << Quoted(in_command + "; and not __fish_seen_subcommand_from " + subs) << " -a "
+          << sc.name << " -d " << Quoted(FirstLine(sc.help)) << "\n";
         FishOptions(s, in_command + "; and __fish_seen_subcommand_from " + sc.name, sc.options);
       }
     }

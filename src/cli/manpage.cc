@@ -104,8 +104,8 @@ std::string Header(const std::string& title, const std::string& version) {
 
 ManPage CommandPage(const CommandInfo& c, const std::string& version) {
   std::ostringstream s;
-  s << Header("fulcrum-" + c.name, version) << ".SH NAME\nfulcrum\\-" << Escape(c.name)
-    << " \\- " << Escape(c.help) << "\n.SH SYNOPSIS\n.B fulcrum " << Escape(c.name) << "\n";
+  s << Header("fulcrum-" + c.name, version) << ".SH NAME\nfulcrum\\-" << Escape(c.name) << " \\- "
+    << Escape(c.help) << "\n.SH SYNOPSIS\n.B fulcrum " << Escape(c.name) << "\n";
   if (!c.subcommands.empty()) s << "[\\fISUBCOMMAND\\fR] ";
   s << "[\\fIOPTIONS\\fR]";
   for (const OptionInfo& o : c.options) {

@@ -51,7 +51,8 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
 
   const char* tr = "Training";
   cmd->add_option("--precision", r.precision,
-                  "bf16|fp16 (mixed, fp32 master weights)|fp8|fp32|tf32 (fp32 with TF32 matmuls)|pure-bf16 (default: bf16)")
+                  "bf16|fp16 (mixed, fp32 master weights)|fp8|fp32|tf32 (fp32 with TF32 "
+                  "matmuls)|pure-bf16 (default: bf16)")
       ->group(tr);
   cmd->add_option("--optimizer", r.optimizer, "adamw|sgd (momentum)|adam8bit (default: adamw)")
       ->group(tr);

@@ -93,7 +93,8 @@ Result<CaptureResult> RunSlurmCommand(const std::vector<std::string>& argv) {
 }  // namespace
 
 Result<std::string> SubmitSbatch(const std::string& script_path) {
-  FULCRUM_ASSIGN_OR_RETURN(CaptureResult out, RunSlurmCommand({"sbatch", "--parsable", script_path}));
+  FULCRUM_ASSIGN_OR_RETURN(CaptureResult out,
+                           RunSlurmCommand({"sbatch", "--parsable", script_path}));
   if (out.exit_code != 0) {
     return Status::IoError("sbatch " + script_path + " failed (exit " +
                            std::to_string(out.exit_code) + "): " + std::string(Trim(out.err)));
@@ -110,8 +111,8 @@ Result<std::vector<SlurmJobState>> QuerySlurm(const std::vector<std::string>& jo
   if (job_ids.empty()) return states;
   std::string list;
   for (const auto& id : job_ids) list += (list.empty() ? "" : ",") + id;
-  FULCRUM_ASSIGN_OR_RETURN(CaptureResult sq,
-                           RunSlurmCommand({"squeue", "-h", "-t", "all", "-j", list, "-o", "%i|%T|%r"}));
+  FULCRUM_ASSIGN_OR_RETURN(CaptureResult sq, RunSlurmCommand({"squeue", "-h", "-t", "all", "-j",
+                                                              list, "-o", "%i|%T|%r"}));
   std::map<std::string, SlurmJobState> found;
   if (sq.exit_code == 0) {
     for (const auto& line : Split(sq.out, '\n')) {
@@ -125,7 +126,8 @@ Result<std::vector<SlurmJobState>> QuerySlurm(const std::vector<std::string>& jo
     if (!found.count(id)) missing += (missing.empty() ? "" : ",") + id;
   }
   if (!missing.empty()) {
-    auto sa = RunSlurmCommand({"sacct", "-n", "-P", "-X", "-j", missing, "-o", "JobID,State,ExitCode"});
+    auto sa =
+        RunSlurmCommand({"sacct", "-n", "-P", "-X", "-j", missing, "-o", "JobID,State,ExitCode"});
     if (sa.ok() && sa->exit_code == 0) {
       for (const auto& line : Split(sa->out, '\n')) {
         auto parts = Split(line, '|');

@@ -65,9 +65,12 @@ class CsvScanner {
     ++pos_;  // opening quote
     while (true) {
       if (AtEnd()) {
-        return InputError({file_name_, start_line, "",
+        return InputError({file_name_,
+                           start_line,
+                           "",
                            "a closing '\"' for the quoted field opened on this line",
-                           "the end of the file", {}},
+                           "the end of the file",
+                           {}},
                           FoundIs::kDescription);
       }
       char c = text_[pos_];
@@ -86,8 +89,12 @@ class CsvScanner {
       ++pos_;
     }
     if (!AtEnd() && text_[pos_] != ',' && text_[pos_] != '\n' && text_[pos_] != '\r') {
-      return InputError({file_name_, line_, "", "',' or the end of the line after a closing '\"'",
-                         std::string(1, text_[pos_]), {}});
+      return InputError({file_name_,
+                         line_,
+                         "",
+                         "',' or the end of the line after a closing '\"'",
+                         std::string(1, text_[pos_]),
+                         {}});
     }
     return Status::Ok();
   }
@@ -125,9 +132,12 @@ Result<CsvDocument> ParseCsv(std::string_view text, const std::string& file_name
     record.line = scanner.line();
     FULCRUM_ASSIGN_OR_RETURN(record.fields, scanner.ReadRecord());
     if (record.fields.size() != doc.header.size()) {
-      return InputError({file_name, record.line, "",
+      return InputError({file_name,
+                         record.line,
+                         "",
                          std::to_string(doc.header.size()) + " fields as in the header",
-                         std::to_string(record.fields.size()), {}},
+                         std::to_string(record.fields.size()),
+                         {}},
                         FoundIs::kDescription);
     }
     doc.records.push_back(std::move(record));

@@ -63,8 +63,7 @@ class CondVar {
     return woken;
   }
   template <class Clock, class Duration>
-  bool WaitUntil(Mutex& mutex, std::chrono::time_point<Clock, Duration> deadline)
-      REQUIRES(mutex) {
+  bool WaitUntil(Mutex& mutex, std::chrono::time_point<Clock, Duration> deadline) REQUIRES(mutex) {
     std::unique_lock<std::mutex> lock(mutex.mutex_, std::adopt_lock);
     const bool woken = cv_.wait_until(lock, deadline) == std::cv_status::no_timeout;
     lock.release();

@@ -49,17 +49,17 @@ Result<ColumnIndex> CheckHeader(const CsvDocument& doc, const std::string& file,
                         FoundIs::kDescription);
     }
     if (!index.emplace(name, i).second) {
-      return InputError({file, doc.header_line, "header", "each column once",
-                         "\"" + name + "\" twice", {}},
-                        FoundIs::kDescription);
+      return InputError(
+          {file, doc.header_line, "header", "each column once", "\"" + name + "\" twice", {}},
+          FoundIs::kDescription);
     }
   }
   std::vector<std::string> present;
   for (const auto& name : doc.header) present.emplace_back(Trim(name));
   for (const auto& name : schema.required) {
     if (!index.count(name)) {
-      return InputError({file, doc.header_line, "header", expected,
-                         "no column \"" + name + "\"", NearestNames(name, present)},
+      return InputError({file, doc.header_line, "header", expected, "no column \"" + name + "\"",
+                         NearestNames(name, present)},
                         FoundIs::kDescription);
     }
   }
@@ -136,7 +136,7 @@ Result<bool> RowReader::Bool(const std::string& column) const {
 }
 
 Result<CsvTable> ParseTable(std::string_view text, const std::string& file,
-                         const TableSchema& schema) {
+                            const TableSchema& schema) {
   CsvTable table;
   table.file = file;
   FULCRUM_ASSIGN_OR_RETURN(table.doc, ParseCsv(text, file));

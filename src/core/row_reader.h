@@ -77,7 +77,7 @@ struct CsvTable {
 
 // ParseCsv + CheckHeader. `file` names the source in messages.
 Result<CsvTable> ParseTable(std::string_view text, const std::string& file,
-                         const TableSchema& schema);
+                            const TableSchema& schema);
 // Reads `path` whole (NotFound when it is missing) and parses it as ParseTable does.
 Result<CsvTable> LoadTableFile(const std::string& path, const TableSchema& schema);
 

@@ -40,11 +40,14 @@ Status CheckDuplicateKeys(const YAML::Node& node, const std::string& origin,
         const int line = LineOf(key).value_or(0);
         auto [first, inserted] = seen.emplace(name, line);
         if (!inserted) {
-          return InputError({origin, LineOf(key), child, "each key once in a mapping",
-                             "\"" + name + "\" again (first on line " +
-                                 std::to_string(first->second) + ")",
-                             {}},
-                            FoundIs::kDescription);
+          return InputError(
+              {origin,
+               LineOf(key),
+               child,
+               "each key once in a mapping",
+               "\"" + name + "\" again (first on line " + std::to_string(first->second) + ")",
+               {}},
+              FoundIs::kDescription);
         }
       }
       FULCRUM_RETURN_IF_ERROR(CheckDuplicateKeys(value, origin, child, visited));
@@ -146,9 +149,8 @@ Result<std::vector<std::pair<std::string, YamlNode>>> YamlNode::Entries() const 
   for (auto it = node_.begin(); it != node_.end(); ++it) {
     const YAML::Node key = it->first;
     if (!key.IsScalar()) return Child(key, field_).Error("a field name");
-    entries.emplace_back(key.Scalar(),
-                         YamlNode(it->second, origin_, JoinField(field_, key.Scalar()),
-                                  LineOf(key)));
+    entries.emplace_back(
+        key.Scalar(), YamlNode(it->second, origin_, JoinField(field_, key.Scalar()), LineOf(key)));
   }
   return entries;
 }
@@ -182,9 +184,9 @@ Result<double> YamlNode::Number(const std::string& expected, double min, double 
 }
 
 Result<int64_t> YamlNode::Integer(int64_t min, int64_t max, const std::string& expected) const {
-  const std::string what = expected.empty() ? "a whole number from " + std::to_string(min) +
-                                                  " to " + std::to_string(max)
-                                            : expected;
+  const std::string what =
+      expected.empty() ? "a whole number from " + std::to_string(min) + " to " + std::to_string(max)
+                       : expected;
   FULCRUM_ASSIGN_OR_RETURN(double value, Quantity(ParseDouble, what, static_cast<double>(min),
                                                   static_cast<double>(max)));
   if (value != std::floor(value)) return Error(what);

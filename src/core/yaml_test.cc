@@ -27,8 +27,8 @@ TEST(YamlTest, FieldPathsAndLines) {
 }
 
 TEST(YamlTest, TypedValues) {
-  YamlNode root = Load(
-      "n: 2.5\ni: 8\nb: yes\nd: 1h30m\nc: 20B\ns: 80GiB\nl: [a, b]\nm: {k: v}\ncsv: 'x, y'\n");
+  YamlNode root =
+      Load("n: 2.5\ni: 8\nb: yes\nd: 1h30m\nc: 20B\ns: 80GiB\nl: [a, b]\nm: {k: v}\ncsv: 'x, y'\n");
   EXPECT_EQ(*root.Find("n")->Number(), 2.5);
   EXPECT_EQ(*root.Find("i")->Integer(0, 10), 8);
   EXPECT_TRUE(*root.Find("b")->Bool());
@@ -121,8 +121,7 @@ TEST(YamlTest, AliasesAreCheckedOnceAndNeverLoop) {
   EXPECT_TRUE(LoadYaml(laughs, "f.yaml").ok());
   auto dup = LoadYaml("a: &x {k: 1, k: 2}\nb: *x\n", "f.yaml");
   ASSERT_FALSE(dup.ok());
-  EXPECT_NE(dup.status().message().find("f.yaml:1: a.k: expected each key once"),
-            std::string::npos)
+  EXPECT_NE(dup.status().message().find("f.yaml:1: a.k: expected each key once"), std::string::npos)
       << dup.status().message();
 }
 

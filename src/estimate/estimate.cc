@@ -142,8 +142,8 @@ bool PrecisionSupported(const catalog::Gpu& gpu, workload::Precision precision) 
 std::string SupportedPrecisionNames(const catalog::Gpu& gpu) {
   std::string out;
   for (workload::Precision p :
-       {workload::Precision::kBf16Mixed, workload::Precision::kFp16Mixed,
-        workload::Precision::kFp8, workload::Precision::kTf32, workload::Precision::kFp32}) {
+       {workload::Precision::kBf16Mixed, workload::Precision::kFp16Mixed, workload::Precision::kFp8,
+        workload::Precision::kTf32, workload::Precision::kFp32}) {
     if (!PrecisionSupported(gpu, p)) continue;
     out += (out.empty() ? "" : ", ") + std::string(workload::PrecisionName(p));
   }
@@ -157,10 +157,9 @@ Status CheckPrecisionSupported(const catalog::Gpu& gpu, workload::Precision prec
   detail.field = "precision";
   detail.expected = SupportedPrecisionNames(gpu);
   detail.found = name;
-  return Status::InvalidInput("--precision " + name + ": " + gpu.name + " (" + gpu.architecture +
-                              ") has no " + name +
-                              " tensor-core mode in the catalog; it supports " +
-                              SupportedPrecisionNames(gpu))
+  return Status::InvalidInput(
+             "--precision " + name + ": " + gpu.name + " (" + gpu.architecture + ") has no " +
+             name + " tensor-core mode in the catalog; it supports " + SupportedPrecisionNames(gpu))
       .WithDetail(detail);
 }
 

@@ -46,8 +46,9 @@ TEST(DriverTableTest, LoadsThroughTheTableLoader) {
   table = LoadDriverTable(dir);
   ASSERT_FALSE(table.ok());
   EXPECT_EQ(table.status().message(),
-            dir + "/cuda_minor_compat.csv:2: cuda_major: expected a whole number from 1 to 1000, "
-                  "found \"twelve\"");
+            dir +
+                "/cuda_minor_compat.csv:2: cuda_major: expected a whole number from 1 to 1000, "
+                "found \"twelve\"");
   ASSERT_NE(table.status().detail(), nullptr);
   EXPECT_EQ(table.status().detail()->field, "cuda_major");
 

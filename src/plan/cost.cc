@@ -5,8 +5,8 @@
 
 #include "catalog/offer_query.h"
 #include "core/parse.h"
-#include "spot/job_estimate.h"
 #include "spot/interval.h"
+#include "spot/job_estimate.h"
 #include "spot/spot_catalog.h"
 
 namespace fulcrum::plan {
@@ -64,8 +64,8 @@ constexpr double kMaxSimulatedPreemptions = 50;
 
 }  // namespace
 
-ExtraCosts ExtrasFor(const PlanSpec& spec, const std::string& provider,
-                     const CostAssumptions& a, bool* unpriced) {
+ExtraCosts ExtrasFor(const PlanSpec& spec, const std::string& provider, const CostAssumptions& a,
+                     bool* unpriced) {
   ExtraCosts e = spec.extra;
   const StorageNeeds& n = spec.storage;
   if (n.disk_gb <= 0 && n.checkpoint_gb <= 0 && n.egress_gb <= 0) return e;
@@ -248,8 +248,8 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
   // Never faster than the on-demand twin: the same work, failures and start-up, plus preemptions.
   out.total_seconds =
       std::max(est->expected_hours * 3600.0 + a.startup_seconds, uninterrupted.total_seconds);
-  out.p90_seconds = std::max({est->p90_hours * 3600.0 + a.startup_seconds, out.total_seconds,
-                              uninterrupted.p90_seconds});
+  out.p90_seconds = std::max(
+      {est->p90_hours * 3600.0 + a.startup_seconds, out.total_seconds, uninterrupted.p90_seconds});
   out.expected_usd = est->expected_cost_usd + startup_usd + ExtrasUsd(in.extra, out.total_seconds);
   out.p90_usd = std::max(est->p90_cost_usd + startup_usd + ExtrasUsd(in.extra, out.p90_seconds),
                          out.expected_usd);

@@ -61,7 +61,8 @@ struct CostAssumptions {
 
 // The assumptions with the catalog's sourced tables where they exist: the default storage
 // kind's write bandwidth (catalog/storage.csv), the spot MTTI and outage calibrated on the
-// public traces in catalog/spot-traces/ (else the default band of catalog/spot_bands.csv). Missing tables keep the defaults above (and a note says so).
+// public traces in catalog/spot-traces/ (else the default band of catalog/spot_bands.csv). Missing
+// tables keep the defaults above (and a note says so).
 CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string* note);
 
 // The extras of a run on `provider`: spec.extra plus spec.storage priced at the provider's
@@ -101,12 +102,12 @@ struct RunInput {
 
 // Where the expected cost goes (USD; sums to RunCost::expected_usd).
 struct CostBreakdown {
-  double compute_usd = 0;      // instance time for the work, start-up and billing rounding
-  double storage_usd = 0;      // persistent disks and checkpoint storage
-  double egress_usd = 0;       // data and checkpoints leaving the region
-  double failures_usd = 0;     // restarts and lost work (hardware failures, spot preemptions)
-  double checkpoint_usd = 0;   // instance time spent writing checkpoints
-  double commitment_usd = 0;   // reserved: the part of the term the job does not use
+  double compute_usd = 0;     // instance time for the work, start-up and billing rounding
+  double storage_usd = 0;     // persistent disks and checkpoint storage
+  double egress_usd = 0;      // data and checkpoints leaving the region
+  double failures_usd = 0;    // restarts and lost work (hardware failures, spot preemptions)
+  double checkpoint_usd = 0;  // instance time spent writing checkpoints
+  double commitment_usd = 0;  // reserved: the part of the term the job does not use
 };
 
 struct RunCost {

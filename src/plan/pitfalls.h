@@ -12,23 +12,23 @@
 namespace fulcrum::plan {
 
 enum Pitfall : uint32_t {
-  kPitfallLargeModelSmallGpu = 1u << 0,   // > 2 B parameters on <= 40 GB GPUs without sharding
-  kPitfallPcieMultiGpu = 1u << 1,         // several GPUs talking over PCIe only
-  kPitfallSlowInterNode = 1u << 2,        // multi-node over < 25 Gbit/s
-  kPitfallSpotNoCheckpoint = 1u << 3,     // spot capacity but the job does not checkpoint
-  kPitfallLowHeadroom = 1u << 4,          // < 10 % of GPU memory free at the peak
-  kPitfallDeadlineMissedP90 = 1u << 5,    // P90 time beyond the deadline
-  kPitfallBudgetExceeded = 1u << 6,       // expected cost beyond the budget
-  kPitfallSpotNotRiskAdjusted = 1u << 7,  // spot cost is list price x time (no simulator)
-  kPitfallNetworkAssumed = 1u << 8,       // multi-node on an assumed network bandwidth
-  kPitfallGlobalBatchChanged = 1u << 9,   // no layout keeps the spec's global batch
-  kPitfallPrecisionFallback = 1u << 10,   // the GPU lacks the precision: planned in fp16
-  kPitfallReservedCommitment = 1u << 11,  // reserved term far longer than the job
-  kPitfallBillingTermsUnknown = 1u << 12, // billing granularity assumed (per minute)
-  kPitfallSpotCapacityRisk = 1u << 13,    // multi-node spot: every node must be held at once
-  kPitfallUncalibratedGpu = 1u << 14,     // no calibration rows for the GPU's architecture
-  kPitfallCatalogCaveat = 1u << 15,       // the GPU or offer row carries a catalog caveat
-  kPitfallInterconnectUnknown = 1u << 16, // several GPUs, intra-node interconnect unknown
+  kPitfallLargeModelSmallGpu = 1u << 0,    // > 2 B parameters on <= 40 GB GPUs without sharding
+  kPitfallPcieMultiGpu = 1u << 1,          // several GPUs talking over PCIe only
+  kPitfallSlowInterNode = 1u << 2,         // multi-node over < 25 Gbit/s
+  kPitfallSpotNoCheckpoint = 1u << 3,      // spot capacity but the job does not checkpoint
+  kPitfallLowHeadroom = 1u << 4,           // < 10 % of GPU memory free at the peak
+  kPitfallDeadlineMissedP90 = 1u << 5,     // P90 time beyond the deadline
+  kPitfallBudgetExceeded = 1u << 6,        // expected cost beyond the budget
+  kPitfallSpotNotRiskAdjusted = 1u << 7,   // spot cost is list price x time (no simulator)
+  kPitfallNetworkAssumed = 1u << 8,        // multi-node on an assumed network bandwidth
+  kPitfallGlobalBatchChanged = 1u << 9,    // no layout keeps the spec's global batch
+  kPitfallPrecisionFallback = 1u << 10,    // the GPU lacks the precision: planned in fp16
+  kPitfallReservedCommitment = 1u << 11,   // reserved term far longer than the job
+  kPitfallBillingTermsUnknown = 1u << 12,  // billing granularity assumed (per minute)
+  kPitfallSpotCapacityRisk = 1u << 13,     // multi-node spot: every node must be held at once
+  kPitfallUncalibratedGpu = 1u << 14,      // no calibration rows for the GPU's architecture
+  kPitfallCatalogCaveat = 1u << 15,        // the GPU or offer row carries a catalog caveat
+  kPitfallInterconnectUnknown = 1u << 16,  // several GPUs, intra-node interconnect unknown
 };
 inline constexpr int kPitfallCount = 17;
 

@@ -174,9 +174,10 @@ std::string RankedByLine(const PlanResult& r) {
       how = "P90 time";
       break;
   }
-  return fmt::format("ranked by: {} ({}); candidates meeting the deadline (P90) and the budget "
-                     "first\n",
-                     ObjectiveName(r.objective), how);
+  return fmt::format(
+      "ranked by: {} ({}); candidates meeting the deadline (P90) and the budget "
+      "first\n",
+      ObjectiveName(r.objective), how);
 }
 
 size_t TopCount(const PlanResult& r) {

@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <set>
 #include <numeric>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -70,9 +70,8 @@ void ScanMicroBatches(const workload::Model& model, workload::Training& t,
 }
 
 void ScanLayouts(const workload::Model& model, const workload::Training& base,
-                 const estimate::Hardware& hw, double capacity_bytes, int gpus,
-                 double min_headroom, const LayoutOptions& options, bool exact_batch,
-                 BestLayout& best) {
+                 const estimate::Hardware& hw, double capacity_bytes, int gpus, double min_headroom,
+                 const LayoutOptions& options, bool exact_batch, BestLayout& best) {
   const double usable = capacity_bytes * (1.0 - min_headroom);
   const bool generic = model.kind == workload::ModelKind::kGeneric;
   const int64_t layers = generic ? 1 : model.layers;
@@ -103,8 +102,8 @@ void ScanLayouts(const workload::Model& model, const workload::Training& base,
             t.sequence_parallel = tp > 1;
             t.framework = options.framework.value_or(workload::DefaultFrameworkFor(t));
             if (!workload::FrameworkRunsLayout(t.framework, t)) continue;
-            ScanMicroBatches(model, t, hw, usable, capacity_bytes, base.global_batch,
-                             exact_batch, best);
+            ScanMicroBatches(model, t, hw, usable, capacity_bytes, base.global_batch, exact_batch,
+                             best);
           }
         }
       }
@@ -257,8 +256,8 @@ bool BetterByObjective(const Candidate& a, const Candidate& b, Objective objecti
 // rows could give). Everything left out would rank below N and off the front.
 std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending,
                                              const std::vector<size_t>& exact,
-                                             const std::vector<size_t>& spot,
-                                             const PlanSpec& spec, const CostAssumptions& a) {
+                                             const std::vector<size_t>& spot, const PlanSpec& spec,
+                                             const CostAssumptions& a) {
   const size_t n = spot.size();
   std::vector<double> t_lb(n), c_lb(n);
   for (size_t k = 0; k < n; ++k) {
@@ -283,8 +282,8 @@ std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending
   std::vector<bool> keep(n, false);
   double low_c = feasible_c, low_p90 = feasible_p90;  // lowest reference kept rows could give
   for (size_t k = 0; k < n; ++k) {
-    const bool sets_saturation = !deadline && t_lb[k] < feasible_p90 &&
-                                 feasible_p90 > kSaturationWithoutDeadlineSeconds;
+    const bool sets_saturation =
+        !deadline && t_lb[k] < feasible_p90 && feasible_p90 > kSaturationWithoutDeadlineSeconds;
     if (c_lb[k] < feasible_c || sets_saturation) {
       keep[k] = true;
       low_c = std::min(low_c, c_lb[k]);
@@ -458,9 +457,9 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     for (size_t i = next.fetch_add(1); i < tasks.size(); i = next.fetch_add(1)) {
       const HardwareClass& hc = classes[tasks[i].hardware_class];
       class_base.precision = hc.precision;
-      best[i] = SearchLayouts(model, class_base, hc.hardware, hc.capacity_bytes,
-                              tasks[i].nodes * hc.hardware.gpus_per_node, c.min_headroom,
-                              layout_options);
+      best[i] =
+          SearchLayouts(model, class_base, hc.hardware, hc.capacity_bytes,
+                        tasks[i].nodes * hc.hardware.gpus_per_node, c.min_headroom, layout_options);
     }
   };
   std::vector<std::thread> pool;
@@ -547,12 +546,13 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     facts.expected_usd = cand.run.expected_usd;
     facts.global_batch_changed = spec.global_batch_given && t.global_batch != base.global_batch;
     facts.precision_fallback = p.hc->precision_fallback;
-    facts.reserved_term_seconds = cand.run.reserved_commitment ? ReservedTermSeconds(cand.pricing) : 0;
+    facts.reserved_term_seconds =
+        cand.run.reserved_commitment ? ReservedTermSeconds(cand.pricing) : 0;
     facts.total_seconds = cand.run.total_seconds;
     facts.billing_terms_unknown = BillingTermsUnknown(p.run.provider);
     if (const auto& covered = assumptions.calibrated_architectures) {
-      facts.uncalibrated_gpu = !std::binary_search(covered->begin(), covered->end(),
-                                                   p.hc->gpu->architecture);
+      facts.uncalibrated_gpu =
+          !std::binary_search(covered->begin(), covered->end(), p.hc->gpu->architecture);
     }
     cand.warnings = DetectPitfalls(facts);
     cand.meets_constraints =
@@ -629,8 +629,9 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
         "no deadline: runs finishing within 24 h at P90 count as fast enough (the balanced "
         "score's performance saturates; --deadline sets it to half the deadline)");
   }
-  const bool any_spot = std::any_of(result.candidates.begin(), result.candidates.end(),
-                                    [](const Candidate& k) { return k.pricing == PricingModel::kSpot; });
+  const bool any_spot =
+      std::any_of(result.candidates.begin(), result.candidates.end(),
+                  [](const Candidate& k) { return k.pricing == PricingModel::kSpot; });
   if (any_spot && !assumptions.spot_risk_source.empty()) {
     result.notes.push_back(fmt::format(
         "spot risk: MTTI {:.1f} h per instance, outage {:.1f} h, from {}; applied to every GPU "

@@ -18,10 +18,10 @@ constexpr double kPositive = YamlNode::kAboveZero;
 constexpr double kBelowOne = 1.0 - std::numeric_limits<double>::epsilon() / 2;
 
 Status ParseConstraints(const YamlNode& node, Constraints& c) {
-  FULCRUM_RETURN_IF_ERROR(node.CheckKeys({"deadline", "budget_usd", "max_gpus", "providers",
-                                          "regions", "gpus", "pricing", "interruptible",
-                                          "min_headroom", "assume_network_gbps", "max_nodes",
-                                          "framework", "strict_batch"}));
+  FULCRUM_RETURN_IF_ERROR(
+      node.CheckKeys({"deadline", "budget_usd", "max_gpus", "providers", "regions", "gpus",
+                      "pricing", "interruptible", "min_headroom", "assume_network_gbps",
+                      "max_nodes", "framework", "strict_batch"}));
   if (auto v = node.Find("deadline")) {
     FULCRUM_ASSIGN_OR_RETURN(c.deadline_seconds, v->Duration("a duration such as 7d or 36h"));
   }
@@ -95,8 +95,8 @@ Status ParseWeightsNode(const YamlNode& node, Weights& w) {
 }
 
 Status ParseCosts(const YamlNode& node, ExtraCosts& e) {
-  FULCRUM_RETURN_IF_ERROR(node.CheckKeys(
-      {"storage_gb", "storage_usd_per_gb_month", "egress_gb", "egress_usd_per_gb"}));
+  FULCRUM_RETURN_IF_ERROR(
+      node.CheckKeys({"storage_gb", "storage_usd_per_gb_month", "egress_gb", "egress_usd_per_gb"}));
   const std::pair<const char*, double*> fields[] = {
       {"storage_gb", &e.storage_gb},
       {"storage_usd_per_gb_month", &e.storage_usd_per_gb_month},
@@ -274,11 +274,10 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
   PlanSpec spec;
   spec.origin = origin;
   FULCRUM_RETURN_IF_ERROR(root.CheckKeys(
-      {"model",     "hf_config",       "tokens",        "samples", "epochs",
-       "seq_len",   "global_batch",    "precision",     "method",  "lora_rank",
-       "optimizer", "flash_attention", "checkpointing", "command", "constraints",
-       "weights",   "costs",           "top",           "name",    "description",
-       "objective", "storage",         "egress_gb"},
+      {"model",         "hf_config",   "tokens",      "samples",   "epochs",    "seq_len",
+       "global_batch",  "precision",   "method",      "lora_rank", "optimizer", "flash_attention",
+       "checkpointing", "command",     "constraints", "weights",   "costs",     "top",
+       "name",          "description", "objective",   "storage",   "egress_gb"},
       "a mapping of plan fields (model, tokens, ...)"));
   FULCRUM_RETURN_IF_ERROR(ParseModelAndWork(root, base_dir, spec));
   FULCRUM_RETURN_IF_ERROR(ParseTraining(root, spec));
@@ -339,10 +338,9 @@ Status ValidateSpec(const PlanSpec& spec) {
   // with the work, and such numbers are typos (1e19) or overflow (1e400 = infinity).
   const double work = spec.tokens ? *spec.tokens : *spec.samples * spec.epochs;
   if (!std::isfinite(work) || work > kMaxWorkUnits) {
-    return Status::InvalidInput(spec.origin + ": work: " +
-                                (spec.tokens ? "tokens" : "samples x epochs") +
-                                " beyond the limit of 1e15 (found " + fmt::format("{:.3g}", work) +
-                                ")");
+    return Status::InvalidInput(
+        spec.origin + ": work: " + (spec.tokens ? "tokens" : "samples x epochs") +
+        " beyond the limit of 1e15 (found " + fmt::format("{:.3g}", work) + ")");
   }
   if (spec.constraints.budget_usd && !(*spec.constraints.budget_usd > 0)) {
     return Status::InvalidInput(spec.origin +

@@ -75,9 +75,8 @@ TEST(SpecTest, NonFiniteNumbersRefused) {
     EXPECT_EQ(spec.status().message(), std::string("nf.yaml:2: tokens: expected a token count "
                                                    "such as 20B, found \"") +
                                            bad + "\"");
-    spec = ParsePlanYaml(std::string("model: x\ntokens: 1B\nconstraints: {budget_usd: ") + bad +
-                             "}\n",
-                         "nf.yaml");
+    spec = ParsePlanYaml(
+        std::string("model: x\ntokens: 1B\nconstraints: {budget_usd: ") + bad + "}\n", "nf.yaml");
     ASSERT_FALSE(spec.ok()) << bad;
     EXPECT_NE(spec.status().message().find("constraints.budget_usd"), std::string::npos);
   }
@@ -108,8 +107,8 @@ constraints: {max_nodes: 2, framework: fsdp, strict_batch: true}
 TEST(SpecTest, ImpossibleWorkIsRefused) {
   // Issue 19: tokens 1e19 hung the planner; 1e400 parsed as infinity and printed -nan.
   for (const char* tokens : {"1e19", "1e400", "2e15"}) {
-    Result<PlanSpec> spec = ParsePlanYaml(std::string("model: x\ntokens: ") + tokens + "\n",
-                                          "x.yaml");
+    Result<PlanSpec> spec =
+        ParsePlanYaml(std::string("model: x\ntokens: ") + tokens + "\n", "x.yaml");
     if (!spec.ok()) continue;  // refused by the parser already
     Status s = ValidateSpec(*spec);
     EXPECT_FALSE(s.ok()) << tokens;

@@ -6,15 +6,15 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <deque>
-#include <functional>
 #include <filesystem>
+#include <functional>
 #include <regex>
 #include <set>
 #include <string_view>
@@ -447,8 +447,7 @@ struct AgentServer::Impl {
   }
 
   // Runs before httplib reads a body or routes: refuses what no handler should see.
-  httplib::Server::HandlerResponse PreRoute(const httplib::Request& req,
-                                            httplib::Response& res) {
+  httplib::Server::HandlerResponse PreRoute(const httplib::Request& req, httplib::Response& res) {
     if (!HostAllowed(req)) {
       Error(res, 403,
             "Host '" + req.get_header_value("Host") +
@@ -471,15 +470,16 @@ struct AgentServer::Impl {
       std::string allowed;
       for (const std::string& m : methods) allowed += (allowed.empty() ? "" : ", ") + m;
       res.set_header("Allow", allowed);
-      Error(res, 405, "method " + req.method + " not allowed on " + req.path + " (allowed: " +
-                          allowed + ")");
+      Error(res, 405,
+            "method " + req.method + " not allowed on " + req.path + " (allowed: " + allowed + ")");
       return httplib::Server::HandlerResponse::Handled;
     }
     // Every body is capped whatever its type. A chunked body or one without a length would be
     // read until the client stops: refused before httplib reads it.
     if (req.has_header("Transfer-Encoding")) {
-      Error(res, 411, "chunked request bodies are not accepted; send Content-Length (at most " +
-                          std::to_string(kMaxBodyBytes) + " bytes)");
+      Error(res, 411,
+            "chunked request bodies are not accepted; send Content-Length (at most " +
+                std::to_string(kMaxBodyBytes) + " bytes)");
       return httplib::Server::HandlerResponse::Handled;
     }
     bool has_length = req.has_header("Content-Length");
@@ -490,9 +490,9 @@ struct AgentServer::Impl {
         return httplib::Server::HandlerResponse::Handled;
       }
       if (static_cast<uint64_t>(*length) > kMaxBodyBytes) {
-        Error(res, 413, "request body of " + std::to_string(*length) +
-                            " bytes is larger than the limit of " +
-                            std::to_string(kMaxBodyBytes) + " bytes");
+        Error(res, 413,
+              "request body of " + std::to_string(*length) + " bytes is larger than the limit of " +
+                  std::to_string(kMaxBodyBytes) + " bytes");
         return httplib::Server::HandlerResponse::Handled;
       }
     } else if (req.method == "POST" || req.method == "PUT" || req.method == "PATCH" ||
@@ -510,18 +510,20 @@ struct AgentServer::Impl {
       case 404:
         return Error(res, 404, "no such endpoint: " + req.method + " " + req.path);
       case 413:
-        return Error(res, 413, "request body larger than " + std::to_string(kMaxBodyBytes) +
-                                   " bytes");
+        return Error(res, 413,
+                     "request body larger than " + std::to_string(kMaxBodyBytes) + " bytes");
       case 414:
-        return Error(res, 414, "request line longer than " +
-                                   std::to_string(CPPHTTPLIB_REQUEST_URI_MAX_LENGTH) + " bytes");
+        return Error(res, 414,
+                     "request line longer than " +
+                         std::to_string(CPPHTTPLIB_REQUEST_URI_MAX_LENGTH) + " bytes");
       case 400:
         // httplib fails header reading only for a header line over its limit; the request line
         // parsed (a method is set) but the headers did not (REMOTE_ADDR is added after them).
         if (!req.method.empty() && !req.has_header("REMOTE_ADDR")) {
           res.status = 431;
-          return Error(res, 431, "a request header line is longer than " +
-                                     std::to_string(CPPHTTPLIB_HEADER_MAX_LENGTH) + " bytes");
+          return Error(res, 431,
+                       "a request header line is longer than " +
+                           std::to_string(CPPHTTPLIB_HEADER_MAX_LENGTH) + " bytes");
         }
         if (req.method.empty()) return Error(res, 400, "malformed HTTP request line");
         return Error(res, 400, "malformed HTTP request body (does Content-Length match it?)");
@@ -566,9 +568,8 @@ AgentServer::~AgentServer() { Stop(); }
 
 Status AgentServer::Start() {
   FULCRUM_ASSIGN_OR_RETURN(auto address, ParseListen(impl_->options.listen));
-  impl_->listen_host = HostOfHeader(address.first.find(':') != std::string::npos
-                                        ? "[" + address.first + "]"
-                                        : address.first);
+  impl_->listen_host = HostOfHeader(
+      address.first.find(':') != std::string::npos ? "[" + address.first + "]" : address.first);
   size_t threads = static_cast<size_t>(std::max(1, impl_->options.worker_threads));
   impl_->http.new_task_queue = [threads] { return new ConnectionPool(threads); };
   // One request per connection: a kept-alive connection holds its worker idle for the

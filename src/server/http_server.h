@@ -1,10 +1,10 @@
 // The agent's HTTP server (cpp-httplib): the /v1 JSON API of docs/API.md, /metrics in the
 // Prometheus text format, and the dashboard (server/dashboard.h). Reads the latest state through
-// AgentStateView (server/agent_state.h) and history from agent.db / jobs.db through its own read-only connections.
-// Mutating endpoints need `Authorization: Bearer <token>`; bad requests get 4xx {"error": ...}
-// (docs/API.md "Status codes"): one guard turns any exception into a 500, bodies are capped,
-// wrong methods get 405 with Allow, Host names outside the allow-list 403.
-// Start() binds and serves on one background thread, a worker thread per open connection (up to
+// AgentStateView (server/agent_state.h) and history from agent.db / jobs.db through its own
+// read-only connections. Mutating endpoints need `Authorization: Bearer <token>`; bad requests get
+// 4xx {"error": ...} (docs/API.md "Status codes"): one guard turns any exception into a 500, bodies
+// are capped, wrong methods get 405 with Allow, Host names outside the allow-list 403. Start()
+// binds and serves on one background thread, a worker thread per open connection (up to
 // worker_threads, started on demand); Stop() joins.
 #pragma once
 

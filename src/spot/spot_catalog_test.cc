@@ -52,9 +52,11 @@ TEST(SpotCatalogTest, BadRowNamesFileLineAndField) {
                                       << "ebs,fast,yes,somewhere,\n";
   auto kinds = LoadStorageKinds(dir);
   ASSERT_FALSE(kinds.ok());
-  EXPECT_EQ(kinds.status().message(),
-            dir + "/storage.csv:2: write_bytes_per_second: expected a number from 1 to 1000000000000, "
-                  "found \"fast\"");
+  EXPECT_EQ(
+      kinds.status().message(),
+      dir +
+          "/storage.csv:2: write_bytes_per_second: expected a number from 1 to 1000000000000, "
+          "found \"fast\"");
   ASSERT_NE(kinds.status().detail(), nullptr);
   EXPECT_EQ(kinds.status().detail()->line, 2);
   EXPECT_EQ(kinds.status().detail()->field, "write_bytes_per_second");

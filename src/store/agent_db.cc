@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <filesystem>
+#include <set>
 
 namespace fulcrum::store {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "store/outbox.h"
 #include "core/status.h"
+#include "store/outbox.h"
 #include "store/sqlite.h"
 #include "telemetry/gpu_sample.h"
 
@@ -49,7 +49,7 @@ struct WriteBatch {
   std::vector<telemetry::GpuSnapshot> snapshots;
   std::vector<AgentAlert> alert_changes;             // upserted by (fingerprint, started_at)
   std::optional<std::vector<AlertStateRow>> states;  // replaces all state rows when set
-  std::vector<Notification> notifications;    // enqueued (existing ids ignored)
+  std::vector<Notification> notifications;           // enqueued (existing ids ignored)
 };
 
 struct Retention {

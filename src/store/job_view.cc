@@ -36,8 +36,8 @@ nlohmann::json JobJson(const JobRecord& j, double now,
       {"last_checkpoint", NonEmpty(j.last_checkpoint_path)},
       {"last_checkpoint_age_seconds", Optional(AgeSeconds(j.last_checkpoint_at, now))},
       // Unknown is not zero: without a price nothing was metered.
-      {"spend_usd", j.price_per_hour_usd || j.spend_usd > 0 ? nlohmann::json(j.spend_usd)
-                                                            : nlohmann::json()},
+      {"spend_usd",
+       j.price_per_hour_usd || j.spend_usd > 0 ? nlohmann::json(j.spend_usd) : nlohmann::json()},
       {"budget_usd", Optional(j.budget_usd)},
       {"price_per_hour_usd", Optional(j.price_per_hour_usd)},
       {"started_at", Optional(j.started_at)},

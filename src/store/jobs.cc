@@ -68,11 +68,16 @@ ALTER TABLE jobs ADD COLUMN start TEXT NOT NULL DEFAULT '';
 };
 
 constexpr std::pair<JobState, std::string_view> kStateNames[] = {
-    {JobState::kQueued, "queued"},       {JobState::kStarting, "starting"},
-    {JobState::kRunning, "running"},     {JobState::kBackoff, "backoff"},
-    {JobState::kCheckpointing, "checkpointing"}, {JobState::kSucceeded, "succeeded"},
-    {JobState::kFailed, "failed"},       {JobState::kStopped, "stopped"},
-    {JobState::kCrashLoop, "crash_loop"}, {JobState::kLost, "lost"},
+    {JobState::kQueued, "queued"},
+    {JobState::kStarting, "starting"},
+    {JobState::kRunning, "running"},
+    {JobState::kBackoff, "backoff"},
+    {JobState::kCheckpointing, "checkpointing"},
+    {JobState::kSucceeded, "succeeded"},
+    {JobState::kFailed, "failed"},
+    {JobState::kStopped, "stopped"},
+    {JobState::kCrashLoop, "crash_loop"},
+    {JobState::kLost, "lost"},
 };
 
 constexpr const char* kJobColumns =
@@ -304,8 +309,9 @@ Result<std::vector<SpendRow>> JobsDb::SpendByDay() {
 
 Status JobsDb::UpsertJob(const JobRecord& j) {
   FULCRUM_ASSIGN_OR_RETURN(
-      Statement s, db_.Prepare(std::string("INSERT OR REPLACE INTO jobs (") + kJobColumns +
-                               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+      Statement s,
+      db_.Prepare(std::string("INSERT OR REPLACE INTO jobs (") + kJobColumns +
+                  ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   s.Bind(1, j.id).Bind(2, j.name).Bind(3, JobStateName(j.state)).Bind(4, j.queue);
   s.Bind(5, nlohmann::json(j.argv).dump()).Bind(6, nlohmann::json(j.gpus).dump());
   s.Bind(7, static_cast<int64_t>(j.gpus_requested));

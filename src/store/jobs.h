@@ -40,7 +40,9 @@ bool IsActiveState(JobState state);
 // Whether the job ended on its own (succeeded, failed, crash_loop): a later run is a new job.
 bool IsFinishedState(JobState state);
 // Comparison with a state's name, for code written before the enum (`j.state == "running"`).
-inline bool operator==(JobState state, std::string_view name) { return JobStateName(state) == name; }
+inline bool operator==(JobState state, std::string_view name) {
+  return JobStateName(state) == name;
+}
 
 // How a run of `fulcrum run` related to the job's previous run.
 enum class JobStart {

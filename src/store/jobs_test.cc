@@ -112,10 +112,9 @@ TEST(JobsDbTest, AgesAndActiveStates) {
 }
 
 TEST(JobsDbTest, StatesRoundTripByName) {
-  for (JobState s : {JobState::kQueued, JobState::kStarting, JobState::kRunning,
-                     JobState::kBackoff, JobState::kCheckpointing, JobState::kSucceeded,
-                     JobState::kFailed, JobState::kStopped, JobState::kCrashLoop,
-                     JobState::kLost}) {
+  for (JobState s : {JobState::kQueued, JobState::kStarting, JobState::kRunning, JobState::kBackoff,
+                     JobState::kCheckpointing, JobState::kSucceeded, JobState::kFailed,
+                     JobState::kStopped, JobState::kCrashLoop, JobState::kLost}) {
     EXPECT_EQ(ParseJobState(JobStateName(s)), s) << JobStateName(s);
   }
   EXPECT_FALSE(ParseJobState("paused").has_value());

@@ -33,7 +33,7 @@ Status SqliteOutbox::Enqueue(const Notification& notification) {
 }
 
 Result<std::vector<Notification>> SqliteOutbox::FetchDue(double now, size_t limit,
-                                                        const std::string& receiver) {
+                                                         const std::string& receiver) {
   MutexLock lock(mutex_);
   FULCRUM_ASSIGN_OR_RETURN(
       Statement s,

@@ -140,8 +140,7 @@ Status CreateDataDir(const std::string& dir) {
   const DataModes modes = DataFileModes();
   std::vector<fs::path> missing;
   std::error_code ec;
-  for (fs::path p = fs::absolute(dir, ec); !p.empty() && !fs::exists(p, ec);
-       p = p.parent_path()) {
+  for (fs::path p = fs::absolute(dir, ec); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
     missing.push_back(p);
     if (p == p.parent_path()) break;
   }

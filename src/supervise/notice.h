@@ -25,9 +25,10 @@ class NoticeSource {
   virtual Result<std::optional<std::string>> Check() = 0;
 };
 
-// Documented metadata endpoints (AWS EC2 "Spot Instance interruption notices", GCP "Preemptible/Spot VMs", Azure "Scheduled Events" docs):
-// AWS  http://169.254.169.254 (PUT /latest/api/token, GET /latest/meta-data/spot/instance-action)
-// GCP  http://metadata.google.internal (GET /computeMetadata/v1/instance/preempted,
+// Documented metadata endpoints (AWS EC2 "Spot Instance interruption notices", GCP
+// "Preemptible/Spot VMs", Azure "Scheduled Events" docs): AWS  http://169.254.169.254 (PUT
+// /latest/api/token, GET /latest/meta-data/spot/instance-action) GCP
+// http://metadata.google.internal (GET /computeMetadata/v1/instance/preempted,
 //      header Metadata-Flavor: Google)
 // Azure http://169.254.169.254 (GET /metadata/scheduledevents?api-version=2020-07-01,
 //      header Metadata: true)

@@ -64,8 +64,8 @@ TEST(RestartPolicyTest, CrashLoopNeedsNFailuresInsideTheWindowWithoutACheckpoint
   EXPECT_NE(loop.reason.find("3 failures within 60 s"), std::string::npos) << loop.reason;
 }
 
-// Worked values (Young 1974 tau = sqrt(2 delta M); Daly 2006, FGCS 22:303, eq. 37): delta = 5 min, M = 24 h / 6 h / 15 min ->
-// Daly about 117 / 57 / 9.1 min, Young 120 / 60 / 12.25 min.
+// Worked values (Young 1974 tau = sqrt(2 delta M); Daly 2006, FGCS 22:303, eq. 37): delta = 5 min,
+// M = 24 h / 6 h / 15 min -> Daly about 117 / 57 / 9.1 min, Young 120 / 60 / 12.25 min.
 TEST(CheckpointIntervalTest, MatchesTheWorkedYoungAndDalyValues) {
   const double delta = 5 * 60;
   EXPECT_NEAR(spot::YoungIntervalSeconds(delta, 24 * 3600) / 60, 120, 0.01);

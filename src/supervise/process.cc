@@ -42,8 +42,8 @@ namespace {
 
 // In the child after fork: async-signal-safe calls only. Reports a failure to exec through
 // `error_fd` (errno as an int) and exits 127.
-[[noreturn]] void ExecChild(const ChildSpec& spec, char* const* argv, char* const* envp,
-                            int out_fd, int err_fd, int error_fd) {
+[[noreturn]] void ExecChild(const ChildSpec& spec, char* const* argv, char* const* envp, int out_fd,
+                            int err_fd, int error_fd) {
   sigset_t all;
   sigemptyset(&all);
   ::sigprocmask(SIG_SETMASK, &all, nullptr);
@@ -111,8 +111,7 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
     const std::string path = spec.output_file.empty() ? "/dev/null" : spec.output_file;
     file_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     if (file_fd < 0) {
-      return Status::IoError(path + ": cannot open for the job's output: " +
-                             strerror(errno));
+      return Status::IoError(path + ": cannot open for the job's output: " + strerror(errno));
     }
   } else if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
     close_all();
@@ -225,7 +224,11 @@ Result<SignalTarget> ParseSignalTarget(const std::string& text) {
   if (text == "children") return SignalTarget::kChildren;
   return Status::InvalidInput("--signal-target: expected leader, group, children or none, found '" +
                               text + "'")
-      .WithDetail({"", std::nullopt, "--signal-target", "leader, group, children or none", text,
+      .WithDetail({"",
+                   std::nullopt,
+                   "--signal-target",
+                   "leader, group, children or none",
+                   text,
                    {"none", "group"}});
 }
 

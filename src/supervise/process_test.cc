@@ -54,8 +54,11 @@ TEST(PosixProcessRunnerTest, ACommandThatCannotRunIsAStartError) {
 TEST(PosixProcessRunnerTest, PipesOrAFileAndTheEnvironment) {
   const std::string dir = TempDir("output");
   PosixProcessRunner runner;
-  ChildSpec spec{{"sh", "-c", "echo \"$GREETING\"; echo oops >&2; exit 3"}, {{"GREETING", "hi"}},
-                 "", "", false};
+  ChildSpec spec{{"sh", "-c", "echo \"$GREETING\"; echo oops >&2; exit 3"},
+                 {{"GREETING", "hi"}},
+                 "",
+                 "",
+                 false};
   ASSERT_TRUE(runner.Start(spec).ok());
   std::vector<std::string> lines;
   auto exit = WaitExit(runner, &lines);

@@ -63,8 +63,8 @@ Status QueueWorker::Run() {
       std::string gpu_list;
       for (int g : p.gpus) gpu_list += (gpu_list.empty() ? "" : ",") + std::to_string(g);
       ChildSpec spec;
-      spec.argv = {options_.fulcrum_binary, "run", "--quiet", "--name", row.id, "--data-dir",
-                   data_dir};
+      spec.argv = {
+          options_.fulcrum_binary, "run", "--quiet", "--name", row.id, "--data-dir", data_dir};
       if (!gpu_list.empty()) spec.argv.insert(spec.argv.end(), {"--gpus", gpu_list});
       spec.argv.insert(spec.argv.end(), row.run_options.begin(), row.run_options.end());
       spec.argv.push_back("--");

@@ -246,7 +246,8 @@ Result<int> ParseSignal(const std::string& text) {
     return Status::InvalidInput("--checkpoint-signal: " + SignalName(found) +
                                 " cannot be handled by the job (each checkpoint request would " +
                                 (found == SIGKILL ? "kill" : "freeze") + " it); use SIGUSR1")
-        .WithDetail({"", std::nullopt, "--checkpoint-signal", expected, text, {"SIGUSR1", "SIGUSR2"}});
+        .WithDetail(
+            {"", std::nullopt, "--checkpoint-signal", expected, text, {"SIGUSR1", "SIGUSR2"}});
   }
   return found;
 }
@@ -290,7 +291,8 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
   // Signals are opt-in: a launcher without a handler (torchrun) dies of SIGUSR1.
   const bool signal_given = !Text(f, "--checkpoint-signal", "").empty();
   FULCRUM_ASSIGN_OR_RETURN(
-      o.signal_target, ParseSignalTarget(Text(f, "--signal-target", signal_given ? "group" : "none")));
+      o.signal_target,
+      ParseSignalTarget(Text(f, "--signal-target", signal_given ? "group" : "none")));
   o.checkpoint_request_file =
       Text(f, "--checkpoint-request-file", data_dir + "/run/" + job_id + ".checkpoint-request");
   o.ready_file = data_dir + "/run/" + job_id + ".ready";
@@ -302,8 +304,8 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
   FULCRUM_ASSIGN_OR_RETURN(o.checkpoints.keep,
                            BoundedInt(f, "--keep", 0, 0, "0 (keep all) or more"));
   FULCRUM_ASSIGN_OR_RETURN(o.mtbf_prior_seconds, Duration(f, "--mtbf", 24 * 3600));
-  FULCRUM_ASSIGN_OR_RETURN(o.restart.max_restarts,
-                           BoundedInt(f, "--max-restarts", 10, -1, "0 or more, or -1 for no limit"));
+  FULCRUM_ASSIGN_OR_RETURN(o.restart.max_restarts, BoundedInt(f, "--max-restarts", 10, -1,
+                                                              "0 or more, or -1 for no limit"));
   FULCRUM_ASSIGN_OR_RETURN(o.restart.backoff_initial_seconds, Duration(f, "--backoff", 1));
   FULCRUM_ASSIGN_OR_RETURN(o.restart.backoff_max_seconds, Duration(f, "--backoff-max", 300));
   FULCRUM_ASSIGN_OR_RETURN(o.restart.crash_loop_failures,

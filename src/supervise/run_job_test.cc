@@ -16,10 +16,10 @@ namespace fs = std::filesystem;
 class RunJobTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = (fs::path(FULCRUM_BUILD_DIR) / "Testing" / "tmp" /
-            ("runjob-" +
-             std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())))
-               .string();
+    dir_ =
+        (fs::path(FULCRUM_BUILD_DIR) / "Testing" / "tmp" /
+         ("runjob-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name())))
+            .string();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -133,11 +133,14 @@ TEST_F(RunJobTest, AMissingCommandIsReportedOnceBeforeAnythingStarts) {
 }
 
 TEST_F(RunJobTest, RefusesSignalsAndCountsThatCannotWork) {
-  const std::vector<std::pair<std::string, std::string>> bad = {
-      {"--checkpoint-signal", "9"},       {"--checkpoint-signal", "KILL"},
-      {"--checkpoint-signal", "SIGSTOP"}, {"--max-restarts", "-5"},
-      {"--crash-loop-failures", "-1"},    {"--log-max-bytes", "0"},
-      {"--keep", "-1"},                   {"--log-files", "0"}};
+  const std::vector<std::pair<std::string, std::string>> bad = {{"--checkpoint-signal", "9"},
+                                                                {"--checkpoint-signal", "KILL"},
+                                                                {"--checkpoint-signal", "SIGSTOP"},
+                                                                {"--max-restarts", "-5"},
+                                                                {"--crash-loop-failures", "-1"},
+                                                                {"--log-max-bytes", "0"},
+                                                                {"--keep", "-1"},
+                                                                {"--log-files", "0"}};
   for (const auto& [flag, value] : bad) {
     RunJobRequest request = Request();
     request.flags.values[flag] = value;

@@ -367,12 +367,12 @@ void Supervisor::AccrueSpend() {
     Alert("budget_exhausted", "critical",
           "spent " + FormatUsd(job_.spend_usd) + " of " + FormatUsd(budget) +
               "; checkpointing and stopping");
-    BeginStop("budget of " + FormatUsd(budget) + " reached", store::JobState::kStopped, kExitBudget);
+    BeginStop("budget of " + FormatUsd(budget) + " reached", store::JobState::kStopped,
+              kExitBudget);
   }
 }
 
-void Supervisor::BeginStop(const std::string& reason, store::JobState final_state,
-                           int exit_code) {
+void Supervisor::BeginStop(const std::string& reason, store::JobState final_state, int exit_code) {
   if (phase_ == Phase::kBackoff || !runner_.running()) {
     Finish(final_state, reason, exit_code);
     return;
@@ -408,9 +408,8 @@ void Supervisor::OnExit(const ChildExit& exit) {
     reason +=
         latest_checkpoint_.empty() ? "; no checkpoint" : "; last checkpoint " + latest_checkpoint_;
     Finish(exit.success() && stop_state_ != store::JobState::kStopped ? store::JobState::kSucceeded
-                                                                   : stop_state_,
-           reason,
-           stop_exit_code_);
+                                                                      : stop_state_,
+           reason, stop_exit_code_);
     return;
   }
   if (exit.success()) {

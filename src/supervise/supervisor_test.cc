@@ -1,8 +1,8 @@
 // Unit tests of the supervisor's loop with a ManualClock and a fake ProcessRunner: whole
 // scenarios (preemption, grace, budget, backoff, cadence) run in milliseconds of real time.
 #include "supervise/supervisor.h"
-#include "supervise/fake_process_runner.h"
 #include "spot/interval.h"
+#include "supervise/fake_process_runner.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -88,11 +88,11 @@ TEST(SimSourceTest, ScenarioNonFiniteNumbersRefused) {
     auto rate = ParseScenario(
         std::string("- {at: 1s, gpu: 0, fault: heat-ramp, rate: ") + bad + "}\n", "s.yaml");
     ASSERT_FALSE(rate.ok()) << bad;
-    EXPECT_EQ(rate.status().message(),
-              std::string("s.yaml:1: faults[0].rate: expected a rate in C/s > 0, found \"") + bad +
-                  "\"");
-    auto at = ParseScenario(std::string("- {at: ") + bad + ", gpu: 0, fault: overheat}\n",
-                            "s.yaml");
+    EXPECT_EQ(
+        rate.status().message(),
+        std::string("s.yaml:1: faults[0].rate: expected a rate in C/s > 0, found \"") + bad + "\"");
+    auto at =
+        ParseScenario(std::string("- {at: ") + bad + ", gpu: 0, fault: overheat}\n", "s.yaml");
     ASSERT_FALSE(at.ok()) << bad;
   }
 }

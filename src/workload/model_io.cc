@@ -19,12 +19,27 @@ namespace {
 // Whole numbers of a preset: layer counts, widths, vocabularies (2^53: exact in a double).
 constexpr int64_t kMaxPresetInteger = int64_t{1} << 53;
 
-const std::vector<std::string> kPresetKeys = {
-    "name",       "source",          "kind",        "layers",         "hidden",
-    "heads",      "kv_heads",        "ffn_hidden",  "vocab",          "max_seq_len",
-    "tied_embeddings", "mlp",        "norm",        "position",       "linear_bias",
-    "qkv_bias",   "dropout",         "type_vocab",  "parameters",     "forward_flops_per_sample",
-    "activation_bytes_per_sample"};
+const std::vector<std::string> kPresetKeys = {"name",
+                                              "source",
+                                              "kind",
+                                              "layers",
+                                              "hidden",
+                                              "heads",
+                                              "kv_heads",
+                                              "ffn_hidden",
+                                              "vocab",
+                                              "max_seq_len",
+                                              "tied_embeddings",
+                                              "mlp",
+                                              "norm",
+                                              "position",
+                                              "linear_bias",
+                                              "qkv_bias",
+                                              "dropout",
+                                              "type_vocab",
+                                              "parameters",
+                                              "forward_flops_per_sample",
+                                              "activation_bytes_per_sample"};
 
 template <typename Enum>
 Result<Enum> YamlChoice(const YamlNode& node,
@@ -62,10 +77,10 @@ Status ApplyYamlKey(const std::string& key, const YamlNode& v, Model& m) {
     FULCRUM_ASSIGN_OR_RETURN(
         m.mlp, YamlChoice<MlpKind>(v, {{"gelu", MlpKind::kGelu}, {"swiglu", MlpKind::kSwiglu}}));
   } else if (key == "norm") {
-    FULCRUM_ASSIGN_OR_RETURN(m.norm,
-                             YamlChoice<NormKind>(v, {{"layernorm", NormKind::kLayerNorm},
-                                                      {"layernorm-no-bias", NormKind::kLayerNormNoBias},
-                                                      {"rmsnorm", NormKind::kRmsNorm}}));
+    FULCRUM_ASSIGN_OR_RETURN(
+        m.norm, YamlChoice<NormKind>(v, {{"layernorm", NormKind::kLayerNorm},
+                                         {"layernorm-no-bias", NormKind::kLayerNormNoBias},
+                                         {"rmsnorm", NormKind::kRmsNorm}}));
   } else if (key == "position") {
     FULCRUM_ASSIGN_OR_RETURN(m.position,
                              YamlChoice<PositionKind>(v, {{"learned", PositionKind::kLearned},

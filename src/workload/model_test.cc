@@ -92,7 +92,7 @@ TEST(PresetTest, NonFiniteNumbersRefused) {
         std::string("name: x\nsource: y\nkind: generic\nparameters: ") + bad + "\n", "m.yaml");
     ASSERT_FALSE(m.ok()) << bad;
     EXPECT_EQ(m.status().message(), std::string("m.yaml:4: parameters: expected a non-negative "
-                                                 "number, found \"") +
+                                                "number, found \"") +
                                         bad + "\"");
     m = ParseModelYaml(std::string("name: x\nsource: y\nlayers: ") + bad + "\n", "m.yaml");
     ASSERT_FALSE(m.ok()) << bad;

@@ -27,38 +27,44 @@ namespace {
   std::exit(code);
 }
 
-#define CUDA_CHECK(expr)                                                                  \
-  do {                                                                                    \
-    cudaError_t err_ = (expr);                                                            \
+#define CUDA_CHECK(expr)                                                                 \
+  do {                                                                                   \
+    cudaError_t err_ = (expr);                                                           \
     if (err_ != cudaSuccess) Fail(std::string(#expr) + ": " + cudaGetErrorString(err_)); \
   } while (0)
 
-#define CUBLAS_CHECK(expr)                                                                   \
-  do {                                                                                       \
-    cublasStatus_t st_ = (expr);                                                             \
-    if (st_ != CUBLAS_STATUS_SUCCESS) Fail(std::string(#expr) + ": cublas status " + std::to_string(st_)); \
+#define CUBLAS_CHECK(expr)                                                 \
+  do {                                                                     \
+    cublasStatus_t st_ = (expr);                                           \
+    if (st_ != CUBLAS_STATUS_SUCCESS)                                      \
+      Fail(std::string(#expr) + ": cublas status " + std::to_string(st_)); \
   } while (0)
 
 // ---- NVML, loaded at run time (own declarations, as the agent does) ----------------------
 struct Nvml {
   void* lib = nullptr;
   void* device = nullptr;
-  int (*get_clock)(void*, int, unsigned*) = nullptr;          // nvmlDeviceGetClockInfo
-  int (*get_temp)(void*, int, unsigned*) = nullptr;           // nvmlDeviceGetTemperature
-  int (*get_reasons)(void*, unsigned long long*) = nullptr;   // ...GetCurrentClocksEventReasons
-  int (*get_power)(void*, unsigned*) = nullptr;               // nvmlDeviceGetPowerUsage (mW)
+  int (*get_clock)(void*, int, unsigned*) = nullptr;         // nvmlDeviceGetClockInfo
+  int (*get_temp)(void*, int, unsigned*) = nullptr;          // nvmlDeviceGetTemperature
+  int (*get_reasons)(void*, unsigned long long*) = nullptr;  // ...GetCurrentClocksEventReasons
+  int (*get_power)(void*, unsigned*) = nullptr;              // nvmlDeviceGetPowerUsage (mW)
 
   bool Open(const char* pci_bus_id) {
     lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return false;
     auto init = reinterpret_cast<int (*)()>(dlsym(lib, "nvmlInit_v2"));
-    auto by_pci = reinterpret_cast<int (*)(const char*, void**)>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
-    get_clock = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
-    get_temp = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetTemperature"));
+    auto by_pci = reinterpret_cast<int (*)(const char*, void**)>(
+        dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
+    get_clock =
+        reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
+    get_temp =
+        reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetTemperature"));
     get_power = reinterpret_cast<int (*)(void*, unsigned*)>(dlsym(lib, "nvmlDeviceGetPowerUsage"));
-    get_reasons = reinterpret_cast<int (*)(void*, unsigned long long*)>(dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons"));
+    get_reasons = reinterpret_cast<int (*)(void*, unsigned long long*)>(
+        dlsym(lib, "nvmlDeviceGetCurrentClocksEventReasons"));
     if (!get_reasons) {
-      get_reasons = reinterpret_cast<int (*)(void*, unsigned long long*)>(dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
+      get_reasons = reinterpret_cast<int (*)(void*, unsigned long long*)>(
+          dlsym(lib, "nvmlDeviceGetCurrentClocksThrottleReasons"));
     }
     return init && by_pci && init() == 0 && by_pci(pci_bus_id, &device) == 0;
   }
@@ -76,11 +82,17 @@ __device__ __host__ inline float HashToUnit(unsigned long long i, unsigned seed)
 template <typename T>
 __device__ inline T FromFloat(float v);
 template <>
-__device__ inline float FromFloat<float>(float v) { return v; }
+__device__ inline float FromFloat<float>(float v) {
+  return v;
+}
 template <>
-__device__ inline __half FromFloat<__half>(float v) { return __float2half(v); }
+__device__ inline __half FromFloat<__half>(float v) {
+  return __float2half(v);
+}
 template <>
-__device__ inline __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) { return __float2bfloat16(v); }
+__device__ inline __nv_bfloat16 FromFloat<__nv_bfloat16>(float v) {
+  return __float2bfloat16(v);
+}
 
 template <typename T>
 __global__ void FillKernel(T* data, size_t n, unsigned seed) {
@@ -100,11 +112,17 @@ __global__ void CopyKernel(const float4* __restrict__ in, float4* __restrict__ o
 template <typename T>
 float ToFloatHost(T v);
 template <>
-float ToFloatHost<float>(float v) { return v; }
+float ToFloatHost<float>(float v) {
+  return v;
+}
 template <>
-float ToFloatHost<__half>(__half v) { return __half2float(v); }
+float ToFloatHost<__half>(__half v) {
+  return __half2float(v);
+}
 template <>
-float ToFloatHost<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+float ToFloatHost<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
 
 struct GemmResult {
   std::string dtype;
@@ -148,8 +166,8 @@ GemmResult RunGemm(cublasHandle_t handle, const char* dtype, cudaDataType_t type
   CUDA_CHECK(cudaGetLastError());
   float alpha = 1.0f, beta = 0.0f;
   auto gemm = [&] {
-    CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a, type, n, b, type, n,
-                              &beta, c, type, n, compute, CUBLAS_GEMM_DEFAULT));
+    CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a, type, n, b,
+                              type, n, &beta, c, type, n, compute, CUBLAS_GEMM_DEFAULT));
   };
   gemm();  // warm-up (and the result checked below)
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -163,10 +181,13 @@ GemmResult RunGemm(cublasHandle_t handle, const char* dtype, cudaDataType_t type
   for (int s = 0; s < 64; ++s) {
     int r = (s * 7919) % n, k = (s * 104729 + 13) % n;
     // Row r of A is strided by n in column-major; copy it element-wise with a 2D copy.
-    CUDA_CHECK(cudaMemcpy2D(row.data(), sizeof(T), a + r, n * sizeof(T), sizeof(T), n, cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaMemcpy(col.data(), b + static_cast<size_t>(k) * n, n * sizeof(T), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy2D(row.data(), sizeof(T), a + r, n * sizeof(T), sizeof(T), n,
+                            cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(col.data(), b + static_cast<size_t>(k) * n, n * sizeof(T),
+                          cudaMemcpyDeviceToHost));
     T got;
-    CUDA_CHECK(cudaMemcpy(&got, c + static_cast<size_t>(k) * n + r, sizeof(T), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(
+        cudaMemcpy(&got, c + static_cast<size_t>(k) * n + r, sizeof(T), cudaMemcpyDeviceToHost));
     double ref = 0, scale = 0;
     for (int i = 0; i < n; ++i) {
       double x = ToFloatHost(row[i]), y = ToFloatHost(col[i]);
@@ -216,8 +237,10 @@ double HostCopyBandwidth(size_t bytes, int reps, bool to_device) {
   Timer timer;
   timer.Start();
   for (int i = 0; i < reps; ++i) {
-    if (to_device) CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice));
-    else CUDA_CHECK(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost));
+    if (to_device)
+      CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice));
+    else
+      CUDA_CHECK(cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost));
   }
   double seconds = timer.StopSeconds();
   CUDA_CHECK(cudaFreeHost(host));
@@ -240,18 +263,24 @@ int main(int argc, char** argv) {
   int gemm_n = 8192;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--device" && i + 1 < argc) device = std::atoi(argv[++i]);
-    else if (arg == "--stability-seconds" && i + 1 < argc) stability_seconds = std::atof(argv[++i]);
-    else if (arg == "--gemm-size" && i + 1 < argc) gemm_n = std::atoi(argv[++i]);
+    if (arg == "--device" && i + 1 < argc)
+      device = std::atoi(argv[++i]);
+    else if (arg == "--stability-seconds" && i + 1 < argc)
+      stability_seconds = std::atof(argv[++i]);
+    else if (arg == "--gemm-size" && i + 1 < argc)
+      gemm_n = std::atoi(argv[++i]);
     else if (arg == "--quick") {
       stability_seconds = 5;
       gemm_n = 4096;
-    } else Fail("unknown argument " + arg, 2);
+    } else
+      Fail("unknown argument " + arg, 2);
   }
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
-    Fail(std::string("no usable CUDA GPU: ") + (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices"), 3);
+    Fail(std::string("no usable CUDA GPU: ") +
+             (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices"),
+         3);
   }
   if (device < 0 || device >= count) Fail("--device out of range", 2);
   CUDA_CHECK(cudaSetDevice(device));
@@ -270,10 +299,14 @@ int main(int argc, char** argv) {
   int reps = gemm_n >= 8192 ? 20 : 50;
   std::vector<GemmResult> gemms;
   // Tolerances: relative to sum |a_i b_i|; fp32 accumulate in all cases, inputs exact.
-  gemms.push_back(RunGemm<__nv_bfloat16>(handle, "bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, gemm_n, reps, 1e-2));
-  gemms.push_back(RunGemm<__half>(handle, "fp16", CUDA_R_16F, CUBLAS_COMPUTE_32F, gemm_n, reps, 1e-2));
-  gemms.push_back(RunGemm<float>(handle, "tf32", CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, gemm_n, reps / 2 + 1, 5e-3));
-  gemms.push_back(RunGemm<float>(handle, "fp32", CUDA_R_32F, CUBLAS_COMPUTE_32F, gemm_n / 2, reps, 1e-5));
+  gemms.push_back(
+      RunGemm<__nv_bfloat16>(handle, "bf16", CUDA_R_16BF, CUBLAS_COMPUTE_32F, gemm_n, reps, 1e-2));
+  gemms.push_back(
+      RunGemm<__half>(handle, "fp16", CUDA_R_16F, CUBLAS_COMPUTE_32F, gemm_n, reps, 1e-2));
+  gemms.push_back(RunGemm<float>(handle, "tf32", CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, gemm_n,
+                                 reps / 2 + 1, 5e-3));
+  gemms.push_back(
+      RunGemm<float>(handle, "fp32", CUDA_R_32F, CUBLAS_COMPUTE_32F, gemm_n / 2, reps, 1e-5));
 
   size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -291,7 +324,8 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaDeviceCanAccessPeer(&can, device, peer));
     if (!can) continue;
     cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
-    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) Fail(std::string("enable peer: ") + cudaGetErrorString(e));
+    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
+      Fail(std::string("enable peer: ") + cudaGetErrorString(e));
     cudaGetLastError();
     void *src = nullptr, *dst = nullptr;
     size_t bytes = size_t(512) << 20;
@@ -308,7 +342,8 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaFree(dst));
     CUDA_CHECK(cudaSetDevice(device));
     p2p += std::string(p2p.size() > 1 ? ", " : "") + "{\"src\": " + std::to_string(device) +
-           ", \"dst\": " + std::to_string(peer) + ", \"bytes_per_second\": " + JsonNumber(5.0 * bytes / seconds) + "}";
+           ", \"dst\": " + std::to_string(peer) +
+           ", \"bytes_per_second\": " + JsonNumber(5.0 * bytes / seconds) + "}";
   }
   p2p += "]";
 
@@ -325,16 +360,19 @@ int main(int argc, char** argv) {
   std::string intervals = "[";
   std::vector<double> rates;
   auto wall_start = std::chrono::steady_clock::now();
-  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count() < stability_seconds) {
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count() <
+         stability_seconds) {
     Timer timer;
     timer.Start();
     int done = 0;
     auto interval_start = std::chrono::steady_clock::now();
-    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - interval_start).count() < 1.0) {
+    while (
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - interval_start).count() <
+        1.0) {
       for (int i = 0; i < 5; ++i) {
-        CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, gemm_n, gemm_n, gemm_n, &alpha, a, CUDA_R_16BF,
-                                  gemm_n, b, CUDA_R_16BF, gemm_n, &beta, c, CUDA_R_16BF, gemm_n,
-                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, gemm_n, gemm_n, gemm_n, &alpha,
+                                  a, CUDA_R_16BF, gemm_n, b, CUDA_R_16BF, gemm_n, &beta, c,
+                                  CUDA_R_16BF, gemm_n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       }
       done += 5;
       CUDA_CHECK(cudaDeviceSynchronize());
@@ -348,11 +386,12 @@ int main(int argc, char** argv) {
     bool ok_temp = have_nvml && nvml.get_temp && nvml.get_temp(nvml.device, 0, &temp) == 0;
     bool ok_power = have_nvml && nvml.get_power && nvml.get_power(nvml.device, &power_mw) == 0;
     bool ok_reasons = have_nvml && nvml.get_reasons && nvml.get_reasons(nvml.device, &reasons) == 0;
-    intervals += std::string(intervals.size() > 1 ? ", " : "") + "{\"tflops\": " + JsonNumber(tflops) +
-                 ", \"sm_clock_mhz\": " + (ok_sm ? std::to_string(sm) : "null") +
-                 ", \"temperature_celsius\": " + (ok_temp ? std::to_string(temp) : "null") +
-                 ", \"power_watts\": " + (ok_power ? JsonNumber(power_mw / 1000.0) : "null") +
-                 ", \"clock_event_reasons\": " + (ok_reasons ? std::to_string(reasons) : "null") + "}";
+    intervals +=
+        std::string(intervals.size() > 1 ? ", " : "") + "{\"tflops\": " + JsonNumber(tflops) +
+        ", \"sm_clock_mhz\": " + (ok_sm ? std::to_string(sm) : "null") +
+        ", \"temperature_celsius\": " + (ok_temp ? std::to_string(temp) : "null") +
+        ", \"power_watts\": " + (ok_power ? JsonNumber(power_mw / 1000.0) : "null") +
+        ", \"clock_event_reasons\": " + (ok_reasons ? std::to_string(reasons) : "null") + "}";
   }
   intervals += "]";
   CUDA_CHECK(cudaFree(a));
@@ -367,23 +406,30 @@ int main(int argc, char** argv) {
   double min_rate = rates.empty() ? 0 : *std::min_element(rates.begin(), rates.end());
   double max_rate = rates.empty() ? 0 : *std::max_element(rates.begin(), rates.end());
 
-  std::printf("{\"device\": {\"index\": %d, \"name\": \"%s\", \"pci_bus_id\": \"%s\", \"memory_bytes\": %zu, "
-              "\"sm_count\": %d, \"compute_capability\": \"%d.%d\", \"cuda_driver_version\": %d, "
-              "\"cuda_runtime_version\": %d, \"gpu_count\": %d},\n",
-              device, prop.name, pci, total_bytes, prop.multiProcessorCount, prop.major, prop.minor,
-              driver_version, runtime_version, count);
+  std::printf(
+      "{\"device\": {\"index\": %d, \"name\": \"%s\", \"pci_bus_id\": \"%s\", \"memory_bytes\": "
+      "%zu, "
+      "\"sm_count\": %d, \"compute_capability\": \"%d.%d\", \"cuda_driver_version\": %d, "
+      "\"cuda_runtime_version\": %d, \"gpu_count\": %d},\n",
+      device, prop.name, pci, total_bytes, prop.multiProcessorCount, prop.major, prop.minor,
+      driver_version, runtime_version, count);
   std::printf(" \"gemm\": [");
   for (size_t i = 0; i < gemms.size(); ++i) {
-    std::printf("%s{\"dtype\": \"%s\", \"size\": %d, \"tflops\": %s, \"correct\": %s, \"max_relative_error\": %s}",
-                i ? ", " : "", gemms[i].dtype.c_str(), gemms[i].n, JsonNumber(gemms[i].tflops).c_str(),
-                gemms[i].correct ? "true" : "false", JsonNumber(gemms[i].max_relative_error).c_str());
+    std::printf(
+        "%s{\"dtype\": \"%s\", \"size\": %d, \"tflops\": %s, \"correct\": %s, "
+        "\"max_relative_error\": %s}",
+        i ? ", " : "", gemms[i].dtype.c_str(), gemms[i].n, JsonNumber(gemms[i].tflops).c_str(),
+        gemms[i].correct ? "true" : "false", JsonNumber(gemms[i].max_relative_error).c_str());
   }
-  std::printf("],\n \"memory_bandwidth_bytes_per_second\": %s,\n \"h2d_bytes_per_second\": %s,\n"
-              " \"d2h_bytes_per_second\": %s,\n \"p2p\": %s,\n",
-              JsonNumber(device_bw).c_str(), JsonNumber(h2d).c_str(), JsonNumber(d2h).c_str(), p2p.c_str());
-  std::printf(" \"stability\": {\"seconds\": %s, \"mean_tflops\": %s, \"min_tflops\": %s, \"max_tflops\": %s, "
-              "\"cv\": %s, \"intervals\": %s}}\n",
-              JsonNumber(stability_seconds).c_str(), JsonNumber(mean).c_str(), JsonNumber(min_rate).c_str(),
-              JsonNumber(max_rate).c_str(), JsonNumber(cv).c_str(), intervals.c_str());
+  std::printf(
+      "],\n \"memory_bandwidth_bytes_per_second\": %s,\n \"h2d_bytes_per_second\": %s,\n"
+      " \"d2h_bytes_per_second\": %s,\n \"p2p\": %s,\n",
+      JsonNumber(device_bw).c_str(), JsonNumber(h2d).c_str(), JsonNumber(d2h).c_str(), p2p.c_str());
+  std::printf(
+      " \"stability\": {\"seconds\": %s, \"mean_tflops\": %s, \"min_tflops\": %s, \"max_tflops\": "
+      "%s, "
+      "\"cv\": %s, \"intervals\": %s}}\n",
+      JsonNumber(stability_seconds).c_str(), JsonNumber(mean).c_str(), JsonNumber(min_rate).c_str(),
+      JsonNumber(max_rate).c_str(), JsonNumber(cv).c_str(), intervals.c_str());
   return 0;
 }
