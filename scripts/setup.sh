@@ -14,6 +14,9 @@ packages=(
   # real peers started by the tests
   sqlite3 prometheus prometheus-alertmanager slurm-wlm munge chromium
   curl procps iproute2 python3
+  # a real PyTorch training job under `fulcrum run` (CPU torch 1.13; call it as /usr/bin/python3)
+  # and YAML 1.1 parsing of the SkyPilot/dstack exports as PyYAML reads them
+  python3-torch python3-yaml
   # man pages rendered in the CLI test, the .deb built and listed in the package test
   groff-base man-db dpkg-dev
 )
