@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <limits>
+#include <tuple>
+
+#include "core/input_error.h"
 
 namespace fulcrum::supervise {
 namespace fs = std::filesystem;
@@ -36,46 +40,112 @@ void Measure(const fs::path& path, double& size, double& mtime) {
   }
 }
 
-bool HasMarker(const fs::path& entry, const std::string& marker, bool is_dir) {
-  std::error_code ec;
-  if (is_dir) return fs::exists(entry / marker, ec);
-  return fs::exists(entry.string() + "." + marker, ec);
+// Layouts whose checkpoints are numbered in their names: ordered by that number.
+bool Numbered(CheckpointLayout layout) {
+  return layout != CheckpointLayout::kPlain && layout != CheckpointLayout::kLightning &&
+         layout != CheckpointLayout::kAuto;
 }
+
+struct Candidate {
+  Checkpoint checkpoint;
+  bool complete = false;
+  std::string reason;  // why not complete
+};
 
 }  // namespace
 
 Result<CompletionRule> ParseCompletionRule(const std::string& text) {
-  if (text == "auto") return CompletionRule::kAuto;
-  if (text == "marker") return CompletionRule::kMarker;
-  if (text == "dcp") return CompletionRule::kDcp;
-  if (text == "stable") return CompletionRule::kStable;
-  return Status::InvalidInput(
-      "--checkpoint-complete: expected auto, marker, dcp or stable, found '" + text + "'");
+  static const std::vector<std::string> kNames = {"auto", "marker", "dcp", "stable", "rename"};
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (text == kNames[i]) return static_cast<CompletionRule>(i);
+  }
+  return InputError({"", std::nullopt, "--checkpoint-complete", JoinNames(kNames), text,
+                     NearestNames(text, kNames)});
+}
+
+bool CheckpointScanner::Complete(const std::string& name, Observed& obs, double now, bool is_dir,
+                                 std::string& evidence) {
+  const bool stable = !obs.tainted && now - obs.changed_at >= options_.settle_seconds;
+  if (stable) obs.settled_complete = true;
+  const fs::path path = fs::path(options_.dir) / name;
+  std::error_code ec;
+  switch (options_.rule) {
+    case CompletionRule::kMarker:
+      evidence = "marker " + options_.marker;
+      return is_dir ? fs::exists(path / options_.marker, ec)
+                    : fs::exists(path.string() + "." + options_.marker, ec);
+    case CompletionRule::kDcp:
+      evidence = "DCP .metadata";
+      return is_dir && fs::exists(path / ".metadata", ec);
+    case CompletionRule::kStable:
+      evidence = "unchanged for the settle time";
+      return obs.settled_complete;
+    case CompletionRule::kRename:
+      evidence = "renamed into place (--checkpoint-complete rename)";
+      return true;
+    case CompletionRule::kAuto:
+      break;
+  }
+  evidence = obs.judgement.reason;
+  switch (obs.judgement.verdict) {
+    case EntryVerdict::kComplete:
+      return true;
+    case EntryVerdict::kNeedsSettle:
+      evidence = "unchanged for " + std::to_string(static_cast<int>(options_.settle_seconds)) +
+                 " s while its writer ran (no format proof, no marker)";
+      return obs.settled_complete;
+    default:
+      return false;
+  }
 }
 
 Result<std::vector<Checkpoint>> CheckpointScanner::Scan(double now) {
   std::vector<Checkpoint> complete;
+  skipped_.clear();
   std::error_code ec;
   if (!fs::is_directory(options_.dir, ec)) return complete;
-  std::map<std::string, Observed> still_there;
-  const double wall_now = WallNow();
+  std::vector<CheckpointEntry> entries;
   for (auto it = fs::directory_iterator(options_.dir, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.empty() || name[0] == '.') continue;
-    const std::string marker_suffix = "." + options_.marker;
-    if (name.size() > marker_suffix.size() &&
-        name.compare(name.size() - marker_suffix.size(), marker_suffix.size(), marker_suffix) ==
-            0) {
-      continue;  // a sibling marker file, not a checkpoint
-    }
     if (fnmatch(options_.pattern.c_str(), name.c_str(), 0) != 0) continue;
     std::error_code ec2;
     const bool is_dir = it->is_directory(ec2);
+    if (!is_dir && !it->is_regular_file(ec2)) continue;  // dangling links, sockets
+    entries.push_back({name, is_dir});
+  }
+  if (ec) return Status::IoError(options_.dir + ": cannot list checkpoint dir: " + ec.message());
+
+  const CheckpointLayout layout = options_.layout == CheckpointLayout::kAuto
+                                      ? DetectCheckpointLayout(options_.dir, entries)
+                                      : options_.layout;
+  if (!layout_known_ || layout != layout_) {
+    if (layout_known_ || layout != CheckpointLayout::kPlain) {
+      notes_.push_back("checkpoint layout: " + std::string(CheckpointLayoutName(layout)) +
+                       (options_.layout == CheckpointLayout::kAuto ? " (detected)" : ""));
+    }
+    layout_ = layout;
+    layout_known_ = true;
+  }
+  LayoutContext context;
+  context.layout = layout;
+  context.dir = options_.dir;
+  context.marker = options_.marker;
+  context.default_pattern = options_.pattern == "*";
+  ReadLayoutPointer(context);
+  const std::string fingerprint =
+      std::string(CheckpointLayoutName(layout)) + "\n" + context.fingerprint();
+
+  std::map<std::string, Observed> still_there;
+  std::vector<Candidate> candidates;
+  const double wall_now = WallNow();
+  for (const CheckpointEntry& entry : entries) {
+    const fs::path path = fs::path(options_.dir) / entry.name;
     Observed obs;
-    if (auto found = seen_.find(name); found != seen_.end()) obs = found->second;
+    if (auto found = seen_.find(entry.name); found != seen_.end()) obs = found->second;
     double size = 0, mtime = 0;
-    Measure(it->path(), size, mtime);
+    Measure(path, size, mtime);
     if (size != obs.size || mtime != obs.mtime) {
       // First sight of an old, quiet entry counts as settled already.
       obs.changed_at = (first_scan_ || obs.size < 0) && wall_now - mtime >= options_.settle_seconds
@@ -84,54 +154,106 @@ Result<std::vector<Checkpoint>> CheckpointScanner::Scan(double now) {
       obs.size = size;
       obs.mtime = mtime;
       obs.tainted = false;  // a new writer is at work
+      obs.settled_complete = false;
+      obs.judged_for.clear();
     }
-    if (!obs.complete) {
-      const bool marker = HasMarker(it->path(), options_.marker, is_dir);
-      const bool dcp = is_dir && fs::exists(it->path() / ".metadata", ec2);
-      const bool stable = !obs.tainted && now - obs.changed_at >= options_.settle_seconds;
-      switch (options_.rule) {
-        case CompletionRule::kMarker:
-          obs.complete = marker;
-          break;
-        case CompletionRule::kDcp:
-          obs.complete = dcp;
-          break;
-        case CompletionRule::kStable:
-          obs.complete = stable;
-          break;
-        case CompletionRule::kAuto:
-          obs.complete = marker || dcp || (!is_dir && stable);
-          break;
+    if (obs.judged_for != fingerprint) {
+      obs.judgement = JudgeCheckpointEntry(context, entry);
+      obs.judged_for = fingerprint;
+    }
+    if (obs.judgement.verdict != EntryVerdict::kNotACheckpoint) {
+      Candidate c;
+      c.checkpoint = {path.string(),
+                      entry.name,
+                      obs.mtime,
+                      obs.judgement.step,
+                      layout,
+                      "",
+                      obs.judgement.protect,
+                      obs.judgement.recognised};
+      c.complete = Complete(entry.name, obs, now, entry.is_dir, c.checkpoint.evidence);
+      if (!c.complete) {
+        c.reason = options_.rule != CompletionRule::kAuto ? "no " + c.checkpoint.evidence
+                   : obs.judgement.verdict != EntryVerdict::kNeedsSettle ? obs.judgement.reason
+                   : obs.tainted
+                       ? "its writer died before it settled (no format proof, no marker)"
+                       : "waiting " + std::to_string(static_cast<int>(options_.settle_seconds)) +
+                             " s for it to settle (no format proof, no marker)";
       }
+      candidates.push_back(std::move(c));
     }
-    if (obs.complete) complete.push_back({it->path().string(), name, obs.mtime});
-    still_there[name] = obs;
+    still_there[entry.name] = std::move(obs);
   }
-  if (ec) return Status::IoError(options_.dir + ": cannot list checkpoint dir: " + ec.message());
   seen_ = std::move(still_there);
   first_scan_ = false;
-  std::sort(complete.begin(), complete.end(), [](const Checkpoint& a, const Checkpoint& b) {
-    return a.mtime_unix != b.mtime_unix ? a.mtime_unix < b.mtime_unix : a.name < b.name;
-  });
+
+  const bool numbered = Numbered(layout);
+  const auto key = [numbered](const Candidate& c) {
+    return std::make_tuple(
+        numbered ? c.checkpoint.step.value_or(std::numeric_limits<int64_t>::min()) : 0,
+        c.checkpoint.mtime_unix, c.checkpoint.name);
+  };
+  std::sort(candidates.begin(), candidates.end(),
+            [&](const Candidate& a, const Candidate& b) { return key(a) < key(b); });
+  size_t newest_complete = candidates.size();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (candidates[i].complete) {
+      complete.push_back(candidates[i].checkpoint);
+      newest_complete = i;
+    }
+  }
+  const size_t first_skipped = newest_complete == candidates.size() ? 0 : newest_complete + 1;
+  for (size_t i = first_skipped; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (c.complete) continue;
+    skipped_.push_back({c.checkpoint.name, c.reason});
+    std::string& reported = reported_[c.checkpoint.name];
+    if (reported != c.reason) {
+      notes_.push_back("skipped checkpoint " + c.checkpoint.path + ": " + c.reason);
+      reported = c.reason;
+    }
+  }
+  for (auto it = reported_.begin(); it != reported_.end();) {
+    it = seen_.count(it->first) != 0 ? std::next(it) : reported_.erase(it);
+  }
   return complete;
+}
+
+std::vector<std::string> CheckpointScanner::TakeNotes() {
+  std::vector<std::string> notes;
+  notes.swap(notes_);
+  return notes;
 }
 
 void CheckpointScanner::OnWriterDied(double /*now*/) {
   for (auto& [name, obs] : seen_) {
-    if (!obs.complete) obs.tainted = true;
+    if (!obs.settled_complete) obs.tainted = true;
   }
 }
 
 std::vector<std::string> CheckpointScanner::Prune(const std::vector<Checkpoint>& complete) {
   std::vector<std::string> removed;
   if (options_.keep <= 0 || static_cast<int>(complete.size()) <= options_.keep) return removed;
+  const Checkpoint& newest = complete.back();
+  // What a protected entry resolves to (Lightning's last.ckpt may be a symlink) stays too.
+  std::vector<fs::path> kept;
+  for (const Checkpoint& c : complete) {
+    std::error_code ec;
+    if (c.protect) kept.push_back(fs::canonical(c.path, ec));
+  }
   const size_t remove_count = complete.size() - static_cast<size_t>(options_.keep);
   for (size_t i = 0; i < remove_count; ++i) {
+    const Checkpoint& c = complete[i];
+    if (c.protect || !c.recognised || c.layout != newest.layout) continue;
+    std::error_code canonical_ec;
+    if (std::find(kept.begin(), kept.end(), fs::canonical(c.path, canonical_ec)) != kept.end()) {
+      continue;
+    }
     std::error_code ec;
-    fs::remove_all(complete[i].path, ec);
-    fs::remove(complete[i].path + "." + options_.marker, ec);
-    if (!ec) removed.push_back(complete[i].path);
-    seen_.erase(complete[i].name);
+    fs::remove_all(c.path, ec);
+    fs::remove(c.path + "." + options_.marker, ec);
+    if (!ec) removed.push_back(c.path);
+    seen_.erase(c.name);
   }
   return removed;
 }

@@ -238,6 +238,7 @@ void Supervisor::ScanCheckpoints(bool force) {
   if (!force && now - last_scan_ < kScanIntervalSeconds) return;
   last_scan_ = now;
   auto complete = scanner_.Scan(now);
+  for (const auto& note : scanner_.TakeNotes()) Event(note);  // skips, with the reason
   if (!complete.ok()) {
     Event(complete.status().message());
     return;
