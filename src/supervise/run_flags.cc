@@ -48,13 +48,18 @@ constexpr FlagSpec kValueFlags[] = {
     {"--checkpoint-pattern", "GLOB",
      "Entries of the checkpoint dir that are checkpoints (default *)"},
     {"--checkpoint-complete", "RULE",
-     "When a checkpoint is complete: auto (marker file or DCP .metadata in a directory; a plain "
-     "file whose size settled), marker, dcp, stable (default auto)"},
+     "When a checkpoint is complete: auto (the marker, the layout's own commit file or pointer, "
+     "a torch.save/safetensors file proven whole, DCP .metadata; else a plain file whose size "
+     "settled), marker, dcp, stable, rename (the job renames each checkpoint into place) "
+     "(default auto)"},
+    {"--checkpoint-layout", "LAYOUT",
+     "Which entries are checkpoints: auto (detected), plain, hf-trainer, deepspeed, megatron, "
+     "lightning, accelerate, orbax, torchtitan (default auto; see docs/CHECKPOINTS.md)"},
     {"--checkpoint-marker", "NAME",
      "Marker file inside a checkpoint directory, or NAME appended to a file checkpoint "
      "(model.pt.COMPLETE) (default COMPLETE)"},
     {"--checkpoint-settle", "DURATION",
-     "Size must stay unchanged this long for 'stable' (default 30s)"},
+     "How long a file that nothing proves complete must stay unchanged (default 30s)"},
     {"--checkpoint-request-file", "PATH",
      "File whose appearance asks the job for a checkpoint (the job deletes it); exported as "
      "FULCRUM_CHECKPOINT_REQUEST_FILE (default <data-dir>/run/<name>.checkpoint-request)"},
@@ -299,6 +304,8 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
   o.checkpoints.pattern = Text(f, "--checkpoint-pattern", "*");
   FULCRUM_ASSIGN_OR_RETURN(o.checkpoints.rule,
                            ParseCompletionRule(Text(f, "--checkpoint-complete", "auto")));
+  FULCRUM_ASSIGN_OR_RETURN(o.checkpoints.layout,
+                           ParseCheckpointLayout(Text(f, "--checkpoint-layout", "auto")));
   o.checkpoints.marker = Text(f, "--checkpoint-marker", "COMPLETE");
   FULCRUM_ASSIGN_OR_RETURN(o.checkpoints.settle_seconds, Duration(f, "--checkpoint-settle", 30));
   FULCRUM_ASSIGN_OR_RETURN(o.checkpoints.keep,
