@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string_view>
@@ -34,18 +35,18 @@ uint64_t Le(const std::string& bytes, size_t at, int width) {
   return value;
 }
 
-std::optional<std::string> ReadAt(std::ifstream& in, uint64_t offset, uint64_t count) {
-  std::string bytes(count, '\0');
-  in.clear();
-  in.seekg(static_cast<std::streamoff>(offset));
-  if (!in.read(bytes.data(), static_cast<std::streamsize>(count))) return std::nullopt;
-  return bytes;
-}
+// Reads `count` bytes at `offset` of the checkpoint (a file or bytes in memory); nullopt when
+// they are not all there.
+using Reader = std::function<std::optional<std::string>(uint64_t offset, uint64_t count)>;
 
-FileVerdict Zip(std::ifstream& in, uint64_t size) {
+FileVerdict Zip(const Reader& ReadAt, uint64_t size) {
   FileVerdict v{FileProof::kCutShort, "torch.save zip", ""};
+  if (size < kEndRecordBytes) {
+    v.detail = "shorter than a zip end record";
+    return v;
+  }
   const uint64_t tail_bytes = std::min(size, kEndRecordBytes + kMaxCommentBytes);
-  auto tail = ReadAt(in, size - tail_bytes, tail_bytes);
+  auto tail = ReadAt(size - tail_bytes, tail_bytes);
   if (!tail) return {FileProof::kUnknown, "", "cannot read the end of the file"};
   // The last end record whose comment ends exactly at the end of the file.
   for (uint64_t i = tail_bytes - kEndRecordBytes + 1; i-- > 0;) {
@@ -59,7 +60,7 @@ FileVerdict Zip(std::ifstream& in, uint64_t size) {
     uint64_t cd_end = end_at;
     // torch.save's writer puts zip64 end records before the classic one whatever the sizes.
     auto locator =
-        end_at >= kLocatorBytes ? ReadAt(in, end_at - kLocatorBytes, kLocatorBytes) : std::nullopt;
+        end_at >= kLocatorBytes ? ReadAt(end_at - kLocatorBytes, kLocatorBytes) : std::nullopt;
     const bool has_locator = locator && Le(*locator, 0, 4) == kZip64EndLocator;
     if (!has_locator && (entries == 0xFFFF || cd_bytes == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF)) {
       v.detail = "zip64 end record without its locator";
@@ -67,7 +68,7 @@ FileVerdict Zip(std::ifstream& in, uint64_t size) {
     }
     if (has_locator) {
       const uint64_t record_at = Le(*locator, 8, 8);
-      auto record = record_at + 56 <= end_at ? ReadAt(in, record_at, 56) : std::nullopt;
+      auto record = record_at + 56 <= end_at ? ReadAt(record_at, 56) : std::nullopt;
       if (!record || Le(*record, 0, 4) != kZip64EndRecord) {
         v.detail = "zip64 locator points at no zip64 end record";
         return v;
@@ -82,7 +83,7 @@ FileVerdict Zip(std::ifstream& in, uint64_t size) {
       return v;
     }
     if (entries > 0) {
-      auto first = ReadAt(in, cd_offset, 4);
+      auto first = ReadAt(cd_offset, 4);
       if (!first || Le(*first, 0, 4) != kCentralHeader) {
         v.detail = "no central directory where the end record says";
         return v;
@@ -97,7 +98,8 @@ FileVerdict Zip(std::ifstream& in, uint64_t size) {
 
 // Format: huggingface/safetensors@ead9d7ba README.md "Format": 8 bytes little-endian header size
 // N, N bytes of JSON header, then the byte buffer, which the header's data_offsets index entirely.
-std::optional<FileVerdict> Safetensors(std::ifstream& in, uint64_t size, const std::string& head) {
+std::optional<FileVerdict> Safetensors(const Reader& ReadAt, uint64_t size,
+                                       const std::string& head) {
   const uint64_t header_bytes = Le(head, 0, 8);
   if (header_bytes < 2 || header_bytes > kMaxSafetensorsHeaderBytes || head[8] != '{') {
     return std::nullopt;
@@ -107,7 +109,7 @@ std::optional<FileVerdict> Safetensors(std::ifstream& in, uint64_t size, const s
     v.detail = "the header is longer than the file";
     return v;
   }
-  auto text = ReadAt(in, 8, header_bytes);
+  auto text = ReadAt(8, header_bytes);
   if (!text) return std::nullopt;
   auto header = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!header.is_object()) return std::nullopt;
@@ -130,6 +132,15 @@ std::optional<FileVerdict> Safetensors(std::ifstream& in, uint64_t size, const s
   return FileVerdict{FileProof::kWhole, v.format, "safetensors header matches the file size"};
 }
 
+FileVerdict Verify(const Reader& read, uint64_t size) {
+  if (size < 9) return {};
+  auto head = read(0, 9);
+  if (!head) return {FileProof::kUnknown, "", "cannot read"};
+  if (Le(*head, 0, 4) == kLocalHeader) return Zip(read, size);
+  if (auto v = Safetensors(read, size, *head)) return *v;
+  return {};
+}
+
 }  // namespace
 
 FileVerdict VerifyCheckpointFile(const std::string& path) {
@@ -137,13 +148,22 @@ FileVerdict VerifyCheckpointFile(const std::string& path) {
   if (!in) return {FileProof::kUnknown, "", "cannot open"};
   const auto end = in.tellg();
   if (end < 0) return {FileProof::kUnknown, "", "cannot size"};
-  const auto size = static_cast<uint64_t>(end);
-  if (size < 9) return {};
-  auto head = ReadAt(in, 0, 9);
-  if (!head) return {FileProof::kUnknown, "", "cannot read"};
-  if (Le(*head, 0, 4) == kLocalHeader) return Zip(in, size);
-  if (auto v = Safetensors(in, size, *head)) return *v;
-  return {};
+  const Reader read = [&in](uint64_t offset, uint64_t count) -> std::optional<std::string> {
+    std::string bytes(count, '\0');
+    in.clear();
+    in.seekg(static_cast<std::streamoff>(offset));
+    if (!in.read(bytes.data(), static_cast<std::streamsize>(count))) return std::nullopt;
+    return bytes;
+  };
+  return Verify(read, static_cast<uint64_t>(end));
+}
+
+FileVerdict VerifyCheckpointBytes(std::string_view bytes) {
+  const Reader read = [bytes](uint64_t offset, uint64_t count) -> std::optional<std::string> {
+    if (offset > bytes.size() || count > bytes.size() - offset) return std::nullopt;
+    return std::string(bytes.substr(offset, count));
+  };
+  return Verify(read, bytes.size());
 }
 
 }  // namespace fulcrum::supervise

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace fulcrum::supervise {
 
@@ -23,5 +24,7 @@ struct FileVerdict {
 
 // Reads `path` and judges it; an unreadable file is kUnknown with the error in `detail`.
 FileVerdict VerifyCheckpointFile(const std::string& path);
+// The same judgement of bytes in memory (the fuzz target, tests).
+FileVerdict VerifyCheckpointBytes(std::string_view bytes);
 
 }  // namespace fulcrum::supervise

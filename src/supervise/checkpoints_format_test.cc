@@ -81,6 +81,16 @@ TEST_F(CheckpointFormatTest, AZipWhoseCentralDirectoryIsNotWhereTheEndSaysIsCutS
   EXPECT_EQ(VerifyCheckpointFile((dir_ / "shifted.pt").string()).proof, FileProof::kCutShort);
 }
 
+// Found by checkpoints_format_fuzz: a zip's first bytes alone (shorter than an end record) read
+// before the start of the buffer.
+TEST_F(CheckpointFormatTest, AZipShorterThanItsEndRecordIsCutShort) {
+  const std::string bytes = TorchSaveBytes();
+  for (size_t cut : {9, 12, 21}) {
+    EXPECT_EQ(VerifyCheckpointBytes(bytes.substr(0, cut)).proof, FileProof::kCutShort) << cut;
+  }
+  EXPECT_EQ(VerifyCheckpointBytes(bytes).proof, FileProof::kWhole);
+}
+
 TEST_F(CheckpointFormatTest, SafetensorsMustHoldEveryByteItsHeaderLists) {
   const std::string bytes = SafetensorsBytes(16);
   WriteBytes(dir_ / "model.safetensors", bytes);
