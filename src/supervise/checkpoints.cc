@@ -186,6 +186,10 @@ Result<std::vector<Checkpoint>> CheckpointScanner::Scan(double now) {
   }
   seen_ = std::move(still_there);
   first_scan_ = false;
+  // Skips are reported where a resume is decided (the first scan, the first after the writer
+  // died), not while the job is still writing its next checkpoint.
+  const bool report_skips = report_skips_;
+  report_skips_ = false;
 
   const bool numbered = Numbered(layout);
   const auto key = [numbered](const Candidate& c) {
@@ -207,6 +211,7 @@ Result<std::vector<Checkpoint>> CheckpointScanner::Scan(double now) {
     const Candidate& c = candidates[i];
     if (c.complete) continue;
     skipped_.push_back({c.checkpoint.name, c.reason});
+    if (!report_skips) continue;
     std::string& reported = reported_[c.checkpoint.name];
     if (reported != c.reason) {
       notes_.push_back("skipped checkpoint " + c.checkpoint.path + ": " + c.reason);
@@ -226,6 +231,7 @@ std::vector<std::string> CheckpointScanner::TakeNotes() {
 }
 
 void CheckpointScanner::OnWriterDied(double /*now*/) {
+  report_skips_ = true;
   for (auto& [name, obs] : seen_) {
     if (!obs.settled_complete) obs.tainted = true;
   }

@@ -73,8 +73,9 @@ class CheckpointScanner {
 
   // The last scan's incomplete candidates newer than its newest complete checkpoint.
   const std::vector<SkippedCheckpoint>& skipped() const { return skipped_; }
-  // Log lines for skips not reported before ("skipped checkpoint X: reason"), and for a change
-  // of detected layout; each is returned once.
+  // Log lines, each returned once: the skips of the first scan and of the first scan after
+  // OnWriterDied (where a resume is decided; "skipped checkpoint X: reason", a reason already
+  // logged for X is not repeated), and each change of the detected layout.
   std::vector<std::string> TakeNotes();
   CheckpointLayout layout() const { return layout_; }
   const CheckpointScanOptions& options() const { return options_; }
@@ -100,6 +101,7 @@ class CheckpointScanner {
   CheckpointLayout layout_ = CheckpointLayout::kPlain;
   bool layout_known_ = false;
   bool first_scan_ = true;
+  bool report_skips_ = true;  // the next scan decides a resume: log its skips
 };
 
 }  // namespace fulcrum::supervise

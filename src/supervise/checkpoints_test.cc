@@ -427,6 +427,22 @@ TEST_F(CheckpointsTest, SkipReasonsAreLoggedOnceEachAndTheLayoutWhenDetected) {
   EXPECT_TRUE(scanner.TakeNotes().empty()) << "the same reason is not logged again";
 }
 
+TEST_F(CheckpointsTest, ASaveInProgressIsNotLoggedAsSkippedUntilTheWriterDies) {
+  Write("checkpoint-1/trainer_state.json", "{}");
+  CheckpointScanner scanner(Options());
+  Names(scanner, 0);
+  scanner.TakeNotes();
+  Write("checkpoint-2/model.safetensors", "being written");
+  EXPECT_EQ(Names(scanner, 1).back(), "checkpoint-1");
+  EXPECT_EQ(SkippedNames(scanner), (std::vector<std::string>{"checkpoint-2"}));
+  EXPECT_TRUE(scanner.TakeNotes().empty()) << "the job is still writing it";
+  scanner.OnWriterDied(2);
+  Names(scanner, 2);
+  auto notes = scanner.TakeNotes();
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("checkpoint-2: no trainer_state.json"), std::string::npos) << notes[0];
+}
+
 // Issue 14: `--keep` with the default pattern deleted whatever had settled (logs, data files).
 TEST_F(CheckpointsTest, KeepDeletesOnlyCheckpointsTheLayoutRecognises) {
   for (int i = 1; i <= 3; ++i) {
