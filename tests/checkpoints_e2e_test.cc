@@ -29,10 +29,11 @@ class CheckpointsE2eTest : public ::testing::Test {
   }
   // `fulcrum run` of `sh -c script` over the checkpoint dir, no cadence requests.
   RunOutput Run(const std::string& name, const std::string& script,
-                std::vector<std::string> extra = {}) {
+                std::vector<std::string> extra = {}, bool requests = false) {
     std::vector<std::string> args = {
         "run",  "--name",    name,    "--data-dir",       data_, "--preemption",
         "none", "--backoff", "0.05s", "--checkpoint-dir", ckpt_, "--no-checkpoint-requests"};
+    if (requests) args.pop_back();
     args.insert(args.end(), extra.begin(), extra.end());
     args.insert(args.end(), {"--", "/bin/sh", "-c", script});
     RunOptions options;
@@ -85,6 +86,32 @@ TEST_F(CheckpointsE2eTest, ATorchSaveFileWrittenJustBeforeACrashIsResumedFrom) {
   RunOutput r = Run("crash", script, {"--checkpoint-settle", "30s", "--max-restarts", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("resume=" + ckpt_ + "/model-73.pt\n"), std::string::npos) << r.out << r.err;
+}
+
+size_t CountOf(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// Lightning's last.ckpt is saved again under the same name (ModelCheckpoint save_last, a copy):
+// each save is a new checkpoint, although the newest path stays the same.
+TEST_F(CheckpointsE2eTest, ACheckpointSavedAgainUnderTheSameNameCountsEachTime) {
+  WriteBytes(dir_ + "/state.ckpt", TorchSaveBytes());
+  const std::string script =
+      "i=0; while [ $i -lt 80 ]; do\n"
+      "  if [ -e \"$FULCRUM_CHECKPOINT_REQUEST_FILE\" ]; then\n"
+      "    cp " +
+      dir_ +
+      "/state.ckpt \"$FULCRUM_CHECKPOINT_DIR/last.ckpt.tmp\"\n"
+      "    mv \"$FULCRUM_CHECKPOINT_DIR/last.ckpt.tmp\" \"$FULCRUM_CHECKPOINT_DIR/last.ckpt\"\n"
+      "    rm -f \"$FULCRUM_CHECKPOINT_REQUEST_FILE\"\n"
+      "  fi\n"
+      "  sleep 0.05; i=$((i+1))\n"
+      "done\n";
+  RunOutput r = Run("last", script, {"--checkpoint-every", "1s"}, /*requests=*/true);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(CountOf(r.err, "checkpoint complete: " + ckpt_ + "/last.ckpt"), 2u) << r.err;
 }
 
 TEST_F(CheckpointsE2eTest, AnUnknownLayoutIsAUsageErrorNamingTheNearest) {

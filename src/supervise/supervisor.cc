@@ -243,7 +243,10 @@ void Supervisor::ScanCheckpoints(bool force) {
     Event(complete.status().message());
     return;
   }
-  if (complete->empty() || complete->back().path == latest_checkpoint_) return;
+  if (complete->empty() || (complete->back().path == latest_checkpoint_ &&
+                            job_.last_checkpoint_at == complete->back().mtime_unix)) {
+    return;  // nothing new; one saved again under its name (Lightning's last.ckpt) is new
+  }
   const Checkpoint& newest = complete->back();
   const bool first_sight = initial_scan_;
   latest_checkpoint_ = newest.path;
