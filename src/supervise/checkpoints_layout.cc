@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string_view>
 
 #include "core/input_error.h"
+#include "core/text_file.h"
 #include "supervise/checkpoints_format.h"
 
 namespace fulcrum::supervise {
@@ -85,11 +84,9 @@ bool Exists(const fs::path& p) {
 }
 
 std::optional<std::string> ReadSmall(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  auto text = ReadTextFile(p.string(), "a checkpoint's small file");
+  if (!text.ok()) return std::nullopt;
+  return *std::move(text);
 }
 
 std::string Trim(std::string s) {
@@ -341,41 +338,27 @@ bool HasDirWith(const std::string& dir, const std::vector<CheckpointEntry>& entr
   });
 }
 
-}  // namespace
-
-Result<CheckpointLayout> ParseCheckpointLayout(const std::string& text) {
+// Indexed by CheckpointLayout.
+const std::vector<std::string>& LayoutNames() {
   static const std::vector<std::string> kNames = {"auto",       "plain",    "hf-trainer",
                                                   "deepspeed",  "megatron", "lightning",
                                                   "accelerate", "orbax",    "torchtitan"};
-  for (size_t i = 0; i < kNames.size(); ++i) {
-    if (text == kNames[i]) return static_cast<CheckpointLayout>(i);
+  return kNames;
+}
+
+}  // namespace
+
+Result<CheckpointLayout> ParseCheckpointLayout(const std::string& text) {
+  const auto& names = LayoutNames();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (text == names[i]) return static_cast<CheckpointLayout>(i);
   }
-  return InputError({"", std::nullopt, "--checkpoint-layout", JoinNames(kNames), text,
-                     NearestNames(text, kNames)});
+  return InputError(
+      {"", std::nullopt, "--checkpoint-layout", JoinNames(names), text, NearestNames(text, names)});
 }
 
 const char* CheckpointLayoutName(CheckpointLayout layout) {
-  switch (layout) {
-    case CheckpointLayout::kAuto:
-      return "auto";
-    case CheckpointLayout::kPlain:
-      return "plain";
-    case CheckpointLayout::kHfTrainer:
-      return "hf-trainer";
-    case CheckpointLayout::kDeepSpeed:
-      return "deepspeed";
-    case CheckpointLayout::kMegatron:
-      return "megatron";
-    case CheckpointLayout::kLightning:
-      return "lightning";
-    case CheckpointLayout::kAccelerate:
-      return "accelerate";
-    case CheckpointLayout::kOrbax:
-      return "orbax";
-    case CheckpointLayout::kTorchtitan:
-      return "torchtitan";
-  }
-  return "plain";
+  return LayoutNames().at(static_cast<size_t>(layout)).c_str();
 }
 
 CheckpointLayout DetectCheckpointLayout(const std::string& dir,
