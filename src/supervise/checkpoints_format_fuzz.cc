@@ -1,7 +1,10 @@
 // Fuzz target: the checkpoint format proofs (torch.save zip end records, safetensors headers)
 // must never crash or read outside the bytes, and a verdict of whole must survive the loss of
 // its last byte only as "cut short" or "unknown", never as whole again: a truncated file is
-// never proven whole.
+// never proven whole. Seeds in tests/fuzz/checkpoints_format_fuzz/: torch_save_113.pt is
+// Debian python3-torch 1.13's torch.save(torch.tensor([1.0, 2.0])), torch_save_cut.pt the same
+// less its last 30 bytes, stored.zip Python's zipfile (ZIP_STORED), two_floats.safetensors a
+// two-float F32 tensor laid out per huggingface/safetensors@ead9d7ba README.md "Format".
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
