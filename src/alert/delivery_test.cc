@@ -3,19 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <chrono>
-#include <cmath>
-#include <ctime>
 #include <functional>
 #include <map>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -24,6 +19,7 @@
 #include "alert/notify_send.h"
 #include "alert/rules_yaml.h"
 #include "support/fake_http_server.h"
+#include "support/vendor_signatures.h"
 
 namespace fulcrum::alert {
 namespace {
@@ -625,7 +621,7 @@ TEST(DeliveryHttpTest, HangingReceiverNeverDelaysAnother) {
 // Start-up validation catches what used to pass until the first alert: the error names the
 // receiver and the problem, never the URL.
 // Fake Feishu and DingTalk bots over real HTTP that verify signatures exactly as the vendors
-// document (see notify_send_test.cc for the recipes and sources): a body or URL signed with
+// document (support/vendor_signatures.h has the recipes and sources): a body or URL signed with
 // the bot's secret is accepted ({"code":0} / {"errcode":0}); anything else gets the vendor's
 // HTTP 200 error answer. The agent's receiver secret matches one bot and not the other.
 class SigningBots {
@@ -634,56 +630,42 @@ class SigningBots {
       : feishu_secret_(std::move(feishu_secret)), dingtalk_secret_(std::move(dingtalk_secret)) {
     server_.server().Post(
         "/open-apis/bot/v2/hook/T", [this](const httplib::Request& req, httplib::Response& res) {
-          nlohmann::json body = nlohmann::json::parse(req.body, nullptr, false);
-          bool ok = !body.is_discarded() && body.contains("timestamp") && body.contains("sign");
-          if (ok) {
-            const std::string ts = body["timestamp"].get<std::string>();
-            ok = std::abs(std::stod(ts) - static_cast<double>(std::time(nullptr))) <= 3600 &&
-                 body["sign"] == VendorHmac(ts + "\n" + feishu_secret_, "");
-          }
+          const bool ok = fulcrum::testing::FeishuAccepts(req.body, feishu_secret_, Now());
           Count(ok ? "feishu-ok" : "feishu-refused");
           res.set_content(ok ? R"({"code":0,"data":{},"msg":"success"})"
                              : R"({"code":19021,"data":{},"msg":"sign match fail or timestamp is )"
                                R"(not within one hour from current time"})",
                           "application/json");
         });
-    server_.server().Post("/robot/send", [this](const httplib::Request& req,
-                                                httplib::Response& res) {
-      const std::string ts = req.get_param_value("timestamp");
-      const std::string sign = req.get_param_value("sign");  // httplib URL-decodes it
-      bool ok = req.get_param_value("access_token") == "TOKEN" && !ts.empty() &&
-                std::abs(std::stod(ts) / 1000 - static_cast<double>(std::time(nullptr))) <= 3600 &&
-                sign == VendorHmac(dingtalk_secret_, ts + "\n" + dingtalk_secret_);
-      Count(ok ? "dingtalk-ok" : "dingtalk-refused");
-      res.set_content(
-          ok ? R"({"errcode":0,"errmsg":"ok"})" : R"({"errcode":310000,"errmsg":"sign not match"})",
-          "application/json");
-    });
+    server_.server().Post(
+        "/robot/send", [this](const httplib::Request& req, httplib::Response& res) {
+          // httplib URL-decodes the query values.
+          const bool ok = req.get_param_value("access_token") == "TOKEN" &&
+                          fulcrum::testing::DingTalkAccepts(req.get_param_value("timestamp"),
+                                                            req.get_param_value("sign"),
+                                                            dingtalk_secret_, Now());
+          Count(ok ? "dingtalk-ok" : "dingtalk-refused");
+          res.set_content(ok ? R"({"errcode":0,"errmsg":"ok"})"
+                             : R"({"errcode":310000,"errmsg":"sign not match"})",
+                          "application/json");
+        });
     server_.Start();
   }
   std::string url() const { return server_.url(); }
   int CountOf(const std::string& what) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     return counts_[what];
   }
 
  private:
-  static std::string VendorHmac(const std::string& key, const std::string& message) {
-    unsigned char digest[32];
-    unsigned int length = 0;
-    HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-         reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest, &length);
-    unsigned char encoded[64];
-    int n = EVP_EncodeBlock(encoded, digest, static_cast<int>(length));
-    return std::string(reinterpret_cast<char*>(encoded), static_cast<size_t>(n));
-  }
+  static double Now() { return SystemClock().UnixSeconds(); }
   void Count(const std::string& what) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     ++counts_[what];
   }
   const std::string feishu_secret_, dingtalk_secret_;
-  std::mutex mutex_;
-  std::map<std::string, int> counts_;
+  Mutex mutex_;
+  std::map<std::string, int> counts_ GUARDED_BY(mutex_);
   fulcrum::testing::FakeHttpServer server_;  // last: stopped before the state it touches
 };
 
