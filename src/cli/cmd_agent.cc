@@ -11,6 +11,7 @@
 #include "alert/notify.h"
 #include "cli/command.h"
 #include "core/clock.h"
+#include "core/input_error.h"
 #include "core/parse.h"
 
 namespace fulcrum::cli {
@@ -174,8 +175,9 @@ void RegisterAgent(CLI::App* cmd, CliContext& ctx) {
                   "Webhook URL for alert notifications (secret: never logged)")
       ->type_name("URL");
   cmd->add_option("--receiver-format", f->receiver_format,
-                  "Payload format of --receiver (default generic)")
-      ->check(CLI::IsMember(ReceiverFormatNames()))
+                  "Payload format of --receiver (default generic): " +
+                      JoinNames(ReceiverFormatNames()))
+      ->check(CLI::IsMember(ReceiverFormatNames()).description(""))
       ->type_name("FORMAT");
   cmd->add_option("--token", f->token,
                   "Bearer token required by state-changing endpoints (POST /v1/idle/cancel); "
