@@ -10,7 +10,7 @@ packages=(
   cmake ninja-build g++ clang clang-tidy clang-format ccache pkg-config
   # libraries (see README "Dependencies")
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libspdlog-dev libsqlite3-dev
-  libcpp-httplib-dev libcurl4-openssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libcpp-httplib-dev libcurl4-openssl-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   # real peers started by the tests
   sqlite3 prometheus prometheus-alertmanager slurm-wlm munge chromium
   curl procps iproute2 python3

@@ -140,7 +140,7 @@ struct Agent::Impl {
     if (n > 0) spdlog::info("restored {} pending/firing alert(s) from the store", n);
     for (const ReceiverConfig& r : config.receivers) {
       FULCRUM_ASSIGN_OR_RETURN(alert::ReceiverFormat format, alert::ParseReceiverFormat(r.format));
-      receivers.push_back({r.name, r.url, format, r.token});
+      receivers.push_back({r.name, r.url, format, r.token, r.secret, r.routing_key});
     }
     FULCRUM_ASSIGN_OR_RETURN(outbox, store::SqliteOutbox::Open(db->db().path()));
     poster = std::make_unique<alert::CurlPoster>();

@@ -101,7 +101,7 @@ TEST(AgentConfigTest, ErrorsNameFileLineAndField) {
   bad.source = "gpu";
   EXPECT_EQ(ValidateAgentConfig(bad).code(), StatusCode::kInvalidInput);
   bad = AgentConfig{};
-  bad.receivers.push_back({"default", "http://x", "teams", ""});
+  bad.receivers.push_back({"default", "http://x", "matrix", ""});
   EXPECT_FALSE(ValidateAgentConfig(bad).ok());
 }
 

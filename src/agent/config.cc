@@ -22,7 +22,8 @@ std::string Key(std::string key) {
 }
 
 Status ParseReceiver(const YamlNode& node, ReceiverConfig& r) {
-  static const std::vector<std::string> kKnown = {"name", "url", "format", "token"};
+  static const std::vector<std::string> kKnown = {"name",  "url",    "format",
+                                                  "token", "secret", "routing_key"};
   FULCRUM_ASSIGN_OR_RETURN(auto entries, node.Entries());
   for (const auto& [raw_key, v] : entries) {
     const std::string key = Key(raw_key);
@@ -34,10 +35,15 @@ Status ParseReceiver(const YamlNode& node, ReceiverConfig& r) {
       FULCRUM_ASSIGN_OR_RETURN(r.format, v.Text());
     } else if (key == "token") {
       FULCRUM_ASSIGN_OR_RETURN(r.token, v.Text());
+    } else if (key == "secret") {
+      FULCRUM_ASSIGN_OR_RETURN(r.secret, v.Text());
+    } else if (key == "routing_key") {
+      FULCRUM_ASSIGN_OR_RETURN(r.routing_key, v.Text());
     } else {
       return v.UnknownFieldError(kKnown);
     }
   }
+  if (r.url.empty() && r.format == "pagerduty") r.url = kPagerDutyEventsUrl;
   if (r.url.empty()) return node.MissingError("url", "a receiver url");
   return Status::Ok();
 }
@@ -192,6 +198,27 @@ Status ValidateAgentConfig(const AgentConfig& c) {
                                   "': URL must start with http:// or https://");
     }
     FULCRUM_RETURN_IF_ERROR(alert::ValidateReceiverUrl(r.name, r.url));
+    // A key the format would ignore is a mistake (a bot left unsigned), said at start-up.
+    const bool signs =
+        *format == alert::ReceiverFormat::kFeishu || *format == alert::ReceiverFormat::kDingTalk;
+    if (!r.secret.empty() && !signs) {
+      return Status::InvalidInput("receiver '" + r.name +
+                                  "': 'secret' signs feishu and dingtalk "
+                                  "bots only, found format '" +
+                                  r.format + "'");
+    }
+    const bool pagerduty = *format == alert::ReceiverFormat::kPagerDuty;
+    if (pagerduty && r.routing_key.empty()) {
+      return Status::InvalidInput("receiver '" + r.name +
+                                  "': format pagerduty needs 'routing_key' (the integration key "
+                                  "of an Events API v2 integration)");
+    }
+    if (!pagerduty && !r.routing_key.empty()) {
+      return Status::InvalidInput("receiver '" + r.name +
+                                  "': 'routing_key' is for format "
+                                  "pagerduty only, found format '" +
+                                  r.format + "'");
+    }
   }
   for (const std::string& host : c.allowed_hosts) {
     bool name_chars = !host.empty() && std::all_of(host.begin(), host.end(), [](char ch) {

@@ -14,10 +14,15 @@ namespace fulcrum::agent {
 
 struct ReceiverConfig {
   std::string name = "default";
-  std::string url;  // SECRET (never logged)
+  std::string url;  // SECRET (never logged); pagerduty defaults to kPagerDutyEventsUrl
   std::string format = "generic";
-  std::string token;  // SECRET: bearer token sent to the receiver
+  std::string token;          // SECRET: bearer token sent to the receiver
+  std::string secret{};       // SECRET: signing secret of a feishu or dingtalk bot
+  std::string routing_key{};  // SECRET: PagerDuty integration key (pagerduty only, required)
 };
+
+// PagerDuty Events API v2 endpoint (developer.pagerduty.com/docs/events-API-v2/trigger-events).
+inline constexpr const char* kPagerDutyEventsUrl = "https://events.pagerduty.com/v2/enqueue";
 
 struct IdleConfig {
   bool enabled = true;

@@ -8,13 +8,22 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
+
+#include "alert/notify_send.h"
 
 namespace fulcrum::alert {
 namespace {
 
-size_t DiscardBody(char* /*data*/, size_t size, size_t count, void* /*user*/) {
-  return size * count;
+// Keeps the first kMaxResponseBodyBytes of the answer, discards the rest.
+size_t KeepBody(char* data, size_t size, size_t count, void* user) {
+  auto* body = static_cast<std::string*>(user);
+  const size_t bytes = size * count;
+  if (body->size() < kMaxResponseBodyBytes) {
+    body->append(data, std::min(bytes, kMaxResponseBodyBytes - body->size()));
+  }
+  return bytes;
 }
 
 bool IsRetryableStatus(int status) {
@@ -64,7 +73,8 @@ HttpResponse CurlPoster::Post(const HttpRequest& request) {
                    static_cast<long>(std::max(1.0, request.timeout_seconds * 1000)));
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(std::max(1.0, request.connect_timeout_seconds * 1000)));
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &DiscardBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &KeepBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response.body);
   CURLcode code = curl_easy_perform(curl);
   if (code == CURLE_OK) {
     long status = 0;
@@ -144,11 +154,13 @@ Result<DeliveryPassStats> DeliveryWorker::RunOnceFor(const std::string& receiver
 
 DeliveryWorker::~DeliveryWorker() { Stop(); }
 
-HttpRequest DeliveryWorker::MakeRequest(const Receiver& receiver,
-                                        const Notification& notification) const {
+Result<HttpRequest> DeliveryWorker::MakeRequest(const Receiver& receiver,
+                                                const Notification& notification) const {
+  FULCRUM_ASSIGN_OR_RETURN(PreparedSend send,
+                           PrepareSend(receiver, notification.body, clock_.UnixSeconds()));
   HttpRequest request;
-  request.url = receiver.url;
-  request.body = notification.body;
+  request.url = std::move(send.url);
+  request.body = std::move(send.body);
   request.headers = {{"Content-Type", "application/json"},
                      {"Idempotency-Key", notification.id},
                      {"User-Agent", "fulcrum/" FULCRUM_VERSION}};
@@ -227,8 +239,24 @@ Result<DeliveryPassStats> DeliveryWorker::Pass(const std::string& receiver_filte
       ++stats.retried;
       continue;
     }
+    Result<HttpRequest> request = MakeRequest(*receiver, n);
+    if (!request.ok()) {
+      HandleFailure(n, request.status().message(), /*permanent=*/true, stats);
+      continue;
+    }
     ++stats.attempted;
-    HttpResponse response = poster_.Post(MakeRequest(*receiver, n));
+    HttpResponse response = poster_.Post(*request);
+    std::optional<std::string> vendor_error;
+    if (response.status >= 200 && response.status < 300) {
+      vendor_error = VendorError(receiver->format, response.body);
+    }
+    if (vendor_error) {
+      // HTTP said yes, the vendor said no: not delivered. Retried with the receiver's backoff
+      // (a rate limit clears), failed for good once the same refusal repeats.
+      const bool give_up = n.attempts + 1 >= options_.max_vendor_error_attempts;
+      HandleFailure(n, *vendor_error, give_up, stats);
+      continue;
+    }
     if (response.status >= 200 && response.status < 300) {
       {
         MutexLock lock(health_mutex_);

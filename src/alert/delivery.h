@@ -1,12 +1,15 @@
 // The delivery worker drains the Outbox: for each due notification it POSTs the body to its
 // receiver (Content-Type: application/json, Idempotency-Key: <id>, Authorization when the
-// receiver has a token) through an HttpPoster. 2xx = delivered; transport errors, 408, 429 and
-// 5xx = retry with exponential backoff and jitter (never given up before max_age); other 4xx =
-// failed for good. Backoff is kept per receiver: while one is down, its notifications wait
-// together and one POST probes it per backoff period. Delivery is at-least-once: a crash between
-// POST and MarkDelivered re-sends with the same Idempotency-Key. Logs name the receiver and
-// RedactUrl(url) only, never the URL path, query or token. RunOnce is one pass over every
-// receiver on the caller's thread; Start runs one thread per receiver (RunOnceFor), so a
+// receiver has a token; signature, routing key and API path added by alert/notify_send.h)
+// through an HttpPoster. 2xx = delivered, unless the body carries a vendor error code
+// (Feishu, DingTalk, WeCom answer 200 on failure: VendorError), which is retried like a 5xx
+// and failed for good, with the vendor's message, after max_vendor_error_attempts; transport
+// errors, 408, 429 and 5xx = retry with exponential backoff and jitter (never given up before
+// max_age); other 4xx = failed for good. Backoff is kept per receiver: while one is down, its
+// notifications wait together and one POST probes it per backoff period. Delivery is at-least-once:
+// a crash between POST and MarkDelivered re-sends with the same Idempotency-Key. Logs name the
+// receiver and RedactUrl(url) only, never the URL path, query or token. RunOnce is one pass over
+// every receiver on the caller's thread; Start runs one thread per receiver (RunOnceFor), so a
 // receiver that hangs until its timeout never delays another. The poster must then be
 // thread-safe (CurlPoster is).
 #pragma once
@@ -44,7 +47,11 @@ struct HttpRequest {
 struct HttpResponse {
   int status = 0;     // HTTP status; 0 when no response (connect/timeout/TLS error)
   std::string error;  // transport error text when status == 0 (may need redaction)
+  std::string body;   // the response body, at most kMaxResponseBodyBytes of it
 };
+
+// The part of a receiver's answer kept (vendors' error objects are a few hundred bytes).
+inline constexpr size_t kMaxResponseBodyBytes = 64 * 1024;
 
 // Seam for outbound HTTP. Implementations must be callable from the worker thread.
 class HttpPoster {
@@ -80,7 +87,11 @@ struct DeliveryOptions {
   double max_backoff_seconds = 30;  // cap: a receiver back after an outage is served within it
   double jitter_fraction = 0.2;     // delay * uniform(1 - j, 1 + j)
   double max_age_seconds = 7 * 24 * 3600.0;  // older pending notifications are marked failed
-  size_t batch_size = 64;                    // FetchDue limit per pass
+  // A vendor that answers 2xx with an error code (bad signature, keyword filter, revoked bot)
+  // usually answers the same again: such an answer fails it for good once this many attempts
+  // (of any outcome) have been made.
+  int max_vendor_error_attempts = 5;
+  size_t batch_size = 64;  // FetchDue limit per pass
   double request_timeout_seconds = 10;
   double connect_timeout_seconds = 3;
   double idle_poll_seconds = 0.25;  // worker thread: sleep between passes unless woken
@@ -126,7 +137,7 @@ class DeliveryWorker {
     return wake_.WaitUntil(mutex_, deadline);
   }
   Result<DeliveryPassStats> Pass(const std::string& receiver_filter);
-  HttpRequest MakeRequest(const Receiver& receiver, const Notification& notification) const;
+  Result<HttpRequest> MakeRequest(const Receiver& receiver, const Notification& notification) const;
   void HandleFailure(const Notification& n, const std::string& error, bool permanent,
                      DeliveryPassStats& stats);
 

@@ -9,13 +9,17 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "alert/evaluator.h"
+#include "alert/notify_send.h"
 #include "alert/rules_yaml.h"
 #include "support/fake_http_server.h"
+#include "support/vendor_signatures.h"
 
 namespace fulcrum::alert {
 namespace {
@@ -44,11 +48,15 @@ Receiver Plain(const std::string& name, const std::string& url) {
 class FakePoster final : public HttpPoster {
  public:
   std::function<int(const HttpRequest&)> status_for = [](const HttpRequest&) { return 200; };
+  std::function<std::string(const HttpRequest&)> body_for = [](const HttpRequest&) {
+    return std::string("{}");
+  };
   std::vector<HttpRequest> requests;
   HttpResponse Post(const HttpRequest& request) override {
     requests.push_back(request);
     HttpResponse response;
     response.status = status_for(request);
+    response.body = body_for(request);
     if (response.status == 0) response.error = "Couldn't connect to server";
     return response;
   }
@@ -166,6 +174,74 @@ TEST(DeliveryTest, PermanentClientErrorsFailRetryableOnesDoNot) {
   EXPECT_EQ(*outbox.StateOf("b"), DeliveryState::kPending);
 }
 
+// Issue 15: Feishu, DingTalk and WeCom answer HTTP 200 with an error code in the body; any 2xx
+// counted as delivered, so those alerts were silently lost. Now such an answer is retried with
+// the receiver's backoff, and failed for good with the vendor's message once the attempts reach
+// max_vendor_error_attempts.
+TEST(DeliveryTest, VendorErrorIn200BodyIsRetriedThenFailedWithTheVendorsMessage) {
+  ManualClock clock;
+  MemoryOutbox outbox;
+  FakePoster poster;
+  CapturedLog log;
+  poster.body_for = [](const HttpRequest&) {
+    return std::string(R"({"errcode":93000,"errmsg":"invalid webhook url"})");
+  };
+  DeliveryOptions options;
+  options.max_vendor_error_attempts = 3;
+  DeliveryWorker worker(outbox, poster,
+                        {{"wecom", "https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=K",
+                          ReceiverFormat::kWeCom, ""}},
+                        clock, options, log.logger);
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("k", "wecom", clock.UnixSeconds())).ok());
+  for (int attempt = 1; attempt <= 2; ++attempt) {
+    auto pass = worker.RunOnce();
+    ASSERT_TRUE(pass.ok());
+    EXPECT_EQ(pass->delivered, 0u) << attempt;
+    EXPECT_EQ(pass->retried, 1u) << attempt;
+    EXPECT_EQ(*outbox.StateOf("k"), DeliveryState::kPending);
+    EXPECT_EQ(outbox.Get("k")->last_error, "wecom errcode 93000: invalid webhook url");
+    clock.Advance(60);
+  }
+  auto last = worker.RunOnce();
+  EXPECT_EQ(last->failed, 1u);
+  EXPECT_EQ(*outbox.StateOf("k"), DeliveryState::kFailed);
+  EXPECT_EQ(outbox.Get("k")->attempts, 3);
+  EXPECT_THAT(log.Text(), HasSubstr("failed for good after 3 attempt(s): wecom errcode 93000: "
+                                    "invalid webhook url"));
+  EXPECT_EQ(poster.requests.size(), 3u);
+}
+
+TEST(DeliveryTest, VendorErrorThatClearsIsDelivered) {
+  ManualClock clock;
+  MemoryOutbox outbox;
+  FakePoster poster;
+  int calls = 0;
+  poster.body_for = [&](const HttpRequest&) {
+    return std::string(++calls == 1 ? R"({"code":11232,"msg":"frequency limited"})"
+                                    : R"({"code":0,"msg":"success"})");
+  };
+  DeliveryWorker worker(outbox, poster, {{"lark", "https://f/hook/T", ReceiverFormat::kFeishu, ""}},
+                        clock, DeliveryOptions{});
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("k", "lark", clock.UnixSeconds())).ok());
+  EXPECT_EQ(worker.RunOnce()->retried, 1u);
+  EXPECT_EQ(outbox.Get("k")->last_error, "feishu code 11232: frequency limited");
+  clock.Advance(60);
+  EXPECT_EQ(worker.RunOnce()->delivered, 1u);
+  EXPECT_EQ(*outbox.StateOf("k"), DeliveryState::kDelivered);
+}
+
+// A generic receiver's 200 is delivered whatever its body says (it has no vendor codes).
+TEST(DeliveryTest, GenericReceiverBodyIsNotRead) {
+  ManualClock clock;
+  MemoryOutbox outbox;
+  FakePoster poster;
+  poster.body_for = [](const HttpRequest&) { return std::string(R"({"errcode":1})"); };
+  DeliveryWorker worker(outbox, poster, {Plain("ops", "http://127.0.0.1:1/x")}, clock,
+                        DeliveryOptions{});
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("k", "ops", clock.UnixSeconds())).ok());
+  EXPECT_EQ(worker.RunOnce()->delivered, 1u);
+}
+
 TEST(DeliveryTest, UnknownReceiverIsKeptNotLost) {
   ManualClock clock;
   MemoryOutbox outbox;
@@ -187,7 +263,10 @@ TEST(DeliveryTest, LaterNotificationsWaitBehindAFailedOne) {
   DeliveryWorker worker(outbox, poster, {Plain("ops", "http://127.0.0.1:1/x")}, clock,
                         DeliveryOptions{});
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(outbox.Enqueue(MakeNote("k" + std::to_string(i), "ops", clock.UnixSeconds())).ok());
+    ASSERT_TRUE(outbox
+                    .Enqueue(MakeNote(std::string("k").append(std::to_string(i)), "ops",
+                                      clock.UnixSeconds()))
+                    .ok());
   }
   auto pass = worker.RunOnce();
   EXPECT_EQ(pass->attempted, 1u);  // one POST, not five, to a receiver that is down
@@ -541,6 +620,113 @@ TEST(DeliveryHttpTest, HangingReceiverNeverDelaysAnother) {
 
 // Start-up validation catches what used to pass until the first alert: the error names the
 // receiver and the problem, never the URL.
+// Fake Feishu and DingTalk bots over real HTTP that verify signatures exactly as the vendors
+// document (support/vendor_signatures.h has the recipes and sources): a body or URL signed with
+// the bot's secret is accepted ({"code":0} / {"errcode":0}); anything else gets the vendor's
+// HTTP 200 error answer. The agent's receiver secret matches one bot and not the other.
+class SigningBots {
+ public:
+  SigningBots(std::string feishu_secret, std::string dingtalk_secret)
+      : feishu_secret_(std::move(feishu_secret)), dingtalk_secret_(std::move(dingtalk_secret)) {
+    server_.server().Post(
+        "/open-apis/bot/v2/hook/T", [this](const httplib::Request& req, httplib::Response& res) {
+          const bool ok = fulcrum::testing::FeishuAccepts(req.body, feishu_secret_, Now());
+          Count(ok ? "feishu-ok" : "feishu-refused");
+          res.set_content(ok ? R"({"code":0,"data":{},"msg":"success"})"
+                             : R"({"code":19021,"data":{},"msg":"sign match fail or timestamp is )"
+                               R"(not within one hour from current time"})",
+                          "application/json");
+        });
+    server_.server().Post(
+        "/robot/send", [this](const httplib::Request& req, httplib::Response& res) {
+          // httplib URL-decodes the query values.
+          const bool ok = req.get_param_value("access_token") == "TOKEN" &&
+                          fulcrum::testing::DingTalkAccepts(req.get_param_value("timestamp"),
+                                                            req.get_param_value("sign"),
+                                                            dingtalk_secret_, Now());
+          Count(ok ? "dingtalk-ok" : "dingtalk-refused");
+          res.set_content(ok ? R"({"errcode":0,"errmsg":"ok"})"
+                             : R"({"errcode":310000,"errmsg":"sign not match"})",
+                          "application/json");
+        });
+    server_.Start();
+  }
+  std::string url() const { return server_.url(); }
+  int CountOf(const std::string& what) {
+    MutexLock lock(mutex_);
+    return counts_[what];
+  }
+
+ private:
+  static double Now() { return SystemClock().UnixSeconds(); }
+  void Count(const std::string& what) {
+    MutexLock lock(mutex_);
+    ++counts_[what];
+  }
+  const std::string feishu_secret_, dingtalk_secret_;
+  Mutex mutex_;
+  std::map<std::string, int> counts_ GUARDED_BY(mutex_);
+  fulcrum::testing::FakeHttpServer server_;  // last: stopped before the state it touches
+};
+
+TEST(DeliveryHttpTest, SignedBotsAcceptTheSignatureAndWrongSecretsDeadLetterWithTheMessage) {
+  SigningBots bots("feishu-s3cret", "SECding-s3cret");
+  Receiver feishu{
+      "lark", bots.url() + "/open-apis/bot/v2/hook/T", ReceiverFormat::kFeishu, "", "feishu-s3cret",
+      ""};
+  Receiver ding{"ding",
+                bots.url() + "/robot/send?access_token=TOKEN",
+                ReceiverFormat::kDingTalk,
+                "",
+                "SECding-s3cret",
+                ""};
+  Receiver ding_wrong{"ding-wrong",
+                      bots.url() + "/robot/send?access_token=TOKEN",
+                      ReceiverFormat::kDingTalk,
+                      "",
+                      "SECnot-the-secret",
+                      ""};
+  Receiver feishu_unsigned{"lark-unsigned",
+                           bots.url() + "/open-apis/bot/v2/hook/T",
+                           ReceiverFormat::kFeishu,
+                           "",
+                           "",
+                           ""};
+  MemoryOutbox outbox;
+  SystemClock clock;
+  for (const Receiver* r : {&feishu, &ding, &ding_wrong, &feishu_unsigned}) {
+    Notification n = MakeNote("key:" + r->name, r->name, clock.UnixSeconds());
+    n.body = R"({"msgtype":"text","text":{"content":"[FIRING] x"}})";
+    ASSERT_TRUE(outbox.Enqueue(n).ok());
+  }
+  CurlPoster poster;
+  CapturedLog log;
+  DeliveryOptions options = FastOptions();
+  options.max_vendor_error_attempts = 3;
+  DeliveryWorker worker(outbox, poster, {feishu, ding, ding_wrong, feishu_unsigned}, clock, options,
+                        log.logger);
+  worker.Start();
+  ASSERT_TRUE(DrainWithin(outbox, 20));
+  worker.Stop();
+  EXPECT_EQ(*outbox.StateOf("key:lark"), DeliveryState::kDelivered);
+  EXPECT_EQ(*outbox.StateOf("key:ding"), DeliveryState::kDelivered);
+  EXPECT_EQ(*outbox.StateOf("key:ding-wrong"), DeliveryState::kFailed);
+  EXPECT_EQ(*outbox.StateOf("key:lark-unsigned"), DeliveryState::kFailed);
+  EXPECT_EQ(outbox.Get("key:ding-wrong")->last_error, "dingtalk errcode 310000: sign not match");
+  EXPECT_THAT(outbox.Get("key:lark-unsigned")->last_error, HasSubstr("feishu code 19021"));
+  EXPECT_EQ(bots.CountOf("feishu-ok"), 1);
+  EXPECT_EQ(bots.CountOf("dingtalk-ok"), 1);
+  EXPECT_EQ(bots.CountOf("dingtalk-refused"), 3);  // retried, then given up
+  EXPECT_EQ(bots.CountOf("feishu-refused"), 3);
+  const std::string text = log.Text();
+  EXPECT_THAT(text, HasSubstr("receiver 'ding-wrong' failed for good after 3 attempt(s): "
+                              "dingtalk errcode 310000: sign not match"));
+  for (const char* secret :
+       {"feishu-s3cret", "SECding-s3cret", "SECnot-the-secret", "TOKEN", "sign="}) {
+    EXPECT_THAT(text, Not(HasSubstr(secret))) << secret;
+  }
+}
+
 TEST(ValidateReceiverUrlTest, RefusesUnclosedIpv6AndBadPortsWithoutShowingTheUrl) {
   EXPECT_TRUE(ValidateReceiverUrl("ok", "https://hooks.example.com/services/T/B/X").ok());
   EXPECT_TRUE(ValidateReceiverUrl("ok6", "http://[::1]:8080/hook").ok());

@@ -1,9 +1,12 @@
 #include "alert/notify.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <nlohmann/json.hpp>
+
+#include "core/input_error.h"
 
 namespace fulcrum::alert {
 namespace {
@@ -112,7 +115,125 @@ json AlertmanagerPayload(const Transition& t, const NotifyContext& c, std::strin
           {"alerts", json::array({alert})}};
 }
 
+// PagerDuty Events API v2 (developer.pagerduty.com/docs/events-API-v2/trigger-events, and
+// .../resolve-events): a trigger carries payload {summary <= 1024 chars, source, severity in
+// critical|error|warning|info, timestamp, component, group, class, custom_details}; a resolve
+// only routing_key, event_action and dedup_key. routing_key is added at send time.
+std::string PagerDutySeverity(const std::string& severity) {
+  for (const char* known : {"critical", "error", "warning", "info"}) {
+    if (severity == known) return severity;
+  }
+  return "error";  // a rule's own severity name PagerDuty does not know
+}
+
+json PagerDutyPayload(const Transition& t, const NotifyContext& c) {
+  json event = {{"event_action", t.to == AlertStatus::kResolved ? "resolve" : "trigger"},
+                {"dedup_key", DedupKey(t)}};
+  if (t.to == AlertStatus::kResolved) return event;
+  std::string summary = SummaryLine(t, c);
+  if (summary.size() > 1024) summary.resize(1024);
+  json details = {{"value", t.value},
+                  {"threshold", t.threshold},
+                  {"labels", LabelsWithHost(t, c)},
+                  {"annotations", t.annotations}};
+  json payload = {{"summary", summary},
+                  {"source", c.hostname.empty() ? std::string("fulcrum") : c.hostname},
+                  {"severity", PagerDutySeverity(t.severity)},
+                  {"timestamp", Rfc3339(t.fired_at > 0 ? t.fired_at : t.started_at)},
+                  {"class", t.rule_name},
+                  {"custom_details", std::move(details)}};
+  if (t.gpu >= 0) payload["component"] = "gpu " + std::to_string(t.gpu);
+  if (!c.hostname.empty()) payload["group"] = c.hostname;
+  event["payload"] = std::move(payload);
+  event["client"] = "fulcrum";
+  if (!c.external_url.empty()) event["client_url"] = c.external_url + "/";
+  return event;
+}
+
+// Microsoft Teams incoming webhook / Workflows: a message with one Adaptive Card attachment
+// (learn.microsoft.com/microsoftteams/platform/webhooks-and-connectors/how-to/
+// connectors-using, "Send Adaptive Cards using an Incoming Webhook").
+json TeamsPayload(const Transition& t, const NotifyContext& c) {
+  json facts = json::array();
+  for (const auto& [name, value] : LabelsWithHost(t, c)) {
+    facts.push_back({{"title", name}, {"value", value}});
+  }
+  json card = {
+      {"$schema", "http://adaptivecards.io/schemas/adaptive-card.json"},
+      {"type", "AdaptiveCard"},
+      {"version", "1.2"},
+      {"body",
+       {{{"type", "TextBlock"}, {"text", SummaryLine(t, c)}, {"wrap", true}, {"weight", "Bolder"}},
+        {{"type", "FactSet"}, {"facts", std::move(facts)}}}}};
+  return {{"type", "message"},
+          {"attachments",
+           {{{"contentType", "application/vnd.microsoft.card.adaptive"},
+             {"contentUrl", nullptr},
+             {"content", std::move(card)}}}}};
+}
+
+// Discord "Execute Webhook" (discord.com/developers/docs/resources/webhook#execute-webhook):
+// content up to 2000 characters; allowed_mentions {parse: []} so that an annotation holding
+// "@everyone" pings nobody.
+json DiscordPayload(const Transition& t, const NotifyContext& c) {
+  std::string content = SummaryLine(t, c);
+  if (content.size() > 2000) content.resize(2000);
+  return {{"content", content}, {"allowed_mentions", {{"parse", json::array()}}}};
+}
+
+// Alertmanager API v2 POST /api/v2/alerts (prometheus/alertmanager api/v2/openapi.yaml,
+// postableAlerts): [{labels, annotations, startsAt, endsAt, generatorURL}]. A firing alert ends
+// kFiringHorizonSeconds ahead unless resolved before (Alertmanager would otherwise resolve it
+// after its resolve_timeout, 5 min by default, as no re-send keeps it alive); a resolved alert
+// ends at its resolution.
+constexpr double kFiringHorizonSeconds = 24 * 3600.0;
+
+json AlertmanagerApiPayload(const Transition& t, const NotifyContext& c) {
+  auto labels = LabelsWithHost(t, c);
+  if (labels.count("alertname") == 0) labels["alertname"] = t.rule_name;
+  const double starts_at = t.fired_at > 0 ? t.fired_at : t.started_at;
+  const double ends_at = t.to == AlertStatus::kResolved
+                             ? t.resolved_at
+                             : std::max(t.at, starts_at) + kFiringHorizonSeconds;
+  json alert = {{"labels", labels},
+                {"annotations", t.annotations},
+                {"startsAt", Rfc3339(starts_at)},
+                {"endsAt", Rfc3339(ends_at)}};
+  if (!c.external_url.empty()) alert["generatorURL"] = c.external_url + "/v1/alerts";
+  return json::array({alert});
+}
+
 }  // namespace
+
+std::string SlackEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char ch : text) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+const std::vector<ReceiverFormat>& AllReceiverFormats() {
+  static const std::vector<ReceiverFormat> kAll = {
+      ReceiverFormat::kGeneric,        ReceiverFormat::kAlertmanager, ReceiverFormat::kSlack,
+      ReceiverFormat::kFeishu,         ReceiverFormat::kDingTalk,     ReceiverFormat::kWeCom,
+      ReceiverFormat::kPagerDuty,      ReceiverFormat::kTeams,        ReceiverFormat::kDiscord,
+      ReceiverFormat::kAlertmanagerApi};
+  return kAll;
+}
 
 std::string_view ToString(ReceiverFormat format) {
   switch (format) {
@@ -128,20 +249,30 @@ std::string_view ToString(ReceiverFormat format) {
       return "dingtalk";
     case ReceiverFormat::kWeCom:
       return "wecom";
+    case ReceiverFormat::kPagerDuty:
+      return "pagerduty";
+    case ReceiverFormat::kTeams:
+      return "teams";
+    case ReceiverFormat::kDiscord:
+      return "discord";
+    case ReceiverFormat::kAlertmanagerApi:
+      return "alertmanager-api";
   }
   return "?";
 }
 
 Result<ReceiverFormat> ParseReceiverFormat(std::string_view text) {
-  for (ReceiverFormat format :
-       {ReceiverFormat::kGeneric, ReceiverFormat::kAlertmanager, ReceiverFormat::kSlack,
-        ReceiverFormat::kFeishu, ReceiverFormat::kDingTalk, ReceiverFormat::kWeCom}) {
+  std::vector<std::string> names;
+  for (ReceiverFormat format : AllReceiverFormats()) {
     if (ToString(format) == text) return format;
+    names.emplace_back(ToString(format));
   }
-  return Status::InvalidInput(
-      "receiver format: expected one of generic, alertmanager, slack, feishu, dingtalk, wecom, "
-      "found '" +
-      std::string(text) + "'");
+  ErrorDetail detail;
+  detail.field = "format";
+  detail.expected = "one of " + JoinNames(names);
+  detail.found = std::string(text);
+  detail.nearest = NearestNames(text, names);
+  return InputError(std::move(detail));
 }
 
 std::string BuildPayload(ReceiverFormat format, const Transition& transition,
@@ -151,8 +282,8 @@ std::string BuildPayload(ReceiverFormat format, const Transition& transition,
       return GenericPayload(transition, context, receiver_name).dump();
     case ReceiverFormat::kAlertmanager:
       return AlertmanagerPayload(transition, context, receiver_name).dump();
-    case ReceiverFormat::kSlack:  // Slack incoming webhook: {"text": ...}
-      return json{{"text", SummaryLine(transition, context)}}.dump();
+    case ReceiverFormat::kSlack:  // Slack incoming webhook: {"text": ...}, escaped
+      return json{{"text", SlackEscape(SummaryLine(transition, context))}}.dump();
     case ReceiverFormat::kFeishu:  // Feishu custom bot text message
       return json{{"msg_type", "text"}, {"content", {{"text", SummaryLine(transition, context)}}}}
           .dump();
@@ -160,13 +291,25 @@ std::string BuildPayload(ReceiverFormat format, const Transition& transition,
     case ReceiverFormat::kWeCom:
       return json{{"msgtype", "text"}, {"text", {{"content", SummaryLine(transition, context)}}}}
           .dump();
+    case ReceiverFormat::kPagerDuty:
+      return PagerDutyPayload(transition, context).dump();
+    case ReceiverFormat::kTeams:
+      return TeamsPayload(transition, context).dump();
+    case ReceiverFormat::kDiscord:
+      return DiscordPayload(transition, context).dump();
+    case ReceiverFormat::kAlertmanagerApi:
+      return AlertmanagerApiPayload(transition, context).dump();
   }
   return "{}";
 }
 
-std::string IdempotencyKey(const Transition& transition) {
+std::string DedupKey(const Transition& transition) {
   long long started_ms = std::llround(transition.started_at * 1000);
-  return transition.fingerprint + "-" + std::to_string(started_ms) + "-" + StatusWord(transition);
+  return transition.fingerprint + "-" + std::to_string(started_ms);
+}
+
+std::string IdempotencyKey(const Transition& transition) {
+  return DedupKey(transition) + "-" + StatusWord(transition);
 }
 
 std::vector<Notification> MakeNotifications(const Transition& transition,

@@ -150,14 +150,16 @@ TEST(NotifyTest, DingTalkAndWeComShape) {
 }
 
 TEST(NotifyTest, FormatNamesRoundTrip) {
-  for (const char* name : {"generic", "alertmanager", "slack", "feishu", "dingtalk", "wecom"}) {
+  for (const char* name : {"generic", "alertmanager", "slack", "feishu", "dingtalk", "wecom",
+                           "pagerduty", "teams", "discord", "alertmanager-api"}) {
     auto format = ParseReceiverFormat(name);
     ASSERT_TRUE(format.ok()) << name;
     EXPECT_EQ(ToString(*format), name);
   }
-  auto bad = ParseReceiverFormat("teams");
+  EXPECT_EQ(AllReceiverFormats().size(), 10u);
+  auto bad = ParseReceiverFormat("matrix");
   ASSERT_FALSE(bad.ok());
-  EXPECT_THAT(bad.status().message(), HasSubstr("found 'teams'"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("found \"matrix\""));
 }
 
 TEST(NotifyTest, IdempotencyKeysDifferByStatusAndEpisodeOnly) {
@@ -190,6 +192,95 @@ TEST(NotifyTest, MakeNotificationsOnePerReceiverOnlyWhenNotifying) {
   pending.from = AlertStatus::kInactive;
   pending.to = AlertStatus::kPending;
   EXPECT_TRUE(MakeNotifications(pending, receivers, kContext, kStart).empty());
+}
+
+// Slack's formatting reference, "Escaping text" (api.slack.com/reference/surfaces/formatting
+// #escaping): &, < and > are control characters and must be sent as &amp;, &lt;, &gt; (and
+// nothing else entity-encoded). An annotation "<!channel> a & b" must not ping the channel.
+TEST(NotifyTest, SlackTextEscapesItsThreeControlCharactersOnly) {
+  Transition t = Firing();
+  t.annotations["summary"] = "<!channel> temp > 90 & rising, it's \"hot\"";
+  json p = Build(ReceiverFormat::kSlack, t);
+  const std::string text = p["text"];
+  EXPECT_THAT(text, HasSubstr("&lt;!channel&gt; temp &gt; 90 &amp; rising, it's \"hot\""));
+  EXPECT_EQ(text.find('<'), std::string::npos);
+  EXPECT_EQ(SlackEscape("a&b<c>d"), "a&amp;b&lt;c&gt;d");
+  EXPECT_EQ(SlackEscape("&amp;"), "&amp;amp;");
+}
+
+// PagerDuty Events API v2 (developer.pagerduty.com/docs/events-API-v2/trigger-events and
+// .../resolve-events): trigger with payload {summary, source, severity}; resolve with the same
+// dedup_key; severity one of critical, error, warning, info.
+TEST(NotifyTest, PagerDutyTriggerAndResolveShareTheDedupKey) {
+  json trigger = Build(ReceiverFormat::kPagerDuty, Firing());
+  json resolve = Build(ReceiverFormat::kPagerDuty, Resolved());
+  EXPECT_EQ(trigger["event_action"], "trigger");
+  EXPECT_EQ(resolve["event_action"], "resolve");
+  ASSERT_TRUE(trigger["dedup_key"].is_string());
+  EXPECT_EQ(trigger["dedup_key"], resolve["dedup_key"]);
+  EXPECT_LE(trigger["dedup_key"].get<std::string>().size(), 255u);
+  EXPECT_FALSE(trigger.contains("routing_key"));  // a secret: added at send time
+  const json& payload = trigger["payload"];
+  EXPECT_THAT(payload["summary"].get<std::string>(), HasSubstr("GpuTooHot"));
+  EXPECT_EQ(payload["source"], "gpu-host-1");
+  EXPECT_EQ(payload["severity"], "critical");
+  EXPECT_EQ(payload["component"], "gpu 2");
+  EXPECT_EQ(payload["timestamp"], "2026-11-30T05:45:00.250Z");
+  EXPECT_FALSE(resolve.contains("payload"));
+  // A later episode of the same alert opens a new incident.
+  Transition again = Firing();
+  again.started_at += 3600;
+  EXPECT_NE(Build(ReceiverFormat::kPagerDuty, again)["dedup_key"], trigger["dedup_key"]);
+  // A severity PagerDuty does not know becomes "error".
+  Transition odd = Firing();
+  odd.severity = "page";
+  EXPECT_EQ(Build(ReceiverFormat::kPagerDuty, odd)["payload"]["severity"], "error");
+}
+
+// Teams incoming webhooks take a message with an Adaptive Card attachment
+// (learn.microsoft.com/microsoftteams/platform/webhooks-and-connectors/how-to/connectors-using).
+TEST(NotifyTest, TeamsIsAMessageWithOneAdaptiveCard) {
+  json p = Build(ReceiverFormat::kTeams, Firing());
+  EXPECT_EQ(p["type"], "message");
+  ASSERT_EQ(p["attachments"].size(), 1u);
+  EXPECT_EQ(p["attachments"][0]["contentType"], "application/vnd.microsoft.card.adaptive");
+  const json& card = p["attachments"][0]["content"];
+  EXPECT_EQ(card["type"], "AdaptiveCard");
+  EXPECT_THAT(card["body"][0]["text"].get<std::string>(), HasSubstr("[FIRING] GpuTooHot"));
+}
+
+// Discord "Execute Webhook" (discord.com/developers/docs/resources/webhook#execute-webhook):
+// content of at most 2000 characters; allowed_mentions.parse [] suppresses @everyone.
+TEST(NotifyTest, DiscordContentIsBoundedAndMentionsNobody) {
+  Transition t = Firing();
+  t.annotations["summary"] = "@everyone " + std::string(3000, 'x');
+  json p = Build(ReceiverFormat::kDiscord, t);
+  EXPECT_LE(p["content"].get<std::string>().size(), 2000u);
+  EXPECT_EQ(p["allowed_mentions"]["parse"], json::array());
+}
+
+// Alertmanager's API v2 (api/v2/openapi.yaml, postableAlerts): an array of {labels,
+// annotations, startsAt, endsAt, generatorURL}.
+TEST(NotifyTest, AlertmanagerApiIsAPostableAlertsArray) {
+  json firing = Build(ReceiverFormat::kAlertmanagerApi, Firing());
+  ASSERT_TRUE(firing.is_array());
+  ASSERT_EQ(firing.size(), 1u);
+  EXPECT_EQ(firing[0]["labels"]["alertname"], "GpuTooHot");
+  EXPECT_EQ(firing[0]["labels"]["hostname"], "gpu-host-1");
+  EXPECT_EQ(firing[0]["startsAt"], "2026-11-30T05:45:00.250Z");
+  EXPECT_GT(firing[0]["endsAt"].get<std::string>(), firing[0]["startsAt"].get<std::string>());
+  EXPECT_EQ(firing[0]["generatorURL"], "http://127.0.0.1:9400/v1/alerts");
+  json resolved = Build(ReceiverFormat::kAlertmanagerApi, Resolved());
+  EXPECT_EQ(resolved[0]["endsAt"], "2026-11-30T05:50:00.000Z");
+}
+
+TEST(NotifyTest, UnknownFormatNamesTheNearestValidOne) {
+  auto parsed = ParseReceiverFormat("pagerdty");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("pagerduty"));
+  EXPECT_THAT(parsed.status().message(), HasSubstr("alertmanager-api"));
+  ASSERT_NE(parsed.status().detail(), nullptr);
+  EXPECT_EQ(parsed.status().detail()->nearest.front(), "pagerduty");
 }
 
 TEST(NotifyTest, RedactUrlKeepsSchemeAndHostOnly) {

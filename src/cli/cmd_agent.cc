@@ -8,8 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
+#include "alert/notify.h"
 #include "cli/command.h"
 #include "core/clock.h"
+#include "core/input_error.h"
 #include "core/parse.h"
 
 namespace fulcrum::cli {
@@ -43,13 +45,22 @@ Examples:
                 --receiver-format slack
 
 Every flag can be set in the YAML config under its name (sim-gpus or sim_gpus); flags win.
-The config alone holds: receivers (list of {name, url, format, token}), retention ({raw: 48h,
-rollups: 30d}), hostname, and idle release: {enabled: true, dry_run: true, after: 30m,
+The config alone holds: receivers (list of {name, url, format, token, secret, routing_key};
+formats generic, alertmanager, slack, feishu, dingtalk, wecom, pagerduty, teams, discord,
+alertmanager-api), retention ({raw: 48h, rollups: 30d}), hostname, and idle release: {enabled: true, dry_run: true, after: 30m,
 warn_before: 5m, utilization_below_pct: 5, memory_below_ratio: 0.05, command: [shutdown, -h,
 now]}. Idle release only logs (dry run) until the config sets dry_run: false.
 Endpoints: /v1/health /v1/gpus /v1/series /v1/alerts /v1/host /v1/jobs /v1/idle, POST
 /v1/idle/cancel (token), /metrics (Prometheus), / (dashboard). See docs/API.md.
 SIGTERM or SIGINT stop it after flushing the last samples.)";
+
+std::vector<std::string> ReceiverFormatNames() {
+  std::vector<std::string> names;
+  for (alert::ReceiverFormat format : alert::AllReceiverFormats()) {
+    names.emplace_back(alert::ToString(format));
+  }
+  return names;
+}
 
 Status Apply(const AgentFlags& f, agent::AgentConfig& c) {
   if (!f.config.empty()) FULCRUM_RETURN_IF_ERROR(agent::LoadAgentConfigFile(f.config, c));
@@ -164,8 +175,9 @@ void RegisterAgent(CLI::App* cmd, CliContext& ctx) {
                   "Webhook URL for alert notifications (secret: never logged)")
       ->type_name("URL");
   cmd->add_option("--receiver-format", f->receiver_format,
-                  "Payload format of --receiver (default generic)")
-      ->check(CLI::IsMember({"generic", "alertmanager", "slack", "feishu", "dingtalk", "wecom"}))
+                  "Payload format of --receiver (default generic): " +
+                      JoinNames(ReceiverFormatNames()))
+      ->check(CLI::IsMember(ReceiverFormatNames()).description(""))
       ->type_name("FORMAT");
   cmd->add_option("--token", f->token,
                   "Bearer token required by state-changing endpoints (POST /v1/idle/cancel); "

@@ -194,6 +194,53 @@ class ConnectionPool final : public httplib::TaskQueue {
   bool stopping_ GUARDED_BY(mutex_) = false;
 };
 
+// httplib's server with its per-connection request processing reachable without a socket
+// (process_request is protected), as cpp-httplib's own fuzzer drives it.
+class RawServer final : public httplib::Server {
+ public:
+  std::string Serve(std::string_view request);
+};
+
+// A Stream over a request held in memory; what the server writes is collected.
+class MemoryStream final : public httplib::Stream {
+ public:
+  explicit MemoryStream(std::string_view input) : input_(input) {}
+  bool is_readable() const override { return true; }
+  bool is_writable() const override { return true; }
+  ssize_t read(char* ptr, size_t size) override {
+    size_t n = std::min(size, input_.size() - offset_);
+    std::copy_n(input_.data() + offset_, n, ptr);
+    offset_ += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    output_.append(ptr, size);
+    return static_cast<ssize_t>(size);
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 0;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = "127.0.0.1";
+    port = 0;
+  }
+  socket_t socket() const override { return INVALID_SOCKET; }
+  const std::string& output() const { return output_; }
+
+ private:
+  std::string_view input_;
+  size_t offset_ = 0;
+  std::string output_;
+};
+
+std::string RawServer::Serve(std::string_view request) {
+  MemoryStream stream(request);
+  bool connection_closed = false;
+  process_request(stream, /*close_connection=*/true, connection_closed, nullptr);
+  return stream.output();
+}
+
 }  // namespace
 
 struct AgentServer::Impl {
@@ -201,7 +248,7 @@ struct AgentServer::Impl {
   AgentStateView& live;
   const Clock& clock;
   double started_monotonic;
-  httplib::Server http;
+  RawServer http;
   std::thread thread;
   int port = 0;
   int listen_fd = -1;       // the bound socket (set by the socket-options callback)
@@ -562,14 +609,7 @@ struct AgentServer::Impl {
 };
 
 AgentServer::AgentServer(ServerOptions options, AgentStateView& live, const Clock& clock)
-    : impl_(std::make_unique<Impl>(std::move(options), live, clock)) {}
-
-AgentServer::~AgentServer() { Stop(); }
-
-Status AgentServer::Start() {
-  FULCRUM_ASSIGN_OR_RETURN(auto address, ParseListen(impl_->options.listen));
-  impl_->listen_host = HostOfHeader(
-      address.first.find(':') != std::string::npos ? "[" + address.first + "]" : address.first);
+    : impl_(std::make_unique<Impl>(std::move(options), live, clock)) {
   size_t threads = static_cast<size_t>(std::max(1, impl_->options.worker_threads));
   impl_->http.new_task_queue = [threads] { return new ConnectionPool(threads); };
   // One request per connection: a kept-alive connection holds its worker idle for the
@@ -577,6 +617,19 @@ Status AgentServer::Start() {
   // of requests in flight.
   impl_->http.set_keep_alive_max_count(1);
   impl_->http.set_payload_max_length(kMaxBodyBytes);
+  impl_->Routes();
+}
+
+std::string AgentServer::ServeRawRequest(std::string_view request) {
+  return impl_->http.Serve(request);
+}
+
+AgentServer::~AgentServer() { Stop(); }
+
+Status AgentServer::Start() {
+  FULCRUM_ASSIGN_OR_RETURN(auto address, ParseListen(impl_->options.listen));
+  impl_->listen_host = HostOfHeader(
+      address.first.find(':') != std::string::npos ? "[" + address.first + "]" : address.first);
   // Exclusive ownership of the port: httplib's default options add SO_REUSEPORT (cpp-httplib
   // 0.11 default_socket_options), which lets a second agent bind the same address and take
   // half of the requests. SO_REUSEADDR alone still allows a restart over TIME_WAIT sockets
@@ -587,7 +640,6 @@ Status AgentServer::Start() {
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
     impl->listen_fd = fd;
   });
-  impl_->Routes();
   if (address.second == 0) {
     impl_->port = impl_->http.bind_to_any_port(address.first);
   } else {

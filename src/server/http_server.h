@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.h"
@@ -49,6 +50,11 @@ class AgentServer {
   Status Start();
   void Stop();
   int port() const;  // the bound port (useful with port 0)
+
+  // Answers one request given as the raw bytes a client would send, through the same request
+  // parsing, guard, limits and routes as a connection, without a socket (the HTTP fuzz target
+  // and tests). Returns the raw response (status line, headers, body). Needs no Start().
+  std::string ServeRawRequest(std::string_view request);
 
   struct Impl;
 

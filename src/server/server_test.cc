@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/clock.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 
@@ -68,6 +69,42 @@ TEST(MetricsTest, PromtoolAcceptsTheExposition) {
   EXPECT_EQ(rc, 0) << output;
   EXPECT_EQ(output, "") << output;  // no lint complaints either
   fs::remove(file);
+}
+
+}  // namespace
+}  // namespace fulcrum::server
+
+namespace fulcrum::server {
+namespace {
+
+class EmptyState final : public AgentStateView {
+ public:
+  telemetry::GpuSnapshot Latest() const override { return {}; }
+  AgentCounters Counters() const override { return {}; }
+  IdleStatus Idle() const override { return {}; }
+  HostInfo Host() override { return {}; }
+  void RequestIdleCancel() override {}
+};
+
+// The raw-request seam the HTTP fuzz target drives: the same parsing, guard and routes as a
+// connection.
+TEST(ServeRawRequestTest, AnswersAsAConnectionWould) {
+  EmptyState state;
+  ManualClock clock;
+  ServerOptions options;
+  options.data_dir = "/nonexistent-fulcrum-data";
+  AgentServer server(options, state, clock);
+  std::string health = server.ServeRawRequest("GET /v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  EXPECT_EQ(health.rfind("HTTP/1.1 200 ", 0), 0u) << health;
+  EXPECT_NE(health.find("\"status\":\"ok\""), std::string::npos) << health;
+  std::string bad = server.ServeRawRequest("GET /%ff HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  EXPECT_EQ(bad.rfind("HTTP/1.1 400 ", 0), 0u) << bad;
+  std::string series = server.ServeRawRequest(
+      "GET /v1/series?metric=gpu_power_watts&step=1e-300 HTTP/1.1\r\nHost: localhost\r\n\r\n");
+  EXPECT_EQ(series.rfind("HTTP/1.1 400 ", 0), 0u) << series;
+  std::string method = server.ServeRawRequest("DELETE /v1/health HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(method.rfind("HTTP/1.1 405 ", 0), 0u) << method;
+  EXPECT_NE(method.find("Allow: GET, HEAD"), std::string::npos) << method;
 }
 
 }  // namespace
