@@ -1,9 +1,16 @@
-// End-to-end test of `fulcrum submit --slurm` against a real single-host Slurm: the test starts
-// munged, slurmctld and slurmd in a temporary directory (own munge socket and key, ephemeral
-// ports, four fake GPUs declared through gres.conf File= entries on plain files), submits the test
-// trainer, requeues it like a preemption and checks that it resumes from its last complete
-// checkpoint; then Slurm's advance notice (USR1 to the batch shell) makes fulcrum checkpoint, stop
-// and requeue the job itself. Skipped only when the Slurm or munge binaries are not installed.
+// End-to-end tests of `fulcrum submit --slurm` against a real Slurm that the tests start: munged,
+// slurmctld and slurmd in a temporary directory (own munge socket and key, ephemeral ports, fake
+// GPUs declared through gres.conf File= entries on plain files).
+// - SlurmTest: a single-host cluster. The test trainer is requeued like a preemption and resumes
+//   from its last complete checkpoint; Slurm's advance notice (USR1 to the batch shell) and a
+//   SIGTERM make fulcrum checkpoint, stop and requeue the job itself.
+// - SlurmTwoNodeTest: two slurmd nodes, each in its own network namespace (a third holds
+//   slurmctld and the bridge between them; nothing is added to the host's own network), entered
+//   with nsenter (not `ip netns exec`, which remounts /sys and hides the cgroup tree slurmd
+//   needs). A 2-node job is one job with one supervisor; a lost GPU (a sim agent's XID 79) drains
+//   the node and the job runs again on the other one. Skipped when namespaces cannot be made
+//   (not root, no `ip`).
+// Skipped only when the Slurm or munge binaries are not installed.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -57,7 +64,9 @@ bool WaitFor(F predicate, double seconds) {
   return predicate();
 }
 
-class SlurmTest : public ::testing::Test {
+// A Slurm cluster started by a test: one node on this host, or `nodes` slurmd nodes (n1, n2, ...)
+// in network namespaces.
+class SlurmClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* tool : {"munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol"}) {
@@ -68,6 +77,57 @@ class SlurmTest : public ::testing::Test {
     gethostname(host, sizeof host - 1);
     host_ = host;
     dir_ = MakeTempDir("slurm");
+  }
+
+  // Network namespaces: <prefix>c holds slurmctld and a bridge, <prefix>N node nN at 10.77.0.N+1.
+  // False (with the reason in `why`) when they cannot be made here.
+  bool MakeNamespaces(int nodes, std::string* why) {
+    if (FindProgram("ip").empty() || FindProgram("nsenter").empty()) {
+      *why = "ip or nsenter is not installed (Debian: iproute2, util-linux)";
+      return false;
+    }
+    prefix_ = "fulcrum-slurm-" + std::to_string(getpid()) + "-";
+    auto ip = [&](const std::vector<std::string>& args) {
+      RunOutput r = RunProgram(FindProgram("ip"), args, Opts());
+      if (r.exit_code != 0 && why->empty()) *why = "ip " + args[0] + " ...: " + r.err;
+      return r.exit_code == 0;
+    };
+    const std::string ctl = prefix_ + "c";
+    bool ok = ip({"netns", "add", ctl});
+    if (ok) namespaces_.push_back(ctl);
+    ok = ok && ip({"-n", ctl, "link", "set", "lo", "up"}) &&
+         ip({"-n", ctl, "link", "add", "br0", "type", "bridge"}) &&
+         ip({"-n", ctl, "addr", "add", "10.77.0.1/24", "dev", "br0"}) &&
+         ip({"-n", ctl, "link", "set", "br0", "up"});
+    for (int n = 1; ok && n <= nodes; ++n) {
+      const std::string ns = prefix_ + std::to_string(n), veth = "v" + std::to_string(n);
+      ok = ip({"netns", "add", ns});
+      if (ok) namespaces_.push_back(ns);
+      ok = ok &&
+           ip({"-n", ctl, "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns",
+               ns}) &&
+           ip({"-n", ctl, "link", "set", veth, "master", "br0", "up"}) &&
+           ip({"-n", ns, "addr", "add", NodeAddr(n) + "/24", "dev", "eth0"}) &&
+           ip({"-n", ns, "link", "set", "eth0", "up"}) && ip({"-n", ns, "link", "set", "lo", "up"});
+    }
+    return ok;
+  }
+
+  static std::string NodeAddr(int n) { return "10.77.0." + std::to_string(n + 1); }
+
+  // argv run inside namespace `ns` ("" = this host's).
+  std::vector<std::string> In(const std::string& ns, std::vector<std::string> argv) const {
+    if (ns.empty()) return argv;
+    argv.insert(argv.begin(), "--net=/run/netns/" + ns);
+    argv.insert(argv.begin(), FindProgram("nsenter"));
+    return argv;
+  }
+  std::string CtlNs() const { return prefix_.empty() ? "" : prefix_ + "c"; }
+  std::string NodeNs(int n) const { return prefix_.empty() ? "" : prefix_ + std::to_string(n); }
+
+  // Starts munged, slurmctld and the slurmd(s); `nodes` > 0 puts each in its namespace.
+  void StartCluster(int nodes, int gpus_per_node) {
+    const bool netns = nodes > 0;
     fs::create_directories(dir_ + "/munge");
     fs::permissions(dir_ + "/munge",
                     fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
@@ -78,48 +138,79 @@ class SlurmTest : public ::testing::Test {
     }
     fs::permissions(dir_ + "/munge/key", fs::perms::owner_read | fs::perms::owner_write);
     for (const char* sub : {"state", "spool"}) fs::create_directories(dir_ + "/" + sub);
-    for (int i = 0; i < 4; ++i) std::ofstream(dir_ + "/gpu" + std::to_string(i));
+    std::vector<std::string> names;
+    if (netns) {
+      for (int n = 1; n <= nodes; ++n) names.push_back("n" + std::to_string(n));
+    } else {
+      names.push_back(host_);
+    }
+    const std::string last_gpu = std::to_string(gpus_per_node - 1);
+    for (const auto& name : names) {
+      for (int i = 0; i < gpus_per_node; ++i)
+        std::ofstream(dir_ + "/gpu-" + name + "-" + std::to_string(i));
+    }
     conf_ = dir_ + "/slurm.conf";
     std::ofstream conf(conf_);
-    conf << "ClusterName=fulcrumtest\nSlurmctldHost=" << host_
+    conf << "ClusterName=fulcrumtest\nSlurmctldHost=" << host_ << (netns ? "(10.77.0.1)" : "")
          << "\nSlurmctldPort=" << FreeLoopbackPort() << "\nSlurmdPort=" << FreeLoopbackPort()
          << "\nAuthType=auth/munge\nAuthInfo=socket=" << dir_
          << "/munge/sock\nCredType=cred/munge\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/"
             "none\n"
          << "ReturnToService=2\nSlurmUser=root\nSlurmdUser=root\nSchedulerType=sched/backfill\n"
          << "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nGresTypes=gpu\n"
-         << "StateSaveLocation=" << dir_ << "/state\nSlurmdSpoolDir=" << dir_ << "/spool\n"
+         << "StateSaveLocation=" << dir_ << "/state\nSlurmdSpoolDir=" << dir_ << "/spool/%n\n"
          << "SlurmctldPidFile=" << dir_ << "/slurmctld.pid\nSlurmdPidFile=" << dir_
-         << "/slurmd.pid\n"
-         << "SlurmctldLogFile=" << dir_ << "/ctld.log\nSlurmdLogFile=" << dir_ << "/d.log\n"
-         << "KillWait=5\nMinJobAge=600\nJobRequeue=1\n"
-         << "NodeName=" << host_ << " CPUs=" << std::max(1u, std::thread::hardware_concurrency())
-         << " RealMemory=1000 Gres=gpu:4 State=UNKNOWN\n"
-         << "PartitionName=debug Nodes=" << host_ << " Default=YES MaxTime=INFINITE State=UP\n";
+         << "/slurmd-%n.pid\n"
+         << "SlurmctldLogFile=" << dir_ << "/ctld.log\nSlurmdLogFile=" << dir_ << "/d-%n.log\n"
+         << "KillWait=5\nMinJobAge=600\nJobRequeue=1\n";
+    const unsigned cpus = netns ? 2 : std::max(1u, std::thread::hardware_concurrency());
+    for (size_t i = 0; i < names.size(); ++i) {
+      conf << "NodeName=" << names[i];
+      if (netns) conf << " NodeAddr=" << NodeAddr(static_cast<int>(i) + 1);
+      conf << " CPUs=" << cpus << " RealMemory=1000 Gres=gpu:" << gpus_per_node
+           << " State=UNKNOWN\n";
+    }
+    std::string node_list;
+    for (const auto& name : names) node_list += (node_list.empty() ? "" : ",") + name;
+    conf << "PartitionName=debug Nodes=" << node_list << " Default=YES MaxTime=INFINITE State=UP\n";
     conf.close();
-    std::ofstream(dir_ + "/gres.conf")
-        << "NodeName=" << host_ << " Name=gpu File=" << dir_ << "/gpu[0-3]\n";
+    {
+      std::ofstream gres(dir_ + "/gres.conf");
+      for (const auto& name : names) {
+        gres << "NodeName=" << name << " Name=gpu File=" << dir_ << "/gpu-" << name << "-[0-"
+             << last_gpu << "]\n";
+      }
+    }
     env_ = {{"SLURM_CONF", conf_}};
 
     Spawn({FindProgram("munged"), "-F", "-f", "--socket=" + dir_ + "/munge/sock",
            "--key-file=" + dir_ + "/munge/key", "--log-file=" + dir_ + "/munge/log",
-           "--pid-file=" + dir_ + "/munge/pid", "--seed-file=" + dir_ + "/munge/seed"});
+           "--pid-file=" + dir_ + "/munge/pid", "--seed-file=" + dir_ + "/munge/seed"},
+          "munged");
     ASSERT_TRUE(WaitFor([&] { return fs::exists(dir_ + "/munge/sock"); }, 10))
         << "munged did not start";
-    Spawn({FindProgram("slurmctld"), "-D", "-i", "-f", conf_});
-    Spawn({FindProgram("slurmd"), "-D", "-f", conf_});
+    Spawn(In(CtlNs(), {FindProgram("slurmctld"), "-D", "-i", "-f", conf_}), "slurmctld");
+    if (netns) {
+      for (int n = 1; n <= nodes; ++n) {
+        Spawn(In(NodeNs(n), {FindProgram("slurmd"), "-D", "-N", names[n - 1], "-f", conf_}),
+              "slurmd-" + names[n - 1]);
+      }
+    } else {
+      Spawn({FindProgram("slurmd"), "-D", "-f", conf_}, "slurmd");
+    }
+    const std::string idle = std::to_string(names.size()) + " idle";
     ASSERT_TRUE(WaitFor(
         [&] {
-          RunOutput r = RunProgram("sinfo", {"-h", "-o", "%T"}, Opts());
-          return r.exit_code == 0 && r.out.find("idle") != std::string::npos;
+          RunOutput r = Slurm({"sinfo", "-h", "-o", "%D %T"});
+          return r.exit_code == 0 && r.out.find(idle) != std::string::npos;
         },
         30))
-        << ReadFile(dir_ + "/ctld.log") << ReadFile(dir_ + "/d.log");
+        << Slurm({"sinfo"}).out << ReadFile(dir_ + "/ctld.log");
   }
 
   void TearDown() override {
     if (!slurm_job_.empty()) {
-      RunProgram("scancel", {slurm_job_}, Opts());
+      Slurm({"scancel", slurm_job_});
       // Let slurmd end the job's processes before the daemons go.
       WaitFor(
           [&] {
@@ -137,14 +228,16 @@ class SlurmTest : public ::testing::Test {
       kill(pid, SIGKILL);
       waitpid(pid, nullptr, 0);
     }
+    for (const auto& ns : namespaces_) RunProgram(FindProgram("ip"), {"netns", "delete", ns});
     if (!HasFailure() && !dir_.empty()) fs::remove_all(dir_);
   }
 
-  void Spawn(const std::vector<std::string>& argv) {
+  // A long-lived child (daemon or agent), its output in <dir>/<tag>.out; stopped in TearDown.
+  pid_t Spawn(const std::vector<std::string>& argv, const std::string& tag) {
     pid_t pid = fork();
     if (pid == 0) {
       setenv("SLURM_CONF", conf_.c_str(), 1);
-      std::string log = dir_ + "/" + fs::path(argv[0]).filename().string() + ".out";
+      std::string log = dir_ + "/" + tag + ".out";
       freopen(log.c_str(), "a", stdout);
       freopen(log.c_str(), "a", stderr);
       std::vector<char*> args;
@@ -154,6 +247,7 @@ class SlurmTest : public ::testing::Test {
       _exit(127);
     }
     pids_.push_back(pid);
+    return pid;
   }
 
   RunOptions Opts() const {
@@ -163,21 +257,61 @@ class SlurmTest : public ::testing::Test {
     return o;
   }
 
-  std::string SlurmState() {
-    RunOutput r = RunProgram("squeue", {"-h", "-t", "all", "-j", slurm_job_, "-o", "%T"}, Opts());
+  // A Slurm client command, run where slurmctld is reachable.
+  RunOutput Slurm(const std::vector<std::string>& argv) {
+    std::vector<std::string> full = In(CtlNs(), argv);
+    const std::string program = full[0];
+    full.erase(full.begin());
+    return RunProgram(program, full, Opts());
+  }
+  // The fulcrum binary, run where slurmctld is reachable.
+  RunOutput Fulcrum(const std::vector<std::string>& args) {
+    if (CtlNs().empty()) return RunFulcrum(args, Opts());
+    std::vector<std::string> full = {"--net=/run/netns/" + CtlNs(), FULCRUM_BINARY};
+    full.insert(full.end(), args.begin(), args.end());
+    return RunProgram(FindProgram("nsenter"), full, Opts());
+  }
+
+  std::string SlurmField(const std::string& format) {
+    RunOutput r = Slurm({"squeue", "-h", "-t", "all", "-j", slurm_job_, "-o", format});
     return std::string(r.out.substr(0, r.out.find('\n')));
   }
+  std::string SlurmState() { return SlurmField("%T"); }
 
   // Releases a requeued job at once (Slurm holds a requeued job back for a while).
   void StartNowWhenPending() {
     ASSERT_TRUE(WaitFor([&] { return SlurmState() == "PENDING"; }, 30)) << SlurmState();
-    RunProgram("scontrol", {"update", "jobid=" + slurm_job_, "StartTime=now"}, Opts());
+    Slurm({"scontrol", "update", "jobid=" + slurm_job_, "StartTime=now"});
   }
 
-  std::string host_, dir_, conf_, slurm_job_;
+  std::string host_, dir_, conf_, slurm_job_, prefix_;
   std::map<std::string, std::string> env_;
   std::vector<pid_t> pids_;
+  std::vector<std::string> namespaces_;
 };
+
+class SlurmTest : public SlurmClusterTest {
+ protected:
+  void SetUp() override {
+    SlurmClusterTest::SetUp();
+    if (IsSkipped()) return;
+    StartCluster(0, 4);
+  }
+};
+
+std::smatch Match(const std::string& text, const std::string& pattern) {
+  std::smatch m;
+  static std::string kept;  // the match refers into it
+  kept = text;
+  std::regex_search(kept, m, std::regex(pattern));
+  return m;
+}
+
+int Count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
 
 std::vector<long> ResumedSteps(const std::string& output) {
   std::vector<long> steps;
@@ -190,32 +324,31 @@ std::vector<long> ResumedSteps(const std::string& output) {
 
 TEST_F(SlurmTest, SubmitRequeueAndResume) {
   const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt";
-  RunOutput submit = RunFulcrum({"submit",
-                                 "--slurm",
-                                 "--json",
-                                 "--data-dir",
-                                 data,
-                                 "--name",
-                                 "sj",
-                                 "--nodes",
-                                 "1",
-                                 "--gpus-per-node",
-                                 "2",
-                                 "--preemption",
-                                 "none",
-                                 "--checkpoint-dir",
-                                 ckpt,
-                                 "--checkpoint-every",
-                                 "1h",
-                                 "--",
-                                 FULCRUM_TRAINER,
-                                 "--steps",
-                                 "1000000",
-                                 "--step-ms",
-                                 "10",
-                                 "--checkpoint-every-steps",
-                                 "20"},
-                                Opts());
+  RunOutput submit = Fulcrum({"submit",
+                              "--slurm",
+                              "--json",
+                              "--data-dir",
+                              data,
+                              "--name",
+                              "sj",
+                              "--nodes",
+                              "1",
+                              "--gpus-per-node",
+                              "2",
+                              "--preemption",
+                              "none",
+                              "--checkpoint-dir",
+                              ckpt,
+                              "--checkpoint-every",
+                              "1h",
+                              "--",
+                              FULCRUM_TRAINER,
+                              "--steps",
+                              "1000000",
+                              "--step-ms",
+                              "10",
+                              "--checkpoint-every-steps",
+                              "20"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
   auto doc = nlohmann::json::parse(submit.out);
   slurm_job_ = doc["submit"]["slurm_job_id"];
@@ -225,11 +358,18 @@ TEST_F(SlurmTest, SubmitRequeueAndResume) {
   EXPECT_NE(script.find("#SBATCH --requeue"), std::string::npos);
   EXPECT_NE(script.find("#SBATCH --signal=B:USR1@120"), std::string::npos);
   EXPECT_NE(script.find("' run '--name' 'sj'"), std::string::npos) << "runs under fulcrum run";
+  // The stop fits in this cluster's KillWait=5 (read from scontrol show config, not the 30 s
+  // default): the wait for the checkpoint and the SIGKILL delay are both inside it.
+  EXPECT_NE(script.find("# KillWait 5s (from scontrol show config)"), std::string::npos) << script;
+  const std::smatch grace = Match(script, R"('--stop-grace' '(\d+)s')");
+  const std::smatch kill_after = Match(script, R"('--kill-after' '(\d+)s')");
+  ASSERT_FALSE(grace.empty() || kill_after.empty()) << script;
+  EXPECT_LT(std::stoi(grace[1]) + std::stoi(kill_after[1]), 5) << script;
 
   // Running, with checkpoints.
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ckpt + "/step-00000040/COMPLETE"); }, 60))
       << ReadFile(output) << SlurmState();
-  RunOutput status = RunFulcrum({"status", "--json", "--data-dir", data}, Opts());
+  RunOutput status = Fulcrum({"status", "--json", "--data-dir", data});
   ASSERT_EQ(status.exit_code, 0) << status.err;
   auto jobs = nlohmann::json::parse(status.out)["jobs"];
   ASSERT_EQ(jobs.size(), 1u);
@@ -238,7 +378,7 @@ TEST_F(SlurmTest, SubmitRequeueAndResume) {
   EXPECT_EQ(jobs[0]["state"], "running");
 
   // A requeue (what preemption or a node failure does): the job comes back and resumes.
-  ASSERT_EQ(RunProgram("scontrol", {"requeue", slurm_job_}, Opts()).exit_code, 0);
+  ASSERT_EQ(Slurm({"scontrol", "requeue", slurm_job_}).exit_code, 0);
   StartNowWhenPending();
   ASSERT_TRUE(WaitFor([&] { return ResumedSteps(ReadFile(output)).size() == 1; }, 60))
       << ReadFile(output);
@@ -255,7 +395,7 @@ TEST_F(SlurmTest, SubmitRequeueAndResume) {
         return ReadFile(output).find("step " + std::to_string(resumed + 30)) != std::string::npos;
       },
       60));
-  ASSERT_EQ(RunProgram("scancel", {"--batch", "--signal=USR1", slurm_job_}, Opts()).exit_code, 0);
+  ASSERT_EQ(Slurm({"scancel", "--batch", "--signal=USR1", slurm_job_}).exit_code, 0);
   ASSERT_TRUE(WaitFor(
       [&] { return ReadFile(output).find("requeueing job " + slurm_job_) != std::string::npos; },
       60))
@@ -267,7 +407,61 @@ TEST_F(SlurmTest, SubmitRequeueAndResume) {
   StartNowWhenPending();
   ASSERT_TRUE(WaitFor([&] { return ResumedSteps(ReadFile(output)).size() == 2; }, 60))
       << ReadFile(output);
-  EXPECT_GT(ResumedSteps(ReadFile(output))[1], resumed);
+  const long resumed_after_usr1 = ResumedSteps(ReadFile(output))[1];
+  EXPECT_GT(resumed_after_usr1, resumed);
+
+  // SIGTERM to the batch shell (what a preemption with a grace time sends first) is a notice too:
+  // checkpoint, stop, requeue, resume from that checkpoint.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(output).find("step " + std::to_string(resumed_after_usr1 + 30)) !=
+               std::string::npos;
+      },
+      60));
+  ASSERT_EQ(Slurm({"scancel", "--batch", "--signal=TERM", slurm_job_}).exit_code, 0);
+  ASSERT_TRUE(
+      WaitFor([&] { return Count(ReadFile(output), "requeueing job " + slurm_job_) == 2; }, 60))
+      << ReadFile(output);
+  text = ReadFile(output);
+  EXPECT_NE(text.find("received SIGTERM): requested a checkpoint"), std::string::npos) << text;
+  EXPECT_EQ(Count(text, "checkpoint saved; sending SIGTERM"), 2) << text;
+  StartNowWhenPending();
+  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(ReadFile(output)).size() == 3; }, 60))
+      << ReadFile(output);
+  EXPECT_GE(ResumedSteps(ReadFile(output))[2], resumed_after_usr1 + 30)
+      << "resumed from the checkpoint taken for the SIGTERM";
+}
+
+TEST_F(SlurmTest, ScancelIsNotUndoneByARequeue) {
+  const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt";
+  RunOutput submit = Fulcrum({"submit", "--slurm", "--json", "--data-dir", data, "--name", "sc",
+                              "--preemption", "none", "--checkpoint-dir", ckpt, "--",
+                              FULCRUM_TRAINER, "--steps", "1000000", "--step-ms", "10"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  auto doc = nlohmann::json::parse(submit.out);
+  slurm_job_ = doc["submit"]["slurm_job_id"];
+  const std::string output = doc["submit"]["output"];
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(output).find("step 20") != std::string::npos; }, 60))
+      << ReadFile(output) << SlurmState();
+  ASSERT_EQ(Slurm({"scancel", slurm_job_}).exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return SlurmState() == "CANCELLED"; }, 30)) << SlurmState();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(SlurmState(), "CANCELLED") << ReadFile(output);
+  EXPECT_EQ(ReadFile(output).find("requeueing job"), std::string::npos) << ReadFile(output);
+}
+
+TEST_F(SlurmTest, RefusesAStopGraceLongerThanKillWait) {
+  RunOutput r = Fulcrum({"submit", "--slurm", "--json", "--data-dir", dir_ + "/data", "--name",
+                         "long", "--stop-grace", "60s", "--", "true"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  auto doc = nlohmann::json::parse(r.err, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << r.out << r.err;
+  const std::string message = doc["error"]["message"];
+  EXPECT_NE(message.find("KillWait of 5s (from scontrol show config)"), std::string::npos)
+      << message;
+  EXPECT_EQ(doc["error"]["field"], "--stop-grace");
+  EXPECT_EQ(doc["error"]["found"], "60s + 1s");
+  EXPECT_FALSE(fs::exists(dir_ + "/data/slurm/long.sbatch")) << "nothing submitted";
 }
 
 }  // namespace
