@@ -144,15 +144,12 @@ std::string GenerateSbatch(const SbatchSpec& spec) {
   s << "  state=$(squeue -h -j \"$SLURM_JOB_ID\" -o %T 2>/dev/null)\n";
   s << "  if [ \"$state\" = RUNNING ]; then\n";
   s << "    echo \"fulcrum: stopped for a notice; requeueing job $SLURM_JOB_ID\"\n";
+  // The requeue ends this very job: Slurm's SIGTERM would kill scontrol itself; ignored here and
+  // in scontrol, SIGKILL only comes after KillWait. Slurm holds the requeued job back for
+  // AuthInfo cred_expire (120 s by default) once this script has ended; nothing inside the job
+  // can shorten that (a StartTime=now from here is overwritten when the requeue completes).
+  s << "    trap '' TERM\n";
   s << "    scontrol requeue \"$SLURM_JOB_ID\"\n";
-  // A drained node (fulcrum drained it for a lost GPU) cannot take the job back, so Slurm's hold
-  // on a requeued job (AuthInfo cred_expire, 120 s by default) protects nothing: release it.
-  s << "    if scontrol show node \"$SLURMD_NODENAME\" 2>/dev/null | grep -q 'State=[A-Z+]*DRAIN'; "
-       "then\n";
-  s << "      echo \"fulcrum: node $SLURMD_NODENAME is drained; releasing job $SLURM_JOB_ID "
-       "now\"\n";
-  s << "      scontrol update jobid=\"$SLURM_JOB_ID\" StartTime=now\n";
-  s << "    fi\n";
   s << "  else\n";
   s << "    echo \"fulcrum: Slurm is ending job $SLURM_JOB_ID (${state:-gone}); not requeueing\"\n";
   s << "  fi\n";

@@ -55,8 +55,7 @@ std::string ShellQuote(const std::string& word);
 // The script text. The batch shell forwards USR1 and TERM to `fulcrum run`, which takes either as
 // a notice (checkpoint, then stop with exit 75). After exit 75 the script requeues the job with
 // `scontrol requeue` unless Slurm is already ending it (scancel, its own requeue or preemption:
-// the job is no longer RUNNING); when this node is drained (a GPU fault) it also releases the
-// requeued job at once, since it cannot land here again.
+// the job is no longer RUNNING).
 std::string GenerateSbatch(const SbatchSpec& spec);
 
 // Slurm's KillWait (slurm.conf(5), 22.05: "The interval, in seconds, given to a job's processes

@@ -181,16 +181,12 @@ std::string ReadAll(const std::string& path) {
   return s.str();
 }
 
-ScriptRun RunScriptWithSignal(int signal, const std::string& job_state, bool node_drained) {
+ScriptRun RunScriptWithSignal(int signal, const std::string& job_state) {
   const std::string dir = testing::MakeTempDir("sbatch-script");
   const std::string bin = dir + "/bin";
   fs::create_directories(bin);
   WriteExecutable(bin + "/squeue", "#!/bin/sh\necho \"$FAKE_JOB_STATE\"\n");
-  WriteExecutable(bin + "/scontrol",
-                  "#!/bin/sh\necho \"$*\" >> " + dir +
-                      "/scontrol.log\n"
-                      "if [ \"$1 $2\" = 'show node' ] && [ \"$FAKE_DRAINED\" = 1 ]; then\n"
-                      "  echo '   State=IDLE+DRAIN ThreadsPerCore=1'\nfi\n");
+  WriteExecutable(bin + "/scontrol", "#!/bin/sh\necho \"$*\" >> " + dir + "/scontrol.log\n");
   WriteExecutable(dir + "/fulcrum", "#!/bin/bash\ntrap 'exit 75' TERM USR1\ntouch " + dir +
                                         "/ready\nwhile :; do sleep 0.05; done\n");
   SbatchSpec spec;
@@ -201,9 +197,8 @@ ScriptRun RunScriptWithSignal(int signal, const std::string& job_state, bool nod
 
   const std::string path = "PATH=" + bin + ":/usr/bin:/bin";
   const std::string state = "FAKE_JOB_STATE=" + job_state;
-  const std::string drained = std::string("FAKE_DRAINED=") + (node_drained ? "1" : "0");
   const std::string out = dir + "/out";
-  std::vector<std::string> env = {path, state, drained, "SLURM_JOB_ID=42", "SLURMD_NODENAME=n1"};
+  std::vector<std::string> env = {path, state, "SLURM_JOB_ID=42", "SLURMD_NODENAME=n1"};
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
@@ -231,14 +226,13 @@ ScriptRun RunScriptWithSignal(int signal, const std::string& job_state, bool nod
 }
 
 TEST(SlurmTest, SigtermToTheBatchShellIsANoticeThatRequeues) {
-  ScriptRun run = RunScriptWithSignal(SIGTERM, "RUNNING", false);
+  ScriptRun run = RunScriptWithSignal(SIGTERM, "RUNNING");
   EXPECT_EQ(run.exit_code, 75) << run.output;
   EXPECT_NE(run.scontrol_log.find("requeue 42"), std::string::npos) << run.output;
-  EXPECT_EQ(run.scontrol_log.find("StartTime=now"), std::string::npos) << run.scontrol_log;
 }
 
 TEST(SlurmTest, Usr1AdvanceNoticeRequeues) {
-  ScriptRun run = RunScriptWithSignal(SIGUSR1, "RUNNING", false);
+  ScriptRun run = RunScriptWithSignal(SIGUSR1, "RUNNING");
   EXPECT_EQ(run.exit_code, 75) << run.output;
   EXPECT_NE(run.scontrol_log.find("requeue 42"), std::string::npos) << run.output;
 }
@@ -246,19 +240,12 @@ TEST(SlurmTest, Usr1AdvanceNoticeRequeues) {
 TEST(SlurmTest, NoRequeueWhenSlurmIsEndingTheJob) {
   // scancel, scontrol requeue and preemption leave the job COMPLETING: a cancelled job must stay
   // cancelled, and Slurm requeues by itself when it means to.
-  ScriptRun run = RunScriptWithSignal(SIGTERM, "COMPLETING", false);
+  ScriptRun run = RunScriptWithSignal(SIGTERM, "COMPLETING");
   EXPECT_EQ(run.exit_code, 75) << run.output;
   EXPECT_EQ(run.scontrol_log.find("requeue"), std::string::npos) << run.scontrol_log;
   EXPECT_NE(run.output.find("Slurm is ending job 42 (COMPLETING); not requeueing"),
             std::string::npos)
       << run.output;
-}
-
-TEST(SlurmTest, ADrainedNodeReleasesTheRequeuedJobAtOnce) {
-  ScriptRun run = RunScriptWithSignal(SIGUSR1, "RUNNING", true);
-  EXPECT_NE(run.scontrol_log.find("requeue 42"), std::string::npos) << run.output;
-  EXPECT_NE(run.scontrol_log.find("update jobid=42 StartTime=now"), std::string::npos)
-      << run.scontrol_log;
 }
 
 }  // namespace
