@@ -286,6 +286,31 @@ class SlurmClusterTest : public ::testing::Test {
   }
   std::string SlurmState() { return SlurmField("%T"); }
 
+  // Submits the test trainer (a checkpoint every 20 steps, none on a cadence) as job `name`
+  // with `options` (before --) and `launcher` words before the trainer; sets slurm_job_.
+  // Returns the submit's JSON (its script and output paths); null after a failure.
+  nlohmann::json SubmitTrainer(const std::string& name, const std::vector<std::string>& options,
+                               const std::vector<std::string>& launcher = {}) {
+    std::vector<std::string> args = {"submit", "--slurm",          "--json", "--data-dir",
+                                     Data(),   "--name",           name,     "--preemption",
+                                     "none",   "--checkpoint-dir", Ckpt(),   "--checkpoint-every",
+                                     "1h"};
+    args.insert(args.end(), options.begin(), options.end());
+    args.push_back("--");
+    args.insert(args.end(), launcher.begin(), launcher.end());
+    for (const char* word : {FULCRUM_TRAINER, "--steps", "1000000", "--step-ms", "10",
+                             "--checkpoint-every-steps", "20"})
+      args.push_back(word);
+    RunOutput submit = Fulcrum(args);
+    EXPECT_EQ(submit.exit_code, 0) << submit.err;
+    auto doc = nlohmann::json::parse(submit.out, nullptr, false);
+    if (submit.exit_code != 0 || doc.is_discarded()) return nlohmann::json();
+    slurm_job_ = doc["submit"]["slurm_job_id"];
+    return doc["submit"];
+  }
+  std::string Data() const { return dir_ + "/data"; }
+  std::string Ckpt() const { return dir_ + "/ckpt"; }
+
   // Releases a requeued job at once (Slurm holds a requeued job back for a while).
   void StartNowWhenPending() {
     ASSERT_TRUE(WaitFor([&] { return SlurmState() == "PENDING"; }, 30)) << SlurmState();
@@ -333,37 +358,11 @@ std::vector<long> ResumedSteps(const std::string& output) {
 }
 
 TEST_F(SlurmTest, SubmitRequeueAndResume) {
-  const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt";
-  RunOutput submit = Fulcrum({"submit",
-                              "--slurm",
-                              "--json",
-                              "--data-dir",
-                              data,
-                              "--name",
-                              "sj",
-                              "--nodes",
-                              "1",
-                              "--gpus-per-node",
-                              "2",
-                              "--preemption",
-                              "none",
-                              "--checkpoint-dir",
-                              ckpt,
-                              "--checkpoint-every",
-                              "1h",
-                              "--",
-                              FULCRUM_TRAINER,
-                              "--steps",
-                              "1000000",
-                              "--step-ms",
-                              "10",
-                              "--checkpoint-every-steps",
-                              "20"});
-  ASSERT_EQ(submit.exit_code, 0) << submit.err;
-  auto doc = nlohmann::json::parse(submit.out);
-  slurm_job_ = doc["submit"]["slurm_job_id"];
-  const std::string output = doc["submit"]["output"];
-  std::string script = ReadFile(doc["submit"]["script"]);
+  const std::string data = Data(), ckpt = Ckpt();
+  const nlohmann::json submitted = SubmitTrainer("sj", {"--nodes", "1", "--gpus-per-node", "2"});
+  ASSERT_FALSE(submitted.is_null());
+  const std::string output = submitted["output"];
+  std::string script = ReadFile(submitted["script"]);
   EXPECT_NE(script.find("#SBATCH --gres=gpu:2"), std::string::npos) << script;
   EXPECT_NE(script.find("#SBATCH --requeue"), std::string::npos);
   EXPECT_NE(script.find("#SBATCH --signal=B:USR1@120"), std::string::npos);
@@ -443,14 +442,9 @@ TEST_F(SlurmTest, SubmitRequeueAndResume) {
 }
 
 TEST_F(SlurmTest, ScancelIsNotUndoneByARequeue) {
-  const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt";
-  RunOutput submit = Fulcrum({"submit", "--slurm", "--json", "--data-dir", data, "--name", "sc",
-                              "--preemption", "none", "--checkpoint-dir", ckpt, "--",
-                              FULCRUM_TRAINER, "--steps", "1000000", "--step-ms", "10"});
-  ASSERT_EQ(submit.exit_code, 0) << submit.err;
-  auto doc = nlohmann::json::parse(submit.out);
-  slurm_job_ = doc["submit"]["slurm_job_id"];
-  const std::string output = doc["submit"]["output"];
+  const nlohmann::json submitted = SubmitTrainer("sc", {});
+  ASSERT_FALSE(submitted.is_null());
+  const std::string output = submitted["output"];
   ASSERT_TRUE(WaitFor([&] { return ReadFile(output).find("step 20") != std::string::npos; }, 60))
       << ReadFile(output) << SlurmState();
   ASSERT_EQ(Slurm({"scancel", slurm_job_}).exit_code, 0);
@@ -461,8 +455,8 @@ TEST_F(SlurmTest, ScancelIsNotUndoneByARequeue) {
 }
 
 TEST_F(SlurmTest, RefusesAStopGraceLongerThanKillWait) {
-  RunOutput r = Fulcrum({"submit", "--slurm", "--json", "--data-dir", dir_ + "/data", "--name",
-                         "long", "--stop-grace", "60s", "--", "true"});
+  RunOutput r = Fulcrum({"submit", "--slurm", "--json", "--data-dir", Data(), "--name", "long",
+                         "--stop-grace", "60s", "--", "true"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   auto doc = nlohmann::json::parse(r.err, nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << r.out << r.err;
@@ -471,7 +465,7 @@ TEST_F(SlurmTest, RefusesAStopGraceLongerThanKillWait) {
       << message;
   EXPECT_EQ(doc["error"]["field"], "--stop-grace");
   EXPECT_EQ(doc["error"]["found"], "60s + 1s");
-  EXPECT_FALSE(fs::exists(dir_ + "/data/slurm/long.sbatch")) << "nothing submitted";
+  EXPECT_FALSE(fs::exists(Data() + "/slurm/long.sbatch")) << "nothing submitted";
 }
 
 class SlurmTwoNodeTest : public SlurmClusterTest {
@@ -510,39 +504,11 @@ class SlurmTwoNodeTest : public SlurmClusterTest {
 };
 
 TEST_F(SlurmTwoNodeTest, TwoNodeJobIsOneJobAndResumesAfterARequeue) {
-  const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt";
-  RunOutput submit = Fulcrum({"submit",
-                              "--slurm",
-                              "--json",
-                              "--data-dir",
-                              data,
-                              "--name",
-                              "mn",
-                              "--nodes",
-                              "2",
-                              "--gpus-per-node",
-                              "1",
-                              "--preemption",
-                              "none",
-                              "--checkpoint-dir",
-                              ckpt,
-                              "--checkpoint-every",
-                              "1h",
-                              "--",
-                              FakeTorchrun(),
-                              "--nproc-per-node",
-                              "1",
-                              FULCRUM_TRAINER,
-                              "--steps",
-                              "1000000",
-                              "--step-ms",
-                              "10",
-                              "--checkpoint-every-steps",
-                              "20"});
-  ASSERT_EQ(submit.exit_code, 0) << submit.err;
-  auto doc = nlohmann::json::parse(submit.out);
-  slurm_job_ = doc["submit"]["slurm_job_id"];
-  const std::string output = doc["submit"]["output"];
+  const std::string data = Data(), ckpt = Ckpt();
+  const nlohmann::json submitted = SubmitTrainer("mn", {"--nodes", "2", "--gpus-per-node", "1"},
+                                                 {FakeTorchrun(), "--nproc-per-node", "1"});
+  ASSERT_FALSE(submitted.is_null());
+  const std::string output = submitted["output"];
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ckpt + "/step-00000040/COMPLETE"); }, 60))
       << ReadFile(output) << SlurmState() << ReadFile(dir_ + "/ctld.log");
   EXPECT_EQ(SlurmField("%T %D %N"), "RUNNING 2 n[1-2]");
@@ -580,38 +546,12 @@ TEST_F(SlurmTwoNodeTest, TwoNodeJobIsOneJobAndResumesAfterARequeue) {
 }
 
 TEST_F(SlurmTwoNodeTest, LostGpuDrainsTheNodeAndTheJobRunsOnTheOther) {
-  const std::string data = dir_ + "/data", ckpt = dir_ + "/ckpt";
+  const std::string ckpt = Ckpt();
   const int agent_port = FreeLoopbackPort();
   const std::string agent = "http://127.0.0.1:" + std::to_string(agent_port);
-  RunOutput submit = Fulcrum({"submit",
-                              "--slurm",
-                              "--json",
-                              "--data-dir",
-                              data,
-                              "--name",
-                              "hw",
-                              "--gpus-per-node",
-                              "1",
-                              "--preemption",
-                              "none",
-                              "--agent",
-                              agent,
-                              "--checkpoint-dir",
-                              ckpt,
-                              "--checkpoint-every",
-                              "1h",
-                              "--",
-                              FULCRUM_TRAINER,
-                              "--steps",
-                              "1000000",
-                              "--step-ms",
-                              "10",
-                              "--checkpoint-every-steps",
-                              "20"});
-  ASSERT_EQ(submit.exit_code, 0) << submit.err;
-  auto doc = nlohmann::json::parse(submit.out);
-  slurm_job_ = doc["submit"]["slurm_job_id"];
-  const std::string output = doc["submit"]["output"];
+  const nlohmann::json submitted = SubmitTrainer("hw", {"--gpus-per-node", "1", "--agent", agent});
+  ASSERT_FALSE(submitted.is_null());
+  const std::string output = submitted["output"];
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ckpt + "/step-00000040/COMPLETE"); }, 60))
       << ReadFile(output) << SlurmState();
   const std::string node = SlurmField("%N");
