@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -92,6 +93,15 @@ class SlurmClusterTest : public ::testing::Test {
     if (FindProgram("ip").empty() || FindProgram("nsenter").empty()) {
       *why = "ip or nsenter is not installed (Debian: iproute2, util-linux)";
       return false;
+    }
+    // Namespaces left by a test process that died before its TearDown (the pid is in the name).
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator("/run/netns", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("fulcrum-slurm-", 0) != 0) continue;
+      const pid_t owner = static_cast<pid_t>(std::atol(name.c_str() + 14));
+      if (owner > 0 && kill(owner, 0) != 0 && errno == ESRCH)
+        RunProgram(FindProgram("ip"), {"netns", "delete", name});
     }
     prefix_ = "fulcrum-slurm-" + std::to_string(getpid()) + "-";
     auto ip = [&](const std::vector<std::string>& args) {
