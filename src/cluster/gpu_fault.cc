@@ -17,13 +17,8 @@ class SlurmGpuFaultSource final : public supervise::NoticeSource {
   Result<std::optional<std::string>> Check() override {
     FULCRUM_ASSIGN_OR_RETURN(
         auto gpus, supervise::GpuHealthFromAgent(options_.agent_url, options_.timeout_seconds));
-    if (!baseline_taken_) {
-      for (const auto& gpu : gpus) {
-        if (gpu.ecc_uncorrected) ecc_baseline_[gpu.index] = *gpu.ecc_uncorrected;
-      }
-      baseline_taken_ = true;
-    }
-    auto lost = FindLostGpu(gpus, ecc_baseline_);
+    if (!baseline_) baseline_ = gpus;
+    auto lost = FindLostGpu(gpus, *baseline_);
     if (!lost) return std::optional<std::string>();
     std::string notice = "GPU fault on node " + options_.node + ": " + *lost;
     Status drained = options_.drain(options_.node, "fulcrum: " + *lost);
@@ -33,25 +28,30 @@ class SlurmGpuFaultSource final : public supervise::NoticeSource {
 
  private:
   GpuFaultWatchOptions options_;
-  bool baseline_taken_ = false;
-  std::map<int, double> ecc_baseline_;
+  std::optional<std::vector<supervise::AgentGpuHealth>> baseline_;  // the first answer
 };
 
 }  // namespace
 
 std::optional<std::string> FindLostGpu(const std::vector<supervise::AgentGpuHealth>& gpus,
-                                       const std::map<int, double>& ecc_baseline) {
+                                       const std::vector<supervise::AgentGpuHealth>& baseline) {
   for (const auto& gpu : gpus) {
+    const supervise::AgentGpuHealth* before = nullptr;
+    for (const auto& b : baseline) {
+      if (b.index == gpu.index) before = &b;
+    }
     const std::string id = "GPU " + std::to_string(gpu.index);
     if (gpu.last_xid == supervise::kXidFallenOffTheBus) return id + " XID 79 (fallen off the bus)";
-    if (gpu.last_xid == supervise::kXidDoubleBitEcc) return id + " XID 48 (double-bit ECC error)";
-    if (gpu.last_xid == supervise::kXidUncontainedEcc)
+    const bool new_xid = before == nullptr || before->last_xid != gpu.last_xid;
+    if (new_xid && gpu.last_xid == supervise::kXidDoubleBitEcc)
+      return id + " XID 48 (double-bit ECC error)";
+    if (new_xid && gpu.last_xid == supervise::kXidUncontainedEcc)
       return id + " XID 95 (uncontained ECC error)";
     if (gpu.ecc_uncorrected) {
-      auto base = ecc_baseline.find(gpu.index);
-      const double before = base == ecc_baseline.end() ? 0 : base->second;
-      if (*gpu.ecc_uncorrected > before) {
-        return id + " uncorrectable ECC error (" + std::to_string(static_cast<int64_t>(before)) +
+      const double old_count =
+          before != nullptr && before->ecc_uncorrected ? *before->ecc_uncorrected : 0;
+      if (*gpu.ecc_uncorrected > old_count) {
+        return id + " uncorrectable ECC error (" + std::to_string(static_cast<int64_t>(old_count)) +
                " -> " + std::to_string(static_cast<int64_t>(*gpu.ecc_uncorrected)) + ")";
       }
     }

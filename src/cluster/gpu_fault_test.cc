@@ -21,9 +21,13 @@ TEST(GpuFaultTest, FindsXid79EccXidsAndNewUncorrectedErrors) {
             "GPU 1 XID 79 (fallen off the bus)");
   EXPECT_EQ(FindLostGpu({{2, 48, 0}}, {}), "GPU 2 XID 48 (double-bit ECC error)");
   EXPECT_EQ(FindLostGpu({{3, 95, 0}}, {}), "GPU 3 XID 95 (uncontained ECC error)");
-  // Uncorrected ECC counts that were there before the job: not this job's fault.
-  EXPECT_EQ(FindLostGpu({{0, 0, 4}}, {{0, 4}}), std::nullopt);
-  EXPECT_EQ(FindLostGpu({{0, 0, 5}}, {{0, 4}}), "GPU 0 uncorrectable ECC error (4 -> 5)");
+  // Uncorrected ECC counts and ECC XIDs that were there at the first answer are history.
+  EXPECT_EQ(FindLostGpu({{0, 0, 4}}, {{0, 0, 4}}), std::nullopt);
+  EXPECT_EQ(FindLostGpu({{0, 0, 5}}, {{0, 0, 4}}), "GPU 0 uncorrectable ECC error (4 -> 5)");
+  EXPECT_EQ(FindLostGpu({{0, 48, 4}}, {{0, 48, 4}}), std::nullopt);
+  EXPECT_EQ(FindLostGpu({{0, 95, 4}}, {{0, 48, 4}}), "GPU 0 XID 95 (uncontained ECC error)");
+  EXPECT_EQ(FindLostGpu({{0, 79, 4}}, {{0, 79, 4}}), "GPU 0 XID 79 (fallen off the bus)")
+      << "a GPU off the bus stays lost";
   EXPECT_EQ(FindLostGpu({{0, std::nullopt, std::nullopt}}, {}), std::nullopt) << "unknown";
 }
 
