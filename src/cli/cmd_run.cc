@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cluster/gpu_fault.h"
 #include "core/clock.h"
 #include "core/paths.h"
 #include "store/jobs.h"
@@ -78,6 +79,8 @@ Status RunCommand(CliContext& ctx, RunArgs& args) {
     }
     return std::nullopt;
   };
+  // Under Slurm a lost GPU drains the node and migrates the job (cluster/gpu_fault.h).
+  if (request.queue == "slurm") hooks.notice_sources = cluster::SlurmJobNoticeSources;
   g_stop_signal.store(0);
   InstallStopHandlers();
   SystemClock clock;

@@ -2,6 +2,7 @@
 // --not-before), or hand it to Slurm with an sbatch script that runs it under `fulcrum run`.
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -38,6 +39,11 @@ struct SubmitArgs {
   int gpus_per_node = 0;
   std::string partition;
   std::string time_limit;
+  std::string account;
+  std::string qos;
+  std::string constraint;
+  std::string mem;
+  bool exclusive = false;
   std::string script_out;
   bool dry_run = false;
   supervise::RunFlags flags;
@@ -79,10 +85,63 @@ store::JobRecord NewJob(const SubmitArgs& a, const std::string& queue, double no
   return job;
 }
 
+std::string Seconds(double seconds) {
+  return std::to_string(static_cast<int64_t>(std::ceil(seconds))) + "s";
+}
+
+// The stop must fit inside Slurm's KillWait (its SIGTERM is followed by SIGKILL that long later):
+// defaults for --stop-grace/--kill-after from KillWait, or exit 2 when the user's do not fit.
+// Returns the comment that says where the figures came from.
+Result<std::string> FitStopInKillWait(SubmitArgs& a, const supervise::ResolvedRun& resolved) {
+  double kill_wait = cluster::kSlurmDefaultKillWaitSeconds;
+  std::string source = "Slurm's default; scontrol show config did not answer";
+  if (auto queried = cluster::QueryKillWaitSeconds(); queried.ok()) {
+    kill_wait = *queried;
+    source = "from scontrol show config";
+  }
+  const cluster::StopBudget budget = cluster::StopBudgetFor(kill_wait);
+  const bool grace_given = a.flags.values.count("--stop-grace") > 0;
+  const bool kill_after_given = a.flags.values.count("--kill-after") > 0;
+  const double grace =
+      grace_given ? resolved.supervisor.stop_grace_seconds : budget.stop_grace_seconds;
+  const double kill_after =
+      kill_after_given ? resolved.supervisor.kill_after_seconds : budget.kill_after_seconds;
+  const double limit = kill_wait - budget.margin_seconds;
+  if ((grace_given || kill_after_given) && grace + kill_after > limit) {
+    const std::string found = Seconds(grace) + " + " + Seconds(kill_after);
+    const std::string expected = "--stop-grace + --kill-after <= " + Seconds(limit);
+    return Status::InvalidInput(
+               "--stop-grace " + Seconds(grace) + " with --kill-after " + Seconds(kill_after) +
+               " does not fit in Slurm's KillWait of " + Seconds(kill_wait) + " (" + source +
+               "): Slurm sends SIGKILL that long after SIGTERM; expected " + expected +
+               " (the script keeps " + Seconds(budget.margin_seconds) + " to requeue), found " +
+               found + ". Omit them for " + Seconds(budget.stop_grace_seconds) + " + " +
+               Seconds(budget.kill_after_seconds))
+        .WithDetail(
+            {"", std::nullopt, grace_given ? "--stop-grace" : "--kill-after", expected, found, {}});
+  }
+  a.flags.values["--stop-grace"] = Seconds(grace);
+  a.flags.values["--kill-after"] = Seconds(kill_after);
+  return "KillWait " + Seconds(kill_wait) + " (" + source + "): --stop-grace " + Seconds(grace) +
+         " + --kill-after " + Seconds(kill_after) + " + " + Seconds(budget.margin_seconds) +
+         " to requeue";
+}
+
 Status SubmitSlurm(CliContext& ctx, SubmitArgs& a, const std::string& data_dir, store::JobsDb& db,
-                   double now, const std::optional<store::JobRecord>& previous) {
+                   double now, const std::optional<store::JobRecord>& previous,
+                   const supervise::ResolvedRun& resolved) {
   if (a.nodes < 1)
     return Status::InvalidInput("--nodes: expected 1 or more, found " + std::to_string(a.nodes));
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--partition", a.partition},
+                                                        {"--account", a.account},
+                                                        {"--qos", a.qos},
+                                                        {"--constraint", a.constraint},
+                                                        {"--mem", a.mem},
+                                                        {"--time", a.time_limit}}) {
+    FULCRUM_RETURN_IF_ERROR(cluster::CheckSbatchValue(flag, value));
+  }
+  FULCRUM_ASSIGN_OR_RETURN(std::string stop_comment, FitStopInKillWait(a, resolved));
   fs::create_directories(data_dir + "/slurm");
   cluster::SbatchSpec spec;
   spec.job_name = a.name;
@@ -90,6 +149,12 @@ Status SubmitSlurm(CliContext& ctx, SubmitArgs& a, const std::string& data_dir, 
   spec.gpus_per_node = a.gpus_per_node;
   spec.partition = a.partition;
   spec.time_limit = a.time_limit;
+  spec.account = a.account;
+  spec.qos = a.qos;
+  spec.constraint = a.constraint;
+  spec.mem = a.mem;
+  spec.exclusive = a.exclusive;
+  spec.comment = stop_comment;
   spec.output_path = data_dir + "/slurm/" + a.name + ".out";
   spec.workdir = fs::current_path().string();
   spec.fulcrum_binary = SelfExe();
@@ -156,7 +221,8 @@ Status Submit(CliContext& ctx, SubmitArgs& a) {
   }
   FULCRUM_RETURN_IF_ERROR(supervise::ValidateJobName(a.name));
   // Check the run options now rather than when the job starts.
-  FULCRUM_RETURN_IF_ERROR(supervise::ResolveRunFlags(a.flags, data_dir, a.name).status());
+  FULCRUM_ASSIGN_OR_RETURN(supervise::ResolvedRun resolved,
+                           supervise::ResolveRunFlags(a.flags, data_dir, a.name));
   FULCRUM_ASSIGN_OR_RETURN(store::JobsDb db, store::JobsDb::OpenInDataDir(data_dir));
   FULCRUM_ASSIGN_OR_RETURN(auto existing, db.GetJob(a.name));
   if (existing && store::IsActiveState(store::EffectiveState(*existing))) {
@@ -164,7 +230,7 @@ Status Submit(CliContext& ctx, SubmitArgs& a) {
                                 std::string(store::JobStateName(existing->state)) +
                                 "; choose another --name");
   }
-  if (a.slurm) return SubmitSlurm(ctx, a, data_dir, db, now, existing);
+  if (a.slurm) return SubmitSlurm(ctx, a, data_dir, db, now, existing, resolved);
 
   if (a.gpus < 0)
     return Status::InvalidInput("--gpus: expected 0 or more, found " + std::to_string(a.gpus));
@@ -213,8 +279,13 @@ void RegisterSubmit(CLI::App* cmd, CliContext& ctx) {
       "with CUDA_VISIBLE_DEVICES set to the GPUs it got.\n\n"
       "Slurm (--slurm): writes an sbatch script that asks for --nodes x --gpus-per-node GPUs\n"
       "(--gres), sets --requeue and --signal=B:USR1@120, and runs the command under `fulcrum run`\n"
-      "so that a requeued job resumes from its last checkpoint. `fulcrum status` reads squeue and\n"
-      "sacct for it. The options of `fulcrum run` (checkpoints, restarts, budget) apply to both.");
+      "so that a requeued job resumes from its last checkpoint. USR1 and SIGTERM are both notices\n"
+      "(checkpoint, stop, requeue unless Slurm is ending the job); --stop-grace and --kill-after\n"
+      "default to what fits in Slurm's KillWait (scontrol show config, else 30 s). With --nodes\n"
+      "above 1, srun starts the command once per node and a torchrun gets --nnodes\n"
+      "$SLURM_NNODES and a c10d rendezvous on the first host: one job, one supervisor.\n"
+      "`fulcrum status` reads squeue and sacct for it. The options of `fulcrum run`\n"
+      "(checkpoints, restarts, budget) apply to both.");
   cmd->footer(
       "Examples:\n"
       "  fulcrum submit --gpus 2 --not-before 22:00 --checkpoint-dir ckpt -- python train.py\n"
@@ -246,6 +317,21 @@ void RegisterSubmit(CLI::App* cmd, CliContext& ctx) {
       ->group("Slurm");
   cmd->add_option("--time", a->time_limit, "Slurm: time limit, e.g. 24:00:00")
       ->type_name("LIMIT")
+      ->group("Slurm");
+  cmd->add_option("--account", a->account, "Slurm: sbatch --account (charge the job to it)")
+      ->type_name("ACCOUNT")
+      ->group("Slurm");
+  cmd->add_option("--qos", a->qos, "Slurm: sbatch --qos (quality of service)")
+      ->type_name("QOS")
+      ->group("Slurm");
+  cmd->add_option("--constraint", a->constraint,
+                  "Slurm: sbatch --constraint (node features, e.g. 'h100&ib')")
+      ->type_name("FEATURES")
+      ->group("Slurm");
+  cmd->add_option("--mem", a->mem, "Slurm: sbatch --mem, memory per node (e.g. 64G; 0 = all)")
+      ->type_name("SIZE")
+      ->group("Slurm");
+  cmd->add_flag("--exclusive", a->exclusive, "Slurm: sbatch --exclusive (whole nodes)")
       ->group("Slurm");
   cmd->add_option("--script-out", a->script_out,
                   "Slurm: where to write the sbatch script "

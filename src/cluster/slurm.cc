@@ -1,5 +1,7 @@
 #include "cluster/slurm.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "core/parse.h"
@@ -19,46 +21,138 @@ std::string ShellQuote(const std::string& word) {
   return out + "'";
 }
 
+Status CheckSbatchValue(const std::string& flag, const std::string& value) {
+  for (char c : value) {
+    if (c == '\n' || c == '\r' || c == ' ' || c == '\t' || c == '#') {
+      return Status::InvalidInput(flag +
+                                  ": expected one sbatch word (no spaces, newlines or '#'), "
+                                  "found '" +
+                                  value + "'")
+          .WithDetail({"", std::nullopt, flag, "one sbatch word", value, {}});
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+std::string Basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
+
+// Where torchrun's own options start in `command`: 1 for `torchrun ...`, 3 for
+// `python -m torch.distributed.run ...`; 0 when it is not torchrun.
+size_t TorchrunOptionsAt(const std::vector<std::string>& command) {
+  if (command.empty()) return 0;
+  const std::string program = Basename(command[0]);
+  if (program == "torchrun") return 1;
+  if (program.rfind("python", 0) == 0 && command.size() >= 3 && command[1] == "-m" &&
+      command[2] == "torch.distributed.run")
+    return 3;
+  return 0;
+}
+
+// True when the user already gave torchrun option `name` (--rdzv-endpoint, also spelled
+// --rdzv_endpoint, with its value after a space or '=').
+bool HasTorchrunOption(const std::vector<std::string>& command, std::string name) {
+  std::string underscored = name;
+  for (size_t i = 2; i < underscored.size(); ++i) {
+    if (underscored[i] == '-') underscored[i] = '_';
+  }
+  for (const auto& word : command) {
+    for (const auto& spelling : {name, underscored}) {
+      if (word == spelling || word.rfind(spelling + "=", 0) == 0) return true;
+    }
+  }
+  return false;
+}
+
+// The launch words after `fulcrum run ... --`, as shell text. One node: the command itself.
+// More: srun starts one task per node; a torchrun gets --nnodes and a c10d rendezvous on the
+// first host unless the user set them (or a static --master-addr) already.
+std::string LaunchWords(const SbatchSpec& spec) {
+  std::ostringstream s;
+  if (spec.nodes > 1) s << " srun --ntasks-per-node=1 --kill-on-bad-exit=1";
+  const size_t options_at = spec.nodes > 1 ? TorchrunOptionsAt(spec.command) : 0;
+  for (size_t i = 0; i < spec.command.size(); ++i) {
+    if (options_at != 0 && i == options_at) {
+      if (!HasTorchrunOption(spec.command, "--nnodes")) s << " --nnodes \"$SLURM_NNODES\"";
+      if (!HasTorchrunOption(spec.command, "--rdzv-endpoint") &&
+          !HasTorchrunOption(spec.command, "--master-addr") &&
+          !HasTorchrunOption(spec.command, "--standalone")) {
+        s << " --rdzv-backend c10d --rdzv-endpoint \"$head:" << spec.rendezvous_port
+          << "\" --rdzv-id \"$SLURM_JOB_ID\"";
+      }
+    }
+    s << " " << ShellQuote(spec.command[i]);
+  }
+  return s.str();
+}
+
+}  // namespace
+
+bool IsTorchrun(const std::vector<std::string>& command) { return TorchrunOptionsAt(command) != 0; }
+
 std::string GenerateSbatch(const SbatchSpec& spec) {
   std::ostringstream s;
   s << "#!/bin/bash\n";
   s << "# Written by fulcrum submit --slurm. Runs the command under `fulcrum run` so that a\n";
   s << "# requeued job resumes from its last complete checkpoint.\n";
+  for (const auto& line : Split(spec.comment, '\n')) {
+    if (!line.empty()) s << "# " << line << "\n";
+  }
   s << "#SBATCH --job-name=" << spec.job_name << "\n";
   s << "#SBATCH --nodes=" << spec.nodes << "\n";
   s << "#SBATCH --ntasks-per-node=1\n";
   if (spec.gpus_per_node > 0) s << "#SBATCH --gres=gpu:" << spec.gpus_per_node << "\n";
-  if (!spec.partition.empty()) s << "#SBATCH --partition=" << spec.partition << "\n";
-  if (!spec.time_limit.empty()) s << "#SBATCH --time=" << spec.time_limit << "\n";
-  if (!spec.output_path.empty()) s << "#SBATCH --output=" << spec.output_path << "\n";
-  if (!spec.workdir.empty()) s << "#SBATCH --chdir=" << spec.workdir << "\n";
+  const std::pair<const char*, const std::string*> passthrough[] = {
+      {"partition", &spec.partition},   {"account", &spec.account}, {"qos", &spec.qos},
+      {"constraint", &spec.constraint}, {"mem", &spec.mem},         {"time", &spec.time_limit},
+      {"output", &spec.output_path},    {"chdir", &spec.workdir}};
+  for (const auto& [name, value] : passthrough) {
+    if (!value->empty()) s << "#SBATCH --" << name << "=" << *value << "\n";
+  }
+  if (spec.exclusive) s << "#SBATCH --exclusive\n";
   s << "#SBATCH --requeue\n";
   s << "#SBATCH --open-mode=append\n";
   s << "#SBATCH --signal=B:USR1@" << spec.notice_seconds << "\n\n";
   for (const auto& [key, value] : spec.env)
     s << "export " << key << "=" << ShellQuote(value) << "\n";
-  s << "export FULCRUM_QUEUE=slurm\n\n";
-  s << "cmd=(" << ShellQuote(spec.fulcrum_binary) << " run";
+  s << "export FULCRUM_QUEUE=slurm\n";
+  if (spec.nodes > 1) {
+    s << "# One launcher per node (srun); one supervisor, here on the batch host, owns the\n";
+    s << "# checkpoint dir and the budget. The rendezvous runs on the first host.\n";
+    s << "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n";
+    s << "export MASTER_ADDR=\"$head\" MASTER_PORT=" << spec.rendezvous_port << "\n";
+  }
+  s << "\ncmd=(" << ShellQuote(spec.fulcrum_binary) << " run";
   for (const auto& a : spec.run_args) s << " " << ShellQuote(a);
-  s << " --";
-  // More than one node: one task per node through srun; the command's launcher does the rest.
-  if (spec.nodes > 1) s << " srun --ntasks-per-node=1";
-  for (const auto& a : spec.command) s << " " << ShellQuote(a);
-  s << ")\n";
+  s << " --" << LaunchWords(spec) << ")\n";
   s << "\"${cmd[@]}\" &\n";
   s << "pid=$!\n";
-  s << "notice=0\n";
-  s << "trap 'notice=1; kill -USR1 $pid' USR1\n";
+  // Slurm's advance notice (--signal=B:USR1@N) and its SIGTERM (preemption, requeue, scancel,
+  // time limit) are both notices to fulcrum run: checkpoint, stop, exit 75.
+  s << "trap 'kill -USR1 $pid' USR1\n";
   s << "trap 'kill -TERM $pid' TERM\n";
   s << "rc=0\n";
   s << "while true; do\n";
   s << "  wait $pid; rc=$?\n";
   s << "  kill -0 $pid 2>/dev/null || break  # wait returned for a trapped signal\n";
   s << "done\n";
-  // Requeue only after Slurm's own advance notice (time limit, preemption), not after scancel.
-  s << "if [ \"$notice\" = 1 ] && [ \"$rc\" -eq 75 ] && [ -n \"$SLURM_JOB_ID\" ]; then\n";
-  s << "  echo \"fulcrum: stopped for a notice; requeueing job $SLURM_JOB_ID\"\n";
-  s << "  scontrol requeue \"$SLURM_JOB_ID\"\n";
+  // Requeue when the job is still RUNNING: an advance notice, a SIGTERM to the batch shell alone,
+  // a GPU fault or a cloud notice. scancel, Slurm's own requeue and preemption end the job
+  // (COMPLETING): Slurm decides then, and a cancelled job stays cancelled.
+  s << "if [ \"$rc\" -eq 75 ] && [ -n \"$SLURM_JOB_ID\" ]; then\n";
+  s << "  state=$(squeue -h -j \"$SLURM_JOB_ID\" -o %T 2>/dev/null)\n";
+  s << "  if [ \"$state\" = RUNNING ]; then\n";
+  s << "    echo \"fulcrum: stopped for a notice; requeueing job $SLURM_JOB_ID\"\n";
+  // The requeue ends this very job: Slurm's SIGTERM would kill scontrol itself; ignored here and
+  // in scontrol, SIGKILL only comes after KillWait. Slurm holds the requeued job back for
+  // AuthInfo cred_expire (120 s by default) once this script has ended; nothing inside the job
+  // can shorten that (a StartTime=now from here is overwritten when the requeue completes).
+  s << "    trap '' TERM\n";
+  s << "    scontrol requeue \"$SLURM_JOB_ID\"\n";
+  s << "  else\n";
+  s << "    echo \"fulcrum: Slurm is ending job $SLURM_JOB_ID (${state:-gone}); not requeueing\"\n";
+  s << "  fi\n";
   s << "fi\n";
   s << "exit $rc\n";
   return s.str();
@@ -143,6 +237,53 @@ Result<std::vector<SlurmJobState>> QuerySlurm(const std::vector<std::string>& jo
                                        : SlurmJobState{id, "UNKNOWN", "", "", std::nullopt});
   }
   return states;
+}
+
+std::optional<double> ParseKillWaitSeconds(const std::string& show_config) {
+  for (const auto& line : Split(show_config, '\n')) {
+    auto eq = line.find('=');
+    if (eq == std::string::npos || Trim(std::string_view(line).substr(0, eq)) != "KillWait")
+      continue;
+    // "KillWait                = 30 sec"
+    const std::string value(Trim(std::string_view(line).substr(eq + 1)));
+    char* end = nullptr;
+    const double seconds = std::strtod(value.c_str(), &end);
+    if (end == value.c_str() || !std::isfinite(seconds) || seconds < 0) return std::nullopt;
+    return seconds;
+  }
+  return std::nullopt;
+}
+
+Result<double> QueryKillWaitSeconds() {
+  FULCRUM_ASSIGN_OR_RETURN(CaptureResult out, RunSlurmCommand({"scontrol", "show", "config"}));
+  if (out.exit_code != 0) {
+    return Status::Unavailable("scontrol show config failed (exit " +
+                               std::to_string(out.exit_code) + "): " + std::string(Trim(out.err)));
+  }
+  auto seconds = ParseKillWaitSeconds(out.out);
+  if (!seconds) return Status::Unavailable("scontrol show config printed no KillWait");
+  return *seconds;
+}
+
+StopBudget StopBudgetFor(double kill_wait_seconds) {
+  StopBudget b;
+  b.kill_wait_seconds = kill_wait_seconds;
+  b.margin_seconds = std::min(5.0, std::floor(kill_wait_seconds / 4));
+  const double rest = kill_wait_seconds - b.margin_seconds;
+  b.kill_after_seconds = std::max(1.0, std::min(10.0, std::floor(rest / 3)));
+  b.stop_grace_seconds = std::max(1.0, rest - b.kill_after_seconds);
+  return b;
+}
+
+Status DrainNode(const std::string& node, const std::string& reason) {
+  FULCRUM_ASSIGN_OR_RETURN(CaptureResult out,
+                           RunSlurmCommand({"scontrol", "update", "nodename=" + node, "state=drain",
+                                            "reason=" + reason}));
+  if (out.exit_code != 0) {
+    return Status::IoError("scontrol update nodename=" + node + " state=drain failed (exit " +
+                           std::to_string(out.exit_code) + "): " + std::string(Trim(out.err)));
+  }
+  return Status::Ok();
 }
 
 }  // namespace fulcrum::cluster

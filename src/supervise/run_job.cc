@@ -19,8 +19,11 @@ namespace {
 namespace fs = std::filesystem;
 
 std::unique_ptr<NoticeWatcher> MakeWatcher(const ResolvedRun& r,
-                                           const std::function<void(const std::string&)>& event) {
-  std::vector<std::unique_ptr<NoticeSource>> sources;
+                                           const std::function<void(const std::string&)>& event,
+                                           std::vector<std::unique_ptr<NoticeSource>> sources) {
+  for (const auto& source : sources) {
+    event("watching " + source->name() + " notices every " + FormatDuration(r.notice_poll_seconds));
+  }
   const double timeout = r.preemption_auto ? 0.3 : 1.0;
   for (const auto& name : r.preemption_sources) {
     std::unique_ptr<NoticeSource> source;
@@ -129,7 +132,9 @@ Result<RunJobResult> RunJob::Run() {
   if (agent_url != "none") {
     options.unhealthy_gpus = [agent_url] { return UnhealthyGpusFromAgent(agent_url, 0.5); };
   }
-  auto watcher = MakeWatcher(resolved, event);
+  auto watcher = MakeWatcher(resolved, event,
+                             hooks_.notice_sources ? hooks_.notice_sources(resolved)
+                                                   : std::vector<std::unique_ptr<NoticeSource>>{});
   watcher->Start();
   options.stop_notice = [&]() -> std::optional<std::string> {
     if (hooks_.stop_requested) {

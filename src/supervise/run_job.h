@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "store/jobs.h"
+#include "supervise/notice.h"
 #include "supervise/process.h"
 #include "supervise/run_flags.h"
 #include "supervise/supervisor.h"
@@ -40,6 +42,9 @@ struct RunJobHooks {
   std::function<void(const std::string&)> event;
   // Polled every tick: a reason means "stop cleanly" (the CLI's signal edge); may be empty.
   std::function<std::optional<std::string>()> stop_requested;
+  // More notice sources watched beside the cloud ones, made from the resolved flags (the Slurm
+  // node's GPU fault watch, cluster/gpu_fault.h); may be empty.
+  std::function<std::vector<std::unique_ptr<NoticeSource>>(const ResolvedRun&)> notice_sources;
 };
 
 struct RunJobResult {
