@@ -168,6 +168,29 @@ TEST(PlanPanelTest, TightDeadlineRowsFinishInTimeAndComeFirst) {
   EXPECT_LE(P90Hours(fastest["candidates"][0]), P90Hours(d["candidates"][0]) + 1e-9);
 }
 
+// 8b. One P90: every row's P90 carries the estimator's own band (its step_seconds_p90), on top of
+//     the interruptions, and the deadline check uses that P90. With r = step P90 / step and the
+//     10-minute start-up of the cost model (plan/cost.h), P90 - start-up >= r x (mean - start-up).
+TEST(PlanPanelTest, TheOneP90CarriesTheEstimatorBand) {
+  const json d = Plan({"--model", "llama-2-7b", "--tokens", "20B", "--seq-len", "4096",
+                       "--deadline", "12h", "--top", "100"});
+  ASSERT_FALSE(d["candidates"].empty());
+  const double startup_hours = 10.0 / 60;
+  int widened = 0;
+  for (const json& c : d["candidates"]) {
+    const json& t = c["time"];
+    const double r = t["step_seconds_p90"].get<double>() / t["step_seconds"].get<double>();
+    const double mean = t["total_hours"].get<double>();
+    EXPECT_GE(P90Hours(c) + 2e-3, std::max(1.0, r) * (mean - startup_hours) + startup_hours)
+        << c["rank"];
+    if (r > 1.01) ++widened;
+    if (c["meets_constraints"].get<bool>()) {
+      EXPECT_LE(P90Hours(c), 12.0 + 1e-6);
+    }
+  }
+  EXPECT_GT(widened, 0);
+}
+
 // 9. Loose deadline (30 days for a job of hours): speed is worth little, cost decides.
 TEST(PlanPanelTest, LooseDeadlineCostDecides) {
   ExpectBalancedNearCheapest(

@@ -59,6 +59,22 @@ double InstanceUsd(const RunInput& in, double seconds, const CostAssumptions& a)
   return hourly_all * BilledSeconds(seconds, in.provider, a) / 3600.0;
 }
 
+// The one P90: the interruption P90 with the time past the start-up scaled by the estimator's
+// P90 step-time ratio; the instance part of the P90 cost follows (reserved terms are fixed).
+void ApplyEstimatorBand(const RunInput& in, const CostAssumptions& a, RunCost& out) {
+  const double ratio = std::max(1.0, in.step_p90_ratio);
+  if (ratio == 1.0) return;
+  const double before = out.p90_seconds;
+  out.p90_seconds = a.startup_seconds + std::max(0.0, before - a.startup_seconds) * ratio;
+  if (in.pricing != PricingModel::kSpot) {
+    out.p90_usd = InstanceUsd(in, out.p90_seconds, a) + ExtrasUsd(in.extra, out.p90_seconds);
+    return;
+  }
+  const double instance_usd = out.p90_usd - ExtrasUsd(in.extra, before);
+  out.p90_usd = instance_usd * (before > 0 ? out.p90_seconds / before : 1) +
+                ExtrasUsd(in.extra, out.p90_seconds);
+}
+
 // Longest spot segment simulated, in mean times to interruption (see EstimateSpotRun).
 constexpr double kMaxSimulatedPreemptions = 50;
 
@@ -183,7 +199,8 @@ RunCost EstimateRunCost(const RunInput& in, const CostAssumptions& a) {
   const double used_usd = hourly_all * BilledSeconds(out.total_seconds, in.provider, a) / 3600.0;
   b.commitment_usd = out.reserved_commitment ? std::max(0.0, instance_usd - used_usd) : 0;
   b.compute_usd = instance_usd - b.commitment_usd - b.checkpoint_usd - b.failures_usd;
-  if (in.pricing == PricingModel::kSpot) return EstimateSpotRun(in, out, a);
+  if (in.pricing == PricingModel::kSpot) out = EstimateSpotRun(in, out, a);
+  ApplyEstimatorBand(in, a, out);
   return out;
 }
 

@@ -98,6 +98,10 @@ struct RunInput {
   std::optional<double> deadline_seconds;        // for the spot policy's safety net
   std::optional<double> on_demand_usd_per_hour;  // per instance, the spot fallback price
   bool reserved_owned = false;  // reserved: the term is already paid for (marginal cost)
+  // The estimator's P90 step time over its point estimate (estimate::BandFor: the left-out
+  // error of the calibration family the setup resembles, wider on an uncalibrated
+  // architecture); the run's P90 scales its time past the start-up by max(1, this).
+  double step_p90_ratio = 1;
 };
 
 // Where the expected cost goes (USD; sums to RunCost::expected_usd).
@@ -126,7 +130,10 @@ struct RunCost {
   bool reserved_commitment = false;  // reserved row priced as the term's full commitment
 };
 
-// The run's time and cost for one pricing model.
+// The run's time and cost for one pricing model. p90_seconds is the one P90 of the run: the
+// interruptions' P90 (Poisson failures, or the spot simulation's) with the work past the
+// start-up scaled by the estimator's band (RunInput::step_p90_ratio), conservative: the product
+// of the two P90s is at least the P90 of the product. p90_usd follows it.
 RunCost EstimateRunCost(const RunInput& input, const CostAssumptions& assumptions = {});
 
 // Spot: expected and P90 time/cost of the run on interruptible capacity. THE place where the

@@ -18,9 +18,9 @@ catalog::Provider PerMinute() {
 
 TEST(BillingTest, GranularityAndMinimum) {
   const catalog::Provider p = PerMinute();
-  EXPECT_DOUBLE_EQ(BilledSeconds(61, &p), 600);        // minimum
-  EXPECT_DOUBLE_EQ(BilledSeconds(601, &p), 660);       // next minute
-  EXPECT_DOUBLE_EQ(BilledSeconds(720, &p), 720);       // exact
+  EXPECT_DOUBLE_EQ(BilledSeconds(61, &p), 600);   // minimum
+  EXPECT_DOUBLE_EQ(BilledSeconds(601, &p), 660);  // next minute
+  EXPECT_DOUBLE_EQ(BilledSeconds(720, &p), 720);  // exact
   // Unknown terms: per minute with a one-minute minimum (not whole hours).
   EXPECT_DOUBLE_EQ(BilledSeconds(10, nullptr), 60);
   EXPECT_DOUBLE_EQ(BilledSeconds(43 * 60 + 5, nullptr), 44 * 60);
@@ -244,6 +244,42 @@ TEST(RunCostTest, NoCheckpointingLosesHalfTheJobPerFailure) {
   const RunCost without = EstimateRunCost(in);
   EXPECT_GT(without.total_seconds, 2 * with.total_seconds);
   EXPECT_EQ(without.checkpoint_interval_seconds, 0);
+}
+
+}  // namespace
+}  // namespace fulcrum::plan
+
+namespace fulcrum::plan {
+namespace {
+
+// One P90 (issue 12): the estimator's P90 step-time ratio scales the run's P90 past the start-up,
+// on-demand and spot alike; the expected time and cost stay the point estimate's.
+TEST(RunCostTest, TheEstimatorBandWidensTheOneP90) {
+  const catalog::Provider p = PerMinute();
+  CostAssumptions a;
+  a.spot_mtti_seconds_per_instance = 20 * 3600;
+  RunInput in;
+  in.work_seconds = 10 * 3600;
+  in.gpus = 8;
+  in.trained_parameters = 7e9;
+  in.hourly_usd = 10;
+  in.on_demand_usd_per_hour = 10;
+  in.provider = &p;
+  for (PricingModel pricing : {PricingModel::kOnDemand, PricingModel::kSpot}) {
+    in.pricing = pricing;
+    in.step_p90_ratio = 1;
+    const RunCost point = EstimateRunCost(in, a);
+    in.step_p90_ratio = 1.5;
+    const RunCost banded = EstimateRunCost(in, a);
+    EXPECT_DOUBLE_EQ(banded.total_seconds, point.total_seconds);
+    EXPECT_DOUBLE_EQ(banded.expected_usd, point.expected_usd);
+    EXPECT_NEAR(banded.p90_seconds - a.startup_seconds,
+                1.5 * (point.p90_seconds - a.startup_seconds), 1e-6);
+    EXPECT_GT(banded.p90_usd, point.p90_usd);
+    // An estimator that over-predicts (ratio < 1) never narrows the P90 below the point's.
+    in.step_p90_ratio = 0.8;
+    EXPECT_DOUBLE_EQ(EstimateRunCost(in, a).p90_seconds, point.p90_seconds);
+  }
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "core/parse.h"
 #include "estimate/estimate.h"
+#include "estimate/uncertainty.h"
 #include "plan/pitfalls.h"
 
 namespace fulcrum::plan {
@@ -523,6 +524,13 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   auto finish = [&](Pending& p) {
     Candidate& cand = p.cand;
     const catalog::Offer& o = offers[cand.offer];
+    bool calibrated = true;
+    if (const auto& covered = assumptions.calibrated_architectures) {
+      calibrated = std::binary_search(covered->begin(), covered->end(), p.hc->gpu->architecture);
+    }
+    cand.band =
+        estimate::BandFor(estimate::DefaultUncertaintyTable(), model, p.run.gpus, calibrated);
+    p.run.step_p90_ratio = cand.band.step_p90_ratio;
     cand.run = EstimateRunCost(p.run, assumptions);
     PitfallFacts facts;
     facts.parameters = params;
@@ -550,10 +558,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
         cand.run.reserved_commitment ? ReservedTermSeconds(cand.pricing) : 0;
     facts.total_seconds = cand.run.total_seconds;
     facts.billing_terms_unknown = BillingTermsUnknown(p.run.provider);
-    if (const auto& covered = assumptions.calibrated_architectures) {
-      facts.uncalibrated_gpu =
-          !std::binary_search(covered->begin(), covered->end(), p.hc->gpu->architecture);
-    }
+    facts.uncalibrated_gpu = !calibrated;
     cand.warnings = DetectPitfalls(facts);
     cand.meets_constraints =
         !(cand.warnings & (kPitfallDeadlineMissedP90 | kPitfallBudgetExceeded));
