@@ -221,9 +221,11 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
   job.on_demand_usd_per_hour = in.on_demand_usd_per_hour.value_or(in.hourly_usd) * in.nodes;
   if (!in.on_demand_usd_per_hour) job.policy = spot::Policy::kGreedy;
   job.spot_usd_per_hour = in.hourly_usd * in.nodes;
-  job.mtti_seconds = a.spot_mtti_seconds_per_instance / std::max(1, in.nodes);
+  // All nodes at once: the gang's MTTI and outage (correlated preemptions, from the traces).
+  const spot::GangRisk gang = spot::GangRiskFor(a.spot_gang, in.nodes);
+  job.mtti_seconds = a.spot_mtti_seconds_per_instance * gang.mtti_factor;
   job.changeover_seconds = a.startup_seconds;
-  job.outage_mean_seconds = a.spot_outage_mean_seconds;
+  job.outage_mean_seconds = a.spot_outage_mean_seconds * gang.outage_factor;
   job.restart_seconds = uninterrupted.checkpoint_write_seconds;  // reading ~ writing it
   job.checkpoint_cost_seconds = std::max(uninterrupted.checkpoint_write_seconds, 1e-3);
   if (!in.checkpointing) job.checkpoint_interval_seconds = spot::kNever;
@@ -311,6 +313,9 @@ CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string*
     a.spot_risk_source = "the default AWS Spot Advisor band (catalog/spot_bands.csv)";
   } else {
     missing += std::string(missing.empty() ? "" : ", ") + "spot_bands.csv";
+  }
+  if (Result<spot::GangTable> gang = spot::CalibratedGangRisk(catalog_dir); gang.ok()) {
+    a.spot_gang = std::move(*gang);
   }
   if (note != nullptr && !missing.empty()) {
     *note = "catalog has no " + missing +

@@ -14,6 +14,7 @@
 
 #include "catalog/catalog.h"
 #include "plan/spec.h"
+#include "spot/job_estimate.h"
 #include "spot/spot_catalog.h"
 
 namespace fulcrum::plan {
@@ -45,6 +46,10 @@ struct CostAssumptions {
   // the spot figures come from (stated in the plan's notes).
   double spot_outage_mean_seconds = 0;
   std::string spot_risk_source;
+  // Multi-node spot: the gang's MTTI and outage relative to one instance, by node count
+  // (spot::CalibratedGangRisk on catalog/spot-traces/availability-16node/); empty = independent
+  // nodes (MTTI / nodes).
+  spot::GangTable spot_gang;
   // Monte Carlo trials per spot candidate (spot::EstimateSpotJob) and the seed (deterministic).
   int spot_trials = 100;
   // Per-provider storage and egress prices (catalog/storage_prices.csv); empty = none known.
@@ -137,7 +142,8 @@ struct RunCost {
 RunCost EstimateRunCost(const RunInput& input, const CostAssumptions& assumptions = {});
 
 // Spot: expected and P90 time/cost of the run on interruptible capacity. THE place where the
-// spot simulator (spot::EstimateSpotJob) plugs in: preemptions at the instance MTTI / nodes,
+// spot simulator (spot::EstimateSpotJob) plugs in: preemptions at the gang MTTI of the nodes
+// (the instance MTTI x spot::GangRiskFor(assumptions.spot_gang, nodes), outages likewise),
 // Daly-interval checkpoints, Uniform Progress with a deadline (greedy without), on-demand
 // fallback at the offer's on-demand price (greedy when the offer has none). Without an MTTI it
 // falls back to list price x time, flagged as not risk-adjusted (RunCost::risk_adjusted = false).

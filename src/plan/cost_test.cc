@@ -284,3 +284,41 @@ TEST(RunCostTest, TheEstimatorBandWidensTheOneP90) {
 
 }  // namespace
 }  // namespace fulcrum::plan
+
+namespace fulcrum::plan {
+namespace {
+
+// Multi-node spot (issue 12): the simulator preempts a gang at the gang MTTI the traces give,
+// not n times as often as one node when the traces show correlated preemptions.
+TEST(RunCostTest, MultiNodeSpotUsesTheGangRisk) {
+  catalog::Provider p = PerMinute();
+  p.spot_notice_seconds = 0;
+  CostAssumptions independent;
+  independent.spot_mtti_seconds_per_instance = 4 * 3600;
+  independent.spot_outage_mean_seconds = 600;
+  CostAssumptions correlated = independent;
+  for (int n = 1; n <= 4; ++n) correlated.spot_gang.by_nodes.push_back({n, 0.9, 1.0, 0.5});
+  RunInput in;
+  in.work_seconds = 40 * 3600;
+  in.nodes = 4;
+  in.gpus = 32;
+  in.trained_parameters = 7e9;
+  in.hourly_usd = 4;
+  in.on_demand_usd_per_hour = 10;
+  in.provider = &p;
+  in.pricing = PricingModel::kSpot;
+  const RunCost gang = EstimateRunCost(in, correlated);
+  const RunCost alone = EstimateRunCost(in, independent);
+  // Preemptions over the run: about work / MTTI (4 h x 0.9 vs 4 h / 4).
+  EXPECT_LT(gang.expected_interruptions, 0.5 * alone.expected_interruptions);
+  EXPECT_LT(gang.total_seconds, alone.total_seconds);
+  // Beyond the table: independent groups of its largest gang (8 nodes = 2 groups of 4).
+  in.nodes = 8;
+  in.gpus = 64;
+  const RunCost eight = EstimateRunCost(in, correlated);
+  EXPECT_GT(eight.expected_interruptions / std::max(1.0, eight.total_seconds),
+            gang.expected_interruptions / std::max(1.0, gang.total_seconds));
+}
+
+}  // namespace
+}  // namespace fulcrum::plan

@@ -638,12 +638,21 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
       std::any_of(result.candidates.begin(), result.candidates.end(),
                   [](const Candidate& k) { return k.pricing == PricingModel::kSpot; });
   if (any_spot && !assumptions.spot_risk_source.empty()) {
+    std::string gang = "n nodes are preempted n times as often (no multi-node traces)";
+    if (!assumptions.spot_gang.by_nodes.empty()) {
+      const spot::GangRisk& top = assumptions.spot_gang.by_nodes.back();
+      gang = fmt::format(
+          "all nodes at once: {} nodes have {:.2f}x the MTTI of one and {:.0f} % vs {:.0f} % "
+          "availability, from {} (beyond {}: independent groups of {})",
+          top.nodes, top.mtti_factor, 100 * top.available_fraction,
+          100 * assumptions.spot_gang.by_nodes.front().available_fraction,
+          assumptions.spot_gang.source, top.nodes, top.nodes);
+    }
     result.notes.push_back(fmt::format(
         "spot risk: MTTI {:.1f} h per instance, outage {:.1f} h, from {}; applied to every GPU "
-        "type and provider (no public traces for newer GPUs: an assumption); n nodes are "
-        "preempted n times as often",
+        "type and provider (no public traces for newer GPUs: an assumption); {}",
         assumptions.spot_mtti_seconds_per_instance / 3600.0,
-        assumptions.spot_outage_mean_seconds / 3600.0, assumptions.spot_risk_source));
+        assumptions.spot_outage_mean_seconds / 3600.0, assumptions.spot_risk_source, gang));
   }
   if (!unpriced_providers.empty()) {
     std::string list;

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "spot/interval.h"
@@ -77,5 +78,28 @@ struct SpotRisk {
   std::string source;  // what the figures come from, for notes
 };
 Result<SpotRisk> CalibratedSpotRisk(const std::string& catalog_dir);
+
+// Multi-node spot: a gang of n nodes runs only while all n are held. GangRisk scales the
+// single-instance MTTI and outage for n nodes; available_fraction is the share of time n
+// instances were obtainable at once.
+struct GangRisk {
+  int nodes = 1;
+  double mtti_factor = 1;    // gang MTTI / one instance's MTTI
+  double outage_factor = 1;  // gang outage mean / one instance's outage mean
+  double available_fraction = 1;
+};
+struct GangTable {
+  std::vector<GangRisk> by_nodes;  // by_nodes[n - 1] for n = 1 .. the traces' largest count
+  std::string source;              // for notes
+};
+// From the availability traces in catalog_dir/spot-traces/availability-16node/*.json
+// (skypilot-org/spot-traces: obtainable instances of 16 wanted per tick): for each n the gang
+// is up while count >= n; MTTI = up time / (>= n -> < n transitions) and outage = down time /
+// the same transitions, pooled over the traces, relative to n = 1. NotFound without traces.
+Result<GangTable> CalibratedGangRisk(const std::string& catalog_dir);
+// The gang figures for `nodes`: the table's row; beyond its largest count N, independent groups
+// of N (MTTI factor x N / nodes, availability ^ (nodes / N)); an empty table assumes
+// independent nodes (MTTI / nodes, as if each failed on its own).
+GangRisk GangRiskFor(const GangTable& table, int nodes);
 
 }  // namespace fulcrum::spot
