@@ -221,11 +221,13 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
   job.on_demand_usd_per_hour = in.on_demand_usd_per_hour.value_or(in.hourly_usd) * in.nodes;
   if (!in.on_demand_usd_per_hour) job.policy = spot::Policy::kGreedy;
   job.spot_usd_per_hour = in.hourly_usd * in.nodes;
-  // All nodes at once: the gang's MTTI and outage (correlated preemptions, from the traces).
-  const spot::GangRisk gang = spot::GangRiskFor(a.spot_gang, in.nodes);
-  job.mtti_seconds = a.spot_mtti_seconds_per_instance * gang.mtti_factor;
+  // An instance of this size, all nodes at once: the traces' size and gang factors.
+  const spot::RiskScale size =
+      spot::InstanceSizeRiskFor(a.spot_instance_size, in.gpus / std::max(1, in.nodes));
+  const spot::RiskScale gang = spot::GangRiskFor(a.spot_gang, in.nodes);
+  job.mtti_seconds = a.spot_mtti_seconds_per_instance * size.mtti_factor * gang.mtti_factor;
   job.changeover_seconds = a.startup_seconds;
-  job.outage_mean_seconds = a.spot_outage_mean_seconds * gang.outage_factor;
+  job.outage_mean_seconds = a.spot_outage_mean_seconds * size.outage_factor * gang.outage_factor;
   job.restart_seconds = uninterrupted.checkpoint_write_seconds;  // reading ~ writing it
   job.checkpoint_cost_seconds = std::max(uninterrupted.checkpoint_write_seconds, 1e-3);
   if (!in.checkpointing) job.checkpoint_interval_seconds = spot::kNever;
@@ -314,8 +316,12 @@ CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string*
   } else {
     missing += std::string(missing.empty() ? "" : ", ") + "spot_bands.csv";
   }
-  if (Result<spot::GangTable> gang = spot::CalibratedGangRisk(catalog_dir); gang.ok()) {
+  if (Result<spot::RiskScaleTable> gang = spot::CalibratedGangRisk(catalog_dir); gang.ok()) {
     a.spot_gang = std::move(*gang);
+  }
+  if (Result<spot::RiskScaleTable> size = spot::CalibratedInstanceSizeRisk(catalog_dir);
+      size.ok()) {
+    a.spot_instance_size = std::move(*size);
   }
   if (note != nullptr && !missing.empty()) {
     *note = "catalog has no " + missing +

@@ -49,7 +49,11 @@ struct CostAssumptions {
   // Multi-node spot: the gang's MTTI and outage relative to one instance, by node count
   // (spot::CalibratedGangRisk on catalog/spot-traces/availability-16node/); empty = independent
   // nodes (MTTI / nodes).
-  spot::GangTable spot_gang;
+  spot::RiskScaleTable spot_gang;
+  // Larger instances are interrupted more often: MTTI and outage by GPUs per instance relative
+  // to a 1-GPU one (spot::CalibratedInstanceSizeRisk on catalog/spot-traces/availability-1node/);
+  // empty = the single-GPU figures for every size.
+  spot::RiskScaleTable spot_instance_size;
   // Monte Carlo trials per spot candidate (spot::EstimateSpotJob) and the seed (deterministic).
   int spot_trials = 100;
   // Per-provider storage and egress prices (catalog/storage_prices.csv); empty = none known.
@@ -143,7 +147,8 @@ RunCost EstimateRunCost(const RunInput& input, const CostAssumptions& assumption
 
 // Spot: expected and P90 time/cost of the run on interruptible capacity. THE place where the
 // spot simulator (spot::EstimateSpotJob) plugs in: preemptions at the gang MTTI of the nodes
-// (the instance MTTI x spot::GangRiskFor(assumptions.spot_gang, nodes), outages likewise),
+// (the 1-GPU instance MTTI x spot::InstanceSizeRiskFor(GPUs per node) x spot::GangRiskFor(nodes),
+// outages likewise),
 // Daly-interval checkpoints, Uniform Progress with a deadline (greedy without), on-demand
 // fallback at the offer's on-demand price (greedy when the offer has none). Without an MTTI it
 // falls back to list price x time, flagged as not risk-adjusted (RunCost::risk_adjusted = false).

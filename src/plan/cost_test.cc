@@ -288,6 +288,33 @@ TEST(RunCostTest, TheEstimatorBandWidensTheOneP90) {
 namespace fulcrum::plan {
 namespace {
 
+// A node of 8 GPUs is interrupted as often as the traces show 8-GPU instances are, not as a
+// 1-GPU instance (the traces the default MTTI comes from).
+TEST(RunCostTest, LargerSpotInstancesAreInterruptedMoreOften) {
+  catalog::Provider p = PerMinute();
+  p.spot_notice_seconds = 0;
+  CostAssumptions a;
+  a.spot_mtti_seconds_per_instance = 4 * 3600;
+  a.spot_outage_mean_seconds = 600;
+  RunInput in;
+  in.work_seconds = 40 * 3600;
+  in.gpus = 8;
+  in.trained_parameters = 7e9;
+  in.hourly_usd = 4;
+  in.on_demand_usd_per_hour = 10;
+  in.provider = &p;
+  in.pricing = PricingModel::kSpot;
+  const RunCost flat = EstimateRunCost(in, a);
+  a.spot_instance_size.rows = {{1, 1, 1, 0.8}, {8, 0.3, 0.7, 0.4}};
+  const RunCost sized = EstimateRunCost(in, a);
+  EXPECT_GT(sized.expected_interruptions, 2 * flat.expected_interruptions);
+  EXPECT_GT(sized.expected_usd, flat.expected_usd);
+  in.gpus = 1;  // a 1-GPU instance keeps the base figures
+  const RunCost one = EstimateRunCost(in, a);
+  a.spot_instance_size.rows.clear();
+  EXPECT_DOUBLE_EQ(EstimateRunCost(in, a).expected_interruptions, one.expected_interruptions);
+}
+
 // Multi-node spot (issue 12): the simulator preempts a gang at the gang MTTI the traces give,
 // not n times as often as one node when the traces show correlated preemptions.
 TEST(RunCostTest, MultiNodeSpotUsesTheGangRisk) {
@@ -297,7 +324,7 @@ TEST(RunCostTest, MultiNodeSpotUsesTheGangRisk) {
   independent.spot_mtti_seconds_per_instance = 4 * 3600;
   independent.spot_outage_mean_seconds = 600;
   CostAssumptions correlated = independent;
-  for (int n = 1; n <= 4; ++n) correlated.spot_gang.by_nodes.push_back({n, 0.9, 1.0, 0.5});
+  for (int n = 1; n <= 4; ++n) correlated.spot_gang.rows.push_back({n, 0.9, 1.0, 0.5});
   RunInput in;
   in.work_seconds = 40 * 3600;
   in.nodes = 4;

@@ -166,9 +166,10 @@ std::string RankedByLine(const PlanResult& r) {
   switch (r.objective) {
     case Objective::kBalanced:
       how = fmt::format(
-          "weighted score; performance saturates at a P90 of {}, cost relative to the cheapest "
-          "feasible {}",
-          FormatDuration(r.reference.saturation_seconds), FormatUsd(r.reference.cheapest_usd));
+          "weighted score; performance saturates at a P90 of {}, P90 cost relative to the "
+          "cheapest feasible P90 {}",
+          FormatDuration(r.reference.saturation_seconds),
+          FormatUsd(std::max(r.reference.cheapest_usd, r.reference.cheapest_p90_usd)));
       break;
     case Objective::kCheapest:
       how = "expected cost, P90 cost breaks ties";
@@ -228,7 +229,8 @@ json PlanJson(const PlanResult& r, const catalog::Catalog& catalog) {
                {"method", std::string(workload::MethodName(r.spec.training.method))}};
   j["objective"] = std::string(ObjectiveName(r.objective));
   j["reference"] = {{"saturation_hours", Round(r.reference.saturation_seconds / 3600.0, 3)},
-                    {"cheapest_feasible_usd", Round(r.reference.cheapest_usd, 2)}};
+                    {"cheapest_feasible_usd", Round(r.reference.cheapest_usd, 2)},
+                    {"cheapest_feasible_p90_usd", Round(r.reference.cheapest_p90_usd, 2)}};
   j["candidates"] = std::move(candidates);
   j["pareto"] = std::move(pareto);
   j["searched"] = {{"configurations", r.configurations},
