@@ -108,8 +108,14 @@ GeneratedBands ComputeBands(const std::vector<CalibrationRow>& rows, const TimeC
     if (!r) continue;
     mine.step.push_back(*r);
     pooled[kind].step.push_back(*r);
-    const std::optional<double> a = Ratio(
-        row, architecture_fit == left_out_architecture.end() ? fitted : architecture_fit->second);
+    // As an architecture without rows is predicted: its constants are TimeCalibration::other
+    // (the row's architecture renamed to one the time model does not list), the rest fitted
+    // without the architecture's rows.
+    CalibrationRow unknown = row;
+    unknown.input->gpu.architecture = "(no calibration rows)";
+    const std::optional<double> a =
+        Ratio(unknown,
+              architecture_fit == left_out_architecture.end() ? fitted : architecture_fit->second);
     if (a) {
       mine.step_new_architecture.push_back(*a);
       pooled[kind].step_new_architecture.push_back(*a);
@@ -179,8 +185,12 @@ std::string UncertaintyMarkdown(const GeneratedBands& bands) {
          "What `estimate --json` reports as `time.step_seconds_p10` / `time.step_seconds_p90` and "
          "`memory.peak_bytes_per_gpu_p90`, and what `plan` scales its P90 time with: quantiles "
          "(nearest rank) of measured / predicted over the family's rows, step time scored by the "
-         "fit without the family (left out) or without the row's GPU architecture (new "
-         "architecture: used where the GPU's architecture has no calibration row). A setup takes "
+         "fit without the family (left out), or predicted as a GPU without calibration rows is "
+         "(new architecture: the `other` efficiency constants, the rest fitted without the row's "
+         "architecture). Where the GPU's architecture has no calibration row the band takes the "
+         "larger new-architecture tail both ways (P90 = e^size, P10 = e^-size with size the "
+         "larger of ln P90 and -ln P10): which way a chip without rows errs is not known. A setup "
+         "takes "
          "the band of the family of the calibration row it resembles most (same model kind, "
          "nearest parameter and GPU counts). A family with fewer than "
       << kMinRowsForBand

@@ -36,8 +36,12 @@ StepBand BandFor(const UncertaintyTable& table, const workload::Model& model, in
   out.step_p10_ratio = f.step.p10;
   out.step_p90_ratio = f.step.p90;
   if (!architecture_calibrated) {
-    out.step_p10_ratio = std::min(out.step_p10_ratio, f.step_new_architecture.p10);
-    out.step_p90_ratio = std::max(out.step_p90_ratio, f.step_new_architecture.p90);
+    // The sign of a transfer error does not carry over to another chip, its size does.
+    const RatioBand& na = f.step_new_architecture;
+    const double size =
+        std::max(std::log(std::max(na.p90, 1e-9)), -std::log(std::max(na.p10, 1e-9)));
+    out.step_p10_ratio = std::min(out.step_p10_ratio, std::exp(-size));
+    out.step_p90_ratio = std::max(out.step_p90_ratio, std::exp(size));
   }
   out.memory_p90_ratio = f.memory.p90;
   return out;

@@ -2,8 +2,9 @@
 // fulcrum's predictions on setups the fit has not seen, as ratios measured / predicted. The
 // figures come from the calibration data (tools/calibrate.cc writes them to the generated
 // src/estimate/uncertainty_fitted.cc): per source family, the leave-one-family-out ratios of its
-// rows (fitted without the family), and the leave-one-architecture-out ratios (each row scored by
-// a fit without its GPU architecture) for GPUs whose architecture has no calibration row. A setup
+// rows (fitted without the family), and the new-architecture ratios (each row predicted as a GPU
+// without calibration rows is: TimeCalibration::other for its architecture, the rest fitted
+// without its architecture's rows) for GPUs whose architecture has no calibration row. A setup
 // takes the band of the family whose calibration row it resembles most (same model kind, nearest
 // parameter count and GPU count). Immutable data; thread-safe.
 #pragma once
@@ -26,7 +27,7 @@ struct RatioBand {
 struct FamilyBand {
   std::string_view family;          // "mpt", "dle", ... (data/calibration/ `family` column)
   RatioBand step;                   // step time, the family left out of the fit
-  RatioBand step_new_architecture;  // step time, each row's architecture left out of the fit
+  RatioBand step_new_architecture;  // step time, each row predicted as an unlisted architecture
   RatioBand memory;                 // peak memory (no fitted constant: in-sample = left out)
 };
 
@@ -57,8 +58,10 @@ struct StepBand {
 // The band of the family whose row resembles (model, training, gpus) most: same model kind
 // where the table has one, then the smallest |delta log10 parameters| + |delta log2 GPUs| / 4
 // (a decade of parameters weighs like 16x the GPUs). Where the GPU's architecture has no
-// calibration row, the step band is the union of the family's left-out band and its
-// new-architecture band (the wider of each end).
+// calibration row, the step band also covers the family's new-architecture error in both
+// directions: its larger tail |ln ratio| (P10 or P90) applied as P90 = e^size, P10 = e^-size,
+// because which way a chip without rows errs is not known (the measured transfers err both
+// ways depending on which architecture plays the new one); the union with the left-out band.
 StepBand BandFor(const UncertaintyTable& table, const workload::Model& model, int64_t gpus,
                  bool architecture_calibrated);
 

@@ -51,15 +51,21 @@ TEST(UncertaintyTest, ModelKindComesFirst) {
   EXPECT_EQ(BandFor(Table(), cnn, 8, true).family, "cnn");
 }
 
+// The larger tail of the new-architecture band, both ways: "small" errs up to 1.4x slow (and
+// 0.8x), so 1/1.4 .. 1.4; "large" errs up to 0.6x (too slow a prediction), so 0.6 .. 1/0.6 —
+// on a chip without rows the error's direction is not known.
 TEST(UncertaintyTest, AnUncalibratedArchitectureWidensBothEnds) {
   const StepBand b = BandFor(Table(), Transformer(7), 8, false);
   EXPECT_FALSE(b.architecture_calibrated);
-  EXPECT_DOUBLE_EQ(b.step_p10_ratio, 0.8);
-  EXPECT_DOUBLE_EQ(b.step_p90_ratio, 1.4);
-  // Never narrower than the family band: "large" has a narrower new-architecture P90.
+  EXPECT_NEAR(b.step_p10_ratio, 1 / 1.4, 1e-12);
+  EXPECT_NEAR(b.step_p90_ratio, 1.4, 1e-12);
   const StepBand l = BandFor(Table(), Transformer(70), 1024, false);
-  EXPECT_DOUBLE_EQ(l.step_p10_ratio, 0.6);
-  EXPECT_DOUBLE_EQ(l.step_p90_ratio, 1.3);
+  EXPECT_NEAR(l.step_p10_ratio, 0.6, 1e-12);
+  EXPECT_NEAR(l.step_p90_ratio, 1 / 0.6, 1e-12);
+  // Never narrower than the family's own left-out band.
+  const StepBand calibrated = BandFor(Table(), Transformer(70), 1024, true);
+  EXPECT_LE(l.step_p10_ratio, calibrated.step_p10_ratio);
+  EXPECT_GE(l.step_p90_ratio, calibrated.step_p90_ratio);
 }
 
 TEST(UncertaintyTest, AnEmptyTableIsNoBand) {
