@@ -176,9 +176,12 @@ RiskScale GangRiskFor(const RiskScaleTable& table, int nodes) {
     g.mtti_factor = 1.0 / nodes;
     return g;
   }
-  const int largest = table.rows.back().count;
-  if (nodes <= largest) return table.rows[static_cast<size_t>(nodes - 1)];
+  for (const RiskScale& row : table.rows) {
+    if (row.count == nodes) return row;
+  }
   const RiskScale& top = table.rows.back();
+  const int largest = top.count;
+  if (nodes < largest) return top;  // a gap in the table: the larger gang's (conservative)
   const double groups = static_cast<double>(nodes) / largest;
   g.mtti_factor = top.mtti_factor / groups;
   g.outage_factor = top.outage_factor;
