@@ -73,14 +73,17 @@ GeneratedBands ComputeBands(const std::vector<CalibrationRow>& rows, const TimeC
   GeneratedBands out;
   std::map<std::string, int> index;
   // A family with rows of both model kinds (DeepLearningExamples: CNNs and BERT) gets one band
-  // per kind: "dle/generic", "dle/transformer".
+  // per kind, and generic (FLOPs-only) models one per network: their error belongs to the
+  // network (EfficientNet's memory-bound depthwise convolutions), which the FLOPs-only model does
+  // not see ("dle/resnet50", "dle/transformer").
   std::map<std::string, std::set<bool>> kinds_of;
   for (const CalibrationRow& row : rows) {
     if (row.input && !row.IsMemory()) kinds_of[row.family].insert(IsGeneric(row));
   }
   const auto key = [&](const CalibrationRow& row) {
+    if (IsGeneric(row)) return row.family + "/" + row.model.substr(0, row.model.find(" ("));
     if (kinds_of[row.family].size() < 2) return row.family;
-    return row.family + (IsGeneric(row) ? "/generic" : "/transformer");
+    return row.family + "/transformer";
   };
   for (const CalibrationRow& row : rows) {
     if (row.input) by_family[key(row)];
@@ -190,9 +193,9 @@ std::string UncertaintyMarkdown(const GeneratedBands& bands) {
          "architecture). Where the GPU's architecture has no calibration row the band takes the "
          "larger new-architecture tail both ways (P90 = e^size, P10 = e^-size with size the "
          "larger of ln P90 and -ln P10): which way a chip without rows errs is not known. A setup "
-         "takes "
-         "the band of the family of the calibration row it resembles most (same model kind, "
-         "nearest parameter and GPU counts). A family with fewer than "
+         "takes the band of the family of the calibration row it resembles most (same model "
+         "kind, nearest parameter and GPU counts); generic (FLOPs-only) models have one band per "
+         "network, since their error belongs to the network. A family with fewer than "
       << kMinRowsForBand
       << " rows for a quantity takes the pooled band of its model kind (marked *).\n\n"
          "| family | step P10 | step P90 | new-architecture P10 | new-architecture P90 | "

@@ -1,7 +1,8 @@
 // The estimator's uncertainty bands from the calibration rows (estimate/uncertainty.h): per
 // source family the quantiles of measured / predicted step time with the family left out of
 // the fit, with each row's GPU architecture left out of the fit, and of measured / predicted
-// peak memory; plus one resemblance point per time row. A family with fewer than kMinRowsForBand
+// peak memory (per family; per network for generic models; per model kind where a family has
+// both); plus one resemblance point per time row. A family with fewer than kMinRowsForBand
 // rows for a quantity takes the pooled band of all rows of its model kind (a P90 of a handful of
 // rows is the worst of them by chance). Rendered as the generated
 // src/estimate/uncertainty_fitted.cc and a section of docs/ACCURACY.md. Pure; deterministic.
