@@ -211,9 +211,10 @@ RunFacts FactsOf(const Candidate& c) {
           c.run.p90_usd};
 }
 
-// The balanced score's reference: the cheapest feasible candidate's expected cost and the
-// saturation time (from the fastest feasible P90 when there is no deadline). Feasible = meets
-// the deadline and the budget; when none does, every candidate.
+// The balanced score's reference: the cheapest feasible expected cost (shown) and P90 cost (what
+// the cost criterion is relative to), and the saturation time (from the fastest feasible P90
+// when there is no deadline). Feasible = meets the deadline and the budget; when none does,
+// every candidate.
 ScoreReference ReferenceOf(const std::vector<Candidate>& candidates,
                            std::optional<double> deadline_seconds) {
   const bool any_feasible = std::any_of(candidates.begin(), candidates.end(),
