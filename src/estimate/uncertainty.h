@@ -25,7 +25,7 @@ struct RatioBand {
 };
 
 struct FamilyBand {
-  std::string_view family;          // "mpt", "dle", ... (data/calibration/ `family` column)
+  std::string_view family;          // "mpt", "dle/resnet50", ... (see tools/calibration_bands.h)
   RatioBand step;                   // step time, the family left out of the fit
   RatioBand step_new_architecture;  // step time, each row predicted as an unlisted architecture
   RatioBand memory;                 // peak memory (no fitted constant: in-sample = left out)
