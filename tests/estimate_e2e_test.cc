@@ -117,3 +117,38 @@ TEST(EstimateE2eTest, FrameworksOnlyGetTheShardingTheyHave) {
 
 }  // namespace
 }  // namespace fulcrum::testing
+
+namespace fulcrum::testing {
+namespace {
+
+// Issue 13, uncertainty: P10/P90 of the step time and P90 of the peak memory from the calibration
+// data's left-out error; never narrower, and here wider, on an architecture the calibration data
+// has no row of (B200, Blackwell) than on a calibrated one (H100, Hopper) for the same setup.
+TEST(EstimateE2eTest, UncertaintyBandsComeFromTheCalibrationData) {
+  const std::vector<std::string> setup = {"--model",       "llama-2-7b", "--gpus",    "8",
+                                          "--zero",        "3",          "--seq-len", "4096",
+                                          "--micro-batch", "2"};
+  std::vector<std::string> h100 = setup, b200 = setup;
+  h100.insert(h100.end(), {"--gpu", "H100-SXM"});
+  b200.insert(b200.end(), {"--gpu", "B200"});
+  const nlohmann::json h = EstimateJson(h100), b = EstimateJson(b200);
+  for (const nlohmann::json* d : {&h, &b}) {
+    const nlohmann::json& t = (*d)["time"];
+    ASSERT_TRUE(t.contains("step_seconds_p10") && t.contains("step_seconds_p90"));
+    EXPECT_LE(t["step_seconds_p10"].get<double>(), t["step_seconds_p90"].get<double>());
+    EXPECT_GT(t["step_seconds_p10"].get<double>(), 0);
+    ASSERT_TRUE((*d)["memory"]["peak_bytes_per_gpu_p90"].is_number());
+    EXPECT_FALSE((*d)["uncertainty"]["family"].get<std::string>().empty());
+  }
+  EXPECT_TRUE(h["uncertainty"]["architecture_calibrated"].get<bool>());
+  EXPECT_FALSE(b["uncertainty"]["architecture_calibrated"].get<bool>());
+  auto width = [](const nlohmann::json& d) {
+    return (d["time"]["step_seconds_p90"].get<double>() -
+            d["time"]["step_seconds_p10"].get<double>()) /
+           d["time"]["step_seconds"].get<double>();
+  };
+  EXPECT_GT(width(b), width(h));
+}
+
+}  // namespace
+}  // namespace fulcrum::testing

@@ -1,7 +1,8 @@
 // fulcrum-calibrate: fits estimate::TimeCalibration on the published measurements of
 // data/calibration/, writes the fitted constants to src/estimate/time_calibration_fitted.cc and
 // regenerates docs/ACCURACY.md (per-row errors in sample, and per source family both in sample
-// and leave-one-family-out: fitted without the family, scored on it). Deterministic: the same
+// and leave-one-family-out: fitted without the family, scored on it) and the estimator's
+// uncertainty bands (src/estimate/uncertainty_fitted.cc, tools/calibration_bands.h). Deterministic: the same
 // data gives byte-identical outputs. With --check nothing is written; the exit status is 1 when
 // either checked-in file differs from what the data gives (the ctest drift test).
 //
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "calibration_bands.h"
 #include "calibration_data.h"
 #include "calibration_fit.h"
 
@@ -83,6 +85,8 @@ std::string Value(const CalibrationRow& row, double v) {
 struct Report {
   TimeCalibration fitted;
   std::map<std::string, TimeCalibration> left_out;  // family -> fit without it
+  std::map<std::string, TimeCalibration> left_out_architecture;  // architecture -> fit without it
+  GeneratedBands bands;
 };
 
 void FamilyTable(const std::vector<CalibrationRow>& rows, const Report& report, bool memory,
@@ -212,6 +216,7 @@ std::string AccuracyDocument(const std::vector<CalibrationRow>& rows, const Repo
          "`torch.cuda.max_memory_allocated` -> `allocated_bytes`, `max_memory_reserved` -> "
          "`reserved_bytes`, anything else -> `peak_bytes_per_gpu`.\n\n";
   FamilyTable(rows, report, /*memory=*/true, out);
+  out << "\n" << UncertaintyMarkdown(report.bands);
   out << "\n## Fitted constants\n\n";
   ConstantsTable(report, out);
   out << "\n## Step time and throughput, per row\n\n"
@@ -276,8 +281,21 @@ int Run(int argc, char** argv) {
     }
     report.left_out[family] = Fit(rest);
   }
+  std::set<std::string> architectures;
+  for (const CalibrationRow& row : rows) {
+    if (!row.IsMemory() && row.input) architectures.insert(ArchitectureOf(row));
+  }
+  for (const std::string& architecture : architectures) {
+    std::vector<const CalibrationRow*> rest;
+    for (const CalibrationRow* row : all) {
+      if (ArchitectureOf(*row) != architecture) rest.push_back(row);
+    }
+    report.left_out_architecture[architecture] = Fit(rest);
+  }
+  report.bands = ComputeBands(rows, report.fitted, report.left_out, report.left_out_architecture);
   const std::vector<std::pair<std::string, std::string>> outputs = {
       {root + "/src/estimate/time_calibration_fitted.cc", FittedSource(report.fitted)},
+      {root + "/src/estimate/uncertainty_fitted.cc", UncertaintySource(report.bands)},
       {root + "/docs/ACCURACY.md", AccuracyDocument(rows, report)}};
   int status = 0;
   for (const auto& [path, text] : outputs) {

@@ -1,6 +1,7 @@
 // `fulcrum estimate`: evaluates exactly one configuration (model x GPU x training setup) and
 // prints the per-GPU memory breakdown. Its JSON is the contract the planner and the accuracy
 // script use: {"model": {...}, "memory": {...}, "setup": {...}}.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,8 +14,10 @@
 #include "cli/workload_options.h"
 #include "core/paths.h"
 #include "core/table.h"
+#include "estimate/calibration_coverage.h"
 #include "estimate/compute.h"
 #include "estimate/estimate.h"
+#include "estimate/uncertainty.h"
 
 namespace fulcrum::cli {
 namespace {
@@ -28,7 +31,11 @@ JSON: {"model": {"name", "parameters", ...}, "memory": {"weights_bytes", "gradie
 "optimizer_bytes", "activations_bytes", "other_bytes", "peak_bytes_per_gpu", "capacity_bytes",
 "headroom_fraction", "fits", ...}, "setup": {...}, "time": {"step_seconds",
 "tokens_per_second_per_gpu", "mfu", "hfu", "breakdown": {"compute_seconds",
-"communication_seconds", "bubble_seconds", "exposed_seconds"}}}. Bytes are per GPU. peak = what nvidia-smi
+"communication_seconds", "bubble_seconds", "exposed_seconds"}, "step_seconds_p10",
+"step_seconds_p90"}, "uncertainty": {"family", "architecture_calibrated"}}; memory also has
+"peak_bytes_per_gpu_p90". The P10/P90 come from the leave-one-family-out error of the
+calibration family the setup resembles most (wider where the GPU's architecture has no
+calibration row; docs/ACCURACY.md, "Uncertainty bands"). Bytes are per GPU. peak = what nvidia-smi
 would show (allocated tensors + allocator reserve + CUDA context); "allocated_bytes" and
 "reserved_bytes" match torch.cuda.max_memory_allocated / max_memory_reserved.)";
 
@@ -48,12 +55,19 @@ std::optional<estimate::StepTime> StepTimeOf(const estimate::EstimateResult& r) 
 
 // doc["time"] = {step_seconds, tokens_per_second_per_gpu, mfu, hfu, breakdown{...}} (null when
 // the GPU lacks a peak for the precision).
-void AppendTimeJson(const std::optional<estimate::StepTime>& st, nlohmann::json& doc) {
+void AppendTimeJson(const std::optional<estimate::StepTime>& st, const estimate::StepBand& band,
+                    nlohmann::json& doc) {
+  doc["memory"]["peak_bytes_per_gpu_p90"] =
+      doc["memory"]["peak_bytes_per_gpu"].get<double>() * band.memory_p90_ratio;
+  doc["uncertainty"] = {{"family", std::string(band.family)},
+                        {"architecture_calibrated", band.architecture_calibrated}};
   if (!st) {
     doc["time"] = nullptr;
     return;
   }
   doc["time"] = {{"step_seconds", st->step_seconds},
+                 {"step_seconds_p10", st->step_seconds * band.step_p10_ratio},
+                 {"step_seconds_p90", st->step_seconds * band.step_p90_ratio},
                  {"tokens_per_second_per_gpu", st->tokens_per_second_per_gpu},
                  {"mfu", st->mfu},
                  {"hfu", st->hfu},
@@ -64,7 +78,8 @@ void AppendTimeJson(const std::optional<estimate::StepTime>& st, nlohmann::json&
                    {"exposed_seconds", st->exposed_seconds}}}};
 }
 
-std::string RenderTimeTable(const std::optional<estimate::StepTime>& st) {
+std::string RenderTimeTable(const std::optional<estimate::StepTime>& st,
+                            const estimate::StepBand& band) {
   if (!st) return "step time: unknown (the GPU has no sourced peak for this precision)\n";
   Table table({"step time", "seconds"}, {Align::kLeft, Align::kRight});
   table.AddRow({"compute (matmuls, attention, memory-bound, optimizer)",
@@ -73,9 +88,20 @@ std::string RenderTimeTable(const std::optional<estimate::StepTime>& st) {
   table.AddRow({"  of which exposed", FormatNumber(st->exposed_seconds, 3)});
   table.AddRow({"pipeline bubble", FormatNumber(st->bubble_seconds, 3)});
   table.AddRow({"step", FormatNumber(st->step_seconds, 3)});
-  return table.Render() + "tokens/s per GPU " + FormatNumber(st->tokens_per_second_per_gpu, 0) +
-         ", MFU " + FormatNumber(100 * st->mfu, 1) + "%, HFU " + FormatNumber(100 * st->hfu, 1) +
-         "%\n";
+  std::string out = table.Render() + "tokens/s per GPU " +
+                    FormatNumber(st->tokens_per_second_per_gpu, 0) + ", MFU " +
+                    FormatNumber(100 * st->mfu, 1) + "%, HFU " + FormatNumber(100 * st->hfu, 1) +
+                    "%\n";
+  if (!band.family.empty()) {
+    out += "step P10-P90 " + FormatNumber(st->step_seconds * band.step_p10_ratio, 3) + "-" +
+           FormatNumber(st->step_seconds * band.step_p90_ratio, 3) + " s (left-out error of the " +
+           std::string(band.family) + " calibration family" +
+           (band.architecture_calibrated ? ""
+                                         : ", widened: no calibration row of this GPU's "
+                                           "architecture") +
+           ")\n";
+  }
+  return out;
 }
 
 struct EstimateOptions {
@@ -83,15 +109,27 @@ struct EstimateOptions {
   bool json = false;
 };
 
-Result<estimate::EstimateResult> RunEstimate(const EstimateOptions& o,
-                                             const std::string& catalog_flag) {
+struct EstimateOutcome {
+  estimate::EstimateResult result;
+  estimate::StepBand band;
+};
+
+Result<EstimateOutcome> RunEstimate(const EstimateOptions& o, const std::string& catalog_flag) {
   const std::string dir = DefaultCatalogDir(catalog_flag);
   catalog::LoadOptions load;
   load.include_user_offers = false;
   FULCRUM_ASSIGN_OR_RETURN(catalog::Catalog cat, catalog::Catalog::Load(dir, load));
   FULCRUM_ASSIGN_OR_RETURN(estimate::EstimateInput input,
                            estimate::ResolveEstimateInput(o.request, cat, dir));
-  return estimate::Evaluate(input);
+  // The coverage the planner's uncalibrated-gpu warning reads (unknown coverage: calibrated).
+  const Result<std::vector<std::string>> covered =
+      estimate::CalibratedArchitectures(estimate::DefaultMeasuredCsvPath(dir), cat);
+  const bool calibrated =
+      !covered.ok() || std::binary_search(covered->begin(), covered->end(), input.gpu.architecture);
+  EstimateOutcome out{estimate::Evaluate(input), {}};
+  out.band =
+      estimate::BandFor(estimate::DefaultUncertaintyTable(), input.model, input.gpus, calibrated);
+  return out;
 }
 
 }  // namespace
@@ -102,19 +140,20 @@ void RegisterEstimate(CLI::App* cmd, CliContext& ctx) {
   AddWorkloadOptions(cmd, options->request);
   cmd->add_flag("--json", options->json, "Print the result as JSON (see the contract below)");
   cmd->callback([&ctx, options] {
-    Result<estimate::EstimateResult> result = RunEstimate(*options, ctx.catalog_dir);
-    if (!result.ok()) {
-      ReportError(ctx, result.status());
+    Result<EstimateOutcome> outcome = RunEstimate(*options, ctx.catalog_dir);
+    if (!outcome.ok()) {
+      ReportError(ctx, outcome.status());
       return;
     }
+    const estimate::EstimateResult& result = outcome->result;
     if (options->json) {
       nlohmann::json doc = nlohmann::json::object();
-      estimate::AppendEstimateJson(*result, doc);
-      AppendTimeJson(StepTimeOf(*result), doc);
+      estimate::AppendEstimateJson(result, doc);
+      AppendTimeJson(StepTimeOf(result), outcome->band, doc);
       PrintJson(ctx, doc);
     } else {
-      ctx.out << estimate::RenderMemoryTable(*result) << "\n"
-              << RenderTimeTable(StepTimeOf(*result));
+      ctx.out << estimate::RenderMemoryTable(result) << "\n"
+              << RenderTimeTable(StepTimeOf(result), outcome->band);
     }
   });
 }

@@ -59,6 +59,22 @@ double InstanceUsd(const RunInput& in, double seconds, const CostAssumptions& a)
   return hourly_all * BilledSeconds(seconds, in.provider, a) / 3600.0;
 }
 
+// The one P90: the interruption P90 with the time past the start-up scaled by the estimator's
+// P90 step-time ratio; the instance part of the P90 cost follows (reserved terms are fixed).
+void ApplyEstimatorBand(const RunInput& in, const CostAssumptions& a, RunCost& out) {
+  const double ratio = std::max(1.0, in.step_p90_ratio);
+  if (ratio == 1.0) return;
+  const double before = out.p90_seconds;
+  out.p90_seconds = a.startup_seconds + std::max(0.0, before - a.startup_seconds) * ratio;
+  if (in.pricing != PricingModel::kSpot) {
+    out.p90_usd = InstanceUsd(in, out.p90_seconds, a) + ExtrasUsd(in.extra, out.p90_seconds);
+    return;
+  }
+  const double instance_usd = out.p90_usd - ExtrasUsd(in.extra, before);
+  out.p90_usd = instance_usd * (before > 0 ? out.p90_seconds / before : 1) +
+                ExtrasUsd(in.extra, out.p90_seconds);
+}
+
 // Longest spot segment simulated, in mean times to interruption (see EstimateSpotRun).
 constexpr double kMaxSimulatedPreemptions = 50;
 
@@ -183,7 +199,8 @@ RunCost EstimateRunCost(const RunInput& in, const CostAssumptions& a) {
   const double used_usd = hourly_all * BilledSeconds(out.total_seconds, in.provider, a) / 3600.0;
   b.commitment_usd = out.reserved_commitment ? std::max(0.0, instance_usd - used_usd) : 0;
   b.compute_usd = instance_usd - b.commitment_usd - b.checkpoint_usd - b.failures_usd;
-  if (in.pricing == PricingModel::kSpot) return EstimateSpotRun(in, out, a);
+  if (in.pricing == PricingModel::kSpot) out = EstimateSpotRun(in, out, a);
+  ApplyEstimatorBand(in, a, out);
   return out;
 }
 
@@ -204,9 +221,13 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
   job.on_demand_usd_per_hour = in.on_demand_usd_per_hour.value_or(in.hourly_usd) * in.nodes;
   if (!in.on_demand_usd_per_hour) job.policy = spot::Policy::kGreedy;
   job.spot_usd_per_hour = in.hourly_usd * in.nodes;
-  job.mtti_seconds = a.spot_mtti_seconds_per_instance / std::max(1, in.nodes);
+  // An instance of this size, all nodes at once: the traces' size and gang factors.
+  const spot::RiskScale size =
+      spot::InstanceSizeRiskFor(a.spot_instance_size, in.gpus / std::max(1, in.nodes));
+  const spot::RiskScale gang = spot::GangRiskFor(a.spot_gang, in.nodes);
+  job.mtti_seconds = a.spot_mtti_seconds_per_instance * size.mtti_factor * gang.mtti_factor;
   job.changeover_seconds = a.startup_seconds;
-  job.outage_mean_seconds = a.spot_outage_mean_seconds;
+  job.outage_mean_seconds = a.spot_outage_mean_seconds * size.outage_factor * gang.outage_factor;
   job.restart_seconds = uninterrupted.checkpoint_write_seconds;  // reading ~ writing it
   job.checkpoint_cost_seconds = std::max(uninterrupted.checkpoint_write_seconds, 1e-3);
   if (!in.checkpointing) job.checkpoint_interval_seconds = spot::kNever;
@@ -294,6 +315,13 @@ CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string*
     a.spot_risk_source = "the default AWS Spot Advisor band (catalog/spot_bands.csv)";
   } else {
     missing += std::string(missing.empty() ? "" : ", ") + "spot_bands.csv";
+  }
+  if (Result<spot::RiskScaleTable> gang = spot::CalibratedGangRisk(catalog_dir); gang.ok()) {
+    a.spot_gang = std::move(*gang);
+  }
+  if (Result<spot::RiskScaleTable> size = spot::CalibratedInstanceSizeRisk(catalog_dir);
+      size.ok()) {
+    a.spot_instance_size = std::move(*size);
   }
   if (note != nullptr && !missing.empty()) {
     *note = "catalog has no " + missing +

@@ -14,6 +14,7 @@
 
 #include "catalog/catalog.h"
 #include "plan/spec.h"
+#include "spot/job_estimate.h"
 #include "spot/spot_catalog.h"
 
 namespace fulcrum::plan {
@@ -45,6 +46,14 @@ struct CostAssumptions {
   // the spot figures come from (stated in the plan's notes).
   double spot_outage_mean_seconds = 0;
   std::string spot_risk_source;
+  // Multi-node spot: the gang's MTTI and outage relative to one instance, by node count
+  // (spot::CalibratedGangRisk on catalog/spot-traces/availability-16node/); empty = independent
+  // nodes (MTTI / nodes).
+  spot::RiskScaleTable spot_gang;
+  // Larger instances are interrupted more often: MTTI and outage by GPUs per instance relative
+  // to a 1-GPU one (spot::CalibratedInstanceSizeRisk on catalog/spot-traces/availability-1node/);
+  // empty = the single-GPU figures for every size.
+  spot::RiskScaleTable spot_instance_size;
   // Monte Carlo trials per spot candidate (spot::EstimateSpotJob) and the seed (deterministic).
   int spot_trials = 100;
   // Per-provider storage and egress prices (catalog/storage_prices.csv); empty = none known.
@@ -98,6 +107,10 @@ struct RunInput {
   std::optional<double> deadline_seconds;        // for the spot policy's safety net
   std::optional<double> on_demand_usd_per_hour;  // per instance, the spot fallback price
   bool reserved_owned = false;  // reserved: the term is already paid for (marginal cost)
+  // The estimator's P90 step time over its point estimate (estimate::BandFor: the left-out
+  // error of the calibration family the setup resembles, wider on an uncalibrated
+  // architecture); the run's P90 scales its time past the start-up by max(1, this).
+  double step_p90_ratio = 1;
 };
 
 // Where the expected cost goes (USD; sums to RunCost::expected_usd).
@@ -126,11 +139,16 @@ struct RunCost {
   bool reserved_commitment = false;  // reserved row priced as the term's full commitment
 };
 
-// The run's time and cost for one pricing model.
+// The run's time and cost for one pricing model. p90_seconds is the one P90 of the run: the
+// interruptions' P90 (Poisson failures, or the spot simulation's) with the work past the
+// start-up scaled by the estimator's band (RunInput::step_p90_ratio), conservative: the product
+// of the two P90s is at least the P90 of the product. p90_usd follows it.
 RunCost EstimateRunCost(const RunInput& input, const CostAssumptions& assumptions = {});
 
 // Spot: expected and P90 time/cost of the run on interruptible capacity. THE place where the
-// spot simulator (spot::EstimateSpotJob) plugs in: preemptions at the instance MTTI / nodes,
+// spot simulator (spot::EstimateSpotJob) plugs in: preemptions at the gang MTTI of the nodes
+// (the 1-GPU instance MTTI x spot::InstanceSizeRiskFor(GPUs per node) x spot::GangRiskFor(nodes),
+// outages likewise),
 // Daly-interval checkpoints, Uniform Progress with a deadline (greedy without), on-demand
 // fallback at the offer's on-demand price (greedy when the offer has none). Without an MTTI it
 // falls back to list price x time, flagged as not risk-adjusted (RunCost::risk_adjusted = false).

@@ -18,9 +18,9 @@ catalog::Provider PerMinute() {
 
 TEST(BillingTest, GranularityAndMinimum) {
   const catalog::Provider p = PerMinute();
-  EXPECT_DOUBLE_EQ(BilledSeconds(61, &p), 600);        // minimum
-  EXPECT_DOUBLE_EQ(BilledSeconds(601, &p), 660);       // next minute
-  EXPECT_DOUBLE_EQ(BilledSeconds(720, &p), 720);       // exact
+  EXPECT_DOUBLE_EQ(BilledSeconds(61, &p), 600);   // minimum
+  EXPECT_DOUBLE_EQ(BilledSeconds(601, &p), 660);  // next minute
+  EXPECT_DOUBLE_EQ(BilledSeconds(720, &p), 720);  // exact
   // Unknown terms: per minute with a one-minute minimum (not whole hours).
   EXPECT_DOUBLE_EQ(BilledSeconds(10, nullptr), 60);
   EXPECT_DOUBLE_EQ(BilledSeconds(43 * 60 + 5, nullptr), 44 * 60);
@@ -244,6 +244,107 @@ TEST(RunCostTest, NoCheckpointingLosesHalfTheJobPerFailure) {
   const RunCost without = EstimateRunCost(in);
   EXPECT_GT(without.total_seconds, 2 * with.total_seconds);
   EXPECT_EQ(without.checkpoint_interval_seconds, 0);
+}
+
+}  // namespace
+}  // namespace fulcrum::plan
+
+namespace fulcrum::plan {
+namespace {
+
+// One P90 (issue 12): the estimator's P90 step-time ratio scales the run's P90 past the start-up,
+// on-demand and spot alike; the expected time and cost stay the point estimate's.
+TEST(RunCostTest, TheEstimatorBandWidensTheOneP90) {
+  const catalog::Provider p = PerMinute();
+  CostAssumptions a;
+  a.spot_mtti_seconds_per_instance = 20 * 3600;
+  RunInput in;
+  in.work_seconds = 10 * 3600;
+  in.gpus = 8;
+  in.trained_parameters = 7e9;
+  in.hourly_usd = 10;
+  in.on_demand_usd_per_hour = 10;
+  in.provider = &p;
+  for (PricingModel pricing : {PricingModel::kOnDemand, PricingModel::kSpot}) {
+    in.pricing = pricing;
+    in.step_p90_ratio = 1;
+    const RunCost point = EstimateRunCost(in, a);
+    in.step_p90_ratio = 1.5;
+    const RunCost banded = EstimateRunCost(in, a);
+    EXPECT_DOUBLE_EQ(banded.total_seconds, point.total_seconds);
+    EXPECT_DOUBLE_EQ(banded.expected_usd, point.expected_usd);
+    EXPECT_NEAR(banded.p90_seconds - a.startup_seconds,
+                1.5 * (point.p90_seconds - a.startup_seconds), 1e-6);
+    EXPECT_GT(banded.p90_usd, point.p90_usd);
+    // An estimator that over-predicts (ratio < 1) never narrows the P90 below the point's.
+    in.step_p90_ratio = 0.8;
+    EXPECT_DOUBLE_EQ(EstimateRunCost(in, a).p90_seconds, point.p90_seconds);
+  }
+}
+
+}  // namespace
+}  // namespace fulcrum::plan
+
+namespace fulcrum::plan {
+namespace {
+
+// A node of 8 GPUs is interrupted as often as the traces show 8-GPU instances are, not as a
+// 1-GPU instance (the traces the default MTTI comes from).
+TEST(RunCostTest, LargerSpotInstancesAreInterruptedMoreOften) {
+  catalog::Provider p = PerMinute();
+  p.spot_notice_seconds = 0;
+  CostAssumptions a;
+  a.spot_mtti_seconds_per_instance = 4 * 3600;
+  a.spot_outage_mean_seconds = 600;
+  RunInput in;
+  in.work_seconds = 40 * 3600;
+  in.gpus = 8;
+  in.trained_parameters = 7e9;
+  in.hourly_usd = 4;
+  in.on_demand_usd_per_hour = 10;
+  in.provider = &p;
+  in.pricing = PricingModel::kSpot;
+  const RunCost flat = EstimateRunCost(in, a);
+  a.spot_instance_size.rows = {{1, 1, 1, 0.8}, {8, 0.3, 0.7, 0.4}};
+  const RunCost sized = EstimateRunCost(in, a);
+  EXPECT_GT(sized.expected_interruptions, 2 * flat.expected_interruptions);
+  EXPECT_GT(sized.expected_usd, flat.expected_usd);
+  in.gpus = 1;  // a 1-GPU instance keeps the base figures
+  const RunCost one = EstimateRunCost(in, a);
+  a.spot_instance_size.rows.clear();
+  EXPECT_DOUBLE_EQ(EstimateRunCost(in, a).expected_interruptions, one.expected_interruptions);
+}
+
+// Multi-node spot (issue 12): the simulator preempts a gang at the gang MTTI the traces give,
+// not n times as often as one node when the traces show correlated preemptions.
+TEST(RunCostTest, MultiNodeSpotUsesTheGangRisk) {
+  catalog::Provider p = PerMinute();
+  p.spot_notice_seconds = 0;
+  CostAssumptions independent;
+  independent.spot_mtti_seconds_per_instance = 4 * 3600;
+  independent.spot_outage_mean_seconds = 600;
+  CostAssumptions correlated = independent;
+  for (int n = 1; n <= 4; ++n) correlated.spot_gang.rows.push_back({n, 0.9, 1.0, 0.5});
+  RunInput in;
+  in.work_seconds = 40 * 3600;
+  in.nodes = 4;
+  in.gpus = 32;
+  in.trained_parameters = 7e9;
+  in.hourly_usd = 4;
+  in.on_demand_usd_per_hour = 10;
+  in.provider = &p;
+  in.pricing = PricingModel::kSpot;
+  const RunCost gang = EstimateRunCost(in, correlated);
+  const RunCost alone = EstimateRunCost(in, independent);
+  // Preemptions over the run: about work / MTTI (4 h x 0.9 vs 4 h / 4).
+  EXPECT_LT(gang.expected_interruptions, 0.5 * alone.expected_interruptions);
+  EXPECT_LT(gang.total_seconds, alone.total_seconds);
+  // Beyond the table: independent groups of its largest gang (8 nodes = 2 groups of 4).
+  in.nodes = 8;
+  in.gpus = 64;
+  const RunCost eight = EstimateRunCost(in, correlated);
+  EXPECT_GT(eight.expected_interruptions / std::max(1.0, eight.total_seconds),
+            gang.expected_interruptions / std::max(1.0, gang.total_seconds));
 }
 
 }  // namespace

@@ -79,6 +79,9 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
                {"total_hours", Round(c.run.total_seconds / 3600.0, 3)},
                {"p90_hours", Round(c.run.p90_seconds / 3600.0, 3)},
                {"step_seconds", Round(st.step_seconds, 4)},
+               {"step_seconds_p10", Round(st.step_seconds * c.band.step_p10_ratio, 4)},
+               {"step_seconds_p90", Round(st.step_seconds * c.band.step_p90_ratio, 4)},
+               {"uncertainty_family", std::string(c.band.family)},
                {"tokens_per_second_per_gpu", Round(st.tokens_per_second_per_gpu, 1)},
                {"mfu", Round(st.mfu, 4)},
                {"hfu", Round(st.hfu, 4)},
@@ -163,9 +166,10 @@ std::string RankedByLine(const PlanResult& r) {
   switch (r.objective) {
     case Objective::kBalanced:
       how = fmt::format(
-          "weighted score; performance saturates at a P90 of {}, cost relative to the cheapest "
-          "feasible {}",
-          FormatDuration(r.reference.saturation_seconds), FormatUsd(r.reference.cheapest_usd));
+          "weighted score; performance saturates at a P90 of {}, P90 cost relative to the "
+          "cheapest feasible P90 {}",
+          FormatDuration(r.reference.saturation_seconds),
+          FormatUsd(std::max(r.reference.cheapest_usd, r.reference.cheapest_p90_usd)));
       break;
     case Objective::kCheapest:
       how = "expected cost, P90 cost breaks ties";
@@ -225,7 +229,8 @@ json PlanJson(const PlanResult& r, const catalog::Catalog& catalog) {
                {"method", std::string(workload::MethodName(r.spec.training.method))}};
   j["objective"] = std::string(ObjectiveName(r.objective));
   j["reference"] = {{"saturation_hours", Round(r.reference.saturation_seconds / 3600.0, 3)},
-                    {"cheapest_feasible_usd", Round(r.reference.cheapest_usd, 2)}};
+                    {"cheapest_feasible_usd", Round(r.reference.cheapest_usd, 2)},
+                    {"cheapest_feasible_p90_usd", Round(r.reference.cheapest_p90_usd, 2)}};
   j["candidates"] = std::move(candidates);
   j["pareto"] = std::move(pareto);
   j["searched"] = {{"configurations", r.configurations},

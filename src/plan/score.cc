@@ -110,7 +110,9 @@ void FinishScores(Scores& s, const RunFacts& run, const ScoreReference& ref, con
   s.performance = run.p90_seconds > 0 ? Clamp01(ref.saturation_seconds / run.p90_seconds) : 0;
   // Cost falls linearly with the excess over the cheapest feasible candidate (twice its cost
   // scores 0): paying 30 % more costs 0.3 of the criterion, not the 0.23 a ratio would.
-  s.cost = ref.cheapest_usd > 0 ? Clamp01(2.0 - run.expected_usd / ref.cheapest_usd) : 1;
+  const double own = std::max(run.expected_usd, run.p90_usd);
+  const double cheapest = std::max(ref.cheapest_usd, ref.cheapest_p90_usd);
+  s.cost = cheapest > 0 ? Clamp01(2.0 - own / cheapest) : 1;
   s.total = w.stability * s.stability + w.performance * s.performance + w.cost * s.cost +
             w.usability * s.usability + w.support * s.support;
 }

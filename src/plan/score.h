@@ -56,12 +56,14 @@ struct RunFacts {
   double expected_usd = 0;
   double expected_interruptions = 0;  // hardware failures + spot preemptions over the run
   int nodes = 1;
+  double p90_usd = 0;  // the one P90's cost (never below expected_usd; 0 = expected_usd)
 };
 
 // What the run-level criteria are relative to (the same for every candidate of a plan).
 struct ScoreReference {
   double saturation_seconds = 0;  // P90 times at or below this score full performance
   double cheapest_usd = 0;        // expected cost of the cheapest feasible candidate
+  double cheapest_p90_usd = 0;    // lowest P90 cost of a feasible candidate (0 = cheapest_usd)
 };
 
 // Without a deadline, runs finishing within this time count as fast enough (fulcrum's
@@ -77,8 +79,11 @@ double SaturationSeconds(std::optional<double> deadline_seconds, double fastest_
 double NodeCountScore(int nodes);
 
 // Completes stability (provider part, 1 / (1 + expected interruptions), node capacity),
-// performance = min(1, saturation / P90), cost = clamp(2 - own / cheapest) (1 at the cheapest,
-// 0 at twice its cost), and the weighted total.
+// performance = min(1, saturation / P90), cost = clamp(2 - own P90 cost / cheapest feasible P90
+// cost) (1 at the cheapest, 0 at twice its cost), and the weighted total. Cost is judged at P90,
+// what the user must be ready to pay: a row whose time is uncertain (an architecture without
+// calibration rows, spot risk extrapolated from other GPUs' traces, a gang of spot nodes) has a
+// wider P90 and pays for it here, with no penalty per name.
 // Idempotent (may be called again with other references).
 void FinishScores(Scores& scores, const RunFacts& run, const ScoreReference& reference,
                   const Weights& weights);

@@ -14,6 +14,7 @@
 
 #include "core/parse.h"
 #include "estimate/estimate.h"
+#include "estimate/uncertainty.h"
 #include "plan/pitfalls.h"
 
 namespace fulcrum::plan {
@@ -206,24 +207,27 @@ struct Pending {
 };
 
 RunFacts FactsOf(const Candidate& c) {
-  return {c.run.p90_seconds, c.run.expected_usd, c.run.expected_interruptions, c.nodes};
+  return {c.run.p90_seconds, c.run.expected_usd, c.run.expected_interruptions, c.nodes,
+          c.run.p90_usd};
 }
 
-// The balanced score's reference: the cheapest feasible candidate's expected cost and the
-// saturation time (from the fastest feasible P90 when there is no deadline). Feasible = meets
-// the deadline and the budget; when none does, every candidate.
+// The balanced score's reference: the cheapest feasible expected cost (shown) and P90 cost (what
+// the cost criterion is relative to), and the saturation time (from the fastest feasible P90
+// when there is no deadline). Feasible = meets the deadline and the budget; when none does,
+// every candidate.
 ScoreReference ReferenceOf(const std::vector<Candidate>& candidates,
                            std::optional<double> deadline_seconds) {
   const bool any_feasible = std::any_of(candidates.begin(), candidates.end(),
                                         [](const Candidate& c) { return c.meets_constraints; });
   double cheapest = std::numeric_limits<double>::infinity();
-  double fastest = cheapest;
+  double fastest = cheapest, cheapest_p90 = cheapest;
   for (const Candidate& c : candidates) {
     if (any_feasible && !c.meets_constraints) continue;
     cheapest = std::min(cheapest, c.run.expected_usd);
+    cheapest_p90 = std::min(cheapest_p90, c.run.p90_usd);
     fastest = std::min(fastest, c.run.p90_seconds);
   }
-  return {SaturationSeconds(deadline_seconds, fastest), cheapest};
+  return {SaturationSeconds(deadline_seconds, fastest), cheapest, cheapest_p90};
 }
 
 // The objective's order among candidates with the same feasibility.
@@ -246,10 +250,10 @@ bool BetterByObjective(const Candidate& a, const Candidate& b, Objective objecti
 // the start-up (T_lb, a lower bound of its total and P90 time) and costs at least that time at
 // min(spot, on-demand) price on every node plus the extras (C_lb). With the exact (non-spot)
 // candidates costed, a spot candidate is left out only when it provably cannot (1) change the
-// balanced score's reference (the cheapest feasible cost, or without a deadline the fastest
-// feasible P90: T_lb and C_lb are not below the exact feasible bests), (2) be on the Pareto
-// front (an exact candidate is at least as fast and as cheap as its lower bounds, strictly in
-// one), nor (3) reach the top N by the objective: at least N exact candidates meet the
+// balanced score's reference (the cheapest feasible cost, expected or P90, or without a deadline
+// the fastest feasible P90: T_lb and C_lb are not below the exact feasible bests), (2) be on the
+// Pareto front (an exact candidate is at least as fast and as cheap as its lower bounds, strictly
+// in one), nor (3) reach the top N by the objective: at least N exact candidates meet the
 // constraints and the N-th best of them beats the spot candidate's bound (cheapest: C_lb;
 // fastest: T_lb; balanced: its score upper bound, perf and cost at its lower bounds and no
 // interruptions, against the exact lower-bound scores at the lowest reference the kept spot
@@ -274,24 +278,30 @@ std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending
   const size_t top = static_cast<size_t>(std::max(1, spec.top));
   if (feasible.size() < top) return spot;  // the top N or the reference may need any of them
   const std::optional<double> deadline = spec.constraints.deadline_seconds;
+  // The cost references: the cheapest feasible expected cost (shown) and P90 cost (scored);
+  // C_lb bounds both from below.
   double feasible_c = std::numeric_limits<double>::infinity(), feasible_p90 = feasible_c;
+  double feasible_p90_c = feasible_c;
   for (const Candidate* c : feasible) {
     feasible_c = std::min(feasible_c, c->run.expected_usd);
+    feasible_p90_c = std::min(feasible_p90_c, c->run.p90_usd);
     feasible_p90 = std::min(feasible_p90, c->run.p90_seconds);
   }
   std::vector<bool> keep(n, false);
-  double low_c = feasible_c, low_p90 = feasible_p90;  // lowest reference kept rows could give
+  // The lowest reference the kept rows could give.
+  double low_c = feasible_c, low_p90_c = feasible_p90_c, low_p90 = feasible_p90;
   for (size_t k = 0; k < n; ++k) {
     const bool sets_saturation =
         !deadline && t_lb[k] < feasible_p90 && feasible_p90 > kSaturationWithoutDeadlineSeconds;
-    if (c_lb[k] < feasible_c || sets_saturation) {
+    if (c_lb[k] < feasible_p90_c || sets_saturation) {
       keep[k] = true;
       low_c = std::min(low_c, c_lb[k]);
+      low_p90_c = std::min(low_p90_c, c_lb[k]);
       low_p90 = std::min(low_p90, t_lb[k]);
     }
   }
-  const ScoreReference low{SaturationSeconds(deadline, low_p90), low_c};
-  const ScoreReference high{SaturationSeconds(deadline, feasible_p90), feasible_c};
+  const ScoreReference low{SaturationSeconds(deadline, low_p90), low_c, low_p90_c};
+  const ScoreReference high{SaturationSeconds(deadline, feasible_p90), feasible_c, feasible_p90_c};
   // The N-th best key among the exact feasible candidates (higher is better for scores).
   std::vector<double> keys;
   for (const Candidate* c : feasible) {
@@ -523,6 +533,13 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   auto finish = [&](Pending& p) {
     Candidate& cand = p.cand;
     const catalog::Offer& o = offers[cand.offer];
+    bool calibrated = true;
+    if (const auto& covered = assumptions.calibrated_architectures) {
+      calibrated = std::binary_search(covered->begin(), covered->end(), p.hc->gpu->architecture);
+    }
+    cand.band =
+        estimate::BandFor(estimate::DefaultUncertaintyTable(), model, p.run.gpus, calibrated);
+    p.run.step_p90_ratio = cand.band.step_p90_ratio;
     cand.run = EstimateRunCost(p.run, assumptions);
     PitfallFacts facts;
     facts.parameters = params;
@@ -550,10 +567,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
         cand.run.reserved_commitment ? ReservedTermSeconds(cand.pricing) : 0;
     facts.total_seconds = cand.run.total_seconds;
     facts.billing_terms_unknown = BillingTermsUnknown(p.run.provider);
-    if (const auto& covered = assumptions.calibrated_architectures) {
-      facts.uncalibrated_gpu =
-          !std::binary_search(covered->begin(), covered->end(), p.hc->gpu->architecture);
-    }
+    facts.uncalibrated_gpu = !calibrated;
     cand.warnings = DetectPitfalls(facts);
     cand.meets_constraints =
         !(cand.warnings & (kPitfallDeadlineMissedP90 | kPitfallBudgetExceeded));
@@ -633,12 +647,27 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
       std::any_of(result.candidates.begin(), result.candidates.end(),
                   [](const Candidate& k) { return k.pricing == PricingModel::kSpot; });
   if (any_spot && !assumptions.spot_risk_source.empty()) {
+    std::string gang = "n nodes are preempted n times as often (no multi-node traces)";
+    if (!assumptions.spot_gang.rows.empty()) {
+      const spot::RiskScale& top = assumptions.spot_gang.rows.back();
+      gang = fmt::format(
+          "all nodes at once: {} nodes have {:.2f}x the MTTI of one and {:.0f} % vs {:.0f} % "
+          "availability, from {} (beyond {}: independent groups of {})",
+          top.count, top.mtti_factor, 100 * top.available_fraction,
+          100 * assumptions.spot_gang.rows.front().available_fraction, assumptions.spot_gang.source,
+          top.count, top.count);
+    }
+    std::string size;
+    if (assumptions.spot_instance_size.rows.size() > 1) {
+      const spot::RiskScale& big = assumptions.spot_instance_size.rows.back();
+      size = fmt::format("; {}-GPU instances have {:.2f}x the MTTI of 1-GPU ones, from {}",
+                         big.count, big.mtti_factor, assumptions.spot_instance_size.source);
+    }
     result.notes.push_back(fmt::format(
-        "spot risk: MTTI {:.1f} h per instance, outage {:.1f} h, from {}; applied to every GPU "
-        "type and provider (no public traces for newer GPUs: an assumption); n nodes are "
-        "preempted n times as often",
+        "spot risk: MTTI {:.1f} h per 1-GPU instance, outage {:.1f} h, from {}; applied to every "
+        "GPU type and provider (no public traces for newer GPUs: an assumption){}; {}",
         assumptions.spot_mtti_seconds_per_instance / 3600.0,
-        assumptions.spot_outage_mean_seconds / 3600.0, assumptions.spot_risk_source));
+        assumptions.spot_outage_mean_seconds / 3600.0, assumptions.spot_risk_source, size, gang));
   }
   if (!unpriced_providers.empty()) {
     std::string list;

@@ -18,6 +18,7 @@
 #include "catalog/catalog.h"
 #include "estimate/compute.h"
 #include "estimate/memory.h"
+#include "estimate/uncertainty.h"
 #include "plan/cost.h"
 #include "plan/score.h"
 #include "plan/spec.h"
@@ -59,6 +60,7 @@ struct Candidate {
   BestLayout layout;
   double capacity_bytes = 0;
   double work_units_per_second = 0;  // tokens/s (samples/s for generic models), whole run
+  estimate::StepBand band;           // the estimator's uncertainty for this setup (scales run.p90)
   RunCost run;
   Scores score;
   uint32_t warnings = 0;          // Pitfall bits

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "spot/interval.h"
@@ -77,5 +78,37 @@ struct SpotRisk {
   std::string source;  // what the figures come from, for notes
 };
 Result<SpotRisk> CalibratedSpotRisk(const std::string& catalog_dir);
+
+// How spot risk scales with what is rented: relative to one single-GPU instance, the MTTI and
+// outage of a gang of n nodes (all held at once) or of one instance of g GPUs, and the share of
+// time it was obtainable. Measured on the public availability traces of catalog/spot-traces/.
+struct RiskScale {
+  int count = 1;                  // nodes of the gang, or GPUs of the instance
+  double mtti_factor = 1;         // its MTTI / a single-GPU instance's
+  double outage_factor = 1;       // its outage mean / a single-GPU instance's
+  double available_fraction = 1;  // share of the traces' time it was obtainable
+};
+struct RiskScaleTable {
+  std::vector<RiskScale> rows;  // by increasing count; the first row is count 1 (factors 1)
+  std::string source;           // for notes
+};
+
+// Gangs, from catalog_dir/spot-traces/availability-16node/*.json (skypilot-org/spot-traces:
+// obtainable instances of 16 wanted per tick): a gang of n is up while count >= n; MTTI = up
+// time / (>= n -> < n transitions), outage = down time / the same transitions, pooled over the
+// traces; rows n = 1 .. the largest count. NotFound without traces.
+Result<RiskScaleTable> CalibratedGangRisk(const std::string& catalog_dir);
+// The gang figures for `nodes`: the table's row; beyond its largest count N, independent groups
+// of N (MTTI factor x N / nodes, availability ^ (nodes / N)); an empty table assumes
+// independent nodes (MTTI / nodes, as if each failed on its own).
+RiskScale GangRiskFor(const RiskScaleTable& table, int nodes);
+
+// Instance sizes, from catalog_dir/spot-traces/availability-1node/*_<gpus>.json (the same
+// zones and days traced for 1-GPU and 8-GPU instances): pooled MTTI and outage per size,
+// relative to size 1. NotFound without a size-1 trace.
+Result<RiskScaleTable> CalibratedInstanceSizeRisk(const std::string& catalog_dir);
+// The figures for an instance of `gpus` GPUs: log-linear in log2(gpus) between the measured
+// sizes, the nearest measured size outside them; an empty table: factors 1.
+RiskScale InstanceSizeRiskFor(const RiskScaleTable& table, int gpus);
 
 }  // namespace fulcrum::spot

@@ -1,0 +1,50 @@
+#include "estimate/uncertainty.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace fulcrum::estimate {
+
+StepBand BandFor(const UncertaintyTable& table, const workload::Model& model, int64_t gpus,
+                 bool architecture_calibrated) {
+  StepBand out;
+  out.architecture_calibrated = architecture_calibrated;
+  const bool generic = model.kind == workload::ModelKind::kGeneric;
+  const bool kind_known =
+      std::any_of(table.points.begin(), table.points.end(),
+                  [&](const CalibrationPoint& p) { return p.generic == generic; });
+  const double log_params = std::log10(std::max(1.0, workload::ParameterCount(model)));
+  const double log_gpus = std::log2(static_cast<double>(std::max<int64_t>(1, gpus)));
+  const CalibrationPoint* nearest = nullptr;
+  double best = std::numeric_limits<double>::infinity();
+  for (const CalibrationPoint& p : table.points) {
+    if (kind_known && p.generic != generic) continue;
+    const double d =
+        std::abs(p.log10_parameters - log_params) + std::abs(p.log2_gpus - log_gpus) / 4.0;
+    if (d < best) {
+      best = d;
+      nearest = &p;
+    }
+  }
+  if (nearest == nullptr || nearest->family < 0 ||
+      static_cast<size_t>(nearest->family) >= table.families.size()) {
+    return out;
+  }
+  const FamilyBand& f = table.families[static_cast<size_t>(nearest->family)];
+  out.family = f.family;
+  out.step_p10_ratio = f.step.p10;
+  out.step_p90_ratio = f.step.p90;
+  if (!architecture_calibrated) {
+    // The sign of a transfer error does not carry over to another chip, its size does.
+    const RatioBand& na = f.step_new_architecture;
+    const double size =
+        std::max(std::log(std::max(na.p90, 1e-9)), -std::log(std::max(na.p10, 1e-9)));
+    out.step_p10_ratio = std::min(out.step_p10_ratio, std::exp(-size));
+    out.step_p90_ratio = std::max(out.step_p90_ratio, std::exp(size));
+  }
+  out.memory_p90_ratio = f.memory.p90;
+  return out;
+}
+
+}  // namespace fulcrum::estimate
