@@ -71,6 +71,7 @@ Placement Place(const Candidate& c, const catalog::Catalog& catalog, const Expor
   Placement p;
   const catalog::Offer& o = catalog.offers()[static_cast<size_t>(c.offer)];
   const char* tool = ExportToolName(t.format);
+  const std::string table = std::string("catalog/export_") + ExportFormatName(t.format) + ".csv";
   if (c.pricing != PricingModel::kOnDemand && c.pricing != PricingModel::kSpot) {
     p.skip_reason = fmt::format("{} pricing: {} launches on-demand or spot capacity only",
                                 PricingModelName(c.pricing), tool);
@@ -79,19 +80,19 @@ Placement Place(const Candidate& c, const catalog::Catalog& catalog, const Expor
   auto cloud = t.clouds.find(o.provider);
   if (cloud == t.clouds.end()) {
     p.skip_reason = fmt::format("provider {}: not a {} {} ({} has no row for it)", o.provider, tool,
-                                t.format == ExportFormat::kDstack ? "backend" : "cloud", t.file);
+                                t.format == ExportFormat::kDstack ? "backend" : "cloud", table);
     return p;
   }
   auto region = t.regions.find({o.provider, o.region});
   if (region == t.regions.end()) {
-    p.skip_reason = fmt::format("region \"{}\" of {}: no {} spelling in {}", o.region, o.provider,
-                                tool, t.file);
+    p.skip_reason =
+        fmt::format("region \"{}\" of {}: no {} spelling in {}", o.region, o.provider, tool, table);
     return p;
   }
   p.accelerator = ExportAcceleratorName(t, o.provider, o.gpu, o.instance_type);
   if (p.accelerator.empty()) {
     p.skip_reason = fmt::format("GPU {} on {} ({}): no {} accelerator name in {}", o.gpu,
-                                o.provider, o.instance_type, tool, t.file);
+                                o.provider, o.instance_type, tool, table);
     return p;
   }
   std::optional<double> hourly = HourlyPriceUsd(o, catalog.FindProvider(o.provider), c.pricing);
