@@ -270,8 +270,13 @@ Result<plan::ExportFormat> ParseExportFlags(const PlanFlags& f, std::vector<int>
   if (ToLower(Trim(f.pick)) != "all") {
     Result<double> rank = ParseDouble(f.pick);
     if (!rank.ok() || *rank < 1 || *rank != std::floor(*rank) || *rank > 1e6) {
+      ErrorDetail detail;
+      detail.field = "--pick";
+      detail.expected = "a rank (1, 2, ...) or all";
+      detail.found = f.pick;
       return Status::InvalidInput("--pick: expected a rank (1, 2, ...) or all, found \"" + f.pick +
-                                  "\"");
+                                  "\"")
+          .WithDetail(detail);
     }
     picks.push_back(static_cast<int>(*rank));
   }

@@ -189,6 +189,15 @@ std::string DstackTask(const PlanResult& r, const Candidate& c, const catalog::O
   return out;
 }
 
+// An InvalidInput on --pick with its ErrorDetail.
+Status PickError(const std::string& expected, int pick, const std::string& message) {
+  ErrorDetail detail;
+  detail.field = "--pick";
+  detail.expected = expected;
+  detail.found = std::to_string(pick);
+  return Status::InvalidInput(message).WithDetail(detail);
+}
+
 const char* KindNames() { return "cloud, region or accelerator"; }
 
 }  // namespace
@@ -325,17 +334,19 @@ Result<ExportResult> ExportCandidates(const PlanResult& r, const catalog::Catalo
   out.format = tables.format;
   for (int pick : ranks) {
     if (pick < 1 || pick > static_cast<int>(r.candidates.size())) {
-      return Status::InvalidInput(
+      return PickError(
+          fmt::format("a rank from 1 to {}", r.candidates.size()), pick,
           fmt::format("--pick: expected a rank from 1 to {}, found {}", r.candidates.size(), pick));
     }
     const Candidate& c = r.candidates[static_cast<size_t>(pick) - 1];
     const catalog::Offer& o = catalog.offers()[static_cast<size_t>(c.offer)];
     const Placement p = Place(c, catalog, tables);
     if (!p.skip_reason.empty() && !picks.empty()) {
-      return Status::InvalidInput(fmt::format(
-          "--pick {}: {} cannot launch this candidate: {} (--pick all exports every candidate it "
-          "can)",
-          pick, ExportToolName(tables.format), p.skip_reason));
+      return PickError(
+          fmt::format("a candidate {} can launch", ExportToolName(tables.format)), pick,
+          fmt::format("--pick {}: {} cannot launch this candidate: {} (--pick all exports every "
+                      "candidate it can)",
+                      pick, ExportToolName(tables.format), p.skip_reason));
     }
     if (!p.skip_reason.empty()) {
       out.skipped.push_back({pick, p.skip_reason});
