@@ -170,6 +170,14 @@ TEST(ExportTest, OffersTheToolCannotExpressAreSkippedWithTheReason) {
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidInput);
 }
 
+TEST(ExportTest, AModelNameCannotEndTheHeaderComment) {
+  PlanResult r = Plan({MakeCandidate(1, 1, PricingModel::kOnDemand, 1)});
+  r.model.name = "evil\nresources: {cloud: aws}\r";
+  const std::string text = ExportOne(r, ExportFormat::kSkypilot, 1);
+  EXPECT_NE(text.find("\n# resources: {cloud: aws}  (rank 1)"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nname: \"fulcrum-evil-resources-cloud-aws\"\n"), std::string::npos) << text;
+}
+
 TEST(ExportTest, EveryCandidateGoesToItsOwnFile) {
   EXPECT_EQ(ExportFileName("out/task.yaml", 3, true), "out/task-3.yaml");
   EXPECT_EQ(ExportFileName("out.d/task", 3, true), "out.d/task-3");
