@@ -37,6 +37,7 @@ import csv, glob, sys, yaml
 tool, table, directory = sys.argv[1:4]
 rows = list(csv.DictReader(l for l in open(table) if not l.startswith('#')))
 cloud_of = {r['provider']: r['name'] for r in rows if r['kind'] == 'cloud'}
+max_nodes = {r['name']: int(r['max_nodes'] or 10**6) for r in rows if r['kind'] == 'cloud'}
 clouds = set(cloud_of.values())
 regions = {}
 for r in rows:
@@ -80,6 +81,8 @@ for f in files:
         check(all(isinstance(c, str) for c in d['commands']), f, 'commands')
         lines = d['commands']
     check(isinstance(cloud, str) and cloud in clouds, f, 'cloud %r' % (cloud,))
+    nodes = d['num_nodes'] if tool == 'skypilot' else d['nodes']
+    check(nodes <= max_nodes[cloud], f, '%d nodes on %s' % (nodes, cloud))
     check(isinstance(region, str) and region in regions.get(cloud, ()), f,
           'region %r not a %s region of %s' % (region, tool, cloud))
     check(name in accelerators.get(cloud, ()), f, 'accelerator %r on %s' % (name, cloud))

@@ -17,7 +17,7 @@ namespace fulcrum::plan {
 namespace {
 
 const TableSchema kSchema = {{"kind", "provider", "fulcrum", "instance_prefix", "name", "source"},
-                             {"instance_types"}};
+                             {"instance_types", "max_nodes"}};
 
 // THE quoting helper: every string value of an export is written through it, as a YAML
 // double-quoted scalar (JSON string syntax, which YAML 1.1 and 1.2 both read back verbatim), so
@@ -87,6 +87,11 @@ Placement Place(const Candidate& c, const catalog::Catalog& catalog, const Expor
   if (region == t.regions.end()) {
     p.skip_reason =
         fmt::format("region \"{}\" of {}: no {} spelling in {}", o.region, o.provider, tool, table);
+    return p;
+  }
+  if (cloud->second.max_nodes && c.nodes > *cloud->second.max_nodes) {
+    p.skip_reason = fmt::format("{} nodes on {}: {} runs at most {} node(s) per task there ({})",
+                                c.nodes, o.provider, tool, *cloud->second.max_nodes, table);
     return p;
   }
   p.accelerator = ExportAcceleratorName(t, o.provider, o.gpu, o.instance_type);
@@ -252,7 +257,11 @@ Result<ExportTables> TablesFrom(const CsvTable& table, ExportFormat format) {
       if (provider.empty()) return row.Error("provider", "the fulcrum provider of the cloud");
       FULCRUM_ASSIGN_OR_RETURN(std::optional<bool> instance_types,
                                row.OptionalBool("instance_types"));
-      if (!t.clouds.emplace(provider, ExportTables::Cloud{name, instance_types.value_or(false)})
+      FULCRUM_ASSIGN_OR_RETURN(std::optional<int> max_nodes,
+                               row.OptionalInt("max_nodes", 1, 1000000));
+      if (!t.clouds
+               .emplace(provider,
+                        ExportTables::Cloud{name, instance_types.value_or(false), max_nodes})
                .second) {
         return row.Error("provider", "one cloud row per provider");
       }

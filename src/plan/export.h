@@ -10,6 +10,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,13 +32,14 @@ const char* ExportFormatName(ExportFormat format);              // "skypilot" | 
 const char* ExportToolName(ExportFormat format);
 
 // One tool's spellings (catalog/export_<format>.csv: kind,provider,fulcrum,instance_prefix,name,
-// instance_types,source).
+// instance_types,max_nodes,source).
 struct ExportTables {
   ExportFormat format = ExportFormat::kSkypilot;
   std::string file;  // where the rows came from, for messages
   struct Cloud {
-    std::string name;             // the tool's cloud / backend ("vastai")
-    bool instance_types = false;  // fulcrum's instance type names are the tool's for this cloud
+    std::string name;              // the tool's cloud / backend ("vastai")
+    bool instance_types = false;   // fulcrum's instance type names are the tool's for this cloud
+    std::optional<int> max_nodes;  // the most nodes of one task there; nullopt = no limit
   };
   std::map<std::string, Cloud> clouds;  // by fulcrum provider
   // (fulcrum provider, fulcrum region) -> the tool's region.

@@ -165,6 +165,14 @@ TEST(ExportTest, OffersTheToolCannotExpressAreSkippedWithTheReason) {
   EXPECT_NE(e.status().message().find("provider hyperstack: not a dstack backend"),
             std::string::npos)
       << e.status().message();
+  // SkyPilot runs one node per task on RunPod; AWS takes several.
+  const PlanResult multi = Plan({MakeCandidate(2, 2, PricingModel::kOnDemand, 1)});
+  e = ExportCandidates(multi, TestCatalog(), Tables(ExportFormat::kSkypilot), Options(), {});
+  ASSERT_TRUE(e.ok());
+  ASSERT_EQ(e->skipped.size(), 1u);
+  EXPECT_NE(e->skipped[0].reason.find("2 nodes on runpod: SkyPilot runs at most 1 node(s)"),
+            std::string::npos)
+      << e->skipped[0].reason;
   // A rank outside the plan is an input error.
   e = ExportCandidates(r, TestCatalog(), Tables(ExportFormat::kDstack), Options(), {5});
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidInput);
