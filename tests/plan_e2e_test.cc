@@ -145,45 +145,6 @@ TEST(PlanE2eTest, HtmlReportIsSelfContained) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(PlanE2eTest, ExportsSkypilotAndDstack) {
-  const std::string dir = MakeTempDir("plan-export");
-  json d =
-      PlanJson({"--model", "llama-2-7b", "--tokens", "1B", "--command", "python train.py"}, true);
-  ASSERT_GE(d["candidates"].size(), 2u);
-  const json& second = d["candidates"][1];
-  RunOutput r =
-      RunFulcrum({"--catalog", SourcePath("tests/fixtures/plan/catalog"), "plan", "--model",
-                  "llama-2-7b", "--tokens", "1B", "--command", "python train.py", "--export",
-                  "skypilot", dir + "/sky.yaml", "--pick", "2"},
-                 Isolated());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string sky = ReadFile(dir + "/sky.yaml");
-  EXPECT_NE(sky.find("accelerators: H100:8"), std::string::npos) << sky;
-  EXPECT_NE(sky.find("instance_type: " + second["instance_type"].get<std::string>()),
-            std::string::npos);
-  EXPECT_NE(sky.find("num_nodes: " + std::to_string(second["nodes"].get<int>())),
-            std::string::npos);
-  EXPECT_NE(sky.find(std::string("use_spot: ") + (second["pricing"] == "spot" ? "true" : "false")),
-            std::string::npos);
-  EXPECT_NE(sky.find("fulcrum run --checkpoint-every "), std::string::npos);
-  EXPECT_NE(sky.find("-- python train.py"), std::string::npos);
-  r = RunFulcrum({"--catalog", SourcePath("tests/fixtures/plan/catalog"), "plan", "--model",
-                  "llama-2-7b", "--tokens", "1B", "--export", "dstack", dir + "/dstack.yml"},
-                 Isolated());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string dstack = ReadFile(dir + "/dstack.yml");
-  EXPECT_NE(dstack.find("type: task"), std::string::npos);
-  EXPECT_NE(dstack.find("gpu: H100:8"), std::string::npos) << dstack;
-  EXPECT_NE(dstack.find("spot_policy: "), std::string::npos);
-  r = RunFulcrum(
-      {"--catalog", SourcePath("tests/fixtures/plan/catalog"), "plan", "--model", "llama-2-7b",
-       "--tokens", "1B", "--export", "dstack", dir + "/x", "--pick", "100000"},
-      Isolated());
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--pick"), std::string::npos);
-  std::filesystem::remove_all(dir);
-}
-
 // --- one test per pitfall warning ------------------------------------------------------------
 
 TEST(PlanWarningsTest, LargeModelOnSmallGpuWithoutSharding) {

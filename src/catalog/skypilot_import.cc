@@ -50,21 +50,6 @@ const Gpu* FindAccelerator(const Catalog& catalog, const std::string& accelerato
   return catalog.FindGpu(accelerator);
 }
 
-}  // namespace
-
-std::string SkyPilotAcceleratorName(const Gpu& gpu) {
-  for (const auto& [skypilot, name] : kFamilyAccelerators) {
-    if (gpu.name == name) return skypilot;
-  }
-  std::string best = gpu.name;
-  for (const std::string& alias : gpu.aliases) {
-    if (alias.size() < best.size()) best = alias;
-  }
-  return best;
-}
-
-namespace {
-
 // L4 count per G2 machine type. Source: https://cloud.google.com/compute/docs/gpus#l4-gpus
 // (g2-standard-4/8/12/16/32: 1 GPU; -24: 2; -48: 4; -96: 8).
 int G2GpuCount(int vcpus) {

@@ -33,10 +33,6 @@ struct ImportResult {
 Result<ImportResult> ImportSkyPilotCsv(std::string_view text, const std::string& file_name,
                                        const Catalog& catalog, const ImportOptions& options);
 
-// The accelerator name SkyPilot (and dstack) give `gpu`: the family name for the variant those
-// tools mean by it ("H100" = H100-SXM5-80GB), else the GPU's shortest name or alias.
-std::string SkyPilotAcceleratorName(const Gpu& gpu);
-
 // The offers in catalog/offers.csv format (header first), prices in USD: loadable as a user
 // offers.d file or as a catalog's offers.csv.
 std::string OffersToCsv(const std::vector<Offer>& offers);

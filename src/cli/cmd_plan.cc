@@ -1,5 +1,6 @@
 // `fulcrum plan`: which GPU servers to rent for a training job, how to lay the job out on them,
 // how long it takes and what it costs, ranked (src/plan/).
+#include <cmath>
 #include <fstream>
 #include <memory>
 
@@ -37,7 +38,9 @@ struct PlanFlags {
   bool json = false;
   std::string html;
   std::vector<std::string> export_args;
-  int pick = 1;
+  std::string pick = "1";
+  std::string fulcrum_install;
+  std::string export_checkpoint_dir = "checkpoints";
 };
 
 Status Need(Result<double> value, const std::string& flag, const std::string& expected,
@@ -257,6 +260,55 @@ Status WriteFile(const std::string& path, const std::string& text) {
   return Status::Ok();
 }
 
+// --export FORMAT FILE, --pick RANK|all, --fulcrum-install, --checkpoint-dir: checked before
+// the plan runs. `picks` is empty for `--pick all`.
+Result<plan::ExportFormat> ParseExportFlags(const PlanFlags& f, std::vector<int>& picks) {
+  if (f.export_args.size() != 2) {
+    return Status::InvalidInput("--export: expected FORMAT FILE (skypilot|dstack and a path)");
+  }
+  FULCRUM_ASSIGN_OR_RETURN(plan::ExportFormat format, plan::ParseExportFormat(f.export_args[0]));
+  if (ToLower(Trim(f.pick)) != "all") {
+    Result<double> rank = ParseDouble(f.pick);
+    if (!rank.ok() || *rank < 1 || *rank != std::floor(*rank) || *rank > 1e6) {
+      ErrorDetail detail;
+      detail.field = "--pick";
+      detail.expected = "a rank (1, 2, ...) or all";
+      detail.found = f.pick;
+      return Status::InvalidInput("--pick: expected a rank (1, 2, ...) or all, found \"" + f.pick +
+                                  "\"")
+          .WithDetail(detail);
+    }
+    picks.push_back(static_cast<int>(*rank));
+  }
+  plan::ExportOptions options;
+  options.fulcrum_install = f.fulcrum_install;
+  options.checkpoint_dir = f.export_checkpoint_dir;
+  FULCRUM_RETURN_IF_ERROR(plan::ValidateExportOptions(options));
+  return format;
+}
+
+// Writes the exports and lists the candidates the tool cannot launch on stderr. Returns the
+// `export` JSON object.
+Result<nlohmann::json> WriteExports(const PlanFlags& f, const plan::PlanResult& result,
+                                    const catalog::Catalog& catalog, const std::string& catalog_dir,
+                                    plan::ExportFormat format, const std::vector<int>& picks,
+                                    CliContext& ctx, std::vector<std::string>& files) {
+  FULCRUM_ASSIGN_OR_RETURN(plan::ExportTables tables, plan::LoadExportTables(catalog_dir, format));
+  plan::ExportOptions options;
+  options.fulcrum_install = f.fulcrum_install;
+  options.checkpoint_dir = f.export_checkpoint_dir;
+  FULCRUM_ASSIGN_OR_RETURN(plan::ExportResult exported,
+                           plan::ExportCandidates(result, catalog, tables, options, picks));
+  for (const plan::ExportedTask& task : exported.tasks) {
+    files.push_back(plan::ExportFileName(f.export_args[1], task.rank, picks.empty()));
+    FULCRUM_RETURN_IF_ERROR(WriteFile(files.back(), task.text));
+  }
+  for (const plan::SkippedCandidate& s : exported.skipped) {
+    ctx.err << "not exported: rank " << s.rank << ": " << s.reason << "\n";
+  }
+  return plan::ExportJson(exported, files);
+}
+
 Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   plan::PlanSpec spec;
   spec.origin = "flags";
@@ -267,11 +319,9 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   FULCRUM_RETURN_IF_ERROR(ApplyConstraints(f, spec));
   FULCRUM_RETURN_IF_ERROR(plan::ValidateSpec(spec));
   std::optional<plan::ExportFormat> export_format;
+  std::vector<int> picks;
   if (!f.export_args.empty()) {
-    if (f.export_args.size() != 2) {
-      return Status::InvalidInput("--export: expected FORMAT FILE (skypilot|dstack and a path)");
-    }
-    FULCRUM_ASSIGN_OR_RETURN(export_format, plan::ParseExportFormat(f.export_args[0]));
+    FULCRUM_ASSIGN_OR_RETURN(export_format, ParseExportFlags(f, picks));
   }
   const std::string catalog_dir = DefaultCatalogDir(ctx.catalog_dir);
   FULCRUM_ASSIGN_OR_RETURN(catalog::Catalog catalog, catalog::Catalog::Load(catalog_dir));
@@ -291,17 +341,20 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   if (!f.html.empty()) {
     FULCRUM_RETURN_IF_ERROR(WriteFile(f.html, plan::PlanHtml(result, catalog)));
   }
+  std::optional<nlohmann::json> export_json;
+  std::vector<std::string> export_files;
   if (export_format) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string text,
-                             plan::ExportCandidate(result, catalog, f.pick, *export_format));
-    FULCRUM_RETURN_IF_ERROR(WriteFile(f.export_args[1], text));
+    FULCRUM_ASSIGN_OR_RETURN(export_json, WriteExports(f, result, catalog, catalog_dir,
+                                                       *export_format, picks, ctx, export_files));
   }
   if (f.json) {
-    PrintJson(ctx, plan::PlanJson(result, catalog));
+    nlohmann::json j = plan::PlanJson(result, catalog);
+    if (export_json) j["export"] = *export_json;
+    PrintJson(ctx, j);
   } else {
     ctx.out << plan::PlanTable(result, catalog);
     if (!f.html.empty()) ctx.out << "wrote " << f.html << "\n";
-    if (export_format) ctx.out << "wrote " << f.export_args[1] << "\n";
+    for (const std::string& file : export_files) ctx.out << "wrote " << file << "\n";
   }
   if (result.candidates.empty()) ctx.exit_code = 1;
   return Status::Ok();
@@ -313,7 +366,8 @@ constexpr const char* kFooter =
     "  fulcrum plan --model llama-2-7b --tokens 20B --seq-len 4096 --deadline 7d "
     "--budget-usd 20000\n"
     "  fulcrum plan examples/llama-70b-pretrain.yaml --json --html report.html\n"
-    "  fulcrum plan examples/llama-8b-lora.yaml --export skypilot task.yaml --pick 2\n\n"
+    "  fulcrum plan examples/llama-8b-lora.yaml --export skypilot task.yaml --pick 2 \\\n"
+    "      --fulcrum-install ./install-fulcrum.sh\n\n"
     "Flags override the spec file. The search covers every offer that passes the filters x node\n"
     "counts x (tp, pp, vpp, dp, ZeRO stage, recompute, micro-batch) that fits in GPU memory with\n"
     "the required headroom; for each offer, node count and pricing model it keeps the fastest\n"
@@ -417,7 +471,18 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
                   "Write the picked candidate as a launch file: skypilot FILE or dstack FILE")
       ->expected(2)
       ->type_name("FORMAT FILE");
-  cmd->add_option("--pick", f->pick, "Rank to export (default 1)")->type_name("RANK");
+  cmd->add_option("--pick", f->pick,
+                  "Rank to export (default 1), or all: every candidate the tool can launch, "
+                  "to FILE-<rank>.<ext>")
+      ->type_name("RANK|all");
+  cmd->add_option("--fulcrum-install", f->fulcrum_install,
+                  "For --export: shell command that installs fulcrum on the node (run by the "
+                  "task's setup when fulcrum is not on PATH; required)")
+      ->type_name("COMMAND");
+  cmd->add_option("--checkpoint-dir", f->export_checkpoint_dir,
+                  "For --export: the job's checkpoint directory on the node (default "
+                  "checkpoints)")
+      ->type_name("DIR");
   cmd->callback([f, &ctx] {
     Status status = RunPlanCommand(*f, ctx);
     if (!status.ok()) ReportError(ctx, status);

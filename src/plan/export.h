@@ -1,12 +1,22 @@
 // Writes a planned candidate as a launch file for the tools teams already use: a SkyPilot task
-// YAML (resources: cloud, region, instance_type, accelerators "H100:8", use_spot; num_nodes;
-// run: the user's command under `fulcrum run` with the planned checkpoint interval) or a dstack
-// task configuration (nodes, resources.gpu, spot_policy, backends, regions, commands). Pure
-// text generation; thread-safe.
+// YAML (resources: cloud, region, instance_type, accelerators, use_spot; num_nodes; setup; run)
+// or a dstack task configuration (nodes, backends, regions, instance_types, spot_policy,
+// resources.gpu, commands). Names are each tool's own spellings, read from the sourced tables
+// catalog/export_skypilot.csv and catalog/export_dstack.csv; a candidate a tool cannot express
+// (no such cloud, region or accelerator name, reserved pricing) is skipped with the reason.
+// Every string value is written YAML-quoted; the run line carries what `fulcrum run` needs (the
+// price, budget, checkpoint dir and interval, job name) and the setup makes `fulcrum` available
+// on the node. Pure text generation over immutable inputs; thread-safe.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "catalog/catalog.h"
 #include "core/status.h"
@@ -17,13 +27,84 @@ namespace fulcrum::plan {
 enum class ExportFormat { kSkypilot, kDstack };
 
 Result<ExportFormat> ParseExportFormat(std::string_view text);  // "skypilot" | "dstack"
+const char* ExportFormatName(ExportFormat format);              // "skypilot" | "dstack"
+// "SkyPilot" | "dstack", for messages.
+const char* ExportToolName(ExportFormat format);
 
-// The accelerator name the launchers use: the shortest of the GPU's name and aliases
-// ("H100-SXM5-80GB" -> "H100", "A100-SXM4-80GB" -> "A100-80GB").
-std::string AcceleratorName(const catalog::Catalog& catalog, const std::string& gpu);
+// One tool's spellings (catalog/export_<format>.csv: kind,provider,fulcrum,instance_prefix,name,
+// instance_types,max_nodes,source).
+struct ExportTables {
+  ExportFormat format = ExportFormat::kSkypilot;
+  std::string file;  // where the rows came from, for messages
+  struct Cloud {
+    std::string name;              // the tool's cloud / backend ("vastai")
+    bool instance_types = false;   // fulcrum's instance type names are the tool's for this cloud
+    std::optional<int> max_nodes;  // the most nodes of one task there; nullopt = no limit
+  };
+  std::map<std::string, Cloud> clouds;  // by fulcrum provider
+  // (fulcrum provider, fulcrum region) -> the tool's region.
+  std::map<std::pair<std::string, std::string>, std::string> regions;
+  struct Accelerator {
+    std::string provider;         // "" = every provider
+    std::string gpu;              // fulcrum's canonical GPU name
+    std::string instance_prefix;  // "" = every instance type
+    std::string name;             // SkyPilot: "H100-MEGA"; dstack: a GPU spec "A100:80GB"
+  };
+  std::vector<Accelerator> accelerators;
+};
 
-// Renders candidate `pick` (1-based rank). InvalidInput when there is no such rank.
-Result<std::string> ExportCandidate(const PlanResult& result, const catalog::Catalog& catalog,
-                                    int pick, ExportFormat format);
+// `file` names the text in messages. Unknown kinds, a cloud row without a name, a repeated
+// cloud or region row: InvalidInput "file:line: column: expected ..., found ...".
+Result<ExportTables> ParseExportTables(std::string_view text, const std::string& file,
+                                       ExportFormat format);
+// catalog_dir/export_<format>.csv.
+Result<ExportTables> LoadExportTables(const std::string& catalog_dir, ExportFormat format);
+
+// The tool's accelerator name for `gpu` in an offer of `provider` with `instance_type`: the
+// row of that provider (else of every provider) with the longest matching instance prefix;
+// "" when the table has none.
+std::string ExportAcceleratorName(const ExportTables& tables, const std::string& provider,
+                                  const std::string& gpu, const std::string& instance_type);
+
+struct ExportOptions {
+  // Shell command that installs fulcrum on the node (run by the setup when `fulcrum` is not on
+  // PATH). Required: without it the export is refused.
+  std::string fulcrum_install;
+  // Where the job writes its checkpoints on the node (relative to the task's working directory).
+  std::string checkpoint_dir = "checkpoints";
+};
+
+// Refuses options the export cannot use (no install command, a checkpoint dir with characters
+// that would need shell quoting): InvalidInput naming the flag.
+Status ValidateExportOptions(const ExportOptions& options);
+
+struct ExportedTask {
+  int rank = 0;
+  std::string text;
+};
+struct SkippedCandidate {
+  int rank = 0;
+  std::string reason;
+};
+struct ExportResult {
+  ExportFormat format = ExportFormat::kSkypilot;
+  std::vector<ExportedTask> tasks;
+  std::vector<SkippedCandidate> skipped;
+};
+
+// Renders the candidates of ranks `picks` (1-based; empty = every candidate). A rank outside
+// the plan is InvalidInput. A candidate the tool cannot express goes to `skipped` when exporting
+// every candidate; a picked one is InvalidInput with the reason.
+Result<ExportResult> ExportCandidates(const PlanResult& result, const catalog::Catalog& catalog,
+                                      const ExportTables& tables, const ExportOptions& options,
+                                      const std::vector<int>& picks);
+
+// FILE for one pick; for every candidate, FILE with "-<rank>" before its extension
+// ("task.yaml" -> "task-3.yaml").
+std::string ExportFileName(const std::string& file, int rank, bool every_candidate);
+
+// {"format", "written": [{"rank", "file"}], "skipped": [{"rank", "reason"}]}; files[i] is where
+// tasks[i] was written.
+nlohmann::json ExportJson(const ExportResult& result, const std::vector<std::string>& files);
 
 }  // namespace fulcrum::plan

@@ -1,0 +1,241 @@
+// End-to-end tests of `fulcrum plan --export skypilot|dstack`: every candidate of a full plan on
+// the shipped catalog is exported, each file is read back by PyYAML's safe_load (YAML 1.1, as
+// SkyPilot and dstack read their task files: that is where an unquoted 4090:2 is a base-60
+// number) and each value is checked against the tool's table (catalog/export_<tool>.csv); the
+// exported setup and run lines are executed with the training command replaced by `true`.
+//
+// The field types checked are the tools' schemas: SkyPilot, skypilot-org/skypilot
+// @00052dfe0d132c5ad6aa9a175572b0695f747c80 sky/utils/schemas.py (_get_single_resources_schema:
+// cloud, region, instance_type strings, accelerators a string "NAME:COUNT", use_spot a boolean;
+// the task's num_nodes an integer, setup and run strings); dstack, dstackai/dstack
+// @511c318c8a7672fb2a925041bfc2d7301a26272e src/dstack/_internal/core/models/configurations.py
+// (TaskConfiguration: type "task", nodes >= 1, commands a list of strings) and profiles.py
+// (backends, regions, instance_types lists of strings; SpotPolicy spot | on-demand | auto),
+// resources.py (GPUSpec "name:memory:count").
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/run_binary.h"
+
+namespace fulcrum::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const char* kPython = "/usr/bin/python3";
+
+// argv: tool, table csv, directory of exports. Prints the number of files checked; any
+// mismatch raises (exit 1) with the file and the value.
+const char* kCheckExports = R"PY(
+import csv, glob, sys, yaml
+tool, table, directory = sys.argv[1:4]
+rows = list(csv.DictReader(l for l in open(table) if not l.startswith('#')))
+cloud_of = {r['provider']: r['name'] for r in rows if r['kind'] == 'cloud'}
+max_nodes = {r['name']: int(r['max_nodes'] or 10**6) for r in rows if r['kind'] == 'cloud'}
+clouds = set(cloud_of.values())
+regions = {}
+for r in rows:
+    if r['kind'] == 'region':
+        regions.setdefault(cloud_of[r['provider']], set()).add(r['name'])
+accelerators = {}
+for r in rows:
+    if r['kind'] == 'accelerator':
+        for provider in ([r['provider']] if r['provider'] else list(cloud_of)):
+            accelerators.setdefault(cloud_of[provider], set()).add(r['name'])
+def check(cond, f, what):
+    if not cond:
+        raise SystemExit('%s: %s' % (f, what))
+files = sorted(glob.glob(directory + '/*'))
+check(files, directory, 'no exports')
+for f in files:
+    d = yaml.safe_load(open(f))
+    if tool == 'skypilot':
+        res = d['resources']
+        cloud, region = res['cloud'], res['region']
+        check(isinstance(d['name'], str), f, 'name %r' % d['name'])
+        check(isinstance(d['num_nodes'], int) and d['num_nodes'] >= 1, f, 'num_nodes')
+        check(isinstance(res['use_spot'], bool), f, 'use_spot %r' % res['use_spot'])
+        check(isinstance(res.get('instance_type', ''), str), f, 'instance_type')
+        acc = res['accelerators']
+        check(isinstance(acc, str), f, 'accelerators %r is not a string' % (acc,))
+        name, count = acc.rsplit(':', 1)
+        lines = [d['setup'], d['run']]
+    else:
+        check(d['type'] == 'task', f, 'type')
+        check(isinstance(d['nodes'], int) and d['nodes'] >= 1, f, 'nodes')
+        check(d['spot_policy'] in ('spot', 'on-demand'), f, 'spot_policy %r' % d['spot_policy'])
+        for key in ('backends', 'regions', 'instance_types'):
+            value = d.get(key, [''])
+            check(isinstance(value, list) and len(value) == 1 and isinstance(value[0], str),
+                  f, '%s %r' % (key, value))
+        cloud, region = d['backends'][0], d['regions'][0]
+        gpu = d['resources']['gpu']
+        check(isinstance(gpu, str), f, 'gpu %r is not a string' % (gpu,))
+        name, count = gpu.rsplit(':', 1)
+        check(all(isinstance(c, str) for c in d['commands']), f, 'commands')
+        lines = d['commands']
+    check(isinstance(cloud, str) and cloud in clouds, f, 'cloud %r' % (cloud,))
+    nodes = d['num_nodes'] if tool == 'skypilot' else d['nodes']
+    check(nodes <= max_nodes[cloud], f, '%d nodes on %s' % (nodes, cloud))
+    check(isinstance(region, str) and region in regions.get(cloud, ()), f,
+          'region %r not a %s region of %s' % (region, tool, cloud))
+    check(name in accelerators.get(cloud, ()), f, 'accelerator %r on %s' % (name, cloud))
+    check(count.isdigit() and int(count) >= 1, f, 'count %r' % count)
+    run = '\n'.join(lines)
+    for flag in ('fulcrum run ', '--name ', '--checkpoint-dir ', '--price-per-hour ',
+                 '--budget-usd ', ' -- true'):
+        check(flag in run, f, 'no %r in the commands' % flag)
+print(len(files))
+)PY";
+
+// argv: tool, export file. Prints the setup and run lines as one shell script.
+const char* kScriptOf = R"PY(
+import sys, yaml
+tool, f = sys.argv[1:3]
+d = yaml.safe_load(open(f))
+print(d['setup'] + d['run'] if tool == 'skypilot' else '\n'.join(d['commands']))
+)PY";
+
+RunOptions Isolated() {
+  RunOptions o;
+  static const std::string empty = MakeTempDir("export-offers-d");
+  o.env["FULCRUM_OFFERS_DIR"] = empty;  // the shipped catalog only
+  return o;
+}
+
+// `fulcrum plan` of a 7B full fine-tune on the shipped catalog, every candidate, exported.
+RunOutput ExportAll(const std::string& tool, const std::string& dir, const std::string& file) {
+  return RunFulcrum({"--catalog",
+                     SourcePath("catalog"),
+                     "plan",
+                     "--model",
+                     "llama-2-7b",
+                     "--tokens",
+                     "2B",
+                     "--budget-usd",
+                     "20000",
+                     "--top",
+                     "100000",
+                     "--command",
+                     "true",
+                     "--export",
+                     tool,
+                     dir + "/" + file,
+                     "--pick",
+                     "all",
+                     "--fulcrum-install",
+                     "false",
+                     "--json"},
+                    Isolated());
+}
+
+void ExpectEveryExportParsesAndUsesTheToolsNames(const std::string& tool, const std::string& ext) {
+  const std::string dir = MakeTempDir("export-" + tool);
+  RunOutput r = ExportAll(tool, dir, "task." + ext);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json plan = json::parse(r.out);
+  const json& exported = plan["export"];
+  ASSERT_EQ(exported["format"], tool);
+  // Every candidate is either written or listed with its reason (stderr and JSON).
+  EXPECT_EQ(exported["written"].size() + exported["skipped"].size(), plan["candidates"].size());
+  EXPECT_GT(exported["written"].size(), 100u);
+  for (const json& s : exported["skipped"]) {
+    EXPECT_FALSE(s["reason"].get<std::string>().empty());
+    EXPECT_NE(r.err.find("not exported: rank " + std::to_string(s["rank"].get<int>()) + ": "),
+              std::string::npos);
+  }
+  RunOutput check = RunProgram(
+      kPython, {"-c", kCheckExports, tool, SourcePath("catalog/export_" + tool + ".csv"), dir});
+  ASSERT_EQ(check.exit_code, 0) << check.err << check.out;
+  EXPECT_EQ(std::stoul(check.out), exported["written"].size());
+  fs::remove_all(dir);
+}
+
+TEST(ExportE2eTest, EverySkypilotExportOfAFullPlanParsesAsYaml11WithSkypilotsNames) {
+  ExpectEveryExportParsesAndUsesTheToolsNames("skypilot", "yaml");
+}
+
+TEST(ExportE2eTest, EveryDstackExportOfAFullPlanParsesAsYaml11WithDstacksNames) {
+  ExpectEveryExportParsesAndUsesTheToolsNames("dstack", "yml");
+}
+
+// The exported setup + run, as the tool runs them on the node: `fulcrum` from the build dir on
+// PATH, a fresh HOME, the training command `true`. Before issue 14 the run line had
+// --budget-usd without a price: `fulcrum run` refused it with exit 2.
+void ExpectExportedCommandsRun(const std::string& tool) {
+  const std::string dir = MakeTempDir("export-run-" + tool);
+  RunOutput r =
+      RunFulcrum({"--catalog", SourcePath("catalog"), "plan", "--model", "llama-2-7b", "--tokens",
+                  "1B", "--budget-usd", "500", "--command", "true", "--export", tool,
+                  dir + "/task.yaml", "--pick", "all", "--fulcrum-install", "false", "--json"},
+                 Isolated());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json written = json::parse(r.out)["export"]["written"];
+  ASSERT_FALSE(written.empty());
+  const std::string task = written[0]["file"];  // the best candidate the tool can launch
+  RunOutput script = RunProgram(kPython, {"-c", kScriptOf, tool, task});
+  ASSERT_EQ(script.exit_code, 0) << script.err;
+  { std::ofstream(dir + "/task.sh") << "set -e\n" << script.out; }
+  fs::create_directories(dir + "/home");
+  RunOptions o;
+  o.cwd = dir;
+  o.env["HOME"] = dir + "/home";
+  o.env["XDG_DATA_HOME"] = dir + "/home/.local/share";
+  o.env["PATH"] = fs::path(FULCRUM_BINARY).parent_path().string() + ":/usr/bin:/bin";
+  RunOutput run = RunProgram("/bin/bash", {dir + "/task.sh"}, o);
+  EXPECT_EQ(run.exit_code, 0) << script.out << "\n" << run.out << run.err;
+  EXPECT_NE(run.err.find("job succeeded"), std::string::npos) << run.err;
+  // Without fulcrum on PATH the setup runs the install command and fails loudly when it did not
+  // make fulcrum available (here `false`, which fails).
+  o.env["PATH"] = "/usr/bin:/bin";
+  run = RunProgram("/bin/bash", {dir + "/task.sh"}, o);
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("the --fulcrum-install command failed (exit 1)"), std::string::npos)
+      << run.err;
+  EXPECT_NE(run.err.find("fulcrum is not on PATH after the --fulcrum-install command"),
+            std::string::npos)
+      << run.err;
+  fs::remove_all(dir);
+}
+
+TEST(ExportE2eTest, ExportedSkypilotSetupAndRunExecute) { ExpectExportedCommandsRun("skypilot"); }
+
+TEST(ExportE2eTest, ExportedDstackCommandsExecute) { ExpectExportedCommandsRun("dstack"); }
+
+TEST(ExportE2eTest, RefusesWithoutAWayToInstallFulcrum) {
+  const std::string dir = MakeTempDir("export-refuse");
+  RunOutput r = RunFulcrum({"--catalog", SourcePath("catalog"), "plan", "--model", "llama-2-7b",
+                            "--tokens", "1B", "--export", "skypilot", dir + "/task.yaml"},
+                           Isolated());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--fulcrum-install"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir + "/task.yaml"));
+  fs::remove_all(dir);
+}
+
+TEST(ExportE2eTest, APickTheToolCannotLaunchIsAnInputError) {
+  // hyperstack is neither a SkyPilot cloud nor a dstack backend.
+  const std::string dir = MakeTempDir("export-pick");
+  RunOutput r = RunFulcrum({"--catalog", SourcePath("catalog"), "plan", "--model", "llama-2-7b",
+                            "--tokens", "1B", "--providers", "hyperstack", "--export", "dstack",
+                            dir + "/task.yml", "--fulcrum-install", "false"},
+                           Isolated());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("provider hyperstack: not a dstack backend"), std::string::npos) << r.err;
+  r = RunFulcrum(
+      {"--catalog", SourcePath("catalog"), "plan", "--model", "llama-2-7b", "--tokens", "1B",
+       "--export", "dstack", dir + "/x", "--pick", "100000", "--fulcrum-install", "false"},
+      Isolated());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--pick"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fulcrum::testing
