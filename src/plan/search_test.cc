@@ -97,6 +97,27 @@ TEST(SearchTest, PrunedSearchFindsTheExhaustiveOptimum) {
   }
 }
 
+// At 131072 tokens a 7B model's logits and activations alone overflow an 80 GB GPU without
+// context parallelism (torchtitan trains Llama 3.1 8B at 128k on 8 H100 with cp 4 -- pytorch/
+// torchtitan@31a17bfd benchmarks/llama3_h100_202412_torchtitan.md): the search must find a layout
+// with cp > 1, and tp x pp x cp x dp still equals the GPUs.
+TEST(SearchTest, LongSequencesUseContextParallelism) {
+  workload::Training base;
+  base.seq_len = 131072;
+  base.global_batch = 8;
+  const BestLayout best = SearchLayouts(Llama7b(), base, H100Node(), 80.0 * 1073741824.0, 8, 0.1);
+  ASSERT_TRUE(best.found);
+  EXPECT_GT(best.training.cp, 1);
+  EXPECT_EQ(workload::GpuCount(best.training), 8);
+  // Short sequences never try it.
+  base.seq_len = 4096;
+  base.global_batch = 64;
+  const BestLayout short_seq =
+      SearchLayouts(Llama7b(), base, H100Node(), 80.0 * 1073741824.0, 8, 0.1);
+  ASSERT_TRUE(short_seq.found);
+  EXPECT_EQ(short_seq.training.cp, 1);
+}
+
 TEST(SearchTest, NothingFitsOnATinyGpu) {
   workload::Training base;
   base.seq_len = 4096;
