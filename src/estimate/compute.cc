@@ -448,8 +448,13 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
   const StageTime slowest =
       SlowestStage(stages, tr.pp, layer_seconds, logits_seconds, layer_comm, layer_exposed);
   const Link pp_link = GroupLink(tr.pp, tr.tp * tr.cp * tr.dp, hw, c);
-  const double pp_message = tokens_mb * h * bytes / (tr.sequence_parallel ? t : 1);
-  const double pp_seconds = tr.pp > 1 ? 2 * SendSeconds(pp_message, pp_link) * v : 0;
+  // Each tp rank sends 1/t of the boundary activation: with sequence parallelism it holds only
+  // that share; without, Megatron's scatter/gather optimisation splits it and all-gathers it over
+  // the node's NVLink after the send (Narayanan et al. 2021, arXiv 2104.04473, section 4.1).
+  const double pp_message = tokens_mb * h * bytes / t;
+  const double pp_gather =
+      tr.sequence_parallel ? 0 : AllGatherSeconds(tokens_mb * h * bytes, static_cast<int>(tr.tp), tp_link);
+  const double pp_seconds = tr.pp > 1 ? 2 * (SendSeconds(pp_message, pp_link) + pp_gather) * v : 0;
   const double compute_mb = slowest.compute_seconds;
   const double stage_mb = compute_mb + slowest.exposed_seconds + pp_seconds;
   const double bubble = (p - 1) / v * stage_mb;
