@@ -9,6 +9,7 @@
 #include "estimate/estimate.h"
 #include "estimate/memory.h"
 #include "workload/model_io.h"
+#include "workload/published_shapes_test_util.h"
 
 namespace fulcrum::estimate {
 namespace {
@@ -37,44 +38,16 @@ Hardware Node(bool hopper, bool fp8, double network_gbps) {
   return hw;
 }
 
-// BLOOM-176B (BigScience, arXiv 2211.05100, section 3.4): 70 layers, h 14336, 112 heads,
-// vocabulary 250880, on 384 A100-80GB with tp 4, pp 12, dp 8, ZeRO-1, full activation
-// checkpointing, bf16, global batch 2048 x 2048 tokens, micro-batch 2; nodes of 8 GPUs with 4
-// Omni-Path 100 Gbit/s links (section 3.3.2). The paper reports
-// 156 TFLOP/s per GPU in the fastest configuration (Megatron-DeepSpeed's count, recompute included,
-// so HFU x 312).
-Model Bloom() {
-  Model m;
-  m.name = "bloom-176b";
-  m.layers = 70;
-  m.hidden = 14336;
-  m.heads = 112;
-  m.kv_heads = 112;
-  m.ffn_hidden = 4 * 14336;
-  m.vocab = 250880;
-  m.position = workload::PositionKind::kAlibi;
-  m.tied_embeddings = true;
-  m.linear_bias = true;
-  m.dropout = false;
-  return m;
-}
-
-Training BloomTraining() {
-  Training t;
-  t.tp = 4;
-  t.pp = 12;
-  t.dp = 8;
-  t.zero_stage = 1;
-  t.micro_batch = 2;
-  t.global_batch = 2048;
-  t.seq_len = 2048;
-  t.recompute = Recompute::kFull;
-  t.framework = Framework::kMegatron;
-  return t;
-}
+// BLOOM-176B as trained (workload/published_shapes_test_util.h; BigScience, arXiv 2211.05100,
+// section 3.4) on nodes of 8 GPUs with 4 Omni-Path 100 Gbit/s links (section 3.3.2). The paper
+// reports 156 TFLOP/s per GPU in the fastest configuration (Megatron-DeepSpeed's count, recompute
+// included, so HFU x 312).
+using workload::testing::Bloom176b;
+using workload::testing::BloomTraining;
+using workload::testing::Llama31_8b;
 
 TEST(UnevenPipelineTest, Bloom176bIsEstimatedAtItsPublishedThroughput) {
-  const Model m = Bloom();
+  const Model m = Bloom176b();
   const Training t = BloomTraining();
   ASSERT_TRUE(workload::Validate(m, t, 384).ok()) << workload::Validate(m, t, 384).message();
   EXPECT_NEAR(workload::ParameterCount(m), 176.2e9, 176.2e9 * 0.005);
@@ -88,7 +61,7 @@ TEST(UnevenPipelineTest, Bloom176bIsEstimatedAtItsPublishedThroughput) {
 // Memory and the bubble follow the most loaded stage: 70 layers on 12 stages behave like 6-layer
 // stages (not 70/12), and loading the first stage with more layers raises its peak.
 TEST(UnevenPipelineTest, MostLoadedStageSetsMemoryAndBubble) {
-  Model m = Bloom();
+  Model m = Bloom176b();
   Training t = BloomTraining();
   const Hardware hw = Node(false, false, 400);
   const StepTime uneven = EstimateStepTime(m, t, hw);
@@ -113,20 +86,6 @@ TEST(UnevenPipelineTest, MostLoadedStageSetsMemoryAndBubble) {
 // Llama 3.1 8B at 131072 tokens, FSDP2 + cp 4 on 8 H100, fp8, full AC: torchtitan measured
 // 84.00 GiB reserved (pytorch/torchtitan@31a17bfd benchmarks/llama3_h100_202412_torchtitan.md;
 // data/calibration/measured.csv tt-h100-t2-8b-fsdp2-cp4-mem).
-Model Llama31_8b() {
-  Model m;
-  m.name = "llama-3.1-8b";
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.ffn_hidden = 14336;
-  m.vocab = 128256;
-  m.mlp = workload::MlpKind::kSwiglu;
-  m.norm = workload::NormKind::kRmsNorm;
-  return m;
-}
-
 Training TorchtitanCp4() {
   Training t;
   t.precision = Precision::kFp8;
@@ -238,12 +197,8 @@ TEST(ShardingTest, HybridShardIsFasterOnSlowNetworks) {
 // Mixtral 8x7B (mistralai/Mixtral-8x7B-v0.1 config.json; 46.7 B total, 12.9 B active per token,
 // Mistral AI "Mixtral of experts").
 Model Mixtral() {
-  const Result<Model> m = workload::ParseHfConfig(R"({
-    "architectures": ["MixtralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
-    "max_position_embeddings": 32768, "num_attention_heads": 32, "num_experts_per_tok": 2,
-    "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 8,
-    "vocab_size": 32000})",
-                                                  "mixtral/config.json");
+  const Result<Model> m =
+      workload::ParseHfConfig(workload::testing::kMixtralConfig, "mixtral/config.json");
   EXPECT_TRUE(m.ok()) << m.status().message();
   return m.ok() ? *m : Model{};
 }

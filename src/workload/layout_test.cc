@@ -5,38 +5,19 @@
 
 #include "workload/model.h"
 #include "workload/model_io.h"
+#include "workload/published_shapes_test_util.h"
 #include "workload/training.h"
 
 namespace fulcrum::workload {
 namespace {
 
-// BLOOM-176B (BigScience, arXiv 2211.05100, section 3.4 and its Megatron-DeepSpeed config):
-// 70 layers, hidden 14336, 112 heads, vocabulary 250880, trained on 384 A100-80GB with tp 4,
-// pp 12, dp 8.
-Model Bloom() {
-  Model m;
-  m.name = "bloom-176b";
-  m.layers = 70;
-  m.hidden = 14336;
-  m.heads = 112;
-  m.kv_heads = 112;
-  m.ffn_hidden = 4 * 14336;
-  m.vocab = 250880;
-  m.position = PositionKind::kAlibi;
-  m.tied_embeddings = true;
-  m.linear_bias = true;
-  return m;
-}
+using testing::Bloom176b;
+using testing::kMixtralConfig;
 
+// BLOOM's layout without the recompute (irrelevant to the split).
 Training BloomLayout() {
-  Training t;
-  t.tp = 4;
-  t.pp = 12;
-  t.dp = 8;
-  t.micro_batch = 2;
-  t.global_batch = 2048;
-  t.zero_stage = 1;
-  t.framework = Framework::kMegatron;
+  Training t = testing::BloomTraining();
+  t.recompute = Recompute::kNone;
   return t;
 }
 
@@ -44,7 +25,7 @@ Training BloomLayout() {
 // taking the 5 -- the split BLOOM ran (Megatron-DeepSpeed partition_method
 // "type:transformer|embedding": the embedding counts as a layer on each end, 72 / 12 = 6).
 TEST(StageLayersTest, BloomSplitsSeventyLayersOverTwelveStages) {
-  const Model m = Bloom();
+  const Model m = Bloom176b();
   const Training t = BloomLayout();
   ASSERT_TRUE(Validate(m, t, 384).ok()) << Validate(m, t, 384).message();
   const StageLayers s = PipelineStageLayers(m, t);
@@ -56,7 +37,7 @@ TEST(StageLayersTest, BloomSplitsSeventyLayersOverTwelveStages) {
 }
 
 TEST(StageLayersTest, EvenSplitsAndOneFloorStage) {
-  Model m = Bloom();
+  Model m = Bloom176b();
   Training t = BloomLayout();
   m.layers = 72;
   StageLayers even = PipelineStageLayers(m, t);
@@ -76,7 +57,7 @@ TEST(StageLayersTest, EvenSplitsAndOneFloorStage) {
 // Megatron's --decoder-first/last-pipeline-num-layers: the named stages take what is given, the
 // others share the rest evenly; splits that do not add up are refused with the numbers.
 TEST(StageLayersTest, ExplicitFirstAndLastStages) {
-  const Model m = Bloom();
+  const Model m = Bloom176b();
   Training t = BloomLayout();
   t.first_stage_layers = 4;
   t.last_stage_layers = 6;
@@ -100,16 +81,7 @@ TEST(StageLayersTest, ExplicitFirstAndLastStages) {
 // Llama 3.1 8B at 131072 tokens with cp 4 on 8 GPUs (pytorch/torchtitan@31a17bfd
 // benchmarks/llama3_h100_202412_torchtitan.md): tp x pp x cp x dp = 8.
 TEST(ContextParallelTest, CountsInTheGpusAndNeedsEvenChunks) {
-  Model m;
-  m.name = "llama-3.1-8b";
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 8;
-  m.ffn_hidden = 14336;
-  m.vocab = 128256;
-  m.mlp = MlpKind::kSwiglu;
-  m.norm = NormKind::kRmsNorm;
+  const Model m = testing::Llama31_8b();
   Training t;
   t.cp = 4;
   t.dp = 2;
@@ -127,15 +99,6 @@ TEST(ContextParallelTest, CountsInTheGpusAndNeedsEvenChunks) {
   EXPECT_FALSE(Validate(m, t).ok());
   EXPECT_FALSE(FrameworkRunsLayout(Framework::kDeepSpeed, t));
 }
-
-// mistralai/Mixtral-8x7B-v0.1 config.json; Mistral AI, "Mixtral of experts" (2023-12-11): 46.7 B
-// parameters in total, 12.9 B used per token.
-constexpr const char* kMixtralConfig = R"({
-  "architectures": ["MixtralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
-  "max_position_embeddings": 32768, "model_type": "mixtral", "num_attention_heads": 32,
-  "num_experts_per_tok": 2, "num_hidden_layers": 32, "num_key_value_heads": 8,
-  "num_local_experts": 8, "rms_norm_eps": 1e-05, "tie_word_embeddings": false,
-  "vocab_size": 32000})";
 
 // deepseek-ai/deepseek-moe-16b-base config.json; Dai et al. 2024, DeepSeekMoE (arXiv 2401.06066)
 // Table 2: 16.4 B total, 2.8 B activated.
