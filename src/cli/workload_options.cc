@@ -116,7 +116,8 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
                   "fp16|bf16|fp32: override the framework's gradient dtype")
       ->group(tr);
   cmd->add_option("--offload", r.offload,
-                  "CPU offload: none|optimizer|optimizer+params (default: none)")
+                  "CPU offload: none|optimizer|optimizer+params|activations, or parts joined by + "
+                  "(e.g. optimizer+activations; default: none)")
       ->group(tr);
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "estimate/comm.h"
+#include "estimate/memory.h"
 
 namespace fulcrum::estimate {
 namespace {
@@ -443,6 +444,18 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
     layer_exposed += a2a;
   }
 
+  // --- activation offload: every saved activation goes to the host in forward and comes back in
+  // backward, overlapped with that layer's compute (Megatron-Core cpu offloading) ---
+  if (tr.offload_activations) {
+    const double host_bw = hw.host_bytes_per_second > 0
+                               ? hw.host_bytes_per_second
+                               : PcieGbytesPerSecond(std::nullopt) * 1e9 * c.pcie_efficiency;
+    const double copy = LayerActivationBytes(model, tr) / host_bw;
+    layer_comm += 2 * copy;
+    layer_exposed += std::max(0.0, copy - fwd.seconds) +
+                     std::max(0.0, copy - backward_factor * fwd.seconds);
+  }
+
   // --- pipeline: per-micro-batch time of the slowest stage, bubble (p-1)/(m*v) of it --------
   const workload::StageLayers stages = workload::PipelineStageLayers(model, tr);
   const StageTime slowest =
@@ -538,6 +551,7 @@ std::optional<Hardware> HardwareFor(const catalog::Gpu& gpu, const catalog::Offe
   hw.intra_node_bytes_per_second =
       hw.nvlink ? *gpu.nvlink_gbps / 2.0 * 1e9 : PcieGbytesPerSecond(gpu.pcie_gen) * 1e9;
   hw.gpus_per_node = std::max(1, offer.gpu_count);
+  hw.host_bytes_per_second = PcieGbytesPerSecond(gpu.pcie_gen) * 1e9 * calibration.pcie_efficiency;
   hw.network_bytes_per_second_per_node = offer.network_gbps.value_or(0) * 1e9 / 8.0;
   hw.efficiency = EfficiencyFor(gpu.architecture, calibration);
   return hw;

@@ -54,17 +54,37 @@ Status ParseInto(const std::string& text, Result<T> (*parse)(std::string_view), 
   return Status::Ok();
 }
 
+// none | all (optimizer+params) | '+'-joined parts: optimizer, params (with optimizer),
+// activations.
 Status ApplyOffload(const std::string& text, Training& t) {
   const std::string v = ToLower(text);
   if (v.empty() || v == "none") return Status::Ok();
-  if (v == "optimizer") {
-    t.offload_optimizer = true;
-  } else if (v == "optimizer+params" || v == "all") {
+  if (v == "all") {
     t.offload_optimizer = true;
     t.offload_params = true;
-  } else {
-    return Status::InvalidInput("--offload: expected none, optimizer or optimizer+params, found '" +
-                                text + "'");
+    return Status::Ok();
+  }
+  size_t start = 0;
+  while (start <= v.size()) {
+    const size_t end = std::min(v.find('+', start), v.size());
+    const std::string part = v.substr(start, end - start);
+    if (part == "optimizer") {
+      t.offload_optimizer = true;
+    } else if (part == "params") {
+      t.offload_params = true;
+    } else if (part == "activations") {
+      t.offload_activations = true;
+    } else {
+      return Status::InvalidInput(
+          "--offload: expected none, optimizer, optimizer+params, activations or a '+'-joined "
+          "combination of optimizer, params and activations, found '" +
+          text + "'");
+    }
+    start = end + 1;
+  }
+  if (t.offload_params && !t.offload_optimizer) {
+    return Status::InvalidInput("--offload " + text +
+                                ": parameter offload needs optimizer offload (optimizer+params)");
   }
   return Status::Ok();
 }
@@ -343,8 +363,12 @@ std::string DescribeSetup(const EstimateInput& in) {
   s << " --micro-batch " << t.micro_batch << " --global-batch " << t.global_batch << " --seq-len "
     << t.seq_len << " --recompute " << workload::RecomputeName(t.recompute) << " --flash-attention "
     << (t.flash_attention ? "on" : "off");
-  if (t.offload_optimizer)
-    s << " --offload " << (t.offload_params ? "optimizer+params" : "optimizer");
+  if (t.offload_optimizer || t.offload_activations) {
+    std::string parts = t.offload_optimizer ? "optimizer" : "";
+    if (t.offload_params) parts += "+params";
+    if (t.offload_activations) parts += parts.empty() ? "activations" : "+activations";
+    s << " --offload " << parts;
+  }
   return s.str();
 }
 

@@ -76,6 +76,30 @@ TEST(WaysOutTest, EveryWayOutFitsAndChangesSomething) {
   }
 }
 
+TEST(ResolveTest, OffloadParts) {
+  EstimateRequest r;
+  r.model = "gpt2";
+  r.gpu = "A100-80GB";
+  r.offload = "optimizer+activations";
+  const catalog::Catalog cat = ShippedCatalog();
+  Result<EstimateInput> in = ResolveEstimateInput(r, cat, kCatalogDir);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_TRUE(in->training.offload_optimizer);
+  EXPECT_TRUE(in->training.offload_activations);
+  EXPECT_FALSE(in->training.offload_params);
+  EXPECT_NE(DescribeSetup(*in).find("--offload optimizer+activations"), std::string::npos);
+  r.offload = "params";
+  EXPECT_NE(ResolveEstimateInput(r, cat, kCatalogDir).status().message().find("needs optimizer"),
+            std::string::npos);
+  r.offload = "gradients";
+  EXPECT_NE(ResolveEstimateInput(r, cat, kCatalogDir).status().message().find("activations"),
+            std::string::npos);
+  r.offload = "all";
+  Result<EstimateInput> all = ResolveEstimateInput(r, cat, kCatalogDir);
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->training.offload_params);
+}
+
 // Llama 3 8B at 65536 tokens on 8 H100 does not fit (its logits alone, 65536 x 128256 x 10
 // bytes under FSDP, exceed 80 GB); context parallelism over the same 8 GPUs splits them
 // (torchtitan trains Llama 3.1 8B at 128k with cp 4 on 8 H100: pytorch/torchtitan@31a17bfd

@@ -290,6 +290,11 @@ double LayerActivationBytes(const Model& m, const Training& t) {
 // Under full recompute the backward re-runs one layer's forward at a time and holds that layer's
 // full activations until its backward is done: checkpoints + one segment (Chen et al. 2016,
 // "Training Deep Nets with Sublinear Memory Cost", arXiv 1604.06174, section 4).
+double OffloadedActivationBytes(const Model& m, const Training& t, double saved_bytes) {
+  if (!t.offload_activations) return saved_bytes;
+  return std::min(saved_bytes, 2 * LayerActivationBytes(m, t));  // double-buffered on the GPU
+}
+
 double RecomputeWorkingSetBytes(const Model& m, const Training& t) {
   if (t.recompute != Recompute::kFull) return 0;
   Training kept = t;
@@ -315,7 +320,8 @@ double StageActivationBytes(const Model& m, const Training& t, int64_t stage_lay
     const double p = static_cast<double>(t.pp);
     factor = 1 + (p - 1) / (p * static_cast<double>(t.vpp));
   }
-  return layers_per_stage * LayerActivationBytes(m, t) * in_flight * factor +
+  return OffloadedActivationBytes(m, t, layers_per_stage * LayerActivationBytes(m, t) * in_flight *
+                                            factor) +
          RecomputeWorkingSetBytes(m, t);
 }
 
@@ -520,8 +526,10 @@ MemoryBreakdown EstimateMemory(const Model& m, const Training& t) {
       m.tied_embeddings ? static_cast<double>(m.vocab) * static_cast<double>(m.hidden) / tp : 0;
   const MemoryBreakdown first = EstimateStage(
       m, t, contents(stages.first, embedding, StageActivationBytes(m, t, stages.first, t.pp), 0));
-  const double last_activations = static_cast<double>(stages.last) * LayerActivationBytes(m, t) +
-                                  RecomputeWorkingSetBytes(m, t);
+  const double last_activations =
+      OffloadedActivationBytes(m, t,
+                               static_cast<double>(stages.last) * LayerActivationBytes(m, t)) +
+      RecomputeWorkingSetBytes(m, t);
   MemoryBreakdown peak =
       EstimateStage(m, t, contents(stages.last, head + tied_copy, last_activations, logits));
   if (first.peak_bytes_per_gpu >= peak.peak_bytes_per_gpu) peak = first;

@@ -55,6 +55,10 @@ double LayerActivationBytes(const workload::Model& model, const workload::Traini
 // workload::PipelineStageLayers) x min(pp, micro-batches per step) in flight x the interleaving
 // factor (1 + (pp-1)/(pp*vpp)) when vpp > 1.
 double PipelineActivationBytes(const workload::Model& model, const workload::Training& training);
+// The saved activations a stage keeps on the GPU: all of `saved_bytes`, or under activation
+// offload two layers' (the one computing and the one being copied).
+double OffloadedActivationBytes(const workload::Model& model, const workload::Training& training,
+                                double saved_bytes);
 // What full recompute adds on top of the checkpointed layer inputs: one layer's activations, held
 // while that layer is recomputed and back-propagated (0 under other policies).
 double RecomputeWorkingSetBytes(const workload::Model& model, const workload::Training& training);

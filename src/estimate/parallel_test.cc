@@ -325,6 +325,34 @@ TEST(RecomputeTest, EveryPolicyCostsTime) {
             EstimateStepTime(m, megatron, hw).step_seconds);
 }
 
+// Activation offload (torch.autograd.graph.save_on_cpu; Megatron-Core --cpu-offloading): the GPU
+// keeps two layers' saved activations, the rest crosses PCIe twice per step, hidden behind the
+// layers' compute while the link keeps up (16 GB/s of PCIe gen 3 x16 does not for long
+// sequences of a small model).
+TEST(ActivationOffloadTest, KeepsTwoLayersAndPaysThePcieCopies) {
+  const Model m = Llama31_8b();
+  Training t;
+  t.framework = Framework::kFsdp;
+  t.zero_stage = 3;
+  t.dp = 8;
+  t.micro_batch = 4;
+  t.global_batch = 32;
+  t.seq_len = 8192;
+  Training offload = t;
+  offload.offload_activations = true;
+  EXPECT_NEAR(EstimateMemory(m, offload).activations_bytes, 2 * LayerActivationBytes(m, t), 1);
+  EXPECT_LT(EstimateMemory(m, offload).peak_bytes_per_gpu, EstimateMemory(m, t).peak_bytes_per_gpu);
+  Hardware gen5 = Node(true, false, 3200);
+  gen5.host_bytes_per_second = 63e9 * 0.6;
+  Hardware gen3 = gen5;
+  gen3.host_bytes_per_second = 15.75e9 * 0.6;
+  const StepTime fast = EstimateStepTime(m, offload, gen5);
+  const StepTime slow = EstimateStepTime(m, offload, gen3);
+  EXPECT_GT(fast.communication_seconds, EstimateStepTime(m, t, gen5).communication_seconds);
+  EXPECT_GE(slow.step_seconds, fast.step_seconds);
+  EXPECT_GE(fast.step_seconds, EstimateStepTime(m, t, gen5).step_seconds);
+}
+
 // GPT 530B of Korthikanti et al. 2022 (arXiv 2205.05198) Table 5: 105 layers, h 20480, 128
 // heads, on 280 A100 (tp 8, pp 35, interleaved 3), batch 280, sequence 2048; full recompute
 // without sequence parallelism measured 49.05 s per step, selective with it 37.83 s.

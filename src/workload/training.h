@@ -80,6 +80,10 @@ struct Training {
   bool flash_attention = true;
   bool offload_optimizer = false;  // optimizer states (and fp32 master weights) in CPU memory
   bool offload_params = false;     // ZeRO-3 parameter offload (weights in CPU memory)
+  // Saved activations in CPU memory (Megatron-Core --cpu-offloading, torch.autograd.graph
+  // .save_on_cpu): copied out in forward and back in backward over PCIe, overlapped with compute;
+  // the GPU keeps two layers' (the one computing and the one in transfer).
+  bool offload_activations = false;
   Framework framework = Framework::kFsdp;
   GradPrecision grad_precision = GradPrecision::kDefault;
 };
