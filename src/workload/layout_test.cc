@@ -141,8 +141,11 @@ TEST(MixtureOfExpertsTest, ExpertParallelIsCarvedOutOfDp) {
   t.framework = Framework::kMegatron;
   EXPECT_TRUE(Validate(*m, t, 8).ok()) << Validate(*m, t, 8).message();
   t.ep = 3;
-  EXPECT_NE(Validate(*m, t).message().find("must divide the data-parallel degree"),
-            std::string::npos);
+  const Status ep3 = Validate(*m, t);
+  EXPECT_NE(ep3.message().find("must divide the data-parallel degree"), std::string::npos);
+  ASSERT_NE(ep3.detail(), nullptr);  // --json errors name the field, expected and found
+  EXPECT_EQ(ep3.detail()->field, "ep");
+  EXPECT_EQ(ep3.detail()->found, "3");
   t.dp = 16;
   t.ep = 16;
   t.global_batch = 16;

@@ -35,27 +35,40 @@ Status ValidateSizes(const Training& t) {
   return Status::Ok();
 }
 
+// InvalidInput with the field, what was expected and what was found for --json errors.
+Status Refuse(const char* field, const std::string& expected, const std::string& found,
+              const std::string& message) {
+  ErrorDetail detail;
+  detail.field = field;
+  detail.expected = expected;
+  detail.found = found;
+  return Status::InvalidInput(message).WithDetail(detail);
+}
+
 // Explicit or automatic pipeline stage splits (see Training::first_stage_layers).
 Status ValidateStages(const Model& m, const Training& t) {
   const bool explicit_split = t.first_stage_layers > 0 || t.last_stage_layers > 0;
   if (t.pp == 1) {
     if (!explicit_split) return Status::Ok();
-    return Status::InvalidInput(
-        "--first-stage-layers / --last-stage-layers need pipeline parallelism (--pp > 1)");
+    return Refuse("first_stage_layers", "0 without --pp > 1", Str(t.first_stage_layers),
+                  "--first-stage-layers / --last-stage-layers need pipeline parallelism "
+                  "(--pp > 1)");
   }
   if (t.vpp > 1) {
     if (explicit_split) {
-      return Status::InvalidInput(
-          "--first-stage-layers / --last-stage-layers: not modelled with --vpp > 1");
+      return Refuse("first_stage_layers", "0 with --vpp > 1", Str(t.first_stage_layers),
+                    "--first-stage-layers / --last-stage-layers: not modelled with --vpp > 1");
     }
     if (m.layers % (t.pp * t.vpp) == 0) return Status::Ok();
-    return Status::InvalidInput(
-        "layers (" + Str(m.layers) + ") must be divisible by --pp x --vpp = " + Str(t.pp) + " x " +
-        Str(t.vpp) + " = " + Str(t.pp * t.vpp) + " with an interleaved pipeline");
+    return Refuse("vpp", "pp x vpp dividing the " + Str(m.layers) + " layers", Str(t.vpp),
+                  "layers (" + Str(m.layers) + ") must be divisible by --pp x --vpp = " +
+                      Str(t.pp) + " x " + Str(t.vpp) + " = " + Str(t.pp * t.vpp) +
+                      " with an interleaved pipeline");
   }
   if (m.layers < t.pp) {
-    return Status::InvalidInput("--pp " + Str(t.pp) + " exceeds the model's " + Str(m.layers) +
-                                " layers (every stage needs at least one)");
+    return Refuse("pp", "at most " + Str(m.layers) + " (the layers)", Str(t.pp),
+                  "--pp " + Str(t.pp) + " exceeds the model's " + Str(m.layers) +
+                      " layers (every stage needs at least one)");
   }
   if (!explicit_split) return Status::Ok();
   const int64_t given = (t.first_stage_layers > 0 ? 1 : 0) + (t.last_stage_layers > 0 ? 1 : 0);
@@ -63,11 +76,13 @@ Status ValidateStages(const Model& m, const Training& t) {
   const int64_t others = t.pp - given;
   const bool fits = others == 0 ? rest == 0 : rest >= others && rest % others == 0;
   if (fits) return Status::Ok();
-  return Status::InvalidInput("--first-stage-layers " + Str(t.first_stage_layers) +
-                              " --last-stage-layers " + Str(t.last_stage_layers) + ": the other " +
-                              Str(others) + " of the " + Str(t.pp) +
-                              " stages must share the remaining " + Str(rest) + " of the " +
-                              Str(m.layers) + " layers evenly (at least one each)");
+  return Refuse("first_stage_layers",
+                "a split whose other " + Str(others) + " stages share the rest evenly",
+                Str(t.first_stage_layers) + " + " + Str(t.last_stage_layers),
+                "--first-stage-layers " + Str(t.first_stage_layers) + " --last-stage-layers " +
+                    Str(t.last_stage_layers) + ": the other " + Str(others) + " of the " +
+                    Str(t.pp) + " stages must share the remaining " + Str(rest) + " of the " +
+                    Str(m.layers) + " layers evenly (at least one each)");
 }
 
 // Context, expert and HSDP groups.
@@ -76,32 +91,37 @@ Status ValidateGroups(const Model& m, const Training& t) {
     // Megatron splits each sequence into 2 x cp chunks for causal load balancing
     // (megatron/training/utils.py get_batch_on_this_cp_rank; torchtitan's context_parallel
     // shards the same way).
-    return Status::InvalidInput("--seq-len " + Str(t.seq_len) +
-                                " must be divisible by 2 x --cp = " + Str(2 * t.cp));
+    return Refuse("seq_len", "a multiple of 2 x cp = " + Str(2 * t.cp), Str(t.seq_len),
+                  "--seq-len " + Str(t.seq_len) + " must be divisible by 2 x --cp = " +
+                      Str(2 * t.cp));
   }
   if (t.ep > 1) {
     if (m.experts == 0) {
-      return Status::InvalidInput("--ep " + Str(t.ep) +
-                                  " needs a mixture-of-experts model (model '" + m.name +
-                                  "' is dense)");
+      return Refuse("ep", "1 for a dense model", Str(t.ep),
+                    "--ep " + Str(t.ep) + " needs a mixture-of-experts model (model '" + m.name +
+                        "' is dense)");
     }
     if (t.dp % t.ep != 0) {
-      return Status::InvalidInput("--ep " + Str(t.ep) + " must divide the data-parallel degree (" +
-                                  Str(t.dp) + "); expert parallelism is carved out of dp");
+      return Refuse("ep", "a divisor of dp = " + Str(t.dp), Str(t.ep),
+                    "--ep " + Str(t.ep) + " must divide the data-parallel degree (" + Str(t.dp) +
+                        "); expert parallelism is carved out of dp");
     }
     if (m.experts % t.ep != 0) {
-      return Status::InvalidInput("--ep " + Str(t.ep) + " must divide the " + Str(m.experts) +
-                                  " routed experts");
+      return Refuse("ep", "a divisor of the " + Str(m.experts) + " experts", Str(t.ep),
+                    "--ep " + Str(t.ep) + " must divide the " + Str(m.experts) +
+                        " routed experts");
     }
   }
   if (t.dp_shard > 0 && t.dp_shard != t.dp) {
     if (t.dp % t.dp_shard != 0) {
-      return Status::InvalidInput("--dp-shard " + Str(t.dp_shard) +
-                                  " must divide the data-parallel degree (" + Str(t.dp) + ")");
+      return Refuse("dp_shard", "a divisor of dp = " + Str(t.dp), Str(t.dp_shard),
+                    "--dp-shard " + Str(t.dp_shard) + " must divide the data-parallel degree (" +
+                        Str(t.dp) + ")");
     }
     if (t.zero_stage < 2) {
-      return Status::InvalidInput("--dp-shard " + Str(t.dp_shard) +
-                                  " (HSDP) shards model states: use --zero 2 or --zero 3");
+      return Refuse("zero", "2 or 3 with --dp-shard", Str(t.zero_stage),
+                    "--dp-shard " + Str(t.dp_shard) +
+                        " (HSDP) shards model states: use --zero 2 or --zero 3");
     }
   }
   return Status::Ok();
