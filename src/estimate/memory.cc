@@ -121,9 +121,6 @@ PerParam FullBytesPerParam(const Training& t) {
       bytes = TorchAmpBytes(t, states);
       break;
   }
-  // fp8 with Transformer Engine (Megatron) keeps an fp8 copy of each linear weight next to the
-  // 16-bit one; torchao's float8 training (torchtitan/FSDP) casts per use, nothing persistent.
-  if (t.precision == Precision::kFp8 && t.framework == Framework::kMegatron) bytes.w += 1;
   return bytes;
 }
 
@@ -444,6 +441,16 @@ ModelStateBytes WithExpertStates(ModelStateBytes s, double expert_params, double
   return s;
 }
 
+// FP8 with Transformer Engine (Megatron) keeps, next to each 16-bit linear weight of the layers,
+// its fp8 cast and the fp8 transpose the backward GEMMs need (Hopper and Ada tensor cores run FP8
+// GEMMs only in TN layout; TE's fused cast-transpose caches both: NVIDIA/TransformerEngine issue
+// #1261, 2024-10-17): 2 bytes per linear parameter; embeddings and the output layer stay 16-bit.
+// torchao's float8 training (torchtitan/FSDP) casts per use, nothing persistent.
+double Fp8WeightCopyBytes(const StageContents& c, const Training& t) {
+  if (t.precision != Precision::kFp8 || t.framework != Framework::kMegatron) return 0;
+  return 2 * (c.layer_params + c.expert_params);
+}
+
 MemoryBreakdown EstimateStage(const Model& m, const Training& t, const StageContents& c) {
   const double tp = static_cast<double>(t.tp);
   const double params = c.layer_params + c.other_params;
@@ -458,8 +465,10 @@ MemoryBreakdown EstimateStage(const Model& m, const Training& t, const StageCont
     largest = std::max(largest, unit / tp);
   }
   if (t.method == Method::kFull) {
-    return Assemble(
-        WithExpertStates(FullModelStates(params, largest, t), c.expert_params, largest, t), c, t);
+    ModelStateBytes states =
+        WithExpertStates(FullModelStates(params, largest, t), c.expert_params, largest, t);
+    states.weights_bytes += Fp8WeightCopyBytes(c, t);
+    return Assemble(states, c, t);
   }
 
   // LoRA / QLoRA: frozen base weights + fp32 adapters trained with the optimizer (PEFT keeps
