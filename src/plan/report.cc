@@ -55,6 +55,7 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
                    {"pp", t.pp},
                    {"dp", t.dp},
                    {"cp", t.cp},
+                   {"ep", t.ep},
                    {"zero", t.zero_stage},
                    {"recompute", std::string(workload::RecomputeName(t.recompute))},
                    {"micro_batch", t.micro_batch},
@@ -192,6 +193,7 @@ std::string LayoutLabel(const workload::Training& t) {
                               RecomputeShort(t.recompute), t.micro_batch);
   if (t.vpp > 1) s += fmt::format(" v{}", t.vpp);
   if (t.cp > 1) s += fmt::format(" cp{}", t.cp);
+  if (t.ep > 1) s += fmt::format(" ep{}", t.ep);
   return s;
 }
 

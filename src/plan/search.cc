@@ -100,19 +100,25 @@ void ScanLayouts(const workload::Model& model, const workload::Training& base,
           // distinguish ZeRO stages, and a CNN's states are small.
           const int max_zero = dp * cp == 1 || generic ? 0 : (pp > 1 ? 1 : 3);
           for (int zero = 0; zero <= max_zero; ++zero) {
-            for (Recompute rc : kRecomputes) {
-              t.tp = tp;
-              t.pp = pp;
-              t.vpp = vpp;
-              t.cp = cp;
-              t.dp = dp;
-              t.zero_stage = zero;
-              t.recompute = rc;
-              t.sequence_parallel = tp > 1;
-              t.framework = options.framework.value_or(workload::DefaultFrameworkFor(t));
-              if (!workload::FrameworkRunsLayout(t.framework, t)) continue;
-              ScanMicroBatches(model, t, hw, usable, capacity_bytes, base.global_batch, exact_batch,
-                               best);
+            // Mixture of experts: expert parallelism carved out of dp (ep divides dp and the
+            // experts).
+            for (int ep = 1; ep <= (workload::IsMoe(model) ? dp : 1); ep *= 2) {
+              if (dp % ep != 0 || (ep > 1 && model.experts % ep != 0)) continue;
+              for (Recompute rc : kRecomputes) {
+                t.tp = tp;
+                t.pp = pp;
+                t.vpp = vpp;
+                t.cp = cp;
+                t.dp = dp;
+                t.ep = ep;
+                t.zero_stage = zero;
+                t.recompute = rc;
+                t.sequence_parallel = tp > 1;
+                t.framework = options.framework.value_or(workload::DefaultFrameworkFor(t));
+                if (!workload::FrameworkRunsLayout(t.framework, t)) continue;
+                ScanMicroBatches(model, t, hw, usable, capacity_bytes, base.global_batch,
+                                 exact_batch, best);
+              }
             }
           }
         }
