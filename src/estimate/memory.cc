@@ -284,14 +284,15 @@ double LayerActivationBytes(const Model& m, const Training& t) {
   return replicated / sp_divisor + (split + attention) / tp;
 }
 
+// Activation offload keeps the layer computing and the one being copied (double buffering).
+double OffloadedActivationBytes(const Model& m, const Training& t, double saved_bytes) {
+  if (!t.offload_activations) return saved_bytes;
+  return std::min(saved_bytes, 2 * LayerActivationBytes(m, t));
+}
+
 // Under full recompute the backward re-runs one layer's forward at a time and holds that layer's
 // full activations until its backward is done: checkpoints + one segment (Chen et al. 2016,
 // "Training Deep Nets with Sublinear Memory Cost", arXiv 1604.06174, section 4).
-double OffloadedActivationBytes(const Model& m, const Training& t, double saved_bytes) {
-  if (!t.offload_activations) return saved_bytes;
-  return std::min(saved_bytes, 2 * LayerActivationBytes(m, t));  // double-buffered on the GPU
-}
-
 double RecomputeWorkingSetBytes(const Model& m, const Training& t) {
   if (t.recompute != Recompute::kFull) return 0;
   Training kept = t;
