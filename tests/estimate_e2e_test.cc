@@ -79,7 +79,14 @@ TEST(EstimateE2eTest, InconsistentInputIsRefused) {
   ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "4", "--micro-batch", "2",
                  "--global-batch", "12"},
                 "multiple of --micro-batch");
-  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--pp", "5"}, "divisible by --pp");
+  // Uneven stages are estimated (below); an interleaved pipeline still needs pp x vpp | layers.
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--pp", "5", "--vpp", "2"},
+                "divisible by --pp x --vpp");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "8", "--cp", "2",
+                 "--seq-len", "4094"},
+                "divisible by 2 x --cp");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "8", "--ep", "2"},
+                "needs a mixture-of-experts model");
   ExpectRefused({"--model", "llama-2-7b", "--gpu", "NoSuchGPU-1"}, "--gpu");
   ExpectRefused({"--model", "no-such-model", "--gpu", "H100-SXM"}, "no model preset");
   ExpectRefused(
@@ -87,6 +94,48 @@ TEST(EstimateE2eTest, InconsistentInputIsRefused) {
       "num_hidden_layers: missing");
   ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--precision", "fp4"},
                 "--precision");
+}
+
+// The layouts of issue 13 through the binary: uneven stages (32 layers on pp 5: 6, 7, 7, 6, 6
+// with the floor on the first and last), context parallelism, expert parallelism on a custom
+// mixture-of-experts shape; JSON parallel.{cp, ep, stage_layers}.
+TEST(EstimateE2eTest, UnevenStagesContextAndExpertParallelism) {
+  nlohmann::json uneven =
+      EstimateJson({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "10", "--pp", "5"});
+  EXPECT_EQ(uneven["parallel"]["stage_layers"]["first"], 6);
+  EXPECT_EQ(uneven["parallel"]["stage_layers"]["middle"], 7);
+  EXPECT_EQ(uneven["parallel"]["stage_layers"]["last"], 6);
+  EXPECT_EQ(uneven["parallel"]["dp"], 2);
+  nlohmann::json cp = EstimateJson({"--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpus", "8",
+                                    "--cp", "4", "--seq-len", "4096", "--zero", "3"});
+  EXPECT_EQ(cp["parallel"]["cp"], 4);
+  EXPECT_EQ(cp["parallel"]["dp"], 2);
+  EXPECT_EQ(cp["setup"]["gpus"], 8);
+  nlohmann::json moe = EstimateJson({"--layers",
+                                     "16",
+                                     "--hidden",
+                                     "2048",
+                                     "--heads",
+                                     "16",
+                                     "--mlp",
+                                     "swiglu",
+                                     "--experts",
+                                     "8",
+                                     "--experts-per-token",
+                                     "2",
+                                     "--gpu",
+                                     "H100-SXM",
+                                     "--gpus",
+                                     "8",
+                                     "--ep",
+                                     "4",
+                                     "--framework",
+                                     "megatron"});
+  EXPECT_EQ(moe["parallel"]["ep"], 4);
+  EXPECT_EQ(moe["model"]["experts"], 8);
+  EXPECT_LT(moe["model"]["active_parameters"].get<double>(),
+            moe["model"]["parameters"].get<double>());
+  EXPECT_GT(moe["time"]["step_seconds"].get<double>(), 0);
 }
 
 TEST(EstimateE2eTest, PrecisionsTheGpuLacksAreRefusedNamingWhatItSupports) {

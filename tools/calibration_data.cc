@@ -130,6 +130,8 @@ Status AddMeasuredRow(const Record& r, const catalog::Catalog& catalog,
   FULCRUM_ASSIGN_OR_RETURN(q.pp, r.Int("pp"));
   FULCRUM_ASSIGN_OR_RETURN(q.vpp, r.Int("vpp"));
   FULCRUM_ASSIGN_OR_RETURN(q.dp, r.Int("dp"));
+  FULCRUM_ASSIGN_OR_RETURN(q.cp, r.Int("cp"));
+  q.cp = std::max<int64_t>(1, q.cp);
   FULCRUM_ASSIGN_OR_RETURN(q.zero, r.Int("zero"));
   FULCRUM_ASSIGN_OR_RETURN(q.micro_batch, r.Int("micro_batch"));
   FULCRUM_ASSIGN_OR_RETURN(q.global_batch, r.Int("global_batch"));
@@ -145,7 +147,8 @@ Status AddMeasuredRow(const Record& r, const catalog::Catalog& catalog,
               std::to_string(q.heads) + "/" + std::to_string(q.kv_heads);
   row.gpu = q.gpu + " x " + std::to_string(q.gpus);
   row.layout = std::to_string(q.tp) + "/" + std::to_string(q.pp) + "/" + std::to_string(q.vpp) +
-               "/" + std::to_string(q.dp) + " z" + std::to_string(q.zero) + " " + q.framework;
+               "/" + std::to_string(q.dp) + (q.cp > 1 ? " cp" + std::to_string(q.cp) : "") + " z" +
+               std::to_string(q.zero) + " " + q.framework;
   row.batch = std::to_string(q.micro_batch) + " x " + std::to_string(q.seq_len) + " " +
               q.recompute + (q.flash_attention == "on" ? " flash" : "");
   row.precision = q.precision;

@@ -26,6 +26,12 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
   cmd->add_option("--vocab", r.vocab, "Custom model: vocabulary size (default: 50257)")
       ->group(model);
   cmd->add_option("--mlp", r.mlp, "Custom model: gelu|swiglu (default: gelu)")->group(model);
+  cmd->add_option("--experts", r.experts,
+                  "Custom model: routed experts per layer, mixture of experts (default: 0, dense)")
+      ->group(model);
+  cmd->add_option("--experts-per-token", r.experts_per_token,
+                  "Custom model: experts each token is routed to, top-k (default: 2)")
+      ->group(model);
   cmd->add_flag("--tied-embeddings", r.tied_embeddings,
                 "Custom model: output layer shares the embedding")
       ->group(model);
@@ -64,7 +70,27 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
   cmd->add_option("--pp", r.pp, "Pipeline-parallel degree (default: 1)")->group(tr);
   cmd->add_option("--vpp", r.vpp, "Virtual pipeline stages per rank, interleaved 1F1B (default: 1)")
       ->group(tr);
-  cmd->add_option("--dp", r.dp, "Data-parallel degree (default: gpus / (tp x pp))")->group(tr);
+  cmd->add_option(
+         "--first-stage-layers", r.first_stage_layers,
+         "Layers of the first pipeline stage (Megatron --decoder-first-pipeline-num-layers; "
+         "default: layers / pp, the floor when uneven)")
+      ->group(tr);
+  cmd->add_option("--last-stage-layers", r.last_stage_layers,
+                  "Layers of the last pipeline stage (Megatron --decoder-last-pipeline-num-layers; "
+                  "default: layers / pp, the floor when uneven)")
+      ->group(tr);
+  cmd->add_option("--cp", r.cp,
+                  "Context-parallel degree: each GPU holds seq-len / cp tokens (default: 1)")
+      ->group(tr);
+  cmd->add_option("--dp", r.dp, "Data-parallel degree (default: gpus / (tp x pp x cp))")->group(tr);
+  cmd->add_option("--ep", r.ep,
+                  "Expert-parallel degree for mixture-of-experts models, carved out of dp (divides "
+                  "dp; default: 1)")
+      ->group(tr);
+  cmd->add_option("--dp-shard", r.dp_shard,
+                  "HSDP / FSDP HYBRID_SHARD: shard model states within groups of N data-parallel "
+                  "ranks, replicate across them (e.g. GPUs per node; default: all of dp)")
+      ->group(tr);
   cmd->add_option("--zero", r.zero, "ZeRO stage 0|1|2|3 over dp; 3 = FSDP full shard (default: 0)")
       ->group(tr);
   cmd->add_flag("--sequence-parallel", r.sequence_parallel,
@@ -90,7 +116,8 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
                   "fp16|bf16|fp32: override the framework's gradient dtype")
       ->group(tr);
   cmd->add_option("--offload", r.offload,
-                  "CPU offload: none|optimizer|optimizer+params (default: none)")
+                  "CPU offload: none|optimizer|optimizer+params|activations, or parts joined by + "
+                  "(e.g. optimizer+activations; default: none)")
       ->group(tr);
 }
 

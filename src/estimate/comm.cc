@@ -18,6 +18,10 @@ double AllGatherSeconds(double bytes, int ranks, const Link& link) {
   return ReduceScatterSeconds(bytes, ranks, link);
 }
 
+double AllToAllSeconds(double bytes, int ranks, const Link& link) {
+  return ReduceScatterSeconds(bytes, ranks, link);
+}
+
 double SendSeconds(double bytes, const Link& link) {
   if (bytes <= 0 || link.bytes_per_second <= 0) return 0;
   return bytes / link.bytes_per_second + link.latency_seconds;

@@ -22,6 +22,9 @@ double AllReduceSeconds(double bytes, int ranks, const Link& link);
 // (n-1)/n * bytes / bandwidth + (n-1) latency.
 double ReduceScatterSeconds(double bytes, int ranks, const Link& link);
 double AllGatherSeconds(double bytes, int ranks, const Link& link);
+// All-to-all of a `bytes` buffer per GPU over `ranks` GPUs (each keeps 1/n, sends the rest):
+// (n-1)/n * bytes / bandwidth + (n-1) latency (NCCL runs it as n-1 pairwise exchanges).
+double AllToAllSeconds(double bytes, int ranks, const Link& link);
 // One point-to-point send of `bytes`.
 double SendSeconds(double bytes, const Link& link);
 

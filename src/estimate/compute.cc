@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "estimate/comm.h"
+#include "estimate/memory.h"
 
 namespace fulcrum::estimate {
 namespace {
@@ -35,26 +36,94 @@ double GemmMaxEfficiency(const Hardware& hw, const TimeCalibration& c) {
 
 bool IsLora(const Training& t) { return t.method == Method::kLora || t.method == Method::kQlora; }
 
-// Per-layer, per-micro-batch forward figures on one GPU (already divided by tp).
+// Per-layer, per-micro-batch forward figures on one GPU (already divided by tp, and by cp for
+// the tokens); for MoE models the mean over dense and MoE layers.
 struct LayerForward {
   double seconds = 0;            // GEMMs + attention + elementwise (+ QLoRA de-quantisation)
-  double attention_seconds = 0;  // the s*s part (what selective recompute repeats)
-  double flops = 0;              // model FLOPs of the forward on this GPU
+  double attention_seconds = 0;  // the s*s part (what Megatron's selective recompute repeats)
+  // What torchtitan's selective ("op") policy re-runs: the matmuls it does not save (wk, wo and
+  // one of the MLP's f-wide matmuls; memory.cc TorchtitanSelectiveBytes) + the elementwise ops.
+  double selective_seconds = 0;
+  double flops = 0;  // model FLOPs of the forward on this GPU
   double attention_flops = 0;
+  double selective_flops = 0;
 };
+
+struct MlpForward {
+  double seconds = 0;
+  double flops = 0;
+  double width = 0;  // activation width per token (ffn, or (k + shared) x expert ffn)
+};
+
+// A dense MLP of `ffn` on `tokens` tokens.
+MlpForward DenseMlp(double tokens, double h, double ffn, bool gated, double t, double peak,
+                    const TimeCalibration& c) {
+  const double ffn_in = gated ? 2 * ffn : ffn;
+  MlpForward out;
+  out.seconds =
+      GemmSeconds(tokens, ffn_in / t, h, peak, c) + GemmSeconds(tokens, h, ffn / t, peak, c);
+  out.flops = 2 * tokens * h * (ffn_in + ffn) / t;
+  out.width = ffn;
+  return out;
+}
+
+// A MoE MLP: the router, the shared experts on every token, and this rank's experts / ep routed
+// experts, each receiving tokens x k x ep / experts tokens when the router balances the load
+// (what Megatron-Core's grouped GEMM runs; experts split over tp as its default
+// expert_tensor_parallel_size = tensor_model_parallel_size).
+MlpForward MoeMlp(const Model& m, const Training& tr, double tokens, double t, double peak,
+                  const TimeCalibration& c) {
+  const double h = static_cast<double>(m.hidden);
+  const double fe = static_cast<double>(workload::ExpertFfnHidden(m));
+  const bool gated = m.mlp == workload::MlpKind::kSwiglu;
+  const double experts = static_cast<double>(m.experts);
+  const double k = static_cast<double>(m.experts_per_token);
+  const double ep = static_cast<double>(tr.ep);
+  MlpForward out;
+  out.seconds = GemmSeconds(tokens, experts, h, peak, c);
+  out.flops = 2 * tokens * h * experts;
+  if (m.shared_experts > 0) {
+    const MlpForward shared =
+        DenseMlp(tokens, h, fe * static_cast<double>(m.shared_experts), gated, t, peak, c);
+    out.seconds += shared.seconds;
+    out.flops += shared.flops;
+  }
+  const double local_experts = experts / ep;
+  const MlpForward one = DenseMlp(tokens * k * ep / experts, h, fe, gated, t, peak, c);
+  out.seconds += local_experts * one.seconds;
+  out.flops += local_experts * one.flops;
+  out.width = (k + static_cast<double>(m.shared_experts)) * fe;
+  return out;
+}
+
+// The mean MLP over the layers (dense_layers dense ones, the rest MoE).
+MlpForward MeanMlp(const Model& m, const Training& tr, double tokens, double t, double peak,
+                   const TimeCalibration& c) {
+  const double h = static_cast<double>(m.hidden);
+  const bool gated = m.mlp == workload::MlpKind::kSwiglu;
+  const MlpForward dense =
+      DenseMlp(tokens, h, static_cast<double>(m.ffn_hidden), gated, t, peak, c);
+  if (!workload::IsMoe(m)) return dense;
+  const MlpForward moe = MoeMlp(m, tr, tokens, t, peak, c);
+  const double w = static_cast<double>(m.dense_layers) / static_cast<double>(m.layers);
+  return {w * dense.seconds + (1 - w) * moe.seconds, w * dense.flops + (1 - w) * moe.flops,
+          w * dense.width + (1 - w) * moe.width};
+}
 
 LayerForward EstimateLayerForward(const Model& model, const Training& tr, const Hardware& hw,
                                   const TimeCalibration& c) {
   LayerForward out;
   const double t = static_cast<double>(tr.tp);
   const double seq = static_cast<double>(tr.seq_len);
-  const double tokens = static_cast<double>(tr.micro_batch) * seq;
+  // Context parallelism: this rank's queries are seq / cp tokens of each sequence; they attend to
+  // the keys of the whole sequence (Megatron-LM docs/source/api-guide/context_parallel.rst).
+  const double local_seq = static_cast<double>(tr.seq_len / tr.cp);
+  const double tokens = static_cast<double>(tr.micro_batch) * local_seq;
   const double h = static_cast<double>(model.hidden);
   const double heads = static_cast<double>(model.heads);
   const double head_dim = h / heads;
   const double kv_dim = static_cast<double>(workload::KvDim(model));
-  const double f = static_cast<double>(model.ffn_hidden);
-  const double ffn_in = model.mlp == workload::MlpKind::kSwiglu ? 2 * f : f;
+  const bool gated = model.mlp == workload::MlpKind::kSwiglu;
   const bool fp8_units = tr.precision == Precision::kFp8 && hw.peak_flops > hw.peak_flops_16bit;
   const double fp8_scale = fp8_units ? c.fp8_gemm_relative_efficiency : 1;
   const double peak = hw.peak_flops * GemmMaxEfficiency(hw, c) * fp8_scale;
@@ -62,12 +131,12 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   const double bytes = ActivationBytes(tr.precision);
   const double mem_bw = hw.memory_bytes_per_second * c.memory_bandwidth_efficiency;
 
+  const MlpForward mlp = MeanMlp(model, tr, tokens, t, peak, c);
   const double gemm_seconds = GemmSeconds(tokens, (h + 2 * kv_dim) / t, h, peak, c) +
-                              GemmSeconds(tokens, h, h / t, peak, c) +
-                              GemmSeconds(tokens, ffn_in / t, h, peak, c) +
-                              GemmSeconds(tokens, h, f / t, peak, c);
-  const double gemm_flops = 2 * tokens * h * ((h + 2 * kv_dim) + h + ffn_in + f) / t;
-  // QK^T and AV: 2 * 2 * b * s * s * h forward (the full square, as PaLM and Megatron count).
+                              GemmSeconds(tokens, h, h / t, peak, c) + mlp.seconds;
+  const double gemm_flops = 2 * tokens * h * ((h + 2 * kv_dim) + h) / t + mlp.flops;
+  // QK^T and AV: 2 * 2 * b * s * s * h forward (the full square, as PaLM and Megatron count);
+  // with cp each rank computes seq / cp rows of it (load-balanced causal chunks).
   out.attention_flops = 4.0 * tokens * seq * h / t;
   if (tr.flash_attention) {
     // The fused kernel executes only the causal half of the square.
@@ -76,29 +145,35 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   } else {
     const double heads_local = heads / t;
     const double peak_gemm16 = peak16 * GemmMaxEfficiency(hw, c);
-    const double per_head = GemmSeconds(seq, seq, head_dim, peak_gemm16, c) +
-                            GemmSeconds(seq, head_dim, seq, peak_gemm16, c);
+    const double per_head = GemmSeconds(local_seq, seq, head_dim, peak_gemm16, c) +
+                            GemmSeconds(local_seq, head_dim, seq, peak_gemm16, c);
     const double score_bytes = c.attention_score_elements * static_cast<double>(tr.micro_batch) *
-                               heads_local * seq * seq * bytes;
+                               heads_local * local_seq * seq * bytes;
     out.attention_seconds =
         per_head * static_cast<double>(tr.micro_batch) * heads_local + score_bytes / mem_bw;
   }
   const double hidden_share = tr.sequence_parallel ? h / t : h;
-  const double elementwise_bytes =
+  const double ffn_in = gated ? 2 * mlp.width : mlp.width;
+  const double elementwise_seconds =
       tokens * bytes *
-      (c.elementwise_hidden_elements * hidden_share + c.elementwise_ffn_elements * ffn_in / t);
+      (c.elementwise_hidden_elements * hidden_share + c.elementwise_ffn_elements * ffn_in / t) /
+      mem_bw;
   double dequant_seconds = 0;
   if (tr.method == Method::kQlora) {
     dequant_seconds =
         workload::LayerParameterCount(model) / t * c.qlora_dequant_bytes_per_param / mem_bw;
   }
-  out.seconds = gemm_seconds + out.attention_seconds + elementwise_bytes / mem_bw + dequant_seconds;
+  out.seconds = gemm_seconds + out.attention_seconds + elementwise_seconds + dequant_seconds;
   out.flops = gemm_flops + out.attention_flops;
+  out.selective_seconds = GemmSeconds(tokens, kv_dim / t, h, peak, c) +
+                          GemmSeconds(tokens, h, h / t, peak, c) +
+                          GemmSeconds(tokens, mlp.width / t, h, peak, c) + elementwise_seconds;
+  out.selective_flops = 2 * tokens * h * (kv_dim + h + mlp.width) / t;
   return out;
 }
 
-// The link a group of `ranks` GPUs, `stride` ranks apart, communicates over (rank order tp, dp,
-// pp: tp innermost, as Megatron and torchtitan lay them out).
+// The link a group of `ranks` GPUs, `stride` ranks apart, communicates over (rank order tp, cp,
+// dp, pp: tp innermost, as Megatron and torchtitan lay them out).
 Link GroupLink(int64_t ranks, int64_t stride, const Hardware& hw, const TimeCalibration& c) {
   const double intra_eff = hw.nvlink ? c.nvlink_efficiency : c.pcie_efficiency;
   const Link intra{hw.intra_node_bytes_per_second * intra_eff, c.intra_node_latency_seconds};
@@ -186,7 +261,17 @@ double ModelFlopsPerToken(const Model& model, const Training& training) {
   const double kv_dim = static_cast<double>(workload::KvDim(model));
   const double ffn_mats = model.mlp == workload::MlpKind::kSwiglu ? 3 : 2;
   const double f = static_cast<double>(model.ffn_hidden);
-  const double layer_params = h * (h + 2 * kv_dim) + h * h + ffn_mats * h * f;
+  double mlp_params = ffn_mats * h * f;
+  if (workload::IsMoe(model)) {
+    // Only the experts a token is routed to (and the shared ones, and the router) do work.
+    const double fe = static_cast<double>(workload::ExpertFfnHidden(model));
+    const double active =
+        static_cast<double>(model.experts_per_token + model.shared_experts) * ffn_mats * h * fe +
+        h * static_cast<double>(model.experts);
+    const double w = static_cast<double>(model.dense_layers) / static_cast<double>(model.layers);
+    mlp_params = w * mlp_params + (1 - w) * active;
+  }
+  const double layer_params = h * (h + 2 * kv_dim) + h * h + mlp_params;
   const double passes = IsLora(training) ? 4.0 : 6.0;  // forward 2 + backward 4 (or 2: no wgrad)
   const double layers = static_cast<double>(model.layers);
   const double seq = static_cast<double>(training.seq_len);
@@ -194,23 +279,102 @@ double ModelFlopsPerToken(const Model& model, const Training& training) {
          passes * h * static_cast<double>(model.vocab);
 }
 
+namespace {
+
+// Communication of the data-parallel replicas (and ZeRO / FSDP shards) for one optimizer step.
+struct DataParallelTime {
+  double seconds = 0;  // all of it
+  double exposed = 0;  // not hidden behind compute
+};
+
+// One class of parameters (dense, or routed experts): `param_bytes` / `grad_bytes` this GPU
+// holds before sharding, sharded over `shards` ranks and replicated over `replicas` groups of
+// them (HSDP; 1 otherwise). ZeRO-3 gathers per micro-batch, overlapped with the compute;
+// ZeRO 0-2 reduce once per step, overlapped with the backward.
+DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int64_t shards,
+                                     int64_t replicas, const Training& tr, const Hardware& hw,
+                                     const TimeCalibration& c, double micro_batches,
+                                     double compute_mb, double tail) {
+  const int64_t stride = tr.tp;
+  const Link shard_link = GroupLink(shards, stride, hw, c);
+  const Link replica_link = GroupLink(replicas, stride * shards, hw, c);
+  const int n = static_cast<int>(shards);
+  // HSDP: the gradient shards are all-reduced across the replicas once per step.
+  const double replica_reduce = AllReduceSeconds(grad_bytes / static_cast<double>(shards),
+                                                 static_cast<int>(replicas), replica_link);
+  DataParallelTime out;
+  if (tr.zero_stage >= 3) {
+    // Per micro-batch: gather parameters for forward and backward, reduce-scatter gradients.
+    const double per_mb = 2 * AllGatherSeconds(param_bytes, n, shard_link) +
+                          ReduceScatterSeconds(grad_bytes, n, shard_link);
+    const double hidden = c.dp_overlap_fraction * compute_mb;
+    out.seconds = micro_batches * per_mb + replica_reduce;
+    out.exposed = micro_batches * (std::max(0.0, per_mb - hidden) + tail * per_mb) +
+                  std::max(0.0, replica_reduce - c.dp_overlap_fraction * (2.0 / 3.0) * compute_mb);
+    return out;
+  }
+  // ZeRO 0: all-reduce; ZeRO 1/2: reduce-scatter of grads + all-gather of updated params.
+  out.seconds = tr.zero_stage == 0 ? AllReduceSeconds(grad_bytes, n, shard_link)
+                                   : ReduceScatterSeconds(grad_bytes, n, shard_link) +
+                                         AllGatherSeconds(grad_bytes, n, shard_link);
+  out.seconds += replica_reduce;
+  const double hidden = c.dp_overlap_fraction * (2.0 / 3.0) * compute_mb;
+  out.exposed = std::max(0.0, out.seconds - hidden) + tail * out.seconds;
+  return out;
+}
+
+// The pipeline stage that takes longest per micro-batch (uneven splits: the most loaded one;
+// the last also runs the logits).
+struct StageTime {
+  double layers = 0;
+  double compute_seconds = 0;
+  double communication_seconds = 0;  // tensor, context and expert parallel, per micro-batch
+  double exposed_seconds = 0;
+};
+
+StageTime SlowestStage(const workload::StageLayers& stages, int64_t pp, double layer_seconds,
+                       double logits_seconds, double layer_comm, double layer_exposed) {
+  StageTime best;
+  auto consider = [&](int64_t layers, bool last) {
+    StageTime st;
+    st.layers = static_cast<double>(layers);
+    st.compute_seconds = st.layers * layer_seconds + (last ? logits_seconds : 0);
+    st.communication_seconds = st.layers * layer_comm;
+    st.exposed_seconds = st.layers * layer_exposed;
+    if (st.compute_seconds + st.exposed_seconds > best.compute_seconds + best.exposed_seconds) {
+      best = st;
+    }
+  };
+  consider(stages.last, true);
+  if (pp > 1) consider(stages.first, false);
+  if (pp > 2) consider(stages.middle, false);
+  return best;
+}
+
+}  // namespace
+
 StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware& hw,
                           const TimeCalibration& c) {
   StepTime out;
   out.step_seconds = kInf;
-  if (tr.tp < 1 || tr.pp < 1 || tr.dp < 1 || tr.vpp < 1 || tr.micro_batch < 1 ||
-      tr.global_batch < 1 || hw.peak_flops <= 0 || hw.memory_bytes_per_second <= 0) {
+  if (tr.tp < 1 || tr.pp < 1 || tr.dp < 1 || tr.vpp < 1 || tr.cp < 1 || tr.ep < 1 ||
+      tr.micro_batch < 1 || tr.global_batch < 1 || hw.peak_flops <= 0 ||
+      hw.memory_bytes_per_second <= 0) {
     return out;
   }
   if (model.kind == workload::ModelKind::kGeneric) {
     if (model.generic_forward_flops_per_sample <= 0) return out;
     return EstimateGenericStep(model, tr, hw, c);
   }
-  if (model.layers <= 0 || model.hidden <= 0 || model.heads <= 0 || tr.seq_len <= 0) return out;
+  if (model.layers <= 0 || model.hidden <= 0 || model.heads <= 0 || tr.seq_len < tr.cp) {
+    return out;
+  }
   const double t = static_cast<double>(tr.tp), p = static_cast<double>(tr.pp);
   const double d = static_cast<double>(tr.dp), v = static_cast<double>(tr.vpp);
-  const double gpus = t * p * d;
-  const double tokens_mb = static_cast<double>(tr.micro_batch * tr.seq_len);
+  const double cp = static_cast<double>(tr.cp);
+  const double gpus = t * p * cp * d;
+  // Tokens of one micro-batch on this GPU (its seq_len / cp share of each sequence).
+  const double tokens_mb = static_cast<double>(tr.micro_batch * (tr.seq_len / tr.cp));
   const double micro_batches = std::max(1.0, std::ceil(static_cast<double>(tr.global_batch) /
                                                        (d * static_cast<double>(tr.micro_batch))));
   const double bytes = ActivationBytes(tr.precision);
@@ -223,11 +387,19 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
   const LayerForward fwd = EstimateLayerForward(model, tr, hw, c);
   const double backward_factor = lora ? 1.0 : 2.0;
   double layer_seconds = (1.0 + backward_factor) * fwd.seconds + c.per_layer_overhead_seconds;
+  // Every recompute policy re-runs part of the forward in backward (and HFU counts it):
+  // full: the whole layer; torchtitan/FSDP selective: the matmuls and elementwise ops its op
+  // policy does not save; Megatron-style selective: core attention (Megatron-Core checkpoints
+  // core_attn under --recompute-granularity selective, flash or not; Korthikanti et al. 2022
+  // section 5).
   double recompute_flops = 0;  // per layer per micro-batch on this GPU
   if (tr.recompute == Recompute::kFull) {
     layer_seconds += fwd.seconds;
     recompute_flops = fwd.flops;
-  } else if (tr.recompute == Recompute::kSelective && !tr.flash_attention) {
+  } else if (tr.recompute == Recompute::kSelective && tr.framework == workload::Framework::kFsdp) {
+    layer_seconds += fwd.selective_seconds;
+    recompute_flops = fwd.selective_flops;
+  } else if (tr.recompute == Recompute::kSelective) {
     layer_seconds += fwd.attention_seconds;
     recompute_flops = fwd.attention_flops;
   }
@@ -239,59 +411,103 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
 
   // --- tensor parallel: 2 all-reduces forward, 2 backward (+2 with full recompute) -----------
   const Link tp_link = GroupLink(tr.tp, 1, hw, c);
-  const double tp_collectives = tr.recompute == Recompute::kFull ? 6 : 4;
+  const double forward_passes = tr.recompute == Recompute::kFull ? 3 : 2;  // in units of forward
   const double tp_layer_seconds =
-      tp_collectives * AllReduceSeconds(tokens_mb * h * bytes, static_cast<int>(tr.tp), tp_link);
+      2 * forward_passes *
+      AllReduceSeconds(tokens_mb * h * bytes, static_cast<int>(tr.tp), tp_link);
+  double layer_comm = tp_layer_seconds, layer_exposed = tp_layer_seconds;
 
-  // --- pipeline: per-micro-batch stage time, bubble (p-1)/(m*v) of the ideal time ----------
-  const double layers_per_stage = std::ceil(static_cast<double>(model.layers) / p);
-  const Link pp_link = GroupLink(tr.pp, tr.tp * tr.dp, hw, c);
-  const double pp_message = tokens_mb * h * bytes / (tr.sequence_parallel ? t : 1);
-  const double pp_seconds = tr.pp > 1 ? 2 * SendSeconds(pp_message, pp_link) * v : 0;
-  const double compute_mb = layers_per_stage * layer_seconds + logits_seconds;
-  const double tp_mb = layers_per_stage * tp_layer_seconds;
-  const double stage_mb = compute_mb + tp_mb + pp_seconds;
+  // --- context parallel: ring exchange of K and V chunks (cp - 1 hops forward; K, V and their
+  // gradients backward), overlapped with the attention of the chunk in hand (Megatron-LM
+  // context_parallel.rst: all-gather / reduce-scatter as ring point-to-point; Liu et al. 2023,
+  // Ring Attention, arXiv 2310.01889) ---
+  if (tr.cp > 1) {
+    const Link cp_link = GroupLink(tr.cp, tr.tp, hw, c);
+    const double kv_chunk = 2 * tokens_mb * static_cast<double>(workload::KvDim(model)) / t * bytes;
+    const double ring = (cp - 1) * SendSeconds(kv_chunk, cp_link);
+    const double passes = forward_passes + 1;  // forward (again under full recompute), 2x back
+    layer_comm += passes * ring;
+    layer_exposed += passes * std::max(0.0, ring - fwd.attention_seconds);
+  }
+
+  // --- expert parallel: all-to-all dispatch and combine of the routed tokens, forward and
+  // backward (Megatron-Core MoEAlltoAllTokenDispatcher), in the MoE layers ---
+  if (workload::IsMoe(model) && tr.ep > 1) {
+    const Link ep_link = GroupLink(tr.ep, tr.tp * tr.cp, hw, c);
+    const double routed_bytes = tokens_mb * static_cast<double>(model.experts_per_token) * h *
+                                bytes / (tr.sequence_parallel ? t : 1);
+    const double moe_share =
+        static_cast<double>(workload::MoeLayerCount(model)) / static_cast<double>(model.layers);
+    const double a2a = 2 * forward_passes * moe_share *
+                       AllToAllSeconds(routed_bytes, static_cast<int>(tr.ep), ep_link);
+    layer_comm += a2a;
+    layer_exposed += a2a;
+  }
+
+  // --- activation offload: every saved activation goes to the host in forward and comes back in
+  // backward, overlapped with that layer's compute (Megatron-Core cpu offloading) ---
+  if (tr.offload_activations) {
+    const double host_bw = hw.host_bytes_per_second > 0
+                               ? hw.host_bytes_per_second
+                               : PcieGbytesPerSecond(std::nullopt) * 1e9 * c.pcie_efficiency;
+    const double copy = LayerActivationBytes(model, tr) / host_bw;
+    layer_comm += 2 * copy;
+    layer_exposed += std::max(0.0, copy - fwd.seconds) +
+                     std::max(0.0, copy - backward_factor * fwd.seconds);
+  }
+
+  // --- pipeline: per-micro-batch time of the slowest stage, bubble (p-1)/(m*v) of it --------
+  const workload::StageLayers stages = workload::PipelineStageLayers(model, tr);
+  const StageTime slowest =
+      SlowestStage(stages, tr.pp, layer_seconds, logits_seconds, layer_comm, layer_exposed);
+  const Link pp_link = GroupLink(tr.pp, tr.tp * tr.cp * tr.dp, hw, c);
+  // Each tp rank sends 1/t of the boundary activation: with sequence parallelism it holds only
+  // that share; without, Megatron's scatter/gather optimisation splits it and all-gathers it over
+  // the node's NVLink after the send (Narayanan et al. 2021, arXiv 2104.04473, section 4.1).
+  const double pp_message = tokens_mb * h * bytes / t;
+  const double pp_gather =
+      tr.sequence_parallel ? 0 : AllGatherSeconds(tokens_mb * h * bytes, static_cast<int>(tr.tp), tp_link);
+  const double pp_seconds = tr.pp > 1 ? 2 * (SendSeconds(pp_message, pp_link) + pp_gather) * v : 0;
+  const double compute_mb = slowest.compute_seconds;
+  const double stage_mb = compute_mb + slowest.exposed_seconds + pp_seconds;
   const double bubble = (p - 1) / v * stage_mb;
 
-  // --- data parallel ------------------------------------------------------------------------
+  // --- data parallel over dp x cp: dense parameters, and routed experts over dp x cp / ep ---
   const double trainable = TrainableParameterCount(model, tr);
+  const double routed = lora ? 0 : workload::RoutedExpertParameterCount(model);
   const double all_params = workload::ParameterCount(model);
-  const Link dp_link = GroupLink(tr.dp, tr.tp, hw, c);
-  const int dp_ranks = static_cast<int>(tr.dp);
-  const double grad_bytes = trainable / (t * p) * bytes;
-  const double param_bytes = all_params / (t * p) * bytes;
-  const double tail = 1.0 / std::max(1.0, layers_per_stage);  // last bucket / first gather
-  double dp_comm = 0, dp_exposed = 0;
-  if (tr.zero_stage >= 3) {
-    // Per micro-batch: gather parameters for forward and backward, reduce-scatter gradients.
-    const double per_mb = 2 * AllGatherSeconds(param_bytes, dp_ranks, dp_link) +
-                          ReduceScatterSeconds(grad_bytes, dp_ranks, dp_link);
-    dp_comm = micro_batches * per_mb;
-    const double hidden = c.dp_overlap_fraction * compute_mb;
-    dp_exposed = micro_batches * (std::max(0.0, per_mb - hidden) + tail * per_mb);
-  } else {
-    // ZeRO 0: all-reduce; ZeRO 1/2: reduce-scatter of grads + all-gather of updated params.
-    dp_comm = tr.zero_stage == 0 ? AllReduceSeconds(grad_bytes, dp_ranks, dp_link)
-                                 : ReduceScatterSeconds(grad_bytes, dp_ranks, dp_link) +
-                                       AllGatherSeconds(grad_bytes, dp_ranks, dp_link);
-    const double hidden = c.dp_overlap_fraction * (2.0 / 3.0) * compute_mb;
-    dp_exposed = std::max(0.0, dp_comm - hidden) + tail * dp_comm;
+  const double ep = static_cast<double>(tr.ep);
+  const double tail = 1.0 / std::max(1.0, slowest.layers);  // last bucket / first gather
+  const int64_t shards = workload::StateShards(tr);
+  const int64_t replicas = workload::GradientReplicas(tr) / shards;
+  DataParallelTime dp_time = DataParallelSeconds(
+      (all_params - routed) / (t * p) * bytes, (trainable - routed) / (t * p) * bytes, shards,
+      replicas, tr, hw, c, micro_batches, compute_mb, tail);
+  if (routed > 0) {
+    const int64_t expert_shards = std::max<int64_t>(1, shards / tr.ep);
+    const DataParallelTime experts =
+        DataParallelSeconds(routed / (t * p * ep) * bytes, routed / (t * p * ep) * bytes,
+                            expert_shards, replicas, tr, hw, c, micro_batches, compute_mb, tail);
+    dp_time.seconds += experts.seconds;
+    dp_time.exposed += experts.exposed;
   }
 
   // --- optimizer step (memory-bound) --------------------------------------------------------
-  const double local_trainable = trainable / (t * p) / (tr.zero_stage >= 1 ? d : 1.0);
+  const double local_trainable = ((trainable - routed) / (t * p) + routed / (t * p * ep)) /
+                                 (tr.zero_stage >= 1 ? static_cast<double>(shards) : 1.0);
   const double optimizer_seconds = local_trainable * c.optimizer_bytes_per_param / mem_bw;
 
   out.compute_seconds = micro_batches * compute_mb + optimizer_seconds;
-  out.communication_seconds = micro_batches * (tp_mb + pp_seconds) + dp_comm;
+  out.communication_seconds =
+      micro_batches * (slowest.communication_seconds + pp_seconds) + dp_time.seconds;
   out.bubble_seconds = bubble;
-  out.exposed_seconds = micro_batches * (tp_mb + pp_seconds) + dp_exposed;
+  out.exposed_seconds = micro_batches * (slowest.exposed_seconds + pp_seconds) + dp_time.exposed;
   out.step_seconds = out.compute_seconds + out.bubble_seconds + out.exposed_seconds;
-  const double tokens_step = micro_batches * d * tokens_mb;
+  const double tokens_step = micro_batches * d * cp * tokens_mb;
   out.tokens_per_second_per_gpu = tokens_step / out.step_seconds / gpus;
   const double model_flops = ModelFlopsPerToken(model, tr) * tokens_step;
-  const double hw_flops =
-      model_flops + recompute_flops * t * static_cast<double>(model.layers) * micro_batches * d;
+  const double hw_flops = model_flops + recompute_flops * t * cp *
+                                            static_cast<double>(model.layers) * micro_batches * d;
   out.mfu = model_flops / (out.step_seconds * hw.peak_flops * gpus);
   out.hfu = hw_flops / (out.step_seconds * hw.peak_flops * gpus);
   return out;
@@ -335,6 +551,7 @@ std::optional<Hardware> HardwareFor(const catalog::Gpu& gpu, const catalog::Offe
   hw.intra_node_bytes_per_second =
       hw.nvlink ? *gpu.nvlink_gbps / 2.0 * 1e9 : PcieGbytesPerSecond(gpu.pcie_gen) * 1e9;
   hw.gpus_per_node = std::max(1, offer.gpu_count);
+  hw.host_bytes_per_second = PcieGbytesPerSecond(gpu.pcie_gen) * 1e9 * calibration.pcie_efficiency;
   hw.network_bytes_per_second_per_node = offer.network_gbps.value_or(0) * 1e9 / 8.0;
   hw.efficiency = EfficiencyFor(gpu.architecture, calibration);
   return hw;

@@ -1,9 +1,12 @@
 // The step-time model: FLOPs per transformer layer (incl. attention), matrix multiplies at a
 // size-dependent fraction of the GPU's dense peak, memory-bound operations at achievable memory
-// bandwidth, flash vs plain attention, recompute, tensor-parallel collectives per layer, the
-// pipeline bubble (p-1)/(m*v), data-parallel gradient reduction and ZeRO-3 parameter gathers with
-// overlap, inter-node traffic over the offer's network. Inputs are flat numeric structs so the
-// planner's inner loop stays allocation-free; all functions are pure and thread-safe.
+// bandwidth, flash vs plain attention, every recompute policy, tensor-parallel collectives per
+// layer, the context-parallel K/V ring, the expert-parallel all-to-all (MoE: routed experts' GEMMs
+// at their share of the tokens), activation-offload copies, the slowest pipeline stage (uneven
+// splits) and the bubble (p-1)/(m*v), data-parallel gradient reduction and ZeRO-3 / HSDP parameter
+// gathers with overlap, inter-node traffic over the offer's network. Inputs are flat numeric
+// structs so the planner's inner loop stays allocation-free; all functions are pure and
+// thread-safe.
 // Every efficiency constant lives in TimeCalibration below; tools/calibrate.cc fits them on
 // data/calibration/ and writes the fitted values to time_calibration_fitted.cc (docs/ACCURACY.md).
 #pragma once
@@ -111,6 +114,7 @@ struct Hardware {
   bool nvlink = false;
   bool simt_fp32 = false;  // matmuls in plain fp32 on the CUDA cores (no tensor cores)
   int gpus_per_node = 8;
+  double host_bytes_per_second = 0;  // GPU <-> CPU per direction, achievable (PCIe x16)
   double network_bytes_per_second_per_node = 0;  // inter-node, wire; 0 = single node only
   ArchitectureEfficiency efficiency;             // EfficiencyFor(gpu.architecture, calibration)
 };

@@ -28,6 +28,8 @@ Result<Model> CustomModel(const EstimateRequest& r) {
   m.ffn_hidden = r.ffn_hidden > 0 ? r.ffn_hidden : 4 * r.hidden;
   m.vocab = r.vocab > 0 ? r.vocab : 50257;  // GPT-2 BPE vocabulary when not given
   m.tied_embeddings = r.tied_embeddings;
+  m.experts = r.experts;
+  m.experts_per_token = r.experts > 0 && r.experts_per_token == 0 ? 2 : r.experts_per_token;
   if (!r.mlp.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(m.mlp, workload::ParseMlpKind(r.mlp));
   }
@@ -52,17 +54,37 @@ Status ParseInto(const std::string& text, Result<T> (*parse)(std::string_view), 
   return Status::Ok();
 }
 
+// none | all (optimizer+params) | '+'-joined parts: optimizer, params (with optimizer),
+// activations.
 Status ApplyOffload(const std::string& text, Training& t) {
   const std::string v = ToLower(text);
   if (v.empty() || v == "none") return Status::Ok();
-  if (v == "optimizer") {
-    t.offload_optimizer = true;
-  } else if (v == "optimizer+params" || v == "all") {
+  if (v == "all") {
     t.offload_optimizer = true;
     t.offload_params = true;
-  } else {
-    return Status::InvalidInput("--offload: expected none, optimizer or optimizer+params, found '" +
-                                text + "'");
+    return Status::Ok();
+  }
+  size_t start = 0;
+  while (start <= v.size()) {
+    const size_t end = std::min(v.find('+', start), v.size());
+    const std::string part = v.substr(start, end - start);
+    if (part == "optimizer") {
+      t.offload_optimizer = true;
+    } else if (part == "params") {
+      t.offload_params = true;
+    } else if (part == "activations") {
+      t.offload_activations = true;
+    } else {
+      return Status::InvalidInput(
+          "--offload: expected none, optimizer, optimizer+params, activations or a '+'-joined "
+          "combination of optimizer, params and activations, found '" +
+          text + "'");
+    }
+    start = end + 1;
+  }
+  if (t.offload_params && !t.offload_optimizer) {
+    return Status::InvalidInput("--offload " + text +
+                                ": parameter offload needs optimizer offload (optimizer+params)");
   }
   return Status::Ok();
 }
@@ -87,24 +109,33 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   t.tp = r.tp;
   t.pp = r.pp;
   t.vpp = r.vpp;
+  t.cp = r.cp;
+  t.ep = r.ep;
+  t.dp_shard = r.dp_shard;
+  t.first_stage_layers = r.first_stage_layers;
+  t.last_stage_layers = r.last_stage_layers;
   t.zero_stage = r.zero;
   t.sequence_parallel = r.sequence_parallel;
   t.micro_batch = r.micro_batch;
-  if (r.tp < 1 || r.pp < 1) return Status::InvalidInput("--tp and --pp must be at least 1");
+  if (r.tp < 1 || r.pp < 1 || r.cp < 1) {
+    return Status::InvalidInput("--tp, --pp and --cp must be at least 1");
+  }
+  const int64_t model_parallel = r.tp * r.pp * r.cp;
   if (r.gpus < 0)
     return Status::InvalidInput("--gpus: expected a positive count, found " + Str(r.gpus));
   if (r.dp > 0) {
     t.dp = r.dp;
   } else if (r.gpus > 0) {
-    if (r.gpus % (r.tp * r.pp) != 0) {
-      return Status::InvalidInput("--gpus " + Str(r.gpus) +
-                                  " is not divisible by --tp x --pp = " + Str(r.tp * r.pp));
+    if (r.gpus % model_parallel != 0) {
+      return Status::InvalidInput(
+          "--gpus " + Str(r.gpus) +
+          " is not divisible by --tp x --pp x --cp = " + Str(model_parallel));
     }
-    t.dp = r.gpus / (r.tp * r.pp);
+    t.dp = r.gpus / model_parallel;
   } else {
     t.dp = 1;
   }
-  gpus = r.gpus > 0 ? r.gpus : t.tp * t.pp * t.dp;
+  gpus = r.gpus > 0 ? r.gpus : workload::GpuCount(t);
   // No framework named: the default (FSDP) where it has the sharding, else the one that does.
   if (r.framework.empty() && !workload::FrameworkRunsLayout(t.framework, t)) {
     t.framework = workload::DefaultFrameworkFor(t);
@@ -225,6 +256,9 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
   const Training& t = r.input.training;
   doc["model"] = {{"name", m.name},
                   {"parameters", r.parameters},
+                  {"active_parameters", workload::ActiveParameterCount(m)},
+                  {"experts", m.experts},
+                  {"experts_per_token", m.experts_per_token},
                   {"kind", std::string(workload::ModelKindName(m.kind))},
                   {"source", m.source}};
   const MemoryBreakdown& b = r.memory;
@@ -257,7 +291,9 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
       {"tp", t.tp},
       {"pp", t.pp},
       {"vpp", t.vpp},
+      {"cp", t.cp},
       {"dp", t.dp},
+      {"ep", t.ep},
       {"zero", t.zero_stage},
       {"sequence_parallel", t.sequence_parallel},
       {"micro_batch", t.micro_batch},
@@ -266,6 +302,18 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
       {"seq_len", t.seq_len},
       {"recompute", std::string(workload::RecomputeName(t.recompute))},
       {"flash_attention", t.flash_attention}};
+  const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
+  const int64_t shard = t.dp_shard > 0 ? t.dp_shard : t.dp;
+  doc["parallel"] = {{"tp", t.tp},
+                     {"pp", t.pp},
+                     {"vpp", t.vpp},
+                     {"cp", t.cp},
+                     {"dp", t.dp},
+                     {"ep", t.ep},
+                     {"dp_shard", shard},
+                     {"dp_replicate", t.dp / shard},
+                     {"stage_layers",
+                      {{"first", stages.first}, {"middle", stages.middle}, {"last", stages.last}}}};
 }
 
 std::string RenderMemoryTable(const EstimateResult& r) {
@@ -304,13 +352,23 @@ std::string DescribeSetup(const EstimateInput& in) {
   s << " --framework " << workload::FrameworkName(t.framework) << " --tp " << t.tp << " --pp "
     << t.pp;
   if (t.vpp > 1) s << " --vpp " << t.vpp;
-  s << " --dp " << t.dp << " --zero " << t.zero_stage;
+  if (t.first_stage_layers > 0) s << " --first-stage-layers " << t.first_stage_layers;
+  if (t.last_stage_layers > 0) s << " --last-stage-layers " << t.last_stage_layers;
+  if (t.cp > 1) s << " --cp " << t.cp;
+  s << " --dp " << t.dp;
+  if (t.ep > 1) s << " --ep " << t.ep;
+  if (t.dp_shard > 0) s << " --dp-shard " << t.dp_shard;
+  s << " --zero " << t.zero_stage;
   if (t.sequence_parallel) s << " --sequence-parallel";
   s << " --micro-batch " << t.micro_batch << " --global-batch " << t.global_batch << " --seq-len "
     << t.seq_len << " --recompute " << workload::RecomputeName(t.recompute) << " --flash-attention "
     << (t.flash_attention ? "on" : "off");
-  if (t.offload_optimizer)
-    s << " --offload " << (t.offload_params ? "optimizer+params" : "optimizer");
+  if (t.offload_optimizer || t.offload_activations) {
+    std::string parts = t.offload_optimizer ? "optimizer" : "";
+    if (t.offload_params) parts += "+params";
+    if (t.offload_activations) parts += parts.empty() ? "activations" : "+activations";
+    s << " --offload " << parts;
+  }
   return s.str();
 }
 

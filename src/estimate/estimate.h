@@ -32,6 +32,7 @@ struct EstimateRequest {
   int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn_hidden = 0, vocab = 0;
   std::string mlp;  // gelu | swiglu ("" = gelu)
   bool tied_embeddings = false;
+  int64_t experts = 0, experts_per_token = 0;  // custom mixture-of-experts shape (0 = dense)
 
   // Hardware.
   std::string gpu;   // catalog name or alias
@@ -43,7 +44,10 @@ struct EstimateRequest {
   // Training (strings are parsed with the workload:: parsers; "" = default).
   std::string precision, optimizer, method, recompute, framework, grad_precision, offload;
   int64_t lora_rank = 16;
-  int64_t tp = 1, pp = 1, vpp = 1, dp = 0;  // dp 0 = gpus / (tp * pp)
+  int64_t tp = 1, pp = 1, vpp = 1, dp = 0;  // dp 0 = gpus / (tp * pp * cp)
+  int64_t cp = 1, ep = 1;
+  int64_t dp_shard = 0;                                   // HSDP shard group (0 = all of dp)
+  int64_t first_stage_layers = 0, last_stage_layers = 0;  // 0 = automatic split
   int64_t zero = 0;
   bool sequence_parallel = false;
   int64_t micro_batch = 1;
@@ -91,8 +95,10 @@ std::string SupportedPrecisionNames(const catalog::Gpu& gpu);
 // InvalidInput naming the GPU and the precisions it supports when it cannot run `precision`.
 Status CheckPrecisionSupported(const catalog::Gpu& gpu, workload::Precision precision);
 
-// Sets doc["model"] = {name, parameters, ...} and doc["memory"] = {weights_bytes, ...,
-// peak_bytes_per_gpu, capacity_bytes, headroom_fraction, fits, verdict} and doc["setup"].
+// Sets doc["model"] = {name, parameters, active_parameters, experts, experts_per_token, ...},
+// doc["memory"] = {weights_bytes, ..., peak_bytes_per_gpu, capacity_bytes, headroom_fraction,
+// fits, verdict}, doc["setup"] and doc["parallel"] = {tp, pp, vpp, cp, dp, ep, dp_shard,
+// dp_replicate, stage_layers: {first, middle, last}}.
 void AppendEstimateJson(const EstimateResult& result, nlohmann::json& doc);
 // The memory breakdown as a text table (core/table.h) with the verdict line.
 std::string RenderMemoryTable(const EstimateResult& result);

@@ -2,6 +2,8 @@
 // global batch, defaults, and the refusals; plus the ways out of a configuration that does not fit.
 #include "estimate/estimate.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "estimate/fit.h"
@@ -72,6 +74,56 @@ TEST(WaysOutTest, EveryWayOutFitsAndChangesSomething) {
     EXPECT_LE(w.result.memory.peak_bytes_per_gpu, w.result.capacity_bytes) << w.change;
     EXPECT_FALSE(w.flags.empty());
   }
+}
+
+TEST(ResolveTest, OffloadParts) {
+  EstimateRequest r;
+  r.model = "gpt2";
+  r.gpu = "A100-80GB";
+  r.offload = "optimizer+activations";
+  const catalog::Catalog cat = ShippedCatalog();
+  Result<EstimateInput> in = ResolveEstimateInput(r, cat, kCatalogDir);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_TRUE(in->training.offload_optimizer);
+  EXPECT_TRUE(in->training.offload_activations);
+  EXPECT_FALSE(in->training.offload_params);
+  EXPECT_NE(DescribeSetup(*in).find("--offload optimizer+activations"), std::string::npos);
+  r.offload = "params";
+  EXPECT_NE(ResolveEstimateInput(r, cat, kCatalogDir).status().message().find("needs optimizer"),
+            std::string::npos);
+  r.offload = "gradients";
+  EXPECT_NE(ResolveEstimateInput(r, cat, kCatalogDir).status().message().find("activations"),
+            std::string::npos);
+  r.offload = "all";
+  Result<EstimateInput> all = ResolveEstimateInput(r, cat, kCatalogDir);
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->training.offload_params);
+}
+
+// Llama 3 8B at 65536 tokens on 8 H100 does not fit (its logits alone, 65536 x 128256 x 10
+// bytes under FSDP, exceed 80 GB); context parallelism over the same 8 GPUs splits them
+// (torchtitan trains Llama 3.1 8B at 128k with cp 4 on 8 H100: pytorch/torchtitan@31a17bfd
+// benchmarks/llama3_h100_202412_torchtitan.md).
+TEST(WaysOutTest, LongSequencesGetContextParallelism) {
+  EstimateRequest r;
+  r.model = "llama-3-8b";
+  r.gpu = "H100-SXM";
+  r.gpus = 8;
+  r.zero = 3;
+  r.seq_len = 65536;
+  r.recompute = "full";
+  const catalog::Catalog cat = ShippedCatalog();
+  Result<EstimateInput> in = ResolveEstimateInput(r, cat, kCatalogDir);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  ASSERT_EQ(Evaluate(*in).verdict, FitVerdict::kDoesNotFit);
+  const std::vector<WayOut> ways = FindWaysOut(*in, cat);
+  const auto cp = std::find_if(ways.begin(), ways.end(),
+                               [](const WayOut& w) { return w.kind == "context-parallel"; });
+  ASSERT_NE(cp, ways.end());
+  EXPECT_GT(cp->result.input.training.cp, 1);
+  EXPECT_EQ(cp->result.input.gpus, 8);
+  EXPECT_EQ(workload::GpuCount(cp->result.input.training), 8);
+  EXPECT_NE(cp->flags.find("--cp"), std::string::npos);
 }
 
 }  // namespace

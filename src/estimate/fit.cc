@@ -109,7 +109,7 @@ void Zero3(const EstimateInput& in, std::vector<WayOut>& out) {
     EstimateInput c = in;
     c.training.zero_stage = 3;
     c.training.dp = dp;
-    c.gpus = t.tp * t.pp * dp;
+    c.gpus = workload::GpuCount(c.training);
     KeepGlobalBatch(c.training);
     if (auto done = Complete(c)) {
       out.push_back({"zero3",
@@ -128,12 +128,43 @@ void TensorParallel(const EstimateInput& in, std::vector<WayOut>& out) {
     EstimateInput c = in;
     c.training.tp = tp;
     c.training.sequence_parallel = true;
-    c.gpus = tp * c.training.pp * c.training.dp;
+    c.gpus = workload::GpuCount(c.training);
     if (auto done = Complete(c)) {
       out.push_back({"tensor-parallel",
                      "tensor parallel " + Str(tp) + " with sequence parallelism (" + Str(c.gpus) +
                          " GPUs)" + done->change,
                      "--tp " + Str(tp) + " --sequence-parallel --gpus " + Str(c.gpus) + done->flags,
+                     done->result});
+      return;
+    }
+  }
+}
+
+// Long sequences: split each sequence over cp GPUs of the node (activations and logits / cp),
+// from 8k tokens where they dominate.
+constexpr int64_t kContextParallelMinSeqLen = 8192;
+
+void ContextParallel(const EstimateInput& in, std::vector<WayOut>& out) {
+  const Training& t = in.training;
+  if (in.model.kind == workload::ModelKind::kGeneric || t.seq_len < kContextParallelMinSeqLen) {
+    return;
+  }
+  for (int64_t cp = t.cp * 2; cp * t.tp <= in.gpus_per_node; cp *= 2) {
+    if (t.seq_len % (2 * cp) != 0) continue;
+    EstimateInput c = in;
+    c.training.cp = cp;
+    // Carved out of dp where it divides (the same GPUs), else on more GPUs.
+    if (t.dp % cp == 0) c.training.dp = t.dp / cp;
+    c.gpus = workload::GpuCount(c.training);
+    KeepGlobalBatch(c.training);
+    if (auto done = Complete(c)) {
+      out.push_back({"context-parallel",
+                     "context parallel " + Str(cp) + ": each GPU holds " +
+                         Str(t.seq_len / cp) + " of the " + Str(t.seq_len) + " tokens (" +
+                         Str(c.gpus) + " GPUs)" + done->change,
+                     "--cp " + Str(cp) + " --gpus " + Str(c.gpus) + " --dp " +
+                         Str(c.training.dp) + " --global-batch " + Str(c.training.global_batch) +
+                         done->flags,
                      done->result});
       return;
     }
@@ -191,6 +222,7 @@ std::vector<WayOut> FindWaysOut(const EstimateInput& input, const catalog::Catal
   Recompute(input, ways);
   Zero3(input, ways);
   TensorParallel(input, ways);
+  ContextParallel(input, ways);
   Adapters(input, ways);
   LargerGpu(input, catalog, ways);
   return ways;

@@ -121,18 +121,18 @@ PerParam FullBytesPerParam(const Training& t) {
       bytes = TorchAmpBytes(t, states);
       break;
   }
-  // fp8 with Transformer Engine (Megatron) keeps an fp8 copy of each linear weight next to the
-  // 16-bit one; torchao's float8 training (torchtitan/FSDP) casts per use, nothing persistent.
-  if (t.precision == Precision::kFp8 && t.framework == Framework::kMegatron) bytes.w += 1;
   return bytes;
 }
 
 // ZeRO partitioning (ZeRO paper Table 1): stage >= 1 shards optimizer states, >= 2 gradients,
-// 3 parameters, each over N = dp.
+// 3 parameters, each over N = StateShards (dp x cp; dp_shard x cp under HSDP). FSDP's
+// SHARD_GRAD_OP (zero 2) shards its fp32 flat parameters too (they are the master copy; the
+// unsharded 16-bit parameters it keeps between forward and backward are TorchBuffers').
 ModelStateBytes ShardGeneric(double params, const PerParam& b, const Training& t) {
-  const double n = static_cast<double>(t.dp);
+  const double n = static_cast<double>(workload::StateShards(t));
+  const int64_t weight_stage = t.framework == Framework::kFsdp ? 2 : 3;
   ModelStateBytes s;
-  s.weights_bytes = params * b.w / (t.zero_stage >= 3 ? n : 1);
+  s.weights_bytes = params * b.w / (t.zero_stage >= weight_stage ? n : 1);
   s.gradients_bytes = params * b.g / (t.zero_stage >= 2 ? n : 1);
   s.optimizer_bytes = params * b.k / (t.zero_stage >= 1 ? n : 1);
   return s;
@@ -144,7 +144,7 @@ ModelStateBytes ShardGeneric(double params, const PerParam& b, const Training& t
 // with optimizer offload, 4 * largest_layer with parameter offload too.
 ModelStateBytes DeepSpeedStates(double params, double largest, const PerParam& b,
                                 const Training& t) {
-  const double n = static_cast<double>(t.dp);
+  const double n = static_cast<double>(workload::StateShards(t));
   ModelStateBytes s;
   if (t.zero_stage == 0) return ShardGeneric(params, b, t);
   if (t.zero_stage <= 2) {
@@ -165,11 +165,13 @@ ModelStateBytes DeepSpeedStates(double params, double largest, const PerParam& b
 // gradient (PyTorch DDP docs, gradient_as_bucket_view=False default). FSDP: the unsharded
 // 16-bit parameters of the current and the prefetched unit plus the unsharded 16-bit gradients
 // being reduce-scattered: 2 x 2 + 2 = 6 bytes per parameter of the largest unit; SHARD_GRAD_OP
-// (zero 1/2) keeps all 16-bit parameters unsharded between forward and backward (2P).
+// (zero 1/2) keeps all parameters unsharded in the compute dtype between forward and backward
+// (2P; 4P in fp32).
 double TorchBuffers(double params, double largest_unit, const PerParam& b, const Training& t) {
-  if (t.zero_stage == 0) return t.dp > 1 ? params * b.g : 0;
+  if (t.zero_stage == 0) return workload::GradientReplicas(t) > 1 ? params * b.g : 0;
   if (t.zero_stage == 3) return 6 * largest_unit;
-  return 2 * params + 2 * largest_unit;
+  const double compute_bytes = workload::IsFp32Storage(t.precision) ? 4 : 2;
+  return compute_bytes * params + 2 * largest_unit;
 }
 
 }  // namespace
@@ -217,13 +219,38 @@ double TorchtitanSelectiveBytes(const Model& m, const Training& t, double sbh, d
   return input + (attention + matmuls) / tp;
 }
 
+// The MLP width whose activations a token keeps, mean over the layers: ffn_hidden for a dense
+// MLP; a MoE layer keeps its input to each of the top-k routed and the shared experts
+// ((k + shared) x expert_ffn_hidden).
+double MeanMlpActivationWidth(const Model& m) {
+  const double f = static_cast<double>(m.ffn_hidden);
+  if (!workload::IsMoe(m)) return f;
+  const double moe = static_cast<double>(m.experts_per_token + m.shared_experts) *
+                     static_cast<double>(workload::ExpertFfnHidden(m));
+  const double layers = static_cast<double>(m.layers);
+  const double dense = static_cast<double>(m.dense_layers);
+  return (dense * f + (layers - dense) * moe) / layers;
+}
+
+// MoE token dispatch, mean per layer in units of sbh: the permuted copies of the layer input
+// sent to the k experts and their outputs before the weighted combine (Megatron-Core
+// MoEAlltoAllTokenDispatcher keeps both for backward): 2k.
+double MeanMoeDispatchElements(const Model& m) {
+  if (!workload::IsMoe(m)) return 0;
+  return 2.0 * static_cast<double>(m.experts_per_token) *
+         static_cast<double>(workload::MoeLayerCount(m)) / static_cast<double>(m.layers);
+}
+
 double LayerActivationBytes(const Model& m, const Training& t) {
   if (m.kind == ModelKind::kGeneric) return 0;
   const double e = ActElementBytes(t);
   const double tp = static_cast<double>(t.tp);
-  const double sb = static_cast<double>(t.seq_len) * static_cast<double>(t.micro_batch);
+  // Context parallelism: every tensor of the layer holds this rank's seq_len / cp tokens
+  // (Megatron-LM docs/source/api-guide/context_parallel.rst: "CP partitions the network inputs
+  // and all activations along sequence dimension").
+  const double sb = static_cast<double>(t.seq_len / t.cp) * static_cast<double>(t.micro_batch);
   const double sbh = sb * static_cast<double>(m.hidden);
-  const double sbf = sb * static_cast<double>(m.ffn_hidden);
+  const double sbf = sb * MeanMlpActivationWidth(m);
   if (t.recompute == Recompute::kFull) {
     // Only each layer's input is kept; Megatron distributes it over tp with sequence parallel.
     return e * sbh / (t.sequence_parallel ? tp : 1);
@@ -236,7 +263,7 @@ double LayerActivationBytes(const Model& m, const Training& t) {
   }
   // Not split by tensor parallelism (split only with sequence parallelism): the inputs of the two
   // norms, the QKV input, the MLP input and the two dropout masks.
-  const double replicated = (4 * e) * sbh + 2 * mask * sbh;
+  const double replicated = (4 * e) * sbh + 2 * mask * sbh + MeanMoeDispatchElements(m) * e * sbh;
   // Split by tp: Q (sbh), K and V (r*sbh each), the output-projection input (sbh); the MLP keeps
   // the activation's input and the down-projection input (2sbf). A gated MLP in eager PyTorch
   // keeps gate, up, SiLU(gate) and the product (4sbf); Megatron's fused bias_swiglu keeps only
@@ -257,20 +284,43 @@ double LayerActivationBytes(const Model& m, const Training& t) {
   return replicated / sp_divisor + (split + attention) / tp;
 }
 
+// Activation offload keeps the layer computing and the one being copied (double buffering).
+double OffloadedActivationBytes(const Model& m, const Training& t, double saved_bytes) {
+  if (!t.offload_activations) return saved_bytes;
+  return std::min(saved_bytes, 2 * LayerActivationBytes(m, t));
+}
+
+// Under full recompute the backward re-runs one layer's forward at a time and holds that layer's
+// full activations until its backward is done: checkpoints + one segment (Chen et al. 2016,
+// "Training Deep Nets with Sublinear Memory Cost", arXiv 1604.06174, section 4).
+double RecomputeWorkingSetBytes(const Model& m, const Training& t) {
+  if (t.recompute != Recompute::kFull) return 0;
+  Training kept = t;
+  kept.recompute = Recompute::kNone;
+  return LayerActivationBytes(m, kept);
+}
+
 double PipelineActivationBytes(const Model& m, const Training& t) {
   if (m.kind == ModelKind::kGeneric) {
     return m.generic_activation_bytes_per_sample * static_cast<double>(t.micro_batch) *
            (workload::IsFp32Storage(t.precision) ? 2 : 1);
   }
-  const double layers_per_stage = static_cast<double>(m.layers) / static_cast<double>(t.pp);
-  const double in_flight =
-      static_cast<double>(std::min(t.pp, std::max<int64_t>(1, workload::MicroBatchesPerStep(t))));
+  return StageActivationBytes(m, t, workload::PipelineStageLayers(m, t).first, t.pp);
+}
+
+double StageActivationBytes(const Model& m, const Training& t, int64_t stage_layers,
+                            int64_t in_flight_limit) {
+  const double layers_per_stage = static_cast<double>(stage_layers);
+  const double in_flight = static_cast<double>(
+      std::min(in_flight_limit, std::max<int64_t>(1, workload::MicroBatchesPerStep(t))));
   double factor = 1;
   if (t.vpp > 1) {
     const double p = static_cast<double>(t.pp);
     factor = 1 + (p - 1) / (p * static_cast<double>(t.vpp));
   }
-  return layers_per_stage * LayerActivationBytes(m, t) * in_flight * factor;
+  return OffloadedActivationBytes(m, t, layers_per_stage * LayerActivationBytes(m, t) * in_flight *
+                                            factor) +
+         RecomputeWorkingSetBytes(m, t);
 }
 
 }  // namespace fulcrum::estimate
@@ -288,7 +338,8 @@ using workload::Training;
 
 // What one pipeline stage holds, before the framework's conventions are applied.
 struct StageContents {
-  double layer_params = 0;  // transformer-layer parameters on this GPU
+  double layer_params = 0;   // transformer-layer parameters on this GPU, routed experts excepted
+  double expert_params = 0;  // routed-expert parameters on this GPU (sharded over dp x cp / ep)
   double other_params = 0;  // embeddings, head, norms outside the layers
   double activations_bytes = 0;
   double logits_bytes = 0;
@@ -340,7 +391,7 @@ double LogitBytesPerElement(const Training& t) {
 double LogitsBytes(const Model& m, const Training& t) {
   if (m.kind == ModelKind::kGeneric) return 0;
   const double tp = static_cast<double>(t.tp);
-  const double sb = static_cast<double>(t.seq_len) * static_cast<double>(t.micro_batch);
+  const double sb = static_cast<double>(t.seq_len / t.cp) * static_cast<double>(t.micro_batch);
   const double e = workload::IsFp32Storage(t.precision) ? 4 : 2;
   // Final-norm input and output-layer input, then the logits themselves (vocab-parallel).
   const double inputs = 2 * e * sb * static_cast<double>(m.hidden) / (t.sequence_parallel ? tp : 1);
@@ -374,25 +425,63 @@ MemoryBreakdown Assemble(const ModelStateBytes& states, const StageContents& c, 
   return m;
 }
 
+// Model states of the routed experts: Megatron-Core shards them over the expert-data-parallel
+// group (dp x cp / ep ranks; ModelParallelConfig, expert_data_parallel), torchtitan alike.
+ModelStateBytes WithExpertStates(ModelStateBytes s, double expert_params, double largest,
+                                 const Training& t) {
+  if (expert_params <= 0) return s;
+  Training expert = t;
+  expert.dp = std::max<int64_t>(1, workload::StateShards(t) / t.ep);
+  expert.cp = 1;
+  expert.dp_shard = 0;
+  const ModelStateBytes e = FullModelStates(expert_params, largest, expert);
+  s.weights_bytes += e.weights_bytes;
+  s.gradients_bytes += e.gradients_bytes;
+  s.optimizer_bytes += e.optimizer_bytes;
+  if (t.zero_stage < 3) s.buffer_bytes += e.buffer_bytes;  // per-parameter buckets / copies
+  return s;
+}
+
+// FP8 with Transformer Engine (Megatron) keeps, next to each 16-bit linear weight of the layers,
+// its fp8 cast and the fp8 transpose the backward GEMMs need (Hopper and Ada tensor cores run FP8
+// GEMMs only in TN layout; TE's fused cast-transpose caches both: NVIDIA/TransformerEngine issue
+// #1261, 2024-10-17): 2 bytes per linear parameter; embeddings and the output layer stay 16-bit.
+// torchao's float8 training (torchtitan/FSDP) casts per use, nothing persistent.
+double Fp8WeightCopyBytes(const StageContents& c, const Training& t) {
+  if (t.precision != Precision::kFp8 || t.framework != Framework::kMegatron) return 0;
+  return 2 * (c.layer_params + c.expert_params);
+}
+
 MemoryBreakdown EstimateStage(const Model& m, const Training& t, const StageContents& c) {
   const double tp = static_cast<double>(t.tp);
   const double params = c.layer_params + c.other_params;
   double largest =
       m.kind == ModelKind::kGeneric ? params : workload::LargestTensorParameterCount(m) / tp;
   if (t.framework == Framework::kFsdp || t.framework == Framework::kHf) {
-    // FSDP wraps each transformer layer as a unit (and the embedding / output layers).
-    largest = std::max(largest, workload::LayerParameterCount(m) / tp);
+    // FSDP wraps each transformer layer as a unit (and the embedding / output layers); a MoE
+    // layer's unit holds this rank's experts.
+    const double routed = workload::RoutedExpertParameterCount(m) / static_cast<double>(m.layers);
+    const double unit =
+        workload::LayerParameterCount(m) - routed + routed / static_cast<double>(t.ep);
+    largest = std::max(largest, unit / tp);
   }
-  if (t.method == Method::kFull) return Assemble(FullModelStates(params, largest, t), c, t);
+  if (t.method == Method::kFull) {
+    ModelStateBytes states =
+        WithExpertStates(FullModelStates(params, largest, t), c.expert_params, largest, t);
+    states.weights_bytes += Fp8WeightCopyBytes(c, t);
+    return Assemble(states, c, t);
+  }
 
   // LoRA / QLoRA: frozen base weights + fp32 adapters trained with the optimizer (PEFT keeps
   // adapters in fp32 under autocast): 4 + 4 + states bytes per adapter parameter.
   const double layers = static_cast<double>(m.layers) / static_cast<double>(t.pp);
   const double adapters = layers * LoraParamsPerLayer(m, t) / tp;
-  const double n = static_cast<double>(t.dp);
+  const double n = static_cast<double>(workload::StateShards(t));
   const double state = StateBytes(t);
   ModelStateBytes s;
-  s.weights_bytes = FrozenWeightBytes(c, t) / (t.zero_stage >= 3 ? n : 1) + adapters * 4;
+  StageContents frozen = c;
+  frozen.layer_params += c.expert_params;
+  s.weights_bytes = FrozenWeightBytes(frozen, t) / (t.zero_stage >= 3 ? n : 1) + adapters * 4;
   s.gradients_bytes = adapters * 4 / (t.zero_stage >= 2 ? n : 1);
   s.optimizer_bytes = t.offload_optimizer ? 0 : adapters * state / (t.zero_stage >= 1 ? n : 1);
   if (t.method == Method::kQlora) {
@@ -421,25 +510,45 @@ MemoryBreakdown EstimateMemory(const Model& m, const Training& t) {
     return EstimateStage(m, t, c);
   }
   const double tp = static_cast<double>(t.tp);
-  const double stage_layers = static_cast<double>(m.layers) / static_cast<double>(t.pp);
-  const double layer_params = stage_layers * workload::LayerParameterCount(m) / tp;
+  const double layers = static_cast<double>(m.layers);
+  // Per layer on this GPU: the routed experts split over tp x ep, everything else over tp.
+  const double routed = workload::RoutedExpertParameterCount(m) / layers;
+  const double dense_per_layer = (workload::LayerParameterCount(m) - routed) / tp;
+  const double expert_per_layer = routed / (tp * static_cast<double>(t.ep));
   const double embedding = workload::EmbeddingParameterCount(m) / tp;
   const double head = workload::HeadParameterCount(m) / tp;
-  const double stage_activations = PipelineActivationBytes(m, t);
   const double logits = LogitsBytes(m, t);
+  const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
+  auto contents = [&](int64_t stage_layers, double other, double activations, double stage_logits) {
+    const double n = static_cast<double>(stage_layers);
+    return StageContents{n * dense_per_layer, n * expert_per_layer, other, activations,
+                         stage_logits};
+  };
   if (t.pp == 1) {
-    return EstimateStage(m, t, {layer_params, embedding + head, stage_activations, logits});
+    return EstimateStage(m, t,
+                         contents(stages.first, embedding + head,
+                                  StageActivationBytes(m, t, stages.first, 1), logits));
   }
-  // First stage: embeddings and the most in-flight activations. Last stage: the head (plus a
+  // First stage: embeddings and the most in-flight activations (pp micro-batches in 1F1B).
+  // The most loaded middle stage (second in line: pp - 1 in flight). Last stage: the head (plus a
   // copy of tied embeddings, as Megatron keeps), one micro-batch in flight, the logits.
   const double tied_copy =
       m.tied_embeddings ? static_cast<double>(m.vocab) * static_cast<double>(m.hidden) / tp : 0;
-  const MemoryBreakdown first =
-      EstimateStage(m, t, {layer_params, embedding, stage_activations, 0});
-  const double last_activations = stage_layers * LayerActivationBytes(m, t);
-  const MemoryBreakdown last =
-      EstimateStage(m, t, {layer_params, head + tied_copy, last_activations, logits});
-  return first.peak_bytes_per_gpu >= last.peak_bytes_per_gpu ? first : last;
+  const MemoryBreakdown first = EstimateStage(
+      m, t, contents(stages.first, embedding, StageActivationBytes(m, t, stages.first, t.pp), 0));
+  const double last_activations =
+      OffloadedActivationBytes(m, t,
+                               static_cast<double>(stages.last) * LayerActivationBytes(m, t)) +
+      RecomputeWorkingSetBytes(m, t);
+  MemoryBreakdown peak =
+      EstimateStage(m, t, contents(stages.last, head + tied_copy, last_activations, logits));
+  if (first.peak_bytes_per_gpu >= peak.peak_bytes_per_gpu) peak = first;
+  if (stages.middle > stages.first) {
+    const MemoryBreakdown middle = EstimateStage(
+        m, t, contents(stages.middle, 0, StageActivationBytes(m, t, stages.middle, t.pp - 1), 0));
+    if (middle.peak_bytes_per_gpu > peak.peak_bytes_per_gpu) peak = middle;
+  }
+  return peak;
 }
 
 FitVerdict ClassifyFit(double peak_bytes, double capacity_bytes) {

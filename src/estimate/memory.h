@@ -51,9 +51,21 @@ ModelStateBytes FullModelStates(double params, double largest_tensor_params,
 // Activations one transformer layer saves for backward, for one micro-batch on one GPU
 // (Korthikanti et al. 2022 Table 2, generalised to GQA, gated MLPs, flash attention).
 double LayerActivationBytes(const workload::Model& model, const workload::Training& training);
-// Activations on the first pipeline stage at its peak: L/pp layers x min(pp, micro-batches per
-// step) in flight x the interleaving factor (1 + (pp-1)/(pp*vpp)) when vpp > 1.
+// Activations on the first pipeline stage at its peak: its layers (L/pp when even; see
+// workload::PipelineStageLayers) x min(pp, micro-batches per step) in flight x the interleaving
+// factor (1 + (pp-1)/(pp*vpp)) when vpp > 1.
 double PipelineActivationBytes(const workload::Model& model, const workload::Training& training);
+// The saved activations a stage keeps on the GPU: all of `saved_bytes`, or under activation
+// offload two layers' (the one computing and the one being copied).
+double OffloadedActivationBytes(const workload::Model& model, const workload::Training& training,
+                                double saved_bytes);
+// What full recompute adds on top of the checkpointed layer inputs: one layer's activations, held
+// while that layer is recomputed and back-propagated (0 under other policies).
+double RecomputeWorkingSetBytes(const workload::Model& model, const workload::Training& training);
+// The same for a stage of `stage_layers` layers with at most `in_flight_limit` micro-batches in
+// flight (1F1B: pp - stage index).
+double StageActivationBytes(const workload::Model& model, const workload::Training& training,
+                            int64_t stage_layers, int64_t in_flight_limit);
 
 enum class FitVerdict { kFits, kTight, kDoesNotFit };
 

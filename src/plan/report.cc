@@ -54,6 +54,8 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
   j["parallel"] = {{"tp", t.tp},
                    {"pp", t.pp},
                    {"dp", t.dp},
+                   {"cp", t.cp},
+                   {"ep", t.ep},
                    {"zero", t.zero_stage},
                    {"recompute", std::string(workload::RecomputeName(t.recompute))},
                    {"micro_batch", t.micro_batch},
@@ -194,6 +196,8 @@ std::string LayoutLabel(const workload::Training& t) {
   std::string s = fmt::format("tp{} pp{} dp{} z{} {} mb{}", t.tp, t.pp, t.dp, t.zero_stage,
                               RecomputeShort(t.recompute), t.micro_batch);
   if (t.vpp > 1) s += fmt::format(" v{}", t.vpp);
+  if (t.cp > 1) s += fmt::format(" cp{}", t.cp);
+  if (t.ep > 1) s += fmt::format(" ep{}", t.ep);
   return s;
 }
 

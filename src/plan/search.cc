@@ -28,6 +28,11 @@ constexpr Recompute kRecomputes[] = {Recompute::kNone, Recompute::kSelective, Re
 constexpr int kNodeCounts[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256};
 // A global batch rounded up to a multiple of dp x micro-batch may grow by at most this factor.
 constexpr double kMaxBatchRounding = 1.10;
+// Context parallelism is tried for long sequences only (from 16k tokens: where activations, not
+// model states, dominate; Megatron-LM and torchtitan use cp 2-8 from 16k-32k up), within a node
+// with tp (the K/V ring wants NVLink).
+constexpr int64_t kContextParallelMinSeqLen = 16384;
+constexpr int kMaxContextParallel = 8;
 
 // Tries one layout; updates `best`. Returns false when it does not fit in memory.
 bool TryLayout(const workload::Model& model, workload::Training& t, const estimate::Hardware& hw,
@@ -78,33 +83,44 @@ void ScanLayouts(const workload::Model& model, const workload::Training& base,
   const int64_t layers = generic ? 1 : model.layers;
   const int64_t kv_heads = model.kv_heads > 0 ? model.kv_heads : model.heads;
   workload::Training t = base;
+  const int max_cp = generic || base.seq_len < kContextParallelMinSeqLen ? 1 : kMaxContextParallel;
   for (int tp = 1; tp <= hw.gpus_per_node && tp <= gpus; tp *= 2) {
     if (gpus % tp != 0 || hw.gpus_per_node % tp != 0) continue;
     if (generic && tp > 1) break;
     if (!generic && (model.heads % tp != 0 || kv_heads % tp != 0)) continue;
-    for (int pp = 1; pp <= gpus / tp && pp <= layers; ++pp) {
-      if ((gpus / tp) % pp != 0 || layers % pp != 0) continue;
-      const int dp = gpus / (tp * pp);
-      for (int vpp = 1; vpp <= (pp > 1 ? 2 : 1); ++vpp) {
-        if (layers % (static_cast<int64_t>(pp) * vpp) != 0) continue;
-        // ZeRO shards over dp (nothing to shard at dp = 1); stages 2/3 do not combine with
-        // pipeline parallelism (DeepSpeed refuses ZeRO-2/3 with pipeline parallelism).
-        // Generic (FLOPs-only) models run plain data parallel (DDP): their time model does not
-        // distinguish ZeRO stages, and a CNN's states are small.
-        const int max_zero = dp == 1 || generic ? 0 : (pp > 1 ? 1 : 3);
-        for (int zero = 0; zero <= max_zero; ++zero) {
-          for (Recompute rc : kRecomputes) {
-            t.tp = tp;
-            t.pp = pp;
-            t.vpp = vpp;
-            t.dp = dp;
-            t.zero_stage = zero;
-            t.recompute = rc;
-            t.sequence_parallel = tp > 1;
-            t.framework = options.framework.value_or(workload::DefaultFrameworkFor(t));
-            if (!workload::FrameworkRunsLayout(t.framework, t)) continue;
-            ScanMicroBatches(model, t, hw, usable, capacity_bytes, base.global_batch, exact_batch,
-                             best);
+    for (int cp = 1; cp <= max_cp && tp * cp <= hw.gpus_per_node; cp *= 2) {
+      if (gpus % (tp * cp) != 0 || (cp > 1 && base.seq_len % (2 * cp) != 0)) continue;
+      for (int pp = 1; pp <= gpus / (tp * cp) && pp <= layers; ++pp) {
+        if ((gpus / (tp * cp)) % pp != 0 || layers % pp != 0) continue;
+        const int dp = gpus / (tp * cp * pp);
+        for (int vpp = 1; vpp <= (pp > 1 ? 2 : 1); ++vpp) {
+          if (layers % (static_cast<int64_t>(pp) * vpp) != 0) continue;
+          // ZeRO shards over dp x cp (nothing to shard at 1); stages 2/3 do not combine with
+          // pipeline parallelism (DeepSpeed refuses ZeRO-2/3 with pipeline parallelism).
+          // Generic (FLOPs-only) models run plain data parallel (DDP): their time model does not
+          // distinguish ZeRO stages, and a CNN's states are small.
+          const int max_zero = dp * cp == 1 || generic ? 0 : (pp > 1 ? 1 : 3);
+          for (int zero = 0; zero <= max_zero; ++zero) {
+            // Mixture of experts: expert parallelism carved out of dp (ep divides dp and the
+            // experts).
+            for (int ep = 1; ep <= (workload::IsMoe(model) ? dp : 1); ep *= 2) {
+              if (dp % ep != 0 || (ep > 1 && model.experts % ep != 0)) continue;
+              for (Recompute rc : kRecomputes) {
+                t.tp = tp;
+                t.pp = pp;
+                t.vpp = vpp;
+                t.cp = cp;
+                t.dp = dp;
+                t.ep = ep;
+                t.zero_stage = zero;
+                t.recompute = rc;
+                t.sequence_parallel = tp > 1;
+                t.framework = options.framework.value_or(workload::DefaultFrameworkFor(t));
+                if (!workload::FrameworkRunsLayout(t.framework, t)) continue;
+                ScanMicroBatches(model, t, hw, usable, capacity_bytes, base.global_batch,
+                                 exact_batch, best);
+              }
+            }
           }
         }
       }

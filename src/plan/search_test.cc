@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "workload/model_io.h"
+#include "workload/published_shapes_test_util.h"
+
 namespace fulcrum::plan {
 namespace {
 
@@ -95,6 +98,50 @@ TEST(SearchTest, PrunedSearchFindsTheExhaustiveOptimum) {
     EXPECT_LE(best.evaluated, exhaustive_count);
     EXPECT_EQ(best.training.tp * best.training.pp * best.training.dp, gpus);
   }
+}
+
+// At 131072 tokens a 7B model's logits and activations alone overflow an 80 GB GPU without
+// context parallelism (torchtitan trains Llama 3.1 8B at 128k on 8 H100 with cp 4 -- pytorch/
+// torchtitan@31a17bfd benchmarks/llama3_h100_202412_torchtitan.md): the search must find a layout
+// with cp > 1, and tp x pp x cp x dp still equals the GPUs.
+TEST(SearchTest, LongSequencesUseContextParallelism) {
+  workload::Training base;
+  base.seq_len = 131072;
+  base.global_batch = 8;
+  const BestLayout best = SearchLayouts(Llama7b(), base, H100Node(), 80.0 * 1073741824.0, 8, 0.1);
+  ASSERT_TRUE(best.found);
+  EXPECT_GT(best.training.cp, 1);
+  EXPECT_EQ(workload::GpuCount(best.training), 8);
+  // Short sequences never try it.
+  base.seq_len = 4096;
+  base.global_batch = 64;
+  const BestLayout short_seq =
+      SearchLayouts(Llama7b(), base, H100Node(), 80.0 * 1073741824.0, 8, 0.1);
+  ASSERT_TRUE(short_seq.found);
+  EXPECT_EQ(short_seq.training.cp, 1);
+}
+
+// Mixtral 8x7B (46.7 B parameters; workload/published_shapes_test_util.h) fine-tuned on 8 H100
+// without ZeRO-3 sharding fits only when expert parallelism splits the experts: a layout with
+// ep > 1 dividing dp must be found, and a dense model never gets one.
+TEST(SearchTest, MixtureOfExpertsUsesExpertParallelism) {
+  const Result<workload::Model> mixtral =
+      workload::ParseHfConfig(workload::testing::kMixtralConfig, "mixtral/config.json");
+  ASSERT_TRUE(mixtral.ok()) << mixtral.status().message();
+  workload::Training base;
+  base.seq_len = 4096;
+  base.global_batch = 64;
+  LayoutOptions megatron;
+  megatron.framework = workload::Framework::kMegatron;
+  const BestLayout best =
+      SearchLayouts(*mixtral, base, H100Node(), 80.0 * 1073741824.0, 16, 0.1, megatron);
+  ASSERT_TRUE(best.found);
+  EXPECT_GT(best.training.ep, 1);
+  EXPECT_EQ(best.training.dp % best.training.ep, 0);
+  const BestLayout dense =
+      SearchLayouts(Llama7b(), base, H100Node(), 80.0 * 1073741824.0, 16, 0.1, megatron);
+  ASSERT_TRUE(dense.found);
+  EXPECT_EQ(dense.training.ep, 1);
 }
 
 TEST(SearchTest, NothingFitsOnATinyGpu) {

@@ -23,20 +23,57 @@ double AttentionParams(const Model& m) {
   return params;
 }
 
-double MlpParams(const Model& m) {
+// One MLP of intermediate size `ffn`.
+double MlpParams(const Model& m, int64_t ffn) {
   const double h = static_cast<double>(m.hidden);
-  const double f = static_cast<double>(m.ffn_hidden);
+  const double f = static_cast<double>(ffn);
   const bool gated = m.mlp == MlpKind::kSwiglu;
   double params = (gated ? 3 : 2) * h * f;
   if (m.linear_bias) params += (gated ? 2 : 1) * f + h;
   return params;
 }
 
+// A MoE layer's MLP part: `routed` of the routed experts + the shared experts + the router
+// (Mixtral's gate and DeepSeek's gate: hidden x experts, no bias; HF modeling_mixtral.py,
+// DeepSeekMoE modeling_deepseek.py MoEGate).
+double MoeMlpParams(const Model& m, double routed) {
+  const double expert = MlpParams(m, ExpertFfnHidden(m));
+  return (routed + static_cast<double>(m.shared_experts)) * expert +
+         static_cast<double>(m.hidden) * static_cast<double>(m.experts);
+}
+
+// Mean over the layers of attention + norms + `moe_mlp` (MoE layers) or the dense MLP.
+double MeanLayerParams(const Model& m, double moe_mlp) {
+  const double fixed = AttentionParams(m) + 2 * NormParams(m);
+  if (!IsMoe(m)) return fixed + MlpParams(m, m.ffn_hidden);
+  const double layers = static_cast<double>(m.layers);
+  const double dense = static_cast<double>(m.dense_layers);
+  return fixed + (dense * MlpParams(m, m.ffn_hidden) + (layers - dense) * moe_mlp) / layers;
+}
+
 }  // namespace
 
 double LayerParameterCount(const Model& m) {
   if (m.kind == ModelKind::kGeneric) return 0;
-  return AttentionParams(m) + MlpParams(m) + 2 * NormParams(m);
+  return MeanLayerParams(m, IsMoe(m) ? MoeMlpParams(m, static_cast<double>(m.experts)) : 0);
+}
+
+double ActiveLayerParameterCount(const Model& m) {
+  if (m.kind == ModelKind::kGeneric) return 0;
+  return MeanLayerParams(m,
+                         IsMoe(m) ? MoeMlpParams(m, static_cast<double>(m.experts_per_token)) : 0);
+}
+
+double RoutedExpertParameterCount(const Model& m) {
+  if (!IsMoe(m) || m.kind == ModelKind::kGeneric) return 0;
+  return static_cast<double>(MoeLayerCount(m)) * static_cast<double>(m.experts) *
+         MlpParams(m, ExpertFfnHidden(m));
+}
+
+double ActiveParameterCount(const Model& m) {
+  if (m.kind == ModelKind::kGeneric) return m.generic_parameters;
+  return static_cast<double>(m.layers) * ActiveLayerParameterCount(m) + EmbeddingParameterCount(m) +
+         HeadParameterCount(m);
 }
 
 double EmbeddingParameterCount(const Model& m) {
@@ -99,6 +136,19 @@ Status ValidateModel(const Model& m) {
   if (m.kv_heads < 1 || m.kv_heads > m.heads || m.heads % m.kv_heads != 0) {
     return Status::InvalidInput("model: kv_heads: expected a divisor of heads (" +
                                 std::to_string(m.heads) + "), found " + std::to_string(m.kv_heads));
+  }
+  if (IsMoe(m)) {
+    if (m.experts_per_token < 1 || m.experts_per_token > m.experts) {
+      return Status::InvalidInput(
+          "model: experts_per_token: expected 1.." + std::to_string(m.experts) + " (top-k of " +
+          std::to_string(m.experts) + " experts), found " + std::to_string(m.experts_per_token));
+    }
+    if (m.dense_layers < 0 || m.dense_layers >= m.layers || m.shared_experts < 0 ||
+        m.expert_ffn_hidden < 0) {
+      return Status::InvalidInput(
+          "model: dense_layers: expected 0.." + std::to_string(m.layers - 1) + ", found " +
+          std::to_string(m.dense_layers) + " (shared_experts and expert_ffn_hidden >= 0)");
+    }
   }
   if (m.position == PositionKind::kLearned && m.max_seq_len <= 0) {
     return Status::InvalidInput("model: max_seq_len: learned positions need a positive table size");

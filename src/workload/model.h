@@ -44,6 +44,17 @@ struct Model {
   bool dropout = false;      // dropout active in training (Korthikanti's mask bytes count)
   int64_t type_vocab = 0;    // BERT token-type embeddings (2), 0 for decoders
 
+  // --- mixture of experts (experts == 0: a dense model) ---
+  // A MoE layer replaces the MLP by `experts` routed experts (each an MLP of expert_ffn_hidden,
+  // ffn_hidden when 0) of which each token uses experts_per_token (top-k), plus shared_experts
+  // that every token uses (DeepSeekMoE), and a router (hidden x experts, no bias). The first
+  // dense_layers layers keep a dense MLP of ffn_hidden (DeepSeek first_k_dense_replace).
+  int64_t experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t shared_experts = 0;
+  int64_t expert_ffn_hidden = 0;
+  int64_t dense_layers = 0;
+
   // --- generic models (kGeneric) ---
   double generic_parameters = 0;
   double generic_forward_flops_per_sample = 0;     // FLOPs (2 x multiply-adds) of one forward pass
@@ -57,8 +68,24 @@ inline int64_t KvDim(const Model& m) {
   return (m.kv_heads > 0 ? m.kv_heads : m.heads) * HeadDim(m);
 }
 
-// Parameters of one transformer layer (attention + MLP + norms, with biases).
+inline bool IsMoe(const Model& m) { return m.experts > 0; }
+// One expert's intermediate size (expert_ffn_hidden, or ffn_hidden when unset).
+inline int64_t ExpertFfnHidden(const Model& m) {
+  return m.expert_ffn_hidden > 0 ? m.expert_ffn_hidden : m.ffn_hidden;
+}
+// Layers with a MoE MLP (0 for a dense model).
+inline int64_t MoeLayerCount(const Model& m) { return IsMoe(m) ? m.layers - m.dense_layers : 0; }
+
+// Parameters of one transformer layer (attention + MLP + norms, with biases); for MoE models the
+// mean over the layers (dense and MoE), so that layers x this + embeddings + head = the total.
 double LayerParameterCount(const Model& m);
+// Parameters one token uses in the mean layer: as LayerParameterCount, counting only the top-k
+// routed experts (plus shared experts and the router) of a MoE layer. Dense models: the same.
+double ActiveLayerParameterCount(const Model& m);
+// Parameters of all routed experts in all layers: what expert parallelism divides.
+double RoutedExpertParameterCount(const Model& m);
+// Parameters one token uses (Mixtral 8x7B: 12.9 B of 46.7 B). Dense models: ParameterCount.
+double ActiveParameterCount(const Model& m);
 // Parameters of the input embeddings (token + learned positions + token types + embedding norm).
 double EmbeddingParameterCount(const Model& m);
 // Parameters after the last layer: final norm, untied output projection, BERT's MLM head.
@@ -69,7 +96,8 @@ double ParameterCount(const Model& m);
 // "largest_layer"): the embedding or the largest weight matrix.
 double LargestTensorParameterCount(const Model& m);
 
-// Structural checks (positive sizes, heads divide hidden, kv_heads divide heads); names the field.
+// Structural checks (positive sizes, heads divide hidden, kv_heads divide heads, 1 <= top-k <=
+// experts, dense_layers < layers); names the field.
 Status ValidateModel(const Model& m);
 
 std::string_view ModelKindName(ModelKind kind);

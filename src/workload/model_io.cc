@@ -37,6 +37,11 @@ const std::vector<std::string> kPresetKeys = {"name",
                                               "qkv_bias",
                                               "dropout",
                                               "type_vocab",
+                                              "experts",
+                                              "experts_per_token",
+                                              "shared_experts",
+                                              "expert_ffn_hidden",
+                                              "dense_layers",
                                               "parameters",
                                               "forward_flops_per_sample",
                                               "activation_bytes_per_sample"};
@@ -102,6 +107,16 @@ Status ApplyYamlKey(const std::string& key, const YamlNode& v, Model& m) {
     return set_int(m.max_seq_len);
   } else if (key == "type_vocab") {
     return set_int(m.type_vocab);
+  } else if (key == "experts") {
+    return set_int(m.experts);
+  } else if (key == "experts_per_token") {
+    return set_int(m.experts_per_token);
+  } else if (key == "shared_experts") {
+    return set_int(m.shared_experts);
+  } else if (key == "expert_ffn_hidden") {
+    return set_int(m.expert_ffn_hidden);
+  } else if (key == "dense_layers") {
+    return set_int(m.dense_layers);
   } else if (key == "tied_embeddings") {
     return set_bool(m.tied_embeddings);
   } else if (key == "linear_bias") {
@@ -210,6 +225,43 @@ Result<Model> LlamaLike(const HfReader& r, bool qwen) {
   return m;
 }
 
+// Mixtral (transformers MixtralConfig): LLaMA-like attention, num_local_experts experts of
+// intermediate_size, top-k num_experts_per_tok, in every layer.
+Result<Model> Mixtral(const HfReader& r) {
+  FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, false));
+  FULCRUM_ASSIGN_OR_RETURN(m.experts, r.Int("num_local_experts"));
+  FULCRUM_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok"));
+  return m;
+}
+
+// DeepSeekMoE (deepseek-ai/deepseek-moe-16b-base configuration_deepseek.py, DeepseekForCausalLM):
+// n_routed_experts experts and n_shared_experts shared ones of moe_intermediate_size, top-k
+// num_experts_per_tok; the first first_k_dense_replace layers keep a dense MLP of
+// intermediate_size. Multi-head latent attention (DeepSeek-V2/V3) is not modelled.
+Result<Model> DeepSeekMoe(const HfReader& r) {
+  FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, false));
+  FULCRUM_ASSIGN_OR_RETURN(m.experts, r.Int("n_routed_experts"));
+  FULCRUM_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok"));
+  FULCRUM_ASSIGN_OR_RETURN(m.shared_experts, r.IntOr("n_shared_experts", 0));
+  FULCRUM_ASSIGN_OR_RETURN(m.expert_ffn_hidden, r.Int("moe_intermediate_size"));
+  FULCRUM_ASSIGN_OR_RETURN(m.dense_layers, r.IntOr("first_k_dense_replace", 0));
+  return m;
+}
+
+// Qwen2-MoE (transformers Qwen2MoeConfig): num_experts of moe_intermediate_size, top-k
+// num_experts_per_tok, one shared expert of shared_expert_intermediate_size, counted as that
+// many moe_intermediate_size experts (Qwen1.5-MoE-A2.7B: 5632 = 4 x 1408); its 1 x hidden gate
+// is ignored.
+Result<Model> Qwen2Moe(const HfReader& r) {
+  FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, true));
+  FULCRUM_ASSIGN_OR_RETURN(m.experts, r.Int("num_experts"));
+  FULCRUM_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok"));
+  FULCRUM_ASSIGN_OR_RETURN(m.expert_ffn_hidden, r.Int("moe_intermediate_size"));
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t shared, r.IntOr("shared_expert_intermediate_size", 0));
+  m.shared_experts = shared / m.expert_ffn_hidden;
+  return m;
+}
+
 Result<Model> Gpt2(const HfReader& r) {
   Model m;
   m.norm = NormKind::kLayerNorm;
@@ -275,7 +327,8 @@ Result<Model> Mpt(const HfReader& r) {
 }
 
 constexpr const char* kSupported =
-    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM, "
+    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, "
+    "DeepseekForCausalLM, Qwen2MoeForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM, "
     "BertForMaskedLM, MptForCausalLM";
 
 Result<std::string> Architecture(const nlohmann::json& doc, const std::string& origin) {
@@ -289,6 +342,9 @@ Result<std::string> Architecture(const nlohmann::json& doc, const std::string& o
     if (t == "llama") return std::string("LlamaForCausalLM");
     if (t == "mistral") return std::string("MistralForCausalLM");
     if (t == "qwen2") return std::string("Qwen2ForCausalLM");
+    if (t == "mixtral") return std::string("MixtralForCausalLM");
+    if (t == "deepseek") return std::string("DeepseekForCausalLM");
+    if (t == "qwen2_moe") return std::string("Qwen2MoeForCausalLM");
     if (t == "gpt2") return std::string("GPT2LMHeadModel");
     if (t == "gpt_neox") return std::string("GPTNeoXForCausalLM");
     if (t == "bert") return std::string("BertForMaskedLM");
@@ -318,6 +374,12 @@ Result<Model> ParseHfConfig(std::string_view text, const std::string& origin) {
     model = LlamaLike(reader, false);
   } else if (arch == "Qwen2ForCausalLM") {
     model = LlamaLike(reader, true);
+  } else if (arch == "MixtralForCausalLM") {
+    model = Mixtral(reader);
+  } else if (arch == "DeepseekForCausalLM") {
+    model = DeepSeekMoe(reader);
+  } else if (arch == "Qwen2MoeForCausalLM") {
+    model = Qwen2Moe(reader);
   } else if (arch == "GPT2LMHeadModel") {
     model = Gpt2(reader);
   } else if (arch == "GPTNeoXForCausalLM") {

@@ -19,7 +19,12 @@ Status ValidateSizes(const Training& t) {
   FULCRUM_RETURN_IF_ERROR(AtLeast("--tp", t.tp, 1));
   FULCRUM_RETURN_IF_ERROR(AtLeast("--pp", t.pp, 1));
   FULCRUM_RETURN_IF_ERROR(AtLeast("--vpp", t.vpp, 1));
+  FULCRUM_RETURN_IF_ERROR(AtLeast("--cp", t.cp, 1));
   FULCRUM_RETURN_IF_ERROR(AtLeast("--dp", t.dp, 1));
+  FULCRUM_RETURN_IF_ERROR(AtLeast("--ep", t.ep, 1));
+  FULCRUM_RETURN_IF_ERROR(AtLeast("--dp-shard", t.dp_shard, 0));
+  FULCRUM_RETURN_IF_ERROR(AtLeast("--first-stage-layers", t.first_stage_layers, 0));
+  FULCRUM_RETURN_IF_ERROR(AtLeast("--last-stage-layers", t.last_stage_layers, 0));
   FULCRUM_RETURN_IF_ERROR(AtLeast("--micro-batch", t.micro_batch, 1));
   FULCRUM_RETURN_IF_ERROR(AtLeast("--global-batch", t.global_batch, 1));
   FULCRUM_RETURN_IF_ERROR(AtLeast("--seq-len", t.seq_len, 1));
@@ -30,11 +35,103 @@ Status ValidateSizes(const Training& t) {
   return Status::Ok();
 }
 
+// InvalidInput with the field, what was expected and what was found for --json errors.
+Status Refuse(const char* field, const std::string& expected, const std::string& found,
+              const std::string& message) {
+  ErrorDetail detail;
+  detail.field = field;
+  detail.expected = expected;
+  detail.found = found;
+  return Status::InvalidInput(message).WithDetail(detail);
+}
+
+// Explicit or automatic pipeline stage splits (see Training::first_stage_layers).
+Status ValidateStages(const Model& m, const Training& t) {
+  const bool explicit_split = t.first_stage_layers > 0 || t.last_stage_layers > 0;
+  if (t.pp == 1) {
+    if (!explicit_split) return Status::Ok();
+    return Refuse("first_stage_layers", "0 without --pp > 1", Str(t.first_stage_layers),
+                  "--first-stage-layers / --last-stage-layers need pipeline parallelism "
+                  "(--pp > 1)");
+  }
+  if (t.vpp > 1) {
+    if (explicit_split) {
+      return Refuse("first_stage_layers", "0 with --vpp > 1", Str(t.first_stage_layers),
+                    "--first-stage-layers / --last-stage-layers: not modelled with --vpp > 1");
+    }
+    if (m.layers % (t.pp * t.vpp) == 0) return Status::Ok();
+    return Refuse("vpp", "pp x vpp dividing the " + Str(m.layers) + " layers", Str(t.vpp),
+                  "layers (" + Str(m.layers) + ") must be divisible by --pp x --vpp = " +
+                      Str(t.pp) + " x " + Str(t.vpp) + " = " + Str(t.pp * t.vpp) +
+                      " with an interleaved pipeline");
+  }
+  if (m.layers < t.pp) {
+    return Refuse("pp", "at most " + Str(m.layers) + " (the layers)", Str(t.pp),
+                  "--pp " + Str(t.pp) + " exceeds the model's " + Str(m.layers) +
+                      " layers (every stage needs at least one)");
+  }
+  if (!explicit_split) return Status::Ok();
+  const int64_t given = (t.first_stage_layers > 0 ? 1 : 0) + (t.last_stage_layers > 0 ? 1 : 0);
+  const int64_t rest = m.layers - t.first_stage_layers - t.last_stage_layers;
+  const int64_t others = t.pp - given;
+  const bool fits = others == 0 ? rest == 0 : rest >= others && rest % others == 0;
+  if (fits) return Status::Ok();
+  return Refuse("first_stage_layers",
+                "a split whose other " + Str(others) + " stages share the rest evenly",
+                Str(t.first_stage_layers) + " + " + Str(t.last_stage_layers),
+                "--first-stage-layers " + Str(t.first_stage_layers) + " --last-stage-layers " +
+                    Str(t.last_stage_layers) + ": the other " + Str(others) + " of the " +
+                    Str(t.pp) + " stages must share the remaining " + Str(rest) + " of the " +
+                    Str(m.layers) + " layers evenly (at least one each)");
+}
+
+// Context, expert and HSDP groups.
+Status ValidateGroups(const Model& m, const Training& t) {
+  if (t.cp > 1 && t.seq_len % (2 * t.cp) != 0) {
+    // Megatron splits each sequence into 2 x cp chunks for causal load balancing
+    // (megatron/training/utils.py get_batch_on_this_cp_rank; torchtitan's context_parallel
+    // shards the same way).
+    return Refuse("seq_len", "a multiple of 2 x cp = " + Str(2 * t.cp), Str(t.seq_len),
+                  "--seq-len " + Str(t.seq_len) + " must be divisible by 2 x --cp = " +
+                      Str(2 * t.cp));
+  }
+  if (t.ep > 1) {
+    if (m.experts == 0) {
+      return Refuse("ep", "1 for a dense model", Str(t.ep),
+                    "--ep " + Str(t.ep) + " needs a mixture-of-experts model (model '" + m.name +
+                        "' is dense)");
+    }
+    if (t.dp % t.ep != 0) {
+      return Refuse("ep", "a divisor of dp = " + Str(t.dp), Str(t.ep),
+                    "--ep " + Str(t.ep) + " must divide the data-parallel degree (" + Str(t.dp) +
+                        "); expert parallelism is carved out of dp");
+    }
+    if (m.experts % t.ep != 0) {
+      return Refuse("ep", "a divisor of the " + Str(m.experts) + " experts", Str(t.ep),
+                    "--ep " + Str(t.ep) + " must divide the " + Str(m.experts) +
+                        " routed experts");
+    }
+  }
+  if (t.dp_shard > 0 && t.dp_shard != t.dp) {
+    if (t.dp % t.dp_shard != 0) {
+      return Refuse("dp_shard", "a divisor of dp = " + Str(t.dp), Str(t.dp_shard),
+                    "--dp-shard " + Str(t.dp_shard) + " must divide the data-parallel degree (" +
+                        Str(t.dp) + ")");
+    }
+    if (t.zero_stage < 2) {
+      return Refuse("zero", "2 or 3 with --dp-shard", Str(t.zero_stage),
+                    "--dp-shard " + Str(t.dp_shard) +
+                        " (HSDP) shards model states: use --zero 2 or --zero 3");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ValidateLayout(const Model& m, const Training& t, int64_t gpus) {
   if (gpus > 0 && GpuCount(t) != gpus) {
-    return Status::InvalidInput("--tp x --pp x --dp = " + Str(t.tp) + " x " + Str(t.pp) + " x " +
-                                Str(t.dp) + " = " + Str(GpuCount(t)) + ", but --gpus is " +
-                                Str(gpus) + "; they must be equal");
+    return Status::InvalidInput("--tp x --pp x --cp x --dp = " + Str(t.tp) + " x " + Str(t.pp) +
+                                " x " + Str(t.cp) + " x " + Str(t.dp) + " = " + Str(GpuCount(t)) +
+                                ", but --gpus is " + Str(gpus) + "; they must be equal");
   }
   if (t.global_batch % (t.micro_batch * t.dp) != 0) {
     return Status::InvalidInput(
@@ -48,9 +145,10 @@ Status ValidateLayout(const Model& m, const Training& t, int64_t gpus) {
     return Status::InvalidInput("--sequence-parallel needs tensor parallelism (--tp > 1)");
   }
   if (m.kind == ModelKind::kGeneric) {
-    if (t.tp > 1 || t.pp > 1) {
-      return Status::InvalidInput("model '" + m.name +
-                                  "' is generic (parameters + FLOPs only): use --tp 1 --pp 1");
+    if (t.tp > 1 || t.pp > 1 || t.cp > 1 || t.ep > 1) {
+      return Status::InvalidInput(
+          "model '" + m.name +
+          "' is generic (parameters + FLOPs only): use --tp 1 --pp 1 --cp 1 --ep 1");
     }
     return Status::Ok();
   }
@@ -58,11 +156,8 @@ Status ValidateLayout(const Model& m, const Training& t, int64_t gpus) {
     return Status::InvalidInput("--tp " + Str(t.tp) + " must divide the attention heads (" +
                                 Str(m.heads) + " heads, " + Str(m.kv_heads) + " kv-heads)");
   }
-  if (m.layers % (t.pp * t.vpp) != 0) {
-    return Status::InvalidInput("layers (" + Str(m.layers) +
-                                ") must be divisible by --pp x --vpp = " + Str(t.pp) + " x " +
-                                Str(t.vpp) + " = " + Str(t.pp * t.vpp));
-  }
+  FULCRUM_RETURN_IF_ERROR(ValidateStages(m, t));
+  FULCRUM_RETURN_IF_ERROR(ValidateGroups(m, t));
   if (m.position == PositionKind::kLearned && t.seq_len > m.max_seq_len) {
     return Status::InvalidInput("--seq-len " + Str(t.seq_len) + " exceeds the model's learned " +
                                 "position table (" + Str(m.max_seq_len) + " positions)");
@@ -72,23 +167,56 @@ Status ValidateLayout(const Model& m, const Training& t, int64_t gpus) {
 
 }  // namespace
 
+StageLayers PipelineStageLayers(const Model& m, const Training& t) {
+  StageLayers s;
+  const int64_t layers = m.kind == ModelKind::kGeneric ? 1 : m.layers;
+  if (t.pp <= 1) {
+    s.first = s.last = layers;
+    return s;
+  }
+  if (t.first_stage_layers > 0 || t.last_stage_layers > 0) {
+    const int64_t given = (t.first_stage_layers > 0 ? 1 : 0) + (t.last_stage_layers > 0 ? 1 : 0);
+    const int64_t others = t.pp - given;
+    const int64_t rest = layers - t.first_stage_layers - t.last_stage_layers;
+    const int64_t even = others > 0 ? rest / others : 0;
+    s.first = t.first_stage_layers > 0 ? t.first_stage_layers : even;
+    s.last = t.last_stage_layers > 0 ? t.last_stage_layers : even;
+    s.middle = t.pp > 2 ? even : 0;
+    return s;
+  }
+  // Floor or ceiling of layers / pp; the first and then the last stage take the floor.
+  const int64_t floor = layers / t.pp;
+  const int64_t ceiling = floor + (layers % t.pp != 0 ? 1 : 0);
+  const int64_t floor_stages = t.pp - layers % t.pp;  // == pp when pp divides the layers
+  s.first = floor;
+  s.last = floor_stages >= 2 ? floor : ceiling;
+  s.middle = t.pp > 2 ? (floor_stages >= t.pp ? floor : ceiling) : 0;
+  return s;
+}
+
 bool FrameworkRunsLayout(Framework f, const Training& t) {
+  // Context parallelism: Megatron-LM (--context-parallel-size) and torchtitan's FSDP2
+  // (context_parallel_degree); expert parallelism: Megatron-Core (--expert-model-parallel-size),
+  // DeepSpeed-MoE (ep_size) and torchtitan (expert_parallel_degree). HSDP: FSDP only.
+  const bool hsdp = t.dp_shard > 0 && t.dp_shard != t.dp;
   switch (f) {
     case Framework::kMegatron:
-      return t.zero_stage <= 1;
+      return t.zero_stage <= 1 && !hsdp;
     case Framework::kDeepSpeed:
-      return t.tp == 1 && (t.pp == 1 || t.zero_stage <= 1);
+      return t.tp == 1 && t.cp == 1 && !hsdp && (t.pp == 1 || t.zero_stage <= 1);
     case Framework::kFsdp:
       return t.tp == 1 && t.pp == 1 && t.zero_stage != 1;
     case Framework::kHf:
-      return t.tp == 1 && t.pp == 1 && t.zero_stage == 0;
+      return t.tp == 1 && t.pp == 1 && t.cp == 1 && t.ep == 1 && !hsdp && t.zero_stage == 0;
   }
   return false;
 }
 
 Framework DefaultFrameworkFor(const Training& t) {
   if (t.tp > 1 || t.pp > 1) return Framework::kMegatron;
-  if (t.zero_stage == 3) return Framework::kFsdp;
+  if (t.zero_stage == 3 || (t.dp_shard > 0 && t.dp_shard != t.dp)) return Framework::kFsdp;
+  if (t.cp > 1)
+    return t.zero_stage == 0 || t.zero_stage == 2 ? Framework::kFsdp : Framework::kMegatron;
   if (t.method != Method::kFull && t.zero_stage == 0) return Framework::kHf;
   return Framework::kDeepSpeed;
 }
@@ -100,10 +228,13 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   if (!FrameworkRunsLayout(training.framework, training)) {
     return Status::InvalidInput(
         "--framework " + std::string(FrameworkName(training.framework)) + " cannot run --tp " +
-        Str(training.tp) + " --pp " + Str(training.pp) + " --zero " + Str(training.zero_stage) +
-        " (Megatron-LM: ZeRO <= 1 via its distributed optimizer; DeepSpeed: ZeRO 0-3, no tp, "
-        "ZeRO <= 1 with pp; FSDP: ZeRO 0, 2 or 3 (NO_SHARD, SHARD_GRAD_OP, FULL_SHARD), no tp/pp; "
-        "hf: ZeRO 0, no tp/pp)");
+        Str(training.tp) + " --pp " + Str(training.pp) + " --cp " + Str(training.cp) + " --ep " +
+        Str(training.ep) + " --zero " + Str(training.zero_stage) +
+        (training.dp_shard > 0 ? " --dp-shard " + Str(training.dp_shard) : std::string()) +
+        " (Megatron-LM: ZeRO <= 1 via its distributed optimizer, cp and ep; DeepSpeed: ZeRO 0-3, "
+        "no tp or cp, ZeRO <= 1 with pp; FSDP: ZeRO 0, 2 or 3 (NO_SHARD, SHARD_GRAD_OP, "
+        "FULL_SHARD; HYBRID_SHARD with --dp-shard), cp and ep, no tp/pp; hf: ZeRO 0, no "
+        "tp/pp/cp/ep)");
   }
   return Status::Ok();
 }

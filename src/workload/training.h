@@ -1,5 +1,6 @@
 // How a model is trained: precision, optimizer, method (full / LoRA / QLoRA), parallel layout
-// (tp x pp x dp, ZeRO stage, sequence parallel, interleaved pipeline), batch shape, activation
+// (tp x pp x cp x dp, expert parallelism carved out of dp, ZeRO stage and HSDP shard group,
+// sequence parallel, interleaved or uneven pipeline stages), batch shape, activation
 // recompute, flash attention, CPU offload and the framework whose conventions apply. A plain
 // value; Validate() refuses inconsistent setups with a message naming the field, the value and
 // what was expected. Enum names and parsers are for the edges (CLI, YAML), not the hot path.
@@ -46,13 +47,29 @@ struct Training {
   int64_t lora_rank = 16;
   uint32_t lora_targets = kLoraAllLinear;
 
-  // Parallel layout. tp * pp * dp = number of GPUs. zero_stage 3 is also FSDP full-shard.
+  // Parallel layout. tp * pp * cp * dp = number of GPUs; rank order tp, cp, dp, pp (tp
+  // innermost, as Megatron-Core's default "tp-cp-ep-dp-pp" order). zero_stage 3 is also FSDP
+  // full-shard.
   int64_t tp = 1;
   int64_t pp = 1;
   int64_t vpp = 1;  // virtual pipeline stages per rank (interleaved 1F1B); 1 = not interleaved
+  int64_t cp = 1;   // context parallel: each rank holds seq_len / cp tokens of every sequence
   int64_t dp = 1;
-  int64_t zero_stage = 0;  // 0..3 (sharding over dp)
+  // Expert parallel (MoE): the routed experts are split over ep ranks carved out of dp, as in
+  // Megatron-Core (ep divides dp; experts are replicated over dp * cp / ep ranks).
+  int64_t ep = 1;
+  int64_t zero_stage = 0;  // 0..3 (sharding over dp x cp, or over dp_shard x cp)
+  // HSDP (FSDP HYBRID_SHARD; torchtitan data_parallel_shard_degree): model states are sharded
+  // within groups of dp_shard data-parallel ranks and replicated across dp / dp_shard groups.
+  // 0 = one group spanning all of dp (FULL_SHARD / SHARD_GRAD_OP).
+  int64_t dp_shard = 0;
   bool sequence_parallel = false;
+  // Layers of the first and last pipeline stages (Megatron's --decoder-first-pipeline-num-layers
+  // / --decoder-last-pipeline-num-layers); the other stages share the rest evenly. 0 = automatic:
+  // layers / pp each, or, when pp does not divide the layers, the floor or the ceiling of
+  // layers / pp with the first and last stages (embedding, loss) taking the floor.
+  int64_t first_stage_layers = 0;
+  int64_t last_stage_layers = 0;
 
   // Batch shape, in sequences. global_batch = micro_batch * dp * accumulation steps.
   int64_t micro_batch = 1;
@@ -63,18 +80,45 @@ struct Training {
   bool flash_attention = true;
   bool offload_optimizer = false;  // optimizer states (and fp32 master weights) in CPU memory
   bool offload_params = false;     // ZeRO-3 parameter offload (weights in CPU memory)
+  // Saved activations in CPU memory (Megatron-Core --cpu-offloading, torch.autograd.graph
+  // .save_on_cpu): copied out in forward and back in backward over PCIe, overlapped with compute;
+  // the GPU keeps two layers' (the one computing and the one in transfer).
+  bool offload_activations = false;
   Framework framework = Framework::kFsdp;
   GradPrecision grad_precision = GradPrecision::kDefault;
 };
 
-inline int64_t GpuCount(const Training& t) { return t.tp * t.pp * t.dp; }
+inline int64_t GpuCount(const Training& t) { return t.tp * t.pp * t.cp * t.dp; }
+// Ranks that hold the same model shard and reduce gradients together: dp x cp (context-parallel
+// ranks see different tokens of the same sequences, so they reduce gradients like dp ranks).
+inline int64_t GradientReplicas(const Training& t) { return t.dp * t.cp; }
+// Ranks that ZeRO / FSDP shard model states over: dp x cp, or dp_shard x cp under HSDP
+// (torchtitan shards over data_parallel_shard x context_parallel).
+inline int64_t StateShards(const Training& t) {
+  return (t.dp_shard > 0 ? t.dp_shard : t.dp) * t.cp;
+}
+// Layers per pipeline stage: the first, the most loaded of the middle ones (0 when pp <= 2) and
+// the last (first == last == layers when pp == 1). Assumes Validate() passed.
+struct StageLayers {
+  int64_t first = 0;
+  int64_t middle = 0;
+  int64_t last = 0;
+};
+StageLayers PipelineStageLayers(const Model& model, const Training& training);
+// The most layers any one pipeline stage holds.
+inline int64_t MaxStageLayers(const StageLayers& s) {
+  return s.first > s.middle ? (s.first > s.last ? s.first : s.last)
+                            : (s.middle > s.last ? s.middle : s.last);
+}
 // Micro-batches per optimizer step on one pipeline (global / (micro * dp)).
 inline int64_t MicroBatchesPerStep(const Training& t) {
   return t.micro_batch * t.dp > 0 ? t.global_batch / (t.micro_batch * t.dp) : 0;
 }
 
-// Refuses what cannot run: non-positive sizes, tp*pp*dp != gpus (when gpus > 0), heads or
-// kv_heads not divisible by tp, layers not divisible by pp*vpp, global batch not a multiple of
+// Refuses what cannot run: non-positive sizes, tp*pp*cp*dp != gpus (when gpus > 0), heads or
+// kv_heads not divisible by tp, layers not divisible by pp*vpp when interleaved, stage splits
+// that do not add up, seq_len not divisible by 2*cp, ep not dividing dp or the experts, ep
+// without experts, dp_shard not dividing dp, global batch not a multiple of
 // micro_batch*dp, zero_stage outside 0..3, LoRA rank < 1, vpp > 1 without pp > 1, sequence
 // parallel without tp > 1, seq_len above the model's learned position table, a sharding the
 // framework does not have (FrameworkRunsLayout). Names the flag.
