@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -17,6 +19,7 @@
 #include <thread>
 
 #include "store/jobs.h"
+#include "supervise/process.h"
 #include "support/fake_http_server.h"
 #include "support/run_binary.h"
 
@@ -498,6 +501,82 @@ TEST_F(SuperviseTest, NoTwoSupervisorsForTheSameJob) {
       << "the second never started the job";
   kill(static_cast<pid_t>(*job->supervisor_pid), SIGTERM);
   EXPECT_EQ(first.get().exit_code, 75);
+}
+
+// Alive: /proc shows it and it is not a zombie (an orphan's zombie waits for init to reap it).
+bool Alive(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && stat.size() > paren + 2 && stat[paren + 2] != 'Z';
+}
+
+// Issue 19: `kill -9` of `fulcrum run` orphaned the job's grandchildren (torchrun's workers kept
+// the GPUs busy and billing under PID 1). The job here starts a `sleep 1000` and waits for it.
+TEST_F(SuperviseTest, KillNineOfTheSupervisorTakesTheJobsGrandchildrenWithIt) {
+  const std::string pid_file = dir_ + "/sleep.pid";
+  auto run = std::async(std::launch::async, [&] {
+    return RunFulcrum({"run", "--name", "orphans", "--data-dir", data_, "--preemption", "none",
+                       "--", "/bin/sh", "-c",
+                       "sleep 1000 & echo $! > " + pid_file + ".tmp && mv " + pid_file + ".tmp " +
+                           pid_file + "; wait"},
+                      LongRun());
+  });
+  pid_t sleep_pid = 0;
+  ASSERT_TRUE(WaitFor([&] {
+    std::istringstream(ReadFile(pid_file)) >> sleep_pid;
+    return sleep_pid > 0;
+  }));
+  auto job = Job("orphans");
+  ASSERT_TRUE(job && job->supervisor_pid);
+  ASSERT_TRUE(Alive(sleep_pid));
+  ASSERT_EQ(kill(static_cast<pid_t>(*job->supervisor_pid), SIGKILL), 0);
+  EXPECT_EQ(run.get().exit_code, 128 + SIGKILL);
+  EXPECT_TRUE(WaitFor([&] { return !Alive(sleep_pid); }, 10))
+      << "the job's grandchild outlived its supervisor";
+  if (Alive(sleep_pid)) kill(sleep_pid, SIGKILL);
+}
+
+// When the keeper died too (a SIGKILL to the supervisor's whole group), the next supervisor of
+// the name ends the group recorded in jobs.db before it starts anew, and only that group.
+TEST_F(SuperviseTest, ARestartedSupervisorEndsTheStaleProcessGroupFirst) {
+  const pid_t leader = fork();
+  ASSERT_GE(leader, 0);
+  if (leader == 0) {
+    setpgid(0, 0);
+    execlp("sleep", "sleep", "1000", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(leader, leader);
+  std::optional<int64_t> ticks;
+  ASSERT_TRUE(WaitFor([&] { return (ticks = supervise::ProcessStartTicks(leader)).has_value(); }));
+  {
+    auto db = store::JobsDb::OpenInDataDir(data_);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    store::JobRecord row;
+    row.id = row.name = "stale";
+    row.state = store::JobState::kRunning;
+    row.queue = "run";
+    row.generation = 1;
+    row.start = store::JobStart::kNew;
+    row.supervisor_pid = 999999999;  // no such process: the supervisor is gone
+    row.child_pgid = leader;
+    row.child_start_ticks = *ticks;
+    ASSERT_TRUE(db->UpsertJob(row).ok());
+  }
+  RunOutput r = RunFulcrum({"run", "--name", "stale", "--data-dir", data_, "--preemption", "none",
+                            "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("ended 1 process(es) of process group " + std::to_string(leader) +
+                       " left running by an earlier supervisor"),
+            std::string::npos)
+      << r.err;
+  int status = 0;
+  ASSERT_EQ(waitpid(leader, &status, 0), leader);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  auto job = Job("stale");
+  ASSERT_TRUE(job);
+  EXPECT_FALSE(job->child_pgid) << "a finished run leaves no group recorded";
+  EXPECT_EQ(job->state, "succeeded");
 }
 
 TEST_F(SuperviseTest, StallRaisesAnAlertAndRestarts) {

@@ -65,6 +65,10 @@ CREATE INDEX alerts_at ON alerts(at);
 ALTER TABLE jobs ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN start TEXT NOT NULL DEFAULT '';
 )sql",
+    R"sql(
+ALTER TABLE jobs ADD COLUMN child_pgid INTEGER;
+ALTER TABLE jobs ADD COLUMN child_start_ticks INTEGER;
+)sql",
 };
 
 constexpr std::pair<JobState, std::string_view> kStateNames[] = {
@@ -84,7 +88,8 @@ constexpr const char* kJobColumns =
     "id, name, state, queue, argv_json, gpus_json, gpus_requested, step, restarts, "
     "last_checkpoint_at, last_checkpoint_path, spend_usd, budget_usd, price_per_hour_usd, "
     "created_at, started_at, finished_at, heartbeat_at, not_before, exit_code, reason, "
-    "supervisor_pid, slurm_job_id, checkpoint_dir, workdir, run_options_json, generation, start";
+    "supervisor_pid, slurm_job_id, checkpoint_dir, workdir, run_options_json, generation, start, "
+    "child_pgid, child_start_ticks";
 
 std::optional<int64_t> OptionalInt(const Statement& s, int column) {
   if (s.ColumnIsNull(column)) return std::nullopt;
@@ -139,6 +144,8 @@ JobRecord ReadJob(const Statement& s) {
   const std::string start = s.ColumnText(27);
   if (start == "new") j.start = JobStart::kNew;
   if (start == "continued") j.start = JobStart::kContinued;
+  j.child_pgid = OptionalInt(s, 28);
+  j.child_start_ticks = OptionalInt(s, 29);
   return j;
 }
 
@@ -311,7 +318,7 @@ Status JobsDb::UpsertJob(const JobRecord& j) {
   FULCRUM_ASSIGN_OR_RETURN(
       Statement s,
       db_.Prepare(std::string("INSERT OR REPLACE INTO jobs (") + kJobColumns +
-                  ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                  ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   s.Bind(1, j.id).Bind(2, j.name).Bind(3, JobStateName(j.state)).Bind(4, j.queue);
   s.Bind(5, nlohmann::json(j.argv).dump()).Bind(6, nlohmann::json(j.gpus).dump());
   s.Bind(7, static_cast<int64_t>(j.gpus_requested));
@@ -327,6 +334,8 @@ Status JobsDb::UpsertJob(const JobRecord& j) {
   s.Bind(26, nlohmann::json(j.run_options).dump());
   s.Bind(27, static_cast<int64_t>(j.generation));
   s.Bind(28, j.start ? JobStartName(*j.start) : std::string_view(""));
+  BindOptionalInt(s, 29, j.child_pgid);
+  BindOptionalInt(s, 30, j.child_start_ticks);
   return s.Run();
 }
 

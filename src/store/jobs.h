@@ -82,6 +82,11 @@ struct JobRecord {
   // next generation, a continued one keeps it. 0 = not started yet (queued).
   int generation = 0;
   std::optional<JobStart> start;  // of the latest run; nullopt before the first
+  // While a child runs: its process group (the leader's pid) and the leader's start time in
+  // clock ticks since boot. Still set after the supervisor's death: the next supervisor ends
+  // what is left of that group (supervise::EndStaleProcessGroup) before it starts anew.
+  std::optional<int64_t> child_pgid;
+  std::optional<int64_t> child_start_ticks;
   std::string uid() const { return id + "." + std::to_string(generation); }
 };
 
@@ -123,7 +128,7 @@ JobState EffectiveState(const JobRecord& job);
 
 class JobsDb {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // Opens (creating and migrating unless read_only) the file at `path`.
   static Result<JobsDb> Open(const std::string& path, bool read_only = false);

@@ -67,6 +67,22 @@ Status CheckCommand(const std::vector<std::string>& command, const std::string& 
                               (program.find('/') == std::string::npos ? " (not on PATH)" : ""));
 }
 
+// A supervisor that died without ending its job (its keeper killed too) left the job's process
+// group recorded: with the job's lock held no supervisor owns it any more, so end it first.
+void EndStaleTree(store::JobsDb& db, const std::string& name,
+                  const std::function<void(const std::string&)>& event) {
+  auto previous = db.GetJob(name);
+  if (!previous.ok() || !previous->has_value()) return;
+  const store::JobRecord& row = **previous;
+  if (!row.child_pgid || !row.child_start_ticks) return;
+  const int ended = EndStaleProcessGroup(*row.child_pgid, *row.child_start_ticks);
+  if (ended > 0) {
+    event("ended " + std::to_string(ended) + " process(es) of process group " +
+          std::to_string(*row.child_pgid) + " left running by an earlier supervisor of '" + name +
+          "'");
+  }
+}
+
 }  // namespace
 
 RunJob::RunJob(RunJobRequest request, Clock& clock, ProcessRunner& runner, RunJobHooks hooks)
@@ -125,6 +141,7 @@ Result<RunJobResult> RunJob::Run() {
     if (hooks_.event) hooks_.event(text);
   };
   options.on_event = event;
+  EndStaleTree(db, q.name, event);
   const std::string agent_url = resolved.agent_url;
   if (agent_url != "none") {
     options.unhealthy_gpus = [agent_url] { return UnhealthyGpusFromAgent(agent_url, 0.5); };
