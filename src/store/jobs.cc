@@ -288,6 +288,28 @@ Result<std::vector<CheckpointRecord>> JobsDb::ListCheckpoints(const std::string&
   return out;
 }
 
+Result<std::vector<AlertRecord>> JobsDb::ListAlertsAfter(int64_t after_id, size_t limit) {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s,
+                           db_.Prepare("SELECT id, job_id, name, severity, summary, at FROM alerts "
+                                       "WHERE id > ? ORDER BY id LIMIT ?"));
+  s.Bind(1, after_id).Bind(2, static_cast<int64_t>(limit));
+  std::vector<AlertRecord> out;
+  while (s.Step()) {
+    out.push_back({s.ColumnInt(0), s.ColumnText(1), s.ColumnText(2), s.ColumnText(3),
+                   s.ColumnText(4), s.ColumnDouble(5)});
+  }
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+Result<int64_t> JobsDb::LastAlertId() {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s, db_.Prepare("SELECT COALESCE(MAX(id), 0) FROM alerts"));
+  int64_t id = 0;
+  if (s.Step()) id = s.ColumnInt(0);
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return id;
+}
+
 Result<std::vector<AlertRecord>> JobsDb::ListAlerts(double since) {
   FULCRUM_ASSIGN_OR_RETURN(Statement s,
                            db_.Prepare("SELECT id, job_id, name, severity, summary, at FROM alerts "
@@ -376,16 +398,17 @@ Status JobsDb::AddCheckpoint(const CheckpointRecord& c) {
       .Run();
 }
 
-Status JobsDb::AddAlert(const AlertRecord& a) {
+Result<int64_t> JobsDb::AddAlert(const AlertRecord& a) {
   FULCRUM_ASSIGN_OR_RETURN(
       Statement s,
       db_.Prepare("INSERT INTO alerts (job_id, name, severity, summary, at) VALUES (?,?,?,?,?)"));
-  return s.Bind(1, a.job_id)
-      .Bind(2, a.name)
-      .Bind(3, a.severity)
-      .Bind(4, a.summary)
-      .Bind(5, a.at)
-      .Run();
+  FULCRUM_RETURN_IF_ERROR(s.Bind(1, a.job_id)
+                              .Bind(2, a.name)
+                              .Bind(3, a.severity)
+                              .Bind(4, a.summary)
+                              .Bind(5, a.at)
+                              .Run());
+  return db_.LastInsertRowId();
 }
 
 Status JobsDb::AddSpend(const std::string& job_id, double at, double seconds, double usd) {

@@ -142,6 +142,11 @@ class JobsDb {
   Result<std::vector<CheckpointRecord>> ListCheckpoints(const std::string& job_id);
   // Alerts raised at or after `since` (Unix seconds), newest first.
   Result<std::vector<AlertRecord>> ListAlerts(double since);
+  // Alerts with an id above `after_id`, oldest (lowest id) first, at most `limit`: a reader's
+  // cursor over new rows (ids only grow).
+  Result<std::vector<AlertRecord>> ListAlertsAfter(int64_t after_id, size_t limit);
+  // The highest alert id so far (0 when there is none).
+  Result<int64_t> LastAlertId();
   // Spend per job and UTC day, ordered by day then job.
   Result<std::vector<SpendRow>> SpendByDay();
 
@@ -152,7 +157,8 @@ class JobsDb {
   Status SetHeartbeat(const std::string& id, double at, std::optional<int64_t> step);
   Status AddRestart(const RestartRecord& restart);
   Status AddCheckpoint(const CheckpointRecord& checkpoint);
-  Status AddAlert(const AlertRecord& alert);
+  // Returns the new row's id.
+  Result<int64_t> AddAlert(const AlertRecord& alert);
   // Adds `seconds` and `usd` to the job's ledger row for the UTC day of `at` and to its total.
   Status AddSpend(const std::string& job_id, double at, double seconds, double usd);
   Status DeleteJob(const std::string& id);

@@ -1,12 +1,18 @@
 #include "supervise/run_job.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <spdlog/sinks/rotating_file_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <filesystem>
 
+#include "alert/delivery.h"
+#include "alert/job_alert.h"
+#include "alert/notify.h"
+#include "alert/outbox.h"
 #include "catalog/catalog.h"
 #include "core/parse.h"
 #include "core/subprocess.h"
@@ -66,6 +72,61 @@ Status CheckCommand(const std::vector<std::string>& command, const std::string& 
   return Status::InvalidInput(program + ": command not found" +
                               (program.find('/') == std::string::npos ? " (not on PATH)" : ""));
 }
+
+// `--receiver URL`: the job's alerts take the agent's path (notification per receiver -> outbox
+// -> delivery worker) from this process. The outbox is in memory: what is still pending when the
+// job ends gets up to kDrainSeconds; an alert is in jobs.db as well, for an agent to deliver.
+class OwnDelivery {
+ public:
+  static constexpr double kDrainSeconds = 10;
+
+  OwnDelivery(const ResolvedRun& r, const Clock& clock) : clock_(clock) {
+    alert::Receiver receiver;
+    receiver.name = "default";
+    receiver.url = r.receiver_url;
+    auto format = alert::ParseReceiverFormat(r.receiver_format);  // validated with the flags
+    if (format.ok()) receiver.format = *format;
+    receivers_.push_back(receiver);
+    context_.hostname = HostName();
+    worker_ = std::make_unique<alert::DeliveryWorker>(outbox_, poster_, receivers_, clock_,
+                                                      alert::DeliveryOptions{});
+    worker_->Start();
+  }
+  ~OwnDelivery() {
+    // Real time, whatever the clock seam: the receiver answers in real time.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(kDrainSeconds);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto pending = outbox_.PendingCount();
+      if (!pending.ok() || *pending == 0) break;
+      worker_->Wake();
+      ::usleep(20000);
+    }
+    worker_->Stop();
+  }
+  OwnDelivery(const OwnDelivery&) = delete;
+  OwnDelivery& operator=(const OwnDelivery&) = delete;
+
+  void Send(const store::AlertRecord& record) {
+    for (const auto& n : alert::MakeNotifications(alert::JobAlertTransition(record), receivers_,
+                                                  context_, clock_.UnixSeconds())) {
+      (void)outbox_.Enqueue(n);
+    }
+    worker_->Wake();
+  }
+
+ private:
+  static std::string HostName() {
+    char name[256] = {};
+    return ::gethostname(name, sizeof name - 1) == 0 ? name : "";
+  }
+  const Clock& clock_;
+  std::vector<alert::Receiver> receivers_;
+  alert::NotifyContext context_;
+  alert::MemoryOutbox outbox_;
+  alert::CurlPoster poster_;
+  std::unique_ptr<alert::DeliveryWorker> worker_;
+};
 
 // A supervisor that died without ending its job (its keeper killed too) left the job's process
 // group recorded: with the job's lock held no supervisor owns it any more, so end it first.
@@ -155,10 +216,16 @@ Result<RunJobResult> RunJob::Run() {
     if (auto notice = watcher->Notice()) return "preemption notice: " + *notice;
     return std::nullopt;
   };
+  std::unique_ptr<OwnDelivery> delivery;
+  if (!resolved.receiver_url.empty()) {
+    delivery = std::make_unique<OwnDelivery>(resolved, clock_);
+    options.on_alert = [&delivery](const store::AlertRecord& record) { delivery->Send(record); };
+  }
   const bool priced = options.price_per_hour_usd.has_value();
   Supervisor supervisor(std::move(options), clock_, runner_, &db);
   result.outcome = supervisor.Run();
   watcher->Stop();
+  delivery.reset();  // waits (bounded) for the last alerts to go out
   if (auto job = db.GetJob(q.name); job.ok() && job->has_value()) {
     result.uid = (*job)->uid();
     result.start = (*job)->start.value_or(store::JobStart::kNew);

@@ -86,10 +86,13 @@ void Supervisor::Event(const std::string& text) {
 void Supervisor::Alert(const std::string& name, const std::string& severity,
                        const std::string& summary) {
   Event("ALERT " + name + " (" + severity + "): " + summary);
+  store::AlertRecord record{0, job_.id, name, severity, summary, clock_.UnixSeconds()};
   if (db_ != nullptr) {
-    Status s = db_->AddAlert({0, job_.id, name, severity, summary, clock_.UnixSeconds()});
-    if (!s.ok()) Event("cannot record alert: " + s.message());
+    auto id = db_->AddAlert(record);
+    if (id.ok()) record.id = *id;
+    if (!id.ok()) Event("cannot record alert: " + id.status().message());
   }
+  if (options_.on_alert) options_.on_alert(record);
 }
 
 void Supervisor::SaveJob() {

@@ -73,6 +73,8 @@ struct SupervisorOptions {
   // Output of the job (each line) and the supervisor's own events.
   std::function<void(Stream, std::string_view)> on_output;
   std::function<void(const std::string&)> on_event;
+  // Each alert, once it is in jobs.db (with its row id): `fulcrum run --receiver` delivers it.
+  std::function<void(const store::AlertRecord&)> on_alert;
   double tick_seconds = 0.05;
 };
 
