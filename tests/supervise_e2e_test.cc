@@ -21,6 +21,7 @@
 #include "store/jobs.h"
 #include "supervise/process.h"
 #include "support/fake_http_server.h"
+#include "support/fake_metadata.h"
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
@@ -301,68 +302,11 @@ TEST_F(SuperviseTest, RestartLimitHoldsAndFinalExitCodesEndTheJob) {
   EXPECT_EQ(CountOf(final_code.out, "trainer pid"), 1u);
 }
 
-// A fake instance-metadata server for one cloud: no notice until `notice` is set.
-struct FakeMetadata {
-  std::atomic<bool> notice{false};
-  std::atomic<int> token_requests{0};
-  std::atomic<int> unauthorised{0};
-  FakeHttpServer http;  // last: stopped before the counters its handlers touch go
-
-  explicit FakeMetadata(const std::string& cloud) {
-    http.server().Put(
-        "/latest/api/token", [this](const httplib::Request& req, httplib::Response& res) {
-          ++token_requests;
-          res.set_content(req.has_header("X-aws-ec2-metadata-token-ttl-seconds") ? "tok-1" : "",
-                          "text/plain");
-        });
-    http.server().Get("/latest/meta-data/spot/instance-action", [this](const httplib::Request& req,
-                                                                       httplib::Response& res) {
-      if (req.get_header_value("X-aws-ec2-metadata-token") != "tok-1") {
-        ++unauthorised;
-        res.status = 401;
-        return;
-      }
-      if (!notice) {
-        res.status = 404;
-        return;
-      }
-      res.set_content(R"({"action": "terminate", "time": "2026-11-30T06:00:00Z"})",
-                      "application/json");
-    });
-    http.server().Get("/computeMetadata/v1/instance/preempted",
-                      [this](const httplib::Request& req, httplib::Response& res) {
-                        if (req.get_header_value("Metadata-Flavor") != "Google") {
-                          res.status = 403;
-                          return;
-                        }
-                        res.set_content(notice ? "TRUE" : "FALSE", "text/plain");
-                      });
-    http.server().Get(
-        "/metadata/scheduledevents", [this](const httplib::Request& req, httplib::Response& res) {
-          if (req.get_header_value("Metadata") != "true") {
-            res.status = 400;
-            return;
-          }
-          nlohmann::json events = nlohmann::json::array();
-          if (notice) {
-            events.push_back({{"EventId", "e1"},
-                              {"EventType", "Preempt"},
-                              {"NotBefore", "Mon, 30 Nov 2026 06:00:30 GMT"}});
-          }
-          res.set_content(nlohmann::json({{"DocumentIncarnation", 1}, {"Events", events}}).dump(),
-                          "application/json");
-        });
-    (void)cloud;
-    http.Start();
-  }
-  std::string url() const { return http.url(); }
-};
-
 class PreemptionTest : public SuperviseTest, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(PreemptionTest, NoticeLeadsToACheckpointBeforeTheStop) {
   const std::string cloud = GetParam();
-  FakeMetadata metadata(cloud);
+  FakeMetadata metadata;
   const std::string name = "spot-" + cloud;
   auto run = std::async(std::launch::async, [&] {
     return RunFulcrum(
