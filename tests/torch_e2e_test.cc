@@ -5,13 +5,9 @@
 // is not installed; the sanitizer presets leave out tests named *Torch*.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <regex>
-#include <sstream>
-#include <thread>
 
 #include "store/jobs.h"
 #include "support/fake_metadata.h"
@@ -22,23 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kPython = "/usr/bin/python3";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-template <typename F>
-bool WaitFor(F predicate, double seconds) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return predicate();
-}
 
 // "final step N loss <float.hex>" of the job's output, "" when absent.
 std::string FinalLine(const std::string& out) {
@@ -66,7 +45,7 @@ class TorchTest : public ::testing::Test {
     const std::string out = dir_ + "/reference.bin";
     RunOutput r = RunProgram(kPython, {script_, "--steps", steps, "--out", out});
     EXPECT_EQ(r.exit_code, 0) << r.err;
-    return {FinalLine(r.out), ReadFile(out)};
+    return {FinalLine(r.out), FileContents(out)};
   }
 
   std::optional<store::JobRecord> Job(const std::string& name) {
@@ -106,7 +85,7 @@ TEST_F(TorchTest, TorchJobSurvivesCrashPreemptionAndBudgetBitwiseEqual) {
 
   // 1. A crash at step 15 (resumed from step 10), then a preemption notice after step 30.
   auto first = std::async(std::launch::async, [&] { return run("1000"); });
-  ASSERT_TRUE(WaitFor([&] { return fs::exists(ckpt_ + "/step-00000030.pt.COMPLETE"); }, 90));
+  ASSERT_TRUE(PollUntil([&] { return fs::exists(ckpt_ + "/step-00000030.pt.COMPLETE"); }, 90));
   metadata.notice = true;
   RunOutput preempted = first.get();
   metadata.notice = false;
@@ -139,7 +118,7 @@ TEST_F(TorchTest, TorchJobSurvivesCrashPreemptionAndBudgetBitwiseEqual) {
   EXPECT_NE(finished.out.find("resumed from " + ckpt_ + "/step-"), std::string::npos)
       << finished.out;
   EXPECT_EQ(FinalLine(finished.out), reference_line) << finished.out;
-  EXPECT_TRUE(ReadFile(weights) == reference_weights) << "final weights differ bitwise";
+  EXPECT_TRUE(FileContents(weights) == reference_weights) << "final weights differ bitwise";
   job = Job("torch");
   ASSERT_TRUE(job);
   EXPECT_EQ(job->state, "succeeded");
@@ -164,7 +143,7 @@ TEST_F(TorchTest, TorchJobUnderALauncherWithoutSignalHandlersWithTheDefaults) {
   EXPECT_NE(r.err.find("requested a checkpoint (request file)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("checkpoint complete: " + ckpt_ + "/step-"), std::string::npos) << r.err;
   EXPECT_EQ(FinalLine(r.out), reference_line) << r.out;
-  EXPECT_TRUE(ReadFile(weights) == reference_weights) << "final weights differ bitwise";
+  EXPECT_TRUE(FileContents(weights) == reference_weights) << "final weights differ bitwise";
 }
 
 }  // namespace

@@ -154,6 +154,17 @@ Statement& BindOptionalInt(Statement& s, int index, std::optional<int64_t> value
   return s.BindNull(index);
 }
 
+// Rows of "SELECT id, job_id, name, severity, summary, at FROM alerts ...".
+Result<std::vector<AlertRecord>> ReadAlerts(Statement& s) {
+  std::vector<AlertRecord> out;
+  while (s.Step()) {
+    out.push_back({s.ColumnInt(0), s.ColumnText(1), s.ColumnText(2), s.ColumnText(3),
+                   s.ColumnText(4), s.ColumnDouble(5)});
+  }
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
 std::string UtcDay(double unix_seconds) {
   std::time_t t = static_cast<std::time_t>(std::floor(unix_seconds));
   std::tm tm{};
@@ -293,13 +304,7 @@ Result<std::vector<AlertRecord>> JobsDb::ListAlertsAfter(int64_t after_id, size_
                            db_.Prepare("SELECT id, job_id, name, severity, summary, at FROM alerts "
                                        "WHERE id > ? ORDER BY id LIMIT ?"));
   s.Bind(1, after_id).Bind(2, static_cast<int64_t>(limit));
-  std::vector<AlertRecord> out;
-  while (s.Step()) {
-    out.push_back({s.ColumnInt(0), s.ColumnText(1), s.ColumnText(2), s.ColumnText(3),
-                   s.ColumnText(4), s.ColumnDouble(5)});
-  }
-  FULCRUM_RETURN_IF_ERROR(s.status());
-  return out;
+  return ReadAlerts(s);
 }
 
 Result<int64_t> JobsDb::LastAlertId() {
@@ -315,13 +320,7 @@ Result<std::vector<AlertRecord>> JobsDb::ListAlerts(double since) {
                            db_.Prepare("SELECT id, job_id, name, severity, summary, at FROM alerts "
                                        "WHERE at >= ? ORDER BY at DESC, id DESC"));
   s.Bind(1, since);
-  std::vector<AlertRecord> out;
-  while (s.Step()) {
-    out.push_back({s.ColumnInt(0), s.ColumnText(1), s.ColumnText(2), s.ColumnText(3),
-                   s.ColumnText(4), s.ColumnDouble(5)});
-  }
-  FULCRUM_RETURN_IF_ERROR(s.status());
-  return out;
+  return ReadAlerts(s);
 }
 
 Result<std::vector<SpendRow>> JobsDb::SpendByDay() {
