@@ -204,7 +204,10 @@ TEST_F(SuperviseTest, RefusesFlagsThatCannotWorkAndAMissingCommandOnce) {
         {"--checkpoint-signal", "STOP"},
         {"--max-restarts", "-5"},
         {"--crash-loop-failures", "-1"},
-        {"--log-max-bytes", "0"}}) {
+        {"--log-max-bytes", "0"},
+        {"--receiver", "http://[::1"},
+        {"--receiver", "http://127.0.0.1:99999/hook"},
+        {"--receiver-format", "teams"}}) {
     RunOutput r = RunFulcrum(RunArgs("bad", flags, {"--steps", "1"}));
     EXPECT_EQ(r.exit_code, 2) << flags[0] << " " << flags[1] << ": " << r.err;
     EXPECT_NE(r.err.find(flags[0]), std::string::npos) << r.err;

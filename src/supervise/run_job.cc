@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <spdlog/sinks/rotating_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -80,7 +81,10 @@ class OwnDelivery {
  public:
   static constexpr double kDrainSeconds = 10;
 
-  OwnDelivery(const ResolvedRun& r, const Clock& clock) : clock_(clock) {
+  // `logger`: where the worker reports failed attempts (the job log and stderr; stdout is the
+  // job's and --json's).
+  OwnDelivery(const ResolvedRun& r, const Clock& clock, std::shared_ptr<spdlog::logger> logger)
+      : clock_(clock), logger_(logger) {
     alert::Receiver receiver;
     receiver.name = "default";
     receiver.url = r.receiver_url;
@@ -89,7 +93,7 @@ class OwnDelivery {
     receivers_.push_back(receiver);
     context_.hostname = HostName();
     worker_ = std::make_unique<alert::DeliveryWorker>(outbox_, poster_, receivers_, clock_,
-                                                      alert::DeliveryOptions{});
+                                                      alert::DeliveryOptions{}, std::move(logger));
     worker_->Start();
   }
   ~OwnDelivery() {
@@ -103,6 +107,11 @@ class OwnDelivery {
       ::usleep(20000);
     }
     worker_->Stop();
+    if (auto left = outbox_.PendingCount(); left.ok() && *left > 0) {
+      logger_->warn("{} alert notification(s) not delivered within {} s; the alerts stay in "
+                    "jobs.db, for a fulcrum agent on this data dir (started within the hour) to deliver",
+                    *left, kDrainSeconds);
+    }
   }
   OwnDelivery(const OwnDelivery&) = delete;
   OwnDelivery& operator=(const OwnDelivery&) = delete;
@@ -121,6 +130,7 @@ class OwnDelivery {
     return ::gethostname(name, sizeof name - 1) == 0 ? name : "";
   }
   const Clock& clock_;
+  std::shared_ptr<spdlog::logger> logger_;
   std::vector<alert::Receiver> receivers_;
   alert::NotifyContext context_;
   alert::MemoryOutbox outbox_;
@@ -218,7 +228,13 @@ Result<RunJobResult> RunJob::Run() {
   };
   std::unique_ptr<OwnDelivery> delivery;
   if (!resolved.receiver_url.empty()) {
-    delivery = std::make_unique<OwnDelivery>(resolved, clock_);
+    std::vector<spdlog::sink_ptr> sinks = file_log->sinks();  // the job log, in its format
+    auto err = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    err->set_pattern("fulcrum run: %v");
+    sinks.push_back(err);
+    auto logger = std::make_shared<spdlog::logger>("fulcrum", sinks.begin(), sinks.end());
+    logger->set_level(spdlog::level::info);
+    delivery = std::make_unique<OwnDelivery>(resolved, clock_, std::move(logger));
     options.on_alert = [&delivery](const store::AlertRecord& record) { delivery->Send(record); };
   }
   const bool priced = options.price_per_hour_usd.has_value();
