@@ -32,7 +32,8 @@ struct FlagSpec {
 constexpr FlagSpec kValueFlags[] = {
     {"--stop-grace", "DURATION",
      "How long a stop (preemption, budget, SIGTERM) waits for the requested checkpoint before "
-     "it sends SIGTERM to the job (default 60s)"},
+     "it sends SIGTERM to the job (default 60s); a budget stop ends within it, --kill-after "
+     "included"},
     {"--kill-after", "DURATION", "After SIGTERM, SIGKILL the job's process group (default 10s)"},
     {"--checkpoint-dir", "DIR",
      "Where the job writes checkpoints (one file or directory each); exported as "
