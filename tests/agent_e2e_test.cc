@@ -563,10 +563,10 @@ TEST_F(AgentE2E, SupervisorAlertsReachTheAgentsReceiversAndTheJobsApi) {
   args.insert(args.end(), {"--receiver", receiver.url()});
   AgentProcess agent(dir_, args);
   ASSERT_GT(agent.port(), 0) << agent.err();
-  RunOutput run = RunFulcrum({"run", "--name", "looping", "--data-dir", dir_ + "/data",
-                              "--preemption", "none", "--agent", "none", "--backoff", "0.05s",
-                              "--crash-loop-failures", "2", "--receiver", receiver.url(), "--",
-                              "/bin/sh", "-c", "exit 3"});
+  RunOutput run =
+      RunFulcrum({"run", "--name", "looping", "--data-dir", dir_ + "/data", "--preemption", "none",
+                  "--agent", "none", "--backoff", "0.05s", "--crash-loop-failures", "2",
+                  "--receiver", receiver.url(), "--", "/bin/sh", "-c", "exit 3"});
   EXPECT_EQ(run.exit_code, 1) << run.err;
   ASSERT_TRUE(WaitFor(
       [&] {

@@ -510,8 +510,8 @@ TEST_F(SuperviseTest, ARestartedSupervisorEndsTheStaleProcessGroupFirst) {
     row.child_start_ticks = *ticks;
     ASSERT_TRUE(db->UpsertJob(row).ok());
   }
-  RunOutput r = RunFulcrum({"run", "--name", "stale", "--data-dir", data_, "--preemption", "none",
-                            "--", "/bin/true"});
+  RunOutput r = RunFulcrum(
+      {"run", "--name", "stale", "--data-dir", data_, "--preemption", "none", "--", "/bin/true"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("ended 1 process(es) of process group " + std::to_string(leader) +
                        " left running by an earlier supervisor"),

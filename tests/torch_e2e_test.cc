@@ -73,14 +73,47 @@ TEST_F(TorchTest, TorchJobSurvivesCrashPreemptionAndBudgetBitwiseEqual) {
   FakeMetadata metadata;
   const std::string weights = dir_ + "/weights.bin";
   auto run = [&](const std::string& budget) {
-    return RunFulcrum(
-        {"run", "--name", "torch", "--data-dir", data_, "--agent", "none", "--checkpoint-dir",
-         ckpt_, "--checkpoint-every", "1h", "--backoff", "0.05s", "--stop-grace", "20s",
-         "--price-per-hour", "3600", "--budget-usd", budget, "--preemption", "aws",
-         "--aws-metadata-url", metadata.url(), "--notice-poll", "0.05s", "--progress-regex",
-         "^step (\\d+)", "--", kPython, script_, "--steps", "80", "--step-sleep", "0.05",
-         "--crash-at-step", "15", "--crash-once-file", dir_ + "/crashed", "--out", weights},
-        Long());
+    return RunFulcrum({"run",
+                       "--name",
+                       "torch",
+                       "--data-dir",
+                       data_,
+                       "--agent",
+                       "none",
+                       "--checkpoint-dir",
+                       ckpt_,
+                       "--checkpoint-every",
+                       "1h",
+                       "--backoff",
+                       "0.05s",
+                       "--stop-grace",
+                       "20s",
+                       "--price-per-hour",
+                       "3600",
+                       "--budget-usd",
+                       budget,
+                       "--preemption",
+                       "aws",
+                       "--aws-metadata-url",
+                       metadata.url(),
+                       "--notice-poll",
+                       "0.05s",
+                       "--progress-regex",
+                       "^step (\\d+)",
+                       "--",
+                       kPython,
+                       script_,
+                       "--steps",
+                       "80",
+                       "--step-sleep",
+                       "0.05",
+                       "--crash-at-step",
+                       "15",
+                       "--crash-once-file",
+                       dir_ + "/crashed",
+                       "--out",
+                       weights},
+                      Long());
   };
 
   // 1. A crash at step 15 (resumed from step 10), then a preemption notice after step 30.
@@ -107,8 +140,7 @@ TEST_F(TorchTest, TorchJobSurvivesCrashPreemptionAndBudgetBitwiseEqual) {
   std::snprintf(budget, sizeof budget, "%.2f", job->spend_usd + 2.5);
   RunOutput stopped = run(budget);
   EXPECT_EQ(stopped.exit_code, 76) << stopped.err;
-  EXPECT_NE(stopped.out.find("resumed from " + ckpt_ + "/step-"), std::string::npos)
-      << stopped.out;
+  EXPECT_NE(stopped.out.find("resumed from " + ckpt_ + "/step-"), std::string::npos) << stopped.out;
   EXPECT_NE(stopped.err.find("ALERT budget_exhausted"), std::string::npos) << stopped.err;
   EXPECT_TRUE(FinalLine(stopped.out).empty()) << "the budget stopped it before the end";
 
@@ -131,13 +163,36 @@ TEST_F(TorchTest, TorchJobSurvivesCrashPreemptionAndBudgetBitwiseEqual) {
 TEST_F(TorchTest, TorchJobUnderALauncherWithoutSignalHandlersWithTheDefaults) {
   const auto [reference_line, reference_weights] = Reference("40");
   const std::string weights = dir_ + "/weights.bin";
-  RunOutput r = RunFulcrum(
-      {"run", "--name", "launched", "--data-dir", data_, "--agent", "none", "--preemption", "none",
-       "--checkpoint-dir", ckpt_, "--checkpoint-every", "0.3s", "--max-restarts", "0", "--",
-       kPython, "-c", "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))", kPython,
-       script_, "--steps", "40", "--step-sleep", "0.03", "--checkpoint-every", "0", "--out",
-       weights},
-      Long());
+  RunOutput r = RunFulcrum({"run",
+                            "--name",
+                            "launched",
+                            "--data-dir",
+                            data_,
+                            "--agent",
+                            "none",
+                            "--preemption",
+                            "none",
+                            "--checkpoint-dir",
+                            ckpt_,
+                            "--checkpoint-every",
+                            "0.3s",
+                            "--max-restarts",
+                            "0",
+                            "--",
+                            kPython,
+                            "-c",
+                            "import subprocess, sys; sys.exit(subprocess.call(sys.argv[1:]))",
+                            kPython,
+                            script_,
+                            "--steps",
+                            "40",
+                            "--step-sleep",
+                            "0.03",
+                            "--checkpoint-every",
+                            "0",
+                            "--out",
+                            weights},
+                           Long());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("killed by"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("requested a checkpoint (request file)"), std::string::npos) << r.err;

@@ -21,10 +21,13 @@ TEST(JobAlertTest, ARowIsAFiringTransitionWithItsOwnKey) {
   EXPECT_EQ(t.labels.at("job"), "llama");
   EXPECT_EQ(t.labels.at("source"), "supervisor");
   EXPECT_EQ(t.annotations.at("summary"), "job llama: spent $10.00 of $10.00");
-  EXPECT_EQ(IdempotencyKey(t), IdempotencyKey(JobAlertTransition(Row("llama", "budget_exhausted", kNow))))
+  EXPECT_EQ(IdempotencyKey(t),
+            IdempotencyKey(JobAlertTransition(Row("llama", "budget_exhausted", kNow))))
       << "the agent and `fulcrum run --receiver` derive the same key from one row";
-  EXPECT_NE(IdempotencyKey(t), IdempotencyKey(JobAlertTransition(Row("other", "budget_exhausted", kNow))));
-  EXPECT_NE(IdempotencyKey(t), IdempotencyKey(JobAlertTransition(Row("llama", "budget_exhausted", kNow + 1))));
+  EXPECT_NE(IdempotencyKey(t),
+            IdempotencyKey(JobAlertTransition(Row("other", "budget_exhausted", kNow))));
+  EXPECT_NE(IdempotencyKey(t),
+            IdempotencyKey(JobAlertTransition(Row("llama", "budget_exhausted", kNow + 1))));
 }
 
 TEST(JobAlertTest, TheFeedReturnsEachNewRowOnceAndARecentWindowAtFirst) {

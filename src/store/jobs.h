@@ -1,8 +1,9 @@
 // The supervisor's store: <data-dir>/jobs.db (jobs, restarts, checkpoints, spend ledger, alerts).
 // Written by `fulcrum run` / `fulcrum submit`, read (read-only) by the agent for /v1/jobs, its
-// idle detector and the delivery of the supervisors' alerts (alert::JobAlertFeed). Times are Unix seconds (double); unknown values are std::nullopt. A JobsDb owns
-// one SQLite connection and is not thread-safe: give each thread its own (SQLite serialises
-// writers between connections and processes). Schema version in PRAGMA user_version.
+// idle detector and the delivery of the supervisors' alerts (alert::JobAlertFeed). Times are Unix
+// seconds (double); unknown values are std::nullopt. A JobsDb owns one SQLite connection and is not
+// thread-safe: give each thread its own (SQLite serialises writers between connections and
+// processes). Schema version in PRAGMA user_version.
 #pragma once
 
 #include <cstdint>

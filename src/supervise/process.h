@@ -93,7 +93,7 @@ class PosixProcessRunner final : public ProcessRunner {
   void ReleaseKeeper();
   pid_t pid_ = -1;
   pid_t keeper_pid_ = -1;
-  int keeper_fd_ = -1;  // write end of the keeper's pipe; closing it ends the job's group
+  int keeper_fd_ = -1;     // write end of the keeper's pipe; closing it ends the job's group
   int fds_[2] = {-1, -1};  // stdout, stderr read ends
   std::string partial_[2];
 };

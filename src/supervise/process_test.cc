@@ -123,8 +123,9 @@ TEST(PosixProcessRunnerTest, TheJobsGrandchildrenDieWithAKilledSupervisor) {
   ASSERT_GE(supervisor, 0);
   if (supervisor == 0) {
     PosixProcessRunner runner;
-    ChildSpec spec{{"sh", "-c", "sleep 1000 & echo $! > " + pid_file + ".tmp && mv " + pid_file +
-                                    ".tmp " + pid_file + "; wait"},
+    ChildSpec spec{{"sh", "-c",
+                    "sleep 1000 & echo $! > " + pid_file + ".tmp && mv " + pid_file + ".tmp " +
+                        pid_file + "; wait"},
                    {},
                    "",
                    dir + "/out.log",

@@ -108,9 +108,10 @@ class OwnDelivery {
     }
     worker_->Stop();
     if (auto left = outbox_.PendingCount(); left.ok() && *left > 0) {
-      logger_->warn("{} alert notification(s) not delivered within {} s; the alerts stay in "
-                    "jobs.db, for a fulcrum agent on this data dir (started within the hour) to deliver",
-                    *left, kDrainSeconds);
+      logger_->warn(
+          "{} alert notification(s) not delivered within {} s; the alerts stay in "
+          "jobs.db, for a fulcrum agent on this data dir (started within the hour) to deliver",
+          *left, kDrainSeconds);
     }
   }
   OwnDelivery(const OwnDelivery&) = delete;

@@ -5,12 +5,12 @@
 namespace fulcrum::testing {
 
 FakeMetadata::FakeMetadata() {
-  http.server().Put("/latest/api/token", [this](const httplib::Request& req,
-                                                httplib::Response& res) {
-    ++token_requests;
-    res.set_content(req.has_header("X-aws-ec2-metadata-token-ttl-seconds") ? "tok-1" : "",
-                    "text/plain");
-  });
+  http.server().Put(
+      "/latest/api/token", [this](const httplib::Request& req, httplib::Response& res) {
+        ++token_requests;
+        res.set_content(req.has_header("X-aws-ec2-metadata-token-ttl-seconds") ? "tok-1" : "",
+                        "text/plain");
+      });
   http.server().Get("/latest/meta-data/spot/instance-action",
                     [this](const httplib::Request& req, httplib::Response& res) {
                       if (req.get_header_value("X-aws-ec2-metadata-token") != "tok-1") {
@@ -33,21 +33,21 @@ FakeMetadata::FakeMetadata() {
                       }
                       res.set_content(notice ? "TRUE" : "FALSE", "text/plain");
                     });
-  http.server().Get("/metadata/scheduledevents", [this](const httplib::Request& req,
-                                                        httplib::Response& res) {
-    if (req.get_header_value("Metadata") != "true") {
-      res.status = 400;
-      return;
-    }
-    nlohmann::json events = nlohmann::json::array();
-    if (notice) {
-      events.push_back({{"EventId", "e1"},
-                        {"EventType", "Preempt"},
-                        {"NotBefore", "Mon, 30 Nov 2026 06:00:30 GMT"}});
-    }
-    res.set_content(nlohmann::json({{"DocumentIncarnation", 1}, {"Events", events}}).dump(),
-                    "application/json");
-  });
+  http.server().Get(
+      "/metadata/scheduledevents", [this](const httplib::Request& req, httplib::Response& res) {
+        if (req.get_header_value("Metadata") != "true") {
+          res.status = 400;
+          return;
+        }
+        nlohmann::json events = nlohmann::json::array();
+        if (notice) {
+          events.push_back({{"EventId", "e1"},
+                            {"EventType", "Preempt"},
+                            {"NotBefore", "Mon, 30 Nov 2026 06:00:30 GMT"}});
+        }
+        res.set_content(nlohmann::json({{"DocumentIncarnation", 1}, {"Events", events}}).dump(),
+                        "application/json");
+      });
   http.Start();
 }
 

@@ -18,7 +18,7 @@ struct FakeMetadata {
   std::atomic<bool> notice{false};
   std::atomic<int> token_requests{0};
   std::atomic<int> unauthorised{0};  // AWS requests without the right token
-  FakeHttpServer http;  // last: stopped before the counters its handlers touch go
+  FakeHttpServer http;               // last: stopped before the counters its handlers touch go
 
   FakeMetadata();
   std::string url() const { return http.url(); }

@@ -68,8 +68,7 @@ std::string FileContents(const std::string& path) {
 }
 
 bool PollUntil(const std::function<bool()>& ready, double seconds, double poll_seconds) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   while (std::chrono::steady_clock::now() < deadline) {
     if (ready()) return true;
     std::this_thread::sleep_for(std::chrono::duration<double>(poll_seconds));
