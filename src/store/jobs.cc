@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <map>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -90,6 +92,29 @@ constexpr const char* kJobColumns =
     "created_at, started_at, finished_at, heartbeat_at, not_before, exit_code, reason, "
     "supervisor_pid, slurm_job_id, checkpoint_dir, workdir, run_options_json, generation, start, "
     "child_pgid, child_start_ticks";
+
+// The columns to SELECT from a file at schema `version` (a reader may meet a file that no writer
+// of this version has migrated yet): columns added later read as their defaults.
+std::string SelectJobColumns(int version) {
+  // Column -> (schema version that added it, its default).
+  static const std::map<std::string, std::pair<int, std::string>> kAdded = {
+      {"generation", {2, "0"}},
+      {"start", {2, "''"}},
+      {"child_pgid", {3, "NULL"}},
+      {"child_start_ticks", {3, "NULL"}},
+  };
+  std::string out;
+  std::istringstream columns(kJobColumns);
+  std::string column;
+  while (std::getline(columns >> std::ws, column, ',')) {
+    auto added = kAdded.find(column);
+    if (!out.empty()) out += ", ";
+    out += added != kAdded.end() && version < added->second.first
+               ? added->second.second + " AS " + column
+               : column;
+  }
+  return out;
+}
 
 std::optional<int64_t> OptionalInt(const Statement& s, int column) {
   if (s.ColumnIsNull(column)) return std::nullopt;
@@ -234,10 +259,10 @@ Result<JobsDb> JobsDb::Open(const std::string& path, bool read_only) {
                                   std::to_string(kSchemaVersion) + ")");
     }
     if (version == 0) return Status::NotFound(path + ": jobs database not initialised yet");
-  } else {
-    FULCRUM_RETURN_IF_ERROR(db.Migrate(kSchemaVersion, kMigrations).WithContext(path));
+    return JobsDb(std::move(db), version);
   }
-  return JobsDb(std::move(db));
+  FULCRUM_RETURN_IF_ERROR(db.Migrate(kSchemaVersion, kMigrations).WithContext(path));
+  return JobsDb(std::move(db), kSchemaVersion);
 }
 
 Result<JobsDb> JobsDb::OpenInDataDir(const std::string& data_dir, bool read_only) {
@@ -250,7 +275,7 @@ Result<JobsDb> JobsDb::OpenInDataDir(const std::string& data_dir, bool read_only
 }
 
 Result<std::vector<JobRecord>> JobsDb::ListJobs() {
-  FULCRUM_ASSIGN_OR_RETURN(Statement s, db_.Prepare(std::string("SELECT ") + kJobColumns +
+  FULCRUM_ASSIGN_OR_RETURN(Statement s, db_.Prepare("SELECT " + SelectJobColumns(version_) +
                                                     " FROM jobs ORDER BY created_at, id"));
   std::vector<JobRecord> jobs;
   while (s.Step()) jobs.push_back(ReadJob(s));
@@ -260,7 +285,8 @@ Result<std::vector<JobRecord>> JobsDb::ListJobs() {
 
 Result<std::optional<JobRecord>> JobsDb::GetJob(const std::string& id) {
   FULCRUM_ASSIGN_OR_RETURN(
-      Statement s, db_.Prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?"));
+      Statement s,
+      db_.Prepare("SELECT " + SelectJobColumns(version_) + " FROM jobs WHERE id = ?"));
   s.Bind(1, id);
   if (s.Step()) return std::optional<JobRecord>(ReadJob(s));
   FULCRUM_RETURN_IF_ERROR(s.status());

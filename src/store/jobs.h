@@ -131,7 +131,9 @@ class JobsDb {
  public:
   static constexpr int kSchemaVersion = 3;
 
-  // Opens (creating and migrating unless read_only) the file at `path`.
+  // Opens (creating and migrating unless read_only) the file at `path`. A read-only reader
+  // accepts an older schema (the agent may start before a new `fulcrum run` migrated the file)
+  // and reads the columns added since as their defaults.
   static Result<JobsDb> Open(const std::string& path, bool read_only = false);
   // <data_dir>/jobs.db, creating data_dir when needed.
   static Result<JobsDb> OpenInDataDir(const std::string& data_dir, bool read_only = false);
@@ -167,8 +169,9 @@ class JobsDb {
   Database& db() { return db_; }
 
  private:
-  explicit JobsDb(Database db) : db_(std::move(db)) {}
+  JobsDb(Database db, int version) : db_(std::move(db)), version_(version) {}
   Database db_;
+  int version_;  // of the file: a read-only reader may meet one older than kSchemaVersion
 };
 
 // The shared data directory: core/paths.h DataDir (`flag`, $FULCRUM_DATA_DIR, /var/lib/fulcrum as
