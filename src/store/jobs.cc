@@ -285,8 +285,7 @@ Result<std::vector<JobRecord>> JobsDb::ListJobs() {
 
 Result<std::optional<JobRecord>> JobsDb::GetJob(const std::string& id) {
   FULCRUM_ASSIGN_OR_RETURN(
-      Statement s,
-      db_.Prepare("SELECT " + SelectJobColumns(version_) + " FROM jobs WHERE id = ?"));
+      Statement s, db_.Prepare("SELECT " + SelectJobColumns(version_) + " FROM jobs WHERE id = ?"));
   s.Bind(1, id);
   if (s.Step()) return std::optional<JobRecord>(ReadJob(s));
   FULCRUM_RETURN_IF_ERROR(s.status());
