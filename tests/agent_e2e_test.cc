@@ -398,6 +398,47 @@ TEST_F(AgentE2E, SupervisedJobKeepsTheMachineBusyAndIsListed) {
   ASSERT_TRUE(WaitFor([&] { return agent.Get("/v1/idle")["idle"] == true; }, 5));
 }
 
+// Issue 14: the supervisor's alerts went to a jobs.db table that nothing read. A running agent
+// delivers them to its receivers (the agent's own format and outbox) and /v1/jobs lists them for
+// the dashboard; `fulcrum run --receiver` to the same receiver sends the same Idempotency-Key.
+TEST_F(AgentE2E, SupervisorAlertsReachTheAgentsReceiversAndTheJobsApi) {
+  Receiver receiver;
+  auto args = SimArgs("- {at: 0s, gpu: 0, fault: process-exit}\n", 1);
+  args.insert(args.end(), {"--receiver", receiver.url()});
+  AgentProcess agent(dir_, args);
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  RunOutput run =
+      RunFulcrum({"run", "--name", "looping", "--data-dir", dir_ + "/data", "--preemption", "none",
+                  "--agent", "none", "--backoff", "0.05s", "--crash-loop-failures", "2",
+                  "--receiver", receiver.url(), "--", "/bin/sh", "-c", "exit 3"});
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        size_t n = 0;
+        for (const auto& [key, body] : receiver.Posts()) {
+          n += body.find("crash_loop") != std::string::npos;
+        }
+        return n >= 2;
+      },
+      15))
+      << agent.err();
+  std::set<std::string> keys;
+  for (const auto& [key, body] : receiver.Posts()) {
+    if (body.find("crash_loop") == std::string::npos) continue;
+    keys.insert(key);
+    json payload = json::parse(body);
+    EXPECT_EQ(payload["alert"]["name"], "crash_loop") << body;
+    EXPECT_EQ(payload["alert"]["labels"]["job"], "looping") << body;
+    EXPECT_EQ(payload["alert"]["severity"], "critical") << body;
+  }
+  EXPECT_EQ(keys.size(), 1u) << "the agent and the run sent one alert under one key";
+  json listed = agent.Get("/v1/jobs");
+  ASSERT_TRUE(listed["alerts"].is_array()) << listed;
+  ASSERT_FALSE(listed["alerts"].empty()) << listed;
+  EXPECT_EQ(listed["alerts"][0]["job"], "looping");
+  EXPECT_EQ(listed["alerts"][0]["name"], "crash_loop");
+}
+
 // One job view: /v1/jobs and `status --json` render the same object (they disagreed on spend_usd
 // for a job without a price: 0 in the API, null in status). argv is the CLI's own addition.
 TEST_F(AgentE2E, JobsApiAndStatusRenderTheSameObject) {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -17,7 +19,9 @@
 #include <thread>
 
 #include "store/jobs.h"
+#include "supervise/process.h"
 #include "support/fake_http_server.h"
+#include "support/fake_metadata.h"
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
@@ -200,7 +204,10 @@ TEST_F(SuperviseTest, RefusesFlagsThatCannotWorkAndAMissingCommandOnce) {
         {"--checkpoint-signal", "STOP"},
         {"--max-restarts", "-5"},
         {"--crash-loop-failures", "-1"},
-        {"--log-max-bytes", "0"}}) {
+        {"--log-max-bytes", "0"},
+        {"--receiver", "http://[::1"},
+        {"--receiver", "http://127.0.0.1:99999/hook"},
+        {"--receiver-format", "teams"}}) {
     RunOutput r = RunFulcrum(RunArgs("bad", flags, {"--steps", "1"}));
     EXPECT_EQ(r.exit_code, 2) << flags[0] << " " << flags[1] << ": " << r.err;
     EXPECT_NE(r.err.find(flags[0]), std::string::npos) << r.err;
@@ -298,68 +305,11 @@ TEST_F(SuperviseTest, RestartLimitHoldsAndFinalExitCodesEndTheJob) {
   EXPECT_EQ(CountOf(final_code.out, "trainer pid"), 1u);
 }
 
-// A fake instance-metadata server for one cloud: no notice until `notice` is set.
-struct FakeMetadata {
-  std::atomic<bool> notice{false};
-  std::atomic<int> token_requests{0};
-  std::atomic<int> unauthorised{0};
-  FakeHttpServer http;  // last: stopped before the counters its handlers touch go
-
-  explicit FakeMetadata(const std::string& cloud) {
-    http.server().Put(
-        "/latest/api/token", [this](const httplib::Request& req, httplib::Response& res) {
-          ++token_requests;
-          res.set_content(req.has_header("X-aws-ec2-metadata-token-ttl-seconds") ? "tok-1" : "",
-                          "text/plain");
-        });
-    http.server().Get("/latest/meta-data/spot/instance-action", [this](const httplib::Request& req,
-                                                                       httplib::Response& res) {
-      if (req.get_header_value("X-aws-ec2-metadata-token") != "tok-1") {
-        ++unauthorised;
-        res.status = 401;
-        return;
-      }
-      if (!notice) {
-        res.status = 404;
-        return;
-      }
-      res.set_content(R"({"action": "terminate", "time": "2026-11-30T06:00:00Z"})",
-                      "application/json");
-    });
-    http.server().Get("/computeMetadata/v1/instance/preempted",
-                      [this](const httplib::Request& req, httplib::Response& res) {
-                        if (req.get_header_value("Metadata-Flavor") != "Google") {
-                          res.status = 403;
-                          return;
-                        }
-                        res.set_content(notice ? "TRUE" : "FALSE", "text/plain");
-                      });
-    http.server().Get(
-        "/metadata/scheduledevents", [this](const httplib::Request& req, httplib::Response& res) {
-          if (req.get_header_value("Metadata") != "true") {
-            res.status = 400;
-            return;
-          }
-          nlohmann::json events = nlohmann::json::array();
-          if (notice) {
-            events.push_back({{"EventId", "e1"},
-                              {"EventType", "Preempt"},
-                              {"NotBefore", "Mon, 30 Nov 2026 06:00:30 GMT"}});
-          }
-          res.set_content(nlohmann::json({{"DocumentIncarnation", 1}, {"Events", events}}).dump(),
-                          "application/json");
-        });
-    (void)cloud;
-    http.Start();
-  }
-  std::string url() const { return http.url(); }
-};
-
 class PreemptionTest : public SuperviseTest, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(PreemptionTest, NoticeLeadsToACheckpointBeforeTheStop) {
   const std::string cloud = GetParam();
-  FakeMetadata metadata(cloud);
+  FakeMetadata metadata;
   const std::string name = "spot-" + cloud;
   auto run = std::async(std::launch::async, [&] {
     return RunFulcrum(
@@ -498,6 +448,82 @@ TEST_F(SuperviseTest, NoTwoSupervisorsForTheSameJob) {
       << "the second never started the job";
   kill(static_cast<pid_t>(*job->supervisor_pid), SIGTERM);
   EXPECT_EQ(first.get().exit_code, 75);
+}
+
+// Alive: /proc shows it and it is not a zombie (an orphan's zombie waits for init to reap it).
+bool Alive(pid_t pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && stat.size() > paren + 2 && stat[paren + 2] != 'Z';
+}
+
+// Issue 19: `kill -9` of `fulcrum run` orphaned the job's grandchildren (torchrun's workers kept
+// the GPUs busy and billing under PID 1). The job here starts a `sleep 1000` and waits for it.
+TEST_F(SuperviseTest, KillNineOfTheSupervisorTakesTheJobsGrandchildrenWithIt) {
+  const std::string pid_file = dir_ + "/sleep.pid";
+  auto run = std::async(std::launch::async, [&] {
+    return RunFulcrum({"run", "--name", "orphans", "--data-dir", data_, "--preemption", "none",
+                       "--", "/bin/sh", "-c",
+                       "sleep 1000 & echo $! > " + pid_file + ".tmp && mv " + pid_file + ".tmp " +
+                           pid_file + "; wait"},
+                      LongRun());
+  });
+  pid_t sleep_pid = 0;
+  ASSERT_TRUE(WaitFor([&] {
+    std::istringstream(ReadFile(pid_file)) >> sleep_pid;
+    return sleep_pid > 0;
+  }));
+  auto job = Job("orphans");
+  ASSERT_TRUE(job && job->supervisor_pid);
+  ASSERT_TRUE(Alive(sleep_pid));
+  ASSERT_EQ(kill(static_cast<pid_t>(*job->supervisor_pid), SIGKILL), 0);
+  EXPECT_EQ(run.get().exit_code, 128 + SIGKILL);
+  EXPECT_TRUE(WaitFor([&] { return !Alive(sleep_pid); }, 10))
+      << "the job's grandchild outlived its supervisor";
+  if (Alive(sleep_pid)) kill(sleep_pid, SIGKILL);
+}
+
+// When the keeper died too (a SIGKILL to the supervisor's whole group), the next supervisor of
+// the name ends the group recorded in jobs.db before it starts anew, and only that group.
+TEST_F(SuperviseTest, ARestartedSupervisorEndsTheStaleProcessGroupFirst) {
+  const pid_t leader = fork();
+  ASSERT_GE(leader, 0);
+  if (leader == 0) {
+    setpgid(0, 0);
+    execlp("sleep", "sleep", "1000", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(leader, leader);
+  std::optional<int64_t> ticks;
+  ASSERT_TRUE(WaitFor([&] { return (ticks = supervise::ProcessStartTicks(leader)).has_value(); }));
+  {
+    auto db = store::JobsDb::OpenInDataDir(data_);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    store::JobRecord row;
+    row.id = row.name = "stale";
+    row.state = store::JobState::kRunning;
+    row.queue = "run";
+    row.generation = 1;
+    row.start = store::JobStart::kNew;
+    row.supervisor_pid = 999999999;  // no such process: the supervisor is gone
+    row.child_pgid = leader;
+    row.child_start_ticks = *ticks;
+    ASSERT_TRUE(db->UpsertJob(row).ok());
+  }
+  RunOutput r = RunFulcrum(
+      {"run", "--name", "stale", "--data-dir", data_, "--preemption", "none", "--", "/bin/true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("ended 1 process(es) of process group " + std::to_string(leader) +
+                       " left running by an earlier supervisor"),
+            std::string::npos)
+      << r.err;
+  int status = 0;
+  ASSERT_EQ(waitpid(leader, &status, 0), leader);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  auto job = Job("stale");
+  ASSERT_TRUE(job);
+  EXPECT_FALSE(job->child_pgid) << "a finished run leaves no group recorded";
+  EXPECT_EQ(job->state, "succeeded");
 }
 
 TEST_F(SuperviseTest, StallRaisesAnAlertAndRestarts) {

@@ -271,8 +271,21 @@
       (p != null ? ' (' + fmtNum(p, 0) + ' %)' : ''), j.budget_usd ? bar : null);
   }
 
+  // The newest supervisor alert of the job (crash_loop, budget, stall; /v1/jobs "alerts", newest
+  // first, last 24 h), the summary on hover.
+  function jobAlertCell(a) {
+    if (!a) return el('td', { class: 'job-alert muted' }, 'none');
+    return el('td', { class: 'job-alert', title: a.summary || '', 'data-alert': a.name },
+      el('span', { class: 'badge sev-' + (a.severity || 'none') }, a.name),
+      ' ' + fmtDuration(nowSeconds() - a.at) + ' ago');
+  }
+
   function renderJobs(body) {
     const jobs = (body && body.jobs) || [];
+    const newestAlert = {};
+    for (const a of (body && body.alerts) || []) {
+      if (!newestAlert[a.job]) newestAlert[a.job] = a;
+    }
     const rows = jobs.map((j) => el('tr', { 'data-state': j.state },
       el('td', { class: 'rule' }, j.name || String(j.id)),
       el('td', {}, el('span', { class: 'badge job-' + j.state }, j.state || 'n/a')),
@@ -282,7 +295,8 @@
       el('td', {}, j.last_checkpoint_age_seconds == null ? 'none' : fmtDuration(j.last_checkpoint_age_seconds) + ' ago'),
       el('td', { class: j.state === 'running' && j.heartbeat_age_seconds > HEARTBEAT_STALE_SECONDS ? 'warn-text' : '' },
         j.heartbeat_age_seconds == null ? 'n/a' : fmtDuration(j.heartbeat_age_seconds) + ' ago'),
-      spendCell(j)));
+      spendCell(j),
+      jobAlertCell(newestAlert[j.id])));
     $('jobs').tBodies[0].replaceChildren(...rows);
     $('jobs-count').textContent = body ? String(jobs.length) : '';
     $('jobs').hidden = rows.length === 0;

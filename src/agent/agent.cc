@@ -15,6 +15,7 @@
 #include "agent/live_state.h"
 #include "alert/delivery.h"
 #include "alert/evaluator.h"
+#include "alert/job_alert.h"
 #include "alert/notify.h"
 #include "alert/rules_yaml.h"
 #include "server/http_server.h"
@@ -73,6 +74,7 @@ struct Agent::Impl {
   std::unique_ptr<store::SqliteOutbox> outbox;
   std::optional<store::JobsDb> jobs;
   std::unique_ptr<alert::Evaluator> evaluator;
+  alert::JobAlertFeed job_alerts;  // the supervisors' alerts in jobs.db
   std::vector<alert::Receiver> receivers;
   alert::NotifyContext notify_context;
   std::unique_ptr<alert::CurlPoster> poster;
@@ -185,6 +187,23 @@ struct Agent::Impl {
     }
   }
 
+  // The supervisors' alerts (crash_loop, budget, stall: rows of jobs.db) go to this agent's
+  // receivers through the outbox like its own; they fire once and never resolve.
+  void ForwardJobAlerts(double now) {
+    if (!jobs) return;
+    auto transitions = job_alerts.Poll(*jobs, now);
+    if (!transitions.ok()) {
+      spdlog::debug("jobs.db alerts: {}", transitions.status().message());
+      return;
+    }
+    for (const alert::Transition& t : *transitions) {
+      spdlog::info("job alert {} ({})", t.rule_name, t.labels.at("job"));
+      auto notes = alert::MakeNotifications(t, receivers, notify_context, now);
+      counters.notifications_total += notes.size();
+      for (auto& n : notes) pending.notifications.push_back(std::move(n));
+    }
+  }
+
   void Record(const std::vector<alert::Transition>& transitions, double now) {
     for (const alert::Transition& t : transitions) {
       ++counters.transitions_total;
@@ -290,6 +309,7 @@ struct Agent::Impl {
     }
     bool job_active = false;
     JobSamples(now, batch, job_active);
+    ForwardJobAlerts(now);
     std::vector<alert::Transition> transitions = evaluator->Evaluate(batch);
     Record(transitions, now);
     if (live.TakeIdleCancel()) HandleIdle(idle.Cancel(mono), now);

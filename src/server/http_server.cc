@@ -384,6 +384,7 @@ struct AgentServer::Impl {
 
   void Jobs(const httplib::Request&, httplib::Response& res) {
     json list = json::array();
+    json alerts = json::array();
     auto jobs_db = store::JobsDb::OpenInDataDir(options.data_dir, /*read_only=*/true);
     if (!jobs_db.ok() && jobs_db.status().code() != StatusCode::kNotFound) {
       return Error(res, 503, jobs_db.status().message());
@@ -393,8 +394,19 @@ struct AgentServer::Impl {
       if (!jobs.ok()) return Error(res, 503, jobs.status().message());
       double now = clock.UnixSeconds();
       for (const auto& j : *jobs) list.push_back(store::JobJson(j, now));
+      // The supervisors' own alerts of the last 24 h, newest first (the jobs panel shows them).
+      auto recent = jobs_db->ListAlerts(now - 24 * 3600);
+      if (!recent.ok()) return Error(res, 503, recent.status().message());
+      for (const auto& a : *recent) {
+        alerts.push_back({{"id", a.id},
+                          {"job", a.job_id},
+                          {"name", a.name},
+                          {"severity", a.severity},
+                          {"summary", a.summary},
+                          {"at", a.at}});
+      }
     }
-    Reply(res, 200, {{"jobs", std::move(list)}});
+    Reply(res, 200, {{"jobs", std::move(list)}, {"alerts", std::move(alerts)}});
   }
 
   void Idle(const httplib::Request&, httplib::Response& res) {

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <map>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -65,6 +67,10 @@ CREATE INDEX alerts_at ON alerts(at);
 ALTER TABLE jobs ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN start TEXT NOT NULL DEFAULT '';
 )sql",
+    R"sql(
+ALTER TABLE jobs ADD COLUMN child_pgid INTEGER;
+ALTER TABLE jobs ADD COLUMN child_start_ticks INTEGER;
+)sql",
 };
 
 constexpr std::pair<JobState, std::string_view> kStateNames[] = {
@@ -84,7 +90,31 @@ constexpr const char* kJobColumns =
     "id, name, state, queue, argv_json, gpus_json, gpus_requested, step, restarts, "
     "last_checkpoint_at, last_checkpoint_path, spend_usd, budget_usd, price_per_hour_usd, "
     "created_at, started_at, finished_at, heartbeat_at, not_before, exit_code, reason, "
-    "supervisor_pid, slurm_job_id, checkpoint_dir, workdir, run_options_json, generation, start";
+    "supervisor_pid, slurm_job_id, checkpoint_dir, workdir, run_options_json, generation, start, "
+    "child_pgid, child_start_ticks";
+
+// The columns to SELECT from a file at schema `version` (a reader may meet a file that no writer
+// of this version has migrated yet): columns added later read as their defaults.
+std::string SelectJobColumns(int version) {
+  // Column -> (schema version that added it, its default).
+  static const std::map<std::string, std::pair<int, std::string>> kAdded = {
+      {"generation", {2, "0"}},
+      {"start", {2, "''"}},
+      {"child_pgid", {3, "NULL"}},
+      {"child_start_ticks", {3, "NULL"}},
+  };
+  std::string out;
+  std::istringstream columns(kJobColumns);
+  std::string column;
+  while (std::getline(columns >> std::ws, column, ',')) {
+    auto added = kAdded.find(column);
+    if (!out.empty()) out += ", ";
+    out += added != kAdded.end() && version < added->second.first
+               ? added->second.second + " AS " + column
+               : column;
+  }
+  return out;
+}
 
 std::optional<int64_t> OptionalInt(const Statement& s, int column) {
   if (s.ColumnIsNull(column)) return std::nullopt;
@@ -139,12 +169,25 @@ JobRecord ReadJob(const Statement& s) {
   const std::string start = s.ColumnText(27);
   if (start == "new") j.start = JobStart::kNew;
   if (start == "continued") j.start = JobStart::kContinued;
+  j.child_pgid = OptionalInt(s, 28);
+  j.child_start_ticks = OptionalInt(s, 29);
   return j;
 }
 
 Statement& BindOptionalInt(Statement& s, int index, std::optional<int64_t> value) {
   if (value) return s.Bind(index, *value);
   return s.BindNull(index);
+}
+
+// Rows of "SELECT id, job_id, name, severity, summary, at FROM alerts ...".
+Result<std::vector<AlertRecord>> ReadAlerts(Statement& s) {
+  std::vector<AlertRecord> out;
+  while (s.Step()) {
+    out.push_back({s.ColumnInt(0), s.ColumnText(1), s.ColumnText(2), s.ColumnText(3),
+                   s.ColumnText(4), s.ColumnDouble(5)});
+  }
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return out;
 }
 
 std::string UtcDay(double unix_seconds) {
@@ -216,10 +259,10 @@ Result<JobsDb> JobsDb::Open(const std::string& path, bool read_only) {
                                   std::to_string(kSchemaVersion) + ")");
     }
     if (version == 0) return Status::NotFound(path + ": jobs database not initialised yet");
-  } else {
-    FULCRUM_RETURN_IF_ERROR(db.Migrate(kSchemaVersion, kMigrations).WithContext(path));
+    return JobsDb(std::move(db), version);
   }
-  return JobsDb(std::move(db));
+  FULCRUM_RETURN_IF_ERROR(db.Migrate(kSchemaVersion, kMigrations).WithContext(path));
+  return JobsDb(std::move(db), kSchemaVersion);
 }
 
 Result<JobsDb> JobsDb::OpenInDataDir(const std::string& data_dir, bool read_only) {
@@ -232,7 +275,7 @@ Result<JobsDb> JobsDb::OpenInDataDir(const std::string& data_dir, bool read_only
 }
 
 Result<std::vector<JobRecord>> JobsDb::ListJobs() {
-  FULCRUM_ASSIGN_OR_RETURN(Statement s, db_.Prepare(std::string("SELECT ") + kJobColumns +
+  FULCRUM_ASSIGN_OR_RETURN(Statement s, db_.Prepare("SELECT " + SelectJobColumns(version_) +
                                                     " FROM jobs ORDER BY created_at, id"));
   std::vector<JobRecord> jobs;
   while (s.Step()) jobs.push_back(ReadJob(s));
@@ -242,7 +285,7 @@ Result<std::vector<JobRecord>> JobsDb::ListJobs() {
 
 Result<std::optional<JobRecord>> JobsDb::GetJob(const std::string& id) {
   FULCRUM_ASSIGN_OR_RETURN(
-      Statement s, db_.Prepare(std::string("SELECT ") + kJobColumns + " FROM jobs WHERE id = ?"));
+      Statement s, db_.Prepare("SELECT " + SelectJobColumns(version_) + " FROM jobs WHERE id = ?"));
   s.Bind(1, id);
   if (s.Step()) return std::optional<JobRecord>(ReadJob(s));
   FULCRUM_RETURN_IF_ERROR(s.status());
@@ -281,18 +324,28 @@ Result<std::vector<CheckpointRecord>> JobsDb::ListCheckpoints(const std::string&
   return out;
 }
 
+Result<std::vector<AlertRecord>> JobsDb::ListAlertsAfter(int64_t after_id, size_t limit) {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s,
+                           db_.Prepare("SELECT id, job_id, name, severity, summary, at FROM alerts "
+                                       "WHERE id > ? ORDER BY id LIMIT ?"));
+  s.Bind(1, after_id).Bind(2, static_cast<int64_t>(limit));
+  return ReadAlerts(s);
+}
+
+Result<int64_t> JobsDb::LastAlertId() {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s, db_.Prepare("SELECT COALESCE(MAX(id), 0) FROM alerts"));
+  int64_t id = 0;
+  if (s.Step()) id = s.ColumnInt(0);
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return id;
+}
+
 Result<std::vector<AlertRecord>> JobsDb::ListAlerts(double since) {
   FULCRUM_ASSIGN_OR_RETURN(Statement s,
                            db_.Prepare("SELECT id, job_id, name, severity, summary, at FROM alerts "
                                        "WHERE at >= ? ORDER BY at DESC, id DESC"));
   s.Bind(1, since);
-  std::vector<AlertRecord> out;
-  while (s.Step()) {
-    out.push_back({s.ColumnInt(0), s.ColumnText(1), s.ColumnText(2), s.ColumnText(3),
-                   s.ColumnText(4), s.ColumnDouble(5)});
-  }
-  FULCRUM_RETURN_IF_ERROR(s.status());
-  return out;
+  return ReadAlerts(s);
 }
 
 Result<std::vector<SpendRow>> JobsDb::SpendByDay() {
@@ -311,7 +364,7 @@ Status JobsDb::UpsertJob(const JobRecord& j) {
   FULCRUM_ASSIGN_OR_RETURN(
       Statement s,
       db_.Prepare(std::string("INSERT OR REPLACE INTO jobs (") + kJobColumns +
-                  ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                  ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   s.Bind(1, j.id).Bind(2, j.name).Bind(3, JobStateName(j.state)).Bind(4, j.queue);
   s.Bind(5, nlohmann::json(j.argv).dump()).Bind(6, nlohmann::json(j.gpus).dump());
   s.Bind(7, static_cast<int64_t>(j.gpus_requested));
@@ -327,6 +380,8 @@ Status JobsDb::UpsertJob(const JobRecord& j) {
   s.Bind(26, nlohmann::json(j.run_options).dump());
   s.Bind(27, static_cast<int64_t>(j.generation));
   s.Bind(28, j.start ? JobStartName(*j.start) : std::string_view(""));
+  BindOptionalInt(s, 29, j.child_pgid);
+  BindOptionalInt(s, 30, j.child_start_ticks);
   return s.Run();
 }
 
@@ -367,16 +422,17 @@ Status JobsDb::AddCheckpoint(const CheckpointRecord& c) {
       .Run();
 }
 
-Status JobsDb::AddAlert(const AlertRecord& a) {
+Result<int64_t> JobsDb::AddAlert(const AlertRecord& a) {
   FULCRUM_ASSIGN_OR_RETURN(
       Statement s,
       db_.Prepare("INSERT INTO alerts (job_id, name, severity, summary, at) VALUES (?,?,?,?,?)"));
-  return s.Bind(1, a.job_id)
-      .Bind(2, a.name)
-      .Bind(3, a.severity)
-      .Bind(4, a.summary)
-      .Bind(5, a.at)
-      .Run();
+  FULCRUM_RETURN_IF_ERROR(s.Bind(1, a.job_id)
+                              .Bind(2, a.name)
+                              .Bind(3, a.severity)
+                              .Bind(4, a.summary)
+                              .Bind(5, a.at)
+                              .Run());
+  return db_.LastInsertRowId();
 }
 
 Status JobsDb::AddSpend(const std::string& job_id, double at, double seconds, double usd) {

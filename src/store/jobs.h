@@ -1,8 +1,9 @@
 // The supervisor's store: <data-dir>/jobs.db (jobs, restarts, checkpoints, spend ledger, alerts).
-// Written by `fulcrum run` / `fulcrum submit`, read (read-only) by the agent for /v1/jobs and its
-// idle detector. Times are Unix seconds (double); unknown values are std::nullopt. A JobsDb owns
-// one SQLite connection and is not thread-safe: give each thread its own (SQLite serialises
-// writers between connections and processes). Schema version in PRAGMA user_version.
+// Written by `fulcrum run` / `fulcrum submit`, read (read-only) by the agent for /v1/jobs, its
+// idle detector and the delivery of the supervisors' alerts (alert::JobAlertFeed). Times are Unix
+// seconds (double); unknown values are std::nullopt. A JobsDb owns one SQLite connection and is not
+// thread-safe: give each thread its own (SQLite serialises writers between connections and
+// processes). Schema version in PRAGMA user_version.
 #pragma once
 
 #include <cstdint>
@@ -82,6 +83,11 @@ struct JobRecord {
   // next generation, a continued one keeps it. 0 = not started yet (queued).
   int generation = 0;
   std::optional<JobStart> start;  // of the latest run; nullopt before the first
+  // While a child runs: its process group (the leader's pid) and the leader's start time in
+  // clock ticks since boot. Still set after the supervisor's death: the next supervisor ends
+  // what is left of that group (supervise::EndStaleProcessGroup) before it starts anew.
+  std::optional<int64_t> child_pgid;
+  std::optional<int64_t> child_start_ticks;
   std::string uid() const { return id + "." + std::to_string(generation); }
 };
 
@@ -123,9 +129,11 @@ JobState EffectiveState(const JobRecord& job);
 
 class JobsDb {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
-  // Opens (creating and migrating unless read_only) the file at `path`.
+  // Opens (creating and migrating unless read_only) the file at `path`. A read-only reader
+  // accepts an older schema (the agent may start before a new `fulcrum run` migrated the file)
+  // and reads the columns added since as their defaults.
   static Result<JobsDb> Open(const std::string& path, bool read_only = false);
   // <data_dir>/jobs.db, creating data_dir when needed.
   static Result<JobsDb> OpenInDataDir(const std::string& data_dir, bool read_only = false);
@@ -137,6 +145,11 @@ class JobsDb {
   Result<std::vector<CheckpointRecord>> ListCheckpoints(const std::string& job_id);
   // Alerts raised at or after `since` (Unix seconds), newest first.
   Result<std::vector<AlertRecord>> ListAlerts(double since);
+  // Alerts with an id above `after_id`, oldest (lowest id) first, at most `limit`: a reader's
+  // cursor over new rows (ids only grow).
+  Result<std::vector<AlertRecord>> ListAlertsAfter(int64_t after_id, size_t limit);
+  // The highest alert id so far (0 when there is none).
+  Result<int64_t> LastAlertId();
   // Spend per job and UTC day, ordered by day then job.
   Result<std::vector<SpendRow>> SpendByDay();
 
@@ -147,7 +160,8 @@ class JobsDb {
   Status SetHeartbeat(const std::string& id, double at, std::optional<int64_t> step);
   Status AddRestart(const RestartRecord& restart);
   Status AddCheckpoint(const CheckpointRecord& checkpoint);
-  Status AddAlert(const AlertRecord& alert);
+  // Returns the new row's id.
+  Result<int64_t> AddAlert(const AlertRecord& alert);
   // Adds `seconds` and `usd` to the job's ledger row for the UTC day of `at` and to its total.
   Status AddSpend(const std::string& job_id, double at, double seconds, double usd);
   Status DeleteJob(const std::string& id);
@@ -155,8 +169,9 @@ class JobsDb {
   Database& db() { return db_; }
 
  private:
-  explicit JobsDb(Database db) : db_(std::move(db)) {}
+  JobsDb(Database db, int version) : db_(std::move(db)), version_(version) {}
   Database db_;
+  int version_;  // of the file: a read-only reader may meet one older than kSchemaVersion
 };
 
 // The shared data directory: core/paths.h DataDir (`flag`, $FULCRUM_DATA_DIR, /var/lib/fulcrum as

@@ -102,6 +102,31 @@ TEST(JobsDbTest, ReadOnlyOpenSeesWritesAndRefusesMissingFile) {
   std::filesystem::remove_all(dir);
 }
 
+// The agent reads jobs.db read-only and may start before any new `fulcrum run` migrated it: a
+// file at the previous schema (2: no child_pgid, child_start_ticks) must still list its jobs.
+TEST(JobsDbTest, AReadOnlyReaderReadsAFileAtAnOlderSchema) {
+  const std::string path = TempDir("jobs-old-schema") + "/jobs.db";
+  {
+    auto writer = JobsDb::Open(path);
+    ASSERT_TRUE(writer.ok()) << writer.status().message();
+    ASSERT_TRUE(writer->UpsertJob(SampleJob()).ok());
+    // Back to schema 2, as a file written by the previous release looks.
+    ASSERT_TRUE(writer->db().Exec("ALTER TABLE jobs DROP COLUMN child_pgid").ok());
+    ASSERT_TRUE(writer->db().Exec("ALTER TABLE jobs DROP COLUMN child_start_ticks").ok());
+    ASSERT_TRUE(writer->db().Exec("PRAGMA user_version = 2").ok());
+  }
+  auto reader = JobsDb::Open(path, /*read_only=*/true);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto jobs = reader->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].id, "train-a");
+  EXPECT_FALSE((*jobs)[0].child_pgid);
+  auto job = reader->GetJob("train-a");
+  ASSERT_TRUE(job.ok() && job->has_value()) << job.status().message();
+  EXPECT_EQ((**job).started_at, SampleJob().started_at) << "'start' is not 'started_at'";
+}
+
 TEST(JobsDbTest, AgesAndActiveStates) {
   EXPECT_EQ(AgeSeconds(100.0, 130.0), 30.0);
   EXPECT_FALSE(AgeSeconds(std::nullopt, 130.0).has_value());

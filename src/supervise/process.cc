@@ -31,14 +31,78 @@ std::string ChildExit::Describe() const {
 PosixProcessRunner::~PosixProcessRunner() {
   if (pid_ > 0) {
     ::kill(-pid_, SIGKILL);
+    ReleaseKeeper();  // before the reap: an unreaped leader keeps its pgid from being reused
     ::waitpid(pid_, nullptr, 0);
   }
+  ReleaseKeeper();
   for (int& fd : fds_) {
     if (fd >= 0) ::close(fd);
   }
 }
 
 namespace {
+
+// One /proc/PID/stat entry: the fields this file needs.
+struct ProcStat {
+  pid_t pid = 0;
+  pid_t pgrp = 0;
+  int64_t start_ticks = 0;  // field 22
+};
+
+std::optional<ProcStat> ReadProcStat(const std::filesystem::path& dir) {
+  std::ifstream stat(dir / "stat");
+  std::string line;
+  if (!std::getline(stat, line)) return std::nullopt;
+  const size_t paren = line.rfind(')');  // the command name may hold spaces
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream fields(line.substr(paren + 1));
+  // Fields 3.. : state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime
+  // stime cutime cstime priority nice num_threads itrealvalue starttime.
+  std::string state;
+  long ppid = 0, pgrp = 0;
+  if (!(fields >> state >> ppid >> pgrp)) return std::nullopt;
+  if (state == "Z" || state == "X") return std::nullopt;  // gone but for its exit status
+  std::string skip;
+  for (int i = 0; i < 15; ++i) fields >> skip;
+  int64_t start = 0;
+  if (!(fields >> start)) return std::nullopt;
+  ProcStat out;
+  out.pid = static_cast<pid_t>(std::stol(dir.filename().string()));
+  out.pgrp = static_cast<pid_t>(pgrp);
+  out.start_ticks = start;
+  return out;
+}
+
+// Every live process of the machine (as far as /proc shows them).
+std::vector<ProcStat> ListProcesses() {
+  std::vector<ProcStat> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc", ec);
+       !ec && it != std::filesystem::end(it); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (auto stat = ReadProcStat(it->path())) out.push_back(*stat);
+  }
+  return out;
+}
+
+// The keeper, in the forked copy of the supervisor (async-signal-safe calls only): waits for EOF
+// on `read_fd` (the runner closed its end, or the supervisor died), then ends the job's group.
+[[noreturn]] void RunKeeper(int read_fd, pid_t job_pgid) {
+  // Not the job's: a Ctrl-C, a SIGTERM to the supervisor's group must not end the keeper first.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE}) {
+    ::signal(sig, SIG_IGN);
+  }
+  ::prctl(PR_SET_NAME, "fulcrum-keeper");
+  // Drop every other descriptor (the job's pipes, jobs.db, the job lock): the keeper holds none.
+  if (read_fd > 0) ::close_range(0, static_cast<unsigned>(read_fd - 1), 0);
+  ::close_range(static_cast<unsigned>(read_fd + 1), ~0U, 0);
+  char byte;
+  while (::read(read_fd, &byte, 1) < 0 && errno == EINTR) {
+  }
+  ::kill(-job_pgid, SIGKILL);
+  _exit(0);
+}
 
 // In the child after fork: async-signal-safe calls only. Reports a failure to exec through
 // `error_fd` (errno as an int) and exits 127.
@@ -170,6 +234,21 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
     close_all();
     return Status::Ok();
   }
+  int keeper_pipe[2] = {-1, -1};
+  if (::pipe2(keeper_pipe, O_CLOEXEC) == 0) {
+    const pid_t keeper = ::fork();
+    if (keeper == 0) {
+      ::close(keeper_pipe[1]);
+      RunKeeper(keeper_pipe[0], pid);
+    }
+    ::close(keeper_pipe[0]);
+    if (keeper > 0) {
+      keeper_pid_ = keeper;
+      keeper_fd_ = keeper_pipe[1];
+    } else {
+      ::close(keeper_pipe[1]);  // no keeper: PR_SET_PDEATHSIG still ends the leader
+    }
+  }
   fds_[0] = out_pipe[0];
   fds_[1] = err_pipe[0];
   for (int fd : fds_) {
@@ -197,24 +276,41 @@ void PosixProcessRunner::Signal(int signal, SignalTarget target) {
     case SignalTarget::kChildren:
       break;
   }
-  // Every member of the child's process group but the child itself: /proc/PID/stat field 5.
-  std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator("/proc", ec);
-       !ec && it != std::filesystem::end(it); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t pid = static_cast<pid_t>(std::stol(name));
-    if (pid == pid_) continue;
-    std::ifstream stat(it->path() / "stat");
-    std::string line;
-    if (!std::getline(stat, line)) continue;
-    const size_t paren = line.rfind(')');  // the command name may hold spaces
-    if (paren == std::string::npos) continue;
-    std::istringstream fields(line.substr(paren + 1));
-    std::string state;
-    long ppid = 0, pgrp = 0;
-    if (fields >> state >> ppid >> pgrp && pgrp == pid_) ::kill(pid, signal);
+  // Every member of the child's process group but the child itself.
+  for (const ProcStat& p : ListProcesses()) {
+    if (p.pgrp == pid_ && p.pid != pid_) ::kill(p.pid, signal);
   }
+}
+
+std::optional<int64_t> PosixProcessRunner::start_ticks() const {
+  return pid_ > 0 ? ProcessStartTicks(pid_) : std::nullopt;
+}
+
+void PosixProcessRunner::ReleaseKeeper() {
+  if (keeper_fd_ >= 0) ::close(keeper_fd_);  // the keeper SIGKILLs the group and exits
+  keeper_fd_ = -1;
+  if (keeper_pid_ > 0) {
+    while (::waitpid(keeper_pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  keeper_pid_ = -1;
+}
+
+std::optional<int64_t> ProcessStartTicks(int64_t pid) {
+  auto stat = ReadProcStat(std::filesystem::path("/proc") / std::to_string(pid));
+  if (!stat) return std::nullopt;
+  return stat->start_ticks;
+}
+
+int EndStaleProcessGroup(int64_t pgid, int64_t leader_start_ticks) {
+  if (pgid <= 1) return 0;
+  if (auto leader = ProcessStartTicks(pgid); leader && *leader != leader_start_ticks) return 0;
+  int signalled = 0;
+  for (const ProcStat& p : ListProcesses()) {
+    if (p.pgrp != pgid || p.start_ticks < leader_start_ticks) continue;
+    if (::kill(p.pid, SIGKILL) == 0) ++signalled;
+  }
+  return signalled;
 }
 
 Result<SignalTarget> ParseSignalTarget(const std::string& text) {
@@ -278,9 +374,13 @@ std::optional<ChildExit> PosixProcessRunner::Wait(double timeout_seconds, const 
   ReadAvailable(0, sink);
   ReadAvailable(1, sink);
   if (pid_ <= 0) return std::nullopt;
-  int status = 0;
-  pid_t done = ::waitpid(pid_, &status, WNOHANG);
-  if (done != pid_) return std::nullopt;
+  // WNOWAIT: the leader stays a zombie until the group is ended, so its pgid cannot be reused
+  // by an unrelated process while this runner and its keeper signal it.
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+      info.si_pid != pid_) {
+    return std::nullopt;
+  }
   // Drain what is left in the pipes without blocking on grandchildren that keep them open.
   ReadAvailable(0, sink);
   ReadAvailable(1, sink);
@@ -293,6 +393,10 @@ std::optional<ChildExit> PosixProcessRunner::Wait(double timeout_seconds, const 
   }
   // The group may outlive its leader; make sure nothing of this job keeps running.
   ::kill(-pid_, SIGKILL);
+  ReleaseKeeper();
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
   pid_ = -1;
   ChildExit exit;
   if (WIFEXITED(status)) exit.exit_code = WEXITSTATUS(status);

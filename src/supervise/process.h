@@ -6,6 +6,11 @@
 // executable) as an error rather than as an exit code. PosixProcessRunner is the real one
 // (fork/execvpe, pipes, poll); tests use a fake. A runner holds at most one child at a time and
 // is used from one thread.
+// The job must not outlive its supervisor, kill -9 included: the child has PR_SET_PDEATHSIG, and
+// a small keeper process (forked, not exec'd, outside the job's group) SIGKILLs the job's whole
+// process group when its pipe from the runner closes, which the kernel does when the supervisor
+// dies. Only a kill of the keeper itself as well (e.g. SIGKILL to the supervisor's own group)
+// leaves the group running: EndStaleProcessGroup lets the next supervisor end it.
 #pragma once
 
 #include <sys/types.h>
@@ -54,6 +59,9 @@ class ProcessRunner {
   virtual Status Start(const ChildSpec& spec) = 0;
   virtual bool running() const = 0;
   virtual int64_t pid() const = 0;
+  // The child's start time in clock ticks since boot (/proc/PID/stat field 22): with pid() it
+  // identifies the job's process group after a supervisor's death. nullopt when unknown.
+  virtual std::optional<int64_t> start_ticks() const { return std::nullopt; }
   // Sends `signal` to the child's whole process group (no-op without a child).
   virtual void SignalGroup(int signal) = 0;
   // Sends `signal` to `target` (no-op without a child or for kNone).
@@ -74,6 +82,7 @@ class PosixProcessRunner final : public ProcessRunner {
   Status Start(const ChildSpec& spec) override;
   bool running() const override { return pid_ > 0; }
   int64_t pid() const override { return pid_; }
+  std::optional<int64_t> start_ticks() const override;
   void SignalGroup(int signal) override;
   void Signal(int signal, SignalTarget target) override;
   std::optional<ChildExit> Wait(double timeout_seconds, const LineSink& sink) override;
@@ -81,10 +90,22 @@ class PosixProcessRunner final : public ProcessRunner {
  private:
   void ReadAvailable(int index, const LineSink& sink);
   void FlushPartial(int index, const LineSink& sink);
+  void ReleaseKeeper();
   pid_t pid_ = -1;
+  pid_t keeper_pid_ = -1;
+  int keeper_fd_ = -1;     // write end of the keeper's pipe; closing it ends the job's group
   int fds_[2] = {-1, -1};  // stdout, stderr read ends
   std::string partial_[2];
 };
+
+// Start time of process `pid` in clock ticks since boot; nullopt when there is no such process.
+std::optional<int64_t> ProcessStartTicks(int64_t pid);
+
+// SIGKILLs what is left of a job's process group `pgid` whose leader started at
+// `leader_start_ticks` (recorded by a supervisor that died without ending it). Processes that
+// are not that group's are left alone: a live leader pid with another start time (the pid was
+// reused), members that started before the leader. Returns how many processes were signalled.
+int EndStaleProcessGroup(int64_t pgid, int64_t leader_start_ticks);
 
 std::string SignalName(int signal);
 // "leader", "group", "children", "none".

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <regex>
 
+#include "alert/delivery.h"
+#include "alert/notify.h"
 #include "core/parse.h"
 #include "supervise/notice.h"
 #include "supervise/process.h"
@@ -30,7 +32,8 @@ struct FlagSpec {
 constexpr FlagSpec kValueFlags[] = {
     {"--stop-grace", "DURATION",
      "How long a stop (preemption, budget, SIGTERM) waits for the requested checkpoint before "
-     "it sends SIGTERM to the job (default 60s)"},
+     "it sends SIGTERM to the job (default 60s); a budget stop ends within it, --kill-after "
+     "included"},
     {"--kill-after", "DURATION", "After SIGTERM, SIGKILL the job's process group (default 10s)"},
     {"--checkpoint-dir", "DIR",
      "Where the job writes checkpoints (one file or directory each); exported as "
@@ -93,6 +96,12 @@ constexpr FlagSpec kValueFlags[] = {
     {"--agent", "URL",
      "Local fulcrum agent asked for GPU health before a restart (default http://127.0.0.1:9400; "
      "'none' to skip)"},
+    {"--receiver", "URL",
+     "Also deliver the job's alerts (crash_loop, budget, stall, ...) to this webhook from this "
+     "process, for a node without a running agent (an agent delivers them to its own receivers)"},
+    {"--receiver-format", "FORMAT",
+     "Payload of --receiver: generic, alertmanager, slack, feishu, dingtalk, wecom (default "
+     "generic)"},
     {"--log-dir", "DIR", "Rotating log files of the job's output (default <data-dir>/logs)"},
     {"--log-max-bytes", "BYTES", "Size of one log file before it rotates (default 10MiB)"},
     {"--log-files", "N", "Rotated log files kept (default 5)"},
@@ -370,6 +379,17 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
   r.azure_url = Text(f, "--azure-metadata-url", kAzureMetadataUrl);
   FULCRUM_ASSIGN_OR_RETURN(r.notice_poll_seconds, Duration(f, "--notice-poll", 0.5));
   r.agent_url = Text(f, "--agent", "http://127.0.0.1:9400");
+  r.receiver_url = Text(f, "--receiver", "");
+  r.receiver_format = Text(f, "--receiver-format", "generic");
+  if (auto format = alert::ParseReceiverFormat(r.receiver_format); !format.ok()) {
+    return FlagError("--receiver-format", "generic, alertmanager, slack, feishu, dingtalk or wecom",
+                     r.receiver_format);
+  }
+  if (!r.receiver_url.empty()) {
+    FULCRUM_RETURN_IF_ERROR(alert::ValidateReceiverUrl("--receiver", r.receiver_url));
+  } else if (f.values.count("--receiver-format")) {
+    return Status::InvalidInput("--receiver-format needs --receiver URL");
+  }
   r.log_dir = Text(f, "--log-dir", data_dir + "/logs");
   const std::string max_bytes = Text(f, "--log-max-bytes", "10MiB");
   auto bytes = ParseBytes(max_bytes);

@@ -1,12 +1,19 @@
 #include "supervise/run_job.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <spdlog/sinks/rotating_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <filesystem>
 
+#include "alert/delivery.h"
+#include "alert/job_alert.h"
+#include "alert/notify.h"
+#include "alert/outbox.h"
 #include "catalog/catalog.h"
 #include "core/parse.h"
 #include "core/subprocess.h"
@@ -70,6 +77,87 @@ Status CheckCommand(const std::vector<std::string>& command, const std::string& 
                               (program.find('/') == std::string::npos ? " (not on PATH)" : ""));
 }
 
+// `--receiver URL`: the job's alerts take the agent's path (notification per receiver -> outbox
+// -> delivery worker) from this process. The outbox is in memory: what is still pending when the
+// job ends gets up to kDrainSeconds; an alert is in jobs.db as well, for an agent to deliver.
+class OwnDelivery {
+ public:
+  static constexpr double kDrainSeconds = 10;
+
+  // `logger`: where the worker reports failed attempts (the job log and stderr; stdout is the
+  // job's and --json's).
+  OwnDelivery(const ResolvedRun& r, const Clock& clock, std::shared_ptr<spdlog::logger> logger)
+      : clock_(clock), logger_(logger) {
+    alert::Receiver receiver;
+    receiver.name = "default";
+    receiver.url = r.receiver_url;
+    auto format = alert::ParseReceiverFormat(r.receiver_format);  // validated with the flags
+    if (format.ok()) receiver.format = *format;
+    receivers_.push_back(receiver);
+    context_.hostname = HostName();
+    worker_ = std::make_unique<alert::DeliveryWorker>(outbox_, poster_, receivers_, clock_,
+                                                      alert::DeliveryOptions{}, std::move(logger));
+    worker_->Start();
+  }
+  ~OwnDelivery() {
+    // Real time, whatever the clock seam: the receiver answers in real time.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(kDrainSeconds);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto pending = outbox_.PendingCount();
+      if (!pending.ok() || *pending == 0) break;
+      worker_->Wake();
+      ::usleep(20000);
+    }
+    worker_->Stop();
+    if (auto left = outbox_.PendingCount(); left.ok() && *left > 0) {
+      logger_->warn(
+          "{} alert notification(s) not delivered within {} s; the alerts stay in "
+          "jobs.db, for a fulcrum agent on this data dir (started within the hour) to deliver",
+          *left, kDrainSeconds);
+    }
+  }
+  OwnDelivery(const OwnDelivery&) = delete;
+  OwnDelivery& operator=(const OwnDelivery&) = delete;
+
+  void Send(const store::AlertRecord& record) {
+    for (const auto& n : alert::MakeNotifications(alert::JobAlertTransition(record), receivers_,
+                                                  context_, clock_.UnixSeconds())) {
+      (void)outbox_.Enqueue(n);
+    }
+    worker_->Wake();
+  }
+
+ private:
+  static std::string HostName() {
+    char name[256] = {};
+    return ::gethostname(name, sizeof name - 1) == 0 ? name : "";
+  }
+  const Clock& clock_;
+  std::shared_ptr<spdlog::logger> logger_;
+  std::vector<alert::Receiver> receivers_;
+  alert::NotifyContext context_;
+  alert::MemoryOutbox outbox_;
+  alert::CurlPoster poster_;
+  std::unique_ptr<alert::DeliveryWorker> worker_;
+};
+
+// A supervisor that died without ending its job (its keeper killed too) left the job's process
+// group recorded: with the job's lock held no supervisor owns it any more, so end it first.
+void EndStaleTree(store::JobsDb& db, const std::string& name,
+                  const std::function<void(const std::string&)>& event) {
+  auto previous = db.GetJob(name);
+  if (!previous.ok() || !previous->has_value()) return;
+  const store::JobRecord& row = **previous;
+  if (!row.child_pgid || !row.child_start_ticks) return;
+  const int ended = EndStaleProcessGroup(*row.child_pgid, *row.child_start_ticks);
+  if (ended > 0) {
+    event("ended " + std::to_string(ended) + " process(es) of process group " +
+          std::to_string(*row.child_pgid) + " left running by an earlier supervisor of '" + name +
+          "'");
+  }
+}
+
 }  // namespace
 
 RunJob::RunJob(RunJobRequest request, Clock& clock, ProcessRunner& runner, RunJobHooks hooks)
@@ -128,6 +216,7 @@ Result<RunJobResult> RunJob::Run() {
     if (hooks_.event) hooks_.event(text);
   };
   options.on_event = event;
+  EndStaleTree(db, q.name, event);
   const std::string agent_url = resolved.agent_url;
   if (agent_url != "none") {
     options.unhealthy_gpus = [agent_url] { return UnhealthyGpusFromAgent(agent_url, 0.5); };
@@ -143,10 +232,22 @@ Result<RunJobResult> RunJob::Run() {
     if (auto notice = watcher->Notice()) return "preemption notice: " + *notice;
     return std::nullopt;
   };
+  std::unique_ptr<OwnDelivery> delivery;
+  if (!resolved.receiver_url.empty()) {
+    std::vector<spdlog::sink_ptr> sinks = file_log->sinks();  // the job log, in its format
+    auto err = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    err->set_pattern("fulcrum run: %v");
+    sinks.push_back(err);
+    auto logger = std::make_shared<spdlog::logger>("fulcrum", sinks.begin(), sinks.end());
+    logger->set_level(spdlog::level::info);
+    delivery = std::make_unique<OwnDelivery>(resolved, clock_, std::move(logger));
+    options.on_alert = [&delivery](const store::AlertRecord& record) { delivery->Send(record); };
+  }
   const bool priced = options.price_per_hour_usd.has_value();
   Supervisor supervisor(std::move(options), clock_, runner_, &db);
   result.outcome = supervisor.Run();
   watcher->Stop();
+  delivery.reset();  // waits (bounded) for the last alerts to go out
   if (auto job = db.GetJob(q.name); job.ok() && job->has_value()) {
     result.uid = (*job)->uid();
     result.start = (*job)->start.value_or(store::JobStart::kNew);

@@ -1,9 +1,11 @@
 // The composition of `fulcrum run`, as agent::Agent is the agent's: from the parsed flags it
 // resolves the options (price from the catalog, GPUs), takes the job's lock, opens jobs.db, sets up
-// the rotating job log, the preemption watchers and the agent's GPU health query, and drives one
-// Supervisor to the end. The CLI parses flags, installs the signal edge (`stop_requested`) and
-// prints the result; the Clock and ProcessRunner seams let tests run it without the binary.
-// One thread; the runner and clock must outlive Run().
+// the rotating job log, the preemption watchers, the agent's GPU health query and (with
+// --receiver) a delivery worker for the job's alerts, ends a process group that an earlier
+// supervisor of the name left running, and drives one Supervisor to the end. The CLI parses
+// flags, installs the signal edge (`stop_requested`) and prints the result; the Clock and
+// ProcessRunner seams let tests run it without the binary. One thread drives it (the delivery
+// worker has its own); the runner and clock must outlive Run().
 #pragma once
 
 #include <functional>

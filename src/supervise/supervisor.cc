@@ -86,10 +86,13 @@ void Supervisor::Event(const std::string& text) {
 void Supervisor::Alert(const std::string& name, const std::string& severity,
                        const std::string& summary) {
   Event("ALERT " + name + " (" + severity + "): " + summary);
+  store::AlertRecord record{0, job_.id, name, severity, summary, clock_.UnixSeconds()};
   if (db_ != nullptr) {
-    Status s = db_->AddAlert({0, job_.id, name, severity, summary, clock_.UnixSeconds()});
-    if (!s.ok()) Event("cannot record alert: " + s.message());
+    auto id = db_->AddAlert(record);
+    if (id.ok()) record.id = *id;
+    if (!id.ok()) Event("cannot record alert: " + id.status().message());
   }
+  if (options_.on_alert) options_.on_alert(record);
 }
 
 void Supervisor::SaveJob() {
@@ -206,6 +209,9 @@ void Supervisor::StartChild() {
   }
   Event("started pid " + std::to_string(runner_.pid()) +
         (latest_checkpoint_.empty() ? " (fresh start)" : " resuming from " + latest_checkpoint_));
+  job_.child_pgid = runner_.pid();
+  job_.child_start_ticks = runner_.start_ticks();
+  if (!job_.child_start_ticks) job_.child_pgid.reset();
   child_started_ = now;
   last_progress_ = now;
   stall_alerted_ = false;
@@ -346,31 +352,42 @@ void Supervisor::CheckProgress() {
 void Supervisor::AccrueSpend() {
   const double now = clock_.MonotonicSeconds();
   const double dt = now - last_accrual_;
-  if (dt < kLedgerIntervalSeconds && phase_ != Phase::kDone) return;
-  last_accrual_ = now;
-  if (db_ != nullptr && job_.heartbeat_at) {
-    Status s = db_->SetHeartbeat(job_.id, *job_.heartbeat_at, job_.step);
-    if (!s.ok()) Event("cannot record heartbeat: " + s.message());
+  if (dt >= kLedgerIntervalSeconds || phase_ == Phase::kDone) {
+    last_accrual_ = now;
+    if (db_ != nullptr && job_.heartbeat_at) {
+      Status s = db_->SetHeartbeat(job_.id, *job_.heartbeat_at, job_.step);
+      if (!s.ok()) Event("cannot record heartbeat: " + s.message());
+    }
+    if (options_.price_per_hour_usd) {
+      // Per-second billing: the machine costs money while the supervisor holds it, child or not.
+      const double usd = *options_.price_per_hour_usd * dt / 3600;
+      job_.spend_usd += usd;
+      if (db_ != nullptr) {
+        Status s = db_->AddSpend(job_.id, clock_.UnixSeconds(), dt, usd);
+        if (!s.ok()) Event("cannot record spend: " + s.message());
+      }
+    }
   }
-  if (!options_.price_per_hour_usd) return;
-  // Per-second billing: the machine costs money while the supervisor holds it, child or not.
-  const double usd = *options_.price_per_hour_usd * dt / 3600;
-  job_.spend_usd += usd;
-  if (db_ != nullptr) {
-    Status s = db_->AddSpend(job_.id, clock_.UnixSeconds(), dt, usd);
-    if (!s.ok()) Event("cannot record spend: " + s.message());
-  }
-  if (!options_.budget_usd || phase_ == Phase::kDone) return;
+  CheckBudget(now);
+}
+
+void Supervisor::CheckBudget(double now) {
+  if (!options_.price_per_hour_usd || !options_.budget_usd || phase_ == Phase::kDone) return;
+  // The ledger is written once a second, the budget checked every tick against the spend up to
+  // now: at any price the warning comes when 80 % is reached and the stop when 100 % is, not up
+  // to a ledger tick later (where one tick may cost more than the last 20 %).
+  const double spend = job_.spend_usd + *options_.price_per_hour_usd * (now - last_accrual_) / 3600;
   const double budget = *options_.budget_usd;
-  if (!budget_warned_ && job_.spend_usd >= 0.8 * budget) {
+  if (!budget_warned_ && spend >= 0.8 * budget) {
     budget_warned_ = true;
     Alert("budget_warning", "warning",
-          "spent " + FormatUsd(job_.spend_usd) + " of the " + FormatUsd(budget) + " budget (80 %)");
+          "spent " + FormatUsd(spend) + " of the " + FormatUsd(budget) + " budget (80 %)");
   }
-  if (job_.spend_usd >= budget && (phase_ == Phase::kRunning || phase_ == Phase::kBackoff)) {
+  if (spend >= budget && (phase_ == Phase::kRunning || phase_ == Phase::kBackoff)) {
     Alert("budget_exhausted", "critical",
-          "spent " + FormatUsd(job_.spend_usd) + " of " + FormatUsd(budget) +
-              "; checkpointing and stopping");
+          "spent " + FormatUsd(spend) + " of " + FormatUsd(budget) +
+              "; checkpointing and stopping within the stop grace of " +
+              FormatDuration(options_.stop_grace_seconds));
     BeginStop("budget of " + FormatUsd(budget) + " reached", store::JobState::kStopped,
               kExitBudget);
   }
@@ -391,12 +408,20 @@ void Supervisor::BeginStop(const std::string& reason, store::JobState final_stat
   job_.state = store::JobState::kCheckpointing;
   job_.reason = reason;
   SaveJob();
+  // A budget stop ends within the grace, SIGTERM's wait included: the spend bound is one
+  // supervisor tick plus the grace over the budget. Other stops wait the grace for the
+  // checkpoint, then kill_after for SIGTERM.
+  const bool bounded = exit_code == kExitBudget;
+  const double checkpoint_wait =
+      bounded ? std::max(0.0, options_.stop_grace_seconds - options_.kill_after_seconds)
+              : options_.stop_grace_seconds;
+  stop_hard_deadline_ = bounded ? now + options_.stop_grace_seconds : 1e300;
   if (!options_.checkpoints.dir.empty()) {
     const std::string channels = RequestCheckpoint();
     checkpoint_requested_at_ = now;
-    stop_deadline_ = now + options_.stop_grace_seconds;
+    stop_deadline_ = now + checkpoint_wait;
     Event("stopping (" + reason + "): requested a checkpoint (" + channels + "), waiting up to " +
-          FormatDuration(options_.stop_grace_seconds));
+          FormatDuration(checkpoint_wait));
   } else {
     stop_deadline_ = now;
     Event("stopping (" + reason + ")");
@@ -404,6 +429,8 @@ void Supervisor::BeginStop(const std::string& reason, store::JobState final_stat
 }
 
 void Supervisor::OnExit(const ChildExit& exit) {
+  job_.child_pgid.reset();  // the runner ended the group with its leader
+  job_.child_start_ticks.reset();
   ScanCheckpoints(true);  // a checkpoint finished just before the exit still counts
   scanner_.OnWriterDied(clock_.MonotonicSeconds());
   const double now = clock_.MonotonicSeconds();
@@ -491,10 +518,10 @@ void Supervisor::Tick() {
                                       : "checkpoint saved; sending SIGTERM");
     runner_.SignalGroup(SIGTERM);
     phase_ = Phase::kTerminating;
-    kill_deadline_ = now + options_.kill_after_seconds;
+    term_sent_at_ = now;
+    kill_deadline_ = std::min(now + options_.kill_after_seconds, stop_hard_deadline_);
   } else if (phase_ == Phase::kTerminating && now >= kill_deadline_) {
-    Event("the job ignored SIGTERM for " + FormatDuration(options_.kill_after_seconds) +
-          "; SIGKILL");
+    Event("the job ignored SIGTERM for " + FormatDuration(now - term_sent_at_) + "; SIGKILL");
     runner_.SignalGroup(SIGKILL);
     kill_deadline_ = now + 3600;
   }

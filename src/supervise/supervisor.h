@@ -39,6 +39,9 @@ struct SupervisorOptions {
   std::vector<int> gpus;  // empty = CUDA_VISIBLE_DEVICES left as inherited
   std::string queue = "run";
   StartMode start_mode = StartMode::kAuto;
+  // A stop waits up to stop_grace for the checkpoint, then kill_after for SIGTERM. A budget stop
+  // fits both in stop_grace (the checkpoint gets stop_grace - kill_after), so that the spend ends
+  // at most one tick plus stop_grace of the hourly price over the budget.
   double stop_grace_seconds = 60;
   double kill_after_seconds = 10;  // after SIGTERM, SIGKILL the group
   // Checkpoints ("" dir = no checkpoint handling).
@@ -70,6 +73,8 @@ struct SupervisorOptions {
   // Output of the job (each line) and the supervisor's own events.
   std::function<void(Stream, std::string_view)> on_output;
   std::function<void(const std::string&)> on_event;
+  // Each alert, once it is in jobs.db (with its row id): `fulcrum run --receiver` delivers it.
+  std::function<void(const store::AlertRecord&)> on_alert;
   double tick_seconds = 0.05;
 };
 
@@ -113,6 +118,7 @@ class Supervisor {
   bool JobReady();
   void CheckProgress();
   void AccrueSpend();
+  void CheckBudget(double now);
   void BeginStop(const std::string& reason, store::JobState final_state, int exit_code);
   void Finish(store::JobState state, const std::string& reason, int exit_code);
   void Alert(const std::string& name, const std::string& severity, const std::string& summary);
@@ -152,6 +158,8 @@ class Supervisor {
   // Stop in progress.
   double stop_deadline_ = 0;
   double kill_deadline_ = 0;
+  double term_sent_at_ = 0;
+  double stop_hard_deadline_ = 1e300;  // a budget stop's SIGKILL comes by then
   store::JobState stop_state_ = store::JobState::kStopped;
   std::string stop_reason_;
   int stop_exit_code_ = 0;

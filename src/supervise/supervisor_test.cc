@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 namespace fulcrum::supervise {
 namespace {
@@ -137,6 +138,46 @@ TEST_F(SupervisorTest, BudgetWarnsAt80PercentAndStopsAfterACheckpointAt100) {
   double ledger_usd = 0;
   for (const auto& row : *ledger) ledger_usd += row.usd;
   EXPECT_NEAR(ledger_usd, (*job)->spend_usd, 1e-9);
+}
+
+// The reported bug: at a high price one ledger tick (1 s) cost more than the last 20 % of the
+// budget, so the 80 % warning came with the stop, and the stop's grace plus SIGTERM's wait ran
+// on top: the spend ended well over the budget.
+TEST_F(SupervisorTest, AtAHighPriceTheWarningComesAt80PercentAndTheStopWithinTheBound) {
+  FakeRunner runner(clock_);
+  runner.ignore_term = true;  // and it never checkpoints: the whole grace is used
+  options_.signal_target = SignalTarget::kNone;
+  options_.tick_seconds = 0.05;
+  options_.checkpoint_every_seconds = 3600;
+  options_.price_per_hour_usd = 1800;  // $0.50 per second: a ledger tick is half the budget
+  options_.budget_usd = 1;
+  options_.stop_grace_seconds = 6;
+  options_.kill_after_seconds = 2;
+  std::map<std::string, double> alert_at;
+  options_.on_event = [&](const std::string& e) {
+    for (const char* name : {"budget_warning", "budget_exhausted"}) {
+      if (e.find(std::string("ALERT ") + name) != std::string::npos) {
+        alert_at[name] = clock_.MonotonicSeconds();
+      }
+    }
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  SupervisorOutcome outcome = supervisor.Run();
+  EXPECT_EQ(outcome.exit_code, kExitBudget);
+  ASSERT_EQ(alert_at.size(), 2u);
+  const double tick = options_.tick_seconds;
+  // 80 % of $1 at $0.50/s is reached at 1.6 s, 100 % at 2 s.
+  EXPECT_GE(alert_at["budget_warning"], 1.6 - 1e-9);
+  EXPECT_LE(alert_at["budget_warning"], 1.6 + 2 * tick);
+  EXPECT_GE(alert_at["budget_exhausted"], 2.0 - 1e-9);
+  EXPECT_LE(alert_at["budget_exhausted"], 2.0 + 2 * tick);
+  ASSERT_EQ(SignalNumbers(runner), (std::vector<int>{SIGTERM, SIGKILL}))
+      << "the request file, then SIGTERM, then SIGKILL";
+  auto job = db_->GetJob("job");
+  const double ledger_tick_usd = *options_.price_per_hour_usd / 3600;
+  const double grace_usd = *options_.price_per_hour_usd * options_.stop_grace_seconds / 3600;
+  EXPECT_LE((*job)->spend_usd, *options_.budget_usd + ledger_tick_usd + grace_usd);
+  EXPECT_GE((*job)->spend_usd, *options_.budget_usd);
 }
 
 TEST_F(SupervisorTest, RestartsWithExponentialBackoffAndTheEnvironment) {

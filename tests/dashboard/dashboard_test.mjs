@@ -232,6 +232,10 @@ async function checkPage(page, agent, problems, screenshot, settleSeconds) {
   for (const want of [/\brunning\b/, /0, 1/, /12,840/, /\t1\t/, /ago/, /\$38\.40 \/ \$120\.00 \(32 %\)/]) {
     if (!want.test(running)) fail('the llama-8b-sft row should match ' + want + ', saw ' + JSON.stringify(running));
   }
+  const stopped = jobs.seen.find((text) => text.startsWith('eval-sweep')) || '';
+  if (!/budget_exhausted 3h/.test(stopped)) {
+    fail('the eval-sweep row should show its supervisor alert budget_exhausted, saw ' + JSON.stringify(stopped));
+  }
   console.log('ok: jobs table (%s)', JSON.stringify(jobs.seen));
 
   // Live: the page keeps updating without a reload.

@@ -53,6 +53,11 @@ fulcrum::Status Seed(const std::string& data_dir) {
   stopped.finished_at = now - 3 * 3600;
   stopped.reason = "budget";
   FULCRUM_RETURN_IF_ERROR(db.UpsertJob(stopped));
+  // The supervisor's alert at the stop, as `fulcrum run` records it (the jobs panel shows it).
+  FULCRUM_RETURN_IF_ERROR(
+      db.AddAlert({0, stopped.id, "budget_exhausted", "critical",
+                   "spent $10.02 of $10.00; checkpointing and stopping", now - 3 * 3600})
+          .status());
   return db.AddSpend(stopped.id, now - 3 * 3600, 2 * 3600, 10.02);
 }
 

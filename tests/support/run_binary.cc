@@ -3,8 +3,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
+#include <thread>
 
 #include "core/subprocess.h"
 
@@ -54,6 +58,22 @@ std::string MakeTempDir(const std::string& prefix) {
     if (fs::create_directory(dir, ec)) return dir.string();
   }
   return (base / prefix).string();
+}
+
+std::string FileContents(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+bool PollUntil(const std::function<bool()>& ready, double seconds, double poll_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::duration<double>(poll_seconds));
+  }
+  return ready();
 }
 
 std::string SourcePath(const std::string& relative) {

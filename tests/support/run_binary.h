@@ -3,6 +3,7 @@
 // stdout and stderr separately. Thread-compatible (one call per thread).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -32,6 +33,12 @@ RunOutput RunProgram(const std::string& program, const std::vector<std::string>&
 
 // A fresh empty directory under the build tree's Testing/tmp, removed by the caller if wanted.
 std::string MakeTempDir(const std::string& prefix);
+
+// The whole content of the file at `path`, bytes as they are ("" when it cannot be read).
+std::string FileContents(const std::string& path);
+
+// Polls `ready` every `poll_seconds` until it holds or `seconds` have passed; its last answer.
+bool PollUntil(const std::function<bool()>& ready, double seconds, double poll_seconds = 0.02);
 
 // Path of the source tree's file (e.g. "catalog/gpus.csv").
 std::string SourcePath(const std::string& relative);
