@@ -49,25 +49,30 @@ bool Warns(const json& c, const std::string& code) {
 double Usd(const json& c) { return c["cost"]["expected_usd"].get<double>(); }
 double P90Hours(const json& c) { return c["time"]["p90_hours"].get<double>(); }
 
+double P90Usd(const json& c) { return c["cost"]["p90_usd"].get<double>(); }
+
 // The balanced pick costs within 25 % of the cheapest candidate that meets the deadline and the
-// budget (the cheapest objective's first row when it meets them).
+// budget, both at P90 (the cost the balanced objective ranks by: a row whose expected cost is low
+// but whose GPU has no calibration rows or whose spot risk is extrapolated is not cheap at P90).
 void ExpectBalancedNearCheapest(const std::vector<std::string>& question) {
   const json balanced = Plan(With(question, {"--top", "1"}));
-  const json cheapest = Plan(With(question, {"--top", "1", "--objective", "cheapest"}));
+  const json cheapest = Plan(With(question, {"--top", "100000", "--objective", "cheapest"}));
   ASSERT_FALSE(balanced["candidates"].empty());
   ASSERT_FALSE(cheapest["candidates"].empty());
   const json& pick = balanced["candidates"][0];
-  const json& cheap = cheapest["candidates"][0];
-  ASSERT_TRUE(cheap["meets_constraints"].get<bool>());
   EXPECT_TRUE(pick["meets_constraints"].get<bool>());
-  EXPECT_LE(Usd(pick), 1.25 * Usd(cheap))
+  const json* cheap = nullptr;
+  for (const json& c : cheapest["candidates"]) {
+    if (!c["meets_constraints"].get<bool>()) continue;
+    if (cheap == nullptr || P90Usd(c) < P90Usd(*cheap)) cheap = &c;
+  }
+  ASSERT_NE(cheap, nullptr);
+  EXPECT_LE(P90Usd(pick), 1.25 * P90Usd(*cheap))
       << pick["provider"] << " " << pick["instance_type"] << " x" << pick["nodes"] << " "
-      << pick["pricing"] << " vs " << cheap["provider"] << " " << cheap["instance_type"];
+      << pick["pricing"] << " vs " << (*cheap)["provider"] << " " << (*cheap)["instance_type"];
 }
 
 const std::vector<std::string> kFinetune7b = {SourcePath("examples/llama-7b-finetune.yaml")};
-
-double P90Usd(const json& c) { return c["cost"]["p90_usd"].get<double>(); }
 
 // What an experienced engineer does with two candidates of about the same price: take the one
 // whose numbers are better known. The balanced pick may be `less_known` (a GPU without step-time
