@@ -80,7 +80,7 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
                {"p90_hours", Round(c.run.p90_seconds / 3600.0, 3)},
                {"step_seconds", Round(st.step_seconds, 4)},
                {"step_seconds_p10", Round(st.step_seconds * c.band.step_p10_ratio, 4)},
-               {"step_seconds_p90", Round(st.step_seconds * c.band.step_p90_ratio, 4)},
+               {"step_seconds_p90", Round(st.step_seconds * c.band.step_p90_ratio * c.network_p90_ratio, 4)},
                {"uncertainty_family", std::string(c.band.family)},
                {"tokens_per_second_per_gpu", Round(st.tokens_per_second_per_gpu, 1)},
                {"mfu", Round(st.mfu, 4)},

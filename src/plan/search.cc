@@ -150,10 +150,38 @@ struct HardwareClass {
   double capacity_bytes = 0;
   bool network_known = false;
   bool network_assumed = false;
+  // Network assumed (not published) and above the conservative figure: the same node at the
+  // conservative figure, at which the P90 is planned (ConservativeNetwork).
+  std::optional<estimate::Hardware> conservative;
   workload::Precision precision = workload::Precision::kBf16Mixed;
   bool precision_fallback = false;
   std::vector<int> node_counts;
 };
+
+// The conservative inter-node network of an offer whose provider publishes none: the lowest
+// per-GPU figure any multi-GPU offer of the catalog publishes (each row carries its source;
+// today GCP's A2 machines, "up to 100 Gbps" over ordinary gVNIC Ethernet without RDMA, for 16
+// GPUs in a2-megagpu-16g: cloud.google.com/compute/docs/gpus/gpu-network-bandwidth) times the
+// offer's GPUs. A spec's `assume_network_gbps` plans the mean; the P90 uses this figure, so an
+// optimistic assumption spread over many nodes is not credited in the deadline check or the
+// balanced cost.
+struct ConservativeNetwork {
+  double gbps_per_gpu = 0;  // 0: no offer publishes a figure
+  const catalog::Offer* from = nullptr;
+};
+
+ConservativeNetwork ConservativeNetworkOf(const catalog::Catalog& catalog) {
+  ConservativeNetwork out;
+  for (const catalog::Offer& o : catalog.offers()) {
+    if (!o.network_gbps || o.gpu_count < 1) continue;
+    const double per_gpu = *o.network_gbps / o.gpu_count;
+    if (out.from == nullptr || per_gpu < out.gbps_per_gpu) {
+      out.gbps_per_gpu = per_gpu;
+      out.from = &o;
+    }
+  }
+  return out;
+}
 
 struct Task {
   int hardware_class;
@@ -396,6 +424,8 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   std::vector<int> class_of_offer(catalog.offers().size(), -1);
   std::set<std::string> skipped_precision;
   const auto& offers = catalog.offers();
+  const ConservativeNetwork conservative = ConservativeNetworkOf(catalog);
+  bool any_conservative = false;
   for (size_t i = 0; i < offers.size(); ++i) {
     const catalog::Offer& o = offers[i];
     if (!Matches(c.providers, o.provider) || !Matches(c.regions, o.region) ||
@@ -432,6 +462,12 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
       hc.capacity_bytes = estimate::CapacityBytesFromGib(gpu->memory_gib);
       hc.network_known = o.network_gbps.has_value();
       hc.network_assumed = !o.network_gbps && c.assume_network_gbps.has_value();
+      const double low = conservative.gbps_per_gpu * o.gpu_count;
+      if (hc.network_assumed && low > 0 && low < network) {
+        shaped.network_gbps = low;
+        hc.conservative = estimate::HardwareFor(*gpu, shaped, precision);
+        any_conservative = any_conservative || hc.conservative.has_value();
+      }
       hc.precision = precision;
       hc.precision_fallback = fallback;
       for (int n : kNodeCounts) {
@@ -454,6 +490,9 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     for (int n : classes[k].node_counts) tasks.push_back({static_cast<int>(k), n});
   }
   std::vector<BestLayout> best(tasks.size());
+  // Step time at the conservative network / at the assumed one, for the chosen layout (1 where
+  // the network is published or one node).
+  std::vector<double> network_ratio(tasks.size(), 1.0);
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads =
       std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(1, tasks.size()))));
@@ -470,6 +509,13 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
       best[i] =
           SearchLayouts(model, class_base, hc.hardware, hc.capacity_bytes,
                         tasks[i].nodes * hc.hardware.gpus_per_node, c.min_headroom, layout_options);
+      if (hc.conservative && tasks[i].nodes > 1 && best[i].found) {
+        const estimate::StepTime low =
+            estimate::EstimateStepTime(model, best[i].training, *hc.conservative);
+        if (std::isfinite(low.step_seconds) && best[i].step.step_seconds > 0) {
+          network_ratio[i] = std::max(1.0, low.step_seconds / best[i].step.step_seconds);
+        }
+      }
     }
   };
   std::vector<std::thread> pool;
@@ -498,7 +544,8 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     const HardwareClass& hc = classes[class_of_offer[i]];
     const catalog::Provider* provider = catalog.FindProvider(o.provider);
     for (int nodes : hc.node_counts) {
-      const BestLayout& layout = best[task_of[{class_of_offer[i], nodes}]];
+      const int task = task_of[{class_of_offer[i], nodes}];
+      const BestLayout& layout = best[task];
       if (!layout.found) continue;
       for (PricingModel pricing : c.pricing) {
         if (pricing == PricingModel::kSpot && !c.interruptible) continue;
@@ -512,6 +559,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
         p.cand.layout = layout;
         p.cand.capacity_bytes = hc.capacity_bytes;
         p.cand.precision = hc.precision;
+        p.cand.network_p90_ratio = network_ratio[task];
         const int gpus = nodes * o.gpu_count;
         p.cand.work_units_per_second = layout.step.tokens_per_second_per_gpu * gpus;
         p.run.work_seconds = result.work_units / p.cand.work_units_per_second;
@@ -539,7 +587,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     }
     cand.band =
         estimate::BandFor(estimate::DefaultUncertaintyTable(), model, p.run.gpus, calibrated);
-    p.run.step_p90_ratio = cand.band.step_p90_ratio;
+    p.run.step_p90_ratio = cand.band.step_p90_ratio * cand.network_p90_ratio;
     cand.run = EstimateRunCost(p.run, assumptions);
     PitfallFacts facts;
     facts.parameters = params;
@@ -627,6 +675,15 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     result.notes.push_back(
         "offers whose network bandwidth is not in the catalog were planned on one node only "
         "(--assume-network-gbps N plans them multi-node)");
+  }
+  if (any_conservative) {
+    const catalog::Offer& from = *conservative.from;
+    result.notes.push_back(fmt::format(
+        "offers whose provider publishes no inter-node network: mean time at the assumed {:g} "
+        "Gbit/s per node, P90 at {:g} Gbit/s per GPU (the lowest any multi-GPU offer of the "
+        "catalog publishes: {} {}, {:g} Gbit/s for {} GPUs, {})",
+        *c.assume_network_gbps, conservative.gbps_per_gpu, from.provider, from.instance_type,
+        *from.network_gbps, from.gpu_count, from.source));
   }
   if (!skipped_precision.empty()) {
     std::string list;

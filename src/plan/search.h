@@ -61,6 +61,9 @@ struct Candidate {
   double capacity_bytes = 0;
   double work_units_per_second = 0;  // tokens/s (samples/s for generic models), whole run
   estimate::StepBand band;           // the estimator's uncertainty for this setup (scales run.p90)
+  // Step time at the conservative network over the step time at the assumed one (1 where the
+  // catalog publishes the network or the run is one node); multiplies the band's P90.
+  double network_p90_ratio = 1;
   RunCost run;
   Scores score;
   uint32_t warnings = 0;          // Pitfall bits
