@@ -236,6 +236,28 @@ TEST(PlanPanelTest, BertLargeNeedsNoModelParallelism) {
   EXPECT_EQ(d["candidates"][0]["nodes"], 1);
 }
 
+// 6b. BERT-large on 20B tokens in 2 days, batch left to fulcrum: still no model parallelism in
+//     the top 10. A 3-GPU node does not divide the default 2048-sequence batch; a default batch
+//     is no user contract, so rounding it up must not lose to a pipeline over 3 GPUs of a 335 M
+//     model (what nobody would run).
+TEST(PlanPanelTest, BertLargeDefaultBatchIsNotKeptByPipelining) {
+  const json d = Plan({"--model", "bert-large", "--tokens", "20B", "--seq-len", "512",
+                       "--deadline", "2d", "--top", "10"});
+  ASSERT_FALSE(d["candidates"].empty());
+  for (const json& c : d["candidates"]) {
+    EXPECT_EQ(c["parallel"]["tp"], 1) << c["rank"] << " " << c["instance_type"];
+    EXPECT_EQ(c["parallel"]["pp"], 1) << c["rank"] << " " << c["instance_type"];
+    EXPECT_FALSE(Warns(c, "global-batch-changed")) << c["rank"];  // not the user's batch
+  }
+  // With the batch given, it is kept exactly or flagged.
+  const json given = Plan({"--model", "bert-large", "--tokens", "20B", "--seq-len", "512",
+                           "--deadline", "2d", "--global-batch", "2048", "--top", "10"});
+  for (const json& c : given["candidates"]) {
+    EXPECT_TRUE(c["parallel"]["global_batch"] == 2048 || Warns(c, "global-batch-changed"))
+        << c["rank"];
+  }
+}
+
 // 7. A 13B full fine-tune on 40 GB cards: every row shards (ZeRO / tp / pp) and keeps headroom.
 TEST(PlanPanelTest, Model13bOn40GbCardsIsAlwaysSharded) {
   const json d = Plan({"--model", "llama-2-13b", "--tokens", "1B", "--gpus", "A100-SXM4-40GB",

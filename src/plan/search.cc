@@ -118,6 +118,10 @@ BestLayout SearchLayouts(const workload::Model& model, const workload::Training&
                          const estimate::Hardware& hw, double capacity_bytes, int gpus,
                          double min_headroom, const LayoutOptions& options) {
   BestLayout best;
+  if (!options.batch_given && options.allow_batch_change) {
+    ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, false, best);
+    return best;
+  }
   ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, true, best);
   if (!best.found && options.allow_batch_change) {
     ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, false, best);
@@ -501,6 +505,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   LayoutOptions layout_options;
   layout_options.framework = c.framework;
   layout_options.allow_batch_change = !c.strict_batch;
+  layout_options.batch_given = spec.global_batch_given;
   auto worker = [&] {
     workload::Training class_base = base;
     for (size_t i = next.fetch_add(1); i < tasks.size(); i = next.fetch_add(1)) {
@@ -740,7 +745,10 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   if (!spec.global_batch_given) {
     result.notes.push_back(
         "global batch not given: using " + std::to_string(base.global_batch) +
-        (model.kind == workload::ModelKind::kGeneric ? " samples" : " sequences (2^20 tokens)"));
+        (model.kind == workload::ModelKind::kGeneric ? " samples" : " sequences (2^20 tokens)") +
+        (c.strict_batch ? ""
+                        : ", which a layout may round up by at most 10 % to a multiple of dp x "
+                          "micro-batch (--global-batch N keeps one exactly)"));
   }
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

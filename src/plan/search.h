@@ -39,10 +39,14 @@ struct BestLayout {
 
 // What a layout may be. The global batch stays base.global_batch; where no layout keeps it and
 // `allow_batch_change`, one rounded up to a multiple of dp x micro-batch (at most +10 %) is
-// accepted (the candidate is then flagged global-batch-changed).
+// accepted (the candidate is then flagged global-batch-changed). Where the batch is fulcrum's
+// default (`batch_given` false) rather than the user's, there is nothing to keep: exact and
+// rounded batches compete on speed from the start, so a default batch that dp does not divide
+// never forces model parallelism on a model that needs none (BERT-large pipelined over 3 GPUs).
 struct LayoutOptions {
   std::optional<workload::Framework> framework;  // nullopt: workload::DefaultFrameworkFor
   bool allow_batch_change = true;
+  bool batch_given = true;
 };
 
 // Scans the layouts of `base` (precision, method, seq_len, global batch, ...) on `gpus` GPUs of
