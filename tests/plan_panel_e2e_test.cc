@@ -212,6 +212,22 @@ TEST(PlanPanelTest, AssumedNetworkDoesNotShortenTheP90) {
   EXPECT_GT(compared, 5);
 }
 
+// 4d. The same 256 H100s as 256 1-GPU VMs or 128 2-GPU VMs: more hosts, NICs and switch ports
+//     interrupt the run more often per hour (stability counts node count, not GPUs alone).
+TEST(PlanPanelTest, SameGpusInMoreNodesAreInterruptedMoreOften) {
+  const json d = Plan({SourcePath("examples/llama-70b-pretrain.yaml"), "--providers", "hyperbolic",
+                       "--pricing", "on_demand", "--top", "400"});
+  std::map<int, double> per_hour_by_nodes;  // 256-GPU rows: interruptions per hour by nodes
+  for (const json& c : d["candidates"]) {
+    if (c["nodes"].get<int>() * c["gpus_per_node"].get<int>() != 256) continue;
+    per_hour_by_nodes[c["nodes"].get<int>()] =
+        c["time"]["expected_interruptions"].get<double>() / c["time"]["total_hours"].get<double>();
+  }
+  ASSERT_EQ(per_hour_by_nodes.count(128), 1u);
+  ASSERT_EQ(per_hour_by_nodes.count(256), 1u);
+  EXPECT_GT(per_hour_by_nodes[256], 1.2 * per_hour_by_nodes[128]);
+}
+
 // 5. ResNet-50 on ImageNet, 90 epochs in 2 days: plain data parallel, within 25 % of the cheapest.
 TEST(PlanPanelTest, ResNet50IsPlainDataParallel) {
   const std::vector<std::string> q = {SourcePath("examples/resnet50.yaml")};
