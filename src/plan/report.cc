@@ -178,10 +178,15 @@ std::string RankedByLine(const PlanResult& r) {
       how = "P90 time";
       break;
   }
+  const size_t shown = std::min(r.candidates.size(), static_cast<size_t>(std::max(1, r.spec.top)));
+  const bool misses_shown = std::any_of(r.candidates.begin(), r.candidates.begin() + shown,
+                                        [](const Candidate& c) { return !c.meets_constraints; });
   return fmt::format(
       "ranked by: {} ({}); candidates meeting the deadline (P90) and the budget "
-      "first\n",
-      ObjectiveName(r.objective), how);
+      "first{}\n",
+      ObjectiveName(r.objective), how,
+      misses_shown ? ", then the nearest misses (the larger of P90 / deadline and cost / budget)"
+                   : "");
 }
 
 size_t TopCount(const PlanResult& r) {

@@ -262,6 +262,17 @@ ScoreReference ReferenceOf(const std::vector<Candidate>& candidates,
   return {SaturationSeconds(deadline_seconds, fastest), cheapest, cheapest_p90};
 }
 
+// How far a candidate misses its constraints: the larger of P90 time / deadline and expected
+// cost / budget (at most 1 for a constraint it meets, 0 without constraints). Among candidates
+// that miss, the nearest miss comes first: when nothing meets a 30-day deadline, a run of 33
+// days is the answer to show, not the cheapest run of 159 days.
+double Violation(const Candidate& c, const Constraints& k) {
+  double v = 0;
+  if (k.deadline_seconds) v = std::max(v, c.run.p90_seconds / *k.deadline_seconds);
+  if (k.budget_usd) v = std::max(v, c.run.expected_usd / *k.budget_usd);
+  return v;
+}
+
 // The objective's order among candidates with the same feasibility.
 bool BetterByObjective(const Candidate& a, const Candidate& b, Objective objective) {
   switch (objective) {
@@ -662,6 +673,10 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   std::stable_sort(result.candidates.begin(), result.candidates.end(),
                    [&](const Candidate& a, const Candidate& b) {
                      if (a.meets_constraints != b.meets_constraints) return a.meets_constraints;
+                     if (!a.meets_constraints) {
+                       const double va = Violation(a, c), vb = Violation(b, c);
+                       if (va != vb) return va < vb;
+                     }
                      return BetterByObjective(a, b, spec.objective);
                    });
   std::vector<double> xs, ys;
