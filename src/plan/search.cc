@@ -155,7 +155,8 @@ struct HardwareClass {
   bool network_known = false;
   bool network_assumed = false;
   // Network assumed (not published) and above the conservative figure: the same node at the
-  // conservative figure, at which the P90 is planned (ConservativeNetwork).
+  // conservative figure, for which multi-node layouts are chosen and the P90 is planned
+  // (ConservativeNetwork).
   std::optional<estimate::Hardware> conservative;
   workload::Precision precision = workload::Precision::kBf16Mixed;
   bool precision_fallback = false;
@@ -522,12 +523,16 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     for (size_t i = next.fetch_add(1); i < tasks.size(); i = next.fetch_add(1)) {
       const HardwareClass& hc = classes[tasks[i].hardware_class];
       class_base.precision = hc.precision;
-      best[i] =
-          SearchLayouts(model, class_base, hc.hardware, hc.capacity_bytes,
-                        tasks[i].nodes * hc.hardware.gpus_per_node, c.min_headroom, layout_options);
-      if (hc.conservative && tasks[i].nodes > 1 && best[i].found) {
-        const estimate::StepTime low =
-            estimate::EstimateStepTime(model, best[i].training, *hc.conservative);
+      // On an assumed network the layout is chosen for the conservative figure (what the P90
+      // plans: pipeline stages rather than ZeRO-3 over hundreds of VMs) and its mean step is
+      // then taken at the assumption.
+      const bool assumed = hc.conservative && tasks[i].nodes > 1;
+      best[i] = SearchLayouts(model, class_base, assumed ? *hc.conservative : hc.hardware,
+                              hc.capacity_bytes, tasks[i].nodes * hc.hardware.gpus_per_node,
+                              c.min_headroom, layout_options);
+      if (assumed && best[i].found) {
+        const estimate::StepTime low = best[i].step;
+        best[i].step = estimate::EstimateStepTime(model, best[i].training, hc.hardware);
         if (std::isfinite(low.step_seconds) && best[i].step.step_seconds > 0) {
           network_ratio[i] = std::max(1.0, low.step_seconds / best[i].step.step_seconds);
         }
