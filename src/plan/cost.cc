@@ -163,7 +163,8 @@ RunCost EstimateRunCost(const RunInput& in, const CostAssumptions& a) {
   if (in.provider != nullptr && in.provider->gpu_failure_rate_pct_per_year) {
     rate = *in.provider->gpu_failure_rate_pct_per_year / 100.0 / 8760.0;
   }
-  const double mtbf_seconds = 3600.0 / std::max(rate * in.gpus, 1e-12);
+  const double per_hour = rate * in.gpus + a.interruptions_per_node_hour * in.nodes;
+  const double mtbf_seconds = 3600.0 / std::max(per_hour, 1e-12);
   const double restart_seconds = a.startup_seconds;
   double per_failure_lost = 0;
   double work = in.work_seconds;

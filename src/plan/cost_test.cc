@@ -61,7 +61,7 @@ TEST(RunCostTest, YoungIntervalAndOverheads) {
   in.provider = &p;
   const RunCost cost = EstimateRunCost(in, a);
   const double delta = 7e9 * 14 / 1e9;  // 98 s
-  const double mtbf = 3600.0 / (a.interruptions_per_gpu_hour * 8);
+  const double mtbf = 3600.0 / (a.interruptions_per_gpu_hour * 8 + a.interruptions_per_node_hour);
   EXPECT_NEAR(cost.checkpoint_write_seconds, delta, 1e-9);
   EXPECT_NEAR(cost.checkpoint_interval_seconds, std::sqrt(2 * delta * mtbf), 1e-6);
   EXPECT_GT(cost.total_seconds, in.work_seconds + a.startup_seconds);
@@ -70,6 +70,30 @@ TEST(RunCostTest, YoungIntervalAndOverheads) {
   // Billed per minute: cost = ceil(total / 60) minutes x $10/h.
   EXPECT_NEAR(cost.expected_usd, std::ceil(cost.total_seconds / 60 - 1e-9) * 60 / 3600 * 10, 1e-9);
   EXPECT_TRUE(cost.risk_adjusted);
+}
+
+// The fleet rate of an 8-GPU node is Llama 3's 419 interruptions per 54 days per 16,384 GPUs;
+// the same GPUs in 4x as many 2-GPU nodes are interrupted more often (host, NIC, switch port
+// failures come per node).
+TEST(RunCostTest, SmallerNodesAreInterruptedMoreOftenForTheSameGpus) {
+  const catalog::Provider p = PerMinute();
+  CostAssumptions a;
+  RunInput in;
+  in.work_seconds = 100 * 3600;
+  in.trained_parameters = 7e9;
+  in.hourly_usd = 10;
+  in.provider = &p;
+  in.gpus = 256;
+  in.nodes = 32;
+  const RunCost eight = EstimateRunCost(in, a);
+  const double fleet_per_gpu_hour = 419.0 / (54.0 * 24.0 * 16384.0);
+  EXPECT_NEAR(eight.expected_interruptions,
+              (in.work_seconds + a.startup_seconds) / 3600.0 * 256 * fleet_per_gpu_hour,
+              0.05 * eight.expected_interruptions);
+  in.nodes = 128;
+  const RunCost two = EstimateRunCost(in, a);
+  EXPECT_GT(two.expected_interruptions, 1.5 * eight.expected_interruptions);
+  EXPECT_GT(two.total_seconds, eight.total_seconds);
 }
 
 TEST(RunCostTest, NodesMultiplyCostAndExtrasAdd) {

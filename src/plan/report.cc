@@ -82,7 +82,7 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
                {"p90_hours", Round(c.run.p90_seconds / 3600.0, 3)},
                {"step_seconds", Round(st.step_seconds, 4)},
                {"step_seconds_p10", Round(st.step_seconds * c.band.step_p10_ratio, 4)},
-               {"step_seconds_p90", Round(st.step_seconds * c.band.step_p90_ratio, 4)},
+               {"step_seconds_p90", Round(st.step_seconds * c.band.step_p90_ratio * c.network_p90_ratio, 4)},
                {"uncertainty_family", std::string(c.band.family)},
                {"tokens_per_second_per_gpu", Round(st.tokens_per_second_per_gpu, 1)},
                {"mfu", Round(st.mfu, 4)},
@@ -180,10 +180,15 @@ std::string RankedByLine(const PlanResult& r) {
       how = "P90 time";
       break;
   }
+  const size_t shown = std::min(r.candidates.size(), static_cast<size_t>(std::max(1, r.spec.top)));
+  const bool misses_shown = std::any_of(r.candidates.begin(), r.candidates.begin() + shown,
+                                        [](const Candidate& c) { return !c.meets_constraints; });
   return fmt::format(
       "ranked by: {} ({}); candidates meeting the deadline (P90) and the budget "
-      "first\n",
-      ObjectiveName(r.objective), how);
+      "first{}\n",
+      ObjectiveName(r.objective), how,
+      misses_shown ? ", then the nearest misses (the larger of P90 / deadline and cost / budget)"
+                   : "");
 }
 
 size_t TopCount(const PlanResult& r) {

@@ -134,6 +134,10 @@ BestLayout SearchLayouts(const workload::Model& model, const workload::Training&
                          const estimate::Hardware& hw, double capacity_bytes, int gpus,
                          double min_headroom, const LayoutOptions& options) {
   BestLayout best;
+  if (!options.batch_given && options.allow_batch_change) {
+    ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, false, best);
+    return best;
+  }
   ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, true, best);
   if (!best.found && options.allow_batch_change) {
     ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, false, best);
@@ -166,10 +170,39 @@ struct HardwareClass {
   double capacity_bytes = 0;
   bool network_known = false;
   bool network_assumed = false;
+  // Network assumed (not published) and above the conservative figure: the same node at the
+  // conservative figure, for which multi-node layouts are chosen and the P90 is planned
+  // (ConservativeNetwork).
+  std::optional<estimate::Hardware> conservative;
   workload::Precision precision = workload::Precision::kBf16Mixed;
   bool precision_fallback = false;
   std::vector<int> node_counts;
 };
+
+// The conservative inter-node network of an offer whose provider publishes none: the lowest
+// per-GPU figure any multi-GPU offer of the catalog publishes (each row carries its source;
+// today GCP's A2 machines, "up to 100 Gbps" over ordinary gVNIC Ethernet without RDMA, for 16
+// GPUs in a2-megagpu-16g: cloud.google.com/compute/docs/gpus/gpu-network-bandwidth) times the
+// offer's GPUs. A spec's `assume_network_gbps` plans the mean; the P90 uses this figure, so an
+// optimistic assumption spread over many nodes is not credited in the deadline check or the
+// balanced cost.
+struct ConservativeNetwork {
+  double gbps_per_gpu = 0;  // 0: no offer publishes a figure
+  const catalog::Offer* from = nullptr;
+};
+
+ConservativeNetwork ConservativeNetworkOf(const catalog::Catalog& catalog) {
+  ConservativeNetwork out;
+  for (const catalog::Offer& o : catalog.offers()) {
+    if (!o.network_gbps || o.gpu_count < 1) continue;
+    const double per_gpu = *o.network_gbps / o.gpu_count;
+    if (out.from == nullptr || per_gpu < out.gbps_per_gpu) {
+      out.gbps_per_gpu = per_gpu;
+      out.from = &o;
+    }
+  }
+  return out;
+}
 
 struct Task {
   int hardware_class;
@@ -244,6 +277,17 @@ ScoreReference ReferenceOf(const std::vector<Candidate>& candidates,
     fastest = std::min(fastest, c.run.p90_seconds);
   }
   return {SaturationSeconds(deadline_seconds, fastest), cheapest, cheapest_p90};
+}
+
+// How far a candidate misses its constraints: the larger of P90 time / deadline and expected
+// cost / budget (at most 1 for a constraint it meets, 0 without constraints). Among candidates
+// that miss, the nearest miss comes first: when nothing meets a 30-day deadline, a run of 33
+// days is the answer to show, not the cheapest run of 159 days.
+double Violation(const Candidate& c, const Constraints& k) {
+  double v = 0;
+  if (k.deadline_seconds) v = std::max(v, c.run.p90_seconds / *k.deadline_seconds);
+  if (k.budget_usd) v = std::max(v, c.run.expected_usd / *k.budget_usd);
+  return v;
 }
 
 // The objective's order among candidates with the same feasibility.
@@ -412,6 +456,8 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   std::vector<int> class_of_offer(catalog.offers().size(), -1);
   std::set<std::string> skipped_precision;
   const auto& offers = catalog.offers();
+  const ConservativeNetwork conservative = ConservativeNetworkOf(catalog);
+  bool any_conservative = false;
   for (size_t i = 0; i < offers.size(); ++i) {
     const catalog::Offer& o = offers[i];
     if (!Matches(c.providers, o.provider) || !Matches(c.regions, o.region) ||
@@ -448,6 +494,12 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
       hc.capacity_bytes = estimate::CapacityBytesFromGib(gpu->memory_gib);
       hc.network_known = o.network_gbps.has_value();
       hc.network_assumed = !o.network_gbps && c.assume_network_gbps.has_value();
+      const double low = conservative.gbps_per_gpu * o.gpu_count;
+      if (hc.network_assumed && low > 0 && low < network) {
+        shaped.network_gbps = low;
+        hc.conservative = estimate::HardwareFor(*gpu, shaped, precision);
+        any_conservative = any_conservative || hc.conservative.has_value();
+      }
       hc.precision = precision;
       hc.precision_fallback = fallback;
       for (int n : kNodeCounts) {
@@ -470,6 +522,9 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     for (int n : classes[k].node_counts) tasks.push_back({static_cast<int>(k), n});
   }
   std::vector<BestLayout> best(tasks.size());
+  // Step time at the conservative network / at the assumed one, for the chosen layout (1 where
+  // the network is published or one node).
+  std::vector<double> network_ratio(tasks.size(), 1.0);
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   threads =
       std::max(1, std::min<int>(threads, static_cast<int>(std::max<size_t>(1, tasks.size()))));
@@ -478,14 +533,26 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   LayoutOptions layout_options;
   layout_options.framework = c.framework;
   layout_options.allow_batch_change = !c.strict_batch;
+  layout_options.batch_given = spec.global_batch_given;
   auto worker = [&] {
     workload::Training class_base = base;
     for (size_t i = next.fetch_add(1); i < tasks.size(); i = next.fetch_add(1)) {
       const HardwareClass& hc = classes[tasks[i].hardware_class];
       class_base.precision = hc.precision;
-      best[i] =
-          SearchLayouts(model, class_base, hc.hardware, hc.capacity_bytes,
-                        tasks[i].nodes * hc.hardware.gpus_per_node, c.min_headroom, layout_options);
+      // On an assumed network the layout is chosen for the conservative figure (what the P90
+      // plans: pipeline stages rather than ZeRO-3 over hundreds of VMs) and its mean step is
+      // then taken at the assumption.
+      const bool assumed = hc.conservative && tasks[i].nodes > 1;
+      best[i] = SearchLayouts(model, class_base, assumed ? *hc.conservative : hc.hardware,
+                              hc.capacity_bytes, tasks[i].nodes * hc.hardware.gpus_per_node,
+                              c.min_headroom, layout_options);
+      if (assumed && best[i].found) {
+        const estimate::StepTime low = best[i].step;
+        best[i].step = estimate::EstimateStepTime(model, best[i].training, hc.hardware);
+        if (std::isfinite(low.step_seconds) && best[i].step.step_seconds > 0) {
+          network_ratio[i] = std::max(1.0, low.step_seconds / best[i].step.step_seconds);
+        }
+      }
     }
   };
   std::vector<std::thread> pool;
@@ -514,7 +581,8 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     const HardwareClass& hc = classes[class_of_offer[i]];
     const catalog::Provider* provider = catalog.FindProvider(o.provider);
     for (int nodes : hc.node_counts) {
-      const BestLayout& layout = best[task_of[{class_of_offer[i], nodes}]];
+      const int task = task_of[{class_of_offer[i], nodes}];
+      const BestLayout& layout = best[task];
       if (!layout.found) continue;
       for (PricingModel pricing : c.pricing) {
         if (pricing == PricingModel::kSpot && !c.interruptible) continue;
@@ -528,6 +596,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
         p.cand.layout = layout;
         p.cand.capacity_bytes = hc.capacity_bytes;
         p.cand.precision = hc.precision;
+        p.cand.network_p90_ratio = network_ratio[task];
         const int gpus = nodes * o.gpu_count;
         p.cand.work_units_per_second = layout.step.tokens_per_second_per_gpu * gpus;
         p.run.work_seconds = result.work_units / p.cand.work_units_per_second;
@@ -555,7 +624,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     }
     cand.band =
         estimate::BandFor(estimate::DefaultUncertaintyTable(), model, p.run.gpus, calibrated);
-    p.run.step_p90_ratio = cand.band.step_p90_ratio;
+    p.run.step_p90_ratio = cand.band.step_p90_ratio * cand.network_p90_ratio;
     cand.run = EstimateRunCost(p.run, assumptions);
     PitfallFacts facts;
     facts.parameters = params;
@@ -625,6 +694,10 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   std::stable_sort(result.candidates.begin(), result.candidates.end(),
                    [&](const Candidate& a, const Candidate& b) {
                      if (a.meets_constraints != b.meets_constraints) return a.meets_constraints;
+                     if (!a.meets_constraints) {
+                       const double va = Violation(a, c), vb = Violation(b, c);
+                       if (va != vb) return va < vb;
+                     }
                      return BetterByObjective(a, b, spec.objective);
                    });
   std::vector<double> xs, ys;
@@ -643,6 +716,15 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     result.notes.push_back(
         "offers whose network bandwidth is not in the catalog were planned on one node only "
         "(--assume-network-gbps N plans them multi-node)");
+  }
+  if (any_conservative) {
+    const catalog::Offer& from = *conservative.from;
+    result.notes.push_back(fmt::format(
+        "offers whose provider publishes no inter-node network: mean time at the assumed {:g} "
+        "Gbit/s per node, P90 at {:g} Gbit/s per GPU (the lowest any multi-GPU offer of the "
+        "catalog publishes: {} {}, {:g} Gbit/s for {} GPUs, {})",
+        *c.assume_network_gbps, conservative.gbps_per_gpu, from.provider, from.instance_type,
+        *from.network_gbps, from.gpu_count, from.source));
   }
   if (!skipped_precision.empty()) {
     std::string list;
@@ -699,7 +781,10 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   if (!spec.global_batch_given) {
     result.notes.push_back(
         "global batch not given: using " + std::to_string(base.global_batch) +
-        (model.kind == workload::ModelKind::kGeneric ? " samples" : " sequences (2^20 tokens)"));
+        (model.kind == workload::ModelKind::kGeneric ? " samples" : " sequences (2^20 tokens)") +
+        (c.strict_batch ? ""
+                        : ", which a layout may round up by at most 10 % to a multiple of dp x "
+                          "micro-batch (--global-batch N keeps one exactly)"));
   }
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -39,10 +39,14 @@ struct BestLayout {
 
 // What a layout may be. The global batch stays base.global_batch; where no layout keeps it and
 // `allow_batch_change`, one rounded up to a multiple of dp x micro-batch (at most +10 %) is
-// accepted (the candidate is then flagged global-batch-changed).
+// accepted (the candidate is then flagged global-batch-changed). Where the batch is fulcrum's
+// default (`batch_given` false) rather than the user's, there is nothing to keep: exact and
+// rounded batches compete on speed from the start, so a default batch that dp does not divide
+// never forces model parallelism on a model that needs none (BERT-large pipelined over 3 GPUs).
 struct LayoutOptions {
   std::optional<workload::Framework> framework;  // nullopt: workload::DefaultFrameworkFor
   bool allow_batch_change = true;
+  bool batch_given = true;
 };
 
 // Scans the layouts of `base` (precision, method, seq_len, global batch, ...) on `gpus` GPUs of
@@ -61,6 +65,9 @@ struct Candidate {
   double capacity_bytes = 0;
   double work_units_per_second = 0;  // tokens/s (samples/s for generic models), whole run
   estimate::StepBand band;           // the estimator's uncertainty for this setup (scales run.p90)
+  // Step time at the conservative network over the step time at the assumed one (1 where the
+  // catalog publishes the network or the run is one node); multiplies the band's P90.
+  double network_p90_ratio = 1;
   RunCost run;
   Scores score;
   uint32_t warnings = 0;          // Pitfall bits
