@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 
 #include "agent/host.h"
 #include "agent/idle.h"
@@ -168,6 +169,13 @@ struct Agent::Impl {
     }
     std::vector<int> busy_gpus;
     bool host_wide = false;
+    // Seconds since each GPU's running job last showed progress (a step or a heartbeat; its
+    // start before the first): the freshest job on the GPU counts.
+    std::map<int, double> progress_age;
+    auto note_age = [&](int gpu, double age) {
+      auto [it, added] = progress_age.emplace(gpu, age);
+      if (!added) it->second = std::min(it->second, age);
+    };
     for (const auto& j : *list) {
       auto age = store::AgeSeconds(j.heartbeat_at, now);
       bool active =
@@ -177,11 +185,21 @@ struct Agent::Impl {
       any_active = true;
       if (j.gpus.empty()) host_wide = true;
       busy_gpus.insert(busy_gpus.end(), j.gpus.begin(), j.gpus.end());
+      auto since_progress = store::AgeSeconds(j.heartbeat_at ? j.heartbeat_at : j.started_at, now);
+      if (j.state == "running" && since_progress) {
+        if (j.gpus.empty()) {
+          for (int g = 0; g < source->gpu_count(); ++g) note_age(g, *since_progress);
+        }
+        for (int g : j.gpus) note_age(g, *since_progress);
+      }
     }
     batch.push_back({"job_running", -1, host_wide || any_active ? 1.0 : 0.0, now});
     for (int g = 0; g < source->gpu_count(); ++g) {
       bool on = host_wide || std::find(busy_gpus.begin(), busy_gpus.end(), g) != busy_gpus.end();
       batch.push_back({"job_running", g, on ? 1.0 : 0.0, now});
+    }
+    for (const auto& [g, age] : progress_age) {
+      batch.push_back({"job_progress_age_seconds", g, age, now});
     }
   }
 
@@ -349,6 +367,7 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   options.gpu_count = impl->source->gpu_count();
   options.hostname = impl->hostname;
   options.retention = {config.raw_retention_seconds, config.rollup_retention_seconds};
+  FULCRUM_ASSIGN_OR_RETURN(options.metrics_names, server::ParseMetricsNames(config.metrics_names));
   for (std::string host : config.allowed_hosts) {
     for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     options.allowed_hosts.push_back(host);

@@ -9,6 +9,7 @@
 #include "alert/notify.h"
 #include "core/parse.h"
 #include "core/yaml.h"
+#include "server/metrics.h"
 
 namespace fulcrum::agent {
 namespace {
@@ -87,7 +88,7 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
   static const std::vector<std::string> kKnown = {
       "source",   "sim_gpus",      "sim_scenario",    "listen",    "data_dir", "rules",
       "interval", "receiver",      "receiver_format", "receivers", "token",    "record",
-      "hostname", "allowed_hosts", "retention",       "idle"};
+      "hostname", "allowed_hosts", "retention",       "idle",      "metrics_names"};
   FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   if (root.IsNull()) return Status::Ok();
   if (!root.IsMap()) return root.Error("a mapping of settings");
@@ -128,6 +129,11 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
       FULCRUM_ASSIGN_OR_RETURN(c.record, v.Text());
     } else if (key == "hostname") {
       FULCRUM_ASSIGN_OR_RETURN(c.hostname, v.Text());
+    } else if (key == "metrics_names") {
+      FULCRUM_ASSIGN_OR_RETURN(c.metrics_names, v.Text());
+      if (!server::ParseMetricsNames(c.metrics_names).ok()) {
+        return v.Error("fulcrum, dcgm or both");
+      }
     } else if (key == "allowed_hosts") {
       FULCRUM_ASSIGN_OR_RETURN(std::vector<YamlNode> hosts, v.Items("a list of host names"));
       c.allowed_hosts.clear();
@@ -184,6 +190,7 @@ Status ValidateAgentConfig(const AgentConfig& c) {
   if (!(c.interval_seconds >= 0.05 && c.interval_seconds <= 3600)) {
     return Status::InvalidInput("interval: expected 50ms to 1h");
   }
+  FULCRUM_RETURN_IF_ERROR(server::ParseMetricsNames(c.metrics_names).status());
   for (const ReceiverConfig& r : c.receivers) {
     auto format = alert::ParseReceiverFormat(r.format);
     if (!format.ok()) return format.status().WithContext("receiver '" + r.name + "'");

@@ -48,6 +48,8 @@ struct AgentConfig {
   // Host header names the HTTP API accepts besides loopback names and the listen address
   // (--allowed-host, repeatable; e.g. the name a fleet's Prometheus scrapes this node by).
   std::vector<std::string> allowed_hosts;
+  // Names on /metrics: "fulcrum", "dcgm" (dcgm-exporter's names, labels and units) or "both".
+  std::string metrics_names = "fulcrum";
   IdleConfig idle;
 };
 

@@ -370,7 +370,8 @@ struct AgentServer::Impl {
   }
 
   void Metrics(const httplib::Request&, httplib::Response& res) {
-    res.set_content(RenderMetrics(live.Latest(), options.hostname, live.Counters(), live.Idle()),
+    res.set_content(RenderMetrics(live.Latest(), options.hostname, live.Counters(), live.Idle(),
+                                  options.metrics_names),
                     "text/plain; version=0.0.4; charset=utf-8");
   }
 

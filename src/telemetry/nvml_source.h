@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "telemetry/gpu_source.h"
 
@@ -16,7 +17,11 @@ namespace fulcrum::telemetry {
 struct NvmlCapabilities {
   bool utilization = false, memory = false, power = false, power_limit = false, temperature = false,
        sm_clock = false, memory_clock = false, clock_events = false, ecc = false, pcie = false,
-       processes = false, xid_events = false;
+       processes = false, xid_events = false, memory_reserved = false, encoder = false,
+       decoder = false;
+  // Field IDs (nvml_api.h kField*) that nvmlDeviceGetFieldValues answered at Open: memory
+  // temperature, energy, PCIe replays, NVLink data bytes, remapped rows.
+  std::vector<unsigned int> fields;
 };
 
 class NvmlSource final : public GpuSource {
