@@ -276,6 +276,49 @@ TEST_F(TelemetryE2E, QueryAcceptsTheOldNames) {
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
+// Fast ticks alert between full samples: with full samples once an hour, only the 100 ms
+// ticks can see the overheat and the XID, and each reaches the webhook; the store keeps 1 s
+// aggregates only (here: the one full sample).
+TEST_F(TelemetryE2E, FastTicksAlertBetweenFullSamples) {
+  Mutex mu;
+  std::vector<std::string> bodies;  // GUARDED_BY(mu)
+  FakeHttpServer receiver;
+  receiver.server().Post("/hook", [&](const httplib::Request& req, httplib::Response& res) {
+    MutexLock lock(mu);
+    bodies.push_back(req.body);
+    res.status = 200;
+  });
+  ASSERT_GT(receiver.Start(), 0);
+  WriteFile(dir_ + "/rules.yaml",
+            "rules:\n"
+            "  - {name: HotNow, metric: gpu_temperature_celsius, op: \">\", threshold: 90,"
+            " for: 0s, severity: critical}\n"
+            "  - {name: XidNow, metric: gpu_xid_last, op: in, values: [79], for: 0s,"
+            " severity: critical}\n");
+  std::string data = dir_ + "/agent";
+  fs::create_directories(data);
+  AgentPeer agent(data, {"--source", "sim", "--sim-gpus", "2", "--interval", "1h",
+                         "--fast-interval", "100ms", "--rules", dir_ + "/rules.yaml",
+                         "--receiver", receiver.url() + "/hook", "--sim-scenario",
+                         Scenario("fast", "- {at: 1s, gpu: 0, fault: overheat}\n"
+                                          "- {at: 1s, gpu: 1, fault: \"xid:79\"}\n")});
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  auto received = [&](const std::string& name) {
+    MutexLock lock(mu);
+    for (const std::string& b : bodies) {
+      if (b.find(name) != std::string::npos) return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(WaitFor([&] { return received("HotNow") && received("XidNow"); }, 15))
+      << agent.err();
+  json gpus = json::parse(agent.Get("/v1/gpus"));
+  EXPECT_EQ(gpus["gpus"][0]["temperature_celsius"], 95);  // the live view follows the fast ticks
+  auto db = store::AgentDb::OpenInDataDir(data, /*read_only=*/true);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_EQ(*db->CountSamples(), 2);  // one full sample of two GPUs: fast ticks are not rows
+}
+
 // --- the fleet: packaging/prometheus/fulcrum-rules.yml and packaging/grafana/fulcrum-fleet.json
 
 TEST_F(TelemetryE2E, PromtoolChecksTheFleetRules) {

@@ -87,6 +87,9 @@ struct Agent::Impl {
   double last_flush = 0;
   double last_maintain = -1e18;
   double idle_started_at = 0;  // unix time of the idle warning's alert
+  telemetry::GpuSnapshot last_full;            // the last full sample (fast ticks merge over it)
+  telemetry::FastFieldAggregate fast_aggregate;  // fast readings since the last full tick
+  std::vector<alert::Sample> job_batch;         // job series of the last full tick
 
   Impl(AgentConfig c, const Clock& k)
       : config(std::move(c)),
@@ -282,6 +285,42 @@ struct Agent::Impl {
 
   bool WaitForStop(int stop_fd, double until);
 
+  // Alert rules over one tick's readings plus the job series of the last full tick; records
+  // the transitions and flushes at once when one notifies.
+  void EvaluateAlerts(const telemetry::GpuSnapshot& snapshot, double now) {
+    std::vector<alert::Sample> batch;
+    batch.reserve(snapshot.size() * telemetry::Metrics().size() + job_batch.size());
+    for (const auto& s : snapshot) {
+      for (const auto& m : telemetry::Metrics()) {
+        if (auto v = m.extract(s)) batch.push_back({m.name, s.index, *v, s.timestamp});
+      }
+    }
+    for (alert::Sample j : job_batch) {
+      j.unix_time = now;
+      batch.push_back(std::move(j));
+    }
+    std::vector<alert::Transition> transitions = evaluator->Evaluate(batch);
+    Record(transitions, now);
+  }
+
+  // A fast tick between full samples (fast_interval, 100 ms by default): the cheap fields only,
+  // merged over the last full sample, for alerting and the live view; stored as part of the next
+  // full tick's 1 s aggregate.
+  void FastTick() {
+    double mono = clock.MonotonicSeconds();
+    double now = clock.UnixSeconds();
+    auto fast = source->SampleFast();
+    if (!fast.ok() || last_full.empty()) return;  // the next full tick reports the failure
+    fast_aggregate.Add(*fast);
+    telemetry::GpuSnapshot merged = last_full;
+    for (size_t i = 0; i < merged.size() && i < fast->size(); ++i) {
+      telemetry::MergeFastFields((*fast)[i], merged[i]);
+    }
+    EvaluateAlerts(merged, now);
+    Flush(mono, /*force=*/false);
+    live.Publish(std::move(merged), counters);
+  }
+
   void Tick() {
     double mono = clock.MonotonicSeconds();
     double now = clock.UnixSeconds();
@@ -299,17 +338,10 @@ struct Agent::Impl {
       Status st = recorder->Append(*snapshot, now);
       if (!st.ok()) spdlog::error("{}", st.message());
     }
-    std::vector<alert::Sample> batch;
-    batch.reserve(snapshot->size() * telemetry::Metrics().size() + 16);
-    for (const auto& s : *snapshot) {
-      for (const auto& m : telemetry::Metrics()) {
-        if (auto v = m.extract(s)) batch.push_back({m.name, s.index, *v, s.timestamp});
-      }
-    }
     bool job_active = false;
-    JobSamples(now, batch, job_active);
-    std::vector<alert::Transition> transitions = evaluator->Evaluate(batch);
-    Record(transitions, now);
+    job_batch.clear();
+    JobSamples(now, job_batch, job_active);
+    EvaluateAlerts(*snapshot, now);
     if (live.TakeIdleCancel()) HandleIdle(idle.Cancel(mono), now);
     HandleIdle(idle.Update(*snapshot, job_active, mono), now);
     release.Poll();
@@ -320,7 +352,13 @@ struct Agent::Impl {
                         s.fired_at, s.last_active_at, s.value});
     }
     pending.states = std::move(states);
-    pending.snapshots.push_back(*snapshot);
+    last_full = *snapshot;
+    // The stored row: this reading's fast fields averaged with the fast ticks' since the last
+    // full tick, and every XID they carried.
+    telemetry::GpuSnapshot stored = *snapshot;
+    fast_aggregate.Add(*snapshot);
+    fast_aggregate.Apply(stored);
+    pending.snapshots.push_back(std::move(stored));
     Flush(mono, /*force=*/false);
     if (mono - last_maintain >= kMaintainSeconds) {
       Status st =
@@ -396,12 +434,26 @@ Status Agent::Run(int stop_fd) {
   Impl& a = *impl_;
   a.delivery->Start();
   a.live.SetIdle(a.idle.Status(a.clock.MonotonicSeconds()));
-  double next = a.clock.MonotonicSeconds();
+  // Full samples every `interval`; fast ticks every `fast_interval` in between (off when 0 or
+  // not shorter than the interval).
+  const double full_every = a.config.interval_seconds;
+  const double fast = a.config.fast_interval_seconds;
+  const bool fast_on = fast > 0 && fast < full_every;
+  double next_full = a.clock.MonotonicSeconds();
+  double next = next_full;
   while (true) {
-    a.Tick();
-    next += a.config.interval_seconds;
     double now = a.clock.MonotonicSeconds();
-    if (next < now) next = now;  // fell behind (suspend, slow disk): do not burst
+    if (now + 1e-6 >= next_full) {
+      a.Tick();
+      next_full += full_every;
+      if (next_full < now) next_full = now + full_every;  // fell behind: do not burst
+    } else {
+      a.FastTick();
+    }
+    next += fast_on ? fast : full_every;
+    now = a.clock.MonotonicSeconds();
+    if (next < now) next = now;
+    if (next > next_full) next = next_full;
     if (a.WaitForStop(stop_fd, next)) break;
   }
   spdlog::info("stopping: flushing samples and alerts");

@@ -88,7 +88,7 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
   static const std::vector<std::string> kKnown = {
       "source",   "sim_gpus",      "sim_scenario",    "listen",    "data_dir", "rules",
       "interval", "receiver",      "receiver_format", "receivers", "token",    "record",
-      "hostname", "allowed_hosts", "retention",       "idle",      "metrics_names"};
+      "hostname", "allowed_hosts", "retention",       "idle",      "metrics_names", "fast_interval"};
   FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   if (root.IsNull()) return Status::Ok();
   if (!root.IsMap()) return root.Error("a mapping of settings");
@@ -111,6 +111,8 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
       FULCRUM_ASSIGN_OR_RETURN(c.rules, v.Text());
     } else if (key == "interval") {
       FULCRUM_ASSIGN_OR_RETURN(c.interval_seconds, v.Duration());
+    } else if (key == "fast_interval") {
+      FULCRUM_ASSIGN_OR_RETURN(c.fast_interval_seconds, v.Duration());
     } else if (key == "receiver") {
       FULCRUM_ASSIGN_OR_RETURN(receiver_url, v.Text());
     } else if (key == "receiver_format") {
@@ -191,6 +193,10 @@ Status ValidateAgentConfig(const AgentConfig& c) {
     return Status::InvalidInput("interval: expected 50ms to 1h");
   }
   FULCRUM_RETURN_IF_ERROR(server::ParseMetricsNames(c.metrics_names).status());
+  if (c.fast_interval_seconds != 0 &&
+      !(c.fast_interval_seconds >= 0.02 && c.fast_interval_seconds <= 3600)) {
+    return Status::InvalidInput("fast-interval: expected 0 (off) or 20ms to 1h");
+  }
   for (const ReceiverConfig& r : c.receivers) {
     auto format = alert::ParseReceiverFormat(r.format);
     if (!format.ok()) return format.status().WithContext("receiver '" + r.name + "'");

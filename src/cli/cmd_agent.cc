@@ -29,7 +29,7 @@ extern "C" void OnStopSignal(int) {
 
 struct AgentFlags {
   std::string config, source, sim_scenario, listen, data_dir, rules, interval, receiver,
-      receiver_format, token, record, metrics_names;
+      receiver_format, token, record, metrics_names, fast_interval;
   std::vector<std::string> allowed_hosts;
   int sim_gpus = 0;
   bool json = false;
@@ -78,6 +78,11 @@ Status Apply(const AgentFlags& f, agent::AgentConfig& c) {
   if (!f.token.empty()) c.token = f.token;
   if (!f.record.empty()) c.record = f.record;
   if (!f.metrics_names.empty()) c.metrics_names = f.metrics_names;
+  if (!f.fast_interval.empty()) {
+    auto seconds = ParseDurationSeconds(f.fast_interval);
+    if (!seconds.ok()) return seconds.status().WithContext("--fast-interval");
+    c.fast_interval_seconds = *seconds;
+  }
   c.allowed_hosts.insert(c.allowed_hosts.end(), f.allowed_hosts.begin(), f.allowed_hosts.end());
   return agent::ValidateAgentConfig(c);
 }
@@ -180,6 +185,11 @@ void RegisterAgent(CLI::App* cmd, CliContext& ctx) {
                   "and the --listen address are always accepted; others get 403, a defence "
                   "against DNS rebinding)")
       ->type_name("NAME");
+  cmd->add_option("--fast-interval", f->fast_interval,
+                  "Between full samples, read and alert on the cheap fields (utilization, "
+                  "temperature, power, XID events) this often; stored as 1 s aggregates "
+                  "(default 100ms; 0 = off)")
+      ->type_name("DURATION");
   cmd->add_option("--metrics-names", f->metrics_names,
                   "Names on /metrics: fulcrum (fulcrum_gpu_*), dcgm (NVIDIA dcgm-exporter's "
                   "DCGM_FI_* names, labels and units, for its dashboards and alert rules) or "

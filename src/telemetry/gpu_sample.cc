@@ -370,3 +370,54 @@ Result<GpuSample> SampleFromJson(const nlohmann::json& j) {
 }
 
 }  // namespace fulcrum::telemetry
+
+#include "telemetry/gpu_source.h"
+
+namespace fulcrum::telemetry {
+
+void MergeFastFields(const GpuSample& fast, GpuSample& full) {
+  full.timestamp = fast.timestamp;
+  full.utilization_gpu_pct = fast.utilization_gpu_pct;
+  full.utilization_memory_pct = fast.utilization_memory_pct;
+  full.temperature_celsius = fast.temperature_celsius;
+  full.power_watts = fast.power_watts;
+  full.new_xids = fast.new_xids;
+  full.xid_counts = fast.xid_counts;
+  if (fast.last_xid) full.last_xid = fast.last_xid;
+}
+
+void FastFieldAggregate::Add(const GpuSnapshot& fast) {
+  if (sums_.size() < fast.size()) sums_.resize(fast.size());
+  for (size_t i = 0; i < fast.size(); ++i) {
+    const GpuSample& s = fast[i];
+    Sums& sum = sums_[i];
+    auto add = [](const std::optional<double>& v, double& total, int& n) {
+      if (!v) return;
+      total += *v;
+      ++n;
+    };
+    add(s.utilization_gpu_pct, sum.util, sum.util_n);
+    add(s.utilization_memory_pct, sum.util_mem, sum.util_mem_n);
+    add(s.temperature_celsius, sum.temperature, sum.temperature_n);
+    add(s.power_watts, sum.power, sum.power_n);
+    sum.xids.insert(sum.xids.end(), s.new_xids.begin(), s.new_xids.end());
+  }
+}
+
+void FastFieldAggregate::Apply(GpuSnapshot& full) {
+  for (size_t i = 0; i < full.size() && i < sums_.size(); ++i) {
+    const Sums& sum = sums_[i];
+    GpuSample& s = full[i];
+    auto mean = [](std::optional<double>& field, double total, int n) {
+      if (n > 0) field = total / n;
+    };
+    mean(s.utilization_gpu_pct, sum.util, sum.util_n);
+    mean(s.utilization_memory_pct, sum.util_mem, sum.util_mem_n);
+    mean(s.temperature_celsius, sum.temperature, sum.temperature_n);
+    mean(s.power_watts, sum.power, sum.power_n);
+    s.new_xids.insert(s.new_xids.begin(), sum.xids.begin(), sum.xids.end());
+  }
+  sums_.assign(sums_.size(), Sums{});
+}
+
+}  // namespace fulcrum::telemetry

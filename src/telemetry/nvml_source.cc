@@ -352,6 +352,14 @@ struct NvmlSource::Impl {
   }
 };
 
+namespace {
+double UnixNow() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+}
+}  // namespace
+
 NvmlSource::NvmlSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 NvmlSource::~NvmlSource() = default;
 
@@ -452,12 +460,48 @@ const NvmlCapabilities& NvmlSource::capabilities(int index) const {
 
 Result<GpuSnapshot> NvmlSource::Sample() {
   impl_->DrainEvents();
-  struct timespec ts {};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  double now = static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+  double now = UnixNow();
   GpuSnapshot snapshot;
   snapshot.reserve(impl_->devices.size());
   for (size_t i = 0; i < impl_->devices.size(); ++i) snapshot.push_back(impl_->Read(i, now));
+  return snapshot;
+}
+
+}  // namespace fulcrum::telemetry
+
+namespace fulcrum::telemetry {
+
+Result<GpuSnapshot> NvmlSource::SampleFast() {
+  impl_->DrainEvents();
+  double now = UnixNow();
+  GpuSnapshot snapshot;
+  snapshot.reserve(impl_->devices.size());
+  for (size_t i = 0; i < impl_->devices.size(); ++i) {
+    Device& d = impl_->devices[i];
+    const Api& api = impl_->api;
+    GpuSample s;
+    s.index = static_cast<int>(i);
+    s.uuid = d.uuid;
+    s.name = d.name;
+    s.timestamp = now;
+    s.new_xids = std::move(d.new_xids);
+    d.new_xids.clear();
+    s.xid_counts = d.xid_counts;
+    if (d.caps.xid_events || d.last_xid != 0) s.last_xid = d.last_xid;
+    if (!d.lost) {
+      nvmlUtilization_t u{};
+      if (d.caps.utilization && api.get_utilization(d.handle, &u) == NVML_SUCCESS) {
+        s.utilization_gpu_pct = u.gpu;
+        s.utilization_memory_pct = u.memory;
+      }
+      unsigned int v = 0;
+      if (d.caps.temperature && api.get_temperature(d.handle, kTemperatureGpu, &v) == NVML_SUCCESS) {
+        s.temperature_celsius = v;
+      }
+      if (d.caps.power && api.get_power(d.handle, &v) == NVML_SUCCESS) s.power_watts = v / 1000.0;
+    }
+    snapshot.push_back(std::move(s));
+  }
   return snapshot;
 }
 

@@ -34,6 +34,8 @@ class NvmlSource final : public GpuSource {
   std::string kind() const override { return "nvml"; }
   int gpu_count() const override;
   Result<GpuSnapshot> Sample() override;
+  // Utilization, temperature, power and the XID event set: three NVML calls per GPU.
+  Result<GpuSnapshot> SampleFast() override;
   const NvmlCapabilities& capabilities(int index) const;
 
   struct Impl;
