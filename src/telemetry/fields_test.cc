@@ -125,6 +125,25 @@ TEST_F(NvmlFieldsTest, PcieByteCountersGrowWithTheRate) {
   EXPECT_NEAR(*b.pcie_rx_bytes - *a.pcie_rx_bytes, 2000 * 1024.0 * dt, 1);
 }
 
+TEST_F(NvmlFieldsTest, ProfilingRatiosFromGpmWhereSupportedAbsentElsewhere) {
+  Write("count 2\ngpu 0 gpm 1\ngpu 0 gpm_graphics 90\ngpu 0 gpm_tensor 45\ngpu 0 gpm_dram 30\n");
+  auto source = NvmlSource::Open(FAKE_NVML_LIBRARY);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  EXPECT_TRUE((*source)->capabilities(0).gpm);
+  EXPECT_FALSE((*source)->capabilities(1).gpm);  // a pre-Hopper GPU
+  GpuSample first = (*(*source)->Sample())[0];
+  EXPECT_FALSE(first.tensor_active_ratio.has_value());  // GPM needs two samples
+  auto snap = *(*source)->Sample();
+  EXPECT_DOUBLE_EQ(*snap[0].gr_engine_active_ratio, 0.90);
+  EXPECT_DOUBLE_EQ(*snap[0].tensor_active_ratio, 0.45);
+  EXPECT_DOUBLE_EQ(*snap[0].dram_active_ratio, 0.30);
+  EXPECT_FALSE(snap[1].tensor_active_ratio || snap[1].gr_engine_active_ratio ||
+               snap[1].dram_active_ratio);
+  // Fast ticks take no GPM sample: the interval of the ratios is full sample to full sample.
+  ASSERT_TRUE((*source)->SampleFast().ok());
+  EXPECT_DOUBLE_EQ(*(*(*source)->Sample())[0].tensor_active_ratio, 0.45);
+}
+
 std::vector<Fault> Scenario(const std::string& yaml) {
   auto faults = ParseScenario(yaml, "test.yaml");
   EXPECT_TRUE(faults.ok()) << faults.status().ToString();

@@ -93,6 +93,35 @@ typedef struct {
   nvmlValue_t value;
 } nvmlFieldValue_t;
 
+// GPU Performance Monitoring (GPM, Hopper and later): opaque sample buffers, a support query and
+// the metrics computed between two samples (nvml.h nvmlGpm*; NVML_GPM_METRIC_MAX is 333 in the
+// r550 header, the largest we know, so the struct is at least as large as NVML's).
+typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
+
+typedef struct {
+  unsigned int version;  // nvml::kGpmSupportVersion
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
+typedef struct {
+  unsigned int metricId;  // nvml::kGpmMetric*
+  nvmlReturn_t nvmlReturn;
+  double value;  // percent (0-100) for the utilization metrics
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;
+} nvmlGpmMetric_t;
+
+typedef struct {
+  unsigned int version;  // nvml::kGpmMetricsGetVersion
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1;
+  nvmlGpmSample_t sample2;
+  nvmlGpmMetric_t metrics[333];
+} nvmlGpmMetricsGet_t;
+
 typedef struct {
   nvmlDevice_t device;
   unsigned long long eventType;
@@ -130,6 +159,12 @@ inline constexpr unsigned int kFieldRemappedCorrectable = 142;
 inline constexpr unsigned int kFieldRemappedUncorrectable = 143;
 inline constexpr unsigned int kFieldRemappedFailure = 145;  // 1 = a row failed to remap
 inline constexpr unsigned int kAllLinks = 0xFFFFFFFFu;      // scopeId UINT_MAX
+inline constexpr unsigned int kGpmSupportVersion = 1;       // NVML_GPM_SUPPORT_VERSION
+inline constexpr unsigned int kGpmMetricsGetVersion = 1;    // NVML_GPM_METRICS_GET_VERSION
+// nvmlGpmMetricId_t: percentages over the interval between two samples.
+inline constexpr unsigned int kGpmMetricGraphicsUtil = 1;   // NVML_GPM_METRIC_GRAPHICS_UTIL
+inline constexpr unsigned int kGpmMetricAnyTensorUtil = 5;  // NVML_GPM_METRIC_ANY_TENSOR_UTIL
+inline constexpr unsigned int kGpmMetricDramBwUtil = 10;    // NVML_GPM_METRIC_DRAM_BW_UTIL
 
 using InitFn = nvmlReturn_t (*)();
 using ShutdownFn = nvmlReturn_t (*)();
@@ -151,6 +186,11 @@ using GetCodecUtilFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned in
 using GetPciInfoFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlPciInfo_t*);
 using GetFieldValuesFn = nvmlReturn_t (*)(nvmlDevice_t, int, nvmlFieldValue_t*);
 using SystemGetStringFn = nvmlReturn_t (*)(char*, unsigned int);
+using GpmQuerySupportFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSupport_t*);
+using GpmSampleAllocFn = nvmlReturn_t (*)(nvmlGpmSample_t*);
+using GpmSampleFreeFn = nvmlReturn_t (*)(nvmlGpmSample_t);
+using GpmSampleGetFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSample_t);
+using GpmMetricsGetFn = nvmlReturn_t (*)(nvmlGpmMetricsGet_t*);
 using EventSetCreateFn = nvmlReturn_t (*)(nvmlEventSet_t*);
 using RegisterEventsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
 using EventSetWaitFn = nvmlReturn_t (*)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);

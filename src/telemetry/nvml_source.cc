@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
@@ -39,6 +40,11 @@ struct Api {
   GetUintFn get_minor = nullptr;
   GetFieldValuesFn get_field_values = nullptr;
   SystemGetStringFn get_driver_version = nullptr;
+  GpmQuerySupportFn gpm_query_support = nullptr;
+  GpmSampleAllocFn gpm_sample_alloc = nullptr;
+  GpmSampleFreeFn gpm_sample_free = nullptr;
+  GpmSampleGetFn gpm_sample_get = nullptr;
+  GpmMetricsGetFn gpm_metrics_get = nullptr;
   EventSetCreateFn event_set_create = nullptr;
   RegisterEventsFn register_events = nullptr;
   EventSetWaitFn event_set_wait = nullptr;
@@ -67,6 +73,9 @@ struct Device {
   bool lost = false;
   // PCIe bytes integrated from the throughput readings (NVML has no PCIe byte counter).
   double pcie_tx_bytes = 0, pcie_rx_bytes = 0, pcie_last_at = -1;
+  // GPM sample buffers: the previous full sample's and the current one's.
+  nvmlGpmSample_t gpm_previous = nullptr, gpm_current = nullptr;
+  bool gpm_has_previous = false;
 };
 
 // The field IDs asked through nvmlDeviceGetFieldValues.
@@ -120,8 +129,14 @@ struct NvmlSource::Impl {
   nvmlEventSet_t events = nullptr;
   std::unordered_map<nvmlDevice_t, size_t> by_handle;
   std::string driver_version;
+  std::unique_ptr<nvmlGpmMetricsGet_t> gpm_request;  // 13 KiB, reused by every GPM read
 
   ~Impl() {
+    for (Device& d : devices) {
+      if (api.gpm_sample_free == nullptr) break;
+      if (d.gpm_previous != nullptr) api.gpm_sample_free(d.gpm_previous);
+      if (d.gpm_current != nullptr) api.gpm_sample_free(d.gpm_current);
+    }
     if (events != nullptr && api.event_set_free != nullptr) api.event_set_free(events);
     if (api.shutdown != nullptr) api.shutdown();
     if (library != nullptr) dlclose(library);
@@ -161,6 +176,7 @@ struct NvmlSource::Impl {
     unsigned int period = 0;
     d.caps.encoder = api.get_encoder && !Unsupported(api.get_encoder(d.handle, &value, &period));
     d.caps.decoder = api.get_decoder && !Unsupported(api.get_decoder(d.handle, &value, &period));
+    ProbeGpm(d);
     if (api.get_field_values != nullptr) {
       std::vector<unsigned int> ids(std::begin(kFieldIds), std::end(kFieldIds));
       std::vector<nvmlFieldValue_t> values = FieldRequest(ids);
@@ -171,6 +187,55 @@ struct NvmlSource::Impl {
         }
       }
     }
+  }
+
+  void ProbeGpm(Device& d) {
+    if (!api.gpm_query_support || !api.gpm_sample_alloc || !api.gpm_sample_free ||
+        !api.gpm_sample_get || !api.gpm_metrics_get) {
+      return;
+    }
+    nvmlGpmSupport_t support{};
+    support.version = kGpmSupportVersion;
+    if (api.gpm_query_support(d.handle, &support) != NVML_SUCCESS || !support.isSupportedDevice) {
+      return;
+    }
+    if (api.gpm_sample_alloc(&d.gpm_previous) != NVML_SUCCESS ||
+        api.gpm_sample_alloc(&d.gpm_current) != NVML_SUCCESS) {
+      return;  // the destructor frees what was allocated
+    }
+    d.caps.gpm = true;
+  }
+
+  // Takes a GPM sample and, from the second one on, the ratios over the interval since the
+  // previous full sample (NVML reports percentages).
+  void ReadGpm(Device& d, GpuSample& s) {
+    if (api.gpm_sample_get(d.handle, d.gpm_current) != NVML_SUCCESS) {
+      d.gpm_has_previous = false;
+      return;
+    }
+    if (d.gpm_has_previous) {
+      if (!gpm_request) gpm_request = std::make_unique<nvmlGpmMetricsGet_t>();
+      nvmlGpmMetricsGet_t& request = *gpm_request;
+      request = nvmlGpmMetricsGet_t{};
+      request.version = kGpmMetricsGetVersion;
+      request.numMetrics = 3;
+      request.sample1 = d.gpm_previous;
+      request.sample2 = d.gpm_current;
+      request.metrics[0].metricId = kGpmMetricGraphicsUtil;
+      request.metrics[1].metricId = kGpmMetricAnyTensorUtil;
+      request.metrics[2].metricId = kGpmMetricDramBwUtil;
+      if (api.gpm_metrics_get(&request) == NVML_SUCCESS) {
+        auto ratio = [&](int i) -> std::optional<double> {
+          if (request.metrics[i].nvmlReturn != NVML_SUCCESS) return std::nullopt;
+          return request.metrics[i].value / 100;
+        };
+        s.gr_engine_active_ratio = ratio(0);
+        s.tensor_active_ratio = ratio(1);
+        s.dram_active_ratio = ratio(2);
+      }
+    }
+    std::swap(d.gpm_previous, d.gpm_current);
+    d.gpm_has_previous = true;
   }
 
   void ReadFields(Device& d, GpuSample& s) {
@@ -345,6 +410,7 @@ struct NvmlSource::Impl {
     if (c.encoder && ok(api.get_encoder(d.handle, &v, &period))) s.encoder_utilization_pct = v;
     if (c.decoder && ok(api.get_decoder(d.handle, &v, &period))) s.decoder_utilization_pct = v;
     if (!c.fields.empty() && !d.lost) ReadFields(d, s);
+    if (c.gpm && !d.lost) ReadGpm(d, s);
     if (c.processes && !d.lost) ReadProcesses(d, s);
     if (c.xid_events || d.last_xid != 0) s.last_xid = d.last_xid;
     (void)rc;
@@ -400,6 +466,11 @@ Result<std::unique_ptr<NvmlSource>> NvmlSource::Open(const std::string& library)
   Load(lib, a.get_minor, "nvmlDeviceGetMinorNumber");
   Load(lib, a.get_field_values, "nvmlDeviceGetFieldValues");
   Load(lib, a.get_driver_version, "nvmlSystemGetDriverVersion");
+  Load(lib, a.gpm_query_support, "nvmlGpmQueryDeviceSupport");
+  Load(lib, a.gpm_sample_alloc, "nvmlGpmSampleAlloc");
+  Load(lib, a.gpm_sample_free, "nvmlGpmSampleFree");
+  Load(lib, a.gpm_sample_get, "nvmlGpmSampleGet");
+  Load(lib, a.gpm_metrics_get, "nvmlGpmMetricsGet");
   Load(lib, a.event_set_create, "nvmlEventSetCreate");
   Load(lib, a.register_events, "nvmlDeviceRegisterEvents");
   LoadFirst(lib, a.event_set_wait, "nvmlEventSetWait_v2", "nvmlEventSetWait");

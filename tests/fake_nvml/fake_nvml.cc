@@ -7,7 +7,9 @@
 //                                    reasons ecc_corrected ecc_uncorrected pcie_tx_kb pcie_rx_kb
 //                                    processes mem_reserved enc_util dec_util memory_temp
 //                                    energy_mj pcie_replay nvlink_tx_kib nvlink_rx_kib
-//                                    remapped_cor remapped_unc remap_failure pci_bus_id minor;
+//                                    remapped_cor remapped_unc remap_failure pci_bus_id minor
+//                                    gpm (1 = GPM supported; default unsupported) gpm_graphics
+//                                    gpm_tensor gpm_dram (percent);
 //                                    VALUE `unsupported` answers NOT_SUPPORTED
 //   gpu I lost                       every getter answers GPU_IS_LOST
 //   gpu I process PID BYTES          a compute process
@@ -325,6 +327,54 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetDriverVersion(c
   if (v == "unsupported") return NVML_ERROR_NOT_SUPPORTED;
   if (v.size() + 1 > len) return NVML_ERROR_INSUFFICIENT_SIZE;
   std::memcpy(buf, v.c_str(), v.size() + 1);
+  return NVML_SUCCESS;
+}
+// GPM: a sample remembers its device; the metrics between two samples answer from the script.
+struct nvmlGpmSample_st {
+  nvmlDevice_t device = nullptr;
+};
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmQueryDeviceSupport(
+    nvmlDevice_t d, nvmlGpmSupport_t* support) {
+  if (support->version != fulcrum::telemetry::nvml::kGpmSupportVersion) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  return Get("nvmlGpmQueryDeviceSupport", d, "gpm", 0u, &support->isSupportedDevice);
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* sample) {
+  *sample = new nvmlGpmSample_st;
+  return NVML_SUCCESS;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
+  delete sample;
+  return NVML_SUCCESS;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d,
+                                                                     nvmlGpmSample_t sample) {
+  unsigned ignored = 0;
+  nvmlReturn_t rc = Get("nvmlGpmSampleGet", d, "gpm", 0u, &ignored);
+  if (rc == NVML_SUCCESS) sample->device = d;
+  return rc;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* m) {
+  namespace nv = fulcrum::telemetry::nvml;
+  if (m->version != nv::kGpmMetricsGetVersion || m->sample1 == nullptr || m->sample2 == nullptr ||
+      m->sample1->device != m->sample2->device || m->numMetrics > 333) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  for (unsigned i = 0; i < m->numMetrics; ++i) {
+    nvmlGpmMetric_t& metric = m->metrics[i];
+    const char* field = metric.metricId == nv::kGpmMetricGraphicsUtil    ? "gpm_graphics"
+                        : metric.metricId == nv::kGpmMetricAnyTensorUtil ? "gpm_tensor"
+                        : metric.metricId == nv::kGpmMetricDramBwUtil    ? "gpm_dram"
+                                                                         : nullptr;
+    if (field == nullptr) {
+      metric.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+      continue;
+    }
+    unsigned pct = 0;
+    metric.nvmlReturn = Get("nvmlGpmMetricsGet", m->sample2->device, field, 50u, &pct);
+    metric.value = pct;
+  }
   return NVML_SUCCESS;
 }
 // Field values: each field answers from its script FIELD (defaults below), per entry.
