@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "core/mutex.h"
+#include "core/text_file.h"
 #include "store/agent_db.h"
 #include "store/jobs.h"
 #include "support/child_process.h"
@@ -27,24 +28,41 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+std::string ReadFile(const std::string& path) {
+  auto text = ReadTextFile(path, "test input");
+  EXPECT_TRUE(text.ok()) << text.status().ToString();
+  return text.ok() ? *text : std::string();
 }
 
 void WriteFile(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
 
-bool WaitFor(const std::function<bool()>& ready, double seconds) {
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+// A webhook receiver on loopback that keeps every body posted to /hook.
+class Webhook {
+ public:
+  Webhook() {
+    server_.server().Post("/hook", [this](const httplib::Request& req, httplib::Response& res) {
+      MutexLock lock(mu_);
+      bodies_.push_back(req.body);
+      res.status = 200;
+    });
+    server_.Start();
   }
-  return ready();
-}
+  std::string url() const { return server_.url() + "/hook"; }
+  // The bodies that mention `text`.
+  std::vector<std::string> With(const std::string& text) {
+    MutexLock lock(mu_);
+    std::vector<std::string> out;
+    for (const std::string& b : bodies_) {
+      if (b.find(text) != std::string::npos) out.push_back(b);
+    }
+    return out;
+  }
+
+ private:
+  FakeHttpServer server_;
+  Mutex mu_;
+  std::vector<std::string> bodies_ GUARDED_BY(mu_);
+};
 
 double UnixNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
@@ -143,7 +161,7 @@ TEST_F(TelemetryE2E, BothNameSetsOnOneScrapeAgree) {
                                     "both", "--interval", "1h"});
   ASSERT_GT(agent.port(), 0) << agent.err();
   std::string metrics;
-  ASSERT_TRUE(WaitFor(
+  ASSERT_TRUE(PollUntil(
       [&] { return (metrics = agent.Get("/metrics")).find("DCGM_FI_DEV_POWER_USAGE") !=
                    std::string::npos; },
       10));
@@ -169,7 +187,7 @@ TEST_F(TelemetryE2E, XidIsCountedOnMetricsAndStoredAsAnEvent) {
     ASSERT_GT(agent.port(), 0) << agent.err();
     std::string want = "xid=\"13\"} 2\n";
     std::string metrics;
-    ASSERT_TRUE(WaitFor(
+    ASSERT_TRUE(PollUntil(
         [&] { return (metrics = agent.Get("/metrics")).find(want) != std::string::npos; }, 10))
         << metrics;
     EXPECT_NE(metrics.find("fulcrum_gpu_xid_errors_total{gpu=\"1\""), std::string::npos);
@@ -191,15 +209,7 @@ TEST_F(TelemetryE2E, XidIsCountedOnMetricsAndStoredAsAnEvent) {
 // The built-in GpuJobHung rule end to end: sim `hang` on GPU 0 while jobs.db says its job has
 // shown no progress for an hour; the webhook gets the alert for GPU 0 and not GPU 1.
 TEST_F(TelemetryE2E, HangScenarioFiresGpuJobHungAtTheWebhook) {
-  Mutex mu;
-  std::vector<std::string> bodies;  // GUARDED_BY(mu)
-  FakeHttpServer receiver;
-  receiver.server().Post("/hook", [&](const httplib::Request& req, httplib::Response& res) {
-    MutexLock lock(mu);
-    bodies.push_back(req.body);
-    res.status = 200;
-  });
-  ASSERT_GT(receiver.Start(), 0);
+  Webhook receiver;
   std::string data = dir_ + "/agent";
   auto jobs = store::JobsDb::OpenInDataDir(data);
   ASSERT_TRUE(jobs.ok()) << jobs.status().ToString();
@@ -222,22 +232,14 @@ TEST_F(TelemetryE2E, HangScenarioFiresGpuJobHungAtTheWebhook) {
   hang = std::regex_replace(hang, std::regex("for: 1m"), "for: 1s");
   WriteFile(dir_ + "/rules.yaml", rules.substr(0, at) + hang);
   AgentPeer agent(data, {"--source", "sim", "--sim-gpus", "2", "--rules", dir_ + "/rules.yaml",
-                         "--receiver", receiver.url() + "/hook", "--sim-scenario",
+                         "--receiver", receiver.url(), "--sim-scenario",
                          Scenario("hang", "- {at: 0s, gpu: 0, fault: hang}\n")});
   ASSERT_GT(agent.port(), 0) << agent.err();
-  auto hung_bodies = [&] {
-    MutexLock lock(mu);
-    std::vector<json> out;
-    for (const std::string& b : bodies) {
-      if (b.find("GpuJobHung") != std::string::npos) out.push_back(json::parse(b, nullptr, false));
-    }
-    return out;
-  };
-  ASSERT_TRUE(WaitFor([&] { return !hung_bodies().empty(); }, 20)) << agent.err();
+  ASSERT_TRUE(PollUntil([&] { return !receiver.With("GpuJobHung").empty(); }, 20)) << agent.err();
   std::this_thread::sleep_for(std::chrono::seconds(2));  // GPU 1 would have fired by now
-  std::vector<json> hung = hung_bodies();
+  std::vector<std::string> hung = receiver.With("GpuJobHung");
   ASSERT_EQ(hung.size(), 1u);
-  std::string text = hung[0].dump();
+  std::string text = json::parse(hung[0], nullptr, false).dump();
   EXPECT_NE(text.find("\"gpu\":0"), std::string::npos) << text;
   EXPECT_NE(text.find("firing"), std::string::npos) << text;
   json alerts = json::parse(agent.Get("/v1/alerts"));
@@ -280,15 +282,7 @@ TEST_F(TelemetryE2E, QueryAcceptsTheOldNames) {
 // ticks can see the overheat and the XID, and each reaches the webhook; the store keeps 1 s
 // aggregates only (here: the one full sample).
 TEST_F(TelemetryE2E, FastTicksAlertBetweenFullSamples) {
-  Mutex mu;
-  std::vector<std::string> bodies;  // GUARDED_BY(mu)
-  FakeHttpServer receiver;
-  receiver.server().Post("/hook", [&](const httplib::Request& req, httplib::Response& res) {
-    MutexLock lock(mu);
-    bodies.push_back(req.body);
-    res.status = 200;
-  });
-  ASSERT_GT(receiver.Start(), 0);
+  Webhook receiver;
   WriteFile(dir_ + "/rules.yaml",
             "rules:\n"
             "  - {name: HotNow, metric: gpu_temperature_celsius, op: \">\", threshold: 90,"
@@ -299,18 +293,12 @@ TEST_F(TelemetryE2E, FastTicksAlertBetweenFullSamples) {
   fs::create_directories(data);
   AgentPeer agent(data, {"--source", "sim", "--sim-gpus", "2", "--interval", "1h",
                          "--fast-interval", "100ms", "--rules", dir_ + "/rules.yaml",
-                         "--receiver", receiver.url() + "/hook", "--sim-scenario",
+                         "--receiver", receiver.url(), "--sim-scenario",
                          Scenario("fast", "- {at: 1s, gpu: 0, fault: overheat}\n"
                                           "- {at: 1s, gpu: 1, fault: \"xid:79\"}\n")});
   ASSERT_GT(agent.port(), 0) << agent.err();
-  auto received = [&](const std::string& name) {
-    MutexLock lock(mu);
-    for (const std::string& b : bodies) {
-      if (b.find(name) != std::string::npos) return true;
-    }
-    return false;
-  };
-  ASSERT_TRUE(WaitFor([&] { return received("HotNow") && received("XidNow"); }, 15))
+  ASSERT_TRUE(PollUntil(
+      [&] { return !receiver.With("HotNow").empty() && !receiver.With("XidNow").empty(); }, 15))
       << agent.err();
   json gpus = json::parse(agent.Get("/v1/gpus"));
   EXPECT_EQ(gpus["gpus"][0]["temperature_celsius"], 95);  // the live view follows the fast ticks

@@ -1,13 +1,10 @@
 // /metrics under dcgm-exporter's names (--metrics-names dcgm|both), the XID counter by code and
 // the `_info` series.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 
 #include "server/metrics.h"
+#include "support/run_binary.h"
 
 namespace fulcrum::server {
 namespace {
@@ -96,20 +93,12 @@ TEST(MetricsNamesTest, XidCounterByCodeAndInfoSeries) {
 // promtool parses every mode; fulcrum's own names also pass its lint (dcgm-exporter's names
 // break the `_total` convention by design, so that mode is checked for parsing only).
 TEST(MetricsNamesTest, PromtoolParsesEveryMode) {
-  namespace fs = std::filesystem;
   for (MetricsNames names : {MetricsNames::kFulcrum, MetricsNames::kDcgm, MetricsNames::kBoth}) {
-    fs::path file = fs::path(FULCRUM_BUILD_DIR) / "Testing" /
-                    ("metrics-names-" + std::to_string(getpid()) + ".txt");
-    fs::create_directories(file.parent_path());
-    std::ofstream(file) << RenderMetrics(Gpus(), "host", {}, {}, names);
-    std::string cmd = "promtool check metrics < '" + file.string() + "' 2>&1";
-    FILE* pipe = popen(cmd.c_str(), "r");
-    ASSERT_NE(pipe, nullptr);
-    std::string output;
-    char buf[512];
-    while (fgets(buf, sizeof buf, pipe) != nullptr) output += buf;
-    int rc = pclose(pipe);
-    fs::remove(file);
+    testing::RunOptions in;
+    in.stdin_text = RenderMetrics(Gpus(), "host", {}, {}, names);
+    testing::RunOutput check = testing::RunProgram("promtool", {"check", "metrics"}, in);
+    int rc = check.exit_code;
+    std::string output = check.out + check.err;
     if (names == MetricsNames::kFulcrum) {
       EXPECT_EQ(rc, 0) << output;
       EXPECT_EQ(output, "") << output;

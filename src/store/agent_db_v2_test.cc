@@ -6,19 +6,14 @@
 #include <filesystem>
 
 #include "store/agent_db.h"
+#include "support/run_binary.h"
 
 namespace fulcrum::store {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string TempDir(const std::string& name) {
-  fs::path dir =
-      fs::path(FULCRUM_BUILD_DIR) / "Testing" / "tmp" / (name + "-" + std::to_string(getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
-}
+std::string TempDir(const std::string& name) { return testing::MakeTempDir(name); }
 
 // A file as release 1 wrote it: schema v1, samples of GPU 0 at t = 100, 102, 103 with a 2 GHz
 // SM clock and PCIe TX at 1000, 2000, 4000 bytes/s.

@@ -54,11 +54,12 @@ TEST(FastFieldsTest, AggregateStoresTheMeanAndEveryXid) {
   aggregate.Add(reading(90, 200, {}));
   GpuSnapshot full = reading(80, 300, {13});
   full[0].sm_clock_mhz = 1980;
+  aggregate.Add(full);  // the full sample is a reading too
   aggregate.Apply(full);
-  EXPECT_DOUBLE_EQ(*full[0].temperature_celsius, 80);  // (60 + 90 + 90) / 3
-  EXPECT_DOUBLE_EQ(*full[0].power_watts, 150);         // unknown readings do not count
+  EXPECT_DOUBLE_EQ(*full[0].temperature_celsius, 80);  // (60 + 90 + 90 + 80) / 4
+  EXPECT_DOUBLE_EQ(*full[0].power_watts, 200);         // unknown readings do not count
   EXPECT_EQ(*full[0].sm_clock_mhz, 1980);
-  EXPECT_EQ(full[0].new_xids, (std::vector<int>{48, 13}));
+  EXPECT_EQ(full[0].new_xids, (std::vector<int>{48, 13}));  // each XID once, in order
   GpuSnapshot next = reading(70, 100, {});
   aggregate.Apply(next);  // started over: nothing added since
   EXPECT_EQ(*next[0].temperature_celsius, 70);

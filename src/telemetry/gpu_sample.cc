@@ -415,7 +415,7 @@ void FastFieldAggregate::Apply(GpuSnapshot& full) {
     mean(s.utilization_memory_pct, sum.util_mem, sum.util_mem_n);
     mean(s.temperature_celsius, sum.temperature, sum.temperature_n);
     mean(s.power_watts, sum.power, sum.power_n);
-    s.new_xids.insert(s.new_xids.begin(), sum.xids.begin(), sum.xids.end());
+    s.new_xids = sum.xids;
   }
   sums_.assign(sums_.size(), Sums{});
 }

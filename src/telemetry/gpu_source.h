@@ -38,9 +38,9 @@ void MergeFastFields(const GpuSample& fast, GpuSample& full);
 class FastFieldAggregate {
  public:
   void Add(const GpuSnapshot& fast);
-  // Replaces the fast fields of `full` by their means since the last Apply (a GPU or field with
-  // no reading keeps `full`'s value), puts the XIDs of the fast samples before `full`'s own,
-  // and starts over.
+  // Replaces the fast fields of `full` by their means over the readings added since the last
+  // Apply (a GPU or field with no reading keeps `full`'s value) and its XID events by all those
+  // readings carried, in order, then starts over. Add `full` itself first when it is a reading.
   void Apply(GpuSnapshot& full);
 
  private:

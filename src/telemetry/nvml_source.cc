@@ -117,6 +117,12 @@ std::vector<nvmlFieldValue_t> FieldRequest(const std::vector<unsigned int>& ids)
   return values;
 }
 
+double UnixNow() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+}
+
 // True when the call answered NOT_SUPPORTED (the capability is absent for good).
 bool Unsupported(nvmlReturn_t rc) { return rc == NVML_ERROR_NOT_SUPPORTED; }
 
@@ -295,6 +301,15 @@ struct NvmlSource::Impl {
     }
   }
 
+  GpuSnapshot ReadAll(bool fast) {
+    DrainEvents();
+    double now = UnixNow();
+    GpuSnapshot snapshot;
+    snapshot.reserve(devices.size());
+    for (size_t i = 0; i < devices.size(); ++i) snapshot.push_back(Read(i, now, fast));
+    return snapshot;
+  }
+
   void ReadProcesses(Device& d, GpuSample& s) {
     unsigned int count = 0;
     nvmlReturn_t rc = api.get_procs(d.handle, &count, nullptr);
@@ -324,7 +339,9 @@ struct NvmlSource::Impl {
     return p;
   }
 
-  GpuSample Read(size_t index, double now) {
+  // One GPU's reading: every capability, or with `fast` only utilization, temperature and
+  // power (the fast ticks between full samples). XID events drained before are handed out here.
+  GpuSample Read(size_t index, double now, bool fast) {
     Device& d = devices[index];
     GpuSample s;
     s.index = static_cast<int>(index);
@@ -351,6 +368,7 @@ struct NvmlSource::Impl {
       }
       return r == NVML_SUCCESS;
     };
+    if (c.xid_events || d.last_xid != 0) s.last_xid = d.last_xid;
     if (c.utilization) {
       nvmlUtilization_t u{};
       if (ok(api.get_utilization(d.handle, &u))) {
@@ -358,6 +376,13 @@ struct NvmlSource::Impl {
         s.utilization_memory_pct = u.memory;
       }
     }
+    unsigned int v = 0;
+    // NVML reports power in milliwatts.
+    if (c.power && ok(api.get_power(d.handle, &v))) s.power_watts = v / 1000.0;
+    if (c.temperature && ok(api.get_temperature(d.handle, kTemperatureGpu, &v))) {
+      s.temperature_celsius = v;
+    }
+    if (fast) return s;
     if (c.memory) {
       nvmlMemory_t m{};
       if (ok(api.get_memory(d.handle, &m))) {
@@ -365,13 +390,7 @@ struct NvmlSource::Impl {
         s.memory_total_bytes = static_cast<double>(m.total);
       }
     }
-    unsigned int v = 0;
-    // NVML reports power in milliwatts.
-    if (c.power && ok(api.get_power(d.handle, &v))) s.power_watts = v / 1000.0;
     if (c.power_limit && ok(api.get_power_limit(d.handle, &v))) s.power_limit_watts = v / 1000.0;
-    if (c.temperature && ok(api.get_temperature(d.handle, kTemperatureGpu, &v))) {
-      s.temperature_celsius = v;
-    }
     if (c.sm_clock && ok(api.get_clock(d.handle, kClockSm, &v))) s.sm_clock_mhz = v;
     if (c.memory_clock && ok(api.get_clock(d.handle, kClockMem, &v))) s.memory_clock_mhz = v;
     unsigned long long big = 0;
@@ -412,19 +431,10 @@ struct NvmlSource::Impl {
     if (!c.fields.empty() && !d.lost) ReadFields(d, s);
     if (c.gpm && !d.lost) ReadGpm(d, s);
     if (c.processes && !d.lost) ReadProcesses(d, s);
-    if (c.xid_events || d.last_xid != 0) s.last_xid = d.last_xid;
     (void)rc;
     return s;
   }
 };
-
-namespace {
-double UnixNow() {
-  struct timespec ts {};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
-}
-}  // namespace
 
 NvmlSource::NvmlSource(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 NvmlSource::~NvmlSource() = default;
@@ -529,51 +539,9 @@ const NvmlCapabilities& NvmlSource::capabilities(int index) const {
   return impl_->devices.at(static_cast<size_t>(index)).caps;
 }
 
-Result<GpuSnapshot> NvmlSource::Sample() {
-  impl_->DrainEvents();
-  double now = UnixNow();
-  GpuSnapshot snapshot;
-  snapshot.reserve(impl_->devices.size());
-  for (size_t i = 0; i < impl_->devices.size(); ++i) snapshot.push_back(impl_->Read(i, now));
-  return snapshot;
-}
+Result<GpuSnapshot> NvmlSource::Sample() { return impl_->ReadAll(/*fast=*/false); }
+
+Result<GpuSnapshot> NvmlSource::SampleFast() { return impl_->ReadAll(/*fast=*/true); }
 
 }  // namespace fulcrum::telemetry
 
-namespace fulcrum::telemetry {
-
-Result<GpuSnapshot> NvmlSource::SampleFast() {
-  impl_->DrainEvents();
-  double now = UnixNow();
-  GpuSnapshot snapshot;
-  snapshot.reserve(impl_->devices.size());
-  for (size_t i = 0; i < impl_->devices.size(); ++i) {
-    Device& d = impl_->devices[i];
-    const Api& api = impl_->api;
-    GpuSample s;
-    s.index = static_cast<int>(i);
-    s.uuid = d.uuid;
-    s.name = d.name;
-    s.timestamp = now;
-    s.new_xids = std::move(d.new_xids);
-    d.new_xids.clear();
-    s.xid_counts = d.xid_counts;
-    if (d.caps.xid_events || d.last_xid != 0) s.last_xid = d.last_xid;
-    if (!d.lost) {
-      nvmlUtilization_t u{};
-      if (d.caps.utilization && api.get_utilization(d.handle, &u) == NVML_SUCCESS) {
-        s.utilization_gpu_pct = u.gpu;
-        s.utilization_memory_pct = u.memory;
-      }
-      unsigned int v = 0;
-      if (d.caps.temperature && api.get_temperature(d.handle, kTemperatureGpu, &v) == NVML_SUCCESS) {
-        s.temperature_celsius = v;
-      }
-      if (d.caps.power && api.get_power(d.handle, &v) == NVML_SUCCESS) s.power_watts = v / 1000.0;
-    }
-    snapshot.push_back(std::move(s));
-  }
-  return snapshot;
-}
-
-}  // namespace fulcrum::telemetry

@@ -24,8 +24,9 @@ std::string ReadAll(const std::string& path) {
   return text.str();
 }
 
-template <typename Ready>
-bool PollFor(Ready ready, double seconds) {
+}  // namespace
+
+bool PollUntil(const std::function<bool()>& ready, double seconds) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<int>(seconds * 1000));
   while (std::chrono::steady_clock::now() < deadline) {
@@ -34,8 +35,6 @@ bool PollFor(Ready ready, double seconds) {
   }
   return ready();
 }
-
-}  // namespace
 
 ChildProcess::ChildProcess(const std::string& program, const std::vector<std::string>& args,
                            const std::string& log_prefix,
@@ -61,7 +60,7 @@ ChildProcess::ChildProcess(const std::string& program, const std::vector<std::st
 ChildProcess::~ChildProcess() {
   if (pid_ <= 0 || Exited()) return;
   kill(pid_, SIGTERM);
-  if (!PollFor([&] { return Exited(); }, 10)) {
+  if (!PollUntil([&] { return Exited(); }, 10)) {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
   }
@@ -88,7 +87,7 @@ std::vector<std::string> AgentArgs(const std::string& data_dir, std::vector<std:
 
 AgentPeer::AgentPeer(const std::string& data_dir, std::vector<std::string> args)
     : process_(FULCRUM_BINARY, AgentArgs(data_dir, std::move(args)), data_dir + "/agent") {
-  PollFor([&] { return process_.out().find('\n') != std::string::npos || process_.Exited(); },
+  PollUntil([&] { return process_.out().find('\n') != std::string::npos || process_.Exited(); },
           15);
   std::string line = process_.out();
   auto doc = nlohmann::json::parse(line.substr(0, line.find('\n')), nullptr, false);
@@ -150,7 +149,7 @@ nlohmann::json PrometheusPeer::Query(const std::string& expr) const {
 nlohmann::json PrometheusPeer::WaitForSeries(const std::string& expr, size_t min_series,
                                              double seconds) const {
   nlohmann::json result;
-  PollFor(
+  PollUntil(
       [&] {
         result = Query(expr);
         return result.is_array() && result.size() >= min_series;

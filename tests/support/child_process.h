@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -71,5 +72,8 @@ class PrometheusPeer {
 };
 
 std::string UrlEncode(const std::string& text);
+
+// Polls `ready` every 100 ms until it holds or `seconds` pass; its last answer.
+bool PollUntil(const std::function<bool()>& ready, double seconds);
 
 }  // namespace fulcrum::testing
