@@ -262,6 +262,11 @@ TEST_F(TelemetryE2E, QueryAcceptsTheOldNames) {
     AgentPeer agent(data, {"--source", "sim", "--sim-gpus", "1", "--interval", "200ms"});
     ASSERT_GT(agent.port(), 0) << agent.err();
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    json series = json::parse(agent.Get("/v1/series?metric=gpu_sm_clock_hz&since=60"), nullptr,
+                              false);  // /v1/series too
+    ASSERT_TRUE(series.is_object()) << agent.err();
+    ASSERT_EQ(series["series"].size(), 1u) << series;
+    EXPECT_EQ(series["series"][0]["points"][0][1], 1.98e9);
   }
   RunOutput hz = RunFulcrum({"query", "--metric", "gpu_sm_clock_hz", "--data-dir", data, "--json"});
   ASSERT_EQ(hz.exit_code, 0) << hz.err;

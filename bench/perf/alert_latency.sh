@@ -11,7 +11,9 @@
 # (95 C at once, in the next 1 s sample) + one Prometheus + one Alertmanager, all alerting on
 # temperature > 85 C with `for: 0s`, all posting to one webhook recorder that stamps arrival
 # times. Latency = arrival of the first "firing" notification for that GPU - fault time, where
-# fault time = agent start (from /v1/health uptime_seconds) + the fault's `at`.
+# fault time = the sim source's origin (the agent logs "scenario times count from unix T") + the
+# fault's `at` (older agents: agent start from /v1/health uptime_seconds, which is later than the
+# sim's origin by the store's open time).
 # The agent's CPU (utime + stime from /proc over the run after a 10 s warm-up, as % of one core)
 # and its peak RSS (VmHWM) are reported next to the latencies.
 # Needs: build/fulcrum, python3, prometheus, prometheus-alertmanager (Debian packages).
@@ -213,6 +215,9 @@ def pct(xs, p):
 report = {}
 for mode in modes:
     start = float(open(f"{work}/{mode}/agent_start").read())
+    origin = re.search(r"scenario times count from unix ([0-9.]+)",
+                       open(f"{work}/{mode}/agent.log").read())
+    if origin: start = float(origin.group(1))
     end = float(open(f"{work}/{mode}/run_end").read())
     # A fault counts when every pipeline had time to report it before the run ended
     # (fast: 15 s; default: 300 s, above the 1m scrape + 1m eval + 30 s group_wait worst case).

@@ -114,6 +114,8 @@ struct Agent::Impl {
         }
       }
       source = std::make_unique<telemetry::SimSource>(config.sim_gpus, std::move(faults), clock);
+      // The origin of the scenario's `at` times, for benchmarks that time faults to webhooks.
+      spdlog::info("sim source: scenario times count from unix {:.3f}", clock.UnixSeconds());
     } else {
       FULCRUM_ASSIGN_OR_RETURN(source,
                                telemetry::ReplaySource::Open(config.source.substr(7), clock));
