@@ -287,8 +287,18 @@ struct Agent::Impl {
 
   bool WaitForStop(int stop_fd, double until);
 
+  // The evaluator's pending/firing state, for the next write (restored after a restart).
+  void SaveAlertStates() {
+    std::vector<store::AlertStateRow> states;
+    for (const auto& s : evaluator->Snapshot()) {
+      states.push_back({s.rule_name, s.gpu, std::string(alert::ToString(s.status)), s.started_at,
+                        s.fired_at, s.last_active_at, s.value});
+    }
+    pending.states = std::move(states);
+  }
+
   // Alert rules over one tick's readings plus the job series of the last full tick; records
-  // the transitions and flushes at once when one notifies.
+  // the transitions (and the state they leave, so that a restart does not notify them again).
   void EvaluateAlerts(const telemetry::GpuSnapshot& snapshot, double now) {
     std::vector<alert::Sample> batch;
     batch.reserve(snapshot.size() * telemetry::Metrics().size() + job_batch.size());
@@ -303,6 +313,7 @@ struct Agent::Impl {
     }
     std::vector<alert::Transition> transitions = evaluator->Evaluate(batch);
     Record(transitions, now);
+    if (!transitions.empty()) SaveAlertStates();
   }
 
   // A fast tick between full samples (fast_interval, 100 ms by default): the cheap fields only,
@@ -348,12 +359,7 @@ struct Agent::Impl {
     HandleIdle(idle.Update(*snapshot, job_active, mono), now);
     release.Poll();
 
-    std::vector<store::AlertStateRow> states;
-    for (const auto& s : evaluator->Snapshot()) {
-      states.push_back({s.rule_name, s.gpu, std::string(alert::ToString(s.status)), s.started_at,
-                        s.fired_at, s.last_active_at, s.value});
-    }
-    pending.states = std::move(states);
+    SaveAlertStates();
     last_full = *snapshot;
     // The stored row: this reading's fast fields averaged with the fast ticks' since the last
     // full tick, and every XID they carried.
