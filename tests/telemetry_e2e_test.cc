@@ -65,8 +65,7 @@ class Webhook {
 };
 
 double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // Grafana's substitution of a dashboard variable: `$name` (or `${name}`) by its value; "All" is
@@ -100,9 +99,8 @@ class TelemetryE2E : public ::testing::Test {
 // data when Prometheus scrapes a fulcrum agent started with --metrics-names dcgm.
 TEST_F(TelemetryE2E, DcgmDashboardQueriesReturnDataFromARealPrometheus) {
   fs::create_directories(dir_ + "/agent");
-  AgentPeer agent(dir_ + "/agent",
-                  {"--source", "sim", "--sim-gpus", "2", "--metrics-names", "dcgm",
-                   "--sim-scenario", Scenario("none", "[]\n")});
+  AgentPeer agent(dir_ + "/agent", {"--source", "sim", "--sim-gpus", "2", "--metrics-names", "dcgm",
+                                    "--sim-scenario", Scenario("none", "[]\n")});
   ASSERT_GT(agent.port(), 0) << agent.err();
   std::string metrics = agent.Get("/metrics");
   EXPECT_NE(metrics.find("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\",UUID=\""), std::string::npos);
@@ -157,17 +155,21 @@ TEST_F(TelemetryE2E, DcgmDashboardQueriesReturnDataFromARealPrometheus) {
 // --metrics-names both: the two name sets carry the same reading.
 TEST_F(TelemetryE2E, BothNameSetsOnOneScrapeAgree) {
   fs::create_directories(dir_ + "/agent");
-  AgentPeer agent(dir_ + "/agent", {"--source", "sim", "--sim-gpus", "1", "--metrics-names",
-                                    "both", "--interval", "1h"});
+  AgentPeer agent(dir_ + "/agent", {"--source", "sim", "--sim-gpus", "1", "--metrics-names", "both",
+                                    "--interval", "1h"});
   ASSERT_GT(agent.port(), 0) << agent.err();
   std::string metrics;
   ASSERT_TRUE(PollUntil(
-      [&] { return (metrics = agent.Get("/metrics")).find("DCGM_FI_DEV_POWER_USAGE") !=
-                   std::string::npos; },
+      [&] {
+        return (metrics = agent.Get("/metrics")).find("DCGM_FI_DEV_POWER_USAGE") !=
+               std::string::npos;
+      },
       10));
   std::smatch a, b;
-  ASSERT_TRUE(std::regex_search(metrics, a, std::regex(R"(\nfulcrum_gpu_power_watts\{[^}]*\} (\S+))")));
-  ASSERT_TRUE(std::regex_search(metrics, b, std::regex(R"(\nDCGM_FI_DEV_POWER_USAGE\{[^}]*\} (\S+))")));
+  ASSERT_TRUE(
+      std::regex_search(metrics, a, std::regex(R"(\nfulcrum_gpu_power_watts\{[^}]*\} (\S+))")));
+  ASSERT_TRUE(
+      std::regex_search(metrics, b, std::regex(R"(\nDCGM_FI_DEV_POWER_USAGE\{[^}]*\} (\S+))")));
   EXPECT_EQ(a[1], b[1]);
   RunOptions in;
   in.stdin_text = metrics;
@@ -180,10 +182,10 @@ TEST_F(TelemetryE2E, XidIsCountedOnMetricsAndStoredAsAnEvent) {
   fs::create_directories(dir_ + "/agent");
   double before = UnixNow();
   {
-    AgentPeer agent(dir_ + "/agent",
-                    {"--source", "sim", "--sim-gpus", "2", "--sim-scenario",
-                     Scenario("xid", "- {at: 0s, gpu: 1, fault: \"xid:13\"}\n"
-                                     "- {at: 1s, gpu: 1, fault: \"xid:13\"}\n")});
+    AgentPeer agent(dir_ + "/agent", {"--source", "sim", "--sim-gpus", "2", "--sim-scenario",
+                                      Scenario("xid",
+                                               "- {at: 0s, gpu: 1, fault: \"xid:13\"}\n"
+                                               "- {at: 1s, gpu: 1, fault: \"xid:13\"}\n")});
     ASSERT_GT(agent.port(), 0) << agent.err();
     std::string want = "xid=\"13\"} 2\n";
     std::string metrics;
@@ -296,11 +298,12 @@ TEST_F(TelemetryE2E, FastTicksAlertBetweenFullSamples) {
             " severity: critical}\n");
   std::string data = dir_ + "/agent";
   fs::create_directories(data);
-  AgentPeer agent(data, {"--source", "sim", "--sim-gpus", "2", "--interval", "1h",
-                         "--fast-interval", "100ms", "--rules", dir_ + "/rules.yaml",
-                         "--receiver", receiver.url(), "--sim-scenario",
-                         Scenario("fast", "- {at: 1s, gpu: 0, fault: overheat}\n"
-                                          "- {at: 1s, gpu: 1, fault: \"xid:79\"}\n")});
+  AgentPeer agent(
+      data, {"--source", "sim", "--sim-gpus", "2", "--interval", "1h", "--fast-interval", "100ms",
+             "--rules", dir_ + "/rules.yaml", "--receiver", receiver.url(), "--sim-scenario",
+             Scenario("fast",
+                      "- {at: 1s, gpu: 0, fault: overheat}\n"
+                      "- {at: 1s, gpu: 1, fault: \"xid:79\"}\n")});
   ASSERT_GT(agent.port(), 0) << agent.err();
   ASSERT_TRUE(PollUntil(
       [&] { return !receiver.With("HotNow").empty() && !receiver.With("XidNow").empty(); }, 15))
@@ -327,11 +330,18 @@ TEST_F(TelemetryE2E, PromtoolChecksTheFleetRules) {
 TEST_F(TelemetryE2E, FleetDashboardFollowsGrafanasDashboardSchema) {
   json d = json::parse(ReadFile(SourcePath("packaging/grafana/fulcrum-fleet.json")));
   ASSERT_TRUE(d.is_object());
-  const std::set<std::string> known = {
-      "id",         "uid",         "title",      "description", "revision",   "gnetId",
-      "tags",       "style",       "timezone",   "editable",    "graphTooltip", "time",
-      "timepicker", "fiscalYearStartMonth", "liveNow", "weekStart", "refresh", "schemaVersion",
-      "version",    "panels",      "templating", "annotations", "links",      "snapshot"};
+  const std::set<std::string> known = {"id",           "uid",
+                                       "title",        "description",
+                                       "revision",     "gnetId",
+                                       "tags",         "style",
+                                       "timezone",     "editable",
+                                       "graphTooltip", "time",
+                                       "timepicker",   "fiscalYearStartMonth",
+                                       "liveNow",      "weekStart",
+                                       "refresh",      "schemaVersion",
+                                       "version",      "panels",
+                                       "templating",   "annotations",
+                                       "links",        "snapshot"};
   for (const auto& [key, value] : d.items()) EXPECT_EQ(known.count(key), 1u) << key;
   std::string uid = d["uid"];
   EXPECT_TRUE(uid.size() >= 8 && uid.size() <= 40) << uid;  // "string (8-40)"
@@ -340,8 +350,8 @@ TEST_F(TelemetryE2E, FleetDashboardFollowsGrafanasDashboardSchema) {
   EXPECT_TRUE(d["graphTooltip"] == 0 || d["graphTooltip"] == 1 || d["graphTooltip"] == 2);
   EXPECT_TRUE(d["time"]["from"].is_string() && d["time"]["to"].is_string());
   EXPECT_TRUE(d["schemaVersion"].is_number_unsigned() && d["schemaVersion"] <= 65535);
-  const std::set<std::string> variable_types = {"query",  "adhoc",  "constant", "datasource",
-                                                "interval", "textbox", "custom", "system"};
+  const std::set<std::string> variable_types = {"query",    "adhoc",   "constant", "datasource",
+                                                "interval", "textbox", "custom",   "system"};
   for (const json& v : d["templating"]["list"]) {
     EXPECT_EQ(variable_types.count(v["type"]), 1u) << v;
     EXPECT_TRUE(v["name"].is_string()) << v;
@@ -387,8 +397,9 @@ TEST_F(TelemetryE2E, FleetDashboardQueriesReturnDataFromPrometheusScrapingTwoAge
     const char* scenario;
   };
   // node-a: an XID 48 (critical, so an alert fires) and an idle GPU; node-b healthy.
-  for (const Node& n : {Node{"node-a", "- {at: 3s, gpu: 1, fault: \"xid:48\"}\n"
-                                       "- {at: 0s, gpu: 0, fault: process-exit}\n"},
+  for (const Node& n : {Node{"node-a",
+                             "- {at: 3s, gpu: 1, fault: \"xid:48\"}\n"
+                             "- {at: 0s, gpu: 0, fault: process-exit}\n"},
                         Node{"node-b", "[]\n"}}) {
     std::string data = dir_ + "/" + n.name;
     fs::create_directories(data);

@@ -73,15 +73,19 @@ write_scenario() {  # mode file
 import sys
 mode, path = sys.argv[1], sys.argv[2]
 lines = []
+# Each fault gets a phase spread evenly over [0, 1) s (golden-ratio sequence), so that fault
+# times fall everywhere within the agent's 1 s sample and 100 ms fast-tick periods instead of
+# on a tick (the sim's clock starts with the agent's first tick).
+phase = lambda i: (i * 0.6180339887) % 1.0
 if mode == "fast":
     for k in range(6):
         for g in range(8):
-            at = 20 + 30 * k + 3.7 * g
-            lines.append(f"- {{at: {at:.1f}s, gpu: {g}, fault: overheat, for: 12s}}")
+            at = 20 + 30 * k + 3 * g + phase(8 * k + g)
+            lines.append(f"- {{at: {at:.3f}s, gpu: {g}, fault: overheat, for: 12s}}")
 else:
     for g in range(8):
-        at = 30 + 40.3 * g
-        lines.append(f"- {{at: {at:.1f}s, gpu: {g}, fault: overheat, for: 200s}}")
+        at = 30 + 40 * g + phase(g)
+        lines.append(f"- {{at: {at:.3f}s, gpu: {g}, fault: overheat, for: 200s}}")
 open(path, "w").write("\n".join(lines) + "\n")
 PY
 }

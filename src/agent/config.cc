@@ -86,9 +86,10 @@ Status ParseIdle(const YamlNode& node, IdleConfig& idle) {
 
 Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, AgentConfig& c) {
   static const std::vector<std::string> kKnown = {
-      "source",   "sim_gpus",      "sim_scenario",    "listen",    "data_dir", "rules",
-      "interval", "receiver",      "receiver_format", "receivers", "token",    "record",
-      "hostname", "allowed_hosts", "retention",       "idle",      "metrics_names", "fast_interval"};
+      "source", "sim_gpus",      "sim_scenario", "listen",          "data_dir",
+      "rules",  "interval",      "receiver",     "receiver_format", "receivers",
+      "token",  "record",        "hostname",     "allowed_hosts",   "retention",
+      "idle",   "metrics_names", "fast_interval"};
   FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   if (root.IsNull()) return Status::Ok();
   if (!root.IsMap()) return root.Error("a mapping of settings");

@@ -150,10 +150,11 @@ void RegisterAgent(CLI::App* cmd, CliContext& ctx) {
       ->type_name("nvml|sim|replay:FILE");
   cmd->add_option("--sim-gpus", f->sim_gpus, "Number of simulated GPUs (sim source; default 2)")
       ->type_name("N");
-  cmd->add_option("--sim-scenario", f->sim_scenario,
-                  "Fault scenario YAML for the sim source: - {at: 5s, gpu: 0, fault: overheat}; "
-                  "faults: overheat, heat-ramp, thermal-slowdown, power-cap, xid:N, "
-                  "ecc-uncorrectable, utilization-collapse, memory-leak, process-exit, hang, recover")
+  cmd->add_option(
+         "--sim-scenario", f->sim_scenario,
+         "Fault scenario YAML for the sim source: - {at: 5s, gpu: 0, fault: overheat}; "
+         "faults: overheat, heat-ramp, thermal-slowdown, power-cap, xid:N, "
+         "ecc-uncorrectable, utilization-collapse, memory-leak, process-exit, hang, recover")
       ->type_name("FILE");
   cmd->add_option("--listen", f->listen, "HTTP address (default 127.0.0.1:9400; port 0 = any)")
       ->type_name("HOST:PORT");

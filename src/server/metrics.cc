@@ -99,11 +99,12 @@ void RenderFulcrum(std::string& out, const telemetry::GpuSnapshot& snapshot,
   }
   for (size_t i = 0; i < snapshot.size(); ++i) {
     const telemetry::GpuSample& s = snapshot[i];
-    fmt::format_to(std::back_inserter(out),
-                   "fulcrum_gpu_info{{{},pci_bus_id=\"{}\",device=\"{}\",driver_version=\"{}\"}} 1\n",
-                   labels[i], EscapeLabelValue(s.pci_bus_id),
-                   s.minor ? "nvidia" + std::to_string(*s.minor) : std::string(),
-                   EscapeLabelValue(s.driver_version));
+    fmt::format_to(
+        std::back_inserter(out),
+        "fulcrum_gpu_info{{{},pci_bus_id=\"{}\",device=\"{}\",driver_version=\"{}\"}} 1\n",
+        labels[i], EscapeLabelValue(s.pci_bus_id),
+        s.minor ? "nvidia" + std::to_string(*s.minor) : std::string(),
+        EscapeLabelValue(s.driver_version));
   }
 }
 
@@ -111,8 +112,7 @@ void RenderFulcrum(std::string& out, const telemetry::GpuSnapshot& snapshot,
 // Hostname, then DCGM_FI_DRIVER_VERSION (a "label" counter of its default-counters.csv). Label
 // set and order of its render_metrics.go at github.com/NVIDIA/dcgm-exporter@13ad457 (4.4.1-4.6.0;
 // later commits spell the last one `hostname`).
-void RenderDcgm(std::string& out, const telemetry::GpuSnapshot& snapshot,
-                const std::string& host) {
+void RenderDcgm(std::string& out, const telemetry::GpuSnapshot& snapshot, const std::string& host) {
   std::vector<std::string> labels;
   for (const telemetry::GpuSample& s : snapshot) {
     std::string l = fmt::format(

@@ -2,7 +2,6 @@
 // the `_info` series.
 #include <gtest/gtest.h>
 
-
 #include "server/metrics.h"
 #include "support/run_binary.h"
 
@@ -56,7 +55,7 @@ TEST(MetricsNamesTest, DcgmModeUsesDcgmExporterNamesLabelsAndUnits) {
       << text;
   EXPECT_FALSE(Has(text, "DCGM_FI_DEV_GPU_TEMP{gpu=\"1\""));  // unknown: no series
   EXPECT_TRUE(Has(text, "DCGM_FI_DEV_SM_CLOCK{gpu=\"0\""));
-  EXPECT_TRUE(Has(text, "} 1980\n"));                                   // MHz
+  EXPECT_TRUE(Has(text, "} 1980\n"));                                      // MHz
   EXPECT_TRUE(Has(text, "DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 4096\n"));  // FB_USED in MiB
   EXPECT_TRUE(Has(text, "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter"));
   EXPECT_TRUE(Has(text, "DCGM_FI_DRIVER_VERSION=\"550.54.15\"} 2500\n"));  // mJ
@@ -76,14 +75,16 @@ TEST(MetricsNamesTest, BothModeHasBothSets) {
 TEST(MetricsNamesTest, XidCounterByCodeAndInfoSeries) {
   std::string text = RenderMetrics(Gpus(), "node-1", {}, {});
   EXPECT_TRUE(Has(text, "# TYPE fulcrum_gpu_xid_errors_total counter"));
-  EXPECT_TRUE(Has(text, "fulcrum_gpu_xid_errors_total{gpu=\"0\",uuid=\"GPU-a\","
-                        "model=\"NVIDIA H100 80GB HBM3\",hostname=\"node-1\",xid=\"13\"} 2\n"))
+  EXPECT_TRUE(Has(text,
+                  "fulcrum_gpu_xid_errors_total{gpu=\"0\",uuid=\"GPU-a\","
+                  "model=\"NVIDIA H100 80GB HBM3\",hostname=\"node-1\",xid=\"13\"} 2\n"))
       << text;
   EXPECT_TRUE(Has(text, "xid=\"79\"} 1\n"));
   EXPECT_FALSE(Has(text, "fulcrum_gpu_xid_errors_total{gpu=\"1\""));
-  EXPECT_TRUE(Has(text, "fulcrum_gpu_info{gpu=\"1\",uuid=\"GPU-b\",model=\"NVIDIA H100 80GB "
-                        "HBM3\",hostname=\"node-1\",pci_bus_id=\"00000000:18:00.0\","
-                        "device=\"nvidia1\",driver_version=\"550.54.15\"} 1\n"))
+  EXPECT_TRUE(Has(text,
+                  "fulcrum_gpu_info{gpu=\"1\",uuid=\"GPU-b\",model=\"NVIDIA H100 80GB "
+                  "HBM3\",hostname=\"node-1\",pci_bus_id=\"00000000:18:00.0\","
+                  "device=\"nvidia1\",driver_version=\"550.54.15\"} 1\n"))
       << text;
   EXPECT_TRUE(Has(text, "# TYPE fulcrum_gpu_energy_joules_total counter"));
   EXPECT_TRUE(Has(text, "fulcrum_gpu_sm_clock_hertz{gpu=\"0\""));

@@ -189,8 +189,8 @@ Status AgentDb::WriteSamples(const telemetry::GpuSnapshot& snapshot) {
     FULCRUM_RETURN_IF_ERROR(s.Run());
     for (int xid : sample.new_xids) {
       if (!insert_xid_) {
-        FULCRUM_ASSIGN_OR_RETURN(Statement x,
-                                 db_.Prepare("INSERT INTO xid_events (gpu, ts, xid) VALUES (?,?,?)"));
+        FULCRUM_ASSIGN_OR_RETURN(
+            Statement x, db_.Prepare("INSERT INTO xid_events (gpu, ts, xid) VALUES (?,?,?)"));
         insert_xid_ = std::move(x);
       }
       insert_xid_->Reset();
@@ -330,7 +330,8 @@ Status AgentDb::Maintain(double now, const Retention& retention) {
     status = del_outbox.Bind(1, now - retention.rollup_seconds).Run();
   }
   if (status.ok()) {
-    FULCRUM_ASSIGN_OR_RETURN(Statement del_xids, db_.Prepare("DELETE FROM xid_events WHERE ts < ?"));
+    FULCRUM_ASSIGN_OR_RETURN(Statement del_xids,
+                             db_.Prepare("DELETE FROM xid_events WHERE ts < ?"));
     status = del_xids.Bind(1, now - retention.rollup_seconds).Run();
   }
   if (status.ok()) {
@@ -401,9 +402,9 @@ Result<std::vector<Series>> AgentDb::QuerySeries(const std::string& metric, std:
     if (renamed->kind == telemetry::RenamedMetric::kSame) {
       return QuerySeries(renamed->new_name, gpu, since, now, step_seconds, retention);
     }
-    FULCRUM_ASSIGN_OR_RETURN(std::vector<Series> counters,
-                             QuerySeries(renamed->new_name, gpu, since, now, std::nullopt,
-                                         retention));
+    FULCRUM_ASSIGN_OR_RETURN(
+        std::vector<Series> counters,
+        QuerySeries(renamed->new_name, gpu, since, now, std::nullopt, retention));
     for (Series& s : counters) {
       s.points = RateOf(s.points);
       if (step_seconds && *step_seconds > 0) s.points = Bucketed(s.points, *step_seconds);

@@ -1,8 +1,8 @@
 // The agent's store: <data-dir>/agent.db (SQLite, WAL). Raw samples (one row per GPU per tick,
 // one column per metric of telemetry::Metrics()), 1-minute rollups, XID events, alert instances
-// and the evaluator's state, and the notification outbox (see outbox_sqlite.h). Write() applies one batch
-// in one transaction, so a kill -9 loses only the batch being built, never a committed alert or
-// outbox entry. Times are Unix seconds. An AgentDb owns one connection and is not thread-safe:
+// and the evaluator's state, and the notification outbox (see outbox_sqlite.h). Write() applies one
+// batch in one transaction, so a kill -9 loses only the batch being built, never a committed alert
+// or outbox entry. Times are Unix seconds. An AgentDb owns one connection and is not thread-safe:
 // the sampler thread writes through its own, readers (HTTP, `fulcrum query`) open their own.
 #pragma once
 

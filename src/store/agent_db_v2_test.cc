@@ -22,10 +22,11 @@ std::string WriteV1File(const std::string& dir) {
   auto db = Database::Open(path);
   EXPECT_TRUE(db.ok()) << db.status().ToString();
   EXPECT_TRUE(db->Migrate(1, AgentDbMigrations()).ok());
-  EXPECT_TRUE(db->Exec("INSERT INTO samples (gpu, ts, gpu_sm_clock_hz, gpu_pcie_tx_bytes_per_second,"
-                       " gpu_pcie_rx_bytes_per_second) VALUES (0, 100, 2e9, 1000, 10),"
-                       " (0, 102, 2e9, 2000, 20), (0, 103, 1.5e9, 4000, 40)")
-                  .ok());
+  EXPECT_TRUE(
+      db->Exec("INSERT INTO samples (gpu, ts, gpu_sm_clock_hz, gpu_pcie_tx_bytes_per_second,"
+               " gpu_pcie_rx_bytes_per_second) VALUES (0, 100, 2e9, 1000, 10),"
+               " (0, 102, 2e9, 2000, 20), (0, 103, 1.5e9, 4000, 40)")
+          .ok());
   EXPECT_TRUE(db->Exec("INSERT INTO rollups (gpu, minute, samples, gpu_sm_clock_hz,"
                        " gpu_pcie_tx_bytes_per_second) VALUES (0, 0, 60, 1.9e9, 500),"
                        " (0, 60, 60, 1.8e9, 700)")
@@ -54,8 +55,7 @@ TEST(AgentDbV2Test, V1FileMigratesKeepingValuesUnderTheNewNames) {
   // Rollups: the mean rate over each minute, times 60 s, summed.
   auto rolled = db->QuerySeries("gpu_pcie_tx_bytes_total", 0, 0, 1e12, std::nullopt, {1, 1e12});
   ASSERT_TRUE(rolled.ok());
-  EXPECT_EQ((*rolled)[0].points,
-            (std::vector<std::pair<double, double>>{{0, 30000}, {60, 72000}}));
+  EXPECT_EQ((*rolled)[0].points, (std::vector<std::pair<double, double>>{{0, 30000}, {60, 72000}}));
   // New rows are written under the new columns.
   telemetry::GpuSample s;
   s.index = 0;
@@ -78,13 +78,10 @@ TEST(AgentDbV2Test, OldNamesAnswerAsBefore) {
   ASSERT_TRUE(clock.ok()) << clock.status().ToString();
   EXPECT_EQ((*clock)[0].points.size(), 3u);
   // The per-second gauge of release 1 is the rate of the counter: the rates stored back then.
-  auto rate = db->QuerySeries("gpu_pcie_tx_bytes_per_second", 0, 0, 200, std::nullopt,
-                              {1e9, 1e9});
+  auto rate = db->QuerySeries("gpu_pcie_tx_bytes_per_second", 0, 0, 200, std::nullopt, {1e9, 1e9});
   ASSERT_TRUE(rate.ok()) << rate.status().ToString();
-  EXPECT_EQ((*rate)[0].points,
-            (std::vector<std::pair<double, double>>{{102, 2000}, {103, 4000}}));
-  auto bucketed =
-      db->QuerySeries("gpu_pcie_tx_bytes_per_second", 0, 0, 200, 10.0, {1e9, 1e9});
+  EXPECT_EQ((*rate)[0].points, (std::vector<std::pair<double, double>>{{102, 2000}, {103, 4000}}));
+  auto bucketed = db->QuerySeries("gpu_pcie_tx_bytes_per_second", 0, 0, 200, 10.0, {1e9, 1e9});
   ASSERT_TRUE(bucketed.ok());
   EXPECT_EQ((*bucketed)[0].points, (std::vector<std::pair<double, double>>{{100, 3000}}));
   auto unknown = db->QuerySeries("gpu_clock_hz", 0, 0, 200, std::nullopt, {1e9, 1e9});

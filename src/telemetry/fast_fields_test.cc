@@ -67,9 +67,9 @@ TEST(FastFieldsTest, AggregateStoresTheMeanAndEveryXid) {
 }
 
 TEST(FastFieldsTest, NvmlFastSampleCallsOnlyTheCheapGetters) {
-  std::string script = (std::filesystem::temp_directory_path() /
-                        ("fake_nvml_fast_" + std::to_string(getpid())))
-                           .string();
+  std::string script =
+      (std::filesystem::temp_directory_path() / ("fake_nvml_fast_" + std::to_string(getpid())))
+          .string();
   setenv("FAKE_NVML_SCRIPT", script.c_str(), 1);
   std::ofstream(script) << "count 2\ngpu 1 temperature 88\n";
   auto source = NvmlSource::Open(FAKE_NVML_LIBRARY);

@@ -21,9 +21,9 @@ namespace {
 class NvmlFieldsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    script_ = (std::filesystem::temp_directory_path() /
-               ("fake_nvml_fields_" + std::to_string(getpid())))
-                  .string();
+    script_ =
+        (std::filesystem::temp_directory_path() / ("fake_nvml_fields_" + std::to_string(getpid())))
+            .string();
     setenv("FAKE_NVML_SCRIPT", script_.c_str(), 1);
   }
   void TearDown() override { std::filesystem::remove(script_); }
@@ -108,7 +108,7 @@ TEST_F(NvmlFieldsTest, EachXidIsAnEventCountedByCode) {
   EXPECT_EQ(first.xid_counts, (std::map<int, double>{{13, 2}, {48, 1}}));
   EXPECT_EQ(*first.last_xid, 48);
   GpuSample next = (*(*source)->Sample())[0];
-  EXPECT_TRUE(next.new_xids.empty());  // delivered once
+  EXPECT_TRUE(next.new_xids.empty());            // delivered once
   EXPECT_EQ(next.xid_counts, first.xid_counts);  // counts never go back
 }
 
@@ -226,11 +226,11 @@ TEST(DcgmMetricsTest, ValuesInDcgmExporterUnits) {
   s.energy_joules = 3;
   s.utilization_gpu_pct = 87;
   s.tensor_active_ratio = 0.4;
-  EXPECT_EQ(*FindDcgm("DCGM_FI_DEV_SM_CLOCK")->extract(s), 1980);   // MHz
-  EXPECT_EQ(*FindDcgm("DCGM_FI_DEV_FB_USED")->extract(s), 2048);    // MiB
+  EXPECT_EQ(*FindDcgm("DCGM_FI_DEV_SM_CLOCK")->extract(s), 1980);                  // MHz
+  EXPECT_EQ(*FindDcgm("DCGM_FI_DEV_FB_USED")->extract(s), 2048);                   // MiB
   EXPECT_EQ(*FindDcgm("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")->extract(s), 3000);  // mJ
-  EXPECT_EQ(*FindDcgm("DCGM_FI_DEV_GPU_UTIL")->extract(s), 87);     // percent
-  EXPECT_EQ(*FindDcgm("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")->extract(s), 0.4);  // ratio
+  EXPECT_EQ(*FindDcgm("DCGM_FI_DEV_GPU_UTIL")->extract(s), 87);                    // percent
+  EXPECT_EQ(*FindDcgm("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")->extract(s), 0.4);        // ratio
   EXPECT_FALSE(FindDcgm("DCGM_FI_DEV_MEMORY_TEMP")->extract(s).has_value());
   EXPECT_EQ(FindDcgm("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION")->type, MetricType::kCounter);
 }
@@ -252,6 +252,29 @@ TEST(RenamedMetricsTest, EveryOldNamePointsAtACurrentMetric) {
     EXPECT_EQ(name.find("_hz"), std::string::npos) << name;
     bool total = name.size() > 6 && name.compare(name.size() - 6, 6, "_total") == 0;
     EXPECT_EQ(m.type == MetricType::kCounter, total) << name;
+  }
+}
+
+}  // namespace
+}  // namespace fulcrum::telemetry
+
+namespace fulcrum::telemetry {
+namespace {
+
+// Every counter dcgm-exporter enables by default (tests/fixtures/dcgm, with its source) is
+// exported under --metrics-names dcgm with the same Prometheus type, except the two the fixture
+// says why not.
+TEST(DcgmMetricsTest, CoverDcgmExportersDefaultCounters) {
+  std::ifstream in(std::string(FULCRUM_SOURCE_DIR) + "/tests/fixtures/dcgm/default_counters.json");
+  nlohmann::json fixture = nlohmann::json::parse(in);
+  ASSERT_GE(fixture["counters"].size(), 20u);
+  for (const auto& c : fixture["counters"]) {
+    std::string field = c["field"];
+    if (fixture["not_exported"].contains(field)) continue;
+    const DcgmMetricDef* m = FindDcgm(field);
+    ASSERT_NE(m, nullptr) << field;
+    EXPECT_EQ(m->type == MetricType::kCounter ? "counter" : "gauge", c["type"].get<std::string>())
+        << field;
   }
 }
 

@@ -61,8 +61,8 @@ struct GpuSample {
   std::optional<double> pcie_tx_bytes;
   std::optional<double> pcie_rx_bytes;
   std::optional<double> memory_temperature_celsius;  // HBM temperature (NVML_FI_DEV_MEMORY_TEMP)
-  std::optional<double> energy_joules;         // since the driver was loaded (counter)
-  std::optional<double> pcie_replays;          // PCIe replay (retry) counter
+  std::optional<double> energy_joules;               // since the driver was loaded (counter)
+  std::optional<double> pcie_replays;                // PCIe replay (retry) counter
   std::optional<double> encoder_utilization_pct;
   std::optional<double> decoder_utilization_pct;
   std::optional<double> memory_free_bytes;

@@ -86,9 +86,9 @@ typedef union {
 typedef struct {
   unsigned int fieldId;
   unsigned int scopeId;
-  long long timestamp;    // microseconds since 1970
+  long long timestamp;  // microseconds since 1970
   long long latencyUsec;
-  int valueType;          // nvmlValueType_t: nvml::kValueType*
+  int valueType;  // nvmlValueType_t: nvml::kValueType*
   nvmlReturn_t nvmlReturn;
   nvmlValue_t value;
 } nvmlFieldValue_t;
@@ -150,10 +150,10 @@ inline constexpr int kValueTypeDouble = 0, kValueTypeUnsignedInt = 1, kValueType
                      kValueTypeUnsignedLongLong = 3, kValueTypeSignedLongLong = 4,
                      kValueTypeSignedInt = 5, kValueTypeUnsignedShort = 6;
 // Field IDs (nvml.h NVML_FI_DEV_*).
-inline constexpr unsigned int kFieldMemoryTemp = 82;        // C
-inline constexpr unsigned int kFieldTotalEnergy = 83;       // mJ since the driver was loaded
+inline constexpr unsigned int kFieldMemoryTemp = 82;   // C
+inline constexpr unsigned int kFieldTotalEnergy = 83;  // mJ since the driver was loaded
 inline constexpr unsigned int kFieldPcieReplayCounter = 94;
-inline constexpr unsigned int kFieldNvlinkDataTx = 138;     // KiB, scope kAllLinks = every link
+inline constexpr unsigned int kFieldNvlinkDataTx = 138;  // KiB, scope kAllLinks = every link
 inline constexpr unsigned int kFieldNvlinkDataRx = 139;
 inline constexpr unsigned int kFieldRemappedCorrectable = 142;
 inline constexpr unsigned int kFieldRemappedUncorrectable = 143;

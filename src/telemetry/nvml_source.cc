@@ -79,10 +79,14 @@ struct Device {
 };
 
 // The field IDs asked through nvmlDeviceGetFieldValues.
-constexpr unsigned int kFieldIds[] = {kFieldMemoryTemp,          kFieldTotalEnergy,
-                                      kFieldPcieReplayCounter,   kFieldNvlinkDataTx,
-                                      kFieldNvlinkDataRx,        kFieldRemappedCorrectable,
-                                      kFieldRemappedUncorrectable, kFieldRemappedFailure};
+constexpr unsigned int kFieldIds[] = {kFieldMemoryTemp,
+                                      kFieldTotalEnergy,
+                                      kFieldPcieReplayCounter,
+                                      kFieldNvlinkDataTx,
+                                      kFieldNvlinkDataRx,
+                                      kFieldRemappedCorrectable,
+                                      kFieldRemappedUncorrectable,
+                                      kFieldRemappedFailure};
 
 std::optional<double> FieldNumber(const nvmlFieldValue_t& v) {
   if (v.nvmlReturn != NVML_SUCCESS) return std::nullopt;
@@ -178,7 +182,8 @@ struct NvmlSource::Impl {
     }
     nvmlMemory_v2_t mem2{};
     mem2.version = kMemoryV2Version;
-    d.caps.memory_reserved = api.get_memory_v2 && api.get_memory_v2(d.handle, &mem2) == NVML_SUCCESS;
+    d.caps.memory_reserved =
+        api.get_memory_v2 && api.get_memory_v2(d.handle, &mem2) == NVML_SUCCESS;
     unsigned int period = 0;
     d.caps.encoder = api.get_encoder && !Unsupported(api.get_encoder(d.handle, &value, &period));
     d.caps.decoder = api.get_decoder && !Unsupported(api.get_decoder(d.handle, &value, &period));
@@ -544,4 +549,3 @@ Result<GpuSnapshot> NvmlSource::Sample() { return impl_->ReadAll(/*fast=*/false)
 Result<GpuSnapshot> NvmlSource::SampleFast() { return impl_->ReadAll(/*fast=*/true); }
 
 }  // namespace fulcrum::telemetry
-

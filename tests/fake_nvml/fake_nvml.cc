@@ -287,10 +287,11 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlEventSetWait_v2(nvmlEven
 __attribute__((visibility("default"))) nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t) {
   return NVML_SUCCESS;
 }
-__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(
-    nvmlDevice_t d, nvmlMemory_v2_t* m) {
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d,
+                                                                               nvmlMemory_v2_t* m) {
   if (m->version != fulcrum::telemetry::nvml::kMemoryV2Version) return NVML_ERROR_INVALID_ARGUMENT;
-  nvmlReturn_t rc = Get("nvmlDeviceGetMemoryInfo_v2", d, "mem_reserved", 536870912ull, &m->reserved);
+  nvmlReturn_t rc =
+      Get("nvmlDeviceGetMemoryInfo_v2", d, "mem_reserved", 536870912ull, &m->reserved);
   if (rc != NVML_SUCCESS) return rc;
   rc = Get("nvmlDeviceGetMemoryInfo", d, "mem_total", 85899345920ull, &m->total);
   if (rc != NVML_SUCCESS) return rc;

@@ -88,7 +88,7 @@ std::vector<std::string> AgentArgs(const std::string& data_dir, std::vector<std:
 AgentPeer::AgentPeer(const std::string& data_dir, std::vector<std::string> args)
     : process_(FULCRUM_BINARY, AgentArgs(data_dir, std::move(args)), data_dir + "/agent") {
   PollUntil([&] { return process_.out().find('\n') != std::string::npos || process_.Exited(); },
-          15);
+            15);
   std::string line = process_.out();
   auto doc = nlohmann::json::parse(line.substr(0, line.find('\n')), nullptr, false);
   if (!doc.is_discarded() && doc.contains("agent")) port_ = doc["agent"]["port"].get<int>();
