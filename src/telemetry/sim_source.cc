@@ -185,8 +185,8 @@ GpuSample SimSource::Healthy(int gpu, double t) const {
 
 void SimSource::Accumulate(GpuSample& s, double t, bool lost) {
   Counters& c = counters_[static_cast<size_t>(s.index)];
-  double dt = c.last_t < 0 ? 0 : std::max(0.0, t - c.last_t);
-  c.last_t = t;
+  double dt = c.last_at < 0 ? 0 : std::max(0.0, s.timestamp - c.last_at);
+  c.last_at = s.timestamp;
   for (size_t i = 0; i < faults_.size(); ++i) {
     const Fault& f = faults_[i];
     if (f.kind != FaultKind::kXid || f.gpu != s.index || f.at_seconds > t || xid_delivered_[i]) {

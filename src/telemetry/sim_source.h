@@ -60,10 +60,11 @@ class SimSource final : public GpuSource {
  private:
   GpuSample Healthy(int gpu, double t) const;
   // Integrates the counters (energy, PCIe and NVLink bytes) over the time since the previous
-  // sample and hands out each XID fault once as an event.
+  // sample by the samples' own timestamps (so that a counter's rate over stored rows is the rate
+  // that was sampled), and hands out each XID fault due by scenario time `t` once, as an event.
   void Accumulate(GpuSample& s, double t, bool lost);
   struct Counters {
-    double last_t = -1;
+    double last_at = -1;  // timestamp of the previous sample
     double energy_joules = 0, pcie_tx = 0, pcie_rx = 0, nvlink_tx = 0, nvlink_rx = 0;
     std::map<int, double> xid_counts;
   };
