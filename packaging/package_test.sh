@@ -19,6 +19,7 @@ commands=$("$build/fulcrum" __table | python3 -c \
 prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >"$work/install.log" || fail "cmake --install failed"
 expect=(bin/fulcrum share/man/man1/fulcrum.1 share/fulcrum/rules.yaml share/fulcrum/agent.yaml
+        share/fulcrum/prometheus/fulcrum-rules.yml share/fulcrum/grafana/fulcrum-fleet.json
         share/fulcrum/catalog/gpus.csv share/fulcrum/catalog/offers.csv
         lib/systemd/system/fulcrum-agent.service)
 for name in $commands; do expect+=("share/man/man1/fulcrum-$name.1"); done

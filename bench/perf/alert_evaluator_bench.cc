@@ -23,15 +23,15 @@ std::vector<Sample> MakeTick(int gpus, double t, double temperature) {
       {"gpu_power_watts", 350},
       {"gpu_power_limit_watts", 400},
       {"gpu_temperature_celsius", temperature},
-      {"gpu_sm_clock_hz", 1.98e9},
-      {"gpu_memory_clock_hz", 1.593e9},
+      {"gpu_sm_clock_hertz", 1.98e9},
+      {"gpu_memory_clock_hertz", 1.593e9},
       {"gpu_clock_event_reasons", 0},
       {"gpu_thermal_slowdown", 0},
       {"gpu_power_capped", 0},
       {"gpu_ecc_corrected_errors_total", 0},
       {"gpu_ecc_uncorrected_errors_total", 0},
       {"gpu_xid_last", 0},
-      {"gpu_pcie_tx_bytes_per_second", 1e9},
+      {"gpu_pcie_tx_bytes_total", 1e12},
   };
   std::vector<Sample> batch;
   for (int gpu = 0; gpu < gpus; ++gpu) {

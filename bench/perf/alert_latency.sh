@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fault -> webhook delivered latency: fulcrum's own alerting at a 1 s interval vs a real
+# Fault -> webhook delivered latency: fulcrum's own alerting (full samples every 1 s, the cheap
+# fields every 100 ms: --fast-interval, FULCRUM_FAST_INTERVAL to change it) vs a real
 # Prometheus + Alertmanager pipeline scraping the same agent's /metrics, at their default
 # settings and at their fastest settings. Everything on 127.0.0.1, in a temp dir under build/,
 # bounded in time; every process started here is stopped on exit.
@@ -10,7 +11,11 @@
 # (95 C at once, in the next 1 s sample) + one Prometheus + one Alertmanager, all alerting on
 # temperature > 85 C with `for: 0s`, all posting to one webhook recorder that stamps arrival
 # times. Latency = arrival of the first "firing" notification for that GPU - fault time, where
-# fault time = agent start (from /v1/health uptime_seconds) + the fault's `at`.
+# fault time = the sim source's origin (the agent logs "scenario times count from unix T") + the
+# fault's `at` (older agents: agent start from /v1/health uptime_seconds, which is later than the
+# sim's origin by the store's open time).
+# The agent's CPU (utime + stime from /proc over the run after a 10 s warm-up, as % of one core)
+# and its peak RSS (VmHWM) are reported next to the latencies.
 # Needs: build/fulcrum, python3, prometheus, prometheus-alertmanager (Debian packages).
 set -euo pipefail
 
@@ -68,16 +73,28 @@ write_scenario() {  # mode file
 import sys
 mode, path = sys.argv[1], sys.argv[2]
 lines = []
+# Each fault gets a phase spread evenly over [0, 1) s (golden-ratio sequence), so that fault
+# times fall everywhere within the agent's 1 s sample and 100 ms fast-tick periods instead of
+# on a tick (the sim's clock starts with the agent's first tick).
+phase = lambda i: (i * 0.6180339887) % 1.0
 if mode == "fast":
     for k in range(6):
         for g in range(8):
-            at = 20 + 30 * k + 3.7 * g
-            lines.append(f"- {{at: {at:.1f}s, gpu: {g}, fault: overheat, for: 12s}}")
+            at = 20 + 30 * k + 3 * g + phase(8 * k + g)
+            lines.append(f"- {{at: {at:.3f}s, gpu: {g}, fault: overheat, for: 12s}}")
 else:
     for g in range(8):
-        at = 30 + 40.3 * g
-        lines.append(f"- {{at: {at:.1f}s, gpu: {g}, fault: overheat, for: 200s}}")
+        at = 30 + 40 * g + phase(g)
+        lines.append(f"- {{at: {at:.3f}s, gpu: {g}, fault: overheat, for: 200s}}")
 open(path, "w").write("\n".join(lines) + "\n")
+PY
+}
+
+cpu_ticks() {  # pid -> "utime+stime clock-ticks  monotonic-seconds"
+  python3 - "$1" <<'PY'
+import os, sys, time
+fields = open(f"/proc/{sys.argv[1]}/stat").read().rsplit(")", 1)[1].split()
+print(int(fields[11]) + int(fields[12]), time.monotonic(), os.sysconf("SC_CLK_TCK"))
 PY
 }
 
@@ -160,7 +177,8 @@ run_mode() {
   wait_http "http://127.0.0.1:$prom_port/-/ready" 30
 
   "$FULCRUM" agent --source sim --sim-gpus 8 --sim-scenario "$WORK/$mode/scenario.yaml" \
-    --interval 1s --listen "127.0.0.1:$agent_port" --data-dir "$WORK/$mode/data" \
+    --interval 1s --fast-interval "${FULCRUM_FAST_INTERVAL:-100ms}" \
+    --listen "127.0.0.1:$agent_port" --data-dir "$WORK/$mode/data" \
     --rules "$WORK/$mode/rules.yaml" --receiver "http://127.0.0.1:$rec_port/fulcrum" \
     --receiver-format generic >"$WORK/$mode/agent.log" 2>&1 &
   local agent_pid=$!
@@ -178,7 +196,11 @@ PY
   duration=$(duration_for "$mode")
   echo "[$mode] agent on :$agent_port, prometheus :$prom_port, alertmanager :$am_port," \
        "recorder :$rec_port; running ${duration} s ($WORK/$mode)" >&2
-  sleep "$duration"
+  sleep 10
+  cpu_ticks "$agent_pid" >"$WORK/$mode/cpu_start"
+  sleep $((duration - 10))
+  cpu_ticks "$agent_pid" >"$WORK/$mode/cpu_end"
+  grep VmHWM "/proc/$agent_pid/status" | awk '{print $2}' >"$WORK/$mode/rss_kib"
   python3 -c 'import time; print(repr(time.time()))' >"$WORK/$mode/run_end"
   cleanup  # stop this run's processes before the next run
   PIDS=()
@@ -197,6 +219,9 @@ def pct(xs, p):
 report = {}
 for mode in modes:
     start = float(open(f"{work}/{mode}/agent_start").read())
+    origin = re.search(r"scenario times count from unix ([0-9.]+)",
+                       open(f"{work}/{mode}/agent.log").read())
+    if origin: start = float(origin.group(1))
     end = float(open(f"{work}/{mode}/run_end").read())
     # A fault counts when every pipeline had time to report it before the run ended
     # (fast: 15 s; default: 300 s, above the 1m scrape + 1m eval + 30 s group_wait worst case).
@@ -241,10 +266,18 @@ for mode in modes:
             report[f"{mode}/{name}"]["min_sample_lag_seconds"] = round(min(sample_lag), 3)
             report[f"{mode}/{name}"]["sample_to_delivered_p50_seconds"] = round(pct(to_delivered, 50), 3)
             report[f"{mode}/{name}"]["sample_to_delivered_max_seconds"] = round(max(to_delivered), 3)
+    t0, m0, hz = open(f"{work}/{mode}/cpu_start").read().split()
+    t1, m1, _ = open(f"{work}/{mode}/cpu_end").read().split()
+    cpu = (int(t1) - int(t0)) / float(hz) / (float(m1) - float(m0)) * 100
+    report[f"{mode}/fulcrum"]["agent_cpu_pct_of_core"] = round(cpu, 2)
+    report[f"{mode}/fulcrum"]["agent_peak_rss_mib"] = round(int(open(f"{work}/{mode}/rss_kib").read()) / 1024, 1)
 print(json.dumps({"alert_latency": report}, indent=2))
 print(f"{'run/pipeline':42} {'n':>3} {'miss':>4} {'p50 s':>8} {'p99 s':>8} {'max s':>8}")
 for k, v in report.items():
     print(f"{k:42} {v['detected']:>3} {v['missed']:>4} {v['p50_seconds']:>8} {v['p99_seconds']:>8} {v['max_seconds']!s:>8}")
+for k, v in report.items():
+    if "agent_cpu_pct_of_core" in v:
+        print(f"{k}: agent {v['agent_cpu_pct_of_core']} % of a core, peak RSS {v['agent_peak_rss_mib']} MiB (8 sim GPUs)")
 PY
 }
 

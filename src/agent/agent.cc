@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 
 #include "agent/host.h"
 #include "agent/idle.h"
@@ -88,6 +89,9 @@ struct Agent::Impl {
   double last_flush = 0;
   double last_maintain = -1e18;
   double idle_started_at = 0;  // unix time of the idle warning's alert
+  telemetry::GpuSnapshot last_full;              // the last full sample (fast ticks merge over it)
+  telemetry::FastFieldAggregate fast_aggregate;  // fast readings since the last full tick
+  std::vector<alert::Sample> job_batch;          // job series of the last full tick
 
   Impl(AgentConfig c, const Clock& k)
       : config(std::move(c)),
@@ -112,6 +116,8 @@ struct Agent::Impl {
         }
       }
       source = std::make_unique<telemetry::SimSource>(config.sim_gpus, std::move(faults), clock);
+      // The origin of the scenario's `at` times, for benchmarks that time faults to webhooks.
+      spdlog::info("sim source: scenario times count from unix {:.3f}", clock.UnixSeconds());
     } else {
       FULCRUM_ASSIGN_OR_RETURN(source,
                                telemetry::ReplaySource::Open(config.source.substr(7), clock));
@@ -170,6 +176,13 @@ struct Agent::Impl {
     }
     std::vector<int> busy_gpus;
     bool host_wide = false;
+    // Seconds since each GPU's running job last showed progress (a step or a heartbeat; its
+    // start before the first): the freshest job on the GPU counts.
+    std::map<int, double> progress_age;
+    auto note_age = [&](int gpu, double age) {
+      auto [it, added] = progress_age.emplace(gpu, age);
+      if (!added) it->second = std::min(it->second, age);
+    };
     for (const auto& j : *list) {
       auto age = store::AgeSeconds(j.heartbeat_at, now);
       bool active =
@@ -179,11 +192,21 @@ struct Agent::Impl {
       any_active = true;
       if (j.gpus.empty()) host_wide = true;
       busy_gpus.insert(busy_gpus.end(), j.gpus.begin(), j.gpus.end());
+      auto since_progress = store::AgeSeconds(j.heartbeat_at ? j.heartbeat_at : j.started_at, now);
+      if (j.state == "running" && since_progress) {
+        if (j.gpus.empty()) {
+          for (int g = 0; g < source->gpu_count(); ++g) note_age(g, *since_progress);
+        }
+        for (int g : j.gpus) note_age(g, *since_progress);
+      }
     }
     batch.push_back({"job_running", -1, host_wide || any_active ? 1.0 : 0.0, now});
     for (int g = 0; g < source->gpu_count(); ++g) {
       bool on = host_wide || std::find(busy_gpus.begin(), busy_gpus.end(), g) != busy_gpus.end();
       batch.push_back({"job_running", g, on ? 1.0 : 0.0, now});
+    }
+    for (const auto& [g, age] : progress_age) {
+      batch.push_back({"job_progress_age_seconds", g, age, now});
     }
   }
 
@@ -283,6 +306,53 @@ struct Agent::Impl {
 
   bool WaitForStop(int stop_fd, double until);
 
+  // The evaluator's pending/firing state, for the next write (restored after a restart).
+  void SaveAlertStates() {
+    std::vector<store::AlertStateRow> states;
+    for (const auto& s : evaluator->Snapshot()) {
+      states.push_back({s.rule_name, s.gpu, std::string(alert::ToString(s.status)), s.started_at,
+                        s.fired_at, s.last_active_at, s.value});
+    }
+    pending.states = std::move(states);
+  }
+
+  // Alert rules over one tick's readings plus the job series of the last full tick; records
+  // the transitions (and the state they leave, so that a restart does not notify them again).
+  void EvaluateAlerts(const telemetry::GpuSnapshot& snapshot, double now) {
+    std::vector<alert::Sample> batch;
+    batch.reserve(snapshot.size() * telemetry::Metrics().size() + job_batch.size());
+    for (const auto& s : snapshot) {
+      for (const auto& m : telemetry::Metrics()) {
+        if (auto v = m.extract(s)) batch.push_back({m.name, s.index, *v, s.timestamp});
+      }
+    }
+    for (alert::Sample j : job_batch) {
+      j.unix_time = now;
+      batch.push_back(std::move(j));
+    }
+    std::vector<alert::Transition> transitions = evaluator->Evaluate(batch);
+    Record(transitions, now);
+    if (!transitions.empty()) SaveAlertStates();
+  }
+
+  // A fast tick between full samples (fast_interval, 100 ms by default): the cheap fields only,
+  // merged over the last full sample, for alerting and the live view; stored as part of the next
+  // full tick's 1 s aggregate.
+  void FastTick() {
+    double mono = clock.MonotonicSeconds();
+    double now = clock.UnixSeconds();
+    auto fast = source->SampleFast();
+    if (!fast.ok() || last_full.empty()) return;  // the next full tick reports the failure
+    fast_aggregate.Add(*fast);
+    telemetry::GpuSnapshot merged = last_full;
+    for (size_t i = 0; i < merged.size() && i < fast->size(); ++i) {
+      telemetry::MergeFastFields((*fast)[i], merged[i]);
+    }
+    EvaluateAlerts(merged, now);
+    Flush(mono, /*force=*/false);
+    live.Publish(std::move(merged), counters);
+  }
+
   void Tick() {
     double mono = clock.MonotonicSeconds();
     double now = clock.UnixSeconds();
@@ -300,29 +370,23 @@ struct Agent::Impl {
       Status st = recorder->Append(*snapshot, now);
       if (!st.ok()) spdlog::error("{}", st.message());
     }
-    std::vector<alert::Sample> batch;
-    batch.reserve(snapshot->size() * telemetry::Metrics().size() + 16);
-    for (const auto& s : *snapshot) {
-      for (const auto& m : telemetry::Metrics()) {
-        if (auto v = m.extract(s)) batch.push_back({m.name, s.index, *v, s.timestamp});
-      }
-    }
     bool job_active = false;
-    JobSamples(now, batch, job_active);
+    job_batch.clear();
+    JobSamples(now, job_batch, job_active);
     ForwardJobAlerts(now);
-    std::vector<alert::Transition> transitions = evaluator->Evaluate(batch);
-    Record(transitions, now);
+    EvaluateAlerts(*snapshot, now);
     if (live.TakeIdleCancel()) HandleIdle(idle.Cancel(mono), now);
     HandleIdle(idle.Update(*snapshot, job_active, mono), now);
     release.Poll();
 
-    std::vector<store::AlertStateRow> states;
-    for (const auto& s : evaluator->Snapshot()) {
-      states.push_back({s.rule_name, s.gpu, std::string(alert::ToString(s.status)), s.started_at,
-                        s.fired_at, s.last_active_at, s.value});
-    }
-    pending.states = std::move(states);
-    pending.snapshots.push_back(*snapshot);
+    SaveAlertStates();
+    last_full = *snapshot;
+    // The stored row: this reading's fast fields averaged with the fast ticks' since the last
+    // full tick, and every XID they carried.
+    telemetry::GpuSnapshot stored = *snapshot;
+    fast_aggregate.Add(*snapshot);
+    fast_aggregate.Apply(stored);
+    pending.snapshots.push_back(std::move(stored));
     Flush(mono, /*force=*/false);
     if (mono - last_maintain >= kMaintainSeconds) {
       Status st =
@@ -369,6 +433,7 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   options.gpu_count = impl->source->gpu_count();
   options.hostname = impl->hostname;
   options.retention = {config.raw_retention_seconds, config.rollup_retention_seconds};
+  FULCRUM_ASSIGN_OR_RETURN(options.metrics_names, server::ParseMetricsNames(config.metrics_names));
   for (std::string host : config.allowed_hosts) {
     for (char& c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     options.allowed_hosts.push_back(host);
@@ -397,12 +462,26 @@ Status Agent::Run(int stop_fd) {
   Impl& a = *impl_;
   a.delivery->Start();
   a.live.SetIdle(a.idle.Status(a.clock.MonotonicSeconds()));
-  double next = a.clock.MonotonicSeconds();
+  // Full samples every `interval`; fast ticks every `fast_interval` in between (off when 0 or
+  // not shorter than the interval).
+  const double full_every = a.config.interval_seconds;
+  const double fast = a.config.fast_interval_seconds;
+  const bool fast_on = fast > 0 && fast < full_every;
+  double next_full = a.clock.MonotonicSeconds();
+  double next = next_full;
   while (true) {
-    a.Tick();
-    next += a.config.interval_seconds;
     double now = a.clock.MonotonicSeconds();
-    if (next < now) next = now;  // fell behind (suspend, slow disk): do not burst
+    if (now + 1e-6 >= next_full) {
+      a.Tick();
+      next_full += full_every;
+      if (next_full < now) next_full = now + full_every;  // fell behind: do not burst
+    } else {
+      a.FastTick();
+    }
+    next += fast_on ? fast : full_every;
+    now = a.clock.MonotonicSeconds();
+    if (next < now) next = now;
+    if (next > next_full) next = next_full;
     if (a.WaitForStop(stop_fd, next)) break;
   }
   spdlog::info("stopping: flushing samples and alerts");

@@ -9,6 +9,7 @@
 #include "alert/notify.h"
 #include "core/parse.h"
 #include "core/yaml.h"
+#include "server/metrics.h"
 
 namespace fulcrum::agent {
 namespace {
@@ -91,9 +92,10 @@ Status ParseIdle(const YamlNode& node, IdleConfig& idle) {
 
 Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, AgentConfig& c) {
   static const std::vector<std::string> kKnown = {
-      "source",   "sim_gpus",      "sim_scenario",    "listen",    "data_dir", "rules",
-      "interval", "receiver",      "receiver_format", "receivers", "token",    "record",
-      "hostname", "allowed_hosts", "retention",       "idle"};
+      "source", "sim_gpus",      "sim_scenario", "listen",          "data_dir",
+      "rules",  "interval",      "receiver",     "receiver_format", "receivers",
+      "token",  "record",        "hostname",     "allowed_hosts",   "retention",
+      "idle",   "metrics_names", "fast_interval"};
   FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   if (root.IsNull()) return Status::Ok();
   if (!root.IsMap()) return root.Error("a mapping of settings");
@@ -116,6 +118,8 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
       FULCRUM_ASSIGN_OR_RETURN(c.rules, v.Text());
     } else if (key == "interval") {
       FULCRUM_ASSIGN_OR_RETURN(c.interval_seconds, v.Duration());
+    } else if (key == "fast_interval") {
+      FULCRUM_ASSIGN_OR_RETURN(c.fast_interval_seconds, v.Duration());
     } else if (key == "receiver") {
       FULCRUM_ASSIGN_OR_RETURN(receiver_url, v.Text());
     } else if (key == "receiver_format") {
@@ -134,6 +138,11 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
       FULCRUM_ASSIGN_OR_RETURN(c.record, v.Text());
     } else if (key == "hostname") {
       FULCRUM_ASSIGN_OR_RETURN(c.hostname, v.Text());
+    } else if (key == "metrics_names") {
+      FULCRUM_ASSIGN_OR_RETURN(c.metrics_names, v.Text());
+      if (!server::ParseMetricsNames(c.metrics_names).ok()) {
+        return v.Error("fulcrum, dcgm or both");
+      }
     } else if (key == "allowed_hosts") {
       FULCRUM_ASSIGN_OR_RETURN(std::vector<YamlNode> hosts, v.Items("a list of host names"));
       c.allowed_hosts.clear();
@@ -189,6 +198,11 @@ Status ValidateAgentConfig(const AgentConfig& c) {
   }
   if (!(c.interval_seconds >= 0.05 && c.interval_seconds <= 3600)) {
     return Status::InvalidInput("interval: expected 50ms to 1h");
+  }
+  FULCRUM_RETURN_IF_ERROR(server::ParseMetricsNames(c.metrics_names).status());
+  if (c.fast_interval_seconds != 0 &&
+      !(c.fast_interval_seconds >= 0.02 && c.fast_interval_seconds <= 3600)) {
+    return Status::InvalidInput("fast-interval: expected 0 (off) or 20ms to 1h");
   }
   for (const ReceiverConfig& r : c.receivers) {
     auto format = alert::ParseReceiverFormat(r.format);

@@ -43,7 +43,10 @@ struct AgentConfig {
   std::string listen = "127.0.0.1:9400";
   std::string data_dir;  // "" = store::ResolveDataDir default
   std::string rules;     // "" = the shipped defaults (examples/rules.yaml)
-  double interval_seconds = 1;
+  double interval_seconds = 1;  // full samples, stored (1 s aggregates of the fast ticks)
+  // Fast ticks between full samples: the cheap fields (utilization, temperature, power, XID
+  // events) read and alerted on at this cadence; 0 = off.
+  double fast_interval_seconds = 0.1;
   std::vector<ReceiverConfig> receivers;
   std::string token;   // SECRET: bearer token for mutating /v1 endpoints
   std::string record;  // "" = no recording
@@ -53,6 +56,8 @@ struct AgentConfig {
   // Host header names the HTTP API accepts besides loopback names and the listen address
   // (--allowed-host, repeatable; e.g. the name a fleet's Prometheus scrapes this node by).
   std::vector<std::string> allowed_hosts;
+  // Names on /metrics: "fulcrum", "dcgm" (dcgm-exporter's names, labels and units) or "both".
+  std::string metrics_names = "fulcrum";
   IdleConfig idle;
 };
 

@@ -188,7 +188,7 @@ TEST(EvaluatorTest, IncreaseRuleFiresOnCounterStep) {
 Rule SwingRule() {
   Rule rule;
   rule.name = "Swing";
-  rule.metric = "gpu_sm_clock_hz";
+  rule.metric = "gpu_sm_clock_hertz";
   rule.kind = RuleKind::kSwing;
   rule.op = CompareOp::kGreater;
   rule.threshold = 0.3;
@@ -198,7 +198,7 @@ Rule SwingRule() {
 
 std::vector<Transition> Tick(Evaluator& e, double t, double clock_hz, double utilization) {
   // The utilization sample comes after the clock in the batch: conditions still see it.
-  std::vector<Sample> batch = {{"gpu_sm_clock_hz", 0, clock_hz, kT0 + t},
+  std::vector<Sample> batch = {{"gpu_sm_clock_hertz", 0, clock_hz, kT0 + t},
                                {"gpu_utilization_ratio", 0, utilization, kT0 + t}};
   return e.Evaluate(batch);
 }

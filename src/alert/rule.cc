@@ -107,7 +107,8 @@ std::optional<RuleKind> ParseRuleKind(std::string_view text) {
 // The metrics on /metrics (telemetry::Metrics(), the one list; docs/API.md) plus job_running,
 // which the agent feeds from the supervisor's jobs.
 bool IsKnownMetric(std::string_view name) {
-  return name == "job_running" || telemetry::FindMetric(name) != nullptr;
+  return name == "job_running" || name == "job_progress_age_seconds" ||
+         telemetry::FindMetric(name) != nullptr;
 }
 
 std::string ExpandTemplate(std::string_view text, double value, double threshold,

@@ -1,7 +1,9 @@
 // Alert rules: what condition on which agent metric, held for how long, raises which alert.
 // A Rule is a plain value loaded from YAML (rules_yaml.h) and handed to the Evaluator. Metric
 // names are those of docs/API.md without the `fulcrum_` prefix (gpu_temperature_celsius), plus
-// `job_running` (1 while a supervised job runs on the GPU, fed by the agent). Durations are
+// `job_running` (1 while a supervised job runs on the GPU, fed by the agent) and
+// `job_progress_age_seconds` (seconds since the GPU's running job last reported a progress step
+// or heartbeat, from jobs.db; no series when no job runs on it). Durations are
 // seconds. Pure data and pure functions, thread-safe.
 #pragma once
 
@@ -61,7 +63,8 @@ std::optional<CompareOp> ParseCompareOp(std::string_view text);
 std::string_view ToString(RuleKind kind);  // "threshold", "increase", "swing"
 std::optional<RuleKind> ParseRuleKind(std::string_view text);
 
-// Whether a rule may use the metric: one of telemetry::Metrics() (docs/API.md) or "job_running".
+// Whether a rule may use the metric: one of telemetry::Metrics() (docs/API.md), "job_running"
+// or "job_progress_age_seconds".
 bool IsKnownMetric(std::string_view name);
 
 // Substitutes `{{ $value }}`, `{{ $threshold }}`, `{{ $labels.NAME }}` (any spacing inside the

@@ -17,7 +17,7 @@ const std::vector<std::string> kRuleFields = {
     "for",  "keep_firing_for", "severity", "labels", "annotations"};
 
 std::vector<std::string> MetricNames() {
-  std::vector<std::string> names = {"job_running"};
+  std::vector<std::string> names = {"job_running", "job_progress_age_seconds"};
   for (const auto& metric : telemetry::Metrics()) names.emplace_back(metric.name);
   return names;
 }
@@ -31,10 +31,18 @@ Result<CompareOp> OpOf(const YamlNode& node) {
 
 Result<std::string> MetricOf(const YamlNode& node) {
   FULCRUM_ASSIGN_OR_RETURN(std::string text, node.Text());
+  // A rules file written for an earlier release keeps working where the values are the same.
+  const telemetry::RenamedMetric* renamed = telemetry::FindRenamedMetric(text);
+  if (renamed != nullptr && renamed->kind == telemetry::RenamedMetric::kSame) {
+    return std::string(renamed->new_name);
+  }
   if (!IsKnownMetric(text)) {
     Status error = node.Error(
-        "a metric of docs/API.md without the fulcrum_ prefix (e.g. gpu_temperature_celsius) or "
-        "job_running");
+        "a metric of docs/API.md without the fulcrum_ prefix (e.g. gpu_temperature_celsius), "
+        "job_running or job_progress_age_seconds" +
+        std::string(renamed != nullptr ? std::string("; ") + renamed->old_name +
+                                             " is now the counter " + renamed->new_name
+                                       : std::string()));
     ErrorDetail detail = *error.detail();
     detail.nearest = NearestNames(text, MetricNames());
     return InputError(std::move(detail));

@@ -125,8 +125,8 @@ TEST(RulesYamlTest, ErrorsNameFileLineAndField) {
   const BadCase cases[] = {
       {"rules:\n  - name: A\n    metric: gpu_temprature_celsius\n    op: \">\"\n    threshold: 1\n",
        "r.yaml:3: rules[0].metric: expected a metric of docs/API.md without the fulcrum_ prefix "
-       "(e.g. gpu_temperature_celsius) or job_running, found \"gpu_temprature_celsius\"; did you "
-       "mean gpu_temperature_celsius?"},
+       "(e.g. gpu_temperature_celsius), job_running or job_progress_age_seconds, found "
+       "\"gpu_temprature_celsius\"; did you mean gpu_temperature_celsius?"},
       {"rules:\n  - name: A\n    metric: gpu_temperature_celsius\n    op: \"=>\"\n    threshold: "
        "1\n",
        "r.yaml:4: rules[0].op: expected one of > >= < <= == != in not_in, found \"=>\""},
@@ -150,7 +150,7 @@ TEST(RulesYamlTest, ErrorsNameFileLineAndField) {
        "  - {name: A, metric: gpu_temperature_celsius, op: \">\", threshold: 2}\n",
        "r.yaml:3: rules[1].name: expected a rule name used once, found duplicate rule name \"A\" "
        "(first on line 2)"},
-      {"rules:\n  - {name: A, metric: gpu_sm_clock_hz, kind: wobble, op: \">\", threshold: 1}\n",
+      {"rules:\n  - {name: A, metric: gpu_sm_clock_hertz, kind: wobble, op: \">\", threshold: 1}\n",
        "r.yaml:2: rules[0].kind: expected threshold, increase or swing, found \"wobble\""},
       {"rules:\n  - {name: A, metric: gpu_utilization_ratio, op: \"<\", threshold: 1,\n"
        "     when: [{metric: job_runing, op: \"==\", threshold: 1}]}\n",

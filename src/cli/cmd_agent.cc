@@ -31,7 +31,7 @@ extern "C" void OnStopSignal(int) {
 
 struct AgentFlags {
   std::string config, source, sim_scenario, listen, data_dir, rules, interval, receiver,
-      receiver_format, token, record;
+      receiver_format, token, record, metrics_names, fast_interval;
   std::vector<std::string> allowed_hosts;
   int sim_gpus = 0;
   bool json = false;
@@ -88,6 +88,12 @@ Status Apply(const AgentFlags& f, agent::AgentConfig& c) {
   }
   if (!f.token.empty()) c.token = f.token;
   if (!f.record.empty()) c.record = f.record;
+  if (!f.metrics_names.empty()) c.metrics_names = f.metrics_names;
+  if (!f.fast_interval.empty()) {
+    auto seconds = ParseDurationSeconds(f.fast_interval);
+    if (!seconds.ok()) return seconds.status().WithContext("--fast-interval");
+    c.fast_interval_seconds = *seconds;
+  }
   c.allowed_hosts.insert(c.allowed_hosts.end(), f.allowed_hosts.begin(), f.allowed_hosts.end());
   return agent::ValidateAgentConfig(c);
 }
@@ -155,10 +161,11 @@ void RegisterAgent(CLI::App* cmd, CliContext& ctx) {
       ->type_name("nvml|sim|replay:FILE");
   cmd->add_option("--sim-gpus", f->sim_gpus, "Number of simulated GPUs (sim source; default 2)")
       ->type_name("N");
-  cmd->add_option("--sim-scenario", f->sim_scenario,
-                  "Fault scenario YAML for the sim source: - {at: 5s, gpu: 0, fault: overheat}; "
-                  "faults: overheat, heat-ramp, thermal-slowdown, power-cap, xid:N, "
-                  "ecc-uncorrectable, utilization-collapse, memory-leak, process-exit, recover")
+  cmd->add_option(
+         "--sim-scenario", f->sim_scenario,
+         "Fault scenario YAML for the sim source: - {at: 5s, gpu: 0, fault: overheat}; "
+         "faults: overheat, heat-ramp, thermal-slowdown, power-cap, xid:N, "
+         "ecc-uncorrectable, utilization-collapse, memory-leak, process-exit, hang, recover")
       ->type_name("FILE");
   cmd->add_option("--listen", f->listen, "HTTP address (default 127.0.0.1:9400; port 0 = any)")
       ->type_name("HOST:PORT");
@@ -191,6 +198,16 @@ void RegisterAgent(CLI::App* cmd, CliContext& ctx) {
                   "and the --listen address are always accepted; others get 403, a defence "
                   "against DNS rebinding)")
       ->type_name("NAME");
+  cmd->add_option("--fast-interval", f->fast_interval,
+                  "Between full samples, read and alert on the cheap fields (utilization, "
+                  "temperature, power, XID events) this often; stored as 1 s aggregates "
+                  "(default 100ms; 0 = off)")
+      ->type_name("DURATION");
+  cmd->add_option("--metrics-names", f->metrics_names,
+                  "Names on /metrics: fulcrum (fulcrum_gpu_*), dcgm (NVIDIA dcgm-exporter's "
+                  "DCGM_FI_* names, labels and units, for its dashboards and alert rules) or "
+                  "both. Default fulcrum")
+      ->type_name("fulcrum|dcgm|both");
   cmd->add_flag("--json", f->json, "Print the startup line as {\"agent\": {url, port, ...}}");
   cmd->callback([&ctx, f] { RunAgent(ctx, *f); });
 }

@@ -91,7 +91,9 @@ Examples:
   fulcrum query --metric gpu_utilization_ratio --since 7d --step 1h --json
 
 Metrics are those of /metrics without the fulcrum_ prefix (docs/API.md): gpu_utilization_ratio,
-gpu_memory_used_bytes, gpu_power_watts, gpu_temperature_celsius, gpu_sm_clock_hz, ...
+gpu_memory_used_bytes, gpu_power_watts, gpu_temperature_celsius, gpu_sm_clock_hertz, ...
+Names of earlier releases still answer (README changelog): gpu_sm_clock_hz, gpu_memory_clock_hz,
+and gpu_pcie_tx/rx_bytes_per_second (now the rate of the gpu_pcie_tx/rx_bytes_total counters).
 Look-backs within the raw retention (48 h) read raw samples, longer ones 1-minute rollups.)");
   auto f = std::make_shared<QueryFlags>();
   cmd->add_option("--metric", f->metric, "Metric name, e.g. gpu_temperature_celsius")->required();

@@ -307,7 +307,8 @@ struct AgentServer::Impl {
   void Series(const httplib::Request& req, httplib::Response& res) {
     if (!req.has_param("metric")) return Error(res, 400, "missing query parameter 'metric'");
     std::string metric = req.get_param_value("metric");
-    if (telemetry::FindMetric(metric) == nullptr) {
+    if (telemetry::FindMetric(metric) == nullptr &&
+        telemetry::FindRenamedMetric(metric) == nullptr) {  // old names answer (README changelog)
       return Error(res, 400, "unknown metric '" + metric + "'; see docs/API.md for the list");
     }
     std::optional<int> gpu;
@@ -429,7 +430,8 @@ struct AgentServer::Impl {
   }
 
   void Metrics(const httplib::Request&, httplib::Response& res) {
-    res.set_content(RenderMetrics(live.Latest(), options.hostname, live.Counters(), live.Idle()),
+    res.set_content(RenderMetrics(live.Latest(), options.hostname, live.Counters(), live.Idle(),
+                                  options.metrics_names),
                     "text/plain; version=0.0.4; charset=utf-8");
   }
 

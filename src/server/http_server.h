@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/status.h"
 #include "server/agent_state.h"
+#include "server/metrics.h"
 #include "store/agent_db.h"
 
 namespace fulcrum::server {
@@ -34,6 +35,7 @@ struct ServerOptions {
   // defence), lower case; --allowed-host.
   std::vector<std::string> allowed_hosts;
   store::Retention retention;
+  MetricsNames metrics_names = MetricsNames::kFulcrum;  // --metrics-names
 };
 
 // "127.0.0.1:9400" -> host, port. Port 0 allowed. Errors quote the text.

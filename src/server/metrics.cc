@@ -34,30 +34,112 @@ void Value(std::string& out, double v) {
 
 }  // namespace
 
-std::string RenderMetrics(const telemetry::GpuSnapshot& snapshot, const std::string& hostname,
-                          const AgentCounters& counters, const IdleStatus& idle) {
-  std::string out;
-  out.reserve(4096 + snapshot.size() * 2048);
+Result<MetricsNames> ParseMetricsNames(std::string_view text) {
+  if (text == "fulcrum") return MetricsNames::kFulcrum;
+  if (text == "dcgm") return MetricsNames::kDcgm;
+  if (text == "both") return MetricsNames::kBoth;
+  return Status::InvalidInput("--metrics-names '" + std::string(text) +
+                              "': expected fulcrum, dcgm or both");
+}
+
+namespace {
+
+const char* TypeName(telemetry::MetricType type) {
+  return type == telemetry::MetricType::kCounter ? "counter" : "gauge";
+}
+
+// One family: `name{labels[i]} value` for every GPU whose value is known; nothing when none is.
+template <typename Extract>
+void Samples(std::string& out, const std::string& name, const char* help, const char* type,
+             const telemetry::GpuSnapshot& snapshot, const std::vector<std::string>& labels,
+             Extract extract) {
+  bool any = false;
+  for (size_t i = 0; i < snapshot.size(); ++i) {
+    std::optional<double> v = extract(snapshot[i]);
+    if (!v) continue;
+    if (!any) {
+      Family(out, name, help, type);
+      any = true;
+    }
+    fmt::format_to(std::back_inserter(out), "{}{{{}}} ", name, labels[i]);
+    Value(out, *v);
+  }
+}
+
+void RenderFulcrum(std::string& out, const telemetry::GpuSnapshot& snapshot,
+                   const std::string& host) {
   std::vector<std::string> labels;
-  std::string host = EscapeLabelValue(hostname);
   for (const telemetry::GpuSample& s : snapshot) {
     labels.push_back(fmt::format("gpu=\"{}\",uuid=\"{}\",model=\"{}\",hostname=\"{}\"", s.index,
                                  EscapeLabelValue(s.uuid), EscapeLabelValue(s.name), host));
   }
   for (const telemetry::MetricDef& m : telemetry::Metrics()) {
-    std::string name = std::string("fulcrum_") + m.name;
-    bool any = false;
-    for (size_t i = 0; i < snapshot.size(); ++i) {
-      std::optional<double> v = m.extract(snapshot[i]);
-      if (!v) continue;
+    Samples(out, std::string("fulcrum_") + m.name, m.help, TypeName(m.type), snapshot, labels,
+            m.extract);
+  }
+  // Every XID is counted under its code; a GPU that can report XIDs but had none has no series
+  // (the code is unknown until one arrives), as Prometheus counters with labels do.
+  bool any = false;
+  for (size_t i = 0; i < snapshot.size(); ++i) {
+    for (const auto& [code, n] : snapshot[i].xid_counts) {
       if (!any) {
-        Family(out, name, m.help, m.type == telemetry::MetricType::kCounter ? "counter" : "gauge");
+        Family(out, "fulcrum_gpu_xid_errors_total", "XID errors since the agent started, by code",
+               "counter");
         any = true;
       }
-      fmt::format_to(std::back_inserter(out), "{}{{{}}} ", name, labels[i]);
-      Value(out, *v);
+      fmt::format_to(std::back_inserter(out), "fulcrum_gpu_xid_errors_total{{{},xid=\"{}\"}} ",
+                     labels[i], code);
+      Value(out, n);
     }
   }
+  // The static facts of each GPU as labels of a constant 1 (the Prometheus `_info` pattern).
+  if (!snapshot.empty()) {
+    Family(out, "fulcrum_gpu_info", "GPU identity: PCI bus id, device minor, driver version",
+           "gauge");
+  }
+  for (size_t i = 0; i < snapshot.size(); ++i) {
+    const telemetry::GpuSample& s = snapshot[i];
+    fmt::format_to(
+        std::back_inserter(out),
+        "fulcrum_gpu_info{{{},pci_bus_id=\"{}\",device=\"{}\",driver_version=\"{}\"}} 1\n",
+        labels[i], EscapeLabelValue(s.pci_bus_id),
+        s.minor ? "nvidia" + std::to_string(*s.minor) : std::string(),
+        EscapeLabelValue(s.driver_version));
+  }
+}
+
+// dcgm-exporter's labels: gpu, UUID, pci_bus_id, device ("nvidia<minor>"), modelName and
+// Hostname, then DCGM_FI_DRIVER_VERSION (a "label" counter of its default-counters.csv). Label
+// set and order of its render_metrics.go at github.com/NVIDIA/dcgm-exporter@13ad457 (4.4.1-4.6.0;
+// later commits spell the last one `hostname`).
+void RenderDcgm(std::string& out, const telemetry::GpuSnapshot& snapshot, const std::string& host) {
+  std::vector<std::string> labels;
+  for (const telemetry::GpuSample& s : snapshot) {
+    std::string l = fmt::format(
+        "gpu=\"{}\",UUID=\"{}\",pci_bus_id=\"{}\",device=\"{}\",modelName=\"{}\",Hostname=\"{}\"",
+        s.index, EscapeLabelValue(s.uuid), EscapeLabelValue(s.pci_bus_id),
+        s.minor ? "nvidia" + std::to_string(*s.minor) : std::string(), EscapeLabelValue(s.name),
+        host);
+    if (!s.driver_version.empty()) {
+      l += ",DCGM_FI_DRIVER_VERSION=\"" + EscapeLabelValue(s.driver_version) + "\"";
+    }
+    labels.push_back(std::move(l));
+  }
+  for (const telemetry::DcgmMetricDef& m : telemetry::DcgmMetrics()) {
+    Samples(out, m.name, m.help, TypeName(m.type), snapshot, labels, m.extract);
+  }
+}
+
+}  // namespace
+
+std::string RenderMetrics(const telemetry::GpuSnapshot& snapshot, const std::string& hostname,
+                          const AgentCounters& counters, const IdleStatus& idle,
+                          MetricsNames names) {
+  std::string out;
+  out.reserve(4096 + snapshot.size() * 4096);
+  std::string host = EscapeLabelValue(hostname);
+  if (names != MetricsNames::kDcgm) RenderFulcrum(out, snapshot, host);
+  if (names != MetricsNames::kFulcrum) RenderDcgm(out, snapshot, host);
   auto counter = [&](const char* name, const char* help, double v) {
     Family(out, name, help, "counter");
     fmt::format_to(std::back_inserter(out), "{}{{hostname=\"{}\"}} ", name, host);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
 #include <set>
 
 namespace fulcrum::store {
@@ -53,7 +54,42 @@ CREATE TABLE outbox (
   last_error TEXT NOT NULL, state TEXT NOT NULL, delivered_at REAL);
 CREATE INDEX outbox_due ON outbox (state, next_attempt_at);
 )",
+    // Schema v2: Prometheus naming (README changelog). `_hz` columns become `_hertz`; the PCIe
+    // throughput gauges become byte counters, filled for the stored rows by integrating the old
+    // rate over each GPU's sample (and rollup minute) spacing; XID events get a table.
+    R"(
+ALTER TABLE samples RENAME COLUMN gpu_sm_clock_hz TO gpu_sm_clock_hertz;
+ALTER TABLE samples RENAME COLUMN gpu_memory_clock_hz TO gpu_memory_clock_hertz;
+ALTER TABLE rollups RENAME COLUMN gpu_sm_clock_hz TO gpu_sm_clock_hertz;
+ALTER TABLE rollups RENAME COLUMN gpu_memory_clock_hz TO gpu_memory_clock_hertz;
+ALTER TABLE samples ADD COLUMN gpu_pcie_tx_bytes_total REAL;
+ALTER TABLE samples ADD COLUMN gpu_pcie_rx_bytes_total REAL;
+ALTER TABLE rollups ADD COLUMN gpu_pcie_tx_bytes_total REAL;
+ALTER TABLE rollups ADD COLUMN gpu_pcie_rx_bytes_total REAL;
+UPDATE samples SET gpu_pcie_tx_bytes_total = t.tx, gpu_pcie_rx_bytes_total = t.rx FROM (
+  SELECT gpu AS g, ts AS at,
+         SUM(COALESCE(gpu_pcie_tx_bytes_per_second, 0) * dt) OVER w AS tx,
+         SUM(COALESCE(gpu_pcie_rx_bytes_per_second, 0) * dt) OVER w AS rx
+  FROM (SELECT gpu, ts, gpu_pcie_tx_bytes_per_second, gpu_pcie_rx_bytes_per_second,
+               ts - LAG(ts, 1, ts) OVER (PARTITION BY gpu ORDER BY ts) AS dt FROM samples)
+  WINDOW w AS (PARTITION BY gpu ORDER BY ts)) AS t
+WHERE samples.gpu = t.g AND samples.ts = t.at AND samples.gpu_pcie_tx_bytes_per_second IS NOT NULL;
+UPDATE rollups SET gpu_pcie_tx_bytes_total = t.tx, gpu_pcie_rx_bytes_total = t.rx FROM (
+  SELECT gpu AS g, minute AS at,
+         SUM(COALESCE(gpu_pcie_tx_bytes_per_second, 0) * 60) OVER w AS tx,
+         SUM(COALESCE(gpu_pcie_rx_bytes_per_second, 0) * 60) OVER w AS rx
+  FROM rollups WINDOW w AS (PARTITION BY gpu ORDER BY minute)) AS t
+WHERE rollups.gpu = t.g AND rollups.minute = t.at AND rollups.gpu_pcie_tx_bytes_per_second IS NOT NULL;
+ALTER TABLE samples DROP COLUMN gpu_pcie_tx_bytes_per_second;
+ALTER TABLE samples DROP COLUMN gpu_pcie_rx_bytes_per_second;
+ALTER TABLE rollups DROP COLUMN gpu_pcie_tx_bytes_per_second;
+ALTER TABLE rollups DROP COLUMN gpu_pcie_rx_bytes_per_second;
+CREATE TABLE xid_events (gpu INTEGER NOT NULL, ts REAL NOT NULL, xid INTEGER NOT NULL);
+CREATE INDEX xid_events_ts ON xid_events (ts);
+)",
 };
+
+static_assert(std::size(kMigrations) == AgentDb::kSchemaVersion);
 
 std::string JoinColumns(const std::string& prefix, const std::string& suffix) {
   std::string out;
@@ -65,6 +101,8 @@ std::string JoinColumns(const std::string& prefix, const std::string& suffix) {
 }
 
 }  // namespace
+
+const char* const* AgentDbMigrations() { return kMigrations; }
 
 const std::vector<std::string>& SampleColumns() {
   static const std::vector<std::string> kColumns = [] {
@@ -149,6 +187,18 @@ Status AgentDb::WriteSamples(const telemetry::GpuSnapshot& snapshot) {
       s.Bind(column++, def != nullptr ? def->extract(sample) : std::nullopt);
     }
     FULCRUM_RETURN_IF_ERROR(s.Run());
+    for (int xid : sample.new_xids) {
+      if (!insert_xid_) {
+        FULCRUM_ASSIGN_OR_RETURN(
+            Statement x, db_.Prepare("INSERT INTO xid_events (gpu, ts, xid) VALUES (?,?,?)"));
+        insert_xid_ = std::move(x);
+      }
+      insert_xid_->Reset();
+      insert_xid_->Bind(1, static_cast<int64_t>(sample.index))
+          .Bind(2, sample.timestamp)
+          .Bind(3, static_cast<int64_t>(xid));
+      FULCRUM_RETURN_IF_ERROR(insert_xid_->Run());
+    }
     Statement& g = *upsert_gpu_;
     g.Reset();
     g.Bind(1, static_cast<int64_t>(sample.index))
@@ -280,6 +330,11 @@ Status AgentDb::Maintain(double now, const Retention& retention) {
     status = del_outbox.Bind(1, now - retention.rollup_seconds).Run();
   }
   if (status.ok()) {
+    FULCRUM_ASSIGN_OR_RETURN(Statement del_xids,
+                             db_.Prepare("DELETE FROM xid_events WHERE ts < ?"));
+    status = del_xids.Bind(1, now - retention.rollup_seconds).Run();
+  }
+  if (status.ok()) {
     FULCRUM_ASSIGN_OR_RETURN(
         Statement del_alerts,
         db_.Prepare("DELETE FROM alerts WHERE status = 'resolved' AND resolved_at < ?"));
@@ -300,10 +355,62 @@ Status AgentDb::Maintain(double now, const Retention& retention) {
   return Status::Ok();
 }
 
+namespace {
+
+// Per-second rate of a counter's points: (v1 - v0) / (t1 - t0) at t1; a decrease (counter
+// reset) starts over, as Prometheus rate() does.
+std::vector<std::pair<double, double>> RateOf(const std::vector<std::pair<double, double>>& in) {
+  std::vector<std::pair<double, double>> out;
+  for (size_t i = 1; i < in.size(); ++i) {
+    double dt = in[i].first - in[i - 1].first;
+    double dv = in[i].second - in[i - 1].second;
+    if (dt > 0 && dv >= 0) out.emplace_back(in[i].first, dv / dt);
+  }
+  return out;
+}
+
+std::vector<std::pair<double, double>> Bucketed(const std::vector<std::pair<double, double>>& in,
+                                                double step) {
+  std::vector<std::pair<double, double>> out;
+  double sum = 0;
+  int n = 0;
+  double bucket = 0;
+  for (const auto& [t, v] : in) {
+    double b = static_cast<double>(static_cast<int64_t>(t / step)) * step;
+    if (n > 0 && b != bucket) {
+      out.emplace_back(bucket, sum / n);
+      sum = 0;
+      n = 0;
+    }
+    bucket = b;
+    sum += v;
+    ++n;
+  }
+  if (n > 0) out.emplace_back(bucket, sum / n);
+  return out;
+}
+
+}  // namespace
+
 Result<std::vector<Series>> AgentDb::QuerySeries(const std::string& metric, std::optional<int> gpu,
                                                  double since, double now,
                                                  std::optional<double> step_seconds,
                                                  const Retention& retention) {
+  // A name of an earlier release answers as it did: the same column under its new name, or the
+  // rate of the counter that replaced a per-second gauge.
+  if (const telemetry::RenamedMetric* renamed = telemetry::FindRenamedMetric(metric)) {
+    if (renamed->kind == telemetry::RenamedMetric::kSame) {
+      return QuerySeries(renamed->new_name, gpu, since, now, step_seconds, retention);
+    }
+    FULCRUM_ASSIGN_OR_RETURN(
+        std::vector<Series> counters,
+        QuerySeries(renamed->new_name, gpu, since, now, std::nullopt, retention));
+    for (Series& s : counters) {
+      s.points = RateOf(s.points);
+      if (step_seconds && *step_seconds > 0) s.points = Bucketed(s.points, *step_seconds);
+    }
+    return counters;
+  }
   bool known = false;
   for (const std::string& c : SampleColumns()) known = known || c == metric;
   if (!known) {
@@ -375,6 +482,20 @@ Result<std::vector<AlertStateRow>> AgentDb::LoadAlertStates() {
   while (s.Step()) {
     out.push_back({s.ColumnText(0), static_cast<int>(s.ColumnInt(1)), s.ColumnText(2),
                    s.ColumnDouble(3), s.ColumnDouble(4), s.ColumnDouble(5), s.ColumnDouble(6)});
+  }
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+Result<std::vector<XidEvent>> AgentDb::ListXidEvents(double since) {
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement s,
+      db_.Prepare("SELECT gpu, ts, xid FROM xid_events WHERE ts >= ? ORDER BY ts, rowid"));
+  s.Bind(1, since);
+  std::vector<XidEvent> out;
+  while (s.Step()) {
+    out.push_back(
+        {static_cast<int>(s.ColumnInt(0)), s.ColumnDouble(1), static_cast<int>(s.ColumnInt(2))});
   }
   FULCRUM_RETURN_IF_ERROR(s.status());
   return out;

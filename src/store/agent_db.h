@@ -1,8 +1,8 @@
 // The agent's store: <data-dir>/agent.db (SQLite, WAL). Raw samples (one row per GPU per tick,
-// one column per metric of telemetry::Metrics()), 1-minute rollups, alert instances and the
-// evaluator's state, and the notification outbox (see outbox_sqlite.h). Write() applies one batch
-// in one transaction, so a kill -9 loses only the batch being built, never a committed alert or
-// outbox entry. Times are Unix seconds. An AgentDb owns one connection and is not thread-safe:
+// one column per metric of telemetry::Metrics()), 1-minute rollups, XID events, alert instances
+// and the evaluator's state, and the notification outbox (see outbox_sqlite.h). Write() applies one
+// batch in one transaction, so a kill -9 loses only the batch being built, never a committed alert
+// or outbox entry. Times are Unix seconds. An AgentDb owns one connection and is not thread-safe:
 // the sampler thread writes through its own, readers (HTTP, `fulcrum query`) open their own.
 #pragma once
 
@@ -62,6 +62,13 @@ struct Series {
   std::vector<std::pair<double, double>> points;  // (unix seconds, value)
 };
 
+// One XID error as it arrived (NVML event set, or the sim's scripted fault).
+struct XidEvent {
+  int gpu = 0;
+  double at = 0;  // unix seconds of the sample that carried it
+  int xid = 0;
+};
+
 struct GpuRow {
   int gpu = 0;
   std::string uuid;
@@ -71,7 +78,8 @@ struct GpuRow {
 
 class AgentDb {
  public:
-  static constexpr int kSchemaVersion = 1;
+  // v2: Prometheus names (_hertz, PCIe byte counters), xid_events.
+  static constexpr int kSchemaVersion = 2;
 
   // Opens (creating and migrating unless read_only); refuses a newer schema version.
   static Result<AgentDb> Open(const std::string& path, bool read_only = false);
@@ -85,7 +93,8 @@ class AgentDb {
 
   // Points of `metric` (a telemetry metric name) since `since` (unix), all GPUs or one. Reads
   // raw samples when `since` is within the raw retention, else rollups. `step_seconds` > 0
-  // averages points into buckets of that width. Unknown metric: kInvalidInput.
+  // averages points into buckets of that width. A renamed metric's old name
+  // (telemetry::RenamedMetrics) answers as before. Unknown metric: kInvalidInput.
   Result<std::vector<Series>> QuerySeries(const std::string& metric, std::optional<int> gpu,
                                           double since, double now,
                                           std::optional<double> step_seconds,
@@ -93,6 +102,8 @@ class AgentDb {
   // Pending and firing alerts, and resolved ones resolved at or after `resolved_since`.
   Result<std::vector<AgentAlert>> ListAlerts(double resolved_since);
   Result<std::vector<AlertStateRow>> LoadAlertStates();
+  // XID events at or after `since` (unix), oldest first.
+  Result<std::vector<XidEvent>> ListXidEvents(double since);
   Result<std::vector<GpuRow>> ListGpus();
   Result<int64_t> CountSamples();
   Result<int64_t> CountRollups();
@@ -107,11 +118,16 @@ class AgentDb {
   Database db_;
   std::optional<Statement> insert_sample_;
   std::optional<Statement> upsert_gpu_;
+  std::optional<Statement> insert_xid_;
   double last_rollup_minute_ = -1;  // cached meta value
 };
 
 // The metric columns of the samples and rollups tables: the names of telemetry::Metrics(), in
 // order (Open adds the column of a metric that a file made by an older binary lacks).
 const std::vector<std::string>& SampleColumns();
+
+// The schema migrations, one per version (AgentDb::kSchemaVersion of them), for tests that
+// build a file of an earlier version.
+const char* const* AgentDbMigrations();
 
 }  // namespace fulcrum::store

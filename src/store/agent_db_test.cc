@@ -63,12 +63,12 @@ TEST(AgentDbTest, EveryTelemetryMetricHasASampleAndRollupColumn) {
         EXPECT_EQ(columns.count(m.name), 1u) << table << " lacks " << m.name;
       }
     }
-    ASSERT_TRUE(db->db().Exec("ALTER TABLE samples DROP COLUMN gpu_pcie_rx_bytes_per_second").ok());
+    ASSERT_TRUE(db->db().Exec("ALTER TABLE samples DROP COLUMN gpu_pcie_rx_bytes_total").ok());
     ASSERT_TRUE(db->db().Exec("ALTER TABLE rollups DROP COLUMN gpu_xid_last").ok());
   }
   auto reopened = AgentDb::OpenInDataDir(dir);
   ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
-  EXPECT_EQ(Columns(reopened->db(), "samples").count("gpu_pcie_rx_bytes_per_second"), 1u);
+  EXPECT_EQ(Columns(reopened->db(), "samples").count("gpu_pcie_rx_bytes_total"), 1u);
   EXPECT_EQ(Columns(reopened->db(), "rollups").count("gpu_xid_last"), 1u);
   WriteBatch batch;
   batch.snapshots.push_back(Snapshot(1000, 1, 60));

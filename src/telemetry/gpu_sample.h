@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,7 +37,10 @@ struct GpuSample {
   int index = 0;
   std::string uuid;
   std::string name;
-  double timestamp = 0;  // Unix seconds
+  std::string pci_bus_id;      // "00000000:3B:00.0" ("" = unknown)
+  std::optional<int> minor;    // /dev/nvidia<minor>
+  std::string driver_version;  // "550.54.15" ("" = unknown)
+  double timestamp = 0;        // Unix seconds
   std::optional<double> utilization_gpu_pct;
   std::optional<double> utilization_memory_pct;
   std::optional<double> memory_used_bytes;
@@ -52,6 +56,30 @@ struct GpuSample {
   std::optional<int> last_xid;  // 0 = no XID since the source started
   std::optional<double> pcie_tx_bytes_per_second;
   std::optional<double> pcie_rx_bytes_per_second;
+  // Bytes through PCIe since the source started: NVML reports only a rate (a 20 ms window), so
+  // the source integrates it over its sampling interval. Counters (never decrease).
+  std::optional<double> pcie_tx_bytes;
+  std::optional<double> pcie_rx_bytes;
+  std::optional<double> memory_temperature_celsius;  // HBM temperature (NVML_FI_DEV_MEMORY_TEMP)
+  std::optional<double> energy_joules;               // since the driver was loaded (counter)
+  std::optional<double> pcie_replays;                // PCIe replay (retry) counter
+  std::optional<double> encoder_utilization_pct;
+  std::optional<double> decoder_utilization_pct;
+  std::optional<double> memory_free_bytes;
+  std::optional<double> memory_reserved_bytes;  // held by the driver and firmware
+  std::optional<double> nvlink_tx_bytes;        // data bytes over every NVLink (counter)
+  std::optional<double> nvlink_rx_bytes;
+  std::optional<double> remapped_rows_correctable;  // rows remapped for correctable errors
+  std::optional<double> remapped_rows_uncorrectable;
+  std::optional<double> row_remap_failure;  // 1 when a row could not be remapped
+  // Profiling (DCGM "DCP") ratios 0-1, from NVML GPM (Hopper and later); nullopt elsewhere.
+  std::optional<double> gr_engine_active_ratio;
+  std::optional<double> tensor_active_ratio;
+  std::optional<double> dram_active_ratio;
+  // XID errors: the codes that arrived since the previous sample (each one an event), and how
+  // many of each code arrived since the source started (code -> count).
+  std::vector<int> new_xids;
+  std::map<int, double> xid_counts;
   std::optional<std::vector<GpuProcess>> processes;  // nullopt = unknown
 };
 
@@ -73,6 +101,29 @@ struct MetricDef {
 const std::vector<MetricDef>& Metrics();
 // nullptr when `name` is not a metric.
 const MetricDef* FindMetric(std::string_view name);
+
+// A metric name of an earlier release (see the README changelog) and what it became: the same
+// values under a new name (kSame), or a per-second gauge whose quantity is now a counter
+// (kRateOf: the old series is the new counter's rate).
+struct RenamedMetric {
+  enum Kind { kSame, kRateOf };
+  const char* old_name;
+  const char* new_name;
+  Kind kind;
+};
+const std::vector<RenamedMetric>& RenamedMetrics();
+// nullptr when `old_name` is not a renamed metric.
+const RenamedMetric* FindRenamedMetric(std::string_view old_name);
+
+// A metric of NVIDIA dcgm-exporter (`--metrics-names dcgm`): its name, Prometheus type, help
+// and the value in dcgm-exporter's unit (MHz, MiB, mJ, percent, C, W, 0-1 ratios).
+struct DcgmMetricDef {
+  const char* name;
+  MetricType type;
+  const char* help;
+  std::optional<double> (*extract)(const GpuSample&);
+};
+const std::vector<DcgmMetricDef>& DcgmMetrics();
 // Names of the set bits of `reasons` ("hw_thermal_slowdown", "sw_power_cap", ...).
 std::vector<std::string> ClockEventReasonNames(uint64_t reasons);
 

@@ -19,6 +19,12 @@ constexpr double kPowerLimitWatts = 700;
 constexpr double kSmClockMhz = 1980;
 constexpr double kMemClockMhz = 2619;
 constexpr double kPi = 3.14159265358979323846;
+constexpr double kMiB = 1024.0 * 1024;
+// Illustrative figures for the fields a datasheet does not give: what the driver reserves, a
+// memory (HBM) temperature a few degrees above the core, NVLink traffic of data parallelism.
+constexpr double kReservedBytes = 512 * kMiB;
+constexpr double kNvlinkBytesPerSecond = 40e9;
+constexpr const char* kSimDriverVersion = "550.54.15";
 
 struct FaultName {
   const char* name;
@@ -33,6 +39,7 @@ constexpr FaultName kFaultNames[] = {
     {"utilization-collapse", FaultKind::kUtilizationCollapse},
     {"memory-leak", FaultKind::kMemoryLeak},
     {"process-exit", FaultKind::kProcessExit},
+    {"hang", FaultKind::kHang},
     {"recover", FaultKind::kRecover},
 };
 
@@ -127,6 +134,8 @@ Result<std::vector<Fault>> LoadScenario(const std::string& path) {
 SimSource::SimSource(int gpu_count, std::vector<Fault> faults, const Clock& clock)
     : gpu_count_(gpu_count),
       faults_(std::move(faults)),
+      xid_delivered_(faults_.size(), false),
+      counters_(static_cast<size_t>(std::max(gpu_count, 0))),
       clock_(clock),
       start_(clock.MonotonicSeconds()) {}
 
@@ -137,6 +146,11 @@ GpuSample SimSource::Healthy(int gpu, double t) const {
   std::snprintf(uuid, sizeof uuid, "GPU-5151c0de-0000-4000-8000-%012d", gpu);
   s.uuid = uuid;
   s.name = kSimName;
+  char bus[32];
+  std::snprintf(bus, sizeof bus, "00000000:%02X:00.0", 0x18 + 0x10 * gpu);
+  s.pci_bus_id = bus;
+  s.minor = gpu;
+  s.driver_version = kSimDriverVersion;
   // A training workload: 88 % busy with a slow +-6 % wave (one minute period) per GPU.
   double util = 88 + 6 * std::sin(2 * kPi * t / 60 + gpu);
   s.utilization_gpu_pct = std::round(util);
@@ -155,7 +169,50 @@ GpuSample SimSource::Healthy(int gpu, double t) const {
   s.pcie_tx_bytes_per_second = 2.0e9 + 1e8 * gpu;
   s.pcie_rx_bytes_per_second = 1.5e9 + 1e8 * gpu;
   s.processes = std::vector<GpuProcess>{{10000 + gpu, 60.0 * 1024 * 1024 * 1024}};
+  s.memory_temperature_celsius = *s.temperature_celsius + 6;
+  s.memory_reserved_bytes = kReservedBytes;
+  s.pcie_replays = 0;
+  s.encoder_utilization_pct = 0;
+  s.decoder_utilization_pct = 0;
+  s.remapped_rows_correctable = 0;
+  s.remapped_rows_uncorrectable = 0;
+  s.row_remap_failure = 0;
+  s.gr_engine_active_ratio = util / 100 * 0.98;
+  s.tensor_active_ratio = util / 100 * 0.45;
+  s.dram_active_ratio = util / 100 * 0.4;
   return s;
+}
+
+void SimSource::Accumulate(GpuSample& s, double t, bool lost) {
+  Counters& c = counters_[static_cast<size_t>(s.index)];
+  double dt = c.last_at < 0 ? 0 : std::max(0.0, s.timestamp - c.last_at);
+  c.last_at = s.timestamp;
+  for (size_t i = 0; i < faults_.size(); ++i) {
+    const Fault& f = faults_[i];
+    if (f.kind != FaultKind::kXid || f.gpu != s.index || f.at_seconds > t || xid_delivered_[i]) {
+      continue;
+    }
+    xid_delivered_[i] = true;
+    s.new_xids.push_back(f.xid);
+    c.xid_counts[f.xid] += 1;
+  }
+  s.xid_counts = c.xid_counts;
+  if (lost) return;
+  bool busy = s.utilization_gpu_pct.value_or(0) > 5;
+  c.energy_joules += s.power_watts.value_or(0) * dt;
+  c.pcie_tx += s.pcie_tx_bytes_per_second.value_or(0) * dt;
+  c.pcie_rx += s.pcie_rx_bytes_per_second.value_or(0) * dt;
+  c.nvlink_tx += (busy ? kNvlinkBytesPerSecond : 0) * dt;
+  c.nvlink_rx += (busy ? kNvlinkBytesPerSecond : 0) * dt;
+  s.energy_joules = c.energy_joules;
+  s.pcie_tx_bytes = c.pcie_tx;
+  s.pcie_rx_bytes = c.pcie_rx;
+  s.nvlink_tx_bytes = c.nvlink_tx;
+  s.nvlink_rx_bytes = c.nvlink_rx;
+  if (s.memory_total_bytes && s.memory_used_bytes) {
+    s.memory_free_bytes =
+        std::max(0.0, *s.memory_total_bytes - *s.memory_used_bytes - kReservedBytes);
+  }
 }
 
 Result<GpuSnapshot> SimSource::Sample() {
@@ -221,6 +278,14 @@ Result<GpuSnapshot> SimSource::Sample() {
           s.power_watts = 70;
           *s.clock_event_reasons |= kReasonGpuIdle;
           break;
+        case FaultKind::kHang:
+          s.utilization_gpu_pct = 100;
+          s.power_watts = std::round(kPowerLimitWatts * 0.25);
+          s.tensor_active_ratio = 0;
+          s.dram_active_ratio = 0.01;
+          s.pcie_tx_bytes_per_second = 1e6;
+          s.pcie_rx_bytes_per_second = 1e6;
+          break;
         default:
           break;
       }
@@ -231,9 +296,13 @@ Result<GpuSnapshot> SimSource::Sample() {
       gone.uuid = s.uuid;
       gone.name = s.name;
       gone.timestamp = s.timestamp;
+      gone.pci_bus_id = s.pci_bus_id;
+      gone.minor = s.minor;
+      gone.driver_version = s.driver_version;
       gone.last_xid = s.last_xid;
       s = gone;
     }
+    Accumulate(s, t, lost);
     snapshot.push_back(std::move(s));
   }
   return snapshot;

@@ -5,6 +5,7 @@
 // clock. Not thread-safe: the sampler thread owns it.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,8 @@ enum class FaultKind {
   kUtilizationCollapse,  // utilization drops to 2 %
   kMemoryLeak,           // used memory grows to full over `over` (default 60 s)
   kProcessExit,          // the training process exits: no process, utilization 0, memory freed
+  kHang,                 // a job stuck in a collective: utilization 100 %, power at 25 % of
+                         // the limit, tensor pipes idle (what NCCL hangs look like)
   kRecover,              // clears every fault of the GPU
 };
 
@@ -44,7 +47,7 @@ struct Fault {
 Result<std::vector<Fault>> LoadScenario(const std::string& path);
 Result<std::vector<Fault>> ParseScenario(const std::string& yaml_text, const std::string& origin);
 // "overheat", "heat-ramp", "thermal-slowdown", "power-cap", "xid:79", "ecc-uncorrectable",
-// "utilization-collapse", "memory-leak", "process-exit", "recover".
+// "utilization-collapse", "memory-leak", "process-exit", "hang", "recover".
 Result<Fault> ParseFaultName(const std::string& text);
 
 class SimSource final : public GpuSource {
@@ -56,8 +59,19 @@ class SimSource final : public GpuSource {
 
  private:
   GpuSample Healthy(int gpu, double t) const;
+  // Integrates the counters (energy, PCIe and NVLink bytes) over the time since the previous
+  // sample by the samples' own timestamps (so that a counter's rate over stored rows is the rate
+  // that was sampled), and hands out each XID fault due by scenario time `t` once, as an event.
+  void Accumulate(GpuSample& s, double t, bool lost);
+  struct Counters {
+    double last_at = -1;  // timestamp of the previous sample
+    double energy_joules = 0, pcie_tx = 0, pcie_rx = 0, nvlink_tx = 0, nvlink_rx = 0;
+    std::map<int, double> xid_counts;
+  };
   int gpu_count_;
   std::vector<Fault> faults_;
+  std::vector<bool> xid_delivered_;  // per fault: its XID event has been handed out
+  std::vector<Counters> counters_;   // per GPU
   const Clock& clock_;
   double start_;
 };

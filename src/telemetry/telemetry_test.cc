@@ -115,7 +115,7 @@ TEST(SimSourceTest, ScenarioErrorsNameFileLineAndField) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().message(),
             "s.yaml:1: faults[0].fault: expected a fault (overheat, heat-ramp, thermal-slowdown, "
-            "power-cap, ecc-uncorrectable, utilization-collapse, memory-leak, process-exit, "
+            "power-cap, ecc-uncorrectable, utilization-collapse, memory-leak, process-exit, hang, "
             "recover, xid:N), found \"meltdown\"");
   auto near = ParseScenario("- {at: 1s, gpu: 0, fault: overheet}", "s.yaml");
   ASSERT_FALSE(near.ok());
@@ -265,7 +265,7 @@ TEST(MetricTableTest, ReasonFlagsAndUnknownStayUnknown) {
   EXPECT_EQ(*thermal->extract(s), 1.0);
   EXPECT_EQ(*capped->extract(s), 1.0);
   s.sm_clock_mhz = 1980;
-  EXPECT_EQ(*FindMetric("gpu_sm_clock_hz")->extract(s), 1.98e9);
+  EXPECT_EQ(*FindMetric("gpu_sm_clock_hertz")->extract(s), 1.98e9);
   EXPECT_EQ(FindMetric("gpu_bogus"), nullptr);
   EXPECT_EQ(ClockEventReasonNames(kReasonHwThermal | kReasonGpuIdle),
             (std::vector<std::string>{"gpu_idle", "hw_thermal_slowdown"}));

@@ -5,13 +5,20 @@
 //   gpu I FIELD VALUE                FIELD: name uuid util_gpu util_mem mem_used mem_total
 //                                    power_mw power_limit_mw temperature sm_clock mem_clock
 //                                    reasons ecc_corrected ecc_uncorrected pcie_tx_kb pcie_rx_kb
-//                                    processes; VALUE `unsupported` answers NOT_SUPPORTED
+//                                    processes mem_reserved enc_util dec_util memory_temp
+//                                    energy_mj pcie_replay nvlink_tx_kib nvlink_rx_kib
+//                                    remapped_cor remapped_unc remap_failure pci_bus_id minor
+//                                    gpm (1 = GPM supported; default unsupported) gpm_graphics
+//                                    gpm_tensor gpm_dram (percent);
+//                                    VALUE `unsupported` answers NOT_SUPPORTED
 //   gpu I lost                       every getter answers GPU_IS_LOST
 //   gpu I process PID BYTES          a compute process
 //   xid I CODE                       one XID critical event (delivered once per script line)
+//   driver VERSION                   nvmlSystemGetDriverVersion (default 550.54.15)
 // fakeNvmlCallCount("nvmlDeviceGetPowerUsage") counts calls, so tests can check probing.
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -38,6 +45,7 @@ struct State {
   std::vector<FakeGpu> gpus;
   std::vector<std::pair<int, std::pair<unsigned, unsigned long long>>> xids;  // line, gpu, code
   std::set<int> delivered;
+  std::string driver_version = "550.54.15";
   std::map<std::string, int> calls;
   bool initialised = false;
 };
@@ -52,6 +60,7 @@ void Load() {
   s.count = 1;
   s.gpus.assign(16, FakeGpu{});
   s.xids.clear();
+  s.driver_version = "550.54.15";
   const char* path = std::getenv("FAKE_NVML_SCRIPT");
   if (path == nullptr) return;
   std::ifstream in(path);
@@ -80,6 +89,8 @@ void Load() {
         std::getline(words >> std::ws, value);
         s.gpus[i].fields[field] = value;
       }
+    } else if (kind == "driver") {
+      words >> s.driver_version;
     } else if (kind == "xid") {
       unsigned i = 0;
       unsigned long long code = 0;
@@ -126,6 +137,7 @@ __attribute__((visibility("default"))) int fakeNvmlCallCount(const char* fn) {
 __attribute__((visibility("default"))) nvmlReturn_t nvmlInit_v2() {
   std::lock_guard<std::mutex> lock(S().mu);
   Load();
+  S().delivered.clear();  // a new session: events of an earlier one are not replayed
   S().initialised = true;
   return NVML_SUCCESS;
 }
@@ -273,6 +285,133 @@ __attribute__((visibility("default"))) nvmlReturn_t nvmlEventSetWait_v2(nvmlEven
   return NVML_ERROR_TIMEOUT;
 }
 __attribute__((visibility("default"))) nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t) {
+  return NVML_SUCCESS;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d,
+                                                                               nvmlMemory_v2_t* m) {
+  if (m->version != fulcrum::telemetry::nvml::kMemoryV2Version) return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlReturn_t rc =
+      Get("nvmlDeviceGetMemoryInfo_v2", d, "mem_reserved", 536870912ull, &m->reserved);
+  if (rc != NVML_SUCCESS) return rc;
+  rc = Get("nvmlDeviceGetMemoryInfo", d, "mem_total", 85899345920ull, &m->total);
+  if (rc != NVML_SUCCESS) return rc;
+  rc = Get("nvmlDeviceGetMemoryInfo.used", d, "mem_used", 1073741824ull, &m->used);
+  m->free = m->total - m->used - m->reserved;
+  return rc;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetEncoderUtilization(
+    nvmlDevice_t d, unsigned* util, unsigned* period_us) {
+  *period_us = 167000;
+  return Get("nvmlDeviceGetEncoderUtilization", d, "enc_util", 0u, util);
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetDecoderUtilization(
+    nvmlDevice_t d, unsigned* util, unsigned* period_us) {
+  *period_us = 167000;
+  return Get("nvmlDeviceGetDecoderUtilization", d, "dec_util", 0u, util);
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d,
+                                                                            nvmlPciInfo_t* pci) {
+  *pci = nvmlPciInfo_t{};
+  char bus[32];
+  std::snprintf(bus, sizeof bus, "00000000:%02X:00.0", 0x18 + Index(d));
+  nvmlReturn_t rc = GetString(d, "pci_bus_id", bus, pci->busId, sizeof pci->busId);
+  return rc;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d,
+                                                                             unsigned* minor) {
+  return Get("nvmlDeviceGetMinorNumber", d, "minor", Index(d), minor);
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlSystemGetDriverVersion(char* buf,
+                                                                               unsigned len) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  const std::string& v = S().driver_version;
+  if (v == "unsupported") return NVML_ERROR_NOT_SUPPORTED;
+  if (v.size() + 1 > len) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(buf, v.c_str(), v.size() + 1);
+  return NVML_SUCCESS;
+}
+// GPM: a sample remembers its device; the metrics between two samples answer from the script.
+struct nvmlGpmSample_st {
+  nvmlDevice_t device = nullptr;
+};
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmQueryDeviceSupport(
+    nvmlDevice_t d, nvmlGpmSupport_t* support) {
+  if (support->version != fulcrum::telemetry::nvml::kGpmSupportVersion) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  return Get("nvmlGpmQueryDeviceSupport", d, "gpm", 0u, &support->isSupportedDevice);
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t* sample) {
+  *sample = new nvmlGpmSample_st;
+  return NVML_SUCCESS;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
+  delete sample;
+  return NVML_SUCCESS;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d,
+                                                                     nvmlGpmSample_t sample) {
+  unsigned ignored = 0;
+  nvmlReturn_t rc = Get("nvmlGpmSampleGet", d, "gpm", 0u, &ignored);
+  if (rc == NVML_SUCCESS) sample->device = d;
+  return rc;
+}
+__attribute__((visibility("default"))) nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* m) {
+  namespace nv = fulcrum::telemetry::nvml;
+  if (m->version != nv::kGpmMetricsGetVersion || m->sample1 == nullptr || m->sample2 == nullptr ||
+      m->sample1->device != m->sample2->device || m->numMetrics > 333) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  for (unsigned i = 0; i < m->numMetrics; ++i) {
+    nvmlGpmMetric_t& metric = m->metrics[i];
+    const char* field = metric.metricId == nv::kGpmMetricGraphicsUtil    ? "gpm_graphics"
+                        : metric.metricId == nv::kGpmMetricAnyTensorUtil ? "gpm_tensor"
+                        : metric.metricId == nv::kGpmMetricDramBwUtil    ? "gpm_dram"
+                                                                         : nullptr;
+    if (field == nullptr) {
+      metric.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+      continue;
+    }
+    unsigned pct = 0;
+    metric.nvmlReturn = Get("nvmlGpmMetricsGet", m->sample2->device, field, 50u, &pct);
+    metric.value = pct;
+  }
+  return NVML_SUCCESS;
+}
+// Field values: each field answers from its script FIELD (defaults below), per entry.
+__attribute__((visibility("default"))) nvmlReturn_t nvmlDeviceGetFieldValues(
+    nvmlDevice_t d, int count, nvmlFieldValue_t* values) {
+  namespace nv = fulcrum::telemetry::nvml;
+  struct Known {
+    unsigned id;
+    const char* field;
+    unsigned long long fallback;
+  };
+  static const Known kKnown[] = {
+      {nv::kFieldMemoryTemp, "memory_temp", 66},
+      {nv::kFieldTotalEnergy, "energy_mj", 123456789},
+      {nv::kFieldPcieReplayCounter, "pcie_replay", 0},
+      {nv::kFieldNvlinkDataTx, "nvlink_tx_kib", 4096},
+      {nv::kFieldNvlinkDataRx, "nvlink_rx_kib", 8192},
+      {nv::kFieldRemappedCorrectable, "remapped_cor", 0},
+      {nv::kFieldRemappedUncorrectable, "remapped_unc", 0},
+      {nv::kFieldRemappedFailure, "remap_failure", 0},
+  };
+  for (int i = 0; i < count; ++i) {
+    nvmlFieldValue_t& v = values[i];
+    v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    for (const Known& k : kKnown) {
+      if (k.id != v.fieldId) continue;
+      bool nvlink = k.id == nv::kFieldNvlinkDataTx || k.id == nv::kFieldNvlinkDataRx;
+      if (nvlink && v.scopeId != nv::kAllLinks) {
+        v.nvmlReturn = NVML_ERROR_INVALID_ARGUMENT;
+        break;
+      }
+      v.valueType = nv::kValueTypeUnsignedLongLong;
+      v.nvmlReturn = Get("nvmlDeviceGetFieldValues", d, k.field, k.fallback, &v.value.ullVal);
+      if (v.nvmlReturn == NVML_ERROR_GPU_IS_LOST) return NVML_ERROR_GPU_IS_LOST;
+    }
+  }
   return NVML_SUCCESS;
 }
 
