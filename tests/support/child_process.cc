@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "support/fake_http_server.h"
+#include "support/run_binary.h"
 
 namespace fulcrum::testing {
 namespace {
@@ -25,16 +26,6 @@ std::string ReadAll(const std::string& path) {
 }
 
 }  // namespace
-
-bool PollUntil(const std::function<bool()>& ready, double seconds) {
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return ready();
-}
 
 ChildProcess::ChildProcess(const std::string& program, const std::vector<std::string>& args,
                            const std::string& log_prefix,

@@ -73,7 +73,6 @@ class PrometheusPeer {
 
 std::string UrlEncode(const std::string& text);
 
-// Polls `ready` every 100 ms until it holds or `seconds` pass; its last answer.
-bool PollUntil(const std::function<bool()>& ready, double seconds);
+// PollUntil (poll a condition until it holds or time runs out) is in support/run_binary.h.
 
 }  // namespace fulcrum::testing
