@@ -187,6 +187,7 @@ void ExpectExportedCommandsRun(const std::string& tool) {
   o.cwd = dir;
   o.env["HOME"] = dir + "/home";
   o.env["XDG_DATA_HOME"] = dir + "/home/.local/share";
+  o.env["FULCRUM_DATA_DIR"] = dir + "/data";  // as root the default is /var/lib/fulcrum
   o.env["PATH"] = fs::path(FULCRUM_BINARY).parent_path().string() + ":/usr/bin:/bin";
   RunOutput run = RunProgram("/bin/bash", {dir + "/task.sh"}, o);
   EXPECT_EQ(run.exit_code, 0) << script.out << "\n" << run.out << run.err;
