@@ -11,12 +11,41 @@
 #include "core/table.h"
 #include "store/job_view.h"
 #include "store/jobs.h"
+#include "store/jobs_projection.h"
 
 namespace fulcrum::cli {
 namespace {
 
 std::string Age(const std::optional<double>& seconds) {
   return seconds ? FormatDuration(std::max(0.0, *seconds)) + " ago" : "-";
+}
+
+std::string Percent(double fraction) { return FormatNumber(100 * fraction, 0) + " %"; }
+
+// One line of planned vs measured for a job that knows its plan: "" for one that does not.
+std::string QuoteLine(const store::JobRecord& j, double now) {
+  const store::JobProjection p = store::ProjectJob(j, now);
+  if (!p.planned_step_seconds && !p.progress_fraction) return "";
+  std::string line = j.id + ":";
+  if (p.planned_step_seconds) {
+    line += " step " + FormatNumber(*p.planned_step_seconds, 3) + " s planned";
+    line += p.measured_step_seconds
+                ? ", " + FormatNumber(*p.measured_step_seconds, 3) + " s measured (" +
+                      FormatNumber(p.speed_vs_plan.value_or(0), 2) + " x planned speed)"
+                : ", not measured yet";
+  }
+  if (p.progress_fraction) line += "; " + Percent(*p.progress_fraction) + " done";
+  if (p.eta_seconds) {
+    line += "; ETA " + FormatDuration(*p.eta_seconds) + " (P90 " +
+            FormatDuration(p.eta_p90_seconds.value_or(*p.eta_seconds)) + ")";
+  }
+  if (p.projected_cost_usd) {
+    line += "; projected " + FormatUsd(*p.projected_cost_usd) + " (P90 " +
+            FormatUsd(p.projected_cost_p90_usd.value_or(*p.projected_cost_usd)) + ")";
+  }
+  if (p.deadline_met_probability)
+    line += "; deadline met with " + Percent(*p.deadline_met_probability) + " probability";
+  return line;
 }
 
 Status ShowStatus(CliContext& ctx, const std::string& data_dir_flag, bool json, bool all) {
@@ -96,6 +125,7 @@ Status ShowStatus(CliContext& ctx, const std::string& data_dir_flag, bool json, 
                   j.budget_usd ? FormatUsd(*j.budget_usd) : "-"});
     if (const std::string reason = view["reason"]; !reason.empty())
       notes.push_back(j.id + ": " + reason);
+    if (std::string quote = QuoteLine(j, now); !quote.empty()) notes.push_back(std::move(quote));
   }
   ctx.out << table.Render();
   if (!notes.empty()) ctx.out << "\n";
@@ -122,7 +152,9 @@ void RegisterStatus(CLI::App* cmd, CliContext& ctx) {
   cmd->add_flag(
       "--json", *json,
       "Print {\"jobs\": [{id, state, queue, gpus, step, restarts, last_checkpoint_age_seconds, "
-      "spend_usd, budget_usd, heartbeat_age_seconds, slurm_state, ...}]}");
+      "spend_usd, budget_usd, heartbeat_age_seconds, slurm_state, planned_step_seconds, "
+      "measured_step_seconds, progress_fraction, eta_seconds, eta_p90_seconds, "
+      "projected_cost_usd, projected_cost_p90_usd, deadline_met_probability, ...}]}");
   cmd->add_flag("--all", *all, "Also list jobs that finished more than a day ago");
   cmd->callback([&ctx, data_dir, json, all] {
     Status s = ShowStatus(ctx, *data_dir, *json, *all);

@@ -1,5 +1,7 @@
 #include "store/job_view.h"
 
+#include "store/jobs_projection.h"
+
 namespace fulcrum::store {
 namespace {
 
@@ -21,6 +23,7 @@ nlohmann::json JobJson(const JobRecord& j, double now,
   if (state == JobState::kLost && j.state != JobState::kLost) {
     reason = "supervisor pid " + std::to_string(j.supervisor_pid.value_or(0)) + " is gone";
   }
+  const JobProjection projection = ProjectJob(j, now);
   return {
       {"id", j.id},
       {"name", j.name},
@@ -48,6 +51,26 @@ nlohmann::json JobJson(const JobRecord& j, double now,
       {"reason", reason},
       {"slurm_job_id", NonEmpty(j.slurm_job_id)},
       {"slurm_state", Optional(slurm_state)},
+      // The plan and its re-quote (issue 16); null without a plan or before a measurement.
+      {"planned_layout", NonEmpty(j.plan.layout)},
+      {"planned_tokens_per_step", Optional(j.plan.tokens_per_step)},
+      {"planned_total_steps", Optional(j.plan.total_steps)},
+      {"planned_peak_bytes_per_gpu", Optional(j.plan.peak_bytes_per_gpu)},
+      {"planned_total_hours", Optional(j.plan.total_hours)},
+      {"planned_total_hours_p90", Optional(j.plan.total_hours_p90)},
+      {"planned_cost_usd", Optional(j.plan.cost_usd)},
+      {"planned_cost_p90_usd", Optional(j.plan.cost_p90_usd)},
+      {"deadline_at", Optional(j.plan.deadline_at)},
+      {"planned_step_seconds", Optional(projection.planned_step_seconds)},
+      {"measured_step_seconds", Optional(projection.measured_step_seconds)},
+      {"measured_tokens_per_second", Optional(j.measured.tokens_per_second)},
+      {"speed_vs_plan", Optional(projection.speed_vs_plan)},
+      {"progress_fraction", Optional(projection.progress_fraction)},
+      {"eta_seconds", Optional(projection.eta_seconds)},
+      {"eta_p90_seconds", Optional(projection.eta_p90_seconds)},
+      {"projected_cost_usd", Optional(projection.projected_cost_usd)},
+      {"projected_cost_p90_usd", Optional(projection.projected_cost_p90_usd)},
+      {"deadline_met_probability", Optional(projection.deadline_met_probability)},
   };
 }
 

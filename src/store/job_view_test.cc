@@ -58,5 +58,33 @@ TEST(JobViewTest, ActiveJobWithADeadSupervisorIsLost) {
   EXPECT_EQ(JobJson(job, 0)["state"], "running");
 }
 
+TEST(JobViewTest, ThePlanAndItsReQuoteAreInTheSharedView) {
+  JobRecord job = Unpriced();
+  for (const char* field :
+       {"planned_step_seconds", "measured_step_seconds", "progress_fraction", "eta_seconds",
+        "eta_p90_seconds", "projected_cost_usd", "projected_cost_p90_usd",
+        "deadline_met_probability"}) {
+    ASSERT_TRUE(JobJson(job, 0).contains(field)) << field;
+    EXPECT_TRUE(JobJson(job, 0)[field].is_null()) << field << ": unknown without a plan";
+  }
+  job.state = JobState::kRunning;
+  job.supervisor_pid = getpid();
+  job.price_per_hour_usd = 3600;
+  job.step = 50;
+  job.plan.step_seconds = 2;
+  job.plan.total_steps = 100;
+  job.plan.deadline_at = 1000;
+  job.measured.step_seconds = 4;
+  auto view = JobJson(job, 500);
+  EXPECT_EQ(view["planned_step_seconds"], 2.0);
+  EXPECT_EQ(view["measured_step_seconds"], 4.0);
+  EXPECT_EQ(view["speed_vs_plan"], 0.5);
+  EXPECT_EQ(view["progress_fraction"], 0.5);
+  EXPECT_EQ(view["eta_seconds"], 200.0);
+  EXPECT_GT(view["eta_p90_seconds"].get<double>(), 200.0);
+  EXPECT_EQ(view["projected_cost_usd"], 200.0) << "nothing spent + 200 s at $1/s";
+  EXPECT_GT(view["deadline_met_probability"].get<double>(), 0.5) << "200 s of the 500 s left";
+}
+
 }  // namespace
 }  // namespace fulcrum::store

@@ -71,6 +71,22 @@ ALTER TABLE jobs ADD COLUMN start TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN child_pgid INTEGER;
 ALTER TABLE jobs ADD COLUMN child_start_ticks INTEGER;
 )sql",
+    R"sql(
+ALTER TABLE jobs ADD COLUMN planned_layout TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN planned_step_seconds REAL;
+ALTER TABLE jobs ADD COLUMN planned_step_seconds_p90 REAL;
+ALTER TABLE jobs ADD COLUMN planned_tokens_per_step REAL;
+ALTER TABLE jobs ADD COLUMN planned_total_steps INTEGER;
+ALTER TABLE jobs ADD COLUMN planned_peak_bytes_per_gpu REAL;
+ALTER TABLE jobs ADD COLUMN planned_total_hours REAL;
+ALTER TABLE jobs ADD COLUMN planned_total_hours_p90 REAL;
+ALTER TABLE jobs ADD COLUMN planned_cost_usd REAL;
+ALTER TABLE jobs ADD COLUMN planned_cost_p90_usd REAL;
+ALTER TABLE jobs ADD COLUMN deadline_at REAL;
+ALTER TABLE jobs ADD COLUMN measured_step_seconds REAL;
+ALTER TABLE jobs ADD COLUMN measured_tokens_per_second REAL;
+ALTER TABLE jobs ADD COLUMN tokens INTEGER;
+)sql",
 };
 
 constexpr std::pair<JobState, std::string_view> kStateNames[] = {
@@ -91,7 +107,10 @@ constexpr const char* kJobColumns =
     "last_checkpoint_at, last_checkpoint_path, spend_usd, budget_usd, price_per_hour_usd, "
     "created_at, started_at, finished_at, heartbeat_at, not_before, exit_code, reason, "
     "supervisor_pid, slurm_job_id, checkpoint_dir, workdir, run_options_json, generation, start, "
-    "child_pgid, child_start_ticks";
+    "child_pgid, child_start_ticks, planned_layout, planned_step_seconds, "
+    "planned_step_seconds_p90, planned_tokens_per_step, planned_total_steps, "
+    "planned_peak_bytes_per_gpu, planned_total_hours, planned_total_hours_p90, planned_cost_usd, "
+    "planned_cost_p90_usd, deadline_at, measured_step_seconds, measured_tokens_per_second, tokens";
 
 // The columns to SELECT from a file at schema `version` (a reader may meet a file that no writer
 // of this version has migrated yet): columns added later read as their defaults.
@@ -102,6 +121,20 @@ std::string SelectJobColumns(int version) {
       {"start", {2, "''"}},
       {"child_pgid", {3, "NULL"}},
       {"child_start_ticks", {3, "NULL"}},
+      {"planned_layout", {4, "''"}},
+      {"planned_step_seconds", {4, "NULL"}},
+      {"planned_step_seconds_p90", {4, "NULL"}},
+      {"planned_tokens_per_step", {4, "NULL"}},
+      {"planned_total_steps", {4, "NULL"}},
+      {"planned_peak_bytes_per_gpu", {4, "NULL"}},
+      {"planned_total_hours", {4, "NULL"}},
+      {"planned_total_hours_p90", {4, "NULL"}},
+      {"planned_cost_usd", {4, "NULL"}},
+      {"planned_cost_p90_usd", {4, "NULL"}},
+      {"deadline_at", {4, "NULL"}},
+      {"measured_step_seconds", {4, "NULL"}},
+      {"measured_tokens_per_second", {4, "NULL"}},
+      {"tokens", {4, "NULL"}},
   };
   std::string out;
   std::istringstream columns(kJobColumns);
@@ -171,6 +204,20 @@ JobRecord ReadJob(const Statement& s) {
   if (start == "continued") j.start = JobStart::kContinued;
   j.child_pgid = OptionalInt(s, 28);
   j.child_start_ticks = OptionalInt(s, 29);
+  j.plan.layout = s.ColumnText(30);
+  j.plan.step_seconds = s.ColumnOptionalDouble(31);
+  j.plan.step_seconds_p90 = s.ColumnOptionalDouble(32);
+  j.plan.tokens_per_step = s.ColumnOptionalDouble(33);
+  j.plan.total_steps = OptionalInt(s, 34);
+  j.plan.peak_bytes_per_gpu = s.ColumnOptionalDouble(35);
+  j.plan.total_hours = s.ColumnOptionalDouble(36);
+  j.plan.total_hours_p90 = s.ColumnOptionalDouble(37);
+  j.plan.cost_usd = s.ColumnOptionalDouble(38);
+  j.plan.cost_p90_usd = s.ColumnOptionalDouble(39);
+  j.plan.deadline_at = s.ColumnOptionalDouble(40);
+  j.measured.step_seconds = s.ColumnOptionalDouble(41);
+  j.measured.tokens_per_second = s.ColumnOptionalDouble(42);
+  j.measured.tokens = OptionalInt(s, 43);
   return j;
 }
 
@@ -364,7 +411,8 @@ Status JobsDb::UpsertJob(const JobRecord& j) {
   FULCRUM_ASSIGN_OR_RETURN(
       Statement s,
       db_.Prepare(std::string("INSERT OR REPLACE INTO jobs (") + kJobColumns +
-                  ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+                  ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
+                  "?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
   s.Bind(1, j.id).Bind(2, j.name).Bind(3, JobStateName(j.state)).Bind(4, j.queue);
   s.Bind(5, nlohmann::json(j.argv).dump()).Bind(6, nlohmann::json(j.gpus).dump());
   s.Bind(7, static_cast<int64_t>(j.gpus_requested));
@@ -382,6 +430,14 @@ Status JobsDb::UpsertJob(const JobRecord& j) {
   s.Bind(28, j.start ? JobStartName(*j.start) : std::string_view(""));
   BindOptionalInt(s, 29, j.child_pgid);
   BindOptionalInt(s, 30, j.child_start_ticks);
+  s.Bind(31, j.plan.layout).Bind(32, j.plan.step_seconds).Bind(33, j.plan.step_seconds_p90);
+  s.Bind(34, j.plan.tokens_per_step);
+  BindOptionalInt(s, 35, j.plan.total_steps);
+  s.Bind(36, j.plan.peak_bytes_per_gpu).Bind(37, j.plan.total_hours);
+  s.Bind(38, j.plan.total_hours_p90).Bind(39, j.plan.cost_usd).Bind(40, j.plan.cost_p90_usd);
+  s.Bind(41, j.plan.deadline_at).Bind(42, j.measured.step_seconds);
+  s.Bind(43, j.measured.tokens_per_second);
+  BindOptionalInt(s, 44, j.measured.tokens);
   return s.Run();
 }
 
@@ -398,6 +454,15 @@ Status JobsDb::SetHeartbeat(const std::string& id, double at, std::optional<int6
   s.Bind(1, at);
   BindOptionalInt(s, 2, step);
   return s.Bind(3, id).Run();
+}
+
+Status JobsDb::SetMeasure(const std::string& id, const JobMeasure& m) {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s, db_.Prepare("UPDATE jobs SET measured_step_seconds = ?, "
+                                                    "measured_tokens_per_second = ?, tokens = ? "
+                                                    "WHERE id = ?"));
+  s.Bind(1, m.step_seconds).Bind(2, m.tokens_per_second);
+  BindOptionalInt(s, 3, m.tokens);
+  return s.Bind(4, id).Run();
 }
 
 Status JobsDb::AddRestart(const RestartRecord& r) {

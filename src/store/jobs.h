@@ -52,6 +52,28 @@ enum class JobStart {
 };
 std::string_view JobStartName(JobStart start);
 
+// What the job was planned to do (`fulcrum run --plan`, or --expect-step-seconds by hand) and what
+// the supervisor measured of it so far. Every field is unknown until given or measured.
+struct JobPlan {
+  std::string layout;  // "hyperbolic/1x-H100 tp1 pp1 dp1 zero0 mb2 (hf)"; "" = no plan file
+  std::optional<double> step_seconds;      // planned P50
+  std::optional<double> step_seconds_p90;  // planned P90
+  std::optional<double> tokens_per_step;
+  std::optional<int64_t> total_steps;
+  std::optional<double> peak_bytes_per_gpu;
+  std::optional<double> total_hours;      // planned P50, overheads included
+  std::optional<double> total_hours_p90;
+  std::optional<double> cost_usd;         // planned expected
+  std::optional<double> cost_p90_usd;
+  std::optional<double> deadline_at;      // Unix seconds (--deadline from the first start)
+};
+
+struct JobMeasure {
+  std::optional<double> step_seconds;       // over the sliding window
+  std::optional<double> tokens_per_second;  // over the sliding window
+  std::optional<int64_t> tokens;            // last token count seen (heartbeat JSON)
+};
+
 struct JobRecord {
   std::string id;    // unique; the --name of the job
   std::string name;  // same as id for now (kept separate for the API)
@@ -88,6 +110,8 @@ struct JobRecord {
   // what is left of that group (supervise::EndStaleProcessGroup) before it starts anew.
   std::optional<int64_t> child_pgid;
   std::optional<int64_t> child_start_ticks;
+  JobPlan plan;
+  JobMeasure measured;
   std::string uid() const { return id + "." + std::to_string(generation); }
 };
 
@@ -129,7 +153,7 @@ JobState EffectiveState(const JobRecord& job);
 
 class JobsDb {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   // Opens (creating and migrating unless read_only) the file at `path`. A read-only reader
   // accepts an older schema (the agent may start before a new `fulcrum run` migrated the file)
@@ -158,6 +182,8 @@ class JobsDb {
   Status UpsertJob(const JobRecord& job);
   Status UpdateState(const std::string& id, JobState state, const std::string& reason);
   Status SetHeartbeat(const std::string& id, double at, std::optional<int64_t> step);
+  // The sliding-window measurement of the job's speed (and its last token count).
+  Status SetMeasure(const std::string& id, const JobMeasure& measure);
   Status AddRestart(const RestartRecord& restart);
   Status AddCheckpoint(const CheckpointRecord& checkpoint);
   // Returns the new row's id.

@@ -127,6 +127,83 @@ TEST(JobsDbTest, AReadOnlyReaderReadsAFileAtAnOlderSchema) {
   EXPECT_EQ((**job).started_at, SampleJob().started_at) << "'start' is not 'started_at'";
 }
 
+TEST(JobsDbTest, RoundTripsThePlanAndTheMeasurement) {
+  auto db = JobsDb::Open(":memory:");
+  ASSERT_TRUE(db.ok());
+  JobRecord job = SampleJob();
+  job.plan.layout = "hyperbolic/1x-H100 x1 on_demand: tp1 pp1 dp1 zero0 mb2 (hf)";
+  job.plan.step_seconds = 9.3;
+  job.plan.step_seconds_p90 = 12.3;
+  job.plan.tokens_per_step = 131072;
+  job.plan.total_steps = 3815;
+  job.plan.peak_bytes_per_gpu = 5.1e10;
+  job.plan.total_hours = 10.0;
+  job.plan.total_hours_p90 = 13.2;
+  job.plan.cost_usd = 12.96;
+  job.plan.cost_p90_usd = 17.05;
+  job.plan.deadline_at = 1.8e9;
+  ASSERT_TRUE(db->UpsertJob(job).ok());
+  ASSERT_TRUE(db->SetMeasure(job.id, {13.1, 10005.5, 123456}).ok());
+  auto back = db->GetJob(job.id);
+  ASSERT_TRUE(back.ok() && back->has_value());
+  const JobPlan& p = (**back).plan;
+  EXPECT_EQ(p.layout, job.plan.layout);
+  EXPECT_EQ(p.step_seconds, 9.3);
+  EXPECT_EQ(p.step_seconds_p90, 12.3);
+  EXPECT_EQ(p.tokens_per_step, 131072);
+  EXPECT_EQ(p.total_steps, 3815);
+  EXPECT_EQ(p.peak_bytes_per_gpu, 5.1e10);
+  EXPECT_EQ(p.total_hours, 10.0);
+  EXPECT_EQ(p.total_hours_p90, 13.2);
+  EXPECT_EQ(p.cost_usd, 12.96);
+  EXPECT_EQ(p.cost_p90_usd, 17.05);
+  EXPECT_EQ(p.deadline_at, 1.8e9);
+  EXPECT_EQ((**back).measured.step_seconds, 13.1);
+  EXPECT_EQ((**back).measured.tokens_per_second, 10005.5);
+  EXPECT_EQ((**back).measured.tokens, 123456);
+  JobRecord bare = SampleJob();
+  bare.id = "bare";
+  ASSERT_TRUE(db->UpsertJob(bare).ok());
+  auto plain = db->GetJob("bare");
+  EXPECT_FALSE((**plain).plan.step_seconds) << "unknown is not zero";
+  EXPECT_FALSE((**plain).measured.step_seconds);
+}
+
+// A file at schema 3 (before the plan columns) is migrated by a writer and keeps its jobs.
+TEST(JobsDbTest, AWriterMigratesASchema3FileToThePlanColumns) {
+  const std::string path = TempDir("jobs-schema3") + "/jobs.db";
+  {
+    auto writer = JobsDb::Open(path);
+    ASSERT_TRUE(writer.ok()) << writer.status().message();
+    ASSERT_TRUE(writer->UpsertJob(SampleJob()).ok());
+    for (const char* column :
+         {"planned_layout", "planned_step_seconds", "planned_step_seconds_p90",
+          "planned_tokens_per_step", "planned_total_steps", "planned_peak_bytes_per_gpu",
+          "planned_total_hours", "planned_total_hours_p90", "planned_cost_usd",
+          "planned_cost_p90_usd", "deadline_at", "measured_step_seconds",
+          "measured_tokens_per_second", "tokens"}) {
+      ASSERT_TRUE(writer->db().Exec(std::string("ALTER TABLE jobs DROP COLUMN ") + column).ok());
+    }
+    ASSERT_TRUE(writer->db().Exec("PRAGMA user_version = 3").ok());
+  }
+  {
+    auto reader = JobsDb::Open(path, /*read_only=*/true);
+    ASSERT_TRUE(reader.ok()) << reader.status().message();
+    auto jobs = reader->ListJobs();
+    ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+    ASSERT_EQ(jobs->size(), 1u);
+    EXPECT_FALSE((*jobs)[0].plan.step_seconds);
+  }
+  auto writer = JobsDb::Open(path);
+  ASSERT_TRUE(writer.ok()) << writer.status().message();
+  EXPECT_EQ(*writer->db().UserVersion(), JobsDb::kSchemaVersion);
+  ASSERT_TRUE(writer->SetMeasure("train-a", {2.0, std::nullopt, std::nullopt}).ok());
+  auto job = writer->GetJob("train-a");
+  ASSERT_TRUE(job.ok() && job->has_value());
+  EXPECT_EQ((**job).measured.step_seconds, 2.0);
+  EXPECT_EQ((**job).argv, SampleJob().argv);
+}
+
 TEST(JobsDbTest, AgesAndActiveStates) {
   EXPECT_EQ(AgeSeconds(100.0, 130.0), 30.0);
   EXPECT_FALSE(AgeSeconds(std::nullopt, 130.0).has_value());

@@ -17,6 +17,7 @@
 #include "alert/notify.h"
 #include "core/parse.h"
 #include "supervise/notice.h"
+#include "supervise/plan_file.h"
 #include "supervise/process.h"
 
 namespace fulcrum::supervise {
@@ -102,6 +103,18 @@ constexpr FlagSpec kValueFlags[] = {
     {"--receiver-format", "FORMAT",
      "Payload of --receiver: generic, alertmanager, slack, feishu, dingtalk, wecom (default "
      "generic)"},
+    {"--plan", "FILE",
+     "The plan this run follows (the output of fulcrum plan --json): its step time, tokens per "
+     "step, total steps, memory, hours and cost are recorded in jobs.db, re-quoted as the run "
+     "goes (fulcrum status) and its price is the run's unless --price-per-hour/--offer"},
+    {"--pick", "RANK", "With --plan: the candidate of this rank (default 1)"},
+    {"--expect-step-seconds", "SECONDS",
+     "Planned seconds per step, by hand (without --plan, or over it)"},
+    {"--tokens-per-step", "N", "Tokens per step, by hand (without --plan, or over it)"},
+    {"--total-steps", "N", "Steps of the whole run, by hand (without --plan, or over it)"},
+    {"--deadline", "DURATION",
+     "The run must finish within this long of its first start: an alert when the projection "
+     "from the measured speed misses it"},
     {"--log-dir", "DIR", "Rotating log files of the job's output (default <data-dir>/logs)"},
     {"--log-max-bytes", "BYTES", "Size of one log file before it rotates (default 10MiB)"},
     {"--log-files", "N", "Rotated log files kept (default 5)"},
@@ -152,6 +165,42 @@ Result<std::optional<double>> OptionalUsd(const RunFlags& f, const std::string& 
                                 it->second + "'");
   }
   return std::optional<double>(*v);
+}
+
+Result<std::optional<double>> PositiveNumber(const RunFlags& f, const std::string& name) {
+  auto it = f.values.find(name);
+  if (it == f.values.end() || it->second.empty()) return std::optional<double>();
+  auto v = ParseDouble(it->second);
+  if (!v.ok() || !(*v > 0)) return FlagError(name, "a positive number", it->second);
+  return std::optional<double>(*v);
+}
+
+// --plan / --pick and the figures given by hand over them.
+Status ResolvePlan(const RunFlags& f, ResolvedRun& r) {
+  SupervisorOptions& o = r.supervisor;
+  const std::string plan_path = Text(f, "--plan", "");
+  if (!plan_path.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(int pick, BoundedInt(f, "--pick", 1, 1, "a rank of 1 or more"));
+    FULCRUM_ASSIGN_OR_RETURN(PlannedRun planned, ReadPlanFile(plan_path, pick));
+    o.plan = planned.plan;
+    r.plan_usd_per_hour = planned.usd_per_hour;
+  } else if (f.values.count("--pick")) {
+    return Status::InvalidInput("--pick needs --plan FILE");
+  }
+  FULCRUM_ASSIGN_OR_RETURN(auto step, PositiveNumber(f, "--expect-step-seconds"));
+  if (step) o.plan.step_seconds = step;
+  FULCRUM_ASSIGN_OR_RETURN(auto tokens, PositiveNumber(f, "--tokens-per-step"));
+  if (tokens) o.plan.tokens_per_step = tokens;
+  if (f.values.count("--total-steps")) {
+    FULCRUM_ASSIGN_OR_RETURN(int steps, BoundedInt(f, "--total-steps", 0, 1, "1 or more"));
+    o.plan.total_steps = steps;
+  }
+  if (f.values.count("--deadline")) {
+    FULCRUM_ASSIGN_OR_RETURN(double deadline, Duration(f, "--deadline", 0));
+    if (!(deadline > 0)) return FlagError("--deadline", "a duration such as 7d", "0");
+    o.deadline_seconds = deadline;
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -358,6 +407,8 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
   if (!r.offer.empty() && o.price_per_hour_usd) {
     return Status::InvalidInput("--offer and --price-per-hour both set the price; give one");
   }
+  FULCRUM_RETURN_IF_ERROR(ResolvePlan(f, r));
+  if (!o.price_per_hour_usd && r.offer.empty()) o.price_per_hour_usd = r.plan_usd_per_hour;
   if (o.budget_usd && !o.price_per_hour_usd && r.offer.empty()) {
     return Status::InvalidInput("--budget-usd needs a price: give --price-per-hour or --offer");
   }

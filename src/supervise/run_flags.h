@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct ResolvedRun {
   int log_files = 0;
   std::string offer;  // PROVIDER/INSTANCE[/REGION] for the price, resolved by the CLI
   bool offer_spot = false;
+  std::optional<double> plan_usd_per_hour;  // the --plan candidate's price, if it has one
 };
 
 // Parses the flags; `data_dir` and `job_id` fill defaults (heartbeat file, log dir).

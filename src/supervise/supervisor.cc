@@ -13,10 +13,14 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "core/parse.h"
 #include "core/table.h"
 #include "spot/interval.h"
+#include "store/jobs_projection.h"
 
 namespace fulcrum::supervise {
 namespace fs = std::filesystem;
@@ -24,6 +28,9 @@ namespace {
 
 constexpr double kScanIntervalSeconds = 0.2;
 constexpr double kLedgerIntervalSeconds = 1.0;
+// Progress samples (4 = three step intervals) before a projection may raise an alert: one
+// interval is startup noise.
+constexpr size_t kMinSamplesForAlert = 4;
 
 std::string JoinInts(const std::vector<int>& values) {
   std::string out;
@@ -126,6 +133,8 @@ void Supervisor::Init() {
       job_.run_options = old.run_options;
       job_.start = start;
       if (prepared || start == store::JobStart::kContinued) {
+        job_.plan = old.plan;  // a continued run keeps its plan and first deadline
+        job_.measured = old.measured;
         job_.generation = std::max(1, old.generation);
         job_.spend_usd = old.spend_usd;
         job_.restarts = old.restarts;
@@ -145,6 +154,14 @@ void Supervisor::Init() {
         (job_.start == store::JobStart::kContinued
              ? " (restart count " + std::to_string(job_.restarts) + ")"
              : ""));
+  const std::optional<double> deadline_at = job_.plan.deadline_at;
+  if (!options_.plan.layout.empty() || options_.plan.step_seconds || options_.plan.total_steps) {
+    job_.plan = options_.plan;
+  }
+  job_.plan.deadline_at = deadline_at;
+  if (!job_.plan.deadline_at && options_.deadline_seconds) {
+    job_.plan.deadline_at = clock_.UnixSeconds() + *options_.deadline_seconds;
+  }
   job_.argv = options_.argv;
   job_.gpus = options_.gpus;
   job_.budget_usd = options_.budget_usd;
@@ -200,6 +217,7 @@ void Supervisor::StartChild() {
   if (!options_.checkpoint_request_file.empty()) fs::remove(options_.checkpoint_request_file, ec);
   if (!options_.ready_file.empty()) fs::remove(options_.ready_file, ec);
   ready_ = false;
+  window_.clear();  // a new child's first steps include its startup
   if (!options_.gpus.empty()) spec.env["CUDA_VISIBLE_DEVICES"] = JoinInts(options_.gpus);
   heartbeat_mtime_ = options_.heartbeat_file.empty() ? 0 : FileMtime(options_.heartbeat_file);
   Status s = runner_.Start(spec);
@@ -233,7 +251,10 @@ void Supervisor::OnLine(Stream stream, std::string_view line) {
     job_.heartbeat_at = clock_.UnixSeconds();
     if (match.size() > 1 && match[1].matched) {
       auto step = ParseInt(std::string(match[1].first, match[1].second));
-      if (step.ok()) job_.step = *step;
+      if (step.ok()) {
+        job_.step = *step;
+        RecordProgress(*step, std::nullopt);
+      }
     }
   }
 }
@@ -337,6 +358,7 @@ void Supervisor::CheckProgress() {
       last_progress_ = now;
       stall_alerted_ = false;
       job_.heartbeat_at = clock_.UnixSeconds();
+      ReadHeartbeatJson();
     }
   }
   if (!options_.stall_timeout_seconds || phase_ != Phase::kRunning || !runner_.running()) return;
@@ -349,6 +371,73 @@ void Supervisor::CheckProgress() {
   }
 }
 
+void Supervisor::ReadHeartbeatJson() {
+  std::ifstream in(options_.heartbeat_file);
+  std::stringstream text;
+  text << in.rdbuf();
+  // A touched (empty) file is a heartbeat without figures; a half-written one is skipped.
+  const auto doc = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("step") || !doc["step"].is_number_integer()) return;
+  const int64_t step = doc["step"].get<int64_t>();
+  std::optional<int64_t> tokens;
+  if (doc.contains("tokens") && doc["tokens"].is_number_integer())
+    tokens = doc["tokens"].get<int64_t>();
+  job_.step = step;
+  RecordProgress(step, tokens);
+}
+
+void Supervisor::RecordProgress(int64_t step, std::optional<int64_t> tokens) {
+  const double now = clock_.MonotonicSeconds();
+  if (tokens) job_.measured.tokens = tokens;
+  if (!window_.empty() && step < window_.back().step) window_.clear();  // resumed further back
+  if (!window_.empty() && step == window_.back().step) return;
+  window_.push_back({now, step, tokens});
+  while (window_.size() > 2 && now - window_.front().at > options_.measure_window_seconds)
+    window_.pop_front();
+  const ProgressSample& first = window_.front();
+  const ProgressSample& last = window_.back();
+  const double seconds = last.at - first.at;
+  if (window_.size() < 2 || !(seconds > 0)) return;
+  job_.measured.step_seconds = seconds / static_cast<double>(last.step - first.step);
+  if (first.tokens && last.tokens) {
+    job_.measured.tokens_per_second = static_cast<double>(*last.tokens - *first.tokens) / seconds;
+  } else if (job_.plan.tokens_per_step) {
+    job_.measured.tokens_per_second = *job_.plan.tokens_per_step / *job_.measured.step_seconds;
+  }
+  measure_dirty_ = true;
+}
+
+void Supervisor::CheckProjection() {
+  if (phase_ != Phase::kRunning || window_.size() < kMinSamplesForAlert) return;
+  const store::JobProjection p = store::ProjectJob(job_, clock_.UnixSeconds());
+  const std::string speed =
+      p.speed_vs_plan ? "at the current " + FormatNumber(*p.speed_vs_plan, 2) + " x planned speed"
+                      : "at the measured " + FormatNumber(p.measured_step_seconds.value_or(0), 3) +
+                            " s per step";
+  const std::string replan =
+      "; re-plan: fulcrum plan ... (measured " +
+      FormatNumber(p.measured_step_seconds.value_or(0), 3) + " s per step" +
+      (p.planned_step_seconds ? ", planned " + FormatNumber(*p.planned_step_seconds, 3) : "") +
+      ")";
+  if (!deadline_alerted_ && p.deadline_met_probability && *p.deadline_met_probability < 0.5) {
+    deadline_alerted_ = true;
+    Alert("deadline_risk", "warning",
+          speed + " the run misses the deadline by " +
+              FormatDuration(p.deadline_miss_seconds.value_or(0)) + " with " +
+              FormatNumber(100 * (1 - *p.deadline_met_probability), 0) + " % probability" +
+              replan);
+  }
+  if (!budget_risk_alerted_ && p.budget_exceeded_probability &&
+      *p.budget_exceeded_probability > 0.5) {
+    budget_risk_alerted_ = true;
+    Alert("budget_risk", "warning",
+          speed + " the run costs " + FormatUsd(p.projected_cost_usd.value_or(0)) + " (P90 " +
+              FormatUsd(p.projected_cost_p90_usd.value_or(0)) + "), over the " +
+              FormatUsd(job_.budget_usd.value_or(0)) + " budget with " +
+              FormatNumber(100 * *p.budget_exceeded_probability, 0) + " % probability" + replan);
+  }
+}
+
 void Supervisor::AccrueSpend() {
   const double now = clock_.MonotonicSeconds();
   const double dt = now - last_accrual_;
@@ -358,6 +447,12 @@ void Supervisor::AccrueSpend() {
       Status s = db_->SetHeartbeat(job_.id, *job_.heartbeat_at, job_.step);
       if (!s.ok()) Event("cannot record heartbeat: " + s.message());
     }
+    if (db_ != nullptr && measure_dirty_) {
+      measure_dirty_ = false;
+      Status s = db_->SetMeasure(job_.id, job_.measured);
+      if (!s.ok()) Event("cannot record the measured speed: " + s.message());
+    }
+    CheckProjection();
     if (options_.price_per_hour_usd) {
       // Per-second billing: the machine costs money while the supervisor holds it, child or not.
       const double usd = *options_.price_per_hour_usd * dt / 3600;

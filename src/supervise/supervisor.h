@@ -5,6 +5,7 @@
 // callbacks) let unit tests drive it with a ManualClock and a fake runner. Times in seconds.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <optional>
 #include <regex>
@@ -66,6 +67,11 @@ struct SupervisorOptions {
   // Money.
   std::optional<double> price_per_hour_usd;
   std::optional<double> budget_usd;
+  // The plan (--plan, --expect-step-seconds ...): recorded, re-quoted, alerted on.
+  store::JobPlan plan;
+  std::optional<double> deadline_seconds;  // from the job's first start (kept across continues)
+  // Progress samples older than this leave the speed measurement's sliding window.
+  double measure_window_seconds = 60;
   // Before a restart: GPU indices to leave out (e.g. fallen off the bus per the agent).
   std::function<std::vector<int>()> unhealthy_gpus;
   // Polled every tick: a notice text means "stop cleanly now" (preemption, SIGTERM, ...).
@@ -118,6 +124,11 @@ class Supervisor {
   bool JobReady();
   void CheckProgress();
   void AccrueSpend();
+  // A step (and token count) seen now, from the progress regex or the heartbeat file's JSON.
+  void RecordProgress(int64_t step, std::optional<int64_t> tokens);
+  void ReadHeartbeatJson();
+  // Deadline and budget alerts from the re-quote (store::ProjectJob), once each per run.
+  void CheckProjection();
   void CheckBudget(double now);
   void BeginStop(const std::string& reason, store::JobState final_state, int exit_code);
   void Finish(store::JobState state, const std::string& reason, int exit_code);
@@ -147,6 +158,15 @@ class Supervisor {
   double last_accrual_ = 0;
   double pending_usd_ = 0, pending_seconds_ = 0;
   bool budget_warned_ = false;
+  struct ProgressSample {
+    double at = 0;  // monotonic
+    int64_t step = 0;
+    std::optional<int64_t> tokens;
+  };
+  std::deque<ProgressSample> window_;  // the sliding window of the speed measurement
+  bool measure_dirty_ = false;         // job_.measured changed since it was last stored
+  bool deadline_alerted_ = false;
+  bool budget_risk_alerted_ = false;
   std::string latest_checkpoint_;
   bool initial_scan_ = false;  // the scan at start-up: what it finds was not written by this run
   double last_checkpoint_mono_ = 0;

@@ -346,5 +346,69 @@ TEST_F(SupervisorTest, ProgressRegexAndStallAlert) {
   EXPECT_EQ(db_->ListAlerts(0)->back().name, "stall") << "oldest alert; restart_limit follows";
 }
 
+// A job planned at 1.4 s per step runs at 2 s per step (0.7 x): the sliding window measures it
+// and the deadline alert comes once, well before half the planned 140 s.
+TEST_F(SupervisorTest, MeasuresTheStepTimeAndAlertsWhenTheProjectionMissesTheDeadline) {
+  FakeRunner runner(clock_);
+  options_.checkpoints.dir.clear();
+  options_.progress_regex = R"(step (\d+))";
+  options_.plan.step_seconds = 1.4;
+  options_.plan.step_seconds_p90 = 1.6;
+  options_.plan.total_steps = 100;
+  options_.plan.tokens_per_step = 1000;
+  options_.deadline_seconds = 168;  // 1.2 x the planned 140 s; 0.7 x speed needs 200 s
+  options_.price_per_hour_usd = 36;
+  std::vector<double> alert_times;
+  options_.on_alert = [&](const store::AlertRecord& a) {
+    if (a.name == "deadline_risk") alert_times.push_back(clock_.MonotonicSeconds());
+  };
+  int last_step = 0;
+  runner.on_tick = [&](double now, const LineSink& sink) {
+    const int step = static_cast<int>(now / 2);
+    if (step != last_step) sink(Stream::kStdout, "step " + std::to_string(last_step = step));
+    if (now >= 60) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  supervisor.Run();
+  ASSERT_EQ(alert_times.size(), 1u);
+  EXPECT_LT(alert_times[0], 70) << "before half the planned time";
+  auto alerts = db_->ListAlerts(0);
+  ASSERT_EQ(alerts->size(), 1u);
+  EXPECT_NE(alerts->front().summary.find("at the current 0.70 x planned speed the run misses "
+                                         "the deadline by"),
+            std::string::npos)
+      << alerts->front().summary;
+  auto job = db_->GetJob("job");
+  ASSERT_TRUE(job.ok() && job->has_value());
+  EXPECT_NEAR(*(*job)->measured.step_seconds, 2.0, 1e-9);
+  EXPECT_NEAR(*(*job)->measured.tokens_per_second, 500, 1e-6) << "1000 tokens per 2 s step";
+  EXPECT_EQ((*job)->plan.total_steps, 100);
+  ASSERT_TRUE((*job)->plan.deadline_at);
+  EXPECT_NEAR(*(*job)->plan.deadline_at, clock_.UnixSeconds() - clock_.MonotonicSeconds() + 168,
+              1.0);
+}
+
+// The window forgets what is older than it: a job that speeds up is measured at its new speed.
+TEST_F(SupervisorTest, TheSlidingWindowFollowsAChangeOfSpeed) {
+  FakeRunner runner(clock_);
+  options_.checkpoints.dir.clear();
+  options_.progress_regex = R"(step (\d+))";
+  options_.measure_window_seconds = 20;
+  int step = 0;
+  double next = 4;
+  runner.on_tick = [&](double now, const LineSink& sink) {
+    if (now < next) return;
+    sink(Stream::kStdout, "step " + std::to_string(++step));
+    next = now + (now < 60 ? 4 : 1);  // 4 s per step, then 1 s per step
+    if (now >= 100) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  supervisor.Run();
+  auto job = db_->GetJob("job");
+  ASSERT_TRUE(job.ok() && job->has_value());
+  EXPECT_NEAR(*(*job)->measured.step_seconds, 1.0, 1e-9);
+  EXPECT_TRUE(db_->ListAlerts(0)->empty()) << "no plan, no deadline: no alert";
+}
+
 }  // namespace
 }  // namespace fulcrum::supervise

@@ -1,5 +1,6 @@
 // fulcrum_trainer: a stand-in training program for the supervisor's tests and benchmark. It counts
-// steps, touches $FULCRUM_HEARTBEAT_FILE, prints "step N", writes a checkpoint directory
+// steps, touches $FULCRUM_HEARTBEAT_FILE (or writes {"step", "tokens", "loss"} into it with
+// --heartbeat-json), prints "step N", writes a checkpoint directory
 // (step-NNNNNNNN/ with a "step" file, a data file written over --checkpoint-ms, then a COMPLETE
 // marker) when $FULCRUM_CHECKPOINT_REQUEST_FILE appears (deleting it), on SIGUSR1 or every
 // --checkpoint-every-steps, resumes from $FULCRUM_RESUME_FROM, and can
@@ -33,6 +34,8 @@ struct Options {
   int exit_code = 1;
   bool ignore_term = false;
   bool ignore_requests = false;  // never looks at the request file (a job that cannot checkpoint)
+  bool heartbeat_json = false;   // write {"step", "tokens", "loss"} into the heartbeat file
+  long tokens_per_step = 2048;
 };
 
 void SleepMs(long ms) {
@@ -50,6 +53,16 @@ void Touch(const std::string& path) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT, 0644);
   if (fd >= 0) close(fd);
   utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+}
+
+// The heartbeat as JSON, written whole (temporary file, then rename) so that a reader never sees
+// half of it.
+void WriteHeartbeatJson(const std::string& path, long step, long tokens_per_step) {
+  if (path.empty()) return;
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << "{\"step\": " << step << ", \"tokens\": " << step * tokens_per_step
+                     << ", \"loss\": " << 10.0 / static_cast<double>(step + 1) << "}\n";
+  rename(tmp.c_str(), path.c_str());
 }
 
 void WriteCheckpoint(long step, const Options& o) {
@@ -121,6 +134,10 @@ bool Parse(int argc, char** argv, Options& o) {
       o.ignore_term = true;
     else if (a == "--ignore-requests")
       o.ignore_requests = true;
+    else if (a == "--heartbeat-json")
+      o.heartbeat_json = true;
+    else if (a == "--tokens-per-step")
+      ok = next(o.tokens_per_step);
     else
       ok = false;
     if (!ok) {
@@ -170,7 +187,11 @@ int main(int argc, char** argv) {
     ++step;
     std::printf("step %ld\n", step);
     std::fflush(stdout);
-    Touch(heartbeat);
+    if (o.heartbeat_json) {
+      WriteHeartbeatJson(heartbeat, step, o.tokens_per_step);
+    } else {
+      Touch(heartbeat);
+    }
     if (step == o.crash_at_step && restart < o.crash_times) {
       std::fprintf(stderr, "crashing at step %ld\n", step);
       std::fflush(stderr);

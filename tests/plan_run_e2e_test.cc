@@ -1,0 +1,130 @@
+// End-to-end test of the closed loop (issue 16): `fulcrum plan --json` quotes a small job,
+// `fulcrum run --plan` runs the test trainer at 0.7 x the planned speed, the supervisor measures
+// the speed from the trainer's JSON heartbeat, `fulcrum status --json` re-quotes the run, and the
+// deadline alert reaches a webhook sink (127.0.0.1, ephemeral port) before half the planned time.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
+
+#include "support/agent_process.h"
+#include "support/run_binary.h"
+
+namespace fulcrum::testing {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class PlanRunE2E : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = MakeTempDir("plan-run-e2e"); }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  std::string dir_;
+};
+
+TEST_F(PlanRunE2E, DeadlineAlertReachesTheSinkBeforeHalfThePlannedTime) {
+  // 100 steps of one 2048-token sequence: a plan of seconds on one GPU.
+  RunOutput plan = RunFulcrum({"--catalog", SourcePath("catalog"), "plan", "--model", "llama-3-8b",
+                               "--method", "lora", "--tokens", "204800", "--seq-len", "2048",
+                               "--global-batch", "1", "--top", "3", "--json"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const std::string plan_file = dir_ + "/plan.json";
+  std::ofstream(plan_file) << plan.out;
+  const json candidate = json::parse(plan.out)["candidates"][0];
+  const double planned_step = candidate["time"]["step_seconds"].get<double>();
+  const double planned_seconds = 100 * planned_step;
+  ASSERT_GT(planned_step, 0.02) << "a step the test can time: " << candidate["time"];
+  ASSERT_LT(planned_seconds, 120) << candidate["time"];
+
+  // The trainer at 0.7 x the planned speed; the deadline 20 % over the planned time.
+  const long step_ms = std::lround(1000 * planned_step / 0.7);
+  const std::string data = dir_ + "/data";
+  WebhookRecorder sink;
+  const auto started = std::chrono::steady_clock::now();
+  auto run = std::async(std::launch::async, [&] {
+    RunOptions options;
+    options.timeout_seconds = 120;
+    return RunFulcrum({"run", "--name", "slow", "--data-dir", data, "--preemption", "none",
+                       "--agent", "none", "--plan", plan_file, "--deadline",
+                       std::to_string(1.2 * planned_seconds) + "s", "--receiver", sink.url(), "--",
+                       FULCRUM_TRAINER, "--steps", "25", "--step-ms", std::to_string(step_ms),
+                       "--heartbeat-json"},
+                      options);
+  });
+  const bool alerted = PollUntil([&] { return !sink.Find("deadline_risk").is_null(); },
+                                 planned_seconds);
+  const double arrived =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_TRUE(alerted) << "no deadline alert within the planned time";
+  EXPECT_LT(arrived, planned_seconds / 2) << "the alert came too late to act";
+  const std::string body = sink.Find("deadline_risk").dump();
+  EXPECT_NE(body.find("x planned speed the run misses the deadline by"), std::string::npos)
+      << body;
+
+  // While it runs, status re-quotes it: planned vs measured, the remaining time with its P90,
+  // the projected cost and the odds of the deadline.
+  RunOutput status = RunFulcrum({"status", "--json", "--data-dir", data});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const json job = json::parse(status.out)["jobs"][0];
+  EXPECT_EQ(job["state"], "running") << job;
+  EXPECT_DOUBLE_EQ(job["planned_step_seconds"].get<double>(), planned_step);
+  const double measured = job["measured_step_seconds"].get<double>();
+  EXPECT_GT(measured, planned_step * 1.2) << "0.7 x speed is 1.43 x the step time";
+  EXPECT_GT(job["progress_fraction"].get<double>(), 0);
+  EXPECT_LT(job["progress_fraction"].get<double>(), 0.6);
+  EXPECT_GE(job["eta_p90_seconds"].get<double>(), job["eta_seconds"].get<double>());
+  EXPECT_GE(job["projected_cost_p90_usd"].get<double>(), job["projected_cost_usd"].get<double>());
+  EXPECT_GT(job["projected_cost_usd"].get<double>(), 0);
+  EXPECT_LT(job["deadline_met_probability"].get<double>(), 0.5);
+  EXPECT_EQ(job["planned_total_steps"], 100);
+  EXPECT_EQ(job["planned_tokens_per_step"], 2048.0);
+
+  RunOutput done = run.get();
+  EXPECT_EQ(done.exit_code, 0) << done.err;
+}
+
+TEST_F(PlanRunE2E, AJobOnPlanSpeedRaisesNoDeadlineAlert) {
+  // The same figures by hand: 0.1 s per step planned and run, 40 steps, the deadline 2 x away.
+  const std::string data = dir_ + "/data";
+  WebhookRecorder sink;
+  RunOptions options;
+  options.timeout_seconds = 60;
+  RunOutput r = RunFulcrum({"run", "--name", "onplan", "--data-dir", data, "--preemption", "none",
+                            "--agent", "none", "--expect-step-seconds", "0.1", "--total-steps",
+                            "40", "--tokens-per-step", "4096", "--deadline", "8s",
+                            "--progress-regex", "^step (\\d+)", "--receiver", sink.url(), "--",
+                            FULCRUM_TRAINER, "--steps", "40", "--step-ms", "100"},
+                           options);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("deadline_risk"), std::string::npos) << r.err;
+  EXPECT_TRUE(sink.Posts().empty());
+  RunOutput status = RunFulcrum({"status", "--json", "--data-dir", data});
+  const json job = json::parse(status.out)["jobs"][0];
+  EXPECT_EQ(job["progress_fraction"], 1.0) << job;
+  EXPECT_EQ(job["planned_tokens_per_step"], 4096.0);
+  EXPECT_GT(job["measured_tokens_per_second"].get<double>(), 0);
+}
+
+TEST_F(PlanRunE2E, BadPlanFilesAreUsageErrors) {
+  const std::string plan_file = dir_ + "/plan.json";
+  std::ofstream(plan_file) << R"({"candidates": [{"rank": 1, "time": {"step_seconds": 1}}]})";
+  RunOutput pick = RunFulcrum({"run", "--data-dir", dir_ + "/data", "--plan", plan_file, "--pick",
+                               "4", "--", FULCRUM_TRAINER});
+  EXPECT_EQ(pick.exit_code, 2) << pick.err;
+  EXPECT_NE(pick.err.find("--pick: expected a rank from 1 to 1, found 4"), std::string::npos)
+      << pick.err;
+  std::ofstream(plan_file) << "not json";
+  RunOutput bad = RunFulcrum(
+      {"run", "--data-dir", dir_ + "/data", "--plan", plan_file, "--", FULCRUM_TRAINER});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find(plan_file), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace fulcrum::testing
