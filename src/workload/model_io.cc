@@ -222,6 +222,12 @@ Result<Model> LlamaLike(const HfReader& r, bool qwen) {
   FULCRUM_ASSIGN_OR_RETURN(bool attention_bias, r.BoolOr("attention_bias", false));
   m.qkv_bias = qwen || attention_bias;  // Qwen2 always has q/k/v biases
   m.dropout = r.NumberOr("attention_dropout", 0) > 0;
+  // Mistral sets sliding_window (null = full attention); Qwen2 carries one that applies only
+  // with use_sliding_window (transformers Qwen2Config).
+  FULCRUM_ASSIGN_OR_RETURN(const bool use_window, r.BoolOr("use_sliding_window", !qwen));
+  if (use_window) {
+    FULCRUM_ASSIGN_OR_RETURN(m.sliding_window, r.IntOr("sliding_window", 0));
+  }
   return m;
 }
 
