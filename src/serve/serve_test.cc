@@ -110,6 +110,12 @@ TEST(ServeMemoryTest, SlidingWindowCapsTheCachedTokens) {
   Result<workload::Model> q = workload::ParseHfConfig(qwen, "config.json");
   ASSERT_TRUE(q.ok()) << q.status().ToString();
   EXPECT_EQ(q->sliding_window, 0);
+  // The shipped preset (catalog/models/mistral-7b.yaml, the v0.1 config) carries the window.
+  EXPECT_EQ(Preset("mistral-7b").sliding_window, 4096);
+  Result<workload::Model> fixture = workload::LoadHfConfigFile(
+      std::string(FULCRUM_SOURCE_DIR) + "/tests/fixtures/hf/qwen2-7b.json");
+  ASSERT_TRUE(fixture.ok()) << fixture.status().ToString();
+  EXPECT_EQ(fixture->sliding_window, 0);
 
   ServeRequest r = Request("mistral-7b", "L4", Precision::kBf16, KvPrecision::kBf16, 4, 6000, 2192);
   r.model = *m;

@@ -29,6 +29,7 @@ const std::vector<std::string> kPresetKeys = {"name",
                                               "ffn_hidden",
                                               "vocab",
                                               "max_seq_len",
+                                              "sliding_window",
                                               "tied_embeddings",
                                               "mlp",
                                               "norm",
@@ -105,6 +106,8 @@ Status ApplyYamlKey(const std::string& key, const YamlNode& v, Model& m) {
     return set_int(m.vocab);
   } else if (key == "max_seq_len") {
     return set_int(m.max_seq_len);
+  } else if (key == "sliding_window") {
+    return set_int(m.sliding_window);
   } else if (key == "type_vocab") {
     return set_int(m.type_vocab);
   } else if (key == "experts") {
