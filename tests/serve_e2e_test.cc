@@ -57,5 +57,35 @@ TEST(ServeEstimateE2eTest, BadValuesExitTwo) {
   }
 }
 
+TEST(ServePlanE2eTest, JsonCandidatesHaveTheContractShape) {
+  RunOutput r = RunFulcrum({"serve-plan", "--model", "llama-3-8b", "--gpus", "L4,H100-SXM",
+                            "--requests-per-second", "3", "--tpot-p90", "0.08", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(doc["candidates"].empty());
+  for (const auto& c : doc["candidates"]) {
+    for (const char* key : {"provider", "instance_type", "gpu", "gpu_count", "tp", "region",
+                            "replicas", "max_concurrency", "utilization", "pareto", "memory",
+                            "latency", "throughput", "cost", "warnings"}) {
+      EXPECT_TRUE(c.contains(key)) << key;
+    }
+    EXPECT_LE(c["latency"]["tpot_seconds"].get<double>(), 0.08);
+    EXPECT_GT(c["cost"]["usd_per_million_output_tokens"].get<double>(), 0);
+    EXPECT_GT(c["cost"]["usd_per_million_input_tokens"].get<double>(), 0);
+    EXPECT_GT(c["throughput"]["output_tokens_per_second"].get<double>(), 0);
+    EXPECT_TRUE(c["gpu"] == "L4" || c["gpu"] == "H100-SXM5-80GB") << c["gpu"];
+  }
+}
+
+TEST(ServePlanE2eTest, UnknownGpuAndUnsupportedPrecisionExitTwo) {
+  RunOutput unknown = RunFulcrum({"serve-plan", "--model", "llama-3-8b", "--gpus", "H1000"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("--gpus"), std::string::npos) << unknown.err;
+  RunOutput fp8 =
+      RunFulcrum({"serve-plan", "--model", "llama-3-8b", "--gpus", "T4", "--precision", "fp8"});
+  EXPECT_EQ(fp8.exit_code, 2);
+  EXPECT_NE(fp8.err.find("lack tensor cores for --precision fp8"), std::string::npos) << fp8.err;
+}
+
 }  // namespace
 }  // namespace fulcrum::testing

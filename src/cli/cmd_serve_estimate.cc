@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "catalog/catalog.h"
+#include "cli/cmd_serve_options.h"
 #include "cli/command.h"
 #include "core/paths.h"
 #include "core/table.h"
-#include "estimate/estimate.h"
 #include "serve/serve.h"
 
 namespace fulcrum::cli {
@@ -33,11 +33,9 @@ whole batch's prefill (the last sequence's first token); tpot_seconds = one deco
 mean context; output_tokens_per_second = batch x output-len over prefill + decode wall time.)";
 
 struct ServeEstimateOptions {
-  estimate::EstimateRequest model;  // only the model fields are used
+  ServeModelOptions model;
   std::string gpu;
-  int64_t tp = 1, batch = 1, input_len = 512, output_len = 128;
-  std::string precision = "bf16";
-  std::string kv_precision;  // "" = the 16-bit type of --precision (bf16, fp16 where no bf16)
+  int64_t tp = 1, batch = 1;
   bool json = false;
 };
 
@@ -50,33 +48,23 @@ Result<serve::ServeEstimate> Run(const ServeEstimateOptions& o, const std::strin
     return Status::InvalidInput("--gpu: expected a GPU name from the catalog (fulcrum gpus)");
   }
   FULCRUM_ASSIGN_OR_RETURN(const catalog::Gpu* gpu, cat.ResolveGpu(o.gpu));
+  FULCRUM_ASSIGN_OR_RETURN(ResolvedServeModel m, ResolveServeModel(o.model, dir));
   serve::ServeRequest r;
-  FULCRUM_ASSIGN_OR_RETURN(r.model, estimate::ResolveModel(o.model, dir));
+  r.model = m.model;
   r.gpu = *gpu;
   r.interconnect = gpu->nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie;
   r.tp = o.tp;
   r.batch = o.batch;
-  r.input_len = o.input_len;
-  r.output_len = o.output_len;
-  FULCRUM_ASSIGN_OR_RETURN(r.precision, serve::ParsePrecision(o.precision));
-  std::string kv = o.kv_precision;
-  if (kv.empty()) kv = (r.precision == serve::Precision::kFp16 || !gpu->bf16_tflops) ? "fp16" : "bf16";
-  FULCRUM_ASSIGN_OR_RETURN(r.kv_precision, serve::ParseKvPrecision(kv));
+  r.input_len = o.model.input_len;
+  r.output_len = o.model.output_len;
+  r.precision = m.precision;
+  r.kv_precision = m.kv_precision.value_or(gpu->bf16_tflops ? serve::KvPrecision::kBf16
+                                                            : serve::KvPrecision::kFp16);
   return serve::EstimateServing(r);
 }
 
 nlohmann::json ToJson(const serve::ServeEstimate& e) {
-  const serve::ServeMemory& m = e.memory;
-  return {{"memory",
-           {{"weights_bytes", m.weights_bytes},
-            {"kv_cache_bytes_per_token", m.kv_cache_bytes_per_token},
-            {"kv_cache_bytes", m.kv_cache_bytes},
-            {"peak_bytes_per_gpu", m.peak_bytes_per_gpu},
-            {"activation_bytes_per_gpu", m.activation_bytes_per_gpu},
-            {"overhead_bytes_per_gpu", m.overhead_bytes_per_gpu},
-            {"budget_bytes_per_gpu", m.budget_bytes_per_gpu},
-            {"max_concurrency", m.max_concurrency},
-            {"fits", m.fits}}},
+  return {{"memory", ServeMemoryJson(e.memory)},
           {"latency",
            {{"ttft_seconds", e.speed.prefill_seconds}, {"tpot_seconds", e.speed.tpot_seconds}}},
           {"throughput",
@@ -116,26 +104,11 @@ std::string Render(const serve::ServeEstimate& e) {
 void RegisterServeEstimate(CLI::App* cmd, CliContext& ctx) {
   cmd->footer(kFooter);
   auto o = std::make_shared<ServeEstimateOptions>();
-  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  cmd->add_option("--model", o->model.model,
-                  "Model preset from the catalog (catalog/models/NAME.yaml), e.g. llama-3-8b")
-      ->type_name("NAME");
-  cmd->add_option("--hf-config", o->model.hf_config,
-                  "A HuggingFace config.json (Llama, Mistral, Qwen2, Mixtral, ...)")
-      ->type_name("FILE");
+  AddServeModelOptions(cmd, o->model);
   cmd->add_option("--gpu", o->gpu, "GPU name or alias from the catalog (see fulcrum gpus)")
       ->type_name("NAME");
   cmd->add_option("--tp", o->tp, "Tensor-parallel degree (default: 1)")->type_name("N");
   cmd->add_option("--batch", o->batch, "Concurrent sequences (default: 1)")->type_name("N");
-  cmd->add_option("--input-len", o->input_len, "Prompt tokens per sequence (default: 512)")
-      ->type_name("N");
-  cmd->add_option("--output-len", o->output_len, "Generated tokens per sequence (default: 128)")
-      ->type_name("N");
-  cmd->add_option("--precision", o->precision,
-                  "Weights/matmuls: bf16|fp16|fp8|fp4|int8 (W8A8)|int8-weight-only|"
-                  "int4-weight-only (AWQ/GPTQ) (default: bf16)");
-  cmd->add_option("--kv-precision", o->kv_precision,
-                  "KV cache: bf16|fp16|fp8 (default: 16-bit, fp16 where the GPU has no bf16)");
   cmd->add_flag("--json", o->json, "Print the result as JSON (see the contract below)");
   cmd->callback([&ctx, o] {
     Result<serve::ServeEstimate> result = Run(*o, ctx.catalog_dir);
