@@ -32,7 +32,7 @@ const TableSchema kGpuSchema = {
     {"name", "vendor", "architecture", "aliases", "memory_gib", "memory_bandwidth_gbps",
      "fp32_tflops", "tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops", "nvlink_gbps",
      "pcie_gen", "tdp_watts", "source"},
-    {"note", "family", "caveat"}};
+    {"note", "family", "caveat", "int8_tops", "fp4_tflops", "tensor_rate_source"}};
 
 const TableSchema kProviderSchema = {{"provider", "source"},
                                      {"display_name",
@@ -112,6 +112,9 @@ Result<Gpu> ParseGpu(const RowReader& row) {
   FULCRUM_ASSIGN_OR_RETURN(gpu.bf16_tflops, Tflops(row, "bf16_tflops"));
   FULCRUM_ASSIGN_OR_RETURN(gpu.fp16_tflops, Tflops(row, "fp16_tflops"));
   FULCRUM_ASSIGN_OR_RETURN(gpu.fp8_tflops, Tflops(row, "fp8_tflops"));
+  FULCRUM_ASSIGN_OR_RETURN(gpu.int8_tops, Tflops(row, "int8_tops"));
+  FULCRUM_ASSIGN_OR_RETURN(gpu.fp4_tflops, Tflops(row, "fp4_tflops"));
+  gpu.tensor_rate_source = row.Text("tensor_rate_source");
   FULCRUM_ASSIGN_OR_RETURN(gpu.nvlink_gbps, row.OptionalNumber("nvlink_gbps", 0.001, 1e6));
   FULCRUM_ASSIGN_OR_RETURN(gpu.pcie_gen, row.OptionalInt("pcie_gen", 1, 9));
   FULCRUM_ASSIGN_OR_RETURN(gpu.tdp_watts, row.OptionalNumber("tdp_watts", 1, 1e5));

@@ -27,6 +27,10 @@ struct Gpu {
   double memory_bandwidth_gbps = 0;  // GB/s
   // Dense peak TFLOP/s per precision; nullopt = the GPU has no such mode or it is not sourced.
   std::optional<double> fp32_tflops, tf32_tflops, bf16_tflops, fp16_tflops, fp8_tflops;
+  // Serving precisions: dense INT8 tensor TOPS (W8A8) and dense FP4 tensor TFLOP/s; nullopt = no
+  // such tensor mode or not sourced. tensor_rate_source names their datasheet.
+  std::optional<double> int8_tops, fp4_tflops;
+  std::string tensor_rate_source;
   std::optional<double> nvlink_gbps;  // GB/s per GPU (bidirectional total as in the sources)
   std::optional<int> pcie_gen;
   std::optional<double> tdp_watts;

@@ -30,6 +30,8 @@ nlohmann::json GpuToJson(const Gpu& gpu) {
           {"bf16_tflops", OrNull(gpu.bf16_tflops)},
           {"fp16_tflops", OrNull(gpu.fp16_tflops)},
           {"fp8_tflops", OrNull(gpu.fp8_tflops)},
+          {"int8_tops", OrNull(gpu.int8_tops)},
+          {"fp4_tflops", OrNull(gpu.fp4_tflops)},
           {"nvlink_gb_per_second", OrNull(gpu.nvlink_gbps)},
           {"pcie_gen", OrNull(gpu.pcie_gen)},
           {"tdp_watts", OrNull(gpu.tdp_watts)},

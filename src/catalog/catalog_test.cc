@@ -504,6 +504,38 @@ TEST_F(ShippedCatalogTest, FamilyNamesMeanEveryVariant) {
   EXPECT_EQ(one.status().detail()->nearest.size(), 4u);
 }
 
+// The serving rates (issue 17): INT8 on T4/A100/H100, FP4 on Blackwell only, none on V100; every
+// row that states one names its datasheet in tensor_rate_source.
+TEST_F(ShippedCatalogTest, ServingTensorRatesAreSourced) {
+  const Gpu* t4 = catalog_->FindGpu("T4");
+  ASSERT_NE(t4, nullptr);
+  EXPECT_DOUBLE_EQ(*t4->int8_tops, 130);
+  EXPECT_FALSE(t4->bf16_tflops.has_value());
+  EXPECT_DOUBLE_EQ(*catalog_->FindGpu("A100-80GB")->int8_tops, 624);
+  EXPECT_DOUBLE_EQ(*catalog_->FindGpu("H100-SXM")->int8_tops, 1979);
+  EXPECT_DOUBLE_EQ(*catalog_->FindGpu("B200")->fp4_tflops, 9000);
+  EXPECT_FALSE(catalog_->FindGpu("V100-SXM2-16GB")->int8_tops.has_value());
+  EXPECT_FALSE(catalog_->FindGpu("H100-SXM")->fp4_tflops.has_value());
+  for (const Gpu& gpu : catalog_->gpus()) {
+    if (gpu.int8_tops || gpu.fp4_tflops) {
+      EXPECT_FALSE(gpu.tensor_rate_source.empty()) << gpu.name;
+    }
+  }
+}
+
+TEST(CatalogTest, ServingRateColumnsAreOptionalAndValidated) {
+  CatalogFiles files = ValidFiles();  // header without int8_tops / fp4_tflops
+  Result<Catalog> plain = Catalog::FromFiles(files);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->FindGpu("T4")->int8_tops.has_value());
+  files.gpus.text =
+      "name,vendor,architecture,aliases,memory_gib,memory_bandwidth_gbps,fp32_tflops,tf32_tflops,"
+      "bf16_tflops,fp16_tflops,fp8_tflops,nvlink_gbps,pcie_gen,tdp_watts,source,int8_tops,"
+      "fp4_tflops,tensor_rate_source\n"
+      "T4,NVIDIA,Turing,,16,320,8.1,,,65,,,3,70,src-b,fast,,ds\n";
+  EXPECT_NE(LoadError(files).find("gpus.csv:2: int8_tops"), std::string::npos) << LoadError(files);
+}
+
 // Datasheet dense tensor rates with FP32 accumulate (the mode mixed-precision training uses).
 TEST_F(ShippedCatalogTest, DenseTensorRatesAreTheDatasheetFigures) {
   const Gpu* a40 = catalog_->FindGpu("A40");

@@ -7,6 +7,8 @@ namespace fulcrum::cli {
 void RegisterPlan(CLI::App* cmd, CliContext& ctx);
 void RegisterFit(CLI::App* cmd, CliContext& ctx);
 void RegisterEstimate(CLI::App* cmd, CliContext& ctx);
+void RegisterServeEstimate(CLI::App* cmd, CliContext& ctx);
+void RegisterServePlan(CLI::App* cmd, CliContext& ctx);
 void RegisterOffers(CLI::App* cmd, CliContext& ctx);
 void RegisterGpus(CLI::App* cmd, CliContext& ctx);
 void RegisterProviders(CLI::App* cmd, CliContext& ctx);
@@ -34,6 +36,12 @@ const std::vector<CommandEntry>& CommandTable() {
       {"estimate", "Choose",
        "Evaluate one training configuration: per-GPU memory breakdown and step time",
        RegisterEstimate},
+      {"serve-estimate", "Choose",
+       "Size inference for one configuration: memory, max concurrency, TTFT, TPOT, throughput",
+       RegisterServeEstimate},
+      {"serve-plan", "Choose",
+       "Rank the GPU offers that serve a model within latency targets by $ per million tokens",
+       RegisterServePlan},
       {"offers", "Choose", "List and rank the instance offers of the catalog", RegisterOffers},
       {"gpus", "Choose", "List the GPU models of the catalog with their specs", RegisterGpus},
       {"providers", "Choose", "Evaluate the GPU cloud providers of the catalog", RegisterProviders},

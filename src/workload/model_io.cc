@@ -29,6 +29,7 @@ const std::vector<std::string> kPresetKeys = {"name",
                                               "ffn_hidden",
                                               "vocab",
                                               "max_seq_len",
+                                              "sliding_window",
                                               "tied_embeddings",
                                               "mlp",
                                               "norm",
@@ -105,6 +106,8 @@ Status ApplyYamlKey(const std::string& key, const YamlNode& v, Model& m) {
     return set_int(m.vocab);
   } else if (key == "max_seq_len") {
     return set_int(m.max_seq_len);
+  } else if (key == "sliding_window") {
+    return set_int(m.sliding_window);
   } else if (key == "type_vocab") {
     return set_int(m.type_vocab);
   } else if (key == "experts") {
@@ -222,6 +225,12 @@ Result<Model> LlamaLike(const HfReader& r, bool qwen) {
   FULCRUM_ASSIGN_OR_RETURN(bool attention_bias, r.BoolOr("attention_bias", false));
   m.qkv_bias = qwen || attention_bias;  // Qwen2 always has q/k/v biases
   m.dropout = r.NumberOr("attention_dropout", 0) > 0;
+  // Mistral sets sliding_window (null = full attention); Qwen2 carries one that applies only
+  // with use_sliding_window (transformers Qwen2Config).
+  FULCRUM_ASSIGN_OR_RETURN(const bool use_window, r.BoolOr("use_sliding_window", !qwen));
+  if (use_window) {
+    FULCRUM_ASSIGN_OR_RETURN(m.sliding_window, r.IntOr("sliding_window", 0));
+  }
   return m;
 }
 

@@ -1,0 +1,127 @@
+// `fulcrum serve-estimate`: inference sizing of one configuration (model x GPU x tp x batch x
+// lengths x precisions): memory, maximum concurrency, time to first token, time per output token
+// and throughput (serve/serve.h). JSON: {"memory": {...}, "latency": {...}, "throughput": {...}}.
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "catalog/catalog.h"
+#include "cli/cmd_serve_options.h"
+#include "cli/command.h"
+#include "core/paths.h"
+#include "core/table.h"
+#include "serve/serve.h"
+
+namespace fulcrum::cli {
+namespace {
+
+constexpr const char* kFooter = R"(Examples:
+  fulcrum serve-estimate --model llama-3-8b --gpu L4 --batch 16 --input-len 512 --output-len 256
+  fulcrum serve-estimate --model llama-2-70b --gpu H100-SXM --tp 4 --batch 64 --precision fp8 --json
+  fulcrum serve-estimate --hf-config ./config.json --gpu T4 --precision int4-weight-only --kv-precision fp16
+
+JSON: {"memory": {"weights_bytes", "kv_cache_bytes_per_token", "kv_cache_bytes",
+"peak_bytes_per_gpu", "activation_bytes_per_gpu", "overhead_bytes_per_gpu",
+"budget_bytes_per_gpu", "max_concurrency", "fits"}, "latency": {"ttft_seconds",
+"tpot_seconds"}, "throughput": {"output_tokens_per_second", "prefill_tokens_per_second"}}.
+weights_bytes, kv_cache_bytes_per_token and kv_cache_bytes are the whole model's (all tp GPUs);
+peak_bytes_per_gpu is one GPU's. budget = vLLM's default gpu_memory_utilization 0.9 x capacity;
+max_concurrency = sequences of input+output tokens whose KV cache fits in it. ttft_seconds = the
+whole batch's prefill (the last sequence's first token); tpot_seconds = one decode step at the
+mean context; output_tokens_per_second = batch x output-len over prefill + decode wall time.)";
+
+struct ServeEstimateOptions {
+  ServeModelOptions model;
+  std::string gpu;
+  int64_t tp = 1, batch = 1;
+  bool json = false;
+};
+
+Result<serve::ServeEstimate> Run(const ServeEstimateOptions& o, const std::string& catalog_flag) {
+  const std::string dir = DefaultCatalogDir(catalog_flag);
+  catalog::LoadOptions load;
+  load.include_user_offers = false;
+  FULCRUM_ASSIGN_OR_RETURN(catalog::Catalog cat, catalog::Catalog::Load(dir, load));
+  if (o.gpu.empty()) {
+    return Status::InvalidInput("--gpu: expected a GPU name from the catalog (fulcrum gpus)");
+  }
+  FULCRUM_ASSIGN_OR_RETURN(const catalog::Gpu* gpu, cat.ResolveGpu(o.gpu));
+  FULCRUM_ASSIGN_OR_RETURN(ResolvedServeModel m, ResolveServeModel(o.model, dir));
+  serve::ServeRequest r;
+  r.model = m.model;
+  r.gpu = *gpu;
+  r.interconnect = gpu->nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie;
+  r.tp = o.tp;
+  r.batch = o.batch;
+  r.input_len = o.model.input_len;
+  r.output_len = o.model.output_len;
+  r.precision = m.precision;
+  r.kv_precision = m.kv_precision.value_or(gpu->bf16_tflops ? serve::KvPrecision::kBf16
+                                                            : serve::KvPrecision::kFp16);
+  return serve::EstimateServing(r);
+}
+
+nlohmann::json ToJson(const serve::ServeEstimate& e) {
+  return {{"memory", ServeMemoryJson(e.memory)},
+          {"latency",
+           {{"ttft_seconds", e.speed.prefill_seconds}, {"tpot_seconds", e.speed.tpot_seconds}}},
+          {"throughput",
+           {{"output_tokens_per_second", e.speed.output_tokens_per_second},
+            {"prefill_tokens_per_second", e.speed.prefill_tokens_per_second}}}};
+}
+
+std::string GiB(double bytes) { return FormatNumber(bytes / (1024.0 * 1024 * 1024), 2) + " GiB"; }
+
+std::string Render(const serve::ServeEstimate& e) {
+  const serve::ServeMemory& m = e.memory;
+  Table table({"", "value"}, {Align::kLeft, Align::kRight});
+  table.AddRow({"weights (all GPUs)", GiB(m.weights_bytes)});
+  table.AddRow({"KV cache per token (all GPUs)",
+                FormatNumber(m.kv_cache_bytes_per_token / 1024, 1) + " KiB"});
+  table.AddRow({"KV cache of the batch (all GPUs)", GiB(m.kv_cache_bytes)});
+  table.AddRow({"activation workspace per GPU", GiB(m.activation_bytes_per_gpu)});
+  table.AddRow({"CUDA context + graphs per GPU", GiB(m.overhead_bytes_per_gpu)});
+  table.AddRow({"peak per GPU", GiB(m.peak_bytes_per_gpu)});
+  table.AddRow({"budget per GPU (0.9 x capacity)", GiB(m.budget_bytes_per_gpu)});
+  table.AddRow({"max concurrent sequences", std::to_string(m.max_concurrency)});
+  table.AddRow({"time to first token", FormatNumber(e.speed.prefill_seconds * 1000, 1) + " ms"});
+  table.AddRow({"time per output token", FormatNumber(e.speed.tpot_seconds * 1000, 2) + " ms"});
+  table.AddRow({"output tokens/s", FormatNumber(e.speed.output_tokens_per_second, 0)});
+  table.AddRow({"prefill tokens/s", FormatNumber(e.speed.prefill_tokens_per_second, 0)});
+  std::string out = table.Render();
+  if (!m.fits) {
+    out += "does not fit: the batch needs " + GiB(m.peak_bytes_per_gpu) + " per GPU of " +
+           GiB(m.budget_bytes_per_gpu) + "; at most " + std::to_string(m.max_concurrency) +
+           " concurrent sequences (lower --batch, raise --tp, or quantise)\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+void RegisterServeEstimate(CLI::App* cmd, CliContext& ctx) {
+  cmd->footer(kFooter);
+  auto o = std::make_shared<ServeEstimateOptions>();
+  AddServeModelOptions(cmd, o->model);
+  cmd->add_option("--gpu", o->gpu, "GPU name or alias from the catalog (see fulcrum gpus)")
+      ->type_name("NAME");
+  cmd->add_option("--tp", o->tp, "Tensor-parallel degree (default: 1)")->type_name("N");
+  cmd->add_option("--batch", o->batch, "Concurrent sequences (default: 1)")->type_name("N");
+  cmd->add_flag("--json", o->json, "Print the result as JSON (see the contract below)");
+  cmd->callback([&ctx, o] {
+    Result<serve::ServeEstimate> result = Run(*o, ctx.catalog_dir);
+    if (!result.ok()) {
+      ReportError(ctx, result.status());
+      return;
+    }
+    if (o->json) {
+      PrintJson(ctx, ToJson(*result));
+    } else {
+      ctx.out << Render(*result);
+    }
+  });
+}
+
+}  // namespace fulcrum::cli

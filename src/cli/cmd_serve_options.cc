@@ -1,0 +1,49 @@
+#include "cli/cmd_serve_options.h"
+
+#include <CLI/CLI.hpp>
+
+namespace fulcrum::cli {
+
+void AddServeModelOptions(CLI::App* cmd, ServeModelOptions& o) {
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  cmd->add_option("--model", o.model.model,
+                  "Model preset from the catalog (catalog/models/NAME.yaml), e.g. llama-3-8b")
+      ->type_name("NAME");
+  cmd->add_option("--hf-config", o.model.hf_config,
+                  "A HuggingFace config.json (Llama, Mistral, Qwen2, Mixtral, ...)")
+      ->type_name("FILE");
+  cmd->add_option("--input-len", o.input_len, "Prompt tokens per sequence (default: 512)")
+      ->type_name("N");
+  cmd->add_option("--output-len", o.output_len, "Generated tokens per sequence (default: 128)")
+      ->type_name("N");
+  cmd->add_option("--precision", o.precision,
+                  "Weights/matmuls: bf16|fp16|fp8|fp4|int8 (W8A8)|int8-weight-only|"
+                  "int4-weight-only (AWQ/GPTQ) (default: bf16)");
+  cmd->add_option("--kv-precision", o.kv_precision,
+                  "KV cache: bf16|fp16|fp8 (default: bf16, fp16 where the GPU has no bf16)");
+}
+
+Result<ResolvedServeModel> ResolveServeModel(const ServeModelOptions& o,
+                                             const std::string& catalog_dir) {
+  ResolvedServeModel r;
+  FULCRUM_ASSIGN_OR_RETURN(r.model, estimate::ResolveModel(o.model, catalog_dir));
+  FULCRUM_ASSIGN_OR_RETURN(r.precision, serve::ParsePrecision(o.precision));
+  if (!o.kv_precision.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(r.kv_precision, serve::ParseKvPrecision(o.kv_precision));
+  }
+  return r;
+}
+
+nlohmann::json ServeMemoryJson(const serve::ServeMemory& m) {
+  return {{"weights_bytes", m.weights_bytes},
+          {"kv_cache_bytes_per_token", m.kv_cache_bytes_per_token},
+          {"kv_cache_bytes", m.kv_cache_bytes},
+          {"peak_bytes_per_gpu", m.peak_bytes_per_gpu},
+          {"activation_bytes_per_gpu", m.activation_bytes_per_gpu},
+          {"overhead_bytes_per_gpu", m.overhead_bytes_per_gpu},
+          {"budget_bytes_per_gpu", m.budget_bytes_per_gpu},
+          {"max_concurrency", m.max_concurrency},
+          {"fits", m.fits}};
+}
+
+}  // namespace fulcrum::cli

@@ -1,0 +1,135 @@
+#include "serve/plan.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fulcrum::serve {
+namespace {
+
+// Most sequences per replica when --concurrency is not given: vLLM's max_num_seqs default (256,
+// SchedulerConfig of the 0.x releases); the KV cache may allow more.
+constexpr int64_t kDefaultMaxConcurrency = 256;
+
+bool MissesTargets(const ServeEstimate& e, const ServePlanRequest& r) {
+  return (r.ttft_max_seconds && e.speed.prefill_seconds > *r.ttft_max_seconds) ||
+         (r.tpot_max_seconds && e.speed.tpot_seconds > *r.tpot_max_seconds);
+}
+
+void MarkPareto(std::vector<ServeCandidate>& candidates) {
+  for (ServeCandidate& c : candidates) {
+    c.pareto = std::none_of(candidates.begin(), candidates.end(), [&](const ServeCandidate& o) {
+      const double cost = o.usd_per_million_output_tokens, tpot = o.estimate.speed.tpot_seconds;
+      const double c_cost = c.usd_per_million_output_tokens, c_tpot = c.estimate.speed.tpot_seconds;
+      return cost <= c_cost && tpot <= c_tpot && (cost < c_cost || tpot < c_tpot);
+    });
+  }
+}
+
+}  // namespace
+
+Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
+                                                const catalog::ResolvedFilter& offers,
+                                                const ServePlanRequest& r) {
+  std::vector<ServeCandidate> out;
+  int unsupported = 0, unfit = 0, too_slow = 0, unpriced = 0;
+  for (const catalog::Offer* offer : offers.offers) {
+    const catalog::Gpu* gpu = catalog.FindGpu(offer->gpu);
+    if (gpu == nullptr) continue;
+    const std::optional<double> price = catalog::OfferUsdPerHour(
+        *offer, catalog.FindProvider(offer->provider), catalog::Pricing::kOnDemand);
+    if (!price) {
+      ++unpriced;
+      continue;
+    }
+    ServeRequest s;
+    s.model = r.model;
+    s.gpu = *gpu;
+    s.interconnect = offer->interconnect == catalog::Interconnect::kUnknown
+                         ? (gpu->nvlink_gbps ? catalog::Interconnect::kNvlink
+                                             : catalog::Interconnect::kPcie)
+                         : offer->interconnect;
+    s.precision = r.precision;
+    s.kv_precision = r.kv_precision.value_or(gpu->bf16_tflops ? KvPrecision::kBf16
+                                                              : KvPrecision::kFp16);
+    s.input_len = r.input_len;
+    s.output_len = r.output_len;
+    if (!CheckSupport(*gpu, s.precision, s.kv_precision).ok()) {
+      ++unsupported;
+      continue;
+    }
+    for (int64_t tp = 1; tp <= offer->gpu_count; tp *= 2) {
+      if (offer->gpu_count % tp != 0 || r.model.heads % tp != 0) continue;
+      if (!r.tp.empty() && std::find(r.tp.begin(), r.tp.end(), tp) == r.tp.end()) continue;
+      s.tp = tp;
+      s.batch = 1;
+      Result<ServeEstimate> probe = EstimateServing(s);
+      if (!probe.ok() || probe->memory.max_concurrency < 1) {
+        ++unfit;
+        continue;
+      }
+      s.batch = r.concurrency.value_or(
+          std::min(probe->memory.max_concurrency, kDefaultMaxConcurrency));
+      Result<ServeEstimate> e = EstimateServing(s);
+      if (!e.ok() || !e->memory.fits) {
+        ++unfit;
+        continue;
+      }
+      // Without --concurrency, halve the sequences per replica until the targets are met (fewer
+      // sequences: shorter batch prefill and decode step).
+      while (MissesTargets(*e, r) && !r.concurrency && s.batch > 1) {
+        s.batch /= 2;
+        e = EstimateServing(s);
+        if (!e.ok()) break;
+      }
+      if (!e.ok() || MissesTargets(*e, r)) {
+        ++too_slow;
+        continue;
+      }
+      ServeCandidate c;
+      c.offer = offer;
+      c.gpu = gpu;
+      c.tp = tp;
+      c.concurrency = s.batch;
+      c.estimate = *e;
+      const double request_seconds =
+          e->speed.prefill_seconds + static_cast<double>(r.output_len) * e->speed.tpot_seconds;
+      c.requests_per_second_per_replica = static_cast<double>(s.batch) / request_seconds;
+      const int64_t per_instance = offer->gpu_count / tp;
+      if (r.requests_per_second > 0) {
+        c.replicas = static_cast<int64_t>(
+            std::ceil(r.requests_per_second / c.requests_per_second_per_replica - 1e-9));
+        c.instances = (c.replicas + per_instance - 1) / per_instance;
+      } else {
+        c.replicas = per_instance;
+        c.instances = 1;
+      }
+      const double capacity = static_cast<double>(c.replicas) * c.requests_per_second_per_replica;
+      const double served = r.requests_per_second > 0 ? r.requests_per_second : capacity;
+      c.utilization = served / capacity;
+      c.usd_per_hour = static_cast<double>(c.instances) * *price;
+      c.usd_per_million_output_tokens =
+          c.usd_per_hour / (served * static_cast<double>(r.output_len) * 3600) * 1e6;
+      c.usd_per_million_input_tokens =
+          c.usd_per_hour / (served * static_cast<double>(r.input_len) * 3600) * 1e6;
+      if (tp > 1 && s.interconnect == catalog::Interconnect::kPcie) {
+        c.warnings.push_back("tp-over-pcie: tensor-parallel all-reduces over PCIe");
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  if (out.empty()) {
+    return Status::InvalidInput(
+        "no offer serves the model: of " + std::to_string(offers.offers.size()) + " offers, " +
+        std::to_string(unsupported) + " lack tensor cores for --precision " +
+        std::string(PrecisionName(r.precision)) + ", " + std::to_string(unpriced) +
+        " have no on-demand price; " + std::to_string(unfit) + " layouts do not fit in memory, " +
+        std::to_string(too_slow) + " miss the latency targets");
+  }
+  MarkPareto(out);
+  std::stable_sort(out.begin(), out.end(), [](const ServeCandidate& a, const ServeCandidate& b) {
+    return a.usd_per_million_output_tokens < b.usd_per_million_output_tokens;
+  });
+  return out;
+}
+
+}  // namespace fulcrum::serve

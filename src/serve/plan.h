@@ -1,0 +1,55 @@
+// serve-plan: for each offer of the catalog that passes the filter and each tensor-parallel
+// layout that fits, the replicas that serve the traffic within the latency targets, the hourly
+// cost and the cost per million tokens; the Pareto front of cost per output token vs time per
+// output token. On-demand prices. Pure computation over an immutable Catalog, thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "catalog/offer_query.h"
+#include "serve/serve.h"
+
+namespace fulcrum::serve {
+
+struct ServePlanRequest {
+  workload::Model model;
+  Precision precision = Precision::kBf16;
+  std::optional<KvPrecision> kv_precision;  // nullopt = bf16, fp16 where the GPU has no bf16
+  int64_t input_len = 512, output_len = 128;
+  // Sequences per replica; nullopt = the most that fit (at most 256), halved until the latency
+  // targets are met.
+  std::optional<int64_t> concurrency;
+  double requests_per_second = 0;       // traffic to serve; 0 = one instance per offer
+  std::optional<double> ttft_max_seconds, tpot_max_seconds;  // latency targets
+  std::vector<int64_t> tp;              // layouts to try; empty = every one the instance allows
+};
+
+struct ServeCandidate {
+  const catalog::Offer* offer = nullptr;  // into the Catalog
+  const catalog::Gpu* gpu = nullptr;
+  int64_t tp = 1;
+  int64_t concurrency = 1;  // sequences per replica
+  int64_t replicas = 1;
+  int64_t instances = 1;
+  ServeEstimate estimate;  // one replica at `concurrency`
+  double requests_per_second_per_replica = 0;
+  double usd_per_hour = 0;  // all instances, on demand
+  // The whole hourly cost over the tokens served per hour (output, resp. input): two views of one
+  // bill, not a split of it.
+  double usd_per_million_output_tokens = 0, usd_per_million_input_tokens = 0;
+  double utilization = 0;  // traffic / capacity of the replicas
+  bool pareto = false;     // no other candidate is cheaper per output token and faster per token
+  std::vector<std::string> warnings;
+};
+
+// Candidates sorted by $ per million output tokens. InvalidInput when no offer passes or none
+// fits the model and targets (the message says which constraint emptied the set).
+Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
+                                                const catalog::ResolvedFilter& offers,
+                                                const ServePlanRequest& request);
+
+}  // namespace fulcrum::serve

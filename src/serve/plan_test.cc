@@ -1,0 +1,111 @@
+#include "serve/plan.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "catalog/catalog.h"
+#include "catalog/offer_query.h"
+#include "workload/model_io.h"
+
+namespace fulcrum::serve {
+namespace {
+
+const std::string kCatalogDir = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
+
+class ServePlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    catalog::LoadOptions load;
+    load.include_user_offers = false;
+    Result<catalog::Catalog> c = catalog::Catalog::Load(kCatalogDir, load);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    catalog_ = std::make_unique<catalog::Catalog>(std::move(*c));
+    Result<workload::Model> m = workload::LoadModelPreset(kCatalogDir, "llama-3-8b");
+    ASSERT_TRUE(m.ok());
+    request_.model = *m;
+    request_.input_len = 512;
+    request_.output_len = 256;
+  }
+
+  Result<std::vector<ServeCandidate>> Plan(const std::vector<std::string>& gpus = {}) {
+    catalog::OfferFilter filter;
+    filter.gpus = gpus;
+    filter.pricing = {catalog::Pricing::kOnDemand};
+    Result<catalog::ResolvedFilter> offers = catalog::ResolveOfferFilter(*catalog_, filter);
+    EXPECT_TRUE(offers.ok()) << offers.status().ToString();
+    return PlanServing(*catalog_, *offers, request_);
+  }
+
+  std::unique_ptr<catalog::Catalog> catalog_;
+  ServePlanRequest request_;
+};
+
+TEST_F(ServePlanTest, EveryCandidateFitsMeetsTheTargetsAndServesTheTraffic) {
+  request_.requests_per_second = 5;
+  request_.ttft_max_seconds = 2;
+  request_.tpot_max_seconds = 0.05;
+  Result<std::vector<ServeCandidate>> plan = Plan();
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_GT(plan->size(), 10u);
+  for (const ServeCandidate& c : *plan) {
+    const std::string where = c.offer->provider + " " + c.offer->instance_type;
+    EXPECT_TRUE(c.estimate.memory.fits) << where;
+    EXPECT_LE(c.estimate.speed.prefill_seconds, 2) << where;
+    EXPECT_LE(c.estimate.speed.tpot_seconds, 0.05) << where;
+    EXPECT_GE(static_cast<double>(c.replicas) * c.requests_per_second_per_replica, 5 - 1e-9)
+        << where;
+    EXPECT_LE(c.utilization, 1 + 1e-9) << where;
+    EXPECT_EQ(c.offer->gpu_count % c.tp, 0) << where;
+    EXPECT_GE(c.instances * (c.offer->gpu_count / c.tp), c.replicas) << where;
+  }
+  for (size_t i = 1; i < plan->size(); ++i) {
+    EXPECT_LE((*plan)[i - 1].usd_per_million_output_tokens,
+              (*plan)[i].usd_per_million_output_tokens);
+  }
+}
+
+TEST_F(ServePlanTest, ParetoFrontIsTheUndominatedCandidates) {
+  Result<std::vector<ServeCandidate>> plan = Plan();
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto dominates = [](const ServeCandidate& a, const ServeCandidate& b) {
+    const double ac = a.usd_per_million_output_tokens, bc = b.usd_per_million_output_tokens;
+    const double at = a.estimate.speed.tpot_seconds, bt = b.estimate.speed.tpot_seconds;
+    return ac <= bc && at <= bt && (ac < bc || at < bt);
+  };
+  int front = 0;
+  for (const ServeCandidate& c : *plan) {
+    bool dominated = false;
+    for (const ServeCandidate& o : *plan) dominated = dominated || dominates(o, c);
+    EXPECT_EQ(c.pareto, !dominated) << c.offer->instance_type;
+    front += c.pareto ? 1 : 0;
+  }
+  EXPECT_GE(front, 2);
+}
+
+TEST_F(ServePlanTest, MoreTrafficNeedsMoreReplicas) {
+  request_.concurrency = 16;
+  request_.requests_per_second = 1;
+  Result<std::vector<ServeCandidate>> low = Plan({"L4"});
+  request_.requests_per_second = 20;
+  Result<std::vector<ServeCandidate>> high = Plan({"L4"});
+  ASSERT_TRUE(low.ok() && high.ok());
+  int64_t low_replicas = 0, high_replicas = 0;
+  for (const ServeCandidate& c : *low) low_replicas += c.replicas;
+  for (const ServeCandidate& c : *high) high_replicas += c.replicas;
+  EXPECT_GT(high_replicas, 5 * low_replicas);
+}
+
+TEST_F(ServePlanTest, RefusesWhenNoOfferCanRunThePrecision) {
+  request_.precision = Precision::kFp8;
+  Result<std::vector<ServeCandidate>> plan = Plan({"A100"});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().ExitCode(), 2);
+  EXPECT_NE(plan.status().message().find("lack tensor cores for --precision fp8"),
+            std::string::npos)
+      << plan.status().message();
+}
+
+}  // namespace
+}  // namespace fulcrum::serve

@@ -1,0 +1,279 @@
+#include "serve/serve.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "catalog/catalog.h"
+#include "workload/model_io.h"
+
+namespace fulcrum::serve {
+namespace {
+
+const std::string kCatalogDir = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
+
+const catalog::Catalog& Cat() {
+  static const catalog::Catalog* cat = [] {
+    catalog::LoadOptions load;
+    load.include_user_offers = false;
+    Result<catalog::Catalog> c = catalog::Catalog::Load(kCatalogDir, load);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return new catalog::Catalog(std::move(*c));
+  }();
+  return *cat;
+}
+
+workload::Model Preset(const std::string& name) {
+  Result<workload::Model> m = workload::LoadModelPreset(kCatalogDir, name);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  return *m;
+}
+
+catalog::Gpu Gpu(const std::string& name) {
+  const catalog::Gpu* gpu = Cat().FindGpu(name);
+  EXPECT_NE(gpu, nullptr) << name;
+  return *gpu;
+}
+
+ServeRequest Request(const std::string& model, const std::string& gpu, Precision p,
+                     KvPrecision kv, int64_t batch, int64_t input, int64_t output,
+                     int64_t tp = 1) {
+  ServeRequest r;
+  r.model = Preset(model);
+  r.gpu = Gpu(gpu);
+  r.interconnect =
+      r.gpu.nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie;
+  r.precision = p;
+  r.kv_precision = kv;
+  r.batch = batch;
+  r.input_len = input;
+  r.output_len = output;
+  r.tp = tp;
+  return r;
+}
+
+ServeEstimate Estimate(const ServeRequest& r) {
+  Result<ServeEstimate> e = EstimateServing(r);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? *e : ServeEstimate{};
+}
+
+// meta-llama/Meta-Llama-3-8B config.json: 32 layers x 8 KV heads x head_dim 128, K and V, 2
+// bytes = 131072 bytes (128 KiB) per token in bf16; fp8 halves it.
+TEST(ServeMemoryTest, Llama3_8bKvCacheIs128KibPerTokenWithGqa) {
+  const workload::Model m = Preset("llama-3-8b");
+  EXPECT_EQ(KvCacheBytesPerToken(m, KvPrecision::kBf16), 131072.0);
+  EXPECT_EQ(KvCacheBytesPerToken(m, KvPrecision::kFp8), 65536.0);
+}
+
+// meta-llama/Llama-2-7b-hf: multi-head attention (32 KV heads): 2 x 32 x 4096 x 2 = 512 KiB per
+// token; meta-llama/Llama-2-70b-hf: 80 layers x 8 KV heads x 128 x 2 x 2 = 320 KiB.
+TEST(ServeMemoryTest, KvCacheCountsKvHeadsNotAttentionHeads) {
+  EXPECT_EQ(KvCacheBytesPerToken(Preset("llama-2-7b"), KvPrecision::kFp16), 524288.0);
+  EXPECT_EQ(KvCacheBytesPerToken(Preset("llama-2-70b"), KvPrecision::kBf16), 327680.0);
+}
+
+// meta-llama/Llama-2-70b-hf config.json (80 layers, hidden 8192, 64 heads / 8 KV heads, FFN
+// 28672, vocab 32000): 68,976,648,192 parameters, 2 bytes each in bf16 = 137,953,296,384 bytes.
+TEST(ServeMemoryTest, Llama2_70bWeightsInBf16MatchTheCheckpoint) {
+  const workload::Model m = Preset("llama-2-70b");
+  EXPECT_NEAR(WeightBytes(m, Precision::kBf16), 137953296384.0, 137953296384.0 * 0.001);
+  // Quantised formats keep embeddings and head in 16-bit: fp8 a little over half, AWQ int4 a
+  // little over a quarter.
+  const double bf16 = WeightBytes(m, Precision::kBf16);
+  EXPECT_GT(WeightBytes(m, Precision::kFp8), 0.5 * bf16);
+  EXPECT_LT(WeightBytes(m, Precision::kFp8), 0.52 * bf16);
+  EXPECT_GT(WeightBytes(m, Precision::kInt4WeightOnly), 0.25 * bf16);
+  EXPECT_LT(WeightBytes(m, Precision::kInt4WeightOnly), 0.28 * bf16);
+}
+
+// mistralai/Mistral-7B-v0.1 config.json: sliding_window 4096. Qwen/Qwen2-7B: sliding_window
+// 131072 with use_sliding_window false (full attention).
+TEST(ServeMemoryTest, SlidingWindowCapsTheCachedTokens) {
+  const std::string mistral = R"({"architectures": ["MistralForCausalLM"], "hidden_size": 4096,
+      "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+      "num_key_value_heads": 8, "vocab_size": 32000, "max_position_embeddings": 32768,
+      "sliding_window": 4096})";
+  Result<workload::Model> m = workload::ParseHfConfig(mistral, "config.json");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->sliding_window, 4096);
+  EXPECT_EQ(CachedTokens(*m, 8192), 4096);
+  EXPECT_EQ(CachedTokens(*m, 1000), 1000);
+
+  const std::string qwen = R"({"architectures": ["Qwen2ForCausalLM"], "hidden_size": 3584,
+      "intermediate_size": 18944, "num_attention_heads": 28, "num_hidden_layers": 28,
+      "num_key_value_heads": 4, "vocab_size": 152064, "sliding_window": 131072,
+      "use_sliding_window": false})";
+  Result<workload::Model> q = workload::ParseHfConfig(qwen, "config.json");
+  ASSERT_TRUE(q.ok()) << q.status().ToString();
+  EXPECT_EQ(q->sliding_window, 0);
+  // The shipped preset (catalog/models/mistral-7b.yaml, the v0.1 config) carries the window.
+  EXPECT_EQ(Preset("mistral-7b").sliding_window, 4096);
+  Result<workload::Model> fixture = workload::LoadHfConfigFile(
+      std::string(FULCRUM_SOURCE_DIR) + "/tests/fixtures/hf/qwen2-7b.json");
+  ASSERT_TRUE(fixture.ok()) << fixture.status().ToString();
+  EXPECT_EQ(fixture->sliding_window, 0);
+
+  ServeRequest r = Request("mistral-7b", "L4", Precision::kBf16, KvPrecision::kBf16, 4, 6000, 2192);
+  r.model = *m;
+  const double windowed = Estimate(r).memory.kv_cache_bytes;
+  r.model.sliding_window = 0;
+  EXPECT_DOUBLE_EQ(Estimate(r).memory.kv_cache_bytes, 2 * windowed);
+}
+
+TEST(ServeMemoryTest, MaxConcurrencyIsTheLargestBatchThatFits) {
+  ServeRequest r = Request("llama-3-8b", "L4", Precision::kBf16, KvPrecision::kBf16, 1, 1024, 1024);
+  const int64_t max = Estimate(r).memory.max_concurrency;
+  ASSERT_GT(max, 1);
+  r.batch = max;
+  EXPECT_TRUE(Estimate(r).memory.fits);
+  r.batch = max + 1;
+  EXPECT_FALSE(Estimate(r).memory.fits);
+  // The budget is vLLM's gpu_memory_utilization 0.9 of the card.
+  EXPECT_DOUBLE_EQ(Estimate(r).memory.budget_bytes_per_gpu, 0.9 * 24 * 1024.0 * 1024 * 1024);
+  // An fp8 KV cache holds about twice the sequences.
+  r.kv_precision = KvPrecision::kFp8;
+  r.batch = 1;
+  EXPECT_NEAR(static_cast<double>(Estimate(r).memory.max_concurrency), 2.0 * max, 2.0);
+}
+
+TEST(ServeMemoryTest, TensorParallelismSplitsWeightsAndKv) {
+  const ServeEstimate one =
+      Estimate(Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 8, 512, 512, 2));
+  const ServeEstimate four =
+      Estimate(Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 8, 512, 512, 4));
+  EXPECT_LT(four.memory.peak_bytes_per_gpu, one.memory.peak_bytes_per_gpu);
+  EXPECT_GT(four.memory.max_concurrency, 2 * one.memory.max_concurrency);
+  EXPECT_DOUBLE_EQ(four.memory.weights_bytes, one.memory.weights_bytes);  // whole model
+}
+
+TEST(ServePrecisionTest, RefusesWhatTheGpuCannotRunNamingWhatItSupports) {
+  struct Case {
+    const char* gpu;
+    Precision precision;
+  };
+  for (const Case& c : {Case{"T4", Precision::kBf16}, Case{"V100-SXM2-16GB", Precision::kBf16},
+                        Case{"A100-80GB", Precision::kFp8}, Case{"H100-SXM", Precision::kFp4},
+                        Case{"V100-SXM2-16GB", Precision::kInt8}}) {
+    const catalog::Gpu gpu = Gpu(c.gpu);
+    Status s = CheckSupport(gpu, c.precision, KvPrecision::kFp16);
+    ASSERT_FALSE(s.ok()) << c.gpu;
+    EXPECT_EQ(s.code(), StatusCode::kInvalidInput);
+    EXPECT_NE(s.message().find(gpu.name), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("it supports: "), std::string::npos) << s.message();
+    ASSERT_NE(s.detail(), nullptr);
+    EXPECT_EQ(s.detail()->field, "precision");
+    EXPECT_EQ(s.detail()->found, std::string(PrecisionName(c.precision)));
+    EXPECT_NE(std::find(s.detail()->nearest.begin(), s.detail()->nearest.end(), "fp16"),
+              s.detail()->nearest.end());
+  }
+  // ... and runs what it has (sourced in catalog/gpus.csv).
+  EXPECT_TRUE(CheckSupport(Gpu("T4"), Precision::kInt8, KvPrecision::kFp16).ok());
+  EXPECT_TRUE(CheckSupport(Gpu("A100-80GB"), Precision::kInt8, KvPrecision::kBf16).ok());
+  EXPECT_TRUE(CheckSupport(Gpu("H100-SXM"), Precision::kFp8, KvPrecision::kFp8).ok());
+  EXPECT_TRUE(CheckSupport(Gpu("L4"), Precision::kFp8, KvPrecision::kFp8).ok());
+  EXPECT_TRUE(CheckSupport(Gpu("MI300X"), Precision::kFp8, KvPrecision::kBf16).ok());
+  EXPECT_TRUE(CheckSupport(Gpu("B200"), Precision::kFp4, KvPrecision::kFp8).ok());
+  EXPECT_TRUE(CheckSupport(Gpu("T4"), Precision::kInt4WeightOnly, KvPrecision::kFp16).ok());
+  // A bf16 KV cache on a card without bf16 is refused too.
+  Status kv = CheckSupport(Gpu("T4"), Precision::kFp16, KvPrecision::kBf16);
+  ASSERT_FALSE(kv.ok());
+  ASSERT_NE(kv.detail(), nullptr);
+  EXPECT_EQ(kv.detail()->field, "kv-precision");
+  // EstimateServing applies the same check.
+  EXPECT_FALSE(EstimateServing(Request("llama-3-8b", "T4", Precision::kBf16, KvPrecision::kFp16,
+                                       1, 128, 128))
+                   .ok());
+}
+
+TEST(ServePrecisionTest, ParsesTheNamesAndSuggestsTheNearest) {
+  for (const char* name : {"bf16", "fp16", "fp8", "fp4", "int8", "int8-weight-only",
+                           "int4-weight-only"}) {
+    Result<Precision> p = ParsePrecision(name);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_EQ(PrecisionName(*p), name);
+  }
+  Result<Precision> bad = ParsePrecision("int4-weight-onyl");
+  ASSERT_FALSE(bad.ok());
+  ASSERT_NE(bad.status().detail(), nullptr);
+  EXPECT_EQ(bad.status().detail()->nearest.front(), "int4-weight-only");
+  EXPECT_FALSE(ParseKvPrecision("int4").ok());
+}
+
+TEST(ServeSpeedTest, DecodeIsBandwidthBoundAtBatchOneAndComputeBoundAtLargeBatch) {
+  ServeRequest r = Request("llama-3-8b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 1, 128, 128);
+  const ServeEstimate small = Estimate(r);
+  EXPECT_GT(small.speed.decode_memory_seconds, 10 * small.speed.decode_compute_seconds);
+  r.batch = 2048;
+  const ServeEstimate large = Estimate(r);
+  EXPECT_GT(large.speed.decode_compute_seconds, large.speed.decode_memory_seconds);
+  EXPECT_GT(large.speed.tpot_seconds, small.speed.tpot_seconds);
+  EXPECT_GT(large.speed.output_tokens_per_second, 50 * small.speed.output_tokens_per_second);
+  // Quantised weights read fewer bytes per step: int4 decodes faster at batch 1.
+  r.batch = 1;
+  r.precision = Precision::kInt4WeightOnly;
+  EXPECT_LT(Estimate(r).speed.tpot_seconds, 0.5 * small.speed.tpot_seconds);
+}
+
+TEST(ServeSpeedTest, TensorParallelismAddsAllReducesAndCutsTheStep) {
+  ServeRequest r = Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 16, 512, 128, 2);
+  const ServeEstimate two = Estimate(r);
+  r.tp = 8;
+  const ServeEstimate eight = Estimate(r);
+  EXPECT_GT(two.speed.decode_comm_seconds, 0);
+  EXPECT_GT(eight.speed.decode_comm_seconds, two.speed.decode_comm_seconds);
+  EXPECT_LT(eight.speed.tpot_seconds, two.speed.tpot_seconds);
+  r.tp = 3;  // does not divide 64 heads
+  EXPECT_FALSE(EstimateServing(r).ok());
+}
+
+// Published TensorRT-LLM measurements (static batching, gptSessionBenchmark; output tokens over
+// the whole run): NVIDIA/TensorRT-LLM docs/source/performance.md@138f96d45f90b9667426f7c47297d8c06bafac73
+// (v0.6.1 "Peak Throughput" tables: H100 FP8 with --fp8_kv_cache, A100 FP16; "Low Latency" v0.5
+// first-token tables). "LLaMA 7B" there is Llama-2-7b (the page's methodology section). None of
+// these rows was used to fit a constant (the efficiencies come from the training calibration).
+TEST(ServeSpeedTest, MatchesPublishedTensorRtLlmThroughputWithin25Percent) {
+  struct Row {
+    const char* gpu;
+    Precision precision;
+    KvPrecision kv;
+    int64_t batch, input, output;
+    double published_output_tokens_per_second;
+  };
+  const Row rows[] = {
+      {"H100-SXM", Precision::kFp8, KvPrecision::kFp8, 112, 128, 2048, 6818},
+      {"H100-SXM", Precision::kFp8, KvPrecision::kFp8, 80, 2048, 128, 2244},
+      {"H100-SXM", Precision::kFp8, KvPrecision::kFp8, 48, 2048, 2048, 2740},
+      {"A100-80GB", Precision::kFp16, KvPrecision::kFp16, 60, 128, 2048, 1928},
+      {"A100-80GB", Precision::kFp16, KvPrecision::kFp16, 52, 2048, 128, 591},
+  };
+  std::vector<double> errors;
+  for (const Row& row : rows) {
+    const ServeEstimate e = Estimate(Request("llama-2-7b", row.gpu, row.precision, row.kv,
+                                             row.batch, row.input, row.output));
+    const double error =
+        e.speed.output_tokens_per_second / row.published_output_tokens_per_second - 1;
+    EXPECT_LT(std::abs(error), 0.25) << row.gpu << " batch " << row.batch << " " << row.input
+                                     << "/" << row.output << ": "
+                                     << e.speed.output_tokens_per_second;
+    errors.push_back(std::abs(error));
+  }
+  std::sort(errors.begin(), errors.end());
+  EXPECT_LT(errors[errors.size() / 2], 0.15);  // the issue's goal: median |error| <= 15 %
+}
+
+TEST(ServeSpeedTest, MatchesPublishedTensorRtLlmFirstTokenLatencyWithin25Percent) {
+  // Batch 1, 2048 input tokens: H100 FP8 36 ms, A100 FP16 133 ms (same page, "Low Latency").
+  const ServeEstimate h100 = Estimate(
+      Request("llama-2-7b", "H100-SXM", Precision::kFp8, KvPrecision::kFp8, 1, 2048, 1));
+  const ServeEstimate a100 = Estimate(
+      Request("llama-2-7b", "A100-80GB", Precision::kFp16, KvPrecision::kFp16, 1, 2048, 1));
+  EXPECT_NEAR(h100.speed.prefill_seconds, 0.036, 0.036 * 0.25);
+  EXPECT_NEAR(a100.speed.prefill_seconds, 0.133, 0.133 * 0.25);
+}
+
+}  // namespace
+}  // namespace fulcrum::serve
