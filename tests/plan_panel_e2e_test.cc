@@ -192,9 +192,9 @@ TEST(PlanPanelTest, Pretrain70bTopRowsDoNotRestOnAnAssumedNetwork) {
 //     --assume-network-gbps from 50 to 3200 may make the mean faster, never the P90.
 TEST(PlanPanelTest, AssumedNetworkDoesNotShortenTheP90) {
   auto rows = [](const std::string& gbps) {
-    const json d = Plan({SourcePath("examples/llama-70b-pretrain.yaml"), "--providers",
-                         "hyperbolic,lambda", "--pricing", "on_demand", "--assume-network-gbps",
-                         gbps, "--top", "400"});
+    const json d =
+        Plan({SourcePath("examples/llama-70b-pretrain.yaml"), "--providers", "hyperbolic,lambda",
+              "--pricing", "on_demand", "--assume-network-gbps", gbps, "--top", "400"});
     std::map<std::string, json> out;
     for (const json& c : d["candidates"]) {
       if (c["nodes"].get<int>() < 2 || !Warns(c, "network-bandwidth-assumed")) continue;
@@ -237,8 +237,8 @@ TEST(PlanPanelTest, SameGpusInMoreNodesAreInterruptedMoreOften) {
 //     shown first are the nearest misses (an expert asks "what comes closest?"), not the
 //     cheapest run that takes five times the deadline.
 TEST(PlanPanelTest, WhenNothingMeetsTheDeadlineTheNearestMissComesFirst) {
-  const json d = Plan(
-      {SourcePath("examples/llama-70b-pretrain.yaml"), "--pricing", "spot", "--top", "400"});
+  const json d =
+      Plan({SourcePath("examples/llama-70b-pretrain.yaml"), "--pricing", "spot", "--top", "400"});
   ASSERT_FALSE(d["candidates"].empty());
   double best = 1e300;
   for (const json& c : d["candidates"]) {
@@ -279,8 +279,8 @@ TEST(PlanPanelTest, BertLargeNeedsNoModelParallelism) {
 //     is no user contract, so rounding it up must not lose to a pipeline over 3 GPUs of a 335 M
 //     model (what nobody would run).
 TEST(PlanPanelTest, BertLargeDefaultBatchIsNotKeptByPipelining) {
-  const json d = Plan({"--model", "bert-large", "--tokens", "20B", "--seq-len", "512",
-                       "--deadline", "2d", "--top", "10"});
+  const json d = Plan({"--model", "bert-large", "--tokens", "20B", "--seq-len", "512", "--deadline",
+                       "2d", "--top", "10"});
   ASSERT_FALSE(d["candidates"].empty());
   for (const json& c : d["candidates"]) {
     EXPECT_EQ(c["parallel"]["tp"], 1) << c["rank"] << " " << c["instance_type"];

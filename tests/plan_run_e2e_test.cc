@@ -50,22 +50,38 @@ TEST_F(PlanRunE2E, DeadlineAlertReachesTheSinkBeforeHalfThePlannedTime) {
   auto run = std::async(std::launch::async, [&] {
     RunOptions options;
     options.timeout_seconds = 120;
-    return RunFulcrum({"run", "--name", "slow", "--data-dir", data, "--preemption", "none",
-                       "--agent", "none", "--plan", plan_file, "--deadline",
-                       std::to_string(1.2 * planned_seconds) + "s", "--receiver", sink.url(), "--",
-                       FULCRUM_TRAINER, "--steps", "25", "--step-ms", std::to_string(step_ms),
+    return RunFulcrum({"run",
+                       "--name",
+                       "slow",
+                       "--data-dir",
+                       data,
+                       "--preemption",
+                       "none",
+                       "--agent",
+                       "none",
+                       "--plan",
+                       plan_file,
+                       "--deadline",
+                       std::to_string(1.2 * planned_seconds) + "s",
+                       "--receiver",
+                       sink.url(),
+                       "--",
+                       FULCRUM_TRAINER,
+                       "--steps",
+                       "25",
+                       "--step-ms",
+                       std::to_string(step_ms),
                        "--heartbeat-json"},
                       options);
   });
-  const bool alerted = PollUntil([&] { return !sink.Find("deadline_risk").is_null(); },
-                                 planned_seconds);
+  const bool alerted =
+      PollUntil([&] { return !sink.Find("deadline_risk").is_null(); }, planned_seconds);
   const double arrived =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ASSERT_TRUE(alerted) << "no deadline alert within the planned time";
   EXPECT_LT(arrived, planned_seconds / 2) << "the alert came too late to act";
   const std::string body = sink.Find("deadline_risk").dump();
-  EXPECT_NE(body.find("x planned speed the run misses the deadline by"), std::string::npos)
-      << body;
+  EXPECT_NE(body.find("x planned speed the run misses the deadline by"), std::string::npos) << body;
 
   // While it runs, status re-quotes it: planned vs measured, the remaining time with its P90,
   // the projected cost and the odds of the deadline.
@@ -95,11 +111,33 @@ TEST_F(PlanRunE2E, AJobOnPlanSpeedRaisesNoDeadlineAlert) {
   WebhookRecorder sink;
   RunOptions options;
   options.timeout_seconds = 60;
-  RunOutput r = RunFulcrum({"run", "--name", "onplan", "--data-dir", data, "--preemption", "none",
-                            "--agent", "none", "--expect-step-seconds", "0.1", "--total-steps",
-                            "40", "--tokens-per-step", "4096", "--deadline", "8s",
-                            "--progress-regex", "^step (\\d+)", "--receiver", sink.url(), "--",
-                            FULCRUM_TRAINER, "--steps", "40", "--step-ms", "100"},
+  RunOutput r = RunFulcrum({"run",
+                            "--name",
+                            "onplan",
+                            "--data-dir",
+                            data,
+                            "--preemption",
+                            "none",
+                            "--agent",
+                            "none",
+                            "--expect-step-seconds",
+                            "0.1",
+                            "--total-steps",
+                            "40",
+                            "--tokens-per-step",
+                            "4096",
+                            "--deadline",
+                            "8s",
+                            "--progress-regex",
+                            "^step (\\d+)",
+                            "--receiver",
+                            sink.url(),
+                            "--",
+                            FULCRUM_TRAINER,
+                            "--steps",
+                            "40",
+                            "--step-ms",
+                            "100"},
                            options);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err.find("deadline_risk"), std::string::npos) << r.err;
@@ -120,8 +158,8 @@ TEST_F(PlanRunE2E, BadPlanFilesAreUsageErrors) {
   EXPECT_NE(pick.err.find("--pick: expected a rank from 1 to 1, found 4"), std::string::npos)
       << pick.err;
   std::ofstream(plan_file) << "not json";
-  RunOutput bad = RunFulcrum(
-      {"run", "--data-dir", dir_ + "/data", "--plan", plan_file, "--", FULCRUM_TRAINER});
+  RunOutput bad =
+      RunFulcrum({"run", "--data-dir", dir_ + "/data", "--plan", plan_file, "--", FULCRUM_TRAINER});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_NE(bad.err.find(plan_file), std::string::npos) << bad.err;
 }

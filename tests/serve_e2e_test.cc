@@ -28,8 +28,8 @@ TEST(ServeEstimateE2eTest, JsonHasTheContractFields) {
 }
 
 TEST(ServeEstimateE2eTest, UnsupportedPrecisionExitsTwoNamingTheGpuAndItsPrecisions) {
-  RunOutput r = RunFulcrum({"serve-estimate", "--model", "llama-3-8b", "--gpu", "A100-80GB",
-                            "--precision", "fp8"});
+  RunOutput r = RunFulcrum(
+      {"serve-estimate", "--model", "llama-3-8b", "--gpu", "A100-80GB", "--precision", "fp8"});
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.err.find("GPU A100-SXM4-80GB has no fp8 tensor cores"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("it supports: bf16, fp16, int8"), std::string::npos) << r.err;

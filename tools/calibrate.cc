@@ -2,9 +2,9 @@
 // data/calibration/, writes the fitted constants to src/estimate/time_calibration_fitted.cc and
 // regenerates docs/ACCURACY.md (per-row errors in sample, and per source family both in sample
 // and leave-one-family-out: fitted without the family, scored on it) and the estimator's
-// uncertainty bands (src/estimate/uncertainty_fitted.cc, tools/calibration_bands.h). Deterministic: the same
-// data gives byte-identical outputs. With --check nothing is written; the exit status is 1 when
-// either checked-in file differs from what the data gives (the ctest drift test).
+// uncertainty bands (src/estimate/uncertainty_fitted.cc, tools/calibration_bands.h). Deterministic:
+// the same data gives byte-identical outputs. With --check nothing is written; the exit status is 1
+// when either checked-in file differs from what the data gives (the ctest drift test).
 //
 // Usage: fulcrum-calibrate [--root REPO] [--check]
 #include <cmath>

@@ -88,7 +88,7 @@ struct Agent::Impl {
   store::WriteBatch pending;
   double last_flush = 0;
   double last_maintain = -1e18;
-  double idle_started_at = 0;  // unix time of the idle warning's alert
+  double idle_started_at = 0;                    // unix time of the idle warning's alert
   telemetry::GpuSnapshot last_full;              // the last full sample (fast ticks merge over it)
   telemetry::FastFieldAggregate fast_aggregate;  // fast readings since the last full tick
   std::vector<alert::Sample> job_batch;          // job series of the last full tick

@@ -41,8 +41,8 @@ struct AgentConfig {
   int sim_gpus = 2;
   std::string sim_scenario;  // "" = no faults
   std::string listen = "127.0.0.1:9400";
-  std::string data_dir;  // "" = store::ResolveDataDir default
-  std::string rules;     // "" = the shipped defaults (examples/rules.yaml)
+  std::string data_dir;         // "" = store::ResolveDataDir default
+  std::string rules;            // "" = the shipped defaults (examples/rules.yaml)
   double interval_seconds = 1;  // full samples, stored (1 s aggregates of the fast ticks)
   // Fast ticks between full samples: the cheap fields (utilization, temperature, power, XID
   // events) read and alerted on at this cadence; 0 = off.

@@ -181,9 +181,9 @@ void RegisterAgent(CLI::App* cmd, CliContext& ctx) {
   cmd->add_option("--receiver", f->receiver,
                   "Webhook URL for alert notifications (secret: never logged)")
       ->type_name("URL");
-  cmd->add_option("--receiver-format", f->receiver_format,
-                  "Payload format of --receiver (default generic): " +
-                      JoinNames(ReceiverFormatNames()))
+  cmd->add_option(
+         "--receiver-format", f->receiver_format,
+         "Payload format of --receiver (default generic): " + JoinNames(ReceiverFormatNames()))
       ->check(CLI::IsMember(ReceiverFormatNames()).description(""))
       ->type_name("FORMAT");
   cmd->add_option("--token", f->token,

@@ -110,11 +110,11 @@ nlohmann::json CandidateJson(const serve::ServeCandidate& c) {
 }
 
 std::string Render(const std::vector<serve::ServeCandidate>& candidates, size_t top) {
-  Table table({"provider", "instance", "gpu", "tp", "replicas", "conc", "ttft ms", "tpot ms",
-               "$/h", "$/M out", "util", "pareto"},
-              {Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight,
-               Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
-               Align::kRight, Align::kLeft});
+  Table table(
+      {"provider", "instance", "gpu", "tp", "replicas", "conc", "ttft ms", "tpot ms", "$/h",
+       "$/M out", "util", "pareto"},
+      {Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight, Align::kRight,
+       Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft});
   for (size_t i = 0; i < candidates.size() && i < top; ++i) {
     const serve::ServeCandidate& c = candidates[i];
     table.AddRow({c.offer->provider, c.offer->instance_type,
@@ -146,8 +146,9 @@ void RegisterServePlan(CLI::App* cmd, CliContext& ctx) {
       ->type_name("SECONDS");
   cmd->add_option("--tpot-p90", o->tpot_p90, "Time per output token target, seconds")
       ->type_name("SECONDS");
-  cmd->add_option("--tp", o->tp, "Tensor-parallel degrees to try (default: every power of two "
-                                 "the instance allows)")
+  cmd->add_option("--tp", o->tp,
+                  "Tensor-parallel degrees to try (default: every power of two "
+                  "the instance allows)")
       ->delimiter(',')
       ->type_name("LIST");
   cmd->add_option("--gpus", o->gpus, "Only these GPU models (names or aliases, comma-separated)")

@@ -452,8 +452,8 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
                                : PcieGbytesPerSecond(std::nullopt) * 1e9 * c.pcie_efficiency;
     const double copy = LayerActivationBytes(model, tr) / host_bw;
     layer_comm += 2 * copy;
-    layer_exposed += std::max(0.0, copy - fwd.seconds) +
-                     std::max(0.0, copy - backward_factor * fwd.seconds);
+    layer_exposed +=
+        std::max(0.0, copy - fwd.seconds) + std::max(0.0, copy - backward_factor * fwd.seconds);
   }
 
   // --- pipeline: per-micro-batch time of the slowest stage, bubble (p-1)/(m*v) of it --------
@@ -466,7 +466,9 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
   // the node's NVLink after the send (Narayanan et al. 2021, arXiv 2104.04473, section 4.1).
   const double pp_message = tokens_mb * h * bytes / t;
   const double pp_gather =
-      tr.sequence_parallel ? 0 : AllGatherSeconds(tokens_mb * h * bytes, static_cast<int>(tr.tp), tp_link);
+      tr.sequence_parallel
+          ? 0
+          : AllGatherSeconds(tokens_mb * h * bytes, static_cast<int>(tr.tp), tp_link);
   const double pp_seconds = tr.pp > 1 ? 2 * (SendSeconds(pp_message, pp_link) + pp_gather) * v : 0;
   const double compute_mb = slowest.compute_seconds;
   const double stage_mb = compute_mb + slowest.exposed_seconds + pp_seconds;

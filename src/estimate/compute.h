@@ -114,7 +114,7 @@ struct Hardware {
   bool nvlink = false;
   bool simt_fp32 = false;  // matmuls in plain fp32 on the CUDA cores (no tensor cores)
   int gpus_per_node = 8;
-  double host_bytes_per_second = 0;  // GPU <-> CPU per direction, achievable (PCIe x16)
+  double host_bytes_per_second = 0;              // GPU <-> CPU per direction, achievable (PCIe x16)
   double network_bytes_per_second_per_node = 0;  // inter-node, wire; 0 = single node only
   ArchitectureEfficiency efficiency;             // EfficiencyFor(gpu.architecture, calibration)
 };

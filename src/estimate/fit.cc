@@ -159,12 +159,11 @@ void ContextParallel(const EstimateInput& in, std::vector<WayOut>& out) {
     KeepGlobalBatch(c.training);
     if (auto done = Complete(c)) {
       out.push_back({"context-parallel",
-                     "context parallel " + Str(cp) + ": each GPU holds " +
-                         Str(t.seq_len / cp) + " of the " + Str(t.seq_len) + " tokens (" +
-                         Str(c.gpus) + " GPUs)" + done->change,
-                     "--cp " + Str(cp) + " --gpus " + Str(c.gpus) + " --dp " +
-                         Str(c.training.dp) + " --global-batch " + Str(c.training.global_batch) +
-                         done->flags,
+                     "context parallel " + Str(cp) + ": each GPU holds " + Str(t.seq_len / cp) +
+                         " of the " + Str(t.seq_len) + " tokens (" + Str(c.gpus) + " GPUs)" +
+                         done->change,
+                     "--cp " + Str(cp) + " --gpus " + Str(c.gpus) + " --dp " + Str(c.training.dp) +
+                         " --global-batch " + Str(c.training.global_batch) + done->flags,
                      done->result});
       return;
     }

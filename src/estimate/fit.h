@@ -1,7 +1,8 @@
 // Ways out of a configuration that does not fit (or fits tightly): each candidate change — a
 // smaller micro-batch, activation recompute, ZeRO-3/FSDP over more GPUs, tensor parallelism,
-// context parallelism (sequences from 8k tokens), LoRA/QLoRA, a larger GPU from the catalog — is evaluated with the same memory model, and only
-// those that fit are returned, in that order. Pure computation over values; thread-compatible.
+// context parallelism (sequences from 8k tokens), LoRA/QLoRA, a larger GPU from the catalog — is
+// evaluated with the same memory model, and only those that fit are returned, in that order. Pure
+// computation over values; thread-compatible.
 #pragma once
 
 #include <string>

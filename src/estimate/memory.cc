@@ -318,8 +318,8 @@ double StageActivationBytes(const Model& m, const Training& t, int64_t stage_lay
     const double p = static_cast<double>(t.pp);
     factor = 1 + (p - 1) / (p * static_cast<double>(t.vpp));
   }
-  return OffloadedActivationBytes(m, t, layers_per_stage * LayerActivationBytes(m, t) * in_flight *
-                                            factor) +
+  return OffloadedActivationBytes(
+             m, t, layers_per_stage * LayerActivationBytes(m, t) * in_flight * factor) +
          RecomputeWorkingSetBytes(m, t);
 }
 
@@ -340,7 +340,7 @@ using workload::Training;
 struct StageContents {
   double layer_params = 0;   // transformer-layer parameters on this GPU, routed experts excepted
   double expert_params = 0;  // routed-expert parameters on this GPU (sharded over dp x cp / ep)
-  double other_params = 0;  // embeddings, head, norms outside the layers
+  double other_params = 0;   // embeddings, head, norms outside the layers
   double activations_bytes = 0;
   double logits_bytes = 0;
 };

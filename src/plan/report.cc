@@ -76,25 +76,26 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
                  {"optimizer_bytes", Round(m.optimizer_bytes, 0)},
                  {"activations_bytes", Round(m.activations_bytes, 0)},
                  {"other_bytes", Round(m.other_bytes, 0)}};
-  j["time"] = {{"tokens_per_second", Round(c.work_units_per_second, 1)},
-               {"unit", r.units_are_samples ? "samples" : "tokens"},
-               {"total_hours", Round(c.run.total_seconds / 3600.0, 3)},
-               {"p90_hours", Round(c.run.p90_seconds / 3600.0, 3)},
-               {"step_seconds", Round(st.step_seconds, 4)},
-               {"step_seconds_p10", Round(st.step_seconds * c.band.step_p10_ratio, 4)},
-               {"step_seconds_p90", Round(st.step_seconds * c.band.step_p90_ratio * c.network_p90_ratio, 4)},
-               {"uncertainty_family", std::string(c.band.family)},
-               {"tokens_per_second_per_gpu", Round(st.tokens_per_second_per_gpu, 1)},
-               {"mfu", Round(st.mfu, 4)},
-               {"hfu", Round(st.hfu, 4)},
-               {"breakdown",
-                {{"compute_seconds", Round(st.compute_seconds, 4)},
-                 {"communication_seconds", Round(st.communication_seconds, 4)},
-                 {"bubble_seconds", Round(st.bubble_seconds, 4)},
-                 {"exposed_seconds", Round(st.exposed_seconds, 4)}}},
-               {"checkpoint_interval_seconds", c.run.checkpoint_interval_seconds > 0
-                                                   ? Round(c.run.checkpoint_interval_seconds, 0)
-                                                   : json(nullptr)}};
+  j["time"] = {
+      {"tokens_per_second", Round(c.work_units_per_second, 1)},
+      {"unit", r.units_are_samples ? "samples" : "tokens"},
+      {"total_hours", Round(c.run.total_seconds / 3600.0, 3)},
+      {"p90_hours", Round(c.run.p90_seconds / 3600.0, 3)},
+      {"step_seconds", Round(st.step_seconds, 4)},
+      {"step_seconds_p10", Round(st.step_seconds * c.band.step_p10_ratio, 4)},
+      {"step_seconds_p90", Round(st.step_seconds * c.band.step_p90_ratio * c.network_p90_ratio, 4)},
+      {"uncertainty_family", std::string(c.band.family)},
+      {"tokens_per_second_per_gpu", Round(st.tokens_per_second_per_gpu, 1)},
+      {"mfu", Round(st.mfu, 4)},
+      {"hfu", Round(st.hfu, 4)},
+      {"breakdown",
+       {{"compute_seconds", Round(st.compute_seconds, 4)},
+        {"communication_seconds", Round(st.communication_seconds, 4)},
+        {"bubble_seconds", Round(st.bubble_seconds, 4)},
+        {"exposed_seconds", Round(st.exposed_seconds, 4)}}},
+      {"checkpoint_interval_seconds", c.run.checkpoint_interval_seconds > 0
+                                          ? Round(c.run.checkpoint_interval_seconds, 0)
+                                          : json(nullptr)}};
   const catalog::Provider* p = catalog.FindProvider(o.provider);
   j["cost"] = {
       {"expected_usd", Round(c.run.expected_usd, 2)},

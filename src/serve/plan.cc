@@ -44,13 +44,13 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     ServeRequest s;
     s.model = r.model;
     s.gpu = *gpu;
-    s.interconnect = offer->interconnect == catalog::Interconnect::kUnknown
-                         ? (gpu->nvlink_gbps ? catalog::Interconnect::kNvlink
-                                             : catalog::Interconnect::kPcie)
-                         : offer->interconnect;
+    s.interconnect =
+        offer->interconnect == catalog::Interconnect::kUnknown
+            ? (gpu->nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie)
+            : offer->interconnect;
     s.precision = r.precision;
-    s.kv_precision = r.kv_precision.value_or(gpu->bf16_tflops ? KvPrecision::kBf16
-                                                              : KvPrecision::kFp16);
+    s.kv_precision =
+        r.kv_precision.value_or(gpu->bf16_tflops ? KvPrecision::kBf16 : KvPrecision::kFp16);
     s.input_len = r.input_len;
     s.output_len = r.output_len;
     if (!CheckSupport(*gpu, s.precision, s.kv_precision).ok()) {
@@ -67,8 +67,8 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
         ++unfit;
         continue;
       }
-      s.batch = r.concurrency.value_or(
-          std::min(probe->memory.max_concurrency, kDefaultMaxConcurrency));
+      s.batch =
+          r.concurrency.value_or(std::min(probe->memory.max_concurrency, kDefaultMaxConcurrency));
       Result<ServeEstimate> e = EstimateServing(s);
       if (!e.ok() || !e->memory.fits) {
         ++unfit;

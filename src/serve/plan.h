@@ -23,9 +23,9 @@ struct ServePlanRequest {
   // Sequences per replica; nullopt = the most that fit (at most 256), halved until the latency
   // targets are met.
   std::optional<int64_t> concurrency;
-  double requests_per_second = 0;       // traffic to serve; 0 = one instance per offer
+  double requests_per_second = 0;  // traffic to serve; 0 = one instance per offer
   std::optional<double> ttft_max_seconds, tpot_max_seconds;  // latency targets
-  std::vector<int64_t> tp;              // layouts to try; empty = every one the instance allows
+  std::vector<int64_t> tp;  // layouts to try; empty = every one the instance allows
 };
 
 struct ServeCandidate {

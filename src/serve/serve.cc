@@ -131,8 +131,8 @@ Result<KvPrecision> ParseKvPrecision(std::string_view text) {
   if (text == "fp16") return KvPrecision::kFp16;
   if (text == "fp8") return KvPrecision::kFp8;
   const std::vector<std::string> names = {"bf16", "fp16", "fp8"};
-  return InputError(
-      Detail("kv-precision", "one of bf16, fp16, fp8", std::string(text), NearestNames(text, names)));
+  return InputError(Detail("kv-precision", "one of bf16, fp16, fp8", std::string(text),
+                           NearestNames(text, names)));
 }
 
 std::string_view PrecisionName(Precision precision) {
@@ -154,10 +154,9 @@ Status CheckSupport(const catalog::Gpu& gpu, Precision precision, KvPrecision kv
   std::vector<std::string> supported;
   for (Precision p : SupportedPrecisions(gpu)) supported.emplace_back(PrecisionName(p));
   if (!MatmulPeak(gpu, precision)) {
-    return Status::InvalidInput("precision: GPU " + gpu.name + " has no " +
-                                std::string(PrecisionName(precision)) +
-                                " tensor cores (catalog/gpus.csv); it supports: " +
-                                JoinNames(supported))
+    return Status::InvalidInput(
+               "precision: GPU " + gpu.name + " has no " + std::string(PrecisionName(precision)) +
+               " tensor cores (catalog/gpus.csv); it supports: " + JoinNames(supported))
         .WithDetail(Detail("precision", "a precision " + gpu.name + " supports",
                            std::string(PrecisionName(precision)), supported));
   }
@@ -173,15 +172,14 @@ Status CheckSupport(const catalog::Gpu& gpu, Precision precision, KvPrecision kv
 
 double WeightBytes(const workload::Model& m, Precision precision) {
   const double total = workload::ParameterCount(m);
-  const double unquantised =
-      workload::EmbeddingParameterCount(m) + workload::HeadParameterCount(m);
+  const double unquantised = workload::EmbeddingParameterCount(m) + workload::HeadParameterCount(m);
   return (total - unquantised) * BytesPerWeight(precision) + unquantised * 2;
 }
 
 double KvCacheBytesPerToken(const workload::Model& m, KvPrecision kv) {
   const double kv_heads = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads);
-  return 2.0 * static_cast<double>(m.layers) * kv_heads * static_cast<double>(workload::HeadDim(m)) *
-         KvBytes(kv);
+  return 2.0 * static_cast<double>(m.layers) * kv_heads *
+         static_cast<double>(workload::HeadDim(m)) * KvBytes(kv);
 }
 
 int64_t CachedTokens(const workload::Model& m, int64_t context) {
@@ -233,17 +231,19 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r,
   const double mlp_width = static_cast<double>(
       workload::IsMoe(m) ? workload::ExpertFfnHidden(m) * m.experts_per_token : m.ffn_hidden);
   mem.activation_bytes_per_gpu =
-      chunk * act_bytes * ((hidden + 2 * static_cast<double>(workload::KvDim(m))) / tp +
-                           2 * mlp_width / tp + hidden) +
+      chunk * act_bytes *
+          ((hidden + 2 * static_cast<double>(workload::KvDim(m))) / tp + 2 * mlp_width / tp +
+           hidden) +
       static_cast<double>(kMaxNumSeqs) * static_cast<double>(m.vocab) * 4;
   mem.overhead_bytes_per_gpu = kOverheadBytesPerGpu;
   mem.budget_bytes_per_gpu = kGpuMemoryUtilization * r.gpu.memory_gib * kGiB;
   const double fixed = weights_per_gpu + mem.activation_bytes_per_gpu + mem.overhead_bytes_per_gpu;
   mem.peak_bytes_per_gpu = fixed + mem.kv_cache_bytes * KvHeadsPerGpu(m, r.tp) / kv_heads;
   const double per_sequence = kv_per_token_per_gpu * static_cast<double>(seq_tokens);
-  mem.max_concurrency = fixed >= mem.budget_bytes_per_gpu
-                            ? 0
-                            : static_cast<int64_t>((mem.budget_bytes_per_gpu - fixed) / per_sequence);
+  mem.max_concurrency =
+      fixed >= mem.budget_bytes_per_gpu
+          ? 0
+          : static_cast<int64_t>((mem.budget_bytes_per_gpu - fixed) / per_sequence);
   mem.fits = mem.peak_bytes_per_gpu <= mem.budget_bytes_per_gpu;
 
   // --- speed ---
@@ -275,18 +275,15 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r,
                                  prefill_attn_flops / (tp * attn_flops_per_second);
   const double prefill_comm =
       layers * 2 * estimate::AllReduceSeconds(prefill_tokens * hidden * act_bytes, ranks, link);
-  out.speed.prefill_seconds =
-      std::max(prefill_compute, weights_per_gpu / bandwidth) + prefill_comm;
+  out.speed.prefill_seconds = std::max(prefill_compute, weights_per_gpu / bandwidth) + prefill_comm;
 
   // Decode, at the mean context: read the weights the batch touches (MoE: the expected share of
   // routed experts any of its tokens picks) and every sequence's KV; compute-bound when the batch
   // is large enough.
-  const double context =
-      static_cast<double>(CachedTokens(m, r.input_len + r.output_len / 2));
+  const double context = static_cast<double>(CachedTokens(m, r.input_len + r.output_len / 2));
   double weights_read = mem.weights_bytes;
   if (workload::IsMoe(m)) {
-    const double routed =
-        workload::RoutedExpertParameterCount(m) * BytesPerWeight(r.precision);
+    const double routed = workload::RoutedExpertParameterCount(m) * BytesPerWeight(r.precision);
     const double k_over_e =
         static_cast<double>(m.experts_per_token) / static_cast<double>(m.experts);
     weights_read -= routed * std::pow(1 - k_over_e, batch);

@@ -38,9 +38,8 @@ catalog::Gpu Gpu(const std::string& name) {
   return *gpu;
 }
 
-ServeRequest Request(const std::string& model, const std::string& gpu, Precision p,
-                     KvPrecision kv, int64_t batch, int64_t input, int64_t output,
-                     int64_t tp = 1) {
+ServeRequest Request(const std::string& model, const std::string& gpu, Precision p, KvPrecision kv,
+                     int64_t batch, int64_t input, int64_t output, int64_t tp = 1) {
   ServeRequest r;
   r.model = Preset(model);
   r.gpu = Gpu(gpu);
@@ -112,8 +111,8 @@ TEST(ServeMemoryTest, SlidingWindowCapsTheCachedTokens) {
   EXPECT_EQ(q->sliding_window, 0);
   // The shipped preset (catalog/models/mistral-7b.yaml, the v0.1 config) carries the window.
   EXPECT_EQ(Preset("mistral-7b").sliding_window, 4096);
-  Result<workload::Model> fixture = workload::LoadHfConfigFile(
-      std::string(FULCRUM_SOURCE_DIR) + "/tests/fixtures/hf/qwen2-7b.json");
+  Result<workload::Model> fixture = workload::LoadHfConfigFile(std::string(FULCRUM_SOURCE_DIR) +
+                                                               "/tests/fixtures/hf/qwen2-7b.json");
   ASSERT_TRUE(fixture.ok()) << fixture.status().ToString();
   EXPECT_EQ(fixture->sliding_window, 0);
 
@@ -141,10 +140,10 @@ TEST(ServeMemoryTest, MaxConcurrencyIsTheLargestBatchThatFits) {
 }
 
 TEST(ServeMemoryTest, TensorParallelismSplitsWeightsAndKv) {
-  const ServeEstimate one =
-      Estimate(Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 8, 512, 512, 2));
-  const ServeEstimate four =
-      Estimate(Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 8, 512, 512, 4));
+  const ServeEstimate one = Estimate(
+      Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 8, 512, 512, 2));
+  const ServeEstimate four = Estimate(
+      Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 8, 512, 512, 4));
   EXPECT_LT(four.memory.peak_bytes_per_gpu, one.memory.peak_bytes_per_gpu);
   EXPECT_GT(four.memory.max_concurrency, 2 * one.memory.max_concurrency);
   EXPECT_DOUBLE_EQ(four.memory.weights_bytes, one.memory.weights_bytes);  // whole model
@@ -184,14 +183,14 @@ TEST(ServePrecisionTest, RefusesWhatTheGpuCannotRunNamingWhatItSupports) {
   ASSERT_NE(kv.detail(), nullptr);
   EXPECT_EQ(kv.detail()->field, "kv-precision");
   // EstimateServing applies the same check.
-  EXPECT_FALSE(EstimateServing(Request("llama-3-8b", "T4", Precision::kBf16, KvPrecision::kFp16,
-                                       1, 128, 128))
+  EXPECT_FALSE(EstimateServing(
+                   Request("llama-3-8b", "T4", Precision::kBf16, KvPrecision::kFp16, 1, 128, 128))
                    .ok());
 }
 
 TEST(ServePrecisionTest, ParsesTheNamesAndSuggestsTheNearest) {
-  for (const char* name : {"bf16", "fp16", "fp8", "fp4", "int8", "int8-weight-only",
-                           "int4-weight-only"}) {
+  for (const char* name :
+       {"bf16", "fp16", "fp8", "fp4", "int8", "int8-weight-only", "int4-weight-only"}) {
     Result<Precision> p = ParsePrecision(name);
     ASSERT_TRUE(p.ok()) << name;
     EXPECT_EQ(PrecisionName(*p), name);
@@ -204,7 +203,8 @@ TEST(ServePrecisionTest, ParsesTheNamesAndSuggestsTheNearest) {
 }
 
 TEST(ServeSpeedTest, DecodeIsBandwidthBoundAtBatchOneAndComputeBoundAtLargeBatch) {
-  ServeRequest r = Request("llama-3-8b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 1, 128, 128);
+  ServeRequest r =
+      Request("llama-3-8b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 1, 128, 128);
   const ServeEstimate small = Estimate(r);
   EXPECT_GT(small.speed.decode_memory_seconds, 10 * small.speed.decode_compute_seconds);
   r.batch = 2048;
@@ -219,7 +219,8 @@ TEST(ServeSpeedTest, DecodeIsBandwidthBoundAtBatchOneAndComputeBoundAtLargeBatch
 }
 
 TEST(ServeSpeedTest, TensorParallelismAddsAllReducesAndCutsTheStep) {
-  ServeRequest r = Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 16, 512, 128, 2);
+  ServeRequest r =
+      Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 16, 512, 128, 2);
   const ServeEstimate two = Estimate(r);
   r.tp = 8;
   const ServeEstimate eight = Estimate(r);
@@ -231,10 +232,11 @@ TEST(ServeSpeedTest, TensorParallelismAddsAllReducesAndCutsTheStep) {
 }
 
 // Published TensorRT-LLM measurements (static batching, gptSessionBenchmark; output tokens over
-// the whole run): NVIDIA/TensorRT-LLM docs/source/performance.md@138f96d45f90b9667426f7c47297d8c06bafac73
-// (v0.6.1 "Peak Throughput" tables: H100 FP8 with --fp8_kv_cache, A100 FP16; "Low Latency" v0.5
-// first-token tables). "LLaMA 7B" there is Llama-2-7b (the page's methodology section). None of
-// these rows was used to fit a constant (the efficiencies come from the training calibration).
+// the whole run): NVIDIA/TensorRT-LLM
+// docs/source/performance.md@138f96d45f90b9667426f7c47297d8c06bafac73 (v0.6.1 "Peak Throughput"
+// tables: H100 FP8 with --fp8_kv_cache, A100 FP16; "Low Latency" v0.5 first-token tables). "LLaMA
+// 7B" there is Llama-2-7b (the page's methodology section). None of these rows was used to fit a
+// constant (the efficiencies come from the training calibration).
 TEST(ServeSpeedTest, MatchesPublishedTensorRtLlmThroughputWithin25Percent) {
   struct Row {
     const char* gpu;
@@ -252,13 +254,12 @@ TEST(ServeSpeedTest, MatchesPublishedTensorRtLlmThroughputWithin25Percent) {
   };
   std::vector<double> errors;
   for (const Row& row : rows) {
-    const ServeEstimate e = Estimate(Request("llama-2-7b", row.gpu, row.precision, row.kv,
-                                             row.batch, row.input, row.output));
+    const ServeEstimate e = Estimate(
+        Request("llama-2-7b", row.gpu, row.precision, row.kv, row.batch, row.input, row.output));
     const double error =
         e.speed.output_tokens_per_second / row.published_output_tokens_per_second - 1;
-    EXPECT_LT(std::abs(error), 0.25) << row.gpu << " batch " << row.batch << " " << row.input
-                                     << "/" << row.output << ": "
-                                     << e.speed.output_tokens_per_second;
+    EXPECT_LT(std::abs(error), 0.25) << row.gpu << " batch " << row.batch << " " << row.input << "/"
+                                     << row.output << ": " << e.speed.output_tokens_per_second;
     errors.push_back(std::abs(error));
   }
   std::sort(errors.begin(), errors.end());
@@ -267,8 +268,8 @@ TEST(ServeSpeedTest, MatchesPublishedTensorRtLlmThroughputWithin25Percent) {
 
 TEST(ServeSpeedTest, MatchesPublishedTensorRtLlmFirstTokenLatencyWithin25Percent) {
   // Batch 1, 2048 input tokens: H100 FP8 36 ms, A100 FP16 133 ms (same page, "Low Latency").
-  const ServeEstimate h100 = Estimate(
-      Request("llama-2-7b", "H100-SXM", Precision::kFp8, KvPrecision::kFp8, 1, 2048, 1));
+  const ServeEstimate h100 =
+      Estimate(Request("llama-2-7b", "H100-SXM", Precision::kFp8, KvPrecision::kFp8, 1, 2048, 1));
   const ServeEstimate a100 = Estimate(
       Request("llama-2-7b", "A100-80GB", Precision::kFp16, KvPrecision::kFp16, 1, 2048, 1));
   EXPECT_NEAR(h100.speed.prefill_seconds, 0.036, 0.036 * 0.25);

@@ -60,10 +60,9 @@ TEST(JobViewTest, ActiveJobWithADeadSupervisorIsLost) {
 
 TEST(JobViewTest, ThePlanAndItsReQuoteAreInTheSharedView) {
   JobRecord job = Unpriced();
-  for (const char* field :
-       {"planned_step_seconds", "measured_step_seconds", "progress_fraction", "eta_seconds",
-        "eta_p90_seconds", "projected_cost_usd", "projected_cost_p90_usd",
-        "deadline_met_probability"}) {
+  for (const char* field : {"planned_step_seconds", "measured_step_seconds", "progress_fraction",
+                            "eta_seconds", "eta_p90_seconds", "projected_cost_usd",
+                            "projected_cost_p90_usd", "deadline_met_probability"}) {
     ASSERT_TRUE(JobJson(job, 0).contains(field)) << field;
     EXPECT_TRUE(JobJson(job, 0)[field].is_null()) << field << ": unknown without a plan";
   }

@@ -61,11 +61,11 @@ struct JobPlan {
   std::optional<double> tokens_per_step;
   std::optional<int64_t> total_steps;
   std::optional<double> peak_bytes_per_gpu;
-  std::optional<double> total_hours;      // planned P50, overheads included
+  std::optional<double> total_hours;  // planned P50, overheads included
   std::optional<double> total_hours_p90;
-  std::optional<double> cost_usd;         // planned expected
+  std::optional<double> cost_usd;  // planned expected
   std::optional<double> cost_p90_usd;
-  std::optional<double> deadline_at;      // Unix seconds (--deadline from the first start)
+  std::optional<double> deadline_at;  // Unix seconds (--deadline from the first start)
 };
 
 struct JobMeasure {

@@ -13,7 +13,7 @@ namespace fulcrum::store {
 struct JobProjection {
   std::optional<double> planned_step_seconds;
   std::optional<double> measured_step_seconds;
-  std::optional<double> speed_vs_plan;  // planned / measured step time (0.71 = 71 % of planned)
+  std::optional<double> speed_vs_plan;      // planned / measured step time (0.71 = 71 % of planned)
   std::optional<double> progress_fraction;  // step / planned total steps
   std::optional<double> eta_seconds;        // remaining time, P50
   std::optional<double> eta_p90_seconds;

@@ -43,8 +43,7 @@ Result<PlannedRun> ParsePlanJson(const std::string& text, const std::string& pat
   }
   auto candidates = doc.find("candidates");
   if (candidates == doc.end() || !candidates->is_array()) {
-    return PlanError(path, "candidates", "an array (the output of fulcrum plan --json)",
-                     "none");
+    return PlanError(path, "candidates", "an array (the output of fulcrum plan --json)", "none");
   }
   const json* chosen = nullptr;
   for (const json& c : *candidates) {

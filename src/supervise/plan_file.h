@@ -13,7 +13,7 @@
 namespace fulcrum::supervise {
 
 struct PlannedRun {
-  store::JobPlan plan;  // deadline_at unset: the run's --deadline sets it
+  store::JobPlan plan;                 // deadline_at unset: the run's --deadline sets it
   std::optional<double> usd_per_hour;  // the candidate's price (cost.usd_per_hour)
 };
 

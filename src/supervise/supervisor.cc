@@ -417,15 +417,13 @@ void Supervisor::CheckProjection() {
   const std::string replan =
       "; re-plan: fulcrum plan ... (measured " +
       FormatNumber(p.measured_step_seconds.value_or(0), 3) + " s per step" +
-      (p.planned_step_seconds ? ", planned " + FormatNumber(*p.planned_step_seconds, 3) : "") +
-      ")";
+      (p.planned_step_seconds ? ", planned " + FormatNumber(*p.planned_step_seconds, 3) : "") + ")";
   if (!deadline_alerted_ && p.deadline_met_probability && *p.deadline_met_probability < 0.5) {
     deadline_alerted_ = true;
     Alert("deadline_risk", "warning",
           speed + " the run misses the deadline by " +
               FormatDuration(p.deadline_miss_seconds.value_or(0)) + " with " +
-              FormatNumber(100 * (1 - *p.deadline_met_probability), 0) + " % probability" +
-              replan);
+              FormatNumber(100 * (1 - *p.deadline_met_probability), 0) + " % probability" + replan);
   }
   if (!budget_risk_alerted_ && p.budget_exceeded_probability &&
       *p.budget_exceeded_probability > 0.5) {

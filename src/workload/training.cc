@@ -61,9 +61,9 @@ Status ValidateStages(const Model& m, const Training& t) {
     }
     if (m.layers % (t.pp * t.vpp) == 0) return Status::Ok();
     return Refuse("vpp", "pp x vpp dividing the " + Str(m.layers) + " layers", Str(t.vpp),
-                  "layers (" + Str(m.layers) + ") must be divisible by --pp x --vpp = " +
-                      Str(t.pp) + " x " + Str(t.vpp) + " = " + Str(t.pp * t.vpp) +
-                      " with an interleaved pipeline");
+                  "layers (" + Str(m.layers) +
+                      ") must be divisible by --pp x --vpp = " + Str(t.pp) + " x " + Str(t.vpp) +
+                      " = " + Str(t.pp * t.vpp) + " with an interleaved pipeline");
   }
   if (m.layers < t.pp) {
     return Refuse("pp", "at most " + Str(m.layers) + " (the layers)", Str(t.pp),
@@ -91,9 +91,9 @@ Status ValidateGroups(const Model& m, const Training& t) {
     // Megatron splits each sequence into 2 x cp chunks for causal load balancing
     // (megatron/training/utils.py get_batch_on_this_cp_rank; torchtitan's context_parallel
     // shards the same way).
-    return Refuse("seq_len", "a multiple of 2 x cp = " + Str(2 * t.cp), Str(t.seq_len),
-                  "--seq-len " + Str(t.seq_len) + " must be divisible by 2 x --cp = " +
-                      Str(2 * t.cp));
+    return Refuse(
+        "seq_len", "a multiple of 2 x cp = " + Str(2 * t.cp), Str(t.seq_len),
+        "--seq-len " + Str(t.seq_len) + " must be divisible by 2 x --cp = " + Str(2 * t.cp));
   }
   if (t.ep > 1) {
     if (m.experts == 0) {
@@ -108,8 +108,7 @@ Status ValidateGroups(const Model& m, const Training& t) {
     }
     if (m.experts % t.ep != 0) {
       return Refuse("ep", "a divisor of the " + Str(m.experts) + " experts", Str(t.ep),
-                    "--ep " + Str(t.ep) + " must divide the " + Str(m.experts) +
-                        " routed experts");
+                    "--ep " + Str(t.ep) + " must divide the " + Str(m.experts) + " routed experts");
     }
   }
   if (t.dp_shard > 0 && t.dp_shard != t.dp) {
