@@ -37,17 +37,22 @@ const fulcrum::catalog::Catalog& Shipped() {
   return catalog;
 }
 
-// One core: SearchLayouts for llama-2-70b on 1..16 nodes of 8 x H100 SXM.
-void BM_SearchLayouts(benchmark::State& state) {
-  const auto model = Preset("llama-2-70b");
-  const fulcrum::catalog::Gpu* gpu = Shipped().FindGpu("H100-SXM5-80GB");
+// The shipped H100 SXM GPU in an 8-GPU NVLink node with 3.2 Tbit/s of network, in bf16.
+const fulcrum::catalog::Gpu& H100() { return *Shipped().FindGpu("H100-SXM5-80GB"); }
+fulcrum::estimate::Hardware H100Node() {
   fulcrum::catalog::Offer node;
-  node.gpu = gpu->name;
+  node.gpu = H100().name;
   node.gpu_count = 8;
   node.interconnect = fulcrum::catalog::Interconnect::kNvlink;
   node.network_gbps = 3200;
-  const auto hw =
-      *fulcrum::estimate::HardwareFor(*gpu, node, fulcrum::workload::Precision::kBf16Mixed);
+  return *fulcrum::estimate::HardwareFor(H100(), node, fulcrum::workload::Precision::kBf16Mixed);
+}
+
+// One core: SearchLayouts for llama-2-70b on 1..16 nodes of 8 x H100 SXM.
+void BM_SearchLayouts(benchmark::State& state) {
+  const auto model = Preset("llama-2-70b");
+  const fulcrum::catalog::Gpu* gpu = &H100();
+  const auto hw = H100Node();
   fulcrum::workload::Training base;
   base.seq_len = 4096;
   base.global_batch = 1024;
@@ -74,14 +79,7 @@ BENCHMARK(BM_SearchLayouts)->Unit(benchmark::kMillisecond);
 // layout fits), llama-2-70b tp8 pp4 dp4 on H100 SXM nodes.
 void BM_StepTime(benchmark::State& state) {
   const auto model = Preset("llama-2-70b");
-  const fulcrum::catalog::Gpu* gpu = Shipped().FindGpu("H100-SXM5-80GB");
-  fulcrum::catalog::Offer node;
-  node.gpu = gpu->name;
-  node.gpu_count = 8;
-  node.interconnect = fulcrum::catalog::Interconnect::kNvlink;
-  node.network_gbps = 3200;
-  const auto hw =
-      *fulcrum::estimate::HardwareFor(*gpu, node, fulcrum::workload::Precision::kBf16Mixed);
+  const auto hw = H100Node();
   fulcrum::workload::Training t;
   t.tp = 8, t.pp = 4, t.dp = 4, t.zero_stage = 1, t.sequence_parallel = true;
   t.seq_len = 4096, t.global_batch = 1024, t.micro_batch = 1;
