@@ -22,6 +22,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -56,14 +57,8 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-template <typename F>
-bool WaitFor(F predicate, double seconds) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return predicate();
+bool WaitFor(const std::function<bool()>& predicate, double seconds) {
+  return PollUntil(predicate, seconds, 0.1);
 }
 
 // A Slurm cluster started by a test: one node on this host, or `nodes` slurmd nodes (n1, n2, ...)

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -43,14 +44,8 @@ size_t CountOf(const std::string& text, const std::string& needle) {
 }
 
 // Polls `predicate` every 20 ms for up to `seconds`.
-template <typename F>
-bool WaitFor(F predicate, double seconds = 20) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return predicate();
+bool WaitFor(const std::function<bool()>& predicate, double seconds = 20) {
+  return PollUntil(predicate, seconds);
 }
 
 RunOptions LongRun() {

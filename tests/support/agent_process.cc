@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include "support/run_binary.h"
+
 namespace fulcrum::testing {
 
 using nlohmann::json;
@@ -46,12 +48,7 @@ int StatusOf(const std::string& response) {
 }
 
 bool WaitFor(const std::function<bool()>& ready, double seconds) {
-  auto deadline = SteadyClock::now() + std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-  while (SteadyClock::now() < deadline) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return ready();
+  return PollUntil(ready, seconds, 0.05);
 }
 
 pid_t SpawnLogged(const std::string& program, const std::vector<std::string>& args,
