@@ -12,6 +12,7 @@
 #include "store/job_view.h"
 #include "store/jobs.h"
 #include "store/jobs_projection.h"
+#include "supervise/run_flags.h"
 
 namespace fulcrum::cli {
 namespace {
@@ -86,6 +87,8 @@ Status ShowStatus(CliContext& ctx, const std::string& data_dir_flag, bool json, 
       if (auto it = slurm.find(j.slurm_job_id); it != slurm.end()) slurm_state = it->second.state;
       nlohmann::json row = store::JobJson(j, now, slurm_state);
       row["argv"] = j.argv;  // the CLI's own addition (the API leaves command lines out)
+      const auto receiver = supervise::ShownReceiver(j.run_options);  // redacted: a secret
+      row["receiver"] = receiver ? nlohmann::json(*receiver) : nlohmann::json();
       out.push_back(row);
     }
     nlohmann::json top = {{"jobs", out}, {"data_dir", data_dir}};

@@ -142,6 +142,8 @@ Status SubmitSlurm(CliContext& ctx, SubmitArgs& a, const std::string& data_dir, 
     FULCRUM_RETURN_IF_ERROR(cluster::CheckSbatchValue(flag, value));
   }
   FULCRUM_ASSIGN_OR_RETURN(std::string stop_comment, FitStopInKillWait(a, resolved));
+  // The webhook URL is a secret: the script names the 0600 file that holds it.
+  FULCRUM_RETURN_IF_ERROR(supervise::MoveReceiverToFile(a.flags, data_dir, a.name, !a.dry_run));
   fs::create_directories(data_dir + "/slurm");
   cluster::SbatchSpec spec;
   spec.job_name = a.name;
@@ -234,18 +236,20 @@ Status Submit(CliContext& ctx, SubmitArgs& a) {
 
   if (a.gpus < 0)
     return Status::InvalidInput("--gpus: expected 0 or more, found " + std::to_string(a.gpus));
+  std::map<std::string, std::string> env;
+  const int node_gpus = a.node_gpus >= 0 ? a.node_gpus : supervise::DetectNodeGpuCount();
+  if (a.node_gpus >= 0) env["FULCRUM_NODE_GPUS"] = std::to_string(a.node_gpus);
+  if (a.gpus > node_gpus) {
+    return Status::InvalidInput("--gpus " + std::to_string(a.gpus) + ": this node has " +
+                                std::to_string(node_gpus) +
+                                " GPU(s) (set --node-gpus or FULCRUM_NODE_GPUS)");
+  }
+  // The webhook URL is a secret: jobs.db and the run's argv name the 0600 file that holds it.
+  FULCRUM_RETURN_IF_ERROR(supervise::MoveReceiverToFile(a.flags, data_dir, a.name, true));
   store::JobRecord job = NewJob(a, "local", now, existing);
   if (!a.not_before.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(double at, supervise::ParseNotBefore(a.not_before, now));
     job.not_before = at;
-  }
-  std::map<std::string, std::string> env;
-  const int node_gpus = a.node_gpus >= 0 ? a.node_gpus : supervise::DetectNodeGpuCount();
-  if (a.node_gpus >= 0) env["FULCRUM_NODE_GPUS"] = std::to_string(a.node_gpus);
-  if (job.gpus_requested > node_gpus) {
-    return Status::InvalidInput("--gpus " + std::to_string(job.gpus_requested) +
-                                ": this node has " + std::to_string(node_gpus) +
-                                " GPU(s) (set --node-gpus or FULCRUM_NODE_GPUS)");
   }
   FULCRUM_RETURN_IF_ERROR(db.UpsertJob(job));
   supervise::PosixProcessRunner launcher;

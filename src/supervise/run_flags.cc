@@ -5,11 +5,16 @@
 #endif
 #include "supervise/run_flags.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <regex>
 
@@ -99,7 +104,12 @@ constexpr FlagSpec kValueFlags[] = {
      "'none' to skip)"},
     {"--receiver", "URL",
      "Also deliver the job's alerts (crash_loop, budget, stall, ...) to this webhook from this "
-     "process, for a node without a running agent (an agent delivers them to its own receivers)"},
+     "process, for a node without a running agent (an agent delivers them to its own receivers). "
+     "The URL is a secret: it shows in the process list; --receiver-file keeps it out"},
+    {"--receiver-file", "PATH",
+     "Read the --receiver URL from this file, which only its owner may read (chmod 600): the "
+     "URL stays out of the process list. fulcrum submit stores --receiver so (in "
+     "<data-dir>/secrets/<name>.receiver) for the runs it starts"},
     {"--receiver-format", "FORMAT",
      "Payload of --receiver: generic, alertmanager, slack, feishu, dingtalk, wecom (default "
      "generic)"},
@@ -203,7 +213,80 @@ Status ResolvePlan(const RunFlags& f, ResolvedRun& r) {
   return Status::Ok();
 }
 
+// The webhook URL in `path` (one line; surrounding blanks ignored). Refuses a file that anyone
+// but its owner may read: the URL carries the receiver's token.
+Result<std::string> ReadReceiverFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return FlagError("--receiver-file", "a readable file holding the webhook URL",
+                     path + " (" + strerror(errno) + ")");
+  }
+  struct stat st {};
+  std::string text;
+  bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+  char buffer[4096];
+  for (ssize_t n; regular && (n = read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, n);
+  close(fd);
+  if (!regular) return FlagError("--receiver-file", "a regular file", path);
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return Status::InvalidInput("--receiver-file " + path +
+                                ": expected a file only its owner can read (chmod 600), found "
+                                "mode " +
+                                mode)
+        .WithDetail({path, std::nullopt, "--receiver-file", "mode 0600", mode, {}});
+  }
+  return std::string(Trim(text));
+}
+
+// Writes `text` to `path` readable by its owner only (0600, whatever the umask), its directory
+// made 0700 when it is new.
+Status WriteOwnerOnlyFile(const std::string& path, const std::string& text) {
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
+  }
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::IoError(path + ": cannot write (" + strerror(errno) + ")");
+  const std::string line = text + "\n";
+  const bool ok = fchmod(fd, 0600) == 0 &&
+                  write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                  fsync(fd) == 0;
+  close(fd);
+  if (!ok) return Status::IoError(path + ": cannot write (" + strerror(errno) + ")");
+  return Status::Ok();
+}
+
 }  // namespace
+
+std::string ReceiverSecretPath(const std::string& data_dir, const std::string& job_id) {
+  return data_dir + "/secrets/" + job_id + ".receiver";
+}
+
+Status MoveReceiverToFile(RunFlags& flags, const std::string& data_dir, const std::string& job_id,
+                          bool write) {
+  auto it = flags.values.find("--receiver");
+  if (it == flags.values.end()) return Status::Ok();
+  const std::string path = ReceiverSecretPath(data_dir, job_id);
+  if (write) FULCRUM_RETURN_IF_ERROR(WriteOwnerOnlyFile(path, it->second));
+  flags.values.erase(it);
+  flags.values["--receiver-file"] = path;
+  return Status::Ok();
+}
+
+std::optional<std::string> ShownReceiver(const std::vector<std::string>& run_options) {
+  for (size_t i = 0; i + 1 < run_options.size(); ++i) {
+    if (run_options[i] == "--receiver") return alert::RedactUrl(run_options[i + 1]);
+    if (run_options[i] == "--receiver-file") {
+      auto url = ReadReceiverFile(run_options[i + 1]);
+      return url.ok() ? alert::RedactUrl(*url) : "<unreadable " + run_options[i + 1] + ">";
+    }
+  }
+  return std::nullopt;
+}
 
 void AddRunFlags(CLI::App& app, RunFlags& flags) {
   for (const FlagSpec& spec : kValueFlags) {
@@ -431,13 +514,21 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
   FULCRUM_ASSIGN_OR_RETURN(r.notice_poll_seconds, Duration(f, "--notice-poll", 0.5));
   r.agent_url = Text(f, "--agent", "http://127.0.0.1:9400");
   r.receiver_url = Text(f, "--receiver", "");
+  const std::string receiver_file = Text(f, "--receiver-file", "");
+  if (!receiver_file.empty()) {
+    if (!r.receiver_url.empty()) {
+      return Status::InvalidInput("--receiver and --receiver-file both give the webhook; give one");
+    }
+    FULCRUM_ASSIGN_OR_RETURN(r.receiver_url, ReadReceiverFile(receiver_file));
+  }
   r.receiver_format = Text(f, "--receiver-format", "generic");
   if (auto format = alert::ParseReceiverFormat(r.receiver_format); !format.ok()) {
     return FlagError("--receiver-format", "generic, alertmanager, slack, feishu, dingtalk or wecom",
                      r.receiver_format);
   }
   if (!r.receiver_url.empty()) {
-    FULCRUM_RETURN_IF_ERROR(alert::ValidateReceiverUrl("--receiver", r.receiver_url));
+    FULCRUM_RETURN_IF_ERROR(alert::ValidateReceiverUrl(
+        receiver_file.empty() ? "--receiver" : "--receiver-file", r.receiver_url));
   } else if (f.values.count("--receiver-format")) {
     return Status::InvalidInput("--receiver-format needs --receiver URL");
   }

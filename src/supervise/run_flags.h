@@ -31,6 +31,19 @@ void AddRunFlags(CLI::App& app, RunFlags& flags);
 // The flags as command-line words ("--stop-grace", "60s", ...), for re-running them.
 std::vector<std::string> RunFlagsToArgs(const RunFlags& flags);
 
+// Where `fulcrum submit` keeps a job's --receiver URL: <data_dir>/secrets/<job_id>.receiver.
+std::string ReceiverSecretPath(const std::string& data_dir, const std::string& job_id);
+// A secret stays out of what is stored and shown: `--receiver URL` becomes `--receiver-file
+// ReceiverSecretPath(...)`, the URL written there (mode 0600, its new directory 0700) unless
+// `write` is false (a dry run), so that jobs.db, the sbatch script and the argv of the runs (ps)
+// never hold it. No-op without --receiver.
+Status MoveReceiverToFile(RunFlags& flags, const std::string& data_dir, const std::string& job_id,
+                          bool write);
+// The webhook of a job's stored `fulcrum run` options as it may be shown: scheme and host only
+// (alert::RedactUrl, "https://hooks.slack.com/<redacted>"), read from its --receiver-file;
+// nullopt when the job has none.
+std::optional<std::string> ShownReceiver(const std::vector<std::string>& run_options);
+
 struct ResolvedRun {
   SupervisorOptions supervisor;
   std::vector<std::string> preemption_sources;  // "aws", "gcp", "azure"; empty = none
