@@ -605,5 +605,59 @@ TEST_F(SlurmTwoNodeTest, LostGpuDrainsTheNodeAndTheJobRunsOnTheOther) {
   RecordProperty("fault_to_resumed_seconds", std::to_string(to_resumed));
 }
 
+// A job on two nodes watches both: the second node's GPU falls off the bus (its own agent sees
+// it), and that node is drained, the job checkpoints, stops and is requeued, where it waits for
+// two healthy nodes. The batch host, whose agent is healthy, is left alone.
+TEST_F(SlurmTwoNodeTest, LostGpuOnTheSecondNodeOfAJobDrainsThatNode) {
+  const std::string ckpt = Ckpt();
+  const int agent_port = FreeLoopbackPort();
+  const std::string agent = "http://127.0.0.1:" + std::to_string(agent_port);
+  const nlohmann::json submitted =
+      SubmitTrainer("mnhw", {"--nodes", "2", "--gpus-per-node", "1", "--agent", agent},
+                    {FakeTorchrun(), "--nproc-per-node", "1"});
+  ASSERT_FALSE(submitted.is_null());
+  const std::string output = submitted["output"];
+  ASSERT_TRUE(WaitFor([&] { return fs::exists(ckpt + "/step-00000040/COMPLETE"); }, 60))
+      << ReadFile(output) << SlurmState();
+  ASSERT_EQ(SlurmField("%T %D"), "RUNNING 2");
+  const std::string batch_host = SlurmField("%B");
+  ASSERT_TRUE(batch_host == "n1" || batch_host == "n2") << batch_host;
+  const std::string second = batch_host == "n1" ? "n2" : "n1";
+
+  // Each node has its agent on its own loopback, at the job's --agent URL; only the second
+  // node's GPU 0 falls off the bus, one second after its agent starts.
+  const std::string healthy = dir_ + "/healthy.yaml", xid79 = dir_ + "/xid79.yaml";
+  std::ofstream(healthy) << "[]\n";
+  std::ofstream(xid79) << "- {at: 1s, gpu: 0, fault: \"xid:79\"}\n";
+  for (const auto& [node, scenario] : {std::pair{batch_host, healthy}, std::pair{second, xid79}}) {
+    Spawn(In(NodeNs(node == "n1" ? 1 : 2),
+             {FULCRUM_BINARY, "agent", "--source", "sim", "--sim-gpus", "1", "--sim-scenario",
+              scenario, "--listen", "127.0.0.1:" + std::to_string(agent_port), "--data-dir",
+              dir_ + "/agent-" + node}),
+          "agent-" + node);
+  }
+
+  ASSERT_TRUE(WaitFor(
+      [&] { return ReadFile(output).find("requeueing job " + slurm_job_) != std::string::npos; },
+      60))
+      << ReadFile(output) << ReadFile(dir_ + "/agent-" + second + ".out");
+  const std::string text = ReadFile(output);
+  EXPECT_NE(text.find("GPU fault on node " + second +
+                      ": GPU 0 XID 79 (fallen off the bus); node drained"),
+            std::string::npos)
+      << text;
+  EXPECT_FALSE(Match(text, R"(job stopped: [^\n]*GPU fault[^\n]*last checkpoint \S+/step-\d+)")
+                   .empty())
+      << "it checkpointed before it stopped\n"
+      << text;
+  const std::string shown = Slurm({"scontrol", "show", "node", second}).out;
+  EXPECT_NE(shown.find("DRAIN"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("Reason=fulcrum: GPU 0 XID 79"), std::string::npos) << shown;
+  const std::string batch_shown = Slurm({"scontrol", "show", "node", batch_host}).out;
+  EXPECT_EQ(batch_shown.find("DRAIN"), std::string::npos) << batch_shown;
+  // Requeued: it waits for two nodes, with one drained.
+  EXPECT_TRUE(WaitFor([&] { return SlurmState() == "PENDING"; }, 30)) << SlurmState();
+}
+
 }  // namespace
 }  // namespace fulcrum::testing

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cluster/gpu_fault.h"
 #include "cluster/slurm.h"
 #include "core/clock.h"
 #include "core/parse.h"
@@ -33,6 +34,7 @@ struct SubmitArgs {
   int node_gpus = -1;
   bool json = false;
   bool queue_worker = false;
+  bool gpu_fault_watch = false;
   // Slurm.
   bool slurm = false;
   int nodes = 1;
@@ -195,9 +197,33 @@ Status SubmitSlurm(CliContext& ctx, SubmitArgs& a, const std::string& data_dir, 
   return Status::Ok();
 }
 
+void SleepSeconds(double seconds) {
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
+
+// One node's GPU watch of a multi-node Slurm job (started there by the job's supervisor through
+// srun, cluster::NodeWatchArgv): until this node's agent reports a lost GPU, then the notice.
+Status WatchThisNode(CliContext& ctx, const SubmitArgs& a, const std::string& data_dir) {
+  FULCRUM_ASSIGN_OR_RETURN(supervise::ResolvedRun resolved,
+                           supervise::ResolveRunFlags(a.flags, data_dir, "gpu-fault-watch"));
+  const char* node = std::getenv("SLURMD_NODENAME");
+  if (node == nullptr || *node == '\0') {
+    return Status::InvalidInput(
+        "--gpu-fault-watch: expected to run on a node of a Slurm job, found no $SLURMD_NODENAME");
+  }
+  cluster::GpuFaultWatchOptions watch;
+  watch.agent_url = resolved.agent_url;
+  watch.node = node;
+  const std::string notice =
+      cluster::WatchNodeUntilGpuFault(watch, resolved.notice_poll_seconds, SleepSeconds);
+  ctx.out << cluster::kNodeFaultLinePrefix << notice << "\n" << std::flush;
+  return Status::Ok();
+}
+
 Status Submit(CliContext& ctx, SubmitArgs& a) {
   const std::string data_dir =
       fs::absolute(store::ResolveDataDir(a.data_dir)).lexically_normal().string();
+  if (a.gpu_fault_watch) return WatchThisNode(ctx, a, data_dir);
   if (a.queue_worker) {
     supervise::QueueWorkerOptions options;
     options.data_dir = data_dir;
@@ -206,9 +232,7 @@ Status Submit(CliContext& ctx, SubmitArgs& a) {
     SystemClock clock;
     supervise::QueueWorker worker(
         options, clock, [] { return std::make_unique<supervise::PosixProcessRunner>(); },
-        [](double seconds) {
-          std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-        });
+        SleepSeconds);
     return worker.Run();
   }
   if (a.command.empty()) {
@@ -287,7 +311,8 @@ void RegisterSubmit(CLI::App* cmd, CliContext& ctx) {
       "(checkpoint, stop, requeue unless Slurm is ending the job); --stop-grace and --kill-after\n"
       "default to what fits in Slurm's KillWait (scontrol show config, else 30 s). With --nodes\n"
       "above 1, srun starts the command once per node and a torchrun gets --nnodes\n"
-      "$SLURM_NNODES and a c10d rendezvous on the first host: one job, one supervisor.\n"
+      "$SLURM_NNODES and a c10d rendezvous on the first host: one job, one supervisor, which\n"
+      "watches every node's agent (--agent) for a lost GPU.\n"
       "`fulcrum status` reads squeue and sacct for it. The options of `fulcrum run`\n"
       "(checkpoints, restarts, budget) apply to both.");
   cmd->footer(
@@ -346,6 +371,10 @@ void RegisterSubmit(CLI::App* cmd, CliContext& ctx) {
       ->group("Slurm");
   cmd->add_flag("--queue-worker", a->queue_worker,
                 "Internal: serve the local queue until it is empty")
+      ->group("");
+  cmd->add_flag("--gpu-fault-watch", a->gpu_fault_watch,
+                "Internal: on a node of a multi-node Slurm job, watch its agent (--agent) for a "
+                "lost GPU; drain the node and print the notice")
       ->group("");
   supervise::AddRunFlags(*cmd, a->flags);
   cmd->add_option("command", a->command, "The command and its arguments, after --")

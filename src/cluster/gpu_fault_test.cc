@@ -4,8 +4,13 @@
 
 #include <stdlib.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/mutex.h"
 #include "support/fake_http_server.h"
@@ -127,6 +132,90 @@ TEST(GpuFaultTest, WatchesOnlyInsideASlurmJobWithAnAgent) {
   run.agent_url = "none";
   EXPECT_TRUE(SlurmJobNoticeSources(run).empty()) << "--agent none";
   unsetenv("SLURMD_NODENAME");
+}
+
+TEST(GpuFaultTest, NodeWatchReturnsTheFirstFaultOfItsNodeAfterAgentErrors) {
+  FakeAgent agent;
+  ASSERT_GT(agent.Start(), 0);
+  agent.Set("not json");  // an answer that cannot be read is retried, not a fault
+  GpuFaultWatchOptions options;
+  options.agent_url = agent.url();
+  options.node = "n2";
+  std::string drained;
+  options.drain = [&](const std::string& node, const std::string&) {
+    drained = node;
+    return Status::Ok();
+  };
+  int polls = 0;
+  const std::string notice = WatchNodeUntilGpuFault(options, 0.5, [&](double seconds) {
+    EXPECT_EQ(seconds, 0.5);
+    if (++polls == 2) agent.Set(R"({"gpus":[{"index":0,"last_xid":0,"ecc_uncorrected":0}]})");
+    if (polls == 3) agent.Set(R"({"gpus":[{"index":0,"last_xid":79,"ecc_uncorrected":0}]})");
+  });
+  EXPECT_EQ(notice, "GPU fault on node n2: GPU 0 XID 79 (fallen off the bus); node drained");
+  EXPECT_EQ(polls, 3);
+  EXPECT_EQ(drained, "n2");
+}
+
+TEST(GpuFaultTest, NodeWatchRunsOneWatcherPerNodeBesideTheJobsStep) {
+  const auto argv = NodeWatchArgv("/opt/fulcrum/bin/fulcrum", "http://127.0.0.1:9400", 4, 0.5);
+  const std::vector<std::string> expected = {"srun",
+                                             "--overlap",
+                                             "--gres=none",
+                                             "--nodes=4",
+                                             "--ntasks-per-node=1",
+                                             "--kill-on-bad-exit=0",
+                                             "--job-name=fulcrum-gpu-watch",
+                                             "/opt/fulcrum/bin/fulcrum",
+                                             "submit",
+                                             "--gpu-fault-watch",
+                                             "--agent",
+                                             "http://127.0.0.1:9400",
+                                             "--notice-poll",
+                                             "0.5s"};
+  EXPECT_EQ(argv, expected);
+}
+
+// Polls `source` until it answers a notice or an error (up to 10 s).
+Result<std::optional<std::string>> CheckUntilAnswer(supervise::NoticeSource& source) {
+  Result<std::optional<std::string>> answer = std::optional<std::string>();
+  for (int i = 0; i < 200; ++i) {
+    answer = source.Check();
+    if (!answer.ok() || answer->has_value()) return answer;
+    usleep(50 * 1000);
+  }
+  return answer;
+}
+
+TEST(GpuFaultTest, FanOutAnswersTheNoticeANodePrints) {
+  auto source = MakeNodeWatchFanOutSource(
+      {"/bin/sh", "-c",
+       "echo 'n1: nothing yet'; echo 'fulcrum gpu-fault: GPU fault on node n2: GPU 0 XID 79 "
+       "(fallen off the bus); node drained'; exec sleep 30"});
+  auto answer = CheckUntilAnswer(*source);
+  ASSERT_TRUE(answer.ok()) << answer.status().message();
+  EXPECT_EQ(*answer, "GPU fault on node n2: GPU 0 XID 79 (fallen off the bus); node drained");
+}
+
+TEST(GpuFaultTest, FanOutThatEndsWithoutANoticeIsAnErrorAndStartsAgain) {
+  char dir[] = "/tmp/fanout-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string starts = std::string(dir) + "/starts";
+  auto source = MakeNodeWatchFanOutSource(
+      {"/bin/sh", "-c", "echo start >> " + starts + "; echo 'srun: error: no step' >&2; exit 1"},
+      0);
+  auto first = CheckUntilAnswer(*source);
+  ASSERT_FALSE(first.ok());
+  EXPECT_NE(first.status().message().find("ended (exit 1): srun: error: no step"),
+            std::string::npos)
+      << first.status().message();
+  auto second = CheckUntilAnswer(*source);
+  EXPECT_FALSE(second.ok());
+  std::ifstream in(starts);
+  int lines = 0;
+  for (std::string line; std::getline(in, line);) ++lines;
+  EXPECT_EQ(lines, 2) << "started again after it ended";
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
