@@ -440,7 +440,8 @@ TEST_F(AgentE2E, SupervisorAlertsReachTheAgentsReceiversAndTheJobsApi) {
 }
 
 // One job view: /v1/jobs and `status --json` render the same object (they disagreed on spend_usd
-// for a job without a price: 0 in the API, null in status). argv is the CLI's own addition.
+// for a job without a price: 0 in the API, null in status). argv and receiver are the CLI's own
+// additions.
 TEST_F(AgentE2E, JobsApiAndStatusRenderTheSameObject) {
   std::string data = dir_ + "/data";
   auto jobs = store::JobsDb::OpenInDataDir(data);
@@ -465,6 +466,8 @@ TEST_F(AgentE2E, JobsApiAndStatusRenderTheSameObject) {
   json cli_job = cli[0];
   EXPECT_EQ(cli_job["argv"], json::array({"python", "train.py"}));
   cli_job.erase("argv");
+  EXPECT_TRUE(cli_job["receiver"].is_null()) << "no --receiver";
+  cli_job.erase("receiver");  // the CLI's own addition too (redacted; the API leaves it out)
   EXPECT_EQ(api["jobs"][0], cli_job);
 }
 
