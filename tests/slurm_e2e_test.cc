@@ -14,7 +14,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,6 +23,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <random>
 // g++ 12 reports a false -Wmaybe-uninitialized inside std::regex's compiler when built with the
@@ -35,6 +35,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/child_process.h"
 #include "support/fake_http_server.h"
 #include "support/run_binary.h"
 
@@ -48,13 +49,6 @@ std::string FindProgram(const std::string& name) {
     if (access(path.c_str(), X_OK) == 0) return path;
   }
   return "";
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 bool WaitFor(const std::function<bool()>& predicate, double seconds) {
@@ -218,7 +212,7 @@ class SlurmClusterTest : public ::testing::Test {
           return r.exit_code == 0 && r.out.find(idle) != std::string::npos;
         },
         30))
-        << Slurm({"sinfo"}).out << ReadFile(dir_ + "/ctld.log");
+        << Slurm({"sinfo"}).out << FileContents(dir_ + "/ctld.log");
   }
 
   void TearDown() override {
@@ -233,34 +227,18 @@ class SlurmClusterTest : public ::testing::Test {
           20);
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
-    for (auto it = pids_.rbegin(); it != pids_.rend(); ++it) kill(*it, SIGTERM);
-    for (pid_t pid : pids_) {
-      for (int i = 0; i < 50 && waitpid(pid, nullptr, WNOHANG) == 0; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
+    for (auto it = children_.rbegin(); it != children_.rend(); ++it) (*it)->Signal(SIGTERM);
+    children_.clear();  // each is given 5 s to end, then SIGKILLed
     for (const auto& ns : namespaces_) RunProgram(FindProgram("ip"), {"netns", "delete", ns});
     if (!HasFailure() && !dir_.empty()) fs::remove_all(dir_);
   }
 
   // A long-lived child (daemon or agent), its output in <dir>/<tag>.out; stopped in TearDown.
-  pid_t Spawn(const std::vector<std::string>& argv, const std::string& tag) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      setenv("SLURM_CONF", conf_.c_str(), 1);
-      std::string log = dir_ + "/" + tag + ".out";
-      freopen(log.c_str(), "a", stdout);
-      freopen(log.c_str(), "a", stderr);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv(args[0], args.data());
-      _exit(127);
-    }
-    pids_.push_back(pid);
-    return pid;
+  void Spawn(const std::vector<std::string>& argv, const std::string& tag) {
+    const std::string log = dir_ + "/" + tag + ".out";
+    children_.push_back(std::make_unique<ChildProcess>(
+        argv[0], std::vector<std::string>(argv.begin() + 1, argv.end()), ChildLogs{log, log},
+        std::map<std::string, std::string>{{"SLURM_CONF", conf_}}, 5));
   }
 
   RunOptions Opts() const {
@@ -324,7 +302,7 @@ class SlurmClusterTest : public ::testing::Test {
 
   std::string host_, dir_, conf_, slurm_job_, prefix_;
   std::map<std::string, std::string> env_;
-  std::vector<pid_t> pids_;
+  std::vector<std::unique_ptr<ChildProcess>> children_;
   std::vector<std::string> namespaces_;
 };
 
@@ -367,7 +345,7 @@ TEST_F(SlurmTest, SubmitRequeueAndResume) {
   const nlohmann::json submitted = SubmitTrainer("sj", {"--nodes", "1", "--gpus-per-node", "2"});
   ASSERT_FALSE(submitted.is_null());
   const std::string output = submitted["output"];
-  std::string script = ReadFile(submitted["script"]);
+  std::string script = FileContents(submitted["script"]);
   EXPECT_NE(script.find("#SBATCH --gres=gpu:2"), std::string::npos) << script;
   EXPECT_NE(script.find("#SBATCH --requeue"), std::string::npos);
   EXPECT_NE(script.find("#SBATCH --signal=B:USR1@120"), std::string::npos);
@@ -382,7 +360,7 @@ TEST_F(SlurmTest, SubmitRequeueAndResume) {
 
   // Running, with checkpoints.
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ckpt + "/step-00000040/COMPLETE"); }, 60))
-      << ReadFile(output) << SlurmState();
+      << FileContents(output) << SlurmState();
   RunOutput status = Fulcrum({"status", "--json", "--data-dir", data});
   ASSERT_EQ(status.exit_code, 0) << status.err;
   auto jobs = nlohmann::json::parse(status.out)["jobs"];
@@ -394,9 +372,9 @@ TEST_F(SlurmTest, SubmitRequeueAndResume) {
   // A requeue (what preemption or a node failure does): the job comes back and resumes.
   ASSERT_EQ(Slurm({"scontrol", "requeue", slurm_job_}).exit_code, 0);
   StartNowWhenPending();
-  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(ReadFile(output)).size() == 1; }, 60))
-      << ReadFile(output);
-  const long resumed = ResumedSteps(ReadFile(output))[0];
+  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(FileContents(output)).size() == 1; }, 60))
+      << FileContents(output);
+  const long resumed = ResumedSteps(FileContents(output))[0];
   EXPECT_GE(resumed, 40);
   EXPECT_EQ(resumed % 20, 0) << "a checkpoint step, never a partial one";
   EXPECT_TRUE(fs::exists(ckpt + "/step-" + std::string(8 - std::to_string(resumed).size(), '0') +
@@ -406,43 +384,43 @@ TEST_F(SlurmTest, SubmitRequeueAndResume) {
   // requeues the job, which resumes again.
   ASSERT_TRUE(WaitFor(
       [&] {
-        return ReadFile(output).find("step " + std::to_string(resumed + 30)) != std::string::npos;
+        return FileContents(output).find("step " + std::to_string(resumed + 30)) != std::string::npos;
       },
       60));
   ASSERT_EQ(Slurm({"scancel", "--batch", "--signal=USR1", slurm_job_}).exit_code, 0);
   ASSERT_TRUE(WaitFor(
-      [&] { return ReadFile(output).find("requeueing job " + slurm_job_) != std::string::npos; },
+      [&] { return FileContents(output).find("requeueing job " + slurm_job_) != std::string::npos; },
       60))
-      << ReadFile(output);
-  std::string text = ReadFile(output);
+      << FileContents(output);
+  std::string text = FileContents(output);
   EXPECT_NE(text.find("(Slurm's advance notice)): requested a checkpoint"), std::string::npos)
       << text;
   EXPECT_NE(text.find("checkpoint saved; sending SIGTERM"), std::string::npos) << text;
   StartNowWhenPending();
-  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(ReadFile(output)).size() == 2; }, 60))
-      << ReadFile(output);
-  const long resumed_after_usr1 = ResumedSteps(ReadFile(output))[1];
+  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(FileContents(output)).size() == 2; }, 60))
+      << FileContents(output);
+  const long resumed_after_usr1 = ResumedSteps(FileContents(output))[1];
   EXPECT_GT(resumed_after_usr1, resumed);
 
   // SIGTERM to the batch shell (what a preemption with a grace time sends first) is a notice too:
   // checkpoint, stop, requeue, resume from that checkpoint.
   ASSERT_TRUE(WaitFor(
       [&] {
-        return ReadFile(output).find("step " + std::to_string(resumed_after_usr1 + 30)) !=
+        return FileContents(output).find("step " + std::to_string(resumed_after_usr1 + 30)) !=
                std::string::npos;
       },
       60));
   ASSERT_EQ(Slurm({"scancel", "--batch", "--signal=TERM", slurm_job_}).exit_code, 0);
   ASSERT_TRUE(
-      WaitFor([&] { return Count(ReadFile(output), "requeueing job " + slurm_job_) == 2; }, 60))
-      << ReadFile(output);
-  text = ReadFile(output);
+      WaitFor([&] { return Count(FileContents(output), "requeueing job " + slurm_job_) == 2; }, 60))
+      << FileContents(output);
+  text = FileContents(output);
   EXPECT_NE(text.find("received SIGTERM): requested a checkpoint"), std::string::npos) << text;
   EXPECT_EQ(Count(text, "checkpoint saved; sending SIGTERM"), 2) << text;
   StartNowWhenPending();
-  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(ReadFile(output)).size() == 3; }, 60))
-      << ReadFile(output);
-  EXPECT_GE(ResumedSteps(ReadFile(output))[2], resumed_after_usr1 + 30)
+  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(FileContents(output)).size() == 3; }, 60))
+      << FileContents(output);
+  EXPECT_GE(ResumedSteps(FileContents(output))[2], resumed_after_usr1 + 30)
       << "resumed from the checkpoint taken for the SIGTERM";
 }
 
@@ -450,13 +428,13 @@ TEST_F(SlurmTest, ScancelIsNotUndoneByARequeue) {
   const nlohmann::json submitted = SubmitTrainer("sc", {});
   ASSERT_FALSE(submitted.is_null());
   const std::string output = submitted["output"];
-  ASSERT_TRUE(WaitFor([&] { return ReadFile(output).find("step 20") != std::string::npos; }, 60))
-      << ReadFile(output) << SlurmState();
+  ASSERT_TRUE(WaitFor([&] { return FileContents(output).find("step 20") != std::string::npos; }, 60))
+      << FileContents(output) << SlurmState();
   ASSERT_EQ(Slurm({"scancel", slurm_job_}).exit_code, 0);
   ASSERT_TRUE(WaitFor([&] { return SlurmState() == "CANCELLED"; }, 30)) << SlurmState();
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  EXPECT_EQ(SlurmState(), "CANCELLED") << ReadFile(output);
-  EXPECT_EQ(ReadFile(output).find("requeueing job"), std::string::npos) << ReadFile(output);
+  EXPECT_EQ(SlurmState(), "CANCELLED") << FileContents(output);
+  EXPECT_EQ(FileContents(output).find("requeueing job"), std::string::npos) << FileContents(output);
 }
 
 TEST_F(SlurmTest, RefusesAStopGraceLongerThanKillWait) {
@@ -502,7 +480,7 @@ class SlurmTwoNodeTest : public SlurmClusterTest {
 
   std::vector<std::string> Lines(const std::string& path) {
     std::vector<std::string> lines;
-    std::istringstream in(ReadFile(path));
+    std::istringstream in(FileContents(path));
     for (std::string line; std::getline(in, line);) lines.push_back(line);
     return lines;
   }
@@ -515,7 +493,7 @@ TEST_F(SlurmTwoNodeTest, TwoNodeJobIsOneJobAndResumesAfterARequeue) {
   ASSERT_FALSE(submitted.is_null());
   const std::string output = submitted["output"];
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ckpt + "/step-00000040/COMPLETE"); }, 60))
-      << ReadFile(output) << SlurmState() << ReadFile(dir_ + "/ctld.log");
+      << FileContents(output) << SlurmState() << FileContents(dir_ + "/ctld.log");
   EXPECT_EQ(SlurmField("%T %D %N"), "RUNNING 2 n[1-2]");
 
   // One launcher per node, each told the job's size and the one rendezvous on the first host.
@@ -525,11 +503,11 @@ TEST_F(SlurmTwoNodeTest, TwoNodeJobIsOneJobAndResumesAfterARequeue) {
       slurm_job_ + " --nproc-per-node 1 ";
   std::vector<std::string> launches = Lines(dir_ + "/launch.log");
   std::sort(launches.begin(), launches.end());
-  ASSERT_EQ(launches.size(), 2u) << ReadFile(dir_ + "/launch.log");
+  ASSERT_EQ(launches.size(), 2u) << FileContents(dir_ + "/launch.log");
   EXPECT_EQ(launches[0].rfind("n1 rank=0 " + rendezvous, 0), 0u) << launches[0];
   EXPECT_EQ(launches[1].rfind("n2 rank=1 " + rendezvous, 0), 0u) << launches[1];
   // One supervisor: one trainer, one job in jobs.db.
-  EXPECT_EQ(Count(ReadFile(output), "trainer pid"), 1) << ReadFile(output);
+  EXPECT_EQ(Count(FileContents(output), "trainer pid"), 1) << FileContents(output);
   RunOutput status = Fulcrum({"status", "--json", "--data-dir", data});
   ASSERT_EQ(status.exit_code, 0) << status.err;
   auto jobs = nlohmann::json::parse(status.out)["jobs"];
@@ -540,14 +518,14 @@ TEST_F(SlurmTwoNodeTest, TwoNodeJobIsOneJobAndResumesAfterARequeue) {
   // complete checkpoint.
   ASSERT_EQ(Slurm({"scontrol", "requeue", slurm_job_}).exit_code, 0);
   StartNowWhenPending();
-  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(ReadFile(output)).size() == 1; }, 60))
-      << ReadFile(output) << SlurmState();
-  const long resumed = ResumedSteps(ReadFile(output))[0];
+  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(FileContents(output)).size() == 1; }, 60))
+      << FileContents(output) << SlurmState();
+  const long resumed = ResumedSteps(FileContents(output))[0];
   EXPECT_GE(resumed, 40);
   EXPECT_EQ(resumed % 20, 0) << "a checkpoint step, never a partial one";
   EXPECT_TRUE(WaitFor([&] { return Lines(dir_ + "/launch.log").size() == 4; }, 30))
-      << ReadFile(dir_ + "/launch.log");
-  EXPECT_EQ(Count(ReadFile(output), "trainer pid"), 2) << ReadFile(output);
+      << FileContents(dir_ + "/launch.log");
+  EXPECT_EQ(Count(FileContents(output), "trainer pid"), 2) << FileContents(output);
 }
 
 TEST_F(SlurmTwoNodeTest, LostGpuDrainsTheNodeAndTheJobRunsOnTheOther) {
@@ -558,7 +536,7 @@ TEST_F(SlurmTwoNodeTest, LostGpuDrainsTheNodeAndTheJobRunsOnTheOther) {
   ASSERT_FALSE(submitted.is_null());
   const std::string output = submitted["output"];
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ckpt + "/step-00000040/COMPLETE"); }, 60))
-      << ReadFile(output) << SlurmState();
+      << FileContents(output) << SlurmState();
   const std::string node = SlurmField("%N");
   ASSERT_TRUE(node == "n1" || node == "n2") << node;
   const std::string other = node == "n1" ? "n2" : "n1";
@@ -574,15 +552,15 @@ TEST_F(SlurmTwoNodeTest, LostGpuDrainsTheNodeAndTheJobRunsOnTheOther) {
   const auto fault_at = std::chrono::steady_clock::now() + std::chrono::seconds(1);
 
   ASSERT_TRUE(WaitFor([&] { return SlurmField("%T %N") == "RUNNING " + other; }, 90))
-      << SlurmField("%T %N %r") << ReadFile(output) << ReadFile(dir_ + "/agent.out");
+      << SlurmField("%T %N %r") << FileContents(output) << FileContents(dir_ + "/agent.out");
   const double to_running =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - fault_at).count();
-  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(ReadFile(output)).size() == 1; }, 60))
-      << ReadFile(output);
+  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(FileContents(output)).size() == 1; }, 60))
+      << FileContents(output);
   const double to_resumed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - fault_at).count();
 
-  const std::string text = ReadFile(output);
+  const std::string text = FileContents(output);
   EXPECT_NE(text.find("GPU fault on node " + node +
                       ": GPU 0 XID 79 (fallen off the bus); node "
                       "drained"),
@@ -618,7 +596,7 @@ TEST_F(SlurmTwoNodeTest, LostGpuOnTheSecondNodeOfAJobDrainsThatNode) {
   ASSERT_FALSE(submitted.is_null());
   const std::string output = submitted["output"];
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ckpt + "/step-00000040/COMPLETE"); }, 60))
-      << ReadFile(output) << SlurmState();
+      << FileContents(output) << SlurmState();
   ASSERT_EQ(SlurmField("%T %D"), "RUNNING 2");
   const std::string batch_host = SlurmField("%B");
   ASSERT_TRUE(batch_host == "n1" || batch_host == "n2") << batch_host;
@@ -638,10 +616,10 @@ TEST_F(SlurmTwoNodeTest, LostGpuOnTheSecondNodeOfAJobDrainsThatNode) {
   }
 
   ASSERT_TRUE(WaitFor(
-      [&] { return ReadFile(output).find("requeueing job " + slurm_job_) != std::string::npos; },
+      [&] { return FileContents(output).find("requeueing job " + slurm_job_) != std::string::npos; },
       60))
-      << ReadFile(output) << ReadFile(dir_ + "/agent-" + second + ".out");
-  const std::string text = ReadFile(output);
+      << FileContents(output) << FileContents(dir_ + "/agent-" + second + ".out");
+  const std::string text = FileContents(output);
   EXPECT_NE(text.find("GPU fault on node " + second +
                       ": GPU 0 XID 79 (fallen off the bus); node drained"),
             std::string::npos)

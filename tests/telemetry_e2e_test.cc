@@ -23,7 +23,7 @@
 #include "core/text_file.h"
 #include "store/agent_db.h"
 #include "store/jobs.h"
-#include "support/child_process.h"
+#include "support/agent_process.h"
 #include "support/fake_http_server.h"
 #include "support/run_binary.h"
 

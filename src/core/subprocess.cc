@@ -28,6 +28,60 @@ bool ProgramExists(const std::string& program) {
   return false;
 }
 
+namespace {
+
+// "KEY=value" entries of the child's environment: ours with `extra` added or overriding. Built
+// before fork (no allocation between fork and exec); Pointers() is valid while this lives.
+class ChildEnvironment {
+ public:
+  explicit ChildEnvironment(const std::map<std::string, std::string>& extra) {
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string entry = *e;
+      if (!extra.count(entry.substr(0, entry.find('=')))) strings_.push_back(std::move(entry));
+    }
+    for (const auto& [key, value] : extra) strings_.push_back(key + "=" + value);
+    for (auto& entry : strings_) pointers_.push_back(entry.data());
+    pointers_.push_back(nullptr);
+  }
+  char** Pointers() { return pointers_.data(); }
+
+ private:
+  std::vector<std::string> strings_;
+  std::vector<char*> pointers_;
+};
+
+std::vector<char*> ArgvPointers(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  return args;
+}
+
+}  // namespace
+
+Result<int> SpawnToFiles(const std::vector<std::string>& argv, const SpawnOptions& options) {
+  if (argv.empty()) return Status::InvalidInput("SpawnToFiles: empty argv");
+  if (!ProgramExists(argv[0])) return Status::NotFound(argv[0] + ": program not found");
+  std::vector<char*> args = ArgvPointers(argv);
+  ChildEnvironment env(options.env);
+  const bool one_file = !options.out_path.empty() && options.err_path == options.out_path;
+  pid_t pid = fork();
+  if (pid < 0) return Status::IoError(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    const int flags = O_WRONLY | O_CREAT | O_TRUNC;
+    const int out = options.out_path.empty() ? -1 : open(options.out_path.c_str(), flags, 0644);
+    const int err =
+        one_file ? out : options.err_path.empty() ? -1 : open(options.err_path.c_str(), flags, 0644);
+    if (out >= 0) dup2(out, 1);
+    if (err >= 0) dup2(err, 2);
+    execvpe(args[0], args.data(), env.Pointers());
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return static_cast<int>(pid);
+}
+
 Result<CaptureResult> RunCapture(const std::vector<std::string>& argv,
                                  const CaptureOptions& options) {
   if (argv.empty()) return Status::InvalidInput("RunCapture: empty argv");
@@ -38,20 +92,8 @@ Result<CaptureResult> RunCapture(const std::vector<std::string>& argv,
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
     return Status::IoError(std::string("pipe: ") + std::strerror(errno));
   }
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  // The child's environment, built before fork (no allocation between fork and exec).
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry = *e;
-    if (!options.env.count(entry.substr(0, entry.find('='))))
-      env_strings.push_back(std::move(entry));
-  }
-  for (const auto& [key, value] : options.env) env_strings.push_back(key + "=" + value);
-  std::vector<char*> envp;
-  for (auto& entry : env_strings) envp.push_back(entry.data());
-  envp.push_back(nullptr);
+  std::vector<char*> args = ArgvPointers(argv);
+  ChildEnvironment env(options.env);
   pid_t pid = fork();
   if (pid < 0) return Status::IoError(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
@@ -60,7 +102,7 @@ Result<CaptureResult> RunCapture(const std::vector<std::string>& argv,
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
     if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(127);
-    execvpe(args[0], args.data(), envp.data());
+    execvpe(args[0], args.data(), env.Pointers());
     _exit(127);
   }
   setpgid(pid, pid);

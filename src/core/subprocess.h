@@ -1,6 +1,7 @@
 // Runs a short-lived helper program (nvidia-smi, nvcc, python3, sbatch ...) and captures its
 // output: argv only, never a shell string; a timeout after which the whole process group is
-// killed; stdout and stderr captured separately (each capped). For long-running supervised
+// killed; stdout and stderr captured separately (each capped). SpawnToFiles starts a long-lived
+// peer (a test's daemon) with its output in files, for the caller to reap. For supervised
 // children see supervise/. Thread-compatible: concurrent calls from different threads are fine.
 #pragma once
 
@@ -31,6 +32,17 @@ struct CaptureOptions {
 // exit code.
 Result<CaptureResult> RunCapture(const std::vector<std::string>& argv,
                                  const CaptureOptions& options = {});
+
+struct SpawnOptions {
+  std::string out_path;  // stdout, truncated first; "" = inherited
+  std::string err_path;  // stderr, truncated first; the same path as out_path = one file
+  std::map<std::string, std::string> env;  // added to (or overriding) the inherited environment
+};
+
+// Starts `argv` (argv[0] looked up on PATH) in its own process group, stdin inherited, and
+// returns its pid; the caller signals and reaps it (waitpid). NotFound when argv[0] cannot be
+// executed.
+Result<int> SpawnToFiles(const std::vector<std::string>& argv, const SpawnOptions& options);
 
 // True when `program` (no '/') is found on PATH and executable, or is an executable path.
 bool ProgramExists(const std::string& program);

@@ -1,29 +1,19 @@
 #include "support/agent_process.h"
 
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
+#include <cctype>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
-#include <thread>
 
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
 
 using nlohmann::json;
-using SteadyClock = std::chrono::steady_clock;
 
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string ReadFile(const std::filesystem::path& path) { return FileContents(path.string()); }
 
 void WriteFile(const std::filesystem::path& path, const std::string& text) {
   std::ofstream(path) << text;
@@ -51,78 +41,35 @@ bool WaitFor(const std::function<bool()>& ready, double seconds) {
   return PollUntil(ready, seconds, 0.05);
 }
 
-pid_t SpawnLogged(const std::string& program, const std::vector<std::string>& args,
-                  const std::string& out_path, const std::string& err_path,
-                  const std::map<std::string, std::string>& env) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    int o = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int e = err_path == out_path ? o : open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> argv{const_cast<char*>(program.c_str())};
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execvp(program.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
+namespace {
+
+// `fulcrum agent ARGS --json`.
+std::vector<std::string> AgentArgv(std::vector<std::string> args) {
+  args.insert(args.begin(), "agent");
+  args.push_back("--json");
+  return args;
 }
 
-PeerProcess::PeerProcess(const std::string& program, const std::vector<std::string>& args,
-                         const std::string& log_path)
-    : log_path_(log_path), pid_(SpawnLogged(program, args, log_path, log_path, {})) {}
-
-PeerProcess::~PeerProcess() {
-  if (pid_ > 0) {
-    kill(pid_, SIGTERM);
-    if (!WaitFor([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, 5)) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
+ChildLogs NumberedLogs(const std::string& dir) {
+  static int counter = 0;
+  const std::string prefix = dir + "/agent" + std::to_string(++counter);
+  return {prefix + ".out", prefix + ".err"};
 }
+
+}  // namespace
 
 AgentProcess::AgentProcess(const std::string& dir, std::vector<std::string> args,
                            std::map<std::string, std::string> env)
-    : dir_(dir) {
-  static int counter = 0;
-  tag_ = std::to_string(++counter);
-  args.insert(args.begin(), "agent");
-  args.push_back("--json");
-  std::string out = dir + "/agent" + tag_ + ".out", err = dir + "/agent" + tag_ + ".err";
-  out_path_ = out;
-  err_path_ = err;
-  pid_ = SpawnLogged(FULCRUM_BINARY, args, out, err, env);
-  WaitFor([&] { return ReadFile(out_path_).find('\n') != std::string::npos || Exited(); }, 15);
-  std::string line = ReadFile(out_path_);
+    : AgentProcess(std::move(args), NumberedLogs(dir), 0, env) {}
+
+AgentProcess::AgentProcess(std::vector<std::string> args, ChildLogs logs,
+                           double stop_grace_seconds, const std::map<std::string, std::string>& env)
+    : process_(FULCRUM_BINARY, AgentArgv(std::move(args)), std::move(logs), env,
+               stop_grace_seconds) {
+  WaitFor([&] { return out().find('\n') != std::string::npos || Exited(); }, 15);
+  std::string line = out();
   json doc = json::parse(line.substr(0, line.find('\n')), nullptr, false);
   if (!doc.is_discarded() && doc.contains("agent")) port_ = doc["agent"]["port"].get<int>();
-}
-
-AgentProcess::~AgentProcess() {
-  if (pid_ > 0 && exit_code_ < 0) {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-  }
-}
-
-bool AgentProcess::Exited() {
-  if (exit_code_ >= 0) return true;
-  int status = 0;
-  if (waitpid(pid_, &status, WNOHANG) == pid_) {
-    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    return true;
-  }
-  return false;
-}
-
-int AgentProcess::Stop(int signal) {
-  kill(pid_, signal);
-  WaitFor([&] { return Exited(); }, 10);
-  return exit_code_;
 }
 
 httplib::Client AgentProcess::Client() const {
@@ -172,6 +119,91 @@ json WebhookRecorder::Find(const std::string& needle) {
     if (body.find(needle) != std::string::npos) return json::parse(body, nullptr, false);
   }
   return json();
+}
+
+AgentPeer::AgentPeer(const std::string& data_dir, std::vector<std::string> args)
+    : agent_(
+          [&] {
+            for (const char* a : {"--listen", "127.0.0.1:0", "--data-dir"}) args.push_back(a);
+            args.push_back(data_dir);
+            return args;
+          }(),
+          ChildLogs{data_dir + "/agent.out", data_dir + "/agent.err"}, 10) {}
+
+std::string AgentPeer::Get(const std::string& path) const {
+  auto res = agent_.Client().Get(path);
+  return res && res->status == 200 ? res->body : std::string();
+}
+
+std::string PrometheusPeer::Config(const std::vector<std::string>& targets,
+                                   const std::vector<std::string>& rule_files) {
+  std::string yaml = "global: {scrape_interval: 1s, evaluation_interval: 1s}\n";
+  if (!rule_files.empty()) {
+    yaml += "rule_files:\n";
+    for (const std::string& f : rule_files) yaml += "  - '" + f + "'\n";
+  }
+  yaml += "scrape_configs:\n  - job_name: fulcrum\n    static_configs:\n      - targets: [";
+  for (size_t i = 0; i < targets.size(); ++i) yaml += (i ? ", '" : "'") + targets[i] + "'";
+  return yaml + "]\n";
+}
+
+namespace {
+std::vector<std::string> PrometheusArgs(const std::string& dir, int port,
+                                        const std::string& config) {
+  std::filesystem::create_directories(dir + "/data");
+  std::ofstream(dir + "/prometheus.yml") << config;
+  return {"--config.file=" + dir + "/prometheus.yml", "--storage.tsdb.path=" + dir + "/data",
+          "--web.listen-address=127.0.0.1:" + std::to_string(port)};
+}
+}  // namespace
+
+PrometheusPeer::PrometheusPeer(const std::string& dir, const std::vector<std::string>& targets,
+                               const std::vector<std::string>& rule_files)
+    : port_(FreeLoopbackPort()),
+      process_("prometheus", PrometheusArgs(dir, port_, Config(targets, rule_files)),
+               dir + "/prometheus") {}
+
+json PrometheusPeer::Api(const std::string& path_and_query) const {
+  httplib::Client client("127.0.0.1", port_);
+  client.set_connection_timeout(1);
+  client.set_read_timeout(5);
+  auto res = client.Get("/api/v1/" + path_and_query);
+  if (!res || res->status != 200) return nullptr;
+  auto doc = json::parse(res->body, nullptr, false);
+  return doc.is_discarded() ? json(nullptr) : doc;
+}
+
+json PrometheusPeer::Query(const std::string& expr) const {
+  json doc = Api("query?query=" + UrlEncode(expr));
+  if (!doc.is_object() || doc.value("status", "") != "success") return nullptr;
+  return doc["data"]["result"];
+}
+
+json PrometheusPeer::WaitForSeries(const std::string& expr, size_t min_series,
+                                   double seconds) const {
+  json result;
+  PollUntil(
+      [&] {
+        result = Query(expr);
+        return result.is_array() && result.size() >= min_series;
+      },
+      seconds);
+  return result;
+}
+
+std::string UrlEncode(const std::string& text) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
 }
 
 }  // namespace fulcrum::testing

@@ -1,78 +1,63 @@
-// Long-lived peers of the end-to-end tests: a program started as a child in its own process
-// group with stdout and stderr in files (so a chatty peer never blocks on a full pipe), stopped
-// on destruction (SIGTERM, then SIGKILL after 10 s); and on top of it the real peers the
-// telemetry tests need: a `fulcrum agent` on a free loopback port, and Debian's Prometheus
-// scraping given targets every second on loopback. Not thread-safe; one owner each.
+// The one long-lived child of the end-to-end tests: a program started through
+// core/subprocess's SpawnToFiles in its own process group, stdout and stderr in files (so a
+// chatty peer never blocks on a full pipe), reaped here, and stopped on destruction (SIGTERM,
+// then SIGKILL after a grace; a grace of 0 = SIGKILL at once). The peers (a `fulcrum agent`,
+// Prometheus, Alertmanager) are built on it in support/agent_process.h. Not thread-safe; one
+// owner each.
 #pragma once
 
 #include <sys/types.h>
 
-#include <functional>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace fulcrum::testing {
 
+// Where a child's output goes; the same path twice = one file for both streams.
+struct ChildLogs {
+  std::string out_path;
+  std::string err_path;
+};
+
 class ChildProcess {
  public:
-  // `program` is looked up in PATH when it has no '/'. `log_prefix`.out / .err receive output.
+  // `program` is looked up in PATH when it has no '/'. `log_prefix`.out / .err receive output;
+  // stopped with SIGTERM, SIGKILL after 10 s.
   ChildProcess(const std::string& program, const std::vector<std::string>& args,
                const std::string& log_prefix, const std::map<std::string, std::string>& env = {});
+  ChildProcess(const std::string& program, const std::vector<std::string>& args, ChildLogs logs,
+               const std::map<std::string, std::string>& env, double stop_grace_seconds);
   ~ChildProcess();
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
   pid_t pid() const { return pid_; }
+  // True once it has ended (reaped here), or when it never started.
   bool Exited();
+  // Its exit code, or 128+N when signal N killed it; -1 while it runs.
+  int exit_code() const { return exit_code_; }
+  // Sends `signal` to it (not its group); no-op once it has ended.
+  void Signal(int signal);
+  // Sends `signal` and waits up to `seconds` for the end; exit_code().
+  int Stop(int signal, double seconds = 10);
   std::string out() const;
   std::string err() const;
 
  private:
+  ChildLogs logs_;
+  double stop_grace_seconds_ = 10;
   pid_t pid_ = -1;
-  bool exited_ = false;
-  std::string log_prefix_;
+  int exit_code_ = -1;
 };
 
-// `fulcrum agent ARGS --listen 127.0.0.1:0 --json --data-dir DIR`; port() is 0 when it did not
-// come up within 15 s (see err()).
-class AgentPeer {
+// A real peer (Alertmanager) with stdout and stderr in one log: SIGTERM, then SIGKILL after
+// 5 s, on destruction.
+class PeerProcess : public ChildProcess {
  public:
-  AgentPeer(const std::string& data_dir, std::vector<std::string> args);
-  int port() const { return port_; }
-  std::string err() const { return process_.err(); }
-  // GET path on the agent; the body, "" on failure.
-  std::string Get(const std::string& path) const;
-
- private:
-  ChildProcess process_;
-  int port_ = 0;
+  PeerProcess(const std::string& program, const std::vector<std::string>& args,
+              const std::string& log_path)
+      : ChildProcess(program, args, ChildLogs{log_path, log_path}, {}, 5) {}
+  std::string log() const { return out(); }
 };
-
-// Prometheus with `global: {scrape_interval: 1s, evaluation_interval: 1s}`, one job `fulcrum`
-// whose static targets are `targets` ("127.0.0.1:PORT"), and `rule_files`.
-class PrometheusPeer {
- public:
-  PrometheusPeer(const std::string& dir, const std::vector<std::string>& targets,
-                 const std::vector<std::string>& rule_files = {});
-  int port() const { return port_; }
-  std::string log() const { return process_.err() + process_.out(); }
-  // GET /api/v1/<path_and_query> (already URL-encoded); the parsed answer, null on failure.
-  nlohmann::json Api(const std::string& path_and_query) const;
-  // An instant query's data.result (null on failure).
-  nlohmann::json Query(const std::string& expr) const;
-  // Polls Query(expr) until it returns at least `min_series` series or `seconds` pass.
-  nlohmann::json WaitForSeries(const std::string& expr, size_t min_series, double seconds) const;
-
- private:
-  static std::string Config(const std::vector<std::string>& targets,
-                            const std::vector<std::string>& rule_files);
-  int port_;
-  ChildProcess process_;
-};
-
-std::string UrlEncode(const std::string& text);
-
-// PollUntil (poll a condition until it holds or time runs out) is in support/run_binary.h.
 
 }  // namespace fulcrum::testing
