@@ -30,8 +30,8 @@ struct ValidateFlags {
   std::string gpus;
   std::string work_dir;
   std::string progress_regex;
-  std::vector<std::string> drills;
-  std::vector<std::string> skip;
+  std::string drills;  // comma lists
+  std::string skip;
   bool json = false;
   bool quiet = false;
   std::vector<std::string> command;
@@ -68,10 +68,10 @@ Status RunValidateCommand(CliContext& ctx, const ValidateFlags& f) {
                                 f.max_drift + "'");
   }
   o.max_drift = *drift / 100;
-  for (const auto& list : f.drills)
-    for (const auto& name : Split(list, ',')) o.drills.push_back(name);
-  for (const auto& list : f.skip)
-    for (const auto& name : Split(list, ',')) o.skip_phases.push_back(name);
+  if (!f.drills.empty())
+    for (const auto& name : Split(f.drills, ',')) o.drills.push_back(name);
+  if (!f.skip.empty())
+    for (const auto& name : Split(f.skip, ',')) o.skip_phases.push_back(name);
   if (!f.progress_regex.empty()) o.progress_regex = f.progress_regex;
   o.expect_plan = f.expect;
   o.gpus = f.gpus;

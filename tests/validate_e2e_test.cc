@@ -1,0 +1,198 @@
+// End-to-end tests of `fulcrum validate` (issue 20): the real binary validates the test trainer
+// (tests/trainer) under a real `fulcrum run`, with the drills' faults injected for real (SIGKILL,
+// a spot notice on validate's own metadata endpoint, SIGTERM, a sim agent whose GPU falls off the
+// bus, a network namespace's link going down where the test runs as root), and judges a sim GPU
+// that throttles. Durations are seconds (--small-run, --duration, --checkpoint-every flags).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <unistd.h>
+
+#include "support/run_binary.h"
+
+namespace fulcrum::testing {
+namespace {
+namespace fs = std::filesystem;
+
+// Short phases for the trainer (20 ms steps): seconds, not minutes.
+std::vector<std::string> Fast(std::vector<std::string> more) {
+  std::vector<std::string> args = {"validate",    "--source",           "sim",  "--skip",
+                                   "environment", "--small-run",        "1.5s", "--checkpoint-every",
+                                   "0.4s",        "--network-cut",      "1s",   "--duration",
+                                   "2s",          "--quiet"};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+const nlohmann::json& Phase(const nlohmann::json& report, const std::string& name) {
+  for (const auto& p : report["phases"])
+    if (p["name"] == name) return p;
+  static const nlohmann::json none;
+  return none;
+}
+
+const nlohmann::json& DrillOf(const nlohmann::json& report, const std::string& fault) {
+  for (const auto& d : report["drills"])
+    if (d["fault"] == fault) return d;
+  static const nlohmann::json none;
+  return none;
+}
+
+std::string Reasons(const nlohmann::json& phase) {
+  std::string out;
+  for (const auto& r : phase.value("reasons", nlohmann::json::array())) out += r.get<std::string>() + "\n";
+  return out;
+}
+
+// The step number in a checkpoint path (step-00000042 -> 42).
+int64_t StepOf(const std::string& path) {
+  std::smatch m;
+  return std::regex_search(path, m, std::regex(R"(step-(\d+))")) ? std::stoll(m[1].str()) : -1;
+}
+
+RunOptions Timeout(double seconds) {
+  RunOptions options;
+  options.timeout_seconds = seconds;
+  return options;
+}
+
+class ValidateTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = MakeTempDir("validate"); }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  std::string dir_;
+};
+
+TEST_F(ValidateTest, EveryDrillResumesACheckpointingJobFromItsLastCheckpoint) {
+  const std::string html = dir_ + "/report.html";
+  RunOutput r = RunFulcrum(Fast({"--json", "--drill-timeout", "20s", "--max-drift", "500", "--report", html, "--work-dir",
+                                 dir_ + "/work", "--", FULCRUM_TRAINER, "--steps", "1000000",
+                                 "--step-ms", "20"}),
+                           Timeout(240));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  ASSERT_EQ(report["phases"].size(), 4u) << r.out;
+  EXPECT_EQ(report["phases"][0]["name"], "environment");
+  EXPECT_EQ(report["phases"][0]["verdict"], "skipped");
+  EXPECT_EQ(Phase(report, "small-run")["verdict"], "pass") << r.out;
+  EXPECT_EQ(Phase(report, "small-run")["metrics"]["checkpoint_on_request"], true);
+  EXPECT_EQ(Phase(report, "fault-drill")["verdict"], "pass") << r.out;
+  EXPECT_EQ(Phase(report, "stress")["verdict"], "pass") << r.out;
+  ASSERT_EQ(report["drills"].size(), 5u) << r.out;
+  const bool root = ::geteuid() == 0;
+  for (const std::string fault : {"crash", "preemption-notice", "sigterm", "gpu-lost"}) {
+    const auto& d = DrillOf(report, fault);
+    SCOPED_TRACE(fault + ": " + d.dump());
+    EXPECT_EQ(d["verdict"], "pass");
+    ASSERT_TRUE(d["resumed_from"].is_string());
+    EXPECT_GT(StepOf(d["resumed_from"]), 0) << "progress kept, not step 0";
+    EXPECT_GE(d["lost_steps"].get<int64_t>(), 0);
+    EXPECT_GE(d["detect_seconds"].get<double>(), 0);
+    EXPECT_GT(d["resume_seconds"].get<double>(), 0);
+    EXPECT_TRUE(fs::exists(d["resumed_from"].get<std::string>() + "/COMPLETE"));
+  }
+  EXPECT_NE(DrillOf(report, "gpu-lost")["reason"].get<std::string>().find(
+                "restarted on GPU(s) 0 without lost GPU 1"),
+            std::string::npos);
+  const auto& cut = DrillOf(report, "network-cut");
+  EXPECT_EQ(cut["verdict"], root ? "pass" : "skipped") << cut.dump();
+  if (!root) {
+    EXPECT_NE(cut["reason"].get<std::string>().find("root"), std::string::npos);
+  }
+  // Each drill resumed from a later checkpoint than the one before: progress is kept across them.
+  int64_t previous = 0;
+  for (const std::string fault : {"crash", "preemption-notice", "sigterm", "gpu-lost"}) {
+    const int64_t step = StepOf(DrillOf(report, fault)["resumed_from"]);
+    EXPECT_GT(step, previous) << fault;
+    previous = step;
+  }
+  const std::string page = FileContents(html);
+  EXPECT_NE(page.find("uPlot"), std::string::npos);
+  EXPECT_NE(page.find("GPU 0 SM clock (MHz)"), std::string::npos);
+  EXPECT_NE(page.find("job throughput (steps/s)"), std::string::npos);
+  EXPECT_EQ(page.find("http://"), std::string::npos) << "the page loads nothing from outside";
+}
+
+TEST_F(ValidateTest, FailsAJobThatDoesNotCheckpointOnRequest) {
+  RunOutput r = RunFulcrum(Fast({"--json", "--drills", "crash", "--drill-timeout", "3s", "--",
+                                 FULCRUM_TRAINER, "--steps", "1000000", "--step-ms", "20",
+                                 "--ignore-requests"}),
+                           Timeout(120));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  const auto& small = Phase(report, "small-run");
+  EXPECT_EQ(small["verdict"], "fail");
+  EXPECT_NE(Reasons(small).find("does not checkpoint on request"), std::string::npos)
+      << Reasons(small);
+  EXPECT_EQ(DrillOf(report, "crash")["verdict"], "fail");
+  EXPECT_NE(DrillOf(report, "crash")["reason"].get<std::string>().find(
+                "does not checkpoint on request"),
+            std::string::npos);
+}
+
+TEST_F(ValidateTest, FailsAJobThatCannotResume) {
+  // The job never sees FULCRUM_RESUME_FROM: it checkpoints, but starts from step 0 again.
+  RunOutput r = RunFulcrum(Fast({"--json", "--drills", "crash", "--drill-timeout", "20s", "--", "/usr/bin/env", "-u",
+                                 "FULCRUM_RESUME_FROM", FULCRUM_TRAINER, "--steps", "1000000",
+                                 "--step-ms", "20"}),
+                           Timeout(120));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(Phase(report, "small-run")["verdict"], "pass") << r.out;
+  EXPECT_EQ(Phase(report, "fault-drill")["verdict"], "fail");
+  const auto& crash = DrillOf(report, "crash");
+  EXPECT_EQ(crash["verdict"], "fail");
+  const std::string reason = crash["reason"];
+  EXPECT_NE(reason.find("restarted from step 0"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("cannot resume"), std::string::npos) << reason;
+  EXPECT_GT(crash["lost_steps"].get<int64_t>(), 0);
+}
+
+TEST_F(ValidateTest, StressFailsWhenASimGpuThrottles) {
+  const std::string scenario = dir_ + "/throttle.yaml";
+  std::ofstream(scenario) << "- {at: 0s, gpu: 1, fault: thermal-slowdown}\n";
+  // The same run without the fault passes: the verdict comes from the GPU.
+  RunOutput healthy = RunFulcrum(Fast({"--json"}), Timeout(60));
+  EXPECT_EQ(healthy.exit_code, 0) << healthy.out << healthy.err;
+  RunOutput r = RunFulcrum(Fast({"--json", "--sim-scenario", scenario}), Timeout(60));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(Phase(report, "small-run")["verdict"], "skipped");
+  EXPECT_NE(Reasons(Phase(report, "small-run")).find("no command"), std::string::npos);
+  const auto& stress = Phase(report, "stress");
+  EXPECT_EQ(stress["verdict"], "fail");
+  EXPECT_NE(Reasons(stress).find("GPU 1: thermal throttling"), std::string::npos)
+      << Reasons(stress);
+  EXPECT_EQ(Reasons(stress).find("GPU 0: thermal"), std::string::npos) << Reasons(stress);
+  EXPECT_GT(stress["metrics"]["gpus"]["1"]["thermal_slowdown_samples"].get<int>(), 0);
+  EXPECT_EQ(stress["metrics"]["gpus"]["0"]["thermal_slowdown_samples"].get<int>(), 0);
+}
+
+TEST_F(ValidateTest, BadUsageExitsTwoWithThePreciseMessage) {
+  RunOutput source = RunFulcrum({"validate", "--source", "nvlm"});
+  EXPECT_EQ(source.exit_code, 2);
+  EXPECT_NE(source.err.find("--source: unknown name 'nvlm'; expected one of nvml, sim"),
+            std::string::npos)
+      << source.err;
+  RunOutput drill = RunFulcrum({"validate", "--json", "--drills", "crash,crsh"});
+  EXPECT_EQ(drill.exit_code, 2);
+  const auto error = nlohmann::json::parse(drill.err)["error"];
+  EXPECT_EQ(error["field"], "--drills");
+  EXPECT_EQ(error["found"], "crsh");
+  EXPECT_EQ(error["nearest"][0], "crash");
+  RunOutput missing = RunFulcrum({"validate", "--", dir_ + "/no-such-train"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("no-such-train: command not found"), std::string::npos)
+      << missing.err;
+  RunOutput duration = RunFulcrum({"validate", "--duration", "soon"});
+  EXPECT_EQ(duration.exit_code, 2);
+  EXPECT_NE(duration.err.find("--duration"), std::string::npos) << duration.err;
+}
+
+}  // namespace
+}  // namespace fulcrum::testing
