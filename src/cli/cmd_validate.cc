@@ -7,13 +7,22 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_source_options.h"
 #include "cli/command.h"
 #include "core/clock.h"
 #include "core/parse.h"
+#include "core/paths.h"
 #include "validate/validate.h"
 
 namespace fulcrum::cli {
 namespace {
+
+// Two sim GPUs by default, so that the gpu-lost drill has one to leave out.
+BenchSourceFlags TwoSimGpus() {
+  BenchSourceFlags flags;
+  flags.sim_gpus = 2;
+  return flags;
+}
 
 struct ValidateFlags {
   std::string duration = "10m";
@@ -22,9 +31,7 @@ struct ValidateFlags {
   std::string drill_timeout = "2m";
   std::string network_cut = "5s";
   std::string max_drift = "30";
-  std::string source = "nvml";
-  int sim_gpus = 2;
-  std::string sim_scenario;
+  BenchSourceFlags source = TwoSimGpus();  // --source and --sim-*, as bench and doctor take them
   std::string report;
   std::string expect;
   std::string gpus;
@@ -50,9 +57,12 @@ Status RunValidateCommand(CliContext& ctx, const ValidateFlags& f) {
   std::error_code ec;
   o.fulcrum_binary = std::filesystem::read_symlink("/proc/self/exe", ec).string();
   if (ec) return Status::IoError("/proc/self/exe: cannot find this program (" + ec.message() + ")");
-  o.source = f.source;
-  o.sim_gpus = f.sim_gpus;
-  o.sim_scenario = f.sim_scenario;
+  o.source = f.source.source;
+  o.sim_gpus = f.source.sim_gpus;
+  o.sim_gpu = f.source.sim_gpu;
+  o.sim_fraction = f.source.sim_fraction;
+  o.sim_swing = f.source.sim_swing;
+  o.sim_scenario = f.source.sim_scenario;
   FULCRUM_RETURN_IF_ERROR(Seconds("--duration", f.duration, o.duration_seconds));
   FULCRUM_RETURN_IF_ERROR(Seconds("--small-run", f.small_run, o.small_run_seconds));
   FULCRUM_RETURN_IF_ERROR(Seconds("--drill-timeout", f.drill_timeout, o.drill_timeout_seconds));
@@ -82,7 +92,13 @@ Status RunValidateCommand(CliContext& ctx, const ValidateFlags& f) {
   if (!f.quiet) {
     o.job_output = [&ctx](const std::string& line) { ctx.err << "  | " << line << '\n'; };
   }
+  o.catalog_dir = ctx.catalog_dir;
   FULCRUM_RETURN_IF_ERROR(validate::CheckValidateOptions(o));
+  if (o.source == "sim") {  // the sim flags' errors now, not from the bench child
+    FULCRUM_ASSIGN_OR_RETURN(catalog::Catalog cat,
+                             catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir)));
+    FULCRUM_RETURN_IF_ERROR(MakeBenchSource(f.source, cat).status());
+  }
   SystemClock clock;
   FULCRUM_ASSIGN_OR_RETURN(validate::ValidateReport report, validate::RunValidate(o, clock));
   if (!f.report.empty()) {
@@ -138,9 +154,7 @@ void RegisterValidate(CLI::App* cmd, CliContext& ctx) {
       "      python3 examples/torch_train.py --steps 100000 --step-sleep 0.05 --checkpoint-every 0");
   cmd->add_option("--duration", f->duration, "Length of the stress phase (default 10m; e.g. 72h)")
       ->type_name("DURATION");
-  cmd->add_option("--source", f->source,
-                  "GPUs that bench and the agent read: nvml (this server's) or sim (default nvml)")
-      ->type_name("nvml|sim");
+  AddBenchSourceOptions(cmd, f->source);  // --source nvml|sim, --sim-gpu, --sim-gpus, ...
   cmd->add_option("--report", f->report, "Also write the report as HTML with charts to FILE")
       ->type_name("FILE");
   cmd->add_flag("--json", f->json,
@@ -178,12 +192,6 @@ void RegisterValidate(CLI::App* cmd, CliContext& ctx) {
       ->type_name("REGEX");
   cmd->add_option("--gpus", f->gpus, "GPU indices of the job (default every GPU of the source)")
       ->type_name("LIST");
-  cmd->add_option("--sim-gpus", f->sim_gpus, "GPUs of the sim source (default 2)")
-      ->type_name("N");
-  cmd->add_option("--sim-scenario", f->sim_scenario,
-                  "With --source sim: fault scenario of the stress phase's agent (YAML, as "
-                  "fulcrum agent --sim-scenario)")
-      ->type_name("FILE");
   cmd->add_option("--work-dir", f->work_dir,
                   "Keep the job's data, checkpoints and logs here (default a temporary "
                   "directory, removed at the end)")

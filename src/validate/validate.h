@@ -26,9 +26,16 @@ inline constexpr const char* kDrillNames[] = {"crash", "preemption-notice", "sig
 struct ValidateOptions {
   std::vector<std::string> command;  // the training command; empty = phases 2-3 skipped
   std::string fulcrum_binary;        // this program (doctor, bench, run and agent are its commands)
+  std::string catalog_dir;           // the global --catalog, passed on to doctor and bench ("" = none)
   std::string source = "nvml";       // nvml | sim: the GPUs that bench and the agent read
-  int sim_gpus = 2;                  // with --source sim
-  std::string sim_scenario;          // with --source sim: the agent's fault scenario (stress)
+  // With --source sim, as `bench`/`doctor --source sim` take them: the catalog GPU simulated,
+  // how many, the fraction of its datasheet it delivers, its GEMM swing, and a fault scenario
+  // (the agent's format) that the bench sim and the stress phase's sim agent both play.
+  int sim_gpus = 2;
+  std::string sim_gpu = "H100-SXM5-80GB";
+  double sim_fraction = 1.0;
+  double sim_swing = 0;
+  std::string sim_scenario;
   double duration_seconds = 600;     // the stress phase
   double small_run_seconds = 120;
   std::optional<double> checkpoint_every_seconds;  // nullopt = min(30 s, small run / 4)

@@ -24,6 +24,8 @@ class Validation {
  private:
   bool Wanted(const std::string& phase) const;
   PhaseResult Environment();
+  // --source and the --sim-* flags for `fulcrum bench` and `doctor`.
+  std::vector<std::string> SourceArgs() const;
   Status StartJob();
   PhaseResult SmallRun();
   PhaseResult FaultDrills();
