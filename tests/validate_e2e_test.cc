@@ -4,13 +4,16 @@
 // bus, a network namespace's link going down where the test runs as root), and judges a sim GPU
 // that throttles. Durations are seconds (--small-run, --duration, --checkpoint-every flags).
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <unistd.h>
 
+#include "supervise/process.h"
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
@@ -201,6 +204,49 @@ TEST_F(ValidateTest, EnvironmentFailsOnASimGpuBelowItsDatasheetAndThePlan) {
   EXPECT_NE(reasons.find("bench gpu.gemm bf16: low (60 % of spec)"), std::string::npos) << reasons;
   EXPECT_NE(reasons.find("this server delivers 60 % of it"), std::string::npos) << reasons;
   EXPECT_EQ(env["metrics"]["expect"]["plan_gpu"], "H100-SXM5-80GB");
+}
+
+// Ctrl-C: the phase under way fails as unfinished, the rest are skipped, the job is stopped
+// cleanly (its last act is a checkpoint on the stop's request) and the report is printed.
+TEST_F(ValidateTest, AnInterruptStopsTheJobCleanlyAndReportsWhatRan) {
+  supervise::PosixProcessRunner runner;
+  supervise::ChildSpec spec;
+  spec.argv = Fast({"--json", "--small-run", "60s", "--work-dir", dir_ + "/work", "--",
+                    FULCRUM_TRAINER, "--steps", "1000000", "--step-ms", "20"});
+  spec.argv.insert(spec.argv.begin(), FULCRUM_BINARY);
+  // The job's and the supervisor's lines on stderr (not --quiet): the test waits for one.
+  std::erase(spec.argv, std::string("--quiet"));
+  ASSERT_TRUE(runner.Start(spec).ok());
+  std::string out, err;
+  auto sink = [&](supervise::Stream s, std::string_view line) {
+    (s == supervise::Stream::kStdout ? out : err) += std::string(line) + "\n";
+  };
+  std::optional<supervise::ChildExit> exit;
+  // Interrupted once the supervisor has reported a checkpoint of the small run.
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        if (auto e = runner.Wait(0.05, sink)) exit = e;
+        return exit || err.find("checkpoint complete") != std::string::npos;
+      },
+      60))
+      << err;
+  ASSERT_FALSE(exit) << err;
+  runner.Signal(SIGINT, supervise::SignalTarget::kLeader);
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        if (auto e = runner.Wait(0.05, sink)) exit = e;
+        return exit.has_value();
+      },
+      60));
+  EXPECT_EQ(exit->exit_code, 3) << err;
+  const auto report = nlohmann::json::parse(out);
+  EXPECT_EQ(Phase(report, "small-run")["verdict"], "fail");
+  EXPECT_EQ(Phase(report, "small-run")["reasons"][0], "interrupted: the phase did not finish");
+  EXPECT_EQ(Phase(report, "fault-drill")["verdict"], "skipped");
+  EXPECT_EQ(Phase(report, "stress")["reasons"][0], "interrupted");
+  EXPECT_NE(err.find("stopping (received SIGTERM)"), std::string::npos) << err;
+  EXPECT_NE(err.find("checkpoint saved; sending SIGTERM"), std::string::npos) << err;
+  EXPECT_EQ(err.find("the job ignored SIGTERM"), std::string::npos) << err;
 }
 
 TEST_F(ValidateTest, BadUsageExitsTwoWithThePreciseMessage) {

@@ -1,7 +1,10 @@
 // `fulcrum validate [options] [-- CMD ARGS...]`: the selection guides' test procedure before
 // trusting a rented server with a long job. The composition is validate::RunValidate; this file
 // parses flags and prints the report.
+#include <signal.h>
+
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -23,6 +26,11 @@ BenchSourceFlags TwoSimGpus() {
   flags.sim_gpus = 2;
   return flags;
 }
+
+// The signal edge: a handler may only store a number; the validation polls it.
+std::atomic<int> g_interrupt{0};
+
+void OnInterrupt(int sig) { g_interrupt.store(sig); }
 
 struct ValidateFlags {
   std::string duration = "10m";
@@ -99,8 +107,16 @@ Status RunValidateCommand(CliContext& ctx, const ValidateFlags& f) {
                              catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir)));
     FULCRUM_RETURN_IF_ERROR(MakeBenchSource(f.source, cat).status());
   }
+  o.interrupted = [] { return g_interrupt.load() != 0; };
+  g_interrupt.store(0);
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
   SystemClock clock;
-  FULCRUM_ASSIGN_OR_RETURN(validate::ValidateReport report, validate::RunValidate(o, clock));
+  auto ran = validate::RunValidate(o, clock);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_DFL);
+  FULCRUM_ASSIGN_OR_RETURN(validate::ValidateReport report, std::move(ran));
   if (!f.report.empty()) {
     std::ofstream out(f.report);
     out << validate::ReportHtml(report);
@@ -145,13 +161,17 @@ void RegisterValidate(CLI::App* cmd, CliContext& ctx) {
       "Without CMD the small run and the drills are skipped. The job runs with a fresh\n"
       "checkpoint directory (FULCRUM_CHECKPOINT_DIR) in --work-dir; it must checkpoint when\n"
       "$FULCRUM_CHECKPOINT_REQUEST_FILE appears and resume from $FULCRUM_RESUME_FROM, as under\n"
-      "fulcrum run. Nothing outside this machine is touched.\n\n"
+      "fulcrum run. Nothing outside this machine is touched. On SIGINT or SIGTERM the phase\n"
+      "under way fails as unfinished, the rest are skipped, the job is stopped cleanly\n"
+      "(checkpoint first) and the report is printed.\n\n"
       "Exit codes: 0 every phase passed or was skipped; 3 a phase failed; 2 bad usage.");
   cmd->footer(
       "Examples:\n"
       "  fulcrum validate --duration 72h --report report.html -- python3 train.py\n"
       "  fulcrum validate --source sim --duration 2m --json -- \\\n"
       "      python3 examples/torch_train.py --steps 100000 --step-sleep 0.05 --checkpoint-every 0");
+  // A flag given twice takes its last value (a script's defaults, then the user's).
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cmd->add_option("--duration", f->duration, "Length of the stress phase (default 10m; e.g. 72h)")
       ->type_name("DURATION");
   AddBenchSourceOptions(cmd, f->source);  // --source nvml|sim, --sim-gpu, --sim-gpus, ...

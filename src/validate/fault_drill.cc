@@ -50,6 +50,7 @@ PhaseResult Validation::FaultDrills() {
   for (const std::string fault : kDrillNames) {
     if (std::find(options_.drills.begin(), options_.drills.end(), fault) == options_.drills.end())
       continue;
+    if (Interrupted()) break;
     Say("fault drill " + fault);
     DrillResult drill = Drill(fault);
     Say("fault drill " + fault + ": " + VerdictName(drill.verdict) + " (" + drill.reason + ")");

@@ -45,7 +45,7 @@ bool JobSession::PumpUntil(const std::function<bool()>& done, double seconds) {
   auto sink = [this](supervise::Stream s, std::string_view line) { OnLine(s, line); };
   while (!done()) {
     const double left = deadline - Now();
-    if (left <= 0) return done();
+    if (left <= 0 || Interrupted()) return done();
     if (!runner_.running()) return done();
     if (auto exit = runner_.Wait(std::min(left, 0.05), sink)) run_exit_ = exit;
   }
@@ -55,7 +55,7 @@ bool JobSession::PumpUntil(const std::function<bool()>& done, double seconds) {
 void JobSession::Pump(double seconds) {
   const double deadline = Now() + seconds;
   auto sink = [this](supervise::Stream s, std::string_view line) { OnLine(s, line); };
-  while (Now() < deadline) {
+  while (Now() < deadline && !Interrupted()) {
     if (!runner_.running()) {
       runner_.Wait(std::min(deadline - Now(), 0.05), sink);  // no child: just waits
       continue;

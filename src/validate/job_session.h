@@ -54,6 +54,11 @@ class JobSession {
   JobSession(std::vector<std::string> run_argv, const std::string& progress_regex,
              const Clock& clock, std::function<void(const std::string&)> log);
 
+  // Polled while pumping: true ends every wait early (the user interrupted validate), until
+  // SetInterruptible(false) (the final clean stop). May be empty.
+  void SetInterrupt(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
+  void SetInterruptible(bool on) { interruptible_ = on; }
+
   // Starts `fulcrum run` (again, after it ended). kInvalidInput for a bad regex.
   Status Start();
   // Reads output until `done` holds or `seconds` pass (or `fulcrum run` ended and `done` still
@@ -86,6 +91,9 @@ class JobSession {
   std::optional<std::regex> progress_;
   const Clock& clock_;
   std::function<void(const std::string&)> log_;
+  std::function<bool()> interrupted_;
+  bool interruptible_ = true;
+  bool Interrupted() const { return interruptible_ && interrupted_ && interrupted_(); }
   supervise::PosixProcessRunner runner_;
   std::optional<supervise::ChildExit> run_exit_;
   std::vector<TrainingStart> starts_;

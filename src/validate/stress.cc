@@ -77,7 +77,7 @@ PhaseResult Validation::Stress() {
     }
   } else if (options_.source == "nvml" && options_.command.empty()) {
     // The bench's sustained-GEMM stability run, again and again for the duration.
-    while (Now() - start < duration) {
+    while (Now() - start < duration && !Interrupted()) {
       CaptureOptions capture;
       capture.timeout_seconds = std::max(60.0, duration - (Now() - start) + 120);
       auto bench = RunCapture({options_.fulcrum_binary, "bench", "--skip-disk", "--json"}, capture);
@@ -94,7 +94,10 @@ PhaseResult Validation::Stress() {
       }
     }
   } else {
-    std::this_thread::sleep_for(std::chrono::duration<double>(duration));  // the sim's load
+    while (Now() - start < duration && !Interrupted()) {  // the sim's load
+      std::this_thread::sleep_for(std::chrono::duration<double>(
+          std::min(0.1, std::max(0.0, duration - (Now() - start)))));
+    }
   }
   const double end = Now();
   phase.metrics["seconds"] = end - start;

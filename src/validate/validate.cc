@@ -190,20 +190,34 @@ Result<ValidateReport> Validation::Run() {
     p.reasons.push_back(why);
     return p;
   };
-  report_.phases.push_back(Wanted("environment") ? Environment()
-                                                 : skipped("environment", "skipped by --skip"));
+  // Each phase in order; after an interruption the one under way is unfinished, the rest skipped.
+  auto phase = [&](const std::string& name, const std::function<PhaseResult()>& run) {
+    if (Interrupted()) {
+      report_.phases.push_back(skipped(name, "interrupted"));
+      return;
+    }
+    if (!Wanted(name)) {
+      report_.phases.push_back(skipped(name, "skipped by --skip"));
+      return;
+    }
+    PhaseResult result = run();
+    if (Interrupted()) {
+      result.verdict = Verdict::kFail;
+      result.reasons.insert(result.reasons.begin(), "interrupted: the phase did not finish");
+    }
+    report_.phases.push_back(std::move(result));
+  };
+  phase("environment", [&] { return Environment(); });
   if (options_.command.empty()) {
     report_.phases.push_back(skipped("small-run", "no command (give one after --)"));
     report_.phases.push_back(skipped("fault-drill", "no command (give one after --)"));
   } else {
     Status started = StartJob();
     if (!started.ok()) return started;
-    report_.phases.push_back(Wanted("small-run") ? SmallRun()
-                                                 : skipped("small-run", "skipped by --skip"));
-    report_.phases.push_back(Wanted("fault-drill") ? FaultDrills()
-                                                   : skipped("fault-drill", "skipped by --skip"));
+    phase("small-run", [&] { return SmallRun(); });
+    phase("fault-drill", [&] { return FaultDrills(); });
   }
-  report_.phases.push_back(Wanted("stress") ? Stress() : skipped("stress", "skipped by --skip"));
+  phase("stress", [&] { return Stress(); });
   StopJob();
   return report_;
 }
@@ -432,6 +446,7 @@ Status Validation::StartJob() {
   argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
   job_ = std::make_unique<JobSession>(argv, options_.progress_regex, clock_, options_.job_output);
+  job_->SetInterrupt(options_.interrupted);
   Say("small-run: fulcrum run -- " + [&] {
     std::string s;
     for (const auto& a : options_.command) {
@@ -445,6 +460,7 @@ Status Validation::StartJob() {
 
 void Validation::StopJob() {
   if (!job_ || !job_->running()) return;
+  job_->SetInterruptible(false);
   Say("stopping the job (SIGTERM to fulcrum run: checkpoint, then stop)");
   job_->SignalSupervisor(SIGTERM);
   job_->PumpUntil([&] { return !job_->running(); }, options_.drill_timeout_seconds);

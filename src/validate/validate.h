@@ -51,6 +51,9 @@ struct ValidateOptions {
   // Progress messages for the user ("fault drill crash: ..."), and each line of the job's run.
   std::function<void(const std::string&)> progress;
   std::function<void(const std::string&)> job_output;
+  // Polled: true = the user interrupted (SIGINT): the phase under way fails as unfinished, the
+  // rest are skipped, and the job is stopped cleanly (checkpoint first). May be empty.
+  std::function<bool()> interrupted;
 };
 
 // The names the options take, with checks: kInvalidInput naming the flag for bad values.

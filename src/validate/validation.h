@@ -42,6 +42,7 @@ class Validation {
   void StopJob();
   void Say(const std::string& text) const;
   double Now() const { return clock_.MonotonicSeconds(); }
+  bool Interrupted() const { return options_.interrupted && options_.interrupted(); }
   double CheckpointEvery() const;
 
   ValidateOptions options_;
