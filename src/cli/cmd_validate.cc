@@ -141,7 +141,8 @@ void RegisterValidate(CLI::App* cmd, CliContext& ctx) {
       "guides' test procedure as one command, in four phases, each with a verdict (pass, fail,\n"
       "skipped) and its reasons:\n\n"
       "  environment  fulcrum doctor (driver/CUDA/framework, persistence, ECC, clocks, disk,\n"
-      "               /dev/shm, NCCL) and fulcrum bench --quick against the datasheet.\n"
+      "               /dev/shm, NCCL) and fulcrum bench --quick against the datasheet and,\n"
+      "               with --expect, against what the plan assumed.\n"
       "  small-run    CMD under fulcrum run for --small-run: it starts, reports progress\n"
       "               (--progress-regex), writes a checkpoint on request, and with --expect its\n"
       "               step time is within the plan's band (up to the plan's P90).\n"
@@ -181,8 +182,9 @@ void RegisterValidate(CLI::App* cmd, CliContext& ctx) {
                 "Print {\"phases\": [{name, verdict, reasons, metrics}], \"drills\": [{fault, "
                 "verdict, detect_seconds, resume_seconds, lost_steps, resumed_from, reason}]}");
   cmd->add_option("--expect", f->expect,
-                  "plan.json (fulcrum plan --json): the small run's step time must be within "
-                  "the first candidate's band")
+                  "plan.json (fulcrum plan --json), first candidate: the bench must show its GPU "
+                  "model, GPUs per node and GEMM (90 % of the datasheet or more), the small run "
+                  "its step time (up to its P90)")
       ->type_name("FILE");
   cmd->add_option("--small-run", f->small_run, "Length of the small run (default 2m)")
       ->type_name("DURATION");
