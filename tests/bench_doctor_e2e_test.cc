@@ -126,6 +126,37 @@ TEST(BenchE2eTest, GpuReportComparesWithCatalogDatasheet) {
   std::filesystem::remove_all(dir);
 }
 
+// The bench seam's sim through the binary: a sim node at 60 % of its datasheet reads "low" in the
+// same datasheet comparison the real program's output gets; doctor reads the sim's GPU stack.
+TEST(BenchE2eTest, SimSourceDeliversTheChosenFraction) {
+  RunOutput r = RunFulcrum({"bench", "--source", "sim", "--sim-gpu", "A100-SXM4-80GB", "--sim-gpus",
+                            "4", "--sim-fraction", "0.6", "--quick", "--skip-disk", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["source"], "sim");
+  const auto& gpu = doc["gpu"];
+  EXPECT_EQ(gpu["datasheet_gpu"], "A100-SXM4-80GB");
+  EXPECT_EQ(gpu["device"]["gpu_count"], 4);
+  EXPECT_NEAR(gpu["gemm"][0]["percent_of_spec"].get<double>(), 60, 1e-6);
+  EXPECT_EQ(gpu["gemm"][0]["verdict"], "low");
+  EXPECT_EQ(gpu["p2p"].size(), 3u);
+
+  RunOutput doctor =
+      RunFulcrum({"doctor", "--source", "sim", "--sim-gpus", "2", "--json", "--checkpoint-dir",
+                  FULCRUM_BUILD_DIR});
+  ASSERT_EQ(doctor.exit_code, 0) << doctor.err;
+  auto checks = nlohmann::json::parse(doctor.out)["checks"];
+  for (const auto& c : checks) {
+    if (c["name"] == "nvidia-driver" || c["name"] == "cuda-toolkit" ||
+        c["name"] == "persistence-mode" || c["name"] == "gpu-visibility") {
+      EXPECT_EQ(c["status"], "ok") << c.dump();
+    }
+  }
+  RunOutput bad = RunFulcrum({"bench", "--source", "sim", "--sim-gpu", "H10", "--skip-disk"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("H100"), std::string::npos) << bad.err;  // nearest names
+}
+
 TEST(BenchE2eTest, BadInputExitsTwo) {
   EXPECT_EQ(RunFulcrum({"bench", "--quick", "--long"}).exit_code, 2);
   EXPECT_EQ(RunFulcrum({"bench", "--skip-gpu", "--compare", "/nonexistent.json"}).exit_code, 2);

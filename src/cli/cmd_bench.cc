@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "catalog/catalog.h"
+#include "cli/bench_source_options.h"
 #include "cli/command.h"
 #include "core/parse.h"
 #include "core/paths.h"
@@ -32,6 +33,7 @@ struct BenchFlags {
   std::string compare_file;
   std::string output_file;
   int device = 0;
+  BenchSourceFlags source;
 };
 
 struct Mode {
@@ -45,23 +47,6 @@ Mode ChooseMode(const BenchFlags& flags) {
   if (flags.standard) return {"standard", 2.0 * (1 << 30), 60};
   if (flags.quick) return {"quick", 256.0 * (1 << 20), 5};
   return {"standard", 2.0 * (1 << 30), 60};
-}
-
-std::vector<nodecheck::Datasheet> Datasheets(const catalog::Catalog& cat) {
-  std::vector<nodecheck::Datasheet> sheets;
-  for (const auto& gpu : cat.gpus()) {
-    nodecheck::Datasheet d;
-    d.name = gpu.name;
-    d.memory_gib = gpu.memory_gib;
-    d.bf16_tflops = gpu.bf16_tflops;
-    d.fp16_tflops = gpu.fp16_tflops;
-    d.tf32_tflops = gpu.tf32_tflops;
-    d.fp32_tflops = gpu.fp32_tflops;
-    if (gpu.memory_bandwidth_gbps > 0)
-      d.memory_bandwidth_bytes_per_second = gpu.memory_bandwidth_gbps * 1e9;
-    sheets.push_back(std::move(d));
-  }
-  return sheets;
 }
 
 // Key figures of a bench JSON, by name, for --compare.
@@ -118,28 +103,32 @@ void RunBench(CliContext& ctx, const BenchFlags& flags) {
     disk_bytes = *bytes;
   }
 
+  auto cat = catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir));
+  if (!cat.ok()) return ReportError(ctx, cat.status());
+  auto source = MakeBenchSource(flags.source, *cat);
+  if (!source.ok()) return ReportError(ctx, source.status());
+
   nlohmann::json result;
   result["mode"] = mode.name;
+  result["source"] = (*source)->kind();
   // GPU part.
   if (flags.skip_gpu) {
     result["gpu"] = nullptr;
     result["gpu_skipped_reason"] = "skipped by --skip-gpu";
   } else {
-    if (!flags.json && isatty(STDERR_FILENO)) {
+    if (!flags.json && isatty(STDERR_FILENO) && (*source)->kind() != "sim") {
       std::fprintf(stderr, "GPU bench running (about %.0f s)...\n", mode.stability_seconds + 30);
     }
     nodecheck::GpuBenchOptions gpu_options;
     gpu_options.quick = flags.quick;
     gpu_options.stability_seconds = mode.stability_seconds;
     gpu_options.device = flags.device;
-    auto run = nodecheck::RunGpuBench(gpu_options);
+    auto run = (*source)->RunGpuBench(gpu_options);
     if (!run.ok()) return ReportError(ctx, run.status());
     if (run->skipped_reason) {
       result["gpu"] = nullptr;
       result["gpu_skipped_reason"] = *run->skipped_reason;
     } else {
-      auto cat = catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir));
-      if (!cat.ok()) return ReportError(ctx, cat.status());
       auto sheets = Datasheets(*cat);
       auto raw = nlohmann::json::parse(run->json_text, nullptr, false);
       const nodecheck::Datasheet* sheet = nullptr;
@@ -296,6 +285,7 @@ void RegisterBench(CLI::App* cmd, CliContext& ctx) {
                   "Bytes to write in the disk test (overrides the mode)");
   cmd->add_option("--device", flags->device, "CUDA device index to measure")->capture_default_str();
   cmd->add_flag("--skip-gpu", flags->skip_gpu, "Do not run the GPU part");
+  AddBenchSourceOptions(cmd, flags->source);
   cmd->add_flag("--skip-disk", flags->skip_disk, "Do not run the disk part");
   cmd->add_option("--output,-o", flags->output_file, "Also save the JSON result to FILE");
   cmd->add_option("--compare", flags->compare_file,

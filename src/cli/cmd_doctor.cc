@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "catalog/catalog.h"
+#include "cli/bench_source_options.h"
 #include "cli/command.h"
 #include "core/parse.h"
 #include "core/paths.h"
@@ -15,6 +17,7 @@ struct DoctorFlags {
   std::string checkpoint_dir = ".";
   std::string checkpoint_size;
   int keep = 3;
+  BenchSourceFlags source;
 };
 
 void RunDoctor(CliContext& ctx, const DoctorFlags& flags) {
@@ -28,7 +31,11 @@ void RunDoctor(CliContext& ctx, const DoctorFlags& flags) {
   }
   auto table = nodecheck::LoadDriverTable(DefaultCatalogDir(ctx.catalog_dir));
   if (!table.ok()) return ReportError(ctx, table.status());
-  nodecheck::SystemFacts facts = nodecheck::GatherFacts(options);
+  auto cat = catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir));
+  if (!cat.ok()) return ReportError(ctx, cat.status());
+  auto source = MakeBenchSource(flags.source, *cat);
+  if (!source.ok()) return ReportError(ctx, source.status());
+  nodecheck::SystemFacts facts = (*source)->GatherFacts(options);
   std::vector<nodecheck::DoctorCheck> checks = nodecheck::RunChecks(facts, *table, options);
 
   if (flags.json) {
@@ -85,6 +92,7 @@ void RegisterDoctor(CLI::App* cmd, CliContext& ctx) {
   cmd->add_option("--keep", flags->keep, "Checkpoints kept (disk check)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  AddBenchSourceOptions(cmd, flags->source);
   cmd->callback([&ctx, flags] { RunDoctor(ctx, *flags); });
 }
 

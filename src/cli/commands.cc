@@ -22,6 +22,7 @@ void RegisterStatus(CLI::App* cmd, CliContext& ctx);
 void RegisterCost(CLI::App* cmd, CliContext& ctx);
 void RegisterBench(CLI::App* cmd, CliContext& ctx);
 void RegisterDoctor(CLI::App* cmd, CliContext& ctx);
+void RegisterValidate(CLI::App* cmd, CliContext& ctx);
 void RegisterVersion(CLI::App* cmd, CliContext& ctx);
 void RegisterCompletion(CLI::App* cmd, CliContext& ctx);
 
@@ -65,6 +66,8 @@ const std::vector<CommandEntry>& CommandTable() {
       {"bench", "Validate", "Measure this server's GPUs and disk against their datasheet",
        RegisterBench},
       {"doctor", "Validate", "Check the GPU software stack of this server", RegisterDoctor},
+      {"validate", "Validate", "Test procedure before a long job: small run, fault drills, stress",
+       RegisterValidate},
       {"version", "Shell", "Print fulcrum's version", RegisterVersion},
       {"completion", "Shell", "Print a completion script for bash, zsh or fish",
        RegisterCompletion},

@@ -136,9 +136,8 @@ std::vector<FrameworkFacts> ParseFrameworkProbe(const std::string& text) {
   return frameworks;
 }
 
-SystemFacts GatherFacts(const DoctorOptions& options) {
+void GatherGpuStackFacts(SystemFacts& facts) {
   namespace fs = std::filesystem;
-  SystemFacts facts;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/dev", ec)) {
     std::string name = entry.path().filename().string();
@@ -173,6 +172,11 @@ SystemFacts GatherFacts(const DoctorOptions& options) {
     }
   }
 
+}
+
+void GatherHostFacts(const DoctorOptions& options, SystemFacts& facts) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
   CaptureOptions py_options;
   py_options.timeout_seconds = options.python_timeout_seconds;
   auto py = RunCapture({"python3", "-c", kPythonProbe}, py_options);
@@ -199,6 +203,12 @@ SystemFacts GatherFacts(const DoctorOptions& options) {
   if (statvfs("/dev/shm", &vfs) == 0) {
     facts.shm_total_bytes = static_cast<double>(vfs.f_blocks) * static_cast<double>(vfs.f_frsize);
   }
+}
+
+SystemFacts GatherFacts(const DoctorOptions& options) {
+  SystemFacts facts;
+  GatherGpuStackFacts(facts);
+  GatherHostFacts(options, facts);
   return facts;
 }
 

@@ -57,6 +57,11 @@ struct DoctorOptions {
 };
 
 SystemFacts GatherFacts(const DoctorOptions& options);
+// The two halves of GatherFacts: the GPU stack (/dev/nvidia*, nvidia-smi, the CUDA toolkit) and
+// the host (Python frameworks, environment, container, disk, /dev/shm). A sim source fills the
+// first itself and probes only the second.
+void GatherGpuStackFacts(SystemFacts& facts);
+void GatherHostFacts(const DoctorOptions& options, SystemFacts& facts);
 
 // Parsers of tool output (exposed for tests).
 // `nvidia-smi --query-gpu=name,driver_version,persistence_mode,ecc.mode.current,clocks.sm,

@@ -21,6 +21,12 @@ struct Datasheet {
   double memory_gib = 0;
   std::optional<double> bf16_tflops, fp16_tflops, tf32_tflops, fp32_tflops;
   std::optional<double> memory_bandwidth_bytes_per_second;
+  // NVLink bandwidth per GPU, both directions together (the catalog's nvlink_gbps x 1e9);
+  // nullopt = no NVLink / not sourced.
+  std::optional<double> nvlink_bytes_per_second;
+  // Host link (PCIe x16), one direction, theoretical: the caller fills it as the planner does
+  // (estimate::PcieGbytesPerSecond, gen 4 where the catalog does not say).
+  std::optional<double> pcie_bytes_per_second;
 };
 
 // Picks the catalog GPU that a CUDA device name ("NVIDIA H100 80GB HBM3") and its memory size

@@ -1,0 +1,225 @@
+// The stress phase: the job (or, without one, the bench's stability kernel or the sim source's
+// load) runs for --duration while a `fulcrum agent` on the source under test samples the GPUs;
+// then its stored series (GET /v1/series) are read back and judged: thermal or power throttling,
+// XIDs, new uncorrected ECC errors, SM clock swings, and the drift of the job's own throughput
+// (the selection guides warn of 30 % swings on shared hosts).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/parse.h"
+#include "core/subprocess.h"
+#include "core/table.h"
+#include "validate/validation.h"
+
+namespace fulcrum::validate {
+namespace {
+
+struct Watched {
+  const char* metric;
+  const char* title;
+  double scale;
+};
+
+// Metric names of docs/API.md (/v1/series).
+constexpr Watched kWatched[] = {
+    {"gpu_utilization_ratio", "utilisation (%)", 100},
+    {"gpu_sm_clock_hertz", "SM clock (MHz)", 1e-6},
+    {"gpu_temperature_celsius", "temperature (C)", 1},
+    {"gpu_power_watts", "power (W)", 1},
+    {"gpu_thermal_slowdown", "thermal slowdown (0/1)", 1},
+    {"gpu_power_capped", "power capped (0/1)", 1},
+    {"gpu_ecc_uncorrected_errors_total", "uncorrected ECC errors", 1},
+    {"gpu_xid_last", "last XID", 1},
+};
+
+std::string Percent(double ratio) { return FormatNumber(ratio * 100, 0) + " %"; }
+
+}  // namespace
+
+PhaseResult Validation::Stress() {
+  PhaseResult phase;
+  phase.name = "stress";
+  const double duration = options_.duration_seconds;
+  const bool has_job = job_ && job_->running();
+  std::vector<std::string> failures;
+  AgentChildOptions agent_options;
+  agent_options.fulcrum_binary = options_.fulcrum_binary;
+  agent_options.source = options_.source;
+  agent_options.sim_gpus = options_.sim_gpus;
+  agent_options.sim_scenario = options_.sim_scenario;
+  agent_options.data_dir = work_dir_ + "/agent";
+  agent_options.interval = FormatNumber(std::clamp(duration / 60, 0.2, 1.0), 2) + "s";
+  Say("stress: " + std::string(has_job ? "the job" : "the load") + " for " +
+      FormatDuration(duration) + ", watched by fulcrum agent --source " + options_.source);
+  auto agent = AgentChild::Start(agent_options, 60);
+  if (!agent.ok()) {
+    phase.reasons.push_back("no GPU watch: " + agent.status().message() +
+                            (options_.source == "nvml" ? " (without a GPU: --source sim)" : ""));
+    if (!has_job) {
+      phase.verdict = Verdict::kSkipped;
+      return phase;
+    }
+  }
+  if (job_ && !has_job && !job_failure_.empty()) {
+    phase.reasons.push_back("the job is not running: " + job_failure_);
+  }
+  const double unix_start = clock_.UnixSeconds();
+  const double start = Now();
+  if (has_job) {
+    job_->Pump(duration);
+    if (!job_->running()) {
+      failures.push_back("the job ended during the stress run (fulcrum run " +
+                         (job_->run_exit() ? job_->run_exit()->Describe() : std::string("?")) +
+                         "): " + job_->Tail(4));
+    }
+  } else if (options_.source == "nvml" && options_.command.empty()) {
+    // The bench's sustained-GEMM stability run, again and again for the duration.
+    while (Now() - start < duration && !Interrupted()) {
+      CaptureOptions capture;
+      capture.timeout_seconds = std::max(60.0, duration - (Now() - start) + 120);
+      auto bench = RunCapture({options_.fulcrum_binary, "bench", "--skip-disk", "--json"}, capture);
+      if (!bench.ok() || bench->exit_code != 0) {
+        failures.push_back("fulcrum bench (stability) failed: " +
+                           (bench.ok() ? bench->err : bench.status().message()));
+        break;
+      }
+      auto json = nlohmann::json::parse(bench->out, nullptr, false);
+      if (json.is_object() && json.contains("gpu") && json["gpu"].contains("skipped_reason")) {
+        phase.reasons.push_back("no stability kernel: " +
+                                json["gpu"]["skipped_reason"].dump());
+        break;
+      }
+    }
+  } else {
+    while (Now() - start < duration && !Interrupted()) {  // the sim's load
+      std::this_thread::sleep_for(std::chrono::duration<double>(
+          std::min(0.1, std::max(0.0, duration - (Now() - start)))));
+    }
+  }
+  const double end = Now();
+  phase.metrics["seconds"] = end - start;
+
+  // The job's throughput per window, and its drift.
+  if (has_job) {
+    const double window = std::max(duration / 8, 0.5);
+    std::vector<double> rates;
+    for (double w0 = start; w0 + window <= end + 1e-9; w0 += window) {
+      std::optional<int64_t> first, last;
+      double first_at = 0, last_at = 0;
+      for (const StepSeen& s : job_->steps()) {
+        if (s.at < w0 || s.at >= w0 + window) continue;
+        if (!first) first = s.step, first_at = s.at;
+        last = s.step, last_at = s.at;
+      }
+      if (first && last && *last > *first && last_at > first_at) {
+        const double rate = static_cast<double>(*last - *first) / (last_at - first_at);
+        rates.push_back(rate);
+        report_.throughput.push_back({unix_start + (w0 + window / 2 - start), rate});
+      }
+    }
+    if (rates.size() >= 2) {
+      std::vector<double> sorted = rates;
+      std::sort(sorted.begin(), sorted.end());
+      const double median = sorted[sorted.size() / 2];
+      const double drift = (sorted.back() - sorted.front()) / median;
+      phase.metrics["steps_per_second"] = {
+          {"min", sorted.front()}, {"median", median}, {"max", sorted.back()}};
+      phase.metrics["throughput_drift"] = drift;
+      if (drift > options_.max_drift) {
+        failures.push_back("throughput swung " + Percent(drift) + " (" +
+                           FormatNumber(sorted.front(), 2) + " to " +
+                           FormatNumber(sorted.back(), 2) + " steps/s), above " +
+                           Percent(options_.max_drift));
+      }
+    } else {
+      phase.reasons.push_back("too few steps to measure throughput drift");
+    }
+  }
+
+  // The GPUs, as the agent saw them.
+  if (agent.ok()) {
+    const int since = static_cast<int>(std::ceil(duration)) + 30;
+    nlohmann::json gpus = nlohmann::json::object();
+    for (const Watched& w : kWatched) {
+      auto body = (*agent)->Get(
+          "/v1/series?metric=" + std::string(w.metric) + "&since=" + std::to_string(since), 5);
+      if (!body.ok()) continue;
+      auto json = nlohmann::json::parse(*body, nullptr, false);
+      if (!json.is_object() || !json.contains("series")) continue;
+      for (const auto& s : json["series"]) {
+        SeriesData data;
+        data.metric = w.metric;
+        data.gpu = s.value("gpu", 0);
+        data.scale = w.scale;
+        data.title = "GPU " + std::to_string(data.gpu) + " " + w.title;
+        for (const auto& p : s.value("points", nlohmann::json::array())) {
+          if (!p.is_array() || p.size() < 2 || !p[0].is_number() || !p[1].is_number()) continue;
+          const double t = p[0].get<double>();
+          if (t + 1 < unix_start) continue;
+          data.points.push_back({t, p[1].get<double>()});
+        }
+        if (data.points.empty()) continue;
+        double lo = INFINITY, hi = -INFINITY, sum = 0;
+        int on = 0;
+        for (const auto& [t, v] : data.points) {
+          lo = std::min(lo, v), hi = std::max(hi, v), sum += v;
+          if (v != 0) ++on;
+        }
+        const double mean = sum / static_cast<double>(data.points.size());
+        const std::string gpu = "GPU " + std::to_string(data.gpu);
+        const std::string n = std::to_string(on) + " of " + std::to_string(data.points.size()) +
+                              " samples";
+        nlohmann::json& m = gpus[std::to_string(data.gpu)];
+        const std::string metric = w.metric;
+        if (metric == "gpu_utilization_ratio") {
+          m["utilization_mean"] = mean;
+        } else if (metric == "gpu_sm_clock_hertz") {
+          m["sm_clock_mhz_min"] = lo * 1e-6, m["sm_clock_mhz_max"] = hi * 1e-6;
+          if (hi > 0 && lo < 0.7 * hi) {
+            failures.push_back(gpu + ": SM clock fell from " + FormatNumber(hi * 1e-6, 0) +
+                               " to " + FormatNumber(lo * 1e-6, 0) + " MHz");
+          }
+        } else if (metric == "gpu_temperature_celsius") {
+          m["temperature_max_celsius"] = hi;
+        } else if (metric == "gpu_power_watts") {
+          m["power_mean_watts"] = mean;
+        } else if (metric == "gpu_thermal_slowdown") {
+          m["thermal_slowdown_samples"] = on;
+          if (on > 0) failures.push_back(gpu + ": thermal throttling (hardware slowdown) in " + n);
+        } else if (metric == "gpu_power_capped") {
+          m["power_capped_samples"] = on;
+          if (on > 0) failures.push_back(gpu + ": power throttling (software power cap) in " + n);
+        } else if (metric == "gpu_ecc_uncorrected_errors_total") {
+          m["ecc_uncorrected_new"] = hi - lo;
+          if (hi > lo) {
+            failures.push_back(gpu + ": " + FormatNumber(hi - lo, 0) +
+                               " new uncorrected ECC error(s)");
+          }
+        } else if (metric == "gpu_xid_last") {
+          if (hi > 0) {
+            m["xid"] = hi;
+            failures.push_back(gpu + ": XID " + FormatNumber(hi, 0) + " (NVIDIA Xid catalog)");
+          }
+        }
+        report_.series.push_back(std::move(data));
+      }
+    }
+    phase.metrics["gpus"] = gpus;
+    if (gpus.empty()) phase.reasons.push_back("the agent stored no samples");
+  }
+  if (failures.empty()) {
+    phase.verdict = Verdict::kPass;
+    phase.reasons.insert(phase.reasons.begin(),
+                         "no throttling, XID, ECC error or throughput drift over " +
+                             FormatDuration(end - start));
+  } else {
+    phase.verdict = Verdict::kFail;
+    phase.reasons.insert(phase.reasons.end(), failures.begin(), failures.end());
+  }
+  return phase;
+}
+
+}  // namespace fulcrum::validate
