@@ -234,20 +234,50 @@ TEST(PlanPanelTest, SameGpusInMoreNodesAreInterruptedMoreOften) {
 }
 
 // 4e. 70B pre-training on spot only in 30 days: nothing meets the deadline at P90; the rows
-//     shown first are the nearest misses (an expert asks "what comes closest?"), not the
-//     cheapest run that takes five times the deadline.
+//     shown first are the near misses (an expert asks "what comes closest?"), not the cheapest
+//     run that takes five times the deadline; and among misses of about the same size (within
+//     5 % of the nearest) the cheaper at P90 comes first: 30.1 days for $968k is not the answer
+//     when 31.2 days cost $135k. The table says how the misses are ordered.
 TEST(PlanPanelTest, WhenNothingMeetsTheDeadlineTheNearestMissComesFirst) {
-  const json d =
-      Plan({SourcePath("examples/llama-70b-pretrain.yaml"), "--pricing", "spot", "--top", "400"});
+  const std::vector<std::string> q = {SourcePath("examples/llama-70b-pretrain.yaml"), "--pricing",
+                                      "spot"};
+  const json d = Plan(With(q, {"--top", "400"}));
   ASSERT_FALSE(d["candidates"].empty());
-  double best = 1e300;
+  double nearest = 1e300;
   for (const json& c : d["candidates"]) {
     EXPECT_FALSE(c["meets_constraints"].get<bool>()) << c["rank"];
-    best = std::min(best, P90Hours(c));
+    nearest = std::min(nearest, c["miss_factor"].get<double>());
   }
+  EXPECT_NEAR(d["reference"]["nearest_miss_factor"].get<double>(), nearest, 1e-3);
+  const double tolerance = d["reference"]["near_miss_tolerance"].get<double>();
+  EXPECT_LE(tolerance, 0.10);
   const json& first = d["candidates"][0];
   EXPECT_LE(P90Hours(first), 30 * 24 * 1.10) << first["provider"] << " x" << first["nodes"];
-  EXPECT_DOUBLE_EQ(P90Hours(first), best);
+  EXPECT_TRUE(first["near_miss"].get<bool>());
+  const json* prev = nullptr;
+  int near_rows = 0;
+  for (const json& c : d["candidates"]) {
+    const double miss = c["miss_factor"].get<double>();
+    const bool near = c["near_miss"].get<bool>();
+    EXPECT_EQ(near, miss <= nearest * (1 + tolerance) + 1e-3) << c["rank"];
+    near_rows += near;
+    if (prev != nullptr) {
+      const bool prev_near = (*prev)["near_miss"].get<bool>();
+      EXPECT_TRUE(prev_near || !near) << "near miss #" << c["rank"] << " after a farther one";
+      if (prev_near && near) {
+        EXPECT_LE(P90Usd(*prev), P90Usd(c)) << "#" << (*prev)["rank"] << " before #" << c["rank"];
+      }
+      if (!prev_near && !near) {
+        EXPECT_LE((*prev)["miss_factor"].get<double>(), miss) << c["rank"];
+      }
+    }
+    prev = &c;
+  }
+  EXPECT_GT(near_rows, 1);
+  RunOutput table = RunFulcrum(With({"plan"}, With(q, {"--top", "3"})), NoUserOffers());
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("within 5 % of the nearest by P90 cost"), std::string::npos)
+      << table.out;
 }
 
 // 5. ResNet-50 on ImageNet, 90 epochs in 2 days: plain data parallel, within 25 % of the cheapest.
@@ -476,6 +506,47 @@ TEST(PlanPanelTest, FrameworksOnlyGetTheirSharding) {
     EXPECT_EQ(c["parallel"]["pp"], 1);
     EXPECT_NE(c["parallel"]["zero"], 1);
   }
+}
+
+// 14b. A LoRA layout is labelled with a framework that runs LoRA in that layout: Megatron-LM
+//      has no LoRA, so tp/pp/cp/ep LoRA rows are NeMo Megatron-Bridge (Megatron-Core PEFT),
+//      never "megatron"; data-parallel LoRA is HF PEFT on fsdp/deepspeed/hf. QLoRA (a
+//      bitsandbytes 4-bit base) is data parallel only, and --framework megatron is refused for
+//      it with exit 2.
+TEST(PlanPanelTest, LoraLayoutsNameAFrameworkThatRunsThem) {
+  const json d = Plan({"--model", "llama-2-70b", "--method", "lora", "--tokens", "1B", "--top",
+                       "400"});
+  ASSERT_FALSE(d["candidates"].empty());
+  int bridge = 0;
+  for (const json& c : d["candidates"]) {
+    const json& p = c["parallel"];
+    const std::string framework = p["framework"];
+    EXPECT_NE(framework, "megatron") << c["rank"];
+    if (p["tp"].get<int>() > 1 || p["pp"].get<int>() > 1) {
+      EXPECT_EQ(framework, "megatron-bridge") << c["rank"];
+      ++bridge;
+    } else {
+      EXPECT_TRUE(framework == "fsdp" || framework == "deepspeed" || framework == "hf" ||
+                  framework == "megatron-bridge")
+          << c["rank"] << " " << framework;
+    }
+  }
+  EXPECT_GT(bridge, 0);
+  const json q = Plan({"--model", "llama-2-70b", "--method", "qlora", "--tokens", "1B", "--top",
+                       "400"});
+  ASSERT_FALSE(q["candidates"].empty());
+  for (const json& c : q["candidates"]) {
+    const json& p = c["parallel"];
+    EXPECT_EQ(p["tp"], 1) << c["rank"];
+    EXPECT_EQ(p["pp"], 1) << c["rank"];
+    EXPECT_EQ(p["cp"], 1) << c["rank"];
+    EXPECT_NE(p["framework"], "megatron") << c["rank"];
+  }
+  RunOutput refused = RunFulcrum({"plan", "--model", "llama-2-70b", "--method", "qlora",
+                                  "--tokens", "1B", "--framework", "megatron"},
+                                 NoUserOffers());
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("megatron has no QLoRA"), std::string::npos) << refused.err;
 }
 
 // 15. The global batch stays what the spec says, or the row says it changed; --strict-batch

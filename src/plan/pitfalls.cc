@@ -4,8 +4,10 @@ namespace fulcrum::plan {
 
 uint32_t DetectPitfalls(const PitfallFacts& f) {
   uint32_t mask = 0;
-  // Thresholds from the issue (#4): 2 B parameters, 40 GB, 25 Gbit/s, 10 % headroom.
-  if (f.parameters > 2e9 && f.gpu_memory_gib <= 40.0 && !f.sharded) {
+  // Thresholds from the issue (#4): 2 B parameters on 40 GB (as a share of the card, on the
+  // method's real states: kLargeModelStateShare), 25 Gbit/s, 10 % headroom.
+  if (!f.sharded && f.capacity_bytes > 0 &&
+      f.model_state_bytes > kLargeModelStateShare * f.capacity_bytes) {
     mask |= kPitfallLargeModelSmallGpu;
   }
   if (f.gpus > 1 && f.pcie_only) mask |= kPitfallPcieMultiGpu;
@@ -75,8 +77,9 @@ std::string_view PitfallCode(Pitfall p) {
 std::string PitfallMessage(Pitfall p) {
   switch (p) {
     case kPitfallLargeModelSmallGpu:
-      return "more than 2 B parameters on a <= 40 GB GPU without sharding (tp/pp/ZeRO): little "
-             "room for activations; consider ZeRO or a larger GPU";
+      return "unsharded, the model states (weights, gradients, optimizer states of this method) "
+             "take more than three quarters of the GPU's memory: little room for activations; "
+             "consider ZeRO/FSDP or a larger GPU";
     case kPitfallPcieMultiGpu:
       return "multi-GPU training over PCIe only: collectives are several times slower than over "
              "NVLink";

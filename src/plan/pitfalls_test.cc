@@ -8,8 +8,8 @@ namespace {
 // A clean single-GPU on-demand run that triggers nothing.
 PitfallFacts Clean() {
   PitfallFacts f;
-  f.parameters = 1e9;
-  f.gpu_memory_gib = 80;
+  f.model_state_bytes = 16e9;  // a 1 B full fine-tune
+  f.capacity_bytes = 80.0 * (1 << 30);
   f.headroom_fraction = 0.3;
   f.p90_seconds = 3600;
   f.expected_usd = 100;
@@ -20,16 +20,21 @@ TEST(PitfallsTest, CleanRunHasNone) { EXPECT_EQ(DetectPitfalls(Clean()), 0u); }
 
 TEST(PitfallsTest, LargeModelOnSmallGpuWithoutSharding) {
   PitfallFacts f = Clean();
-  f.parameters = 2.1e9;
-  f.gpu_memory_gib = 40;
+  const double gib40 = 40.0 * (1 << 30);
+  f.capacity_bytes = gib40;
+  f.model_state_bytes = 2.1e9 * 16;  // a 2.1 B full fine-tune (mixed-precision AdamW)
   EXPECT_EQ(DetectPitfalls(f), kPitfallLargeModelSmallGpu);
   f.sharded = true;
   EXPECT_EQ(DetectPitfalls(f), 0u);
   f.sharded = false;
-  f.gpu_memory_gib = 48;
+  f.capacity_bytes = 48.0 * (1 << 30);  // the same states on a larger card
   EXPECT_EQ(DetectPitfalls(f), 0u);
-  f.gpu_memory_gib = 24;
-  f.parameters = 2e9;  // not more than 2 B
+  // LoRA of a 6.7 B model: the frozen bf16 base and the adapters, about a third of 40 GB.
+  f.capacity_bytes = gib40;
+  f.model_state_bytes = 6.74e9 * 2 + 0.6e9;
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+  // Exactly at the share: not above it.
+  f.model_state_bytes = kLargeModelStateShare * gib40;
   EXPECT_EQ(DetectPitfalls(f), 0u);
 }
 
