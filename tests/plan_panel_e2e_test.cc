@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -547,6 +548,39 @@ TEST(PlanPanelTest, LoraLayoutsNameAFrameworkThatRunsThem) {
                                  NoUserOffers());
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.err.find("megatron has no QLoRA"), std::string::npos) << refused.err;
+}
+
+// 16. 405B pre-training on 64+ nodes over GCP A2's 100 Gbit/s Ethernet: Llama 3 405B has 126
+//     layers, which no power of two divides, yet 64, 128 and 256 nodes are the sizes an expert
+//     rents. Each is offered, pipelined with uneven stages (one layer less on the first and last,
+//     as Llama 3 405B's pp16, arXiv 2407.21783 Sec. 3.3.2; the JSON gives the stage sizes
+//     Megatron-LM's --decoder-first/last-pipeline-num-layers need), tensor parallel only within
+//     a node, and no ZeRO-3 over the slow network.
+TEST(PlanPanelTest, Pretrain405bOnManyNodesOfASlowNetworkIsPipelined) {
+  const json d = Plan({"--model", "llama-3-405b", "--tokens", "100B", "--seq-len", "8192",
+                       "--global-batch", "2048", "--max-gpus", "4096", "--providers", "gcp",
+                       "--gpus", "A100-SXM4-80GB", "--pricing", "on_demand", "--top", "100"});
+  std::set<int> nodes;
+  for (const json& c : d["candidates"]) {
+    const json& p = c["parallel"];
+    nodes.insert(c["nodes"].get<int>());
+    EXPECT_LE(p["tp"].get<int>(), c["gpus_per_node"].get<int>()) << c["rank"];
+    if (c["nodes"].get<int>() > 1) {
+      EXPECT_LE(p["zero"].get<int>(), 1) << c["rank"];
+    }
+    const int pp = p["pp"].get<int>();
+    if (126 % pp != 0) {
+      ASSERT_TRUE(p.contains("stage_layers")) << c["rank"];
+      const json& s = p["stage_layers"];
+      const int first = s["first"], middle = s["middle"], last = s["last"];
+      EXPECT_EQ(first, 126 / pp) << c["rank"];
+      EXPECT_EQ(last, first) << c["rank"];
+      EXPECT_LE(middle - first, 1) << c["rank"];
+    } else {
+      EXPECT_FALSE(p.contains("stage_layers")) << c["rank"];
+    }
+  }
+  for (int n : {64, 128, 256}) EXPECT_EQ(nodes.count(n), 1u) << n << " nodes not offered";
 }
 
 // 15. The global batch stays what the spec says, or the row says it changed; --strict-batch

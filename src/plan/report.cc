@@ -67,6 +67,13 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
   if (c.warnings & kPitfallGlobalBatchChanged) {
     j["parallel"]["spec_global_batch"] = r.spec.training.global_batch;
   }
+  if (t.pp > 1 && r.model.layers % t.pp != 0) {
+    // Uneven stages: what Megatron-LM's --decoder-first-pipeline-num-layers /
+    // --decoder-last-pipeline-num-layers must be given.
+    const workload::StageLayers stages = workload::PipelineStageLayers(r.model, t);
+    j["parallel"]["stage_layers"] = {
+        {"first", stages.first}, {"middle", stages.middle}, {"last", stages.last}};
+  }
   j["memory"] = {{"peak_bytes_per_gpu", Round(m.peak_bytes_per_gpu, 0)},
                  {"capacity_bytes", Round(c.capacity_bytes, 0)},
                  {"used_fraction", Round(m.peak_bytes_per_gpu / c.capacity_bytes, 4)},

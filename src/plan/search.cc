@@ -106,10 +106,15 @@ void ScanLayouts(const workload::Model& model, const workload::Training& base,
     for (int cp = 1; cp <= max_cp && tp * cp <= hw.gpus_per_node; cp *= 2) {
       if (gpus % (tp * cp) != 0 || (cp > 1 && base.seq_len % (2 * cp) != 0)) continue;
       for (int pp = 1; pp <= gpus / (tp * cp) && pp <= layers; ++pp) {
-        if ((gpus / (tp * cp)) % pp != 0 || layers % pp != 0) continue;
+        // pp need not divide the layers: the stages then hold the floor or the ceiling of
+        // layers / pp, the first and last the floor (workload::PipelineStageLayers; Megatron-LM
+        // --decoder-first/last-pipeline-num-layers, as Llama 3 405B's pp16 over 126 layers with
+        // one layer less on the first and the last stage, arXiv 2407.21783 Sec. 3.3.2).
+        // Interleaving (vpp > 1) needs pp x vpp to divide them.
+        if ((gpus / (tp * cp)) % pp != 0) continue;
         const int dp = gpus / (tp * cp * pp);
         for (int vpp = 1; vpp <= (pp > 1 ? 2 : 1); ++vpp) {
-          if (layers % (static_cast<int64_t>(pp) * vpp) != 0) continue;
+          if (vpp > 1 && layers % (static_cast<int64_t>(pp) * vpp) != 0) continue;
           // ZeRO shards over dp x cp (nothing to shard at 1); stages 2/3 do not combine with
           // pipeline parallelism (DeepSpeed refuses ZeRO-2/3 with pipeline parallelism).
           // Generic (FLOPs-only) models run plain data parallel (DDP): their time model does not
