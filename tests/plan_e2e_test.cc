@@ -164,9 +164,9 @@ TEST(PlanWarningsTest, LargeModelOnSmallGpuWithoutSharding) {
   // QLoRA of a 69 B model on one 48 GB card (the QLoRA paper's single-48 GB-GPU case, at 2 %
   // headroom): the 4-bit base alone is about three quarters of the card. It warns on exactly
   // the rows whose states exceed 3/4 of the card unsharded.
-  json qlora = PlanJson({"--model", "llama-2-70b", "--tokens", "10M", "--method", "qlora", "--gpus",
-                         "L40S,RTX-A6000,A40", "--max-gpus", "2", "--min-headroom", "0.02",
-                         "--top", "500"});
+  json qlora =
+      PlanJson({"--model", "llama-2-70b", "--tokens", "10M", "--method", "qlora", "--gpus",
+                "L40S,RTX-A6000,A40", "--max-gpus", "2", "--min-headroom", "0.02", "--top", "500"});
   bool warned = false;
   for (const json& c : qlora["candidates"]) {
     const json& p = c["parallel"];

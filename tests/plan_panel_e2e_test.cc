@@ -4,9 +4,11 @@
 // ranks by raw speed, bills reservations by the hour, proposes hardware modes that do not exist
 // or changes the batch silently.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -509,14 +511,14 @@ TEST(PlanPanelTest, FrameworksOnlyGetTheirSharding) {
   }
 }
 
-// 14b. A LoRA layout is labelled with a framework that runs LoRA in that layout: Megatron-LM
+// R0. A LoRA layout is labelled with a framework that runs LoRA in that layout: Megatron-LM
 //      has no LoRA, so tp/pp/cp/ep LoRA rows are NeMo Megatron-Bridge (Megatron-Core PEFT),
 //      never "megatron"; data-parallel LoRA is HF PEFT on fsdp/deepspeed/hf. QLoRA (a
 //      bitsandbytes 4-bit base) is data parallel only, and --framework megatron is refused for
 //      it with exit 2.
 TEST(PlanPanelTest, LoraLayoutsNameAFrameworkThatRunsThem) {
-  const json d = Plan({"--model", "llama-2-70b", "--method", "lora", "--tokens", "1B", "--top",
-                       "400"});
+  const json d =
+      Plan({"--model", "llama-2-70b", "--method", "lora", "--tokens", "1B", "--top", "400"});
   ASSERT_FALSE(d["candidates"].empty());
   int bridge = 0;
   for (const json& c : d["candidates"]) {
@@ -533,8 +535,8 @@ TEST(PlanPanelTest, LoraLayoutsNameAFrameworkThatRunsThem) {
     }
   }
   EXPECT_GT(bridge, 0);
-  const json q = Plan({"--model", "llama-2-70b", "--method", "qlora", "--tokens", "1B", "--top",
-                       "400"});
+  const json q =
+      Plan({"--model", "llama-2-70b", "--method", "qlora", "--tokens", "1B", "--top", "400"});
   ASSERT_FALSE(q["candidates"].empty());
   for (const json& c : q["candidates"]) {
     const json& p = c["parallel"];
@@ -543,14 +545,14 @@ TEST(PlanPanelTest, LoraLayoutsNameAFrameworkThatRunsThem) {
     EXPECT_EQ(p["cp"], 1) << c["rank"];
     EXPECT_NE(p["framework"], "megatron") << c["rank"];
   }
-  RunOutput refused = RunFulcrum({"plan", "--model", "llama-2-70b", "--method", "qlora",
-                                  "--tokens", "1B", "--framework", "megatron"},
+  RunOutput refused = RunFulcrum({"plan", "--model", "llama-2-70b", "--method", "qlora", "--tokens",
+                                  "1B", "--framework", "megatron"},
                                  NoUserOffers());
   EXPECT_EQ(refused.exit_code, 2);
   EXPECT_NE(refused.err.find("megatron has no QLoRA"), std::string::npos) << refused.err;
 }
 
-// 16. 405B pre-training on 64+ nodes over GCP A2's 100 Gbit/s Ethernet: Llama 3 405B has 126
+// R3. 405B pre-training on 64+ nodes over GCP A2's 100 Gbit/s Ethernet: Llama 3 405B has 126
 //     layers, which no power of two divides, yet 64, 128 and 256 nodes are the sizes an expert
 //     rents. Each is offered, pipelined with uneven stages (one layer less on the first and last,
 //     as Llama 3 405B's pp16, arXiv 2407.21783 Sec. 3.3.2; the JSON gives the stage sizes
@@ -687,6 +689,199 @@ TEST(PlanPanelTest, ImpossibleInputsAreRefused) {
                             "--allow-long-context", "--top", "1"},
                            NoUserOffers());
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// --- Ten more questions (review of stop 22), each with what an experienced engineer expects --
+
+bool Sharded(const json& c) {
+  const json& p = c["parallel"];
+  return p["tp"].get<int>() > 1 || p["pp"].get<int>() > 1 ||
+         (p["zero"].get<int>() >= 1 && p["dp"].get<int>() > 1);
+}
+
+// R1. QLoRA of a 70B on one 80 GB card (the QLoRA paper's recipe, arXiv 2305.14314): it fits one
+//     GPU unsharded with the 10 % headroom, as HF PEFT runs it (no Megatron), and the 4-bit base
+//     (about half of the card) is not flagged as a large model on a small GPU.
+TEST(PlanPanelTest, Qlora70bRunsOnOneEightyGigabyteCard) {
+  const json d = Plan({"--model", "llama-2-70b", "--method", "qlora", "--tokens", "50M", "--gpus",
+                       "H100-SXM5-80GB,A100-SXM4-80GB,H100-PCIe-80GB,A100-PCIe-80GB", "--max-gpus",
+                       "1", "--top", "50"});
+  ASSERT_FALSE(d["candidates"].empty());
+  for (const json& c : d["candidates"]) {
+    EXPECT_EQ(c["gpu_count"], 1) << c["rank"];
+    EXPECT_EQ(c["parallel"]["framework"], "hf") << c["rank"];
+    EXPECT_GE(c["memory"]["headroom_fraction"].get<double>(), 0.10) << c["rank"];
+    EXPECT_FALSE(Warns(c, "large-model-small-gpu-unsharded")) << c["rank"];
+    const json& m = c["memory"];
+    EXPECT_LT(m["weights_bytes"].get<double>(), 0.6 * m["capacity_bytes"].get<double>());
+  }
+}
+
+// R2. A full fine-tune of an 8B on consumer and PCIe cards: 8 B x 16 bytes of states fit no one
+//     card, so every row is sharded; every multi-GPU row says it talks over PCIe (or that the
+//     interconnect is unknown); the balanced pick is within 25 % of the cheapest at P90.
+TEST(PlanPanelTest, Finetune8bOnPcieCardsIsShardedAndFlagged) {
+  const std::vector<std::string> q = {
+      "--model",    "llama-3-8b",
+      "--tokens",   "1B",
+      "--gpus",     "RTX-4090,RTX-3090,L40S,A40,RTX-A6000,A100-PCIe-80GB,H100-PCIe-80GB",
+      "--deadline", "7d"};
+  const json d = Plan(With(q, {"--top", "50"}));
+  ASSERT_FALSE(d["candidates"].empty());
+  for (const json& c : d["candidates"]) {
+    EXPECT_TRUE(Sharded(c)) << c["rank"];
+    EXPECT_GE(c["memory"]["headroom_fraction"].get<double>(), 0.10) << c["rank"];
+    if (c["gpu_count"].get<int>() > 1) {
+      EXPECT_TRUE(Warns(c, "pcie-multi-gpu") || Warns(c, "interconnect-unknown")) << c["rank"];
+    }
+  }
+  ExpectBalancedNearCheapest(q);
+}
+
+// R4. Mixtral 8x7B (8 experts, top-2): the planner splits the experts (ep > 1) in its top rows,
+//     keeps the all-to-all inside a node (tp x cp x ep <= GPUs per node), ep divides the experts
+//     and dp, and only frameworks with expert parallelism run it (Megatron-Core, DeepSpeed-MoE,
+//     torchtitan FSDP2; not the plain HF Trainer).
+TEST(PlanPanelTest, MixtralSplitsItsExpertsWithinANode) {
+  const json d =
+      Plan({"--model", "mixtral-8x7b", "--tokens", "20B", "--deadline", "14d", "--top", "100"});
+  ASSERT_FALSE(d["candidates"].empty());
+  EXPECT_EQ(d["model"]["name"], "mixtral-8x7b");
+  int split_in_top5 = 0;
+  for (const json& c : d["candidates"]) {
+    const json& p = c["parallel"];
+    const int ep = p["ep"].get<int>();
+    EXPECT_EQ(8 % ep, 0) << c["rank"];
+    EXPECT_EQ(p["dp"].get<int>() % ep, 0) << c["rank"];
+    EXPECT_LE(p["tp"].get<int>() * p["cp"].get<int>() * ep, c["gpus_per_node"].get<int>())
+        << c["rank"];
+    if (ep > 1) {
+      EXPECT_NE(p["framework"], "hf") << c["rank"];
+      if (c["rank"].get<int>() <= 5) ++split_in_top5;
+    }
+  }
+  EXPECT_GT(split_in_top5, 0);
+}
+
+// R5. Continued pre-training at 128k context: context parallelism (within a node, with tp)
+//     carries the sequence in the top rows, and every cp divides the sequence in 2 x cp chunks.
+TEST(PlanPanelTest, LongContext128kUsesContextParallelism) {
+  const json d = Plan({"--model", "qwen2-7b", "--tokens", "2B", "--seq-len", "131072",
+                       "--global-batch", "16", "--deadline", "7d", "--top", "50"});
+  ASSERT_FALSE(d["candidates"].empty());
+  for (const json& c : d["candidates"]) {
+    const json& p = c["parallel"];
+    const int cp = p["cp"].get<int>();
+    EXPECT_EQ(131072 % (2 * cp), 0) << c["rank"];
+    EXPECT_LE(p["tp"].get<int>() * cp, c["gpus_per_node"].get<int>()) << c["rank"];
+    EXPECT_GE(c["memory"]["headroom_fraction"].get<double>(), 0.10) << c["rank"];
+    if (c["rank"].get<int>() <= 3) {
+      EXPECT_GT(cp, 1) << c["rank"];
+    }
+  }
+}
+
+// R6. A tight budget that only spot meets (hyperscalers, $500 for an 8B on 5B tokens): the rows
+//     that meet it are spot rows within the budget; every on-demand row is flagged over budget;
+//     the top row meets the constraints; no spot row is faster than its on-demand twin.
+TEST(PlanPanelTest, TightBudgetOnlySpotMeets) {
+  const json d = Plan({"--model", "llama-3-8b", "--tokens", "5B", "--deadline", "10d",
+                       "--providers", "aws,gcp,azure", "--budget-usd", "500", "--top", "400"});
+  ASSERT_FALSE(d["candidates"].empty());
+  EXPECT_TRUE(d["candidates"][0]["meets_constraints"].get<bool>());
+  std::map<std::string, double> on_demand_hours;
+  for (const json& c : d["candidates"]) {
+    const std::string twin = c["provider"].get<std::string>() + " " +
+                             c["instance_type"].get<std::string>() + " x" +
+                             std::to_string(c["nodes"].get<int>()) + " " + c["parallel"].dump();
+    if (c["pricing"] == "on_demand") {
+      EXPECT_TRUE(Warns(c, "budget-exceeded")) << c["rank"];
+      on_demand_hours[twin] = c["time"]["total_hours"].get<double>();
+    }
+    if (c["meets_constraints"].get<bool>()) {
+      EXPECT_EQ(c["pricing"], "spot") << c["rank"];
+      EXPECT_LE(Usd(c), 500.0) << c["rank"];
+    }
+  }
+  for (const json& c : d["candidates"]) {
+    if (c["pricing"] != "spot") continue;
+    const std::string twin = c["provider"].get<std::string>() + " " +
+                             c["instance_type"].get<std::string>() + " x" +
+                             std::to_string(c["nodes"].get<int>()) + " " + c["parallel"].dump();
+    auto it = on_demand_hours.find(twin);
+    if (it != on_demand_hours.end()) {
+      EXPECT_GE(c["time"]["total_hours"].get<double>(), it->second * 0.999) << c["rank"];
+    }
+  }
+}
+
+// R7. B200 or H100 for an FP8 run: on the same 8-GPU node shape, B200 is faster per GPU but by no
+//     more than its datasheet FP8 ratio (4500 / 1979 dense TFLOP/s, catalog/gpus.csv); every B200
+//     row says it is uncalibrated; an A100 (no FP8 tensor cores) is skipped with the reason.
+TEST(PlanPanelTest, B200VersusH100ForFp8) {
+  const json d = Plan({"--model", "llama-3-8b", "--tokens", "10B", "--precision", "fp8", "--gpus",
+                       "B200,H100-SXM5-80GB,A100-SXM4-80GB", "--max-nodes", "1", "--pricing",
+                       "on_demand", "--top", "400"});
+  ASSERT_FALSE(d["candidates"].empty());
+  double b200 = 0, h100 = 0;
+  for (const json& c : d["candidates"]) {
+    EXPECT_NE(c["gpu"], "A100-SXM4-80GB") << c["rank"];
+    const double rate = c["time"]["tokens_per_second_per_gpu"].get<double>();
+    if (c["gpu"] == "B200") {
+      EXPECT_TRUE(Warns(c, "uncalibrated-gpu")) << c["rank"];
+      if (c["gpus_per_node"] == 8) b200 = std::max(b200, rate);
+    }
+    if (c["gpu"] == "H100-SXM5-80GB" && c["gpus_per_node"] == 8) h100 = std::max(h100, rate);
+  }
+  ASSERT_GT(b200, 0);
+  ASSERT_GT(h100, 0);
+  EXPECT_GT(b200, h100);
+  EXPECT_LE(b200 / h100, 4500.0 / 1979.0 * 1.02);
+  bool skipped = false;
+  for (const json& n : d["notes"]) {
+    const std::string note = n;
+    skipped = skipped || (note.find("no fp8 tensor-core mode") != std::string::npos &&
+                          note.find("A100-SXM4-80GB") != std::string::npos);
+  }
+  EXPECT_TRUE(skipped);
+}
+
+// R9. Billing as the provider bills it: a 15-minute job on one GPU is billed by the provider's
+//     published granularity (per second or per minute, catalog/providers.csv), never a whole
+//     hour; providers without published terms are flagged billing-terms-unknown.
+TEST(PlanPanelTest, ShortJobsAreBilledByTheProvidersIncrement) {
+  const json d = Plan({"--model", "gpt2", "--seq-len", "1024", "--tokens", "20M", "--max-gpus", "1",
+                       "--pricing", "on_demand", "--top", "400"});
+  RunOutput providers = RunFulcrum({"providers", "--json"}, NoUserOffers());
+  ASSERT_EQ(providers.exit_code, 0) << providers.err;
+  const json terms = json::parse(providers.out);
+  std::map<std::string, std::optional<double>> granularity;
+  for (const json& p : terms["providers"]) {
+    const json& g = p["billing_granularity_seconds"];
+    granularity[p["name"].get<std::string>()] =
+        g.is_null() ? std::nullopt : std::optional<double>(g.get<double>());
+  }
+  ASSERT_FALSE(d["candidates"].empty());
+  int checked = 0;
+  for (const json& c : d["candidates"]) {
+    const double hours = c["time"]["total_hours"].get<double>();
+    if (hours > 0.9) continue;
+    const double per_hour = c["cost"]["usd_per_hour"].get<double>();
+    // The instance part of the expected cost (work, checkpoints, failures; no disk or egress).
+    const json& b = c["cost"]["breakdown"];
+    const double compute = Usd(c) - b["storage_usd"].get<double>() - b["egress_usd"].get<double>();
+    EXPECT_LT(compute, 0.9 * per_hour)
+        << c["rank"] << " " << c["provider"] << ": whole hour billed";
+    auto it = granularity.find(c["provider"].get<std::string>());
+    ASSERT_NE(it, granularity.end()) << c["provider"];
+    EXPECT_EQ(Warns(c, "billing-terms-unknown"), !it->second.has_value()) << c["provider"];
+    if (it->second) {
+      const double billed_hours = std::ceil(hours * 3600 / *it->second) * *it->second / 3600;
+      EXPECT_NEAR(compute, per_hour * billed_hours, 0.011) << c["rank"] << " " << c["provider"];
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 5);
 }
 
 }  // namespace

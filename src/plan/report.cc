@@ -125,8 +125,8 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
         {"commitment_usd", Round(c.run.breakdown.commitment_usd, 2)}}}};
   j["time"]["expected_interruptions"] = Round(c.run.expected_interruptions, 4);
   j["miss_factor"] = c.meets_constraints ? json(nullptr) : Round(c.miss_factor, 4);
-  j["near_miss"] = !c.meets_constraints &&
-                   c.miss_factor <= r.nearest_miss_factor * (1 + kNearMissTolerance);
+  j["near_miss"] =
+      !c.meets_constraints && c.miss_factor <= r.nearest_miss_factor * (1 + kNearMissTolerance);
   j["score"] = {{"total", Round(c.score.total, 4)},
                 {"stability", Round(c.score.stability, 4)},
                 {"performance", Round(c.score.performance, 4)},
@@ -266,9 +266,8 @@ json PlanJson(const PlanResult& r, const catalog::Catalog& catalog) {
   j["reference"] = {{"saturation_hours", Round(r.reference.saturation_seconds / 3600.0, 3)},
                     {"cheapest_feasible_usd", Round(r.reference.cheapest_usd, 2)},
                     {"cheapest_feasible_p90_usd", Round(r.reference.cheapest_p90_usd, 2)},
-                    {"nearest_miss_factor", r.nearest_miss_factor > 0
-                                                ? Round(r.nearest_miss_factor, 4)
-                                                : json(nullptr)},
+                    {"nearest_miss_factor",
+                     r.nearest_miss_factor > 0 ? Round(r.nearest_miss_factor, 4) : json(nullptr)},
                     {"near_miss_tolerance", kNearMissTolerance}};
   j["candidates"] = std::move(candidates);
   j["pareto"] = std::move(pareto);
