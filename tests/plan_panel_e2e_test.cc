@@ -846,6 +846,31 @@ TEST(PlanPanelTest, B200VersusH100ForFp8) {
   EXPECT_TRUE(skipped);
 }
 
+// R8. Where the data may live: "--regions us" plans US regions only (AWS us-*, Azure eastus,
+//     "..., US, NA" marketplace hosts), never the "us" inside "Australia"; an unknown region is
+//     exit 2 with the nearest names.
+TEST(PlanPanelTest, RegionFilterKeepsTheDataInTheRegion) {
+  const json d = Plan({"--model", "llama-2-7b", "--method", "lora", "--tokens", "100M",
+                       "--regions", "us", "--top", "400"});
+  ASSERT_FALSE(d["candidates"].empty());
+  std::set<std::string> providers;
+  for (const json& c : d["candidates"]) {
+    const std::string region = c["region"];
+    providers.insert(c["provider"].get<std::string>());
+    EXPECT_EQ(region.find("Australia"), std::string::npos) << c["rank"];
+    std::string lower = region;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    EXPECT_TRUE(lower.rfind("us", 0) == 0 || lower.find(", us") != std::string::npos ||
+                (lower.size() >= 2 && lower.compare(lower.size() - 2, 2, "us") == 0))
+        << c["rank"] << " " << region;
+  }
+  EXPECT_GE(providers.size(), 4u);
+  RunOutput unknown = RunFulcrum(
+      {"plan", "--model", "llama-2-7b", "--tokens", "1B", "--regions", "eu-west-9"}, NoUserOffers());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("nearest"), std::string::npos) << unknown.err;
+}
+
 // R9. Billing as the provider bills it: a 15-minute job on one GPU is billed by the provider's
 //     published granularity (per second or per minute, catalog/providers.csv), never a whole
 //     hour; providers without published terms are flagged billing-terms-unknown.
