@@ -783,7 +783,9 @@ TEST(PlanPanelTest, LongContext128kUsesContextParallelism) {
 
 // R6. A tight budget that only spot meets (hyperscalers, $500 for an 8B on 5B tokens): the rows
 //     that meet it are spot rows within the budget; every on-demand row is flagged over budget;
-//     the top row meets the constraints; no spot row is faster than its on-demand twin.
+//     the top row meets the constraints; no spot row is faster than its on-demand twin; and a
+//     spot row within the budget only on average (its P90 cost beyond it, as every top row
+//     here) says budget-at-risk-p90, so the user knows one run in ten costs more.
 TEST(PlanPanelTest, TightBudgetOnlySpotMeets) {
   const json d = Plan({"--model", "llama-3-8b", "--tokens", "5B", "--deadline", "10d",
                        "--providers", "aws,gcp,azure", "--budget-usd", "500", "--top", "400"});
@@ -801,6 +803,8 @@ TEST(PlanPanelTest, TightBudgetOnlySpotMeets) {
     if (c["meets_constraints"].get<bool>()) {
       EXPECT_EQ(c["pricing"], "spot") << c["rank"];
       EXPECT_LE(Usd(c), 500.0) << c["rank"];
+      // Within the budget on average only: a P90 cost beyond it is said.
+      EXPECT_EQ(Warns(c, "budget-at-risk-p90"), P90Usd(c) > 500.0) << c["rank"];
     }
   }
   for (const json& c : d["candidates"]) {

@@ -22,6 +22,11 @@ uint32_t DetectPitfalls(const PitfallFacts& f) {
     mask |= kPitfallDeadlineMissedP90;
   }
   if (f.budget_usd && f.expected_usd > *f.budget_usd) mask |= kPitfallBudgetExceeded;
+  // The budget is checked on the expected cost (the README's contract); the deadline on P90. A row
+  // that meets the budget only on average says so: one run in ten costs more.
+  if (f.budget_usd && f.expected_usd <= *f.budget_usd && f.p90_usd > *f.budget_usd) {
+    mask |= kPitfallBudgetAtRiskP90;
+  }
   if (f.global_batch_changed) mask |= kPitfallGlobalBatchChanged;
   if (f.precision_fallback) mask |= kPitfallPrecisionFallback;
   if (f.reserved_term_seconds > 0 &&
@@ -70,6 +75,8 @@ std::string_view PitfallCode(Pitfall p) {
       return "spot-capacity-risk";
     case kPitfallUncalibratedGpu:
       return "uncalibrated-gpu";
+    case kPitfallBudgetAtRiskP90:
+      return "budget-at-risk-p90";
   }
   return "unknown";
 }
@@ -123,6 +130,9 @@ std::string PitfallMessage(Pitfall p) {
     case kPitfallUncalibratedGpu:
       return "the step-time model has no measured rows for this GPU's architecture: its time "
              "(and cost) are less certain";
+    case kPitfallBudgetAtRiskP90:
+      return "the expected cost is within the budget but the P90 cost is not: about one run in "
+             "ten costs more than the budget (interruptions, the step-time band)";
   }
   return "";
 }

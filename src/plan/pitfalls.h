@@ -29,8 +29,9 @@ enum Pitfall : uint32_t {
   kPitfallUncalibratedGpu = 1u << 14,      // no calibration rows for the GPU's architecture
   kPitfallCatalogCaveat = 1u << 15,        // the GPU or offer row carries a catalog caveat
   kPitfallInterconnectUnknown = 1u << 16,  // several GPUs, intra-node interconnect unknown
+  kPitfallBudgetAtRiskP90 = 1u << 17,      // expected cost within the budget, P90 cost beyond it
 };
-inline constexpr int kPitfallCount = 17;
+inline constexpr int kPitfallCount = 18;
 
 struct PitfallFacts {
   // Weights + gradients + optimizer states on one GPU for the run's method (the estimator's
@@ -54,6 +55,7 @@ struct PitfallFacts {
   double p90_seconds = 0;
   std::optional<double> budget_usd;
   double expected_usd = 0;
+  double p90_usd = 0;  // the one P90's cost
   bool global_batch_changed = false;
   bool precision_fallback = false;
   double reserved_term_seconds = 0;  // 0: not reserved, or already owned

@@ -13,6 +13,7 @@ PitfallFacts Clean() {
   f.headroom_fraction = 0.3;
   f.p90_seconds = 3600;
   f.expected_usd = 100;
+  f.p90_usd = 100;
   return f;
 }
 
@@ -112,6 +113,19 @@ TEST(PitfallsTest, BudgetExceeded) {
   f.budget_usd = 99.99;
   EXPECT_EQ(DetectPitfalls(f), kPitfallBudgetExceeded);
   f.budget_usd = 100;
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+}
+
+TEST(PitfallsTest, BudgetAtRiskAtP90) {
+  PitfallFacts f = Clean();
+  f.p90_usd = 140;
+  f.budget_usd = 120;  // expected 100 within it, P90 140 beyond it
+  EXPECT_EQ(DetectPitfalls(f), kPitfallBudgetAtRiskP90);
+  f.budget_usd = 140;  // P90 not beyond the budget
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+  f.budget_usd = 90;  // already over on average: budget-exceeded alone
+  EXPECT_EQ(DetectPitfalls(f), kPitfallBudgetExceeded);
+  f.budget_usd.reset();
   EXPECT_EQ(DetectPitfalls(f), 0u);
 }
 

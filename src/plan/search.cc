@@ -684,6 +684,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     facts.p90_seconds = cand.run.p90_seconds;
     facts.budget_usd = c.budget_usd;
     facts.expected_usd = cand.run.expected_usd;
+    facts.p90_usd = cand.run.p90_usd;
     facts.global_batch_changed = spec.global_batch_given && t.global_batch != base.global_batch;
     facts.precision_fallback = p.hc->precision_fallback;
     facts.reserved_term_seconds =
