@@ -850,6 +850,30 @@ TEST(PlanPanelTest, B200VersusH100ForFp8) {
   EXPECT_TRUE(skipped);
 }
 
+// R10. The same provider's same GPUs in the same time at twice the price score lower, visibly:
+//      on the 7B fine-tune GCP's a3-megagpu-8g ($684) scored exactly as its a3-highgpu-8g ($319),
+//      because the cost criterion was 0 for every row beyond twice the cheapest.
+TEST(PlanPanelTest, ADearerTwinOfTheSameProviderScoresLower) {
+  const json d = Plan(With(kFinetune7b, {"--pricing", "on_demand", "--top", "400"}));
+  int pairs = 0;
+  for (const json& a : d["candidates"]) {
+    for (const json& b : d["candidates"]) {
+      if (a["provider"] != b["provider"] || a["gpu"] != b["gpu"] ||
+          a["gpu_count"] != b["gpu_count"] || a["nodes"] != b["nodes"]) {
+        continue;
+      }
+      if (std::abs(P90Hours(a) - P90Hours(b)) > 0.01 * P90Hours(a)) continue;
+      if (!(P90Usd(b) > 1.5 * P90Usd(a))) continue;
+      ++pairs;
+      EXPECT_GT(a["score"]["total"].get<double>(), b["score"]["total"].get<double>() + 0.001)
+          << a["instance_type"] << " $" << P90Usd(a) << " vs " << b["instance_type"] << " $"
+          << P90Usd(b);
+      EXPECT_LT(a["rank"].get<int>(), b["rank"].get<int>());
+    }
+  }
+  EXPECT_GT(pairs, 0);
+}
+
 // R8. Where the data may live: "--regions us" plans US regions only (AWS us-*, Azure eastus,
 //     "..., US, NA" marketplace hosts), never the "us" inside "Australia"; an unknown region is
 //     exit 2 with the nearest names.
