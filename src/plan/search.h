@@ -103,10 +103,10 @@ struct PlanResult {
 
 // Misses within this share of the nearest miss count as equally near: among them cost decides
 // (cheapest: expected cost; balanced: P90 cost; fastest: P90 time still), farther misses follow
-// by how far they miss. 5 % (1.5 days of a 30-day deadline) is below the estimator's own
-// P10-P90 half-width on every calibrated family (e.g. +-6 % for a 70B pre-train on 1024 H200,
-// -42/+32 % for a 7B on 8 H100: `estimate --json` time.step_seconds_p10/p90), so a nearer P90
-// within it is not a better-known time, while a 50 % dearer row is a certain cost.
+// by how far they miss. 5 % (1.5 days of a 30-day deadline) is within the estimator's own
+// P10-P90 step-time band (-7/+5 % for the 70B pre-train of examples/llama-70b-pretrain.yaml on
+// 1024 H200, -42/+32 % for llama-3-8b on 8 H100: time.step_seconds_p10/p90), so a P90 nearer by
+// less than that is not a better-known time, while a row that costs 50 % more is.
 inline constexpr double kNearMissTolerance = 0.05;
 
 // Runs the whole plan. `threads` <= 0: std::thread::hardware_concurrency(). `assumptions`:
