@@ -4,9 +4,12 @@
 // ranks by raw speed, bills reservations by the hour, proposes hardware modes that do not exist
 // or changes the batch silently.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -234,20 +237,50 @@ TEST(PlanPanelTest, SameGpusInMoreNodesAreInterruptedMoreOften) {
 }
 
 // 4e. 70B pre-training on spot only in 30 days: nothing meets the deadline at P90; the rows
-//     shown first are the nearest misses (an expert asks "what comes closest?"), not the
-//     cheapest run that takes five times the deadline.
+//     shown first are the near misses (an expert asks "what comes closest?"), not the cheapest
+//     run that takes five times the deadline; and among misses of about the same size (within
+//     5 % of the nearest) the cheaper at P90 comes first: 30.1 days for $968k is not the answer
+//     when 31.2 days cost $135k. The table says how the misses are ordered.
 TEST(PlanPanelTest, WhenNothingMeetsTheDeadlineTheNearestMissComesFirst) {
-  const json d =
-      Plan({SourcePath("examples/llama-70b-pretrain.yaml"), "--pricing", "spot", "--top", "400"});
+  const std::vector<std::string> q = {SourcePath("examples/llama-70b-pretrain.yaml"), "--pricing",
+                                      "spot"};
+  const json d = Plan(With(q, {"--top", "400"}));
   ASSERT_FALSE(d["candidates"].empty());
-  double best = 1e300;
+  double nearest = 1e300;
   for (const json& c : d["candidates"]) {
     EXPECT_FALSE(c["meets_constraints"].get<bool>()) << c["rank"];
-    best = std::min(best, P90Hours(c));
+    nearest = std::min(nearest, c["miss_factor"].get<double>());
   }
+  EXPECT_NEAR(d["reference"]["nearest_miss_factor"].get<double>(), nearest, 1e-3);
+  const double tolerance = d["reference"]["near_miss_tolerance"].get<double>();
+  EXPECT_LE(tolerance, 0.10);
   const json& first = d["candidates"][0];
   EXPECT_LE(P90Hours(first), 30 * 24 * 1.10) << first["provider"] << " x" << first["nodes"];
-  EXPECT_DOUBLE_EQ(P90Hours(first), best);
+  EXPECT_TRUE(first["near_miss"].get<bool>());
+  const json* prev = nullptr;
+  int near_rows = 0;
+  for (const json& c : d["candidates"]) {
+    const double miss = c["miss_factor"].get<double>();
+    const bool near = c["near_miss"].get<bool>();
+    EXPECT_EQ(near, miss <= nearest * (1 + tolerance) + 1e-3) << c["rank"];
+    near_rows += near;
+    if (prev != nullptr) {
+      const bool prev_near = (*prev)["near_miss"].get<bool>();
+      EXPECT_TRUE(prev_near || !near) << "near miss #" << c["rank"] << " after a farther one";
+      if (prev_near && near) {
+        EXPECT_LE(P90Usd(*prev), P90Usd(c)) << "#" << (*prev)["rank"] << " before #" << c["rank"];
+      }
+      if (!prev_near && !near) {
+        EXPECT_LE((*prev)["miss_factor"].get<double>(), miss) << c["rank"];
+      }
+    }
+    prev = &c;
+  }
+  EXPECT_GT(near_rows, 1);
+  RunOutput table = RunFulcrum(With({"plan"}, With(q, {"--top", "3"})), NoUserOffers());
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("within 5 % of the nearest by P90 cost"), std::string::npos)
+      << table.out;
 }
 
 // 5. ResNet-50 on ImageNet, 90 epochs in 2 days: plain data parallel, within 25 % of the cheapest.
@@ -478,6 +511,80 @@ TEST(PlanPanelTest, FrameworksOnlyGetTheirSharding) {
   }
 }
 
+// R0. A LoRA layout is labelled with a framework that runs LoRA in that layout: Megatron-LM
+//      has no LoRA, so tp/pp/cp/ep LoRA rows are NeMo Megatron-Bridge (Megatron-Core PEFT),
+//      never "megatron"; data-parallel LoRA is HF PEFT on fsdp/deepspeed/hf. QLoRA (a
+//      bitsandbytes 4-bit base) is data parallel only, and --framework megatron is refused for
+//      it with exit 2.
+TEST(PlanPanelTest, LoraLayoutsNameAFrameworkThatRunsThem) {
+  const json d =
+      Plan({"--model", "llama-2-70b", "--method", "lora", "--tokens", "1B", "--top", "400"});
+  ASSERT_FALSE(d["candidates"].empty());
+  int bridge = 0;
+  for (const json& c : d["candidates"]) {
+    const json& p = c["parallel"];
+    const std::string framework = p["framework"];
+    EXPECT_NE(framework, "megatron") << c["rank"];
+    if (p["tp"].get<int>() > 1 || p["pp"].get<int>() > 1) {
+      EXPECT_EQ(framework, "megatron-bridge") << c["rank"];
+      ++bridge;
+    } else {
+      EXPECT_TRUE(framework == "fsdp" || framework == "deepspeed" || framework == "hf" ||
+                  framework == "megatron-bridge")
+          << c["rank"] << " " << framework;
+    }
+  }
+  EXPECT_GT(bridge, 0);
+  const json q =
+      Plan({"--model", "llama-2-70b", "--method", "qlora", "--tokens", "1B", "--top", "400"});
+  ASSERT_FALSE(q["candidates"].empty());
+  for (const json& c : q["candidates"]) {
+    const json& p = c["parallel"];
+    EXPECT_EQ(p["tp"], 1) << c["rank"];
+    EXPECT_EQ(p["pp"], 1) << c["rank"];
+    EXPECT_EQ(p["cp"], 1) << c["rank"];
+    EXPECT_NE(p["framework"], "megatron") << c["rank"];
+  }
+  RunOutput refused = RunFulcrum({"plan", "--model", "llama-2-70b", "--method", "qlora", "--tokens",
+                                  "1B", "--framework", "megatron"},
+                                 NoUserOffers());
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("megatron has no QLoRA"), std::string::npos) << refused.err;
+}
+
+// R3. 405B pre-training on 64+ nodes over GCP A2's 100 Gbit/s Ethernet: Llama 3 405B has 126
+//     layers, which no power of two divides, yet 64, 128 and 256 nodes are the sizes an expert
+//     rents. Each is offered, pipelined with uneven stages (one layer less on the first and last,
+//     as Llama 3 405B's pp16, arXiv 2407.21783 Sec. 3.3.2; the JSON gives the stage sizes
+//     Megatron-LM's --decoder-first/last-pipeline-num-layers need), tensor parallel only within
+//     a node, and no ZeRO-3 over the slow network.
+TEST(PlanPanelTest, Pretrain405bOnManyNodesOfASlowNetworkIsPipelined) {
+  const json d = Plan({"--model", "llama-3-405b", "--tokens", "100B", "--seq-len", "8192",
+                       "--global-batch", "2048", "--max-gpus", "4096", "--providers", "gcp",
+                       "--gpus", "A100-SXM4-80GB", "--pricing", "on_demand", "--top", "100"});
+  std::set<int> nodes;
+  for (const json& c : d["candidates"]) {
+    const json& p = c["parallel"];
+    nodes.insert(c["nodes"].get<int>());
+    EXPECT_LE(p["tp"].get<int>(), c["gpus_per_node"].get<int>()) << c["rank"];
+    if (c["nodes"].get<int>() > 1) {
+      EXPECT_LE(p["zero"].get<int>(), 1) << c["rank"];
+    }
+    const int pp = p["pp"].get<int>();
+    if (126 % pp != 0) {
+      ASSERT_TRUE(p.contains("stage_layers")) << c["rank"];
+      const json& s = p["stage_layers"];
+      const int first = s["first"], middle = s["middle"], last = s["last"];
+      EXPECT_EQ(first, 126 / pp) << c["rank"];
+      EXPECT_EQ(last, first) << c["rank"];
+      EXPECT_LE(middle - first, 1) << c["rank"];
+    } else {
+      EXPECT_FALSE(p.contains("stage_layers")) << c["rank"];
+    }
+  }
+  for (int n : {64, 128, 256}) EXPECT_EQ(nodes.count(n), 1u) << n << " nodes not offered";
+}
+
 // 15. The global batch stays what the spec says, or the row says it changed; --strict-batch
 //     drops such rows; --max-nodes caps nodes.
 TEST(PlanPanelTest, GlobalBatchStaysOrIsFlagged) {
@@ -582,6 +689,252 @@ TEST(PlanPanelTest, ImpossibleInputsAreRefused) {
                             "--allow-long-context", "--top", "1"},
                            NoUserOffers());
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// --- Ten more questions (review of stop 22), each with what an experienced engineer expects --
+
+bool Sharded(const json& c) {
+  const json& p = c["parallel"];
+  return p["tp"].get<int>() > 1 || p["pp"].get<int>() > 1 ||
+         (p["zero"].get<int>() >= 1 && p["dp"].get<int>() > 1);
+}
+
+// R1. QLoRA of a 70B on one 80 GB card (the QLoRA paper's recipe, arXiv 2305.14314): it fits one
+//     GPU unsharded with the 10 % headroom, as HF PEFT runs it (no Megatron), and the 4-bit base
+//     (about half of the card) is not flagged as a large model on a small GPU.
+TEST(PlanPanelTest, Qlora70bRunsOnOneEightyGigabyteCard) {
+  const json d = Plan({"--model", "llama-2-70b", "--method", "qlora", "--tokens", "50M", "--gpus",
+                       "H100-SXM5-80GB,A100-SXM4-80GB,H100-PCIe-80GB,A100-PCIe-80GB", "--max-gpus",
+                       "1", "--top", "50"});
+  ASSERT_FALSE(d["candidates"].empty());
+  for (const json& c : d["candidates"]) {
+    EXPECT_EQ(c["gpu_count"], 1) << c["rank"];
+    EXPECT_EQ(c["parallel"]["framework"], "hf") << c["rank"];
+    EXPECT_GE(c["memory"]["headroom_fraction"].get<double>(), 0.10) << c["rank"];
+    EXPECT_FALSE(Warns(c, "large-model-small-gpu-unsharded")) << c["rank"];
+    const json& m = c["memory"];
+    EXPECT_LT(m["weights_bytes"].get<double>(), 0.6 * m["capacity_bytes"].get<double>());
+  }
+}
+
+// R2. A full fine-tune of an 8B on consumer and PCIe cards: 8 B x 16 bytes of states fit no one
+//     card, so every row is sharded; every multi-GPU row says it talks over PCIe (or that the
+//     interconnect is unknown); the balanced pick is within 25 % of the cheapest at P90.
+TEST(PlanPanelTest, Finetune8bOnPcieCardsIsShardedAndFlagged) {
+  const std::vector<std::string> q = {
+      "--model",    "llama-3-8b",
+      "--tokens",   "1B",
+      "--gpus",     "RTX-4090,RTX-3090,L40S,A40,RTX-A6000,A100-PCIe-80GB,H100-PCIe-80GB",
+      "--deadline", "7d"};
+  const json d = Plan(With(q, {"--top", "50"}));
+  ASSERT_FALSE(d["candidates"].empty());
+  for (const json& c : d["candidates"]) {
+    EXPECT_TRUE(Sharded(c)) << c["rank"];
+    EXPECT_GE(c["memory"]["headroom_fraction"].get<double>(), 0.10) << c["rank"];
+    if (c["gpu_count"].get<int>() > 1) {
+      EXPECT_TRUE(Warns(c, "pcie-multi-gpu") || Warns(c, "interconnect-unknown")) << c["rank"];
+    }
+  }
+  ExpectBalancedNearCheapest(q);
+}
+
+// R4. Mixtral 8x7B (8 experts, top-2): the planner splits the experts (ep > 1) in its top rows,
+//     keeps the all-to-all inside a node (tp x cp x ep <= GPUs per node), ep divides the experts
+//     and dp, and only frameworks with expert parallelism run it (Megatron-Core, DeepSpeed-MoE,
+//     torchtitan FSDP2; not the plain HF Trainer).
+TEST(PlanPanelTest, MixtralSplitsItsExpertsWithinANode) {
+  const json d =
+      Plan({"--model", "mixtral-8x7b", "--tokens", "20B", "--deadline", "14d", "--top", "100"});
+  ASSERT_FALSE(d["candidates"].empty());
+  EXPECT_EQ(d["model"]["name"], "mixtral-8x7b");
+  int split_in_top5 = 0;
+  for (const json& c : d["candidates"]) {
+    const json& p = c["parallel"];
+    const int ep = p["ep"].get<int>();
+    EXPECT_EQ(8 % ep, 0) << c["rank"];
+    EXPECT_EQ(p["dp"].get<int>() % ep, 0) << c["rank"];
+    EXPECT_LE(p["tp"].get<int>() * p["cp"].get<int>() * ep, c["gpus_per_node"].get<int>())
+        << c["rank"];
+    if (ep > 1) {
+      EXPECT_NE(p["framework"], "hf") << c["rank"];
+      if (c["rank"].get<int>() <= 5) ++split_in_top5;
+    }
+  }
+  EXPECT_GT(split_in_top5, 0);
+}
+
+// R5. Continued pre-training at 128k context: context parallelism (within a node, with tp)
+//     carries the sequence in the top rows, and every cp divides the sequence in 2 x cp chunks.
+TEST(PlanPanelTest, LongContext128kUsesContextParallelism) {
+  const json d = Plan({"--model", "qwen2-7b", "--tokens", "2B", "--seq-len", "131072",
+                       "--global-batch", "16", "--deadline", "7d", "--top", "50"});
+  ASSERT_FALSE(d["candidates"].empty());
+  for (const json& c : d["candidates"]) {
+    const json& p = c["parallel"];
+    const int cp = p["cp"].get<int>();
+    EXPECT_EQ(131072 % (2 * cp), 0) << c["rank"];
+    EXPECT_LE(p["tp"].get<int>() * cp, c["gpus_per_node"].get<int>()) << c["rank"];
+    EXPECT_GE(c["memory"]["headroom_fraction"].get<double>(), 0.10) << c["rank"];
+    if (c["rank"].get<int>() <= 3) {
+      EXPECT_GT(cp, 1) << c["rank"];
+    }
+  }
+}
+
+// R6. A tight budget that only spot meets (hyperscalers, $500 for an 8B on 5B tokens): the rows
+//     that meet it are spot rows within the budget; every on-demand row is flagged over budget;
+//     the top row meets the constraints; no spot row is faster than its on-demand twin; and a
+//     spot row within the budget only on average (its P90 cost beyond it, as every top row
+//     here) says budget-at-risk-p90, so the user knows one run in ten costs more.
+TEST(PlanPanelTest, TightBudgetOnlySpotMeets) {
+  const json d = Plan({"--model", "llama-3-8b", "--tokens", "5B", "--deadline", "10d",
+                       "--providers", "aws,gcp,azure", "--budget-usd", "500", "--top", "400"});
+  ASSERT_FALSE(d["candidates"].empty());
+  EXPECT_TRUE(d["candidates"][0]["meets_constraints"].get<bool>());
+  std::map<std::string, double> on_demand_hours;
+  for (const json& c : d["candidates"]) {
+    const std::string twin = c["provider"].get<std::string>() + " " +
+                             c["instance_type"].get<std::string>() + " x" +
+                             std::to_string(c["nodes"].get<int>()) + " " + c["parallel"].dump();
+    if (c["pricing"] == "on_demand") {
+      EXPECT_TRUE(Warns(c, "budget-exceeded")) << c["rank"];
+      on_demand_hours[twin] = c["time"]["total_hours"].get<double>();
+    }
+    if (c["meets_constraints"].get<bool>()) {
+      EXPECT_EQ(c["pricing"], "spot") << c["rank"];
+      EXPECT_LE(Usd(c), 500.0) << c["rank"];
+      // Within the budget on average only: a P90 cost beyond it is said.
+      EXPECT_EQ(Warns(c, "budget-at-risk-p90"), P90Usd(c) > 500.0) << c["rank"];
+    }
+  }
+  for (const json& c : d["candidates"]) {
+    if (c["pricing"] != "spot") continue;
+    const std::string twin = c["provider"].get<std::string>() + " " +
+                             c["instance_type"].get<std::string>() + " x" +
+                             std::to_string(c["nodes"].get<int>()) + " " + c["parallel"].dump();
+    auto it = on_demand_hours.find(twin);
+    if (it != on_demand_hours.end()) {
+      EXPECT_GE(c["time"]["total_hours"].get<double>(), it->second * 0.999) << c["rank"];
+    }
+  }
+}
+
+// R7. B200 or H100 for an FP8 run: on the same 8-GPU node shape, B200 is faster per GPU but by no
+//     more than its datasheet FP8 ratio (4500 / 1979 dense TFLOP/s, catalog/gpus.csv); every B200
+//     row says it is uncalibrated; an A100 (no FP8 tensor cores) is skipped with the reason.
+TEST(PlanPanelTest, B200VersusH100ForFp8) {
+  const json d = Plan({"--model", "llama-3-8b", "--tokens", "10B", "--precision", "fp8", "--gpus",
+                       "B200,H100-SXM5-80GB,A100-SXM4-80GB", "--max-nodes", "1", "--pricing",
+                       "on_demand", "--top", "400"});
+  ASSERT_FALSE(d["candidates"].empty());
+  double b200 = 0, h100 = 0;
+  for (const json& c : d["candidates"]) {
+    EXPECT_NE(c["gpu"], "A100-SXM4-80GB") << c["rank"];
+    const double rate = c["time"]["tokens_per_second_per_gpu"].get<double>();
+    if (c["gpu"] == "B200") {
+      EXPECT_TRUE(Warns(c, "uncalibrated-gpu")) << c["rank"];
+      if (c["gpus_per_node"] == 8) b200 = std::max(b200, rate);
+    }
+    if (c["gpu"] == "H100-SXM5-80GB" && c["gpus_per_node"] == 8) h100 = std::max(h100, rate);
+  }
+  ASSERT_GT(b200, 0);
+  ASSERT_GT(h100, 0);
+  EXPECT_GT(b200, h100);
+  EXPECT_LE(b200 / h100, 4500.0 / 1979.0 * 1.02);
+  bool skipped = false;
+  for (const json& n : d["notes"]) {
+    const std::string note = n;
+    skipped = skipped || (note.find("no fp8 tensor-core mode") != std::string::npos &&
+                          note.find("A100-SXM4-80GB") != std::string::npos);
+  }
+  EXPECT_TRUE(skipped);
+}
+
+// R10. The same provider's same GPUs in the same time at twice the price score lower, visibly:
+//      on the 7B fine-tune GCP's a3-megagpu-8g ($684) scored exactly as its a3-highgpu-8g ($319),
+//      because the cost criterion was 0 for every row beyond twice the cheapest.
+TEST(PlanPanelTest, ADearerTwinOfTheSameProviderScoresLower) {
+  const json d = Plan(With(kFinetune7b, {"--pricing", "on_demand", "--top", "400"}));
+  int pairs = 0;
+  for (const json& a : d["candidates"]) {
+    for (const json& b : d["candidates"]) {
+      if (a["provider"] != b["provider"] || a["gpu"] != b["gpu"] ||
+          a["gpu_count"] != b["gpu_count"] || a["nodes"] != b["nodes"]) {
+        continue;
+      }
+      if (std::abs(P90Hours(a) - P90Hours(b)) > 0.01 * P90Hours(a)) continue;
+      if (!(P90Usd(b) > 1.5 * P90Usd(a))) continue;
+      ++pairs;
+      EXPECT_GT(a["score"]["total"].get<double>(), b["score"]["total"].get<double>() + 0.001)
+          << a["instance_type"] << " $" << P90Usd(a) << " vs " << b["instance_type"] << " $"
+          << P90Usd(b);
+      EXPECT_LT(a["rank"].get<int>(), b["rank"].get<int>());
+    }
+  }
+  EXPECT_GT(pairs, 0);
+}
+
+// R8. Where the data may live: "--regions us" plans US regions only (AWS us-*, Azure eastus,
+//     "..., US, NA" marketplace hosts), never the "us" inside "Australia"; an unknown region is
+//     exit 2 with the nearest names.
+TEST(PlanPanelTest, RegionFilterKeepsTheDataInTheRegion) {
+  const json d = Plan({"--model", "llama-2-7b", "--method", "lora", "--tokens", "100M",
+                       "--regions", "us", "--top", "400"});
+  ASSERT_FALSE(d["candidates"].empty());
+  std::set<std::string> providers;
+  for (const json& c : d["candidates"]) {
+    const std::string region = c["region"];
+    providers.insert(c["provider"].get<std::string>());
+    EXPECT_EQ(region.find("Australia"), std::string::npos) << c["rank"];
+    std::string lower = region;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    EXPECT_TRUE(lower.rfind("us", 0) == 0 || lower.find(", us") != std::string::npos ||
+                (lower.size() >= 2 && lower.compare(lower.size() - 2, 2, "us") == 0))
+        << c["rank"] << " " << region;
+  }
+  EXPECT_GE(providers.size(), 4u);
+  RunOutput unknown = RunFulcrum(
+      {"plan", "--model", "llama-2-7b", "--tokens", "1B", "--regions", "eu-west-9"}, NoUserOffers());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("nearest"), std::string::npos) << unknown.err;
+}
+
+// R9. Billing as the provider bills it: a 15-minute job on one GPU is billed by the provider's
+//     published granularity (per second or per minute, catalog/providers.csv), never a whole
+//     hour; providers without published terms are flagged billing-terms-unknown.
+TEST(PlanPanelTest, ShortJobsAreBilledByTheProvidersIncrement) {
+  const json d = Plan({"--model", "gpt2", "--seq-len", "1024", "--tokens", "20M", "--max-gpus", "1",
+                       "--pricing", "on_demand", "--top", "400"});
+  RunOutput providers = RunFulcrum({"providers", "--json"}, NoUserOffers());
+  ASSERT_EQ(providers.exit_code, 0) << providers.err;
+  const json terms = json::parse(providers.out);
+  std::map<std::string, std::optional<double>> granularity;
+  for (const json& p : terms["providers"]) {
+    const json& g = p["billing_granularity_seconds"];
+    granularity[p["name"].get<std::string>()] =
+        g.is_null() ? std::nullopt : std::optional<double>(g.get<double>());
+  }
+  ASSERT_FALSE(d["candidates"].empty());
+  int checked = 0;
+  for (const json& c : d["candidates"]) {
+    const double hours = c["time"]["total_hours"].get<double>();
+    if (hours > 0.9) continue;
+    const double per_hour = c["cost"]["usd_per_hour"].get<double>();
+    // The instance part of the expected cost (work, checkpoints, failures; no disk or egress).
+    const json& b = c["cost"]["breakdown"];
+    const double compute = Usd(c) - b["storage_usd"].get<double>() - b["egress_usd"].get<double>();
+    EXPECT_LT(compute, 0.9 * per_hour)
+        << c["rank"] << " " << c["provider"] << ": whole hour billed";
+    auto it = granularity.find(c["provider"].get<std::string>());
+    ASSERT_NE(it, granularity.end()) << c["provider"];
+    EXPECT_EQ(Warns(c, "billing-terms-unknown"), !it->second.has_value()) << c["provider"];
+    if (it->second) {
+      const double billed_hours = std::ceil(hours * 3600 / *it->second) * *it->second / 3600;
+      EXPECT_NEAR(compute, per_hour * billed_hours, 0.011) << c["rank"] << " " << c["provider"];
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 5);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "catalog/offer_query.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 
 #include "core/input_error.h"
@@ -72,8 +73,26 @@ Status ResolveProviders(const Catalog& catalog, const OfferFilter& filter, Resol
   return Status::Ok();
 }
 
+// A boundary between two characters of a region name: punctuation or a space on either side, or
+// a change between letters and digits ("us-central|1").
+bool IsBoundary(const std::string& text, size_t at) {
+  if (at == 0 || at >= text.size()) return true;
+  const auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  const auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  if (!alnum(text[at - 1]) || !alnum(text[at])) return true;
+  return digit(text[at - 1]) != digit(text[at]);
+}
+
+// A pattern matches a region when it occurs in the name, case-insensitively, starting or ending
+// at a boundary of its parts: "us" matches "us-east-1", "United States, US, NA" and Azure's
+// "eastus", not the "us" inside "Australia, AU, OC"; "central" matches "us-central1".
 bool RegionMatches(const std::string& region, const std::string& pattern) {
-  return ToLower(region).find(ToLower(Trim(pattern))) != std::string::npos;
+  const std::string text = ToLower(region);
+  const std::string part = ToLower(Trim(pattern));
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
+    if (IsBoundary(text, at) || IsBoundary(text, at + part.size())) return true;
+  }
+  return false;
 }
 
 Status ResolveRegions(const Catalog& catalog, const OfferFilter& filter, ResolvedFilter& out) {

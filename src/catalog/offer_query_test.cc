@@ -1,5 +1,7 @@
 #include "catalog/offer_query.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "catalog/testing_catalog.h"
@@ -171,6 +173,34 @@ TEST_F(OfferQueryTest, TheFilterThatEmptiesTheSetIsNamed) {
   ASSERT_FALSE(offers.ok());
   EXPECT_EQ(offers.status().message(),
             "no offer matches: --spot leaves none of the 1 offers that pass --provider halfco");
+}
+
+// A region pattern starts or ends at a boundary of the name's parts: "us" is not the "us" inside
+// "Australia" (a data-residency filter must not leak into another continent).
+TEST(RegionMatchTest, PatternsMatchWholePartsOfTheName) {
+  CatalogFiles files = testing::SmallCatalogFiles();
+  int n = 0;
+  for (const char* region : {"United States, US, NA", "Australia, AU, OC", "eu-north1",
+                             "Russia, RU, EU", "FIN-01", "eastus"}) {
+    files.offers.text += "aws,x" + std::to_string(n++) + ",\"" + region + "\",H100,1,1,,,s\n";
+  }
+  auto catalog = Catalog::FromFiles(files);
+  ASSERT_TRUE(catalog.ok()) << catalog.status().message();
+  auto regions = [&](const std::string& pattern) {
+    OfferFilter filter;
+    filter.regions = {pattern};
+    auto r = ResolveOfferFilter(*catalog, filter);
+    std::vector<std::string> out = r.ok() ? r->regions : std::vector<std::string>{};
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  EXPECT_EQ(regions("us"), (std::vector<std::string>{"United States, US, NA", "eastus",
+                                                     "us-central1", "us-east-1"}));
+  EXPECT_EQ(regions("EU"), (std::vector<std::string>{"Russia, RU, EU", "eu-north1", "eu-west"}));
+  EXPECT_EQ(regions("central"), (std::vector<std::string>{"us-central1"}));
+  EXPECT_EQ(regions("eu-north"), (std::vector<std::string>{"eu-north1"}));
+  EXPECT_EQ(regions("fin"), (std::vector<std::string>{"FIN-01"}));
+  EXPECT_TRUE(regions("stral").empty());  // inside "Australia": no boundary on either side
 }
 
 TEST_F(OfferQueryTest, ResolvedNamesAreCanonicalAndRegionsExact) {

@@ -12,7 +12,7 @@
 namespace fulcrum::plan {
 
 enum Pitfall : uint32_t {
-  kPitfallLargeModelSmallGpu = 1u << 0,    // > 2 B parameters on <= 40 GB GPUs without sharding
+  kPitfallLargeModelSmallGpu = 1u << 0,    // unsharded model states > 3/4 of the GPU's memory
   kPitfallPcieMultiGpu = 1u << 1,          // several GPUs talking over PCIe only
   kPitfallSlowInterNode = 1u << 2,         // multi-node over < 25 Gbit/s
   kPitfallSpotNoCheckpoint = 1u << 3,      // spot capacity but the job does not checkpoint
@@ -29,12 +29,16 @@ enum Pitfall : uint32_t {
   kPitfallUncalibratedGpu = 1u << 14,      // no calibration rows for the GPU's architecture
   kPitfallCatalogCaveat = 1u << 15,        // the GPU or offer row carries a catalog caveat
   kPitfallInterconnectUnknown = 1u << 16,  // several GPUs, intra-node interconnect unknown
+  kPitfallBudgetAtRiskP90 = 1u << 17,      // expected cost within the budget, P90 cost beyond it
 };
-inline constexpr int kPitfallCount = 17;
+inline constexpr int kPitfallCount = 18;
 
 struct PitfallFacts {
-  double parameters = 0;
-  double gpu_memory_gib = 0;
+  // Weights + gradients + optimizer states on one GPU for the run's method (the estimator's
+  // memory breakdown: a frozen LoRA base holds weights only, QLoRA's in 4 bits) and the GPU's
+  // memory, in bytes.
+  double model_state_bytes = 0;
+  double capacity_bytes = 0;
   bool sharded = false;  // tp > 1, pp > 1 or ZeRO >= 1 with dp > 1
   int gpus = 1;
   int nodes = 1;
@@ -51,6 +55,7 @@ struct PitfallFacts {
   double p90_seconds = 0;
   std::optional<double> budget_usd;
   double expected_usd = 0;
+  double p90_usd = 0;  // the one P90's cost
   bool global_batch_changed = false;
   bool precision_fallback = false;
   double reserved_term_seconds = 0;  // 0: not reserved, or already owned
@@ -58,6 +63,13 @@ struct PitfallFacts {
   bool billing_terms_unknown = false;
   bool uncalibrated_gpu = false;
 };
+
+// Unsharded model states above this share of the GPU's memory leave little room for
+// activations (large-model-small-gpu-unsharded). The share of issue 4's rule at its boundary: a
+// 2 B-parameter full fine-tune at 16 bytes per parameter (mixed-precision AdamW, ZeRO paper arXiv
+// 1910.02054 Sec. 3.1: 2 + 2 + 12) is 32 GB of states on a 40 GiB card, 0.75 of it; measured on
+// the method's real states, a LoRA 7B (13.5 GB frozen bf16 base, a third of 40 GB) no longer fires.
+inline constexpr double kLargeModelStateShare = 0.75;
 
 // A reserved term counts as much longer than the job when the job uses less than this share.
 inline constexpr double kReservedCommitmentShare = 0.5;

@@ -8,11 +8,12 @@ namespace {
 // A clean single-GPU on-demand run that triggers nothing.
 PitfallFacts Clean() {
   PitfallFacts f;
-  f.parameters = 1e9;
-  f.gpu_memory_gib = 80;
+  f.model_state_bytes = 16e9;  // a 1 B full fine-tune
+  f.capacity_bytes = 80.0 * (1 << 30);
   f.headroom_fraction = 0.3;
   f.p90_seconds = 3600;
   f.expected_usd = 100;
+  f.p90_usd = 100;
   return f;
 }
 
@@ -20,16 +21,21 @@ TEST(PitfallsTest, CleanRunHasNone) { EXPECT_EQ(DetectPitfalls(Clean()), 0u); }
 
 TEST(PitfallsTest, LargeModelOnSmallGpuWithoutSharding) {
   PitfallFacts f = Clean();
-  f.parameters = 2.1e9;
-  f.gpu_memory_gib = 40;
+  const double gib40 = 40.0 * (1 << 30);
+  f.capacity_bytes = gib40;
+  f.model_state_bytes = 2.1e9 * 16;  // a 2.1 B full fine-tune (mixed-precision AdamW)
   EXPECT_EQ(DetectPitfalls(f), kPitfallLargeModelSmallGpu);
   f.sharded = true;
   EXPECT_EQ(DetectPitfalls(f), 0u);
   f.sharded = false;
-  f.gpu_memory_gib = 48;
+  f.capacity_bytes = 48.0 * (1 << 30);  // the same states on a larger card
   EXPECT_EQ(DetectPitfalls(f), 0u);
-  f.gpu_memory_gib = 24;
-  f.parameters = 2e9;  // not more than 2 B
+  // LoRA of a 6.7 B model: the frozen bf16 base and the adapters, about a third of 40 GB.
+  f.capacity_bytes = gib40;
+  f.model_state_bytes = 6.74e9 * 2 + 0.6e9;
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+  // Exactly at the share: not above it.
+  f.model_state_bytes = kLargeModelStateShare * gib40;
   EXPECT_EQ(DetectPitfalls(f), 0u);
 }
 
@@ -107,6 +113,19 @@ TEST(PitfallsTest, BudgetExceeded) {
   f.budget_usd = 99.99;
   EXPECT_EQ(DetectPitfalls(f), kPitfallBudgetExceeded);
   f.budget_usd = 100;
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+}
+
+TEST(PitfallsTest, BudgetAtRiskAtP90) {
+  PitfallFacts f = Clean();
+  f.p90_usd = 140;
+  f.budget_usd = 120;  // expected 100 within it, P90 140 beyond it
+  EXPECT_EQ(DetectPitfalls(f), kPitfallBudgetAtRiskP90);
+  f.budget_usd = 140;  // P90 not beyond the budget
+  EXPECT_EQ(DetectPitfalls(f), 0u);
+  f.budget_usd = 90;  // already over on average: budget-exceeded alone
+  EXPECT_EQ(DetectPitfalls(f), kPitfallBudgetExceeded);
+  f.budget_usd.reset();
   EXPECT_EQ(DetectPitfalls(f), 0u);
 }
 

@@ -62,10 +62,17 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
                    {"vpp", t.vpp},
                    {"sequence_parallel", t.sequence_parallel},
                    {"global_batch", t.global_batch},
-                   {"framework", std::string(workload::FrameworkName(t.framework))},
+                   {"framework", FrameworkLabel(t)},
                    {"precision", std::string(workload::PrecisionName(c.precision))}};
   if (c.warnings & kPitfallGlobalBatchChanged) {
     j["parallel"]["spec_global_batch"] = r.spec.training.global_batch;
+  }
+  if (t.pp > 1 && r.model.layers % t.pp != 0) {
+    // Uneven stages: what Megatron-LM's --decoder-first-pipeline-num-layers /
+    // --decoder-last-pipeline-num-layers must be given.
+    const workload::StageLayers stages = workload::PipelineStageLayers(r.model, t);
+    j["parallel"]["stage_layers"] = {
+        {"first", stages.first}, {"middle", stages.middle}, {"last", stages.last}};
   }
   j["memory"] = {{"peak_bytes_per_gpu", Round(m.peak_bytes_per_gpu, 0)},
                  {"capacity_bytes", Round(c.capacity_bytes, 0)},
@@ -117,6 +124,9 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
         {"checkpoint_usd", Round(c.run.breakdown.checkpoint_usd, 2)},
         {"commitment_usd", Round(c.run.breakdown.commitment_usd, 2)}}}};
   j["time"]["expected_interruptions"] = Round(c.run.expected_interruptions, 4);
+  j["miss_factor"] = c.meets_constraints ? json(nullptr) : Round(c.miss_factor, 4);
+  j["near_miss"] =
+      !c.meets_constraints && c.miss_factor <= r.nearest_miss_factor * (1 + kNearMissTolerance);
   j["score"] = {{"total", Round(c.score.total, 4)},
                 {"stability", Round(c.score.stability, 4)},
                 {"performance", Round(c.score.performance, 4)},
@@ -184,12 +194,20 @@ std::string RankedByLine(const PlanResult& r) {
   const size_t shown = std::min(r.candidates.size(), static_cast<size_t>(std::max(1, r.spec.top)));
   const bool misses_shown = std::any_of(r.candidates.begin(), r.candidates.begin() + shown,
                                         [](const Candidate& c) { return !c.meets_constraints; });
+  std::string misses;
+  if (misses_shown) {
+    misses = fmt::format(
+        ", then the misses (miss = the larger of P90 / deadline and cost / budget; nearest "
+        "{:.3f}): those within {:.0f} % of the nearest by {}, then the rest by how far they miss",
+        r.nearest_miss_factor, 100 * kNearMissTolerance,
+        r.objective == Objective::kFastest    ? "P90 time"
+        : r.objective == Objective::kCheapest ? "expected cost"
+                                              : "P90 cost");
+  }
   return fmt::format(
       "ranked by: {} ({}); candidates meeting the deadline (P90) and the budget "
       "first{}\n",
-      ObjectiveName(r.objective), how,
-      misses_shown ? ", then the nearest misses (the larger of P90 / deadline and cost / budget)"
-                   : "");
+      ObjectiveName(r.objective), how, misses);
 }
 
 size_t TopCount(const PlanResult& r) {
@@ -197,6 +215,13 @@ size_t TopCount(const PlanResult& r) {
 }
 
 }  // namespace
+
+std::string FrameworkLabel(const workload::Training& t) {
+  if (t.framework == workload::Framework::kMegatron && t.method != workload::Method::kFull) {
+    return "megatron-bridge";
+  }
+  return std::string(workload::FrameworkName(t.framework));
+}
 
 std::string LayoutLabel(const workload::Training& t) {
   std::string s = fmt::format("tp{} pp{} dp{} z{} {} mb{}", t.tp, t.pp, t.dp, t.zero_stage,
@@ -240,7 +265,10 @@ json PlanJson(const PlanResult& r, const catalog::Catalog& catalog) {
   j["objective"] = std::string(ObjectiveName(r.objective));
   j["reference"] = {{"saturation_hours", Round(r.reference.saturation_seconds / 3600.0, 3)},
                     {"cheapest_feasible_usd", Round(r.reference.cheapest_usd, 2)},
-                    {"cheapest_feasible_p90_usd", Round(r.reference.cheapest_p90_usd, 2)}};
+                    {"cheapest_feasible_p90_usd", Round(r.reference.cheapest_p90_usd, 2)},
+                    {"nearest_miss_factor",
+                     r.nearest_miss_factor > 0 ? Round(r.nearest_miss_factor, 4) : json(nullptr)},
+                    {"near_miss_tolerance", kNearMissTolerance}};
   j["candidates"] = std::move(candidates);
   j["pareto"] = std::move(pareto);
   j["searched"] = {{"configurations", r.configurations},

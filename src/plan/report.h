@@ -17,6 +17,11 @@ nlohmann::json PlanJson(const PlanResult& result, const catalog::Catalog& catalo
 std::string PlanTable(const PlanResult& result, const catalog::Catalog& catalog);
 std::string PlanHtml(const PlanResult& result, const catalog::Catalog& catalog);
 
+// The framework that runs a planned layout: workload::FrameworkName, except LoRA under Megatron
+// conventions, which Megatron-LM has no code for and NeMo Megatron-Bridge runs on Megatron-Core
+// ("megatron-bridge"; see PeftRunsLayout in search.cc for the sources).
+std::string FrameworkLabel(const workload::Training& t);
+
 // "tp2 pp1 dp4 z1 sel mb2" (vpp shown when > 1).
 std::string LayoutLabel(const workload::Training& t);
 

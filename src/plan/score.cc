@@ -108,11 +108,13 @@ void FinishScores(Scores& s, const RunFacts& run, const ScoreReference& ref, con
   const double interruptions = 1.0 / (1.0 + std::max(0.0, run.expected_interruptions));
   s.stability = (2.0 * s.provider_stability + interruptions + NodeCountScore(run.nodes)) / 4.0;
   s.performance = run.p90_seconds > 0 ? Clamp01(ref.saturation_seconds / run.p90_seconds) : 0;
-  // Cost falls linearly with the excess over the cheapest feasible candidate (twice its cost
-  // scores 0): paying 30 % more costs 0.3 of the criterion, not the 0.23 a ratio would.
+  // Cost falls with the excess over the cheapest feasible candidate as exp(1 - own/cheapest):
+  // at the cheapest as steeply as a linear rule (paying 30 % more costs 0.26 of the criterion,
+  // not the 0.23 a ratio would), and it never reaches 0, so a dearer row never ties a cheaper
+  // one (a linear rule clamped at twice the cheapest scored 8 H100 at $320 and at $684 alike).
   const double own = std::max(run.expected_usd, run.p90_usd);
   const double cheapest = std::max(ref.cheapest_usd, ref.cheapest_p90_usd);
-  s.cost = cheapest > 0 ? Clamp01(2.0 - own / cheapest) : 1;
+  s.cost = cheapest > 0 ? Clamp01(std::exp(1.0 - own / cheapest)) : 1;
   s.total = w.stability * s.stability + w.performance * s.performance + w.cost * s.cost +
             w.usability * s.usability + w.support * s.support;
 }

@@ -79,8 +79,9 @@ double SaturationSeconds(std::optional<double> deadline_seconds, double fastest_
 double NodeCountScore(int nodes);
 
 // Completes stability (provider part, 1 / (1 + expected interruptions), node capacity),
-// performance = min(1, saturation / P90), cost = clamp(2 - own P90 cost / cheapest feasible P90
-// cost) (1 at the cheapest, 0 at twice its cost), and the weighted total. Cost is judged at P90,
+// performance = min(1, saturation / P90), cost = exp(1 - own P90 cost / cheapest feasible P90
+// cost) (1 at the cheapest, 0.37 at twice it, never 0: dearer rows never tie), and the weighted
+// total. Cost is judged at P90,
 // what the user must be ready to pay: a row whose time is uncertain (an architecture without
 // calibration rows, spot risk extrapolated from other GPUs' traces, a gang of spot nodes) has a
 // wider P90 and pays for it here, with no penalty per name.

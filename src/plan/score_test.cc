@@ -71,9 +71,29 @@ TEST(ScoreTest, WeightedTotal) {
   Weights w;
   FinishScores(s, RunFacts{20, 75, 0, 1}, ScoreReference{10, 50}, w);
   EXPECT_DOUBLE_EQ(s.performance, 0.5);
-  EXPECT_DOUBLE_EQ(s.cost, 0.5);
   EXPECT_DOUBLE_EQ(s.stability, 1.0);
-  EXPECT_NEAR(s.total, 0.30 * 1 + 0.25 * 0.5 + 0.20 * 0.5 + 0.15 * 0.5 + 0.10 * 0, 1e-12);
+  EXPECT_NEAR(s.total, 0.30 * 1 + 0.25 * 0.5 + 0.20 * s.cost + 0.15 * 0.5 + 0.10 * 0, 1e-12);
+}
+
+// Cost is 1 at the cheapest feasible P90 cost, falls as steeply as a linear rule there, and keeps
+// falling: a row at 2x and one at 4x the cheapest do not tie (a rule clamped at 0 from 2x made
+// 8 H100 at $320 and at $684 score alike).
+TEST(ScoreTest, CostFallsWithoutTiesBeyondTwiceTheCheapest) {
+  const ScoreReference ref{10, 100};
+  auto cost = [&](double usd) {
+    Scores s;
+    FinishScores(s, RunFacts{10, usd, 0, 1}, ref, Weights{});
+    return s.cost;
+  };
+  EXPECT_DOUBLE_EQ(cost(100), 1.0);
+  EXPECT_GT(cost(130), 0.70);
+  EXPECT_LT(cost(130), 0.80);
+  double previous = cost(100);
+  for (double usd : {150.0, 200.0, 300.0, 400.0, 800.0}) {
+    EXPECT_LT(cost(usd), previous) << usd;
+    EXPECT_GT(cost(usd), 0.0) << usd;
+    previous = cost(usd);
+  }
 }
 
 }  // namespace

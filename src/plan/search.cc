@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -33,6 +34,20 @@ constexpr double kMaxBatchRounding = 1.10;
 // with tp (the K/V ring wants NVLink).
 constexpr int64_t kContextParallelMinSeqLen = 16384;
 constexpr int kMaxContextParallel = 8;
+
+// Whether a common framework runs the layout with the training's method. Full training: every
+// layout FrameworkRunsLayout allows. LoRA under Megatron conventions (tp, pp, cp, ep, the
+// distributed optimizer) runs on NeMo Megatron-Bridge PEFT, which trains LoRA on Megatron-Core
+// with tensor and pipeline parallelism (docs.nvidia.com/nemo/megatron-bridge: "pretraining, SFT
+// and LoRA ... tensor and pipeline parallelism"); the plan labels it megatron-bridge
+// (FrameworkLabel). QLoRA's 4-bit NF4 base is bitsandbytes, which HF PEFT shards only with FSDP
+// or DeepSpeed ZeRO-3 (PEFT 0.10 release notes, "QLoRA with DeepSpeed ZeRO3 and FSDP";
+// huggingface.co/docs/peft/accelerate/fsdp): plain data parallel, no tp, pp, cp or ep.
+bool PeftRunsLayout(const workload::Training& t) {
+  if (t.method != workload::Method::kQlora) return true;
+  return t.tp == 1 && t.pp == 1 && t.cp == 1 && t.ep == 1 &&
+         t.framework != workload::Framework::kMegatron;
+}
 
 // Tries one layout; updates `best`. Returns false when it does not fit in memory.
 bool TryLayout(const workload::Model& model, workload::Training& t, const estimate::Hardware& hw,
@@ -91,10 +106,15 @@ void ScanLayouts(const workload::Model& model, const workload::Training& base,
     for (int cp = 1; cp <= max_cp && tp * cp <= hw.gpus_per_node; cp *= 2) {
       if (gpus % (tp * cp) != 0 || (cp > 1 && base.seq_len % (2 * cp) != 0)) continue;
       for (int pp = 1; pp <= gpus / (tp * cp) && pp <= layers; ++pp) {
-        if ((gpus / (tp * cp)) % pp != 0 || layers % pp != 0) continue;
+        // pp need not divide the layers: the stages then hold the floor or the ceiling of
+        // layers / pp, the first and last the floor (workload::PipelineStageLayers; Megatron-LM
+        // --decoder-first/last-pipeline-num-layers, as Llama 3 405B's pp16 over 126 layers with
+        // one layer less on the first and the last stage, arXiv 2407.21783 Sec. 3.3.2).
+        // Interleaving (vpp > 1) needs pp x vpp to divide them.
+        if ((gpus / (tp * cp)) % pp != 0) continue;
         const int dp = gpus / (tp * cp * pp);
         for (int vpp = 1; vpp <= (pp > 1 ? 2 : 1); ++vpp) {
-          if (layers % (static_cast<int64_t>(pp) * vpp) != 0) continue;
+          if (vpp > 1 && layers % (static_cast<int64_t>(pp) * vpp) != 0) continue;
           // ZeRO shards over dp x cp (nothing to shard at 1); stages 2/3 do not combine with
           // pipeline parallelism (DeepSpeed refuses ZeRO-2/3 with pipeline parallelism).
           // Generic (FLOPs-only) models run plain data parallel (DDP): their time model does not
@@ -116,7 +136,9 @@ void ScanLayouts(const workload::Model& model, const workload::Training& base,
                 t.recompute = rc;
                 t.sequence_parallel = tp > 1;
                 t.framework = options.framework.value_or(workload::DefaultFrameworkFor(t));
-                if (!workload::FrameworkRunsLayout(t.framework, t)) continue;
+                if (!workload::FrameworkRunsLayout(t.framework, t) || !PeftRunsLayout(t)) {
+                  continue;
+                }
                 ScanMicroBatches(model, t, hw, usable, capacity_bytes, base.global_batch,
                                  exact_batch, best);
               }
@@ -281,13 +303,29 @@ ScoreReference ReferenceOf(const std::vector<Candidate>& candidates,
 
 // How far a candidate misses its constraints: the larger of P90 time / deadline and expected
 // cost / budget (at most 1 for a constraint it meets, 0 without constraints). Among candidates
-// that miss, the nearest miss comes first: when nothing meets a 30-day deadline, a run of 33
-// days is the answer to show, not the cheapest run of 159 days.
+// that miss, the nearest misses come first (BetterMiss): when nothing meets a 30-day deadline, a
+// run of 31 days is the answer to show, not the cheapest run of 159 days, and of two runs of 30.1
+// and 30.3 days the one that costs a third less.
 double Violation(const Candidate& c, const Constraints& k) {
   double v = 0;
   if (k.deadline_seconds) v = std::max(v, c.run.p90_seconds / *k.deadline_seconds);
   if (k.budget_usd) v = std::max(v, c.run.expected_usd / *k.budget_usd);
   return v;
+}
+
+// The order among candidates that miss: near misses (within kNearMissTolerance of the nearest
+// one) first, by cost (by P90 time for the fastest objective), then the farther misses by how
+// far they miss. Keyed on the miss and the cost only, so it is a strict weak order.
+bool BetterMiss(const Candidate& a, const Candidate& b, double near_limit, Objective objective) {
+  const bool near_a = a.miss_factor <= near_limit, near_b = b.miss_factor <= near_limit;
+  if (near_a != near_b) return near_a;
+  if (near_a && objective != Objective::kFastest) {
+    const double ca = objective == Objective::kCheapest ? a.run.expected_usd : a.run.p90_usd;
+    const double cb = objective == Objective::kCheapest ? b.run.expected_usd : b.run.p90_usd;
+    if (ca != cb) return ca < cb;
+  }
+  if (a.miss_factor != b.miss_factor) return a.miss_factor < b.miss_factor;
+  return a.run.expected_usd < b.run.expected_usd;
 }
 
 // The objective's order among candidates with the same feasibility.
@@ -448,7 +486,6 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   const Constraints& c = spec.constraints;
   const workload::Training base = BaseTraining(model, spec);
   const double trained_params = estimate::TrainableParameterCount(model, base);
-  const double params = workload::ParameterCount(model);
 
   // --- filter offers, group them by hardware --------------------------------------------
   std::vector<HardwareClass> classes;
@@ -627,8 +664,9 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     p.run.step_p90_ratio = cand.band.step_p90_ratio * cand.network_p90_ratio;
     cand.run = EstimateRunCost(p.run, assumptions);
     PitfallFacts facts;
-    facts.parameters = params;
-    facts.gpu_memory_gib = p.hc->gpu->memory_gib;
+    const estimate::MemoryBreakdown& mem = cand.layout.memory;
+    facts.model_state_bytes = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes;
+    facts.capacity_bytes = cand.capacity_bytes;
     const workload::Training& t = cand.layout.training;
     facts.sharded = t.tp > 1 || t.pp > 1 || (t.zero_stage >= 1 && t.dp > 1);
     facts.gpus = p.run.gpus;
@@ -646,6 +684,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     facts.p90_seconds = cand.run.p90_seconds;
     facts.budget_usd = c.budget_usd;
     facts.expected_usd = cand.run.expected_usd;
+    facts.p90_usd = cand.run.p90_usd;
     facts.global_batch_changed = spec.global_batch_given && t.global_batch != base.global_batch;
     facts.precision_fallback = p.hc->precision_fallback;
     facts.reserved_term_seconds =
@@ -691,12 +730,19 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   for (Candidate& cand : result.candidates) {
     FinishScores(cand.score, FactsOf(cand), result.reference, spec.weights);
   }
+  double nearest_miss = std::numeric_limits<double>::infinity();
+  for (Candidate& cand : result.candidates) {
+    if (cand.meets_constraints) continue;
+    cand.miss_factor = Violation(cand, c);
+    nearest_miss = std::min(nearest_miss, cand.miss_factor);
+  }
+  result.nearest_miss_factor = std::isfinite(nearest_miss) ? nearest_miss : 0;
+  const double near_limit = result.nearest_miss_factor * (1 + kNearMissTolerance);
   std::stable_sort(result.candidates.begin(), result.candidates.end(),
                    [&](const Candidate& a, const Candidate& b) {
                      if (a.meets_constraints != b.meets_constraints) return a.meets_constraints;
                      if (!a.meets_constraints) {
-                       const double va = Violation(a, c), vb = Violation(b, c);
-                       if (va != vb) return va < vb;
+                       return BetterMiss(a, b, near_limit, spec.objective);
                      }
                      return BetterByObjective(a, b, spec.objective);
                    });
@@ -735,6 +781,20 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     result.notes.push_back("skipped, no " + std::string(workload::PrecisionName(base.precision)) +
                            " tensor-core mode: " + list +
                            "; --allow-precision-fallback plans them in fp16");
+  }
+  if (base.method == workload::Method::kLora &&
+      std::any_of(result.candidates.begin(), result.candidates.end(), [](const Candidate& k) {
+        return k.layout.training.framework == workload::Framework::kMegatron;
+      })) {
+    result.notes.push_back(
+        "LoRA layouts with tp/pp/cp/ep (framework megatron-bridge) run on NeMo Megatron-Bridge "
+        "PEFT (Megatron-Core; Megatron-LM itself has no LoRA: docs.nvidia.com/nemo/"
+        "megatron-bridge); HF PEFT runs LoRA data parallel only (fsdp, deepspeed, hf)");
+  }
+  if (base.method == workload::Method::kQlora) {
+    result.notes.push_back(
+        "QLoRA is planned data parallel only: its 4-bit bitsandbytes base runs under HF PEFT with "
+        "FSDP or DeepSpeed ZeRO-3 (PEFT 0.10), no tp/pp/cp/ep framework loads it");
   }
   if (!c.deadline_seconds && spec.objective == Objective::kBalanced) {
     result.notes.push_back(

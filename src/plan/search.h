@@ -72,6 +72,9 @@ struct Candidate {
   Scores score;
   uint32_t warnings = 0;          // Pitfall bits
   bool meets_constraints = true;  // deadline (P90) and budget (expected) hold
+  // How far it misses: the larger of P90 time / deadline and expected cost / budget (0 when
+  // meets_constraints).
+  double miss_factor = 0;
   workload::Precision precision = workload::Precision::kBf16Mixed;  // as planned (fallback: fp16)
   bool pareto = false;
   int rank = 0;  // 1-based, by (meets_constraints, score)
@@ -93,7 +96,18 @@ struct PlanResult {
   std::vector<std::string> notes;  // assumptions worth telling the user
   Objective objective = Objective::kBalanced;
   ScoreReference reference;  // what the balanced score was relative to
+  // The smallest miss_factor of a candidate that misses (0: none misses). Misses up to
+  // nearest_miss_factor x (1 + kNearMissTolerance) are "near misses", ordered by cost.
+  double nearest_miss_factor = 0;
 };
+
+// Misses within this share of the nearest miss count as equally near: among them cost decides
+// (cheapest: expected cost; balanced: P90 cost; fastest: P90 time still), farther misses follow
+// by how far they miss. 5 % (1.5 days of a 30-day deadline) is within the estimator's own
+// P10-P90 step-time band (-7/+5 % for the 70B pre-train of examples/llama-70b-pretrain.yaml on
+// 1024 H200, -42/+32 % for llama-3-8b on 8 H100: time.step_seconds_p10/p90), so a P90 nearer by
+// less than that is not a better-known time, while a row that costs 50 % more is.
+inline constexpr double kNearMissTolerance = 0.05;
 
 // Runs the whole plan. `threads` <= 0: std::thread::hardware_concurrency(). `assumptions`:
 // LoadCostAssumptions(catalog_dir) (sourced checkpoint bandwidth and spot MTTI).

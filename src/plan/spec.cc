@@ -362,6 +362,20 @@ Status ValidateSpec(const PlanSpec& spec) {
     return Status::InvalidInput(spec.origin + ": constraints.pricing: expected at least one model");
   }
   if (spec.top < 1) return Status::InvalidInput(spec.origin + ": top: expected >= 1");
+  if (spec.training.method == workload::Method::kQlora && spec.constraints.framework &&
+      *spec.constraints.framework == workload::Framework::kMegatron) {
+    ErrorDetail detail;
+    detail.field = "framework";
+    detail.expected = "deepspeed, fsdp or hf for qlora";
+    detail.found = "megatron";
+    detail.nearest = {"fsdp", "deepspeed", "hf"};
+    return Status::InvalidInput(
+               spec.origin +
+               ": framework: megatron has no QLoRA (its 4-bit base is bitsandbytes, which HF "
+               "PEFT runs with FSDP or DeepSpeed ZeRO-3); use fsdp, deepspeed or hf, or "
+               "--method lora (LoRA on Megatron-Core: NeMo Megatron-Bridge)")
+        .WithDetail(detail);
+  }
   return Status::Ok();
 }
 
