@@ -5,6 +5,8 @@
 // (what the generated source holds). Pure functions; thread-compatible.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -14,13 +16,52 @@
 
 namespace fulcrum::calibrate {
 
-// One fitted constant: its C++ member path in TimeCalibration (also the generated source's
+// One fitted constant of a parameter struct: its C++ member path (also the generated source's
 // assignment target), bounds, and the step scale for values near zero.
-struct FittedConstant {
+template <typename Params>
+struct Knob {
   std::string member;  // e.g. "ampere.gemm_max_efficiency"
-  std::function<double&(estimate::TimeCalibration&)> ref;
+  std::function<double&(Params&)> ref;
   double lower = 0, upper = 1, scale = 0.1;
 };
+using FittedConstant = Knob<estimate::TimeCalibration>;
+
+double RoundSignificant(double value, int digits);
+
+// The one fit of every calibration: a deterministic coordinate descent from `start` over the
+// knobs (steps of 20 %, 5 %, 1 %, 0.25 % of each value, at least of its scale) minimising
+// `objective`, then every knob rounded to 3 significant digits (what generated sources hold).
+template <typename Params, typename Objective>
+Params CoordinateDescent(Params start, const std::vector<Knob<Params>>& knobs,
+                         const Objective& objective) {
+  Params best = start;
+  double best_objective = objective(best);
+  for (const double step : {0.2, 0.05, 0.01, 0.0025}) {
+    for (int pass = 0; pass < 60; ++pass) {
+      bool improved = false;
+      for (const Knob<Params>& k : knobs) {
+        for (const double sign : {1.0, -1.0}) {
+          Params candidate = best;
+          double& x = k.ref(candidate);
+          x = std::clamp(x + sign * step * std::max(std::abs(x), k.scale), k.lower, k.upper);
+          if (x == k.ref(best)) continue;
+          const double value = objective(candidate);
+          if (value < best_objective - 1e-12) {
+            best = candidate;
+            best_objective = value;
+            improved = true;
+          }
+        }
+      }
+      if (!improved) break;
+    }
+  }
+  for (const Knob<Params>& k : knobs) {
+    double& x = k.ref(best);
+    x = RoundSignificant(x, 3);
+  }
+  return best;
+}
 
 const std::vector<FittedConstant>& FittedConstants();
 

@@ -186,8 +186,7 @@ int64_t CachedTokens(const workload::Model& m, int64_t context) {
   return m.sliding_window > 0 ? std::min(context, m.sliding_window) : context;
 }
 
-Result<ServeEstimate> EstimateServing(const ServeRequest& r,
-                                      const estimate::TimeCalibration& calibration) {
+Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibration& calibration) {
   const workload::Model& m = r.model;
   if (m.kind != workload::ModelKind::kDecoder) {
     return Invalid("model", "a decoder transformer", std::string(workload::ModelKindName(m.kind)));
@@ -206,7 +205,7 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r,
   node.gpu_count = static_cast<int>(r.tp);
   node.interconnect = r.interconnect;
   const std::optional<estimate::Hardware> hw =
-      estimate::HardwareFor(r.gpu, node, workload::Precision::kFp16Mixed, calibration);
+      estimate::HardwareFor(r.gpu, node, workload::Precision::kFp16Mixed);
   if (!hw) return Invalid("gpu", "a GPU with a sourced fp16 peak", r.gpu.name);
 
   const double tp = static_cast<double>(r.tp);
@@ -250,17 +249,20 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r,
   const double peak = *MatmulPeak(r.gpu, r.precision);
   const bool low_bit = r.precision == Precision::kFp8 || r.precision == Precision::kInt8 ||
                        r.precision == Precision::kFp4;
-  const double gemm_eff = hw->efficiency.gemm_max_efficiency *
-                          (low_bit ? calibration.fp8_gemm_relative_efficiency : 1.0);
-  const double attn_flops_per_second =
-      hw->peak_flops_16bit * hw->efficiency.flash_attention_efficiency;
-  const double bandwidth = hw->memory_bytes_per_second * calibration.memory_bandwidth_efficiency;
+  const double low_bit_factor = low_bit ? calibration.low_bit_gemm_relative_efficiency : 1.0;
+  const double prefill_flops_per_second =
+      peak * std::min(1.0, calibration.prefill_gemm_efficiency * low_bit_factor);
+  const double decode_flops_per_second =
+      peak * std::min(1.0, calibration.decode_gemm_efficiency * low_bit_factor);
+  const double attn_flops_per_second = hw->peak_flops_16bit * calibration.attention_efficiency;
+  const double bandwidth = hw->memory_bytes_per_second * calibration.decode_bandwidth_efficiency;
+  const estimate::TimeCalibration& links = estimate::DefaultTimeCalibration();
   estimate::Link link;
-  link.bytes_per_second =
-      hw->intra_node_bytes_per_second *
-      (hw->nvlink ? calibration.nvlink_efficiency : calibration.pcie_efficiency);
-  link.latency_seconds = calibration.intra_node_latency_seconds;
+  link.bytes_per_second = hw->intra_node_bytes_per_second *
+                          (hw->nvlink ? links.nvlink_efficiency : links.pcie_efficiency);
+  link.latency_seconds = links.intra_node_latency_seconds;
   const int ranks = static_cast<int>(r.tp);
+  const double overhead_per_pass = layers * calibration.per_layer_overhead_seconds;
   // Matmul FLOPs per token: 2 x the parameters a token uses, less the input embedding lookup.
   const double linear_flops_per_token =
       2 * (workload::ActiveParameterCount(m) - workload::EmbeddingParameterCount(m));
@@ -271,15 +273,17 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r,
   const double prefill_tokens = batch * s;
   const double prefill_attn_flops =
       batch * 2 * layers * hidden * s * static_cast<double>(CachedTokens(m, r.input_len));
-  const double prefill_compute = prefill_tokens * linear_flops_per_token / (tp * peak * gemm_eff) +
-                                 prefill_attn_flops / (tp * attn_flops_per_second);
+  const double prefill_compute =
+      prefill_tokens * linear_flops_per_token / (tp * prefill_flops_per_second) +
+      prefill_attn_flops / (tp * attn_flops_per_second);
   const double prefill_comm =
       layers * 2 * estimate::AllReduceSeconds(prefill_tokens * hidden * act_bytes, ranks, link);
-  out.speed.prefill_seconds = std::max(prefill_compute, weights_per_gpu / bandwidth) + prefill_comm;
+  out.speed.prefill_seconds =
+      std::max(prefill_compute, weights_per_gpu / bandwidth) + prefill_comm + overhead_per_pass;
 
   // Decode, at the mean context: read the weights the batch touches (MoE: the expected share of
-  // routed experts any of its tokens picks) and every sequence's KV; compute-bound when the batch
-  // is large enough.
+  // routed experts any of its tokens picks), compute-bound when the batch is large enough; then
+  // attention reads every sequence's KV (once per query head for a kPerQueryHead kernel).
   const double context = static_cast<double>(CachedTokens(m, r.input_len + r.output_len / 2));
   double weights_read = mem.weights_bytes;
   if (workload::IsMoe(m)) {
@@ -288,15 +292,20 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r,
         static_cast<double>(m.experts_per_token) / static_cast<double>(m.experts);
     weights_read -= routed * std::pow(1 - k_over_e, batch);
   }
+  const double kv_read_factor = r.decode_attention == DecodeAttention::kPerQueryHead
+                                    ? static_cast<double>(m.heads) / kv_heads
+                                    : 1.0;
+  const double weights_seconds = weights_read / tp / bandwidth;
+  const double kv_seconds = batch * context * kv_per_token_per_gpu * kv_read_factor / bandwidth;
+  const double gemm_seconds = batch * linear_flops_per_token / (tp * decode_flops_per_second);
+  const double attn_seconds = batch * 4 * layers * hidden * context / (tp * attn_flops_per_second);
   ServeSpeed& sp = out.speed;
-  sp.decode_memory_seconds =
-      (weights_read / tp + batch * context * kv_per_token_per_gpu) / bandwidth;
-  sp.decode_compute_seconds = batch * linear_flops_per_token / (tp * peak * gemm_eff) +
-                              batch * 4 * layers * hidden * context / (tp * attn_flops_per_second);
+  sp.decode_memory_seconds = weights_seconds + kv_seconds;
+  sp.decode_compute_seconds = gemm_seconds + attn_seconds;
   sp.decode_comm_seconds =
       layers * 2 * estimate::AllReduceSeconds(batch * hidden * act_bytes, ranks, link);
-  sp.tpot_seconds =
-      std::max(sp.decode_memory_seconds, sp.decode_compute_seconds) + sp.decode_comm_seconds;
+  sp.tpot_seconds = std::max(weights_seconds, gemm_seconds) + std::max(kv_seconds, attn_seconds) +
+                    sp.decode_comm_seconds + overhead_per_pass;
   const double output = static_cast<double>(r.output_len);
   sp.output_tokens_per_second = batch * output / (sp.prefill_seconds + output * sp.tpot_seconds);
   sp.prefill_tokens_per_second = prefill_tokens / sp.prefill_seconds;
