@@ -1,0 +1,96 @@
+// Google Benchmark for serve-plan: the whole plan (every offer of the shipped catalog x every
+// tensor-parallel layout, with the latency-target batch search) for the two examples of
+// examples/*-serve.yaml, wall time. Goal (issue 17): a full serve-plan over the catalog < 0.5 s
+// on 2 cores.
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "catalog/catalog.h"
+#include "catalog/offer_query.h"
+#include "serve/plan.h"
+#include "workload/model_io.h"
+
+namespace {
+
+const std::string kCatalog = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
+
+const fulcrum::catalog::Catalog& Shipped() {
+  static const fulcrum::catalog::Catalog catalog = [] {
+    fulcrum::catalog::LoadOptions options;
+    options.include_user_offers = false;
+    auto c = fulcrum::catalog::Catalog::Load(kCatalog, options);
+    if (!c.ok()) std::abort();
+    return *c;
+  }();
+  return catalog;
+}
+
+// Every on-demand offer of the catalog (no GPU or provider filter).
+fulcrum::catalog::ResolvedFilter AllOffers() {
+  fulcrum::catalog::OfferFilter filter;
+  filter.pricing = {fulcrum::catalog::Pricing::kOnDemand};
+  auto offers = fulcrum::catalog::ResolveOfferFilter(Shipped(), filter);
+  if (!offers.ok()) std::abort();
+  return *offers;
+}
+
+void RunPlan(benchmark::State& state, const fulcrum::serve::ServePlanRequest& request) {
+  const fulcrum::catalog::ResolvedFilter offers = AllOffers();
+  size_t candidates = 0;
+  for (auto _ : state) {
+    auto plan = fulcrum::serve::PlanServing(Shipped(), offers, request);
+    if (!plan.ok()) std::abort();
+    candidates = plan->size();
+    benchmark::DoNotOptimize(plan);
+  }
+  state.counters["offers"] = static_cast<double>(offers.offers.size());
+  state.counters["candidates"] = static_cast<double>(candidates);
+}
+
+// examples/llama-8b-chatbot-serve.yaml over the whole catalog (no GPU filter).
+void BM_ServePlan8bChatbot(benchmark::State& state) {
+  fulcrum::serve::ServePlanRequest r;
+  auto model = fulcrum::workload::LoadModelPreset(kCatalog, "llama-3-8b");
+  if (!model.ok()) std::abort();
+  r.model = *model;
+  r.precision = fulcrum::serve::Precision::kInt4WeightOnly;
+  r.kv_precision = fulcrum::serve::KvPrecision::kFp16;
+  r.input_len = 512;
+  r.output_len = 256;
+  r.requests_per_second = 5;
+  r.targets.ttft_p90_seconds = 2;
+  r.targets.tpot_p90_seconds = 0.08;
+  RunPlan(state, r);
+}
+BENCHMARK(BM_ServePlan8bChatbot)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// examples/llama-70b-serve.yaml over the whole catalog (fp8: the GPUs without it are skipped).
+void BM_ServePlan70bService(benchmark::State& state) {
+  fulcrum::serve::ServePlanRequest r;
+  auto model = fulcrum::workload::LoadModelPreset(kCatalog, "llama-3-70b");
+  if (!model.ok()) std::abort();
+  r.model = *model;
+  r.precision = fulcrum::serve::Precision::kFp8;
+  r.kv_precision = fulcrum::serve::KvPrecision::kFp8;
+  r.input_len = 1024;
+  r.output_len = 512;
+  r.requests_per_second = 20;
+  r.targets.ttft_p90_seconds = 5;
+  r.targets.tpot_p90_seconds = 0.06;
+  RunPlan(state, r);
+}
+BENCHMARK(BM_ServePlan70bService)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The 8B model in bf16 without targets: every offer that has bf16, at its largest batch.
+void BM_ServePlanAllOffersBf16(benchmark::State& state) {
+  fulcrum::serve::ServePlanRequest r;
+  auto model = fulcrum::workload::LoadModelPreset(kCatalog, "llama-3-8b");
+  if (!model.ok()) std::abort();
+  r.model = *model;
+  RunPlan(state, r);
+}
+BENCHMARK(BM_ServePlanAllOffersBf16)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
