@@ -64,6 +64,7 @@ std::optional<double> ServingError(const ServingRow& row, const ServeCalibration
 double ServingObjective(const std::vector<const ServingRow*>& rows, const ServeCalibration& c) {
   std::map<std::string, std::vector<double>> by_family;
   for (const ServingRow* row : rows) {
+    if (row->metric == ServingMetric::kKvCacheTokens) continue;  // memory: nothing to fit
     if (const std::optional<double> e = ServingError(*row, c)) {
       by_family[row->family].push_back(std::abs(std::log1p(std::max(*e, -0.99))));
     }
@@ -91,7 +92,15 @@ double Quantile(std::vector<double> values, double q) {
 }
 
 std::string MetricName(ServingMetric m) {
-  return m == ServingMetric::kTtftSeconds ? "ttft" : "throughput";
+  switch (m) {
+    case ServingMetric::kOutputTokensPerSecondPerGpu:
+      return "throughput";
+    case ServingMetric::kTtftSeconds:
+      return "ttft";
+    case ServingMetric::kKvCacheTokens:
+      return "kv cache tokens";
+  }
+  return "";
 }
 
 }  // namespace
@@ -105,7 +114,7 @@ Result<std::vector<ServingRow>> LoadServingRows(const std::string& root) {
   const TableSchema schema{
       {"id", "family", "framework", "model", "gpu", "tp", "precision", "kv_precision",
        "decode_attention", "batch", "input_len", "output_len", "metric", "value", "source"},
-      {"notes"}};
+      {"notes", "max_batched_tokens"}};
   FULCRUM_ASSIGN_OR_RETURN(const ColumnIndex columns, CheckHeader(doc, kFile, schema));
   catalog::LoadOptions load;
   load.include_user_offers = false;
@@ -135,6 +144,9 @@ Result<std::vector<ServingRow>> LoadServingRows(const std::string& root) {
     FULCRUM_ASSIGN_OR_RETURN(q.batch, r.Int("batch", 1, 1 << 20));
     FULCRUM_ASSIGN_OR_RETURN(q.input_len, r.Int("input_len", 1, 1 << 24));
     FULCRUM_ASSIGN_OR_RETURN(q.output_len, r.Int("output_len", 1, 1 << 24));
+    FULCRUM_ASSIGN_OR_RETURN(std::optional<int> max_batched,
+                             r.OptionalInt("max_batched_tokens", 1, 1 << 24));
+    if (max_batched) q.max_batched_tokens = *max_batched;
     Result<serve::Precision> precision = serve::ParsePrecision(row.precision);
     if (!precision.ok()) return r.Error("precision", "bf16, fp16, fp8, fp4, int8, ...");
     q.precision = *precision;
@@ -152,8 +164,10 @@ Result<std::vector<ServingRow>> LoadServingRows(const std::string& root) {
       row.metric = ServingMetric::kOutputTokensPerSecondPerGpu;
     } else if (metric == "ttft_seconds") {
       row.metric = ServingMetric::kTtftSeconds;
+    } else if (metric == "kv_cache_tokens") {
+      row.metric = ServingMetric::kKvCacheTokens;
     } else {
-      return r.Error("metric", "output_tokens_per_second_per_gpu or ttft_seconds");
+      return r.Error("metric", "output_tokens_per_second_per_gpu, ttft_seconds or kv_cache_tokens");
     }
     FULCRUM_ASSIGN_OR_RETURN(row.measured, r.Number("value", 1e-9, 1e12));
     rows.push_back(std::move(row));
@@ -164,7 +178,14 @@ Result<std::vector<ServingRow>> LoadServingRows(const std::string& root) {
 std::optional<double> PredictServing(const ServingRow& row, const ServeCalibration& c) {
   const Result<serve::ServeEstimate> e = serve::EstimateServing(row.request, c);
   if (!e.ok()) return std::nullopt;
-  if (row.metric == ServingMetric::kTtftSeconds) return e->speed.prefill_seconds;
+  switch (row.metric) {
+    case ServingMetric::kTtftSeconds:
+      return e->speed.prefill_seconds;
+    case ServingMetric::kKvCacheTokens:
+      return static_cast<double>(e->memory.kv_cache_capacity_tokens);
+    case ServingMetric::kOutputTokensPerSecondPerGpu:
+      break;
+  }
   return e->speed.output_tokens_per_second / static_cast<double>(row.request.tp);
 }
 
@@ -178,7 +199,7 @@ ServingReport FitServingReport(const std::vector<ServingRow>& rows) {
   std::set<std::string> families;
   for (const ServingRow& row : rows) {
     all.push_back(&row);
-    families.insert(row.family);
+    if (row.metric != ServingMetric::kKvCacheTokens) families.insert(row.family);  // fitted on
   }
   ServingReport report;
   report.fitted = FitServing(all);
@@ -194,7 +215,7 @@ ServingReport FitServingReport(const std::vector<ServingRow>& rows) {
   std::vector<double> ttft, tpot;
   for (const ServingRow& row : rows) {
     const std::optional<double> predicted = PredictServing(row, LeftOut(report, row));
-    if (!predicted || *predicted <= 0) continue;
+    if (!predicted || *predicted <= 0 || row.metric == ServingMetric::kKvCacheTokens) continue;
     if (row.metric == ServingMetric::kTtftSeconds) {
       ttft.push_back(row.measured / *predicted);
     } else {
@@ -286,9 +307,13 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
       << Format("%.3g", report.band.tpot_p90_ratio)
       << ". `serve-plan --ttft-p90/--tpot-p90` compare estimate x P90 ratio with the target, "
          "`--ttft-p50/--tpot-p50` estimate x P50 ratio.\n\n"
-         "Max concurrency (memory) has no published measurement among these rows (static "
-         "batching reports the batch it ran, not the most that fit), so the 10 % goal for it is "
-         "not scored here.\n\n"
+         "Memory (max concurrency): the `kv cache tokens` rows compare the KV-cache capacity "
+         "(`memory.kv_cache_capacity_tokens`: tokens that fit in the 0.9 budget beside weights, "
+         "activations of the largest forward pass and CUDA context; max_concurrency = capacity / "
+         "tokens per sequence) with vLLM's logged \"# GPU blocks\" x 16. The memory model has no "
+         "fitted constant, so in-sample and left-out are the same figure (goal: within 10 %). "
+         "The static-batching throughput rows report the batch they ran, not the most that fit, "
+         "so they say nothing about it.\n\n"
          "### Fitted serving constants\n\n| constant | prior | fitted (all rows) |";
   for (const auto& [family, c] : report.left_out) out << " without " << family << " |";
   out << "\n|---|---|---|";
@@ -311,6 +336,7 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
     const bool ttft = row.metric == ServingMetric::kTtftSeconds;
     const std::optional<double> predicted = PredictServing(row, report.fitted);
     auto value = [&](double v) {
+      if (row.metric == ServingMetric::kKvCacheTokens) return Format("%.0f", v) + " KV tokens";
       return ttft ? Format("%.1f", v * 1000) + " ms TTFT" : Format("%.0f", v) + " tok/s/GPU";
     };
     out << "| " << row.id << " | " << row.model_name << " | " << row.gpu_name << " | "

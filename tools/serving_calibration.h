@@ -20,6 +20,8 @@ namespace fulcrum::calibrate {
 enum class ServingMetric {
   kOutputTokensPerSecondPerGpu,  // batch x output tokens over the run's wall time / tp
   kTtftSeconds,                  // time to first token of the batch
+  kKvCacheTokens,  // tokens the engine's KV cache holds (vLLM "GPU KV cache size"); no fitted
+                   // constant (memory), so these rows are scored but not fitted on
 };
 
 struct ServingRow {

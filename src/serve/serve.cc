@@ -19,11 +19,9 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // (CacheConfig.gpu_memory_utilization, same default).
 constexpr double kGpuMemoryUtilization = 0.9;
 // The engine reserves the activation workspace of its largest forward pass at start-up (vLLM
-// profiles a dummy run), whatever the batch: kMaxBatchedTokens tokens, and logits for kMaxNumSeqs
-// sequences. ASSUMPTIONS, not fitted: max_num_batched_tokens is the order of vLLM's defaults
-// (2048-8192 by version and GPU); max_num_seqs 256 is vLLM's SchedulerConfig default of the 0.x
-// releases.
-constexpr int64_t kMaxBatchedTokens = 8192;
+// profiles a dummy run), whatever the batch: ServeRequest::max_batched_tokens tokens, and logits
+// for kMaxNumSeqs sequences. ASSUMPTION, not fitted: max_num_seqs 256 is vLLM's SchedulerConfig
+// default of the 0.x releases.
 constexpr int64_t kMaxNumSeqs = 256;
 // CUDA context + NCCL buffers + captured CUDA graphs per GPU. ASSUMPTION, not fitted: vLLM's
 // start-up log reports CUDA graph pools of a few hundred MiB and ~0.5-1 GiB of non-torch memory.
@@ -198,6 +196,9 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
   if (r.batch < 1) return Invalid("batch", "at least 1", std::to_string(r.batch));
   if (r.input_len < 1) return Invalid("input-len", "at least 1", std::to_string(r.input_len));
   if (r.output_len < 1) return Invalid("output-len", "at least 1", std::to_string(r.output_len));
+  if (r.max_batched_tokens < 1) {
+    return Invalid("max-batched-tokens", "at least 1", std::to_string(r.max_batched_tokens));
+  }
   FULCRUM_RETURN_IF_ERROR(CheckSupport(r.gpu, r.precision, r.kv_precision));
 
   catalog::Offer node;
@@ -226,7 +227,7 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
   const double weights_per_gpu = mem.weights_bytes / tp;
   // Forward workspace of the largest pass: q/k/v, gate+up (the MLP intermediate), the residual
   // stream, and fp32 logits of the sampled positions (the whole vocabulary, gathered).
-  const double chunk = static_cast<double>(kMaxBatchedTokens);
+  const double chunk = static_cast<double>(r.max_batched_tokens);
   const double mlp_width = static_cast<double>(
       workload::IsMoe(m) ? workload::ExpertFfnHidden(m) * m.experts_per_token : m.ffn_hidden);
   mem.activation_bytes_per_gpu =
@@ -239,6 +240,10 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
   const double fixed = weights_per_gpu + mem.activation_bytes_per_gpu + mem.overhead_bytes_per_gpu;
   mem.peak_bytes_per_gpu = fixed + mem.kv_cache_bytes * KvHeadsPerGpu(m, r.tp) / kv_heads;
   const double per_sequence = kv_per_token_per_gpu * static_cast<double>(seq_tokens);
+  mem.kv_cache_capacity_tokens =
+      fixed >= mem.budget_bytes_per_gpu
+          ? 0
+          : static_cast<int64_t>((mem.budget_bytes_per_gpu - fixed) / kv_per_token_per_gpu);
   mem.max_concurrency =
       fixed >= mem.budget_bytes_per_gpu
           ? 0

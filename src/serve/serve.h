@@ -83,6 +83,10 @@ struct ServeRequest {
   Precision precision = Precision::kBf16;
   KvPrecision kv_precision = KvPrecision::kBf16;
   DecodeAttention decode_attention = DecodeAttention::kGrouped;
+  // Tokens of the engine's largest forward pass, whose activations it reserves at start-up
+  // (vLLM max_num_batched_tokens: 8192 is the order of its defaults with chunked prefill, 2048-
+  // 16384 by version and GPU; without chunked prefill vLLM 0.x used max_model_len).
+  int64_t max_batched_tokens = 8192;
 };
 
 struct ServeMemory {
@@ -93,7 +97,8 @@ struct ServeMemory {
   double overhead_bytes_per_gpu = 0;    // CUDA context, CUDA graphs, NCCL buffers
   double peak_bytes_per_gpu = 0;        // weights + KV + activations + overhead, one GPU
   double budget_bytes_per_gpu = 0;      // gpu_memory_utilization x capacity
-  int64_t max_concurrency = 0;          // sequences of input+output tokens that fit in the budget
+  int64_t kv_cache_capacity_tokens = 0;  // tokens the budget holds beyond weights/activations
+  int64_t max_concurrency = 0;           // sequences of input+output tokens that fit in the budget
   bool fits = false;                    // peak <= budget
 };
 

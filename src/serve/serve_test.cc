@@ -139,6 +139,24 @@ TEST(ServeMemoryTest, MaxConcurrencyIsTheLargestBatchThatFits) {
   EXPECT_NEAR(static_cast<double>(Estimate(r).memory.max_concurrency), 2.0 * max, 2.0);
 }
 
+// vLLM start-up logs of meta-llama/Llama-3.1-8B-Instruct on an RTX 3090 at
+// gpu_memory_utilization 0.90 (https://github.com/vllm-project/vllm/issues/10517): max_model_len
+// 20000 -> 1952 blocks of 16 tokens, 29000 -> 1478; without chunked prefill vLLM profiles a
+// forward pass of max_model_len tokens, so the longer context leaves less for the KV cache.
+TEST(ServeMemoryTest, KvCapacityFollowsTheProfiledForwardPassAsVllmLogsIt) {
+  ServeRequest r = Request("llama-3-8b", "RTX-3090", Precision::kBf16, KvPrecision::kBf16, 1,
+                           20000, 1);
+  r.max_batched_tokens = 20000;
+  const ServeMemory at20k = Estimate(r).memory;
+  r.input_len = r.max_batched_tokens = 29000;
+  const ServeMemory at29k = Estimate(r).memory;
+  EXPECT_NEAR(static_cast<double>(at20k.kv_cache_capacity_tokens), 1952 * 16, 1952 * 16 * 0.1);
+  EXPECT_NEAR(static_cast<double>(at29k.kv_cache_capacity_tokens), 1478 * 16, 1478 * 16 * 0.1);
+  EXPECT_GT(at29k.activation_bytes_per_gpu, at20k.activation_bytes_per_gpu);
+  // max_concurrency is the capacity in whole sequences (29000 + 1 tokens each: none fits twice).
+  EXPECT_EQ(at29k.max_concurrency, at29k.kv_cache_capacity_tokens / 29001);
+}
+
 TEST(ServeMemoryTest, TensorParallelismSplitsWeightsAndKv) {
   const ServeEstimate one = Estimate(
       Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 8, 512, 512, 2));
