@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,21 @@ Params CoordinateDescent(Params start, const std::vector<Knob<Params>>& knobs,
     x = RoundSignificant(x, 3);
   }
   return best;
+}
+
+// For each group: `fit` on every row outside it (the leave-one-group-out fits).
+template <typename Row, typename Key, typename FitFn>
+auto FitLeavingOut(const std::vector<const Row*>& rows, const std::set<std::string>& groups,
+                   const Key& key, const FitFn& fit) {
+  std::map<std::string, decltype(fit(rows))> out;
+  for (const std::string& group : groups) {
+    std::vector<const Row*> rest;
+    for (const Row* row : rows) {
+      if (key(*row) != group) rest.push_back(row);
+    }
+    out.emplace(group, fit(rest));
+  }
+  return out;
 }
 
 const std::vector<FittedConstant>& FittedConstants();

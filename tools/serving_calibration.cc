@@ -203,13 +203,8 @@ ServingReport FitServingReport(const std::vector<ServingRow>& rows) {
   }
   ServingReport report;
   report.fitted = FitServing(all);
-  for (const std::string& family : families) {
-    std::vector<const ServingRow*> rest;
-    for (const ServingRow* row : all) {
-      if (row->family != family) rest.push_back(row);
-    }
-    report.left_out[family] = FitServing(rest);
-  }
+  report.left_out = FitLeavingOut(
+      all, families, [](const ServingRow& row) { return row.family; }, FitServing);
   // Latency band: measured / predicted time, each row scored without its family. Throughput
   // rows stand for the time per output token (time = tokens / throughput).
   std::vector<double> ttft, tpot;

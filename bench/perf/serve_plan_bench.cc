@@ -49,47 +49,45 @@ void RunPlan(benchmark::State& state, const fulcrum::serve::ServePlanRequest& re
   state.counters["candidates"] = static_cast<double>(candidates);
 }
 
+// A request as the examples write it; targets in seconds (0 = none).
+fulcrum::serve::ServePlanRequest Request(const char* model, fulcrum::serve::Precision precision,
+                                         fulcrum::serve::KvPrecision kv, int64_t input_len,
+                                         int64_t output_len, double requests_per_second,
+                                         double ttft_p90, double tpot_p90) {
+  fulcrum::serve::ServePlanRequest r;
+  auto preset = fulcrum::workload::LoadModelPreset(kCatalog, model);
+  if (!preset.ok()) std::abort();
+  r.model = *preset;
+  r.precision = precision;
+  r.kv_precision = kv;
+  r.input_len = input_len;
+  r.output_len = output_len;
+  r.requests_per_second = requests_per_second;
+  if (ttft_p90 > 0) r.targets.ttft_p90_seconds = ttft_p90;
+  if (tpot_p90 > 0) r.targets.tpot_p90_seconds = tpot_p90;
+  return r;
+}
+
+using fulcrum::serve::KvPrecision;
+using fulcrum::serve::Precision;
+
 // examples/llama-8b-chatbot-serve.yaml over the whole catalog (no GPU filter).
 void BM_ServePlan8bChatbot(benchmark::State& state) {
-  fulcrum::serve::ServePlanRequest r;
-  auto model = fulcrum::workload::LoadModelPreset(kCatalog, "llama-3-8b");
-  if (!model.ok()) std::abort();
-  r.model = *model;
-  r.precision = fulcrum::serve::Precision::kInt4WeightOnly;
-  r.kv_precision = fulcrum::serve::KvPrecision::kFp16;
-  r.input_len = 512;
-  r.output_len = 256;
-  r.requests_per_second = 5;
-  r.targets.ttft_p90_seconds = 2;
-  r.targets.tpot_p90_seconds = 0.08;
-  RunPlan(state, r);
+  RunPlan(state, Request("llama-3-8b", Precision::kInt4WeightOnly, KvPrecision::kFp16, 512, 256,
+                         5, 2, 0.08));
 }
 BENCHMARK(BM_ServePlan8bChatbot)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // examples/llama-70b-serve.yaml over the whole catalog (fp8: the GPUs without it are skipped).
 void BM_ServePlan70bService(benchmark::State& state) {
-  fulcrum::serve::ServePlanRequest r;
-  auto model = fulcrum::workload::LoadModelPreset(kCatalog, "llama-3-70b");
-  if (!model.ok()) std::abort();
-  r.model = *model;
-  r.precision = fulcrum::serve::Precision::kFp8;
-  r.kv_precision = fulcrum::serve::KvPrecision::kFp8;
-  r.input_len = 1024;
-  r.output_len = 512;
-  r.requests_per_second = 20;
-  r.targets.ttft_p90_seconds = 5;
-  r.targets.tpot_p90_seconds = 0.06;
-  RunPlan(state, r);
+  RunPlan(state,
+          Request("llama-3-70b", Precision::kFp8, KvPrecision::kFp8, 1024, 512, 20, 5, 0.06));
 }
 BENCHMARK(BM_ServePlan70bService)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The 8B model in bf16 without targets: every offer that has bf16, at its largest batch.
 void BM_ServePlanAllOffersBf16(benchmark::State& state) {
-  fulcrum::serve::ServePlanRequest r;
-  auto model = fulcrum::workload::LoadModelPreset(kCatalog, "llama-3-8b");
-  if (!model.ok()) std::abort();
-  r.model = *model;
-  RunPlan(state, r);
+  RunPlan(state, Request("llama-3-8b", Precision::kBf16, KvPrecision::kBf16, 512, 128, 0, 0, 0));
 }
 BENCHMARK(BM_ServePlanAllOffersBf16)->Unit(benchmark::kMillisecond)->UseRealTime();
 

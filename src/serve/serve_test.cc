@@ -144,8 +144,8 @@ TEST(ServeMemoryTest, MaxConcurrencyIsTheLargestBatchThatFits) {
 // 20000 -> 1952 blocks of 16 tokens, 29000 -> 1478; without chunked prefill vLLM profiles a
 // forward pass of max_model_len tokens, so the longer context leaves less for the KV cache.
 TEST(ServeMemoryTest, KvCapacityFollowsTheProfiledForwardPassAsVllmLogsIt) {
-  ServeRequest r = Request("llama-3-8b", "RTX-3090", Precision::kBf16, KvPrecision::kBf16, 1,
-                           20000, 1);
+  ServeRequest r =
+      Request("llama-3-8b", "RTX-3090", Precision::kBf16, KvPrecision::kBf16, 1, 20000, 1);
   r.max_batched_tokens = 20000;
   const ServeMemory at20k = Estimate(r).memory;
   r.input_len = r.max_batched_tokens = 29000;

@@ -6,6 +6,7 @@
 
 #include "core/input_error.h"
 #include "core/yaml.h"
+#include "plan/spec.h"
 #include "serve/serve.h"
 
 namespace fulcrum::serve {
@@ -60,23 +61,11 @@ Status ParseTraffic(const YamlNode& node, ServeSpec& spec) {
 }
 
 Status ParseModel(const YamlNode& root, const std::string& base_dir, ServeSpec& spec) {
-  if (auto m = root.Find("model")) {
-    if (m->IsScalar()) {
-      spec.model_preset = m->raw().Scalar();
-    } else if (m->IsMap()) {
-      YAML::Emitter emitter;
-      emitter << m->raw();
-      spec.model_yaml = emitter.c_str();
-    } else {
-      return m->Error("a preset name or a model mapping");
-    }
-  }
-  if (auto v = root.Find("hf_config")) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string path, v->Text());
-    std::filesystem::path p(path);
-    if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
-    spec.hf_config_path = p.string();
-  }
+  plan::SpecModel model;
+  FULCRUM_RETURN_IF_ERROR(plan::ParseSpecModel(root, base_dir, model));
+  spec.model_preset = model.preset;
+  spec.hf_config_path = model.hf_config_path;
+  spec.model_yaml = model.yaml;
   if (!spec.hf_config_path.empty() && (!spec.model_preset.empty() || !spec.model_yaml.empty())) {
     return root.Required("hf_config")->Error("no hf_config next to model (give one of them)");
   }
