@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -78,6 +80,34 @@ auto FitLeavingOut(const std::vector<const Row*>& rows, const std::set<std::stri
     out.emplace(group, fit(rest));
   }
   return out;
+}
+
+// The markdown table of fitted constants: the prior (`Params{}`), the fit on all rows, and the
+// fit without each group (3 significant digits).
+template <typename Params>
+std::string ConstantsMarkdown(const std::vector<Knob<Params>>& knobs, const Params& fitted,
+                              const std::map<std::string, Params>& left_out) {
+  auto value = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", v);
+    return std::string(text);
+  };
+  std::ostringstream out;
+  out << "| constant | prior | fitted (all rows) |";
+  for (const auto& [group, p] : left_out) out << " without " << group << " |";
+  out << "\n|---|---|---|";
+  for (size_t i = 0; i < left_out.size(); ++i) out << "---|";
+  out << "\n";
+  for (const Knob<Params>& k : knobs) {
+    Params prior, all = fitted;
+    out << "| " << k.member << " | " << value(k.ref(prior)) << " | " << value(k.ref(all)) << " |";
+    for (const auto& [group, p] : left_out) {
+      Params copy = p;
+      out << " " << value(k.ref(copy)) << " |";
+    }
+    out << "\n";
+  }
+  return out.str();
 }
 
 const std::vector<FittedConstant>& FittedConstants();

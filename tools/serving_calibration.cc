@@ -309,21 +309,8 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
          "fitted constant, so in-sample and left-out are the same figure (goal: within 10 %). "
          "The static-batching throughput rows report the batch they ran, not the most that fit, "
          "so they say nothing about it.\n\n"
-         "### Fitted serving constants\n\n| constant | prior | fitted (all rows) |";
-  for (const auto& [family, c] : report.left_out) out << " without " << family << " |";
-  out << "\n|---|---|---|";
-  for (size_t i = 0; i < report.left_out.size(); ++i) out << "---|";
-  out << "\n";
-  for (const Knob<ServeCalibration>& k : ServingKnobs()) {
-    ServeCalibration prior, fitted = report.fitted;
-    out << "| " << k.member << " | " << Format("%.3g", k.ref(prior)) << " | "
-        << Format("%.3g", k.ref(fitted)) << " |";
-    for (const auto& [family, c] : report.left_out) {
-      ServeCalibration copy = c;
-      out << " " << Format("%.3g", k.ref(copy)) << " |";
-    }
-    out << "\n";
-  }
+         "### Fitted serving constants\n\n"
+      << ConstantsMarkdown(ServingKnobs(), report.fitted, report.left_out);
   out << "\n### Inference, per row\n\n"
          "| id | model | gpu | tp | precision | batch | in/out | measured | predicted | error | "
          "left-out error |\n|---|---|---|---|---|---|---|---|---|---|---|\n";

@@ -10,22 +10,14 @@
 #include "catalog/catalog.h"
 #include "catalog/offer_query.h"
 #include "serve/plan.h"
+#include "support/shipped_catalog.h"
 #include "workload/model_io.h"
 
 namespace {
 
-const std::string kCatalog = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
+const std::string& kCatalog = fulcrum::bench_support::ShippedCatalogDir();
 
-const fulcrum::catalog::Catalog& Shipped() {
-  static const fulcrum::catalog::Catalog catalog = [] {
-    fulcrum::catalog::LoadOptions options;
-    options.include_user_offers = false;
-    auto c = fulcrum::catalog::Catalog::Load(kCatalog, options);
-    if (!c.ok()) std::abort();
-    return *c;
-  }();
-  return catalog;
-}
+const fulcrum::catalog::Catalog& Shipped() { return fulcrum::bench_support::ShippedCatalog(); }
 
 // Every on-demand offer of the catalog (no GPU or provider filter).
 fulcrum::catalog::ResolvedFilter AllOffers() {
