@@ -316,8 +316,8 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
       << ConstantsMarkdown(ServingKnobs(), report.fitted, report.left_out);
   out << "\n### Inference: known gaps\n\n"
          "- Mistral-7B in the 0.9.0 tables (GQA, 8 KV heads; no command on the page, so "
-         "`per-query-head`, the default without XQA): the measurements fall between the two kernels, "
-         "under-predicted by up to 60 % on L40S and A100 at 2048 output tokens and predicted "
+         "`per-query-head`, the default without XQA): the measurements fall between the two "
+         "kernels, under-predicted by up to 60 % on L40S and A100 at 2048 output tokens and predicted "
          "40-90 % too fast with `grouped` on H100/H200. The masked kernel's query heads of one "
          "group probably share the KV reads in L2 partly; the model has no such middle "
          "ground.\n"
