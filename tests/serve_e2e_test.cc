@@ -1,4 +1,7 @@
-// `fulcrum serve-estimate` end to end: the JSON contract of issue 17 and the exit-2 refusals.
+// `fulcrum serve-estimate` and `serve-plan` end to end: the JSON contract of issue 17, the YAML
+// specs of examples/, the HTML report and the exit-2 refusals.
+#include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,6 +88,120 @@ TEST(ServePlanE2eTest, UnknownGpuAndUnsupportedPrecisionExitTwo) {
       RunFulcrum({"serve-plan", "--model", "llama-3-8b", "--gpus", "T4", "--precision", "fp8"});
   EXPECT_EQ(fp8.exit_code, 2);
   EXPECT_NE(fp8.err.find("lack tensor cores for --precision fp8"), std::string::npos) << fp8.err;
+}
+
+// The two examples parse and plan; every candidate honours the spec's GPUs, layouts and P90
+// targets (the P90 estimate, not the raw one).
+TEST(ServePlanE2eTest, ExampleSpecsParseAndPlanWithinTheirTargets) {
+  struct Example {
+    const char* file;
+    std::set<std::string> gpus;
+    std::set<int> tp;
+    double ttft_p90, tpot_p90;
+  };
+  const Example examples[] = {
+      {"examples/llama-8b-chatbot-serve.yaml", {"T4", "L4", "A10G"}, {}, 2.0, 0.08},
+      {"examples/llama-70b-serve.yaml", {"H100-SXM5-80GB", "H200-SXM-141GB"}, {2, 4, 8}, 5.0, 0.06},
+  };
+  for (const Example& e : examples) {
+    RunOutput r = RunFulcrum({"serve-plan", SourcePath(e.file), "--json"});
+    ASSERT_EQ(r.exit_code, 0) << e.file << ": " << r.err;
+    const nlohmann::json doc = nlohmann::json::parse(r.out);
+    ASSERT_FALSE(doc["candidates"].empty()) << e.file;
+    EXPECT_GE(doc["latency_band"]["tpot_p90_ratio"].get<double>(),
+              doc["latency_band"]["tpot_p50_ratio"].get<double>());
+    for (const auto& c : doc["candidates"]) {
+      EXPECT_TRUE(e.gpus.count(c["gpu"].get<std::string>())) << e.file << ": " << c["gpu"];
+      if (!e.tp.empty()) {
+        EXPECT_TRUE(e.tp.count(c["tp"].get<int>())) << c["tp"];
+      }
+      EXPECT_LE(c["latency"]["ttft_p90_seconds"].get<double>(), e.ttft_p90) << e.file;
+      EXPECT_LE(c["latency"]["tpot_p90_seconds"].get<double>(), e.tpot_p90) << e.file;
+      EXPECT_GE(c["latency"]["tpot_p90_seconds"].get<double>(),
+                c["latency"]["tpot_seconds"].get<double>() *
+                    doc["latency_band"]["tpot_p90_ratio"].get<double>() * (1 - 1e-9));
+    }
+  }
+}
+
+TEST(ServePlanE2eTest, FlagsOverrideTheSpec) {
+  // The file allows T4, L4 and A10G and every layout; the flags narrow it to L4 at tp 2.
+  RunOutput r = RunFulcrum({"serve-plan", SourcePath("examples/llama-8b-chatbot-serve.yaml"),
+                            "--gpus", "L4", "--tp", "2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(doc["candidates"].empty());
+  for (const auto& c : doc["candidates"]) {
+    EXPECT_EQ(c["gpu"], "L4");
+    EXPECT_EQ(c["tp"], 2);
+    EXPECT_LE(c["latency"]["tpot_p90_seconds"].get<double>(), 0.08);  // the file's target stays
+  }
+}
+
+TEST(ServePlanE2eTest, HtmlReportHasTheScatterAndTheTopCandidates) {
+  const std::string html = MakeTempDir("serve-html") + "/serve.html";
+  RunOutput r = RunFulcrum(
+      {"serve-plan", SourcePath("examples/llama-70b-serve.yaml"), "--html", html, "--top", "3"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("wrote " + html), std::string::npos) << r.out;
+  const std::string text = FileContents(html);
+  EXPECT_EQ(text.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(text.find("fulcrum serve-plan: llama-3-70b"), std::string::npos);
+  EXPECT_NE(text.find("<svg"), std::string::npos);
+  EXPECT_NE(text.find("class=\"pareto\""), std::string::npos);
+  size_t rows = 0;
+  for (size_t at = text.find("<tr class=\"detail\">"); at != std::string::npos;
+       at = text.find("<tr class=\"detail\">", at + 1)) {
+    ++rows;
+  }
+  EXPECT_EQ(rows, 3u);
+}
+
+// Spec errors name file:line, the field and the nearest valid name, and exit 2.
+TEST(ServePlanE2eTest, SpecErrorsNameTheLineFieldAndNearestName) {
+  const std::string dir = MakeTempDir("serve-spec");
+  struct Case {
+    const char* text;
+    const char* where;
+    const char* nearest;
+  };
+  const Case cases[] = {
+      {"model: llama-3-8b\nprecison: fp8\n", ":2:", "precision"},
+      {"model: llama-3-8b\nprecision: int4-weight-onyl\n", ":2: precision:", "int4-weight-only"},
+      {"model: llama-3-8b\ntargets:\n  tpot_p99: 0.05\n", ":3: targets.tpot_p99:", "tpot_p90"},
+      {"model: llama-3-8b\ntraffic: {requests_per_second: -1}\n",
+       ": traffic.requests_per_second:", ""},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    const std::string path = dir + "/spec" + std::to_string(i++) + ".yaml";
+    std::ofstream(path) << c.text;
+    RunOutput r = RunFulcrum({"serve-plan", path});
+    EXPECT_EQ(r.exit_code, 2) << c.text << r.err;
+    EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.where), std::string::npos) << c.where << " in " << r.err;
+    EXPECT_NE(r.err.find(c.nearest), std::string::npos) << c.nearest << " in " << r.err;
+  }
+}
+
+// What each GPU's datasheet lacks (catalog/gpus.csv): serve-plan refuses, naming the precision.
+TEST(ServePlanE2eTest, RefusesPrecisionsTheGpusLack) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"T4", "bf16"}, {"V100-SXM2-16GB", "bf16"}, {"A100-80GB", "fp8"}, {"H100-SXM", "fp4"}};
+  for (const auto& [gpu, precision] : cases) {
+    RunOutput r = RunFulcrum(
+        {"serve-plan", "--model", "llama-3-8b", "--gpus", gpu, "--precision", precision});
+    EXPECT_EQ(r.exit_code, 2) << gpu << " " << precision << ": " << r.out;
+    EXPECT_NE(r.err.find("lack tensor cores for --precision " + precision), std::string::npos)
+        << r.err;
+  }
+  // ... and plans what they have: int8 (W8A8) on T4 and H100, fp8 on L4, fp4 on B200.
+  for (const auto& [gpu, precision] : std::vector<std::pair<std::string, std::string>>{
+           {"T4", "int8"}, {"H100-SXM", "int8"}, {"L4", "fp8"}, {"B200", "fp4"}}) {
+    RunOutput r = RunFulcrum({"serve-plan", "--model", "llama-3-8b", "--gpus", gpu, "--precision",
+                              precision, "--kv-precision", "fp16", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << gpu << " " << precision << ": " << r.err;
+  }
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "calibration_bands.h"
 #include "calibration_data.h"
 #include "calibration_fit.h"
+#include "serving_calibration.h"
 
 namespace fulcrum::calibrate {
 namespace {
@@ -302,10 +303,11 @@ int Run(int argc, char** argv) {
     report.left_out_architecture[architecture] = Fit(rest);
   }
   report.bands = ComputeBands(rows, report.fitted, report.left_out, report.left_out_architecture);
-  const std::vector<std::pair<std::string, std::string>> outputs = {
+  std::vector<std::pair<std::string, std::string>> outputs = {
       {root + "/src/estimate/time_calibration_fitted.cc", FittedSource(report.fitted)},
       {root + "/src/estimate/uncertainty_fitted.cc", UncertaintySource(report.bands)},
       {root + "/docs/ACCURACY.md", AccuracyDocument(rows, report)}};
+  if (!AddServingCalibration(root, outputs)) return 2;
   int status = 0;
   for (const auto& [path, text] : outputs) {
     if (check) {

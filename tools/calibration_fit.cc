@@ -29,14 +29,14 @@ double Objective(const std::vector<const CalibrationRow*>& rows, const TimeCalib
   return total / static_cast<double>(by_family.size());
 }
 
+}  // namespace
+
 double RoundSignificant(double value, int digits) {
   if (value == 0 || !std::isfinite(value)) return value;
   char text[64];
   std::snprintf(text, sizeof text, "%.*g", digits, value);
   return std::strtod(text, nullptr);
 }
-
-}  // namespace
 
 const std::vector<FittedConstant>& FittedConstants() {
   using TC = TimeCalibration;
@@ -105,33 +105,8 @@ TimeCalibration Fit(const std::vector<const CalibrationRow*>& all_rows) {
   for (const CalibrationRow* row : all_rows) {
     if (!row->IsMemory()) rows.push_back(row);
   }
-  TimeCalibration best;  // the priors
-  double best_objective = Objective(rows, best);
-  for (const double step : {0.2, 0.05, 0.01, 0.0025}) {
-    for (int pass = 0; pass < 60; ++pass) {
-      bool improved = false;
-      for (const FittedConstant& k : FittedConstants()) {
-        for (const double sign : {1.0, -1.0}) {
-          TimeCalibration candidate = best;
-          double& x = k.ref(candidate);
-          x = std::clamp(x + sign * step * std::max(std::abs(x), k.scale), k.lower, k.upper);
-          if (x == k.ref(best)) continue;
-          const double objective = Objective(rows, candidate);
-          if (objective < best_objective - 1e-12) {
-            best = candidate;
-            best_objective = objective;
-            improved = true;
-          }
-        }
-      }
-      if (!improved) break;
-    }
-  }
-  for (const FittedConstant& k : FittedConstants()) {
-    double& x = k.ref(best);
-    x = RoundSignificant(x, 3);
-  }
-  return best;
+  return CoordinateDescent(TimeCalibration{}, FittedConstants(),  // from the priors
+                           [&](const TimeCalibration& c) { return Objective(rows, c); });
 }
 
 }  // namespace fulcrum::calibrate

@@ -14,11 +14,12 @@
 #include "plan/search.h"
 #include "plan/spec.h"
 #include "support/alloc_counter.h"
+#include "support/shipped_catalog.h"
 #include "workload/model_io.h"
 
 namespace {
 
-const std::string kCatalog = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
+const std::string& kCatalog = fulcrum::bench_support::ShippedCatalogDir();
 
 fulcrum::workload::Model Preset(const char* name) {
   auto model = fulcrum::workload::LoadModelPreset(kCatalog, name);
@@ -26,16 +27,7 @@ fulcrum::workload::Model Preset(const char* name) {
   return *model;
 }
 
-const fulcrum::catalog::Catalog& Shipped() {
-  static const fulcrum::catalog::Catalog catalog = [] {
-    fulcrum::catalog::LoadOptions options;
-    options.include_user_offers = false;
-    auto c = fulcrum::catalog::Catalog::Load(kCatalog, options);
-    if (!c.ok()) std::abort();
-    return *c;
-  }();
-  return catalog;
-}
+const fulcrum::catalog::Catalog& Shipped() { return fulcrum::bench_support::ShippedCatalog(); }
 
 // The shipped H100 SXM GPU in an 8-GPU NVLink node with 3.2 Tbit/s of network, in bf16.
 const fulcrum::catalog::Gpu& H100() { return *Shipped().FindGpu("H100-SXM5-80GB"); }

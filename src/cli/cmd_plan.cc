@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "core/parse.h"
 #include "core/paths.h"
+#include "core/text_file.h"
 #include "estimate/calibration_coverage.h"
 #include "plan/export.h"
 #include "plan/report.h"
@@ -253,11 +254,7 @@ Result<workload::Model> ResolveModel(const plan::PlanSpec& spec, const std::stri
 }
 
 Status WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return Status::IoError(path + ": cannot write");
-  return Status::Ok();
+  return WriteTextFile(path, text);
 }
 
 // --export FORMAT FILE, --pick RANK|all, --fulcrum-install, --checkpoint-dir: checked before

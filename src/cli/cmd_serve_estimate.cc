@@ -24,11 +24,13 @@ constexpr const char* kFooter = R"(Examples:
 
 JSON: {"memory": {"weights_bytes", "kv_cache_bytes_per_token", "kv_cache_bytes",
 "peak_bytes_per_gpu", "activation_bytes_per_gpu", "overhead_bytes_per_gpu",
-"budget_bytes_per_gpu", "max_concurrency", "fits"}, "latency": {"ttft_seconds",
+"budget_bytes_per_gpu", "kv_cache_capacity_tokens", "max_concurrency", "fits"}, "latency": {"ttft_seconds",
 "tpot_seconds"}, "throughput": {"output_tokens_per_second", "prefill_tokens_per_second"}}.
 weights_bytes, kv_cache_bytes_per_token and kv_cache_bytes are the whole model's (all tp GPUs);
 peak_bytes_per_gpu is one GPU's. budget = vLLM's default gpu_memory_utilization 0.9 x capacity;
-max_concurrency = sequences of input+output tokens whose KV cache fits in it. ttft_seconds = the
+kv_cache_capacity_tokens = the tokens of KV cache that fit in it beside the weights, the
+activations of the engine's largest forward pass (8192 tokens) and the CUDA context (vLLM's
+"GPU KV cache size"); max_concurrency = sequences of input+output tokens whose KV cache fits. ttft_seconds = the
 whole batch's prefill (the last sequence's first token); tpot_seconds = one decode step at the
 mean context; output_tokens_per_second = batch x output-len over prefill + decode wall time.)";
 
@@ -85,6 +87,7 @@ std::string Render(const serve::ServeEstimate& e) {
   table.AddRow({"CUDA context + graphs per GPU", GiB(m.overhead_bytes_per_gpu)});
   table.AddRow({"peak per GPU", GiB(m.peak_bytes_per_gpu)});
   table.AddRow({"budget per GPU (0.9 x capacity)", GiB(m.budget_bytes_per_gpu)});
+  table.AddRow({"KV cache capacity (tokens)", std::to_string(m.kv_cache_capacity_tokens)});
   table.AddRow({"max concurrent sequences", std::to_string(m.max_concurrency)});
   table.AddRow({"time to first token", FormatNumber(e.speed.prefill_seconds * 1000, 1) + " ms"});
   table.AddRow({"time per output token", FormatNumber(e.speed.tpot_seconds * 1000, 2) + " ms"});

@@ -42,6 +42,7 @@ nlohmann::json ServeMemoryJson(const serve::ServeMemory& m) {
           {"activation_bytes_per_gpu", m.activation_bytes_per_gpu},
           {"overhead_bytes_per_gpu", m.overhead_bytes_per_gpu},
           {"budget_bytes_per_gpu", m.budget_bytes_per_gpu},
+          {"kv_cache_capacity_tokens", m.kv_cache_capacity_tokens},
           {"max_concurrency", m.max_concurrency},
           {"fits", m.fits}};
 }

@@ -15,12 +15,17 @@
 #include "core/parse.h"
 #include "core/paths.h"
 #include "core/table.h"
+#include "core/text_file.h"
 #include "serve/plan.h"
+#include "serve/report.h"
+#include "serve/spec.h"
+#include "workload/model_io.h"
 
 namespace fulcrum::cli {
 namespace {
 
 constexpr const char* kFooter = R"(Examples:
+  fulcrum serve-plan examples/llama-8b-chatbot-serve.yaml --html serve.html
   fulcrum serve-plan --model llama-3-8b --requests-per-second 5 --input-len 512 --output-len 256 --tpot-p90 0.05
   fulcrum serve-plan --model llama-2-70b --precision fp8 --gpus H100-SXM,H200 --concurrency 64 --json
   fulcrum serve-plan --model mistral-7b --precision int4-weight-only --gpus T4,L4 --providers aws
@@ -33,55 +38,149 @@ JSON: {"candidates": [{"provider", "instance_type", "gpu", "gpu_count", "tp", "r
 "warnings"}]}, cheapest per output token first. On-demand prices; "replicas" serve
 --requests-per-second (without it: one instance, its replicas at full load); "max_concurrency"
 is the sequences each replica runs (--concurrency, else the most that fit, at most 256);
-throughput is one replica's. The latency targets are compared with the model's estimate (no
-distribution yet: P90 = the estimate). Each $ per million figure charges the whole bill to that
-token kind.)";
+throughput is one replica's. latency.ttft_p90_seconds / tpot_p90_seconds = the estimate x the
+P90 ratio of measured to predicted time fitted on published benchmarks (docs/ACCURACY.md,
+Inference); --ttft-p90/--tpot-p90 are compared with those, --ttft-p50/--tpot-p50 with the
+estimate x the P50 ratio. Each $ per million figure charges the whole bill to that token kind.
+A YAML spec (first argument) gives the same fields (model, precision, kv_precision, input_len,
+output_len, traffic: {requests_per_second, concurrency}, targets: {ttft_p50, ttft_p90,
+tpot_p50, tpot_p90}, tp, gpus, providers, top); flags override it.)";
 
 struct ServePlanOptions {
+  std::string spec_file;
   ServeModelOptions model;
   double requests_per_second = 0;
   int64_t concurrency = 0;  // 0 = most that fit
-  double ttft_p90 = 0, tpot_p90 = 0;
+  double ttft_p50 = 0, ttft_p90 = 0, tpot_p50 = 0, tpot_p90 = 0;
   std::string gpus, providers;
   std::vector<int64_t> tp;
   int64_t top = 20;
   bool json = false;
+  std::string html;
 };
 
 struct PlanOutcome {
   catalog::Catalog catalog;
+  serve::ServeSpec spec;
+  serve::ServePlanRequest request;
   std::vector<serve::ServeCandidate> candidates;
 };
 
-Result<std::unique_ptr<PlanOutcome>> Run(const ServePlanOptions& o, const std::string& flag) {
+std::vector<std::string> ListFlag(const std::string& text) {
+  std::vector<std::string> out;
+  for (const std::string& item : Split(text, ',')) {
+    if (!Trim(item).empty()) out.emplace_back(Trim(item));
+  }
+  return out;
+}
+
+// The spec file (if any) with every flag the user gave laid over it.
+Result<serve::ServeSpec> MergedSpec(const ServePlanOptions& o, const CLI::App& cmd) {
+  serve::ServeSpec spec;
+  if (!o.spec_file.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(spec, serve::LoadServeFile(o.spec_file));
+  } else {
+    spec.origin = "flags";
+  }
+  auto given = [&](const char* flag) { return cmd.count(flag) > 0; };
+  if (given("--model") || given("--hf-config")) {
+    spec.model_preset = o.model.model.model;
+    spec.hf_config_path = o.model.model.hf_config;
+    spec.model_yaml.clear();
+  }
+  if (given("--precision")) spec.precision = o.model.precision;
+  if (given("--kv-precision")) spec.kv_precision = o.model.kv_precision;
+  if (given("--input-len")) spec.input_len = o.model.input_len;
+  if (given("--output-len")) spec.output_len = o.model.output_len;
+  if (given("--requests-per-second")) spec.requests_per_second = o.requests_per_second;
+  if (given("--concurrency")) spec.concurrency = o.concurrency;
+  if (given("--ttft-p50")) spec.targets.ttft_p50_seconds = o.ttft_p50;
+  if (given("--ttft-p90")) spec.targets.ttft_p90_seconds = o.ttft_p90;
+  if (given("--tpot-p50")) spec.targets.tpot_p50_seconds = o.tpot_p50;
+  if (given("--tpot-p90")) spec.targets.tpot_p90_seconds = o.tpot_p90;
+  if (given("--tp")) spec.tp = o.tp;
+  if (given("--gpus")) spec.gpus = ListFlag(o.gpus);
+  if (given("--providers")) spec.providers = ListFlag(o.providers);
+  if (given("--top")) spec.top = o.top;
+  return spec;
+}
+
+Status CheckPositive(const std::optional<double>& v, const std::string& field) {
+  if (v && !(*v > 0)) {
+    return Status::InvalidInput(field + ": expected a positive number of seconds, found " +
+                                std::to_string(*v));
+  }
+  return Status::Ok();
+}
+
+Result<serve::ServePlanRequest> RequestFor(const serve::ServeSpec& spec,
+                                           const std::string& catalog_dir) {
+  serve::ServePlanRequest r;
+  ServeModelOptions m;
+  m.model.model = spec.model_preset;
+  m.model.hf_config = spec.hf_config_path;
+  if (!spec.precision.empty()) m.precision = spec.precision;
+  m.kv_precision = spec.kv_precision;
+  if (!spec.model_yaml.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(r.model, workload::ParseModelYaml(spec.model_yaml, spec.origin));
+    FULCRUM_ASSIGN_OR_RETURN(r.precision, serve::ParsePrecision(m.precision));
+    if (!m.kv_precision.empty()) {
+      FULCRUM_ASSIGN_OR_RETURN(r.kv_precision, serve::ParseKvPrecision(m.kv_precision));
+    }
+  } else if (spec.model_preset.empty() && spec.hf_config_path.empty()) {
+    return Status::InvalidInput(
+        spec.origin +
+        ": model: expected a model (a spec's model or hf_config, or --model / --hf-config), "
+        "found none");
+  } else {
+    FULCRUM_ASSIGN_OR_RETURN(ResolvedServeModel resolved, ResolveServeModel(m, catalog_dir));
+    r.model = resolved.model;
+    r.precision = resolved.precision;
+    r.kv_precision = resolved.kv_precision;
+  }
+  r.input_len = spec.input_len.value_or(r.input_len);
+  r.output_len = spec.output_len.value_or(r.output_len);
+  if (r.input_len < 1 || r.output_len < 1) {
+    return Status::InvalidInput("input-len/output-len: expected at least 1 token");
+  }
+  if (spec.concurrency) {
+    if (*spec.concurrency < 1) {
+      return Status::InvalidInput("--concurrency: expected at least 1 sequence, found " +
+                                  std::to_string(*spec.concurrency));
+    }
+    r.concurrency = spec.concurrency;
+  }
+  r.requests_per_second = spec.requests_per_second.value_or(0);
+  if (r.requests_per_second < 0) {
+    return Status::InvalidInput("--requests-per-second: expected a rate >= 0");
+  }
+  const serve::LatencyTargets& t = spec.targets;
+  FULCRUM_RETURN_IF_ERROR(CheckPositive(t.ttft_p50_seconds, "--ttft-p50"));
+  FULCRUM_RETURN_IF_ERROR(CheckPositive(t.ttft_p90_seconds, "--ttft-p90"));
+  FULCRUM_RETURN_IF_ERROR(CheckPositive(t.tpot_p50_seconds, "--tpot-p50"));
+  FULCRUM_RETURN_IF_ERROR(CheckPositive(t.tpot_p90_seconds, "--tpot-p90"));
+  r.targets = t;
+  r.tp = spec.tp;
+  return r;
+}
+
+Result<std::unique_ptr<PlanOutcome>> Run(const ServePlanOptions& o, const CLI::App& cmd,
+                                         const std::string& flag) {
   const std::string dir = DefaultCatalogDir(flag);
   FULCRUM_ASSIGN_OR_RETURN(catalog::Catalog cat, catalog::Catalog::Load(dir));
-  auto outcome = std::make_unique<PlanOutcome>(PlanOutcome{std::move(cat), {}});
+  auto outcome = std::make_unique<PlanOutcome>(PlanOutcome{std::move(cat), {}, {}, {}});
+  FULCRUM_ASSIGN_OR_RETURN(outcome->spec, MergedSpec(o, cmd));
   catalog::OfferFilter filter;
-  for (const std::string& g : Split(o.gpus, ',')) {
-    if (!Trim(g).empty()) filter.gpus.emplace_back(Trim(g));
-  }
-  for (const std::string& p : Split(o.providers, ',')) {
-    if (!Trim(p).empty()) filter.providers.emplace_back(Trim(p));
-  }
+  filter.gpus = outcome->spec.gpus;
+  filter.providers = outcome->spec.providers;
   filter.pricing = {catalog::Pricing::kOnDemand};
   filter.gpus_flag = "--gpus";
   filter.providers_flag = "--providers";
   FULCRUM_ASSIGN_OR_RETURN(catalog::ResolvedFilter offers,
                            catalog::ResolveOfferFilter(outcome->catalog, filter));
-  FULCRUM_ASSIGN_OR_RETURN(ResolvedServeModel m, ResolveServeModel(o.model, dir));
-  serve::ServePlanRequest r;
-  r.model = m.model;
-  r.precision = m.precision;
-  r.kv_precision = m.kv_precision;
-  r.input_len = o.model.input_len;
-  r.output_len = o.model.output_len;
-  if (o.concurrency > 0) r.concurrency = o.concurrency;
-  r.requests_per_second = o.requests_per_second;
-  if (o.ttft_p90 > 0) r.ttft_max_seconds = o.ttft_p90;
-  if (o.tpot_p90 > 0) r.tpot_max_seconds = o.tpot_p90;
-  r.tp = o.tp;
-  FULCRUM_ASSIGN_OR_RETURN(outcome->candidates, serve::PlanServing(outcome->catalog, offers, r));
+  FULCRUM_ASSIGN_OR_RETURN(outcome->request, RequestFor(outcome->spec, dir));
+  FULCRUM_ASSIGN_OR_RETURN(outcome->candidates,
+                           serve::PlanServing(outcome->catalog, offers, outcome->request));
   return outcome;
 }
 
@@ -100,7 +199,9 @@ nlohmann::json CandidateJson(const serve::ServeCandidate& c) {
           {"memory", ServeMemoryJson(c.estimate.memory)},
           {"latency",
            {{"ttft_seconds", c.estimate.speed.prefill_seconds},
-            {"tpot_seconds", c.estimate.speed.tpot_seconds}}},
+            {"tpot_seconds", c.estimate.speed.tpot_seconds},
+            {"ttft_p90_seconds", c.ttft_p90_seconds},
+            {"tpot_p90_seconds", c.tpot_p90_seconds}}},
           {"throughput", {{"output_tokens_per_second", c.estimate.speed.output_tokens_per_second}}},
           {"cost",
            {{"usd_per_hour", c.usd_per_hour},
@@ -110,11 +211,11 @@ nlohmann::json CandidateJson(const serve::ServeCandidate& c) {
 }
 
 std::string Render(const std::vector<serve::ServeCandidate>& candidates, size_t top) {
-  Table table(
-      {"provider", "instance", "gpu", "tp", "replicas", "conc", "ttft ms", "tpot ms", "$/h",
-       "$/M out", "util", "pareto"},
-      {Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight, Align::kRight,
-       Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kLeft});
+  Table table({"provider", "instance", "gpu", "tp", "replicas", "conc", "ttft ms", "tpot ms",
+               "tpot p90", "$/h", "$/M out", "util", "pareto"},
+              {Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight,
+               Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
+               Align::kRight, Align::kRight, Align::kLeft});
   for (size_t i = 0; i < candidates.size() && i < top; ++i) {
     const serve::ServeCandidate& c = candidates[i];
     table.AddRow({c.offer->provider, c.offer->instance_type,
@@ -122,7 +223,8 @@ std::string Render(const std::vector<serve::ServeCandidate>& candidates, size_t 
                   std::to_string(c.replicas), std::to_string(c.concurrency),
                   FormatNumber(c.estimate.speed.prefill_seconds * 1000, 0),
                   FormatNumber(c.estimate.speed.tpot_seconds * 1000, 1),
-                  FormatNumber(c.usd_per_hour, 2), FormatNumber(c.usd_per_million_output_tokens, 3),
+                  FormatNumber(c.tpot_p90_seconds * 1000, 1), FormatNumber(c.usd_per_hour, 2),
+                  FormatNumber(c.usd_per_million_output_tokens, 3),
                   FormatNumber(100 * c.utilization, 0) + "%", c.pareto ? "*" : ""});
   }
   return table.Render() + std::to_string(candidates.size()) + " candidates (" +
@@ -135,6 +237,8 @@ std::string Render(const std::vector<serve::ServeCandidate>& candidates, size_t 
 void RegisterServePlan(CLI::App* cmd, CliContext& ctx) {
   cmd->footer(kFooter);
   auto o = std::make_shared<ServePlanOptions>();
+  cmd->add_option("spec", o->spec_file, "YAML serve spec (see examples/*-serve.yaml)")
+      ->type_name("FILE");
   AddServeModelOptions(cmd, o->model);
   cmd->add_option("--requests-per-second", o->requests_per_second,
                   "Traffic to serve (default: none, one instance per offer)")
@@ -142,9 +246,13 @@ void RegisterServePlan(CLI::App* cmd, CliContext& ctx) {
   cmd->add_option("--concurrency", o->concurrency,
                   "Concurrent sequences per replica (default: the most that fit, at most 256)")
       ->type_name("N");
-  cmd->add_option("--ttft-p90", o->ttft_p90, "Time to first token target, seconds")
+  cmd->add_option("--ttft-p50", o->ttft_p50, "Median time to first token target, seconds")
       ->type_name("SECONDS");
-  cmd->add_option("--tpot-p90", o->tpot_p90, "Time per output token target, seconds")
+  cmd->add_option("--ttft-p90", o->ttft_p90, "P90 time to first token target, seconds")
+      ->type_name("SECONDS");
+  cmd->add_option("--tpot-p50", o->tpot_p50, "Median time per output token target, seconds")
+      ->type_name("SECONDS");
+  cmd->add_option("--tpot-p90", o->tpot_p90, "P90 time per output token target, seconds")
       ->type_name("SECONDS");
   cmd->add_option("--tp", o->tp,
                   "Tensor-parallel degrees to try (default: every power of two "
@@ -155,21 +263,48 @@ void RegisterServePlan(CLI::App* cmd, CliContext& ctx) {
       ->type_name("LIST");
   cmd->add_option("--providers", o->providers, "Only these providers (comma-separated)")
       ->type_name("LIST");
-  cmd->add_option("--top", o->top, "Rows of the table (default: 20)")->type_name("N");
+  cmd->add_option("--top", o->top, "Rows of the table and the HTML report (default: 20)")
+      ->type_name("N");
   cmd->add_flag("--json", o->json, "Print every candidate as JSON (see the contract below)");
-  cmd->callback([&ctx, o] {
-    Result<std::unique_ptr<PlanOutcome>> outcome = Run(*o, ctx.catalog_dir);
+  cmd->add_option("--html", o->html, "Also write a self-contained HTML report to FILE")
+      ->type_name("FILE");
+  cmd->callback([&ctx, o, cmd] {
+    Result<std::unique_ptr<PlanOutcome>> outcome = Run(*o, *cmd, ctx.catalog_dir);
     if (!outcome.ok()) {
       ReportError(ctx, outcome.status());
       return;
     }
-    const std::vector<serve::ServeCandidate>& cs = (*outcome)->candidates;
+    const PlanOutcome& p = **outcome;
+    const std::vector<serve::ServeCandidate>& cs = p.candidates;
+    const size_t top = static_cast<size_t>(std::max<int64_t>(p.spec.top.value_or(20), 1));
+    if (!o->html.empty()) {
+      serve::ServePlanSummary summary;
+      summary.model_name = p.request.model.name;
+      summary.parameters = workload::ParameterCount(p.request.model);
+      summary.precision = p.request.precision;
+      summary.input_len = p.request.input_len;
+      summary.output_len = p.request.output_len;
+      summary.requests_per_second = p.request.requests_per_second;
+      summary.top = top;
+      const Status written = WriteTextFile(o->html, serve::ServePlanHtml(cs, summary));
+      if (!written.ok()) {
+        ReportError(ctx, written);
+        return;
+      }
+    }
     if (o->json) {
       nlohmann::json list = nlohmann::json::array();
       for (const serve::ServeCandidate& c : cs) list.push_back(CandidateJson(c));
-      PrintJson(ctx, {{"candidates", list}});
+      const serve::ServeLatencyBand& b = p.request.band;
+      PrintJson(ctx, {{"candidates", list},
+                      {"latency_band",
+                       {{"ttft_p50_ratio", b.ttft_p50_ratio},
+                        {"ttft_p90_ratio", b.ttft_p90_ratio},
+                        {"tpot_p50_ratio", b.tpot_p50_ratio},
+                        {"tpot_p90_ratio", b.tpot_p90_ratio}}}});
     } else {
-      ctx.out << Render(cs, static_cast<size_t>(std::max<int64_t>(o->top, 1)));
+      ctx.out << Render(cs, top);
+      if (!o->html.empty()) ctx.out << "wrote " << o->html << "\n";
     }
   });
 }

@@ -19,4 +19,12 @@ Result<std::string> ReadTextFile(const std::string& path, std::string_view what)
   return text.str();
 }
 
+Status WriteTextFile(const std::string& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return Status::IoError(path + ": cannot write");
+  return Status::Ok();
+}
+
 }  // namespace fulcrum

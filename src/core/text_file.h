@@ -13,4 +13,7 @@ namespace fulcrum {
 // regular file; IoError when it cannot be read.
 Result<std::string> ReadTextFile(const std::string& path, std::string_view what);
 
+// Replaces the file at `path` with `text` (reports: --html). IoError "<path>: cannot write".
+Status WriteTextFile(const std::string& path, std::string_view text);
+
 }  // namespace fulcrum

@@ -151,29 +151,6 @@ std::string Rate(double v) {
   return fmt::format("{:.0f}", v);
 }
 
-std::string Escape(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
-}
-
 std::string RankedByLine(const PlanResult& r) {
   std::string how;
   switch (r.objective) {
@@ -221,6 +198,107 @@ std::string FrameworkLabel(const workload::Training& t) {
     return "megatron-bridge";
   }
   return std::string(workload::FrameworkName(t.framework));
+}
+
+std::string HtmlEscape(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+std::string ScatterSvg(const std::vector<ScatterPoint>& points, const std::vector<int>& front,
+                       const ScatterAxes& axes) {
+  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+  for (const ScatterPoint& p : points) {
+    const double x = std::log10(std::max(p.x, axes.x_min));
+    const double y = std::log10(std::max(p.y, axes.y_min));
+    x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+  }
+  if (!(x1 > x0)) x0 -= 0.5, x1 += 0.5;
+  if (!(y1 > y0)) y0 -= 0.5, y1 += 0.5;
+  const double w = 720, h = 420, left = 80, bottom = 50, pad = 20;
+  auto px = [&](double x) {
+    return left + (std::log10(std::max(x, axes.x_min)) - x0) / (x1 - x0) * (w - left - pad);
+  };
+  auto py = [&](double y) {
+    return h - bottom - (std::log10(std::max(y, axes.y_min)) - y0) / (y1 - y0) * (h - bottom - pad);
+  };
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
+      "{1}\" role=\"img\" aria-label=\"{9}\">\n"
+      "<rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"#fff\"/>\n"
+      "<line x1=\"{2}\" y1=\"{3}\" x2=\"{4}\" y2=\"{3}\" stroke=\"#333\"/>\n"
+      "<line x1=\"{2}\" y1=\"{5}\" x2=\"{2}\" y2=\"{3}\" stroke=\"#333\"/>\n"
+      "<text x=\"{6}\" y=\"{7}\" text-anchor=\"middle\">{10}</text>\n"
+      "<text x=\"16\" y=\"{8}\" transform=\"rotate(-90 16 {8})\" text-anchor=\"middle\">{11}"
+      "</text>\n",
+      w, h, left, h - bottom, w - pad, pad, (w + left) / 2, h - 10, (h - bottom) / 2,
+      HtmlEscape(axes.aria_label), HtmlEscape(axes.x_label), HtmlEscape(axes.y_label));
+  for (int k = static_cast<int>(std::floor(x0)); k <= static_cast<int>(std::ceil(x1)); ++k) {
+    if (k < x0 - 1e-9 || k > x1 + 1e-9) continue;
+    svg += fmt::format(
+        "<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}"
+        "</text>\n",
+        px(std::pow(10.0, k)), h - bottom + 16, HtmlEscape(axes.x_tick(std::pow(10.0, k))));
+  }
+  for (int k = static_cast<int>(std::floor(y0)); k <= static_cast<int>(std::ceil(y1)); ++k) {
+    if (k < y0 - 1e-9 || k > y1 + 1e-9) continue;
+    svg += fmt::format(
+        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{}"
+        "</text>\n",
+        left - 4, py(std::pow(10.0, k)) + 4, HtmlEscape(axes.y_tick(std::pow(10.0, k))));
+  }
+  std::string front_path;
+  for (int i : front) {
+    const ScatterPoint& p = points[static_cast<size_t>(i)];
+    front_path += fmt::format("{}{:.1f},{:.1f}", front_path.empty() ? "M" : " L", px(p.x), py(p.y));
+  }
+  if (!front_path.empty()) {
+    svg +=
+        "<path d=\"" + front_path + "\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\"/>\n";
+  }
+  for (const ScatterPoint& p : points) {
+    svg += fmt::format(
+        "<circle class=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\" "
+        "fill-opacity=\"{}\"><title>{}</title></circle>\n",
+        p.front ? "pareto" : "point", px(p.x), py(p.y), p.front ? 5 : 3,
+        p.front ? "#1f77b4" : (p.highlight ? "#ff7f0e" : "#999"),
+        p.front || p.highlight ? 0.95 : 0.45, HtmlEscape(p.title));
+    if (!p.label.empty()) {
+      svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\">{}</text>\n",
+                         px(p.x) + 6, py(p.y) - 6, HtmlEscape(p.label));
+    }
+  }
+  return svg + "</svg>\n";
+}
+
+std::string HtmlPage(const std::string& title, const std::string& body) {
+  return fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<title>{0}</title>\n<style>\n"
+      "body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}"
+      "table{{border-collapse:collapse}}td,th{{padding:4px 8px;border-bottom:1px solid #ddd;"
+      "text-align:left;vertical-align:top}}tr.detail td{{font-size:0.85em;color:#555}}"
+      "ul.warn{{color:#a33;margin:4px 0}}\n</style></head><body>\n"
+      "<h1>{0}</h1>\n{1}</body></html>\n",
+      HtmlEscape(title), body);
 }
 
 std::string LayoutLabel(const workload::Training& t) {
@@ -342,74 +420,28 @@ std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
 }
 
 std::string PlanHtml(const PlanResult& r, const catalog::Catalog& catalog) {
-  // Scatter: log10(hours) vs log10(USD).
-  double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
-  for (const Candidate& c : r.candidates) {
-    const double x = std::log10(std::max(c.run.total_seconds / 3600.0, 1e-3));
-    const double y = std::log10(std::max(c.run.expected_usd, 1e-2));
-    x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
-  }
-  if (!(x1 > x0)) x0 -= 0.5, x1 += 0.5;
-  if (!(y1 > y0)) y0 -= 0.5, y1 += 0.5;
-  const double w = 720, h = 420, left = 80, bottom = 50, pad = 20;
-  auto px = [&](double hours) {
-    return left + (std::log10(std::max(hours, 1e-3)) - x0) / (x1 - x0) * (w - left - pad);
-  };
-  auto py = [&](double usd) {
-    return h - bottom - (std::log10(std::max(usd, 1e-2)) - y0) / (y1 - y0) * (h - bottom - pad);
-  };
-  std::string svg = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
-      "{1}\" role=\"img\" aria-label=\"Pareto front of total time and expected cost\">\n"
-      "<rect x=\"0\" y=\"0\" width=\"{0}\" height=\"{1}\" fill=\"#fff\"/>\n"
-      "<line x1=\"{2}\" y1=\"{3}\" x2=\"{4}\" y2=\"{3}\" stroke=\"#333\"/>\n"
-      "<line x1=\"{2}\" y1=\"{5}\" x2=\"{2}\" y2=\"{3}\" stroke=\"#333\"/>\n"
-      "<text x=\"{6}\" y=\"{7}\" text-anchor=\"middle\">total time (hours, log scale)</text>\n"
-      "<text x=\"16\" y=\"{8}\" transform=\"rotate(-90 16 {8})\" text-anchor=\"middle\">expected "
-      "cost (USD, log scale)</text>\n",
-      w, h, left, h - bottom, w - pad, pad, (w + left) / 2, h - 10, (h - bottom) / 2);
-  for (int k = static_cast<int>(std::floor(x0)); k <= static_cast<int>(std::ceil(x1)); ++k) {
-    const double hours = std::pow(10.0, k);
-    if (k < x0 - 1e-9 || k > x1 + 1e-9) continue;
-    svg += fmt::format(
-        "<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}"
-        "</text>\n",
-        px(hours), h - bottom + 16, FormatDuration(hours * 3600));
-  }
-  for (int k = static_cast<int>(std::floor(y0)); k <= static_cast<int>(std::ceil(y1)); ++k) {
-    if (k < y0 - 1e-9 || k > y1 + 1e-9) continue;
-    svg += fmt::format(
-        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{}"
-        "</text>\n",
-        left - 4, py(std::pow(10.0, k)) + 4, fmt::format("${}", Rate(std::pow(10.0, k))));
-  }
-  std::string front_path;
-  for (int i : r.pareto) {
-    const Candidate& c = r.candidates[i];
-    front_path += fmt::format("{}{:.1f},{:.1f}", front_path.empty() ? "M" : " L",
-                              px(c.run.total_seconds / 3600), py(c.run.expected_usd));
-  }
-  if (!front_path.empty()) {
-    svg +=
-        "<path d=\"" + front_path + "\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.5\"/>\n";
-  }
+  std::vector<ScatterPoint> points;
   for (const Candidate& c : r.candidates) {
     const catalog::Offer& o = catalog.offers()[c.offer];
-    const bool top = c.rank <= r.spec.top;
-    svg += fmt::format(
-        "<circle class=\"{}\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"{}\" fill=\"{}\" "
-        "fill-opacity=\"{}\"><title>#{} {} {} {} {} - {} - {}</title></circle>\n",
-        c.pareto ? "pareto" : "point", px(c.run.total_seconds / 3600), py(c.run.expected_usd),
-        c.pareto ? 5 : 3, c.pareto ? "#1f77b4" : (top ? "#ff7f0e" : "#999"),
-        c.pareto || top ? 0.95 : 0.45, c.rank, Escape(o.provider), Escape(o.instance_type),
-        Escape(GpuLabel(c, o)), PricingModelName(c.pricing), FormatDuration(c.run.total_seconds),
-        Escape(FormatUsd(c.run.expected_usd)));
-    if (top) {
-      svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\">{}</text>\n",
-                         px(c.run.total_seconds / 3600) + 6, py(c.run.expected_usd) - 6, c.rank);
-    }
+    ScatterPoint p;
+    p.x = c.run.total_seconds / 3600.0;
+    p.y = c.run.expected_usd;
+    p.front = c.pareto;
+    p.highlight = c.rank <= r.spec.top;
+    p.title = fmt::format("#{} {} {} {} {} - {} - {}", c.rank, o.provider, o.instance_type,
+                          GpuLabel(c, o), PricingModelName(c.pricing),
+                          FormatDuration(c.run.total_seconds), FormatUsd(c.run.expected_usd));
+    if (p.highlight) p.label = std::to_string(c.rank);
+    points.push_back(std::move(p));
   }
-  svg += "</svg>\n";
+  std::vector<int> front(r.pareto.begin(), r.pareto.end());
+  ScatterAxes axes;
+  axes.aria_label = "Pareto front of total time and expected cost";
+  axes.x_label = "total time (hours, log scale)";
+  axes.y_label = "expected cost (USD, log scale)";
+  axes.x_tick = [](double hours) { return FormatDuration(hours * 3600); };
+  axes.y_tick = [](double usd) { return fmt::format("${}", Rate(usd)); };
+  const std::string svg = ScatterSvg(points, front, axes);
 
   std::string rows;
   for (size_t i = 0; i < TopCount(r); ++i) {
@@ -420,7 +452,7 @@ std::string PlanHtml(const PlanResult& r, const catalog::Catalog& catalog) {
     std::string warnings;
     for (int bit = 0; bit < kPitfallCount; ++bit) {
       if (c.warnings & (1u << bit)) {
-        warnings += "<li>" + Escape(PitfallMessage(static_cast<Pitfall>(1u << bit))) + "</li>";
+        warnings += "<li>" + HtmlEscape(PitfallMessage(static_cast<Pitfall>(1u << bit))) + "</li>";
       }
     }
     rows += fmt::format(
@@ -431,40 +463,36 @@ std::string PlanHtml(const PlanResult& r, const catalog::Catalog& catalog) {
         "Memory per GPU: weights {}, gradients {}, optimizer {}, activations {}, other {} "
         "(peak {} of {}). Scores: stability {:.2f}, performance {:.2f}, cost {:.2f}, usability "
         "{:.2f}, support {:.2f}.{}</td></tr>\n",
-        c.rank, c.pareto ? "*" : "", Escape(o.provider), Escape(o.instance_type), Escape(o.region),
-        Escape(GpuLabel(c, o)), PricingModelName(c.pricing), Escape(LayoutLabel(c.layout.training)),
-        100 * m.peak_bytes_per_gpu / c.capacity_bytes, Rate(c.work_units_per_second),
-        FormatDuration(c.run.total_seconds), Escape(FormatUsd(c.run.expected_usd)), c.score.total,
-        st.step_seconds, st.compute_seconds, st.communication_seconds, st.exposed_seconds,
-        st.bubble_seconds, 100 * st.mfu, 100 * st.hfu, FormatBytes(m.weights_bytes),
-        FormatBytes(m.gradients_bytes), FormatBytes(m.optimizer_bytes),
-        FormatBytes(m.activations_bytes), FormatBytes(m.other_bytes),
-        FormatBytes(m.peak_bytes_per_gpu), FormatBytes(c.capacity_bytes), c.score.stability,
-        c.score.performance, c.score.cost, c.score.usability, c.score.support,
+        c.rank, c.pareto ? "*" : "", HtmlEscape(o.provider), HtmlEscape(o.instance_type),
+        HtmlEscape(o.region), HtmlEscape(GpuLabel(c, o)), PricingModelName(c.pricing),
+        HtmlEscape(LayoutLabel(c.layout.training)), 100 * m.peak_bytes_per_gpu / c.capacity_bytes,
+        Rate(c.work_units_per_second), FormatDuration(c.run.total_seconds),
+        HtmlEscape(FormatUsd(c.run.expected_usd)), c.score.total, st.step_seconds,
+        st.compute_seconds, st.communication_seconds, st.exposed_seconds, st.bubble_seconds,
+        100 * st.mfu, 100 * st.hfu, FormatBytes(m.weights_bytes), FormatBytes(m.gradients_bytes),
+        FormatBytes(m.optimizer_bytes), FormatBytes(m.activations_bytes),
+        FormatBytes(m.other_bytes), FormatBytes(m.peak_bytes_per_gpu),
+        FormatBytes(c.capacity_bytes), c.score.stability, c.score.performance, c.score.cost,
+        c.score.usability, c.score.support,
         warnings.empty() ? "" : "<ul class=\"warn\">" + warnings + "</ul>");
   }
   std::string notes;
-  for (const std::string& n : r.notes) notes += "<li>" + Escape(n) + "</li>";
-  return fmt::format(
-      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-      "<title>fulcrum plan: {0}</title>\n<style>\n"
-      "body{{font-family:system-ui,sans-serif;margin:2em;color:#222}}"
-      "table{{border-collapse:collapse}}td,th{{padding:4px 8px;border-bottom:1px solid #ddd;"
-      "text-align:left;vertical-align:top}}tr.detail td{{font-size:0.85em;color:#555}}"
-      "ul.warn{{color:#a33;margin:4px 0}}\n</style></head><body>\n"
-      "<h1>fulcrum plan: {0}</h1>\n<p>{1:.2f} B parameters, {2:.3g} {3}, sequence length {4}, "
-      "{5}, {6}. Searched {7} configurations on {8} offers in {9:.3f} s.</p>\n"
-      "<h2>Time vs cost</h2>\n<p>Every candidate (offer x nodes x pricing, with its fastest "
-      "layout); blue: the Pareto front; orange: the top {10} by score (labels are ranks).</p>\n"
-      "{11}<h2>Top candidates</h2>\n<table><thead><tr><th>#</th><th>offer</th><th>GPUs</th>"
-      "<th>pricing</th><th>layout</th><th>memory</th><th>{12}</th><th>time</th><th>cost</th>"
-      "<th>score</th></tr></thead><tbody>\n{13}</tbody></table>\n<ul>{14}</ul>\n"
-      "</body></html>\n",
-      Escape(r.model.name), workload::ParameterCount(r.model) / 1e9, r.work_units,
-      r.units_are_samples ? "samples" : "tokens", r.spec.training.seq_len,
-      workload::PrecisionName(r.spec.training.precision),
-      workload::MethodName(r.spec.training.method), r.configurations, r.offers_considered,
-      r.seconds, r.spec.top, svg, r.units_are_samples ? "samples/s" : "tokens/s", rows, notes);
+  for (const std::string& n : r.notes) notes += "<li>" + HtmlEscape(n) + "</li>";
+  return HtmlPage(
+      "fulcrum plan: " + r.model.name,
+      fmt::format(
+          "<p>{0:.2f} B parameters, {1:.3g} {2}, sequence length {3}, {4}, {5}. Searched {6} "
+          "configurations on {7} offers in {8:.3f} s.</p>\n"
+          "<h2>Time vs cost</h2>\n<p>Every candidate (offer x nodes x pricing, with its fastest "
+          "layout); blue: the Pareto front; orange: the top {9} by score (labels are ranks).</p>\n"
+          "{10}<h2>Top candidates</h2>\n<table><thead><tr><th>#</th><th>offer</th><th>GPUs</th>"
+          "<th>pricing</th><th>layout</th><th>memory</th><th>{11}</th><th>time</th><th>cost</th>"
+          "<th>score</th></tr></thead><tbody>\n{12}</tbody></table>\n<ul>{13}</ul>\n",
+          workload::ParameterCount(r.model) / 1e9, r.work_units,
+          r.units_are_samples ? "samples" : "tokens", r.spec.training.seq_len,
+          workload::PrecisionName(r.spec.training.precision),
+          workload::MethodName(r.spec.training.method), r.configurations, r.offers_considered,
+          r.seconds, r.spec.top, svg, r.units_are_samples ? "samples/s" : "tokens/s", rows, notes));
 }
 
 }  // namespace fulcrum::plan

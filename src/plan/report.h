@@ -4,7 +4,10 @@
 // Pure functions of the result and the catalog it was planned on; thread-safe.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -21,6 +24,27 @@ std::string PlanHtml(const PlanResult& result, const catalog::Catalog& catalog);
 // conventions, which Megatron-LM has no code for and NeMo Megatron-Bridge runs on Megatron-Core
 // ("megatron-bridge"; see PeftRunsLayout in search.cc for the sources).
 std::string FrameworkLabel(const workload::Training& t);
+
+// The pieces every HTML report is built from (plan, serve-plan): text escaping, an inline SVG
+// scatter on log-log axes with a joined front, and the self-contained page around a body.
+std::string HtmlEscape(std::string_view text);
+struct ScatterPoint {
+  double x = 0, y = 0;     // data units (both axes log10; clamped to x_min / y_min)
+  bool front = false;      // drawn large, blue
+  bool highlight = false;  // drawn orange (e.g. the top N)
+  std::string title;       // hover text
+  std::string label;       // drawn beside the point when not empty
+};
+struct ScatterAxes {
+  std::string aria_label, x_label, y_label;
+  std::function<std::string(double)> x_tick, y_tick;  // label of a decade tick
+  double x_min = 1e-3, y_min = 1e-2;
+};
+// `front`: indices into `points`, joined by a line in that order.
+std::string ScatterSvg(const std::vector<ScatterPoint>& points, const std::vector<int>& front,
+                       const ScatterAxes& axes);
+// <!DOCTYPE html> ... <h1>title</h1> body ...: the one style sheet of the reports.
+std::string HtmlPage(const std::string& title, const std::string& body);
 
 // "tp2 pp1 dp4 z1 sel mb2" (vpp shown when > 1).
 std::string LayoutLabel(const workload::Training& t);

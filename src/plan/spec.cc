@@ -162,23 +162,11 @@ Status ParseTraining(const YamlNode& root, PlanSpec& spec) {
 }
 
 Status ParseModelAndWork(const YamlNode& root, const std::string& base_dir, PlanSpec& spec) {
-  if (auto m = root.Find("model")) {
-    if (m->IsScalar()) {
-      spec.model_preset = m->raw().Scalar();
-    } else if (m->IsMap()) {
-      YAML::Emitter emitter;
-      emitter << m->raw();
-      spec.model_yaml = emitter.c_str();
-    } else {
-      return m->Error("a preset name or a model mapping");
-    }
-  }
-  if (auto v = root.Find("hf_config")) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string path, v->Text());
-    std::filesystem::path p(path);
-    if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
-    spec.hf_config_path = p.string();
-  }
+  SpecModel model;
+  FULCRUM_RETURN_IF_ERROR(ParseSpecModel(root, base_dir, model));
+  spec.model_preset = model.preset;
+  spec.hf_config_path = model.hf_config_path;
+  spec.model_yaml = model.yaml;
   if (auto v = root.Find("tokens")) {
     FULCRUM_ASSIGN_OR_RETURN(spec.tokens, v->Count("a token count such as 20B"));
   }
@@ -192,6 +180,27 @@ Status ParseModelAndWork(const YamlNode& root, const std::string& base_dir, Plan
 }
 
 }  // namespace
+
+Status ParseSpecModel(const YamlNode& root, const std::string& base_dir, SpecModel& model) {
+  if (auto m = root.Find("model")) {
+    if (m->IsScalar()) {
+      model.preset = m->raw().Scalar();
+    } else if (m->IsMap()) {
+      YAML::Emitter emitter;
+      emitter << m->raw();
+      model.yaml = emitter.c_str();
+    } else {
+      return m->Error("a preset name or a model mapping");
+    }
+  }
+  if (auto v = root.Find("hf_config")) {
+    FULCRUM_ASSIGN_OR_RETURN(std::string path, v->Text());
+    std::filesystem::path p(path);
+    if (p.is_relative() && !base_dir.empty()) p = std::filesystem::path(base_dir) / p;
+    model.hf_config_path = p.string();
+  }
+  return Status::Ok();
+}
 
 std::string_view ObjectiveName(Objective o) {
   switch (o) {

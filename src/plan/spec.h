@@ -14,6 +14,10 @@
 #include "core/status.h"
 #include "workload/training.h"
 
+namespace fulcrum {
+class YamlNode;
+}
+
 namespace fulcrum::plan {
 
 enum class PricingModel : uint8_t { kOnDemand, kReserved1y, kReserved3y, kSpot };
@@ -118,6 +122,14 @@ struct PlanSpec {
   // (search.cc, SpotCandidatesToSimulate); false simulates every spot candidate.
   bool prune_spot = true;
 };
+
+// The model of a YAML spec (plan and serve-plan): `model: <preset>` or an inline mapping (kept
+// as YAML text for workload::ParseModelYaml), and `hf_config: path` resolved against `base_dir`
+// when relative. Errors name the node (a model that is neither a scalar nor a mapping).
+struct SpecModel {
+  std::string preset, hf_config_path, yaml;
+};
+Status ParseSpecModel(const YamlNode& root, const std::string& base_dir, SpecModel& model);
 
 // Parses a YAML spec. Fields (all optional except the model and the work):
 //   model: <preset> | {inline model document}      hf_config: path/to/config.json

@@ -10,9 +10,20 @@ namespace {
 // SchedulerConfig of the 0.x releases); the KV cache may allow more.
 constexpr int64_t kDefaultMaxConcurrency = 256;
 
+bool Exceeds(double estimate, double ratio, const std::optional<double>& target) {
+  return target && estimate * ratio > *target;
+}
+
+// A target at P50 (P90) is missed when the estimate times the fitted P50 (P90) ratio of
+// measured to predicted time exceeds it.
 bool MissesTargets(const ServeEstimate& e, const ServePlanRequest& r) {
-  return (r.ttft_max_seconds && e.speed.prefill_seconds > *r.ttft_max_seconds) ||
-         (r.tpot_max_seconds && e.speed.tpot_seconds > *r.tpot_max_seconds);
+  const LatencyTargets& t = r.targets;
+  const ServeLatencyBand& b = r.band;
+  const double ttft = e.speed.prefill_seconds, tpot = e.speed.tpot_seconds;
+  return Exceeds(ttft, b.ttft_p50_ratio, t.ttft_p50_seconds) ||
+         Exceeds(ttft, b.ttft_p90_ratio, t.ttft_p90_seconds) ||
+         Exceeds(tpot, b.tpot_p50_ratio, t.tpot_p50_seconds) ||
+         Exceeds(tpot, b.tpot_p90_ratio, t.tpot_p90_seconds);
 }
 
 void MarkPareto(std::vector<ServeCandidate>& candidates) {
@@ -91,6 +102,8 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
       c.tp = tp;
       c.concurrency = s.batch;
       c.estimate = *e;
+      c.ttft_p90_seconds = e->speed.prefill_seconds * r.band.ttft_p90_ratio;
+      c.tpot_p90_seconds = e->speed.tpot_seconds * r.band.tpot_p90_ratio;
       const double request_seconds =
           e->speed.prefill_seconds + static_cast<double>(r.output_len) * e->speed.tpot_seconds;
       c.requests_per_second_per_replica = static_cast<double>(s.batch) / request_seconds;

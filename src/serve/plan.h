@@ -12,6 +12,7 @@
 #include "catalog/catalog.h"
 #include "catalog/offer_query.h"
 #include "serve/serve.h"
+#include "serve/spec.h"
 
 namespace fulcrum::serve {
 
@@ -24,7 +25,8 @@ struct ServePlanRequest {
   // targets are met.
   std::optional<int64_t> concurrency;
   double requests_per_second = 0;  // traffic to serve; 0 = one instance per offer
-  std::optional<double> ttft_max_seconds, tpot_max_seconds;  // latency targets
+  LatencyTargets targets;
+  ServeLatencyBand band = DefaultServeLatencyBand();  // estimate -> P50/P90 (fitted)
   std::vector<int64_t> tp;  // layouts to try; empty = every one the instance allows
 };
 
@@ -36,6 +38,8 @@ struct ServeCandidate {
   int64_t replicas = 1;
   int64_t instances = 1;
   ServeEstimate estimate;  // one replica at `concurrency`
+  // The estimate times the band's P90 ratios: what the P90 targets are compared with.
+  double ttft_p90_seconds = 0, tpot_p90_seconds = 0;
   double requests_per_second_per_replica = 0;
   double usd_per_hour = 0;  // all instances, on demand
   // The whole hourly cost over the tokens served per hour (output, resp. input): two views of one

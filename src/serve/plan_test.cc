@@ -44,16 +44,18 @@ class ServePlanTest : public ::testing::Test {
 
 TEST_F(ServePlanTest, EveryCandidateFitsMeetsTheTargetsAndServesTheTraffic) {
   request_.requests_per_second = 5;
-  request_.ttft_max_seconds = 2;
-  request_.tpot_max_seconds = 0.05;
+  request_.targets.ttft_p90_seconds = 2;
+  request_.targets.tpot_p90_seconds = 0.05;
   Result<std::vector<ServeCandidate>> plan = Plan();
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   ASSERT_GT(plan->size(), 10u);
   for (const ServeCandidate& c : *plan) {
     const std::string where = c.offer->provider + " " + c.offer->instance_type;
     EXPECT_TRUE(c.estimate.memory.fits) << where;
-    EXPECT_LE(c.estimate.speed.prefill_seconds, 2) << where;
-    EXPECT_LE(c.estimate.speed.tpot_seconds, 0.05) << where;
+    EXPECT_LE(c.estimate.speed.prefill_seconds * request_.band.ttft_p90_ratio, 2) << where;
+    EXPECT_LE(c.estimate.speed.tpot_seconds * request_.band.tpot_p90_ratio, 0.05) << where;
+    EXPECT_DOUBLE_EQ(c.tpot_p90_seconds,
+                     c.estimate.speed.tpot_seconds * request_.band.tpot_p90_ratio);
     EXPECT_GE(static_cast<double>(c.replicas) * c.requests_per_second_per_replica, 5 - 1e-9)
         << where;
     EXPECT_LE(c.utilization, 1 + 1e-9) << where;
@@ -95,6 +97,28 @@ TEST_F(ServePlanTest, MoreTrafficNeedsMoreReplicas) {
   for (const ServeCandidate& c : *low) low_replicas += c.replicas;
   for (const ServeCandidate& c : *high) high_replicas += c.replicas;
   EXPECT_GT(high_replicas, 5 * low_replicas);
+}
+
+// A P90 target is met by the estimate times the P90 ratio, a P50 one by the P50 ratio: with a
+// band whose P90 ratio is twice its P50 one, the same number as a P90 target keeps fewer
+// candidates (or smaller batches) than as a P50 target.
+TEST_F(ServePlanTest, P90TargetsApplyTheBandsP90Ratio) {
+  request_.band = ServeLatencyBand{1, 2, 1, 2};
+  request_.targets.tpot_p50_seconds = 0.03;
+  Result<std::vector<ServeCandidate>> p50 = Plan();
+  request_.targets = {};
+  request_.targets.tpot_p90_seconds = 0.03;
+  Result<std::vector<ServeCandidate>> p90 = Plan();
+  ASSERT_TRUE(p50.ok() && p90.ok()) << p90.status().ToString();
+  for (const ServeCandidate& c : *p50) EXPECT_LE(c.estimate.speed.tpot_seconds, 0.03);
+  for (const ServeCandidate& c : *p90) {
+    EXPECT_LE(c.estimate.speed.tpot_seconds, 0.015);
+    EXPECT_DOUBLE_EQ(c.tpot_p90_seconds, 2 * c.estimate.speed.tpot_seconds);
+  }
+  int64_t p50_sequences = 0, p90_sequences = 0;
+  for (const ServeCandidate& c : *p50) p50_sequences += c.concurrency;
+  for (const ServeCandidate& c : *p90) p90_sequences += c.concurrency;
+  EXPECT_LT(p90_sequences, p50_sequences);
 }
 
 TEST_F(ServePlanTest, RefusesWhenNoOfferCanRunThePrecision) {

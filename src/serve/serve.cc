@@ -19,11 +19,9 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // (CacheConfig.gpu_memory_utilization, same default).
 constexpr double kGpuMemoryUtilization = 0.9;
 // The engine reserves the activation workspace of its largest forward pass at start-up (vLLM
-// profiles a dummy run), whatever the batch: kMaxBatchedTokens tokens, and logits for kMaxNumSeqs
-// sequences. ASSUMPTIONS, not fitted: max_num_batched_tokens is the order of vLLM's defaults
-// (2048-8192 by version and GPU); max_num_seqs 256 is vLLM's SchedulerConfig default of the 0.x
-// releases.
-constexpr int64_t kMaxBatchedTokens = 8192;
+// profiles a dummy run), whatever the batch: ServeRequest::max_batched_tokens tokens, and logits
+// for kMaxNumSeqs sequences. ASSUMPTION, not fitted: max_num_seqs 256 is vLLM's SchedulerConfig
+// default of the 0.x releases.
 constexpr int64_t kMaxNumSeqs = 256;
 // CUDA context + NCCL buffers + captured CUDA graphs per GPU. ASSUMPTION, not fitted: vLLM's
 // start-up log reports CUDA graph pools of a few hundred MiB and ~0.5-1 GiB of non-torch memory.
@@ -186,8 +184,7 @@ int64_t CachedTokens(const workload::Model& m, int64_t context) {
   return m.sliding_window > 0 ? std::min(context, m.sliding_window) : context;
 }
 
-Result<ServeEstimate> EstimateServing(const ServeRequest& r,
-                                      const estimate::TimeCalibration& calibration) {
+Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibration& calibration) {
   const workload::Model& m = r.model;
   if (m.kind != workload::ModelKind::kDecoder) {
     return Invalid("model", "a decoder transformer", std::string(workload::ModelKindName(m.kind)));
@@ -199,6 +196,9 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r,
   if (r.batch < 1) return Invalid("batch", "at least 1", std::to_string(r.batch));
   if (r.input_len < 1) return Invalid("input-len", "at least 1", std::to_string(r.input_len));
   if (r.output_len < 1) return Invalid("output-len", "at least 1", std::to_string(r.output_len));
+  if (r.max_batched_tokens < 1) {
+    return Invalid("max-batched-tokens", "at least 1", std::to_string(r.max_batched_tokens));
+  }
   FULCRUM_RETURN_IF_ERROR(CheckSupport(r.gpu, r.precision, r.kv_precision));
 
   catalog::Offer node;
@@ -206,7 +206,7 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r,
   node.gpu_count = static_cast<int>(r.tp);
   node.interconnect = r.interconnect;
   const std::optional<estimate::Hardware> hw =
-      estimate::HardwareFor(r.gpu, node, workload::Precision::kFp16Mixed, calibration);
+      estimate::HardwareFor(r.gpu, node, workload::Precision::kFp16Mixed);
   if (!hw) return Invalid("gpu", "a GPU with a sourced fp16 peak", r.gpu.name);
 
   const double tp = static_cast<double>(r.tp);
@@ -227,7 +227,7 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r,
   const double weights_per_gpu = mem.weights_bytes / tp;
   // Forward workspace of the largest pass: q/k/v, gate+up (the MLP intermediate), the residual
   // stream, and fp32 logits of the sampled positions (the whole vocabulary, gathered).
-  const double chunk = static_cast<double>(kMaxBatchedTokens);
+  const double chunk = static_cast<double>(r.max_batched_tokens);
   const double mlp_width = static_cast<double>(
       workload::IsMoe(m) ? workload::ExpertFfnHidden(m) * m.experts_per_token : m.ffn_hidden);
   mem.activation_bytes_per_gpu =
@@ -240,6 +240,10 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r,
   const double fixed = weights_per_gpu + mem.activation_bytes_per_gpu + mem.overhead_bytes_per_gpu;
   mem.peak_bytes_per_gpu = fixed + mem.kv_cache_bytes * KvHeadsPerGpu(m, r.tp) / kv_heads;
   const double per_sequence = kv_per_token_per_gpu * static_cast<double>(seq_tokens);
+  mem.kv_cache_capacity_tokens =
+      fixed >= mem.budget_bytes_per_gpu
+          ? 0
+          : static_cast<int64_t>((mem.budget_bytes_per_gpu - fixed) / kv_per_token_per_gpu);
   mem.max_concurrency =
       fixed >= mem.budget_bytes_per_gpu
           ? 0
@@ -250,17 +254,20 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r,
   const double peak = *MatmulPeak(r.gpu, r.precision);
   const bool low_bit = r.precision == Precision::kFp8 || r.precision == Precision::kInt8 ||
                        r.precision == Precision::kFp4;
-  const double gemm_eff = hw->efficiency.gemm_max_efficiency *
-                          (low_bit ? calibration.fp8_gemm_relative_efficiency : 1.0);
-  const double attn_flops_per_second =
-      hw->peak_flops_16bit * hw->efficiency.flash_attention_efficiency;
-  const double bandwidth = hw->memory_bytes_per_second * calibration.memory_bandwidth_efficiency;
+  const double low_bit_factor = low_bit ? calibration.low_bit_gemm_relative_efficiency : 1.0;
+  const double prefill_flops_per_second =
+      peak * std::min(1.0, calibration.prefill_gemm_efficiency * low_bit_factor);
+  const double decode_flops_per_second =
+      peak * std::min(1.0, calibration.decode_gemm_efficiency * low_bit_factor);
+  const double attn_flops_per_second = hw->peak_flops_16bit * calibration.attention_efficiency;
+  const double bandwidth = hw->memory_bytes_per_second * calibration.decode_bandwidth_efficiency;
+  const estimate::TimeCalibration& links = estimate::DefaultTimeCalibration();
   estimate::Link link;
-  link.bytes_per_second =
-      hw->intra_node_bytes_per_second *
-      (hw->nvlink ? calibration.nvlink_efficiency : calibration.pcie_efficiency);
-  link.latency_seconds = calibration.intra_node_latency_seconds;
+  link.bytes_per_second = hw->intra_node_bytes_per_second *
+                          (hw->nvlink ? links.nvlink_efficiency : links.pcie_efficiency);
+  link.latency_seconds = links.intra_node_latency_seconds;
   const int ranks = static_cast<int>(r.tp);
+  const double overhead_per_pass = layers * calibration.per_layer_overhead_seconds;
   // Matmul FLOPs per token: 2 x the parameters a token uses, less the input embedding lookup.
   const double linear_flops_per_token =
       2 * (workload::ActiveParameterCount(m) - workload::EmbeddingParameterCount(m));
@@ -271,15 +278,17 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r,
   const double prefill_tokens = batch * s;
   const double prefill_attn_flops =
       batch * 2 * layers * hidden * s * static_cast<double>(CachedTokens(m, r.input_len));
-  const double prefill_compute = prefill_tokens * linear_flops_per_token / (tp * peak * gemm_eff) +
-                                 prefill_attn_flops / (tp * attn_flops_per_second);
+  const double prefill_compute =
+      prefill_tokens * linear_flops_per_token / (tp * prefill_flops_per_second) +
+      prefill_attn_flops / (tp * attn_flops_per_second);
   const double prefill_comm =
       layers * 2 * estimate::AllReduceSeconds(prefill_tokens * hidden * act_bytes, ranks, link);
-  out.speed.prefill_seconds = std::max(prefill_compute, weights_per_gpu / bandwidth) + prefill_comm;
+  out.speed.prefill_seconds =
+      std::max(prefill_compute, weights_per_gpu / bandwidth) + prefill_comm + overhead_per_pass;
 
   // Decode, at the mean context: read the weights the batch touches (MoE: the expected share of
-  // routed experts any of its tokens picks) and every sequence's KV; compute-bound when the batch
-  // is large enough.
+  // routed experts any of its tokens picks), compute-bound when the batch is large enough; then
+  // attention reads every sequence's KV (once per query head for a kPerQueryHead kernel).
   const double context = static_cast<double>(CachedTokens(m, r.input_len + r.output_len / 2));
   double weights_read = mem.weights_bytes;
   if (workload::IsMoe(m)) {
@@ -288,15 +297,20 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r,
         static_cast<double>(m.experts_per_token) / static_cast<double>(m.experts);
     weights_read -= routed * std::pow(1 - k_over_e, batch);
   }
+  const double kv_read_factor = r.decode_attention == DecodeAttention::kPerQueryHead
+                                    ? static_cast<double>(m.heads) / kv_heads
+                                    : 1.0;
+  const double weights_seconds = weights_read / tp / bandwidth;
+  const double kv_seconds = batch * context * kv_per_token_per_gpu * kv_read_factor / bandwidth;
+  const double gemm_seconds = batch * linear_flops_per_token / (tp * decode_flops_per_second);
+  const double attn_seconds = batch * 4 * layers * hidden * context / (tp * attn_flops_per_second);
   ServeSpeed& sp = out.speed;
-  sp.decode_memory_seconds =
-      (weights_read / tp + batch * context * kv_per_token_per_gpu) / bandwidth;
-  sp.decode_compute_seconds = batch * linear_flops_per_token / (tp * peak * gemm_eff) +
-                              batch * 4 * layers * hidden * context / (tp * attn_flops_per_second);
+  sp.decode_memory_seconds = weights_seconds + kv_seconds;
+  sp.decode_compute_seconds = gemm_seconds + attn_seconds;
   sp.decode_comm_seconds =
       layers * 2 * estimate::AllReduceSeconds(batch * hidden * act_bytes, ranks, link);
-  sp.tpot_seconds =
-      std::max(sp.decode_memory_seconds, sp.decode_compute_seconds) + sp.decode_comm_seconds;
+  sp.tpot_seconds = std::max(weights_seconds, gemm_seconds) + std::max(kv_seconds, attn_seconds) +
+                    sp.decode_comm_seconds + overhead_per_pass;
   const double output = static_cast<double>(r.output_len);
   sp.output_tokens_per_second = batch * output / (sp.prefill_seconds + output * sp.tpot_seconds);
   sp.prefill_tokens_per_second = prefill_tokens / sp.prefill_seconds;

@@ -139,6 +139,24 @@ TEST(ServeMemoryTest, MaxConcurrencyIsTheLargestBatchThatFits) {
   EXPECT_NEAR(static_cast<double>(Estimate(r).memory.max_concurrency), 2.0 * max, 2.0);
 }
 
+// vLLM start-up logs of meta-llama/Llama-3.1-8B-Instruct on an RTX 3090 at
+// gpu_memory_utilization 0.90 (https://github.com/vllm-project/vllm/issues/10517): max_model_len
+// 20000 -> 1952 blocks of 16 tokens, 29000 -> 1478; without chunked prefill vLLM profiles a
+// forward pass of max_model_len tokens, so the longer context leaves less for the KV cache.
+TEST(ServeMemoryTest, KvCapacityFollowsTheProfiledForwardPassAsVllmLogsIt) {
+  ServeRequest r =
+      Request("llama-3-8b", "RTX-3090", Precision::kBf16, KvPrecision::kBf16, 1, 20000, 1);
+  r.max_batched_tokens = 20000;
+  const ServeMemory at20k = Estimate(r).memory;
+  r.input_len = r.max_batched_tokens = 29000;
+  const ServeMemory at29k = Estimate(r).memory;
+  EXPECT_NEAR(static_cast<double>(at20k.kv_cache_capacity_tokens), 1952 * 16, 1952 * 16 * 0.1);
+  EXPECT_NEAR(static_cast<double>(at29k.kv_cache_capacity_tokens), 1478 * 16, 1478 * 16 * 0.1);
+  EXPECT_GT(at29k.activation_bytes_per_gpu, at20k.activation_bytes_per_gpu);
+  // max_concurrency is the capacity in whole sequences (29000 + 1 tokens each: none fits twice).
+  EXPECT_EQ(at29k.max_concurrency, at29k.kv_cache_capacity_tokens / 29001);
+}
+
 TEST(ServeMemoryTest, TensorParallelismSplitsWeightsAndKv) {
   const ServeEstimate one = Estimate(
       Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 8, 512, 512, 2));
@@ -231,43 +249,43 @@ TEST(ServeSpeedTest, TensorParallelismAddsAllReducesAndCutsTheStep) {
   EXPECT_FALSE(EstimateServing(r).ok());
 }
 
-// Published TensorRT-LLM measurements (static batching, gptSessionBenchmark; output tokens over
-// the whole run): NVIDIA/TensorRT-LLM
-// docs/source/performance.md@138f96d45f90b9667426f7c47297d8c06bafac73 (v0.6.1 "Peak Throughput"
-// tables: H100 FP8 with --fp8_kv_cache, A100 FP16; "Low Latency" v0.5 first-token tables). "LLaMA
-// 7B" there is Llama-2-7b (the page's methodology section). None of these rows was used to fit a
-// constant (the efficiencies come from the training calibration).
-TEST(ServeSpeedTest, MatchesPublishedTensorRtLlmThroughputWithin25Percent) {
-  struct Row {
-    const char* gpu;
-    Precision precision;
-    KvPrecision kv;
-    int64_t batch, input, output;
-    double published_output_tokens_per_second;
-  };
-  const Row rows[] = {
-      {"H100-SXM", Precision::kFp8, KvPrecision::kFp8, 112, 128, 2048, 6818},
-      {"H100-SXM", Precision::kFp8, KvPrecision::kFp8, 80, 2048, 128, 2244},
-      {"H100-SXM", Precision::kFp8, KvPrecision::kFp8, 48, 2048, 2048, 2740},
-      {"A100-80GB", Precision::kFp16, KvPrecision::kFp16, 60, 128, 2048, 1928},
-      {"A100-80GB", Precision::kFp16, KvPrecision::kFp16, 52, 2048, 128, 591},
-  };
-  std::vector<double> errors;
-  for (const Row& row : rows) {
-    const ServeEstimate e = Estimate(
-        Request("llama-2-7b", row.gpu, row.precision, row.kv, row.batch, row.input, row.output));
-    const double error =
-        e.speed.output_tokens_per_second / row.published_output_tokens_per_second - 1;
-    EXPECT_LT(std::abs(error), 0.25) << row.gpu << " batch " << row.batch << " " << row.input << "/"
-                                     << row.output << ": " << e.speed.output_tokens_per_second;
-    errors.push_back(std::abs(error));
-  }
-  std::sort(errors.begin(), errors.end());
-  EXPECT_LT(errors[errors.size() / 2], 0.15);  // the issue's goal: median |error| <= 15 %
+// Published TensorRT-LLM measurements (static batching, gptSessionBenchmark; the tables' figure is
+// output tokens per second per GPU over the whole run): NVIDIA/TensorRT-LLM
+// docs/source/performance.md@138f96d45f90b9667426f7c47297d8c06bafac73 (v0.6.1 "Peak Throughput",
+// H100 FP8 with --fp8_kv_cache). These rows are part of data/calibration/serving.csv; the
+// left-out errors are in docs/ACCURACY.md. Here: the model's structure, not the fit.
+double PerGpuThroughput(const ServeRequest& r) {
+  return Estimate(r).speed.output_tokens_per_second / static_cast<double>(r.tp);
+}
+
+// Llama-2-70B (64 heads, 8 KV heads) at 480 x 128/2048, TP4: 1,486 tokens/s/GPU with v0.6.1,
+// whose generation kernel reads each KV head once per query head (the page's commands enable no
+// XQA). Reading the KV cache once per group predicted ~2.1x too fast; the kernel is an input.
+TEST(ServeSpeedTest, PerQueryHeadDecodeAttentionExplainsTensorRtLlm061On70b) {
+  ServeRequest r =
+      Request("llama-2-70b", "H100-SXM", Precision::kFp8, KvPrecision::kFp8, 480, 128, 2048, 4);
+  r.decode_attention = DecodeAttention::kPerQueryHead;
+  EXPECT_NEAR(PerGpuThroughput(r), 1486, 1486 * 0.3);
+  r.decode_attention = DecodeAttention::kGrouped;
+  EXPECT_GT(PerGpuThroughput(r), 1.5 * 1486);
+  // The same configuration measured with v0.9.0 and XQA (2,725 tokens/s/GPU at batch 512,
+  // NVIDIA/TensorRT-LLM@v0.9.0 docs/source/performance.md) is the grouped kernel's.
+  r.batch = 512;
+  EXPECT_NEAR(PerGpuThroughput(r), 2725, 2725 * 0.3);
+}
+
+// A multi-head model (Llama-2-7B: kv_heads = heads) reads the same KV bytes with either kernel.
+TEST(ServeSpeedTest, DecodeAttentionKernelDoesNotMatterWithoutGqa) {
+  ServeRequest r =
+      Request("llama-2-7b", "H100-SXM", Precision::kFp8, KvPrecision::kFp8, 48, 2048, 2048);
+  const double grouped = PerGpuThroughput(r);
+  r.decode_attention = DecodeAttention::kPerQueryHead;
+  EXPECT_DOUBLE_EQ(PerGpuThroughput(r), grouped);
+  EXPECT_NEAR(grouped, 2740, 2740 * 0.25);  // v0.6.1 table, batch 48, 2048/2048
 }
 
 TEST(ServeSpeedTest, MatchesPublishedTensorRtLlmFirstTokenLatencyWithin25Percent) {
-  // Batch 1, 2048 input tokens: H100 FP8 36 ms, A100 FP16 133 ms (same page, "Low Latency").
+  // Batch 1, 2048 input tokens: H100 FP8 36 ms, A100 FP16 133 ms (v0.6.1 page, "Low Latency").
   const ServeEstimate h100 =
       Estimate(Request("llama-2-7b", "H100-SXM", Precision::kFp8, KvPrecision::kFp8, 1, 2048, 1));
   const ServeEstimate a100 = Estimate(

@@ -1,0 +1,75 @@
+#include "serve/spec.h"
+
+#include <gtest/gtest.h>
+
+namespace fulcrum::serve {
+namespace {
+
+TEST(ServeSpecTest, ReadsEveryField) {
+  Result<ServeSpec> spec = ParseServeYaml(R"(name: chatbot
+model: llama-3-8b
+precision: int4-weight-only
+kv_precision: fp8
+input_len: 512
+output_len: 256
+traffic: {requests_per_second: 5, concurrency: 32}
+targets: {ttft_p50: 0.5, ttft_p90: 2s, tpot_p50: 40ms, tpot_p90: 0.08}
+tp: [1, 2]
+gpus: [T4, L4]
+providers: aws, gcp
+top: 7
+)",
+                                          "chat.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->model_preset, "llama-3-8b");
+  EXPECT_EQ(spec->precision, "int4-weight-only");
+  EXPECT_EQ(spec->kv_precision, "fp8");
+  EXPECT_EQ(spec->input_len, 512);
+  EXPECT_EQ(spec->output_len, 256);
+  EXPECT_EQ(spec->requests_per_second, 5);
+  EXPECT_EQ(spec->concurrency, 32);
+  EXPECT_DOUBLE_EQ(*spec->targets.ttft_p50_seconds, 0.5);
+  EXPECT_DOUBLE_EQ(*spec->targets.ttft_p90_seconds, 2);
+  EXPECT_DOUBLE_EQ(*spec->targets.tpot_p50_seconds, 0.04);
+  EXPECT_DOUBLE_EQ(*spec->targets.tpot_p90_seconds, 0.08);
+  EXPECT_EQ(spec->tp, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(spec->gpus, (std::vector<std::string>{"T4", "L4"}));
+  EXPECT_EQ(spec->providers, (std::vector<std::string>{"aws", "gcp"}));
+  EXPECT_EQ(spec->top, 7);
+}
+
+TEST(ServeSpecTest, RelativeHfConfigIsResolvedAgainstTheSpecDirectory) {
+  Result<ServeSpec> spec = ParseServeYaml("hf_config: models/config.json\n", "s.yaml", "/srv/x");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->hf_config_path, "/srv/x/models/config.json");
+  EXPECT_FALSE(ParseServeYaml("model: llama-3-8b\nhf_config: c.json\n", "s.yaml").ok());
+}
+
+TEST(ServeSpecTest, ErrorsNameFileLineFieldAndNearestName) {
+  Result<ServeSpec> typo = ParseServeYaml("model: llama-3-8b\nouput_len: 9\n", "s.yaml");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_EQ(typo.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(typo.status().message().find("s.yaml:2:"), std::string::npos)
+      << typo.status().message();
+  ASSERT_NE(typo.status().detail(), nullptr);
+  EXPECT_EQ(typo.status().detail()->nearest.front(), "output_len");
+
+  Result<ServeSpec> precision = ParseServeYaml("precision: fp9\n", "s.yaml");
+  ASSERT_FALSE(precision.ok());
+  ASSERT_NE(precision.status().detail(), nullptr);
+  EXPECT_EQ(precision.status().detail()->line, 1);
+  EXPECT_EQ(precision.status().detail()->field, "precision");
+  EXPECT_EQ(precision.status().detail()->found, "fp9");
+  EXPECT_FALSE(precision.status().detail()->nearest.empty());
+
+  for (const char* bad : {"input_len: 0\n", "targets: {tpot_p90: -1}\n", "tp: [3.5]\n",
+                          "traffic: {concurrency: many}\n", "targets: 0.05\n"}) {
+    Result<ServeSpec> s = ParseServeYaml(bad, "s.yaml");
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.status().message().find("s.yaml:1"), std::string::npos)
+        << bad << s.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace fulcrum::serve
