@@ -81,7 +81,11 @@ void Resolve(const estimate::EstimateRequest& request, const catalog::Catalog& c
   row.node.gpu_count = static_cast<int>(row.input->gpus_per_node);
   row.node.interconnect = row.input->interconnect;
   row.node.network_gbps = row.input->network_gbps;
-  const estimate::MemoryBreakdown memory = estimate::Evaluate(*row.input).memory;
+  // A memory figure logged by the last rank (Megatron) is the last pipeline stage's.
+  const estimate::MemoryBreakdown memory =
+      row.last_rank_memory
+          ? estimate::EstimateLastStageMemory(row.input->model, row.input->training)
+          : estimate::Evaluate(*row.input).memory;
   row.memory_value = row.quantity == Quantity::kMemoryAllocated  ? memory.allocated_bytes
                      : row.quantity == Quantity::kMemoryReserved ? memory.reserved_bytes
                                                                  : memory.peak_bytes_per_gpu;
@@ -96,6 +100,7 @@ Status AddMeasuredRow(const Record& r, const catalog::Catalog& catalog,
   FULCRUM_ASSIGN_OR_RETURN(row.source, r.Text("source"));
   FULCRUM_ASSIGN_OR_RETURN(const std::string kind, r.Text("kind"));
   FULCRUM_ASSIGN_OR_RETURN(const std::string metric, r.Text("memory_metric"));
+  row.last_rank_memory = metric.find("last_rank") != std::string::npos;
   if (kind == "memory_peak") {
     row.quantity = metric.find("max_allocated") != std::string::npos  ? Quantity::kMemoryAllocated
                    : metric.find("max_reserved") != std::string::npos ? Quantity::kMemoryReserved

@@ -36,6 +36,7 @@ struct CalibrationRow {
   std::string refused;
   catalog::Offer node;      // one node of the machine the row ran on
   double memory_value = 0;  // the memory quantity, evaluated once (no fitted constant in it)
+  bool last_rank_memory = false;  // measured on the last rank: the last pipeline stage's memory
 
   bool IsMemory() const { return quantity <= Quantity::kMemoryPeak; }
 };
