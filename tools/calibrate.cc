@@ -163,6 +163,44 @@ void RowTable(const std::vector<CalibrationRow>& rows, const Report& report, boo
   }
 }
 
+// Where the predicted time of each step-time row goes (the rows that state seconds per step:
+// Korthikanti et al., BLOOM, Megatron CI), under the fit without the row's family.
+void StepDecompositionTable(const std::vector<CalibrationRow>& rows, const Report& report,
+                            std::ostringstream& out) {
+  out << "| id | measured s | predicted s | compute s | communication s | of which exposed s | "
+         "bubble s | MFU | HFU |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const CalibrationRow& row : rows) {
+    if (row.quantity != Quantity::kStepSeconds) continue;
+    const auto lofo = report.left_out.find(row.family);
+    const TimeCalibration& c = lofo == report.left_out.end() ? report.fitted : lofo->second;
+    const std::optional<estimate::StepTime> st = PredictStepTime(row, c);
+    if (!st) continue;
+    out << "| " << row.id << " | " << Format("%.4g", row.measured) << " | "
+        << Format("%.4g", st->step_seconds) << " | " << Format("%.4g", st->compute_seconds) << " | "
+        << Format("%.4g", st->communication_seconds) << " | " << Format("%.4g", st->exposed_seconds)
+        << " | " << Format("%.4g", st->bubble_seconds) << " | " << Percent(st->mfu) << " | "
+        << Percent(st->hfu) << " |\n";
+  }
+}
+
+// The parts of each memory row's estimate next to the measurement (GiB).
+void MemoryDecompositionTable(const std::vector<CalibrationRow>& rows, std::ostringstream& out) {
+  out << "| id | measured | predicted | weights | gradients | optimizer | activations | logits | "
+         "comm buffers | allocator reserve |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  const double gib = 1024.0 * 1024 * 1024;
+  for (const CalibrationRow& row : rows) {
+    if (!row.IsMemory() || !row.input) continue;
+    const estimate::MemoryBreakdown& m = row.memory;
+    out << "| " << row.id << " | " << Value(row, row.measured) << " " << UnitOf(row) << " | "
+        << Value(row, row.memory_value);
+    for (double part : {m.weights_bytes, m.gradients_bytes, m.optimizer_bytes, m.activations_bytes,
+                        m.logits_bytes, m.comm_buffer_bytes, m.allocator_reserve_bytes}) {
+      out << " | " << Format("%.2f", part / gib);
+    }
+    out << " |\n";
+  }
+}
+
 void ConstantsTable(const Report& report, std::ostringstream& out) {
   out << "| constant | prior | fitted (all rows) |";
   for (const auto& [family, calibration] : report.left_out) out << " without " << family << " |";
@@ -226,8 +264,17 @@ std::string AccuracyDocument(const std::vector<CalibrationRow>& rows, const Repo
          "tp/pp/vpp/dp, ZeRO stage, framework; batch: micro-batch x sequence, recompute, flash "
          "(ga N: gradient accumulation).\n\n";
   RowTable(rows, report, /*memory=*/false, out);
+  out << "\n### Where the time goes, per step-time row\n\n"
+         "The predicted step of each row that states seconds per step, fitted without its "
+         "family: compute (GEMMs, attention, elementwise, optimizer), all communication and the "
+         "part of it not hidden behind compute, the pipeline bubble.\n\n";
+  StepDecompositionTable(rows, report, out);
   out << "\n## Memory, per row\n\n";
   RowTable(rows, report, /*memory=*/true, out);
+  out << "\n### Where the memory goes, per row (GiB)\n\n"
+         "The parts of the estimate compared (for last-rank measurements, the last pipeline "
+         "stage's); the CUDA context (outside PyTorch's allocator) is not in these figures.\n\n";
+  MemoryDecompositionTable(rows, out);
   out << "\n## Known gaps\n\n"
          "- CNNs are modelled by FLOPs per sample at one fitted fraction of the dense peak, "
          "falling off at small micro-batches; memory-bound networks (EfficientNet's depthwise "

@@ -82,10 +82,10 @@ void Resolve(const estimate::EstimateRequest& request, const catalog::Catalog& c
   row.node.interconnect = row.input->interconnect;
   row.node.network_gbps = row.input->network_gbps;
   // A memory figure logged by the last rank (Megatron) is the last pipeline stage's.
-  const estimate::MemoryBreakdown memory =
-      row.last_rank_memory
-          ? estimate::EstimateLastStageMemory(row.input->model, row.input->training)
-          : estimate::Evaluate(*row.input).memory;
+  row.memory = row.last_rank_memory
+                   ? estimate::EstimateLastStageMemory(row.input->model, row.input->training)
+                   : estimate::Evaluate(*row.input).memory;
+  const estimate::MemoryBreakdown& memory = row.memory;
   row.memory_value = row.quantity == Quantity::kMemoryAllocated  ? memory.allocated_bytes
                      : row.quantity == Quantity::kMemoryReserved ? memory.reserved_bytes
                                                                  : memory.peak_bytes_per_gpu;
@@ -242,15 +242,24 @@ Result<std::vector<CalibrationRow>> LoadCalibrationRows(const std::string& root)
   return rows;
 }
 
+std::optional<estimate::StepTime> PredictStepTime(const CalibrationRow& row,
+                                                  const estimate::TimeCalibration& calibration) {
+  if (!row.input || row.IsMemory()) return std::nullopt;
+  const estimate::EstimateInput& in = *row.input;
+  const std::optional<estimate::Hardware> hw =
+      estimate::HardwareFor(in.gpu, row.node, in.training.precision, calibration);
+  if (!hw) return std::nullopt;
+  return estimate::EstimateStepTime(in.model, in.training, *hw, calibration);
+}
+
 std::optional<double> Predict(const CalibrationRow& row,
                               const estimate::TimeCalibration& calibration) {
   if (!row.input) return std::nullopt;
   if (row.IsMemory()) return row.memory_value;
   const estimate::EstimateInput& in = *row.input;
-  const std::optional<estimate::Hardware> hw =
-      estimate::HardwareFor(in.gpu, row.node, in.training.precision, calibration);
-  if (!hw) return std::nullopt;
-  const estimate::StepTime st = estimate::EstimateStepTime(in.model, in.training, *hw, calibration);
+  const std::optional<estimate::StepTime> time = PredictStepTime(row, calibration);
+  if (!time) return std::nullopt;
+  const estimate::StepTime& st = *time;
   switch (row.quantity) {
     case Quantity::kTokensPerSecondPerGpu:
       return st.tokens_per_second_per_gpu;
