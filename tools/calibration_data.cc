@@ -81,7 +81,11 @@ void Resolve(const estimate::EstimateRequest& request, const catalog::Catalog& c
   row.node.gpu_count = static_cast<int>(row.input->gpus_per_node);
   row.node.interconnect = row.input->interconnect;
   row.node.network_gbps = row.input->network_gbps;
-  const estimate::MemoryBreakdown memory = estimate::Evaluate(*row.input).memory;
+  // A memory figure logged by the last rank (Megatron) is the last pipeline stage's.
+  row.memory = row.last_rank_memory
+                   ? estimate::EstimateLastStageMemory(row.input->model, row.input->training)
+                   : estimate::Evaluate(*row.input).memory;
+  const estimate::MemoryBreakdown& memory = row.memory;
   row.memory_value = row.quantity == Quantity::kMemoryAllocated  ? memory.allocated_bytes
                      : row.quantity == Quantity::kMemoryReserved ? memory.reserved_bytes
                                                                  : memory.peak_bytes_per_gpu;
@@ -96,6 +100,7 @@ Status AddMeasuredRow(const Record& r, const catalog::Catalog& catalog,
   FULCRUM_ASSIGN_OR_RETURN(row.source, r.Text("source"));
   FULCRUM_ASSIGN_OR_RETURN(const std::string kind, r.Text("kind"));
   FULCRUM_ASSIGN_OR_RETURN(const std::string metric, r.Text("memory_metric"));
+  row.last_rank_memory = metric.find("last_rank") != std::string::npos;
   if (kind == "memory_peak") {
     row.quantity = metric.find("max_allocated") != std::string::npos  ? Quantity::kMemoryAllocated
                    : metric.find("max_reserved") != std::string::npos ? Quantity::kMemoryReserved
@@ -237,15 +242,24 @@ Result<std::vector<CalibrationRow>> LoadCalibrationRows(const std::string& root)
   return rows;
 }
 
+std::optional<estimate::StepTime> PredictStepTime(const CalibrationRow& row,
+                                                  const estimate::TimeCalibration& calibration) {
+  if (!row.input || row.IsMemory()) return std::nullopt;
+  const estimate::EstimateInput& in = *row.input;
+  const std::optional<estimate::Hardware> hw =
+      estimate::HardwareFor(in.gpu, row.node, in.training.precision, calibration);
+  if (!hw) return std::nullopt;
+  return estimate::EstimateStepTime(in.model, in.training, *hw, calibration);
+}
+
 std::optional<double> Predict(const CalibrationRow& row,
                               const estimate::TimeCalibration& calibration) {
   if (!row.input) return std::nullopt;
   if (row.IsMemory()) return row.memory_value;
   const estimate::EstimateInput& in = *row.input;
-  const std::optional<estimate::Hardware> hw =
-      estimate::HardwareFor(in.gpu, row.node, in.training.precision, calibration);
-  if (!hw) return std::nullopt;
-  const estimate::StepTime st = estimate::EstimateStepTime(in.model, in.training, *hw, calibration);
+  const std::optional<estimate::StepTime> time = PredictStepTime(row, calibration);
+  if (!time) return std::nullopt;
+  const estimate::StepTime& st = *time;
   switch (row.quantity) {
     case Quantity::kTokensPerSecondPerGpu:
       return st.tokens_per_second_per_gpu;

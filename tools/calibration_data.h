@@ -36,6 +36,8 @@ struct CalibrationRow {
   std::string refused;
   catalog::Offer node;      // one node of the machine the row ran on
   double memory_value = 0;  // the memory quantity, evaluated once (no fitted constant in it)
+  estimate::MemoryBreakdown memory;  // its parts (memory rows)
+  bool last_rank_memory = false;  // measured on the last rank: the last pipeline stage's memory
 
   bool IsMemory() const { return quantity <= Quantity::kMemoryPeak; }
 };
@@ -49,5 +51,10 @@ Result<std::vector<CalibrationRow>> LoadCalibrationRows(const std::string& root)
 // the row's precision on its GPU).
 std::optional<double> Predict(const CalibrationRow& row,
                               const estimate::TimeCalibration& calibration);
+
+// The step-time estimate behind Predict for a transformer or generic row (nullopt: refused, a
+// memory row, or no peak for the row's precision on its GPU).
+std::optional<estimate::StepTime> PredictStepTime(const CalibrationRow& row,
+                                                  const estimate::TimeCalibration& calibration);
 
 }  // namespace fulcrum::calibrate

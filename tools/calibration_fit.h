@@ -1,8 +1,10 @@
 // Fitting estimate::TimeCalibration to calibration rows: a deterministic coordinate descent from
 // the struct's prior values (the member initialisers of estimate/compute.h) on the mean over
 // source families of (median + mean / 2) of |ln(predicted / measured)|, so that a family with
-// many rows does not outvote one with few. Fitted values are rounded to 3 significant digits
-// (what the generated source holds). Pure functions; thread-compatible.
+// many rows does not outvote one with few (a family of n rows weighs n / (n + 5), so that one
+// or two rows do not count as a whole family), plus 0.1 x the sum of ln(value / prior)^2 over the
+// constants, which keeps a constant few rows constrain near its prior. Fitted values are rounded
+// to 3 significant digits (what the generated source holds). Pure functions; thread-compatible.
 #pragma once
 
 #include <algorithm>

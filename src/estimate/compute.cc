@@ -19,6 +19,29 @@ using workload::Training;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// Elementwise traffic of Megatron-LM's fused kernels, counted from its code rather than fitted
+// (activation elements read + written per token per layer; a dropout mask is 1 byte, half a
+// 16-bit element; dropout as the model has it, workload::Model::dropout). Forward: 2 layer norms
+// (read x, write y: 2h each; apex / TE fused layer norm) + 2 fused bias-dropout-adds (read the
+// branch output and the residual, write the sum (3h) and the mask (0.5h)) = 11h, 10h without
+// dropout; the activation (fused bias-GeLU / SwiGLU: read its input, write its output). Backward:
+// 2 layer-norm backwards (read x and dy, write dx: 3h each) + 2 residual-gradient sums (read 2,
+// write 1: 3h each) + 2 dropout backwards (read dy and the mask, write dx: 2.5h each) = 17h, 12h
+// without dropout; the activation backward reads its input and dy and writes dx. Megatron-LM
+// megatron/model/transformer.py (bias_dropout_add_fused_train), fused_bias_gelu.py,
+// fused_layer_norm.py; Korthikanti et al. 2022 (arXiv 2205.05198) section 4.1 lists the same
+// tensors. Plain attention (FusedScaleMaskSoftmax, then dropout, on the a*s*s scores): softmax
+// reads and writes each score (2), dropout reads it and writes it and its mask (2.5) forward;
+// backward the dropout (read dy and mask, write: 2.5) and the softmax (read y and dy, write: 3).
+double MegatronHiddenElements(const Model& m, bool backward) {
+  if (backward) return m.dropout ? 17 : 12;
+  return m.dropout ? 11 : 10;
+}
+double MegatronScoreElements(const Model& m, bool backward) {
+  if (backward) return m.dropout ? 5.5 : 3;
+  return m.dropout ? 4.5 : 2;
+}
+
 // Time of a (m x k) * (k x n) GEMM at `peak` (already scaled by the architecture's large-GEMM
 // efficiency), falling off for small dimensions: prod d / (d + gemm_half_dim).
 double GemmSeconds(double m, double n, double k, double peak, const TimeCalibration& c) {
@@ -40,6 +63,11 @@ bool IsLora(const Training& t) { return t.method == Method::kLora || t.method ==
 // the tokens); for MoE models the mean over dense and MoE layers.
 struct LayerForward {
   double seconds = 0;            // GEMMs + attention + elementwise (+ QLoRA de-quantisation)
+  double backward_seconds = 0;   // the layer's backward (no recompute): 2x the GEMMs (1x for
+                                 // LoRA), and the elementwise kernels' own backward traffic
+  // Forward time of the column-parallel GEMMs (QKV and the MLP's first, ffn-wide one): their
+  // backward is where Megatron overlaps tensor-parallel communication.
+  double column_gemm_seconds = 0;
   double attention_seconds = 0;  // the s*s part (what Megatron's selective recompute repeats)
   // What torchtitan's selective ("op") policy re-runs: the matmuls it does not save (wk, wo and
   // one of the MLP's f-wide matmuls; memory.cc TorchtitanSelectiveBytes) + the elementwise ops.
@@ -132,38 +160,57 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   const double mem_bw = hw.memory_bytes_per_second * c.memory_bandwidth_efficiency;
 
   const MlpForward mlp = MeanMlp(model, tr, tokens, t, peak, c);
-  const double gemm_seconds = GemmSeconds(tokens, (h + 2 * kv_dim) / t, h, peak, c) +
-                              GemmSeconds(tokens, h, h / t, peak, c) + mlp.seconds;
+  const double qkv_seconds = GemmSeconds(tokens, (h + 2 * kv_dim) / t, h, peak, c);
+  const double gemm_seconds = qkv_seconds + GemmSeconds(tokens, h, h / t, peak, c) + mlp.seconds;
+  const double mlp_in = gated ? 2 * mlp.width : mlp.width;
+  out.column_gemm_seconds = qkv_seconds + mlp.seconds * mlp_in / (mlp_in + mlp.width);
   const double gemm_flops = 2 * tokens * h * ((h + 2 * kv_dim) + h) / t + mlp.flops;
   // QK^T and AV: 2 * 2 * b * s * s * h forward (the full square, as PaLM and Megatron count);
   // with cp each rank computes seq / cp rows of it (load-balanced causal chunks).
   out.attention_flops = 4.0 * tokens * seq * h / t;
+  const bool megatron = tr.framework == workload::Framework::kMegatron;
+  const double backward_factor = IsLora(tr) ? 1.0 : 2.0;  // no weight-gradient GEMMs under LoRA
+  double attention_backward_seconds = 0;
   if (tr.flash_attention) {
     // The fused kernel executes only the causal half of the square.
     out.attention_seconds =
         0.5 * out.attention_flops / (peak16 * hw.efficiency.flash_attention_efficiency);
+    attention_backward_seconds = backward_factor * out.attention_seconds;
   } else {
     const double heads_local = heads / t;
     const double peak_gemm16 = peak16 * GemmMaxEfficiency(hw, c);
     const double per_head = GemmSeconds(local_seq, seq, head_dim, peak_gemm16, c) +
                             GemmSeconds(local_seq, head_dim, seq, peak_gemm16, c);
-    const double score_bytes = c.attention_score_elements * static_cast<double>(tr.micro_batch) *
-                               heads_local * local_seq * seq * bytes;
-    out.attention_seconds =
-        per_head * static_cast<double>(tr.micro_batch) * heads_local + score_bytes / mem_bw;
+    const double score_seconds =
+        static_cast<double>(tr.micro_batch) * heads_local * local_seq * seq * bytes / mem_bw;
+    const double gemms = per_head * static_cast<double>(tr.micro_batch) * heads_local;
+    const double score_forward =
+        megatron ? MegatronScoreElements(model, false) : c.attention_score_elements;
+    const double score_backward = megatron ? MegatronScoreElements(model, true)
+                                           : backward_factor * c.attention_score_elements;
+    out.attention_seconds = gemms + score_forward * score_seconds;
+    attention_backward_seconds = backward_factor * gemms + score_backward * score_seconds;
   }
   const double hidden_share = tr.sequence_parallel ? h / t : h;
   const double ffn_in = gated ? 2 * mlp.width : mlp.width;
+  const double token_seconds = tokens * bytes / mem_bw;  // per activation element per token
   const double elementwise_seconds =
-      tokens * bytes *
-      (c.elementwise_hidden_elements * hidden_share + c.elementwise_ffn_elements * ffn_in / t) /
-      mem_bw;
+      megatron ? token_seconds * (MegatronHiddenElements(model, false) * hidden_share +
+                                  (ffn_in + mlp.width) / t)
+               : token_seconds * (c.elementwise_hidden_elements * hidden_share +
+                                  c.elementwise_ffn_elements * ffn_in / t);
+  const double elementwise_backward_seconds =
+      megatron ? token_seconds * (MegatronHiddenElements(model, true) * hidden_share +
+                                  (2 * ffn_in + mlp.width) / t)
+               : backward_factor * elementwise_seconds;
   double dequant_seconds = 0;
   if (tr.method == Method::kQlora) {
     dequant_seconds =
         workload::LayerParameterCount(model) / t * c.qlora_dequant_bytes_per_param / mem_bw;
   }
   out.seconds = gemm_seconds + out.attention_seconds + elementwise_seconds + dequant_seconds;
+  out.backward_seconds = backward_factor * (gemm_seconds + dequant_seconds) +
+                         attention_backward_seconds + elementwise_backward_seconds;
   out.flops = gemm_flops + out.attention_flops;
   out.selective_seconds = GemmSeconds(tokens, kv_dim / t, h, peak, c) +
                           GemmSeconds(tokens, h, h / t, peak, c) +
@@ -308,9 +355,12 @@ DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int6
     const double per_mb = 2 * AllGatherSeconds(param_bytes, n, shard_link) +
                           ReduceScatterSeconds(grad_bytes, n, shard_link);
     const double hidden = c.dp_overlap_fraction * compute_mb;
+    const double replica_hidden = c.dp_overlap_fraction * (2.0 / 3.0) * compute_mb;
     out.seconds = micro_batches * per_mb + replica_reduce;
     out.exposed = micro_batches * (std::max(0.0, per_mb - hidden) + tail * per_mb) +
-                  std::max(0.0, replica_reduce - c.dp_overlap_fraction * (2.0 / 3.0) * compute_mb);
+                  std::max(0.0, replica_reduce - replica_hidden) +
+                  c.overlapped_comm_slowdown * (micro_batches * std::min(per_mb, hidden) +
+                                                std::min(replica_reduce, replica_hidden));
     return out;
   }
   // ZeRO 0: all-reduce; ZeRO 1/2: reduce-scatter of grads + all-gather of updated params.
@@ -319,7 +369,8 @@ DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int6
                                          AllGatherSeconds(grad_bytes, n, shard_link);
   out.seconds += replica_reduce;
   const double hidden = c.dp_overlap_fraction * (2.0 / 3.0) * compute_mb;
-  out.exposed = std::max(0.0, out.seconds - hidden) + tail * out.seconds;
+  out.exposed = std::max(0.0, out.seconds - hidden) + tail * out.seconds +
+                c.overlapped_comm_slowdown * std::min(out.seconds, hidden);
   return out;
 }
 
@@ -386,7 +437,7 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
   // --- compute per layer per micro-batch: backward = 2x forward (1x without weight grads) ---
   const LayerForward fwd = EstimateLayerForward(model, tr, hw, c);
   const double backward_factor = lora ? 1.0 : 2.0;
-  double layer_seconds = (1.0 + backward_factor) * fwd.seconds + c.per_layer_overhead_seconds;
+  double layer_seconds = fwd.seconds + fwd.backward_seconds + c.per_layer_overhead_seconds;
   // Every recompute policy re-runs part of the forward in backward (and HFU counts it):
   // full: the whole layer; torchtitan/FSDP selective: the matmuls and elementwise ops its op
   // policy does not save; Megatron-style selective: core attention (Megatron-Core checkpoints
@@ -412,10 +463,31 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
   // --- tensor parallel: 2 all-reduces forward, 2 backward (+2 with full recompute) -----------
   const Link tp_link = GroupLink(tr.tp, 1, hw, c);
   const double forward_passes = tr.recompute == Recompute::kFull ? 3 : 2;  // in units of forward
-  const double tp_layer_seconds =
-      2 * forward_passes *
-      AllReduceSeconds(tokens_mb * h * bytes, static_cast<int>(tr.tp), tp_link);
-  double layer_comm = tp_layer_seconds, layer_exposed = tp_layer_seconds;
+  // With sequence parallelism each all-reduce is a reduce-scatter + all-gather (the same
+  // traffic), and backward repeats the two all-gathers of the layer-norm outputs rather than
+  // keeping the gathered tensors (Korthikanti et al. 2022, arXiv 2205.05198, section 4.2.2).
+  // Megatron overlaps the backward collectives of its column-parallel layers (QKV, the MLP's
+  // first GEMM) with their gradient GEMMs: the all-reduce (with SP: reduce-scatter) of the input
+  // gradient with the weight-gradient GEMM, and the repeated all-gather with the input-gradient
+  // GEMM (Megatron-LM megatron/core/tensor_parallel/layers.py,
+  // LinearWithGradAccumulationAndAsyncCommunication.backward; on by default,
+  // --no-async-tensor-model-parallel-allreduce turns it off). The row-parallel layers' backward
+  // collectives (with SP the all-gathers of the output gradients) stay exposed.
+  const double tp_activation_bytes = tokens_mb * h * bytes;
+  const int tp_ranks = static_cast<int>(tr.tp);
+  const double tp_all_reduce = AllReduceSeconds(tp_activation_bytes, tp_ranks, tp_link);
+  const double tp_all_gather = AllGatherSeconds(tp_activation_bytes, tp_ranks, tp_link);
+  const double tp_regather = tr.sequence_parallel ? 2 * tp_all_gather : 0;
+  const double tp_layer_seconds = 2 * forward_passes * tp_all_reduce + tp_regather;
+  double tp_hidden = 0;
+  if (tr.framework == workload::Framework::kMegatron && tr.tp > 1) {
+    const double overlappable =
+        tr.sequence_parallel ? 2 * tp_all_gather + tp_regather : 2 * tp_all_reduce;
+    const double window = (tr.sequence_parallel ? 2 : 1) * fwd.column_gemm_seconds;
+    tp_hidden = std::min(overlappable, window);
+  }
+  double layer_comm = tp_layer_seconds;
+  double layer_exposed = tp_layer_seconds - (1 - c.overlapped_comm_slowdown) * tp_hidden;
 
   // --- context parallel: ring exchange of K and V chunks (cp - 1 hops forward; K, V and their
   // gradients backward), overlapped with the attention of the chunk in hand (Megatron-LM

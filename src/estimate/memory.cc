@@ -311,15 +311,26 @@ double PipelineActivationBytes(const Model& m, const Training& t) {
 double StageActivationBytes(const Model& m, const Training& t, int64_t stage_layers,
                             int64_t in_flight_limit) {
   const double layers_per_stage = static_cast<double>(stage_layers);
-  const double in_flight = static_cast<double>(
-      std::min(in_flight_limit, std::max<int64_t>(1, workload::MicroBatchesPerStep(t))));
-  double factor = 1;
+  const int64_t micro_batches = std::max<int64_t>(1, workload::MicroBatchesPerStep(t));
+  // Layers' worth of activations in flight at the stage's peak. 1F1B: min(pp - rank, m) micro-
+  // batches of the stage's layers. Interleaved (v chunks of layers / v each): the warm-up runs
+  // 2 (pp - rank - 1) + (v - 1) pp chunk forwards before the first backward, all m v of them when
+  // that is not fewer (Megatron-LM megatron/core/pipeline_parallel/schedules.py,
+  // forward_backward_pipelining_with_interleaving, microbatch_group_size_per_vp_stage = pp by
+  // default); one more chunk is in flight when the backward starts. On the first stage this is
+  // Korthikanti et al.'s L/pp x pp x (1 + (pp-1)/(pp v)) (arXiv 2205.05198, section 4.2.3); the
+  // last stage holds (v - 1) pp + 1 chunks, not one micro-batch.
+  double layers_in_flight = 0;
   if (t.vpp > 1) {
-    const double p = static_cast<double>(t.pp);
-    factor = 1 + (p - 1) / (p * static_cast<double>(t.vpp));
+    const int64_t rank = t.pp - in_flight_limit;
+    const int64_t total_chunks = micro_batches * t.vpp;
+    const int64_t chunks = std::min(total_chunks, 2 * (t.pp - rank - 1) + (t.vpp - 1) * t.pp + 1);
+    layers_in_flight = static_cast<double>(chunks) * layers_per_stage / static_cast<double>(t.vpp);
+  } else {
+    layers_in_flight =
+        layers_per_stage * static_cast<double>(std::min(in_flight_limit, micro_batches));
   }
-  return OffloadedActivationBytes(
-             m, t, layers_per_stage * LayerActivationBytes(m, t) * in_flight * factor) +
+  return OffloadedActivationBytes(m, t, layers_in_flight * LayerActivationBytes(m, t)) +
          RecomputeWorkingSetBytes(m, t);
 }
 
@@ -374,12 +385,16 @@ double AdapterCount(const Model& m, const Training& t) {
 // Bytes per logit element alive at the loss (the last stage's peak), by framework:
 // Megatron's vocab-parallel cross entropy upcasts the bf16 logits to fp32 and saves the fp32
 // softmax for backward (Megatron-LM core/tensor_parallel/cross_entropy.py): 2 + 4.
-// torchtitan/FSDP computes cross_entropy(pred.float()): bf16 logits (2) + saved fp32
-// log-softmax (4) + its fp32 gradient at the start of backward (4) = 10.
+// torchtitan/FSDP computes cross_entropy(pred.float()) and frees the bf16 logits before backward
+// (torchtitan train.py: "del pred", "need to free to before bwd to avoid peaking memory"); the
+// peak is then in the loss's backward, where three fp32 tensors of the logits' shape are alive:
+// the saved log-softmax output, the dense gradient nll_loss's backward produces, and the input
+// gradient log_softmax's backward allocates (PyTorch aten cross_entropy = log_softmax + nll_loss,
+// LossNLL.cpp, SoftMax.cpp) = 12, above the forward's 10 (bf16 logits + fp32 copy + log-softmax).
 // HF transformers returns fp32 logits (logits.float()) and keeps them in the output: 4 + 4 + 4.
 double LogitBytesPerElement(const Training& t) {
   double bytes = t.framework == Framework::kMegatron ? 6
-                 : t.framework == Framework::kFsdp   ? 10
+                 : t.framework == Framework::kFsdp   ? 12
                                                      : 12;
   if (workload::IsFp32Storage(t.precision) && t.framework != Framework::kHf &&
       t.framework != Framework::kDeepSpeed) {
@@ -500,15 +515,14 @@ MemoryBreakdown EstimateStage(const Model& m, const Training& t, const StageCont
   return Assemble(s, with_adapters, t);
 }
 
-}  // namespace
+// The pipeline's stages as EstimateMemory compares them.
+struct PipelineStages {
+  MemoryBreakdown first, middle, last;
+  bool has_middle = false;
+};
 
-MemoryBreakdown EstimateMemory(const Model& m, const Training& t) {
-  if (m.kind == ModelKind::kGeneric) {
-    StageContents c;
-    c.other_params = m.generic_parameters;
-    c.activations_bytes = PipelineActivationBytes(m, t);
-    return EstimateStage(m, t, c);
-  }
+PipelineStages EstimateStages(const Model& m, const Training& t) {
+  PipelineStages out;
   const double tp = static_cast<double>(t.tp);
   const double layers = static_cast<double>(m.layers);
   // Per layer on this GPU: the routed experts split over tp x ep, everything else over tp.
@@ -525,30 +539,50 @@ MemoryBreakdown EstimateMemory(const Model& m, const Training& t) {
                          stage_logits};
   };
   if (t.pp == 1) {
-    return EstimateStage(m, t,
-                         contents(stages.first, embedding + head,
-                                  StageActivationBytes(m, t, stages.first, 1), logits));
+    out.first = EstimateStage(m, t,
+                              contents(stages.first, embedding + head,
+                                       StageActivationBytes(m, t, stages.first, 1), logits));
+    out.last = out.first;
+    return out;
   }
   // First stage: embeddings and the most in-flight activations (pp micro-batches in 1F1B).
   // The most loaded middle stage (second in line: pp - 1 in flight). Last stage: the head (plus a
   // copy of tied embeddings, as Megatron keeps), one micro-batch in flight, the logits.
   const double tied_copy =
       m.tied_embeddings ? static_cast<double>(m.vocab) * static_cast<double>(m.hidden) / tp : 0;
-  const MemoryBreakdown first = EstimateStage(
+  out.first = EstimateStage(
       m, t, contents(stages.first, embedding, StageActivationBytes(m, t, stages.first, t.pp), 0));
-  const double last_activations =
-      OffloadedActivationBytes(m, t,
-                               static_cast<double>(stages.last) * LayerActivationBytes(m, t)) +
-      RecomputeWorkingSetBytes(m, t);
-  MemoryBreakdown peak =
-      EstimateStage(m, t, contents(stages.last, head + tied_copy, last_activations, logits));
-  if (first.peak_bytes_per_gpu >= peak.peak_bytes_per_gpu) peak = first;
+  const double last_activations = StageActivationBytes(m, t, stages.last, 1);
+  out.last = EstimateStage(m, t, contents(stages.last, head + tied_copy, last_activations, logits));
   if (stages.middle > stages.first) {
-    const MemoryBreakdown middle = EstimateStage(
+    out.middle = EstimateStage(
         m, t, contents(stages.middle, 0, StageActivationBytes(m, t, stages.middle, t.pp - 1), 0));
-    if (middle.peak_bytes_per_gpu > peak.peak_bytes_per_gpu) peak = middle;
+    out.has_middle = true;
+  }
+  return out;
+}
+
+}  // namespace
+
+MemoryBreakdown EstimateMemory(const Model& m, const Training& t) {
+  if (m.kind == ModelKind::kGeneric) {
+    StageContents c;
+    c.other_params = m.generic_parameters;
+    c.activations_bytes = PipelineActivationBytes(m, t);
+    return EstimateStage(m, t, c);
+  }
+  const PipelineStages stages = EstimateStages(m, t);
+  MemoryBreakdown peak = stages.last;
+  if (stages.first.peak_bytes_per_gpu >= peak.peak_bytes_per_gpu) peak = stages.first;
+  if (stages.has_middle && stages.middle.peak_bytes_per_gpu > peak.peak_bytes_per_gpu) {
+    peak = stages.middle;
   }
   return peak;
+}
+
+MemoryBreakdown EstimateLastStageMemory(const Model& m, const Training& t) {
+  if (m.kind == ModelKind::kGeneric) return EstimateMemory(m, t);
+  return EstimateStages(m, t).last;
 }
 
 FitVerdict ClassifyFit(double peak_bytes, double capacity_bytes) {

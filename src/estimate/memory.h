@@ -33,6 +33,11 @@ struct MemoryBreakdown {
 };
 
 MemoryBreakdown EstimateMemory(const workload::Model& model, const workload::Training& training);
+// The last pipeline stage alone (the head, the logits, one micro-batch in flight): what a run
+// that logs memory from its last rank reports (Megatron-LM writes its memory statistics from
+// the last rank, which holds the last stage). EstimateMemory when pp = 1.
+MemoryBreakdown EstimateLastStageMemory(const workload::Model& model,
+                                        const workload::Training& training);
 
 // The building blocks of EstimateMemory, exposed for the formula anchors and the planner.
 
@@ -52,8 +57,9 @@ ModelStateBytes FullModelStates(double params, double largest_tensor_params,
 // (Korthikanti et al. 2022 Table 2, generalised to GQA, gated MLPs, flash attention).
 double LayerActivationBytes(const workload::Model& model, const workload::Training& training);
 // Activations on the first pipeline stage at its peak: its layers (L/pp when even; see
-// workload::PipelineStageLayers) x min(pp, micro-batches per step) in flight x the interleaving
-// factor (1 + (pp-1)/(pp*vpp)) when vpp > 1.
+// workload::PipelineStageLayers) x min(pp, micro-batches per step) in flight; with vpp > 1 the
+// interleaved schedule's warm-up chunks (StageActivationBytes), which for many micro-batches is
+// Korthikanti et al.'s factor (1 + (pp-1)/(pp*vpp)).
 double PipelineActivationBytes(const workload::Model& model, const workload::Training& training);
 // The saved activations a stage keeps on the GPU: all of `saved_bytes`, or under activation
 // offload two layers' (the one computing and the one being copied).
@@ -63,7 +69,8 @@ double OffloadedActivationBytes(const workload::Model& model, const workload::Tr
 // while that layer is recomputed and back-propagated (0 under other policies).
 double RecomputeWorkingSetBytes(const workload::Model& model, const workload::Training& training);
 // The same for a stage of `stage_layers` layers with at most `in_flight_limit` micro-batches in
-// flight (1F1B: pp - stage index).
+// flight (1F1B: pp - stage index, which also names the stage for the interleaved schedule: its
+// 2 (pp - rank - 1) + (vpp - 1) pp + 1 chunks of stage_layers / vpp layers, at most all of them).
 double StageActivationBytes(const workload::Model& model, const workload::Training& training,
                             int64_t stage_layers, int64_t in_flight_limit);
 

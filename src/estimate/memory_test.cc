@@ -172,6 +172,49 @@ TEST(KorthikantiAnchorTest, Gpt175BInterleavedPipeline) {
                    12.3515625 * kGiB);
 }
 
+// The 12-layer GPT (h 512, 8 heads, GPT-2 vocabulary padded to 50304, tied embeddings) of
+// Megatron-LM's nightly functional tests on 8 A100s, micro-batch 4 x 1024 tokens, global batch 32,
+// unfused attention (--transformer-impl local); mem-max-allocated-bytes as the last rank logs it.
+Model MegatronCiGpt() {
+  Model m = Gpt(12, 512, 8);
+  m.vocab = 50304;
+  m.max_seq_len = 1024;
+  m.tied_embeddings = true;
+  return m;
+}
+
+Training MegatronCiTraining(Precision precision, int pp, int vpp) {
+  Training t = MegatronTraining(precision, 0, 8 / pp);
+  t.pp = pp;
+  t.vpp = vpp;
+  t.micro_batch = 4;
+  t.global_batch = 32;
+  t.seq_len = 1024;
+  t.flash_attention = false;
+  return t;
+}
+
+// gpt3_345m_nightly_dgx_a100_1N8G_mcore_tp1_pp4 (NVIDIA/Megatron-LM@23e2e09edd
+// golden_values_dev.json: 2748673024 bytes; model_config.yaml@3bf9b874c3, bf16) and
+// gpt3_345m_nightly_dgx_a100_1N8G_tp1_pp4_vp1_overlap_grad_reduce (@13f8f526be: 4114758144 bytes;
+// model_config.yaml@653cf809bc, fp16, one layer per virtual stage: 3 chunks per rank). With 4
+// micro-batches the interleaved schedule's last rank runs 2 x 4 = 8 chunk forwards of warm-up
+// before its first backward and so holds 9 chunks (layers) of activations, three times what
+// plain 1F1B's last rank holds (one micro-batch of its 3 layers).
+TEST(PipelineMemoryTest, LastRankOfInterleavedScheduleHoldsItsWarmUpChunks) {
+  const Model m = MegatronCiGpt();
+  const Training plain = MegatronCiTraining(Precision::kBf16Mixed, 4, 1);
+  const Training interleaved = MegatronCiTraining(Precision::kFp16Mixed, 4, 3);
+  EXPECT_NEAR(EstimateLastStageMemory(m, plain).allocated_bytes, 2748673024.0, 2748673024.0 * 0.08);
+  EXPECT_NEAR(EstimateLastStageMemory(m, interleaved).allocated_bytes, 4114758144.0,
+              4114758144.0 * 0.05);
+  const double per_layer = LayerActivationBytes(m, interleaved);
+  EXPECT_NEAR(EstimateLastStageMemory(m, interleaved).activations_bytes, 9 * per_layer,
+              1e-6 * per_layer);
+  EXPECT_NEAR(EstimateLastStageMemory(m, plain).activations_bytes,
+              3 * LayerActivationBytes(m, plain), 1e-6 * per_layer);
+}
+
 TEST(KorthikantiAnchorTest, TableTwoVariantsPerLayer) {
   // No parallelism: sbh(34 + 5as/h); full recompute: 2sbh.
   const Model m = Gpt(1, 1024, 16);
