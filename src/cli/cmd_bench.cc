@@ -10,14 +10,19 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "agent/config.h"
+#include "agent/idle.h"
 #include "catalog/catalog.h"
+#include "cli/bench_expect.h"
 #include "cli/bench_source_options.h"
 #include "cli/command.h"
 #include "core/parse.h"
 #include "core/paths.h"
 #include "core/progress.h"
 #include "core/table.h"
+#include "nodecheck/acceptance.h"
 #include "nodecheck/disk.h"
+#include "nodecheck/doctor.h"
 #include "nodecheck/gpu_bench.h"
 
 namespace fulcrum::cli {
@@ -34,6 +39,10 @@ struct BenchFlags {
   std::string output_file;
   int device = 0;
   BenchSourceFlags source;
+  // Acceptance on arrival.
+  std::string expect_file, offer, agent_config;
+  int pick = 1;
+  bool release_on_reject = false, arm = false;
 };
 
 struct Mode {
@@ -75,6 +84,175 @@ std::map<std::string, double> KeyFigures(const nlohmann::json& doc) {
   return figures;
 }
 
+// `bench --expect` / `--offer` rejects with this exit code (0 accept, 2 bad usage).
+constexpr int kRejectExitCode = 3;
+
+// Checks the acceptance flags and reads what they need before anything is measured: the
+// expectation, and with --release-on-reject the agent's idle release argv.
+Status PrepareAcceptance(const BenchFlags& flags, const catalog::Catalog& cat,
+                         const std::string& catalog_dir,
+                         std::optional<nodecheck::NodeExpectation>& expectation,
+                         std::vector<std::string>& release_argv) {
+  const bool acceptance = !flags.expect_file.empty() || !flags.offer.empty();
+  if (!flags.expect_file.empty() && !flags.offer.empty()) {
+    return Status::InvalidInput("--expect and --offer: give one of them");
+  }
+  if (flags.release_on_reject && !acceptance) {
+    return Status::InvalidInput("--release-on-reject needs --expect plan.json or --offer");
+  }
+  if (flags.arm && !flags.release_on_reject) {
+    return Status::InvalidInput("--arm needs --release-on-reject");
+  }
+  if (flags.release_on_reject) {
+    if (flags.agent_config.empty()) {
+      return Status::InvalidInput(
+          "--release-on-reject needs --agent-config FILE: the agent.yaml whose idle release "
+          "command (idle: {command: [...]}) returns this node");
+    }
+    agent::AgentConfig config;
+    FULCRUM_RETURN_IF_ERROR(agent::LoadAgentConfigFile(flags.agent_config, config));
+    if (config.idle.command.empty()) {
+      return Status::InvalidInput(flags.agent_config +
+                                  ": idle.command: expected the release command's argv, found "
+                                  "an empty list");
+    }
+    release_argv = config.idle.command;
+  }
+  if (!flags.expect_file.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(expectation,
+                             ExpectationFromPlan(flags.expect_file, flags.pick, cat, catalog_dir));
+  } else if (!flags.offer.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(expectation, ExpectationFromOffer(flags.offer, cat, catalog_dir));
+  }
+  return Status::Ok();
+}
+
+// Runs the doctor on the same source, judges the node against the expectation, merges the
+// verdict into `result` ({"verdict", "reasons", "expected_from", "checks"}) and, on a reject
+// with --release-on-reject, runs (--arm) or shows the release command ("release").
+Status Accept(CliContext& ctx, const BenchFlags& flags, nodecheck::GpuBenchSource& source,
+              const nodecheck::NodeExpectation& expectation,
+              const std::vector<std::string>& release_argv, nlohmann::json& result) {
+  nodecheck::DoctorOptions options;
+  options.checkpoint_dir = flags.checkpoint_dir;
+  FULCRUM_ASSIGN_OR_RETURN(nodecheck::DriverTable table,
+                           nodecheck::LoadDriverTable(DefaultCatalogDir(ctx.catalog_dir)));
+  nodecheck::SystemFacts facts = source.GatherFacts(options);
+  std::vector<nodecheck::DoctorCheck> checks = nodecheck::RunChecks(facts, table, options);
+  std::optional<int> gpus_seen;
+  if (facts.driver_version) gpus_seen = static_cast<int>(facts.gpus.size());
+  nodecheck::Acceptance acceptance = nodecheck::Evaluate(expectation, result, checks, gpus_seen);
+  nlohmann::json verdict = nodecheck::AcceptanceJson(acceptance, expectation);
+  for (auto it = verdict.begin(); it != verdict.end(); ++it) result[it.key()] = it.value();
+  if (!flags.release_on_reject) return Status::Ok();
+  nlohmann::json release = {
+      {"argv", release_argv},  {"command", agent::ShowReleaseCommand(release_argv)},
+      {"dry_run", !flags.arm}, {"ran", false},
+      {"exit_code", nullptr},  {"error", nullptr}};
+  if (acceptance.verdict == "reject" && flags.arm) {
+    Result<CaptureResult> done = agent::RunReleaseCommand(release_argv);
+    if (!done.ok()) {
+      release["error"] = done.status().message();
+    } else {
+      release["ran"] = true;
+      release["exit_code"] = done->exit_code;
+      if (done->timed_out)
+        release["error"] = "did not finish in time; killed";
+      else if (done->exit_code != 0)
+        release["error"] = "exited with status " + std::to_string(done->exit_code) + ": " +
+                           std::string(Trim(done->err)).substr(0, 300);
+    }
+  }
+  result["release"] = release;
+  return Status::Ok();
+}
+
+void PrintAcceptance(CliContext& ctx, const nlohmann::json& result) {
+  ctx.out << "\nAcceptance against " << result["expected_from"].get<std::string>() << ":\n";
+  Table t({"check", "expected", "measured", "verdict"},
+          {Align::kLeft, Align::kRight, Align::kRight, Align::kLeft});
+  for (const auto& c : result["checks"]) {
+    std::string unit = c["unit"].is_string() ? c["unit"].get<std::string>() : "";
+    std::string expected = nodecheck::FormatCheckValue(c["expected"], unit);
+    if (c["name"] == "stability" && c["expected"].is_number()) expected = "<= " + expected;
+    t.AddRow({c["name"].get<std::string>(), expected,
+              nodecheck::FormatCheckValue(c["measured"], unit), c["verdict"].get<std::string>()});
+  }
+  ctx.out << t.Render() << "\nverdict: " << result["verdict"].get<std::string>() << "\n";
+  for (const auto& reason : result["reasons"])
+    ctx.out << "  - " << reason.get<std::string>() << "\n";
+  if (result.contains("release")) {
+    const auto& r = result["release"];
+    std::string command = r["command"].get<std::string>();
+    if (result["verdict"] != "reject") {
+      ctx.out << "release: not needed (accepted); would run: " << command << "\n";
+    } else if (r["dry_run"].get<bool>()) {
+      ctx.out << "release (dry run; --arm runs it): would run: " << command << "\n";
+    } else if (r["ran"].get<bool>() && r["error"].is_null()) {
+      ctx.out << "release: ran " << command << " (exit 0)\n";
+    } else {
+      ctx.out << "release: FAILED: " << command << ": " << r["error"].get<std::string>() << "\n";
+    }
+  }
+}
+
+// The bench's own table: GPU figures against the datasheet, disk, comparison.
+void PrintBenchTable(CliContext& ctx, const BenchFlags& flags, const nlohmann::json& result) {
+  ctx.out << "fulcrum bench (" << result["mode"].get<std::string>() << ")\n\n";
+  if (result["gpu"].is_null()) {
+    ctx.out << "GPU: skipped: " << result["gpu_skipped_reason"].get<std::string>() << "\n";
+  } else {
+    const auto& gpu = result["gpu"];
+    ctx.out << "GPU: " << gpu["device"].value("name", "?") << " (datasheet: "
+            << (gpu["datasheet_gpu"].is_null() ? std::string("not in catalog")
+                                               : gpu["datasheet_gpu"].get<std::string>())
+            << ")\n";
+    Table t({"figure", "measured", "spec", "% of spec", "verdict"},
+            {Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kLeft});
+    auto num = [](const nlohmann::json& v, double scale, int decimals) {
+      return v.is_number() ? FormatNumber(v.get<double>() / scale, decimals) : std::string("-");
+    };
+    for (const auto& g : gpu["gemm"]) {
+      t.AddRow({g.value("dtype", "?") + " GEMM TFLOP/s", num(g["tflops"], 1, 1),
+                num(g["spec"], 1, 1), num(g["percent_of_spec"], 1, 0), g.value("verdict", "")});
+    }
+    const auto& bw = gpu["memory_bandwidth"];
+    t.AddRow({"memory GB/s", num(bw["measured_bytes_per_second"], 1e9, 0), num(bw["spec"], 1e9, 0),
+              num(bw["percent_of_spec"], 1, 0), bw.value("verdict", "")});
+    t.AddRow({"host->device GB/s", num(gpu["h2d_bytes_per_second"], 1e9, 1), "-", "-", ""});
+    t.AddRow({"device->host GB/s", num(gpu["d2h_bytes_per_second"], 1e9, 1), "-", "-", ""});
+    const auto& st = gpu["stability"];
+    t.AddRow({"sustained bf16 TFLOP/s", num(st["mean_tflops"], 1, 1), "-", "-",
+              st.value("verdict", "") + " (swing " + num(st["swing_fraction"], 0.01, 0) + " %)"});
+    ctx.out << t.Render();
+  }
+  if (!result["disk"].is_null()) {
+    const auto& d = result["disk"];
+    ctx.out << "\nDisk: " << d["path"].get<std::string>() << ": sequential write with fsync "
+            << FormatNumber(d["write_bytes_per_second"].get<double>() / 1e6, 0) << " MB/s ("
+            << FormatBytes(d["written_bytes"].get<double>()) << " in "
+            << FormatNumber(d["seconds"].get<double>(), 2) << " s)";
+    if (d["checkpoint_seconds"].is_number()) {
+      ctx.out << "; a " << FormatBytes(d["checkpoint_bytes"].get<double>())
+              << " checkpoint takes about "
+              << FormatDuration(d["checkpoint_seconds"].get<double>());
+    }
+    ctx.out << "\n";
+  }
+  if (result.contains("comparison")) {
+    Table t({"metric", "old", "new", "change"},
+            {Align::kLeft, Align::kRight, Align::kRight, Align::kRight});
+    for (const auto& row : result["comparison"]) {
+      t.AddRow({row["metric"].get<std::string>(), FormatNumber(row["old"].get<double>(), 3),
+                FormatNumber(row["new"].get<double>(), 3),
+                row["change_fraction"].is_number()
+                    ? FormatNumber(100 * row["change_fraction"].get<double>(), 1) + " %"
+                    : "-"});
+    }
+    ctx.out << "\nCompared with " << flags.compare_file << ":\n" << t.Render();
+  }
+}
+
 void RunBench(CliContext& ctx, const BenchFlags& flags) {
   Mode mode = ChooseMode(flags);
   nlohmann::json old_doc;
@@ -107,6 +285,12 @@ void RunBench(CliContext& ctx, const BenchFlags& flags) {
   if (!cat.ok()) return ReportError(ctx, cat.status());
   auto source = MakeBenchSource(flags.source, *cat);
   if (!source.ok()) return ReportError(ctx, source.status());
+  std::optional<nodecheck::NodeExpectation> expectation;
+  std::vector<std::string> release_argv;
+  Status prepared =
+      PrepareAcceptance(flags, *cat, DefaultCatalogDir(ctx.catalog_dir), expectation, release_argv);
+  if (!prepared.ok()) return ReportError(ctx, prepared);
+  const bool acceptance = expectation.has_value();
 
   nlohmann::json result;
   result["mode"] = mode.name;
@@ -187,66 +371,22 @@ void RunBench(CliContext& ctx, const BenchFlags& flags) {
     }
     result["comparison"] = rows;
   }
+  if (acceptance) {
+    Status st = Accept(ctx, flags, **source, *expectation, release_argv, result);
+    if (!st.ok()) return ReportError(ctx, st);
+  }
   if (!flags.output_file.empty()) {
     std::ofstream out(flags.output_file);
     out << result.dump(2) << "\n";
     if (!out) return ReportError(ctx, Status::IoError(flags.output_file + ": cannot write"));
   }
-
-  if (flags.json) return PrintJson(ctx, result);
-  ctx.out << "fulcrum bench (" << mode.name << ")\n\n";
-  if (result["gpu"].is_null()) {
-    ctx.out << "GPU: skipped: " << result["gpu_skipped_reason"].get<std::string>() << "\n";
+  if (flags.json) {
+    PrintJson(ctx, result);
   } else {
-    const auto& gpu = result["gpu"];
-    ctx.out << "GPU: " << gpu["device"].value("name", "?") << " (datasheet: "
-            << (gpu["datasheet_gpu"].is_null() ? std::string("not in catalog")
-                                               : gpu["datasheet_gpu"].get<std::string>())
-            << ")\n";
-    Table t({"figure", "measured", "spec", "% of spec", "verdict"},
-            {Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kLeft});
-    auto num = [](const nlohmann::json& v, double scale, int decimals) {
-      return v.is_number() ? FormatNumber(v.get<double>() / scale, decimals) : std::string("-");
-    };
-    for (const auto& g : gpu["gemm"]) {
-      t.AddRow({g.value("dtype", "?") + " GEMM TFLOP/s", num(g["tflops"], 1, 1),
-                num(g["spec"], 1, 1), num(g["percent_of_spec"], 1, 0), g.value("verdict", "")});
-    }
-    const auto& bw = gpu["memory_bandwidth"];
-    t.AddRow({"memory GB/s", num(bw["measured_bytes_per_second"], 1e9, 0), num(bw["spec"], 1e9, 0),
-              num(bw["percent_of_spec"], 1, 0), bw.value("verdict", "")});
-    t.AddRow({"host->device GB/s", num(gpu["h2d_bytes_per_second"], 1e9, 1), "-", "-", ""});
-    t.AddRow({"device->host GB/s", num(gpu["d2h_bytes_per_second"], 1e9, 1), "-", "-", ""});
-    const auto& st = gpu["stability"];
-    t.AddRow({"sustained bf16 TFLOP/s", num(st["mean_tflops"], 1, 1), "-", "-",
-              st.value("verdict", "") + " (swing " + num(st["swing_fraction"], 0.01, 0) + " %)"});
-    ctx.out << t.Render();
+    PrintBenchTable(ctx, flags, result);
+    if (acceptance) PrintAcceptance(ctx, result);
   }
-  if (!result["disk"].is_null()) {
-    const auto& d = result["disk"];
-    ctx.out << "\nDisk: " << d["path"].get<std::string>() << ": sequential write with fsync "
-            << FormatNumber(d["write_bytes_per_second"].get<double>() / 1e6, 0) << " MB/s ("
-            << FormatBytes(d["written_bytes"].get<double>()) << " in "
-            << FormatNumber(d["seconds"].get<double>(), 2) << " s)";
-    if (d["checkpoint_seconds"].is_number()) {
-      ctx.out << "; a " << FormatBytes(d["checkpoint_bytes"].get<double>())
-              << " checkpoint takes about "
-              << FormatDuration(d["checkpoint_seconds"].get<double>());
-    }
-    ctx.out << "\n";
-  }
-  if (result.contains("comparison")) {
-    Table t({"metric", "old", "new", "change"},
-            {Align::kLeft, Align::kRight, Align::kRight, Align::kRight});
-    for (const auto& row : result["comparison"]) {
-      t.AddRow({row["metric"].get<std::string>(), FormatNumber(row["old"].get<double>(), 3),
-                FormatNumber(row["new"].get<double>(), 3),
-                row["change_fraction"].is_number()
-                    ? FormatNumber(100 * row["change_fraction"].get<double>(), 1) + " %"
-                    : "-"});
-    }
-    ctx.out << "\nCompared with " << flags.compare_file << ":\n" << t.Render();
-  }
+  if (acceptance && result["verdict"] == "reject") ctx.exit_code = kRejectExitCode;
 }
 
 }  // namespace
@@ -288,6 +428,25 @@ void RegisterBench(CLI::App* cmd, CliContext& ctx) {
   AddBenchSourceOptions(cmd, flags->source);
   cmd->add_flag("--skip-disk", flags->skip_disk, "Do not run the disk part");
   cmd->add_option("--output,-o", flags->output_file, "Also save the JSON result to FILE");
+  cmd->add_option("--expect", flags->expect_file,
+                  "Acceptance on arrival: judge this node against what a plan assumed of it "
+                  "(`fulcrum plan --json` output): GPU model and count, GEMM TFLOP/s, memory "
+                  "bandwidth, NVLink/PCIe, disk write, stability, driver/CUDA. Exit 0 accept, "
+                  "3 reject")
+      ->type_name("PLAN.json");
+  cmd->add_option("--pick", flags->pick, "With --expect: the plan's candidate rank (default 1)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
+  cmd->add_option("--offer", flags->offer,
+                  "Acceptance against a catalog offer instead of a plan (planned in bf16)")
+      ->type_name("PROVIDER:INSTANCE");
+  cmd->add_flag("--release-on-reject", flags->release_on_reject,
+                "On reject, release the node with the agent's idle release command "
+                "(--agent-config); a dry run that prints the argv unless --arm");
+  cmd->add_flag("--arm", flags->arm, "With --release-on-reject: really run the release command");
+  cmd->add_option("--agent-config", flags->agent_config,
+                  "The agent.yaml whose idle.command releases this node (--release-on-reject)")
+      ->type_name("FILE");
   cmd->add_option("--compare", flags->compare_file,
                   "Compare with a saved result (from --output or --json)");
   cmd->callback([&ctx, flags] { RunBench(ctx, *flags); });
