@@ -405,9 +405,17 @@ void RegisterBench(CLI::App* cmd, CliContext& ctx) {
       "--checkpoint-size would take. Without a GPU the GPU part says why and the rest runs.\n\n"
       "Modes: --quick (256 MiB disk, 5 s stability), --standard (2 GiB, 60 s; default),\n"
       "--long (8 GiB, 10 min).\n\n"
+      "Acceptance on arrival: --expect plan.json (fulcrum plan --json) or --offer P:I judges the\n"
+      "node against what the plan assumed (GPU model and count, GEMM, memory bandwidth,\n"
+      "NVLink/PCIe, disk write, stability, driver/CUDA): exit 0 accept, 3 reject. With\n"
+      "--release-on-reject a rejected node is released by the agent's idle release command\n"
+      "(--agent-config agent.yaml); a dry run unless --arm.\n"
+      "--source sim measures a simulated node (--sim-gpu, --sim-gpus, --sim-fraction, ...).\n\n"
       "Examples:\n"
       "  fulcrum bench --quick --checkpoint-dir /data/ckpt --checkpoint-size 98GB\n"
-      "  fulcrum bench --json --output today.json && fulcrum bench --compare today.json");
+      "  fulcrum bench --json --output today.json && fulcrum bench --compare today.json\n"
+      "  fulcrum bench --quick --expect plan.json --release-on-reject --agent-config agent.yaml\n"
+      "  fulcrum bench --source sim --sim-gpus 8 --sim-fraction 0.6 --quick --expect plan.json");
   auto* modes = cmd->add_option_group("mode");
   modes->add_flag("--quick", flags->quick, "Short run (about a minute)");
   modes->add_flag("--standard", flags->standard, "Default run (a few minutes)");

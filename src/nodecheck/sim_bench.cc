@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "core/input_error.h"
 
 namespace fulcrum::nodecheck {
 namespace {
@@ -33,8 +34,7 @@ nlohmann::json Optional(const std::optional<double>& value) {
 }
 
 Status SpecError(const std::string& field, const std::string& expected, const std::string& found) {
-  return Status::InvalidInput(field + ": expected " + expected + ", found " + found)
-      .WithDetail({"", std::nullopt, field, expected, found, {}});
+  return InputError({"", std::nullopt, field, expected, found, {}}, FoundIs::kDescription);
 }
 
 }  // namespace
@@ -50,11 +50,11 @@ Result<std::unique_ptr<SimBenchSource>> SimBenchSource::Create(SimGpuSpec spec) 
   }
   if (!(spec.fraction > 0 && spec.fraction <= 2)) {
     return SpecError("--sim-fraction", "a fraction of the datasheet in (0, 2]",
-                     std::to_string(spec.fraction));
+                     nlohmann::json(spec.fraction).dump());
   }
   if (!(spec.swing_fraction >= 0 && spec.swing_fraction <= 1)) {
     return SpecError("--sim-swing", "a peak-to-peak swing fraction in [0, 1]",
-                     std::to_string(spec.swing_fraction));
+                     nlohmann::json(spec.swing_fraction).dump());
   }
   const Datasheet& d = spec.datasheet;
   if (!d.bf16_tflops && !d.fp16_tflops && !d.fp32_tflops) {
