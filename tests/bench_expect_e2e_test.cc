@@ -127,6 +127,41 @@ TEST(BenchExpectE2eTest, ReleaseOnRejectIsADryRunUnlessArmed) {
   std::filesystem::remove_all(p.dir);
 }
 
+// The real source's path (fulcrum-gpubench's JSON, here a recorded H100 result printed by a
+// stand-in program): the same verdict logic; and a node whose GPUs cannot be measured at all is
+// not accepted.
+TEST(BenchExpectE2eTest, RealSourceRecordedResultAndUnmeasurableGpu) {
+  std::string dir = MakeTempDir("expect-real");
+  std::string program = dir + "/gpubench.sh";
+  std::ofstream(program) << "#!/bin/sh\ncat "
+                         << SourcePath("tests/fixtures/bench/gpubench_h100.json") << "\n";
+  std::filesystem::permissions(program, std::filesystem::perms::owner_all);
+  RunOptions options;
+  options.env["FULCRUM_GPUBENCH"] = program;
+  RunOutput r = RunFulcrum({"bench", "--quick", "--skip-disk", "--offer",
+                            "nebius:gpu-h100-sxm_1gpu-16vcpu-200gb", "--json"},
+                           options);
+  ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["source"], "nvml");
+  EXPECT_EQ((*CheckNamed(doc, "gpu-model"))["verdict"], "accept");
+  EXPECT_EQ((*CheckNamed(doc, "gemm-bf16"))["verdict"], "accept");  // 742.5 of 989: 75 %
+  EXPECT_EQ((*CheckNamed(doc, "stability"))["verdict"], "reject");  // 440..720: a 40 % swing
+  ASSERT_EQ(doc["reasons"].size(), 1u) << doc["reasons"].dump();
+  EXPECT_NE(doc["reasons"][0].get<std::string>().find("swings"), std::string::npos);
+
+  options.env["FULCRUM_GPUBENCH"] = dir + "/not-built";
+  RunOutput none = RunFulcrum({"bench", "--quick", "--skip-disk", "--offer",
+                               "nebius:gpu-h100-sxm_1gpu-16vcpu-200gb", "--json"},
+                              options);
+  ASSERT_EQ(none.exit_code, 3) << none.out << none.err;
+  doc = nlohmann::json::parse(none.out);
+  EXPECT_EQ((*CheckNamed(doc, "gpu-model"))["verdict"], "reject");
+  EXPECT_NE(doc["reasons"][0].get<std::string>().find("could not be measured"), std::string::npos)
+      << doc["reasons"].dump();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(BenchExpectE2eTest, OfferAndBadUsage) {
   RunOutput offer = RunFulcrum({"bench", "--source", "sim", "--sim-gpu", "H100-SXM5-80GB",
                                 "--sim-gpus", "8", "--quick", "--skip-disk", "--offer",

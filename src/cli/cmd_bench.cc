@@ -24,6 +24,7 @@
 #include "nodecheck/disk.h"
 #include "nodecheck/doctor.h"
 #include "nodecheck/gpu_bench.h"
+#include "nodecheck/node_bench.h"
 
 namespace fulcrum::cli {
 namespace {
@@ -137,11 +138,8 @@ Status Accept(CliContext& ctx, const BenchFlags& flags, nodecheck::GpuBenchSourc
   options.checkpoint_dir = flags.checkpoint_dir;
   FULCRUM_ASSIGN_OR_RETURN(nodecheck::DriverTable table,
                            nodecheck::LoadDriverTable(DefaultCatalogDir(ctx.catalog_dir)));
-  nodecheck::SystemFacts facts = source.GatherFacts(options);
-  std::vector<nodecheck::DoctorCheck> checks = nodecheck::RunChecks(facts, table, options);
-  std::optional<int> gpus_seen;
-  if (facts.driver_version) gpus_seen = static_cast<int>(facts.gpus.size());
-  nodecheck::Acceptance acceptance = nodecheck::Evaluate(expectation, result, checks, gpus_seen);
+  nodecheck::Acceptance acceptance =
+      nodecheck::AcceptNode(source, expectation, result, table, options);
   nlohmann::json verdict = nodecheck::AcceptanceJson(acceptance, expectation);
   for (auto it = verdict.begin(); it != verdict.end(); ++it) result[it.key()] = it.value();
   if (!flags.release_on_reject) return Status::Ok();
@@ -292,68 +290,26 @@ void RunBench(CliContext& ctx, const BenchFlags& flags) {
   if (!prepared.ok()) return ReportError(ctx, prepared);
   const bool acceptance = expectation.has_value();
 
-  nlohmann::json result;
+  if (!flags.json && isatty(STDERR_FILENO) && !flags.skip_gpu && (*source)->kind() != "sim") {
+    std::fprintf(stderr, "GPU bench running (about %.0f s)...\n", mode.stability_seconds + 30);
+  }
+  nodecheck::NodeBenchOptions options;
+  options.skip_gpu = flags.skip_gpu;
+  options.gpu.quick = flags.quick;
+  options.gpu.stability_seconds = mode.stability_seconds;
+  options.gpu.device = flags.device;
+  options.skip_disk = flags.skip_disk;
+  options.disk.directory = flags.checkpoint_dir;
+  options.disk.total_bytes = disk_bytes;
+  options.disk.checkpoint_bytes = checkpoint_bytes;
+  ProgressBar bar(stderr, !flags.json && !flags.skip_disk);
+  auto measured = nodecheck::RunNodeBench(**source, Datasheets(*cat), options, [&](double f) {
+    bar.Update(f, "disk write " + flags.checkpoint_dir);
+  });
+  bar.Finish();
+  if (!measured.ok()) return ReportError(ctx, measured.status());
+  nlohmann::json result = *measured;
   result["mode"] = mode.name;
-  result["source"] = (*source)->kind();
-  // GPU part.
-  if (flags.skip_gpu) {
-    result["gpu"] = nullptr;
-    result["gpu_skipped_reason"] = "skipped by --skip-gpu";
-  } else {
-    if (!flags.json && isatty(STDERR_FILENO) && (*source)->kind() != "sim") {
-      std::fprintf(stderr, "GPU bench running (about %.0f s)...\n", mode.stability_seconds + 30);
-    }
-    nodecheck::GpuBenchOptions gpu_options;
-    gpu_options.quick = flags.quick;
-    gpu_options.stability_seconds = mode.stability_seconds;
-    gpu_options.device = flags.device;
-    auto run = (*source)->RunGpuBench(gpu_options);
-    if (!run.ok()) return ReportError(ctx, run.status());
-    if (run->skipped_reason) {
-      result["gpu"] = nullptr;
-      result["gpu_skipped_reason"] = *run->skipped_reason;
-    } else {
-      auto sheets = Datasheets(*cat);
-      auto raw = nlohmann::json::parse(run->json_text, nullptr, false);
-      const nodecheck::Datasheet* sheet = nullptr;
-      if (raw.is_object() && raw.contains("device")) {
-        auto index = nodecheck::MatchDatasheet(raw["device"].value("name", ""),
-                                               raw["device"].value("memory_bytes", 0.0), sheets);
-        if (index) sheet = &sheets[*index];
-      }
-      auto report = nodecheck::BuildGpuReport(run->json_text, sheet);
-      if (!report.ok()) return ReportError(ctx, report.status());
-      result["gpu"] = *report;
-      result["gpu_skipped_reason"] = nullptr;
-    }
-  }
-  // Disk part.
-  if (flags.skip_disk) {
-    result["disk"] = nullptr;
-  } else {
-    nodecheck::DiskBenchOptions disk_options;
-    disk_options.directory = flags.checkpoint_dir;
-    disk_options.total_bytes = disk_bytes;
-    disk_options.checkpoint_bytes = checkpoint_bytes;
-    ProgressBar bar(stderr, !flags.json);
-    auto disk = nodecheck::RunDiskBench(
-        disk_options, [&](double f) { bar.Update(f, "disk write " + flags.checkpoint_dir); });
-    bar.Finish();
-    if (!disk.ok()) return ReportError(ctx, disk.status());
-    std::error_code ec;
-    result["disk"] = {
-        {"path",
-         std::filesystem::weakly_canonical(std::filesystem::absolute(disk->path, ec), ec).string()},
-        {"written_bytes", disk->written_bytes},
-        {"seconds", disk->seconds},
-        {"write_bytes_per_second", disk->write_bytes_per_second},
-        {"checkpoint_bytes", disk->checkpoint_bytes ? nlohmann::json(*disk->checkpoint_bytes)
-                                                    : nlohmann::json(nullptr)},
-        {"checkpoint_seconds", disk->checkpoint_seconds ? nlohmann::json(*disk->checkpoint_seconds)
-                                                        : nlohmann::json(nullptr)},
-        {"free_bytes",
-         disk->free_bytes ? nlohmann::json(*disk->free_bytes) : nlohmann::json(nullptr)}};
-  }
   // Comparison.
   if (!old_doc.is_null()) {
     auto before = KeyFigures(old_doc);

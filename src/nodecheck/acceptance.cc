@@ -177,10 +177,11 @@ Acceptance Evaluate(const NodeExpectation& expected, const json& bench,
 
   // Driver / CUDA stack (doctor).
   for (const DoctorCheck& d : doctor) {
-    if (std::find_if(std::begin(kStackChecks), std::end(kStackChecks),
-                     [&](const char* n) { return d.name == n; }) == std::end(kStackChecks)) {
-      continue;
-    }
+    const bool stack =
+        d.name.rfind("framework:", 0) == 0 ||  // one per framework found
+        std::find_if(std::begin(kStackChecks), std::end(kStackChecks),
+                     [&](const char* n) { return d.name == n; }) != std::end(kStackChecks);
+    if (!stack) continue;
     AcceptanceCheck check{"doctor-" + d.name, "ok", CheckStatusName(d.status), "", "accept", ""};
     if (d.status == CheckStatus::kFail) {
       check.verdict = "reject";
@@ -197,6 +198,14 @@ Acceptance Evaluate(const NodeExpectation& expected, const json& bench,
   }
   out.verdict = out.reasons.empty() ? "accept" : "reject";
   return out;
+}
+
+Acceptance AcceptNode(GpuBenchSource& source, const NodeExpectation& expected, const json& bench,
+                      const DriverTable& table, const DoctorOptions& options) {
+  SystemFacts facts = source.GatherFacts(options);
+  std::optional<int> gpus_seen;
+  if (facts.driver_version) gpus_seen = static_cast<int>(facts.gpus.size());
+  return Evaluate(expected, bench, RunChecks(facts, table, options), gpus_seen);
 }
 
 json AcceptanceJson(const Acceptance& acceptance, const NodeExpectation& expected) {

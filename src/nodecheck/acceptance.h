@@ -14,7 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "nodecheck/bench_source.h"
 #include "nodecheck/doctor_checks.h"
+#include "nodecheck/driver_table.h"
 
 namespace fulcrum::nodecheck {
 
@@ -54,6 +56,12 @@ struct Acceptance {
 // GPU count the doctor's facts saw (for the count when the GPU bench could not run).
 Acceptance Evaluate(const NodeExpectation& expected, const nlohmann::json& bench,
                     const std::vector<DoctorCheck>& doctor, std::optional<int> gpus_seen);
+
+// The doctor on the same source (its facts, the driver table's checks), then Evaluate(): what
+// `bench --expect` does after measuring (`bench` from RunNodeBench, node_bench.h).
+Acceptance AcceptNode(GpuBenchSource& source, const NodeExpectation& expected,
+                      const nlohmann::json& bench, const DriverTable& table,
+                      const DoctorOptions& options);
 
 // A check's value for tables and reasons, in its unit: "989.0 TFLOP/s", "3350 GB/s", "131 MB/s",
 // "38 %" (swing), "-" for null.

@@ -115,6 +115,10 @@ TEST(AcceptanceTest, WrongModelCountSlowDiskSwingAndBrokenStackAreEachRejected) 
   Acceptance stack = Evaluate(Planned(), BenchOf({H100(), 8, 1.0, 0, {}}), old_driver, 8);
   EXPECT_EQ(CheckNamed(stack, "doctor-cuda-toolkit").verdict, "reject");
   EXPECT_EQ(stack.verdict, "reject");
+  std::vector<DoctorCheck> cpu_torch = {
+      {"framework:torch", CheckStatus::kFail, "torch 2.5 is a CPU-only build", ""}};
+  Acceptance torch = Evaluate(Planned(), BenchOf({H100(), 8, 1.0, 0, {}}), cpu_torch, 8);
+  EXPECT_EQ(CheckNamed(torch, "doctor-framework:torch").verdict, "reject");
 }
 
 TEST(AcceptanceTest, UnmeasuredGpuIsNotAcceptedAndUnknownIsNotZero) {

@@ -200,7 +200,12 @@ SystemFacts SimBenchSource::GatherFacts(const DoctorOptions& options) {
   if (!facts.gpus.empty()) facts.driver_version = facts.gpus.front().driver_version;
   facts.cuda_toolkit_version = kSimCudaVersion;
   facts.cuda_toolkit_source = "sim";
-  GatherHostFacts(options, facts);
+  // This host's Python frameworks say nothing about the simulated GPUs (a CPU-only torch here
+  // would read as a broken stack next to the sim's driver): not probed.
+  DoctorOptions host = options;
+  host.probe_frameworks = false;
+  GatherHostFacts(host, facts);
+  facts.python_probe_note = "not probed with --source sim (this host's Python is not the sim's)";
   return facts;
 }
 

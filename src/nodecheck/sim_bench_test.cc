@@ -89,6 +89,8 @@ TEST(SimBenchTest, DoctorFactsComeFromTheSim) {
   EXPECT_EQ(facts.gpus[0].name, "H100-SXM5-80GB");
   EXPECT_EQ(facts.gpus[0].persistence_mode, true);
   EXPECT_TRUE(facts.disk_free_bytes.has_value());  // the host half is probed for real
+  EXPECT_TRUE(facts.frameworks.empty()) << "this host's Python is not the sim node's";
+  EXPECT_FALSE(facts.python_probe_note.empty());
 }
 
 TEST(SimBenchTest, BadSpecsNameTheFlag) {
