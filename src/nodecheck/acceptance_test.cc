@@ -3,25 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "nodecheck/sim_bench.h"
+#include "nodecheck/testing_datasheet.h"
 
 namespace fulcrum::nodecheck {
 namespace {
 
 using nlohmann::json;
 
-Datasheet H100() {
-  Datasheet d;
-  d.name = "H100-SXM5-80GB";
-  d.memory_gib = 80;
-  d.bf16_tflops = 989;
-  d.fp16_tflops = 989;
-  d.tf32_tflops = 494;
-  d.fp32_tflops = 67;
-  d.memory_bandwidth_bytes_per_second = 3.35e12;
-  d.nvlink_bytes_per_second = 900e9;
-  d.pcie_bytes_per_second = 31.5e9;
-  return d;
-}
+Datasheet H100() { return TestH100Datasheet(); }
 
 // What a plan of 8 x H100 SXM with NVLink assumed.
 NodeExpectation Planned() {
