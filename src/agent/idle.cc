@@ -65,27 +65,42 @@ IdleStatus IdleDetector::Status(double now) const {
 namespace {
 // A release command (a cloud CLI call, `shutdown`) that has not finished in this time is killed.
 constexpr double kReleaseTimeoutSeconds = 120;
+
+Status CheckReleaseCommand(const std::vector<std::string>& argv) {
+  if (argv.empty() || !ProgramExists(argv[0])) {
+    return Status::NotFound("cannot run release command '" + (argv.empty() ? "" : argv[0]) +
+                            "': not found");
+  }
+  return Status::Ok();
+}
 }  // namespace
+
+Result<CaptureResult> RunReleaseCommand(const std::vector<std::string>& argv) {
+  FULCRUM_RETURN_IF_ERROR(CheckReleaseCommand(argv));
+  CaptureOptions options;
+  options.timeout_seconds = kReleaseTimeoutSeconds;
+  return RunCapture(argv, options);
+}
+
+std::string ShowReleaseCommand(const std::vector<std::string>& argv) {
+  std::string shown;
+  for (const auto& a : argv) shown += (shown.empty() ? "" : " ") + a;
+  return shown;
+}
 
 // The destructor of an std::async future waits for the command (bounded by its timeout).
 ReleaseRunner::~ReleaseRunner() { Poll(); }
 
 Status ReleaseRunner::Run(const std::vector<std::string>& argv, bool dry_run) {
-  std::string shown;
-  for (const auto& a : argv) shown += (shown.empty() ? "" : " ") + a;
+  std::string shown = ShowReleaseCommand(argv);
   if (dry_run) {
     spdlog::warn("idle release (dry run): would run: {}", shown);
     return Status::Ok();
   }
   Poll();
   if (pending_.valid()) return Status::Unavailable("the previous release command is still running");
-  if (argv.empty() || !ProgramExists(argv[0])) {
-    return Status::NotFound("cannot run release command '" + (argv.empty() ? "" : argv[0]) +
-                            "': not found");
-  }
-  CaptureOptions options;
-  options.timeout_seconds = kReleaseTimeoutSeconds;
-  pending_ = std::async(std::launch::async, [argv, options] { return RunCapture(argv, options); });
+  FULCRUM_RETURN_IF_ERROR(CheckReleaseCommand(argv));
+  pending_ = std::async(std::launch::async, [argv] { return RunReleaseCommand(argv); });
   spdlog::warn("idle release: ran {}", shown);
   return Status::Ok();
 }

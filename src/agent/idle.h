@@ -42,6 +42,13 @@ class IdleDetector {
   bool released_ = false;
 };
 
+// Runs a release command now and waits for it (no shell; killed after the release timeout):
+// NotFound when argv[0] cannot be run. ReleaseRunner runs it on a helper thread; `bench
+// --release-on-reject --arm` in the foreground.
+Result<CaptureResult> RunReleaseCommand(const std::vector<std::string>& argv);
+// The argv as one line for logs and dry runs ("aws ec2 terminate-instances ...").
+std::string ShowReleaseCommand(const std::vector<std::string>& argv);
+
 class ReleaseRunner {
  public:
   ~ReleaseRunner();

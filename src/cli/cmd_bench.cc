@@ -10,15 +10,21 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "agent/config.h"
+#include "agent/idle.h"
 #include "catalog/catalog.h"
+#include "cli/bench_expect.h"
 #include "cli/bench_source_options.h"
 #include "cli/command.h"
 #include "core/parse.h"
 #include "core/paths.h"
 #include "core/progress.h"
 #include "core/table.h"
+#include "nodecheck/acceptance.h"
 #include "nodecheck/disk.h"
+#include "nodecheck/doctor.h"
 #include "nodecheck/gpu_bench.h"
+#include "nodecheck/node_bench.h"
 
 namespace fulcrum::cli {
 namespace {
@@ -34,6 +40,10 @@ struct BenchFlags {
   std::string output_file;
   int device = 0;
   BenchSourceFlags source;
+  // Acceptance on arrival.
+  std::string expect_file, offer, agent_config;
+  int pick = 1;
+  bool release_on_reject = false, arm = false;
 };
 
 struct Mode {
@@ -75,126 +85,118 @@ std::map<std::string, double> KeyFigures(const nlohmann::json& doc) {
   return figures;
 }
 
-void RunBench(CliContext& ctx, const BenchFlags& flags) {
-  Mode mode = ChooseMode(flags);
-  nlohmann::json old_doc;
-  if (!flags.compare_file.empty()) {
-    std::ifstream in(flags.compare_file);
-    if (!in) return ReportError(ctx, Status::InvalidInput(flags.compare_file + ": cannot open"));
-    old_doc = nlohmann::json::parse(in, nullptr, false);
-    if (!old_doc.is_object()) {
-      return ReportError(ctx, Status::InvalidInput(flags.compare_file +
-                                                   ": expected a `fulcrum bench --json` result"));
-    }
-  }
-  std::optional<double> checkpoint_bytes;
-  if (!flags.checkpoint_size.empty()) {
-    auto bytes = ParseBytes(flags.checkpoint_size);
-    if (!bytes.ok()) return ReportError(ctx, bytes.status().WithContext("--checkpoint-size"));
-    checkpoint_bytes = *bytes;
-  }
-  double disk_bytes = mode.disk_bytes;
-  if (!flags.disk_size.empty()) {
-    auto bytes = ParseBytes(flags.disk_size);
-    if (!bytes.ok() || *bytes <= 0)
-      return ReportError(ctx,
-                         Status::InvalidInput("--disk-size: expected a size such as 1GiB, found '" +
-                                              flags.disk_size + "'"));
-    disk_bytes = *bytes;
-  }
+// `bench --expect` / `--offer` rejects with this exit code (0 accept, 2 bad usage).
+constexpr int kRejectExitCode = 3;
 
-  auto cat = catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir));
-  if (!cat.ok()) return ReportError(ctx, cat.status());
-  auto source = MakeBenchSource(flags.source, *cat);
-  if (!source.ok()) return ReportError(ctx, source.status());
-
-  nlohmann::json result;
-  result["mode"] = mode.name;
-  result["source"] = (*source)->kind();
-  // GPU part.
-  if (flags.skip_gpu) {
-    result["gpu"] = nullptr;
-    result["gpu_skipped_reason"] = "skipped by --skip-gpu";
-  } else {
-    if (!flags.json && isatty(STDERR_FILENO) && (*source)->kind() != "sim") {
-      std::fprintf(stderr, "GPU bench running (about %.0f s)...\n", mode.stability_seconds + 30);
+// Checks the acceptance flags and reads what they need before anything is measured: the
+// expectation, and with --release-on-reject the agent's idle release argv.
+Status PrepareAcceptance(const BenchFlags& flags, const catalog::Catalog& cat,
+                         const std::string& catalog_dir,
+                         std::optional<nodecheck::NodeExpectation>& expectation,
+                         std::vector<std::string>& release_argv) {
+  const bool acceptance = !flags.expect_file.empty() || !flags.offer.empty();
+  if (!flags.expect_file.empty() && !flags.offer.empty()) {
+    return Status::InvalidInput("--expect and --offer: give one of them");
+  }
+  if (flags.release_on_reject && !acceptance) {
+    return Status::InvalidInput("--release-on-reject needs --expect plan.json or --offer");
+  }
+  if (flags.arm && !flags.release_on_reject) {
+    return Status::InvalidInput("--arm needs --release-on-reject");
+  }
+  if (flags.release_on_reject) {
+    if (flags.agent_config.empty()) {
+      return Status::InvalidInput(
+          "--release-on-reject needs --agent-config FILE: the agent.yaml whose idle release "
+          "command (idle: {command: [...]}) returns this node");
     }
-    nodecheck::GpuBenchOptions gpu_options;
-    gpu_options.quick = flags.quick;
-    gpu_options.stability_seconds = mode.stability_seconds;
-    gpu_options.device = flags.device;
-    auto run = (*source)->RunGpuBench(gpu_options);
-    if (!run.ok()) return ReportError(ctx, run.status());
-    if (run->skipped_reason) {
-      result["gpu"] = nullptr;
-      result["gpu_skipped_reason"] = *run->skipped_reason;
+    agent::AgentConfig config;
+    FULCRUM_RETURN_IF_ERROR(agent::LoadAgentConfigFile(flags.agent_config, config));
+    if (config.idle.command.empty()) {
+      return Status::InvalidInput(flags.agent_config +
+                                  ": idle.command: expected the release command's argv, found "
+                                  "an empty list");
+    }
+    release_argv = config.idle.command;
+  }
+  if (!flags.expect_file.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(expectation,
+                             ExpectationFromPlan(flags.expect_file, flags.pick, cat, catalog_dir));
+  } else if (!flags.offer.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(expectation, ExpectationFromOffer(flags.offer, cat, catalog_dir));
+  }
+  return Status::Ok();
+}
+
+// Runs the doctor on the same source, judges the node against the expectation, merges the
+// verdict into `result` ({"verdict", "reasons", "expected_from", "checks"}) and, on a reject
+// with --release-on-reject, runs (--arm) or shows the release command ("release").
+Status Accept(CliContext& ctx, const BenchFlags& flags, nodecheck::GpuBenchSource& source,
+              const nodecheck::NodeExpectation& expectation,
+              const std::vector<std::string>& release_argv, nlohmann::json& result) {
+  nodecheck::DoctorOptions options;
+  options.checkpoint_dir = flags.checkpoint_dir;
+  FULCRUM_ASSIGN_OR_RETURN(nodecheck::DriverTable table,
+                           nodecheck::LoadDriverTable(DefaultCatalogDir(ctx.catalog_dir)));
+  nodecheck::Acceptance acceptance =
+      nodecheck::AcceptNode(source, expectation, result, table, options);
+  nlohmann::json verdict = nodecheck::AcceptanceJson(acceptance, expectation);
+  for (auto it = verdict.begin(); it != verdict.end(); ++it) result[it.key()] = it.value();
+  if (!flags.release_on_reject) return Status::Ok();
+  nlohmann::json release = {
+      {"argv", release_argv},  {"command", agent::ShowReleaseCommand(release_argv)},
+      {"dry_run", !flags.arm}, {"ran", false},
+      {"exit_code", nullptr},  {"error", nullptr}};
+  if (acceptance.verdict == "reject" && flags.arm) {
+    Result<CaptureResult> done = agent::RunReleaseCommand(release_argv);
+    if (!done.ok()) {
+      release["error"] = done.status().message();
     } else {
-      auto sheets = Datasheets(*cat);
-      auto raw = nlohmann::json::parse(run->json_text, nullptr, false);
-      const nodecheck::Datasheet* sheet = nullptr;
-      if (raw.is_object() && raw.contains("device")) {
-        auto index = nodecheck::MatchDatasheet(raw["device"].value("name", ""),
-                                               raw["device"].value("memory_bytes", 0.0), sheets);
-        if (index) sheet = &sheets[*index];
-      }
-      auto report = nodecheck::BuildGpuReport(run->json_text, sheet);
-      if (!report.ok()) return ReportError(ctx, report.status());
-      result["gpu"] = *report;
-      result["gpu_skipped_reason"] = nullptr;
+      release["ran"] = true;
+      release["exit_code"] = done->exit_code;
+      if (done->timed_out)
+        release["error"] = "did not finish in time; killed";
+      else if (done->exit_code != 0)
+        release["error"] = "exited with status " + std::to_string(done->exit_code) + ": " +
+                           std::string(Trim(done->err)).substr(0, 300);
     }
   }
-  // Disk part.
-  if (flags.skip_disk) {
-    result["disk"] = nullptr;
-  } else {
-    nodecheck::DiskBenchOptions disk_options;
-    disk_options.directory = flags.checkpoint_dir;
-    disk_options.total_bytes = disk_bytes;
-    disk_options.checkpoint_bytes = checkpoint_bytes;
-    ProgressBar bar(stderr, !flags.json);
-    auto disk = nodecheck::RunDiskBench(
-        disk_options, [&](double f) { bar.Update(f, "disk write " + flags.checkpoint_dir); });
-    bar.Finish();
-    if (!disk.ok()) return ReportError(ctx, disk.status());
-    std::error_code ec;
-    result["disk"] = {
-        {"path",
-         std::filesystem::weakly_canonical(std::filesystem::absolute(disk->path, ec), ec).string()},
-        {"written_bytes", disk->written_bytes},
-        {"seconds", disk->seconds},
-        {"write_bytes_per_second", disk->write_bytes_per_second},
-        {"checkpoint_bytes", disk->checkpoint_bytes ? nlohmann::json(*disk->checkpoint_bytes)
-                                                    : nlohmann::json(nullptr)},
-        {"checkpoint_seconds", disk->checkpoint_seconds ? nlohmann::json(*disk->checkpoint_seconds)
-                                                        : nlohmann::json(nullptr)},
-        {"free_bytes",
-         disk->free_bytes ? nlohmann::json(*disk->free_bytes) : nlohmann::json(nullptr)}};
-  }
-  // Comparison.
-  if (!old_doc.is_null()) {
-    auto before = KeyFigures(old_doc);
-    auto after = KeyFigures(result);
-    nlohmann::json rows = nlohmann::json::array();
-    for (const auto& [name, old_value] : before) {
-      auto it = after.find(name);
-      if (it == after.end()) continue;
-      rows.push_back(
-          {{"metric", name},
-           {"old", old_value},
-           {"new", it->second},
-           {"change_fraction", old_value != 0 ? nlohmann::json((it->second - old_value) / old_value)
-                                              : nlohmann::json(nullptr)}});
-    }
-    result["comparison"] = rows;
-  }
-  if (!flags.output_file.empty()) {
-    std::ofstream out(flags.output_file);
-    out << result.dump(2) << "\n";
-    if (!out) return ReportError(ctx, Status::IoError(flags.output_file + ": cannot write"));
-  }
+  result["release"] = release;
+  return Status::Ok();
+}
 
-  if (flags.json) return PrintJson(ctx, result);
-  ctx.out << "fulcrum bench (" << mode.name << ")\n\n";
+void PrintAcceptance(CliContext& ctx, const nlohmann::json& result) {
+  ctx.out << "\nAcceptance against " << result["expected_from"].get<std::string>() << ":\n";
+  Table t({"check", "expected", "measured", "verdict"},
+          {Align::kLeft, Align::kRight, Align::kRight, Align::kLeft});
+  for (const auto& c : result["checks"]) {
+    std::string unit = c["unit"].is_string() ? c["unit"].get<std::string>() : "";
+    std::string expected = nodecheck::FormatCheckValue(c["expected"], unit);
+    if (c["name"] == "stability" && c["expected"].is_number()) expected = "<= " + expected;
+    t.AddRow({c["name"].get<std::string>(), expected,
+              nodecheck::FormatCheckValue(c["measured"], unit), c["verdict"].get<std::string>()});
+  }
+  ctx.out << t.Render() << "\nverdict: " << result["verdict"].get<std::string>() << "\n";
+  for (const auto& reason : result["reasons"])
+    ctx.out << "  - " << reason.get<std::string>() << "\n";
+  if (result.contains("release")) {
+    const auto& r = result["release"];
+    std::string command = r["command"].get<std::string>();
+    if (result["verdict"] != "reject") {
+      ctx.out << "release: not needed (accepted); would run: " << command << "\n";
+    } else if (r["dry_run"].get<bool>()) {
+      ctx.out << "release (dry run; --arm runs it): would run: " << command << "\n";
+    } else if (r["ran"].get<bool>() && r["error"].is_null()) {
+      ctx.out << "release: ran " << command << " (exit 0)\n";
+    } else {
+      ctx.out << "release: FAILED: " << command << ": " << r["error"].get<std::string>() << "\n";
+    }
+  }
+}
+
+// The bench's own table: GPU figures against the datasheet, disk, comparison.
+void PrintBenchTable(CliContext& ctx, const BenchFlags& flags, const nlohmann::json& result) {
+  ctx.out << "fulcrum bench (" << result["mode"].get<std::string>() << ")\n\n";
   if (result["gpu"].is_null()) {
     ctx.out << "GPU: skipped: " << result["gpu_skipped_reason"].get<std::string>() << "\n";
   } else {
@@ -249,6 +251,100 @@ void RunBench(CliContext& ctx, const BenchFlags& flags) {
   }
 }
 
+void RunBench(CliContext& ctx, const BenchFlags& flags) {
+  Mode mode = ChooseMode(flags);
+  nlohmann::json old_doc;
+  if (!flags.compare_file.empty()) {
+    std::ifstream in(flags.compare_file);
+    if (!in) return ReportError(ctx, Status::InvalidInput(flags.compare_file + ": cannot open"));
+    old_doc = nlohmann::json::parse(in, nullptr, false);
+    if (!old_doc.is_object()) {
+      return ReportError(ctx, Status::InvalidInput(flags.compare_file +
+                                                   ": expected a `fulcrum bench --json` result"));
+    }
+  }
+  std::optional<double> checkpoint_bytes;
+  if (!flags.checkpoint_size.empty()) {
+    auto bytes = ParseBytes(flags.checkpoint_size);
+    if (!bytes.ok()) return ReportError(ctx, bytes.status().WithContext("--checkpoint-size"));
+    checkpoint_bytes = *bytes;
+  }
+  double disk_bytes = mode.disk_bytes;
+  if (!flags.disk_size.empty()) {
+    auto bytes = ParseBytes(flags.disk_size);
+    if (!bytes.ok() || *bytes <= 0)
+      return ReportError(ctx,
+                         Status::InvalidInput("--disk-size: expected a size such as 1GiB, found '" +
+                                              flags.disk_size + "'"));
+    disk_bytes = *bytes;
+  }
+
+  auto cat = catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir));
+  if (!cat.ok()) return ReportError(ctx, cat.status());
+  auto source = MakeBenchSource(flags.source, *cat);
+  if (!source.ok()) return ReportError(ctx, source.status());
+  std::optional<nodecheck::NodeExpectation> expectation;
+  std::vector<std::string> release_argv;
+  Status prepared =
+      PrepareAcceptance(flags, *cat, DefaultCatalogDir(ctx.catalog_dir), expectation, release_argv);
+  if (!prepared.ok()) return ReportError(ctx, prepared);
+  const bool acceptance = expectation.has_value();
+
+  if (!flags.json && isatty(STDERR_FILENO) && !flags.skip_gpu && (*source)->kind() != "sim") {
+    std::fprintf(stderr, "GPU bench running (about %.0f s)...\n", mode.stability_seconds + 30);
+  }
+  nodecheck::NodeBenchOptions options;
+  options.skip_gpu = flags.skip_gpu;
+  options.gpu.quick = flags.quick;
+  options.gpu.stability_seconds = mode.stability_seconds;
+  options.gpu.device = flags.device;
+  options.skip_disk = flags.skip_disk;
+  options.disk.directory = flags.checkpoint_dir;
+  options.disk.total_bytes = disk_bytes;
+  options.disk.checkpoint_bytes = checkpoint_bytes;
+  ProgressBar bar(stderr, !flags.json && !flags.skip_disk);
+  auto measured = nodecheck::RunNodeBench(**source, Datasheets(*cat), options, [&](double f) {
+    bar.Update(f, "disk write " + flags.checkpoint_dir);
+  });
+  bar.Finish();
+  if (!measured.ok()) return ReportError(ctx, measured.status());
+  nlohmann::json result = *measured;
+  result["mode"] = mode.name;
+  // Comparison.
+  if (!old_doc.is_null()) {
+    auto before = KeyFigures(old_doc);
+    auto after = KeyFigures(result);
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& [name, old_value] : before) {
+      auto it = after.find(name);
+      if (it == after.end()) continue;
+      rows.push_back(
+          {{"metric", name},
+           {"old", old_value},
+           {"new", it->second},
+           {"change_fraction", old_value != 0 ? nlohmann::json((it->second - old_value) / old_value)
+                                              : nlohmann::json(nullptr)}});
+    }
+    result["comparison"] = rows;
+  }
+  if (acceptance) {
+    Status st = Accept(ctx, flags, **source, *expectation, release_argv, result);
+    if (!st.ok()) return ReportError(ctx, st);
+  }
+  if (!flags.output_file.empty()) {
+    std::ofstream out(flags.output_file);
+    out << result.dump(2) << "\n";
+    if (!out) return ReportError(ctx, Status::IoError(flags.output_file + ": cannot write"));
+  }
+  if (flags.json) {
+    PrintJson(ctx, result);
+  } else {
+    PrintBenchTable(ctx, flags, result);
+    if (acceptance) PrintAcceptance(ctx, result);
+  }
+  if (acceptance && result["verdict"] == "reject") ctx.exit_code = kRejectExitCode;
+}
+
 }  // namespace
 
 void RegisterBench(CLI::App* cmd, CliContext& ctx) {
@@ -265,9 +361,17 @@ void RegisterBench(CLI::App* cmd, CliContext& ctx) {
       "--checkpoint-size would take. Without a GPU the GPU part says why and the rest runs.\n\n"
       "Modes: --quick (256 MiB disk, 5 s stability), --standard (2 GiB, 60 s; default),\n"
       "--long (8 GiB, 10 min).\n\n"
+      "Acceptance on arrival: --expect plan.json (fulcrum plan --json) or --offer P:I judges the\n"
+      "node against what the plan assumed (GPU model and count, GEMM, memory bandwidth,\n"
+      "NVLink/PCIe, disk write, stability, driver/CUDA): exit 0 accept, 3 reject. With\n"
+      "--release-on-reject a rejected node is released by the agent's idle release command\n"
+      "(--agent-config agent.yaml); a dry run unless --arm.\n"
+      "--source sim measures a simulated node (--sim-gpu, --sim-gpus, --sim-fraction, ...).\n\n"
       "Examples:\n"
       "  fulcrum bench --quick --checkpoint-dir /data/ckpt --checkpoint-size 98GB\n"
-      "  fulcrum bench --json --output today.json && fulcrum bench --compare today.json");
+      "  fulcrum bench --json --output today.json && fulcrum bench --compare today.json\n"
+      "  fulcrum bench --quick --expect plan.json --release-on-reject --agent-config agent.yaml\n"
+      "  fulcrum bench --source sim --sim-gpus 8 --sim-fraction 0.6 --quick --expect plan.json");
   auto* modes = cmd->add_option_group("mode");
   modes->add_flag("--quick", flags->quick, "Short run (about a minute)");
   modes->add_flag("--standard", flags->standard, "Default run (a few minutes)");
@@ -288,6 +392,25 @@ void RegisterBench(CLI::App* cmd, CliContext& ctx) {
   AddBenchSourceOptions(cmd, flags->source);
   cmd->add_flag("--skip-disk", flags->skip_disk, "Do not run the disk part");
   cmd->add_option("--output,-o", flags->output_file, "Also save the JSON result to FILE");
+  cmd->add_option("--expect", flags->expect_file,
+                  "Acceptance on arrival: judge this node against what a plan assumed of it "
+                  "(`fulcrum plan --json` output): GPU model and count, GEMM TFLOP/s, memory "
+                  "bandwidth, NVLink/PCIe, disk write, stability, driver/CUDA. Exit 0 accept, "
+                  "3 reject")
+      ->type_name("PLAN.json");
+  cmd->add_option("--pick", flags->pick, "With --expect: the plan's candidate rank (default 1)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("N");
+  cmd->add_option("--offer", flags->offer,
+                  "Acceptance against a catalog offer instead of a plan (planned in bf16)")
+      ->type_name("PROVIDER:INSTANCE");
+  cmd->add_flag("--release-on-reject", flags->release_on_reject,
+                "On reject, release the node with the agent's idle release command "
+                "(--agent-config); a dry run that prints the argv unless --arm");
+  cmd->add_flag("--arm", flags->arm, "With --release-on-reject: really run the release command");
+  cmd->add_option("--agent-config", flags->agent_config,
+                  "The agent.yaml whose idle.command releases this node (--release-on-reject)")
+      ->type_name("FILE");
   cmd->add_option("--compare", flags->compare_file,
                   "Compare with a saved result (from --output or --json)");
   cmd->callback([&ctx, flags] { RunBench(ctx, *flags); });

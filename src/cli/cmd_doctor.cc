@@ -80,7 +80,9 @@ void RegisterDoctor(CLI::App* cmd, CliContext& ctx) {
       "Each check prints ok / warn / fail / skipped, what was found and how to fix it. Runs on a\n"
       "machine without a GPU and says what it could not check. Exit 0 when the checks ran,\n"
       "whatever they found; 2 on bad input.\n\n"
-      "Examples:\n  fulcrum doctor --checkpoint-dir /data/ckpt --checkpoint-size 98GB");
+      "--source sim reports a simulated node's GPU stack (see bench --sim-*).\n\n"
+      "Examples:\n  fulcrum doctor --checkpoint-dir /data/ckpt --checkpoint-size 98GB\n"
+      "  fulcrum doctor --source sim --sim-gpus 8");
   cmd->add_flag("--json", flags->json, "Print {\"checks\": [{name, status, finding, fix}]}");
   cmd->add_option("--checkpoint-dir", flags->checkpoint_dir,
                   "Directory checkpoints go to (disk check)")

@@ -26,7 +26,7 @@ class GpuBenchSource {
   virtual Result<GpuBenchRun> RunGpuBench(const GpuBenchOptions& options) = 0;
   // The facts `doctor` checks. The sim reports its own GPU stack (driver, GPUs, persistence,
   // ECC, clocks, device files, CUDA toolkit) and probes the host parts (disk, /dev/shm,
-  // environment, Python frameworks) like the real source.
+  // environment) like the real source; it leaves the Python frameworks unprobed.
   virtual SystemFacts GatherFacts(const DoctorOptions& options) = 0;
 };
 

@@ -177,15 +177,17 @@ void GatherGpuStackFacts(SystemFacts& facts) {
 void GatherHostFacts(const DoctorOptions& options, SystemFacts& facts) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  CaptureOptions py_options;
-  py_options.timeout_seconds = options.python_timeout_seconds;
-  auto py = RunCapture({"python3", "-c", kPythonProbe}, py_options);
-  if (!py.ok())
-    facts.python_probe_note = "python3 not found on PATH";
-  else if (py->timed_out)
-    facts.python_probe_note = "python3 probe timed out";
-  else
-    facts.frameworks = ParseFrameworkProbe(py->out);
+  if (options.probe_frameworks) {
+    CaptureOptions py_options;
+    py_options.timeout_seconds = options.python_timeout_seconds;
+    auto py = RunCapture({"python3", "-c", kPythonProbe}, py_options);
+    if (!py.ok())
+      facts.python_probe_note = "python3 not found on PATH";
+    else if (py->timed_out)
+      facts.python_probe_note = "python3 probe timed out";
+    else
+      facts.frameworks = ParseFrameworkProbe(py->out);
+  }
 
   for (const char* name :
        {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE",

@@ -54,6 +54,7 @@ struct DoctorOptions {
   std::optional<double> checkpoint_bytes;  // size of one checkpoint, when a model is known
   int checkpoints_kept = 3;
   double python_timeout_seconds = 60;
+  bool probe_frameworks = true;  // run the python3 probe (a sim source does not)
 };
 
 SystemFacts GatherFacts(const DoctorOptions& options);

@@ -13,11 +13,6 @@
 namespace fulcrum::nodecheck {
 namespace {
 
-// Thresholds from the acceptance rules: < 70 % of spec is flagged; a > 30 % swing
-// between sustained intervals is flagged (the "30 % compute fluctuation" of noisy hardware).
-constexpr double kLowFractionOfSpec = 0.70;
-constexpr double kUnstableSwing = 0.30;
-
 const char* kFamilies[] = {"GH200",     "H200",         "H100",     "H20",      "A100",
                            "A10G",      "A10",          "A40",      "A30",      "L40S",
                            "L40",       "L4",           "T4",       "V100",     "P100",

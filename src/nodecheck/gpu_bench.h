@@ -15,6 +15,12 @@
 
 namespace fulcrum::nodecheck {
 
+// Thresholds of the bench's verdicts (and of `bench --expect`): a figure under 70 % of its spec
+// is low; a sustained run swinging more than 30 % between 1 s intervals is unstable (the "30 %
+// compute fluctuation" the GPU selection guides warn of on shared hosts).
+inline constexpr double kLowFractionOfSpec = 0.70;
+inline constexpr double kUnstableSwing = 0.30;
+
 // Datasheet figures of one catalog GPU (filled by the caller from the catalog).
 struct Datasheet {
   std::string name;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "core/input_error.h"
 
 namespace fulcrum::nodecheck {
 namespace {
@@ -33,8 +34,7 @@ nlohmann::json Optional(const std::optional<double>& value) {
 }
 
 Status SpecError(const std::string& field, const std::string& expected, const std::string& found) {
-  return Status::InvalidInput(field + ": expected " + expected + ", found " + found)
-      .WithDetail({"", std::nullopt, field, expected, found, {}});
+  return InputError({"", std::nullopt, field, expected, found, {}}, FoundIs::kDescription);
 }
 
 }  // namespace
@@ -50,11 +50,11 @@ Result<std::unique_ptr<SimBenchSource>> SimBenchSource::Create(SimGpuSpec spec) 
   }
   if (!(spec.fraction > 0 && spec.fraction <= 2)) {
     return SpecError("--sim-fraction", "a fraction of the datasheet in (0, 2]",
-                     std::to_string(spec.fraction));
+                     nlohmann::json(spec.fraction).dump());
   }
   if (!(spec.swing_fraction >= 0 && spec.swing_fraction <= 1)) {
     return SpecError("--sim-swing", "a peak-to-peak swing fraction in [0, 1]",
-                     std::to_string(spec.swing_fraction));
+                     nlohmann::json(spec.swing_fraction).dump());
   }
   const Datasheet& d = spec.datasheet;
   if (!d.bf16_tflops && !d.fp16_tflops && !d.fp32_tflops) {
@@ -200,7 +200,12 @@ SystemFacts SimBenchSource::GatherFacts(const DoctorOptions& options) {
   if (!facts.gpus.empty()) facts.driver_version = facts.gpus.front().driver_version;
   facts.cuda_toolkit_version = kSimCudaVersion;
   facts.cuda_toolkit_source = "sim";
-  GatherHostFacts(options, facts);
+  // This host's Python frameworks say nothing about the simulated GPUs (a CPU-only torch here
+  // would read as a broken stack next to the sim's driver): not probed.
+  DoctorOptions host = options;
+  host.probe_frameworks = false;
+  GatherHostFacts(host, facts);
+  facts.python_probe_note = "not probed with --source sim (this host's Python is not the sim's)";
   return facts;
 }
 

@@ -3,8 +3,10 @@
 // optional throughput swing and the agent sim's fault scenario (telemetry::SimSource: one sim
 // concept): the stability run's 1 s intervals read that source's clocks, temperature, power and
 // throttle reasons at each second, and a clock-cutting fault (thermal-slowdown, power-cap)
-// slows the GEMM by the same cut from its `at` on; xid:79 stops it. Deterministic and instant:
-// a stability run of S seconds yields S intervals without waiting. Not thread-safe.
+// slows the GEMM by the same cut from its `at` on; xid:79 stops it. Its doctor facts are the
+// sim's GPU stack and this host's disk, /dev/shm and environment (not its Python frameworks).
+// Deterministic and instant: a stability run of S seconds yields S intervals without waiting. Not
+// thread-safe.
 #pragma once
 
 #include <cstdint>

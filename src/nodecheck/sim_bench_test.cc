@@ -1,4 +1,5 @@
 #include "nodecheck/sim_bench.h"
+#include "nodecheck/testing_datasheet.h"
 
 #include <gtest/gtest.h>
 
@@ -7,19 +8,7 @@
 namespace fulcrum::nodecheck {
 namespace {
 
-Datasheet H100() {
-  Datasheet d;
-  d.name = "H100-SXM5-80GB";
-  d.memory_gib = 80;
-  d.bf16_tflops = 989;
-  d.fp16_tflops = 989;
-  d.tf32_tflops = 494;
-  d.fp32_tflops = 67;
-  d.memory_bandwidth_bytes_per_second = 3.35e12;
-  d.nvlink_bytes_per_second = 900e9;
-  d.pcie_bytes_per_second = 31.5e9;
-  return d;
-}
+Datasheet H100() { return TestH100Datasheet(); }
 
 nlohmann::json Bench(SimGpuSpec spec, double seconds = 5) {
   auto source = SimBenchSource::Create(std::move(spec));
@@ -89,6 +78,8 @@ TEST(SimBenchTest, DoctorFactsComeFromTheSim) {
   EXPECT_EQ(facts.gpus[0].name, "H100-SXM5-80GB");
   EXPECT_EQ(facts.gpus[0].persistence_mode, true);
   EXPECT_TRUE(facts.disk_free_bytes.has_value());  // the host half is probed for real
+  EXPECT_TRUE(facts.frameworks.empty()) << "this host's Python is not the sim node's";
+  EXPECT_FALSE(facts.python_probe_note.empty());
 }
 
 TEST(SimBenchTest, BadSpecsNameTheFlag) {

@@ -71,6 +71,12 @@ Result<PlannedRun> ParsePlanJson(const std::string& text, const std::string& pat
   plan.cost_usd = Number(cost, "expected_usd");
   plan.cost_p90_usd = Number(cost, "p90_usd");
   out.usd_per_hour = Number(cost, "usd_per_hour");
+  out.provider = c.value("provider", "");
+  out.instance_type = c.value("instance_type", "");
+  out.region = c.value("region", "");
+  out.gpu = c.value("gpu", "");
+  out.precision = c.value("parallel", json::object()).value("precision", "");
+  out.gpus_per_node = c.value("gpus_per_node", 0);
   // Work per step: global_batch sequences of seq_len tokens (units "tokens"), or samples.
   const json& work = doc.value("work", json::object());
   const std::optional<double> amount = Number(work, "amount");

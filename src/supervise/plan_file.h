@@ -15,6 +15,9 @@ namespace fulcrum::supervise {
 struct PlannedRun {
   store::JobPlan plan;                 // deadline_at unset: the run's --deadline sets it
   std::optional<double> usd_per_hour;  // the candidate's price (cost.usd_per_hour)
+  // The candidate's node as the file names it ("" / 0 where it does not), for `bench --expect`.
+  std::string provider, instance_type, region, gpu, precision;
+  int gpus_per_node = 0;
 };
 
 // Candidate of rank `pick` (1 = the first) from the JSON text of `path` (named in errors).
