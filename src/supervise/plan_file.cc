@@ -58,6 +58,12 @@ Result<PlannedRun> ParsePlanJson(const std::string& text, const std::string& pat
   PlannedRun out;
   store::JobPlan& plan = out.plan;
   plan.layout = Layout(c);
+  plan.provider = c.value("provider", "");
+  plan.instance_type = c.value("instance_type", "");
+  plan.gpu = c.value("gpu", "");
+  plan.pricing = c.value("pricing", "");
+  if (auto n = Number(c, "gpus_per_node"); n && *n >= 1) plan.gpus_per_node = static_cast<int>(*n);
+  if (auto n = Number(c, "nodes"); n && *n >= 1) plan.nodes = static_cast<int>(*n);
   plan.step_seconds = Number(time, "step_seconds");
   if (!plan.step_seconds || *plan.step_seconds <= 0) {
     return PlanError(path, "candidates[rank " + std::to_string(pick) + "].time.step_seconds",
