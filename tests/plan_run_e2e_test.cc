@@ -105,6 +105,16 @@ TEST_F(PlanRunE2E, DeadlineAlertReachesTheSinkBeforeHalfThePlannedTime) {
   RunOutput done = run.get();
   EXPECT_EQ(done.exit_code, 0) << done.err;
 
+  // The finished job is in the prediction log: the planner's error on its class is the slowdown.
+  RunOutput accuracy = RunFulcrum({"cost", "--accuracy", "--json", "--data-dir", data});
+  ASSERT_EQ(accuracy.exit_code, 0) << accuracy.err;
+  const json classes = json::parse(accuracy.out)["accuracy"]["classes"];
+  ASSERT_EQ(classes.size(), 1u) << classes;
+  EXPECT_EQ(classes[0]["gpu"], candidate["gpu"]);
+  EXPECT_EQ(classes[0]["jobs"], 1);
+  EXPECT_GT(classes[0]["step_time"]["bias"].get<double>(), 0.2) << "0.7 x speed: +43 %";
+  EXPECT_TRUE(classes[0]["memory"]["bias"].is_null()) << "no agent: no measured memory";
+
   // Re-plan. The run was a 100-step rehearsal; the job itself is the same shape at 100 x the
   // work (10 000 steps), where the step time, not the start-up, decides the cost. Uncalibrated,
   // the planner picks the rehearsal's offer again; calibrated from the slow run, that offer's
@@ -238,6 +248,52 @@ TEST_F(PlanRunE2E, CalibrateFromRefusesAJobItCannotUse) {
   RunOutput unmeasured = plan("unmeasured");
   EXPECT_EQ(unmeasured.exit_code, 2) << unmeasured.err;
   EXPECT_NE(unmeasured.err.find("no measured step time yet"), std::string::npos) << unmeasured.err;
+}
+
+// The running error per hardware class, from a prediction log seeded as the supervisor writes it.
+TEST_F(PlanRunE2E, CostAccuracyGroupsThePredictionLogByHardwareClass) {
+  const std::string data = dir_ + "/data";
+  RunOutput empty = RunFulcrum({"cost", "--accuracy", "--data-dir", data});
+  EXPECT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_NE(empty.out.find("No finished job with a plan"), std::string::npos) << empty.out;
+  {
+    auto db = store::JobsDb::OpenInDataDir(data);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    const auto row = [](const std::string& uid, const std::string& gpu, int gpus, double planned,
+                        double measured) {
+      store::PredictionRecord r;
+      r.uid = uid;
+      r.job_id = uid.substr(0, uid.find('.'));
+      r.finished_at = 1.7e9;
+      r.state = "succeeded";
+      r.gpu = gpu;
+      r.gpus_per_node = gpus;
+      r.predicted_step_seconds = planned;
+      r.measured_step_seconds = measured;
+      r.predicted_cost_usd = 100;
+      r.measured_cost_usd = 100 * measured / planned;
+      return r;
+    };
+    ASSERT_TRUE(db->AddPrediction(row("a.1", "H100-SXM5-80GB", 8, 1.0, 1.3)).ok());
+    ASSERT_TRUE(db->AddPrediction(row("a.2", "H100-SXM5-80GB", 8, 1.0, 1.1)).ok());
+    ASSERT_TRUE(db->AddPrediction(row("b.1", "A100-SXM4-80GB", 8, 2.0, 1.5)).ok());
+  }
+  RunOutput table = RunFulcrum({"cost", "--accuracy", "--data-dir", data});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("Planner error on 3 finished jobs"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("H100-SXM5-80GB x8"), std::string::npos) << table.out;
+  RunOutput out = RunFulcrum({"cost", "--accuracy", "--json", "--data-dir", data});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const json accuracy = json::parse(out.out)["accuracy"];
+  ASSERT_EQ(accuracy["classes"].size(), 2u) << accuracy;
+  const json& h100 = accuracy["classes"][0];
+  EXPECT_EQ(h100["class"], "H100-SXM5-80GB x8");
+  EXPECT_EQ(h100["jobs"], 2);
+  EXPECT_NEAR(h100["step_time"]["bias"].get<double>(), 0.2, 1e-9);
+  EXPECT_NEAR(h100["step_time"]["worst"].get<double>(), 0.3, 1e-9);
+  EXPECT_NEAR(h100["cost"]["mean_abs_error"].get<double>(), 0.2, 1e-9);
+  EXPECT_NEAR(accuracy["classes"][1]["step_time"]["bias"].get<double>(), -0.25, 1e-9);
+  EXPECT_EQ(accuracy["jobs"].size(), 3u);
 }
 
 TEST_F(PlanRunE2E, BadPlanFilesAreUsageErrors) {

@@ -612,17 +612,7 @@ Result<std::vector<PredictionRecord>> JobsDb::ListPredictions() {
   return out;
 }
 
-Result<double> JobsDb::LedgerSeconds(const std::string& job_id) {
-  FULCRUM_ASSIGN_OR_RETURN(
-      Statement s, db_.Prepare("SELECT COALESCE(SUM(seconds), 0) FROM ledger WHERE job_id = ?"));
-  s.Bind(1, job_id);
-  double seconds = 0;
-  if (s.Step()) seconds = s.ColumnDouble(0);
-  FULCRUM_RETURN_IF_ERROR(s.status());
-  return seconds;
-}
-
-std::optional<PredictionRecord> PredictionOf(const JobRecord& job, double ledger_seconds) {
+std::optional<PredictionRecord> PredictionOf(const JobRecord& job) {
   const JobPlan& plan = job.plan;
   if (!plan.step_seconds && !plan.total_hours && !plan.peak_bytes_per_gpu) return std::nullopt;
   PredictionRecord r;
@@ -648,10 +638,10 @@ std::optional<PredictionRecord> PredictionOf(const JobRecord& job, double ledger
     if (plan.total_hours) r.predicted_hours = *plan.total_hours * *r.work_fraction;
     if (plan.cost_usd) r.predicted_cost_usd = *plan.cost_usd * *r.work_fraction;
   }
-  if (ledger_seconds > 0) {
-    r.measured_hours = ledger_seconds / 3600;
-  } else if (job.finished_at && job.created_at) {
-    r.measured_hours = (*job.finished_at - *job.created_at) / 3600;
+  if (job.price_per_hour_usd && *job.price_per_hour_usd > 0) {
+    r.measured_hours = job.spend_usd / *job.price_per_hour_usd;
+  } else if (job.finished_at && job.started_at) {
+    r.measured_hours = (*job.finished_at - *job.started_at) / 3600;
   }
   if (job.price_per_hour_usd) r.measured_cost_usd = job.spend_usd;
   return r;

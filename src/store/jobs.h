@@ -190,8 +190,9 @@ struct PredictionRecord {
 };
 
 // The prediction log row of a finished job (nullopt without a plan: nothing was predicted).
-// measured_hours is the ledger's billed time (`ledger_seconds`), else finished - created.
-std::optional<PredictionRecord> PredictionOf(const JobRecord& job, double ledger_seconds);
+// measured_hours is the billed time (spend / price, over the job's runs) where the price is
+// known, else the latest run's started..finished.
+std::optional<PredictionRecord> PredictionOf(const JobRecord& job);
 
 // Seconds since `at` at time `now`, nullopt when `at` is unknown.
 std::optional<double> AgeSeconds(const std::optional<double>& at, double now);
@@ -223,8 +224,6 @@ class JobsDb {
   Result<int64_t> LastAlertId();
   // Spend per job and UTC day, ordered by day then job.
   Result<std::vector<SpendRow>> SpendByDay();
-  // Billed seconds of a job over its ledger (0 without rows).
-  Result<double> LedgerSeconds(const std::string& job_id);
   // The prediction log, oldest finish first (empty at a schema before 5).
   Result<std::vector<PredictionRecord>> ListPredictions();
 

@@ -275,18 +275,24 @@ TEST(JobsDbTest, PredictionLogScalesThePlanToTheWorkDone) {
   job.plan.gpu = "H100-SXM5-80GB";
   job.plan.gpus_per_node = 8;
   job.measured.step_seconds = 0.7;
+  job.price_per_hour_usd = 6.0;
   job.spend_usd = 3.0;
-  auto r = PredictionOf(job, 1800);
+  auto r = PredictionOf(job);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->uid, "train-a.2");
   EXPECT_EQ(r->work_fraction, 0.25);
   EXPECT_EQ(r->predicted_hours, 0.5);
   EXPECT_EQ(r->predicted_cost_usd, 2.0);
-  EXPECT_EQ(r->measured_hours, 0.5) << "the ledger's 1800 billed seconds";
+  EXPECT_EQ(r->measured_hours, 0.5) << "$3 billed at $6/h";
   EXPECT_EQ(r->measured_cost_usd, 3.0);
   EXPECT_FALSE(r->measured_peak_bytes_per_gpu) << "no agent: unknown";
   JobRecord unplanned = SampleJob();
-  EXPECT_FALSE(PredictionOf(unplanned, 0)) << "nothing was predicted";
+  EXPECT_FALSE(PredictionOf(unplanned)) << "nothing was predicted";
+  JobRecord unpriced = job;
+  unpriced.price_per_hour_usd.reset();
+  unpriced.started_at = 5000 - 900;
+  EXPECT_EQ(PredictionOf(unpriced)->measured_hours, 0.25) << "no price: the run's wall time";
+  EXPECT_FALSE(PredictionOf(unpriced)->measured_cost_usd);
 
   auto db = JobsDb::Open(":memory:");
   ASSERT_TRUE(db.ok());

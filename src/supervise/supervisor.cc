@@ -580,8 +580,17 @@ void Supervisor::Finish(store::JobState state, const std::string& reason, int ex
   job_.exit_code = exit_code;
   job_.supervisor_pid.reset();
   SaveJob();
+  RecordPrediction();
   outcome_ = {state, reason, exit_code, policy_.restarts(), latest_checkpoint_};
   Event("job " + std::string(store::JobStateName(state)) + ": " + reason);
+}
+
+void Supervisor::RecordPrediction() {
+  if (db_ == nullptr || !store::IsFinishedState(job_.state)) return;
+  const std::optional<store::PredictionRecord> prediction = store::PredictionOf(job_);
+  if (!prediction) return;
+  Status s = db_->AddPrediction(*prediction);
+  if (!s.ok()) Event("cannot record the prediction log: " + s.message());
 }
 
 void Supervisor::Tick() {

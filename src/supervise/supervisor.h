@@ -132,6 +132,8 @@ class Supervisor {
   void CheckBudget(double now);
   void BeginStop(const std::string& reason, store::JobState final_state, int exit_code);
   void Finish(store::JobState state, const std::string& reason, int exit_code);
+  // A finished job's predicted vs measured figures into the prediction log (store::PredictionOf).
+  void RecordPrediction();
   void Alert(const std::string& name, const std::string& severity, const std::string& summary);
   void Event(const std::string& text);
   void SaveJob();

@@ -388,6 +388,57 @@ TEST_F(SupervisorTest, MeasuresTheStepTimeAndAlertsWhenTheProjectionMissesTheDea
               1.0);
 }
 
+// A finished job keeps what was predicted and what was measured: the prediction log of
+// `fulcrum cost --accuracy`, for the 30 of 100 planned steps it ran.
+TEST_F(SupervisorTest, AFinishedJobWritesItsPredictionLogRow) {
+  FakeRunner runner(clock_);
+  options_.checkpoints.dir.clear();
+  options_.progress_regex = R"(step (\d+))";
+  options_.plan.step_seconds = 1.4;
+  options_.plan.total_steps = 100;
+  options_.plan.total_hours = 0.05;
+  options_.plan.cost_usd = 1.8;
+  options_.plan.gpu = "A100-PCIe-80GB";
+  options_.plan.gpus_per_node = 1;
+  options_.price_per_hour_usd = 36;
+  int last_step = 0;
+  runner.on_tick = [&](double now, const LineSink& sink) {
+    const int step = static_cast<int>(now / 2);
+    if (step != last_step) sink(Stream::kStdout, "step " + std::to_string(last_step = step));
+    if (step >= 30) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  EXPECT_EQ(supervisor.Run().state, "succeeded");
+  auto log = db_->ListPredictions();
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(log->size(), 1u);
+  const store::PredictionRecord& r = log->front();
+  EXPECT_EQ(r.uid, "job.1");
+  EXPECT_EQ(r.gpu, "A100-PCIe-80GB");
+  EXPECT_EQ(r.state, "succeeded");
+  EXPECT_NEAR(*r.work_fraction, 0.30, 1e-9);
+  EXPECT_EQ(r.predicted_step_seconds, 1.4);
+  EXPECT_NEAR(*r.measured_step_seconds, 2.0, 1e-9);
+  EXPECT_NEAR(*r.predicted_cost_usd, 0.3 * 1.8, 1e-9);
+  EXPECT_NEAR(*r.measured_hours, 60.0 / 3600, 1.0 / 3600) << "60 s billed";
+  EXPECT_NEAR(*r.measured_cost_usd, 0.6, 0.01) << "60 s at $36/h";
+  EXPECT_FALSE(r.measured_peak_bytes_per_gpu) << "no agent: unknown";
+}
+
+// A stopped job is continued later, not finished: it writes no row yet.
+TEST_F(SupervisorTest, AStoppedJobWritesNoPredictionLogRow) {
+  FakeRunner runner(clock_);
+  options_.checkpoints.dir.clear();
+  options_.plan.step_seconds = 1.4;
+  options_.stop_notice = [this]() -> std::optional<std::string> {
+    if (clock_.MonotonicSeconds() >= 5) return "preemption notice: aws";
+    return std::nullopt;
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  EXPECT_EQ(supervisor.Run().state, "stopped");
+  EXPECT_TRUE(db_->ListPredictions()->empty());
+}
+
 // The window forgets what is older than it: a job that speeds up is measured at its new speed.
 TEST_F(SupervisorTest, TheSlidingWindowFollowsAChangeOfSpeed) {
   FakeRunner runner(clock_);
