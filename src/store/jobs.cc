@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/paths.h"
+#include "store/job_view.h"
 
 namespace fulcrum::store {
 namespace {
@@ -95,6 +96,8 @@ ALTER TABLE jobs ADD COLUMN planned_gpu TEXT NOT NULL DEFAULT '';
 ALTER TABLE jobs ADD COLUMN planned_gpus_per_node INTEGER;
 ALTER TABLE jobs ADD COLUMN planned_nodes INTEGER;
 ALTER TABLE jobs ADD COLUMN planned_pricing TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN planned_interruptions REAL;
+ALTER TABLE jobs ADD COLUMN planned_checkpoint_interval_seconds REAL;
 ALTER TABLE jobs ADD COLUMN measured_peak_bytes_per_gpu REAL;
 ALTER TABLE jobs ADD COLUMN measured_gpu_utilization_pct REAL;
 ALTER TABLE jobs ADD COLUMN measured_power_watts REAL;
@@ -136,8 +139,9 @@ constexpr const char* kJobColumns =
     "planned_cost_p90_usd, deadline_at, measured_step_seconds, measured_tokens_per_second, tokens, "
     "planned_provider, planned_instance_type, planned_gpu, planned_gpus_per_node, planned_nodes, "
     "planned_pricing, measured_peak_bytes_per_gpu, measured_gpu_utilization_pct, "
-    "measured_power_watts, agent_reason, preemptions, skipped_checkpoints_json";
-constexpr int kJobColumnCount = 56;
+    "measured_power_watts, agent_reason, preemptions, skipped_checkpoints_json, "
+    "planned_interruptions, planned_checkpoint_interval_seconds";
+constexpr int kJobColumnCount = 58;
 
 constexpr const char* kPredictionColumns =
     "uid, job_id, finished_at, state, layout, gpu, gpus_per_node, nodes, work_fraction, "
@@ -180,6 +184,8 @@ std::string SelectJobColumns(int version) {
       {"agent_reason", {5, "''"}},
       {"preemptions", {5, "0"}},
       {"skipped_checkpoints_json", {5, "'[]'"}},
+      {"planned_interruptions", {5, "NULL"}},
+      {"planned_checkpoint_interval_seconds", {5, "NULL"}},
   };
   std::string out;
   std::istringstream columns(kJobColumns);
@@ -219,9 +225,7 @@ std::vector<SkippedCheckpointRecord> SkippedFromJson(const std::string& text) {
 }
 
 std::string SkippedToJson(const std::vector<SkippedCheckpointRecord>& skipped) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& s : skipped) out.push_back({{"name", s.name}, {"reason", s.reason}});
-  return out.dump();
+  return SkippedCheckpointsJson(skipped).dump();
 }
 
 template <typename T>
@@ -300,6 +304,8 @@ JobRecord ReadJob(const Statement& s) {
   j.measured.agent_reason = s.ColumnText(53);
   j.preemptions = static_cast<int>(s.ColumnInt(54));
   j.skipped_checkpoints = SkippedFromJson(s.ColumnText(55));
+  j.plan.interruptions = s.ColumnOptionalDouble(56);
+  j.plan.checkpoint_interval_seconds = s.ColumnOptionalDouble(57);
   return j;
 }
 
@@ -531,6 +537,7 @@ Status JobsDb::UpsertJob(const JobRecord& j) {
   s.Bind(52, j.measured.gpu_utilization_pct).Bind(53, j.measured.power_watts);
   s.Bind(54, j.measured.agent_reason).Bind(55, static_cast<int64_t>(j.preemptions));
   s.Bind(56, SkippedToJson(j.skipped_checkpoints));
+  s.Bind(57, j.plan.interruptions).Bind(58, j.plan.checkpoint_interval_seconds);
   return s.Run();
 }
 

@@ -74,6 +74,10 @@ struct JobPlan {
   std::optional<int> gpus_per_node;
   std::optional<int> nodes;
   std::string pricing;  // on_demand | spot | reserved_1y | reserved_3y
+  // The spot model's expected interruptions over the planned run (0 on demand) and the planned
+  // checkpoint interval: what the re-quote starts from before preemptions are seen.
+  std::optional<double> interruptions;
+  std::optional<double> checkpoint_interval_seconds;
 };
 
 struct JobMeasure {

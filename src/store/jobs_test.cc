@@ -35,7 +35,8 @@ void DropSchema5(JobsDb& db) {
        {"planned_provider", "planned_instance_type", "planned_gpu", "planned_gpus_per_node",
         "planned_nodes", "planned_pricing", "measured_peak_bytes_per_gpu",
         "measured_gpu_utilization_pct", "measured_power_watts", "agent_reason", "preemptions",
-        "skipped_checkpoints_json"}) {
+        "skipped_checkpoints_json", "planned_interruptions",
+        "planned_checkpoint_interval_seconds"}) {
     ASSERT_TRUE(db.db().Exec(std::string("ALTER TABLE jobs DROP COLUMN ") + column).ok());
   }
   ASSERT_TRUE(db.db().Exec("DROP TABLE predictions").ok());
@@ -234,6 +235,8 @@ TEST(JobsDbTest, RoundTripsTheSchema5Fields) {
   job.plan.gpus_per_node = 1;
   job.plan.nodes = 2;
   job.plan.pricing = "spot";
+  job.plan.interruptions = 0.8;
+  job.plan.checkpoint_interval_seconds = 1800;
   job.preemptions = 3;
   job.skipped_checkpoints = {{"step-40", "no COMPLETE marker"}};
   ASSERT_TRUE(db->UpsertJob(job).ok());
@@ -253,6 +256,8 @@ TEST(JobsDbTest, RoundTripsTheSchema5Fields) {
   EXPECT_EQ(r.plan.nodes, 2);
   EXPECT_EQ(r.plan.pricing, "spot");
   EXPECT_EQ(r.preemptions, 3);
+  EXPECT_EQ(r.plan.interruptions, 0.8);
+  EXPECT_EQ(r.plan.checkpoint_interval_seconds, 1800);
   EXPECT_EQ(r.measured.peak_bytes_per_gpu, 4.2e10);
   EXPECT_FALSE(r.measured.power_watts);
   EXPECT_EQ(r.measured.agent_reason, m.agent_reason);

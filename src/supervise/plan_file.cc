@@ -72,6 +72,8 @@ Result<PlannedRun> ParsePlanJson(const std::string& text, const std::string& pat
   plan.step_seconds_p90 = Number(time, "step_seconds_p90");
   plan.total_hours = Number(time, "total_hours");
   plan.total_hours_p90 = Number(time, "p90_hours");
+  plan.interruptions = Number(time, "expected_interruptions");
+  plan.checkpoint_interval_seconds = Number(time, "checkpoint_interval_seconds");
   plan.peak_bytes_per_gpu = Number(c.value("memory", json::object()), "peak_bytes_per_gpu");
   const json& cost = c.value("cost", json::object());
   plan.cost_usd = Number(cost, "expected_usd");

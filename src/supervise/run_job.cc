@@ -226,12 +226,10 @@ Result<RunJobResult> RunJob::Run() {
                                                    : std::vector<std::unique_ptr<NoticeSource>>{});
   watcher->Start();
   options.stop_notice = [&]() -> std::optional<std::string> {
-    if (hooks_.stop_requested) {
-      if (auto reason = hooks_.stop_requested()) return reason;
-    }
-    if (auto notice = watcher->Notice()) return "preemption notice: " + *notice;
+    if (hooks_.stop_requested) return hooks_.stop_requested();
     return std::nullopt;
   };
+  options.preemption_notice = [&]() { return watcher->Notice(); };
   std::unique_ptr<OwnDelivery> delivery;
   if (!resolved.receiver_url.empty()) {
     std::vector<spdlog::sink_ptr> sinks = file_log->sinks();  // the job log, in its format

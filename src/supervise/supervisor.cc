@@ -138,6 +138,7 @@ void Supervisor::Init() {
         job_.generation = std::max(1, old.generation);
         job_.spend_usd = old.spend_usd;
         job_.restarts = old.restarts;
+        job_.preemptions = old.preemptions;
         job_.step = old.step;
       } else {
         job_.generation = old.generation + 1;
@@ -266,6 +267,7 @@ void Supervisor::ScanCheckpoints(bool force) {
   last_scan_ = now;
   auto complete = scanner_.Scan(now);
   for (const auto& note : scanner_.TakeNotes()) Event(note);  // skips, with the reason
+  RecordSkippedCheckpoints();
   if (!complete.ok()) {
     Event(complete.status().message());
     return;
@@ -585,6 +587,23 @@ void Supervisor::Finish(store::JobState state, const std::string& reason, int ex
   Event("job " + std::string(store::JobStateName(state)) + ": " + reason);
 }
 
+void Supervisor::RecordSkippedCheckpoints() {
+  std::vector<store::SkippedCheckpointRecord> skipped;
+  for (const SkippedCheckpoint& s : scanner_.skipped()) skipped.push_back({s.name, s.reason});
+  const auto same = [](const store::SkippedCheckpointRecord& a,
+                       const store::SkippedCheckpointRecord& b) {
+    return a.name == b.name && a.reason == b.reason;
+  };
+  if (std::equal(skipped.begin(), skipped.end(), job_.skipped_checkpoints.begin(),
+                 job_.skipped_checkpoints.end(), same)) {
+    return;
+  }
+  job_.skipped_checkpoints = std::move(skipped);
+  if (db_ == nullptr || initial_scan_) return;  // Init's scan is saved with the whole row
+  Status s = db_->SetSkippedCheckpoints(job_.id, job_.skipped_checkpoints);
+  if (!s.ok()) Event("cannot record the skipped checkpoints: " + s.message());
+}
+
 void Supervisor::RecordPrediction() {
   if (db_ == nullptr || !store::IsFinishedState(job_.state)) return;
   const std::optional<store::PredictionRecord> prediction = store::PredictionOf(job_);
@@ -606,11 +625,17 @@ void Supervisor::Tick() {
   AccrueSpend();
   if (phase_ == Phase::kDone) return;
   if (phase_ == Phase::kRunning || phase_ == Phase::kBackoff) {
-    if (options_.stop_notice) {
-      if (auto notice = options_.stop_notice()) {
-        BeginStop(*notice, store::JobState::kStopped, kExitStopped);
-        if (phase_ == Phase::kDone) return;
+    std::optional<std::string> notice;
+    if (options_.stop_notice) notice = options_.stop_notice();
+    if (!notice && options_.preemption_notice) {
+      if (auto preempted = options_.preemption_notice()) {
+        ++job_.preemptions;  // saved with the row by the stop
+        notice = "preemption notice: " + *preempted;
       }
+    }
+    if (notice) {
+      BeginStop(*notice, store::JobState::kStopped, kExitStopped);
+      if (phase_ == Phase::kDone) return;
     }
   }
   if (phase_ == Phase::kBackoff && now >= restart_at_) StartChild();

@@ -76,6 +76,9 @@ struct SupervisorOptions {
   std::function<std::vector<int>()> unhealthy_gpus;
   // Polled every tick: a notice text means "stop cleanly now" (preemption, SIGTERM, ...).
   std::function<std::optional<std::string>()> stop_notice;
+  // Polled every tick after stop_notice: the cloud's preemption notice (its text, e.g. "aws"):
+  // stops like stop_notice and counts a preemption (store::JobRecord::preemptions).
+  std::function<std::optional<std::string>()> preemption_notice;
   // Output of the job (each line) and the supervisor's own events.
   std::function<void(Stream, std::string_view)> on_output;
   std::function<void(const std::string&)> on_event;
@@ -134,6 +137,8 @@ class Supervisor {
   void Finish(store::JobState state, const std::string& reason, int exit_code);
   // A finished job's predicted vs measured figures into the prediction log (store::PredictionOf).
   void RecordPrediction();
+  // The scanner's skipped checkpoints into the row when they changed (status shows them).
+  void RecordSkippedCheckpoints();
   void Alert(const std::string& name, const std::string& severity, const std::string& summary);
   void Event(const std::string& text);
   void SaveJob();

@@ -425,6 +425,61 @@ TEST_F(SupervisorTest, AFinishedJobWritesItsPredictionLogRow) {
   EXPECT_FALSE(r.measured_peak_bytes_per_gpu) << "no agent: unknown";
 }
 
+// A cloud's preemption notice stops the job like any notice and counts a preemption; the
+// continued run keeps the count (the re-quote's spot rate reads it).
+TEST_F(SupervisorTest, PreemptionNoticesAreCountedAcrossContinuedRuns) {
+  options_.checkpoints.dir.clear();
+  double at = 5;
+  options_.preemption_notice = [&]() -> std::optional<std::string> {
+    if (clock_.MonotonicSeconds() >= at) return "aws";
+    return std::nullopt;
+  };
+  for (int run = 1; run <= 2; ++run) {
+    FakeRunner runner(clock_);
+    Supervisor supervisor(options_, clock_, runner, &*db_);
+    SupervisorOutcome outcome = supervisor.Run();
+    EXPECT_EQ(outcome.state, "stopped");
+    EXPECT_EQ(outcome.reason.rfind("preemption notice: aws", 0), 0) << outcome.reason;
+    auto job = db_->GetJob("job");
+    ASSERT_TRUE(job.ok() && job->has_value());
+    EXPECT_EQ((*job)->preemptions, run);
+    at = clock_.MonotonicSeconds() + 5;
+  }
+  options_.preemption_notice = nullptr;
+  options_.stop_notice = [this]() -> std::optional<std::string> {
+    if (clock_.MonotonicSeconds() >= 0) return "received SIGTERM";
+    return std::nullopt;
+  };
+  FakeRunner runner(clock_);
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  supervisor.Run();
+  EXPECT_EQ((*db_->GetJob("job"))->preemptions, 2) << "a signal is not a preemption";
+}
+
+// The checkpoints the supervisor does not count as complete are in the job's row, with the reason
+// (status --json skipped_checkpoints); one completed later leaves the list.
+TEST_F(SupervisorTest, SkippedCheckpointsAreKeptInTheRow) {
+  WriteCheckpoint("step-100");
+  fs::create_directories(dir_ + "/ckpt/step-200");  // no COMPLETE marker
+  std::ofstream(dir_ + "/ckpt/step-200/model.bin") << "half";
+  FakeRunner runner(clock_);
+  options_.checkpoint_every_seconds = 3600;
+  std::vector<store::SkippedCheckpointRecord> seen;
+  runner.on_tick = [&](double now, const LineSink&) {
+    if (now >= 5 && seen.empty()) {
+      seen = (*db_->GetJob("job"))->skipped_checkpoints;
+      WriteCheckpoint("step-200");
+    }
+    if (now >= 30) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  supervisor.Run();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].name, "step-200");
+  EXPECT_FALSE(seen[0].reason.empty());
+  EXPECT_TRUE((*db_->GetJob("job"))->skipped_checkpoints.empty()) << "complete now";
+}
+
 // A stopped job is continued later, not finished: it writes no row yet.
 TEST_F(SupervisorTest, AStoppedJobWritesNoPredictionLogRow) {
   FakeRunner runner(clock_);
