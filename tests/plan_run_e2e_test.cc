@@ -101,6 +101,13 @@ TEST_F(PlanRunE2E, DeadlineAlertReachesTheSinkBeforeHalfThePlannedTime) {
   EXPECT_LT(job["deadline_met_probability"].get<double>(), 0.5);
   EXPECT_EQ(job["planned_total_steps"], 100);
   EXPECT_EQ(job["planned_tokens_per_step"], 2048.0);
+  EXPECT_EQ(job["planned_gpu"], candidate["gpu"]);
+  EXPECT_EQ(job["planned_pricing"], candidate["pricing"]);
+  EXPECT_TRUE(job["measured_peak_bytes_per_gpu"].is_null()) << "--agent none: not invented";
+  EXPECT_NE(job["agent_figures_reason"].get<std::string>().find("no local agent"),
+            std::string::npos)
+      << job;
+  EXPECT_TRUE(job["skipped_checkpoints"].is_array());
 
   RunOutput done = run.get();
   EXPECT_EQ(done.exit_code, 0) << done.err;

@@ -220,6 +220,11 @@ Result<RunJobResult> RunJob::Run() {
   const std::string agent_url = resolved.agent_url;
   if (agent_url != "none") {
     options.unhealthy_gpus = [agent_url] { return UnhealthyGpusFromAgent(agent_url, 0.5); };
+    options.job_gpu_figures = [agent_url](int64_t pgid) {
+      auto samples = GpuSamplesFromAgent(agent_url, 0.5);
+      if (!samples.ok()) return JobGpuFigures{{}, {}, {}, samples.status().message()};
+      return JobFiguresFromSamples(*samples, ProcessGroupPids(pgid));
+    };
   }
   auto watcher = MakeWatcher(resolved, event,
                              hooks_.notice_sources ? hooks_.notice_sources(resolved)

@@ -28,6 +28,7 @@ namespace {
 
 constexpr double kScanIntervalSeconds = 0.2;
 constexpr double kLedgerIntervalSeconds = 1.0;
+constexpr double kAgentPollSeconds = 5.0;
 // Progress samples (4 = three step intervals) before a projection may raise an alert: one
 // interval is startup noise.
 constexpr size_t kMinSamplesForAlert = 4;
@@ -447,6 +448,7 @@ void Supervisor::AccrueSpend() {
       Status s = db_->SetHeartbeat(job_.id, *job_.heartbeat_at, job_.step);
       if (!s.ok()) Event("cannot record heartbeat: " + s.message());
     }
+    PollAgentFigures(now);
     if (db_ != nullptr && measure_dirty_) {
       measure_dirty_ = false;
       Status s = db_->SetMeasure(job_.id, job_.measured);
@@ -602,6 +604,27 @@ void Supervisor::RecordSkippedCheckpoints() {
   if (db_ == nullptr || initial_scan_) return;  // Init's scan is saved with the whole row
   Status s = db_->SetSkippedCheckpoints(job_.id, job_.skipped_checkpoints);
   if (!s.ok()) Event("cannot record the skipped checkpoints: " + s.message());
+}
+
+void Supervisor::PollAgentFigures(double now) {
+  store::JobMeasure& m = job_.measured;
+  if (!options_.job_gpu_figures) {
+    if (m.agent_reason.empty()) {
+      m.agent_reason = "no local agent (--agent none): no per-process GPU figures";
+      measure_dirty_ = true;
+    }
+    return;
+  }
+  if (!runner_.running() || now - last_agent_poll_ < kAgentPollSeconds) return;
+  last_agent_poll_ = now;
+  const JobGpuFigures f = options_.job_gpu_figures(runner_.pid());  // the group's leader
+  if (f.peak_bytes_per_gpu) {
+    m.peak_bytes_per_gpu = std::max(m.peak_bytes_per_gpu.value_or(0), *f.peak_bytes_per_gpu);
+  }
+  m.gpu_utilization_pct = f.gpu_utilization_pct;
+  m.power_watts = f.power_watts;
+  m.agent_reason = f.reason;
+  measure_dirty_ = true;
 }
 
 void Supervisor::RecordPrediction() {

@@ -480,6 +480,46 @@ TEST_F(SupervisorTest, SkippedCheckpointsAreKeptInTheRow) {
   EXPECT_TRUE((*db_->GetJob("job"))->skipped_checkpoints.empty()) << "complete now";
 }
 
+// A local agent's figures for the job's process group reach the row: the memory peak is the
+// highest seen, utilisation and power the latest; without an agent the row says why.
+TEST_F(SupervisorTest, AgentFiguresOfTheJobsProcessesReachTheRow) {
+  FakeRunner runner(clock_);
+  options_.checkpoints.dir.clear();
+  std::vector<int64_t> polled;
+  options_.job_gpu_figures = [&](int64_t pgid) {
+    polled.push_back(pgid);
+    JobGpuFigures f;
+    f.peak_bytes_per_gpu = polled.size() == 2 ? 50e9 : 30e9;
+    f.gpu_utilization_pct = 90;
+    f.power_watts = 650;
+    return f;
+  };
+  runner.on_tick = [&](double now, const LineSink&) {
+    if (now >= 30) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  supervisor.Run();
+  ASSERT_GE(polled.size(), 3u) << "every 5 s";
+  EXPECT_LE(polled.size(), 7u);
+  EXPECT_EQ(polled[0], 1001) << "the child's process group (the fake's first pid)";
+  auto job = db_->GetJob("job");
+  EXPECT_EQ((*job)->measured.peak_bytes_per_gpu, 50e9) << "the highest seen, not the latest";
+  EXPECT_EQ((*job)->measured.power_watts, 650);
+  EXPECT_EQ((*job)->measured.agent_reason, "");
+
+  options_.job_gpu_figures = nullptr;
+  options_.job_id = "no-agent";
+  FakeRunner bare(clock_);
+  bare.on_tick = [&](double now, const LineSink&) {
+    if (now >= 40) bare.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor without(options_, clock_, bare, &*db_);
+  without.Run();
+  auto lone = db_->GetJob("no-agent");
+  EXPECT_FALSE((*lone)->measured.peak_bytes_per_gpu);
+  EXPECT_NE((*lone)->measured.agent_reason.find("no local agent"), std::string::npos);
+}
+
 // A stopped job is continued later, not finished: it writes no row yet.
 TEST_F(SupervisorTest, AStoppedJobWritesNoPredictionLogRow) {
   FakeRunner runner(clock_);
