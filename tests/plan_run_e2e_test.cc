@@ -11,6 +11,7 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "store/jobs.h"
 #include "support/agent_process.h"
 #include "support/run_binary.h"
 
@@ -100,9 +101,81 @@ TEST_F(PlanRunE2E, DeadlineAlertReachesTheSinkBeforeHalfThePlannedTime) {
   EXPECT_LT(job["deadline_met_probability"].get<double>(), 0.5);
   EXPECT_EQ(job["planned_total_steps"], 100);
   EXPECT_EQ(job["planned_tokens_per_step"], 2048.0);
+  EXPECT_EQ(job["planned_gpu"], candidate["gpu"]);
+  EXPECT_EQ(job["planned_pricing"], candidate["pricing"]);
+  EXPECT_TRUE(job["measured_peak_bytes_per_gpu"].is_null()) << "--agent none: not invented";
+  EXPECT_NE(job["agent_figures_reason"].get<std::string>().find("no local agent"),
+            std::string::npos)
+      << job;
+  EXPECT_TRUE(job["skipped_checkpoints"].is_array());
 
   RunOutput done = run.get();
   EXPECT_EQ(done.exit_code, 0) << done.err;
+
+  // The finished job is in the prediction log: the planner's error on its class is the slowdown.
+  RunOutput accuracy = RunFulcrum({"cost", "--accuracy", "--json", "--data-dir", data});
+  ASSERT_EQ(accuracy.exit_code, 0) << accuracy.err;
+  const json classes = json::parse(accuracy.out)["accuracy"]["classes"];
+  ASSERT_EQ(classes.size(), 1u) << classes;
+  EXPECT_EQ(classes[0]["gpu"], candidate["gpu"]);
+  EXPECT_EQ(classes[0]["jobs"], 1);
+  EXPECT_GT(classes[0]["step_time"]["bias"].get<double>(), 0.2) << "0.7 x speed: +43 %";
+  EXPECT_TRUE(classes[0]["memory"]["bias"].is_null()) << "no agent: no measured memory";
+
+  // Re-plan. The run was a 100-step rehearsal; the job itself is the same shape at 100 x the
+  // work (10 000 steps), where the step time, not the start-up, decides the cost. Uncalibrated,
+  // the planner picks the rehearsal's offer again; calibrated from the slow run, that offer's
+  // class (its GPU model, count and interconnect) is 1.43 x slower and so dearer, while offers of
+  // other classes keep their estimate: one of them comes first. Right, because the measured run is
+  // the only evidence about that class, and it says the estimate was too good by 1.43 x.
+  const std::vector<std::string> full = {"--catalog",  SourcePath("catalog"),
+                                         "plan",       "--model",
+                                         "llama-3-8b", "--method",
+                                         "lora",       "--tokens",
+                                         "20480000",   "--seq-len",
+                                         "2048",       "--global-batch",
+                                         "1",          "--top",
+                                         "3",          "--json"};
+  RunOutput before = RunFulcrum(full);
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  std::vector<std::string> calibrated_args = full;
+  for (const char* arg : {"--calibrate-from", "slow", "--data-dir"}) calibrated_args.push_back(arg);
+  calibrated_args.push_back(data);
+  RunOutput after = RunFulcrum(calibrated_args);
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  const json old_plan = json::parse(before.out), new_plan = json::parse(after.out);
+  const auto offer_of = [](const json& c) {
+    return c["provider"].get<std::string>() + "/" + c["instance_type"].get<std::string>() + " " +
+           c["pricing"].get<std::string>();
+  };
+  const std::string job_offer = offer_of(candidate);
+  ASSERT_EQ(offer_of(old_plan["candidates"][0]), job_offer) << "the same pick, uncalibrated";
+  const json& pick = new_plan["candidates"][0];
+  EXPECT_NE(offer_of(pick), job_offer) << "plan --calibrate-from changes its pick";
+  const json& from = new_plan["calibrated_from"];
+  EXPECT_EQ(from["job"], "slow") << from;
+  EXPECT_EQ(from["hardware_class"]["gpu"], candidate["gpu"]);
+  EXPECT_GT(from["step_time_factor"].get<double>(), 1.2) << from;
+  EXPECT_NEAR(from["step_time_factor"].get<double>() * planned_step,
+              from["measured_step_seconds"].get<double>(), 1e-9);
+  EXPECT_EQ(from["pick"]["provider"], pick["provider"]);
+  ASSERT_FALSE(from["changes"].empty());
+  EXPECT_EQ(from["changes"][0].get<std::string>().rfind("another offer: ", 0), 0) << from;
+  // The job's offer is still planned, at the measured speed...
+  const json& job_now = from["job_offer_now"];
+  ASSERT_FALSE(job_now.is_null()) << from;
+  EXPECT_NEAR(job_now["step_seconds"].get<double>(), from["measured_step_seconds"].get<double>(),
+              1e-3 * from["measured_step_seconds"].get<double>());
+  EXPECT_GT(job_now["expected_usd"].get<double>(),
+            old_plan["candidates"][0]["cost"]["expected_usd"].get<double>());
+  // ...and the new pick, of another class, has the same figures as before the calibration.
+  bool found = false;
+  for (const json& c : old_plan["candidates"]) {
+    if (offer_of(c) != offer_of(pick) || c["nodes"] != pick["nodes"]) continue;
+    found = true;
+    EXPECT_EQ(c["time"]["step_seconds"], pick["time"]["step_seconds"]);
+  }
+  EXPECT_TRUE(found) << "the new pick was already in the uncalibrated top 3";
 }
 
 TEST_F(PlanRunE2E, AJobOnPlanSpeedRaisesNoDeadlineAlert) {
@@ -147,6 +220,87 @@ TEST_F(PlanRunE2E, AJobOnPlanSpeedRaisesNoDeadlineAlert) {
   EXPECT_EQ(job["progress_fraction"], 1.0) << job;
   EXPECT_EQ(job["planned_tokens_per_step"], 4096.0);
   EXPECT_GT(job["measured_tokens_per_second"].get<double>(), 0);
+}
+
+TEST_F(PlanRunE2E, CalibrateFromRefusesAJobItCannotUse) {
+  const std::string data = dir_ + "/data";
+  {
+    auto db = store::JobsDb::OpenInDataDir(data);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    store::JobRecord by_hand;
+    by_hand.id = by_hand.name = "by-hand";
+    by_hand.state = store::JobState::kSucceeded;
+    by_hand.plan.step_seconds = 0.1;  // --expect-step-seconds: no offer, no hardware class
+    by_hand.measured.step_seconds = 0.2;
+    ASSERT_TRUE(db->UpsertJob(by_hand).ok());
+    store::JobRecord unmeasured = by_hand;
+    unmeasured.id = unmeasured.name = "unmeasured";
+    unmeasured.plan.gpu = "H100-SXM5-80GB";
+    unmeasured.plan.gpus_per_node = 8;
+    unmeasured.measured.step_seconds.reset();
+    ASSERT_TRUE(db->UpsertJob(unmeasured).ok());
+  }
+  const auto plan = [&](const std::string& job) {
+    return RunFulcrum({"--catalog", SourcePath("catalog"), "plan", "--model", "llama-3-8b",
+                       "--tokens", "1B", "--calibrate-from", job, "--data-dir", data});
+  };
+  RunOutput typo = plan("by-hnad");
+  EXPECT_EQ(typo.exit_code, 2) << typo.err;
+  EXPECT_NE(typo.err.find("--calibrate-from: expected a job of this data dir"), std::string::npos)
+      << typo.err;
+  EXPECT_NE(typo.err.find("did you mean by-hand?"), std::string::npos) << typo.err;
+  RunOutput hand = plan("by-hand");
+  EXPECT_EQ(hand.exit_code, 2) << hand.err;
+  EXPECT_NE(hand.err.find("expected a job run with --plan"), std::string::npos) << hand.err;
+  RunOutput unmeasured = plan("unmeasured");
+  EXPECT_EQ(unmeasured.exit_code, 2) << unmeasured.err;
+  EXPECT_NE(unmeasured.err.find("no measured step time yet"), std::string::npos) << unmeasured.err;
+}
+
+// The running error per hardware class, from a prediction log seeded as the supervisor writes it.
+TEST_F(PlanRunE2E, CostAccuracyGroupsThePredictionLogByHardwareClass) {
+  const std::string data = dir_ + "/data";
+  RunOutput empty = RunFulcrum({"cost", "--accuracy", "--data-dir", data});
+  EXPECT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_NE(empty.out.find("No finished job with a plan"), std::string::npos) << empty.out;
+  {
+    auto db = store::JobsDb::OpenInDataDir(data);
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    const auto row = [](const std::string& uid, const std::string& gpu, int gpus, double planned,
+                        double measured) {
+      store::PredictionRecord r;
+      r.uid = uid;
+      r.job_id = uid.substr(0, uid.find('.'));
+      r.finished_at = 1.7e9;
+      r.state = "succeeded";
+      r.gpu = gpu;
+      r.gpus_per_node = gpus;
+      r.predicted_step_seconds = planned;
+      r.measured_step_seconds = measured;
+      r.predicted_cost_usd = 100;
+      r.measured_cost_usd = 100 * measured / planned;
+      return r;
+    };
+    ASSERT_TRUE(db->AddPrediction(row("a.1", "H100-SXM5-80GB", 8, 1.0, 1.3)).ok());
+    ASSERT_TRUE(db->AddPrediction(row("a.2", "H100-SXM5-80GB", 8, 1.0, 1.1)).ok());
+    ASSERT_TRUE(db->AddPrediction(row("b.1", "A100-SXM4-80GB", 8, 2.0, 1.5)).ok());
+  }
+  RunOutput table = RunFulcrum({"cost", "--accuracy", "--data-dir", data});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("Planner error on 3 finished jobs"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("H100-SXM5-80GB x8"), std::string::npos) << table.out;
+  RunOutput out = RunFulcrum({"cost", "--accuracy", "--json", "--data-dir", data});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const json accuracy = json::parse(out.out)["accuracy"];
+  ASSERT_EQ(accuracy["classes"].size(), 2u) << accuracy;
+  const json& h100 = accuracy["classes"][0];
+  EXPECT_EQ(h100["class"], "H100-SXM5-80GB x8");
+  EXPECT_EQ(h100["jobs"], 2);
+  EXPECT_NEAR(h100["step_time"]["bias"].get<double>(), 0.2, 1e-9);
+  EXPECT_NEAR(h100["step_time"]["worst"].get<double>(), 0.3, 1e-9);
+  EXPECT_NEAR(h100["cost"]["mean_abs_error"].get<double>(), 0.2, 1e-9);
+  EXPECT_NEAR(accuracy["classes"][1]["step_time"]["bias"].get<double>(), -0.25, 1e-9);
+  EXPECT_EQ(accuracy["jobs"].size(), 3u);
 }
 
 TEST_F(PlanRunE2E, BadPlanFilesAreUsageErrors) {

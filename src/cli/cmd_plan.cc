@@ -1,5 +1,6 @@
 // `fulcrum plan`: which GPU servers to rent for a training job, how to lay the job out on them,
 // how long it takes and what it costs, ranked (src/plan/).
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "catalog/catalog.h"
 #include "catalog/offer_query.h"
 #include "cli/command.h"
+#include "cli/plan_calibration.h"
 #include "core/parse.h"
 #include "core/paths.h"
 #include "core/text_file.h"
@@ -42,6 +44,8 @@ struct PlanFlags {
   std::string pick = "1";
   std::string fulcrum_install;
   std::string export_checkpoint_dir = "checkpoints";
+  std::string calibrate_from;  // a job of data_dir's jobs.db
+  std::string data_dir;
 };
 
 Status Need(Result<double> value, const std::string& flag, const std::string& expected,
@@ -331,6 +335,15 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   Result<std::vector<std::string>> covered =
       estimate::CalibratedArchitectures(estimate::DefaultMeasuredCsvPath(catalog_dir), catalog);
   if (covered.ok()) assumptions.calibrated_architectures = std::move(*covered);
+  std::optional<Calibration> calibration;
+  if (!f.calibrate_from.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(
+        calibration, ReadCalibration(store::ResolveDataDir(f.data_dir), f.calibrate_from, catalog));
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    ApplyCalibration(*calibration, now, spec);
+    spec.measured = calibration->factors;
+  }
   FULCRUM_ASSIGN_OR_RETURN(plan::PlanResult result,
                            plan::RunPlan(catalog, model, spec, assumptions, f.threads));
   if (!note.empty()) result.notes.push_back(note);
@@ -347,8 +360,10 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   if (f.json) {
     nlohmann::json j = plan::PlanJson(result, catalog);
     if (export_json) j["export"] = *export_json;
+    if (calibration) j["calibrated_from"] = CalibrationJson(*calibration, result, catalog);
     PrintJson(ctx, j);
   } else {
+    if (calibration) ctx.out << CalibrationText(*calibration, result, catalog);
     ctx.out << plan::PlanTable(result, catalog);
     if (!f.html.empty()) ctx.out << "wrote " << f.html << "\n";
     for (const std::string& file : export_files) ctx.out << "wrote " << file << "\n";
@@ -479,6 +494,16 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
   cmd->add_option("--checkpoint-dir", f->export_checkpoint_dir,
                   "For --export: the job's checkpoint directory on the node (default "
                   "checkpoints)")
+      ->type_name("DIR");
+  cmd->add_option("--calibrate-from", f->calibrate_from,
+                  "Re-plan with what this job (of --data-dir's jobs.db, run with --plan) "
+                  "measured: its measured / planned step time on offers of its GPU model, GPUs "
+                  "per node and interconnect (other offers keep the estimate), its measured "
+                  "memory peak on every offer; a job under way is planned for the rest of its "
+                  "work; says what changes (JSON calibrated_from)")
+      ->type_name("JOB");
+  cmd->add_option("--data-dir", f->data_dir,
+                  "For --calibrate-from: the data dir holding jobs.db (as for fulcrum run)")
       ->type_name("DIR");
   cmd->callback([f, &ctx] {
     Status status = RunPlanCommand(*f, ctx);

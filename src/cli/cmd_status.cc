@@ -46,6 +46,11 @@ std::string QuoteLine(const store::JobRecord& j, double now) {
   }
   if (p.deadline_met_probability)
     line += "; deadline met with " + Percent(*p.deadline_met_probability) + " probability";
+  if (p.expected_remaining_interruptions) {
+    line += "; spot: " + std::to_string(j.preemptions) + " preemption" +
+            (j.preemptions == 1 ? "" : "s") + " so far, " +
+            FormatNumber(*p.expected_remaining_interruptions, 1) + " more expected";
+  }
   return line;
 }
 
@@ -129,6 +134,9 @@ Status ShowStatus(CliContext& ctx, const std::string& data_dir_flag, bool json, 
     if (const std::string reason = view["reason"]; !reason.empty())
       notes.push_back(j.id + ": " + reason);
     if (std::string quote = QuoteLine(j, now); !quote.empty()) notes.push_back(std::move(quote));
+    for (const store::SkippedCheckpointRecord& skipped : j.skipped_checkpoints) {
+      notes.push_back(j.id + ": skipped checkpoint " + skipped.name + ": " + skipped.reason);
+    }
   }
   ctx.out << table.Render();
   if (!notes.empty()) ctx.out << "\n";
@@ -157,7 +165,10 @@ void RegisterStatus(CLI::App* cmd, CliContext& ctx) {
       "Print {\"jobs\": [{id, state, queue, gpus, step, restarts, last_checkpoint_age_seconds, "
       "spend_usd, budget_usd, heartbeat_age_seconds, slurm_state, planned_step_seconds, "
       "measured_step_seconds, progress_fraction, eta_seconds, eta_p90_seconds, "
-      "projected_cost_usd, projected_cost_p90_usd, deadline_met_probability, ...}]}");
+      "projected_cost_usd, projected_cost_p90_usd, deadline_met_probability, preemptions, "
+      "spot_interruptions_per_hour, expected_remaining_interruptions, "
+      "measured_peak_bytes_per_gpu, measured_gpu_utilization_pct, measured_power_watts, "
+      "agent_figures_reason, skipped_checkpoints: [{name, reason}], ...}]}");
   cmd->add_flag("--all", *all, "Also list jobs that finished more than a day ago");
   cmd->callback([&ctx, data_dir, json, all] {
     Status s = ShowStatus(ctx, *data_dir, *json, *all);

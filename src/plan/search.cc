@@ -49,13 +49,28 @@ bool PeftRunsLayout(const workload::Training& t) {
          t.framework != workload::Framework::kMegatron;
 }
 
+// The estimator's memory times a measured job's factor (every part scales alike).
+estimate::MemoryBreakdown PlannedMemory(const workload::Model& model, const workload::Training& t,
+                                        double factor) {
+  estimate::MemoryBreakdown m = estimate::EstimateMemory(model, t);
+  if (factor == 1) return m;
+  for (double* part :
+       {&m.weights_bytes, &m.gradients_bytes, &m.optimizer_bytes, &m.activations_bytes,
+        &m.logits_bytes, &m.comm_buffer_bytes, &m.cuda_context_bytes, &m.allocator_reserve_bytes,
+        &m.other_bytes, &m.allocated_bytes, &m.reserved_bytes, &m.peak_bytes_per_gpu}) {
+    *part *= factor;
+  }
+  return m;
+}
+
 // Tries one layout; updates `best`. Returns false when it does not fit in memory.
 bool TryLayout(const workload::Model& model, workload::Training& t, const estimate::Hardware& hw,
-               double usable_bytes, double capacity_bytes, BestLayout& best) {
+               double usable_bytes, double capacity_bytes, const LayoutOptions& options,
+               BestLayout& best) {
   ++best.evaluated;
-  const estimate::MemoryBreakdown mem = estimate::EstimateMemory(model, t);
+  const estimate::MemoryBreakdown mem = PlannedMemory(model, t, options.memory_factor);
   if (!(mem.peak_bytes_per_gpu <= usable_bytes)) return false;
-  const estimate::StepTime st = estimate::EstimateStepTime(model, t, hw);
+  const estimate::StepTime st = PlannedStepTime(model, t, hw, options.step_time_factor);
   if (!std::isfinite(st.step_seconds)) return true;
   const double headroom = estimate::HeadroomFraction(mem.peak_bytes_per_gpu, capacity_bytes);
   const double rate = st.tokens_per_second_per_gpu;
@@ -72,7 +87,8 @@ bool TryLayout(const workload::Model& model, workload::Training& t, const estima
 
 void ScanMicroBatches(const workload::Model& model, workload::Training& t,
                       const estimate::Hardware& hw, double usable, double capacity,
-                      int64_t global_batch, bool exact_batch, BestLayout& best) {
+                      int64_t global_batch, bool exact_batch, const LayoutOptions& options,
+                      BestLayout& best) {
   for (int mb : kMicroBatches) {
     const int64_t per_step = mb * t.dp;
     if (per_step > global_batch * kMaxBatchRounding) break;
@@ -86,7 +102,7 @@ void ScanMicroBatches(const workload::Model& model, workload::Training& t,
     t.micro_batch = mb;
     t.global_batch = effective;
     // Memory grows with the micro-batch: once one does not fit, larger ones cannot.
-    if (!TryLayout(model, t, hw, usable, capacity, best)) break;
+    if (!TryLayout(model, t, hw, usable, capacity, options, best)) break;
   }
 }
 
@@ -140,7 +156,7 @@ void ScanLayouts(const workload::Model& model, const workload::Training& base,
                   continue;
                 }
                 ScanMicroBatches(model, t, hw, usable, capacity_bytes, base.global_batch,
-                                 exact_batch, best);
+                                 exact_batch, options, best);
               }
             }
           }
@@ -151,6 +167,20 @@ void ScanLayouts(const workload::Model& model, const workload::Training& base,
 }
 
 }  // namespace
+
+estimate::StepTime PlannedStepTime(const workload::Model& model, const workload::Training& t,
+                                   const estimate::Hardware& hardware, double step_time_factor) {
+  estimate::StepTime st = estimate::EstimateStepTime(model, t, hardware);
+  if (step_time_factor == 1 || !(step_time_factor > 0)) return st;
+  for (double* part : {&st.step_seconds, &st.compute_seconds, &st.communication_seconds,
+                       &st.bubble_seconds, &st.exposed_seconds}) {
+    *part *= step_time_factor;
+  }
+  st.tokens_per_second_per_gpu /= step_time_factor;
+  st.mfu /= step_time_factor;
+  st.hfu /= step_time_factor;
+  return st;
+}
 
 BestLayout SearchLayouts(const workload::Model& model, const workload::Training& base,
                          const estimate::Hardware& hw, double capacity_bytes, int gpus,
@@ -199,7 +229,18 @@ struct HardwareClass {
   workload::Precision precision = workload::Precision::kBf16Mixed;
   bool precision_fallback = false;
   std::vector<int> node_counts;
+  // A measured job's correction for this class (spec.measured): the step time on the measured
+  // class only, the memory on every class.
+  double step_time_factor = 1;
+  double memory_factor = 1;
 };
+
+// Whether an offer is of a measured job's hardware class: same GPU model, GPUs per node and
+// interconnect.
+bool OfMeasuredClass(const MeasuredFactors& m, const catalog::Offer& o) {
+  return m.gpu == o.gpu && m.gpus_per_node == o.gpu_count &&
+         m.interconnect == catalog::InterconnectName(o.interconnect);
+}
 
 // The conservative inter-node network of an offer whose provider publishes none: the lowest
 // per-GPU figure any multi-GPU offer of the catalog publishes (each row carries its source;
@@ -539,6 +580,11 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
       }
       hc.precision = precision;
       hc.precision_fallback = fallback;
+      if (spec.measured) {
+        hc.memory_factor = std::max(1.0, spec.measured->memory_factor);
+        if (OfMeasuredClass(*spec.measured, o))
+          hc.step_time_factor = spec.measured->step_time_factor;
+      }
       for (int n : kNodeCounts) {
         if (n * o.gpu_count > c.max_gpus) break;
         if (c.max_nodes && n > *c.max_nodes) break;
@@ -580,12 +626,15 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
       // plans: pipeline stages rather than ZeRO-3 over hundreds of VMs) and its mean step is
       // then taken at the assumption.
       const bool assumed = hc.conservative && tasks[i].nodes > 1;
+      LayoutOptions class_options = layout_options;
+      class_options.step_time_factor = hc.step_time_factor;
+      class_options.memory_factor = hc.memory_factor;
       best[i] = SearchLayouts(model, class_base, assumed ? *hc.conservative : hc.hardware,
                               hc.capacity_bytes, tasks[i].nodes * hc.hardware.gpus_per_node,
-                              c.min_headroom, layout_options);
+                              c.min_headroom, class_options);
       if (assumed && best[i].found) {
         const estimate::StepTime low = best[i].step;
-        best[i].step = estimate::EstimateStepTime(model, best[i].training, hc.hardware);
+        best[i].step = PlannedStepTime(model, best[i].training, hc.hardware, hc.step_time_factor);
         if (std::isfinite(low.step_seconds) && best[i].step.step_seconds > 0) {
           network_ratio[i] = std::max(1.0, low.step_seconds / best[i].step.step_seconds);
         }

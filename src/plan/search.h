@@ -47,7 +47,16 @@ struct LayoutOptions {
   std::optional<workload::Framework> framework;  // nullopt: workload::DefaultFrameworkFor
   bool allow_batch_change = true;
   bool batch_given = true;
+  // A measured job's correction on this hardware class (MeasuredFactors in spec.h): the step time
+  // and the peak memory of every layout are the estimator's times these (1 = uncorrected).
+  double step_time_factor = 1;
+  double memory_factor = 1;
 };
+
+// The step time of a layout as the search takes it: the estimator's, times a measured job's
+// `step_time_factor` (every part of it scales; throughput and MFU divide).
+estimate::StepTime PlannedStepTime(const workload::Model& model, const workload::Training& t,
+                                   const estimate::Hardware& hardware, double step_time_factor);
 
 // Scans the layouts of `base` (precision, method, seq_len, global batch, ...) on `gpus` GPUs of
 // `hardware` (gpus_per_node each), keeping the fastest that leaves >= min_headroom free of

@@ -95,6 +95,21 @@ struct StorageNeeds {
   double egress_gb = 0;
 };
 
+// What a finished or running job measured (`fulcrum plan --calibrate-from JOB`; cli/ reads it
+// from jobs.db): measured / planned step time and peak memory per GPU on the job's hardware
+// class (GPU model, GPUs per node, interconnect). The step-time factor applies to offers of that
+// class only; other classes keep the estimator's figure (a slow node, driver or framework build
+// on one GPU says nothing about another). The memory factor applies to every offer (the
+// estimator's memory error is the job's: framework buffers, allocator, activations), and only
+// upwards: a peak seen so far bounds the true peak from below. 1 = no correction.
+struct MeasuredFactors {
+  std::string gpu;           // catalog GPU name of the measured class
+  int gpus_per_node = 0;     // of the measured offer
+  std::string interconnect;  // catalog::InterconnectName ("nvlink", "pcie", "unknown")
+  double step_time_factor = 1;
+  double memory_factor = 1;
+};
+
 struct PlanSpec {
   std::string origin;  // file name or "flags"
   // Exactly one of: a preset name, a HuggingFace config.json path, an inline model YAML text.
@@ -121,6 +136,8 @@ struct PlanSpec {
   // Skip simulating spot candidates that provably cannot reach the top N or the Pareto front
   // (search.cc, SpotCandidatesToSimulate); false simulates every spot candidate.
   bool prune_spot = true;
+  // A job's measured efficiency applied to the search (see MeasuredFactors); nullopt = none.
+  std::optional<MeasuredFactors> measured;
 };
 
 // The model of a YAML spec (plan and serve-plan): `model: <preset>` or an inline mapping (kept

@@ -16,6 +16,12 @@ nlohmann::json NonEmpty(const std::string& text) {
 
 }  // namespace
 
+nlohmann::json SkippedCheckpointsJson(const std::vector<SkippedCheckpointRecord>& skipped) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : skipped) out.push_back({{"name", s.name}, {"reason", s.reason}});
+  return out;
+}
+
 nlohmann::json JobJson(const JobRecord& j, double now,
                        const std::optional<std::string>& slurm_state) {
   const JobState state = EffectiveState(j);
@@ -71,6 +77,24 @@ nlohmann::json JobJson(const JobRecord& j, double now,
       {"projected_cost_usd", Optional(projection.projected_cost_usd)},
       {"projected_cost_p90_usd", Optional(projection.projected_cost_p90_usd)},
       {"deadline_met_probability", Optional(projection.deadline_met_probability)},
+      // The planned offer (schema 5), the spot outlook and the agent's per-process figures.
+      {"planned_provider", NonEmpty(j.plan.provider)},
+      {"planned_instance_type", NonEmpty(j.plan.instance_type)},
+      {"planned_gpu", NonEmpty(j.plan.gpu)},
+      {"planned_gpus_per_node", Optional(j.plan.gpus_per_node)},
+      {"planned_nodes", Optional(j.plan.nodes)},
+      {"planned_pricing", NonEmpty(j.plan.pricing)},
+      {"preemptions", j.preemptions},
+      {"spot_model_interruptions_per_hour",
+       Optional(projection.spot_model_interruptions_per_hour)},
+      {"spot_interruptions_per_hour", Optional(projection.spot_interruptions_per_hour)},
+      {"expected_remaining_interruptions", Optional(projection.expected_remaining_interruptions)},
+      {"seconds_lost_per_interruption", Optional(projection.seconds_lost_per_interruption)},
+      {"measured_peak_bytes_per_gpu", Optional(j.measured.peak_bytes_per_gpu)},
+      {"measured_gpu_utilization_pct", Optional(j.measured.gpu_utilization_pct)},
+      {"measured_power_watts", Optional(j.measured.power_watts)},
+      {"agent_figures_reason", NonEmpty(j.measured.agent_reason)},
+      {"skipped_checkpoints", SkippedCheckpointsJson(j.skipped_checkpoints)},
   };
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "store/jobs.h"
 
@@ -17,5 +18,8 @@ namespace fulcrum::store {
 // caller asked Slurm (null otherwise). The state is EffectiveState(job).
 nlohmann::json JobJson(const JobRecord& job, double now,
                        const std::optional<std::string>& slurm_state = std::nullopt);
+
+// [{"name", "reason"}]: the job row's skipped checkpoints, as the view and jobs.db store them.
+nlohmann::json SkippedCheckpointsJson(const std::vector<SkippedCheckpointRecord>& skipped);
 
 }  // namespace fulcrum::store

@@ -85,5 +85,31 @@ TEST(JobViewTest, ThePlanAndItsReQuoteAreInTheSharedView) {
   EXPECT_GT(view["deadline_met_probability"].get<double>(), 0.5) << "200 s of the 500 s left";
 }
 
+TEST(JobViewTest, SkippedCheckpointsSpotOutlookAndAgentFigures) {
+  JobRecord job = Unpriced();
+  auto bare = JobJson(job, 0);
+  EXPECT_EQ(bare["skipped_checkpoints"], nlohmann::json::array());
+  EXPECT_EQ(bare["preemptions"], 0);
+  EXPECT_TRUE(bare["spot_interruptions_per_hour"].is_null()) << "not on spot";
+  EXPECT_TRUE(bare["measured_peak_bytes_per_gpu"].is_null());
+  job.skipped_checkpoints = {{"checkpoint-1500", "no trainer_state.json"}};
+  job.measured.agent_reason = "no local agent (--agent none)";
+  job.plan.pricing = "spot";
+  job.plan.total_hours = 1;
+  job.plan.interruptions = 0.5;
+  job.preemptions = 1;
+  job.created_at = 0;
+  auto view = JobJson(job, 3600);
+  ASSERT_EQ(view["skipped_checkpoints"].size(), 1u);
+  EXPECT_EQ(view["skipped_checkpoints"][0]["name"], "checkpoint-1500");
+  EXPECT_EQ(view["skipped_checkpoints"][0]["reason"], "no trainer_state.json");
+  EXPECT_EQ(view["agent_figures_reason"], "no local agent (--agent none)");
+  EXPECT_TRUE(view["measured_power_watts"].is_null()) << "unknown, with the reason beside it";
+  EXPECT_EQ(view["planned_pricing"], "spot");
+  EXPECT_EQ(view["preemptions"], 1);
+  EXPECT_EQ(view["spot_model_interruptions_per_hour"], 0.5);
+  EXPECT_EQ(view["spot_interruptions_per_hour"], 0.75) << "(1 + 0.5 x 1 h) / (1 h + 1 h)";
+}
+
 }  // namespace
 }  // namespace fulcrum::store

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/paths.h"
+#include "store/job_view.h"
 
 namespace fulcrum::store {
 namespace {
@@ -87,6 +89,30 @@ ALTER TABLE jobs ADD COLUMN measured_step_seconds REAL;
 ALTER TABLE jobs ADD COLUMN measured_tokens_per_second REAL;
 ALTER TABLE jobs ADD COLUMN tokens INTEGER;
 )sql",
+    R"sql(
+ALTER TABLE jobs ADD COLUMN planned_provider TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN planned_instance_type TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN planned_gpu TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN planned_gpus_per_node INTEGER;
+ALTER TABLE jobs ADD COLUMN planned_nodes INTEGER;
+ALTER TABLE jobs ADD COLUMN planned_pricing TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN planned_interruptions REAL;
+ALTER TABLE jobs ADD COLUMN planned_checkpoint_interval_seconds REAL;
+ALTER TABLE jobs ADD COLUMN measured_peak_bytes_per_gpu REAL;
+ALTER TABLE jobs ADD COLUMN measured_gpu_utilization_pct REAL;
+ALTER TABLE jobs ADD COLUMN measured_power_watts REAL;
+ALTER TABLE jobs ADD COLUMN agent_reason TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN preemptions INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN skipped_checkpoints_json TEXT NOT NULL DEFAULT '[]';
+CREATE TABLE predictions (
+  uid TEXT PRIMARY KEY, job_id TEXT NOT NULL, finished_at REAL NOT NULL, state TEXT NOT NULL,
+  layout TEXT NOT NULL DEFAULT '', gpu TEXT NOT NULL DEFAULT '', gpus_per_node INTEGER,
+  nodes INTEGER, work_fraction REAL,
+  predicted_step_seconds REAL, measured_step_seconds REAL,
+  predicted_peak_bytes_per_gpu REAL, measured_peak_bytes_per_gpu REAL,
+  predicted_hours REAL, measured_hours REAL, predicted_cost_usd REAL, measured_cost_usd REAL);
+CREATE INDEX predictions_finished ON predictions(finished_at);
+)sql",
 };
 
 constexpr std::pair<JobState, std::string_view> kStateNames[] = {
@@ -110,7 +136,18 @@ constexpr const char* kJobColumns =
     "child_pgid, child_start_ticks, planned_layout, planned_step_seconds, "
     "planned_step_seconds_p90, planned_tokens_per_step, planned_total_steps, "
     "planned_peak_bytes_per_gpu, planned_total_hours, planned_total_hours_p90, planned_cost_usd, "
-    "planned_cost_p90_usd, deadline_at, measured_step_seconds, measured_tokens_per_second, tokens";
+    "planned_cost_p90_usd, deadline_at, measured_step_seconds, measured_tokens_per_second, tokens, "
+    "planned_provider, planned_instance_type, planned_gpu, planned_gpus_per_node, planned_nodes, "
+    "planned_pricing, measured_peak_bytes_per_gpu, measured_gpu_utilization_pct, "
+    "measured_power_watts, agent_reason, preemptions, skipped_checkpoints_json, "
+    "planned_interruptions, planned_checkpoint_interval_seconds";
+constexpr int kJobColumnCount = 58;
+
+constexpr const char* kPredictionColumns =
+    "uid, job_id, finished_at, state, layout, gpu, gpus_per_node, nodes, work_fraction, "
+    "predicted_step_seconds, measured_step_seconds, predicted_peak_bytes_per_gpu, "
+    "measured_peak_bytes_per_gpu, predicted_hours, measured_hours, predicted_cost_usd, "
+    "measured_cost_usd";
 
 // The columns to SELECT from a file at schema `version` (a reader may meet a file that no writer
 // of this version has migrated yet): columns added later read as their defaults.
@@ -135,6 +172,20 @@ std::string SelectJobColumns(int version) {
       {"measured_step_seconds", {4, "NULL"}},
       {"measured_tokens_per_second", {4, "NULL"}},
       {"tokens", {4, "NULL"}},
+      {"planned_provider", {5, "''"}},
+      {"planned_instance_type", {5, "''"}},
+      {"planned_gpu", {5, "''"}},
+      {"planned_gpus_per_node", {5, "NULL"}},
+      {"planned_nodes", {5, "NULL"}},
+      {"planned_pricing", {5, "''"}},
+      {"measured_peak_bytes_per_gpu", {5, "NULL"}},
+      {"measured_gpu_utilization_pct", {5, "NULL"}},
+      {"measured_power_watts", {5, "NULL"}},
+      {"agent_reason", {5, "''"}},
+      {"preemptions", {5, "0"}},
+      {"skipped_checkpoints_json", {5, "'[]'"}},
+      {"planned_interruptions", {5, "NULL"}},
+      {"planned_checkpoint_interval_seconds", {5, "NULL"}},
   };
   std::string out;
   std::istringstream columns(kJobColumns);
@@ -152,6 +203,29 @@ std::string SelectJobColumns(int version) {
 std::optional<int64_t> OptionalInt(const Statement& s, int column) {
   if (s.ColumnIsNull(column)) return std::nullopt;
   return s.ColumnInt(column);
+}
+
+std::optional<int> OptionalInt32(const Statement& s, int column) {
+  if (s.ColumnIsNull(column)) return std::nullopt;
+  return static_cast<int>(s.ColumnInt(column));
+}
+
+std::optional<int64_t> Widen(std::optional<int> value) {
+  return value ? std::optional<int64_t>(*value) : std::nullopt;
+}
+
+std::vector<SkippedCheckpointRecord> SkippedFromJson(const std::string& text) {
+  auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  std::vector<SkippedCheckpointRecord> out;
+  if (!parsed.is_array()) return out;
+  for (const auto& item : parsed) {
+    if (item.is_object()) out.push_back({item.value("name", ""), item.value("reason", "")});
+  }
+  return out;
+}
+
+std::string SkippedToJson(const std::vector<SkippedCheckpointRecord>& skipped) {
+  return SkippedCheckpointsJson(skipped).dump();
 }
 
 template <typename T>
@@ -218,7 +292,27 @@ JobRecord ReadJob(const Statement& s) {
   j.measured.step_seconds = s.ColumnOptionalDouble(41);
   j.measured.tokens_per_second = s.ColumnOptionalDouble(42);
   j.measured.tokens = OptionalInt(s, 43);
+  j.plan.provider = s.ColumnText(44);
+  j.plan.instance_type = s.ColumnText(45);
+  j.plan.gpu = s.ColumnText(46);
+  j.plan.gpus_per_node = OptionalInt32(s, 47);
+  j.plan.nodes = OptionalInt32(s, 48);
+  j.plan.pricing = s.ColumnText(49);
+  j.measured.peak_bytes_per_gpu = s.ColumnOptionalDouble(50);
+  j.measured.gpu_utilization_pct = s.ColumnOptionalDouble(51);
+  j.measured.power_watts = s.ColumnOptionalDouble(52);
+  j.measured.agent_reason = s.ColumnText(53);
+  j.preemptions = static_cast<int>(s.ColumnInt(54));
+  j.skipped_checkpoints = SkippedFromJson(s.ColumnText(55));
+  j.plan.interruptions = s.ColumnOptionalDouble(56);
+  j.plan.checkpoint_interval_seconds = s.ColumnOptionalDouble(57);
   return j;
+}
+
+std::string Placeholders(int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += i == 0 ? "?" : ",?";
+  return out;
 }
 
 Statement& BindOptionalInt(Statement& s, int index, std::optional<int64_t> value) {
@@ -408,11 +502,9 @@ Result<std::vector<SpendRow>> JobsDb::SpendByDay() {
 }
 
 Status JobsDb::UpsertJob(const JobRecord& j) {
-  FULCRUM_ASSIGN_OR_RETURN(
-      Statement s,
-      db_.Prepare(std::string("INSERT OR REPLACE INTO jobs (") + kJobColumns +
-                  ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,"
-                  "?,?,?,?,?,?,?,?,?,?,?,?,?,?)"));
+  FULCRUM_ASSIGN_OR_RETURN(Statement s,
+                           db_.Prepare(std::string("INSERT OR REPLACE INTO jobs (") + kJobColumns +
+                                       ") VALUES (" + Placeholders(kJobColumnCount) + ")"));
   s.Bind(1, j.id).Bind(2, j.name).Bind(3, JobStateName(j.state)).Bind(4, j.queue);
   s.Bind(5, nlohmann::json(j.argv).dump()).Bind(6, nlohmann::json(j.gpus).dump());
   s.Bind(7, static_cast<int64_t>(j.gpus_requested));
@@ -438,6 +530,14 @@ Status JobsDb::UpsertJob(const JobRecord& j) {
   s.Bind(41, j.plan.deadline_at).Bind(42, j.measured.step_seconds);
   s.Bind(43, j.measured.tokens_per_second);
   BindOptionalInt(s, 44, j.measured.tokens);
+  s.Bind(45, j.plan.provider).Bind(46, j.plan.instance_type).Bind(47, j.plan.gpu);
+  BindOptionalInt(s, 48, Widen(j.plan.gpus_per_node));
+  BindOptionalInt(s, 49, Widen(j.plan.nodes));
+  s.Bind(50, j.plan.pricing).Bind(51, j.measured.peak_bytes_per_gpu);
+  s.Bind(52, j.measured.gpu_utilization_pct).Bind(53, j.measured.power_watts);
+  s.Bind(54, j.measured.agent_reason).Bind(55, static_cast<int64_t>(j.preemptions));
+  s.Bind(56, SkippedToJson(j.skipped_checkpoints));
+  s.Bind(57, j.plan.interruptions).Bind(58, j.plan.checkpoint_interval_seconds);
   return s.Run();
 }
 
@@ -457,12 +557,101 @@ Status JobsDb::SetHeartbeat(const std::string& id, double at, std::optional<int6
 }
 
 Status JobsDb::SetMeasure(const std::string& id, const JobMeasure& m) {
-  FULCRUM_ASSIGN_OR_RETURN(Statement s, db_.Prepare("UPDATE jobs SET measured_step_seconds = ?, "
-                                                    "measured_tokens_per_second = ?, tokens = ? "
-                                                    "WHERE id = ?"));
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement s,
+      db_.Prepare("UPDATE jobs SET measured_step_seconds = ?, measured_tokens_per_second = ?, "
+                  "tokens = ?, measured_peak_bytes_per_gpu = ?, measured_gpu_utilization_pct = ?, "
+                  "measured_power_watts = ?, agent_reason = ? WHERE id = ?"));
   s.Bind(1, m.step_seconds).Bind(2, m.tokens_per_second);
   BindOptionalInt(s, 3, m.tokens);
-  return s.Bind(4, id).Run();
+  s.Bind(4, m.peak_bytes_per_gpu).Bind(5, m.gpu_utilization_pct).Bind(6, m.power_watts);
+  return s.Bind(7, m.agent_reason).Bind(8, id).Run();
+}
+
+Status JobsDb::SetSkippedCheckpoints(const std::string& id,
+                                     const std::vector<SkippedCheckpointRecord>& skipped) {
+  FULCRUM_ASSIGN_OR_RETURN(
+      Statement s, db_.Prepare("UPDATE jobs SET skipped_checkpoints_json = ? WHERE id = ?"));
+  return s.Bind(1, SkippedToJson(skipped)).Bind(2, id).Run();
+}
+
+Status JobsDb::AddPrediction(const PredictionRecord& r) {
+  FULCRUM_ASSIGN_OR_RETURN(Statement s,
+                           db_.Prepare(std::string("INSERT OR REPLACE INTO predictions (") +
+                                       kPredictionColumns + ") VALUES (" + Placeholders(17) + ")"));
+  s.Bind(1, r.uid).Bind(2, r.job_id).Bind(3, r.finished_at).Bind(4, r.state).Bind(5, r.layout);
+  s.Bind(6, r.gpu);
+  BindOptionalInt(s, 7, Widen(r.gpus_per_node));
+  BindOptionalInt(s, 8, Widen(r.nodes));
+  s.Bind(9, r.work_fraction).Bind(10, r.predicted_step_seconds).Bind(11, r.measured_step_seconds);
+  s.Bind(12, r.predicted_peak_bytes_per_gpu).Bind(13, r.measured_peak_bytes_per_gpu);
+  s.Bind(14, r.predicted_hours).Bind(15, r.measured_hours);
+  return s.Bind(16, r.predicted_cost_usd).Bind(17, r.measured_cost_usd).Run();
+}
+
+Result<std::vector<PredictionRecord>> JobsDb::ListPredictions() {
+  std::vector<PredictionRecord> out;
+  if (version_ < 5) return out;
+  FULCRUM_ASSIGN_OR_RETURN(Statement s, db_.Prepare(std::string("SELECT ") + kPredictionColumns +
+                                                    " FROM predictions ORDER BY finished_at, uid"));
+  while (s.Step()) {
+    PredictionRecord r;
+    r.uid = s.ColumnText(0);
+    r.job_id = s.ColumnText(1);
+    r.finished_at = s.ColumnDouble(2);
+    r.state = s.ColumnText(3);
+    r.layout = s.ColumnText(4);
+    r.gpu = s.ColumnText(5);
+    r.gpus_per_node = OptionalInt32(s, 6);
+    r.nodes = OptionalInt32(s, 7);
+    r.work_fraction = s.ColumnOptionalDouble(8);
+    r.predicted_step_seconds = s.ColumnOptionalDouble(9);
+    r.measured_step_seconds = s.ColumnOptionalDouble(10);
+    r.predicted_peak_bytes_per_gpu = s.ColumnOptionalDouble(11);
+    r.measured_peak_bytes_per_gpu = s.ColumnOptionalDouble(12);
+    r.predicted_hours = s.ColumnOptionalDouble(13);
+    r.measured_hours = s.ColumnOptionalDouble(14);
+    r.predicted_cost_usd = s.ColumnOptionalDouble(15);
+    r.measured_cost_usd = s.ColumnOptionalDouble(16);
+    out.push_back(std::move(r));
+  }
+  FULCRUM_RETURN_IF_ERROR(s.status());
+  return out;
+}
+
+std::optional<PredictionRecord> PredictionOf(const JobRecord& job) {
+  const JobPlan& plan = job.plan;
+  if (!plan.step_seconds && !plan.total_hours && !plan.peak_bytes_per_gpu) return std::nullopt;
+  PredictionRecord r;
+  r.uid = job.uid();
+  r.job_id = job.id;
+  r.finished_at = job.finished_at.value_or(0);
+  r.state = std::string(JobStateName(job.state));
+  r.layout = plan.layout;
+  r.gpu = plan.gpu;
+  r.gpus_per_node = plan.gpus_per_node;
+  r.nodes = plan.nodes;
+  if (plan.total_steps && *plan.total_steps > 0 && job.step) {
+    r.work_fraction = std::clamp(
+        static_cast<double>(*job.step) / static_cast<double>(*plan.total_steps), 0.0, 1.0);
+  }
+  r.predicted_step_seconds = plan.step_seconds;
+  r.measured_step_seconds = job.measured.step_seconds;
+  r.predicted_peak_bytes_per_gpu = plan.peak_bytes_per_gpu;
+  r.measured_peak_bytes_per_gpu = job.measured.peak_bytes_per_gpu;
+  // Totals only for the work done: a run that stopped at 25 of 100 steps is compared with a
+  // quarter of the plan, never with all of it.
+  if (r.work_fraction && *r.work_fraction > 0) {
+    if (plan.total_hours) r.predicted_hours = *plan.total_hours * *r.work_fraction;
+    if (plan.cost_usd) r.predicted_cost_usd = *plan.cost_usd * *r.work_fraction;
+  }
+  if (job.price_per_hour_usd && *job.price_per_hour_usd > 0) {
+    r.measured_hours = job.spend_usd / *job.price_per_hour_usd;
+  } else if (job.finished_at && job.started_at) {
+    r.measured_hours = (*job.finished_at - *job.started_at) / 3600;
+  }
+  if (job.price_per_hour_usd) r.measured_cost_usd = job.spend_usd;
+  return r;
 }
 
 Status JobsDb::AddRestart(const RestartRecord& r) {

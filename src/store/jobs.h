@@ -66,12 +66,38 @@ struct JobPlan {
   std::optional<double> cost_usd;  // planned expected
   std::optional<double> cost_p90_usd;
   std::optional<double> deadline_at;  // Unix seconds (--deadline from the first start)
+  // The planned offer and its hardware (schema 5; "" / nullopt without a plan file): what
+  // `fulcrum plan --calibrate-from` matches offers against and `cost --accuracy` groups by.
+  std::string provider;
+  std::string instance_type;
+  std::string gpu;  // catalog GPU name ("H100-SXM5-80GB")
+  std::optional<int> gpus_per_node;
+  std::optional<int> nodes;
+  std::string pricing;  // on_demand | spot | reserved_1y | reserved_3y
+  // The spot model's expected interruptions over the planned run (0 on demand) and the planned
+  // checkpoint interval: what the re-quote starts from before preemptions are seen.
+  std::optional<double> interruptions;
+  std::optional<double> checkpoint_interval_seconds;
 };
 
 struct JobMeasure {
   std::optional<double> step_seconds;       // over the sliding window
   std::optional<double> tokens_per_second;  // over the sliding window
   std::optional<int64_t> tokens;            // last token count seen (heartbeat JSON)
+  // From a local agent (schema 5), over the job's own processes: the highest GPU memory any one
+  // of its GPUs held for them, and the mean utilisation and power of the GPUs only the job uses.
+  // Unknown (nullopt) with `agent_reason` saying why (no agent, no per-process data, GPU shared).
+  std::optional<double> peak_bytes_per_gpu;
+  std::optional<double> gpu_utilization_pct;
+  std::optional<double> power_watts;
+  std::string agent_reason;
+};
+
+// A checkpoint candidate the supervisor does not count as complete, and why (the scanner's
+// supervise::SkippedCheckpoint, kept in the row so that `status` can show it).
+struct SkippedCheckpointRecord {
+  std::string name;
+  std::string reason;
 };
 
 struct JobRecord {
@@ -112,6 +138,8 @@ struct JobRecord {
   std::optional<int64_t> child_start_ticks;
   JobPlan plan;
   JobMeasure measured;
+  int preemptions = 0;  // stops on a preemption notice over the job's runs (schema 5)
+  std::vector<SkippedCheckpointRecord> skipped_checkpoints;  // the last scan's (schema 5)
   std::string uid() const { return id + "." + std::to_string(generation); }
 };
 
@@ -146,6 +174,30 @@ struct SpendRow {
   double usd = 0;
 };
 
+// Predicted vs measured figures of one finished run (a job's uid), kept in the prediction log
+// (schema 5) for `fulcrum cost --accuracy`. The predictions are for the work the run did: the
+// plan's totals times work_fraction (steps done / planned steps). Unknown = nullopt.
+struct PredictionRecord {
+  std::string uid;  // "<job>.<generation>"
+  std::string job_id;
+  double finished_at = 0;
+  std::string state;  // succeeded | failed | crash_loop
+  std::string layout;
+  std::string gpu;
+  std::optional<int> gpus_per_node;
+  std::optional<int> nodes;
+  std::optional<double> work_fraction;
+  std::optional<double> predicted_step_seconds, measured_step_seconds;
+  std::optional<double> predicted_peak_bytes_per_gpu, measured_peak_bytes_per_gpu;
+  std::optional<double> predicted_hours, measured_hours;
+  std::optional<double> predicted_cost_usd, measured_cost_usd;
+};
+
+// The prediction log row of a finished job (nullopt without a plan: nothing was predicted).
+// measured_hours is the billed time (spend / price, over the job's runs) where the price is
+// known, else the latest run's started..finished.
+std::optional<PredictionRecord> PredictionOf(const JobRecord& job);
+
 // Seconds since `at` at time `now`, nullopt when `at` is unknown.
 std::optional<double> AgeSeconds(const std::optional<double>& at, double now);
 // The state to show: kLost when an active, non-queued, non-Slurm job's supervisor pid is gone.
@@ -153,7 +205,7 @@ JobState EffectiveState(const JobRecord& job);
 
 class JobsDb {
  public:
-  static constexpr int kSchemaVersion = 4;
+  static constexpr int kSchemaVersion = 5;
 
   // Opens (creating and migrating unless read_only) the file at `path`. A read-only reader
   // accepts an older schema (the agent may start before a new `fulcrum run` migrated the file)
@@ -176,14 +228,21 @@ class JobsDb {
   Result<int64_t> LastAlertId();
   // Spend per job and UTC day, ordered by day then job.
   Result<std::vector<SpendRow>> SpendByDay();
+  // The prediction log, oldest finish first (empty at a schema before 5).
+  Result<std::vector<PredictionRecord>> ListPredictions();
 
   // --- write API (the supervisor and the local queue) ---
   // Inserts or replaces the whole row.
   Status UpsertJob(const JobRecord& job);
   Status UpdateState(const std::string& id, JobState state, const std::string& reason);
   Status SetHeartbeat(const std::string& id, double at, std::optional<int64_t> step);
-  // The sliding-window measurement of the job's speed (and its last token count).
+  // The sliding-window measurement of the job's speed (and its last token count), and the
+  // agent's figures.
   Status SetMeasure(const std::string& id, const JobMeasure& measure);
+  Status SetSkippedCheckpoints(const std::string& id,
+                               const std::vector<SkippedCheckpointRecord>& skipped);
+  // Inserts or replaces the row of `record.uid`.
+  Status AddPrediction(const PredictionRecord& record);
   Status AddRestart(const RestartRecord& restart);
   Status AddCheckpoint(const CheckpointRecord& checkpoint);
   // Returns the new row's id.

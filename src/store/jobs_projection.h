@@ -22,6 +22,13 @@ struct JobProjection {
   std::optional<double> deadline_met_probability;
   std::optional<double> deadline_miss_seconds;  // P50 finish minus deadline (> 0: late)
   std::optional<double> budget_exceeded_probability;
+  // Spot (a job planned on spot, or one preempted already): the spot model's interruption rate
+  // for the job's offer (the plan's expected interruptions / planned hours), the rate after the
+  // preemptions seen, the interruptions expected in the remaining time, and the work each loses.
+  std::optional<double> spot_model_interruptions_per_hour;
+  std::optional<double> spot_interruptions_per_hour;
+  std::optional<double> expected_remaining_interruptions;
+  std::optional<double> seconds_lost_per_interruption;
 };
 
 // The spread of the remaining time: the log of the future step time is normal around the
@@ -29,6 +36,14 @@ struct JobProjection {
 // (ln(p90/p50) / 1.2816), or kDefaultStepSigma without it, times sqrt(1 - progress): the interval
 // narrows as the run proceeds and is zero at the end.
 inline constexpr double kDefaultStepSigma = 0.15;
+//
+// Preemptions: the rate is a Gamma-Poisson update of the spot model's rate lambda0 (a prior worth
+// the planned hours T0) by the k preemptions seen in the t hours run so far:
+// (k + lambda0 T0) / (t + T0). The remaining time holds N = rate x remaining hours of them, each
+// losing half the planned checkpoint interval of work (the tau / 2 term of Young/Daly,
+// spot::OverheadFraction; restart and re-provisioning are not counted); the P90 adds
+// N + 1.28 sqrt(N) of them (Poisson, normal approximation). t = billed hours where the price is
+// known, else since the job was created.
 
 // `now` in Unix seconds. A finished job (succeeded, failed, crash_loop) has no remaining time.
 JobProjection ProjectJob(const JobRecord& job, double now);

@@ -94,3 +94,38 @@ TEST(JobsProjectionTest, UnknownStaysUnknown) {
 
 }  // namespace
 }  // namespace fulcrum::store
+
+namespace fulcrum::store {
+namespace {
+
+// A spot job: the model expects 1 interruption over its planned 1000 s (3.6 per hour); each loses
+// half the planned 600 s checkpoint interval. Preemptions seen push the rate, and the remaining
+// time, up; an on-demand job that was never preempted has no spot term.
+TEST(JobsProjectionTest, PreemptionsSoFarAndTheSpotModelFeedTheInterval) {
+  JobRecord j = Running(200);
+  j.plan.pricing = "spot";
+  j.plan.total_hours = 1000.0 / 3600;
+  j.plan.interruptions = 1.0;
+  j.plan.checkpoint_interval_seconds = 600;
+  const JobProjection model = ProjectJob(j, kNow);  // 100 s billed so far, none seen
+  EXPECT_NEAR(*model.spot_model_interruptions_per_hour, 3.6, 1e-9);
+  EXPECT_NEAR(*model.spot_interruptions_per_hour, 1.0 / (1100.0 / 3600), 1e-9);
+  const double n = *model.expected_remaining_interruptions;
+  EXPECT_NEAR(n, *model.spot_interruptions_per_hour * 800 / 3600, 1e-9);
+  EXPECT_EQ(model.seconds_lost_per_interruption, 300);
+  EXPECT_NEAR(*model.eta_seconds, 800 + 300 * n, 1e-9);
+  JobRecord preempted = j;
+  preempted.preemptions = 3;
+  const JobProjection seen = ProjectJob(preempted, kNow);
+  EXPECT_NEAR(*seen.spot_interruptions_per_hour, 4.0 / (1100.0 / 3600), 1e-9);
+  EXPECT_GT(*seen.eta_seconds, *model.eta_seconds);
+  EXPECT_GT(*seen.eta_p90_seconds - *seen.eta_seconds,
+            *model.eta_p90_seconds - *model.eta_seconds)
+      << "more interruptions to come: a wider interval";
+  const JobProjection on_demand = ProjectJob(Running(200), kNow);
+  EXPECT_FALSE(on_demand.spot_interruptions_per_hour);
+  EXPECT_DOUBLE_EQ(*on_demand.eta_seconds, 800);
+}
+
+}  // namespace
+}  // namespace fulcrum::store

@@ -28,6 +28,20 @@ JobRecord SampleJob() {
   return job;
 }
 
+// Takes a file at the current schema back to schema 4 (before the offer, agent and prediction
+// columns), as a file written by the previous release looks.
+void DropSchema5(JobsDb& db) {
+  for (const char* column :
+       {"planned_provider", "planned_instance_type", "planned_gpu", "planned_gpus_per_node",
+        "planned_nodes", "planned_pricing", "measured_peak_bytes_per_gpu",
+        "measured_gpu_utilization_pct", "measured_power_watts", "agent_reason", "preemptions",
+        "skipped_checkpoints_json", "planned_interruptions",
+        "planned_checkpoint_interval_seconds"}) {
+    ASSERT_TRUE(db.db().Exec(std::string("ALTER TABLE jobs DROP COLUMN ") + column).ok());
+  }
+  ASSERT_TRUE(db.db().Exec("DROP TABLE predictions").ok());
+}
+
 TEST(JobsDbTest, RoundTripsAJobAndItsHistory) {
   auto db = JobsDb::Open(":memory:");
   ASSERT_TRUE(db.ok()) << db.status().ToString();
@@ -143,7 +157,11 @@ TEST(JobsDbTest, RoundTripsThePlanAndTheMeasurement) {
   job.plan.cost_p90_usd = 17.05;
   job.plan.deadline_at = 1.8e9;
   ASSERT_TRUE(db->UpsertJob(job).ok());
-  ASSERT_TRUE(db->SetMeasure(job.id, {13.1, 10005.5, 123456}).ok());
+  JobMeasure measure;
+  measure.step_seconds = 13.1;
+  measure.tokens_per_second = 10005.5;
+  measure.tokens = 123456;
+  ASSERT_TRUE(db->SetMeasure(job.id, measure).ok());
   auto back = db->GetJob(job.id);
   ASSERT_TRUE(back.ok() && back->has_value());
   const JobPlan& p = (**back).plan;
@@ -176,6 +194,7 @@ TEST(JobsDbTest, AWriterMigratesASchema3FileToThePlanColumns) {
     auto writer = JobsDb::Open(path);
     ASSERT_TRUE(writer.ok()) << writer.status().message();
     ASSERT_TRUE(writer->UpsertJob(SampleJob()).ok());
+    DropSchema5(*writer);
     for (const char* column :
          {"planned_layout", "planned_step_seconds", "planned_step_seconds_p90",
           "planned_tokens_per_step", "planned_total_steps", "planned_peak_bytes_per_gpu",
@@ -197,11 +216,127 @@ TEST(JobsDbTest, AWriterMigratesASchema3FileToThePlanColumns) {
   auto writer = JobsDb::Open(path);
   ASSERT_TRUE(writer.ok()) << writer.status().message();
   EXPECT_EQ(*writer->db().UserVersion(), JobsDb::kSchemaVersion);
-  ASSERT_TRUE(writer->SetMeasure("train-a", {2.0, std::nullopt, std::nullopt}).ok());
+  JobMeasure measure;
+  measure.step_seconds = 2.0;
+  ASSERT_TRUE(writer->SetMeasure("train-a", measure).ok());
   auto job = writer->GetJob("train-a");
   ASSERT_TRUE(job.ok() && job->has_value());
   EXPECT_EQ((**job).measured.step_seconds, 2.0);
   EXPECT_EQ((**job).argv, SampleJob().argv);
+}
+
+TEST(JobsDbTest, RoundTripsTheSchema5Fields) {
+  auto db = JobsDb::Open(":memory:");
+  ASSERT_TRUE(db.ok());
+  JobRecord job = SampleJob();
+  job.plan.provider = "azure";
+  job.plan.instance_type = "Standard_NC24ads_A100_v4";
+  job.plan.gpu = "A100-PCIe-80GB";
+  job.plan.gpus_per_node = 1;
+  job.plan.nodes = 2;
+  job.plan.pricing = "spot";
+  job.plan.interruptions = 0.8;
+  job.plan.checkpoint_interval_seconds = 1800;
+  job.preemptions = 3;
+  job.skipped_checkpoints = {{"step-40", "no COMPLETE marker"}};
+  ASSERT_TRUE(db->UpsertJob(job).ok());
+  JobMeasure m;
+  m.step_seconds = 1.5;
+  m.peak_bytes_per_gpu = 4.2e10;
+  m.agent_reason = "GPU 0 is shared with another process: utilisation and power not the job's";
+  ASSERT_TRUE(db->SetMeasure(job.id, m).ok());
+  ASSERT_TRUE(db->SetSkippedCheckpoints(job.id, {{"a", "x"}, {"b", "y"}}).ok());
+  auto back = db->GetJob(job.id);
+  ASSERT_TRUE(back.ok() && back->has_value());
+  const JobRecord& r = **back;
+  EXPECT_EQ(r.plan.provider, "azure");
+  EXPECT_EQ(r.plan.instance_type, "Standard_NC24ads_A100_v4");
+  EXPECT_EQ(r.plan.gpu, "A100-PCIe-80GB");
+  EXPECT_EQ(r.plan.gpus_per_node, 1);
+  EXPECT_EQ(r.plan.nodes, 2);
+  EXPECT_EQ(r.plan.pricing, "spot");
+  EXPECT_EQ(r.preemptions, 3);
+  EXPECT_EQ(r.plan.interruptions, 0.8);
+  EXPECT_EQ(r.plan.checkpoint_interval_seconds, 1800);
+  EXPECT_EQ(r.measured.peak_bytes_per_gpu, 4.2e10);
+  EXPECT_FALSE(r.measured.power_watts);
+  EXPECT_EQ(r.measured.agent_reason, m.agent_reason);
+  ASSERT_EQ(r.skipped_checkpoints.size(), 2u);
+  EXPECT_EQ(r.skipped_checkpoints[1].name, "b");
+  EXPECT_EQ(r.skipped_checkpoints[1].reason, "y");
+}
+
+// A finished run's predictions are for the work it did, never for the whole plan.
+TEST(JobsDbTest, PredictionLogScalesThePlanToTheWorkDone) {
+  JobRecord job = SampleJob();
+  job.state = JobState::kSucceeded;
+  job.generation = 2;
+  job.finished_at = 5000;
+  job.step = 25;
+  job.plan.total_steps = 100;
+  job.plan.step_seconds = 0.5;
+  job.plan.total_hours = 2.0;
+  job.plan.cost_usd = 8.0;
+  job.plan.gpu = "H100-SXM5-80GB";
+  job.plan.gpus_per_node = 8;
+  job.measured.step_seconds = 0.7;
+  job.price_per_hour_usd = 6.0;
+  job.spend_usd = 3.0;
+  auto r = PredictionOf(job);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->uid, "train-a.2");
+  EXPECT_EQ(r->work_fraction, 0.25);
+  EXPECT_EQ(r->predicted_hours, 0.5);
+  EXPECT_EQ(r->predicted_cost_usd, 2.0);
+  EXPECT_EQ(r->measured_hours, 0.5) << "$3 billed at $6/h";
+  EXPECT_EQ(r->measured_cost_usd, 3.0);
+  EXPECT_FALSE(r->measured_peak_bytes_per_gpu) << "no agent: unknown";
+  JobRecord unplanned = SampleJob();
+  EXPECT_FALSE(PredictionOf(unplanned)) << "nothing was predicted";
+  JobRecord unpriced = job;
+  unpriced.price_per_hour_usd.reset();
+  unpriced.started_at = 5000 - 900;
+  EXPECT_EQ(PredictionOf(unpriced)->measured_hours, 0.25) << "no price: the run's wall time";
+  EXPECT_FALSE(PredictionOf(unpriced)->measured_cost_usd);
+
+  auto db = JobsDb::Open(":memory:");
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db->AddPrediction(*r).ok());
+  ASSERT_TRUE(db->AddPrediction(*r).ok()) << "the same uid replaces its row";
+  auto log = db->ListPredictions();
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(log->size(), 1u);
+  EXPECT_EQ((*log)[0].gpu, "H100-SXM5-80GB");
+  EXPECT_EQ((*log)[0].gpus_per_node, 8);
+  EXPECT_EQ((*log)[0].measured_step_seconds, 0.7);
+  EXPECT_EQ((*log)[0].predicted_cost_usd, 2.0);
+}
+
+// A reader of a schema-4 file (the agent before a new `fulcrum run` migrated it) reads the
+// schema-5 columns as their defaults and an empty prediction log.
+TEST(JobsDbTest, AReadOnlyReaderOfASchema4FileHasNoPredictions) {
+  const std::string path = TempDir("jobs-schema4") + "/jobs.db";
+  {
+    auto writer = JobsDb::Open(path);
+    ASSERT_TRUE(writer.ok()) << writer.status().message();
+    ASSERT_TRUE(writer->UpsertJob(SampleJob()).ok());
+    DropSchema5(*writer);
+    ASSERT_TRUE(writer->db().Exec("PRAGMA user_version = 4").ok());
+  }
+  auto reader = JobsDb::Open(path, /*read_only=*/true);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  auto jobs = reader->ListJobs();
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ((*jobs)[0].preemptions, 0);
+  EXPECT_TRUE((*jobs)[0].skipped_checkpoints.empty());
+  auto log = reader->ListPredictions();
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  EXPECT_TRUE(log->empty());
+  auto writer = JobsDb::Open(path);
+  ASSERT_TRUE(writer.ok()) << writer.status().message();
+  EXPECT_EQ(*writer->db().UserVersion(), 5);
+  EXPECT_TRUE(writer->ListPredictions().ok());
 }
 
 TEST(JobsDbTest, AgesAndActiveStates) {

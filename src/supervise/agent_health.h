@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "telemetry/gpu_sample.h"
 
 namespace fulcrum::supervise {
 
@@ -30,5 +31,24 @@ Result<std::vector<AgentGpuHealth>> GpuHealthFromAgent(const std::string& agent_
                                                        double timeout_seconds);
 
 std::vector<int> UnhealthyGpusFromAgent(const std::string& agent_url, double timeout_seconds);
+
+// The agent's latest sample of every GPU (GET /v1/gpus, telemetry::SampleToJson objects).
+// kUnavailable as GpuHealthFromAgent.
+Result<std::vector<telemetry::GpuSample>> GpuSamplesFromAgent(const std::string& agent_url,
+                                                              double timeout_seconds);
+
+// What the agent says of the job's own processes (`pids`: its process group). NVML reports
+// memory per process, utilisation and power per GPU only: the memory is the most any one GPU
+// holds for the job's pids; utilisation (mean) and power (sum) are reported only where every
+// GPU the job uses runs nothing else. A figure that cannot be attributed is unknown, and
+// `reason` says why (no per-process data, a GPU shared with another pid, none of the pids seen).
+struct JobGpuFigures {
+  std::optional<double> peak_bytes_per_gpu;
+  std::optional<double> gpu_utilization_pct;
+  std::optional<double> power_watts;
+  std::string reason;  // "" when all three are known
+};
+JobGpuFigures JobFiguresFromSamples(const std::vector<telemetry::GpuSample>& gpus,
+                                    const std::vector<int64_t>& pids);
 
 }  // namespace fulcrum::supervise

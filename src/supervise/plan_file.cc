@@ -58,6 +58,12 @@ Result<PlannedRun> ParsePlanJson(const std::string& text, const std::string& pat
   PlannedRun out;
   store::JobPlan& plan = out.plan;
   plan.layout = Layout(c);
+  plan.provider = c.value("provider", "");
+  plan.instance_type = c.value("instance_type", "");
+  plan.gpu = c.value("gpu", "");
+  plan.pricing = c.value("pricing", "");
+  if (auto n = Number(c, "gpus_per_node"); n && *n >= 1) plan.gpus_per_node = static_cast<int>(*n);
+  if (auto n = Number(c, "nodes"); n && *n >= 1) plan.nodes = static_cast<int>(*n);
   plan.step_seconds = Number(time, "step_seconds");
   if (!plan.step_seconds || *plan.step_seconds <= 0) {
     return PlanError(path, "candidates[rank " + std::to_string(pick) + "].time.step_seconds",
@@ -66,6 +72,8 @@ Result<PlannedRun> ParsePlanJson(const std::string& text, const std::string& pat
   plan.step_seconds_p90 = Number(time, "step_seconds_p90");
   plan.total_hours = Number(time, "total_hours");
   plan.total_hours_p90 = Number(time, "p90_hours");
+  plan.interruptions = Number(time, "expected_interruptions");
+  plan.checkpoint_interval_seconds = Number(time, "checkpoint_interval_seconds");
   plan.peak_bytes_per_gpu = Number(c.value("memory", json::object()), "peak_bytes_per_gpu");
   const json& cost = c.value("cost", json::object());
   plan.cost_usd = Number(cost, "expected_usd");

@@ -10,18 +10,20 @@ constexpr const char* kPlan = R"({
   "work": {"amount": 500000000.0, "units": "tokens", "seq_len": 2048},
   "candidates": [
     {"rank": 1, "provider": "hyperbolic", "instance_type": "1x-H100", "nodes": 1,
-     "pricing": "on_demand",
+     "pricing": "on_demand", "gpu": "H100-SXM5-80GB", "gpus_per_node": 1,
      "parallel": {"tp": 1, "pp": 1, "dp": 1, "zero": 0, "micro_batch": 2, "framework": "hf",
                   "global_batch": 64},
      "time": {"step_seconds": 9.3215, "step_seconds_p90": 12.3044, "total_hours": 10.046,
-              "p90_hours": 13.208},
+              "p90_hours": 13.208, "expected_interruptions": 0.0,
+              "checkpoint_interval_seconds": null},
      "memory": {"peak_bytes_per_gpu": 51084901581.0},
      "cost": {"expected_usd": 12.96, "p90_usd": 17.05, "usd_per_hour": 1.29}},
     {"rank": 2, "provider": "lambda", "instance_type": "8x-H100", "nodes": 2,
      "pricing": "spot",
      "parallel": {"tp": 8, "pp": 1, "dp": 2, "zero": 1, "micro_batch": 1, "framework": "megatron",
                   "global_batch": 128},
-     "time": {"step_seconds": 1.5}, "cost": {}}
+     "time": {"step_seconds": 1.5, "expected_interruptions": 2.5,
+              "checkpoint_interval_seconds": 1200}, "cost": {}}
   ]})";
 
 TEST(PlanFileTest, ReadsThePickedCandidate) {
@@ -40,6 +42,14 @@ TEST(PlanFileTest, ReadsThePickedCandidate) {
   EXPECT_EQ(p.cost_p90_usd, 17.05);
   EXPECT_EQ(first->usd_per_hour, 1.29);
   EXPECT_FALSE(p.deadline_at);
+  EXPECT_EQ(p.provider, "hyperbolic");
+  EXPECT_EQ(p.instance_type, "1x-H100");
+  EXPECT_EQ(p.gpu, "H100-SXM5-80GB");
+  EXPECT_EQ(p.gpus_per_node, 1);
+  EXPECT_EQ(p.nodes, 1);
+  EXPECT_EQ(p.pricing, "on_demand");
+  EXPECT_EQ(p.interruptions, 0.0) << "on demand: the model expects none";
+  EXPECT_FALSE(p.checkpoint_interval_seconds) << "null in the file: unknown";
 
   auto second = ParsePlanJson(kPlan, "plan.json", 2);
   ASSERT_TRUE(second.ok()) << second.status().message();
@@ -47,6 +57,12 @@ TEST(PlanFileTest, ReadsThePickedCandidate) {
   EXPECT_EQ(second->plan.total_steps, 1908) << "ceil(500M / (128 x 2048))";
   EXPECT_FALSE(second->plan.cost_usd) << "unknown is not zero";
   EXPECT_FALSE(second->usd_per_hour);
+  EXPECT_EQ(second->plan.nodes, 2);
+  EXPECT_EQ(second->plan.pricing, "spot");
+  EXPECT_EQ(second->plan.gpu, "") << "a field the file lacks stays unknown";
+  EXPECT_FALSE(second->plan.gpus_per_node);
+  EXPECT_EQ(second->plan.interruptions, 2.5);
+  EXPECT_EQ(second->plan.checkpoint_interval_seconds, 1200);
 }
 
 TEST(PlanFileTest, SamplesCountStepsBySamples) {

@@ -313,6 +313,15 @@ int EndStaleProcessGroup(int64_t pgid, int64_t leader_start_ticks) {
   return signalled;
 }
 
+std::vector<int64_t> ProcessGroupPids(int64_t pgid) {
+  std::vector<int64_t> out;
+  if (pgid <= 1) return out;
+  for (const ProcStat& p : ListProcesses()) {
+    if (p.pgrp == pgid) out.push_back(p.pid);
+  }
+  return out;
+}
+
 Result<SignalTarget> ParseSignalTarget(const std::string& text) {
   if (text == "none") return SignalTarget::kNone;
   if (text == "leader") return SignalTarget::kLeader;

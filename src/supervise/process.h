@@ -107,6 +107,10 @@ std::optional<int64_t> ProcessStartTicks(int64_t pid);
 // reused), members that started before the leader. Returns how many processes were signalled.
 int EndStaleProcessGroup(int64_t pgid, int64_t leader_start_ticks);
 
+// The live processes of process group `pgid` (a job's: its leader and whatever it started that
+// kept the group), from /proc.
+std::vector<int64_t> ProcessGroupPids(int64_t pgid);
+
 std::string SignalName(int signal);
 // "leader", "group", "children", "none".
 Result<SignalTarget> ParseSignalTarget(const std::string& text);

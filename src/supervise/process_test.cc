@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -166,6 +167,18 @@ TEST(PosixProcessRunnerTest, AStaleGroupIsEndedOnlyWhenItsLeaderIsTheRecordedOne
   ASSERT_EQ(::waitpid(leader, &status, 0), leader);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   EXPECT_FALSE(ProcessStartTicks(leader)) << "no such process any more";
+}
+
+}  // namespace
+}  // namespace fulcrum::supervise
+
+namespace fulcrum::supervise {
+namespace {
+
+TEST(ProcessGroupPidsTest, ListsTheGroupsLiveMembers) {
+  const std::vector<int64_t> mine = ProcessGroupPids(::getpgrp());
+  EXPECT_NE(std::find(mine.begin(), mine.end(), static_cast<int64_t>(::getpid())), mine.end());
+  EXPECT_TRUE(ProcessGroupPids(1).empty()) << "init's group is never a job's";
 }
 
 }  // namespace

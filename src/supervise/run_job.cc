@@ -220,18 +220,21 @@ Result<RunJobResult> RunJob::Run() {
   const std::string agent_url = resolved.agent_url;
   if (agent_url != "none") {
     options.unhealthy_gpus = [agent_url] { return UnhealthyGpusFromAgent(agent_url, 0.5); };
+    options.job_gpu_figures = [agent_url](int64_t pgid) {
+      auto samples = GpuSamplesFromAgent(agent_url, 0.5);
+      if (!samples.ok()) return JobGpuFigures{{}, {}, {}, samples.status().message()};
+      return JobFiguresFromSamples(*samples, ProcessGroupPids(pgid));
+    };
   }
   auto watcher = MakeWatcher(resolved, event,
                              hooks_.notice_sources ? hooks_.notice_sources(resolved)
                                                    : std::vector<std::unique_ptr<NoticeSource>>{});
   watcher->Start();
   options.stop_notice = [&]() -> std::optional<std::string> {
-    if (hooks_.stop_requested) {
-      if (auto reason = hooks_.stop_requested()) return reason;
-    }
-    if (auto notice = watcher->Notice()) return "preemption notice: " + *notice;
+    if (hooks_.stop_requested) return hooks_.stop_requested();
     return std::nullopt;
   };
+  options.preemption_notice = [&]() { return watcher->Notice(); };
   std::unique_ptr<OwnDelivery> delivery;
   if (!resolved.receiver_url.empty()) {
     std::vector<spdlog::sink_ptr> sinks = file_log->sinks();  // the job log, in its format

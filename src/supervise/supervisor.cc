@@ -28,6 +28,7 @@ namespace {
 
 constexpr double kScanIntervalSeconds = 0.2;
 constexpr double kLedgerIntervalSeconds = 1.0;
+constexpr double kAgentPollSeconds = 5.0;
 // Progress samples (4 = three step intervals) before a projection may raise an alert: one
 // interval is startup noise.
 constexpr size_t kMinSamplesForAlert = 4;
@@ -138,6 +139,7 @@ void Supervisor::Init() {
         job_.generation = std::max(1, old.generation);
         job_.spend_usd = old.spend_usd;
         job_.restarts = old.restarts;
+        job_.preemptions = old.preemptions;
         job_.step = old.step;
       } else {
         job_.generation = old.generation + 1;
@@ -266,6 +268,7 @@ void Supervisor::ScanCheckpoints(bool force) {
   last_scan_ = now;
   auto complete = scanner_.Scan(now);
   for (const auto& note : scanner_.TakeNotes()) Event(note);  // skips, with the reason
+  RecordSkippedCheckpoints();
   if (!complete.ok()) {
     Event(complete.status().message());
     return;
@@ -445,6 +448,7 @@ void Supervisor::AccrueSpend() {
       Status s = db_->SetHeartbeat(job_.id, *job_.heartbeat_at, job_.step);
       if (!s.ok()) Event("cannot record heartbeat: " + s.message());
     }
+    PollAgentFigures(now);
     if (db_ != nullptr && measure_dirty_) {
       measure_dirty_ = false;
       Status s = db_->SetMeasure(job_.id, job_.measured);
@@ -580,8 +584,55 @@ void Supervisor::Finish(store::JobState state, const std::string& reason, int ex
   job_.exit_code = exit_code;
   job_.supervisor_pid.reset();
   SaveJob();
+  RecordPrediction();
   outcome_ = {state, reason, exit_code, policy_.restarts(), latest_checkpoint_};
   Event("job " + std::string(store::JobStateName(state)) + ": " + reason);
+}
+
+void Supervisor::RecordSkippedCheckpoints() {
+  std::vector<store::SkippedCheckpointRecord> skipped;
+  for (const SkippedCheckpoint& s : scanner_.skipped()) skipped.push_back({s.name, s.reason});
+  const auto same = [](const store::SkippedCheckpointRecord& a,
+                       const store::SkippedCheckpointRecord& b) {
+    return a.name == b.name && a.reason == b.reason;
+  };
+  if (std::equal(skipped.begin(), skipped.end(), job_.skipped_checkpoints.begin(),
+                 job_.skipped_checkpoints.end(), same)) {
+    return;
+  }
+  job_.skipped_checkpoints = std::move(skipped);
+  if (db_ == nullptr || initial_scan_) return;  // Init's scan is saved with the whole row
+  Status s = db_->SetSkippedCheckpoints(job_.id, job_.skipped_checkpoints);
+  if (!s.ok()) Event("cannot record the skipped checkpoints: " + s.message());
+}
+
+void Supervisor::PollAgentFigures(double now) {
+  store::JobMeasure& m = job_.measured;
+  if (!options_.job_gpu_figures) {
+    if (m.agent_reason.empty()) {
+      m.agent_reason = "no local agent (--agent none): no per-process GPU figures";
+      measure_dirty_ = true;
+    }
+    return;
+  }
+  if (!runner_.running() || now - last_agent_poll_ < kAgentPollSeconds) return;
+  last_agent_poll_ = now;
+  const JobGpuFigures f = options_.job_gpu_figures(runner_.pid());  // the group's leader
+  if (f.peak_bytes_per_gpu) {
+    m.peak_bytes_per_gpu = std::max(m.peak_bytes_per_gpu.value_or(0), *f.peak_bytes_per_gpu);
+  }
+  m.gpu_utilization_pct = f.gpu_utilization_pct;
+  m.power_watts = f.power_watts;
+  m.agent_reason = f.reason;
+  measure_dirty_ = true;
+}
+
+void Supervisor::RecordPrediction() {
+  if (db_ == nullptr || !store::IsFinishedState(job_.state)) return;
+  const std::optional<store::PredictionRecord> prediction = store::PredictionOf(job_);
+  if (!prediction) return;
+  Status s = db_->AddPrediction(*prediction);
+  if (!s.ok()) Event("cannot record the prediction log: " + s.message());
 }
 
 void Supervisor::Tick() {
@@ -597,11 +648,17 @@ void Supervisor::Tick() {
   AccrueSpend();
   if (phase_ == Phase::kDone) return;
   if (phase_ == Phase::kRunning || phase_ == Phase::kBackoff) {
-    if (options_.stop_notice) {
-      if (auto notice = options_.stop_notice()) {
-        BeginStop(*notice, store::JobState::kStopped, kExitStopped);
-        if (phase_ == Phase::kDone) return;
+    std::optional<std::string> notice;
+    if (options_.stop_notice) notice = options_.stop_notice();
+    if (!notice && options_.preemption_notice) {
+      if (auto preempted = options_.preemption_notice()) {
+        ++job_.preemptions;  // saved with the row by the stop
+        notice = "preemption notice: " + *preempted;
       }
+    }
+    if (notice) {
+      BeginStop(*notice, store::JobState::kStopped, kExitStopped);
+      if (phase_ == Phase::kDone) return;
     }
   }
   if (phase_ == Phase::kBackoff && now >= restart_at_) StartChild();

@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "store/jobs.h"
+#include "supervise/agent_health.h"
 #include "supervise/checkpoints.h"
 #include "supervise/policy.h"
 #include "supervise/process.h"
@@ -76,6 +77,13 @@ struct SupervisorOptions {
   std::function<std::vector<int>()> unhealthy_gpus;
   // Polled every tick: a notice text means "stop cleanly now" (preemption, SIGTERM, ...).
   std::function<std::optional<std::string>()> stop_notice;
+  // Polled every tick after stop_notice: the cloud's preemption notice (its text, e.g. "aws"):
+  // stops like stop_notice and counts a preemption (store::JobRecord::preemptions).
+  std::function<std::optional<std::string>()> preemption_notice;
+  // Polled every kAgentPollSeconds while a child runs, with its process group: what a local
+  // agent says of the job's GPU memory, utilisation and power (unset: no agent; the row then says
+  // so in measured.agent_reason).
+  std::function<JobGpuFigures(int64_t pgid)> job_gpu_figures;
   // Output of the job (each line) and the supervisor's own events.
   std::function<void(Stream, std::string_view)> on_output;
   std::function<void(const std::string&)> on_event;
@@ -132,6 +140,12 @@ class Supervisor {
   void CheckBudget(double now);
   void BeginStop(const std::string& reason, store::JobState final_state, int exit_code);
   void Finish(store::JobState state, const std::string& reason, int exit_code);
+  // A finished job's predicted vs measured figures into the prediction log (store::PredictionOf).
+  void RecordPrediction();
+  // The scanner's skipped checkpoints into the row when they changed (status shows them).
+  void RecordSkippedCheckpoints();
+  // job_gpu_figures into job_.measured: the peak is the highest seen, the rest the latest.
+  void PollAgentFigures(double now);
   void Alert(const std::string& name, const std::string& severity, const std::string& summary);
   void Event(const std::string& text);
   void SaveJob();
@@ -165,6 +179,7 @@ class Supervisor {
   };
   std::deque<ProgressSample> window_;  // the sliding window of the speed measurement
   bool measure_dirty_ = false;         // job_.measured changed since it was last stored
+  double last_agent_poll_ = -1e300;    // monotonic time of the last job_gpu_figures call
   bool deadline_alerted_ = false;
   bool budget_risk_alerted_ = false;
   std::string latest_checkpoint_;

@@ -388,6 +388,152 @@ TEST_F(SupervisorTest, MeasuresTheStepTimeAndAlertsWhenTheProjectionMissesTheDea
               1.0);
 }
 
+// A finished job keeps what was predicted and what was measured: the prediction log of
+// `fulcrum cost --accuracy`, for the 30 of 100 planned steps it ran.
+TEST_F(SupervisorTest, AFinishedJobWritesItsPredictionLogRow) {
+  FakeRunner runner(clock_);
+  options_.checkpoints.dir.clear();
+  options_.progress_regex = R"(step (\d+))";
+  options_.plan.step_seconds = 1.4;
+  options_.plan.total_steps = 100;
+  options_.plan.total_hours = 0.05;
+  options_.plan.cost_usd = 1.8;
+  options_.plan.gpu = "A100-PCIe-80GB";
+  options_.plan.gpus_per_node = 1;
+  options_.price_per_hour_usd = 36;
+  int last_step = 0;
+  runner.on_tick = [&](double now, const LineSink& sink) {
+    const int step = static_cast<int>(now / 2);
+    if (step != last_step) sink(Stream::kStdout, "step " + std::to_string(last_step = step));
+    if (step >= 30) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  EXPECT_EQ(supervisor.Run().state, "succeeded");
+  auto log = db_->ListPredictions();
+  ASSERT_TRUE(log.ok()) << log.status().message();
+  ASSERT_EQ(log->size(), 1u);
+  const store::PredictionRecord& r = log->front();
+  EXPECT_EQ(r.uid, "job.1");
+  EXPECT_EQ(r.gpu, "A100-PCIe-80GB");
+  EXPECT_EQ(r.state, "succeeded");
+  EXPECT_NEAR(*r.work_fraction, 0.30, 1e-9);
+  EXPECT_EQ(r.predicted_step_seconds, 1.4);
+  EXPECT_NEAR(*r.measured_step_seconds, 2.0, 1e-9);
+  EXPECT_NEAR(*r.predicted_cost_usd, 0.3 * 1.8, 1e-9);
+  EXPECT_NEAR(*r.measured_hours, 60.0 / 3600, 1.0 / 3600) << "60 s billed";
+  EXPECT_NEAR(*r.measured_cost_usd, 0.6, 0.01) << "60 s at $36/h";
+  EXPECT_FALSE(r.measured_peak_bytes_per_gpu) << "no agent: unknown";
+}
+
+// A cloud's preemption notice stops the job like any notice and counts a preemption; the
+// continued run keeps the count (the re-quote's spot rate reads it).
+TEST_F(SupervisorTest, PreemptionNoticesAreCountedAcrossContinuedRuns) {
+  options_.checkpoints.dir.clear();
+  double at = 5;
+  options_.preemption_notice = [&]() -> std::optional<std::string> {
+    if (clock_.MonotonicSeconds() >= at) return "aws";
+    return std::nullopt;
+  };
+  for (int run = 1; run <= 2; ++run) {
+    FakeRunner runner(clock_);
+    Supervisor supervisor(options_, clock_, runner, &*db_);
+    SupervisorOutcome outcome = supervisor.Run();
+    EXPECT_EQ(outcome.state, "stopped");
+    EXPECT_EQ(outcome.reason.rfind("preemption notice: aws", 0), 0) << outcome.reason;
+    auto job = db_->GetJob("job");
+    ASSERT_TRUE(job.ok() && job->has_value());
+    EXPECT_EQ((*job)->preemptions, run);
+    at = clock_.MonotonicSeconds() + 5;
+  }
+  options_.preemption_notice = nullptr;
+  options_.stop_notice = [this]() -> std::optional<std::string> {
+    if (clock_.MonotonicSeconds() >= 0) return "received SIGTERM";
+    return std::nullopt;
+  };
+  FakeRunner runner(clock_);
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  supervisor.Run();
+  EXPECT_EQ((*db_->GetJob("job"))->preemptions, 2) << "a signal is not a preemption";
+}
+
+// The checkpoints the supervisor does not count as complete are in the job's row, with the reason
+// (status --json skipped_checkpoints); one completed later leaves the list.
+TEST_F(SupervisorTest, SkippedCheckpointsAreKeptInTheRow) {
+  WriteCheckpoint("step-100");
+  fs::create_directories(dir_ + "/ckpt/step-200");  // no COMPLETE marker
+  std::ofstream(dir_ + "/ckpt/step-200/model.bin") << "half";
+  FakeRunner runner(clock_);
+  options_.checkpoint_every_seconds = 3600;
+  std::vector<store::SkippedCheckpointRecord> seen;
+  runner.on_tick = [&](double now, const LineSink&) {
+    if (now >= 5 && seen.empty()) {
+      seen = (*db_->GetJob("job"))->skipped_checkpoints;
+      WriteCheckpoint("step-200");
+    }
+    if (now >= 30) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  supervisor.Run();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].name, "step-200");
+  EXPECT_FALSE(seen[0].reason.empty());
+  EXPECT_TRUE((*db_->GetJob("job"))->skipped_checkpoints.empty()) << "complete now";
+}
+
+// A local agent's figures for the job's process group reach the row: the memory peak is the
+// highest seen, utilisation and power the latest; without an agent the row says why.
+TEST_F(SupervisorTest, AgentFiguresOfTheJobsProcessesReachTheRow) {
+  FakeRunner runner(clock_);
+  options_.checkpoints.dir.clear();
+  std::vector<int64_t> polled;
+  options_.job_gpu_figures = [&](int64_t pgid) {
+    polled.push_back(pgid);
+    JobGpuFigures f;
+    f.peak_bytes_per_gpu = polled.size() == 2 ? 50e9 : 30e9;
+    f.gpu_utilization_pct = 90;
+    f.power_watts = 650;
+    return f;
+  };
+  runner.on_tick = [&](double now, const LineSink&) {
+    if (now >= 30) runner.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  supervisor.Run();
+  ASSERT_GE(polled.size(), 3u) << "every 5 s";
+  EXPECT_LE(polled.size(), 7u);
+  EXPECT_EQ(polled[0], 1001) << "the child's process group (the fake's first pid)";
+  auto job = db_->GetJob("job");
+  EXPECT_EQ((*job)->measured.peak_bytes_per_gpu, 50e9) << "the highest seen, not the latest";
+  EXPECT_EQ((*job)->measured.power_watts, 650);
+  EXPECT_EQ((*job)->measured.agent_reason, "");
+
+  options_.job_gpu_figures = nullptr;
+  options_.job_id = "no-agent";
+  FakeRunner bare(clock_);
+  bare.on_tick = [&](double now, const LineSink&) {
+    if (now >= 40) bare.Exit(ChildExit{0, std::nullopt});
+  };
+  Supervisor without(options_, clock_, bare, &*db_);
+  without.Run();
+  auto lone = db_->GetJob("no-agent");
+  EXPECT_FALSE((*lone)->measured.peak_bytes_per_gpu);
+  EXPECT_NE((*lone)->measured.agent_reason.find("no local agent"), std::string::npos);
+}
+
+// A stopped job is continued later, not finished: it writes no row yet.
+TEST_F(SupervisorTest, AStoppedJobWritesNoPredictionLogRow) {
+  FakeRunner runner(clock_);
+  options_.checkpoints.dir.clear();
+  options_.plan.step_seconds = 1.4;
+  options_.stop_notice = [this]() -> std::optional<std::string> {
+    if (clock_.MonotonicSeconds() >= 5) return "preemption notice: aws";
+    return std::nullopt;
+  };
+  Supervisor supervisor(options_, clock_, runner, &*db_);
+  EXPECT_EQ(supervisor.Run().state, "stopped");
+  EXPECT_TRUE(db_->ListPredictions()->empty());
+}
+
 // The window forgets what is older than it: a job that speeds up is measured at its new speed.
 TEST_F(SupervisorTest, TheSlidingWindowFollowsAChangeOfSpeed) {
   FakeRunner runner(clock_);
