@@ -51,6 +51,8 @@ std::string FindProgram(const std::string& name) {
   return "";
 }
 
+std::string ReadFile(const std::string& path) { return FileContents(path); }
+
 bool WaitFor(const std::function<bool()>& predicate, double seconds) {
   return PollUntil(predicate, seconds, 0.1);
 }
@@ -212,7 +214,7 @@ class SlurmClusterTest : public ::testing::Test {
           return r.exit_code == 0 && r.out.find(idle) != std::string::npos;
         },
         30))
-        << Slurm({"sinfo"}).out << FileContents(dir_ + "/ctld.log");
+        << Slurm({"sinfo"}).out << ReadFile(dir_ + "/ctld.log");
   }
 
   void TearDown() override {
@@ -345,7 +347,7 @@ TEST_F(SlurmTest, SubmitRequeueAndResume) {
   const nlohmann::json submitted = SubmitTrainer("sj", {"--nodes", "1", "--gpus-per-node", "2"});
   ASSERT_FALSE(submitted.is_null());
   const std::string output = submitted["output"];
-  std::string script = FileContents(submitted["script"]);
+  std::string script = ReadFile(submitted["script"]);
   EXPECT_NE(script.find("#SBATCH --gres=gpu:2"), std::string::npos) << script;
   EXPECT_NE(script.find("#SBATCH --requeue"), std::string::npos);
   EXPECT_NE(script.find("#SBATCH --signal=B:USR1@120"), std::string::npos);
@@ -360,7 +362,7 @@ TEST_F(SlurmTest, SubmitRequeueAndResume) {
 
   // Running, with checkpoints.
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ckpt + "/step-00000040/COMPLETE"); }, 60))
-      << FileContents(output) << SlurmState();
+      << ReadFile(output) << SlurmState();
   RunOutput status = Fulcrum({"status", "--json", "--data-dir", data});
   ASSERT_EQ(status.exit_code, 0) << status.err;
   auto jobs = nlohmann::json::parse(status.out)["jobs"];
@@ -372,9 +374,9 @@ TEST_F(SlurmTest, SubmitRequeueAndResume) {
   // A requeue (what preemption or a node failure does): the job comes back and resumes.
   ASSERT_EQ(Slurm({"scontrol", "requeue", slurm_job_}).exit_code, 0);
   StartNowWhenPending();
-  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(FileContents(output)).size() == 1; }, 60))
-      << FileContents(output);
-  const long resumed = ResumedSteps(FileContents(output))[0];
+  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(ReadFile(output)).size() == 1; }, 60))
+      << ReadFile(output);
+  const long resumed = ResumedSteps(ReadFile(output))[0];
   EXPECT_GE(resumed, 40);
   EXPECT_EQ(resumed % 20, 0) << "a checkpoint step, never a partial one";
   EXPECT_TRUE(fs::exists(ckpt + "/step-" + std::string(8 - std::to_string(resumed).size(), '0') +
@@ -384,43 +386,43 @@ TEST_F(SlurmTest, SubmitRequeueAndResume) {
   // requeues the job, which resumes again.
   ASSERT_TRUE(WaitFor(
       [&] {
-        return FileContents(output).find("step " + std::to_string(resumed + 30)) != std::string::npos;
+        return ReadFile(output).find("step " + std::to_string(resumed + 30)) != std::string::npos;
       },
       60));
   ASSERT_EQ(Slurm({"scancel", "--batch", "--signal=USR1", slurm_job_}).exit_code, 0);
   ASSERT_TRUE(WaitFor(
-      [&] { return FileContents(output).find("requeueing job " + slurm_job_) != std::string::npos; },
+      [&] { return ReadFile(output).find("requeueing job " + slurm_job_) != std::string::npos; },
       60))
-      << FileContents(output);
-  std::string text = FileContents(output);
+      << ReadFile(output);
+  std::string text = ReadFile(output);
   EXPECT_NE(text.find("(Slurm's advance notice)): requested a checkpoint"), std::string::npos)
       << text;
   EXPECT_NE(text.find("checkpoint saved; sending SIGTERM"), std::string::npos) << text;
   StartNowWhenPending();
-  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(FileContents(output)).size() == 2; }, 60))
-      << FileContents(output);
-  const long resumed_after_usr1 = ResumedSteps(FileContents(output))[1];
+  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(ReadFile(output)).size() == 2; }, 60))
+      << ReadFile(output);
+  const long resumed_after_usr1 = ResumedSteps(ReadFile(output))[1];
   EXPECT_GT(resumed_after_usr1, resumed);
 
   // SIGTERM to the batch shell (what a preemption with a grace time sends first) is a notice too:
   // checkpoint, stop, requeue, resume from that checkpoint.
   ASSERT_TRUE(WaitFor(
       [&] {
-        return FileContents(output).find("step " + std::to_string(resumed_after_usr1 + 30)) !=
+        return ReadFile(output).find("step " + std::to_string(resumed_after_usr1 + 30)) !=
                std::string::npos;
       },
       60));
   ASSERT_EQ(Slurm({"scancel", "--batch", "--signal=TERM", slurm_job_}).exit_code, 0);
   ASSERT_TRUE(
-      WaitFor([&] { return Count(FileContents(output), "requeueing job " + slurm_job_) == 2; }, 60))
-      << FileContents(output);
-  text = FileContents(output);
+      WaitFor([&] { return Count(ReadFile(output), "requeueing job " + slurm_job_) == 2; }, 60))
+      << ReadFile(output);
+  text = ReadFile(output);
   EXPECT_NE(text.find("received SIGTERM): requested a checkpoint"), std::string::npos) << text;
   EXPECT_EQ(Count(text, "checkpoint saved; sending SIGTERM"), 2) << text;
   StartNowWhenPending();
-  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(FileContents(output)).size() == 3; }, 60))
-      << FileContents(output);
-  EXPECT_GE(ResumedSteps(FileContents(output))[2], resumed_after_usr1 + 30)
+  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(ReadFile(output)).size() == 3; }, 60))
+      << ReadFile(output);
+  EXPECT_GE(ResumedSteps(ReadFile(output))[2], resumed_after_usr1 + 30)
       << "resumed from the checkpoint taken for the SIGTERM";
 }
 
@@ -428,13 +430,13 @@ TEST_F(SlurmTest, ScancelIsNotUndoneByARequeue) {
   const nlohmann::json submitted = SubmitTrainer("sc", {});
   ASSERT_FALSE(submitted.is_null());
   const std::string output = submitted["output"];
-  ASSERT_TRUE(WaitFor([&] { return FileContents(output).find("step 20") != std::string::npos; }, 60))
-      << FileContents(output) << SlurmState();
+  ASSERT_TRUE(WaitFor([&] { return ReadFile(output).find("step 20") != std::string::npos; }, 60))
+      << ReadFile(output) << SlurmState();
   ASSERT_EQ(Slurm({"scancel", slurm_job_}).exit_code, 0);
   ASSERT_TRUE(WaitFor([&] { return SlurmState() == "CANCELLED"; }, 30)) << SlurmState();
   std::this_thread::sleep_for(std::chrono::seconds(2));
-  EXPECT_EQ(SlurmState(), "CANCELLED") << FileContents(output);
-  EXPECT_EQ(FileContents(output).find("requeueing job"), std::string::npos) << FileContents(output);
+  EXPECT_EQ(SlurmState(), "CANCELLED") << ReadFile(output);
+  EXPECT_EQ(ReadFile(output).find("requeueing job"), std::string::npos) << ReadFile(output);
 }
 
 TEST_F(SlurmTest, RefusesAStopGraceLongerThanKillWait) {
@@ -480,7 +482,7 @@ class SlurmTwoNodeTest : public SlurmClusterTest {
 
   std::vector<std::string> Lines(const std::string& path) {
     std::vector<std::string> lines;
-    std::istringstream in(FileContents(path));
+    std::istringstream in(ReadFile(path));
     for (std::string line; std::getline(in, line);) lines.push_back(line);
     return lines;
   }
@@ -493,7 +495,7 @@ TEST_F(SlurmTwoNodeTest, TwoNodeJobIsOneJobAndResumesAfterARequeue) {
   ASSERT_FALSE(submitted.is_null());
   const std::string output = submitted["output"];
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ckpt + "/step-00000040/COMPLETE"); }, 60))
-      << FileContents(output) << SlurmState() << FileContents(dir_ + "/ctld.log");
+      << ReadFile(output) << SlurmState() << ReadFile(dir_ + "/ctld.log");
   EXPECT_EQ(SlurmField("%T %D %N"), "RUNNING 2 n[1-2]");
 
   // One launcher per node, each told the job's size and the one rendezvous on the first host.
@@ -503,11 +505,11 @@ TEST_F(SlurmTwoNodeTest, TwoNodeJobIsOneJobAndResumesAfterARequeue) {
       slurm_job_ + " --nproc-per-node 1 ";
   std::vector<std::string> launches = Lines(dir_ + "/launch.log");
   std::sort(launches.begin(), launches.end());
-  ASSERT_EQ(launches.size(), 2u) << FileContents(dir_ + "/launch.log");
+  ASSERT_EQ(launches.size(), 2u) << ReadFile(dir_ + "/launch.log");
   EXPECT_EQ(launches[0].rfind("n1 rank=0 " + rendezvous, 0), 0u) << launches[0];
   EXPECT_EQ(launches[1].rfind("n2 rank=1 " + rendezvous, 0), 0u) << launches[1];
   // One supervisor: one trainer, one job in jobs.db.
-  EXPECT_EQ(Count(FileContents(output), "trainer pid"), 1) << FileContents(output);
+  EXPECT_EQ(Count(ReadFile(output), "trainer pid"), 1) << ReadFile(output);
   RunOutput status = Fulcrum({"status", "--json", "--data-dir", data});
   ASSERT_EQ(status.exit_code, 0) << status.err;
   auto jobs = nlohmann::json::parse(status.out)["jobs"];
@@ -518,14 +520,14 @@ TEST_F(SlurmTwoNodeTest, TwoNodeJobIsOneJobAndResumesAfterARequeue) {
   // complete checkpoint.
   ASSERT_EQ(Slurm({"scontrol", "requeue", slurm_job_}).exit_code, 0);
   StartNowWhenPending();
-  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(FileContents(output)).size() == 1; }, 60))
-      << FileContents(output) << SlurmState();
-  const long resumed = ResumedSteps(FileContents(output))[0];
+  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(ReadFile(output)).size() == 1; }, 60))
+      << ReadFile(output) << SlurmState();
+  const long resumed = ResumedSteps(ReadFile(output))[0];
   EXPECT_GE(resumed, 40);
   EXPECT_EQ(resumed % 20, 0) << "a checkpoint step, never a partial one";
   EXPECT_TRUE(WaitFor([&] { return Lines(dir_ + "/launch.log").size() == 4; }, 30))
-      << FileContents(dir_ + "/launch.log");
-  EXPECT_EQ(Count(FileContents(output), "trainer pid"), 2) << FileContents(output);
+      << ReadFile(dir_ + "/launch.log");
+  EXPECT_EQ(Count(ReadFile(output), "trainer pid"), 2) << ReadFile(output);
 }
 
 TEST_F(SlurmTwoNodeTest, LostGpuDrainsTheNodeAndTheJobRunsOnTheOther) {
@@ -536,7 +538,7 @@ TEST_F(SlurmTwoNodeTest, LostGpuDrainsTheNodeAndTheJobRunsOnTheOther) {
   ASSERT_FALSE(submitted.is_null());
   const std::string output = submitted["output"];
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ckpt + "/step-00000040/COMPLETE"); }, 60))
-      << FileContents(output) << SlurmState();
+      << ReadFile(output) << SlurmState();
   const std::string node = SlurmField("%N");
   ASSERT_TRUE(node == "n1" || node == "n2") << node;
   const std::string other = node == "n1" ? "n2" : "n1";
@@ -552,15 +554,15 @@ TEST_F(SlurmTwoNodeTest, LostGpuDrainsTheNodeAndTheJobRunsOnTheOther) {
   const auto fault_at = std::chrono::steady_clock::now() + std::chrono::seconds(1);
 
   ASSERT_TRUE(WaitFor([&] { return SlurmField("%T %N") == "RUNNING " + other; }, 90))
-      << SlurmField("%T %N %r") << FileContents(output) << FileContents(dir_ + "/agent.out");
+      << SlurmField("%T %N %r") << ReadFile(output) << ReadFile(dir_ + "/agent.out");
   const double to_running =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - fault_at).count();
-  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(FileContents(output)).size() == 1; }, 60))
-      << FileContents(output);
+  ASSERT_TRUE(WaitFor([&] { return ResumedSteps(ReadFile(output)).size() == 1; }, 60))
+      << ReadFile(output);
   const double to_resumed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - fault_at).count();
 
-  const std::string text = FileContents(output);
+  const std::string text = ReadFile(output);
   EXPECT_NE(text.find("GPU fault on node " + node +
                       ": GPU 0 XID 79 (fallen off the bus); node "
                       "drained"),
@@ -596,7 +598,7 @@ TEST_F(SlurmTwoNodeTest, LostGpuOnTheSecondNodeOfAJobDrainsThatNode) {
   ASSERT_FALSE(submitted.is_null());
   const std::string output = submitted["output"];
   ASSERT_TRUE(WaitFor([&] { return fs::exists(ckpt + "/step-00000040/COMPLETE"); }, 60))
-      << FileContents(output) << SlurmState();
+      << ReadFile(output) << SlurmState();
   ASSERT_EQ(SlurmField("%T %D"), "RUNNING 2");
   const std::string batch_host = SlurmField("%B");
   ASSERT_TRUE(batch_host == "n1" || batch_host == "n2") << batch_host;
@@ -616,10 +618,10 @@ TEST_F(SlurmTwoNodeTest, LostGpuOnTheSecondNodeOfAJobDrainsThatNode) {
   }
 
   ASSERT_TRUE(WaitFor(
-      [&] { return FileContents(output).find("requeueing job " + slurm_job_) != std::string::npos; },
+      [&] { return ReadFile(output).find("requeueing job " + slurm_job_) != std::string::npos; },
       60))
-      << FileContents(output) << FileContents(dir_ + "/agent-" + second + ".out");
-  const std::string text = FileContents(output);
+      << ReadFile(output) << ReadFile(dir_ + "/agent-" + second + ".out");
+  const std::string text = ReadFile(output);
   EXPECT_NE(text.find("GPU fault on node " + second +
                       ": GPU 0 XID 79 (fallen off the bus); node drained"),
             std::string::npos)

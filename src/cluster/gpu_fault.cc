@@ -54,8 +54,8 @@ class NodeWatchFanOutSource final : public supervise::NoticeSource {
 
   Result<std::optional<std::string>> Check() override {
     const auto now = std::chrono::steady_clock::now();
-    if (!runner_.running() && (!started_ || now - *started_ >= std::chrono::duration<double>(
-                                                                  restart_seconds_))) {
+    if (!runner_.running() &&
+        (!started_ || now - *started_ >= std::chrono::duration<double>(restart_seconds_))) {
       started_ = now;
       supervise::ChildSpec spec;
       spec.argv = argv_;
@@ -63,7 +63,8 @@ class NodeWatchFanOutSource final : public supervise::NoticeSource {
     }
     std::optional<std::string> notice;
     auto exit = runner_.Wait(0, [&](supervise::Stream stream, std::string_view line) {
-      if (stream == supervise::Stream::kStdout && !notice && line.starts_with(kNodeFaultLinePrefix)) {
+      if (stream == supervise::Stream::kStdout && !notice &&
+          line.starts_with(kNodeFaultLinePrefix)) {
         notice = std::string(line.substr(std::string_view(kNodeFaultLinePrefix).size()));
       } else if (stream == supervise::Stream::kStderr) {
         last_error_ = std::string(line);

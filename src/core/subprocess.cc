@@ -71,8 +71,9 @@ Result<int> SpawnToFiles(const std::vector<std::string>& argv, const SpawnOption
     setpgid(0, 0);
     const int flags = O_WRONLY | O_CREAT | O_TRUNC;
     const int out = options.out_path.empty() ? -1 : open(options.out_path.c_str(), flags, 0644);
-    const int err =
-        one_file ? out : options.err_path.empty() ? -1 : open(options.err_path.c_str(), flags, 0644);
+    const int err = one_file                   ? out
+                    : options.err_path.empty() ? -1
+                                               : open(options.err_path.c_str(), flags, 0644);
     if (out >= 0) dup2(out, 1);
     if (err >= 0) dup2(err, 2);
     execvpe(args[0], args.data(), env.Pointers());

@@ -62,8 +62,8 @@ AgentProcess::AgentProcess(const std::string& dir, std::vector<std::string> args
                            std::map<std::string, std::string> env)
     : AgentProcess(std::move(args), NumberedLogs(dir), 0, env) {}
 
-AgentProcess::AgentProcess(std::vector<std::string> args, ChildLogs logs,
-                           double stop_grace_seconds, const std::map<std::string, std::string>& env)
+AgentProcess::AgentProcess(std::vector<std::string> args, ChildLogs logs, double stop_grace_seconds,
+                           const std::map<std::string, std::string>& env)
     : process_(FULCRUM_BINARY, AgentArgv(std::move(args)), std::move(logs), env,
                stop_grace_seconds) {
   WaitFor([&] { return out().find('\n') != std::string::npos || Exited(); }, 15);
