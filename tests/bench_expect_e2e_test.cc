@@ -124,6 +124,19 @@ TEST(BenchExpectE2eTest, ReleaseOnRejectIsADryRunUnlessArmed) {
   EXPECT_EQ(doc["release"]["ran"], true);
   EXPECT_EQ(doc["release"]["exit_code"], 0);
   EXPECT_EQ(doc["release"]["argv"], nlohmann::json({"touch", marker}));
+  EXPECT_TRUE(doc["release"]["error"].is_null());
+
+  // A release that fails is said, on stderr and in the JSON: the lemon is still billing.
+  std::string failing = p.dir + "/failing.yaml";
+  std::ofstream(failing) << "idle:\n  command: [false]\n";
+  auto fails = SimBench(p, "0.6");
+  fails.insert(fails.end(), {"--release-on-reject", "--arm", "--agent-config", failing, "--json"});
+  RunOutput failed = RunFulcrum(fails);
+  ASSERT_EQ(failed.exit_code, 3) << failed.err;
+  doc = nlohmann::json::parse(failed.out);
+  EXPECT_EQ(doc["release"]["exit_code"], 1);
+  EXPECT_FALSE(doc["release"]["error"].is_null());
+  EXPECT_NE(failed.err.find("release command failed"), std::string::npos) << failed.err;
   std::filesystem::remove_all(p.dir);
 }
 
@@ -184,6 +197,11 @@ TEST(BenchExpectE2eTest, OfferAndBadUsage) {
       {"bench", "--source", "sim", "--skip-disk", "--expect", p.path, "--release-on-reject"});
   EXPECT_EQ(no_config.exit_code, 2);
   EXPECT_NE(no_config.err.find("--agent-config"), std::string::npos) << no_config.err;
+  RunOutput as_json = RunFulcrum({"bench", "--source", "sim", "--skip-disk", "--expect", p.path,
+                                  "--release-on-reject", "--json"});
+  EXPECT_EQ(as_json.exit_code, 2);
+  EXPECT_EQ(nlohmann::json::parse(as_json.err)["error"]["field"], "--release-on-reject")
+      << as_json.err;
   RunOutput bad_pick =
       RunFulcrum({"bench", "--source", "sim", "--skip-disk", "--expect", p.path, "--pick", "99"});
   EXPECT_EQ(bad_pick.exit_code, 2);

@@ -1,5 +1,7 @@
-// `fulcrum bench`: measures this server against its datasheet (GPU via fulcrum-gpubench, disk
-// via nodecheck/disk.h), optionally saves and compares results.
+// `fulcrum bench`: measures this server (or a sim node) against its datasheet through the bench
+// seam (nodecheck/node_bench.h), optionally saves and compares results, and with --expect /
+// --offer accepts or rejects the node against what a plan assumed (nodecheck/acceptance.h),
+// releasing a rejected one with the agent's idle release command.
 #include <unistd.h>
 
 #include <cmath>
@@ -16,6 +18,7 @@
 #include "cli/bench_expect.h"
 #include "cli/bench_source_options.h"
 #include "cli/command.h"
+#include "core/input_error.h"
 #include "core/parse.h"
 #include "core/paths.h"
 #include "core/progress.h"
@@ -95,27 +98,36 @@ Status PrepareAcceptance(const BenchFlags& flags, const catalog::Catalog& cat,
                          std::optional<nodecheck::NodeExpectation>& expectation,
                          std::vector<std::string>& release_argv) {
   const bool acceptance = !flags.expect_file.empty() || !flags.offer.empty();
+  auto usage = [](const char* field, const std::string& expected, const std::string& found) {
+    return InputError({"", std::nullopt, field, expected, found, {}}, FoundIs::kDescription);
+  };
   if (!flags.expect_file.empty() && !flags.offer.empty()) {
-    return Status::InvalidInput("--expect and --offer: give one of them");
+    return usage("--offer", "either --expect or --offer", "both");
   }
   if (flags.release_on_reject && !acceptance) {
-    return Status::InvalidInput("--release-on-reject needs --expect plan.json or --offer");
+    return usage("--release-on-reject", "--expect plan.json or --offer PROVIDER:INSTANCE with it",
+                 "neither");
   }
   if (flags.arm && !flags.release_on_reject) {
-    return Status::InvalidInput("--arm needs --release-on-reject");
+    return usage("--arm", "--release-on-reject with it", "no --release-on-reject");
   }
   if (flags.release_on_reject) {
     if (flags.agent_config.empty()) {
-      return Status::InvalidInput(
-          "--release-on-reject needs --agent-config FILE: the agent.yaml whose idle release "
-          "command (idle: {command: [...]}) returns this node");
+      return usage("--release-on-reject",
+                   "--agent-config FILE: the agent.yaml whose idle release command (idle: "
+                   "{command: [...]}) returns this node",
+                   "no --agent-config");
     }
     agent::AgentConfig config;
     FULCRUM_RETURN_IF_ERROR(agent::LoadAgentConfigFile(flags.agent_config, config));
     if (config.idle.command.empty()) {
-      return Status::InvalidInput(flags.agent_config +
-                                  ": idle.command: expected the release command's argv, found "
-                                  "an empty list");
+      return InputError({flags.agent_config,
+                         std::nullopt,
+                         "idle.command",
+                         "the release command's argv",
+                         "an empty list",
+                         {}},
+                        FoundIs::kDescription);
     }
     release_argv = config.idle.command;
   }
@@ -159,6 +171,10 @@ Status Accept(CliContext& ctx, const BenchFlags& flags, nodecheck::GpuBenchSourc
       else if (done->exit_code != 0)
         release["error"] = "exited with status " + std::to_string(done->exit_code) + ": " +
                            std::string(Trim(done->err)).substr(0, 300);
+    }
+    if (!release["error"].is_null()) {
+      ctx.err << "fulcrum: warning: the release command failed (the node is still rented): "
+              << release["error"].get<std::string>() << "\n";
     }
   }
   result["release"] = release;

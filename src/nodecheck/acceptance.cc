@@ -121,15 +121,23 @@ Acceptance Evaluate(const NodeExpectation& expected, const json& bench,
 
   // GEMM of the plan's precision, memory bandwidth, interconnect, host link.
   std::optional<double> gemm;
+  bool gemm_wrong = false;
   if (measured_gpu && gpu.contains("gemm") && gpu["gemm"].is_array()) {
     for (const json& g : gpu["gemm"]) {
       if (g.value("dtype", "") != expected.gemm_dtype) continue;
-      // A wrong result does not count as speed.
-      gemm = g.value("correct", false) ? NumberAt(g, "tflops") : std::optional<double>(0.0);
+      gemm = NumberAt(g, "tflops");
+      gemm_wrong = !g.value("correct", false);
     }
   }
-  out.checks.push_back(FigureCheck("gemm-" + expected.gemm_dtype, expected.gemm_dtype + " GEMM",
-                                   expected.gemm_tflops, gemm, "TFLOP/s"));
+  AcceptanceCheck gemm_check =
+      FigureCheck("gemm-" + expected.gemm_dtype, expected.gemm_dtype + " GEMM",
+                  expected.gemm_tflops, gemm, "TFLOP/s");
+  if (gemm_wrong) {  // a wrong result does not count as speed
+    gemm_check.verdict = "reject";
+    gemm_check.reason = expected.gemm_dtype +
+                        " GEMM gave wrong results (checked against a reference): a faulty GPU";
+  }
+  out.checks.push_back(gemm_check);
   out.checks.push_back(FigureCheck(
       "memory-bandwidth", "memory bandwidth", expected.memory_bandwidth_bytes_per_second,
       measured_gpu ? NumberAt(gpu, "memory_bandwidth_bytes_per_second") : std::nullopt, "bytes/s"));

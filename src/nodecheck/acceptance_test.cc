@@ -104,6 +104,11 @@ TEST(AcceptanceTest, WrongModelCountSlowDiskSwingAndBrokenStackAreEachRejected) 
   Acceptance stack = Evaluate(Planned(), BenchOf({H100(), 8, 1.0, 0, {}}), old_driver, 8);
   EXPECT_EQ(CheckNamed(stack, "doctor-cuda-toolkit").verdict, "reject");
   EXPECT_EQ(stack.verdict, "reject");
+  json wrong = BenchOf({H100(), 8, 1.0, 0, {}});
+  wrong["gpu"]["gemm"][0]["correct"] = false;
+  Acceptance faulty = Evaluate(Planned(), wrong, {}, 8);
+  EXPECT_EQ(CheckNamed(faulty, "gemm-bf16").verdict, "reject");
+  EXPECT_NE(CheckNamed(faulty, "gemm-bf16").reason.find("wrong results"), std::string::npos);
   std::vector<DoctorCheck> cpu_torch = {
       {"framework:torch", CheckStatus::kFail, "torch 2.5 is a CPU-only build", ""}};
   Acceptance torch = Evaluate(Planned(), BenchOf({H100(), 8, 1.0, 0, {}}), cpu_torch, 8);
