@@ -281,6 +281,10 @@ TEST(PlanPanelTest, WhenNothingMeetsTheDeadlineTheNearestMissComesFirst) {
   EXPECT_EQ(table.exit_code, 0) << table.err;
   EXPECT_NE(table.out.find("within 5 % of the nearest by P90 cost"), std::string::npos)
       << table.out;
+  // Nothing is feasible: the cost reference is not called the cheapest feasible one.
+  EXPECT_EQ(table.out.find("cheapest feasible"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("cheapest (none meets the constraints) P90"), std::string::npos)
+      << table.out;
 }
 
 // 5. ResNet-50 on ImageNet, 90 epochs in 2 days: plain data parallel, within 25 % of the cheapest.

@@ -153,12 +153,16 @@ std::string Rate(double v) {
 
 std::string RankedByLine(const PlanResult& r) {
   std::string how;
+  // ReferenceOf falls back to every candidate when none meets the constraints.
+  const bool any_feasible = std::any_of(r.candidates.begin(), r.candidates.end(),
+                                        [](const Candidate& c) { return c.meets_constraints; });
   switch (r.objective) {
     case Objective::kBalanced:
       how = fmt::format(
           "weighted score; performance saturates at a P90 of {}, P90 cost relative to the "
-          "cheapest feasible P90 {}",
+          "cheapest {} P90 {}",
           FormatDuration(r.reference.saturation_seconds),
+          any_feasible ? "feasible" : "(none meets the constraints)",
           FormatUsd(std::max(r.reference.cheapest_usd, r.reference.cheapest_p90_usd)));
       break;
     case Objective::kCheapest:
