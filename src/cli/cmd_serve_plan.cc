@@ -108,7 +108,7 @@ Result<serve::ServeSpec> MergedSpec(const ServePlanOptions& o, const CLI::App& c
 Status CheckPositive(const std::optional<double>& v, const std::string& field) {
   if (v && !(*v > 0)) {
     return Status::InvalidInput(field + ": expected a positive number of seconds, found " +
-                                std::to_string(*v));
+                                FormatNumber(*v, 3));
   }
   return Status::Ok();
 }
