@@ -471,8 +471,9 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
   // gradient with the weight-gradient GEMM, and the repeated all-gather with the input-gradient
   // GEMM (Megatron-LM megatron/core/tensor_parallel/layers.py,
   // LinearWithGradAccumulationAndAsyncCommunication.backward; on by default,
-  // --no-async-tensor-model-parallel-allreduce turns it off). The row-parallel layers' backward
-  // collectives (with SP the all-gathers of the output gradients) stay exposed.
+  // --no-async-tensor-model-parallel-allreduce turns it off; Transformer Engine's Linear and
+  // LayerNormLinear do the same, "Overlap dgrad-RS/AR with wgrad"). The row-parallel layers'
+  // backward collectives (with SP the all-gathers of the output gradients) stay exposed.
   const double tp_activation_bytes = tokens_mb * h * bytes;
   const int tp_ranks = static_cast<int>(tr.tp);
   const double tp_all_reduce = AllReduceSeconds(tp_activation_bytes, tp_ranks, tp_link);
