@@ -36,6 +36,9 @@ struct CalibrationRow {
   std::string refused;
   catalog::Offer node;      // one node of the machine the row ran on
   double memory_value = 0;  // the memory quantity, evaluated once (no fitted constant in it)
+  // Scored but left out of every fit, with the reason: the run is not the configuration the
+  // estimator is given (e.g. batches padded to a length bin, not to seq_len).
+  std::string not_fitted;
 
   bool IsMemory() const { return quantity <= Quantity::kMemoryPeak; }
 };

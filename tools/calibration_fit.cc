@@ -70,8 +70,18 @@ const std::vector<FittedConstant>& FittedConstants() {
       {"per_layer_overhead_seconds", [](TC& c) -> double& { return c.per_layer_overhead_seconds; },
        0, 1e-3, 5e-6},
       {"generic_model_efficiency", [](TC& c) -> double& { return c.generic_model_efficiency; },
-       0.01, 1, 0.05},
+       0.01, 0.8, 0.05},
       {"generic_half_batch", [](TC& c) -> double& { return c.generic_half_batch; }, 0, 1024, 2},
+      {"generic_tf32_relative_efficiency",
+       [](TC& c) -> double& { return c.generic_tf32_relative_efficiency; }, 0.1, 2, 0.1},
+      {"generic_traffic_per_element",
+       [](TC& c) -> double& { return c.generic_traffic_per_element; }, 0, 100, 1},
+      {"generic_depthwise_efficiency",
+       [](TC& c) -> double& { return c.generic_depthwise_efficiency; }, 0.005, 1, 0.01},
+      {"generic_seconds_per_layer", [](TC& c) -> double& { return c.generic_seconds_per_layer; }, 0,
+       1e-3, 2e-5},
+      {"unfused_attention_score_elements",
+       [](TC& c) -> double& { return c.unfused_attention_score_elements; }, 0, 50, 1},
   };
   return kConstants;
 }
@@ -103,7 +113,7 @@ ErrorSummary Summarize(std::vector<double> errors) {
 TimeCalibration Fit(const std::vector<const CalibrationRow*>& all_rows) {
   std::vector<const CalibrationRow*> rows;
   for (const CalibrationRow* row : all_rows) {
-    if (!row->IsMemory()) rows.push_back(row);
+    if (!row->IsMemory() && row->not_fitted.empty()) rows.push_back(row);
   }
   TimeCalibration best;  // the priors
   double best_objective = Objective(rows, best);
