@@ -139,9 +139,11 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   // with cp each rank computes seq / cp rows of it (load-balanced causal chunks).
   out.attention_flops = 4.0 * tokens * seq * h / t;
   if (tr.flash_attention) {
-    // The fused kernel executes only the causal half of the square.
+    // The fused kernel skips the blocks above the diagonal under a causal mask (decoders): half
+    // the square; an encoder (BERT: no mask) runs all of it.
+    const double executed = model.kind == workload::ModelKind::kEncoder ? 1.0 : 0.5;
     out.attention_seconds =
-        0.5 * out.attention_flops / (peak16 * hw.efficiency.flash_attention_efficiency);
+        executed * out.attention_flops / (peak16 * hw.efficiency.flash_attention_efficiency);
   } else {
     const double heads_local = heads / t;
     const double peak_gemm16 = peak16 * GemmMaxEfficiency(hw, c);

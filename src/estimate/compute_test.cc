@@ -323,6 +323,34 @@ TEST(ComputeTest, UnfusedAttentionOutsideMegatronPaysForTheScores) {
             sequences_per_second(512, 4, workload::Framework::kMegatron));
 }
 
+TEST(ComputeTest, FlashAttentionRunsTheWholeSquareWithoutACausalMask) {
+  // FlashAttention-2 skips the key blocks above the diagonal under a causal mask, about halving
+  // the attention work (Dao 2023, arXiv 2307.08691, section 3.1.1 and Fig. 4-7: causal runs at
+  // ~1.7-2x the time-per-FLOP advantage); an encoder's bidirectional attention has no mask and
+  // runs all of it. Same shape, decoder vs encoder: the attention time doubles.
+  workload::Model decoder = Preset("bert-large");
+  decoder.kind = workload::ModelKind::kDecoder;
+  const workload::Model encoder = Preset("bert-large");
+  workload::Training t;
+  t.precision = workload::Precision::kBf16Mixed;
+  t.flash_attention = true;
+  t.seq_len = 4096;
+  t.micro_batch = 1;
+  t.global_batch = 1;
+  const Hardware hw = CatalogNode("A100-SXM4-80GB", t.precision);
+  workload::Training short_seq = t;
+  short_seq.seq_len = 2048;
+  short_seq.micro_batch = 2;
+  short_seq.global_batch = 2;
+  // Same tokens, half the sequence: the attention part of the step is what differs.
+  auto attention = [&](const workload::Model& m) {
+    return EstimateStepTime(m, t, hw).compute_seconds -
+           EstimateStepTime(m, short_seq, hw).compute_seconds;
+  };
+  EXPECT_GT(attention(decoder), 0);
+  EXPECT_NEAR(attention(encoder) / attention(decoder), 2.0, 0.02);
+}
+
 TEST(ComputeTest, EfficiencyForArchitecture) {
   const TimeCalibration& c = DefaultTimeCalibration();
   EXPECT_EQ(&EfficiencyFor("Hopper", c), &c.hopper);
