@@ -84,11 +84,12 @@ struct TimeCalibration {
   // precision their convolutions (implicit GEMMs) reach at large micro-batches; the elementwise
   // traffic is charged apart (generic_traffic_per_element). Prior 0.5: half the peak, below the
   // large-GEMM fraction as convolutions have small spatial and channel dims (an assumption).
-  // Fitted on data/calibration/dle-throughput.csv.
+  // Fitted on data/calibration/dle-throughput.csv, at most 0.8 (no convolution reaches more of
+  // the peak than a large GEMM, ampere.gemm_max_efficiency).
   double generic_model_efficiency = 0.5;
-  // Small micro-batches leave the GPU idle (kernel launches, small convolutions): the efficiency
-  // is generic_model_efficiency * b / (b + generic_half_batch) for micro-batch b, so that batch 1
-  // does not run at batch-256 speed. Prior 8; fitted.
+  // Small micro-batches fill the GPU's SMs with fewer convolution tiles: the efficiency is
+  // generic_model_efficiency * b / (b + generic_half_batch) for micro-batch b (the fixed time per
+  // layer, generic_seconds_per_layer, is the other half of why batch 1 is slow). Prior 8; fitted.
   double generic_half_batch = 8;
   // QLoRA de-quantises 4-bit base weights to 16 bits for every use (forward, backward,
   // recompute): bytes moved per base parameter per use (0.5 read + 2 written).
