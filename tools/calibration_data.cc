@@ -189,6 +189,9 @@ Status AddDleRow(const Record& r, const catalog::Catalog& catalog, const std::st
   FULCRUM_ASSIGN_OR_RETURN(const std::string precision, r.Text("precision"));
   FULCRUM_ASSIGN_OR_RETURN(const int64_t accumulation, r.Int("grad_accumulation"));
   FULCRUM_ASSIGN_OR_RETURN(const std::string seq_text, r.Text("seq_len"));
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t image_size, r.Int("image_size"));
+  // A row the estimator cannot be given faithfully is scored but not fitted; the CSV says why.
+  FULCRUM_ASSIGN_OR_RETURN(row.not_fitted, r.Text("not_fitted"));
   const auto preset = DlePresets().find(model);
   if (preset == DlePresets().end()) {
     return Status::InvalidInput(r.Where() + ": model: no preset for '" + model + "'");
@@ -219,7 +222,12 @@ Status AddDleRow(const Record& r, const catalog::Catalog& catalog, const std::st
   row.batch = std::to_string(q.micro_batch) + (seq_text.empty() ? "" : " x " + seq_text) +
               (accumulation > 1 ? " ga" + std::to_string(accumulation) : "");
   row.precision = precision;
+  if (image_size > 0) row.batch += " @" + std::to_string(image_size) + "px";
+  if (!row.not_fitted.empty()) row.batch += " (not fitted)";
   Resolve(q, catalog, catalog_dir, row);
+  // The presets are at their reference resolution; the row's run may train at another
+  // (EfficientNetV2-S's last progressive-resize stage: 300 of 384).
+  if (row.input) row.input->model = workload::AtImageSize(row.input->model, image_size);
   rows.push_back(std::move(row));
   return Status::Ok();
 }

@@ -118,7 +118,8 @@ const std::vector<FittedConstant>& FittedConstants();
 std::optional<double> RelativeError(const CalibrationRow& row,
                                     const estimate::TimeCalibration& calibration);
 
-// The fit on the time rows of `rows` (memory rows carry no fitted constant and are ignored).
+// The fit on the time rows of `rows` (memory rows carry no fitted constant and are ignored, as
+// are rows marked not_fitted).
 estimate::TimeCalibration Fit(const std::vector<const CalibrationRow*>& rows);
 
 // Summary of absolute errors.

@@ -172,9 +172,11 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   const double backward_factor = IsLora(tr) ? 1.0 : 2.0;  // no weight-gradient GEMMs under LoRA
   double attention_backward_seconds = 0;
   if (tr.flash_attention) {
-    // The fused kernel executes only the causal half of the square.
+    // The fused kernel skips the blocks above the diagonal under a causal mask (decoders): half
+    // the square; an encoder (BERT: no mask) runs all of it.
+    const double executed = model.kind == workload::ModelKind::kEncoder ? 1.0 : 0.5;
     out.attention_seconds =
-        0.5 * out.attention_flops / (peak16 * hw.efficiency.flash_attention_efficiency);
+        executed * out.attention_flops / (peak16 * hw.efficiency.flash_attention_efficiency);
     attention_backward_seconds = backward_factor * out.attention_seconds;
   } else {
     const double heads_local = heads / t;
@@ -184,10 +186,14 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
     const double score_seconds =
         static_cast<double>(tr.micro_batch) * heads_local * local_seq * seq * bytes / mem_bw;
     const double gemms = per_head * static_cast<double>(tr.micro_batch) * heads_local;
+    // Megatron fuses scale, mask and softmax into one kernel (its kernel counts,
+    // MegatronScoreElements); the other frameworks' eager attention runs them (and the dropout)
+    // as separate passes over the scores (unfused_attention_score_elements, fitted on the
+    // DeepLearningExamples BERT rows).
     const double score_forward =
-        megatron ? MegatronScoreElements(model, false) : c.attention_score_elements;
+        megatron ? MegatronScoreElements(model, false) : c.unfused_attention_score_elements;
     const double score_backward = megatron ? MegatronScoreElements(model, true)
-                                           : backward_factor * c.attention_score_elements;
+                                           : backward_factor * c.unfused_attention_score_elements;
     out.attention_seconds = gemms + score_forward * score_seconds;
     attention_backward_seconds = backward_factor * gemms + score_backward * score_seconds;
   }
@@ -233,29 +239,59 @@ Link GroupLink(int64_t ranks, int64_t stride, const Hardware& hw, const TimeCali
   return Link{std::min(intra.bytes_per_second, net), c.inter_node_latency_seconds};
 }
 
-// Generic (FLOPs-per-sample) models: data parallel only.
+// Generic (CNN) models, data parallel only. One micro-batch of b samples runs the convolutions
+// on the tensor cores (3 x forward FLOPs at the precision's peak x generic_model_efficiency,
+// falling off as b / (b + generic_half_batch)) and the depthwise ones on the CUDA cores, moves the
+// activations (forward-written elements x traffic per element x activation bytes, at the
+// datasheet bandwidth: a roofline sum, as the elementwise kernels and the convolutions run one
+// after the other), and pays a fixed time per weighted layer and pass.
+double GenericMicroBatchSeconds(const Model& model, const Training& tr, const Hardware& hw,
+                                const TimeCalibration& c) {
+  const double peak = hw.peak_flops_16bit > 0 ? hw.peak_flops_16bit : hw.peak_flops;
+  const double b = static_cast<double>(tr.micro_batch);
+  double large_batch = c.generic_model_efficiency;
+  if (hw.simt_fp32) {
+    large_batch = std::min(1.0, large_batch * c.fp32_simt_relative_efficiency);
+  } else if (tr.precision == Precision::kTf32) {
+    large_batch = std::min(1.0, large_batch * c.generic_tf32_relative_efficiency);
+  }
+  const double efficiency = large_batch * b / (b + c.generic_half_batch);
+  const double depthwise_flops = model.generic_depthwise_flops_per_sample;
+  const double conv_seconds =
+      3.0 * (model.generic_forward_flops_per_sample - depthwise_flops) * b / (peak * efficiency);
+  const double simt = hw.simt_flops > 0 ? hw.simt_flops : hw.peak_flops;
+  const double depthwise_seconds =
+      3.0 * depthwise_flops * b / (simt * c.generic_depthwise_efficiency);
+  const double traffic_seconds = c.generic_traffic_per_element *
+                                 model.generic_forward_elements_per_sample * b *
+                                 ActivationBytes(tr.precision) / hw.memory_bytes_per_second;
+  const double fixed_seconds =
+      3.0 * static_cast<double>(model.generic_weighted_layers) * c.generic_seconds_per_layer;
+  return conv_seconds + depthwise_seconds + traffic_seconds + fixed_seconds;
+}
+
 StepTime EstimateGenericStep(const Model& model, const Training& tr, const Hardware& hw,
                              const TimeCalibration& c) {
   StepTime out;
-  const double peak16 = hw.peak_flops_16bit > 0 ? hw.peak_flops_16bit : hw.peak_flops;
+  const double peak = hw.peak_flops_16bit > 0 ? hw.peak_flops_16bit : hw.peak_flops;
   const double samples_per_gpu = static_cast<double>(tr.global_batch) / static_cast<double>(tr.dp);
-  // Small micro-batches reach a smaller fraction of the peak (TimeCalibration::generic_half_batch).
-  const double b = static_cast<double>(tr.micro_batch);
-  const double large_batch =
-      hw.simt_fp32 ? std::min(1.0, c.generic_model_efficiency * c.fp32_simt_relative_efficiency)
-                   : c.generic_model_efficiency;
-  const double efficiency = large_batch * b / (b + c.generic_half_batch);
-  out.compute_seconds =
-      3.0 * model.generic_forward_flops_per_sample * samples_per_gpu / (peak16 * efficiency);
+  const double micro_batches =
+      std::max(1.0, std::ceil(samples_per_gpu / static_cast<double>(tr.micro_batch)));
+  const double mb_seconds = GenericMicroBatchSeconds(model, tr, hw, c);
+  const double optimizer_seconds = model.generic_parameters * c.optimizer_bytes_per_param /
+                                   (hw.memory_bytes_per_second * c.memory_bandwidth_efficiency);
+  out.compute_seconds = micro_batches * mb_seconds + optimizer_seconds;
   const double grad_bytes = model.generic_parameters * ActivationBytes(tr.precision);
   const Link link = GroupLink(tr.dp, 1, hw, c);
   out.communication_seconds = AllReduceSeconds(grad_bytes, static_cast<int>(tr.dp), link);
+  // The gradient all-reduce overlaps the backward of the last micro-batch.
+  const double last_backward = (2.0 / 3.0) * mb_seconds;
   out.exposed_seconds =
-      std::max(0.0, out.communication_seconds - c.dp_overlap_fraction * out.compute_seconds);
+      std::max(0.0, out.communication_seconds - c.dp_overlap_fraction * last_backward);
   out.step_seconds = out.compute_seconds + out.exposed_seconds;
   out.tokens_per_second_per_gpu = samples_per_gpu / out.step_seconds;
   out.mfu = out.hfu =
-      3.0 * model.generic_forward_flops_per_sample * samples_per_gpu / (out.step_seconds * peak16);
+      3.0 * model.generic_forward_flops_per_sample * samples_per_gpu / (out.step_seconds * peak);
   return out;
 }
 
@@ -621,6 +657,7 @@ std::optional<Hardware> HardwareFor(const catalog::Gpu& gpu, const catalog::Offe
     // No FP8 units: the layout runs as BF16 (fp8_gemm_relative_efficiency must not apply).
     hw.peak_flops = hw.peak_flops_16bit;
   }
+  hw.simt_flops = gpu.fp32_tflops.value_or(0) * 1e12;
   hw.memory_bytes_per_second = gpu.memory_bandwidth_gbps * 1e9;
   hw.nvlink = offer.interconnect == catalog::Interconnect::kNvlink && gpu.nvlink_gbps.has_value();
   hw.intra_node_bytes_per_second =

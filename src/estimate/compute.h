@@ -61,10 +61,6 @@ struct TimeCalibration {
   // * ffn (activation function). Backward moves twice as much. Fitted.
   double elementwise_hidden_elements = 17;
   double elementwise_ffn_elements = 2.8;
-  // Plain (non-flash) attention materialises the a*s*s score matrix: elements read/written per
-  // score in the forward pass beyond the two batched GEMMs, for frameworks other than Megatron
-  // (whose fused softmax and dropout kernels are counted in compute.cc). Fitted.
-  double attention_score_elements = 0;
   // Achievable fraction of link bandwidth for NCCL collectives (bus bandwidth / wire per
   // direction). Priors from published nccl-tests all_reduce_perf bus bandwidths: ~200-210 GB/s
   // on 8 A100-SXM4-80GB over NVLink/NVSwitch, 300 GB/s wire (NVIDIA/nccl-tests issues #149,
@@ -84,15 +80,16 @@ struct TimeCalibration {
   double dp_overlap_fraction = 0.85;
   // Fixed framework/kernel-launch overhead per layer per micro-batch (forward+backward). Fitted.
   double per_layer_overhead_seconds = 22e-6;
-  // Models given only by FLOPs per sample (kGeneric: CNNs such as ResNet-50): fraction of the
-  // dense peak of the precision reached at large micro-batches. Prior 0.22: what NVIDIA's
-  // ResNet-50 v1.5 PyTorch AMP result implies on A100 (~2,800 images/s x 3 x 8.2 GFLOPs of
-  // forward / 312 TFLOP/s; NVIDIA/DeepLearningExamples PyTorch/Classification/ConvNets README).
-  // Fitted on data/calibration/dle-throughput.csv.
-  double generic_model_efficiency = 0.22;
-  // Small micro-batches leave the GPU idle (kernel launches, small convolutions): the efficiency
-  // is generic_model_efficiency * b / (b + generic_half_batch) for micro-batch b, so that batch 1
-  // does not run at batch-256 speed. Prior 8; fitted.
+  // Generic models (kGeneric: CNNs such as ResNet-50): fraction of the dense peak of the
+  // precision their convolutions (implicit GEMMs) reach at large micro-batches; the elementwise
+  // traffic is charged apart (generic_traffic_per_element). Prior 0.5: half the peak, below the
+  // large-GEMM fraction as convolutions have small spatial and channel dims (an assumption).
+  // Fitted on data/calibration/dle-throughput.csv, at most 0.8 (no convolution reaches more of
+  // the peak than a large GEMM, ampere.gemm_max_efficiency).
+  double generic_model_efficiency = 0.5;
+  // Small micro-batches fill the GPU's SMs with fewer convolution tiles: the efficiency is
+  // generic_model_efficiency * b / (b + generic_half_batch) for micro-batch b (the fixed time per
+  // layer, generic_seconds_per_layer, is the other half of why batch 1 is slow). Prior 8; fitted.
   double generic_half_batch = 8;
   // QLoRA de-quantises 4-bit base weights to 16 bits for every use (forward, backward,
   // recompute): bytes moved per base parameter per use (0.5 read + 2 written).
@@ -105,6 +102,37 @@ struct TimeCalibration {
   // hidden communication time (Calculon, Isaev et al. SC'23: per-network "processor_usage",
   // 0.15 for A100 NVLink in calculon-ai/calculon systems/a100_80g.json). Prior 0.15; fitted.
   double overlapped_comm_slowdown = 0.15;
+
+  // --- generic (CNN) roofline, added with the DeepLearningExamples fit (issue 13) ---
+  // TF32 convolutions reach this fraction of what 16-bit ones reach of their peak (the frameworks
+  // run TF32 in NCHW, which tensor-core kernels transpose; AMP in NHWC). Prior 1; fitted.
+  double generic_tf32_relative_efficiency = 1;
+  // Bytes moved per forward-written element (Model::generic_forward_elements_per_sample) per
+  // byte of an activation element, forward + backward: written once and read once forward, and
+  // the backward reads and writes about twice that (gradients of the same shapes): prior 6.
+  // Charged at memory_bandwidth_efficiency of the datasheet bandwidth. Fitted.
+  double generic_traffic_per_element = 6;
+  // Depthwise convolutions (EfficientNet) have no tensor-core kernels: their FLOPs
+  // (Model::generic_depthwise_flops_per_sample) run on the CUDA cores at this fraction of the
+  // FP32 rate, for every precision, so they speed up with the CUDA-core rate between GPUs, not
+  // with the tensor-core peak or the bandwidth. Prior 0.1 (an assumption: the kernels are
+  // memory-latency bound); fitted.
+  double generic_depthwise_efficiency = 0.1;
+  // Fixed time per weighted layer per pass (kernel launches and framework dispatch of the
+  // layer with its normalisation and activation; the tails of small kernels), the same on every
+  // GPU: forward + backward count three passes per micro-batch, added to the GPU time. It is what
+  // makes batch 1 slow. Prior 2.4e-4 s: NVIDIA's ResNet-50 v1.5 PyTorch inference latency at
+  // batch 1-16 on one V100 is flat at 12.8-14.0 ms, one pass of 54 weighted layers
+  // (NVIDIA/DeepLearningExamples@291f0d02e8 PyTorch/Classification/ConvNets/resnet50v1.5/
+  // README.md, "Mixed Precision Inference Latency", DGX-1 1x V100 16GB: 12.78 ms at batch 1,
+  // 12.78 / 54 ~ 2.4e-4). Fitted.
+  double generic_seconds_per_layer = 2.4e-4;
+  // Plain attention outside Megatron (HF / TF eager BERT): scale, mask, softmax and dropout are
+  // separate kernels, each reading and writing the a*s*s scores (and dropout its mask), where
+  // Megatron fuses them (its kernels are counted in compute.cc, MegatronScoreElements): elements
+  // moved per score in the forward (plain, non-flash attention materialises the a*s*s scores). Prior 7 (scale 2, mask 2, softmax 2, dropout mask 1: the count of those passes);
+  // fitted (DeepLearningExamples BERT rows).
+  double unfused_attention_score_elements = 7;
 };
 
 // The fitted calibration (time_calibration_fitted.cc, generated by fulcrum-calibrate).
@@ -122,6 +150,7 @@ struct Hardware {
   double intra_node_bytes_per_second = 0;  // per GPU per direction, wire (NVLink or PCIe)
   bool nvlink = false;
   bool simt_fp32 = false;  // matmuls in plain fp32 on the CUDA cores (no tensor cores)
+  double simt_flops = 0;   // FP32 FLOP/s of the CUDA cores (depthwise convolutions); 0 = peak_flops
   int gpus_per_node = 8;
   double host_bytes_per_second = 0;              // GPU <-> CPU per direction, achievable (PCIe x16)
   double network_bytes_per_second_per_node = 0;  // inter-node, wire; 0 = single node only

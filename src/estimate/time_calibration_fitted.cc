@@ -19,7 +19,6 @@ const TimeCalibration& DefaultTimeCalibration() {
     c.fp32_simt_relative_efficiency = 1.11;
     c.elementwise_hidden_elements = 17.5;
     c.elementwise_ffn_elements = 2.81;
-    c.attention_score_elements = 4.3;
     c.memory_bandwidth_efficiency = 0.8;
     c.nvlink_efficiency = 0.719;
     c.network_efficiency = 0.909;

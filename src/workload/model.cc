@@ -113,6 +113,22 @@ double LargestTensorParameterCount(const Model& m) {
   return std::max({static_cast<double>(m.vocab) * h, h * static_cast<double>(m.ffn_hidden), h * h});
 }
 
+Model AtImageSize(const Model& m, int64_t image_size) {
+  if (m.kind != ModelKind::kGeneric || m.generic_image_size <= 0 || image_size <= 0 ||
+      image_size == m.generic_image_size) {
+    return m;
+  }
+  const double ratio = static_cast<double>(image_size) / static_cast<double>(m.generic_image_size);
+  const double pixels = ratio * ratio;
+  Model scaled = m;
+  scaled.generic_forward_flops_per_sample *= pixels;
+  scaled.generic_activation_bytes_per_sample *= pixels;
+  scaled.generic_forward_elements_per_sample *= pixels;
+  scaled.generic_depthwise_flops_per_sample *= pixels;
+  scaled.generic_image_size = image_size;
+  return scaled;
+}
+
 Status ValidateModel(const Model& m) {
   auto positive = [](const char* field, double value) -> Status {
     if (value > 0) return Status::Ok();
@@ -122,6 +138,13 @@ Status ValidateModel(const Model& m) {
   };
   if (m.kind == ModelKind::kGeneric) {
     FULCRUM_RETURN_IF_ERROR(positive("parameters", m.generic_parameters));
+    if (m.generic_forward_elements_per_sample < 0 || m.generic_depthwise_flops_per_sample < 0 ||
+        m.generic_depthwise_flops_per_sample > m.generic_forward_flops_per_sample ||
+        m.generic_weighted_layers < 0 || m.generic_image_size < 0) {
+      return Status::InvalidInput(
+          "model: forward_elements_per_sample, depthwise_flops_per_sample (at most "
+          "forward_flops_per_sample), weighted_layers and image_size: expected >= 0");
+    }
     return positive("forward_flops_per_sample", m.generic_forward_flops_per_sample);
   }
   FULCRUM_RETURN_IF_ERROR(positive("layers", static_cast<double>(m.layers)));

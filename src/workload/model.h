@@ -62,6 +62,16 @@ struct Model {
   double generic_parameters = 0;
   double generic_forward_flops_per_sample = 0;     // FLOPs (2 x multiply-adds) of one forward pass
   double generic_activation_bytes_per_sample = 0;  // saved for backward, 16-bit activations
+  // What the step-time roofline needs (estimate/compute.cc; 0 = unknown, not charged): elements
+  // of every tensor the forward pass writes per sample (convolution, normalisation, activation,
+  // pooling, residual-add and squeeze-excitation outputs), the forward FLOPs of the depthwise
+  // convolutions (part of generic_forward_flops_per_sample; they run on the CUDA cores), and the
+  // layers with weights (convolutions + linear). At the input resolution image_size (pixels per
+  // side; 0 = n/a).
+  double generic_forward_elements_per_sample = 0;
+  double generic_depthwise_flops_per_sample = 0;
+  int64_t generic_weighted_layers = 0;
+  int64_t generic_image_size = 0;
 };
 
 // Size of one head (hidden / heads).
@@ -98,6 +108,12 @@ double ParameterCount(const Model& m);
 // Parameters in the largest single tensor (what ZeRO-3 gathers at once; DeepSpeed's
 // "largest_layer"): the embedding or the largest weight matrix.
 double LargestTensorParameterCount(const Model& m);
+
+// `m` (kGeneric with a known image_size) at another input resolution: FLOPs, activation bytes
+// and forward elements scale with the pixel count (exact for the convolutions; the classifier
+// head after global pooling, < 0.1 % of the FLOPs of the presets, is scaled too). Other models,
+// or image_size unknown or equal: unchanged.
+Model AtImageSize(const Model& m, int64_t image_size);
 
 // Structural checks (positive sizes, heads divide hidden, kv_heads divide heads, 1 <= top-k <=
 // experts, dense_layers < layers); names the field.

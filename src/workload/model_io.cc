@@ -45,7 +45,11 @@ const std::vector<std::string> kPresetKeys = {"name",
                                               "dense_layers",
                                               "parameters",
                                               "forward_flops_per_sample",
-                                              "activation_bytes_per_sample"};
+                                              "activation_bytes_per_sample",
+                                              "forward_elements_per_sample",
+                                              "depthwise_flops_per_sample",
+                                              "weighted_layers",
+                                              "image_size"};
 
 template <typename Enum>
 Result<Enum> YamlChoice(const YamlNode& node,
@@ -134,6 +138,14 @@ Status ApplyYamlKey(const std::string& key, const YamlNode& v, Model& m) {
     return set_number(m.generic_forward_flops_per_sample);
   } else if (key == "activation_bytes_per_sample") {
     return set_number(m.generic_activation_bytes_per_sample);
+  } else if (key == "forward_elements_per_sample") {
+    return set_number(m.generic_forward_elements_per_sample);
+  } else if (key == "depthwise_flops_per_sample") {
+    return set_number(m.generic_depthwise_flops_per_sample);
+  } else if (key == "weighted_layers") {
+    return set_int(m.generic_weighted_layers);
+  } else if (key == "image_size") {
+    return set_int(m.generic_image_size);
   }
   return Status::Ok();  // CheckKeys refused every other key
 }

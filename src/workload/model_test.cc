@@ -58,6 +58,43 @@ TEST(PresetTest, EveryPresetLoadsAndNamesItsSource) {
   }
 }
 
+TEST(PresetTest, CnnPresetsCarryTheirRooflineShapes) {
+  // tools/cnn_shapes.py derives these from the architecture tables; its GMACs reproduce the
+  // published ones the presets cite (EfficientNet-B0 0.39 GMACs, Tan & Le 2019 Table 2).
+  for (const char* name : {"resnet-50", "resnext101-32x4d", "se-resnext101-32x4d",
+                           "efficientnet-b0", "efficientnet-b4", "efficientnetv2-s"}) {
+    const Model m = Preset(name);
+    EXPECT_GT(m.generic_forward_elements_per_sample, 0) << name;
+    EXPECT_GT(m.generic_weighted_layers, 0) << name;
+    EXPECT_GT(m.generic_image_size, 0) << name;
+  }
+  EXPECT_EQ(Preset("resnet-50").generic_depthwise_flops_per_sample, 0);
+  const Model b0 = Preset("efficientnet-b0");
+  EXPECT_GT(b0.generic_depthwise_flops_per_sample, 0);
+  EXPECT_LT(b0.generic_depthwise_flops_per_sample, 0.2 * b0.generic_forward_flops_per_sample);
+}
+
+TEST(PresetTest, AnotherImageSizeScalesWithThePixelCount) {
+  // EfficientNetV2-S: 8.37 GMACs at 384 px (torchvision); DeepLearningExamples' TF2 benchmark
+  // trains its last progressive-resize stage at 300 px: (300 / 384)^2 of the FLOPs.
+  const Model v2 = Preset("efficientnetv2-s");
+  const Model at300 = AtImageSize(v2, 300);
+  const double pixels = (300.0 / 384.0) * (300.0 / 384.0);
+  EXPECT_DOUBLE_EQ(at300.generic_forward_flops_per_sample,
+                   v2.generic_forward_flops_per_sample * pixels);
+  EXPECT_DOUBLE_EQ(at300.generic_forward_elements_per_sample,
+                   v2.generic_forward_elements_per_sample * pixels);
+  EXPECT_DOUBLE_EQ(at300.generic_depthwise_flops_per_sample,
+                   v2.generic_depthwise_flops_per_sample * pixels);
+  EXPECT_EQ(at300.generic_image_size, 300);
+  EXPECT_EQ(at300.generic_parameters, v2.generic_parameters);
+  // Unknown sizes and transformers are left alone.
+  EXPECT_EQ(AtImageSize(v2, 0).generic_forward_flops_per_sample,
+            v2.generic_forward_flops_per_sample);
+  const Model bert = Preset("bert-large");
+  EXPECT_EQ(AtImageSize(bert, 300).hidden, bert.hidden);
+}
+
 TEST(PresetTest, UnknownPresetListsKnownOnes) {
   Result<Model> m = LoadModelPreset(kCatalog, "llama-9");
   ASSERT_FALSE(m.ok());
