@@ -8,12 +8,12 @@ namespace fulcrum::serve {
 const ServeCalibration& DefaultServeCalibration() {
   static const ServeCalibration kFitted = [] {
     ServeCalibration c;
-    c.prefill_gemm_efficiency = 0.764;
-    c.decode_gemm_efficiency = 0.535;
+    c.prefill_gemm_efficiency = 0.72;
+    c.decode_gemm_efficiency = 0.599;
     c.low_bit_gemm_relative_efficiency = 0.84;
-    c.attention_efficiency = 0.218;
+    c.attention_efficiency = 0.217;
     c.decode_bandwidth_efficiency = 0.8;
-    c.per_layer_overhead_seconds = 4.91e-05;
+    c.per_layer_overhead_seconds = 4.59e-05;
     return c;
   }();
   return kFitted;
@@ -22,9 +22,9 @@ const ServeCalibration& DefaultServeCalibration() {
 const ServeLatencyBand& DefaultServeLatencyBand() {
   static const ServeLatencyBand kBand = [] {
     ServeLatencyBand b;
-    b.ttft_p50_ratio = 1.14;
-    b.ttft_p90_ratio = 1.32;
-    b.tpot_p50_ratio = 0.948;
+    b.ttft_p50_ratio = 1.15;
+    b.ttft_p90_ratio = 1.43;
+    b.tpot_p50_ratio = 0.955;
     b.tpot_p90_ratio = 1.12;
     return b;
   }();
