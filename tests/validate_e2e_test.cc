@@ -249,6 +249,26 @@ TEST_F(ValidateTest, AnInterruptStopsTheJobCleanlyAndReportsWhatRan) {
   EXPECT_EQ(err.find("the job ignored SIGTERM"), std::string::npos) << err;
 }
 
+// A second validation in the same --work-dir starts the job afresh: it does not continue the
+// first one's job or resume from its checkpoints.
+TEST_F(ValidateTest, ASecondRunInTheSameWorkDirStartsTheJobAfresh) {
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run + 1));
+    RunOutput r = RunFulcrum(Fast({"--json", "--skip", "environment,stress", "--drills", "crash",
+                                   "--drill-timeout", "20s", "--work-dir", dir_ + "/work", "--",
+                                   FULCRUM_TRAINER, "--steps", "1000000", "--step-ms", "20"}),
+                             Timeout(120));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto report = nlohmann::json::parse(r.out);
+    EXPECT_EQ(Phase(report, "small-run")["metrics"]["fresh_start"], true) << r.out;
+    EXPECT_EQ(DrillOf(report, "crash")["verdict"], "pass") << r.out;
+  }
+  size_t runs = 0;
+  for (const auto& entry : fs::directory_iterator(dir_ + "/work"))
+    runs += entry.path().filename().string().rfind("validate-", 0) == 0;
+  EXPECT_EQ(runs, 2u) << "one directory per run, kept";
+}
+
 TEST_F(ValidateTest, BadUsageExitsTwoWithThePreciseMessage) {
   RunOutput source = RunFulcrum({"validate", "--source", "nvlm"});
   EXPECT_EQ(source.exit_code, 2);

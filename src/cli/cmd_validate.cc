@@ -215,8 +215,8 @@ void RegisterValidate(CLI::App* cmd, CliContext& ctx) {
   cmd->add_option("--gpus", f->gpus, "GPU indices of the job (default every GPU of the source)")
       ->type_name("LIST");
   cmd->add_option("--work-dir", f->work_dir,
-                  "Keep the job's data, checkpoints and logs here (default a temporary "
-                  "directory, removed at the end)")
+                  "Keep the job's data, checkpoints and logs in a new validate-XXXXXX directory "
+                  "here (default a temporary directory, removed at the end)")
       ->type_name("DIR");
   cmd->add_flag("--quiet", f->quiet, "Do not echo the job's output on stderr");
   cmd->add_option("command", f->command, "The training command and its arguments, after --")

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -87,11 +88,13 @@ PhaseResult Validation::Stress() {
         break;
       }
       auto json = nlohmann::json::parse(bench->out, nullptr, false);
-      if (json.is_object() && json.contains("gpu") && json["gpu"].contains("skipped_reason")) {
+      if (json.is_object() && json.contains("gpu_skipped_reason") &&
+          json["gpu_skipped_reason"].is_string()) {
         phase.reasons.push_back("no stability kernel: " +
-                                json["gpu"]["skipped_reason"].dump());
+                                json["gpu_skipped_reason"].get<std::string>());
         break;
       }
+      ScanBenchVerdicts(json, "", failures);  // an unstable sustained GEMM fails the stress
     }
   } else {
     while (Now() - start < duration && !Interrupted()) {  // the sim's load
@@ -178,9 +181,20 @@ PhaseResult Validation::Stress() {
           m["utilization_mean"] = mean;
         } else if (metric == "gpu_sm_clock_hertz") {
           m["sm_clock_mhz_min"] = lo * 1e-6, m["sm_clock_mhz_max"] = hi * 1e-6;
-          if (hi > 0 && lo < 0.7 * hi) {
+          // A clock drop counts while the GPU is busy (an idle GPU lowers its clock by design):
+          // samples whose utilisation (read first, same timestamps) is 50 % or more.
+          std::map<double, double> busy;
+          for (const SeriesData& u : report_.series)
+            if (u.metric == "gpu_utilization_ratio" && u.gpu == data.gpu)
+              for (const auto& [t, v] : u.points) busy[t] = v;
+          double busy_lo = INFINITY;
+          for (const auto& [t, v] : data.points) {
+            auto it = busy.find(t);
+            if (it == busy.end() || it->second >= 0.5) busy_lo = std::min(busy_lo, v);
+          }
+          if (hi > 0 && std::isfinite(busy_lo) && busy_lo < 0.7 * hi) {
             failures.push_back(gpu + ": SM clock fell from " + FormatNumber(hi * 1e-6, 0) +
-                               " to " + FormatNumber(lo * 1e-6, 0) + " MHz");
+                               " to " + FormatNumber(busy_lo * 1e-6, 0) + " MHz while busy");
           }
         } else if (metric == "gpu_temperature_celsius") {
           m["temperature_max_celsius"] = hi;

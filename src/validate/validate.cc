@@ -92,6 +92,30 @@ std::optional<int64_t> CheckpointStep(const std::string& path) {
   return step;
 }
 
+void ScanBenchVerdicts(const nlohmann::json& j, const std::string& where,
+                       std::vector<std::string>& failures) {
+  if (j.is_object()) {
+    if (j.contains("verdict") && j["verdict"].is_string()) {
+      const std::string v = j["verdict"].get<std::string>();
+      if (v == "low" || v == "unstable") {
+        std::string figure = "bench " + where + ": " + v;
+        if (j.contains("percent_of_spec") && j["percent_of_spec"].is_number())
+          figure += " (" + FormatNumber(j["percent_of_spec"].get<double>(), 0) + " % of spec)";
+        failures.push_back(figure);
+      }
+    }
+    for (const auto& [key, value] : j.items())
+      ScanBenchVerdicts(value, where.empty() ? key : where + "." + key, failures);
+  } else if (j.is_array()) {
+    for (size_t i = 0; i < j.size(); ++i) {
+      std::string name = where + "[" + std::to_string(i) + "]";
+      if (j[i].is_object() && j[i].contains("dtype") && j[i]["dtype"].is_string())
+        name = where + " " + j[i]["dtype"].get<std::string>();
+      ScanBenchVerdicts(j[i], name, failures);
+    }
+  }
+}
+
 Status CheckValidateOptions(const ValidateOptions& o) {
   FULCRUM_RETURN_IF_ERROR(CheckName("--source", o.source, std::array{"nvml", "sim"}));
   for (const auto& d : o.drills) FULCRUM_RETURN_IF_ERROR(CheckName("--drills", d, kDrillNames));
@@ -170,10 +194,15 @@ Result<ValidateReport> Validation::Run() {
     work_dir_ = pattern;
     own_work_dir_ = true;
   } else {
-    work_dir_ = fs::absolute(options_.work_dir).string();
+    // A fresh directory per run: a job, checkpoints or an agent left by an earlier validation
+    // in the same --work-dir must not be resumed by this one.
     std::error_code ec;
-    fs::create_directories(work_dir_, ec);
-    if (ec) return Status::IoError(work_dir_ + ": " + ec.message());
+    fs::create_directories(options_.work_dir, ec);
+    if (ec) return Status::IoError(options_.work_dir + ": " + ec.message());
+    std::string pattern = fs::absolute(options_.work_dir).string() + "/validate-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr)
+      return Status::IoError(pattern + ": cannot make a directory for this run");
+    work_dir_ = pattern;
   }
   if (!options_.gpus.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(gpus_, supervise::ParseGpuList(options_.gpus));
@@ -238,32 +267,6 @@ std::vector<std::string> Validation::SourceArgs() const {
 }
 
 namespace {
-
-// Every figure's verdict in a `bench --json` result: "low" (below 70 % of spec) and "unstable"
-// fail the environment.
-void ScanBenchVerdicts(const nlohmann::json& j, const std::string& where,
-                       std::vector<std::string>& failures) {
-  if (j.is_object()) {
-    if (j.contains("verdict") && j["verdict"].is_string()) {
-      const std::string v = j["verdict"].get<std::string>();
-      if (v == "low" || v == "unstable") {
-        std::string figure = "bench " + where + ": " + v;
-        if (j.contains("percent_of_spec") && j["percent_of_spec"].is_number())
-          figure += " (" + FormatNumber(j["percent_of_spec"].get<double>(), 0) + " % of spec)";
-        failures.push_back(figure);
-      }
-    }
-    for (const auto& [key, value] : j.items())
-      ScanBenchVerdicts(value, where.empty() ? key : where + "." + key, failures);
-  } else if (j.is_array()) {
-    for (size_t i = 0; i < j.size(); ++i) {
-      std::string name = where + "[" + std::to_string(i) + "]";
-      if (j[i].is_object() && j[i].contains("dtype") && j[i]["dtype"].is_string())
-        name = where + " " + j[i]["dtype"].get<std::string>();
-      ScanBenchVerdicts(j[i], name, failures);
-    }
-  }
-}
 
 // The bench against what the plan assumed: its GPU model, at least its GPUs per node, and the
 // GEMM in its precision near the datasheet (the planner's step time assumes the datasheet peak
@@ -495,6 +498,8 @@ PhaseResult Validation::SmallRun() {
     return phase;
   }
   phase.metrics["startup_seconds"] = job_->steps().front().at - start;
+  // A validation starts the job afresh (FULCRUM_RESUME_FROM empty), whatever ran before.
+  phase.metrics["fresh_start"] = !job_->starts().empty() && job_->starts().front().resumed_from.empty();
   // 2. It checkpoints on request (the supervisor asks every `every`), and runs its few minutes.
   auto requested_checkpoint = [&] {
     for (const auto& c : job_->checkpoints())

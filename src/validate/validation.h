@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,11 @@ class Validation {
   std::string job_failure_;  // why the job cannot go on ("" = it can)
   ValidateReport report_;
 };
+
+// Each figure of a `bench --json` result whose verdict is "low" (below 70 % of the datasheet)
+// or "unstable" (the sustained GEMM swings), as "bench gpu.gemm bf16: low (60 % of spec)".
+void ScanBenchVerdicts(const nlohmann::json& bench, const std::string& where,
+                       std::vector<std::string>& failures);
 
 // The step number in a checkpoint's file name (the last number in it), nullopt without one.
 std::optional<int64_t> CheckpointStep(const std::string& path);
