@@ -249,6 +249,22 @@ TEST_F(ValidateTest, AnInterruptStopsTheJobCleanlyAndReportsWhatRan) {
   EXPECT_EQ(err.find("the job ignored SIGTERM"), std::string::npos) << err;
 }
 
+// A job that reports its step only in the JSON heartbeat ({"step": N} in FULCRUM_HEARTBEAT_FILE,
+// as `fulcrum run` reads it): the drills judge its resume from that step.
+TEST_F(ValidateTest, AJsonHeartbeatIsProgressWhenNoLineMatches) {
+  RunOutput r = RunFulcrum(Fast({"--json", "--skip", "environment,stress", "--drills", "crash",
+                                 "--drill-timeout", "20s", "--progress-regex", "^never (\\d+)",
+                                 "--", FULCRUM_TRAINER, "--steps", "1000000", "--step-ms", "20",
+                                 "--heartbeat-json"}),
+                           Timeout(120));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_GT(Phase(report, "small-run")["metrics"]["steps"].get<int64_t>(), 0) << r.out;
+  const auto& crash = DrillOf(report, "crash");
+  EXPECT_EQ(crash["verdict"], "pass") << r.out;
+  EXPECT_GT(StepOf(crash["resumed_from"]), 0);
+}
+
 // A second validation in the same --work-dir starts the job afresh: it does not continue the
 // first one's job or resume from its checkpoints.
 TEST_F(ValidateTest, ASecondRunInTheSameWorkDirStartsTheJobAfresh) {

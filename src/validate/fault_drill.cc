@@ -175,7 +175,8 @@ void Validation::CheckResume(DrillResult& drill, double t0, size_t starts_before
                    start.resumed_from +
                    (checkpoint_step ? " (step " + std::to_string(*checkpoint_step) + ")" : "") +
                    ": the job cannot resume from its checkpoint";
-  } else if (checkpoint_step && *checkpoint_step != resumed_step) {
+  } else if (checkpoint_step && (start.first_step_sampled ? resumed_step < *checkpoint_step
+                                                           : resumed_step != *checkpoint_step)) {
     drill.verdict = Verdict::kFail;
     drill.reason = "resumed at step " + std::to_string(resumed_step) + " but the checkpoint " +
                    start.resumed_from + " is step " + std::to_string(*checkpoint_step);

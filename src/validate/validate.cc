@@ -399,6 +399,7 @@ PhaseResult Validation::Environment() {
 Status Validation::StartJob() {
   const std::string data_dir = work_dir_ + "/data";
   const std::string checkpoints = work_dir_ + "/checkpoints";
+  const std::string heartbeat = work_dir_ + "/heartbeat.json";
   FULCRUM_ASSIGN_OR_RETURN(notice_, NoticeEndpoint::Start());
   drill_agent_port_ = FreeLoopbackPort();
   const bool wants_network = std::find(options_.drills.begin(), options_.drills.end(),
@@ -437,7 +438,9 @@ Status Validation::StartJob() {
                                    "--stop-grace",
                                    FormatNumber(grace, 3) + "s",
                                    "--max-restarts",
-                                   "-1"};
+                                   "-1",
+                                   "--heartbeat-file",
+                                   heartbeat};
   if (!gpus_.empty()) {
     std::string list;
     for (int g : gpus_) {
@@ -448,7 +451,8 @@ Status Validation::StartJob() {
   }
   argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
-  job_ = std::make_unique<JobSession>(argv, options_.progress_regex, clock_, options_.job_output);
+  job_ = std::make_unique<JobSession>(argv, options_.progress_regex, heartbeat, clock_,
+                                      options_.job_output);
   job_->SetInterrupt(options_.interrupted);
   Say("small-run: fulcrum run -- " + [&] {
     std::string s;
@@ -490,9 +494,11 @@ PhaseResult Validation::SmallRun() {
                               (job_->run_exit() ? job_->run_exit()->Describe() : "?") +
                               "): " + job_->Tail(8));
     } else {
-      phase.reasons.push_back("no progress line matched --progress-regex '" +
-                              options_.progress_regex + "' within " +
-                              Seconds(Now() - start) + ": " + job_->Tail(5));
+      phase.reasons.push_back("no progress within " + Seconds(Now() - start) +
+                              ": no output line matched --progress-regex '" +
+                              options_.progress_regex +
+                              "' and no {\"step\": N} came in FULCRUM_HEARTBEAT_FILE; " +
+                              job_->Tail(5));
     }
     job_failure_ = "the small run failed";
     return phase;
