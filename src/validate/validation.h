@@ -1,6 +1,6 @@
-// The state of one `fulcrum validate` run, shared by its phases (validate.cc: environment, small
-// run, the job's start and stop; fault_drill.cc: the drills; stress.cc: the stress phase).
-// Internal to src/validate; one thread.
+// The state of one `fulcrum validate` run, shared by its phases (environment.cc: doctor and
+// bench; validate.cc: the options, the job's start and stop, the small run; fault_drill.cc: the
+// drills; stress.cc: the stress phase). Internal to src/validate; one thread.
 #pragma once
 
 #include <memory>
