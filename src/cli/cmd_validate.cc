@@ -171,7 +171,8 @@ void RegisterValidate(CLI::App* cmd, CliContext& ctx) {
       "Examples:\n"
       "  fulcrum validate --duration 72h --report report.html -- python3 train.py\n"
       "  fulcrum validate --source sim --duration 2m --json -- \\\n"
-      "      python3 examples/torch_train.py --steps 100000 --step-sleep 0.05 --checkpoint-every 0");
+      "      python3 examples/torch_train.py --steps 100000 --step-sleep 0.05 --checkpoint-every "
+      "0");
   // A flag given twice takes its last value (a script's defaults, then the user's).
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cmd->add_option("--duration", f->duration, "Length of the stress phase (default 10m; e.g. 72h)")

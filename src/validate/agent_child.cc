@@ -47,10 +47,10 @@ Result<std::unique_ptr<AgentChild>> AgentChild::Start(const AgentChildOptions& o
   agent->log_file_ = o.data_dir + "/agent.out";
   fs::remove(agent->log_file_, ec);
   supervise::ChildSpec spec;
-  spec.argv = {o.fulcrum_binary, "agent",      "--source",   o.source,
-               "--listen",       "127.0.0.1:" + std::to_string(o.port),
-               "--data-dir",     o.data_dir,   "--interval", o.interval,
-               "--json"};
+  spec.argv = {o.fulcrum_binary, "agent",    "--source",
+               o.source,         "--listen", "127.0.0.1:" + std::to_string(o.port),
+               "--data-dir",     o.data_dir, "--interval",
+               o.interval,       "--json"};
   if (o.source == "sim") {
     spec.argv.insert(spec.argv.end(), {"--sim-gpus", std::to_string(o.sim_gpus)});
     if (!o.sim_scenario.empty())

@@ -38,10 +38,10 @@ void ScanBenchVerdicts(const nlohmann::json& j, const std::string& where,
 std::vector<std::string> Validation::SourceArgs() const {
   std::vector<std::string> args = {"--source", options_.source};
   if (options_.source == "sim") {
-    args.insert(args.end(), {"--sim-gpu", options_.sim_gpu, "--sim-gpus",
-                             std::to_string(options_.sim_gpus), "--sim-fraction",
-                             FormatNumber(options_.sim_fraction, 6), "--sim-swing",
-                             FormatNumber(options_.sim_swing, 6)});
+    args.insert(args.end(),
+                {"--sim-gpu", options_.sim_gpu, "--sim-gpus", std::to_string(options_.sim_gpus),
+                 "--sim-fraction", FormatNumber(options_.sim_fraction, 6), "--sim-swing",
+                 FormatNumber(options_.sim_swing, 6)});
     if (!options_.sim_scenario.empty())
       args.insert(args.end(), {"--sim-scenario", options_.sim_scenario});
   }
@@ -53,8 +53,8 @@ namespace {
 // The bench against what the plan assumed: its GPU model, at least its GPUs per node, and the
 // GEMM in its precision near the datasheet (the planner's step time assumes the datasheet peak
 // times its MFU, so a GEMM at 80 % of spec makes every step about 25 % slower than planned).
-void CompareWithPlan(const nlohmann::json& bench, const std::string& plan_path,
-                     PhaseResult& phase, std::vector<std::string>& failures) {
+void CompareWithPlan(const nlohmann::json& bench, const std::string& plan_path, PhaseResult& phase,
+                     std::vector<std::string>& failures) {
   auto text = [&]() -> std::string {
     std::ifstream in(plan_path);
     std::stringstream s;
@@ -77,10 +77,13 @@ void CompareWithPlan(const nlohmann::json& bench, const std::string& plan_path,
     phase.reasons.push_back("--expect: no GPU figures to compare with the plan");
     return;
   }
-  const std::string found = gpu["datasheet_gpu"].is_string() ? gpu["datasheet_gpu"].get<std::string>() : "";
+  const std::string found =
+      gpu["datasheet_gpu"].is_string() ? gpu["datasheet_gpu"].get<std::string>() : "";
   const int count = gpu.contains("device") ? gpu["device"].value("gpu_count", 0) : 0;
   nlohmann::json& m = phase.metrics["expect"];
-  m = {{"plan_gpu", planned_gpu}, {"plan_gpus_per_node", planned_gpus}, {"gpu", found},
+  m = {{"plan_gpu", planned_gpu},
+       {"plan_gpus_per_node", planned_gpus},
+       {"gpu", found},
        {"gpu_count", count}};
   if (!planned_gpu.empty() && found != planned_gpu)
     failures.push_back("the plan assumed " + planned_gpu + ", this server has " + found);
@@ -112,7 +115,8 @@ PhaseResult Validation::Environment() {
   CaptureOptions capture;
   capture.timeout_seconds = 300;
   std::vector<std::string> global = {options_.fulcrum_binary};
-  if (!options_.catalog_dir.empty()) global.insert(global.end(), {"--catalog", options_.catalog_dir});
+  if (!options_.catalog_dir.empty())
+    global.insert(global.end(), {"--catalog", options_.catalog_dir});
   std::vector<std::string> doctor_argv = global;
   doctor_argv.insert(doctor_argv.end(), {"doctor", "--json", "--checkpoint-dir", work_dir_});
   const std::vector<std::string> source = SourceArgs();
@@ -144,7 +148,8 @@ PhaseResult Validation::Environment() {
   }
   Say("environment: fulcrum bench --quick --source " + options_.source);
   std::vector<std::string> bench_argv = global;
-  bench_argv.insert(bench_argv.end(), {"bench", "--quick", "--json", "--checkpoint-dir", work_dir_});
+  bench_argv.insert(bench_argv.end(),
+                    {"bench", "--quick", "--json", "--checkpoint-dir", work_dir_});
   bench_argv.insert(bench_argv.end(), source.begin(), source.end());
   capture.timeout_seconds = 900;
   auto bench = RunCapture(bench_argv, capture);

@@ -36,8 +36,8 @@ Status JobSession::Start() {
     try {
       progress_.emplace(progress_text_);
     } catch (const std::regex_error& e) {
-      return Status::InvalidInput("--progress-regex: not a regular expression: '" +
-                                  progress_text_ + "' (" + e.what() + ")");
+      return Status::InvalidInput("--progress-regex: not a regular expression: '" + progress_text_ +
+                                  "' (" + e.what() + ")");
     }
   }
   supervise::ChildSpec spec;
@@ -124,7 +124,8 @@ void JobSession::OnLine(supervise::Stream stream, std::string_view line) {
     const std::string text(line.substr(kRunPrefix.size()));
     events_.push_back({now, text});
     static const std::regex started(R"(^started pid (\d+)(?: resuming from (.*))?)");
-    static const std::regex complete(R"(^checkpoint complete: (.*?)( \([0-9.]+ s after the request\))?$)");
+    static const std::regex complete(
+        R"(^checkpoint complete: (.*?)( \([0-9.]+ s after the request\))?$)");
     static const std::regex latest(R"(^latest complete checkpoint: (.*)$)");
     std::smatch m;
     if (std::regex_search(text, m, started)) {

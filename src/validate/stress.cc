@@ -98,8 +98,8 @@ PhaseResult Validation::Stress() {
     }
   } else {
     while (Now() - start < duration && !Interrupted()) {  // the sim's load
-      std::this_thread::sleep_for(std::chrono::duration<double>(
-          std::min(0.1, std::max(0.0, duration - (Now() - start)))));
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(std::min(0.1, std::max(0.0, duration - (Now() - start)))));
     }
   }
   const double end = Now();
@@ -132,10 +132,9 @@ PhaseResult Validation::Stress() {
           {"min", sorted.front()}, {"median", median}, {"max", sorted.back()}};
       phase.metrics["throughput_drift"] = drift;
       if (drift > options_.max_drift) {
-        failures.push_back("throughput swung " + Percent(drift) + " (" +
-                           FormatNumber(sorted.front(), 2) + " to " +
-                           FormatNumber(sorted.back(), 2) + " steps/s), above " +
-                           Percent(options_.max_drift));
+        failures.push_back(
+            "throughput swung " + Percent(drift) + " (" + FormatNumber(sorted.front(), 2) + " to " +
+            FormatNumber(sorted.back(), 2) + " steps/s), above " + Percent(options_.max_drift));
       }
     } else {
       phase.reasons.push_back("too few steps to measure throughput drift");
@@ -173,8 +172,8 @@ PhaseResult Validation::Stress() {
         }
         const double mean = sum / static_cast<double>(data.points.size());
         const std::string gpu = "GPU " + std::to_string(data.gpu);
-        const std::string n = std::to_string(on) + " of " + std::to_string(data.points.size()) +
-                              " samples";
+        const std::string n =
+            std::to_string(on) + " of " + std::to_string(data.points.size()) + " samples";
         nlohmann::json& m = gpus[std::to_string(data.gpu)];
         const std::string metric = w.metric;
         if (metric == "gpu_utilization_ratio") {
@@ -193,8 +192,8 @@ PhaseResult Validation::Stress() {
             if (it == busy.end() || it->second >= 0.5) busy_lo = std::min(busy_lo, v);
           }
           if (hi > 0 && std::isfinite(busy_lo) && busy_lo < 0.7 * hi) {
-            failures.push_back(gpu + ": SM clock fell from " + FormatNumber(hi * 1e-6, 0) +
-                               " to " + FormatNumber(busy_lo * 1e-6, 0) + " MHz while busy");
+            failures.push_back(gpu + ": SM clock fell from " + FormatNumber(hi * 1e-6, 0) + " to " +
+                               FormatNumber(busy_lo * 1e-6, 0) + " MHz while busy");
           }
         } else if (metric == "gpu_temperature_celsius") {
           m["temperature_max_celsius"] = hi;
@@ -226,9 +225,9 @@ PhaseResult Validation::Stress() {
   }
   if (failures.empty()) {
     phase.verdict = Verdict::kPass;
-    phase.reasons.insert(phase.reasons.begin(),
-                         "no throttling, XID, ECC error or throughput drift over " +
-                             FormatDuration(end - start));
+    phase.reasons.insert(
+        phase.reasons.begin(),
+        "no throttling, XID, ECC error or throughput drift over " + FormatDuration(end - start));
   } else {
     phase.verdict = Verdict::kFail;
     phase.reasons.insert(phase.reasons.end(), failures.begin(), failures.end());

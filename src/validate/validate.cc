@@ -7,8 +7,8 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
@@ -84,8 +84,8 @@ std::optional<int64_t> CheckpointStep(const std::string& path) {
   const std::string name = fs::path(path).filename().string();
   static const std::regex number(R"((\d+))");
   std::optional<int64_t> step;
-  for (auto it = std::sregex_iterator(name.begin(), name.end(), number); it != std::sregex_iterator();
-       ++it) {
+  for (auto it = std::sregex_iterator(name.begin(), name.end(), number);
+       it != std::sregex_iterator(); ++it) {
     auto value = ParseInt(it->str());
     if (value.ok()) step = *value;
   }
@@ -116,18 +116,17 @@ Status CheckValidateOptions(const ValidateOptions& o) {
                                   "' has no capture group; its first group must be the step");
     }
   } catch (const std::regex_error& e) {
-    return Status::InvalidInput("--progress-regex: not a regular expression: '" +
-                                o.progress_regex + "' (" + e.what() + ")");
+    return Status::InvalidInput("--progress-regex: not a regular expression: '" + o.progress_regex +
+                                "' (" + e.what() + ")");
   }
   if (!o.gpus.empty()) FULCRUM_RETURN_IF_ERROR(supervise::ParseGpuList(o.gpus).status());
   if (!o.expect_plan.empty()) {
     FULCRUM_RETURN_IF_ERROR(supervise::ReadPlanFile(o.expect_plan, 1).status());
   }
   if (!o.command.empty() && !ProgramExists(o.command[0])) {
-    return Status::InvalidInput(o.command[0] + ": command not found" +
-                                (o.command[0].find('/') == std::string::npos
-                                     ? " (not on PATH)"
-                                     : " (or not executable)"));
+    return Status::InvalidInput(
+        o.command[0] + ": command not found" +
+        (o.command[0].find('/') == std::string::npos ? " (not on PATH)" : " (or not executable)"));
   }
   return Status::Ok();
 }
@@ -156,8 +155,7 @@ bool Validation::Wanted(const std::string& phase) const {
 }
 
 double Validation::CheckpointEvery() const {
-  return options_.checkpoint_every_seconds.value_or(
-      std::min(30.0, options_.small_run_seconds / 4));
+  return options_.checkpoint_every_seconds.value_or(std::min(30.0, options_.small_run_seconds / 4));
 }
 
 Result<ValidateReport> Validation::Run() {
@@ -316,8 +314,8 @@ PhaseResult Validation::SmallRun() {
   const double start = Now();
   const double every = CheckpointEvery();
   // 1. It starts and reports progress.
-  const bool progressed = job_->PumpUntil(
-      [&] { return !job_->steps().empty(); }, std::max(options_.small_run_seconds, kStartupSeconds));
+  const bool progressed = job_->PumpUntil([&] { return !job_->steps().empty(); },
+                                          std::max(options_.small_run_seconds, kStartupSeconds));
   if (!progressed) {
     phase.verdict = Verdict::kFail;
     if (job_->starts().empty()) {
@@ -327,18 +325,18 @@ PhaseResult Validation::SmallRun() {
                               (job_->run_exit() ? job_->run_exit()->Describe() : "?") +
                               "): " + job_->Tail(8));
     } else {
-      phase.reasons.push_back("no progress within " + Seconds(Now() - start) +
-                              ": no output line matched --progress-regex '" +
-                              options_.progress_regex +
-                              "' and no {\"step\": N} came in FULCRUM_HEARTBEAT_FILE; " +
-                              job_->Tail(5));
+      phase.reasons.push_back(
+          "no progress within " + Seconds(Now() - start) +
+          ": no output line matched --progress-regex '" + options_.progress_regex +
+          "' and no {\"step\": N} came in FULCRUM_HEARTBEAT_FILE; " + job_->Tail(5));
     }
     job_failure_ = "the small run failed";
     return phase;
   }
   phase.metrics["startup_seconds"] = job_->steps().front().at - start;
   // A validation starts the job afresh (FULCRUM_RESUME_FROM empty), whatever ran before.
-  phase.metrics["fresh_start"] = !job_->starts().empty() && job_->starts().front().resumed_from.empty();
+  phase.metrics["fresh_start"] =
+      !job_->starts().empty() && job_->starts().front().resumed_from.empty();
   // 2. It checkpoints on request (the supervisor asks every `every`), and runs its few minutes.
   auto requested_checkpoint = [&] {
     for (const auto& c : job_->checkpoints())
