@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/html.h"
 #include "core/table.h"
 #include "server/web_assets.h"
 
@@ -10,29 +11,6 @@ namespace {
 
 nlohmann::json OrNull(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
-}
-
-std::string Html(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 // JSON inside <script>: "</" must not close the element.
@@ -129,9 +107,9 @@ std::string ReportHtml(const ValidateReport& report) {
   body += "<table><tr><th>phase</th><th>verdict</th><th>reasons</th></tr>\n";
   for (const PhaseResult& p : report.phases) {
     std::string reasons;
-    for (const auto& r : p.reasons) reasons += Html(r) + "<br>";
+    for (const auto& r : p.reasons) reasons += HtmlEscape(r) + "<br>";
     body += fmt::format("<tr class=\"{0}\"><td>{1}</td><td>{0}</td><td>{2}</td></tr>\n",
-                        VerdictName(p.verdict), Html(p.name), reasons);
+                        VerdictName(p.verdict), HtmlEscape(p.name), reasons);
   }
   body += "</table>\n";
   if (!report.drills.empty()) {
@@ -142,8 +120,9 @@ std::string ReportHtml(const ValidateReport& report) {
       body += fmt::format(
           "<tr class=\"{0}\"><td>{1}</td><td>{0}</td><td>{2}</td><td>{3}</td><td>{4}</td>"
           "<td>{5}</td><td>{6}</td></tr>\n",
-          VerdictName(d.verdict), Html(d.fault), Cell(d.detect_seconds), Cell(d.resume_seconds),
-          d.lost_steps ? std::to_string(*d.lost_steps) : "-", Html(d.resumed_from), Html(d.reason));
+          VerdictName(d.verdict), HtmlEscape(d.fault), Cell(d.detect_seconds),
+          Cell(d.resume_seconds), d.lost_steps ? std::to_string(*d.lost_steps) : "-",
+          HtmlEscape(d.resumed_from), HtmlEscape(d.reason));
     }
     body += "</table>\n";
   }
