@@ -315,6 +315,25 @@ TEST_F(ValidateTest, ASecondRunInTheSameWorkDirStartsTheJobAfresh) {
   EXPECT_EQ(runs, 2u) << "one directory per run, kept";
 }
 
+// On a server whose GPUs cannot be read (here: no NVIDIA driver), --source nvml cannot validate
+// it: the environment and the stress phase fail and say why, instead of passing unchecked.
+TEST_F(ValidateTest, AServerWhoseGpusCannotBeReadFails) {
+  if (fs::exists("/dev/nvidia0")) GTEST_SKIP() << "this machine has an NVIDIA GPU";
+  RunOutput r = RunFulcrum({"validate", "--duration", "1s", "--json"}, Timeout(120));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  const auto& env = Phase(report, "environment");
+  EXPECT_EQ(env["verdict"], "fail");
+  EXPECT_NE(Reasons(env).find("no GPU measured: "), std::string::npos) << Reasons(env);
+  EXPECT_NE(Reasons(env).find("--source sim"), std::string::npos) << Reasons(env);
+  const auto& stress = Phase(report, "stress");
+  EXPECT_EQ(stress["verdict"], "fail");
+  EXPECT_NE(Reasons(stress).find("no GPU watch: fulcrum agent --source nvml ended"),
+            std::string::npos)
+      << Reasons(stress);
+  EXPECT_EQ(Reasons(stress).find("{\"error\""), std::string::npos) << "the message, not JSON";
+}
+
 TEST_F(ValidateTest, BadUsageExitsTwoWithThePreciseMessage) {
   RunOutput source = RunFulcrum({"validate", "--source", "nvlm"});
   EXPECT_EQ(source.exit_code, 2);

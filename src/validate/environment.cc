@@ -161,9 +161,12 @@ PhaseResult Validation::Environment() {
     if (json.is_object()) {
       phase.metrics["bench"] = json;
       ScanBenchVerdicts(json, "", failures);
-      if (json.contains("gpu_skipped_reason") && json["gpu_skipped_reason"].is_string())
-        phase.reasons.push_back("bench GPU part skipped: " +
-                                json["gpu_skipped_reason"].get<std::string>());
+      if (json.contains("gpu_skipped_reason") && json["gpu_skipped_reason"].is_string()) {
+        // A rented GPU server whose GPU cannot be measured is not ready for a training job.
+        failures.push_back(
+            "no GPU measured: " + json["gpu_skipped_reason"].get<std::string>() +
+            (options_.source == "nvml" ? " (on a machine without GPUs: --source sim)" : ""));
+      }
       if (!options_.expect_plan.empty())
         CompareWithPlan(json, options_.expect_plan, phase, failures);
     } else {

@@ -57,10 +57,13 @@ PhaseResult Validation::Stress() {
       FormatDuration(duration) + ", watched by fulcrum agent --source " + options_.source);
   auto agent = AgentChild::Start(agent_options, 60);
   if (!agent.ok()) {
-    phase.reasons.push_back("no GPU watch: " + agent.status().message() +
-                            (options_.source == "nvml" ? " (without a GPU: --source sim)" : ""));
+    // The GPUs cannot be watched: the stress phase cannot say the server is stable.
+    failures.push_back(
+        "no GPU watch: " + agent.status().message() +
+        (options_.source == "nvml" ? " (on a machine without GPUs: --source sim)" : ""));
     if (!has_job) {
-      phase.verdict = Verdict::kSkipped;
+      phase.verdict = Verdict::kFail;
+      phase.reasons = failures;
       return phase;
     }
   }
