@@ -6,12 +6,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
-#include <unistd.h>
 
 #include "supervise/process.h"
 #include "support/run_binary.h"
@@ -22,9 +22,9 @@ namespace fs = std::filesystem;
 
 // Short phases for the trainer (20 ms steps): seconds, not minutes.
 std::vector<std::string> Fast(std::vector<std::string> more) {
-  std::vector<std::string> args = {"validate",    "--source",           "sim",  "--skip",
-                                   "environment", "--small-run",        "1.5s", "--checkpoint-every",
-                                   "0.4s",        "--network-cut",      "1s",   "--duration",
+  std::vector<std::string> args = {"validate",    "--source",      "sim",  "--skip",
+                                   "environment", "--small-run",   "1.5s", "--checkpoint-every",
+                                   "0.4s",        "--network-cut", "1s",   "--duration",
                                    "2s",          "--quiet"};
   args.insert(args.end(), more.begin(), more.end());
   return args;
@@ -46,7 +46,8 @@ const nlohmann::json& DrillOf(const nlohmann::json& report, const std::string& f
 
 std::string Reasons(const nlohmann::json& phase) {
   std::string out;
-  for (const auto& r : phase.value("reasons", nlohmann::json::array())) out += r.get<std::string>() + "\n";
+  for (const auto& r : phase.value("reasons", nlohmann::json::array()))
+    out += r.get<std::string>() + "\n";
   return out;
 }
 
@@ -73,9 +74,9 @@ class ValidateTest : public ::testing::Test {
 
 TEST_F(ValidateTest, EveryDrillResumesACheckpointingJobFromItsLastCheckpoint) {
   const std::string html = dir_ + "/report.html";
-  RunOutput r = RunFulcrum(Fast({"--json", "--drill-timeout", "20s", "--max-drift", "500", "--report", html, "--work-dir",
-                                 dir_ + "/work", "--", FULCRUM_TRAINER, "--steps", "1000000",
-                                 "--step-ms", "20"}),
+  RunOutput r = RunFulcrum(Fast({"--json", "--drill-timeout", "20s", "--max-drift", "500",
+                                 "--report", html, "--work-dir", dir_ + "/work", "--",
+                                 FULCRUM_TRAINER, "--steps", "1000000", "--step-ms", "20"}),
                            Timeout(240));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto report = nlohmann::json::parse(r.out);
@@ -122,10 +123,10 @@ TEST_F(ValidateTest, EveryDrillResumesACheckpointingJobFromItsLastCheckpoint) {
 }
 
 TEST_F(ValidateTest, FailsAJobThatDoesNotCheckpointOnRequest) {
-  RunOutput r = RunFulcrum(Fast({"--json", "--drills", "crash", "--drill-timeout", "3s", "--",
-                                 FULCRUM_TRAINER, "--steps", "1000000", "--step-ms", "20",
-                                 "--ignore-requests"}),
-                           Timeout(120));
+  RunOutput r = RunFulcrum(
+      Fast({"--json", "--drills", "crash", "--drill-timeout", "3s", "--", FULCRUM_TRAINER,
+            "--steps", "1000000", "--step-ms", "20", "--ignore-requests"}),
+      Timeout(120));
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   const auto report = nlohmann::json::parse(r.out);
   const auto& small = Phase(report, "small-run");
@@ -133,17 +134,17 @@ TEST_F(ValidateTest, FailsAJobThatDoesNotCheckpointOnRequest) {
   EXPECT_NE(Reasons(small).find("does not checkpoint on request"), std::string::npos)
       << Reasons(small);
   EXPECT_EQ(DrillOf(report, "crash")["verdict"], "fail");
-  EXPECT_NE(DrillOf(report, "crash")["reason"].get<std::string>().find(
-                "does not checkpoint on request"),
-            std::string::npos);
+  EXPECT_NE(
+      DrillOf(report, "crash")["reason"].get<std::string>().find("does not checkpoint on request"),
+      std::string::npos);
 }
 
 TEST_F(ValidateTest, FailsAJobThatCannotResume) {
   // The job never sees FULCRUM_RESUME_FROM: it checkpoints, but starts from step 0 again.
-  RunOutput r = RunFulcrum(Fast({"--json", "--drills", "crash", "--drill-timeout", "20s", "--", "/usr/bin/env", "-u",
-                                 "FULCRUM_RESUME_FROM", FULCRUM_TRAINER, "--steps", "1000000",
-                                 "--step-ms", "20"}),
-                           Timeout(120));
+  RunOutput r = RunFulcrum(
+      Fast({"--json", "--drills", "crash", "--drill-timeout", "20s", "--", "/usr/bin/env", "-u",
+            "FULCRUM_RESUME_FROM", FULCRUM_TRAINER, "--steps", "1000000", "--step-ms", "20"}),
+      Timeout(120));
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   const auto report = nlohmann::json::parse(r.out);
   EXPECT_EQ(Phase(report, "small-run")["verdict"], "pass") << r.out;
@@ -186,10 +187,18 @@ TEST_F(ValidateTest, EnvironmentFailsOnASimGpuBelowItsDatasheetAndThePlan) {
   const auto candidate = nlohmann::json::parse(plan.out)["candidates"][0];
   ASSERT_EQ(candidate["gpu"], "H100-SXM5-80GB");
   // A sim node of the plan's GPUs: only the fraction of the datasheet differs between the runs.
-  std::vector<std::string> base = {
-      "validate", "--source", "sim", "--sim-gpus",
-      std::to_string(candidate["gpus_per_node"].get<int>()), "--duration", "1s", "--json",
-      "--expect", plan_file, "--work-dir", dir_ + "/work"};
+  std::vector<std::string> base = {"validate",
+                                   "--source",
+                                   "sim",
+                                   "--sim-gpus",
+                                   std::to_string(candidate["gpus_per_node"].get<int>()),
+                                   "--duration",
+                                   "1s",
+                                   "--json",
+                                   "--expect",
+                                   plan_file,
+                                   "--work-dir",
+                                   dir_ + "/work"};
   RunOutput healthy = RunFulcrum(base, Timeout(120));
   EXPECT_EQ(healthy.exit_code, 0) << healthy.out << healthy.err;
   EXPECT_EQ(Phase(nlohmann::json::parse(healthy.out), "environment")["verdict"], "pass")
@@ -249,12 +258,86 @@ TEST_F(ValidateTest, AnInterruptStopsTheJobCleanlyAndReportsWhatRan) {
   EXPECT_EQ(err.find("the job ignored SIGTERM"), std::string::npos) << err;
 }
 
+// A job that reports its step only in the JSON heartbeat ({"step": N} in FULCRUM_HEARTBEAT_FILE,
+// as `fulcrum run` reads it): the drills judge its resume from that step.
+TEST_F(ValidateTest, AJsonHeartbeatIsProgressWhenNoLineMatches) {
+  RunOutput r = RunFulcrum(
+      Fast({"--json", "--skip", "environment,stress", "--drills", "crash", "--drill-timeout", "20s",
+            "--progress-regex", "^never (\\d+)", "--", FULCRUM_TRAINER, "--steps", "1000000",
+            "--step-ms", "20", "--heartbeat-json"}),
+      Timeout(120));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_GT(Phase(report, "small-run")["metrics"]["steps"].get<int64_t>(), 0) << r.out;
+  const auto& crash = DrillOf(report, "crash");
+  EXPECT_EQ(crash["verdict"], "pass") << r.out;
+  EXPECT_GT(StepOf(crash["resumed_from"]), 0);
+}
+
+// A job whose throughput swings (fast and slow stretches, as on a shared host) fails the stress
+// phase; the steady trainer passes it (EveryDrillResumes... above, and the throttle test's
+// healthy run).
+TEST_F(ValidateTest, StressFailsWhenTheJobsThroughputSwings) {
+  const std::string swinging =
+      "import itertools, time\n"
+      "for i in itertools.count(1):\n"
+      "    print('step', i, flush=True)\n"
+      "    time.sleep(0.01 if (i // 40) % 2 == 0 else 0.06)\n";
+  RunOutput r =
+      RunFulcrum(Fast({"--json", "--skip", "environment,small-run,fault-drill", "--duration", "6s",
+                       "--drill-timeout", "4s", "--", "/usr/bin/python3", "-c", swinging}),
+                 Timeout(120));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  const auto& stress = Phase(report, "stress");
+  EXPECT_EQ(stress["verdict"], "fail");
+  EXPECT_NE(Reasons(stress).find("throughput swung"), std::string::npos) << Reasons(stress);
+  EXPECT_GT(stress["metrics"]["throughput_drift"].get<double>(), 0.3);
+}
+
+// A second validation in the same --work-dir starts the job afresh: it does not continue the
+// first one's job or resume from its checkpoints.
+TEST_F(ValidateTest, ASecondRunInTheSameWorkDirStartsTheJobAfresh) {
+  for (int run = 0; run < 2; ++run) {
+    SCOPED_TRACE("run " + std::to_string(run + 1));
+    RunOutput r = RunFulcrum(Fast({"--json", "--skip", "environment,stress", "--drills", "crash",
+                                   "--drill-timeout", "20s", "--work-dir", dir_ + "/work", "--",
+                                   FULCRUM_TRAINER, "--steps", "1000000", "--step-ms", "20"}),
+                             Timeout(120));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto report = nlohmann::json::parse(r.out);
+    EXPECT_EQ(Phase(report, "small-run")["metrics"]["fresh_start"], true) << r.out;
+    EXPECT_EQ(DrillOf(report, "crash")["verdict"], "pass") << r.out;
+  }
+  size_t runs = 0;
+  for (const auto& entry : fs::directory_iterator(dir_ + "/work"))
+    runs += entry.path().filename().string().rfind("validate-", 0) == 0;
+  EXPECT_EQ(runs, 2u) << "one directory per run, kept";
+}
+
+// On a server whose GPUs cannot be read (here: no NVIDIA driver), --source nvml cannot validate
+// it: the environment and the stress phase fail and say why, instead of passing unchecked.
+TEST_F(ValidateTest, AServerWhoseGpusCannotBeReadFails) {
+  if (fs::exists("/dev/nvidia0")) GTEST_SKIP() << "this machine has an NVIDIA GPU";
+  RunOutput r = RunFulcrum({"validate", "--duration", "1s", "--json"}, Timeout(120));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const auto report = nlohmann::json::parse(r.out);
+  const auto& env = Phase(report, "environment");
+  EXPECT_EQ(env["verdict"], "fail");
+  EXPECT_NE(Reasons(env).find("no GPU measured: "), std::string::npos) << Reasons(env);
+  EXPECT_NE(Reasons(env).find("--source sim"), std::string::npos) << Reasons(env);
+  const auto& stress = Phase(report, "stress");
+  EXPECT_EQ(stress["verdict"], "fail");
+  EXPECT_NE(Reasons(stress).find("no GPU watch: fulcrum agent --source nvml ended"),
+            std::string::npos)
+      << Reasons(stress);
+  EXPECT_EQ(Reasons(stress).find("{\"error\""), std::string::npos) << "the message, not JSON";
+}
+
 TEST_F(ValidateTest, BadUsageExitsTwoWithThePreciseMessage) {
   RunOutput source = RunFulcrum({"validate", "--source", "nvlm"});
   EXPECT_EQ(source.exit_code, 2);
-  EXPECT_NE(source.err.find("--source: nvlm not in {nvml,sim}"),
-            std::string::npos)
-      << source.err;
+  EXPECT_NE(source.err.find("--source: nvlm not in {nvml,sim}"), std::string::npos) << source.err;
   RunOutput drill = RunFulcrum({"validate", "--json", "--drills", "crash,crsh"});
   EXPECT_EQ(drill.exit_code, 2);
   const auto error = nlohmann::json::parse(drill.err)["error"];
@@ -263,8 +346,7 @@ TEST_F(ValidateTest, BadUsageExitsTwoWithThePreciseMessage) {
   EXPECT_EQ(error["nearest"][0], "crash");
   RunOutput missing = RunFulcrum({"validate", "--", dir_ + "/no-such-train"});
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_NE(missing.err.find("no-such-train: command not found"), std::string::npos)
-      << missing.err;
+  EXPECT_NE(missing.err.find("no-such-train: command not found"), std::string::npos) << missing.err;
   RunOutput duration = RunFulcrum({"validate", "--duration", "soon"});
   EXPECT_EQ(duration.exit_code, 2);
   EXPECT_NE(duration.err.find("--duration"), std::string::npos) << duration.err;
@@ -286,13 +368,35 @@ TEST(ValidateTorchTest, TorchScriptPassesEveryPhaseAndResumesFromEachDrill) {
     GTEST_SKIP() << "no PyTorch for " << kPython << " (Debian: apt-get install python3-torch)";
   }
   const std::string dir = MakeTempDir("validate-torch");
-  RunOutput r = RunFulcrum(
-      {"validate", "--source", "sim", "--duration", "5s", "--small-run", "4s",
-       "--checkpoint-every", "1.5s", "--drill-timeout", "60s", "--network-cut", "2s",
-       "--max-drift", "500", "--json", "--quiet", "--work-dir", dir + "/work", "--", kPython,
-       SourcePath("examples/torch_train.py"), "--steps", "1000000", "--step-sleep", "0.05",
-       "--checkpoint-every", "0"},
-      Timeout(400));
+  RunOutput r = RunFulcrum({"validate",
+                            "--source",
+                            "sim",
+                            "--duration",
+                            "5s",
+                            "--small-run",
+                            "4s",
+                            "--checkpoint-every",
+                            "1.5s",
+                            "--drill-timeout",
+                            "60s",
+                            "--network-cut",
+                            "2s",
+                            "--max-drift",
+                            "500",
+                            "--json",
+                            "--quiet",
+                            "--work-dir",
+                            dir + "/work",
+                            "--",
+                            kPython,
+                            SourcePath("examples/torch_train.py"),
+                            "--steps",
+                            "1000000",
+                            "--step-sleep",
+                            "0.05",
+                            "--checkpoint-every",
+                            "0"},
+                           Timeout(400));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto report = nlohmann::json::parse(r.out);
   for (const std::string phase : {"environment", "small-run", "fault-drill", "stress"})

@@ -144,8 +144,9 @@ void RegisterValidate(CLI::App* cmd, CliContext& ctx) {
       "               /dev/shm, NCCL) and fulcrum bench --quick against the datasheet and,\n"
       "               with --expect, against what the plan assumed.\n"
       "  small-run    CMD under fulcrum run for --small-run: it starts, reports progress\n"
-      "               (--progress-regex), writes a checkpoint on request, and with --expect its\n"
-      "               step time is within the plan's band (up to the plan's P90).\n"
+      "               (--progress-regex, or {\"step\": N} in $FULCRUM_HEARTBEAT_FILE), writes\n"
+      "               a checkpoint on request and, with --expect, its step time is within\n"
+      "               the plan's band (up to the plan's P90).\n"
       "  fault-drill  on that run, one at a time: crash (SIGKILL of the training process),\n"
       "               preemption-notice (an AWS spot notice on a local metadata endpoint, through\n"
       "               the supervisor's own watcher), sigterm (to fulcrum run, as a scheduler\n"
@@ -170,7 +171,8 @@ void RegisterValidate(CLI::App* cmd, CliContext& ctx) {
       "Examples:\n"
       "  fulcrum validate --duration 72h --report report.html -- python3 train.py\n"
       "  fulcrum validate --source sim --duration 2m --json -- \\\n"
-      "      python3 examples/torch_train.py --steps 100000 --step-sleep 0.05 --checkpoint-every 0");
+      "      python3 examples/torch_train.py --steps 100000 --step-sleep 0.05 --checkpoint-every "
+      "0");
   // A flag given twice takes its last value (a script's defaults, then the user's).
   cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   cmd->add_option("--duration", f->duration, "Length of the stress phase (default 10m; e.g. 72h)")
@@ -215,8 +217,8 @@ void RegisterValidate(CLI::App* cmd, CliContext& ctx) {
   cmd->add_option("--gpus", f->gpus, "GPU indices of the job (default every GPU of the source)")
       ->type_name("LIST");
   cmd->add_option("--work-dir", f->work_dir,
-                  "Keep the job's data, checkpoints and logs here (default a temporary "
-                  "directory, removed at the end)")
+                  "Keep the job's data, checkpoints and logs in a new validate-XXXXXX directory "
+                  "here (default a temporary directory, removed at the end)")
       ->type_name("DIR");
   cmd->add_flag("--quiet", f->quiet, "Do not echo the job's output on stderr");
   cmd->add_option("command", f->command, "The training command and its arguments, after --")

@@ -47,10 +47,10 @@ Result<std::unique_ptr<AgentChild>> AgentChild::Start(const AgentChildOptions& o
   agent->log_file_ = o.data_dir + "/agent.out";
   fs::remove(agent->log_file_, ec);
   supervise::ChildSpec spec;
-  spec.argv = {o.fulcrum_binary, "agent",      "--source",   o.source,
-               "--listen",       "127.0.0.1:" + std::to_string(o.port),
-               "--data-dir",     o.data_dir,   "--interval", o.interval,
-               "--json"};
+  spec.argv = {o.fulcrum_binary, "agent",    "--source",
+               o.source,         "--listen", "127.0.0.1:" + std::to_string(o.port),
+               "--data-dir",     o.data_dir, "--interval",
+               o.interval,       "--json"};
   if (o.source == "sim") {
     spec.argv.insert(spec.argv.end(), {"--sim-gpus", std::to_string(o.sim_gpus)});
     if (!o.sim_scenario.empty())
@@ -65,8 +65,15 @@ Result<std::unique_ptr<AgentChild>> AgentChild::Start(const AgentChildOptions& o
       std::ifstream in(agent->log_file_);
       std::stringstream text;
       text << in.rdbuf();
+      std::string why = text.str();
+      // With --json its error is {"error": {"message": ...}}.
+      auto json = nlohmann::json::parse(why, nullptr, false);
+      if (json.is_object() && json.contains("error") && json["error"].contains("message") &&
+          json["error"]["message"].is_string())
+        why = json["error"]["message"].get<std::string>();
+      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
       return Status::Unavailable("fulcrum agent --source " + o.source + " ended (" +
-                                 exit->Describe() + "): " + text.str());
+                                 exit->Describe() + "): " + why);
     }
     std::ifstream in(agent->log_file_);
     std::string line;

@@ -68,18 +68,18 @@ PhaseResult Validation::FaultDrills() {
   phase.metrics = {{"passed", passed}, {"failed", failed}, {"skipped", skipped}};
   phase.verdict = failed > 0 ? Verdict::kFail : passed > 0 ? Verdict::kPass : Verdict::kSkipped;
   if (phase.verdict == Verdict::kPass) {
-    phase.reasons.insert(phase.reasons.begin(),
-                         std::to_string(passed) +
-                             " drill(s) resumed from the last complete checkpoint");
+    phase.reasons.insert(
+        phase.reasons.begin(),
+        std::to_string(passed) + " drill(s) resumed from the last complete checkpoint");
   }
   return phase;
 }
 
 std::string Validation::WaitForDrillable() {
   if (!job_->running() || job_->starts().empty()) {
-    return "the job is not running" +
-           (job_->run_exit() ? " (fulcrum run " + job_->run_exit()->Describe() + ")"
-                             : std::string());
+    return "the job is not running" + (job_->run_exit()
+                                           ? " (fulcrum run " + job_->run_exit()->Describe() + ")"
+                                           : std::string());
   }
   const double since = job_->starts().back().at;
   auto ready = [&] {
@@ -119,8 +119,9 @@ bool Validation::RestartStoppedRun(DrillResult& drill, double t0) {
     if (e.at >= t0 && e.text.rfind("checkpoint saved; sending SIGTERM", 0) == 0) saved = true;
   if (!saved) {
     drill.verdict = Verdict::kFail;
-    drill.reason = "the job wrote no checkpoint within the stop's grace period after the request "
-                   "(it does not checkpoint on request)";
+    drill.reason =
+        "the job wrote no checkpoint within the stop's grace period after the request "
+        "(it does not checkpoint on request)";
     return false;
   }
   Say("fault drill " + drill.fault + ": fulcrum run stopped (exit 75); running it again");
@@ -136,9 +137,7 @@ bool Validation::RestartStoppedRun(DrillResult& drill, double t0) {
 void Validation::CheckResume(DrillResult& drill, double t0, size_t starts_before,
                              int64_t step_before, const std::string& checkpoint_before) {
   const bool resumed = job_->PumpUntil(
-      [&] {
-        return job_->starts().size() > starts_before && job_->starts().back().first_step;
-      },
+      [&] { return job_->starts().size() > starts_before && job_->starts().back().first_step; },
       options_.drill_timeout_seconds);
   if (!resumed) {
     drill.verdict = Verdict::kFail;
@@ -167,15 +166,15 @@ void Validation::CheckResume(DrillResult& drill, double t0, size_t starts_before
     drill.reason = "restarted without a checkpoint (FULCRUM_RESUME_FROM empty)";
   } else if (start.resumed_from != expected) {
     drill.verdict = Verdict::kFail;
-    drill.reason = "resumed from " + start.resumed_from + ", not the last complete checkpoint " +
-                   expected;
+    drill.reason =
+        "resumed from " + start.resumed_from + ", not the last complete checkpoint " + expected;
   } else if (resumed_step <= 0) {
     drill.verdict = Verdict::kFail;
-    drill.reason = "restarted from step 0 although FULCRUM_RESUME_FROM was " +
-                   start.resumed_from +
+    drill.reason = "restarted from step 0 although FULCRUM_RESUME_FROM was " + start.resumed_from +
                    (checkpoint_step ? " (step " + std::to_string(*checkpoint_step) + ")" : "") +
                    ": the job cannot resume from its checkpoint";
-  } else if (checkpoint_step && *checkpoint_step != resumed_step) {
+  } else if (checkpoint_step && (start.first_step_sampled ? resumed_step < *checkpoint_step
+                                                          : resumed_step != *checkpoint_step)) {
     drill.verdict = Verdict::kFail;
     drill.reason = "resumed at step " + std::to_string(resumed_step) + " but the checkpoint " +
                    start.resumed_from + " is step " + std::to_string(*checkpoint_step);
@@ -289,8 +288,8 @@ DrillResult Validation::Drill(const std::string& fault) {
     const int64_t step_up = job_->last_step().value_or(0);
     job_->PumpUntil(
         [&] {
-          return job_->starts().size() > starts_before ||
-                 job_->last_step().value_or(0) > step_up || !job_->running();
+          return job_->starts().size() > starts_before || job_->last_step().value_or(0) > step_up ||
+                 !job_->running();
         },
         options_.drill_timeout_seconds);
     if (job_->starts().size() == starts_before) {

@@ -1,9 +1,17 @@
 #include "validate/job_session.h"
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "core/parse.h"
 
 namespace fulcrum::validate {
 namespace {
+
+namespace fs = std::filesystem;
 
 constexpr std::string_view kRunPrefix = "fulcrum run: ";
 constexpr size_t kTailLines = 40;
@@ -15,9 +23,11 @@ bool StartsWith(std::string_view text, std::string_view prefix) {
 }  // namespace
 
 JobSession::JobSession(std::vector<std::string> run_argv, const std::string& progress_regex,
-                       const Clock& clock, std::function<void(const std::string&)> log)
+                       std::string heartbeat_file, const Clock& clock,
+                       std::function<void(const std::string&)> log)
     : run_argv_(std::move(run_argv)),
       progress_text_(progress_regex),
+      heartbeat_file_(std::move(heartbeat_file)),
       clock_(clock),
       log_(std::move(log)) {}
 
@@ -26,8 +36,8 @@ Status JobSession::Start() {
     try {
       progress_.emplace(progress_text_);
     } catch (const std::regex_error& e) {
-      return Status::InvalidInput("--progress-regex: not a regular expression: '" +
-                                  progress_text_ + "' (" + e.what() + ")");
+      return Status::InvalidInput("--progress-regex: not a regular expression: '" + progress_text_ +
+                                  "' (" + e.what() + ")");
     }
   }
   supervise::ChildSpec spec;
@@ -48,6 +58,7 @@ bool JobSession::PumpUntil(const std::function<bool()>& done, double seconds) {
     if (left <= 0 || Interrupted()) return done();
     if (!runner_.running()) return done();
     if (auto exit = runner_.Wait(std::min(left, 0.05), sink)) run_exit_ = exit;
+    PollHeartbeat();
   }
   return true;
 }
@@ -61,6 +72,34 @@ void JobSession::Pump(double seconds) {
       continue;
     }
     if (auto exit = runner_.Wait(std::min(deadline - Now(), 0.05), sink)) run_exit_ = exit;
+    PollHeartbeat();
+  }
+}
+
+void JobSession::PollHeartbeat() {
+  if (heartbeat_file_.empty() || progress_lines_ > 0) return;
+  std::error_code ec;
+  const auto mtime = fs::last_write_time(heartbeat_file_, ec);
+  if (ec) return;
+  const double at = std::chrono::duration<double>(mtime.time_since_epoch()).count();
+  if (at == heartbeat_mtime_) return;
+  heartbeat_mtime_ = at;
+  std::ifstream in(heartbeat_file_);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto json = nlohmann::json::parse(text.str(), nullptr, false);
+  if (!json.is_object() || !json.contains("step") || !json["step"].is_number_integer()) return;
+  const int64_t step = json["step"].get<int64_t>();
+  if (!steps_.empty() && steps_.back().step == step) return;
+  RecordStep(Now(), step, true);
+}
+
+void JobSession::RecordStep(double at, int64_t step, bool sampled) {
+  steps_.push_back({at, step});
+  if (!starts_.empty() && !starts_.back().first_step) {
+    starts_.back().first_step = step;
+    starts_.back().first_step_at = at;
+    starts_.back().first_step_sampled = sampled;
   }
 }
 
@@ -85,7 +124,8 @@ void JobSession::OnLine(supervise::Stream stream, std::string_view line) {
     const std::string text(line.substr(kRunPrefix.size()));
     events_.push_back({now, text});
     static const std::regex started(R"(^started pid (\d+)(?: resuming from (.*))?)");
-    static const std::regex complete(R"(^checkpoint complete: (.*?)( \([0-9.]+ s after the request\))?$)");
+    static const std::regex complete(
+        R"(^checkpoint complete: (.*?)( \([0-9.]+ s after the request\))?$)");
     static const std::regex latest(R"(^latest complete checkpoint: (.*)$)");
     std::smatch m;
     if (std::regex_search(text, m, started)) {
@@ -108,11 +148,8 @@ void JobSession::OnLine(supervise::Stream stream, std::string_view line) {
       m[1].matched) {
     auto step = ParseInt(std::string(m[1].first, m[1].second));
     if (!step.ok()) return;
-    steps_.push_back({now, *step});
-    if (!starts_.empty() && !starts_.back().first_step) {
-      starts_.back().first_step = *step;
-      starts_.back().first_step_at = now;
-    }
+    ++progress_lines_;
+    RecordStep(now, *step, false);
   }
 }
 

@@ -29,6 +29,9 @@ struct TrainingStart {
   // The first step the process reported after this start (nullopt: none yet).
   std::optional<int64_t> first_step;
   std::optional<double> first_step_at;
+  // The first step came from the sampled JSON heartbeat, which may skip steps: it is then at
+  // least, not exactly, the resumed step plus one.
+  bool first_step_sampled = false;
 };
 
 struct StepSeen {
@@ -51,8 +54,11 @@ class JobSession {
  public:
   // `run_argv`: the whole `fulcrum run ...` command line (argv[0] = this binary). `progress`:
   // the regex whose first group is the step. `log`: each line, for the user (may be empty).
+  // `heartbeat_file`: the job's FULCRUM_HEARTBEAT_FILE; while no output line has matched the
+  // regex, a {"step": N} written there (the JSON heartbeat `fulcrum run` reads) is the step.
   JobSession(std::vector<std::string> run_argv, const std::string& progress_regex,
-             const Clock& clock, std::function<void(const std::string&)> log);
+             std::string heartbeat_file, const Clock& clock,
+             std::function<void(const std::string&)> log);
 
   // Polled while pumping: true ends every wait early (the user interrupted validate), until
   // SetInterruptible(false) (the final clean stop). May be empty.
@@ -85,10 +91,15 @@ class JobSession {
 
  private:
   void OnLine(supervise::Stream stream, std::string_view line);
+  void RecordStep(double at, int64_t step, bool sampled);
+  void PollHeartbeat();
 
   std::vector<std::string> run_argv_;
   std::string progress_text_;
   std::optional<std::regex> progress_;
+  std::string heartbeat_file_;
+  double heartbeat_mtime_ = 0;
+  size_t progress_lines_ = 0;  // output lines that matched the regex
   const Clock& clock_;
   std::function<void(const std::string&)> log_;
   std::function<bool()> interrupted_;

@@ -23,7 +23,8 @@ class ServeThread {
 namespace {
 constexpr const char* kToken = "fulcrum-validate";
 // The documented answer (AWS EC2 "Spot Instance interruption notices": instance-action).
-constexpr const char* kInstanceAction = R"({"action": "terminate", "time": "1970-01-01T00:02:00Z"})";
+constexpr const char* kInstanceAction =
+    R"({"action": "terminate", "time": "1970-01-01T00:02:00Z"})";
 }  // namespace
 
 NoticeEndpoint::NoticeEndpoint() : server_(std::make_unique<httplib::Server>()) {}
@@ -58,7 +59,8 @@ Result<std::unique_ptr<NoticeEndpoint>> NoticeEndpoint::Start() {
                        res.set_content(kInstanceAction, "application/json");
                      });
   self->port_ = self->server_->bind_to_any_port("127.0.0.1");
-  if (self->port_ <= 0) return Status::Unavailable("cannot bind a loopback port for the notice drill");
+  if (self->port_ <= 0)
+    return Status::Unavailable("cannot bind a loopback port for the notice drill");
   self->thread_ = std::make_unique<ServeThread>(*self->server_);
   return endpoint;
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/html.h"
 #include "core/table.h"
 #include "server/web_assets.h"
 
@@ -10,20 +11,6 @@ namespace {
 
 nlohmann::json OrNull(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json();
-}
-
-std::string Html(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 // JSON inside <script>: "</" must not close the element.
@@ -49,9 +36,12 @@ std::string Cell(const std::optional<double>& v) {
 
 const char* VerdictName(Verdict verdict) {
   switch (verdict) {
-    case Verdict::kPass: return "pass";
-    case Verdict::kFail: return "fail";
-    case Verdict::kSkipped: return "skipped";
+    case Verdict::kPass:
+      return "pass";
+    case Verdict::kFail:
+      return "fail";
+    case Verdict::kSkipped:
+      return "skipped";
   }
   return "skipped";
 }
@@ -72,14 +62,15 @@ nlohmann::json ReportJson(const ValidateReport& report) {
   }
   nlohmann::json drills = nlohmann::json::array();
   for (const DrillResult& d : report.drills) {
-    drills.push_back({{"fault", d.fault},
-                      {"verdict", VerdictName(d.verdict)},
-                      {"detect_seconds", OrNull(d.detect_seconds)},
-                      {"resume_seconds", OrNull(d.resume_seconds)},
-                      {"lost_steps", d.lost_steps ? nlohmann::json(*d.lost_steps) : nlohmann::json()},
-                      {"resumed_from", d.resumed_from.empty() ? nlohmann::json()
-                                                              : nlohmann::json(d.resumed_from)},
-                      {"reason", d.reason}});
+    drills.push_back(
+        {{"fault", d.fault},
+         {"verdict", VerdictName(d.verdict)},
+         {"detect_seconds", OrNull(d.detect_seconds)},
+         {"resume_seconds", OrNull(d.resume_seconds)},
+         {"lost_steps", d.lost_steps ? nlohmann::json(*d.lost_steps) : nlohmann::json()},
+         {"resumed_from",
+          d.resumed_from.empty() ? nlohmann::json() : nlohmann::json(d.resumed_from)},
+         {"reason", d.reason}});
   }
   return {{"phases", phases}, {"drills", drills}};
 }
@@ -94,9 +85,8 @@ std::string ReportText(const ValidateReport& report) {
   if (!report.drills.empty()) {
     Table table({"drill", "verdict", "detect s", "resume s", "lost steps", "reason"});
     for (const DrillResult& d : report.drills) {
-      table.AddRow({d.fault, VerdictName(d.verdict), Cell(d.detect_seconds),
-                    Cell(d.resume_seconds), d.lost_steps ? std::to_string(*d.lost_steps) : "-",
-                    d.reason});
+      table.AddRow({d.fault, VerdictName(d.verdict), Cell(d.detect_seconds), Cell(d.resume_seconds),
+                    d.lost_steps ? std::to_string(*d.lost_steps) : "-", d.reason});
     }
     out += '\n';
     out += table.Render();
@@ -112,25 +102,27 @@ std::string ReportHtml(const ValidateReport& report) {
     return a ? std::string(a->body) : std::string();
   };
   std::string body;
-  body += "<h1>fulcrum validate: " +
-          std::string(ValidateExitCode(report) == 0 ? "pass" : "FAIL") + "</h1>\n";
+  body += "<h1>fulcrum validate: " + std::string(ValidateExitCode(report) == 0 ? "pass" : "FAIL") +
+          "</h1>\n";
   body += "<table><tr><th>phase</th><th>verdict</th><th>reasons</th></tr>\n";
   for (const PhaseResult& p : report.phases) {
     std::string reasons;
-    for (const auto& r : p.reasons) reasons += Html(r) + "<br>";
+    for (const auto& r : p.reasons) reasons += HtmlEscape(r) + "<br>";
     body += fmt::format("<tr class=\"{0}\"><td>{1}</td><td>{0}</td><td>{2}</td></tr>\n",
-                        VerdictName(p.verdict), Html(p.name), reasons);
+                        VerdictName(p.verdict), HtmlEscape(p.name), reasons);
   }
   body += "</table>\n";
   if (!report.drills.empty()) {
-    body += "<h2>Fault drills</h2>\n<table><tr><th>drill</th><th>verdict</th><th>detect s</th>"
-            "<th>resume s</th><th>lost steps</th><th>resumed from</th><th>reason</th></tr>\n";
+    body +=
+        "<h2>Fault drills</h2>\n<table><tr><th>drill</th><th>verdict</th><th>detect s</th>"
+        "<th>resume s</th><th>lost steps</th><th>resumed from</th><th>reason</th></tr>\n";
     for (const DrillResult& d : report.drills) {
       body += fmt::format(
           "<tr class=\"{0}\"><td>{1}</td><td>{0}</td><td>{2}</td><td>{3}</td><td>{4}</td>"
           "<td>{5}</td><td>{6}</td></tr>\n",
-          VerdictName(d.verdict), Html(d.fault), Cell(d.detect_seconds), Cell(d.resume_seconds),
-          d.lost_steps ? std::to_string(*d.lost_steps) : "-", Html(d.resumed_from), Html(d.reason));
+          VerdictName(d.verdict), HtmlEscape(d.fault), Cell(d.detect_seconds),
+          Cell(d.resume_seconds), d.lost_steps ? std::to_string(*d.lost_steps) : "-",
+          HtmlEscape(d.resumed_from), HtmlEscape(d.reason));
     }
     body += "</table>\n";
   }
@@ -147,15 +139,16 @@ std::string ReportHtml(const ValidateReport& report) {
     charts.push_back({{"title", s.title}, {"x", xs}, {"y", ys}});
   }
   if (!charts.empty()) body += "<h2>Stress</h2>\n<div id=\"charts\"></div>\n";
-  std::string html = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
-                     "<title>fulcrum validate</title>\n<style>\n" +
-                     asset("/assets/uPlot.min.css") +
-                     "\nbody{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-                     "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}"
-                     "tr.pass td:nth-child(2){color:#080}tr.fail td:nth-child(2){color:#c00}"
-                     "tr.skipped td:nth-child(2){color:#888}.chart{display:inline-block;margin:8px}"
-                     "\n</style>\n<script>\n" +
-                     asset("/assets/uPlot.iife.min.js") + "\n</script>\n</head><body>\n" + body;
+  std::string html =
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
+      "<title>fulcrum validate</title>\n<style>\n" +
+      asset("/assets/uPlot.min.css") +
+      "\nbody{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+      "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top}"
+      "tr.pass td:nth-child(2){color:#080}tr.fail td:nth-child(2){color:#c00}"
+      "tr.skipped td:nth-child(2){color:#888}.chart{display:inline-block;margin:8px}"
+      "\n</style>\n<script>\n" +
+      asset("/assets/uPlot.iife.min.js") + "\n</script>\n</head><body>\n" + body;
   html += "<script>\nconst CHARTS = " + ScriptJson(charts) + ";\n" +
           R"(for (const c of CHARTS) {
   const box = document.createElement('div');

@@ -40,7 +40,7 @@ struct SeriesData {
   std::string metric;
   std::string title;  // "GPU 0 SM clock (MHz)"
   int gpu = 0;
-  double scale = 1;   // value shown = value * scale
+  double scale = 1;  // value shown = value * scale
   std::vector<std::pair<double, double>> points;
 };
 

@@ -80,7 +80,8 @@ TEST(ValidateReportTest, HtmlEmbedsTheChartLibraryAndEscapesText) {
   EXPECT_NE(html.find("uPlot"), std::string::npos);
   EXPECT_EQ(html.find("<b>odd</b>"), std::string::npos);
   EXPECT_NE(html.find("&lt;b&gt;odd&lt;/b&gt;"), std::string::npos);
-  EXPECT_EQ(html.find("</script><script>alert(1)"), std::string::npos) << "data cannot end the script";
+  EXPECT_EQ(html.find("</script><script>alert(1)"), std::string::npos)
+      << "data cannot end the script";
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);
 }
 

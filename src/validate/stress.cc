@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -56,10 +57,13 @@ PhaseResult Validation::Stress() {
       FormatDuration(duration) + ", watched by fulcrum agent --source " + options_.source);
   auto agent = AgentChild::Start(agent_options, 60);
   if (!agent.ok()) {
-    phase.reasons.push_back("no GPU watch: " + agent.status().message() +
-                            (options_.source == "nvml" ? " (without a GPU: --source sim)" : ""));
+    // The GPUs cannot be watched: the stress phase cannot say the server is stable.
+    failures.push_back(
+        "no GPU watch: " + agent.status().message() +
+        (options_.source == "nvml" ? " (on a machine without GPUs: --source sim)" : ""));
     if (!has_job) {
-      phase.verdict = Verdict::kSkipped;
+      phase.verdict = Verdict::kFail;
+      phase.reasons = failures;
       return phase;
     }
   }
@@ -87,16 +91,18 @@ PhaseResult Validation::Stress() {
         break;
       }
       auto json = nlohmann::json::parse(bench->out, nullptr, false);
-      if (json.is_object() && json.contains("gpu") && json["gpu"].contains("skipped_reason")) {
+      if (json.is_object() && json.contains("gpu_skipped_reason") &&
+          json["gpu_skipped_reason"].is_string()) {
         phase.reasons.push_back("no stability kernel: " +
-                                json["gpu"]["skipped_reason"].dump());
+                                json["gpu_skipped_reason"].get<std::string>());
         break;
       }
+      ScanBenchVerdicts(json, "", failures);  // an unstable sustained GEMM fails the stress
     }
   } else {
     while (Now() - start < duration && !Interrupted()) {  // the sim's load
-      std::this_thread::sleep_for(std::chrono::duration<double>(
-          std::min(0.1, std::max(0.0, duration - (Now() - start)))));
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(std::min(0.1, std::max(0.0, duration - (Now() - start)))));
     }
   }
   const double end = Now();
@@ -129,10 +135,9 @@ PhaseResult Validation::Stress() {
           {"min", sorted.front()}, {"median", median}, {"max", sorted.back()}};
       phase.metrics["throughput_drift"] = drift;
       if (drift > options_.max_drift) {
-        failures.push_back("throughput swung " + Percent(drift) + " (" +
-                           FormatNumber(sorted.front(), 2) + " to " +
-                           FormatNumber(sorted.back(), 2) + " steps/s), above " +
-                           Percent(options_.max_drift));
+        failures.push_back(
+            "throughput swung " + Percent(drift) + " (" + FormatNumber(sorted.front(), 2) + " to " +
+            FormatNumber(sorted.back(), 2) + " steps/s), above " + Percent(options_.max_drift));
       }
     } else {
       phase.reasons.push_back("too few steps to measure throughput drift");
@@ -170,17 +175,28 @@ PhaseResult Validation::Stress() {
         }
         const double mean = sum / static_cast<double>(data.points.size());
         const std::string gpu = "GPU " + std::to_string(data.gpu);
-        const std::string n = std::to_string(on) + " of " + std::to_string(data.points.size()) +
-                              " samples";
+        const std::string n =
+            std::to_string(on) + " of " + std::to_string(data.points.size()) + " samples";
         nlohmann::json& m = gpus[std::to_string(data.gpu)];
         const std::string metric = w.metric;
         if (metric == "gpu_utilization_ratio") {
           m["utilization_mean"] = mean;
         } else if (metric == "gpu_sm_clock_hertz") {
           m["sm_clock_mhz_min"] = lo * 1e-6, m["sm_clock_mhz_max"] = hi * 1e-6;
-          if (hi > 0 && lo < 0.7 * hi) {
-            failures.push_back(gpu + ": SM clock fell from " + FormatNumber(hi * 1e-6, 0) +
-                               " to " + FormatNumber(lo * 1e-6, 0) + " MHz");
+          // A clock drop counts while the GPU is busy (an idle GPU lowers its clock by design):
+          // samples whose utilisation (read first, same timestamps) is 50 % or more.
+          std::map<double, double> busy;
+          for (const SeriesData& u : report_.series)
+            if (u.metric == "gpu_utilization_ratio" && u.gpu == data.gpu)
+              for (const auto& [t, v] : u.points) busy[t] = v;
+          double busy_lo = INFINITY;
+          for (const auto& [t, v] : data.points) {
+            auto it = busy.find(t);
+            if (it == busy.end() || it->second >= 0.5) busy_lo = std::min(busy_lo, v);
+          }
+          if (hi > 0 && std::isfinite(busy_lo) && busy_lo < 0.7 * hi) {
+            failures.push_back(gpu + ": SM clock fell from " + FormatNumber(hi * 1e-6, 0) + " to " +
+                               FormatNumber(busy_lo * 1e-6, 0) + " MHz while busy");
           }
         } else if (metric == "gpu_temperature_celsius") {
           m["temperature_max_celsius"] = hi;
@@ -212,9 +228,9 @@ PhaseResult Validation::Stress() {
   }
   if (failures.empty()) {
     phase.verdict = Verdict::kPass;
-    phase.reasons.insert(phase.reasons.begin(),
-                         "no throttling, XID, ECC error or throughput drift over " +
-                             FormatDuration(end - start));
+    phase.reasons.insert(
+        phase.reasons.begin(),
+        "no throttling, XID, ECC error or throughput drift over " + FormatDuration(end - start));
   } else {
     phase.verdict = Verdict::kFail;
     phase.reasons.insert(phase.reasons.end(), failures.begin(), failures.end());

@@ -7,8 +7,8 @@
 #include <array>
 #include <cmath>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
@@ -84,8 +84,8 @@ std::optional<int64_t> CheckpointStep(const std::string& path) {
   const std::string name = fs::path(path).filename().string();
   static const std::regex number(R"((\d+))");
   std::optional<int64_t> step;
-  for (auto it = std::sregex_iterator(name.begin(), name.end(), number); it != std::sregex_iterator();
-       ++it) {
+  for (auto it = std::sregex_iterator(name.begin(), name.end(), number);
+       it != std::sregex_iterator(); ++it) {
     auto value = ParseInt(it->str());
     if (value.ok()) step = *value;
   }
@@ -116,18 +116,17 @@ Status CheckValidateOptions(const ValidateOptions& o) {
                                   "' has no capture group; its first group must be the step");
     }
   } catch (const std::regex_error& e) {
-    return Status::InvalidInput("--progress-regex: not a regular expression: '" +
-                                o.progress_regex + "' (" + e.what() + ")");
+    return Status::InvalidInput("--progress-regex: not a regular expression: '" + o.progress_regex +
+                                "' (" + e.what() + ")");
   }
   if (!o.gpus.empty()) FULCRUM_RETURN_IF_ERROR(supervise::ParseGpuList(o.gpus).status());
   if (!o.expect_plan.empty()) {
     FULCRUM_RETURN_IF_ERROR(supervise::ReadPlanFile(o.expect_plan, 1).status());
   }
   if (!o.command.empty() && !ProgramExists(o.command[0])) {
-    return Status::InvalidInput(o.command[0] + ": command not found" +
-                                (o.command[0].find('/') == std::string::npos
-                                     ? " (not on PATH)"
-                                     : " (or not executable)"));
+    return Status::InvalidInput(
+        o.command[0] + ": command not found" +
+        (o.command[0].find('/') == std::string::npos ? " (not on PATH)" : " (or not executable)"));
   }
   return Status::Ok();
 }
@@ -156,8 +155,7 @@ bool Validation::Wanted(const std::string& phase) const {
 }
 
 double Validation::CheckpointEvery() const {
-  return options_.checkpoint_every_seconds.value_or(
-      std::min(30.0, options_.small_run_seconds / 4));
+  return options_.checkpoint_every_seconds.value_or(std::min(30.0, options_.small_run_seconds / 4));
 }
 
 Result<ValidateReport> Validation::Run() {
@@ -170,10 +168,15 @@ Result<ValidateReport> Validation::Run() {
     work_dir_ = pattern;
     own_work_dir_ = true;
   } else {
-    work_dir_ = fs::absolute(options_.work_dir).string();
+    // A fresh directory per run: a job, checkpoints or an agent left by an earlier validation
+    // in the same --work-dir must not be resumed by this one.
     std::error_code ec;
-    fs::create_directories(work_dir_, ec);
-    if (ec) return Status::IoError(work_dir_ + ": " + ec.message());
+    fs::create_directories(options_.work_dir, ec);
+    if (ec) return Status::IoError(options_.work_dir + ": " + ec.message());
+    std::string pattern = fs::absolute(options_.work_dir).string() + "/validate-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr)
+      return Status::IoError(pattern + ": cannot make a directory for this run");
+    work_dir_ = pattern;
   }
   if (!options_.gpus.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(gpus_, supervise::ParseGpuList(options_.gpus));
@@ -222,180 +225,12 @@ Result<ValidateReport> Validation::Run() {
   return report_;
 }
 
-// ---- environment ----
-
-std::vector<std::string> Validation::SourceArgs() const {
-  std::vector<std::string> args = {"--source", options_.source};
-  if (options_.source == "sim") {
-    args.insert(args.end(), {"--sim-gpu", options_.sim_gpu, "--sim-gpus",
-                             std::to_string(options_.sim_gpus), "--sim-fraction",
-                             FormatNumber(options_.sim_fraction, 6), "--sim-swing",
-                             FormatNumber(options_.sim_swing, 6)});
-    if (!options_.sim_scenario.empty())
-      args.insert(args.end(), {"--sim-scenario", options_.sim_scenario});
-  }
-  return args;
-}
-
-namespace {
-
-// Every figure's verdict in a `bench --json` result: "low" (below 70 % of spec) and "unstable"
-// fail the environment.
-void ScanBenchVerdicts(const nlohmann::json& j, const std::string& where,
-                       std::vector<std::string>& failures) {
-  if (j.is_object()) {
-    if (j.contains("verdict") && j["verdict"].is_string()) {
-      const std::string v = j["verdict"].get<std::string>();
-      if (v == "low" || v == "unstable") {
-        std::string figure = "bench " + where + ": " + v;
-        if (j.contains("percent_of_spec") && j["percent_of_spec"].is_number())
-          figure += " (" + FormatNumber(j["percent_of_spec"].get<double>(), 0) + " % of spec)";
-        failures.push_back(figure);
-      }
-    }
-    for (const auto& [key, value] : j.items())
-      ScanBenchVerdicts(value, where.empty() ? key : where + "." + key, failures);
-  } else if (j.is_array()) {
-    for (size_t i = 0; i < j.size(); ++i) {
-      std::string name = where + "[" + std::to_string(i) + "]";
-      if (j[i].is_object() && j[i].contains("dtype") && j[i]["dtype"].is_string())
-        name = where + " " + j[i]["dtype"].get<std::string>();
-      ScanBenchVerdicts(j[i], name, failures);
-    }
-  }
-}
-
-// The bench against what the plan assumed: its GPU model, at least its GPUs per node, and the
-// GEMM in its precision near the datasheet (the planner's step time assumes the datasheet peak
-// times its MFU, so a GEMM at 80 % of spec makes every step about 25 % slower than planned).
-void CompareWithPlan(const nlohmann::json& bench, const std::string& plan_path,
-                     PhaseResult& phase, std::vector<std::string>& failures) {
-  auto text = [&]() -> std::string {
-    std::ifstream in(plan_path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }();
-  auto plan = nlohmann::json::parse(text, nullptr, false);
-  if (!plan.is_object() || !plan.contains("candidates") || !plan["candidates"].is_array() ||
-      plan["candidates"].empty()) {
-    failures.push_back(plan_path + ": expected `fulcrum plan --json` output with candidates");
-    return;
-  }
-  const auto& c = plan["candidates"][0];
-  const std::string planned_gpu = c.value("gpu", "");
-  const int planned_gpus = c.value("gpus_per_node", 0);
-  const std::string precision =
-      c.contains("parallel") ? c["parallel"].value("precision", "bf16") : "bf16";
-  const auto& gpu = bench.contains("gpu") ? bench["gpu"] : nlohmann::json();
-  if (!gpu.is_object() || !gpu.contains("datasheet_gpu")) {
-    phase.reasons.push_back("--expect: no GPU figures to compare with the plan");
-    return;
-  }
-  const std::string found = gpu["datasheet_gpu"].is_string() ? gpu["datasheet_gpu"].get<std::string>() : "";
-  const int count = gpu.contains("device") ? gpu["device"].value("gpu_count", 0) : 0;
-  nlohmann::json& m = phase.metrics["expect"];
-  m = {{"plan_gpu", planned_gpu}, {"plan_gpus_per_node", planned_gpus}, {"gpu", found},
-       {"gpu_count", count}};
-  if (!planned_gpu.empty() && found != planned_gpu)
-    failures.push_back("the plan assumed " + planned_gpu + ", this server has " + found);
-  if (planned_gpus > 0 && count < planned_gpus) {
-    failures.push_back("the plan assumed " + std::to_string(planned_gpus) +
-                       " GPUs per node, this server has " + std::to_string(count));
-  }
-  for (const auto& g : gpu.value("gemm", nlohmann::json::array())) {
-    if (g.value("dtype", "") != precision || !g.contains("percent_of_spec") ||
-        !g["percent_of_spec"].is_number())
-      continue;
-    const double percent = g["percent_of_spec"].get<double>();
-    m["gemm_percent_of_spec"] = percent;
-    if (percent < 90) {
-      failures.push_back("the plan's step time assumes the datasheet's " + precision +
-                         " GEMM; this server delivers " + FormatNumber(percent, 0) +
-                         " % of it (steps about " + FormatNumber(100 / percent * 100 - 100, 0) +
-                         " % slower than planned)");
-    }
-  }
-}
-
-}  // namespace
-
-PhaseResult Validation::Environment() {
-  PhaseResult phase;
-  phase.name = "environment";
-  std::vector<std::string> failures;
-  CaptureOptions capture;
-  capture.timeout_seconds = 300;
-  std::vector<std::string> global = {options_.fulcrum_binary};
-  if (!options_.catalog_dir.empty()) global.insert(global.end(), {"--catalog", options_.catalog_dir});
-  std::vector<std::string> doctor_argv = global;
-  doctor_argv.insert(doctor_argv.end(), {"doctor", "--json", "--checkpoint-dir", work_dir_});
-  const std::vector<std::string> source = SourceArgs();
-  doctor_argv.insert(doctor_argv.end(), source.begin(), source.end());
-  Say("environment: fulcrum doctor --source " + options_.source);
-  auto doctor = RunCapture(doctor_argv, capture);
-  if (!doctor.ok() || doctor->exit_code != 0) {
-    failures.push_back("fulcrum doctor did not run: " +
-                       (doctor.ok() ? doctor->err : doctor.status().message()));
-  } else {
-    auto json = nlohmann::json::parse(doctor->out, nullptr, false);
-    int counts[4] = {0, 0, 0, 0};  // ok, warn, fail, skipped
-    for (const auto& check : json.value("checks", nlohmann::json::array())) {
-      const std::string status = check.value("status", "");
-      const std::string line =
-          "doctor " + check.value("name", "") + ": " + check.value("finding", "");
-      if (status == "fail") {
-        ++counts[2];
-        failures.push_back(line);
-      } else if (status == "warn") {
-        ++counts[1];
-        phase.reasons.push_back(line + " (warning)");
-      } else {
-        ++counts[status == "ok" ? 0 : 3];
-      }
-    }
-    phase.metrics["doctor"] = {
-        {"ok", counts[0]}, {"warn", counts[1]}, {"fail", counts[2]}, {"skipped", counts[3]}};
-  }
-  Say("environment: fulcrum bench --quick --source " + options_.source);
-  std::vector<std::string> bench_argv = global;
-  bench_argv.insert(bench_argv.end(), {"bench", "--quick", "--json", "--checkpoint-dir", work_dir_});
-  bench_argv.insert(bench_argv.end(), source.begin(), source.end());
-  capture.timeout_seconds = 900;
-  auto bench = RunCapture(bench_argv, capture);
-  if (!bench.ok() || bench->exit_code != 0) {
-    failures.push_back("fulcrum bench did not run: " +
-                       (bench.ok() ? bench->err : bench.status().message()));
-  } else {
-    auto json = nlohmann::json::parse(bench->out, nullptr, false);
-    if (json.is_object()) {
-      phase.metrics["bench"] = json;
-      ScanBenchVerdicts(json, "", failures);
-      if (json.contains("gpu_skipped_reason") && json["gpu_skipped_reason"].is_string())
-        phase.reasons.push_back("bench GPU part skipped: " +
-                                json["gpu_skipped_reason"].get<std::string>());
-      if (!options_.expect_plan.empty())
-        CompareWithPlan(json, options_.expect_plan, phase, failures);
-    } else {
-      failures.push_back("fulcrum bench printed no JSON: " + bench->err);
-    }
-  }
-  phase.verdict = failures.empty() ? Verdict::kPass : Verdict::kFail;
-  if (failures.empty()) {
-    phase.reasons.insert(phase.reasons.begin(),
-                         "doctor found no failure; bench figures within their datasheet" +
-                             std::string(options_.expect_plan.empty() ? "" : " and the plan"));
-  } else {
-    phase.reasons.insert(phase.reasons.begin(), failures.begin(), failures.end());
-  }
-  return phase;
-}
-
 // ---- the job ----
 
 Status Validation::StartJob() {
   const std::string data_dir = work_dir_ + "/data";
   const std::string checkpoints = work_dir_ + "/checkpoints";
+  const std::string heartbeat = work_dir_ + "/heartbeat.json";
   FULCRUM_ASSIGN_OR_RETURN(notice_, NoticeEndpoint::Start());
   drill_agent_port_ = FreeLoopbackPort();
   const bool wants_network = std::find(options_.drills.begin(), options_.drills.end(),
@@ -434,7 +269,9 @@ Status Validation::StartJob() {
                                    "--stop-grace",
                                    FormatNumber(grace, 3) + "s",
                                    "--max-restarts",
-                                   "-1"};
+                                   "-1",
+                                   "--heartbeat-file",
+                                   heartbeat};
   if (!gpus_.empty()) {
     std::string list;
     for (int g : gpus_) {
@@ -445,7 +282,8 @@ Status Validation::StartJob() {
   }
   argv.push_back("--");
   argv.insert(argv.end(), command.begin(), command.end());
-  job_ = std::make_unique<JobSession>(argv, options_.progress_regex, clock_, options_.job_output);
+  job_ = std::make_unique<JobSession>(argv, options_.progress_regex, heartbeat, clock_,
+                                      options_.job_output);
   job_->SetInterrupt(options_.interrupted);
   Say("small-run: fulcrum run -- " + [&] {
     std::string s;
@@ -476,8 +314,8 @@ PhaseResult Validation::SmallRun() {
   const double start = Now();
   const double every = CheckpointEvery();
   // 1. It starts and reports progress.
-  const bool progressed = job_->PumpUntil(
-      [&] { return !job_->steps().empty(); }, std::max(options_.small_run_seconds, kStartupSeconds));
+  const bool progressed = job_->PumpUntil([&] { return !job_->steps().empty(); },
+                                          std::max(options_.small_run_seconds, kStartupSeconds));
   if (!progressed) {
     phase.verdict = Verdict::kFail;
     if (job_->starts().empty()) {
@@ -487,14 +325,18 @@ PhaseResult Validation::SmallRun() {
                               (job_->run_exit() ? job_->run_exit()->Describe() : "?") +
                               "): " + job_->Tail(8));
     } else {
-      phase.reasons.push_back("no progress line matched --progress-regex '" +
-                              options_.progress_regex + "' within " +
-                              Seconds(Now() - start) + ": " + job_->Tail(5));
+      phase.reasons.push_back(
+          "no progress within " + Seconds(Now() - start) +
+          ": no output line matched --progress-regex '" + options_.progress_regex +
+          "' and no {\"step\": N} came in FULCRUM_HEARTBEAT_FILE; " + job_->Tail(5));
     }
     job_failure_ = "the small run failed";
     return phase;
   }
   phase.metrics["startup_seconds"] = job_->steps().front().at - start;
+  // A validation starts the job afresh (FULCRUM_RESUME_FROM empty), whatever ran before.
+  phase.metrics["fresh_start"] =
+      !job_->starts().empty() && job_->starts().front().resumed_from.empty();
   // 2. It checkpoints on request (the supervisor asks every `every`), and runs its few minutes.
   auto requested_checkpoint = [&] {
     for (const auto& c : job_->checkpoints())

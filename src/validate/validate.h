@@ -26,8 +26,8 @@ inline constexpr const char* kDrillNames[] = {"crash", "preemption-notice", "sig
 struct ValidateOptions {
   std::vector<std::string> command;  // the training command; empty = phases 2-3 skipped
   std::string fulcrum_binary;        // this program (doctor, bench, run and agent are its commands)
-  std::string catalog_dir;           // the global --catalog, passed on to doctor and bench ("" = none)
-  std::string source = "nvml";       // nvml | sim: the GPUs that bench and the agent read
+  std::string catalog_dir;      // the global --catalog, passed on to doctor and bench ("" = none)
+  std::string source = "nvml";  // nvml | sim: the GPUs that bench and the agent read
   // With --source sim, as `bench`/`doctor --source sim` take them: the catalog GPU simulated,
   // how many, the fraction of its datasheet it delivers, its GEMM swing, and a fault scenario
   // (the agent's format) that the bench sim and the stress phase's sim agent both play.
@@ -36,13 +36,13 @@ struct ValidateOptions {
   double sim_fraction = 1.0;
   double sim_swing = 0;
   std::string sim_scenario;
-  double duration_seconds = 600;     // the stress phase
+  double duration_seconds = 600;  // the stress phase
   double small_run_seconds = 120;
   std::optional<double> checkpoint_every_seconds;  // nullopt = min(30 s, small run / 4)
   double drill_timeout_seconds = 120;              // each wait for a reaction or a resume
   double network_cut_seconds = 5;
   double max_drift = 0.30;  // the stress phase's throughput swing limit, (max - min) / median
-  std::vector<std::string> drills;  // subset of kDrillNames, in that order; empty = all
+  std::vector<std::string> drills;       // subset of kDrillNames, in that order; empty = all
   std::vector<std::string> skip_phases;  // of kPhaseNames: reported as skipped (by request)
   std::string progress_regex = R"(^step[ =:]*(\d+))";  // first group = the step
   std::string expect_plan;  // plan.json (`fulcrum plan --json`); "" = none

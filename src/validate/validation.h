@@ -1,9 +1,10 @@
-// The state of one `fulcrum validate` run, shared by its phases (validate.cc: environment, small
-// run, the job's start and stop; fault_drill.cc: the drills; stress.cc: the stress phase).
-// Internal to src/validate; one thread.
+// The state of one `fulcrum validate` run, shared by its phases (environment.cc: doctor and
+// bench; validate.cc: the options, the job's start and stop, the small run; fault_drill.cc: the
+// drills; stress.cc: the stress phase). Internal to src/validate; one thread.
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,11 @@ class Validation {
   std::string job_failure_;  // why the job cannot go on ("" = it can)
   ValidateReport report_;
 };
+
+// Each figure of a `bench --json` result whose verdict is "low" (below 70 % of the datasheet)
+// or "unstable" (the sustained GEMM swings), as "bench gpu.gemm bf16: low (60 % of spec)".
+void ScanBenchVerdicts(const nlohmann::json& bench, const std::string& where,
+                       std::vector<std::string>& failures);
 
 // The step number in a checkpoint's file name (the last number in it), nullopt without one.
 std::optional<int64_t> CheckpointStep(const std::string& path);

@@ -1,0 +1,13 @@
+// HTML text escaping for the pages fulcrum writes itself (plan and validate reports): the five
+// characters that can end text or an attribute value. Pure; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace fulcrum {
+
+// `text` with & < > " ' as character references, safe in element text and quoted attributes.
+std::string HtmlEscape(std::string_view text);
+
+}  // namespace fulcrum
