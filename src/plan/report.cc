@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/html.h"
 #include "core/parse.h"
 #include "core/table.h"
 #include "plan/pitfalls.h"
@@ -202,29 +203,6 @@ std::string FrameworkLabel(const workload::Training& t) {
     return "megatron-bridge";
   }
   return std::string(workload::FrameworkName(t.framework));
-}
-
-std::string HtmlEscape(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
 }
 
 std::string ScatterSvg(const std::vector<ScatterPoint>& points, const std::vector<int>& front,

@@ -25,9 +25,9 @@ std::string PlanHtml(const PlanResult& result, const catalog::Catalog& catalog);
 // ("megatron-bridge"; see PeftRunsLayout in search.cc for the sources).
 std::string FrameworkLabel(const workload::Training& t);
 
-// The pieces every HTML report is built from (plan, serve-plan): text escaping, an inline SVG
-// scatter on log-log axes with a joined front, and the self-contained page around a body.
-std::string HtmlEscape(std::string_view text);
+// The pieces every HTML report is built from (plan, serve-plan): an inline SVG scatter on log-log
+// axes with a joined front, and the self-contained page around a body (text escaping:
+// fulcrum::HtmlEscape, core/html.h).
 struct ScatterPoint {
   double x = 0, y = 0;     // data units (both axes log10; clamped to x_min / y_min)
   bool front = false;      // drawn large, blue

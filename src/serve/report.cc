@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/html.h"
 #include "plan/report.h"
 
 namespace fulcrum::serve {
@@ -20,14 +21,14 @@ std::string Rows(const std::vector<ServeCandidate>& candidates, size_t top) {
     const ServeCandidate& c = candidates[i];
     const ServeEstimate& e = c.estimate;
     std::string warnings;
-    for (const std::string& w : c.warnings) warnings += "<li>" + plan::HtmlEscape(w) + "</li>";
+    for (const std::string& w : c.warnings) warnings += "<li>" + HtmlEscape(w) + "</li>";
     rows += fmt::format(
         "<tr><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0f} / {:.0f}</td>"
         "<td>{:.1f} / {:.1f}</td><td>{:.2f}</td><td>{:.3f}</td><td>{:.0f}%</td></tr>\n"
         "<tr class=\"detail\"><td></td><td colspan=\"8\">weights {:.1f} GiB, KV cache {:.1f} "
         "KiB per token, peak {:.1f} of {:.1f} GiB per GPU (at most {} sequences); {:.0f} output "
         "tokens/s per replica; ${:.3f} per million input tokens.{}</td></tr>\n",
-        i + 1, c.pareto ? "*" : "", plan::HtmlEscape(OfferLabel(c)), c.replicas, c.concurrency,
+        i + 1, c.pareto ? "*" : "", HtmlEscape(OfferLabel(c)), c.replicas, c.concurrency,
         e.speed.prefill_seconds * 1000, c.ttft_p90_seconds * 1000, e.speed.tpot_seconds * 1000,
         c.tpot_p90_seconds * 1000, c.usd_per_hour, c.usd_per_million_output_tokens,
         100 * c.utilization, e.memory.weights_bytes / (1 << 30),
@@ -83,7 +84,7 @@ std::string ServePlanHtml(const std::vector<ServeCandidate>& candidates,
                   "(est / P90)</th><th>$/h</th><th>$/M out</th><th>util</th></tr></thead>"
                   "<tbody>\n{}</tbody></table>\n",
                   s.parameters / 1e9, PrecisionName(s.precision), s.input_len, s.output_len,
-                  plan::HtmlEscape(traffic), candidates.size(), s.top,
+                  HtmlEscape(traffic), candidates.size(), s.top,
                   plan::ScatterSvg(points, front, axes), Rows(candidates, s.top)));
 }
 
