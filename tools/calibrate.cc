@@ -433,7 +433,7 @@ int Run(int argc, char** argv) {
       {root + "/src/estimate/time_calibration_fitted.cc", FittedSource(report.fitted)},
       {root + "/src/estimate/uncertainty_fitted.cc", UncertaintySource(report.bands)},
       {root + "/docs/ACCURACY.md", AccuracyDocument(rows, report)}};
-  if (!AddServingCalibration(root, outputs)) return 2;
+  if (!AddServingCalibration(root, report.fitted, outputs)) return 2;
   int status = 0;
   for (const auto& [path, text] : outputs) {
     if (check) {

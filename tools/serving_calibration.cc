@@ -189,12 +189,16 @@ std::optional<double> PredictServing(const ServingRow& row, const ServeCalibrati
   return e->speed.output_tokens_per_second / static_cast<double>(row.request.tp);
 }
 
-ServeCalibration FitServing(const std::vector<const ServingRow*>& rows) {
-  return CoordinateDescent(ServeCalibration{}, ServingKnobs(),
+ServeCalibration FitServing(const std::vector<const ServingRow*>& rows,
+                            const estimate::TimeCalibration& links) {
+  ServeCalibration prior;
+  prior.links = &links;
+  return CoordinateDescent(prior, ServingKnobs(),
                            [&](const ServeCalibration& c) { return ServingObjective(rows, c); });
 }
 
-ServingReport FitServingReport(const std::vector<ServingRow>& rows) {
+ServingReport FitServingReport(const std::vector<ServingRow>& rows,
+                               const estimate::TimeCalibration& links) {
   std::vector<const ServingRow*> all;
   std::set<std::string> families;
   for (const ServingRow& row : rows) {
@@ -202,9 +206,12 @@ ServingReport FitServingReport(const std::vector<ServingRow>& rows) {
     if (row.metric != ServingMetric::kKvCacheTokens) families.insert(row.family);  // fitted on
   }
   ServingReport report;
-  report.fitted = FitServing(all);
+  const auto fit = [&](const std::vector<const ServingRow*>& fit_rows) {
+    return FitServing(fit_rows, links);
+  };
+  report.fitted = fit(all);
   report.left_out = FitLeavingOut(
-      all, families, [](const ServingRow& row) { return row.family; }, FitServing);
+      all, families, [](const ServingRow& row) { return row.family; }, fit);
   // Latency band: measured / predicted time, each row scored without its family. Throughput
   // rows stand for the time per output token (time = tokens / throughput).
   std::vector<double> ttft, tpot;
@@ -350,14 +357,14 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
   return out.str();
 }
 
-bool AddServingCalibration(const std::string& root,
+bool AddServingCalibration(const std::string& root, const estimate::TimeCalibration& links,
                            std::vector<std::pair<std::string, std::string>>& outputs) {
   Result<std::vector<ServingRow>> rows = LoadServingRows(root);
   if (!rows.ok()) {
     std::cerr << "fulcrum-calibrate: " << rows.status().message() << "\n";
     return false;
   }
-  const ServingReport report = FitServingReport(*rows);
+  const ServingReport report = FitServingReport(*rows, links);
   for (auto& [path, text] : outputs) {
     if (path == root + "/docs/ACCURACY.md") text += ServingAccuracyMarkdown(*rows, report);
   }

@@ -41,14 +41,17 @@ std::optional<double> PredictServing(const ServingRow& row,
                                      const serve::ServeCalibration& calibration);
 
 // Fit from the priors (ServeCalibration's member initialisers).
-serve::ServeCalibration FitServing(const std::vector<const ServingRow*>& rows);
+// `links`: the training calibration the TP all-reduce uses (see ServeCalibration::links).
+serve::ServeCalibration FitServing(const std::vector<const ServingRow*>& rows,
+                                   const estimate::TimeCalibration& links);
 
 struct ServingReport {
   serve::ServeCalibration fitted;
   std::map<std::string, serve::ServeCalibration> left_out;  // family -> fit without it
   serve::ServeLatencyBand band;
 };
-ServingReport FitServingReport(const std::vector<ServingRow>& rows);
+ServingReport FitServingReport(const std::vector<ServingRow>& rows,
+                               const estimate::TimeCalibration& links);
 
 std::string ServingFittedSource(const ServingReport& report);
 std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
@@ -57,7 +60,8 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
 // fulcrum-calibrate's serving step: loads, fits, appends the generated source to `outputs` and
 // the inference section to the docs/ACCURACY.md entry of `outputs`. False (message on stderr)
 // when the data cannot be read.
-bool AddServingCalibration(const std::string& root,
+// `links`: the training calibration fitted in the same run.
+bool AddServingCalibration(const std::string& root, const estimate::TimeCalibration& links,
                            std::vector<std::pair<std::string, std::string>>& outputs);
 
 }  // namespace fulcrum::calibrate

@@ -261,7 +261,8 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
       peak * std::min(1.0, calibration.decode_gemm_efficiency * low_bit_factor);
   const double attn_flops_per_second = hw->peak_flops_16bit * calibration.attention_efficiency;
   const double bandwidth = hw->memory_bytes_per_second * calibration.decode_bandwidth_efficiency;
-  const estimate::TimeCalibration& links = estimate::DefaultTimeCalibration();
+  const estimate::TimeCalibration& links =
+      calibration.links != nullptr ? *calibration.links : estimate::DefaultTimeCalibration();
   estimate::Link link;
   link.bytes_per_second = hw->intra_node_bytes_per_second *
                           (hw->nvlink ? links.nvlink_efficiency : links.pcie_efficiency);

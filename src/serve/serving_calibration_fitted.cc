@@ -10,10 +10,10 @@ const ServeCalibration& DefaultServeCalibration() {
     ServeCalibration c;
     c.prefill_gemm_efficiency = 0.72;
     c.decode_gemm_efficiency = 0.599;
-    c.low_bit_gemm_relative_efficiency = 0.84;
-    c.attention_efficiency = 0.217;
-    c.decode_bandwidth_efficiency = 0.8;
-    c.per_layer_overhead_seconds = 4.59e-05;
+    c.low_bit_gemm_relative_efficiency = 0.838;
+    c.attention_efficiency = 0.22;
+    c.decode_bandwidth_efficiency = 0.802;
+    c.per_layer_overhead_seconds = 4.67e-05;
     return c;
   }();
   return kFitted;
@@ -22,9 +22,9 @@ const ServeCalibration& DefaultServeCalibration() {
 const ServeLatencyBand& DefaultServeLatencyBand() {
   static const ServeLatencyBand kBand = [] {
     ServeLatencyBand b;
-    b.ttft_p50_ratio = 1.15;
-    b.ttft_p90_ratio = 1.43;
-    b.tpot_p50_ratio = 0.955;
+    b.ttft_p50_ratio = 1.16;
+    b.ttft_p90_ratio = 1.44;
+    b.tpot_p50_ratio = 0.961;
     b.tpot_p90_ratio = 1.12;
     return b;
   }();
