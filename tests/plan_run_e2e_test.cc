@@ -303,6 +303,38 @@ TEST_F(PlanRunE2E, CostAccuracyGroupsThePredictionLogByHardwareClass) {
   EXPECT_EQ(accuracy["jobs"].size(), 3u);
 }
 
+// A local agent (NVML through the fake library) sees the job's own process on GPU 0: status shows
+// its memory, the GPU's utilisation and power, and no reason; the prediction log keeps the memory.
+TEST_F(PlanRunE2E, AgentFiguresOfTheJobsProcessReachStatus) {
+  const std::string script = dir_ + "/nvml.txt";
+  std::ofstream(script) << "count 1\ngpu 0 util_gpu 87\ngpu 0 power_mw 350000\n";
+  AgentProcess agent(dir_,
+                     {"--source", "nvml", "--listen", "127.0.0.1:0", "--data-dir",
+                      dir_ + "/agent", "--interval", "200ms"},
+                     {{"LD_LIBRARY_PATH", FAKE_NVML_DIR}, {"FAKE_NVML_SCRIPT", script}});
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  const std::string data = dir_ + "/data";
+  // The job's shell adds its own pid (the leader of the job's process group; exec keeps it) to
+  // the fake GPU's compute processes, 20 GiB.
+  RunOptions options;
+  options.timeout_seconds = 60;
+  RunOutput r = RunFulcrum(
+      {"run", "--name", "gpu", "--data-dir", data, "--preemption", "none", "--agent",
+       "http://127.0.0.1:" + std::to_string(agent.port()), "--expect-step-seconds", "0.1",
+       "--total-steps", "80", "--progress-regex", "^step (\\d+)", "--", "sh", "-c",
+       "echo \"gpu 0 process $$ 21474836480\" >> " + script + "; exec " FULCRUM_TRAINER
+       " --steps 80 --step-ms 100"},
+      options);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  RunOutput status = RunFulcrum({"status", "--json", "--data-dir", data});
+  ASSERT_EQ(status.exit_code, 0) << status.err;
+  const json job = json::parse(status.out)["jobs"][0];
+  EXPECT_EQ(job["measured_peak_bytes_per_gpu"], 21474836480.0) << job;
+  EXPECT_EQ(job["measured_gpu_utilization_pct"], 87.0) << job;
+  EXPECT_EQ(job["measured_power_watts"], 350.0) << job;
+  EXPECT_TRUE(job["agent_figures_reason"].is_null()) << job;
+}
+
 TEST_F(PlanRunE2E, BadPlanFilesAreUsageErrors) {
   const std::string plan_file = dir_ + "/plan.json";
   std::ofstream(plan_file) << R"({"candidates": [{"rank": 1, "time": {"step_seconds": 1}}]})";

@@ -20,13 +20,13 @@ std::string InterconnectOf(const store::JobPlan& plan, const catalog::Catalog& c
   const catalog::Offer* same_class = nullptr;
   for (const catalog::Offer& o : catalog.offers()) {
     if (o.provider == plan.provider && o.instance_type == plan.instance_type) {
-      return catalog::InterconnectName(o.interconnect);
+      return catalog::InterconnectLabel(o.interconnect);
     }
     if (same_class == nullptr && o.gpu == plan.gpu && o.gpu_count == plan.gpus_per_node) {
       same_class = &o;
     }
   }
-  return same_class != nullptr ? catalog::InterconnectName(same_class->interconnect) : "unknown";
+  return same_class != nullptr ? catalog::InterconnectLabel(same_class->interconnect) : "unknown";
 }
 
 json OfferJson(const std::string& provider, const std::string& instance_type,

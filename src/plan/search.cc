@@ -239,7 +239,7 @@ struct HardwareClass {
 // interconnect.
 bool OfMeasuredClass(const MeasuredFactors& m, const catalog::Offer& o) {
   return m.gpu == o.gpu && m.gpus_per_node == o.gpu_count &&
-         m.interconnect == catalog::InterconnectName(o.interconnect);
+         m.interconnect == catalog::InterconnectLabel(o.interconnect);
 }
 
 // The conservative inter-node network of an offer whose provider publishes none: the lowest

@@ -105,7 +105,7 @@ struct StorageNeeds {
 struct MeasuredFactors {
   std::string gpu;           // catalog GPU name of the measured class
   int gpus_per_node = 0;     // of the measured offer
-  std::string interconnect;  // catalog::InterconnectName ("nvlink", "pcie", "unknown")
+  std::string interconnect;  // catalog::InterconnectLabel ("nvlink", "pcie", "unknown")
   double step_time_factor = 1;
   double memory_factor = 1;
 };
