@@ -167,10 +167,18 @@ ModelStateBytes DeepSpeedStates(double params, double largest, const PerParam& b
 // being reduce-scattered: 2 x 2 + 2 = 6 bytes per parameter of the largest unit; SHARD_GRAD_OP
 // (zero 1/2) keeps all parameters unsharded in the compute dtype between forward and backward
 // (2P; 4P in fp32).
+// FSDP under pipeline parallelism (torchtitan): the stage's parameters stay unsharded from its
+// first forward to its last backward (fsdp_reshard_after_forward "default" = not pp_enabled,
+// torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy), and the schedule runs
+// every backward but the last without gradient sync (torch.distributed.pipelining stage.py
+// backward_maybe_with_nosync: set_requires_gradient_sync(False)), so FSDP2 accumulates the
+// unsharded gradients in the reduce dtype (FSDPParam.to_accumulated_grad_if_needed; torchtitan
+// mixed_precision_reduce = float32): compute-dtype P + 4P for the stage.
 double TorchBuffers(double params, double largest_unit, const PerParam& b, const Training& t) {
   if (t.zero_stage == 0) return workload::GradientReplicas(t) > 1 ? params * b.g : 0;
-  if (t.zero_stage == 3) return 6 * largest_unit;
   const double compute_bytes = workload::IsFp32Storage(t.precision) ? 4 : 2;
+  if (t.pp > 1) return (compute_bytes + 4) * params;
+  if (t.zero_stage == 3) return 6 * largest_unit;
   return compute_bytes * params + 2 * largest_unit;
 }
 
