@@ -289,7 +289,14 @@ double LayerActivationBytes(const Model& m, const Training& t) {
     attention = a * s * sb * (e + mask * (1 + e));
   }
   const double sp_divisor = t.sequence_parallel ? tp : 1;
-  return replicated / sp_divisor + (split + attention) / tp;
+  // torchtitan's sequence parallelism redistributes the attention's and the MLP's input from the
+  // sequence shard to the whole (PrepareModuleInput Shard(1) -> Replicate at pytorch/torchtitan@
+  // 31a17bfd torchtitan/models/llama3/infra/parallelize.py apply_tp; in_dst_shardings tp=R in
+  // torchtitan/models/common/decoder_sharding.py at b5bcd76c), and the column-parallel linears
+  // save that gathered tensor; Megatron saves its shard and gathers again in backward
+  // (Korthikanti et al. 2022 section 4.2.2).
+  const double gathered = t.framework == Framework::kFsdp && t.sequence_parallel ? 2 * e * sbh : 0;
+  return (replicated - gathered) / sp_divisor + gathered + (split + attention) / tp;
 }
 
 // Activation offload keeps the layer computing and the one being copied (double buffering).
