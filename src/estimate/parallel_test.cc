@@ -430,18 +430,16 @@ Model Llama31_405b() {
   return m;
 }
 
+// The same torchtitan FSDP2 + Float8 + full-AC setup as TorchtitanCp4, in 3D.
 Training TorchtitanTable5() {
-  Training t;
-  t.framework = Framework::kFsdp;
-  t.precision = Precision::kFp8;
+  Training t = TorchtitanCp4();
+  t.cp = 1;
   t.tp = 8;
   t.pp = 8;
   t.dp = 8;
-  t.zero_stage = 3;
   t.micro_batch = 4;
   t.global_batch = 256;
   t.seq_len = 8192;
-  t.recompute = Recompute::kFull;
   t.sequence_parallel = true;
   return t;
 }
