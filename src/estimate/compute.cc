@@ -373,7 +373,10 @@ struct DataParallelTime {
 // One class of parameters (dense, or routed experts): `param_bytes` / `grad_bytes` this GPU
 // holds before sharding, sharded over `shards` ranks and replicated over `replicas` groups of
 // them (HSDP; 1 otherwise). ZeRO-3 gathers per micro-batch, overlapped with the compute;
-// ZeRO 0-2 reduce once per step, overlapped with the backward.
+// ZeRO 0-2 reduce once per step, overlapped with the backward. FSDP under pipeline parallelism
+// (torchtitan) gathers each stage's parameters once per step and reduce-scatters its gradients
+// once, after the last micro-batch's backward (memory.cc TorchBuffers: no reshard after forward,
+// no gradient sync before the last backward).
 DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int64_t shards,
                                      int64_t replicas, const Training& tr, const Hardware& hw,
                                      const TimeCalibration& c, double micro_batches,
@@ -386,7 +389,8 @@ DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int6
   const double replica_reduce = AllReduceSeconds(grad_bytes / static_cast<double>(shards),
                                                  static_cast<int>(replicas), replica_link);
   DataParallelTime out;
-  if (tr.zero_stage >= 3) {
+  const bool per_step_gather = tr.framework == workload::Framework::kFsdp && tr.pp > 1;
+  if (tr.zero_stage >= 3 && !per_step_gather) {
     // Per micro-batch: gather parameters for forward and backward, reduce-scatter gradients.
     const double per_mb = 2 * AllGatherSeconds(param_bytes, n, shard_link) +
                           ReduceScatterSeconds(grad_bytes, n, shard_link);
@@ -399,10 +403,12 @@ DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int6
                                                 std::min(replica_reduce, replica_hidden));
     return out;
   }
-  // ZeRO 0: all-reduce; ZeRO 1/2: reduce-scatter of grads + all-gather of updated params.
+  // ZeRO 0: all-reduce; ZeRO 1/2: reduce-scatter of grads + all-gather of updated params;
+  // FSDP FULL_SHARD under PP: all-gather of the parameters + reduce-scatter of the gradients.
+  const double gathered = tr.zero_stage >= 3 ? param_bytes : grad_bytes;
   out.seconds = tr.zero_stage == 0 ? AllReduceSeconds(grad_bytes, n, shard_link)
                                    : ReduceScatterSeconds(grad_bytes, n, shard_link) +
-                                         AllGatherSeconds(grad_bytes, n, shard_link);
+                                         AllGatherSeconds(gathered, n, shard_link);
   out.seconds += replica_reduce;
   const double hidden = c.dp_overlap_fraction * (2.0 / 3.0) * compute_mb;
   out.exposed = std::max(0.0, out.seconds - hidden) + tail * out.seconds +

@@ -167,10 +167,18 @@ ModelStateBytes DeepSpeedStates(double params, double largest, const PerParam& b
 // being reduce-scattered: 2 x 2 + 2 = 6 bytes per parameter of the largest unit; SHARD_GRAD_OP
 // (zero 1/2) keeps all parameters unsharded in the compute dtype between forward and backward
 // (2P; 4P in fp32).
+// FSDP under pipeline parallelism (torchtitan): the stage's parameters stay unsharded from its
+// first forward to its last backward (fsdp_reshard_after_forward "default" = not pp_enabled,
+// torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy), and the schedule runs
+// every backward but the last without gradient sync (torch.distributed.pipelining stage.py
+// backward_maybe_with_nosync: set_requires_gradient_sync(False)), so FSDP2 accumulates the
+// unsharded gradients in the reduce dtype (FSDPParam.to_accumulated_grad_if_needed; torchtitan
+// mixed_precision_reduce = float32): compute-dtype P + 4P for the stage.
 double TorchBuffers(double params, double largest_unit, const PerParam& b, const Training& t) {
   if (t.zero_stage == 0) return workload::GradientReplicas(t) > 1 ? params * b.g : 0;
-  if (t.zero_stage == 3) return 6 * largest_unit;
   const double compute_bytes = workload::IsFp32Storage(t.precision) ? 4 : 2;
+  if (t.pp > 1) return (compute_bytes + 4) * params;
+  if (t.zero_stage == 3) return 6 * largest_unit;
   return compute_bytes * params + 2 * largest_unit;
 }
 
@@ -281,7 +289,14 @@ double LayerActivationBytes(const Model& m, const Training& t) {
     attention = a * s * sb * (e + mask * (1 + e));
   }
   const double sp_divisor = t.sequence_parallel ? tp : 1;
-  return replicated / sp_divisor + (split + attention) / tp;
+  // torchtitan's sequence parallelism redistributes the attention's and the MLP's input from the
+  // sequence shard to the whole (PrepareModuleInput Shard(1) -> Replicate at pytorch/torchtitan@
+  // 31a17bfd torchtitan/models/llama3/infra/parallelize.py apply_tp; in_dst_shardings tp=R in
+  // torchtitan/models/common/decoder_sharding.py at b5bcd76c), and the column-parallel linears
+  // save that gathered tensor; Megatron saves its shard and gathers again in backward
+  // (Korthikanti et al. 2022 section 4.2.2).
+  const double gathered = t.framework == Framework::kFsdp && t.sequence_parallel ? 2 * e * sbh : 0;
+  return (replicated - gathered) / sp_divisor + gathered + (split + attention) / tp;
 }
 
 // Activation offload keeps the layer computing and the one being copied (double buffering).

@@ -414,5 +414,104 @@ TEST(PipelineTest, ScatterGatherKeepsPipelineTrafficSplitWithoutSequenceParallel
       1.45);
 }
 
+// Llama 3.1 405B (meta-llama/Llama-3.1-405B config.json) as torchtitan trains it in its H100
+// benchmark, 3D: FSDP 8 x TP 8 (sequence parallel) x PP 8 1F1B on 512 H100-80GB, local batch 32
+// in 8 micro-batches of 4 x 8192, full activation checkpointing, torch.compile + Float8
+// (pytorch/torchtitan@31a17bfd benchmarks/llama3_h100_202412_torchtitan.md Table 5: 82.50 GiB
+// max reserved memory).
+Model Llama31_405b() {
+  Model m = Llama31_8b();
+  m.name = "llama-3.1-405b";
+  m.layers = 126;
+  m.hidden = 16384;
+  m.heads = 128;
+  m.kv_heads = 8;
+  m.ffn_hidden = 53248;
+  return m;
+}
+
+// The same torchtitan FSDP2 + Float8 + full-AC setup as TorchtitanCp4, in 3D.
+Training TorchtitanTable5() {
+  Training t = TorchtitanCp4();
+  t.cp = 1;
+  t.tp = 8;
+  t.pp = 8;
+  t.dp = 8;
+  t.micro_batch = 4;
+  t.global_batch = 256;
+  t.seq_len = 8192;
+  t.sequence_parallel = true;
+  return t;
+}
+
+// torchtitan runs FSDP2 on the dp_shard dimension of a tensor-parallel, pipeline-split model, so
+// the layout is accepted (it was refused: "--framework fsdp cannot run --tp 8 --pp 8") and its
+// peak lands within 20 % of the published 82.50 GiB (ACCURACY.md: -16.5 %, fitted or not; the
+// stage's unsharded bf16 parameters and fp32 accumulated gradients are 35.6 GiB of it: without
+// them the estimate is 62 % low).
+TEST(FsdpTensorPipelineTest, TorchtitanTable5RowWithinTwentyPercent) {
+  const Model m = Llama31_405b();
+  const Training t = TorchtitanTable5();
+  ASSERT_TRUE(workload::Validate(m, t, 512).ok()) << workload::Validate(m, t, 512).message();
+  EXPECT_TRUE(workload::FrameworkRunsLayout(Framework::kFsdp, t));
+  const double measured = 82.50 * (1u << 30);
+  EXPECT_NEAR(EstimateMemory(m, t).reserved_bytes, measured, measured * 0.20);
+}
+
+// Under pipeline parallelism torchtitan does not reshard after forward and the schedule skips the
+// gradient sync until the last backward: the stage keeps its parameters unsharded (bf16, 2 bytes)
+// and accumulates unsharded fp32 gradients (4 bytes), 6 bytes per stage parameter on this GPU,
+// where FULL_SHARD without PP holds only 6 bytes per parameter of its largest unit (memory.cc
+// TorchBuffers).
+TEST(FsdpTensorPipelineTest, PipelineKeepsTheStageUnsharded) {
+  Training t = TorchtitanTable5();
+  t.precision = Precision::kBf16Mixed;
+  const double stage_params = 6.3e9, largest = 0.4e9;
+  EXPECT_NEAR(FullModelStates(stage_params, largest, t).buffer_bytes, 6 * stage_params, 1);
+  t.pp = 1;
+  EXPECT_NEAR(FullModelStates(stage_params, largest, t).buffer_bytes, 6 * largest, 1);
+}
+
+// torchtitan's sequence parallelism shards the norms' inputs over tp but saves the all-gathered
+// inputs of attention and MLP whole (PrepareModuleInput Shard(1) -> Replicate; memory.cc
+// LayerActivationBytes): of a dropout-free layer's 4 sbh non-tp-split tensors, 2 sbh shrink by
+// tp, where Megatron's sequence parallelism shrinks all 4 (Korthikanti et al. 2022, Table 2).
+TEST(FsdpTensorPipelineTest, SequenceParallelKeepsTheGatheredInputsWhole) {
+  const Model m = Llama31_8b();
+  Training sp = TorchtitanTable5();
+  sp.precision = Precision::kBf16Mixed;
+  sp.recompute = Recompute::kNone;
+  sp.micro_batch = 1;
+  Training no_sp = sp;
+  no_sp.sequence_parallel = false;
+  const double sbh = 8192.0 * 4096.0;
+  EXPECT_NEAR(LayerActivationBytes(m, no_sp) - LayerActivationBytes(m, sp),
+              2 * 2 * sbh * (1 - 1.0 / 8), 1);
+  Training megatron_sp = sp, megatron_no_sp = no_sp;
+  megatron_sp.framework = megatron_no_sp.framework = Framework::kMegatron;
+  EXPECT_NEAR(LayerActivationBytes(m, megatron_no_sp) - LayerActivationBytes(m, megatron_sp),
+              4 * 2 * sbh * (1 - 1.0 / 8), 1);
+}
+
+// FSDP's gathers are per step under PP (once per stage), per micro-batch without it: doubling the
+// micro-batches doubles everything per micro-batch and leaves the data-parallel part alone, so
+// twice the 8-micro-batch communication exceeds the 16-micro-batch one by that part. Tensor-
+// parallel collectives and the pipeline p2p are there too, and the 1F1B bubble is
+// (pp - 1) x the slowest stage's micro-batch time.
+TEST(FsdpTensorPipelineTest, GathersOncePerStepAndPaysTensorAndPipelineTraffic) {
+  const Model m = Llama31_405b();
+  const Training eight = TorchtitanTable5();
+  Training sixteen = eight;
+  sixteen.global_batch = 2 * eight.global_batch;
+  const Hardware hw = Node(true, true, 3200);
+  const StepTime st8 = EstimateStepTime(m, eight, hw);
+  const StepTime st16 = EstimateStepTime(m, sixteen, hw);
+  const double data_parallel = 2 * st8.communication_seconds - st16.communication_seconds;
+  EXPECT_GT(data_parallel, 0.05 * st8.communication_seconds);
+  EXPECT_GT(st8.communication_seconds - data_parallel, 0);  // tp collectives and pp sends
+  EXPECT_GT(st8.bubble_seconds, 0);
+  EXPECT_NEAR(st16.bubble_seconds, st8.bubble_seconds, 1e-9);  // one bubble per step
+}
+
 }  // namespace
 }  // namespace fulcrum::estimate

@@ -187,10 +187,20 @@ TEST(ValidateTest, RefusesInconsistentLayouts) {
   t.global_batch = 8;
   t.framework = Framework::kMegatron;
   EXPECT_TRUE(Validate(m, t, 8).ok());
-  // Frameworks only get the sharding they have: no tp under FSDP, no ZeRO-2 under Megatron-LM.
+  // Frameworks only get the sharding they have: no ZeRO-1 under FSDP, no ZeRO-2 under
+  // Megatron-LM. FSDP with tp (and pp) runs as torchtitan composes them.
   Training fsdp = t;
   fsdp.framework = Framework::kFsdp;
+  EXPECT_TRUE(Validate(m, fsdp, 8).ok()) << Validate(m, fsdp, 8).message();
+  fsdp.zero_stage = 1;
   EXPECT_NE(Validate(m, fsdp, 8).message().find("--framework fsdp cannot run"), std::string::npos);
+  Training fsdp_3d = fsdp;
+  fsdp_3d.zero_stage = 3;
+  fsdp_3d.pp = 2;
+  fsdp_3d.dp = 2;
+  fsdp_3d.global_batch = 4;
+  EXPECT_TRUE(Validate(m, fsdp_3d, 8).ok()) << Validate(m, fsdp_3d, 8).message();
+  EXPECT_EQ(DefaultFrameworkFor(fsdp_3d), Framework::kFsdp);
   Training megatron_z2 = t;
   megatron_z2.zero_stage = 2;
   EXPECT_FALSE(Validate(m, megatron_z2, 8).ok());

@@ -196,7 +196,9 @@ StageLayers PipelineStageLayers(const Model& m, const Training& t) {
 bool FrameworkRunsLayout(Framework f, const Training& t) {
   // Context parallelism: Megatron-LM (--context-parallel-size) and torchtitan's FSDP2
   // (context_parallel_degree); expert parallelism: Megatron-Core (--expert-model-parallel-size),
-  // DeepSpeed-MoE (ep_size) and torchtitan (expert_parallel_degree). HSDP: FSDP only.
+  // DeepSpeed-MoE (ep_size) and torchtitan (expert_parallel_degree). HSDP: FSDP only. FSDP with
+  // tensor and pipeline parallelism: torchtitan (tensor_parallel_degree, pipeline_parallel_degree;
+  // 1F1B by default, Interleaved1F1B with more than one stage per rank).
   const bool hsdp = t.dp_shard > 0 && t.dp_shard != t.dp;
   switch (f) {
     case Framework::kMegatron:
@@ -204,7 +206,7 @@ bool FrameworkRunsLayout(Framework f, const Training& t) {
     case Framework::kDeepSpeed:
       return t.tp == 1 && t.cp == 1 && !hsdp && (t.pp == 1 || t.zero_stage <= 1);
     case Framework::kFsdp:
-      return t.tp == 1 && t.pp == 1 && t.zero_stage != 1;
+      return t.zero_stage != 1;
     case Framework::kHf:
       return t.tp == 1 && t.pp == 1 && t.cp == 1 && t.ep == 1 && !hsdp && t.zero_stage == 0;
   }
@@ -212,8 +214,8 @@ bool FrameworkRunsLayout(Framework f, const Training& t) {
 }
 
 Framework DefaultFrameworkFor(const Training& t) {
-  if (t.tp > 1 || t.pp > 1) return Framework::kMegatron;
   if (t.zero_stage == 3 || (t.dp_shard > 0 && t.dp_shard != t.dp)) return Framework::kFsdp;
+  if (t.tp > 1 || t.pp > 1) return t.zero_stage == 2 ? Framework::kFsdp : Framework::kMegatron;
   if (t.cp > 1)
     return t.zero_stage == 0 || t.zero_stage == 2 ? Framework::kFsdp : Framework::kMegatron;
   if (t.method != Method::kFull && t.zero_stage == 0) return Framework::kHf;
@@ -232,7 +234,7 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
         (training.dp_shard > 0 ? " --dp-shard " + Str(training.dp_shard) : std::string()) +
         " (Megatron-LM: ZeRO <= 1 via its distributed optimizer, cp and ep; DeepSpeed: ZeRO 0-3, "
         "no tp or cp, ZeRO <= 1 with pp; FSDP: ZeRO 0, 2 or 3 (NO_SHARD, SHARD_GRAD_OP, "
-        "FULL_SHARD; HYBRID_SHARD with --dp-shard), cp and ep, no tp/pp; hf: ZeRO 0, no "
+        "FULL_SHARD; HYBRID_SHARD with --dp-shard) with tp, pp, cp and ep; hf: ZeRO 0, no "
         "tp/pp/cp/ep)");
   }
   return Status::Ok();

@@ -127,13 +127,16 @@ Status Validate(const Model& model, const Training& training, int64_t gpus = 0);
 // Whether `framework` has the layout's sharding: Megatron-LM runs tp/pp/dp with its distributed
 // optimizer (ZeRO-1) at most; DeepSpeed ZeRO 0-3 without tensor parallelism (its pipeline engine
 // only with ZeRO <= 1); PyTorch FSDP NO_SHARD / SHARD_GRAD_OP / FULL_SHARD (HYBRID_SHARD shards
-// like FULL_SHARD within a node) = ZeRO 0, 2, 3, without tp/pp; the HF Trainer alone plain data
-// parallel (ZeRO 0). Sources: Megatron-LM --use-distributed-optimizer docs; DeepSpeed ZeRO and
-// pipeline docs ("ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"); torch.distributed
-// .fsdp.ShardingStrategy.
+// like FULL_SHARD within a node) = ZeRO 0, 2, 3, with tp, pp and cp as torchtitan composes them
+// (FSDP2 over the dp_shard mesh dimension of a tp-parallelised, pipeline-split model:
+// torchtitan docs "2D/3D parallelism", torchtitan/models/llama3/parallelize.py); the HF Trainer
+// alone plain data parallel (ZeRO 0). Sources: Megatron-LM --use-distributed-optimizer docs;
+// DeepSpeed ZeRO and pipeline docs ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
+// parallelism"); torch.distributed.fsdp.ShardingStrategy.
 bool FrameworkRunsLayout(Framework framework, const Training& training);
-// The framework a layout runs under when the user names none: tp or pp -> Megatron-LM; ZeRO-3 ->
-// FSDP (FULL_SHARD); LoRA without sharding -> HF; otherwise DeepSpeed.
+// The framework a layout runs under when the user names none: ZeRO-3 or HSDP -> FSDP
+// (FULL_SHARD / HYBRID_SHARD, with tp/pp as torchtitan); ZeRO-2 with tp or pp -> FSDP
+// (SHARD_GRAD_OP); other tp or pp -> Megatron-LM; LoRA without sharding -> HF; otherwise DeepSpeed.
 Framework DefaultFrameworkFor(const Training& training);
 
 std::string_view PrecisionName(Precision p);
