@@ -6,6 +6,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "core/html.h"
 #include "core/input_error.h"
 
 namespace fulcrum::alert {
@@ -205,26 +206,7 @@ json AlertmanagerApiPayload(const Transition& t, const NotifyContext& c) {
 
 }  // namespace
 
-std::string SlackEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char ch : text) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
-}
+std::string SlackEscape(std::string_view text) { return HtmlEscapeText(text); }
 
 const std::vector<ReceiverFormat>& AllReceiverFormats() {
   static const std::vector<ReceiverFormat> kAll = {

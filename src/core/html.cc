@@ -2,10 +2,16 @@
 
 namespace fulcrum {
 
-std::string HtmlEscape(std::string_view text) {
+namespace {
+
+std::string Escape(std::string_view text, bool quotes) {
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
+    if (!quotes && (c == '"' || c == '\'')) {
+      out += c;
+      continue;
+    }
     switch (c) {
       case '&':
         out += "&amp;";
@@ -28,5 +34,11 @@ std::string HtmlEscape(std::string_view text) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string HtmlEscape(std::string_view text) { return Escape(text, true); }
+
+std::string HtmlEscapeText(std::string_view text) { return Escape(text, false); }
 
 }  // namespace fulcrum

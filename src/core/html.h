@@ -10,4 +10,8 @@ namespace fulcrum {
 // `text` with & < > " ' as character references, safe in element text and quoted attributes.
 std::string HtmlEscape(std::string_view text);
 
+// `text` with only & < > as character references: element text, and the escaping Slack's message
+// formatting asks for (quotes stay as they are).
+std::string HtmlEscapeText(std::string_view text);
+
 }  // namespace fulcrum

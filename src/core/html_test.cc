@@ -12,5 +12,9 @@ TEST(HtmlEscapeTest, EscapesWhatEndsTextOrAnAttribute) {
   EXPECT_EQ(HtmlEscape(""), "");
 }
 
+TEST(HtmlEscapeTest, TextEscapingLeavesQuotes) {
+  EXPECT_EQ(HtmlEscapeText("a < b && c > \"d\" 'e'"), "a &lt; b &amp;&amp; c &gt; \"d\" 'e'");
+}
+
 }  // namespace
 }  // namespace fulcrum
