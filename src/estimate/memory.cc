@@ -408,9 +408,8 @@ double AdapterCount(const Model& m, const Training& t) {
 // LossNLL.cpp, SoftMax.cpp) = 12, above the forward's 10 (bf16 logits + fp32 copy + log-softmax).
 // HF transformers returns fp32 logits (logits.float()) and keeps them in the output: 4 + 4 + 4.
 double LogitBytesPerElement(const Training& t) {
-  double bytes = t.framework == Framework::kMegatron ? 6
-                 : t.framework == Framework::kFsdp   ? 12
-                                                     : 12;
+  // torchtitan (FSDP) and HF/DeepSpeed: 12, as above.
+  double bytes = t.framework == Framework::kMegatron ? 6 : 12;
   if (workload::IsFp32Storage(t.precision) && t.framework != Framework::kHf &&
       t.framework != Framework::kDeepSpeed) {
     bytes += 2;
