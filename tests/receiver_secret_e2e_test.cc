@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cctype>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -21,25 +22,31 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr const char* kPathSecret = "RECEIVERPATHSECRET";
-constexpr const char* kTokenSecret = "RECEIVERTOKENSECRET";
-
 class ReceiverSecretE2E : public ::testing::Test {
  protected:
-  void SetUp() override { dir_ = MakeTempDir("receiver-secret"); }
+  void SetUp() override {
+    dir_ = MakeTempDir("receiver-secret");
+    // Secrets unique to this test (its temporary directory's name): the command-line scan reads
+    // every process on the machine, and the other tests of this suite, run in parallel by ctest,
+    // pass their own secret on purpose (the --receiver refusals).
+    std::string unique = fs::path(dir_).filename().string();
+    for (char& c : unique) c = std::isalnum(static_cast<unsigned char>(c)) ? c : 'X';
+    path_secret_ = "RECEIVERPATHSECRET" + unique;
+    token_secret_ = "RECEIVERTOKENSECRET" + unique;
+  }
   void TearDown() override {
     if (!HasFailure()) fs::remove_all(dir_);
   }
   std::string Data() const { return dir_ + "/data"; }
   // The recorder's URL with a secret path and token, as a chat webhook carries them.
-  static std::string SecretUrl(const WebhookRecorder& recorder) {
-    return recorder.url() + "/" + kPathSecret + "?access_token=" + kTokenSecret;
+  std::string SecretUrl(const WebhookRecorder& recorder) const {
+    return recorder.url() + "/" + path_secret_ + "?access_token=" + token_secret_;
   }
-  static void ExpectNoSecret(const std::string& where, const std::string& text) {
-    EXPECT_EQ(text.find(kPathSecret), std::string::npos) << where << ":\n" << text;
-    EXPECT_EQ(text.find(kTokenSecret), std::string::npos) << where << ":\n" << text;
+  void ExpectNoSecret(const std::string& where, const std::string& text) const {
+    EXPECT_EQ(text.find(path_secret_), std::string::npos) << where << ":\n" << text;
+    EXPECT_EQ(text.find(token_secret_), std::string::npos) << where << ":\n" << text;
   }
-  std::string dir_;
+  std::string dir_, path_secret_, token_secret_;
 };
 
 // Every process's command line (what `ps` shows any user), one per line.
