@@ -141,9 +141,8 @@ TEST(BenchE2eTest, SimSourceDeliversTheChosenFraction) {
   EXPECT_EQ(gpu["gemm"][0]["verdict"], "low");
   EXPECT_EQ(gpu["p2p"].size(), 3u);
 
-  RunOutput doctor =
-      RunFulcrum({"doctor", "--source", "sim", "--sim-gpus", "2", "--json", "--checkpoint-dir",
-                  FULCRUM_BUILD_DIR});
+  RunOutput doctor = RunFulcrum({"doctor", "--source", "sim", "--sim-gpus", "2", "--json",
+                                 "--checkpoint-dir", FULCRUM_BUILD_DIR});
   ASSERT_EQ(doctor.exit_code, 0) << doctor.err;
   auto checks = nlohmann::json::parse(doctor.out)["checks"];
   for (const auto& c : checks) {

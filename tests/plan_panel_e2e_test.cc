@@ -885,8 +885,8 @@ TEST(PlanPanelTest, ADearerTwinOfTheSameProviderScoresLower) {
 //     "..., US, NA" marketplace hosts), never the "us" inside "Australia"; an unknown region is
 //     exit 2 with the nearest names.
 TEST(PlanPanelTest, RegionFilterKeepsTheDataInTheRegion) {
-  const json d = Plan({"--model", "llama-2-7b", "--method", "lora", "--tokens", "100M",
-                       "--regions", "us", "--top", "400"});
+  const json d = Plan({"--model", "llama-2-7b", "--method", "lora", "--tokens", "100M", "--regions",
+                       "us", "--top", "400"});
   ASSERT_FALSE(d["candidates"].empty());
   std::set<std::string> providers;
   for (const json& c : d["candidates"]) {
@@ -900,8 +900,9 @@ TEST(PlanPanelTest, RegionFilterKeepsTheDataInTheRegion) {
         << c["rank"] << " " << region;
   }
   EXPECT_GE(providers.size(), 4u);
-  RunOutput unknown = RunFulcrum(
-      {"plan", "--model", "llama-2-7b", "--tokens", "1B", "--regions", "eu-west-9"}, NoUserOffers());
+  RunOutput unknown =
+      RunFulcrum({"plan", "--model", "llama-2-7b", "--tokens", "1B", "--regions", "eu-west-9"},
+                 NoUserOffers());
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("nearest"), std::string::npos) << unknown.err;
 }

@@ -309,8 +309,8 @@ TEST_F(PlanRunE2E, AgentFiguresOfTheJobsProcessReachStatus) {
   const std::string script = dir_ + "/nvml.txt";
   std::ofstream(script) << "count 1\ngpu 0 util_gpu 87\ngpu 0 power_mw 350000\n";
   AgentProcess agent(dir_,
-                     {"--source", "nvml", "--listen", "127.0.0.1:0", "--data-dir",
-                      dir_ + "/agent", "--interval", "200ms"},
+                     {"--source", "nvml", "--listen", "127.0.0.1:0", "--data-dir", dir_ + "/agent",
+                      "--interval", "200ms"},
                      {{"LD_LIBRARY_PATH", FAKE_NVML_DIR}, {"FAKE_NVML_SCRIPT", script}});
   ASSERT_GT(agent.port(), 0) << agent.err();
   const std::string data = dir_ + "/data";
@@ -322,8 +322,8 @@ TEST_F(PlanRunE2E, AgentFiguresOfTheJobsProcessReachStatus) {
       {"run", "--name", "gpu", "--data-dir", data, "--preemption", "none", "--agent",
        "http://127.0.0.1:" + std::to_string(agent.port()), "--expect-step-seconds", "0.1",
        "--total-steps", "80", "--progress-regex", "^step (\\d+)", "--", "sh", "-c",
-       "echo \"gpu 0 process $$ 21474836480\" >> " + script + "; exec " FULCRUM_TRAINER
-       " --steps 80 --step-ms 100"},
+       "echo \"gpu 0 process $$ 21474836480\" >> " + script +
+           "; exec " FULCRUM_TRAINER " --steps 80 --step-ms 100"},
       options);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   RunOutput status = RunFulcrum({"status", "--json", "--data-dir", data});

@@ -626,8 +626,8 @@ TEST_F(SlurmTwoNodeTest, LostGpuOnTheSecondNodeOfAJobDrainsThatNode) {
                       ": GPU 0 XID 79 (fallen off the bus); node drained"),
             std::string::npos)
       << text;
-  EXPECT_FALSE(Match(text, R"(job stopped: [^\n]*GPU fault[^\n]*last checkpoint \S+/step-\d+)")
-                   .empty())
+  EXPECT_FALSE(
+      Match(text, R"(job stopped: [^\n]*GPU fault[^\n]*last checkpoint \S+/step-\d+)").empty())
       << "it checkpointed before it stopped\n"
       << text;
   const std::string shown = Slurm({"scontrol", "show", "node", second}).out;

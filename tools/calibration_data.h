@@ -37,7 +37,7 @@ struct CalibrationRow {
   catalog::Offer node;      // one node of the machine the row ran on
   double memory_value = 0;  // the memory quantity, evaluated once (no fitted constant in it)
   estimate::MemoryBreakdown memory;  // its parts (memory rows)
-  bool last_rank_memory = false;  // measured on the last rank: the last pipeline stage's memory
+  bool last_rank_memory = false;     // measured on the last rank: the last pipeline stage's memory
   // Scored but left out of every fit, with the reason: the run is not the configuration the
   // estimator is given (e.g. batches padded to a length bin, not to seq_len).
   std::string not_fitted;

@@ -65,8 +65,8 @@ using fulcrum::serve::Precision;
 
 // examples/llama-8b-chatbot-serve.yaml over the whole catalog (no GPU filter).
 void BM_ServePlan8bChatbot(benchmark::State& state) {
-  RunPlan(state, Request("llama-3-8b", Precision::kInt4WeightOnly, KvPrecision::kFp16, 512, 256,
-                         5, 2, 0.08));
+  RunPlan(state, Request("llama-3-8b", Precision::kInt4WeightOnly, KvPrecision::kFp16, 512, 256, 5,
+                         2, 0.08));
 }
 BENCHMARK(BM_ServePlan8bChatbot)->Unit(benchmark::kMillisecond)->UseRealTime();
 

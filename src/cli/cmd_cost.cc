@@ -140,9 +140,9 @@ Status ShowAccuracy(CliContext& ctx, const std::string& data_dir_flag, bool json
   }
   ctx.out << "Planner error on " << log.size() << " finished job" << (log.size() == 1 ? "" : "s")
           << " of " << data_dir << ": (measured - predicted) / predicted\n";
-  Table table({"HARDWARE CLASS", "QUANTITY", "JOBS", "BIAS", "MEAN |ERROR|", "WORST"},
-              {Align::kLeft, Align::kLeft, Align::kRight, Align::kRight, Align::kRight,
-               Align::kRight});
+  Table table(
+      {"HARDWARE CLASS", "QUANTITY", "JOBS", "BIAS", "MEAN |ERROR|", "WORST"},
+      {Align::kLeft, Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight});
   for (const store::ClassAccuracy& c : classes) {
     bool first = true;
     for (const auto& [name, member] : kQuantities) {
@@ -187,7 +187,8 @@ void RegisterCost(CLI::App* cmd, CliContext& ctx) {
                 "step_time|memory|hours|cost: {jobs, bias, mean_abs_error, worst}}], jobs: "
                 "[...], data_dir}}");
   cmd->callback([&ctx, data_dir, job, json, accuracy] {
-    Status s = *accuracy ? ShowAccuracy(ctx, *data_dir, *json) : ShowCost(ctx, *data_dir, *job, *json);
+    Status s =
+        *accuracy ? ShowAccuracy(ctx, *data_dir, *json) : ShowCost(ctx, *data_dir, *job, *json);
     if (!s.ok()) ReportError(ctx, s);
   });
 }

@@ -130,8 +130,9 @@ struct TimeCalibration {
   // Plain attention outside Megatron (HF / TF eager BERT): scale, mask, softmax and dropout are
   // separate kernels, each reading and writing the a*s*s scores (and dropout its mask), where
   // Megatron fuses them (its kernels are counted in compute.cc, MegatronScoreElements): elements
-  // moved per score in the forward (plain, non-flash attention materialises the a*s*s scores). Prior 7 (scale 2, mask 2, softmax 2, dropout mask 1: the count of those passes);
-  // fitted (DeepLearningExamples BERT rows).
+  // moved per score in the forward (plain, non-flash attention materialises the a*s*s scores).
+  // Prior 7 (scale 2, mask 2, softmax 2, dropout mask 1: the count of those passes); fitted
+  // (DeepLearningExamples BERT rows).
   double unfused_attention_score_elements = 7;
 };
 

@@ -171,7 +171,6 @@ void GatherGpuStackFacts(SystemFacts& facts) {
       }
     }
   }
-
 }
 
 void GatherHostFacts(const DoctorOptions& options, SystemFacts& facts) {

@@ -13,10 +13,10 @@
 namespace fulcrum::store {
 
 struct ErrorStats {
-  int jobs = 0;                         // rows with both figures
-  std::optional<double> bias;           // mean signed error (+0.43 = measured 43 % above)
-  std::optional<double> mean_abs;       // mean |error|
-  std::optional<double> worst;          // the signed error of the largest |error|
+  int jobs = 0;                    // rows with both figures
+  std::optional<double> bias;      // mean signed error (+0.43 = measured 43 % above)
+  std::optional<double> mean_abs;  // mean |error|
+  std::optional<double> worst;     // the signed error of the largest |error|
 };
 
 struct ClassAccuracy {

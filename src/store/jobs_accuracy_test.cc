@@ -18,11 +18,11 @@ PredictionRecord Row(const std::string& gpu, int gpus, double predicted_step,
 
 TEST(JobsAccuracyTest, ErrorsPerHardwareClass) {
   std::vector<PredictionRecord> log = {
-      Row("H100-SXM5-80GB", 8, 1.0, 1.5),   // +50 %
-      Row("A100-PCIe-80GB", 1, 2.0, 1.8),   // -10 %
-      Row("H100-SXM5-80GB", 8, 1.0, 0.9),   // -10 %
+      Row("H100-SXM5-80GB", 8, 1.0, 1.5),           // +50 %
+      Row("A100-PCIe-80GB", 1, 2.0, 1.8),           // -10 %
+      Row("H100-SXM5-80GB", 8, 1.0, 0.9),           // -10 %
       Row("H100-SXM5-80GB", 8, 1.0, std::nullopt),  // not measured: no error
-      Row("H100-SXM5-80GB", 1, 1.0, 1.2),   // another class: one GPU per node
+      Row("H100-SXM5-80GB", 1, 1.0, 1.2),           // another class: one GPU per node
   };
   log[0].predicted_cost_usd = 10;
   log[0].measured_cost_usd = 12;

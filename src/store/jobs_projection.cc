@@ -72,8 +72,7 @@ JobProjection ProjectJob(const JobRecord& job, double now) {
   const double lost = p.seconds_lost_per_interruption.value_or(0);
   const double eta = work_seconds + n * lost;
   p.eta_seconds = eta;
-  p.eta_p90_seconds =
-      work_seconds * std::exp(kZ90 * sigma) + (n + kZ90 * std::sqrt(n)) * lost;
+  p.eta_p90_seconds = work_seconds * std::exp(kZ90 * sigma) + (n + kZ90 * std::sqrt(n)) * lost;
   if (plan.deadline_at) {
     const double left = *plan.deadline_at - now;
     p.deadline_met_probability = ProbabilityAtMost(eta, sigma, left);

@@ -119,8 +119,7 @@ TEST(JobsProjectionTest, PreemptionsSoFarAndTheSpotModelFeedTheInterval) {
   const JobProjection seen = ProjectJob(preempted, kNow);
   EXPECT_NEAR(*seen.spot_interruptions_per_hour, 4.0 / (1100.0 / 3600), 1e-9);
   EXPECT_GT(*seen.eta_seconds, *model.eta_seconds);
-  EXPECT_GT(*seen.eta_p90_seconds - *seen.eta_seconds,
-            *model.eta_p90_seconds - *model.eta_seconds)
+  EXPECT_GT(*seen.eta_p90_seconds - *seen.eta_seconds, *model.eta_p90_seconds - *model.eta_seconds)
       << "more interruptions to come: a wider interval";
   const JobProjection on_demand = ProjectJob(Running(200), kNow);
   EXPECT_FALSE(on_demand.spot_interruptions_per_hour);

@@ -60,7 +60,9 @@ Result<std::vector<telemetry::GpuSample>> GpuSamplesFromAgent(const std::string&
 JobGpuFigures JobFiguresFromSamples(const std::vector<telemetry::GpuSample>& gpus,
                                     const std::vector<int64_t>& pids) {
   JobGpuFigures out;
-  const auto ours = [&](int64_t pid) { return std::find(pids.begin(), pids.end(), pid) != pids.end(); };
+  const auto ours = [&](int64_t pid) {
+    return std::find(pids.begin(), pids.end(), pid) != pids.end();
+  };
   std::vector<std::string> why;
   bool any_unknown = false, shared = false;
   int used = 0;
