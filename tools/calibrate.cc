@@ -85,7 +85,7 @@ std::string Value(const CalibrationRow& row, double v) {
 
 struct Report {
   TimeCalibration fitted;
-  std::map<std::string, TimeCalibration> left_out;  // family -> fit without it
+  std::map<std::string, TimeCalibration> left_out;               // family -> fit without it
   std::map<std::string, TimeCalibration> left_out_architecture;  // architecture -> fit without it
   GeneratedBands bands;
 };

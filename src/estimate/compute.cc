@@ -62,9 +62,9 @@ bool IsLora(const Training& t) { return t.method == Method::kLora || t.method ==
 // Per-layer, per-micro-batch forward figures on one GPU (already divided by tp, and by cp for
 // the tokens); for MoE models the mean over dense and MoE layers.
 struct LayerForward {
-  double seconds = 0;            // GEMMs + attention + elementwise (+ QLoRA de-quantisation)
-  double backward_seconds = 0;   // the layer's backward (no recompute): 2x the GEMMs (1x for
-                                 // LoRA), and the elementwise kernels' own backward traffic
+  double seconds = 0;           // GEMMs + attention + elementwise (+ QLoRA de-quantisation)
+  double backward_seconds = 0;  // the layer's backward (no recompute): 2x the GEMMs (1x for
+                                // LoRA), and the elementwise kernels' own backward traffic
   // Forward time of the column-parallel GEMMs (QKV and the MLP's first, ffn-wide one): their
   // backward is where Megatron overlaps tensor-parallel communication.
   double column_gemm_seconds = 0;

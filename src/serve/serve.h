@@ -94,16 +94,16 @@ struct ServeRequest {
 };
 
 struct ServeMemory {
-  double weights_bytes = 0;             // whole model
-  double kv_cache_bytes_per_token = 0;  // whole model, one token of one sequence
-  double kv_cache_bytes = 0;            // whole model, batch x (input + output) tokens (windowed)
-  double activation_bytes_per_gpu = 0;  // forward workspace of the largest prefill chunk
-  double overhead_bytes_per_gpu = 0;    // CUDA context, CUDA graphs, NCCL buffers
-  double peak_bytes_per_gpu = 0;        // weights + KV + activations + overhead, one GPU
-  double budget_bytes_per_gpu = 0;      // gpu_memory_utilization x capacity
+  double weights_bytes = 0;              // whole model
+  double kv_cache_bytes_per_token = 0;   // whole model, one token of one sequence
+  double kv_cache_bytes = 0;             // whole model, batch x (input + output) tokens (windowed)
+  double activation_bytes_per_gpu = 0;   // forward workspace of the largest prefill chunk
+  double overhead_bytes_per_gpu = 0;     // CUDA context, CUDA graphs, NCCL buffers
+  double peak_bytes_per_gpu = 0;         // weights + KV + activations + overhead, one GPU
+  double budget_bytes_per_gpu = 0;       // gpu_memory_utilization x capacity
   int64_t kv_cache_capacity_tokens = 0;  // tokens the budget holds beyond weights/activations
   int64_t max_concurrency = 0;           // sequences of input+output tokens that fit in the budget
-  bool fits = false;                    // peak <= budget
+  bool fits = false;                     // peak <= budget
 };
 
 struct ServeSpeed {

@@ -57,8 +57,8 @@ struct SupervisorOptions {
   int checkpoint_signal = 10;  // SIGUSR1
   SignalTarget signal_target = SignalTarget::kNone;
   std::string ready_file;
-  double mtbf_prior_seconds = 24 * 3600;                  // for auto cadence
-  bool checkpoint_requests = true;                        // false: never signal on a cadence
+  double mtbf_prior_seconds = 24 * 3600;  // for auto cadence
+  bool checkpoint_requests = true;        // false: never signal on a cadence
   RestartPolicyOptions restart;
   // Progress.
   std::string heartbeat_file;

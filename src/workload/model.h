@@ -34,7 +34,7 @@ struct Model {
   int64_t kv_heads = 0;    // grouped-query attention; == heads for multi-head attention
   int64_t ffn_hidden = 0;  // intermediate size f
   int64_t vocab = 0;
-  int64_t max_seq_len = 0;       // context length; also the learned position table size
+  int64_t max_seq_len = 0;  // context length; also the learned position table size
   // Sliding-window attention: each token attends to the last sliding_window tokens, so the KV
   // cache keeps at most that many per sequence (HF `sliding_window`; 0 = full attention).
   int64_t sliding_window = 0;
