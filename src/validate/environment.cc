@@ -1,12 +1,11 @@
 // The environment phase: `fulcrum doctor` and a short `fulcrum bench` (children of this binary,
 // with the same --source and --sim-* flags), judged against the datasheet and, with --expect,
 // against what the plan assumed.
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/subprocess.h"
 #include "core/table.h"
+#include "supervise/plan_file.h"
 #include "validate/validation.h"
 
 namespace fulcrum::validate {
@@ -55,23 +54,16 @@ namespace {
 // times its MFU, so a GEMM at 80 % of spec makes every step about 25 % slower than planned).
 void CompareWithPlan(const nlohmann::json& bench, const std::string& plan_path, PhaseResult& phase,
                      std::vector<std::string>& failures) {
-  auto text = [&]() -> std::string {
-    std::ifstream in(plan_path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }();
-  auto plan = nlohmann::json::parse(text, nullptr, false);
-  if (!plan.is_object() || !plan.contains("candidates") || !plan["candidates"].is_array() ||
-      plan["candidates"].empty()) {
-    failures.push_back(plan_path + ": expected `fulcrum plan --json` output with candidates");
+  // The plan file's one reader (run --plan and bench --expect read it too); the options check
+  // has already refused a file it cannot read.
+  const Result<supervise::PlannedRun> plan = supervise::ReadPlanFile(plan_path, 1);
+  if (!plan.ok()) {
+    failures.push_back(plan.status().message());
     return;
   }
-  const auto& c = plan["candidates"][0];
-  const std::string planned_gpu = c.value("gpu", "");
-  const int planned_gpus = c.value("gpus_per_node", 0);
-  const std::string precision =
-      c.contains("parallel") ? c["parallel"].value("precision", "bf16") : "bf16";
+  const std::string& planned_gpu = plan->gpu;
+  const int planned_gpus = plan->gpus_per_node;
+  const std::string precision = plan->precision.empty() ? "bf16" : plan->precision;
   const auto& gpu = bench.contains("gpu") ? bench["gpu"] : nlohmann::json();
   if (!gpu.is_object() || !gpu.contains("datasheet_gpu")) {
     phase.reasons.push_back("--expect: no GPU figures to compare with the plan");
