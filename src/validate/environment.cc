@@ -5,7 +5,6 @@
 
 #include "core/subprocess.h"
 #include "core/table.h"
-#include "supervise/plan_file.h"
 #include "validate/validation.h"
 
 namespace fulcrum::validate {
@@ -52,11 +51,8 @@ namespace {
 // The bench against what the plan assumed: its GPU model, at least its GPUs per node, and the
 // GEMM in its precision near the datasheet (the planner's step time assumes the datasheet peak
 // times its MFU, so a GEMM at 80 % of spec makes every step about 25 % slower than planned).
-void CompareWithPlan(const nlohmann::json& bench, const std::string& plan_path, PhaseResult& phase,
-                     std::vector<std::string>& failures) {
-  // The plan file's one reader (run --plan and bench --expect read it too); the options check
-  // has already refused a file it cannot read.
-  const Result<supervise::PlannedRun> plan = supervise::ReadPlanFile(plan_path, 1);
+void CompareWithPlan(const nlohmann::json& bench, const Result<supervise::PlannedRun>& plan,
+                     PhaseResult& phase, std::vector<std::string>& failures) {
   if (!plan.ok()) {
     failures.push_back(plan.status().message());
     return;
@@ -159,8 +155,7 @@ PhaseResult Validation::Environment() {
             "no GPU measured: " + json["gpu_skipped_reason"].get<std::string>() +
             (options_.source == "nvml" ? " (on a machine without GPUs: --source sim)" : ""));
       }
-      if (!options_.expect_plan.empty())
-        CompareWithPlan(json, options_.expect_plan, phase, failures);
+      if (plan_) CompareWithPlan(json, *plan_, phase, failures);
     } else {
       failures.push_back("fulcrum bench printed no JSON: " + bench->err);
     }

@@ -139,6 +139,7 @@ Status CheckValidateOptions(const ValidateOptions& o) {
 Validation::Validation(const ValidateOptions& options, const Clock& clock)
     : options_(options), clock_(clock) {
   if (options_.drills.empty()) options_.drills = Names(kDrillNames);
+  if (!options_.expect_plan.empty()) plan_ = supervise::ReadPlanFile(options_.expect_plan, 1);
 }
 
 Validation::~Validation() {
@@ -388,8 +389,8 @@ PhaseResult Validation::SmallRun() {
       }
     }
   }
-  if (!options_.expect_plan.empty()) {
-    auto plan = supervise::ReadPlanFile(options_.expect_plan, 1);
+  if (plan_) {
+    const Result<supervise::PlannedRun>& plan = *plan_;
     if (plan.ok() && plan->plan.step_seconds) {
       const double p50 = *plan->plan.step_seconds;
       const double top = plan->plan.step_seconds_p90.value_or(p50 * 1.25);

@@ -5,9 +5,11 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "supervise/plan_file.h"
 #include "validate/agent_child.h"
 #include "validate/drill_network.h"
 #include "validate/job_session.h"
@@ -47,6 +49,8 @@ class Validation {
   double CheckpointEvery() const;
 
   ValidateOptions options_;
+  // --expect's first candidate, read once (the options check refused a file it cannot read).
+  std::optional<Result<supervise::PlannedRun>> plan_;
   const Clock& clock_;
   std::string work_dir_;
   bool own_work_dir_ = false;
