@@ -35,6 +35,8 @@ class ReceiverSecretE2E : public ::testing::Test {
     token_secret_ = "RECEIVERTOKENSECRET" + unique;
   }
   void TearDown() override {
+    // A queue worker started by `submit` may still be finishing (or waiting for the queue lock).
+    EXPECT_TRUE(WaitForQueueWorkersToExit(Data())) << "a queue worker outlived the test";
     if (!HasFailure()) fs::remove_all(dir_);
   }
   std::string Data() const { return dir_ + "/data"; }

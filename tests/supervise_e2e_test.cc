@@ -62,6 +62,8 @@ class SuperviseTest : public ::testing::Test {
     ckpt_ = dir_ + "/ckpt";
   }
   void TearDown() override {
+    // A queue worker started by `submit` may still be finishing (or waiting for the queue lock).
+    EXPECT_TRUE(WaitForQueueWorkersToExit(data_)) << "a queue worker outlived the test";
     if (!HasFailure()) fs::remove_all(dir_);
   }
 

@@ -76,6 +76,24 @@ bool PollUntil(const std::function<bool()>& ready, double seconds, double poll_s
   return ready();
 }
 
+bool WaitForQueueWorkersToExit(const std::string& data_dir, double seconds) {
+  const std::string dir = std::filesystem::absolute(data_dir).lexically_normal().string();
+  return PollUntil(
+      [&] {
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+          std::string cmdline = FileContents(entry.path().string() + "/cmdline");
+          // argv is NUL-separated: match whole arguments.
+          const std::string padded = std::string(1, '\0') + cmdline;
+          if (padded.find(std::string("\0--queue-worker\0", 16)) != std::string::npos &&
+              padded.find(std::string(1, '\0') + dir + std::string(1, '\0')) != std::string::npos)
+            return false;
+        }
+        return true;
+      },
+      seconds, 0.05);
+}
+
 std::string SourcePath(const std::string& relative) {
   return std::string(FULCRUM_SOURCE_DIR) + "/" + relative;
 }

@@ -40,6 +40,12 @@ std::string FileContents(const std::string& path);
 // Polls `ready` every `poll_seconds` until it holds or `seconds` have passed; its last answer.
 bool PollUntil(const std::function<bool()>& ready, double seconds, double poll_seconds = 0.02);
 
+// Waits up to `seconds` until no `fulcrum submit --queue-worker` serving `data_dir` is alive
+// (found by its /proc cmdline). Submit starts a detached worker per call; the later ones wait
+// for the queue lock and may open jobs.db after the test's jobs are done, so a test that removes
+// the data dir waits for them first. True when none is left.
+bool WaitForQueueWorkersToExit(const std::string& data_dir, double seconds = 10);
+
 // Path of the source tree's file (e.g. "catalog/gpus.csv").
 std::string SourcePath(const std::string& relative);
 
