@@ -182,6 +182,31 @@ TEST_F(ValidateTest, StressFailsWhenASimGpuThrottles) {
   EXPECT_EQ(stress["metrics"]["gpus"]["0"]["thermal_slowdown_samples"].get<int>(), 0);
 }
 
+// A GEMM-bound H100 or A100 runs at its power limit (NVML's SW_POWER_CAP clocks-event reason)
+// by design: that alone is reported, not failed; thermal slowdown on the other GPU still fails.
+TEST_F(ValidateTest, StressReportsAPowerCapWithoutFailingIt) {
+  const std::string capped = dir_ + "/capped.yaml";
+  std::ofstream(capped) << "- {at: 0s, gpu: 0, fault: power-cap}\n";
+  RunOutput r = RunFulcrum(Fast({"--json", "--sim-scenario", capped}), Timeout(60));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto stress = Phase(nlohmann::json::parse(r.out), "stress");
+  EXPECT_EQ(stress["verdict"], "pass") << Reasons(stress);
+  EXPECT_NE(Reasons(stress).find("GPU 0: at its power limit in"), std::string::npos)
+      << Reasons(stress);
+  EXPECT_GT(stress["metrics"]["gpus"]["0"]["power_capped_samples"].get<int>(), 0);
+
+  const std::string both = dir_ + "/both.yaml";
+  std::ofstream(both) << "- {at: 0s, gpu: 0, fault: power-cap}\n"
+                         "- {at: 0s, gpu: 1, fault: thermal-slowdown}\n";
+  r = RunFulcrum(Fast({"--json", "--sim-scenario", both}), Timeout(60));
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  stress = Phase(nlohmann::json::parse(r.out), "stress");
+  EXPECT_EQ(stress["verdict"], "fail");
+  const std::string reasons = Reasons(stress);
+  EXPECT_LT(reasons.find("GPU 1: thermal throttling"), reasons.find("GPU 0: at its power limit"))
+      << "the failure first, then the note: " << reasons;
+}
+
 TEST_F(ValidateTest, EnvironmentFailsOnASimGpuBelowItsDatasheetAndThePlan) {
   // The plan assumed one H100 at its datasheet (the planner's own output).
   RunOutput plan = RunFulcrum({"plan", "--model", "llama-2-7b", "--method", "lora", "--gpus",
