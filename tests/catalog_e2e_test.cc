@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -455,6 +454,18 @@ TEST_F(OfferFilterE2eTest, PlanFlagsCatalogCaveatsAndUnknownInterconnects) {
   const auto& rows = doc.at("candidates");
   ASSERT_FALSE(rows.empty());
   for (const auto& row : rows) {
+    const auto& warnings = row.at("warnings");
+    EXPECT_NE(std::find(warnings.begin(), warnings.end(), "catalog-caveat"), warnings.end())
+        << row.dump();
+  }
+  // A provider's caveat counts too: Verda's per-second billing comes from a third-party file
+  // (catalog/providers.csv), and the cost of every Verda row depends on it.
+  RunOutput terms =
+      Run(PlanArgs({"--method", "lora", "--providers", "verda", "--json", "--top", "50"}));
+  ASSERT_EQ(terms.exit_code, 0) << terms.err;
+  const auto verda = nlohmann::json::parse(terms.out).at("candidates");
+  ASSERT_FALSE(verda.empty()) << terms.out;
+  for (const auto& row : verda) {
     const auto& warnings = row.at("warnings");
     EXPECT_NE(std::find(warnings.begin(), warnings.end(), "catalog-caveat"), warnings.end())
         << row.dump();

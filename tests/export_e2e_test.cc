@@ -14,6 +14,7 @@
 // resources.py (GPUSpec "name:memory:count").
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -208,6 +209,95 @@ void ExpectExportedCommandsRun(const std::string& tool) {
 TEST(ExportE2eTest, ExportedSkypilotSetupAndRunExecute) { ExpectExportedCommandsRun("skypilot"); }
 
 TEST(ExportE2eTest, ExportedDstackCommandsExecute) { ExpectExportedCommandsRun("dstack"); }
+
+// A multi-node export of a torchrun job, run as the tool runs it on node 1 of 2: each node starts
+// the run line once, so torchrun must get the node count, this node's rank and the first node's
+// address from the tool's environment (SkyPilot docs/source/running-jobs/distributed-jobs.rst:
+// SKYPILOT_NUM_NODES, SKYPILOT_NODE_RANK, SKYPILOT_NODE_IPS, SKYPILOT_NUM_GPUS_PER_NODE; dstack
+// runner/internal/executor/executor.go: DSTACK_NODES_NUM, DSTACK_NODE_RANK,
+// DSTACK_MASTER_NODE_IP, DSTACK_GPUS_PER_NODE). Before, every node ran `torchrun train.py` on its
+// own: N independent single-node jobs. A `torchrun` on PATH records the argv it was given.
+void ExpectMultiNodeTorchrunJoinsTheNodes(const std::string& tool) {
+  const std::string dir = MakeTempDir("export-nodes-" + tool);
+  RunOutput r = RunFulcrum({"--catalog",
+                            SourcePath("catalog"),
+                            "plan",
+                            "--model",
+                            "llama-2-7b",
+                            "--tokens",
+                            "2B",
+                            "--budget-usd",
+                            "20000",
+                            "--top",
+                            "100000",
+                            "--command",
+                            "torchrun train.py --lr 3e-4",
+                            "--export",
+                            tool,
+                            dir + "/task.yaml",
+                            "--pick",
+                            "all",
+                            "--fulcrum-install",
+                            "false",
+                            "--json"},
+                           Isolated());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json plan = json::parse(r.out);
+  std::map<int, int> nodes_of;
+  for (const json& c : plan["candidates"]) nodes_of[c["rank"].get<int>()] = c["nodes"].get<int>();
+  std::string task;
+  for (const json& w : plan["export"]["written"]) {
+    if (nodes_of[w["rank"].get<int>()] == 2) {
+      task = w["file"];
+      break;
+    }
+  }
+  ASSERT_FALSE(task.empty()) << "no 2-node candidate was exported";
+  RunOutput script = RunProgram(kPython, {"-c", kScriptOf, tool, task});
+  ASSERT_EQ(script.exit_code, 0) << script.err;
+  { std::ofstream(dir + "/task.sh") << "set -e\n" << script.out; }
+  fs::create_directories(dir + "/bin");
+  fs::create_directories(dir + "/home");
+  {
+    std::ofstream shim(dir + "/bin/torchrun");
+    shim << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$TORCHRUN_ARGV\"\n";
+  }
+  fs::permissions(dir + "/bin/torchrun", fs::perms::owner_all);
+  RunOptions o;
+  o.cwd = dir;
+  o.env["HOME"] = dir + "/home";
+  o.env["XDG_DATA_HOME"] = dir + "/home/.local/share";
+  o.env["FULCRUM_DATA_DIR"] = dir + "/data";
+  o.env["TORCHRUN_ARGV"] = dir + "/argv";
+  o.env["PATH"] =
+      dir + "/bin:" + fs::path(FULCRUM_BINARY).parent_path().string() + ":/usr/bin:/bin";
+  if (tool == "skypilot") {
+    o.env["SKYPILOT_NUM_NODES"] = "2";
+    o.env["SKYPILOT_NODE_RANK"] = "1";
+    o.env["SKYPILOT_NODE_IPS"] = "10.0.0.1\n10.0.0.2";
+    o.env["SKYPILOT_NUM_GPUS_PER_NODE"] = "8";
+  } else {
+    o.env["DSTACK_NODES_NUM"] = "2";
+    o.env["DSTACK_NODE_RANK"] = "1";
+    o.env["DSTACK_MASTER_NODE_IP"] = "10.0.0.1";
+    o.env["DSTACK_GPUS_PER_NODE"] = "8";
+  }
+  RunOutput run = RunProgram("/bin/bash", {dir + "/task.sh"}, o);
+  ASSERT_EQ(run.exit_code, 0) << script.out << "\n" << run.out << run.err;
+  EXPECT_EQ(FileContents(dir + "/argv"),
+            "--nproc_per_node=8\n--nnodes=2\n--node_rank=1\n--master_addr=10.0.0.1\n"
+            "--master_port=8008\ntrain.py\n--lr\n3e-4\n")
+      << script.out;
+  fs::remove_all(dir);
+}
+
+TEST(ExportE2eTest, MultiNodeSkypilotTorchrunJoinsTheNodes) {
+  ExpectMultiNodeTorchrunJoinsTheNodes("skypilot");
+}
+
+TEST(ExportE2eTest, MultiNodeDstackTorchrunJoinsTheNodes) {
+  ExpectMultiNodeTorchrunJoinsTheNodes("dstack");
+}
 
 TEST(ExportE2eTest, RefusesWithoutAWayToInstallFulcrum) {
   const std::string dir = MakeTempDir("export-refuse");

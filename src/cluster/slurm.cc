@@ -6,6 +6,7 @@
 
 #include "core/parse.h"
 #include "core/subprocess.h"
+#include "core/torchrun.h"
 
 namespace fulcrum::cluster {
 
@@ -35,35 +36,6 @@ Status CheckSbatchValue(const std::string& flag, const std::string& value) {
 }
 
 namespace {
-
-std::string Basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
-
-// Where torchrun's own options start in `command`: 1 for `torchrun ...`, 3 for
-// `python -m torch.distributed.run ...`; 0 when it is not torchrun.
-size_t TorchrunOptionsAt(const std::vector<std::string>& command) {
-  if (command.empty()) return 0;
-  const std::string program = Basename(command[0]);
-  if (program == "torchrun") return 1;
-  if (program.rfind("python", 0) == 0 && command.size() >= 3 && command[1] == "-m" &&
-      command[2] == "torch.distributed.run")
-    return 3;
-  return 0;
-}
-
-// True when the user already gave torchrun option `name` (--rdzv-endpoint, also spelled
-// --rdzv_endpoint, with its value after a space or '=').
-bool HasTorchrunOption(const std::vector<std::string>& command, std::string name) {
-  std::string underscored = name;
-  for (size_t i = 2; i < underscored.size(); ++i) {
-    if (underscored[i] == '-') underscored[i] = '_';
-  }
-  for (const auto& word : command) {
-    for (const auto& spelling : {name, underscored}) {
-      if (word == spelling || word.rfind(spelling + "=", 0) == 0) return true;
-    }
-  }
-  return false;
-}
 
 // The launch words after `fulcrum run ... --`, as shell text. One node: the command itself.
 // More: srun starts one task per node; a torchrun gets --nnodes and a c10d rendezvous on the

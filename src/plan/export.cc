@@ -10,6 +10,7 @@
 #include "core/input_error.h"
 #include "core/parse.h"
 #include "core/row_reader.h"
+#include "core/torchrun.h"
 #include "plan/cost.h"
 #include "plan/report.h"
 
@@ -39,8 +40,9 @@ std::string YamlBlock(const std::vector<std::string>& lines, int indent) {
   return out;
 }
 
-// fmt's shortest round-trip form: 32.77, 20000, 0.5.
-std::string Number(double value) { return fmt::format("{}", value); }
+// fmt's shortest round-trip form of the value rounded to 1e-6: 32.77, 20000, 0.5, 270.648
+// (3 x 90.216 is 270.64799999999997 in binary floating point).
+std::string Number(double value) { return fmt::format("{}", std::round(value * 1e6) / 1e6); }
 
 // A job name fulcrum run, SkyPilot and dstack all accept: "fulcrum-" + the model's name in
 // lower-case letters, digits and '-' (dstack: ^[a-z][a-z0-9-]{1,40}$).
@@ -120,10 +122,89 @@ std::vector<std::string> SetupLines(const ExportOptions& options) {
           "the --fulcrum-install command' >&2; exit 1; }"};
 }
 
+// The environment each tool gives every node of a multi-node task, and the torchrun options
+// built from it (static rendezvous on the first node, as both tools' own examples launch it).
+// SkyPilot: skypilot-org/skypilot docs/source/running-jobs/distributed-jobs.rst
+// ($SKYPILOT_NUM_GPUS_PER_NODE, $SKYPILOT_NUM_NODES, $SKYPILOT_NODE_RANK, the first line of
+// $SKYPILOT_NODE_IPS as master_addr, master_port 8008). dstack: dstackai/dstack
+// runner/internal/executor/executor.go jobEnvs ($DSTACK_GPUS_PER_NODE, $DSTACK_NODES_NUM,
+// $DSTACK_NODE_RANK, $DSTACK_MASTER_NODE_IP) and examples/distributed-training/torchrun.
+// The underscore spellings are the ones every torchrun release accepts.
+struct NodeEnv {
+  const char* nproc_per_node;
+  const char* nnodes;
+  const char* node_rank;
+  const char* master_addr;
+  const char* rank_hint;  // how the comment names the variables for a non-torchrun command
+};
+constexpr NodeEnv kSkypilotEnv = {
+    "\"$SKYPILOT_NUM_GPUS_PER_NODE\"", "\"$SKYPILOT_NUM_NODES\"", "\"$SKYPILOT_NODE_RANK\"",
+    "\"$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\"", "$SKYPILOT_NODE_RANK, $SKYPILOT_NODE_IPS"};
+constexpr NodeEnv kDstackEnv = {"\"$DSTACK_GPUS_PER_NODE\"", "\"$DSTACK_NODES_NUM\"",
+                                "\"$DSTACK_NODE_RANK\"", "\"$DSTACK_MASTER_NODE_IP\"",
+                                "$DSTACK_NODE_RANK, $DSTACK_MASTER_NODE_IP"};
+constexpr int kMasterPort = 8008;
+
+const NodeEnv& EnvOf(ExportFormat format) {
+  return format == ExportFormat::kSkypilot ? kSkypilotEnv : kDstackEnv;
+}
+
+// The whitespace-separated words of shell text `command` and where each ends (for recognising
+// the launcher only: the text itself is kept as the user wrote it).
+std::vector<std::string> CommandWords(const std::string& command, std::vector<size_t>* ends) {
+  std::vector<std::string> words;
+  for (size_t i = 0; i < command.size();) {
+    if (std::isspace(static_cast<unsigned char>(command[i]))) {
+      ++i;
+      continue;
+    }
+    const size_t start = i;
+    while (i < command.size() && !std::isspace(static_cast<unsigned char>(command[i]))) ++i;
+    words.push_back(command.substr(start, i - start));
+    if (ends != nullptr) ends->push_back(i);
+  }
+  return words;
+}
+
+// `command` (shell text) as each node runs it. One node: unchanged. More: each node starts the
+// command once, so a torchrun without its own multi-node options would start `nodes`
+// independent single-node jobs; it gets --nnodes, --node_rank and a static rendezvous on the
+// first node, after the launcher word(s), unless the user set them (or --standalone, or an
+// --rdzv_endpoint of their own); without --nproc_per_node (torchrun's default is one process)
+// it gets one process per GPU of the node.
+std::string MultiNodeCommand(const std::string& command, int nodes, ExportFormat format) {
+  if (nodes <= 1) return command;
+  std::vector<size_t> ends;
+  const std::vector<std::string> words = CommandWords(command, &ends);
+  const size_t at = TorchrunOptionsAt(words);
+  if (at == 0) return command;
+  const NodeEnv& env = EnvOf(format);
+  std::string options;
+  if (!HasTorchrunOption(words, "--nproc-per-node")) {
+    options += fmt::format(" --nproc_per_node={}", env.nproc_per_node);
+  }
+  if (!HasTorchrunOption(words, "--nnodes")) options += fmt::format(" --nnodes={}", env.nnodes);
+  const bool own_rendezvous = HasTorchrunOption(words, "--standalone") ||
+                              HasTorchrunOption(words, "--rdzv-endpoint") ||
+                              HasTorchrunOption(words, "--master-addr");
+  if (!own_rendezvous) {
+    if (!HasTorchrunOption(words, "--node-rank")) {
+      options += fmt::format(" --node_rank={}", env.node_rank);
+    }
+    options += fmt::format(" --master_addr={}", env.master_addr);
+    if (!HasTorchrunOption(words, "--master-port")) {
+      options += fmt::format(" --master_port={}", kMasterPort);
+    }
+  }
+  std::string out = command;
+  out.insert(ends[at - 1], options);
+  return out;
+}
+
 // The `fulcrum run` line. The price is the whole cluster's (every node's supervisor then sees
 // the cluster's spend and stops at the same budget).
 std::string RunLine(const PlanResult& r, const Candidate& c, const Placement& p,
-                    const ExportOptions& options) {
+                    const ExportOptions& options, ExportFormat format) {
   std::string line = "fulcrum run --name " + JobName(r.model.name);
   if (r.spec.checkpointing) {
     line += " --checkpoint-dir " + options.checkpoint_dir;
@@ -137,7 +218,7 @@ std::string RunLine(const PlanResult& r, const Candidate& c, const Placement& p,
     line += " --budget-usd " + Number(*r.spec.constraints.budget_usd);
   }
   const std::string command = r.spec.command.empty() ? "python train.py" : r.spec.command;
-  return line + " -- " + command;
+  return line + " -- " + MultiNodeCommand(command, c.nodes, format);
 }
 
 // `text` as YAML comment lines: each line "# "-prefixed, so that no name from the catalog or the
@@ -153,7 +234,7 @@ std::string Comment(const std::string& text) {
 }
 
 std::string Header(const PlanResult& r, const Candidate& c, const catalog::Offer& o,
-                   const Placement& p) {
+                   const Placement& p, ExportFormat format) {
   std::string h = fmt::format(
       "Generated by `fulcrum plan` for {} (rank {}): {} x {} on {} {} ({}), layout {}.\n"
       "Expected {} and {} (P90 {}); the run line bills {}/h for the {} node(s).\n",
@@ -162,6 +243,12 @@ std::string Header(const PlanResult& r, const Candidate& c, const catalog::Offer
       FormatDuration(c.run.total_seconds), FormatUsd(c.run.expected_usd), FormatUsd(c.run.p90_usd),
       FormatUsd(p.cluster_usd_per_hour), c.nodes);
   if (r.spec.command.empty()) h += "Replace `python train.py` with your training command.\n";
+  const std::string command = r.spec.command.empty() ? "python train.py" : r.spec.command;
+  if (c.nodes > 1 && TorchrunOptionsAt(CommandWords(command, nullptr)) == 0) {
+    h += fmt::format(
+        "The command runs once on each of the {} nodes: it must join the others itself ({}).\n",
+        c.nodes, EnvOf(format).rank_hint);
+  }
   return Comment(h);
 }
 
@@ -179,7 +266,7 @@ std::string SkypilotTask(const PlanResult& r, const Candidate& c, const catalog:
   out += std::string("  use_spot: ") + (c.pricing == PricingModel::kSpot ? "true" : "false") + "\n";
   out += fmt::format("num_nodes: {}\n", c.nodes);
   out += "setup: " + YamlBlock(SetupLines(options), 2);
-  out += "run: " + YamlBlock({RunLine(r, c, p, options)}, 2);
+  out += "run: " + YamlBlock({RunLine(r, c, p, options, ExportFormat::kSkypilot)}, 2);
   return out;
 }
 
@@ -201,7 +288,7 @@ std::string DstackTask(const PlanResult& r, const Candidate& c, const catalog::O
   out += "  gpu: " + YamlString(fmt::format("{}:{}", p.accelerator, o.gpu_count)) + "\n";
   out += "commands:\n";
   for (const std::string& line : SetupLines(options)) out += "  - " + YamlString(line) + "\n";
-  out += "  - " + YamlString(RunLine(r, c, p, options)) + "\n";
+  out += "  - " + YamlString(RunLine(r, c, p, options, ExportFormat::kDstack)) + "\n";
   return out;
 }
 
@@ -372,7 +459,7 @@ Result<ExportResult> ExportCandidates(const PlanResult& r, const catalog::Catalo
       out.skipped.push_back({pick, p.skip_reason});
       continue;
     }
-    std::string text = Header(r, c, o, p);
+    std::string text = Header(r, c, o, p, tables.format);
     text += tables.format == ExportFormat::kSkypilot ? SkypilotTask(r, c, o, p, options)
                                                      : DstackTask(r, c, o, p, options);
     out.tasks.push_back({pick, std::move(text)});

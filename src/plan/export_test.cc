@@ -122,6 +122,62 @@ TEST(ExportTest, SkypilotValuesAreQuotedAndTheRunLineIsComplete) {
   EXPECT_NE(rtx.find("  region: \"US\"\n"), std::string::npos) << rtx;
 }
 
+// Each node of a multi-node task starts the run line once (SkyPilot
+// docs/source/running-jobs/distributed-jobs.rst; dstack examples/distributed-training/torchrun),
+// so a torchrun gets what it needs to join the others; what the user set stays theirs.
+TEST(ExportTest, MultiNodeTorchrunGetsTheToolsNodeEnvironment) {
+  auto run_line = [](const std::string& command, int nodes, ExportFormat format) {
+    PlanResult r = Plan({MakeCandidate(0, nodes, PricingModel::kSpot, 1)});
+    r.spec.command = command;
+    const std::string task = ExportOne(r, format, 1);
+    const size_t at = task.find(" -- ");
+    return at == std::string::npos ? task : task.substr(at + 4, task.find('\n', at) - at - 4);
+  };
+  EXPECT_EQ(run_line("torchrun --nproc-per-node 8 train.py", 2, ExportFormat::kSkypilot),
+            "torchrun --nnodes=\"$SKYPILOT_NUM_NODES\" --node_rank=\"$SKYPILOT_NODE_RANK\" "
+            "--master_addr=\"$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\" --master_port=8008 "
+            "--nproc-per-node 8 train.py");
+  // Without --nproc-per-node torchrun starts one process: one per GPU of the node instead.
+  // (dstack's run line is a JSON-quoted YAML scalar.)
+  EXPECT_EQ(
+      run_line("/opt/venv/bin/python -m torch.distributed.run train.py", 2, ExportFormat::kDstack),
+      "/opt/venv/bin/python -m torch.distributed.run "
+      "--nproc_per_node=\\\"$DSTACK_GPUS_PER_NODE\\\" --nnodes=\\\"$DSTACK_NODES_NUM\\\" "
+      "--node_rank=\\\"$DSTACK_NODE_RANK\\\" --master_addr=\\\"$DSTACK_MASTER_NODE_IP\\\" "
+      "--master_port=8008 train.py\"");
+  // One node, the user's own rendezvous (--standalone, --rdzv_endpoint, --master-addr) and
+  // their --nnodes / --master_port are left alone.
+  EXPECT_EQ(run_line("torchrun --nproc-per-node 8 train.py", 1, ExportFormat::kSkypilot),
+            "torchrun --nproc-per-node 8 train.py");
+  EXPECT_EQ(run_line("torchrun --nproc_per_node=8 --nnodes=2 --rdzv_endpoint=h:29400 t.py", 2,
+                     ExportFormat::kSkypilot),
+            "torchrun --nproc_per_node=8 --nnodes=2 --rdzv_endpoint=h:29400 t.py");
+  EXPECT_EQ(
+      run_line("torchrun --nproc-per-node 8 --master-port 29500 t.py", 2, ExportFormat::kSkypilot),
+      "torchrun --nnodes=\"$SKYPILOT_NUM_NODES\" --node_rank=\"$SKYPILOT_NODE_RANK\" "
+      "--master_addr=\"$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\" --nproc-per-node 8 "
+      "--master-port 29500 t.py");
+  // Another launcher is left as written; the header says what it must do.
+  PlanResult r = Plan({MakeCandidate(0, 2, PricingModel::kSpot, 1)});
+  const std::string task = ExportOne(r, ExportFormat::kSkypilot, 1);
+  EXPECT_NE(task.find("-- python train.py --lr 3e-4\n"), std::string::npos) << task;
+  EXPECT_NE(task.find("# The command runs once on each of the 2 nodes: it must join the others "
+                      "itself ($SKYPILOT_NODE_RANK, $SKYPILOT_NODE_IPS).\n"),
+            std::string::npos)
+      << task;
+  EXPECT_EQ(
+      ExportOne(Plan({MakeCandidate(0, 1, PricingModel::kSpot, 1)}), ExportFormat::kSkypilot, 1)
+          .find("must join the others"),
+      std::string::npos);
+}
+
+// 3 x 28.17 is 84.50999999999999 in binary floating point: the run line says 84.51.
+TEST(ExportTest, TheClustersPriceIsWrittenWithoutFloatingPointNoise) {
+  const PlanResult r = Plan({MakeCandidate(0, 3, PricingModel::kOnDemand, 1)});
+  const std::string task = ExportOne(r, ExportFormat::kSkypilot, 1);
+  EXPECT_NE(task.find(" --price-per-hour 84.51 "), std::string::npos) << task;
+}
+
 TEST(ExportTest, DstackUsesItsBackendAndRegionSpellings) {
   const PlanResult r = Plan({MakeCandidate(3, 1, PricingModel::kOnDemand, 1),
                              MakeCandidate(1, 1, PricingModel::kSpot, 2)});

@@ -107,8 +107,10 @@ std::string PitfallMessage(Pitfall p) {
     case kPitfallNetworkAssumed:
       return "the offer's network bandwidth is unknown; multi-node time uses the assumed figure";
     case kPitfallCatalogCaveat:
-      return "the catalog marks a figure of this offer or its GPU as doubtful (see the caveat in "
-             "fulcrum offers --json / fulcrum gpus --json): verify before relying on it";
+      return "the catalog marks a figure of this offer, its GPU or its provider's terms as "
+             "doubtful "
+             "(see the caveat in fulcrum offers / gpus / providers --json): verify before relying "
+             "on it";
     case kPitfallInterconnectUnknown:
       return "the offer does not say how its GPUs are connected: planned conservatively as PCIe; "
              "NVLink would be faster";

@@ -27,7 +27,7 @@ enum Pitfall : uint32_t {
   kPitfallBillingTermsUnknown = 1u << 12,  // billing granularity assumed (per minute)
   kPitfallSpotCapacityRisk = 1u << 13,     // multi-node spot: every node must be held at once
   kPitfallUncalibratedGpu = 1u << 14,      // no calibration rows for the GPU's architecture
-  kPitfallCatalogCaveat = 1u << 15,        // the GPU or offer row carries a catalog caveat
+  kPitfallCatalogCaveat = 1u << 15,        // the GPU, offer or provider row carries a caveat
   kPitfallInterconnectUnknown = 1u << 16,  // several GPUs, intra-node interconnect unknown
   kPitfallBudgetAtRiskP90 = 1u << 17,      // expected cost within the budget, P90 cost beyond it
 };
@@ -44,7 +44,7 @@ struct PitfallFacts {
   int nodes = 1;
   bool pcie_only = false;              // intra-node interconnect is PCIe (known)
   bool interconnect_unknown = false;   // the offer does not say (planned as PCIe)
-  bool catalog_caveat = false;         // the offer's or its GPU's row has a `caveat`
+  bool catalog_caveat = false;         // the offer's, GPU's or provider's row has a `caveat`
   std::optional<double> network_gbps;  // nullopt = unknown
   bool network_assumed = false;
   bool spot = false;

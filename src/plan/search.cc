@@ -722,7 +722,10 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     facts.nodes = cand.nodes;
     facts.pcie_only = o.interconnect == catalog::Interconnect::kPcie;
     facts.interconnect_unknown = o.interconnect == catalog::Interconnect::kUnknown;
-    facts.catalog_caveat = !o.caveat.empty() || !p.hc->gpu->caveat.empty();
+    // A provider's caveat marks terms the cost or the score use (billing, SLA, support) as
+    // taken from a third-party source.
+    facts.catalog_caveat = !o.caveat.empty() || !p.hc->gpu->caveat.empty() ||
+                           (p.run.provider != nullptr && !p.run.provider->caveat.empty());
     facts.network_gbps = o.network_gbps;
     facts.network_assumed = p.hc->network_assumed;
     facts.spot = cand.pricing == PricingModel::kSpot;
