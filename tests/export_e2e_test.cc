@@ -110,8 +110,10 @@ RunOptions Isolated() {
   return o;
 }
 
-// `fulcrum plan` of a 7B full fine-tune on the shipped catalog, every candidate, exported.
-RunOutput ExportAll(const std::string& tool, const std::string& dir, const std::string& file) {
+// `fulcrum plan` of a 7B full fine-tune on the shipped catalog, every candidate, exported, with
+// `command` as the training command.
+RunOutput ExportAll(const std::string& tool, const std::string& dir, const std::string& file,
+                    const std::string& command = "true") {
   return RunFulcrum({"--catalog",
                      SourcePath("catalog"),
                      "plan",
@@ -124,7 +126,7 @@ RunOutput ExportAll(const std::string& tool, const std::string& dir, const std::
                      "--top",
                      "100000",
                      "--command",
-                     "true",
+                     command,
                      "--export",
                      tool,
                      dir + "/" + file,
@@ -219,28 +221,7 @@ TEST(ExportE2eTest, ExportedDstackCommandsExecute) { ExpectExportedCommandsRun("
 // own: N independent single-node jobs. A `torchrun` on PATH records the argv it was given.
 void ExpectMultiNodeTorchrunJoinsTheNodes(const std::string& tool) {
   const std::string dir = MakeTempDir("export-nodes-" + tool);
-  RunOutput r = RunFulcrum({"--catalog",
-                            SourcePath("catalog"),
-                            "plan",
-                            "--model",
-                            "llama-2-7b",
-                            "--tokens",
-                            "2B",
-                            "--budget-usd",
-                            "20000",
-                            "--top",
-                            "100000",
-                            "--command",
-                            "torchrun train.py --lr 3e-4",
-                            "--export",
-                            tool,
-                            dir + "/task.yaml",
-                            "--pick",
-                            "all",
-                            "--fulcrum-install",
-                            "false",
-                            "--json"},
-                           Isolated());
+  RunOutput r = ExportAll(tool, dir, "task.yaml", "torchrun train.py --lr 3e-4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json plan = json::parse(r.out);
   std::map<int, int> nodes_of;
