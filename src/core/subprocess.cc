@@ -28,27 +28,15 @@ bool ProgramExists(const std::string& program) {
   return false;
 }
 
-namespace {
-
-// "KEY=value" entries of the child's environment: ours with `extra` added or overriding. Built
-// before fork (no allocation between fork and exec); Pointers() is valid while this lives.
-class ChildEnvironment {
- public:
-  explicit ChildEnvironment(const std::map<std::string, std::string>& extra) {
-    for (char** e = environ; *e != nullptr; ++e) {
-      std::string entry = *e;
-      if (!extra.count(entry.substr(0, entry.find('=')))) strings_.push_back(std::move(entry));
-    }
-    for (const auto& [key, value] : extra) strings_.push_back(key + "=" + value);
-    for (auto& entry : strings_) pointers_.push_back(entry.data());
-    pointers_.push_back(nullptr);
+ChildEnvironment::ChildEnvironment(const std::map<std::string, std::string>& extra) {
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry = *e;
+    if (!extra.count(entry.substr(0, entry.find('=')))) strings_.push_back(std::move(entry));
   }
-  char** Pointers() { return pointers_.data(); }
-
- private:
-  std::vector<std::string> strings_;
-  std::vector<char*> pointers_;
-};
+  for (const auto& [key, value] : extra) strings_.push_back(key + "=" + value);
+  for (auto& entry : strings_) pointers_.push_back(entry.data());
+  pointers_.push_back(nullptr);
+}
 
 std::vector<char*> ArgvPointers(const std::vector<std::string>& argv) {
   std::vector<char*> args;
@@ -56,8 +44,6 @@ std::vector<char*> ArgvPointers(const std::vector<std::string>& argv) {
   args.push_back(nullptr);
   return args;
 }
-
-}  // namespace
 
 Result<int> SpawnToFiles(const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (argv.empty()) return Status::InvalidInput("SpawnToFiles: empty argv");

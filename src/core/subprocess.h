@@ -47,4 +47,21 @@ Result<int> SpawnToFiles(const std::vector<std::string>& argv, const SpawnOption
 // True when `program` (no '/') is found on PATH and executable, or is an executable path.
 bool ProgramExists(const std::string& program);
 
+// "KEY=value" entries of a child's environment: ours with `extra` added or overriding. Built
+// before fork, so that the child allocates nothing between fork and exec; Pointers() is valid
+// while this lives. Every spawner here (RunCapture, SpawnToFiles, supervise's process runner)
+// builds its envp with it.
+class ChildEnvironment {
+ public:
+  explicit ChildEnvironment(const std::map<std::string, std::string>& extra);
+  char** Pointers() { return pointers_.data(); }
+
+ private:
+  std::vector<std::string> strings_;
+  std::vector<char*> pointers_;
+};
+
+// `argv` as execvp wants it: pointers into the strings, then nullptr (valid while argv lives).
+std::vector<char*> ArgvPointers(const std::vector<std::string>& argv);
+
 }  // namespace fulcrum

@@ -13,7 +13,7 @@
 #include <fstream>
 #include <sstream>
 
-extern char** environ;
+#include "core/subprocess.h"
 
 namespace fulcrum::supervise {
 
@@ -147,18 +147,8 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
   if (pid_ > 0) return Status::Internal("a child is already running");
   if (spec.argv.empty()) return Status::InvalidInput("no command given");
   // Build argv and envp before fork: the child may only call async-signal-safe functions.
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry = *e;
-    std::string key = entry.substr(0, entry.find('='));
-    if (spec.env.count(key) == 0) env_strings.push_back(std::move(entry));
-  }
-  for (const auto& [key, value] : spec.env) env_strings.push_back(key + "=" + value);
-  std::vector<char*> argv, envp;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<char*> argv = ArgvPointers(spec.argv);
+  ChildEnvironment env(spec.env);
 
   int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, error_pipe[2] = {-1, -1};
   auto close_all = [&] {
@@ -203,7 +193,7 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
       // If the supervisor dies (kill -9), its job must not run on unsupervised and unbilled.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     }
-    ExecChild(spec, argv.data(), envp.data(), child_out, child_err, error_pipe[1]);
+    ExecChild(spec, argv.data(), env.Pointers(), child_out, child_err, error_pipe[1]);
   }
   if (!spec.detached) ::setpgid(pid, pid);  // also in the parent, so signals reach the group
   if (file_fd >= 0) ::close(file_fd);
