@@ -47,9 +47,7 @@ std::string LaunchWords(const SbatchSpec& spec) {
   for (size_t i = 0; i < spec.command.size(); ++i) {
     if (options_at != 0 && i == options_at) {
       if (!HasTorchrunOption(spec.command, "--nnodes")) s << " --nnodes \"$SLURM_NNODES\"";
-      if (!HasTorchrunOption(spec.command, "--rdzv-endpoint") &&
-          !HasTorchrunOption(spec.command, "--master-addr") &&
-          !HasTorchrunOption(spec.command, "--standalone")) {
+      if (!HasTorchrunRendezvous(spec.command)) {
         s << " --rdzv-backend c10d --rdzv-endpoint \"$head:" << spec.rendezvous_port
           << "\" --rdzv-id \"$SLURM_JOB_ID\"";
       }

@@ -25,4 +25,10 @@ bool HasTorchrunOption(const std::vector<std::string>& command, const std::strin
   return false;
 }
 
+bool HasTorchrunRendezvous(const std::vector<std::string>& command) {
+  return HasTorchrunOption(command, "--standalone") ||
+         HasTorchrunOption(command, "--rdzv-endpoint") ||
+         HasTorchrunOption(command, "--master-addr");
+}
+
 }  // namespace fulcrum

@@ -17,4 +17,8 @@ size_t TorchrunOptionsAt(const std::vector<std::string>& command);
 // --rdzv_endpoint, with its value after a space or '=').
 bool HasTorchrunOption(const std::vector<std::string>& command, const std::string& name);
 
+// True when the user already said where torchrun's nodes meet (--standalone, --rdzv-endpoint or
+// --master-addr): a writer that adds multi-node options then adds no rendezvous of its own.
+bool HasTorchrunRendezvous(const std::vector<std::string>& command);
+
 }  // namespace fulcrum

@@ -149,6 +149,11 @@ const NodeEnv& EnvOf(ExportFormat format) {
   return format == ExportFormat::kSkypilot ? kSkypilotEnv : kDstackEnv;
 }
 
+// The spec's training command; without one, the placeholder the header asks to replace.
+std::string TrainingCommand(const PlanResult& r) {
+  return r.spec.command.empty() ? "python train.py" : r.spec.command;
+}
+
 // The whitespace-separated words of shell text `command` and where each ends (for recognising
 // the launcher only: the text itself is kept as the user wrote it).
 std::vector<std::string> CommandWords(const std::string& command, std::vector<size_t>* ends) {
@@ -184,10 +189,7 @@ std::string MultiNodeCommand(const std::string& command, int nodes, ExportFormat
     options += fmt::format(" --nproc_per_node={}", env.nproc_per_node);
   }
   if (!HasTorchrunOption(words, "--nnodes")) options += fmt::format(" --nnodes={}", env.nnodes);
-  const bool own_rendezvous = HasTorchrunOption(words, "--standalone") ||
-                              HasTorchrunOption(words, "--rdzv-endpoint") ||
-                              HasTorchrunOption(words, "--master-addr");
-  if (!own_rendezvous) {
+  if (!HasTorchrunRendezvous(words)) {
     if (!HasTorchrunOption(words, "--node-rank")) {
       options += fmt::format(" --node_rank={}", env.node_rank);
     }
@@ -217,8 +219,7 @@ std::string RunLine(const PlanResult& r, const Candidate& c, const Placement& p,
   if (r.spec.constraints.budget_usd) {
     line += " --budget-usd " + Number(*r.spec.constraints.budget_usd);
   }
-  const std::string command = r.spec.command.empty() ? "python train.py" : r.spec.command;
-  return line + " -- " + MultiNodeCommand(command, c.nodes, format);
+  return line + " -- " + MultiNodeCommand(TrainingCommand(r), c.nodes, format);
 }
 
 // `text` as YAML comment lines: each line "# "-prefixed, so that no name from the catalog or the
@@ -243,8 +244,7 @@ std::string Header(const PlanResult& r, const Candidate& c, const catalog::Offer
       FormatDuration(c.run.total_seconds), FormatUsd(c.run.expected_usd), FormatUsd(c.run.p90_usd),
       FormatUsd(p.cluster_usd_per_hour), c.nodes);
   if (r.spec.command.empty()) h += "Replace `python train.py` with your training command.\n";
-  const std::string command = r.spec.command.empty() ? "python train.py" : r.spec.command;
-  if (c.nodes > 1 && TorchrunOptionsAt(CommandWords(command, nullptr)) == 0) {
+  if (c.nodes > 1 && TorchrunOptionsAt(CommandWords(TrainingCommand(r), nullptr)) == 0) {
     h += fmt::format(
         "The command runs once on each of the {} nodes: it must join the others itself ({}).\n",
         c.nodes, EnvOf(format).rank_hint);
