@@ -217,38 +217,12 @@ Status ApplyConstraints(const PlanFlags& f, plan::PlanSpec& spec) {
   return Status::Ok();
 }
 
-// The one offer filter of `offers` and `plan` (catalog/offer_query): unknown names and filters
-// that leave no offer are errors; GPU families become their variants, region parts the regions.
-Status ResolveOfferFilter(const PlanFlags& f, const catalog::Catalog& catalog, plan::Constraints& c,
-                          std::vector<std::string>& notes) {
-  catalog::OfferFilter filter;
-  filter.gpus = c.gpus;
-  filter.providers = c.providers;
-  filter.regions = c.regions;
-  if (c.pricing != plan::Constraints{}.pricing) {  // the default is never an error
-    for (plan::PricingModel p : c.pricing) {
-      FULCRUM_ASSIGN_OR_RETURN(catalog::Pricing pricing,
-                               catalog::ParsePricing(plan::PricingModelName(p)));
-      filter.pricing.push_back(pricing);
-    }
-  }
-  auto label = [](const std::string& flag_value, const char* flag, const char* key) {
-    return std::string(flag_value.empty() ? key : flag);
-  };
-  filter.gpus_flag = label(f.gpus, "--gpus", "constraints.gpus");
-  filter.providers_flag = label(f.providers, "--providers", "constraints.providers");
-  filter.regions_flag = label(f.regions, "--regions", "constraints.regions");
-  filter.pricing_flag = label(f.pricing, "--pricing", "constraints.pricing");
-  FULCRUM_ASSIGN_OR_RETURN(catalog::ResolvedFilter resolved,
-                           catalog::ResolveOfferFilter(catalog, filter));
-  c.gpus = resolved.gpus;
-  c.providers = resolved.providers;
-  c.regions = resolved.regions;
-  for (catalog::Pricing p : resolved.unavailable_pricing) {
-    notes.push_back(std::string(catalog::PricingName(p)) +
-                    ": no offer of the catalog has this pricing model; not planned");
-  }
-  return Status::Ok();
+// Errors about the offer filters (resolved in plan::RunPlan) name the flag that set them.
+void NameFilterFlags(const PlanFlags& f, plan::Constraints& c) {
+  if (!f.gpus.empty()) c.filter_origins.gpus = "--gpus";
+  if (!f.providers.empty()) c.filter_origins.providers = "--providers";
+  if (!f.regions.empty()) c.filter_origins.regions = "--regions";
+  if (!f.pricing.empty()) c.filter_origins.pricing = "--pricing";
 }
 
 Result<workload::Model> ResolveModel(const plan::PlanSpec& spec, const std::string& catalog_dir) {
@@ -326,8 +300,7 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   }
   const std::string catalog_dir = DefaultCatalogDir(ctx.catalog_dir);
   FULCRUM_ASSIGN_OR_RETURN(catalog::Catalog catalog, catalog::Catalog::Load(catalog_dir));
-  std::vector<std::string> filter_notes;
-  FULCRUM_RETURN_IF_ERROR(ResolveOfferFilter(f, catalog, spec.constraints, filter_notes));
+  NameFilterFlags(f, spec.constraints);
   FULCRUM_ASSIGN_OR_RETURN(workload::Model model, ResolveModel(spec, catalog_dir));
   FULCRUM_RETURN_IF_ERROR(workload::ValidateModel(model));
   std::string note;
@@ -347,7 +320,6 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   FULCRUM_ASSIGN_OR_RETURN(plan::PlanResult result,
                            plan::RunPlan(catalog, model, spec, assumptions, f.threads));
   if (!note.empty()) result.notes.push_back(note);
-  result.notes.insert(result.notes.end(), filter_notes.begin(), filter_notes.end());
   if (!f.html.empty()) {
     FULCRUM_RETURN_IF_ERROR(WriteFile(f.html, plan::PlanHtml(result, catalog)));
   }

@@ -1,164 +1,143 @@
+// RunPlan composes the stages: its result does not depend on the thread count, a library caller
+// gets the CLI's filter semantics (one resolution, in the library), and spot pruning never
+// changes the top N or the Pareto front.
 #include "plan/search.h"
 
-#include <cmath>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "catalog/catalog.h"
 #include "workload/model_io.h"
-#include "workload/published_shapes_test_util.h"
 
 namespace fulcrum::plan {
 namespace {
 
-// Llama 2 7B shape (HF meta-llama/Llama-2-7b-hf config.json).
-workload::Model Llama7b() {
-  workload::Model m;
-  m.name = "llama-2-7b";
-  m.layers = 32;
-  m.hidden = 4096;
-  m.heads = 32;
-  m.kv_heads = 32;
-  m.ffn_hidden = 11008;
-  m.vocab = 32000;
-  m.max_seq_len = 4096;
-  m.mlp = workload::MlpKind::kSwiglu;
-  m.norm = workload::NormKind::kRmsNorm;
-  return m;
+const std::string kCatalogDir = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
+
+struct Fixture {
+  catalog::Catalog catalog;
+  workload::Model model;
+  CostAssumptions assumptions;
+};
+
+const Fixture& Shipped() {
+  static const Fixture* f = [] {
+    auto catalog = catalog::Catalog::Load(kCatalogDir);
+    EXPECT_TRUE(catalog.ok()) << catalog.status().message();
+    auto model = workload::LoadModelPreset(kCatalogDir, "llama-2-7b");
+    EXPECT_TRUE(model.ok()) << model.status().message();
+    std::string note;
+    return new Fixture{std::move(*catalog), std::move(*model),
+                       LoadCostAssumptions(kCatalogDir, &note)};
+  }();
+  return *f;
 }
 
-estimate::Hardware H100Node() {
-  estimate::Hardware hw;
-  hw.peak_flops = hw.peak_flops_16bit = 989e12;  // H100 SXM bf16 dense (NVIDIA datasheet)
-  hw.memory_bytes_per_second = 3350e9;
-  hw.intra_node_bytes_per_second = 450e9;
-  hw.nvlink = true;
-  hw.gpus_per_node = 8;
-  hw.network_bytes_per_second_per_node = 3200e9 / 8;
-  hw.efficiency = estimate::DefaultTimeCalibration().hopper;
-  return hw;
+PlanSpec Spec() {
+  PlanSpec spec;
+  spec.origin = "test";
+  spec.model_preset = "llama-2-7b";
+  spec.tokens = 2e9;
+  spec.training.seq_len = 4096;
+  spec.training.global_batch = 128;
+  spec.global_batch_given = true;
+  spec.constraints.deadline_seconds = 3 * 86400.0;
+  spec.constraints.max_gpus = 64;
+  spec.top = 10;
+  return spec;
 }
 
-// Exhaustive: every layout, no early exit; the best fitting rate.
-double ExhaustiveBestRate(const workload::Model& m, workload::Training t,
-                          const estimate::Hardware& hw, double capacity, int gpus,
-                          double min_headroom, int64_t* count) {
-  double best = -1;
-  for (int tp : {1, 2, 4, 8}) {
-    for (int pp = 1; pp <= gpus; ++pp) {
-      if (gpus % (tp * pp) != 0 || m.layers % pp != 0 || m.heads % tp != 0) continue;
-      for (int vpp : {1, 2}) {
-        if (vpp > 1 && pp == 1) continue;
-        if (m.layers % (pp * vpp) != 0) continue;
-        const int dp = gpus / (tp * pp);
-        for (int zero = 0; zero <= (dp == 1 ? 0 : (pp > 1 ? 1 : 3)); ++zero) {
-          for (auto rc : {workload::Recompute::kNone, workload::Recompute::kSelective,
-                          workload::Recompute::kFull}) {
-            for (int mb : {1, 2, 4, 8, 16, 32, 64}) {
-              const int64_t per_step = int64_t{mb} * dp;
-              const int64_t global = 64;
-              const int64_t eff = (global + per_step - 1) / per_step * per_step;
-              if (eff > global * 1.10) continue;
-              workload::Training x = t;
-              x.tp = tp, x.pp = pp, x.vpp = vpp, x.dp = dp, x.zero_stage = zero;
-              x.recompute = rc, x.micro_batch = mb, x.global_batch = eff;
-              x.sequence_parallel = tp > 1;
-              x.framework = tp > 1 || pp > 1 ? workload::Framework::kMegatron
-                            : zero == 3      ? workload::Framework::kFsdp
-                                             : workload::Framework::kDeepSpeed;
-              ++*count;
-              const auto mem = estimate::EstimateMemory(m, x);
-              if (mem.peak_bytes_per_gpu > capacity * (1 - min_headroom)) continue;
-              best = std::max(best, estimate::EstimateStepTime(m, x, hw).tokens_per_second_per_gpu);
-            }
-          }
-        }
+using Row =
+    std::tuple<int, int, int, double, int, bool>;  // offer, nodes, pricing, usd, rank, pareto
+
+std::vector<Row> Rows(const PlanResult& r, size_t n) {
+  std::vector<Row> out;
+  for (size_t i = 0; i < r.candidates.size() && i < n; ++i) {
+    const Candidate& c = r.candidates[i];
+    out.emplace_back(c.offer, c.nodes, static_cast<int>(c.pricing), c.run.expected_usd, c.rank,
+                     c.pareto);
+  }
+  return out;
+}
+
+TEST(SearchTest, TheResultDoesNotDependOnTheThreadCount) {
+  const Fixture& f = Shipped();
+  auto one = RunPlan(f.catalog, f.model, Spec(), f.assumptions, 1);
+  auto three = RunPlan(f.catalog, f.model, Spec(), f.assumptions, 3);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  ASSERT_TRUE(three.ok()) << three.status().message();
+  ASSERT_FALSE(one->candidates.empty());
+  EXPECT_EQ(one->threads, 1);
+  EXPECT_EQ(three->threads, 3);
+  EXPECT_EQ(Rows(*one, one->candidates.size()), Rows(*three, three->candidates.size()));
+  EXPECT_EQ(one->pareto, three->pareto);
+  EXPECT_EQ(one->configurations, three->configurations);
+  EXPECT_EQ(one->spot_pruned, three->spot_pruned);
+  EXPECT_EQ(one->notes, three->notes);
+}
+
+TEST(SearchTest, ALibraryCallerGetsTheCliFilterSemantics) {
+  const Fixture& f = Shipped();
+  PlanSpec spec = Spec();
+  spec.constraints.gpus = {"a100"};    // a family, in lower case
+  spec.constraints.regions = {"us-"};  // a part of a region's name
+  auto r = RunPlan(f.catalog, f.model, spec, f.assumptions, 2);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_FALSE(r->candidates.empty());
+  std::set<std::string> gpus, regions;
+  for (const Candidate& c : r->candidates) {
+    gpus.insert(f.catalog.offers()[c.offer].gpu);
+    regions.insert(f.catalog.offers()[c.offer].region);
+  }
+  for (const std::string& g : gpus) EXPECT_EQ(g.rfind("A100", 0), 0u) << g;
+  EXPECT_GT(gpus.size(), 1u);  // the family's variants, not one name
+  for (const std::string& region : regions) EXPECT_EQ(region.rfind("us-", 0), 0u) << region;
+  // result.spec carries the filter resolved: canonical names, exact regions.
+  for (const std::string& g : r->spec.constraints.gpus) EXPECT_NE(f.catalog.FindGpu(g), nullptr);
+  for (const std::string& region : r->spec.constraints.regions) {
+    EXPECT_TRUE(regions.count(region) || region.rfind("us-", 0) == 0) << region;
+  }
+}
+
+TEST(SearchTest, AnUnknownGpuIsInvalidInputNamingTheConstraint) {
+  const Fixture& f = Shipped();
+  PlanSpec spec = Spec();
+  spec.constraints.gpus = {"H1000"};
+  auto r = RunPlan(f.catalog, f.model, spec, f.assumptions, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(r.status().message().find("constraints.gpus"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(SearchTest, SpotPruningNeverChangesTheTopNOrTheParetoFront) {
+  const Fixture& f = Shipped();
+  for (Objective objective : {Objective::kBalanced, Objective::kCheapest, Objective::kFastest}) {
+    PlanSpec spec = Spec();
+    spec.objective = objective;
+    spec.constraints.pricing = {PricingModel::kOnDemand, PricingModel::kSpot};
+    auto pruned = RunPlan(f.catalog, f.model, spec, f.assumptions, 2);
+    spec.prune_spot = false;
+    auto full = RunPlan(f.catalog, f.model, spec, f.assumptions, 2);
+    ASSERT_TRUE(pruned.ok() && full.ok());
+    EXPECT_GT(pruned->spot_pruned, 0) << ObjectiveName(objective);
+    EXPECT_EQ(full->spot_pruned, 0);
+    const size_t top = static_cast<size_t>(spec.top);
+    EXPECT_EQ(Rows(*pruned, top), Rows(*full, top)) << ObjectiveName(objective);
+    auto front = [](const PlanResult& r) {
+      std::set<std::tuple<int, int, int>> out;
+      for (int i : r.pareto) {
+        const Candidate& c = r.candidates[i];
+        out.emplace(c.offer, c.nodes, static_cast<int>(c.pricing));
       }
-    }
+      return out;
+    };
+    EXPECT_EQ(front(*pruned), front(*full)) << ObjectiveName(objective);
   }
-  return best;
-}
-
-TEST(SearchTest, PrunedSearchFindsTheExhaustiveOptimum) {
-  workload::Training base;
-  base.seq_len = 4096;
-  base.global_batch = 64;
-  const double capacity = 80.0 * 1073741824.0;
-  for (int gpus : {1, 2, 8, 16}) {
-    int64_t exhaustive_count = 0;
-    const double expected =
-        ExhaustiveBestRate(Llama7b(), base, H100Node(), capacity, gpus, 0.10, &exhaustive_count);
-    const BestLayout best = SearchLayouts(Llama7b(), base, H100Node(), capacity, gpus, 0.10);
-    if (expected < 0) {  // full 7B fine-tune does not fit one 80 GB GPU (16 bytes/param)
-      EXPECT_FALSE(best.found) << gpus;
-      continue;
-    }
-    ASSERT_TRUE(best.found) << gpus;
-    EXPECT_DOUBLE_EQ(best.step.tokens_per_second_per_gpu, expected) << gpus;
-    EXPECT_GE(best.headroom_fraction, 0.10);
-    EXPECT_LE(best.evaluated, exhaustive_count);
-    EXPECT_EQ(best.training.tp * best.training.pp * best.training.dp, gpus);
-  }
-}
-
-// At 131072 tokens a 7B model's logits and activations alone overflow an 80 GB GPU without
-// context parallelism (torchtitan trains Llama 3.1 8B at 128k on 8 H100 with cp 4 -- pytorch/
-// torchtitan@31a17bfd benchmarks/llama3_h100_202412_torchtitan.md): the search must find a layout
-// with cp > 1, and tp x pp x cp x dp still equals the GPUs.
-TEST(SearchTest, LongSequencesUseContextParallelism) {
-  workload::Training base;
-  base.seq_len = 131072;
-  base.global_batch = 8;
-  const BestLayout best = SearchLayouts(Llama7b(), base, H100Node(), 80.0 * 1073741824.0, 8, 0.1);
-  ASSERT_TRUE(best.found);
-  EXPECT_GT(best.training.cp, 1);
-  EXPECT_EQ(workload::GpuCount(best.training), 8);
-  // Short sequences never try it.
-  base.seq_len = 4096;
-  base.global_batch = 64;
-  const BestLayout short_seq =
-      SearchLayouts(Llama7b(), base, H100Node(), 80.0 * 1073741824.0, 8, 0.1);
-  ASSERT_TRUE(short_seq.found);
-  EXPECT_EQ(short_seq.training.cp, 1);
-}
-
-// Mixtral 8x7B (46.7 B parameters; workload/published_shapes_test_util.h) fine-tuned on 8 H100
-// without ZeRO-3 sharding fits only when expert parallelism splits the experts: a layout with
-// ep > 1 dividing dp must be found, and a dense model never gets one.
-TEST(SearchTest, MixtureOfExpertsUsesExpertParallelism) {
-  const Result<workload::Model> mixtral =
-      workload::ParseHfConfig(workload::testing::kMixtralConfig, "mixtral/config.json");
-  ASSERT_TRUE(mixtral.ok()) << mixtral.status().message();
-  workload::Training base;
-  base.seq_len = 4096;
-  base.global_batch = 64;
-  LayoutOptions megatron;
-  megatron.framework = workload::Framework::kMegatron;
-  const BestLayout best =
-      SearchLayouts(*mixtral, base, H100Node(), 80.0 * 1073741824.0, 16, 0.1, megatron);
-  ASSERT_TRUE(best.found);
-  EXPECT_GT(best.training.ep, 1);
-  EXPECT_EQ(best.training.dp % best.training.ep, 0);
-  const BestLayout dense =
-      SearchLayouts(Llama7b(), base, H100Node(), 80.0 * 1073741824.0, 16, 0.1, megatron);
-  ASSERT_TRUE(dense.found);
-  EXPECT_EQ(dense.training.ep, 1);
-}
-
-TEST(SearchTest, NothingFitsOnATinyGpu) {
-  workload::Training base;
-  base.seq_len = 4096;
-  base.global_batch = 64;
-  const BestLayout best = SearchLayouts(Llama7b(), base, H100Node(), 8.0 * 1073741824.0, 1, 0.1);
-  EXPECT_FALSE(best.found);
-  EXPECT_GT(best.evaluated, 0);
-}
-
-TEST(SearchTest, ParetoFront) {
-  // (time, cost): (1,10) (2,5) (3,6) dominated by (2,5); (4,1); (2,7) dominated.
-  const std::vector<double> x = {1, 2, 3, 4, 2};
-  const std::vector<double> y = {10, 5, 6, 1, 7};
-  EXPECT_EQ(ParetoFront(x, y), (std::vector<int>{0, 1, 3}));
-  EXPECT_TRUE(ParetoFront({}, {}).empty());
 }
 
 }  // namespace

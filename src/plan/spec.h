@@ -45,6 +45,14 @@ struct Weights {
 // are used as given, not renormalised).
 Result<Weights> ParseWeights(std::string_view text, Weights base = {});
 
+// Where each offer filter came from, as errors name it: the flag, or the spec key by default.
+struct FilterOrigins {
+  std::string gpus = "constraints.gpus";
+  std::string providers = "constraints.providers";
+  std::string regions = "constraints.regions";
+  std::string pricing = "constraints.pricing";
+};
+
 struct Constraints {
   std::optional<double> deadline_seconds;
   std::optional<double> budget_usd;
@@ -53,6 +61,7 @@ struct Constraints {
   std::vector<std::string> regions;    // empty = all
   std::vector<std::string> gpus;       // GPU names or aliases; empty = all
   std::vector<PricingModel> pricing = {PricingModel::kOnDemand, PricingModel::kSpot};
+  FilterOrigins filter_origins;
   bool interruptible = true;  // false: no spot
   // Memory headroom a layout must keep (fraction of GPU memory free at the peak).
   double min_headroom = 0.10;

@@ -28,6 +28,7 @@ struct ServePlanRequest {
   LatencyTargets targets;
   ServeLatencyBand band = DefaultServeLatencyBand();  // estimate -> P50/P90 (fitted)
   std::vector<int64_t> tp;  // layouts to try; empty = every one the instance allows
+  int threads = 0;          // offers are planned on the one parallel-for; <= 0: the hardware's
 };
 
 struct ServeCandidate {

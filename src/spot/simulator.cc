@@ -3,9 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <system_error>
-#include <thread>
 
+#include "core/parallel.h"
 #include "core/parse.h"
 #include "spot/short_number.h"
 
@@ -437,23 +436,11 @@ Result<PolicySummary> Simulate(const JobParams& job, const PreemptionModel& mode
   std::vector<TrialResult>& trials = results != nullptr ? *results : local;
   trials.assign(static_cast<size_t>(options.trials), TrialResult{});
   const size_t n = trials.size();
-  size_t threads = options.threads > 0 ? static_cast<size_t>(options.threads)
-                                       : std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, std::max<size_t>(1, n / 256));  // small runs stay on one thread
-  std::vector<std::thread> workers;
-  size_t begin = 0;
-  for (size_t k = 1; k < threads; ++k) {
-    const size_t end = n * k / threads;
-    try {
-      workers.emplace_back(RunTrials, std::cref(job), std::cref(model), policy, options.seed, begin,
-                           end, trials.data());
-    } catch (const std::system_error&) {
-      break;  // no thread to be had: the calling thread does the rest
-    }
-    begin = end;
-  }
-  RunTrials(job, model, policy, options.seed, begin, n, trials.data());
-  for (auto& w : workers) w.join();
+  // Chunks of 256 trials: a small run stays on one thread. Each trial has its own seed
+  // (TrialSeed), so the results do not depend on the threads.
+  ParallelFor(n, options.threads, 256, [&](size_t begin, size_t end) {
+    RunTrials(job, model, policy, options.seed, begin, end, trials.data());
+  });
   for (const TrialResult& t : trials) {
     if (!std::isfinite(t.finish_seconds)) {
       return Status::InvalidInput(

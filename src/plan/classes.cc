@@ -1,0 +1,165 @@
+#include "plan/classes.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "catalog/offer_query.h"
+#include "estimate/estimate.h"
+
+namespace fulcrum::plan {
+namespace {
+
+// Node counts tried (multi-node runs in steps that keep common data-parallel sizes).
+constexpr int kNodeCounts[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256};
+
+// Whether an offer is of a measured job's hardware class: same GPU model, GPUs per node and
+// interconnect.
+bool OfMeasuredClass(const MeasuredFactors& m, const catalog::Offer& o) {
+  return m.gpu == o.gpu && m.gpus_per_node == o.gpu_count &&
+         m.interconnect == catalog::InterconnectLabel(o.interconnect);
+}
+
+// The precision planned on `gpu`: the spec's, or fp16 where the GPU lacks it and the user allows
+// the fallback; nullopt: the GPU is skipped.
+std::optional<workload::Precision> PlannedPrecision(const catalog::Gpu& gpu,
+                                                    workload::Precision wanted,
+                                                    bool allow_fallback) {
+  if (estimate::PrecisionSupported(gpu, wanted)) return wanted;
+  if (allow_fallback && estimate::PrecisionSupported(gpu, workload::Precision::kFp16Mixed)) {
+    return workload::Precision::kFp16Mixed;
+  }
+  return std::nullopt;
+}
+
+std::vector<int> NodeCounts(const Constraints& c, int gpus_per_node, double network_gbps) {
+  std::vector<int> out;
+  for (int n : kNodeCounts) {
+    if (n * gpus_per_node > c.max_gpus) break;
+    if (c.max_nodes && n > *c.max_nodes) break;
+    if (n > 1 && network_gbps <= 0) break;  // multi-node needs a known (or assumed) network
+    out.push_back(n);
+  }
+  return out;
+}
+
+// The class of offer `o` on `gpu` at `precision` with inter-node `network` Gbit/s per node
+// (<= 0: unknown); nullopt where no sourced peak exists for the precision.
+std::optional<HardwareClass> MakeClass(const catalog::Offer& o, const catalog::Gpu& gpu,
+                                       workload::Precision precision, double network,
+                                       const PlanSpec& spec, const ConservativeNetwork& low_net) {
+  const Constraints& c = spec.constraints;
+  catalog::Offer shaped = o;
+  shaped.network_gbps = network > 0 ? std::optional<double>(network) : std::nullopt;
+  std::optional<estimate::Hardware> hw = estimate::HardwareFor(gpu, shaped, precision);
+  if (!hw) return std::nullopt;
+  HardwareClass hc;
+  hc.gpu = &gpu;
+  hc.hardware = *hw;
+  hc.capacity_bytes = estimate::CapacityBytesFromGib(gpu.memory_gib);
+  hc.network_known = o.network_gbps.has_value();
+  hc.network_assumed = !o.network_gbps && c.assume_network_gbps.has_value();
+  const double low = low_net.gbps_per_gpu * o.gpu_count;
+  if (hc.network_assumed && low > 0 && low < network) {
+    shaped.network_gbps = low;
+    hc.conservative = estimate::HardwareFor(gpu, shaped, precision);
+  }
+  hc.precision = precision;
+  if (spec.measured) {
+    hc.memory_factor = std::max(1.0, spec.measured->memory_factor);
+    if (OfMeasuredClass(*spec.measured, o)) hc.step_time_factor = spec.measured->step_time_factor;
+  }
+  hc.node_counts = NodeCounts(c, o.gpu_count, network);
+  return hc;
+}
+
+}  // namespace
+
+Result<PlanOffers> ResolvePlanOffers(const catalog::Catalog& catalog,
+                                     const Constraints& constraints) {
+  catalog::OfferFilter filter;
+  filter.gpus = constraints.gpus;
+  filter.providers = constraints.providers;
+  filter.regions = constraints.regions;
+  if (constraints.pricing != Constraints{}.pricing) {  // the default is never an error
+    for (PricingModel p : constraints.pricing) {
+      FULCRUM_ASSIGN_OR_RETURN(catalog::Pricing pricing,
+                               catalog::ParsePricing(PricingModelName(p)));
+      filter.pricing.push_back(pricing);
+    }
+  }
+  const FilterOrigins& from = constraints.filter_origins;
+  filter.gpus_flag = from.gpus;
+  filter.providers_flag = from.providers;
+  filter.regions_flag = from.regions;
+  filter.pricing_flag = from.pricing;
+  FULCRUM_ASSIGN_OR_RETURN(catalog::ResolvedFilter resolved,
+                           catalog::ResolveOfferFilter(catalog, filter));
+  PlanOffers out;
+  out.constraints = constraints;
+  out.constraints.gpus = resolved.gpus;
+  out.constraints.providers = resolved.providers;
+  out.constraints.regions = resolved.regions;
+  out.offers = std::move(resolved.offers);
+  for (catalog::Pricing p : resolved.unavailable_pricing) {
+    out.notes.push_back(std::string(catalog::PricingName(p)) +
+                        ": no offer of the catalog has this pricing model; not planned");
+  }
+  return out;
+}
+
+ConservativeNetwork ConservativeNetworkOf(const catalog::Catalog& catalog) {
+  ConservativeNetwork out;
+  for (const catalog::Offer& o : catalog.offers()) {
+    if (!o.network_gbps || o.gpu_count < 1) continue;
+    const double per_gpu = *o.network_gbps / o.gpu_count;
+    if (out.from == nullptr || per_gpu < out.gbps_per_gpu) {
+      out.gbps_per_gpu = per_gpu;
+      out.from = &o;
+    }
+  }
+  return out;
+}
+
+HardwareClasses ClassifyOffers(const catalog::Catalog& catalog,
+                               const std::vector<const catalog::Offer*>& offers,
+                               const PlanSpec& spec, const workload::Training& base) {
+  const Constraints& c = spec.constraints;
+  HardwareClasses out;
+  out.class_of_offer.assign(catalog.offers().size(), -1);
+  out.conservative = ConservativeNetworkOf(catalog);
+  std::map<std::tuple<std::string, int, int, double>, int> class_of_key;
+  std::set<std::string> skipped;
+  for (const catalog::Offer* offer : offers) {
+    const catalog::Offer& o = *offer;
+    if (o.gpu_count > c.max_gpus) continue;
+    const catalog::Gpu* gpu = catalog.FindGpu(o.gpu);
+    if (gpu == nullptr) continue;
+    const std::optional<workload::Precision> precision =
+        PlannedPrecision(*gpu, base.precision, c.allow_precision_fallback);
+    if (!precision) {
+      skipped.insert(gpu->name);
+      continue;
+    }
+    const double network = o.network_gbps.value_or(c.assume_network_gbps.value_or(-1));
+    const auto key =
+        std::make_tuple(gpu->name, o.gpu_count, static_cast<int>(o.interconnect), network);
+    auto it = class_of_key.find(key);
+    if (it == class_of_key.end()) {
+      std::optional<HardwareClass> hc =
+          MakeClass(o, *gpu, *precision, network, spec, out.conservative);
+      if (!hc) continue;  // no sourced peak for this precision
+      hc->precision_fallback = *precision != base.precision;
+      out.any_conservative = out.any_conservative || hc->conservative.has_value();
+      it = class_of_key.emplace(key, static_cast<int>(out.classes.size())).first;
+      out.classes.push_back(std::move(*hc));
+    }
+    out.class_of_offer[static_cast<size_t>(offer - catalog.offers().data())] = it->second;
+    ++out.offers_considered;
+  }
+  out.skipped_precision.assign(skipped.begin(), skipped.end());
+  return out;
+}
+
+}  // namespace fulcrum::plan

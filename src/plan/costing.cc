@@ -1,0 +1,290 @@
+#include "plan/costing.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <set>
+
+#include "core/parallel.h"
+#include "estimate/estimate.h"
+#include "plan/pitfalls.h"
+
+namespace fulcrum::plan {
+namespace {
+
+// The extra costs (storage, egress) of each planned offer's provider; the providers with no
+// sourced storage/egress price go to `unpriced`.
+std::vector<ExtraCosts> ExtrasOfOffers(const PlanInputs& in, const HardwareClasses& classes,
+                                       std::set<std::string>& unpriced) {
+  const auto& offers = in.catalog.offers();
+  std::vector<ExtraCosts> extras(offers.size());
+  for (size_t i = 0; i < offers.size(); ++i) {
+    if (classes.class_of_offer[i] < 0) continue;
+    bool no_price = false;
+    extras[i] = ExtrasFor(in.spec, offers[i].provider, in.assumptions, &no_price);
+    if (no_price) unpriced.insert(offers[i].provider);
+  }
+  return extras;
+}
+
+// One candidate of offer `i` on `task`'s layout under `pricing`, its run input filled.
+Pending MakePending(const PlanInputs& in, size_t i, const HardwareClass& hc, const LayoutTask& task,
+                    PricingModel pricing, double hourly, const ExtraCosts& extra) {
+  const catalog::Offer& o = in.catalog.offers()[i];
+  const Constraints& c = in.spec.constraints;
+  Pending p;
+  p.hc = &hc;
+  p.cand.offer = static_cast<int>(i);
+  p.cand.nodes = task.nodes;
+  p.cand.pricing = pricing;
+  p.cand.layout = task.best;
+  p.cand.capacity_bytes = hc.capacity_bytes;
+  p.cand.precision = hc.precision;
+  p.cand.network_p90_ratio = task.network_p90_ratio;
+  const int gpus = task.nodes * o.gpu_count;
+  p.cand.work_units_per_second = task.best.step.tokens_per_second_per_gpu * gpus;
+  p.run.work_seconds = in.work_units / p.cand.work_units_per_second;
+  p.run.nodes = task.nodes;
+  p.run.gpus = gpus;
+  p.run.trained_parameters = in.trained_parameters;
+  p.run.checkpointing = in.spec.checkpointing;
+  p.run.hourly_usd = hourly;
+  p.run.pricing = pricing;
+  p.run.provider = in.catalog.FindProvider(o.provider);
+  p.run.extra = extra;
+  p.run.deadline_seconds = c.deadline_seconds;
+  p.run.on_demand_usd_per_hour = o.on_demand_usd_per_hour;
+  p.run.reserved_owned = c.reserved_owned;
+  return p;
+}
+
+// What DetectPitfalls reads of a costed candidate.
+PitfallFacts PitfallFactsOf(const PlanInputs& in, const Pending& p, bool calibrated) {
+  const Candidate& cand = p.cand;
+  const catalog::Offer& o = in.catalog.offers()[cand.offer];
+  const Constraints& c = in.spec.constraints;
+  PitfallFacts facts;
+  const estimate::MemoryBreakdown& mem = cand.layout.memory;
+  facts.model_state_bytes = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes;
+  facts.capacity_bytes = cand.capacity_bytes;
+  const workload::Training& t = cand.layout.training;
+  facts.sharded = t.tp > 1 || t.pp > 1 || (t.zero_stage >= 1 && t.dp > 1);
+  facts.gpus = p.run.gpus;
+  facts.nodes = cand.nodes;
+  facts.pcie_only = o.interconnect == catalog::Interconnect::kPcie;
+  facts.interconnect_unknown = o.interconnect == catalog::Interconnect::kUnknown;
+  // A provider's caveat marks terms the cost or the score use (billing, SLA, support) as
+  // taken from a third-party source.
+  facts.catalog_caveat = !o.caveat.empty() || !p.hc->gpu->caveat.empty() ||
+                         (p.run.provider != nullptr && !p.run.provider->caveat.empty());
+  facts.network_gbps = o.network_gbps;
+  facts.network_assumed = p.hc->network_assumed;
+  facts.spot = cand.pricing == PricingModel::kSpot;
+  facts.spot_risk_adjusted = cand.run.risk_adjusted;
+  facts.checkpointing = in.spec.checkpointing;
+  facts.headroom_fraction = cand.layout.headroom_fraction;
+  facts.deadline_seconds = c.deadline_seconds;
+  facts.p90_seconds = cand.run.p90_seconds;
+  facts.budget_usd = c.budget_usd;
+  facts.expected_usd = cand.run.expected_usd;
+  facts.p90_usd = cand.run.p90_usd;
+  facts.global_batch_changed = in.spec.global_batch_given && t.global_batch != in.base.global_batch;
+  facts.precision_fallback = p.hc->precision_fallback;
+  facts.reserved_term_seconds =
+      cand.run.reserved_commitment ? ReservedTermSeconds(cand.pricing) : 0;
+  facts.total_seconds = cand.run.total_seconds;
+  facts.billing_terms_unknown = BillingTermsUnknown(p.run.provider);
+  facts.uncalibrated_gpu = !calibrated;
+  return facts;
+}
+
+// Runs `cost` over the pending candidates named by `which` on the parallel-for.
+void CostOnThreads(std::vector<Pending>& pending, const std::vector<size_t>& which, int threads,
+                   const std::function<void(Pending&)>& cost) {
+  ParallelFor(which.size(), threads, 1, [&](size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) cost(pending[which[k]]);
+  });
+}
+
+}  // namespace
+
+std::vector<Pending> PendingCandidates(const PlanInputs& in, const HardwareClasses& classes,
+                                       const LayoutTable& layouts,
+                                       const std::vector<ExtraCosts>& extras) {
+  const auto& offers = in.catalog.offers();
+  const Constraints& c = in.spec.constraints;
+  std::vector<Pending> pending;
+  for (size_t i = 0; i < offers.size(); ++i) {
+    const int k = classes.class_of_offer[i];
+    if (k < 0) continue;
+    const HardwareClass& hc = classes.classes[k];
+    const catalog::Provider* provider = in.catalog.FindProvider(offers[i].provider);
+    for (int nodes : hc.node_counts) {
+      const LayoutTask* task = layouts.Find(k, nodes);
+      if (task == nullptr || !task->best.found) continue;
+      for (PricingModel pricing : c.pricing) {
+        if (pricing == PricingModel::kSpot && !c.interruptible) continue;
+        const std::optional<double> hourly = HourlyPriceUsd(offers[i], provider, pricing);
+        if (!hourly) continue;
+        pending.push_back(MakePending(in, i, hc, *task, pricing, *hourly, extras[i]));
+      }
+    }
+  }
+  return pending;
+}
+
+void CostCandidate(const PlanInputs& in, Pending& p) {
+  Candidate& cand = p.cand;
+  bool calibrated = true;
+  if (const auto& covered = in.assumptions.calibrated_architectures) {
+    calibrated = std::binary_search(covered->begin(), covered->end(), p.hc->gpu->architecture);
+  }
+  cand.band =
+      estimate::BandFor(estimate::DefaultUncertaintyTable(), in.model, p.run.gpus, calibrated);
+  p.run.step_p90_ratio = cand.band.step_p90_ratio * cand.network_p90_ratio;
+  cand.run = EstimateRunCost(p.run, in.assumptions);
+  cand.warnings = DetectPitfalls(PitfallFactsOf(in, p, calibrated));
+  cand.meets_constraints = !(cand.warnings & (kPitfallDeadlineMissedP90 | kPitfallBudgetExceeded));
+  cand.score = OfferScores(p.run.provider, cand.pricing, cand.nodes);
+}
+
+// Which spot candidates need the (expensive) simulator. A spot run takes at least its work plus
+// the start-up (T_lb, a lower bound of its total and P90 time) and costs at least that time at
+// min(spot, on-demand) price on every node plus the extras (C_lb). With the exact (non-spot)
+// candidates costed, a spot candidate is left out only when it provably cannot (1) change the
+// balanced score's reference (the cheapest feasible cost, expected or P90, or without a deadline
+// the fastest feasible P90: T_lb and C_lb are not below the exact feasible bests), (2) be on the
+// Pareto front (an exact candidate is at least as fast and as cheap as its lower bounds, strictly
+// in one), nor (3) reach the top N by the objective: at least N exact candidates meet the
+// constraints and the N-th best of them beats the spot candidate's bound (cheapest: C_lb;
+// fastest: T_lb; balanced: its score upper bound, perf and cost at its lower bounds and no
+// interruptions, against the exact lower-bound scores at the lowest reference the kept spot
+// rows could give). Everything left out would rank below N and off the front.
+std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending,
+                                             const std::vector<size_t>& exact,
+                                             const std::vector<size_t>& spot, const PlanSpec& spec,
+                                             const CostAssumptions& a) {
+  const size_t n = spot.size();
+  std::vector<double> t_lb(n), c_lb(n);
+  for (size_t k = 0; k < n; ++k) {
+    const RunInput& r = pending[spot[k]].run;
+    const double price = std::min(r.hourly_usd, r.on_demand_usd_per_hour.value_or(r.hourly_usd));
+    t_lb[k] = r.work_seconds + a.startup_seconds;
+    c_lb[k] = price * r.nodes * t_lb[k] / 3600.0 + r.extra.egress_gb * r.extra.egress_usd_per_gb +
+              r.extra.priced_egress_usd + r.extra.retained_storage_usd;
+  }
+  std::vector<const Candidate*> feasible;
+  for (size_t i : exact) {
+    if (pending[i].cand.meets_constraints) feasible.push_back(&pending[i].cand);
+  }
+  const size_t top = static_cast<size_t>(std::max(1, spec.top));
+  if (feasible.size() < top) return spot;  // the top N or the reference may need any of them
+  const std::optional<double> deadline = spec.constraints.deadline_seconds;
+  // The cost references: the cheapest feasible expected cost (shown) and P90 cost (scored);
+  // C_lb bounds both from below.
+  double feasible_c = std::numeric_limits<double>::infinity(), feasible_p90 = feasible_c;
+  double feasible_p90_c = feasible_c;
+  for (const Candidate* c : feasible) {
+    feasible_c = std::min(feasible_c, c->run.expected_usd);
+    feasible_p90_c = std::min(feasible_p90_c, c->run.p90_usd);
+    feasible_p90 = std::min(feasible_p90, c->run.p90_seconds);
+  }
+  std::vector<bool> keep(n, false);
+  // The lowest reference the kept rows could give.
+  double low_c = feasible_c, low_p90_c = feasible_p90_c, low_p90 = feasible_p90;
+  for (size_t k = 0; k < n; ++k) {
+    const bool sets_saturation =
+        !deadline && t_lb[k] < feasible_p90 && feasible_p90 > kSaturationWithoutDeadlineSeconds;
+    if (c_lb[k] < feasible_p90_c || sets_saturation) {
+      keep[k] = true;
+      low_c = std::min(low_c, c_lb[k]);
+      low_p90_c = std::min(low_p90_c, c_lb[k]);
+      low_p90 = std::min(low_p90, t_lb[k]);
+    }
+  }
+  const ScoreReference low{SaturationSeconds(deadline, low_p90), low_c, low_p90_c};
+  const ScoreReference high{SaturationSeconds(deadline, feasible_p90), feasible_c, feasible_p90_c};
+  // The N-th best key among the exact feasible candidates (higher is better for scores).
+  std::vector<double> keys;
+  for (const Candidate* c : feasible) {
+    switch (spec.objective) {
+      case Objective::kCheapest:
+        keys.push_back(c->run.expected_usd);
+        break;
+      case Objective::kFastest:
+        keys.push_back(c->run.p90_seconds);
+        break;
+      case Objective::kBalanced: {
+        Scores s = c->score;
+        FinishScores(s, FactsOf(*c), low, spec.weights);
+        keys.push_back(s.total);
+        break;
+      }
+    }
+  }
+  const bool higher_is_better = spec.objective == Objective::kBalanced;
+  if (higher_is_better) {
+    std::nth_element(keys.begin(), keys.begin() + (top - 1), keys.end(), std::greater<double>());
+  } else {
+    std::nth_element(keys.begin(), keys.begin() + (top - 1), keys.end());
+  }
+  const double threshold = keys[top - 1];
+  std::vector<size_t> out;
+  for (size_t k = 0; k < n; ++k) {
+    const Pending& p = pending[spot[k]];
+    bool dominated = false;
+    for (size_t i : exact) {
+      const RunCost& e = pending[i].cand.run;
+      if (e.total_seconds <= t_lb[k] && e.expected_usd <= c_lb[k] &&
+          (e.total_seconds < t_lb[k] || e.expected_usd < c_lb[k])) {
+        dominated = true;
+        break;
+      }
+    }
+    bool below_top = false;
+    switch (spec.objective) {
+      case Objective::kCheapest:
+        below_top = c_lb[k] > threshold;
+        break;
+      case Objective::kFastest:
+        below_top = t_lb[k] > threshold;
+        break;
+      case Objective::kBalanced: {
+        Scores upper = OfferScores(p.run.provider, PricingModel::kSpot, p.cand.nodes);
+        FinishScores(upper, RunFacts{t_lb[k], c_lb[k], 0, p.cand.nodes}, high, spec.weights);
+        below_top = upper.total < threshold;
+        break;
+      }
+    }
+    if (keep[k] || !dominated || !below_top) out.push_back(spot[k]);
+  }
+  return out;
+}
+
+CostedCandidates CostCandidates(const PlanInputs& in, const HardwareClasses& classes,
+                                const LayoutTable& layouts) {
+  CostedCandidates out;
+  std::set<std::string> unpriced;
+  const std::vector<ExtraCosts> extras = ExtrasOfOffers(in, classes, unpriced);
+  out.unpriced_providers.assign(unpriced.begin(), unpriced.end());
+  std::vector<Pending> pending = PendingCandidates(in, classes, layouts, extras);
+  // Two rounds on the parallel-for: every non-spot candidate, then the spot candidates that
+  // SpotCandidatesToSimulate cannot rule out (the simulator is the expensive part).
+  std::vector<size_t> exact, spot;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    (pending[i].cand.pricing == PricingModel::kSpot ? spot : exact).push_back(i);
+  }
+  const auto cost = [&in](Pending& p) { CostCandidate(in, p); };
+  CostOnThreads(pending, exact, in.threads, cost);
+  const std::vector<size_t> simulate =
+      in.spec.prune_spot ? SpotCandidatesToSimulate(pending, exact, spot, in.spec, in.assumptions)
+                         : spot;
+  CostOnThreads(pending, simulate, in.threads, cost);
+  out.spot_pruned = static_cast<int64_t>(spot.size() - simulate.size());
+  out.candidates.reserve(exact.size() + simulate.size());
+  for (size_t i : exact) out.candidates.push_back(pending[i].cand);
+  for (size_t i : simulate) out.candidates.push_back(pending[i].cand);
+  return out;
+}
+
+}  // namespace fulcrum::plan

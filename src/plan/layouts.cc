@@ -1,0 +1,249 @@
+#include "plan/layouts.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/parallel.h"
+#include "estimate/estimate.h"
+
+namespace fulcrum::plan {
+namespace {
+
+using workload::Recompute;
+
+constexpr int kMicroBatches[] = {1, 2, 4, 8, 16, 32, 64};
+constexpr Recompute kRecomputes[] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+// A global batch rounded up to a multiple of dp x micro-batch may grow by at most this factor.
+constexpr double kMaxBatchRounding = 1.10;
+// Context parallelism is tried for long sequences only (from 16k tokens: where activations, not
+// model states, dominate; Megatron-LM and torchtitan use cp 2-8 from 16k-32k up), within a node
+// with tp (the K/V ring wants NVLink).
+constexpr int64_t kContextParallelMinSeqLen = 16384;
+constexpr int kMaxContextParallel = 8;
+
+// Whether a common framework runs the layout with the training's method. Full training: every
+// layout FrameworkRunsLayout allows. LoRA under Megatron conventions (tp, pp, cp, ep, the
+// distributed optimizer) runs on NeMo Megatron-Bridge PEFT, which trains LoRA on Megatron-Core
+// with tensor and pipeline parallelism (docs.nvidia.com/nemo/megatron-bridge: "pretraining, SFT
+// and LoRA ... tensor and pipeline parallelism"); the plan labels it megatron-bridge
+// (FrameworkLabel). QLoRA's 4-bit NF4 base is bitsandbytes, which HF PEFT shards only with FSDP
+// or DeepSpeed ZeRO-3 (PEFT 0.10 release notes, "QLoRA with DeepSpeed ZeRO3 and FSDP";
+// huggingface.co/docs/peft/accelerate/fsdp): plain data parallel, no tp, pp, cp or ep.
+bool PeftRunsLayout(const workload::Training& t) {
+  if (t.method != workload::Method::kQlora) return true;
+  return t.tp == 1 && t.pp == 1 && t.cp == 1 && t.ep == 1 &&
+         t.framework != workload::Framework::kMegatron;
+}
+
+// The estimator's memory times a measured job's factor (every part scales alike).
+estimate::MemoryBreakdown PlannedMemory(const workload::Model& model, const workload::Training& t,
+                                        double factor) {
+  estimate::MemoryBreakdown m = estimate::EstimateMemory(model, t);
+  if (factor == 1) return m;
+  for (double* part :
+       {&m.weights_bytes, &m.gradients_bytes, &m.optimizer_bytes, &m.activations_bytes,
+        &m.logits_bytes, &m.comm_buffer_bytes, &m.cuda_context_bytes, &m.allocator_reserve_bytes,
+        &m.other_bytes, &m.allocated_bytes, &m.reserved_bytes, &m.peak_bytes_per_gpu}) {
+    *part *= factor;
+  }
+  return m;
+}
+
+// Tries one layout; updates `best`. Returns false when it does not fit in memory.
+bool TryLayout(const workload::Model& model, workload::Training& t, const estimate::Hardware& hw,
+               double usable_bytes, double capacity_bytes, const LayoutOptions& options,
+               BestLayout& best) {
+  ++best.evaluated;
+  const estimate::MemoryBreakdown mem = PlannedMemory(model, t, options.memory_factor);
+  if (!(mem.peak_bytes_per_gpu <= usable_bytes)) return false;
+  const estimate::StepTime st = PlannedStepTime(model, t, hw, options.step_time_factor);
+  if (!std::isfinite(st.step_seconds)) return true;
+  const double headroom = estimate::HeadroomFraction(mem.peak_bytes_per_gpu, capacity_bytes);
+  const double rate = st.tokens_per_second_per_gpu;
+  const double best_rate = best.found ? best.step.tokens_per_second_per_gpu : -1;
+  if (!best.found || rate > best_rate || (rate == best_rate && headroom > best.headroom_fraction)) {
+    best.found = true;
+    best.training = t;
+    best.memory = mem;
+    best.step = st;
+    best.headroom_fraction = headroom;
+  }
+  return true;
+}
+
+void ScanMicroBatches(const workload::Model& model, workload::Training& t,
+                      const estimate::Hardware& hw, double usable, double capacity,
+                      int64_t global_batch, bool exact_batch, const LayoutOptions& options,
+                      BestLayout& best) {
+  for (int mb : kMicroBatches) {
+    const int64_t per_step = mb * t.dp;
+    if (per_step > global_batch * kMaxBatchRounding) break;
+    const int64_t steps = (global_batch + per_step - 1) / per_step;
+    const int64_t effective = steps * per_step;
+    if (exact_batch ? effective != global_batch
+                    : static_cast<double>(effective) >
+                          static_cast<double>(global_batch) * kMaxBatchRounding) {
+      continue;
+    }
+    t.micro_batch = mb;
+    t.global_batch = effective;
+    // Memory grows with the micro-batch: once one does not fit, larger ones cannot.
+    if (!TryLayout(model, t, hw, usable, capacity, options, best)) break;
+  }
+}
+
+void ScanLayouts(const workload::Model& model, const workload::Training& base,
+                 const estimate::Hardware& hw, double capacity_bytes, int gpus, double min_headroom,
+                 const LayoutOptions& options, bool exact_batch, BestLayout& best) {
+  const double usable = capacity_bytes * (1.0 - min_headroom);
+  const bool generic = model.kind == workload::ModelKind::kGeneric;
+  const int64_t layers = generic ? 1 : model.layers;
+  const int64_t kv_heads = model.kv_heads > 0 ? model.kv_heads : model.heads;
+  workload::Training t = base;
+  const int max_cp = generic || base.seq_len < kContextParallelMinSeqLen ? 1 : kMaxContextParallel;
+  for (int tp = 1; tp <= hw.gpus_per_node && tp <= gpus; tp *= 2) {
+    if (gpus % tp != 0 || hw.gpus_per_node % tp != 0) continue;
+    if (generic && tp > 1) break;
+    if (!generic && (model.heads % tp != 0 || kv_heads % tp != 0)) continue;
+    for (int cp = 1; cp <= max_cp && tp * cp <= hw.gpus_per_node; cp *= 2) {
+      if (gpus % (tp * cp) != 0 || (cp > 1 && base.seq_len % (2 * cp) != 0)) continue;
+      for (int pp = 1; pp <= gpus / (tp * cp) && pp <= layers; ++pp) {
+        // pp need not divide the layers: the stages then hold the floor or the ceiling of
+        // layers / pp, the first and last the floor (workload::PipelineStageLayers; Megatron-LM
+        // --decoder-first/last-pipeline-num-layers, as Llama 3 405B's pp16 over 126 layers with
+        // one layer less on the first and the last stage, arXiv 2407.21783 Sec. 3.3.2).
+        // Interleaving (vpp > 1) needs pp x vpp to divide them.
+        if ((gpus / (tp * cp)) % pp != 0) continue;
+        const int dp = gpus / (tp * cp * pp);
+        for (int vpp = 1; vpp <= (pp > 1 ? 2 : 1); ++vpp) {
+          if (vpp > 1 && layers % (static_cast<int64_t>(pp) * vpp) != 0) continue;
+          // ZeRO shards over dp x cp (nothing to shard at 1); stages 2/3 do not combine with
+          // pipeline parallelism (DeepSpeed refuses ZeRO-2/3 with pipeline parallelism).
+          // Generic (FLOPs-only) models run plain data parallel (DDP): their time model does not
+          // distinguish ZeRO stages, and a CNN's states are small.
+          const int max_zero = dp * cp == 1 || generic ? 0 : (pp > 1 ? 1 : 3);
+          for (int zero = 0; zero <= max_zero; ++zero) {
+            // Mixture of experts: expert parallelism carved out of dp (ep divides dp and the
+            // experts).
+            for (int ep = 1; ep <= (workload::IsMoe(model) ? dp : 1); ep *= 2) {
+              if (dp % ep != 0 || (ep > 1 && model.experts % ep != 0)) continue;
+              for (Recompute rc : kRecomputes) {
+                t.tp = tp;
+                t.pp = pp;
+                t.vpp = vpp;
+                t.cp = cp;
+                t.dp = dp;
+                t.ep = ep;
+                t.zero_stage = zero;
+                t.recompute = rc;
+                t.sequence_parallel = tp > 1;
+                t.framework = options.framework.value_or(workload::DefaultFrameworkFor(t));
+                if (!workload::FrameworkRunsLayout(t.framework, t) || !PeftRunsLayout(t)) {
+                  continue;
+                }
+                ScanMicroBatches(model, t, hw, usable, capacity_bytes, base.global_batch,
+                                 exact_batch, options, best);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The search of one (class, nodes) task: on an assumed network the layout is chosen for the
+// conservative figure (what the P90 plans: pipeline stages rather than ZeRO-3 over hundreds of
+// VMs) and its mean step is then taken at the assumption.
+void SearchTask(const workload::Model& model, const workload::Training& base,
+                const HardwareClass& hc, const LayoutOptions& options, double min_headroom,
+                LayoutTask& task) {
+  workload::Training class_base = base;
+  class_base.precision = hc.precision;
+  const bool assumed = hc.conservative && task.nodes > 1;
+  LayoutOptions class_options = options;
+  class_options.step_time_factor = hc.step_time_factor;
+  class_options.memory_factor = hc.memory_factor;
+  task.best =
+      SearchLayouts(model, class_base, assumed ? *hc.conservative : hc.hardware, hc.capacity_bytes,
+                    task.nodes * hc.hardware.gpus_per_node, min_headroom, class_options);
+  if (assumed && task.best.found) {
+    const estimate::StepTime low = task.best.step;
+    task.best.step = PlannedStepTime(model, task.best.training, hc.hardware, hc.step_time_factor);
+    if (std::isfinite(low.step_seconds) && task.best.step.step_seconds > 0) {
+      task.network_p90_ratio = std::max(1.0, low.step_seconds / task.best.step.step_seconds);
+    }
+  }
+}
+
+}  // namespace
+
+estimate::StepTime PlannedStepTime(const workload::Model& model, const workload::Training& t,
+                                   const estimate::Hardware& hardware, double step_time_factor) {
+  estimate::StepTime st = estimate::EstimateStepTime(model, t, hardware);
+  if (step_time_factor == 1 || !(step_time_factor > 0)) return st;
+  for (double* part : {&st.step_seconds, &st.compute_seconds, &st.communication_seconds,
+                       &st.bubble_seconds, &st.exposed_seconds}) {
+    *part *= step_time_factor;
+  }
+  st.tokens_per_second_per_gpu /= step_time_factor;
+  st.mfu /= step_time_factor;
+  st.hfu /= step_time_factor;
+  return st;
+}
+
+BestLayout SearchLayouts(const workload::Model& model, const workload::Training& base,
+                         const estimate::Hardware& hw, double capacity_bytes, int gpus,
+                         double min_headroom, const LayoutOptions& options) {
+  BestLayout best;
+  if (!options.batch_given && options.allow_batch_change) {
+    ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, false, best);
+    return best;
+  }
+  ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, true, best);
+  if (!best.found && options.allow_batch_change) {
+    ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, false, best);
+  }
+  return best;
+}
+
+const LayoutTask* LayoutTable::Find(int hardware_class, int nodes) const {
+  if (hardware_class < 0 || static_cast<size_t>(hardware_class) + 1 >= first_task.size()) {
+    return nullptr;
+  }
+  for (int i = first_task[hardware_class]; i < first_task[hardware_class + 1]; ++i) {
+    if (tasks[i].nodes == nodes) return &tasks[i];
+  }
+  return nullptr;
+}
+
+LayoutTable SearchClassLayouts(const workload::Model& model, const workload::Training& base,
+                               const std::vector<HardwareClass>& classes, const PlanSpec& spec,
+                               int threads) {
+  LayoutTable table;
+  table.first_task.push_back(0);
+  for (size_t k = 0; k < classes.size(); ++k) {
+    for (int n : classes[k].node_counts) {
+      LayoutTask task;
+      task.hardware_class = static_cast<int>(k);
+      task.nodes = n;
+      table.tasks.push_back(task);
+    }
+    table.first_task.push_back(static_cast<int>(table.tasks.size()));
+  }
+  const Constraints& c = spec.constraints;
+  LayoutOptions options;
+  options.framework = c.framework;
+  options.allow_batch_change = !c.strict_batch;
+  options.batch_given = spec.global_batch_given;
+  table.threads = ParallelFor(table.tasks.size(), threads, 1, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      LayoutTask& task = table.tasks[i];
+      SearchTask(model, base, classes[task.hardware_class], options, c.min_headroom, task);
+    }
+  });
+  for (const LayoutTask& task : table.tasks) table.configurations += task.best.evaluated;
+  return table;
+}
+
+}  // namespace fulcrum::plan

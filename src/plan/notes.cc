@@ -1,0 +1,135 @@
+#include "plan/notes.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "estimate/estimate.h"
+
+namespace fulcrum::plan {
+namespace {
+
+void NetworkNotes(const PlanInputs& in, const HardwareClasses& classes,
+                  std::vector<std::string>& notes) {
+  const bool any_multi_node_unknown =
+      std::any_of(classes.classes.begin(), classes.classes.end(),
+                  [](const HardwareClass& hc) { return !hc.network_known && !hc.network_assumed; });
+  if (any_multi_node_unknown) {
+    notes.push_back(
+        "offers whose network bandwidth is not in the catalog were planned on one node only "
+        "(--assume-network-gbps N plans them multi-node)");
+  }
+  if (classes.any_conservative) {
+    const ConservativeNetwork& conservative = classes.conservative;
+    const catalog::Offer& from = *conservative.from;
+    notes.push_back(fmt::format(
+        "offers whose provider publishes no inter-node network: mean time at the assumed {:g} "
+        "Gbit/s per node, P90 at {:g} Gbit/s per GPU (the lowest any multi-GPU offer of the "
+        "catalog publishes: {} {}, {:g} Gbit/s for {} GPUs, {})",
+        *in.spec.constraints.assume_network_gbps, conservative.gbps_per_gpu, from.provider,
+        from.instance_type, *from.network_gbps, from.gpu_count, from.source));
+  }
+}
+
+void PrecisionAndMethodNotes(const PlanInputs& in, const HardwareClasses& classes,
+                             const std::vector<Candidate>& candidates,
+                             std::vector<std::string>& notes) {
+  if (!classes.skipped_precision.empty()) {
+    std::string list;
+    for (const std::string& gpu : classes.skipped_precision) {
+      list += (list.empty() ? "" : ", ") + gpu + " (" +
+              estimate::SupportedPrecisionNames(*in.catalog.FindGpu(gpu)) + ")";
+    }
+    notes.push_back("skipped, no " + std::string(workload::PrecisionName(in.base.precision)) +
+                    " tensor-core mode: " + list +
+                    "; --allow-precision-fallback plans them in fp16");
+  }
+  if (in.base.method == workload::Method::kLora &&
+      std::any_of(candidates.begin(), candidates.end(), [](const Candidate& k) {
+        return k.layout.training.framework == workload::Framework::kMegatron;
+      })) {
+    notes.push_back(
+        "LoRA layouts with tp/pp/cp/ep (framework megatron-bridge) run on NeMo Megatron-Bridge "
+        "PEFT (Megatron-Core; Megatron-LM itself has no LoRA: docs.nvidia.com/nemo/"
+        "megatron-bridge); HF PEFT runs LoRA data parallel only (fsdp, deepspeed, hf)");
+  }
+  if (in.base.method == workload::Method::kQlora) {
+    notes.push_back(
+        "QLoRA is planned data parallel only: its 4-bit bitsandbytes base runs under HF PEFT with "
+        "FSDP or DeepSpeed ZeRO-3 (PEFT 0.10), no tp/pp/cp/ep framework loads it");
+  }
+}
+
+// Where the spot risk comes from; empty when no candidate is spot or the risk is unsourced.
+std::string SpotRiskNote(const CostAssumptions& a, const std::vector<Candidate>& candidates) {
+  const bool any_spot = std::any_of(candidates.begin(), candidates.end(), [](const Candidate& k) {
+    return k.pricing == PricingModel::kSpot;
+  });
+  if (!any_spot || a.spot_risk_source.empty()) return "";
+  std::string gang = "n nodes are preempted n times as often (no multi-node traces)";
+  if (!a.spot_gang.rows.empty()) {
+    const spot::RiskScale& top = a.spot_gang.rows.back();
+    gang = fmt::format(
+        "all nodes at once: {} nodes have {:.2f}x the MTTI of one and {:.0f} % vs {:.0f} % "
+        "availability, from {} (beyond {}: independent groups of {})",
+        top.count, top.mtti_factor, 100 * top.available_fraction,
+        100 * a.spot_gang.rows.front().available_fraction, a.spot_gang.source, top.count,
+        top.count);
+  }
+  std::string size;
+  if (a.spot_instance_size.rows.size() > 1) {
+    const spot::RiskScale& big = a.spot_instance_size.rows.back();
+    size = fmt::format("; {}-GPU instances have {:.2f}x the MTTI of 1-GPU ones, from {}", big.count,
+                       big.mtti_factor, a.spot_instance_size.source);
+  }
+  return fmt::format(
+      "spot risk: MTTI {:.1f} h per 1-GPU instance, outage {:.1f} h, from {}; applied to every "
+      "GPU type and provider (no public traces for newer GPUs: an assumption){}; {}",
+      a.spot_mtti_seconds_per_instance / 3600.0, a.spot_outage_mean_seconds / 3600.0,
+      a.spot_risk_source, size, gang);
+}
+
+void CostAndBatchNotes(const PlanInputs& in, const CostedCandidates& costed,
+                       std::vector<std::string>& notes) {
+  const Constraints& c = in.spec.constraints;
+  if (!costed.unpriced_providers.empty()) {
+    std::string list;
+    for (const std::string& p : costed.unpriced_providers) list += (list.empty() ? "" : ", ") + p;
+    notes.push_back("no sourced storage/egress price for " + list +
+                    ": their rows leave those costs out (catalog/storage_prices.csv)");
+  }
+  if (c.reserved_owned) {
+    notes.push_back(
+        "--reserved-owned: reserved rows cost their marginal hourly price (the term is already "
+        "paid for)");
+  }
+  if (!in.spec.global_batch_given) {
+    notes.push_back(
+        "global batch not given: using " + std::to_string(in.base.global_batch) +
+        (in.model.kind == workload::ModelKind::kGeneric ? " samples" : " sequences (2^20 tokens)") +
+        (c.strict_batch ? ""
+                        : ", which a layout may round up by at most 10 % to a multiple of dp x "
+                          "micro-batch (--global-batch N keeps one exactly)"));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> PlanNotes(const PlanInputs& in, const HardwareClasses& classes,
+                                   const CostedCandidates& costed,
+                                   const std::vector<Candidate>& candidates) {
+  std::vector<std::string> notes;
+  NetworkNotes(in, classes, notes);
+  PrecisionAndMethodNotes(in, classes, candidates, notes);
+  if (!in.spec.constraints.deadline_seconds && in.spec.objective == Objective::kBalanced) {
+    notes.push_back(
+        "no deadline: runs finishing within 24 h at P90 count as fast enough (the balanced "
+        "score's performance saturates; --deadline sets it to half the deadline)");
+  }
+  std::string spot = SpotRiskNote(in.assumptions, candidates);
+  if (!spot.empty()) notes.push_back(std::move(spot));
+  CostAndBatchNotes(in, costed, notes);
+  return notes;
+}
+
+}  // namespace fulcrum::plan
