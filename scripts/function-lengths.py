@@ -358,8 +358,8 @@ def classify(header_tokens):
         return "scope"
     if words[0] == "enum" or words[0] == "typedef":
         return "other"
-    if "=" in words:
-        equals = words.index("=")
+    equals = top_level_assignment(words)
+    if equals >= 0:
         # `auto f = [](...) {` at namespace scope: a lambda bound to a name counts as a function.
         if equals + 1 < len(words) and words[equals + 1] == "[" and "(" in words[equals:]:
             return "function"
@@ -367,6 +367,25 @@ def classify(header_tokens):
     if "(" in words:
         return "function"
     return "other"
+
+
+def top_level_assignment(words):
+    """Index of an `=` outside parentheses that is not part of `operator=`, `operator==` etc.;
+    -1 when there is none (`void f(int x = 0) {` and `T& operator=(T&&) {` are functions)."""
+    depth = 0
+    for k, w in enumerate(words):
+        if w in ("(", "["):
+            depth += 1
+        elif w in (")", "]"):
+            depth -= 1
+        elif w == "=" and depth == 0:
+            j = k - 1
+            while j >= 0 and words[j] in ("=", "!", "<", ">", "+", "-", "*", "/", "%", "^", "&", "|"):
+                j -= 1
+            if j >= 0 and words[j] == "operator":
+                continue
+            return k
+    return -1
 
 
 def source_files(roots):

@@ -121,6 +121,13 @@ class FunctionLengthsTest(unittest.TestCase):
             TEST(WidgetTest, Adds) {
               EXPECT_EQ(1, 1);
             }
+            Widget& Widget::operator=(Widget&& other) noexcept {
+              return *this;
+            }
+            int Scaled(int x, int factor = 2) {
+              return x * factor;
+            }
+            bool operator==(const Widget& a, const Widget& b) { return a.a_ == b.a_; }
             }  // namespace outer
             ''')
         self.write("classes.cc", source)
@@ -131,7 +138,10 @@ class FunctionLengthsTest(unittest.TestCase):
         self.assertIn("classes.cc:10: Get 1 lines", result.stdout)
         self.assertIn("classes.cc:15: Widget::Widget 3 lines", result.stdout)
         self.assertIn("classes.cc:18: TEST(WidgetTest, Adds) 3 lines", result.stdout)
-        self.assertIn("of 4 functions", result.stdout)
+        self.assertIn("classes.cc:21: Widget::operator= 3 lines", result.stdout)
+        self.assertIn("classes.cc:24: Scaled 3 lines", result.stdout)
+        self.assertIn("classes.cc:27: operator== 1 lines", result.stdout)
+        self.assertIn("of 7 functions", result.stdout)
         self.assertNotIn("Generated", result.stdout)
 
     def test_no_sources_is_a_usage_error(self):
