@@ -720,28 +720,6 @@ TEST_F(AgentE2E, MalformedReceiverUrlExitsTwoNamingTheReceiver) {
   }
 }
 
-// The arrows of DESIGN.md "Layers" that the agent's modules must keep: storage knows no alert
-// types, and the server reads the agent only through the interface it owns (no cycle).
-TEST(LayeringTest, StoreIncludesNoAlertAndServerIncludesNoAgent) {
-  const std::vector<std::pair<std::string, std::string>> forbidden = {
-      {"src/store", "#include \"alert/"}, {"src/server", "#include \"agent/"}};
-  for (const auto& [dir, include] : forbidden) {
-    size_t scanned = 0;
-    for (const auto& entry : fs::recursive_directory_iterator(fs::path(FULCRUM_SOURCE_DIR) / dir)) {
-      if (entry.path().extension() != ".h" && entry.path().extension() != ".cc") continue;
-      ++scanned;
-      std::istringstream lines(ReadFile(entry.path()));
-      std::string line;
-      for (int number = 1; std::getline(lines, line); ++number) {
-        EXPECT_EQ(line.rfind(include, 0), std::string::npos)
-            << entry.path().lexically_relative(FULCRUM_SOURCE_DIR).string() << ":" << number << ": "
-            << line;
-      }
-    }
-    EXPECT_GT(scanned, 3u) << dir;
-  }
-}
-
 TEST(AgentHelpTest, HelpDocumentsEveryFlag) {
   RunOutput r = RunFulcrum({"agent", "--help"});
   ASSERT_EQ(r.exit_code, 0);
