@@ -447,6 +447,30 @@ TEST_F(SuperviseTest, NoTwoSupervisorsForTheSameJob) {
   EXPECT_EQ(first.get().exit_code, 75);
 }
 
+// issue 29 item 7: after `rm locks/NAME.lock` two trainers of one job ran at once. The lock is a
+// record of jobs.db now; removing every file of locks/ does not let a second supervisor in.
+TEST_F(SuperviseTest, RemovingTheLocksFolderDoesNotLetASecondSupervisorIn) {
+  auto first = std::async(std::launch::async, [&] {
+    return RunFulcrum(RunArgs("single", {}, {"--steps", "100000", "--step-ms", "5"}), LongRun());
+  });
+  std::optional<store::JobRecord> job;
+  ASSERT_TRUE(WaitFor([&] {
+    job = Job("single");
+    return job && job->state == "running" && job->supervisor_pid &&
+           fs::exists(data_ + "/run/" + job->id + ".heartbeat");
+  }));
+  ASSERT_TRUE(fs::exists(data_ + "/locks"));
+  fs::remove_all(data_ + "/locks");
+  RunOutput second = RunFulcrum(RunArgs("single", {}, {"--steps", "1"}));
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_NE(second.err.find("job 'single' is already supervised by pid"), std::string::npos)
+      << second.err;
+  EXPECT_EQ(second.out.find("trainer pid"), std::string::npos)
+      << "the second never started the job";
+  kill(static_cast<pid_t>(*job->supervisor_pid), SIGTERM);
+  EXPECT_EQ(first.get().exit_code, 75);
+}
+
 // Alive: /proc shows it and it is not a zombie (an orphan's zombie waits for init to reap it).
 bool Alive(pid_t pid) {
   std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");

@@ -19,12 +19,12 @@
 #include "alert/job_alert.h"
 #include "alert/notify.h"
 #include "alert/rules_yaml.h"
+#include "core/file_lock.h"
 #include "server/http_server.h"
 #include "store/agent_db.h"
 #include "store/jobs.h"
 #include "store/outbox_sqlite.h"
 #include "store/sqlite.h"
-#include "supervise/lock.h"
 #include "telemetry/nvml_source.h"
 #include "telemetry/replay_source.h"
 #include "telemetry/sim_source.h"
@@ -66,9 +66,9 @@ struct Agent::Impl {
   const Clock& clock;
   std::string data_dir;
   std::string hostname;
-  // <data-dir>/agent.lock, held for the agent's lifetime: one agent per data dir (the kernel
-  // drops it when the process dies, kill -9 included).
-  std::optional<supervise::JobLock> lock;
+  // An flock on the data dir itself, held for the agent's lifetime: one agent per data dir (the
+  // kernel drops it when the process dies, kill -9 included; no file to remove can fool it).
+  std::optional<FileLock> lock;
   std::unique_ptr<telemetry::GpuSource> source;
   std::unique_ptr<telemetry::Recorder> recorder;
   std::optional<store::AgentDb> db;
@@ -414,9 +414,9 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   impl->hostname = config.hostname.empty() ? Hostname() : config.hostname;
   FULCRUM_RETURN_IF_ERROR(store::CreateDataDir(impl->data_dir));
   FULCRUM_ASSIGN_OR_RETURN(
-      supervise::JobLock lock,
-      supervise::JobLock::AcquireFile(
-          (std::filesystem::path(impl->data_dir) / "agent.lock").string(),
+      FileLock lock,
+      FileLock::LockDirectory(
+          impl->data_dir, (std::filesystem::path(impl->data_dir) / "agent.pid").string(),
           "data dir " + impl->data_dir + " is in use by another fulcrum agent:"));
   impl->lock = std::move(lock);
   FULCRUM_RETURN_IF_ERROR(impl->OpenSource());

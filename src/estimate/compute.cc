@@ -444,84 +444,61 @@ StageTime SlowestStage(const workload::StageLayers& stages, int64_t pp, double l
   return best;
 }
 
-}  // namespace
+// The shape of one micro-batch on this GPU, shared by the parts of a transformer's step.
+struct MicroBatchShape {
+  double tokens = 0;          // its seq_len / cp share of each sequence, times micro_batch
+  double hidden = 0;          // model.hidden
+  double bytes = 0;           // bytes of one activation element
+  double forward_passes = 0;  // forward computations per step, in units of one forward (2, 3
+                              // with full recompute): the collectives run once per pass
+};
 
-StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware& hw,
-                          const TimeCalibration& c) {
-  StepTime out;
-  out.step_seconds = kInf;
-  if (tr.tp < 1 || tr.pp < 1 || tr.dp < 1 || tr.vpp < 1 || tr.cp < 1 || tr.ep < 1 ||
-      tr.micro_batch < 1 || tr.global_batch < 1 || hw.peak_flops <= 0 ||
-      hw.memory_bytes_per_second <= 0) {
-    return out;
-  }
-  if (model.kind == workload::ModelKind::kGeneric) {
-    if (model.generic_forward_flops_per_sample <= 0) return out;
-    return EstimateGenericStep(model, tr, hw, c);
-  }
-  if (model.layers <= 0 || model.hidden <= 0 || model.heads <= 0 || tr.seq_len < tr.cp) {
-    return out;
-  }
-  const double t = static_cast<double>(tr.tp), p = static_cast<double>(tr.pp);
-  const double d = static_cast<double>(tr.dp), v = static_cast<double>(tr.vpp);
-  const double cp = static_cast<double>(tr.cp);
-  const double gpus = t * p * cp * d;
-  // Tokens of one micro-batch on this GPU (its seq_len / cp share of each sequence).
-  const double tokens_mb = static_cast<double>(tr.micro_batch * (tr.seq_len / tr.cp));
-  const double micro_batches = std::max(1.0, std::ceil(static_cast<double>(tr.global_batch) /
-                                                       (d * static_cast<double>(tr.micro_batch))));
-  const double bytes = ActivationBytes(tr.precision);
-  const double mem_bw = hw.memory_bytes_per_second * c.memory_bandwidth_efficiency;
-  const double h = static_cast<double>(model.hidden);
-  const double vocab = static_cast<double>(model.vocab);
-  const bool lora = IsLora(tr);
+// Communication of one layer per micro-batch: all of it, and the part compute does not hide.
+struct LayerComm {
+  double seconds = 0;
+  double exposed = 0;
+};
 
-  // --- compute per layer per micro-batch: backward = 2x forward (1x without weight grads) ---
-  const LayerForward fwd = EstimateLayerForward(model, tr, hw, c);
-  const double backward_factor = lora ? 1.0 : 2.0;
-  double layer_seconds = fwd.seconds + fwd.backward_seconds + c.per_layer_overhead_seconds;
-  // Every recompute policy re-runs part of the forward in backward (and HFU counts it):
-  // full: the whole layer; torchtitan/FSDP selective: the matmuls and elementwise ops its op
-  // policy does not save; Megatron-style selective: core attention (Megatron-Core checkpoints
-  // core_attn under --recompute-granularity selective, flash or not; Korthikanti et al. 2022
-  // section 5).
-  double recompute_flops = 0;  // per layer per micro-batch on this GPU
-  if (tr.recompute == Recompute::kFull) {
-    layer_seconds += fwd.seconds;
-    recompute_flops = fwd.flops;
-  } else if (tr.recompute == Recompute::kSelective && tr.framework == workload::Framework::kFsdp) {
-    layer_seconds += fwd.selective_seconds;
-    recompute_flops = fwd.selective_flops;
-  } else if (tr.recompute == Recompute::kSelective) {
-    layer_seconds += fwd.attention_seconds;
-    recompute_flops = fwd.attention_flops;
-  }
-  // Logits + cross-entropy on the last stage.
-  const double peak_gemm16 = hw.peak_flops_16bit * GemmMaxEfficiency(hw, c);
-  const double logits_seconds =
-      (1.0 + backward_factor) * GemmSeconds(tokens_mb, vocab / t, h, peak_gemm16, c) +
-      3.0 * tokens_mb * vocab / t * 4.0 * bytes / mem_bw;
+// What a recompute policy re-runs of the forward in backward, per layer per micro-batch.
+struct Recomputed {
+  double seconds = 0;
+  double flops = 0;  // counted by HFU
+};
 
-  // --- tensor parallel: 2 all-reduces forward, 2 backward (+2 with full recompute) -----------
-  const Link tp_link = GroupLink(tr.tp, 1, hw, c);
-  const double forward_passes = tr.recompute == Recompute::kFull ? 3 : 2;  // in units of forward
-  // With sequence parallelism each all-reduce is a reduce-scatter + all-gather (the same
-  // traffic), and backward repeats the two all-gathers of the layer-norm outputs rather than
-  // keeping the gathered tensors (Korthikanti et al. 2022, arXiv 2205.05198, section 4.2.2).
-  // Megatron overlaps the backward collectives of its column-parallel layers (QKV, the MLP's
-  // first GEMM) with their gradient GEMMs: the all-reduce (with SP: reduce-scatter) of the input
-  // gradient with the weight-gradient GEMM, and the repeated all-gather with the input-gradient
-  // GEMM (Megatron-LM megatron/core/tensor_parallel/layers.py,
-  // LinearWithGradAccumulationAndAsyncCommunication.backward; on by default,
-  // --no-async-tensor-model-parallel-allreduce turns it off; Transformer Engine's Linear and
-  // LayerNormLinear do the same, "Overlap dgrad-RS/AR with wgrad"). The row-parallel layers'
-  // backward collectives (with SP the all-gathers of the output gradients) stay exposed.
-  const double tp_activation_bytes = tokens_mb * h * bytes;
+// Every recompute policy re-runs part of the forward in backward (and HFU counts it):
+// full: the whole layer; torchtitan/FSDP selective: the matmuls and elementwise ops its op
+// policy does not save; Megatron-style selective: core attention (Megatron-Core checkpoints
+// core_attn under --recompute-granularity selective, flash or not; Korthikanti et al. 2022
+// section 5).
+Recomputed RecomputeCost(const LayerForward& fwd, const Training& tr) {
+  if (tr.recompute == Recompute::kFull) return {fwd.seconds, fwd.flops};
+  if (tr.recompute == Recompute::kSelective && tr.framework == workload::Framework::kFsdp) {
+    return {fwd.selective_seconds, fwd.selective_flops};
+  }
+  if (tr.recompute == Recompute::kSelective) return {fwd.attention_seconds, fwd.attention_flops};
+  return {};
+}
+
+// Tensor parallel: 2 all-reduces forward, 2 backward (+2 with full recompute).
+// With sequence parallelism each all-reduce is a reduce-scatter + all-gather (the same
+// traffic), and backward repeats the two all-gathers of the layer-norm outputs rather than
+// keeping the gathered tensors (Korthikanti et al. 2022, arXiv 2205.05198, section 4.2.2).
+// Megatron overlaps the backward collectives of its column-parallel layers (QKV, the MLP's
+// first GEMM) with their gradient GEMMs: the all-reduce (with SP: reduce-scatter) of the input
+// gradient with the weight-gradient GEMM, and the repeated all-gather with the input-gradient
+// GEMM (Megatron-LM megatron/core/tensor_parallel/layers.py,
+// LinearWithGradAccumulationAndAsyncCommunication.backward; on by default,
+// --no-async-tensor-model-parallel-allreduce turns it off; Transformer Engine's Linear and
+// LayerNormLinear do the same, "Overlap dgrad-RS/AR with wgrad"). The row-parallel layers'
+// backward collectives (with SP the all-gathers of the output gradients) stay exposed.
+LayerComm TensorParallelComm(const LayerForward& fwd, const Training& tr, const Link& tp_link,
+                             const TimeCalibration& c, const MicroBatchShape& mb) {
+  const double tp_activation_bytes = mb.tokens * mb.hidden * mb.bytes;
   const int tp_ranks = static_cast<int>(tr.tp);
   const double tp_all_reduce = AllReduceSeconds(tp_activation_bytes, tp_ranks, tp_link);
   const double tp_all_gather = AllGatherSeconds(tp_activation_bytes, tp_ranks, tp_link);
   const double tp_regather = tr.sequence_parallel ? 2 * tp_all_gather : 0;
-  const double tp_layer_seconds = 2 * forward_passes * tp_all_reduce + tp_regather;
+  const double tp_layer_seconds = 2 * mb.forward_passes * tp_all_reduce + tp_regather;
   double tp_hidden = 0;
   if (tr.framework == workload::Framework::kMegatron && tr.tp > 1) {
     const double overlappable =
@@ -529,90 +506,209 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
     const double window = (tr.sequence_parallel ? 2 : 1) * fwd.column_gemm_seconds;
     tp_hidden = std::min(overlappable, window);
   }
-  double layer_comm = tp_layer_seconds;
-  double layer_exposed = tp_layer_seconds - (1 - c.overlapped_comm_slowdown) * tp_hidden;
+  return {tp_layer_seconds, tp_layer_seconds - (1 - c.overlapped_comm_slowdown) * tp_hidden};
+}
 
-  // --- context parallel: ring exchange of K and V chunks (cp - 1 hops forward; K, V and their
-  // gradients backward), overlapped with the attention of the chunk in hand (Megatron-LM
-  // context_parallel.rst: all-gather / reduce-scatter as ring point-to-point; Liu et al. 2023,
-  // Ring Attention, arXiv 2310.01889) ---
+// Context parallel: ring exchange of K and V chunks (cp - 1 hops forward; K, V and their
+// gradients backward), overlapped with the attention of the chunk in hand (Megatron-LM
+// context_parallel.rst: all-gather / reduce-scatter as ring point-to-point; Liu et al. 2023,
+// Ring Attention, arXiv 2310.01889).
+LayerComm ContextParallelComm(const Model& model, const Training& tr, const Hardware& hw,
+                              const TimeCalibration& c, const LayerForward& fwd,
+                              const MicroBatchShape& mb) {
+  const double t = static_cast<double>(tr.tp), cp = static_cast<double>(tr.cp);
+  const Link cp_link = GroupLink(tr.cp, tr.tp, hw, c);
+  const double kv_chunk =
+      2 * mb.tokens * static_cast<double>(workload::KvDim(model)) / t * mb.bytes;
+  const double ring = (cp - 1) * SendSeconds(kv_chunk, cp_link);
+  const double passes = mb.forward_passes + 1;  // forward (again under full recompute), 2x back
+  return {passes * ring, passes * std::max(0.0, ring - fwd.attention_seconds)};
+}
+
+// Expert parallel: all-to-all dispatch and combine of the routed tokens, forward and backward
+// (Megatron-Core MoEAlltoAllTokenDispatcher), in the MoE layers; none of it hidden.
+double ExpertParallelSeconds(const Model& model, const Training& tr, const Hardware& hw,
+                             const TimeCalibration& c, const MicroBatchShape& mb) {
+  const double t = static_cast<double>(tr.tp);
+  const Link ep_link = GroupLink(tr.ep, tr.tp * tr.cp, hw, c);
+  const double routed_bytes = mb.tokens * static_cast<double>(model.experts_per_token) * mb.hidden *
+                              mb.bytes / (tr.sequence_parallel ? t : 1);
+  const double moe_share =
+      static_cast<double>(workload::MoeLayerCount(model)) / static_cast<double>(model.layers);
+  return 2 * mb.forward_passes * moe_share *
+         AllToAllSeconds(routed_bytes, static_cast<int>(tr.ep), ep_link);
+}
+
+// Activation offload: every saved activation goes to the host in forward and comes back in
+// backward, overlapped with that layer's compute (Megatron-Core cpu offloading).
+LayerComm ActivationOffloadComm(const Model& model, const Training& tr, const Hardware& hw,
+                                const TimeCalibration& c, const LayerForward& fwd,
+                                double backward_factor) {
+  const double host_bw = hw.host_bytes_per_second > 0
+                             ? hw.host_bytes_per_second
+                             : PcieGbytesPerSecond(std::nullopt) * 1e9 * c.pcie_efficiency;
+  const double copy = LayerActivationBytes(model, tr) / host_bw;
+  return {2 * copy,
+          std::max(0.0, copy - fwd.seconds) + std::max(0.0, copy - backward_factor * fwd.seconds)};
+}
+
+// Everything a layer sends per micro-batch: tensor, context and expert parallel, offload.
+LayerComm LayerCommunication(const Model& model, const Training& tr, const Hardware& hw,
+                             const TimeCalibration& c, const LayerForward& fwd, const Link& tp_link,
+                             const MicroBatchShape& mb, double backward_factor) {
+  LayerComm layer = TensorParallelComm(fwd, tr, tp_link, c, mb);
   if (tr.cp > 1) {
-    const Link cp_link = GroupLink(tr.cp, tr.tp, hw, c);
-    const double kv_chunk = 2 * tokens_mb * static_cast<double>(workload::KvDim(model)) / t * bytes;
-    const double ring = (cp - 1) * SendSeconds(kv_chunk, cp_link);
-    const double passes = forward_passes + 1;  // forward (again under full recompute), 2x back
-    layer_comm += passes * ring;
-    layer_exposed += passes * std::max(0.0, ring - fwd.attention_seconds);
+    const LayerComm ring = ContextParallelComm(model, tr, hw, c, fwd, mb);
+    layer.seconds += ring.seconds;
+    layer.exposed += ring.exposed;
   }
-
-  // --- expert parallel: all-to-all dispatch and combine of the routed tokens, forward and
-  // backward (Megatron-Core MoEAlltoAllTokenDispatcher), in the MoE layers ---
   if (workload::IsMoe(model) && tr.ep > 1) {
-    const Link ep_link = GroupLink(tr.ep, tr.tp * tr.cp, hw, c);
-    const double routed_bytes = tokens_mb * static_cast<double>(model.experts_per_token) * h *
-                                bytes / (tr.sequence_parallel ? t : 1);
-    const double moe_share =
-        static_cast<double>(workload::MoeLayerCount(model)) / static_cast<double>(model.layers);
-    const double a2a = 2 * forward_passes * moe_share *
-                       AllToAllSeconds(routed_bytes, static_cast<int>(tr.ep), ep_link);
-    layer_comm += a2a;
-    layer_exposed += a2a;
+    const double a2a = ExpertParallelSeconds(model, tr, hw, c, mb);
+    layer.seconds += a2a;
+    layer.exposed += a2a;
   }
-
-  // --- activation offload: every saved activation goes to the host in forward and comes back in
-  // backward, overlapped with that layer's compute (Megatron-Core cpu offloading) ---
   if (tr.offload_activations) {
-    const double host_bw = hw.host_bytes_per_second > 0
-                               ? hw.host_bytes_per_second
-                               : PcieGbytesPerSecond(std::nullopt) * 1e9 * c.pcie_efficiency;
-    const double copy = LayerActivationBytes(model, tr) / host_bw;
-    layer_comm += 2 * copy;
-    layer_exposed +=
-        std::max(0.0, copy - fwd.seconds) + std::max(0.0, copy - backward_factor * fwd.seconds);
+    const LayerComm offload = ActivationOffloadComm(model, tr, hw, c, fwd, backward_factor);
+    layer.seconds += offload.seconds;
+    layer.exposed += offload.exposed;
   }
+  return layer;
+}
 
-  // --- pipeline: per-micro-batch time of the slowest stage, bubble (p-1)/(m*v) of it --------
-  const workload::StageLayers stages = workload::PipelineStageLayers(model, tr);
-  const StageTime slowest =
-      SlowestStage(stages, tr.pp, layer_seconds, logits_seconds, layer_comm, layer_exposed);
+// Pipeline sends per micro-batch (forward and backward, per virtual stage).
+// Each tp rank sends 1/t of the boundary activation: with sequence parallelism it holds only
+// that share; without, Megatron's scatter/gather optimisation splits it and all-gathers it over
+// the node's NVLink after the send (Narayanan et al. 2021, arXiv 2104.04473, section 4.1).
+double PipelineSendSeconds(const Training& tr, const Hardware& hw, const TimeCalibration& c,
+                           const Link& tp_link, const MicroBatchShape& mb) {
+  if (tr.pp <= 1) return 0;
+  const double t = static_cast<double>(tr.tp), v = static_cast<double>(tr.vpp);
   const Link pp_link = GroupLink(tr.pp, tr.tp * tr.cp * tr.dp, hw, c);
-  // Each tp rank sends 1/t of the boundary activation: with sequence parallelism it holds only
-  // that share; without, Megatron's scatter/gather optimisation splits it and all-gathers it over
-  // the node's NVLink after the send (Narayanan et al. 2021, arXiv 2104.04473, section 4.1).
-  const double pp_message = tokens_mb * h * bytes / t;
+  const double pp_message = mb.tokens * mb.hidden * mb.bytes / t;
   const double pp_gather =
       tr.sequence_parallel
           ? 0
-          : AllGatherSeconds(tokens_mb * h * bytes, static_cast<int>(tr.tp), tp_link);
-  const double pp_seconds = tr.pp > 1 ? 2 * (SendSeconds(pp_message, pp_link) + pp_gather) * v : 0;
+          : AllGatherSeconds(mb.tokens * mb.hidden * mb.bytes, static_cast<int>(tr.tp), tp_link);
+  return 2 * (SendSeconds(pp_message, pp_link) + pp_gather) * v;
+}
+
+// The parameters a GPU holds and updates, and how the data-parallel group shards them.
+struct ParameterShares {
+  double trainable = 0;
+  double routed = 0;  // routed expert parameters (0 under LoRA: the experts are frozen)
+  double all = 0;
+  int64_t shards = 1;    // state shards (ZeRO / FSDP)
+  int64_t replicas = 1;  // gradient replicas per shard (HSDP)
+};
+
+ParameterShares SharesOf(const Model& model, const Training& tr) {
+  ParameterShares shares;
+  shares.trainable = TrainableParameterCount(model, tr);
+  shares.routed = IsLora(tr) ? 0 : workload::RoutedExpertParameterCount(model);
+  shares.all = workload::ParameterCount(model);
+  shares.shards = workload::StateShards(tr);
+  shares.replicas = workload::GradientReplicas(tr) / shares.shards;
+  return shares;
+}
+
+// Data parallel over dp x cp: dense parameters, and routed experts over dp x cp / ep.
+DataParallelTime DataParallelStep(const ParameterShares& shares, const Training& tr,
+                                  const Hardware& hw, const TimeCalibration& c,
+                                  double micro_batches, double compute_mb, double stage_layers,
+                                  double bytes) {
+  const double t = static_cast<double>(tr.tp), p = static_cast<double>(tr.pp);
+  const double ep = static_cast<double>(tr.ep);
+  const double tail = 1.0 / std::max(1.0, stage_layers);  // last bucket / first gather
+  DataParallelTime dp_time =
+      DataParallelSeconds((shares.all - shares.routed) / (t * p) * bytes,
+                          (shares.trainable - shares.routed) / (t * p) * bytes, shares.shards,
+                          shares.replicas, tr, hw, c, micro_batches, compute_mb, tail);
+  if (shares.routed > 0) {
+    const int64_t expert_shards = std::max<int64_t>(1, shares.shards / tr.ep);
+    const double expert_bytes = shares.routed / (t * p * ep) * bytes;
+    const DataParallelTime experts =
+        DataParallelSeconds(expert_bytes, expert_bytes, expert_shards, shares.replicas, tr, hw, c,
+                            micro_batches, compute_mb, tail);
+    dp_time.seconds += experts.seconds;
+    dp_time.exposed += experts.exposed;
+  }
+  return dp_time;
+}
+
+// The optimizer step, memory-bound: the parameters this GPU updates, times the bytes per update.
+double OptimizerSeconds(const ParameterShares& shares, const Training& tr, const TimeCalibration& c,
+                        double mem_bw) {
+  const double t = static_cast<double>(tr.tp), p = static_cast<double>(tr.pp);
+  const double ep = static_cast<double>(tr.ep);
+  const double local_trainable =
+      ((shares.trainable - shares.routed) / (t * p) + shares.routed / (t * p * ep)) /
+      (tr.zero_stage >= 1 ? static_cast<double>(shares.shards) : 1.0);
+  return local_trainable * c.optimizer_bytes_per_param / mem_bw;
+}
+
+// Whether the configuration can be estimated at all (every degree and batch at least 1, a
+// hardware peak, a transformer with its dimensions or a generic model with its FLOPs).
+bool Estimable(const Model& model, const Training& tr, const Hardware& hw) {
+  if (tr.tp < 1 || tr.pp < 1 || tr.dp < 1 || tr.vpp < 1 || tr.cp < 1 || tr.ep < 1 ||
+      tr.micro_batch < 1 || tr.global_batch < 1 || hw.peak_flops <= 0 ||
+      hw.memory_bytes_per_second <= 0) {
+    return false;
+  }
+  if (model.kind == workload::ModelKind::kGeneric)
+    return model.generic_forward_flops_per_sample > 0;
+  return model.layers > 0 && model.hidden > 0 && model.heads > 0 && tr.seq_len >= tr.cp;
+}
+
+}  // namespace
+
+StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware& hw,
+                          const TimeCalibration& c) {
+  StepTime out;
+  out.step_seconds = kInf;
+  if (!Estimable(model, tr, hw)) return out;
+  if (model.kind == workload::ModelKind::kGeneric) return EstimateGenericStep(model, tr, hw, c);
+  const double t = static_cast<double>(tr.tp), p = static_cast<double>(tr.pp);
+  const double d = static_cast<double>(tr.dp), v = static_cast<double>(tr.vpp);
+  const double cp = static_cast<double>(tr.cp);
+  const double gpus = t * p * cp * d;
+  MicroBatchShape mb;
+  mb.tokens = static_cast<double>(tr.micro_batch * (tr.seq_len / tr.cp));
+  mb.hidden = static_cast<double>(model.hidden);
+  mb.bytes = ActivationBytes(tr.precision);
+  mb.forward_passes = tr.recompute == Recompute::kFull ? 3 : 2;
+  const double micro_batches = std::max(1.0, std::ceil(static_cast<double>(tr.global_batch) /
+                                                       (d * static_cast<double>(tr.micro_batch))));
+  const double mem_bw = hw.memory_bytes_per_second * c.memory_bandwidth_efficiency;
+
+  // --- compute per layer per micro-batch: backward = 2x forward (1x without weight grads) ---
+  const LayerForward fwd = EstimateLayerForward(model, tr, hw, c);
+  const double backward_factor = IsLora(tr) ? 1.0 : 2.0;
+  const Recomputed recomputed = RecomputeCost(fwd, tr);
+  const double layer_seconds =
+      fwd.seconds + fwd.backward_seconds + c.per_layer_overhead_seconds + recomputed.seconds;
+  // Logits + cross-entropy on the last stage.
+  const double vocab = static_cast<double>(model.vocab);
+  const double peak_gemm16 = hw.peak_flops_16bit * GemmMaxEfficiency(hw, c);
+  const double logits_seconds =
+      (1.0 + backward_factor) * GemmSeconds(mb.tokens, vocab / t, mb.hidden, peak_gemm16, c) +
+      3.0 * mb.tokens * vocab / t * 4.0 * mb.bytes / mem_bw;
+  const Link tp_link = GroupLink(tr.tp, 1, hw, c);
+  const LayerComm layer_comm =
+      LayerCommunication(model, tr, hw, c, fwd, tp_link, mb, backward_factor);
+
+  // --- pipeline: per-micro-batch time of the slowest stage, bubble (p-1)/(m*v) of it --------
+  const workload::StageLayers stages = workload::PipelineStageLayers(model, tr);
+  const StageTime slowest = SlowestStage(stages, tr.pp, layer_seconds, logits_seconds,
+                                         layer_comm.seconds, layer_comm.exposed);
+  const double pp_seconds = PipelineSendSeconds(tr, hw, c, tp_link, mb);
   const double compute_mb = slowest.compute_seconds;
   const double stage_mb = compute_mb + slowest.exposed_seconds + pp_seconds;
   const double bubble = (p - 1) / v * stage_mb;
 
-  // --- data parallel over dp x cp: dense parameters, and routed experts over dp x cp / ep ---
-  const double trainable = TrainableParameterCount(model, tr);
-  const double routed = lora ? 0 : workload::RoutedExpertParameterCount(model);
-  const double all_params = workload::ParameterCount(model);
-  const double ep = static_cast<double>(tr.ep);
-  const double tail = 1.0 / std::max(1.0, slowest.layers);  // last bucket / first gather
-  const int64_t shards = workload::StateShards(tr);
-  const int64_t replicas = workload::GradientReplicas(tr) / shards;
-  DataParallelTime dp_time = DataParallelSeconds(
-      (all_params - routed) / (t * p) * bytes, (trainable - routed) / (t * p) * bytes, shards,
-      replicas, tr, hw, c, micro_batches, compute_mb, tail);
-  if (routed > 0) {
-    const int64_t expert_shards = std::max<int64_t>(1, shards / tr.ep);
-    const DataParallelTime experts =
-        DataParallelSeconds(routed / (t * p * ep) * bytes, routed / (t * p * ep) * bytes,
-                            expert_shards, replicas, tr, hw, c, micro_batches, compute_mb, tail);
-    dp_time.seconds += experts.seconds;
-    dp_time.exposed += experts.exposed;
-  }
-
-  // --- optimizer step (memory-bound) --------------------------------------------------------
-  const double local_trainable = ((trainable - routed) / (t * p) + routed / (t * p * ep)) /
-                                 (tr.zero_stage >= 1 ? static_cast<double>(shards) : 1.0);
-  const double optimizer_seconds = local_trainable * c.optimizer_bytes_per_param / mem_bw;
+  const ParameterShares shares = SharesOf(model, tr);
+  const DataParallelTime dp_time =
+      DataParallelStep(shares, tr, hw, c, micro_batches, compute_mb, slowest.layers, mb.bytes);
+  const double optimizer_seconds = OptimizerSeconds(shares, tr, c, mem_bw);
 
   out.compute_seconds = micro_batches * compute_mb + optimizer_seconds;
   out.communication_seconds =
@@ -620,10 +716,10 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
   out.bubble_seconds = bubble;
   out.exposed_seconds = micro_batches * (slowest.exposed_seconds + pp_seconds) + dp_time.exposed;
   out.step_seconds = out.compute_seconds + out.bubble_seconds + out.exposed_seconds;
-  const double tokens_step = micro_batches * d * cp * tokens_mb;
+  const double tokens_step = micro_batches * d * cp * mb.tokens;
   out.tokens_per_second_per_gpu = tokens_step / out.step_seconds / gpus;
   const double model_flops = ModelFlopsPerToken(model, tr) * tokens_step;
-  const double hw_flops = model_flops + recompute_flops * t * cp *
+  const double hw_flops = model_flops + recomputed.flops * t * cp *
                                             static_cast<double>(model.layers) * micro_batches * d;
   out.mfu = model_flops / (out.step_seconds * hw.peak_flops * gpus);
   out.hfu = hw_flops / (out.step_seconds * hw.peak_flops * gpus);

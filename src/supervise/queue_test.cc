@@ -4,8 +4,6 @@
 
 #include <ctime>
 
-#include "supervise/lock.h"
-
 namespace fulcrum::supervise {
 namespace {
 
@@ -57,22 +55,6 @@ TEST(QueueTest, ParsesNotBeforeTimes) {
   EXPECT_EQ(*ParseNotBefore("2026-11-30T13:00", noon), noon + 3600);
   EXPECT_FALSE(ParseNotBefore("25:00", noon).ok());
   EXPECT_FALSE(ParseNotBefore("tonight", noon).ok());
-}
-
-TEST(LockTest, ASecondLockOnTheSameJobFailsUntilTheFirstIsReleased) {
-  std::string dir = std::string(FULCRUM_BUILD_DIR) + "/Testing/tmp/lock-test";
-  auto first = JobLock::Acquire(dir, "job-a");
-  ASSERT_TRUE(first.ok()) << first.status().ToString();
-  auto second = JobLock::Acquire(dir, "job-a");
-  ASSERT_FALSE(second.ok());
-  EXPECT_NE(second.status().message().find("already supervised by pid " + std::to_string(getpid())),
-            std::string::npos)
-      << second.status().message();
-  EXPECT_TRUE(JobLock::Acquire(dir, "job-b").ok());
-  { JobLock released = std::move(*first); }
-  EXPECT_TRUE(JobLock::Acquire(dir, "job-a").ok());
-  EXPECT_FALSE(ValidateJobName("../etc").ok());
-  EXPECT_FALSE(ValidateJobName("a b").ok());
 }
 
 }  // namespace

@@ -191,21 +191,136 @@ void Validation::CheckResume(DrillResult& drill, double t0, size_t starts_before
   }
 }
 
+std::string Validation::DrillSkipReason(const std::string& fault) const {
+  if (!job_failure_.empty()) return job_failure_;
+  if (fault == "gpu-lost" && gpus_.size() < 2) {
+    return "needs 2 or more GPUs to leave one out; the job has " + std::to_string(gpus_.size()) +
+           " (--gpus, or --source sim --sim-gpus 2)";
+  }
+  if (fault == "network-cut" && !network_) {
+    return network_unavailable_.empty() ? "no drill network" : network_unavailable_;
+  }
+  return "";
+}
+
+bool Validation::LoseGpu(int64_t pid, DrillResult& drill, InjectedFault& injected) {
+  // The agent the supervisor asks before a restart sees the GPU fall off the bus (XID 79).
+  const int lost_gpu = gpus_.back();
+  injected.lost_gpu = lost_gpu;
+  const std::string scenario = work_dir_ + "/gpu-lost.yaml";
+  std::ofstream(scenario) << "- {at: 0s, gpu: " << lost_gpu << ", fault: \"xid:79\"}\n";
+  AgentChildOptions agent;
+  agent.fulcrum_binary = options_.fulcrum_binary;
+  agent.source = "sim";
+  agent.sim_gpus = *std::max_element(gpus_.begin(), gpus_.end()) + 1;
+  agent.sim_scenario = scenario;
+  agent.port = drill_agent_port_;
+  agent.data_dir = work_dir_ + "/gpu-lost-agent";
+  agent.interval = "0.2s";
+  auto started = AgentChild::Start(agent, 30);
+  if (!started.ok()) {
+    drill.verdict = Verdict::kFail;
+    drill.reason = "cannot start the sim agent that loses the GPU: " + started.status().message();
+    return false;
+  }
+  injected.lost_gpu_agent = std::move(*started);
+  const std::string url = injected.lost_gpu_agent->url();
+  auto lost = [&] {
+    auto health = supervise::GpuHealthFromAgent(url, 0.5);
+    if (!health.ok()) return false;
+    for (const auto& g : *health)
+      if (g.index == lost_gpu && g.last_xid == supervise::kXidFallenOffTheBus) return true;
+    return false;
+  };
+  if (!job_->PumpUntil(lost, 30)) {
+    drill.verdict = Verdict::kFail;
+    drill.reason = "the sim agent did not report XID 79 on GPU " + std::to_string(lost_gpu);
+    return false;
+  }
+  injected.t0 = Now();
+  ::kill(static_cast<pid_t>(pid), SIGKILL);  // a lost GPU ends the process that used it
+  injected.detect = "^ALERT gpu_unhealthy";
+  return true;
+}
+
+bool Validation::InjectFault(const std::string& fault, int64_t pid, DrillResult& drill,
+                             InjectedFault& injected) {
+  injected.t0 = Now();
+  if (fault == "crash") {
+    ::kill(static_cast<pid_t>(pid), SIGKILL);
+    injected.detect = "^killed by SIGKILL";
+  } else if (fault == "preemption-notice") {
+    notice_->Raise();
+    injected.detect = R"(^stopping \(preemption notice)";
+  } else if (fault == "sigterm") {
+    job_->SignalSupervisor(SIGTERM);
+    injected.detect = R"(^stopping \(received SIGTERM)";
+  } else if (fault == "gpu-lost") {
+    return LoseGpu(pid, drill, injected);
+  } else if (fault == "network-cut") {
+    Status down = network_->SetLink(false);
+    if (!down.ok()) {
+      drill.reason = "cannot take the link down: " + down.message();
+      return false;
+    }
+    injected.t0 = Now();
+    job_->Pump(options_.network_cut_seconds);
+    Status up = network_->SetLink(true);
+    if (!up.ok()) {
+      drill.verdict = Verdict::kFail;
+      drill.reason = "cannot bring the link up again: " + up.message();
+      return false;
+    }
+    injected.detect = ", restart ";
+  }
+  return true;
+}
+
+bool Validation::RodeOutNetworkCut(DrillResult& drill, size_t starts_before, int64_t step_before) {
+  const int64_t step_up = job_->last_step().value_or(0);
+  job_->PumpUntil(
+      [&] {
+        return job_->starts().size() > starts_before || job_->last_step().value_or(0) > step_up ||
+               !job_->running();
+      },
+      options_.drill_timeout_seconds);
+  if (job_->starts().size() != starts_before) return false;  // it restarted: check the resume
+  if (job_->last_step().value_or(0) > step_up) {
+    drill.verdict = Verdict::kPass;
+    drill.lost_steps = 0;
+    drill.reason = "rode it out: the link was down " + Seconds(options_.network_cut_seconds) +
+                   ", no restart, steps went on (" + std::to_string(step_before) + " -> " +
+                   std::to_string(*job_->last_step()) + ")";
+  } else {
+    drill.verdict = Verdict::kFail;
+    drill.reason = "no progress and no restart within " + Seconds(options_.drill_timeout_seconds) +
+                   " after the link came back";
+  }
+  return true;
+}
+
+void Validation::CheckGpuLeftOut(DrillResult& drill, int lost_gpu) {
+  std::vector<int> keep;
+  for (int g : gpus_)
+    if (g != lost_gpu) keep.push_back(g);
+  const auto visible = VisibleDevices(job_->starts().back().pid);
+  if (visible && *visible != JoinInts(keep)) {
+    drill.verdict = Verdict::kFail;
+    drill.reason = "the restart got CUDA_VISIBLE_DEVICES=" + *visible + ", expected " +
+                   JoinInts(keep) + " (GPU " + std::to_string(lost_gpu) + " left out)";
+  } else {
+    drill.reason +=
+        "; restarted on GPU(s) " + JoinInts(keep) + " without lost GPU " + std::to_string(lost_gpu);
+    gpus_ = keep;
+  }
+}
+
 DrillResult Validation::Drill(const std::string& fault) {
   DrillResult drill;
   drill.fault = fault;
   drill.verdict = Verdict::kSkipped;
-  if (!job_failure_.empty()) {
-    drill.reason = job_failure_;
-    return drill;
-  }
-  if (fault == "gpu-lost" && gpus_.size() < 2) {
-    drill.reason = "needs 2 or more GPUs to leave one out; the job has " +
-                   std::to_string(gpus_.size()) + " (--gpus, or --source sim --sim-gpus 2)";
-    return drill;
-  }
-  if (fault == "network-cut" && !network_) {
-    drill.reason = network_unavailable_.empty() ? "no drill network" : network_unavailable_;
+  if (std::string why = DrillSkipReason(fault); !why.empty()) {
+    drill.reason = why;
     return drill;
   }
   if (std::string why = WaitForDrillable(); !why.empty()) {
@@ -217,100 +332,18 @@ DrillResult Validation::Drill(const std::string& fault) {
   const size_t starts_before = job_->starts().size();
   const int64_t step_before = job_->last_step().value_or(0);
   const std::string checkpoint_before = job_->latest_checkpoint();
-  const int64_t pid = job_->starts().back().pid;
-  std::unique_ptr<AgentChild> lost_gpu_agent;
-  std::string detect;  // the supervisor event that shows it noticed
-  int lost_gpu = -1;
-  double t0 = Now();
-  if (fault == "crash") {
-    ::kill(static_cast<pid_t>(pid), SIGKILL);
-    detect = "^killed by SIGKILL";
-  } else if (fault == "preemption-notice") {
-    notice_->Raise();
-    detect = R"(^stopping \(preemption notice)";
-  } else if (fault == "sigterm") {
-    job_->SignalSupervisor(SIGTERM);
-    detect = R"(^stopping \(received SIGTERM)";
-  } else if (fault == "gpu-lost") {
-    // The agent the supervisor asks before a restart sees the GPU fall off the bus (XID 79).
-    lost_gpu = gpus_.back();
-    const std::string scenario = work_dir_ + "/gpu-lost.yaml";
-    std::ofstream(scenario) << "- {at: 0s, gpu: " << lost_gpu << ", fault: \"xid:79\"}\n";
-    AgentChildOptions agent;
-    agent.fulcrum_binary = options_.fulcrum_binary;
-    agent.source = "sim";
-    agent.sim_gpus = *std::max_element(gpus_.begin(), gpus_.end()) + 1;
-    agent.sim_scenario = scenario;
-    agent.port = drill_agent_port_;
-    agent.data_dir = work_dir_ + "/gpu-lost-agent";
-    agent.interval = "0.2s";
-    auto started = AgentChild::Start(agent, 30);
-    if (!started.ok()) {
-      drill.verdict = Verdict::kFail;
-      drill.reason = "cannot start the sim agent that loses the GPU: " + started.status().message();
-      return drill;
-    }
-    lost_gpu_agent = std::move(*started);
-    auto lost = [&] {
-      auto health = supervise::GpuHealthFromAgent(lost_gpu_agent->url(), 0.5);
-      if (!health.ok()) return false;
-      for (const auto& g : *health)
-        if (g.index == lost_gpu && g.last_xid == supervise::kXidFallenOffTheBus) return true;
-      return false;
-    };
-    if (!job_->PumpUntil(lost, 30)) {
-      drill.verdict = Verdict::kFail;
-      drill.reason = "the sim agent did not report XID 79 on GPU " + std::to_string(lost_gpu);
-      return drill;
-    }
-    t0 = Now();
-    ::kill(static_cast<pid_t>(pid), SIGKILL);  // a lost GPU ends the process that used it
-    detect = "^ALERT gpu_unhealthy";
-  } else if (fault == "network-cut") {
-    Status down = network_->SetLink(false);
-    if (!down.ok()) {
-      drill.reason = "cannot take the link down: " + down.message();
-      return drill;
-    }
-    t0 = Now();
-    job_->Pump(options_.network_cut_seconds);
-    Status up = network_->SetLink(true);
-    if (!up.ok()) {
-      drill.verdict = Verdict::kFail;
-      drill.reason = "cannot bring the link up again: " + up.message();
-      return drill;
-    }
-    detect = ", restart ";
-  }
+  InjectedFault injected;  // holds the gpu-lost drill's sim agent until the drill ends
+  if (!InjectFault(fault, job_->starts().back().pid, drill, injected)) return drill;
+  const double t0 = injected.t0;
   // Detection: the supervisor's event.
-  const std::regex detect_re(detect);
+  const std::regex detect_re(injected.detect);
   auto detected = [&]() -> std::optional<double> {
     for (const RunEvent& e : job_->events())
       if (e.at >= t0 && std::regex_search(e.text, detect_re)) return e.at;
     return std::nullopt;
   };
   if (fault == "network-cut") {
-    const int64_t step_up = job_->last_step().value_or(0);
-    job_->PumpUntil(
-        [&] {
-          return job_->starts().size() > starts_before || job_->last_step().value_or(0) > step_up ||
-                 !job_->running();
-        },
-        options_.drill_timeout_seconds);
-    if (job_->starts().size() == starts_before) {
-      if (job_->last_step().value_or(0) > step_up) {
-        drill.verdict = Verdict::kPass;
-        drill.lost_steps = 0;
-        drill.reason = "rode it out: the link was down " + Seconds(options_.network_cut_seconds) +
-                       ", no restart, steps went on (" + std::to_string(step_before) + " -> " +
-                       std::to_string(*job_->last_step()) + ")";
-      } else {
-        drill.verdict = Verdict::kFail;
-        drill.reason = "no progress and no restart within " +
-                       Seconds(options_.drill_timeout_seconds) + " after the link came back";
-      }
-      return drill;
-    }
+    if (RodeOutNetworkCut(drill, starts_before, step_before)) return drill;
   } else if (!job_->PumpUntil([&] { return detected().has_value(); },
                               options_.drill_timeout_seconds)) {
     drill.verdict = Verdict::kFail;
@@ -330,19 +363,7 @@ DrillResult Validation::Drill(const std::string& fault) {
   }
   CheckResume(drill, t0, starts_before, step_before, checkpoint_before);
   if (fault == "gpu-lost" && drill.verdict == Verdict::kPass) {
-    std::vector<int> keep;
-    for (int g : gpus_)
-      if (g != lost_gpu) keep.push_back(g);
-    const auto visible = VisibleDevices(job_->starts().back().pid);
-    if (visible && *visible != JoinInts(keep)) {
-      drill.verdict = Verdict::kFail;
-      drill.reason = "the restart got CUDA_VISIBLE_DEVICES=" + *visible + ", expected " +
-                     JoinInts(keep) + " (GPU " + std::to_string(lost_gpu) + " left out)";
-    } else {
-      drill.reason += "; restarted on GPU(s) " + JoinInts(keep) + " without lost GPU " +
-                      std::to_string(lost_gpu);
-      gpus_ = keep;
-    }
+    CheckGpuLeftOut(drill, injected.lost_gpu);
   }
   return drill;
 }

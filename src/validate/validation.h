@@ -33,6 +33,24 @@ class Validation {
   PhaseResult SmallRun();
   PhaseResult FaultDrills();
   DrillResult Drill(const std::string& fault);
+  // A fault injected by a drill: when, and the supervisor event that shows it noticed.
+  struct InjectedFault {
+    double t0 = 0;
+    std::string detect;  // a regex over the supervisor's event lines
+    int lost_gpu = -1;   // gpu-lost: the GPU left out, and the sim agent that reports it lost
+    std::unique_ptr<AgentChild> lost_gpu_agent;
+  };
+  // Why the drill of `fault` cannot run here ("" = it can).
+  std::string DrillSkipReason(const std::string& fault) const;
+  // Injects `fault` into the job's process `pid`; false (with `drill` filled) when it could not.
+  bool InjectFault(const std::string& fault, int64_t pid, DrillResult& drill,
+                   InjectedFault& injected);
+  // gpu-lost: a sim agent reports XID 79 on the job's last GPU, then the process is killed.
+  bool LoseGpu(int64_t pid, DrillResult& drill, InjectedFault& injected);
+  // network-cut: true (with the verdict) when the job went on without a restart, or neither.
+  bool RodeOutNetworkCut(DrillResult& drill, size_t starts_before, int64_t step_before);
+  // gpu-lost: the restarted process sees every GPU but the lost one.
+  void CheckGpuLeftOut(DrillResult& drill, int lost_gpu);
   // Waits until the job has a complete checkpoint written by its current process and a step
   // past it; "" when it has, else why not.
   std::string WaitForDrillable();
@@ -42,6 +60,15 @@ class Validation {
   // A `fulcrum run` that ended by a stop (exit 75) is run again, as a scheduler would.
   bool RestartStoppedRun(DrillResult& drill, double t0);
   PhaseResult Stress();
+  // The stress phase's load for --duration: the job, the bench's stability kernel, or the sim's.
+  void StressLoad(bool has_job, double start, PhaseResult& phase,
+                  std::vector<std::string>& failures);
+  // The job's steps per second in eight windows of [start, end] and their drift.
+  void JudgeThroughput(double start, double end, double unix_start, PhaseResult& phase,
+                       std::vector<std::string>& failures);
+  // The agent's stored series since `unix_start`, judged per GPU and metric.
+  void JudgeGpus(const AgentChild& agent, double unix_start, PhaseResult& phase,
+                 std::vector<std::string>& failures, std::vector<std::string>& notes);
   void StopJob();
   void Say(const std::string& text) const;
   double Now() const { return clock_.MonotonicSeconds(); }

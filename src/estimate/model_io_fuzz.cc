@@ -1,4 +1,5 @@
-// Fuzz target for the model parsers: every input goes to the HF config.json parser and to the
+// Fuzz target for the model parsers (in estimate/, which may include workload/, because it also
+// estimates what they accept): every input goes to the HF config.json parser and to the
 // preset YAML parser; both must return a Status (never crash, hang or throw), and what they
 // accept must be a valid model whose estimate is finite.
 #include <cmath>
