@@ -204,8 +204,9 @@ std::optional<Refusal> CheckRequestHead(std::string_view request) {
 }
 
 // The answer to a refused head, as httplib would write an error of ours: status line, the JSON
-// body of docs/API.md "Status codes", no keep-alive.
-std::string RawAnswer(int status, const std::string& reason) {
+// body of docs/API.md "Status codes" (headers only for a HEAD, RFC 9110 sec. 9.3.2), no
+// keep-alive.
+std::string RawAnswer(int status, const std::string& reason, bool head_request) {
   // Reason phrases: RFC 9110 sec. 15.5.1 (400), RFC 6585 sec. 5 (431), RFC 9110 sec. 15.6.2
   // (501) and 15.6.6 (505).
   const char* phrase = status == 431   ? "Request Header Fields Too Large"
@@ -215,7 +216,7 @@ std::string RawAnswer(int status, const std::string& reason) {
   std::string body = json{{"error", reason}}.dump(-1, ' ', false, json::error_handler_t::replace);
   return "HTTP/1.1 " + std::to_string(status) + " " + phrase +
          "\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
+         std::to_string(body.size()) + "\r\n\r\n" + (head_request ? "" : body);
 }
 
 // httplib's server with its per-connection request processing reachable without a socket
@@ -621,7 +622,7 @@ struct AgentServer::Impl {
   // answered by httplib's parsing, the pre-routing checks and the routes.
   std::string Answer(std::string_view request, const std::string& peer_ip, int peer_port) {
     if (std::optional<Refusal> refusal = CheckRequestHead(request)) {
-      return RawAnswer(refusal->status, refusal->reason);
+      return RawAnswer(refusal->status, refusal->reason, request.starts_with("HEAD "));
     }
     return http.Serve(request, peer_ip, peer_port);
   }
