@@ -153,7 +153,7 @@ enum class Phase {
   kReading,    // the request is arriving (evictable; under the request deadline)
   kAnswering,  // a worker builds the answer (no deadline, no events)
   kWriting,    // the answer is going out (under the write deadline)
-  kDraining,   // answered and half-closed; input is discarded until EOF or the deadline
+  kDraining,   // answered, half-closed, input discarded until EOF or the deadline (evictable)
 };
 
 struct Connection {
@@ -208,9 +208,11 @@ struct HttpFront::Impl {
 
   // Owned by the loop thread.
   uint64_t next_id = 2;
-  std::map<uint64_t, Connection> connections;                 // by id: accept order
-  std::set<std::pair<double, uint64_t>> timers;               // (deadline, id)
-  std::map<std::string, std::set<uint64_t>> reading_by_peer;  // kReading ids per address
+  std::map<uint64_t, Connection> connections;    // by id: accept order
+  std::set<std::pair<double, uint64_t>> timers;  // (deadline, id)
+  // Per address, the connections whose client is still sending: kReading, and kDraining (answered
+  // 431/413 while it sends on); oldest (lowest id) first. These give way at the cap.
+  std::map<std::string, std::set<uint64_t>> sending_by_peer;
   bool accept_paused = false;
 
   Impl(FrontLimits l, Handler h)
@@ -231,19 +233,19 @@ struct HttpFront::Impl {
     if (deadline > 0) timers.insert({deadline, id});
   }
 
-  void LeaveReading(uint64_t id, Connection& c) {
-    if (c.phase != Phase::kReading) return;
-    auto it = reading_by_peer.find(c.peer_ip);
-    if (it == reading_by_peer.end()) return;
+  void LeaveSending(uint64_t id, Connection& c) {
+    if (c.phase != Phase::kReading && c.phase != Phase::kDraining) return;
+    auto it = sending_by_peer.find(c.peer_ip);
+    if (it == sending_by_peer.end()) return;
     it->second.erase(id);
-    if (it->second.empty()) reading_by_peer.erase(it);
+    if (it->second.empty()) sending_by_peer.erase(it);
   }
 
   void Close(uint64_t id) {
     auto it = connections.find(id);
     if (it == connections.end()) return;
     Connection& c = it->second;
-    LeaveReading(id, c);
+    LeaveSending(id, c);
     SetDeadline(id, c, 0);
     close(c.fd);  // also leaves the epoll set
     connections.erase(it);
@@ -253,16 +255,17 @@ struct HttpFront::Impl {
     }
   }
 
-  // Closes the oldest connection of `peer` still sending its request; when that address has none,
-  // the oldest such connection of the address holding the most. False when none is reading.
+  // Closes the oldest connection of `peer` still sending its request (or the rest of a refused
+  // one); when that address has none, the oldest such connection of the address holding the
+  // most. False when there is none.
   bool EvictFor(const std::string& peer) {
-    auto it = reading_by_peer.find(peer);
-    if (it == reading_by_peer.end()) {
+    auto it = sending_by_peer.find(peer);
+    if (it == sending_by_peer.end()) {
       it = std::max_element(
-          reading_by_peer.begin(), reading_by_peer.end(),
+          sending_by_peer.begin(), sending_by_peer.end(),
           [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
     }
-    if (it == reading_by_peer.end()) return false;
+    if (it == sending_by_peer.end()) return false;
     uint64_t oldest = *it->second.begin();
     spdlog::debug("HTTP: {} connections open; closing the oldest still sending its request ({})",
                   connections.size(), it->first);
@@ -325,7 +328,7 @@ void HttpFront::Impl::Adopt(int fd, const sockaddr_storage& addr) {
   c.peer_port = peer_port;
   c.request_deadline = Now() + limits.request_deadline_seconds;
   SetDeadline(id, c, c.request_deadline);
-  reading_by_peer[c.peer_ip].insert(id);
+  sending_by_peer[c.peer_ip].insert(id);
   Watch(id, fd, EPOLLIN, EPOLL_CTL_ADD);
 }
 
@@ -392,7 +395,7 @@ void HttpFront::Impl::AfterRead(uint64_t id, Connection& c, bool eof) {
 }
 
 void HttpFront::Impl::Dispatch(uint64_t id, Connection& c) {
-  LeaveReading(id, c);
+  LeaveSending(id, c);
   c.phase = Phase::kAnswering;
   SetDeadline(id, c, 0);
   Watch(id, c.fd, 0, EPOLL_CTL_MOD);
@@ -435,6 +438,7 @@ void HttpFront::Impl::Write(uint64_t id, Connection& c) {
   // unread input would reset the connection and lose the answer (RFC 9112 sec. 9.6).
   shutdown(c.fd, SHUT_WR);
   c.phase = Phase::kDraining;
+  sending_by_peer[c.peer_ip].insert(id);
   c.out = std::string();
   SetDeadline(id, c, std::max(c.request_deadline, Now() + kMinDrainSeconds));
   Watch(id, c.fd, EPOLLIN, EPOLL_CTL_MOD);
@@ -601,7 +605,7 @@ void HttpFront::Stop() {
   for (auto& [id, c] : m.connections) close(c.fd);
   m.connections.clear();
   m.timers.clear();
-  m.reading_by_peer.clear();
+  m.sending_by_peer.clear();
   for (int* fd : {&m.listen_fd, &m.epoll_fd, &m.wake_fd}) {
     if (*fd >= 0) close(*fd);
     *fd = -1;

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -106,6 +108,17 @@ constexpr bool kSanitized = false;
 #else
 constexpr bool kSanitized = false;
 #endif
+
+// True when sending on `fd` fails (the server closed it fully and answered with a reset) within
+// `seconds`; a half-closed connection whose input the server still reads keeps accepting bytes.
+bool SendFailsWithin(int fd, double seconds) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (send(fd, "x", 1, MSG_NOSIGNAL) != 1) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
 
 size_t ResidentBytes() {
   std::ifstream status("/proc/self/status");
@@ -217,6 +230,35 @@ TEST_F(HttpLimitsTest, AtTheConnectionCapTheOldestTricklerGivesWay) {
   for (int fd : trickling) open += ClosedWithin(fd, 0) ? 0 : 1;
   EXPECT_LE(open, options.max_connections);
   for (int fd : trickling) close(fd);
+}
+
+// Clients refused 431 that go on sending (their input is drained) give way at the cap too.
+TEST_F(HttpLimitsTest, AtTheConnectionCapTheOldestRefusedFlooderGivesWay) {
+  ServerOptions options;
+  options.max_connections = 16;
+  options.request_deadline_seconds = 60;  // a drain would outlast the test without the cap
+  Start(options);
+  const std::string flood =
+      "GET /v1/health HTTP/1.1\r\nX-Flood: " + std::string(kMaxRequestHeadBytes + 1024, 'a');
+  std::vector<int> flooders;
+  for (int i = 0; i < 40; ++i) {
+    int fd = Connect(port_);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendAll(fd, flood));  // and it neither ends the head nor closes
+    flooders.push_back(fd);
+    // Its 431 (the connection is now drained, no longer read as a request).
+    std::string answer;
+    char c;
+    while (answer.find('}') == std::string::npos && recv(fd, &c, 1, 0) == 1) answer += c;
+    ASSERT_EQ(StatusOf(answer), 431) << i << ": " << answer;
+  }
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(StatusOf(Exchange(port_, kHealth)), 200);
+  // The first flooder was closed to make room, long before its 60 s drain would end: what it
+  // sends now is reset. (Its EOF says nothing: the 431 came with a half-close.) The newest is
+  // still drained.
+  EXPECT_TRUE(SendFailsWithin(flooders.front(), 2)) << "the oldest refused flooder was kept";
+  EXPECT_FALSE(SendFailsWithin(flooders.back(), 0.2));
+  for (int fd : flooders) close(fd);
 }
 
 TEST_F(HttpLimitsTest, HalfClosedClientGetsItsAnswer) {
