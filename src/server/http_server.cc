@@ -12,17 +12,17 @@
 
 #include <algorithm>
 #include <cctype>
-#include <deque>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <regex>
 #include <set>
 #include <string_view>
-#include <thread>
 
 #include "core/mutex.h"
 #include "core/parse.h"
 #include "server/dashboard.h"
+#include "server/http_front.h"
 #include "server/metrics.h"
 #include "store/job_view.h"
 #include "store/jobs.h"
@@ -57,7 +57,6 @@ constexpr size_t kMaxBodyBytes = 64 * 1024;
 // The longest look-back and the finest bucket /v1/series accepts.
 constexpr double kMaxSeriesSeconds = 10 * 366 * 86400.0;
 constexpr double kMinStepSeconds = 0.001;
-constexpr int kListenBacklog = 512;
 
 void Reply(httplib::Response& res, int status, const json& body) {
   res.status = status;
@@ -125,86 +124,113 @@ std::string HostOfHeader(std::string_view value) {
   return host;
 }
 
-// httplib's task queue with a worker per connection, up to `max_threads`: cpp-httplib 0.11 holds
-// a worker for as long as its connection is open (up to the read timeout for an idle one), so
-// a fixed pool of 2 let two idle sockets stall the API. Here a new connection gets an idle
-// worker or a new one; only past `max_threads` open connections do they queue. Workers idle for
-// kWorkerIdleSeconds exit. shutdown() waits for every worker.
-class ConnectionPool final : public httplib::TaskQueue {
- public:
-  explicit ConnectionPool(size_t max_threads) : max_threads_(max_threads) {}
-
-  void enqueue(std::function<void()> fn) override {
-    MutexLock lock(mutex_);
-    queue_.push_back(std::move(fn));
-    if (idle_ >= queue_.size() || threads_ >= max_threads_) {
-      wake_.Signal();
-      return;
-    }
-    ++threads_;
-    std::thread([this] { Work(); }).detach();
-  }
-
-  void shutdown() override {
-    MutexLock lock(mutex_);
-    stopping_ = true;
-    wake_.SignalAll();
-    while (threads_ > 0) Wait(std::chrono::steady_clock::now() + std::chrono::milliseconds(50));
-  }
-
- private:
-  static constexpr double kWorkerIdleSeconds = 30;
-
-  bool Wait(std::chrono::steady_clock::time_point deadline) REQUIRES(mutex_) {
-    return wake_.WaitUntil(mutex_, deadline);
-  }
-
-  void Work() {
-    MutexLock lock(mutex_);
-    while (true) {
-      if (!queue_.empty()) {
-        std::function<void()> fn = std::move(queue_.front());
-        queue_.pop_front();
-        mutex_.Unlock();
-        try {
-          fn();
-        } catch (...) {  // thread entry: httplib's own code must not end the process
-        }
-        mutex_.Lock();
-        continue;
-      }
-      if (stopping_) break;
-      ++idle_;
-      auto deadline = std::chrono::steady_clock::now() +
-                      std::chrono::seconds(static_cast<int>(kWorkerIdleSeconds));
-      bool woken = Wait(deadline);
-      --idle_;
-      if (!woken && queue_.empty()) break;
-    }
-    --threads_;
-    wake_.SignalAll();  // shutdown() waits for the count to reach 0
-  }
-
-  const size_t max_threads_;
-  Mutex mutex_;
-  CondVar wake_;
-  std::deque<std::function<void()>> queue_ GUARDED_BY(mutex_);
-  size_t threads_ GUARDED_BY(mutex_) = 0;
-  size_t idle_ GUARDED_BY(mutex_) = 0;
-  bool stopping_ GUARDED_BY(mutex_) = false;
+// What the head check refuses, before httplib parses the request.
+struct Refusal {
+  int status;
+  std::string reason;
 };
+
+// RFC 9110 sec. 9 (GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE) and PATCH (RFC 5789):
+// a path that exists answers these 405 with Allow; any other method is not implemented (501).
+bool KnownMethod(std::string_view method) {
+  static constexpr std::string_view kMethods[] = {"GET",     "HEAD",    "POST",  "PUT",  "DELETE",
+                                                  "CONNECT", "OPTIONS", "TRACE", "PATCH"};
+  return std::find(std::begin(kMethods), std::end(kMethods), method) != std::end(kMethods);
+}
+
+// tchar of RFC 9110 sec. 5.6.2: a method is a token.
+bool IsToken(std::string_view text) {
+  static constexpr std::string_view kSymbols = "!#$%&'*+-.^_`|~";
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || kSymbols.find(c) != kSymbols.npos;
+  });
+}
+
+// The head checks cpp-httplib 0.11 lacks (its own failures all read "400"): a total head cap,
+// the method, the version, duplicate Host, the line length. Anything else malformed is left to
+// httplib (400).
+std::optional<Refusal> CheckRequestHead(std::string_view request) {
+  size_t end = RequestHeadEnd(request);
+  if (end == std::string_view::npos ? request.size() > kMaxRequestHeadBytes
+                                    : end > kMaxRequestHeadBytes) {
+    // RFC 6585 sec. 5: 431 when the header fields, individually or together, are too large.
+    return Refusal{431, "the request headers are larger than " +
+                            std::to_string(kMaxRequestHeadBytes) + " bytes in total"};
+  }
+  if (end == std::string_view::npos) {
+    return Refusal{400,
+                   "incomplete request: the connection ended before the empty line that "
+                   "ends the headers"};
+  }
+  std::string_view head = request.substr(0, end);
+  std::string_view line = head.substr(0, head.find('\n'));
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  size_t first = line.find(' ');
+  size_t last = line.rfind(' ');
+  if (first != std::string_view::npos && last > first) {
+    std::string_view method = line.substr(0, first);
+    std::string_view version = line.substr(last + 1);
+    // RFC 9112 sec. 2.3: HTTP-version = "HTTP/" DIGIT "." DIGIT; this server speaks 1.0 and 1.1
+    // (RFC 9110 sec. 15.6.6: 505 for a major version it does not support).
+    bool well_formed = version.size() == 8 && version.starts_with("HTTP/") &&
+                       std::isdigit(static_cast<unsigned char>(version[5])) && version[6] == '.' &&
+                       std::isdigit(static_cast<unsigned char>(version[7]));
+    if (well_formed && version != "HTTP/1.1" && version != "HTTP/1.0") {
+      return Refusal{505, "HTTP version " + std::string(version) +
+                              " is not supported (HTTP/1.1 and HTTP/1.0 are)"};
+    }
+    // RFC 9110 sec. 9.1: methods are case-sensitive; sec. 15.6.2: 501 for one not recognized.
+    if (IsToken(method) && !KnownMethod(method)) {
+      return Refusal{501, "method " + std::string(method) + " is not implemented"};
+    }
+  }
+  int hosts = 0;
+  ForEachHeaderField(head, [&](std::string_view name, std::string_view) {
+    if (HeaderNameIs(name, "host")) ++hosts;
+  });
+  if (hosts > 1) {  // RFC 9112 sec. 3.2: a request with more than one Host field gets 400
+    return Refusal{400, "more than one Host header"};
+  }
+  for (size_t at = head.find('\n'); at < head.size();) {
+    size_t next = head.find('\n', at + 1);
+    size_t length = (next == std::string_view::npos ? head.size() : next) - at;
+    if (length > CPPHTTPLIB_HEADER_MAX_LENGTH) {
+      return Refusal{431, "a request header line is longer than " +
+                              std::to_string(CPPHTTPLIB_HEADER_MAX_LENGTH) + " bytes"};
+    }
+    at = next == std::string_view::npos ? head.size() : next;
+  }
+  return std::nullopt;
+}
+
+// The answer to a refused head, as httplib would write an error of ours: status line, the JSON
+// body of docs/API.md "Status codes" (headers only for a HEAD, RFC 9110 sec. 9.3.2), no
+// keep-alive.
+std::string RawAnswer(int status, const std::string& reason, bool head_request) {
+  // Reason phrases: RFC 9110 sec. 15.5.1 (400), RFC 6585 sec. 5 (431), RFC 9110 sec. 15.6.2
+  // (501) and 15.6.6 (505).
+  const char* phrase = status == 431   ? "Request Header Fields Too Large"
+                       : status == 501 ? "Not Implemented"
+                       : status == 505 ? "HTTP Version Not Supported"
+                                       : "Bad Request";
+  std::string body = json{{"error", reason}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  return "HTTP/1.1 " + std::to_string(status) + " " + phrase +
+         "\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + (head_request ? "" : body);
+}
 
 // httplib's server with its per-connection request processing reachable without a socket
 // (process_request is protected), as cpp-httplib's own fuzzer drives it.
 class RawServer final : public httplib::Server {
  public:
-  std::string Serve(std::string_view request);
+  std::string Serve(std::string_view request, const std::string& peer_ip, int peer_port);
 };
 
 // A Stream over a request held in memory; what the server writes is collected.
 class MemoryStream final : public httplib::Stream {
  public:
-  explicit MemoryStream(std::string_view input) : input_(input) {}
+  MemoryStream(std::string_view input, std::string peer_ip, int peer_port)
+      : input_(input), peer_ip_(std::move(peer_ip)), peer_port_(peer_port) {}
   bool is_readable() const override { return true; }
   bool is_writable() const override { return true; }
   ssize_t read(char* ptr, size_t size) override {
@@ -218,8 +244,8 @@ class MemoryStream final : public httplib::Stream {
     return static_cast<ssize_t>(size);
   }
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    ip = "127.0.0.1";
-    port = 0;
+    ip = peer_ip_;
+    port = peer_port_;
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
     ip = "127.0.0.1";
@@ -230,12 +256,14 @@ class MemoryStream final : public httplib::Stream {
 
  private:
   std::string_view input_;
+  std::string peer_ip_;
+  int peer_port_ = 0;
   size_t offset_ = 0;
   std::string output_;
 };
 
-std::string RawServer::Serve(std::string_view request) {
-  MemoryStream stream(request);
+std::string RawServer::Serve(std::string_view request, const std::string& peer_ip, int peer_port) {
+  MemoryStream stream(request, peer_ip, peer_port);
   bool connection_closed = false;
   process_request(stream, /*close_connection=*/true, connection_closed, nullptr);
   return stream.output();
@@ -249,9 +277,7 @@ struct AgentServer::Impl {
   const Clock& clock;
   double started_monotonic;
   RawServer http;
-  std::thread thread;
-  int port = 0;
-  int listen_fd = -1;       // the bound socket (set by the socket-options callback)
+  std::unique_ptr<HttpFront> front;  // set by Start()
   std::string listen_host;  // lower-cased host of options.listen (an allowed Host name)
   Mutex db_mutex;
   std::optional<store::AgentDb> db GUARDED_BY(db_mutex);  // read-only connection
@@ -578,19 +604,27 @@ struct AgentServer::Impl {
                      "request line longer than " +
                          std::to_string(CPPHTTPLIB_REQUEST_URI_MAX_LENGTH) + " bytes");
       case 400:
-        // httplib fails header reading only for a header line over its limit; the request line
-        // parsed (a method is set) but the headers did not (REMOTE_ADDR is added after them).
+        // The request line parsed (a method is set) but the header lines did not (REMOTE_ADDR
+        // is added after them): CheckRequestHead passed, so a line lacks its CRLF.
         if (!req.method.empty() && !req.has_header("REMOTE_ADDR")) {
-          res.status = 431;
-          return Error(res, 431,
-                       "a request header line is longer than " +
-                           std::to_string(CPPHTTPLIB_HEADER_MAX_LENGTH) + " bytes");
+          return Error(res, 400,
+                       "malformed request header line (each must end with CRLF and read "
+                       "NAME: VALUE, RFC 9112 sec. 2.1 and 5)");
         }
         if (req.method.empty()) return Error(res, 400, "malformed HTTP request line");
         return Error(res, 400, "malformed HTTP request body (does Content-Length match it?)");
       default:
         return Error(res, res.status, "HTTP " + std::to_string(res.status));
     }
+  }
+
+  // A connection's request (or the raw-request seam's): the head is checked here, the rest
+  // answered by httplib's parsing, the pre-routing checks and the routes.
+  std::string Answer(std::string_view request, const std::string& peer_ip, int peer_port) {
+    if (std::optional<Refusal> refusal = CheckRequestHead(request)) {
+      return RawAnswer(refusal->status, refusal->reason, request.starts_with("HEAD "));
+    }
+    return http.Serve(request, peer_ip, peer_port);
   }
 
   void Routes() {
@@ -624,18 +658,12 @@ struct AgentServer::Impl {
 
 AgentServer::AgentServer(ServerOptions options, AgentStateView& live, const Clock& clock)
     : impl_(std::make_unique<Impl>(std::move(options), live, clock)) {
-  size_t threads = static_cast<size_t>(std::max(1, impl_->options.worker_threads));
-  impl_->http.new_task_queue = [threads] { return new ConnectionPool(threads); };
-  // One request per connection: a kept-alive connection holds its worker idle for the
-  // keep-alive timeout (5 s); closing after the answer keeps the worker count near the number
-  // of requests in flight.
-  impl_->http.set_keep_alive_max_count(1);
   impl_->http.set_payload_max_length(kMaxBodyBytes);
   impl_->Routes();
 }
 
 std::string AgentServer::ServeRawRequest(std::string_view request) {
-  return impl_->http.Serve(request);
+  return impl_->Answer(request, "127.0.0.1", 0);
 }
 
 AgentServer::~AgentServer() { Stop(); }
@@ -644,44 +672,26 @@ Status AgentServer::Start() {
   FULCRUM_ASSIGN_OR_RETURN(auto address, ParseListen(impl_->options.listen));
   impl_->listen_host = HostOfHeader(
       address.first.find(':') != std::string::npos ? "[" + address.first + "]" : address.first);
-  // Exclusive ownership of the port: httplib's default options add SO_REUSEPORT (cpp-httplib
-  // 0.11 default_socket_options), which lets a second agent bind the same address and take
-  // half of the requests. SO_REUSEADDR alone still allows a restart over TIME_WAIT sockets
-  // but never two listeners.
+  FrontLimits limits;
+  limits.request_deadline_seconds = impl_->options.request_deadline_seconds;
+  limits.max_connections = impl_->options.max_connections;
+  limits.max_body_bytes = kMaxBodyBytes;
+  limits.worker_threads = impl_->options.worker_threads;
   Impl* impl = impl_.get();
-  impl_->http.set_socket_options([impl](int fd) {
-    int yes = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    impl->listen_fd = fd;
-  });
-  if (address.second == 0) {
-    impl_->port = impl_->http.bind_to_any_port(address.first);
-  } else {
-    impl_->port = impl_->http.bind_to_port(address.first, address.second) ? address.second : -1;
-  }
-  if (impl_->port <= 0) {
-    return Status::Unavailable("cannot listen on " + impl_->options.listen +
-                               " (address in use by another process, or not local?)");
-  }
-  // httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's
-  // library); listen(2) again on the bound socket raises it to a daemon's.
-  if (impl_->listen_fd >= 0) ::listen(impl_->listen_fd, kListenBacklog);
-  impl_->thread = std::thread([this] {
-    try {
-      impl_->http.listen_after_bind();
-    } catch (const std::exception& e) {
-      spdlog::error("HTTP server stopped: {}", e.what());
-    }
-  });
+  auto front = std::make_unique<HttpFront>(
+      limits, [impl](std::string_view request, const std::string& ip, int port) {
+        return impl->Answer(request, ip, port);
+      });
+  FULCRUM_RETURN_IF_ERROR(front->Bind(address.first, address.second));
+  front->Start();
+  impl_->front = std::move(front);
   return Status::Ok();
 }
 
 void AgentServer::Stop() {
-  if (!impl_->thread.joinable()) return;
-  impl_->http.stop();
-  impl_->thread.join();
+  if (impl_->front) impl_->front->Stop();
 }
 
-int AgentServer::port() const { return impl_->port; }
+int AgentServer::port() const { return impl_->front ? impl_->front->port() : -1; }
 
 }  // namespace fulcrum::server

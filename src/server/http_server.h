@@ -1,11 +1,14 @@
-// The agent's HTTP server (cpp-httplib): the /v1 JSON API of docs/API.md, /metrics in the
-// Prometheus text format, and the dashboard (server/dashboard.h). Reads the latest state through
+// The agent's HTTP server: the /v1 JSON API of docs/API.md, /metrics in the Prometheus text
+// format, and the dashboard (server/dashboard.h). Connections are read by server/http_front.h
+// (one epoll thread; request head capped at 64 KiB, the whole request due within a deadline, the
+// oldest connection still sending its request closed at the connection cap); each request is
+// then checked (501 unknown method, 505 unsupported version, 400 duplicate Host, 431) and
+// answered by cpp-httplib's parsing and routes on a worker. Reads the latest state through
 // AgentStateView (server/agent_state.h) and history from agent.db / jobs.db through its own
 // read-only connections. Mutating endpoints need `Authorization: Bearer <token>`; bad requests get
 // 4xx {"error": ...} (docs/API.md "Status codes"): one guard turns any exception into a 500, bodies
 // are capped, wrong methods get 405 with Allow, Host names outside the allow-list 403. Start()
-// binds and serves on one background thread, a worker thread per open connection (up to
-// worker_threads, started on demand); Stop() joins.
+// binds and serves on a background thread; Stop() joins.
 #pragma once
 
 #include <memory>
@@ -29,8 +32,15 @@ struct ServerOptions {
   double interval_seconds = 1;
   int gpu_count = 0;  // GPUs the source has (before the first sample too)
   std::string hostname;
-  // Most connections served at once (a worker thread each, started on demand); more queue.
-  int worker_threads = 512;
+  // Requests answered at once (a worker thread each, started on demand); more queue. A
+  // connection still sending its request holds no worker.
+  int worker_threads = 16;
+  // Connections open at once (clamped below RLIMIT_NOFILE); at the cap a new connection closes
+  // its address's oldest connection still sending its request (issue 29), never refused.
+  int max_connections = 1024;
+  // A request's head and body must arrive within this many seconds of its connection's accept;
+  // then the connection is closed (slowloris defence; issue 29).
+  double request_deadline_seconds = 10;
   // Host header names accepted besides loopback names and the listen address (DNS-rebinding
   // defence), lower case; --allowed-host.
   std::vector<std::string> allowed_hosts;
