@@ -2,10 +2,16 @@
 // Alertmanager's API (Debian's prometheus-alertmanager on loopback, started as
 // bench/perf/alert_latency.sh starts it), and every kind of receiver secret kept out of the
 // logs, /metrics, the /v1 API and agent.db while the vendors' fakes prove the secrets were used.
+// Issue 29: an alert goes out within 2 s while the data disk is full (a real full tmpfs).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include <filesystem>
 #include <map>
@@ -251,6 +257,82 @@ TEST_F(ReceiversE2E, SecretsNeverAppearInLogsMetricsApiOrTheStore) {
         "DOWNPATHSECRET", "AGENTTOKENSECRET"}) {
     EXPECT_EQ(all.find(secret), std::string::npos) << secret;
   }
+}
+
+// Issue 29 item 3: with the data disk full, notifications were written to the store before they
+// were sent, so none went out until space returned. The agent's data dir is a 2 MiB tmpfs filled
+// to the last byte before GPU 0 overheats: the firing still reaches the receiver within 2 s of
+// the alert firing, and the store's refusals are not logged ten times a second.
+TEST_F(ReceiversE2E, AFullDataDiskStillDeliversTheAlertWithinTwoSeconds) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  const std::string data = dir_ + "/data";
+  fs::create_directories(data);
+  if (std::system(("mount -t tmpfs -o size=2M tmpfs " + data + " 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << "mount -t tmpfs failed (no CAP_SYS_ADMIN here)";
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { (void)std::system(("umount -l " + path).c_str()); }
+  } unmount{data};
+
+  Mutex mutex;
+  std::vector<std::pair<double, std::string>> posts;  // (unix time received, body)
+  FakeHttpServer receiver;
+  receiver.server().Post("/hook", [&](const httplib::Request& req, httplib::Response& res) {
+    const double now = std::chrono::duration<double>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+    MutexLock lock(mutex);
+    posts.emplace_back(now, req.body);
+    res.set_content("{}", "application/json");
+  });
+  ASSERT_GT(receiver.Start(), 0);
+  AgentProcess agent(dir_, Args("- {at: 5s, gpu: 0, fault: overheat, for: 30s}\n",
+                                "receivers:\n  - {name: ops, url: \"" + receiver.url() +
+                                    "/hook\"}\n"));
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  // Fill the disk to the last byte.
+  FILE* filler = std::fopen((data + "/filler").c_str(), "wb");
+  ASSERT_NE(filler, nullptr);
+  std::vector<char> block(4096, 'x');
+  while (std::fwrite(block.data(), 1, block.size(), filler) == block.size()) {
+  }
+  std::fclose(filler);
+  ASSERT_TRUE(WaitFor(
+      [&] { return agent.err().find("store write failed") != std::string::npos; }, 10))
+      << "the store never refused a write: the disk is not full\n"
+      << agent.err();
+
+  json firing;
+  double received_at = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        MutexLock lock(mutex);
+        for (const auto& [at, body] : posts) {
+          json doc = json::parse(body, nullptr, false);
+          if (doc.is_object() && doc["alert"].value("name", "") == "GpuTooHot" &&
+              doc.value("status", "") == "firing") {
+            firing = doc;
+            received_at = at;
+            return true;
+          }
+        }
+        return false;
+      },
+      20))
+      << agent.err();
+  ASSERT_TRUE(firing["alert"]["fired_at"].is_number()) << firing;
+  EXPECT_LE(received_at - firing["alert"]["fired_at"].get<double>(), 2.0) << firing;
+  const std::string log = agent.err();
+  EXPECT_NE(log.find("delivered from memory"), std::string::npos) << log;  // the fallback ran
+  EXPECT_EQ(agent.Stop(SIGTERM), 0) << agent.err();
+  // Refusals logged once a minute, not per write (the sampler writes 5 times a second here).
+  size_t lines = 0;
+  for (size_t at = log.find("store write failed"); at != std::string::npos;
+       at = log.find("store write failed", at + 1)) {
+    ++lines;
+  }
+  EXPECT_LE(lines, 2u) << log;
 }
 
 }  // namespace
