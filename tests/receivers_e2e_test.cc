@@ -279,17 +279,16 @@ TEST_F(ReceiversE2E, AFullDataDiskStillDeliversTheAlertWithinTwoSeconds) {
   std::vector<std::pair<double, std::string>> posts;  // (unix time received, body)
   FakeHttpServer receiver;
   receiver.server().Post("/hook", [&](const httplib::Request& req, httplib::Response& res) {
-    const double now = std::chrono::duration<double>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     MutexLock lock(mutex);
     posts.emplace_back(now, req.body);
     res.set_content("{}", "application/json");
   });
   ASSERT_GT(receiver.Start(), 0);
-  AgentProcess agent(dir_, Args("- {at: 5s, gpu: 0, fault: overheat, for: 30s}\n",
-                                "receivers:\n  - {name: ops, url: \"" + receiver.url() +
-                                    "/hook\"}\n"));
+  AgentProcess agent(dir_,
+                     Args("- {at: 5s, gpu: 0, fault: overheat, for: 30s}\n",
+                          "receivers:\n  - {name: ops, url: \"" + receiver.url() + "/hook\"}\n"));
   ASSERT_GT(agent.port(), 0) << agent.err();
   // Fill the disk to the last byte.
   FILE* filler = std::fopen((data + "/filler").c_str(), "wb");
@@ -298,8 +297,8 @@ TEST_F(ReceiversE2E, AFullDataDiskStillDeliversTheAlertWithinTwoSeconds) {
   while (std::fwrite(block.data(), 1, block.size(), filler) == block.size()) {
   }
   std::fclose(filler);
-  ASSERT_TRUE(WaitFor(
-      [&] { return agent.err().find("store write failed") != std::string::npos; }, 10))
+  ASSERT_TRUE(
+      WaitFor([&] { return agent.err().find("store write failed") != std::string::npos; }, 10))
       << "the store never refused a write: the disk is not full\n"
       << agent.err();
 
