@@ -334,5 +334,47 @@ TEST_F(ReceiversE2E, AFullDataDiskStillDeliversTheAlertWithinTwoSeconds) {
   EXPECT_LE(lines, 2u) << log;
 }
 
+// Issue 29 item 4: the outbox's retries were wall-clock: stepping the clock forward 8 days
+// dead-lettered a seconds-old notification, back 1 h held it. The agent runs under Debian's
+// libfaketime with FAKETIME_DONT_FAKE_MONOTONIC=1 (only CLOCK_REALTIME is faked; README of
+// libfaketime 0.9.10, "FAKETIME_DONT_FAKE_MONOTONIC") and FAKETIME_TIMESTAMP_FILE re-read on every
+// call (FAKETIME_NO_CACHE=1), so the test steps the agent's wall clock +8 days, then -1 h, while
+// the receiver refuses the firing; once it accepts, the firing arrives, neither lost nor held.
+TEST_F(ReceiversE2E, WallClockStepsOfEightDaysNeitherLoseNorHoldANotification) {
+  std::string preload;
+  for (const char* path : {"/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+                           "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1"}) {
+    if (fs::exists(path)) preload = path;
+  }
+  if (preload.empty()) GTEST_SKIP() << "libfaketime is not installed (apt-get install faketime)";
+  const std::string rc = dir_ + "/faketime.rc";
+  WriteFile(rc, "+0\n");
+  WebhookRecorder receiver;
+  receiver.SetStatus(503);
+  AgentProcess agent(dir_,
+                     Args("- {at: 1s, gpu: 0, fault: overheat, for: 120s}\n",
+                          "receivers:\n  - {name: ops, url: \"" + receiver.url() + "\"}\n"),
+                     {{"LD_PRELOAD", preload},
+                      {"FAKETIME_TIMESTAMP_FILE", rc},
+                      {"FAKETIME_NO_CACHE", "1"},
+                      {"FAKETIME_DONT_FAKE_MONOTONIC", "1"}});
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  ASSERT_TRUE(WaitFor([&] { return receiver.Attempts() >= 1; }, 20)) << agent.err();
+  WriteFile(rc, "+8d\n");  // forward 8 days: past max_age (7 days) by the wall clock
+  ASSERT_TRUE(WaitFor([&] { return receiver.Attempts() >= 2; }, 20)) << agent.err();
+  WriteFile(rc, "-1h\n");  // back: 1 h before the real time, 8 days before the last reading
+  const int refused = receiver.Attempts();
+  ASSERT_TRUE(WaitFor([&] { return receiver.Attempts() > refused; }, 40)) << agent.err();
+  receiver.SetStatus(200);
+  ASSERT_TRUE(WaitFor([&] { return !receiver.Find("\"firing\"").is_null(); }, 40))
+      << "the firing was lost or held\n"
+      << agent.err();
+  const std::string log = agent.err();
+  EXPECT_EQ(log.find("max_age"), std::string::npos) << log;
+  EXPECT_NE(log.find("wall clock stepped by +"), std::string::npos) << log;
+  EXPECT_NE(log.find("wall clock stepped by -"), std::string::npos) << log;
+  EXPECT_EQ(agent.Stop(SIGTERM), 0) << agent.err();
+}
+
 }  // namespace
 }  // namespace fulcrum::testing
