@@ -271,9 +271,10 @@ Result<std::vector<Notification>> FallbackOutbox::FetchDue(double now_mono, size
       auto ids = durable_.PendingIds(n.receiver, n.order_key);
       if (!ids.ok()) {
         NoteStoreError(ids.status(), "read the outbox");
-      } else if (std::any_of(ids->begin(), ids->end(),
-                             [&](const std::string& id) { return !Finished(id); })) {
-        continue;
+      } else {
+        bool earlier_pending = false;
+        for (const std::string& id : *ids) earlier_pending = earlier_pending || !Finished(id);
+        if (earlier_pending) continue;
       }
     }
     out.push_back(std::move(n));
