@@ -2,10 +2,16 @@
 // Alertmanager's API (Debian's prometheus-alertmanager on loopback, started as
 // bench/perf/alert_latency.sh starts it), and every kind of receiver secret kept out of the
 // logs, /metrics, the /v1 API and agent.db while the vendors' fakes prove the secrets were used.
+// Issue 29: an alert goes out within 2 s while the data disk is full (a real full tmpfs).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include <filesystem>
 #include <map>
@@ -251,6 +257,125 @@ TEST_F(ReceiversE2E, SecretsNeverAppearInLogsMetricsApiOrTheStore) {
         "DOWNPATHSECRET", "AGENTTOKENSECRET"}) {
     EXPECT_EQ(all.find(secret), std::string::npos) << secret;
   }
+}
+
+// Issue 29 item 3: with the data disk full, notifications were written to the store before they
+// were sent, so none went out until space returned. The agent's data dir is a 2 MiB tmpfs filled
+// to the last byte before GPU 0 overheats: the firing still reaches the receiver within 2 s of
+// the alert firing, and the store's refusals are not logged ten times a second.
+TEST_F(ReceiversE2E, AFullDataDiskStillDeliversTheAlertWithinTwoSeconds) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  const std::string data = dir_ + "/data";
+  fs::create_directories(data);
+  if (std::system(("mount -t tmpfs -o size=2M tmpfs " + data + " 2>/dev/null").c_str()) != 0) {
+    GTEST_SKIP() << "mount -t tmpfs failed (no CAP_SYS_ADMIN here)";
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { (void)std::system(("umount -l " + path).c_str()); }
+  } unmount{data};
+
+  Mutex mutex;
+  std::vector<std::pair<double, std::string>> posts;  // (unix time received, body)
+  FakeHttpServer receiver;
+  receiver.server().Post("/hook", [&](const httplib::Request& req, httplib::Response& res) {
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    MutexLock lock(mutex);
+    posts.emplace_back(now, req.body);
+    res.set_content("{}", "application/json");
+  });
+  ASSERT_GT(receiver.Start(), 0);
+  AgentProcess agent(dir_,
+                     Args("- {at: 5s, gpu: 0, fault: overheat, for: 30s}\n",
+                          "receivers:\n  - {name: ops, url: \"" + receiver.url() + "/hook\"}\n"));
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  // Fill the disk to the last byte.
+  FILE* filler = std::fopen((data + "/filler").c_str(), "wb");
+  ASSERT_NE(filler, nullptr);
+  std::vector<char> block(4096, 'x');
+  while (std::fwrite(block.data(), 1, block.size(), filler) == block.size()) {
+  }
+  std::fclose(filler);
+  ASSERT_TRUE(
+      WaitFor([&] { return agent.err().find("store write failed") != std::string::npos; }, 10))
+      << "the store never refused a write: the disk is not full\n"
+      << agent.err();
+
+  json firing;
+  double received_at = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        MutexLock lock(mutex);
+        for (const auto& [at, body] : posts) {
+          json doc = json::parse(body, nullptr, false);
+          if (doc.is_object() && doc["alert"].value("name", "") == "GpuTooHot" &&
+              doc.value("status", "") == "firing") {
+            firing = doc;
+            received_at = at;
+            return true;
+          }
+        }
+        return false;
+      },
+      20))
+      << agent.err();
+  ASSERT_TRUE(firing["alert"]["fired_at"].is_number()) << firing;
+  const double latency = received_at - firing["alert"]["fired_at"].get<double>();
+  RecordProperty("firing_delivered_after_ms", std::to_string(static_cast<int>(latency * 1000)));
+  EXPECT_LE(latency, 2.0) << firing;
+  const std::string log = agent.err();
+  EXPECT_NE(log.find("delivered from memory"), std::string::npos) << log;  // the fallback ran
+  EXPECT_EQ(agent.Stop(SIGTERM), 0) << agent.err();
+  // Refusals logged once a minute, not per write (the sampler writes 5 times a second here).
+  size_t lines = 0;
+  for (size_t at = log.find("store write failed"); at != std::string::npos;
+       at = log.find("store write failed", at + 1)) {
+    ++lines;
+  }
+  EXPECT_LE(lines, 2u) << log;
+}
+
+// Issue 29 item 4: the outbox's retries were wall-clock: stepping the clock forward 8 days
+// dead-lettered a seconds-old notification, back 1 h held it. The agent runs under Debian's
+// libfaketime with FAKETIME_DONT_FAKE_MONOTONIC=1 (only CLOCK_REALTIME is faked; README of
+// libfaketime 0.9.10, "FAKETIME_DONT_FAKE_MONOTONIC") and FAKETIME_TIMESTAMP_FILE re-read on every
+// call (FAKETIME_NO_CACHE=1), so the test steps the agent's wall clock +8 days, then -1 h, while
+// the receiver refuses the firing; once it accepts, the firing arrives, neither lost nor held.
+TEST_F(ReceiversE2E, WallClockStepsOfEightDaysNeitherLoseNorHoldANotification) {
+  std::string preload;
+  for (const char* path : {"/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
+                           "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1"}) {
+    if (fs::exists(path)) preload = path;
+  }
+  if (preload.empty()) GTEST_SKIP() << "libfaketime is not installed (apt-get install faketime)";
+  const std::string rc = dir_ + "/faketime.rc";
+  WriteFile(rc, "+0\n");
+  WebhookRecorder receiver;
+  receiver.SetStatus(503);
+  AgentProcess agent(dir_,
+                     Args("- {at: 1s, gpu: 0, fault: overheat, for: 120s}\n",
+                          "receivers:\n  - {name: ops, url: \"" + receiver.url() + "\"}\n"),
+                     {{"LD_PRELOAD", preload},
+                      {"FAKETIME_TIMESTAMP_FILE", rc},
+                      {"FAKETIME_NO_CACHE", "1"},
+                      {"FAKETIME_DONT_FAKE_MONOTONIC", "1"}});
+  ASSERT_GT(agent.port(), 0) << agent.err();
+  ASSERT_TRUE(WaitFor([&] { return receiver.Attempts() >= 1; }, 20)) << agent.err();
+  WriteFile(rc, "+8d\n");  // forward 8 days: past max_age (7 days) by the wall clock
+  ASSERT_TRUE(WaitFor([&] { return receiver.Attempts() >= 2; }, 20)) << agent.err();
+  WriteFile(rc, "-1h\n");  // back: 1 h before the real time, 8 days before the last reading
+  const int refused = receiver.Attempts();
+  ASSERT_TRUE(WaitFor([&] { return receiver.Attempts() > refused; }, 40)) << agent.err();
+  receiver.SetStatus(200);
+  ASSERT_TRUE(WaitFor([&] { return !receiver.Find("\"firing\"").is_null(); }, 40))
+      << "the firing was lost or held\n"
+      << agent.err();
+  const std::string log = agent.err();
+  EXPECT_EQ(log.find("max_age"), std::string::npos) << log;
+  EXPECT_NE(log.find("wall clock stepped by +"), std::string::npos) << log;
+  EXPECT_NE(log.find("wall clock stepped by -"), std::string::npos) << log;
+  EXPECT_EQ(agent.Stop(SIGTERM), 0) << agent.err();
 }
 
 }  // namespace

@@ -73,6 +73,7 @@ struct Agent::Impl {
   std::unique_ptr<telemetry::Recorder> recorder;
   std::optional<store::AgentDb> db;
   std::unique_ptr<store::SqliteOutbox> outbox;
+  std::unique_ptr<alert::FallbackOutbox> alert_outbox;  // over `outbox`: memory when it refuses
   std::optional<store::JobsDb> jobs;
   std::unique_ptr<alert::Evaluator> evaluator;
   alert::JobAlertFeed job_alerts;  // the supervisors' alerts in jobs.db
@@ -87,6 +88,8 @@ struct Agent::Impl {
   AgentCounters counters;
   store::WriteBatch pending;
   double last_flush = 0;
+  double store_error_logged_at = -1e18;  // monotonic; store write failures log once a minute
+  uint64_t store_errors_unlogged = 0;
   double last_maintain = -1e18;
   double idle_started_at = 0;                    // unix time of the idle warning's alert
   telemetry::GpuSnapshot last_full;              // the last full sample (fast ticks merge over it)
@@ -151,8 +154,9 @@ struct Agent::Impl {
       receivers.push_back({r.name, r.url, format, r.token, r.secret, r.routing_key});
     }
     FULCRUM_ASSIGN_OR_RETURN(outbox, store::SqliteOutbox::Open(db->db().path()));
+    alert_outbox = std::make_unique<alert::FallbackOutbox>(*outbox, clock);
     poster = std::make_unique<alert::CurlPoster>();
-    delivery = std::make_unique<alert::DeliveryWorker>(*outbox, *poster, receivers, clock,
+    delivery = std::make_unique<alert::DeliveryWorker>(*alert_outbox, *poster, receivers, clock,
                                                        alert::DeliveryOptions{});
     return Status::Ok();
   }
@@ -289,19 +293,33 @@ struct Agent::Impl {
     bool has_events = !pending.alert_changes.empty() || !pending.notifications.empty();
     if (!force && !has_events && mono - last_flush < kFlushSeconds) return;
     if (pending.snapshots.empty() && !has_events && !pending.states) return;
+    // Alerts never wait on the disk (issue 29): the outbox stores each notification, or holds it
+    // in memory when agent.db refuses it, and delivery starts now either way.
+    if (!pending.notifications.empty()) {
+      for (const store::Notification& n : pending.notifications) (void)alert_outbox->Enqueue(n);
+      pending.notifications.clear();
+      delivery->Wake();
+    }
     Status st = db->Write(pending);
     if (!st.ok()) {
       ++counters.store_errors_total;
-      spdlog::error("store write failed (will retry): {}", st.message());
+      if (mono - store_error_logged_at >= 60) {  // a full disk failed 10 writes a second
+        spdlog::error(
+            "store write failed (will retry; logged at most once a minute, {} more "
+            "since the last line): {}",
+            store_errors_unlogged, st.message());
+        store_error_logged_at = mono;
+        store_errors_unlogged = 0;
+      } else {
+        ++store_errors_unlogged;
+      }
       if (pending.snapshots.size() > kMaxPendingSnapshots) {
         pending.snapshots.erase(pending.snapshots.begin());
       }
       return;
     }
-    bool wake = !pending.notifications.empty();
     pending = store::WriteBatch{};
     last_flush = mono;
-    if (wake) delivery->Wake();
   }
 
   bool WaitForStop(int stop_fd, double until);
@@ -393,10 +411,11 @@ struct Agent::Impl {
           db->Maintain(now, {config.raw_retention_seconds, config.rollup_retention_seconds});
       if (!st.ok()) spdlog::error("store maintenance failed: {}", st.message());
       last_maintain = mono;
-      auto pending_count = outbox->PendingCount();
+      auto pending_count = alert_outbox->PendingCount();
       if (pending_count.ok()) counters.outbox_pending = *pending_count;
     }
     live.SetIdle(idle.Status(mono));
+    counters.degraded = alert_outbox->DegradedReason();
     live.Publish(std::move(*snapshot), counters);
   }
 };

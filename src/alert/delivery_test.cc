@@ -255,7 +255,8 @@ TEST(DeliveryTest, UnknownReceiverIsKeptNotLost) {
   EXPECT_EQ(outbox.Get("k")->last_error, "receiver not configured");
 }
 
-TEST(DeliveryTest, LaterNotificationsWaitBehindAFailedOne) {
+// An unreachable receiver (transport error) backs off as a whole: one POST probes it.
+TEST(DeliveryTest, UnreachableReceiverIsProbedByOnePost) {
   ManualClock clock;
   MemoryOutbox outbox;
   FakePoster poster;
@@ -273,20 +274,35 @@ TEST(DeliveryTest, LaterNotificationsWaitBehindAFailedOne) {
   EXPECT_EQ(poster.requests.size(), 1u);
   EXPECT_EQ(outbox.Get("k0")->attempts, 1);
   EXPECT_EQ(outbox.Get("k4")->attempts, 0);
-  EXPECT_GT(outbox.Get("k4")->next_attempt_at, clock.UnixSeconds());
+  EXPECT_EQ(worker.RunOnce()->attempted, 0u);  // still in the receiver's backoff
+  clock.Advance(1.25);
+  pass = worker.RunOnce();
+  EXPECT_EQ(pass->attempted, 1u);  // the next probe: a notification not tried yet
+  EXPECT_EQ(poster.requests.size(), 2u);
+  EXPECT_EQ(HeaderOf(poster.requests[1], "Idempotency-Key"), "k1");
 }
 
-TEST(DeliveryTest, TooOldNotificationsFail) {
+// max_age counts the time a notification has been pending (monotonic), not its wall-clock age.
+TEST(DeliveryTest, NotificationsPendingLongerThanMaxAgeFail) {
   ManualClock clock;
   MemoryOutbox outbox;
   FakePoster poster;
+  poster.status_for = [](const HttpRequest&) { return 503; };
   DeliveryOptions options;
   options.max_age_seconds = 60;
+  options.seed = 5;
   DeliveryWorker worker(outbox, poster, {Plain("ops", "http://127.0.0.1:1/x")}, clock, options);
-  ASSERT_TRUE(outbox.Enqueue(MakeNote("k", "ops", clock.UnixSeconds() - 61)).ok());
+  // Created "a day ago" by the wall clock: irrelevant, it has not been pending yet.
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("k", "ops", clock.UnixSeconds() - 86400)).ok());
+  for (int second = 0; second <= 59; ++second) {
+    ASSERT_TRUE(worker.RunOnce().ok());
+    clock.Advance(1);
+  }
+  EXPECT_EQ(*outbox.StateOf("k"), DeliveryState::kPending);
+  clock.Advance(31);  // past any backoff: due again, 90 s pending
   ASSERT_TRUE(worker.RunOnce().ok());
   EXPECT_EQ(*outbox.StateOf("k"), DeliveryState::kFailed);
-  EXPECT_TRUE(poster.requests.empty());
+  EXPECT_THAT(outbox.Get("k")->last_error, HasSubstr("longer than max_age"));
 }
 
 // A receiver down for 10 minutes (default options, simulated time): everything arrives within
@@ -326,6 +342,205 @@ TEST(DeliveryTest, TenMinuteOutageLosesNothing) {
   }
   EXPECT_EQ(delivered, ids);
   for (const std::string& id : ids) EXPECT_EQ(*outbox.StateOf(id), DeliveryState::kDelivered);
+}
+
+// A clock whose wall time can step while its monotonic time does not (what an NTP step, or an
+// operator's `date -s`, does to CLOCK_REALTIME and not to CLOCK_MONOTONIC).
+class SteppingClock final : public Clock {
+ public:
+  double MonotonicSeconds() const override { return mono_.load(); }
+  double UnixSeconds() const override { return 1.7e9 + mono_.load() + wall_step_.load(); }
+  void Advance(double seconds) { mono_.store(mono_.load() + seconds); }
+  void StepWall(double seconds) { wall_step_.store(wall_step_.load() + seconds); }
+
+ private:
+  std::atomic<double> mono_{0};
+  std::atomic<double> wall_step_{0};
+};
+
+// Issue 29: stepping the wall clock back 1 h held a pending notification; forward 8 days
+// dead-lettered a 6-second-old one. Scheduling is monotonic now: neither happens, and the
+// step is logged.
+TEST(DeliveryTest, WallClockStepsNeitherHoldNorAgeANotification) {
+  for (double step : {-3600.0, -8 * 86400.0, 8 * 86400.0}) {
+    SteppingClock clock;
+    MemoryOutbox outbox;
+    FakePoster poster;
+    CapturedLog log;
+    int calls = 0;
+    poster.status_for = [&](const HttpRequest&) { return ++calls == 1 ? 503 : 200; };
+    DeliveryOptions options;
+    options.seed = 11;
+    DeliveryWorker worker(outbox, poster, {Plain("ops", "http://127.0.0.1:1/x")}, clock, options,
+                          log.logger);
+    ASSERT_TRUE(outbox.Enqueue(MakeNote("k", "ops", clock.UnixSeconds())).ok());
+    ASSERT_EQ(worker.RunOnce()->retried, 1u) << step;  // retry in ~1 s
+    clock.Advance(6);
+    clock.StepWall(step);
+    auto pass = worker.RunOnce();
+    ASSERT_TRUE(pass.ok());
+    EXPECT_EQ(pass->delivered, 1u) << step;  // neither held nor dead-lettered
+    EXPECT_EQ(*outbox.StateOf("k"), DeliveryState::kDelivered) << step;
+    EXPECT_THAT(log.Text(), HasSubstr("wall clock stepped by")) << step;
+  }
+}
+
+// Notifications pending through wall-clock steps of +-8 days, the receiver failing meanwhile:
+// none is lost (dead-lettered) and none is held once the receiver is back.
+TEST(DeliveryTest, ClockStepsOfEightDaysLoseAndHoldNothing) {
+  SteppingClock clock;
+  MemoryOutbox outbox;
+  FakePoster poster;
+  bool up = false;
+  poster.status_for = [&](const HttpRequest&) { return up ? 200 : 500; };
+  DeliveryOptions options;
+  options.seed = 13;
+  DeliveryWorker worker(outbox, poster, {Plain("ops", "http://127.0.0.1:1/x")}, clock, options);
+  for (int i = 0; i < 10; ++i) {
+    const std::string id = std::string("n").append(std::to_string(i));  // (GCC 12 -Wrestrict)
+    ASSERT_TRUE(outbox.Enqueue(MakeNote(id, "ops", clock.UnixSeconds())).ok());
+    ASSERT_TRUE(worker.RunOnce().ok());
+    clock.StepWall(i % 2 == 0 ? 8 * 86400.0 : -8 * 86400.0);
+    clock.Advance(1);
+  }
+  up = true;
+  for (int i = 0; i < 200 && *outbox.PendingCount() > 0; ++i) {
+    ASSERT_TRUE(worker.RunOnce().ok());
+    clock.Advance(0.25);
+  }
+  EXPECT_EQ(*outbox.PendingCount(), 0u);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(*outbox.StateOf(std::string("n").append(std::to_string(i))),
+              DeliveryState::kDelivered)
+        << i;
+  }
+  EXPECT_LE(clock.MonotonicSeconds(), 10 + options.max_backoff_seconds * 1.2 + 1);
+}
+
+// Issue 29 item 8: one notification that a receiver always refuses held back every later one
+// (0 of 20 delivered in 40 s). Now it retries on its own backoff while the others go; its own
+// alert's later notification (the resolved) waits for it.
+TEST(DeliveryTest, APoisonNotificationHoldsBackOnlyItsOwnAlert) {
+  ManualClock clock;
+  MemoryOutbox outbox;
+  FakePoster poster;
+  poster.status_for = [](const HttpRequest& r) {
+    return r.body.find("poison") != std::string::npos ? 500 : 200;
+  };
+  DeliveryOptions options;
+  options.seed = 17;
+  DeliveryWorker worker(outbox, poster, {Plain("ops", "http://127.0.0.1:1/x")}, clock, options);
+  Notification poison = MakeNote("poison-firing", "ops", clock.UnixSeconds());
+  poison.order_key = "poison";
+  poison.body = R"({"poison": "firing"})";
+  ASSERT_TRUE(outbox.Enqueue(poison).ok());
+  Notification resolved = MakeNote("poison-resolved", "ops", clock.UnixSeconds());
+  resolved.order_key = "poison";
+  ASSERT_TRUE(outbox.Enqueue(resolved).ok());
+  for (int i = 0; i < 20; ++i) {
+    Notification n = MakeNote("ok" + std::to_string(i), "ops", clock.UnixSeconds());
+    n.order_key = "alert" + std::to_string(i);
+    ASSERT_TRUE(outbox.Enqueue(n).ok());
+  }
+  auto pass = worker.RunOnce();
+  ASSERT_TRUE(pass.ok());
+  EXPECT_EQ(pass->delivered, 20u);
+  EXPECT_EQ(pass->retried, 1u);
+  for (int minute = 0; minute < 5; ++minute) {  // the poison keeps failing on its own backoff
+    clock.Advance(60);
+    ASSERT_TRUE(worker.RunOnce().ok());
+  }
+  EXPECT_EQ(*outbox.StateOf("poison-firing"), DeliveryState::kPending);
+  EXPECT_GE(outbox.Get("poison-firing")->attempts, 5);
+  EXPECT_EQ(*outbox.StateOf("poison-resolved"), DeliveryState::kPending);
+  EXPECT_EQ(outbox.Get("poison-resolved")->attempts, 0);  // never sent before its firing
+  // A new alert arriving now is delivered on the next pass, not after the poison's backoff.
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("late", "ops", clock.UnixSeconds())).ok());
+  EXPECT_EQ(worker.RunOnce()->delivered, 1u);
+  for (const HttpRequest& r : poster.requests) {
+    EXPECT_NE(HeaderOf(r, "Idempotency-Key"), "poison-resolved");
+  }
+}
+
+// Two poison notifications in a row put the receiver in backoff; its probe is then the
+// least-tried notification, so a good one still goes within the receiver's backoff.
+TEST(DeliveryTest, ReceiverBackoffProbesTheLeastTriedNotification) {
+  ManualClock clock;
+  MemoryOutbox outbox;
+  FakePoster poster;
+  poster.status_for = [](const HttpRequest& r) {
+    return r.body.find("poison") != std::string::npos ? 500 : 200;
+  };
+  DeliveryOptions options;
+  options.seed = 19;
+  DeliveryWorker worker(outbox, poster, {Plain("ops", "http://127.0.0.1:1/x")}, clock, options);
+  for (const char* id : {"p1", "p2"}) {
+    Notification n = MakeNote(id, "ops", clock.UnixSeconds());
+    n.body = R"({"poison": 1})";
+    ASSERT_TRUE(outbox.Enqueue(n).ok());
+  }
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("good", "ops", clock.UnixSeconds())).ok());
+  auto pass = worker.RunOnce();
+  EXPECT_EQ(pass->retried, 2u);
+  EXPECT_EQ(pass->delivered, 0u);  // two failures in a row: the receiver backs off
+  EXPECT_EQ(*outbox.StateOf("good"), DeliveryState::kPending);
+  clock.Advance(1.25);  // one receiver backoff (1 s + 20 %)
+  pass = worker.RunOnce();
+  EXPECT_EQ(*outbox.StateOf("good"), DeliveryState::kDelivered);
+}
+
+TEST(RetryAfterTest, ReadsSecondsAndTheThreeHttpDateForms) {
+  // RFC 9110 sec. 5.6.7's example date, Sun, 06 Nov 1994 08:49:37 GMT, is unix 784111777.
+  const double now = 784111777 - 120;
+  EXPECT_EQ(RetryAfterSeconds("30", now), 30);
+  EXPECT_EQ(RetryAfterSeconds(" 0 ", now), 0);
+  EXPECT_EQ(RetryAfterSeconds("Sun, 06 Nov 1994 08:49:37 GMT", now), 120);
+  EXPECT_EQ(RetryAfterSeconds("Sunday, 06-Nov-94 08:49:37 GMT", now), 120);
+  EXPECT_EQ(RetryAfterSeconds("Sun Nov  6 08:49:37 1994", now), 120);
+  EXPECT_EQ(RetryAfterSeconds("Sun, 06 Nov 1994 08:49:37 GMT", now + 1000), 0);  // past: now
+  EXPECT_EQ(RetryAfterSeconds("soon", now), std::nullopt);
+  EXPECT_EQ(RetryAfterSeconds("-5", now), std::nullopt);
+  EXPECT_EQ(RetryAfterSeconds("", now), std::nullopt);
+}
+
+// Answers 429 with `retry_after` to its first POST, 200 afterwards.
+class RateLimitedPoster final : public HttpPoster {
+ public:
+  std::string retry_after = "120";
+  int calls = 0;
+  HttpResponse Post(const HttpRequest&) override {
+    HttpResponse r;
+    r.status = ++calls == 1 ? 429 : 200;
+    if (r.status == 429) r.retry_after = retry_after;
+    return r;
+  }
+};
+
+// Issue 29 item 11: Retry-After on 429 was ignored (Slack requires it be honoured). The
+// receiver as a whole waits that long; a longer one is capped at max_age.
+TEST(DeliveryTest, RetryAfterHoldsTheReceiverThatLongCappedAtMaxAge) {
+  ManualClock clock;
+  MemoryOutbox outbox;
+  RateLimitedPoster poster;
+  DeliveryOptions options;
+  DeliveryWorker worker(outbox, poster, {Plain("slack", "http://127.0.0.1:1/x")}, clock, options);
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("a", "slack", clock.UnixSeconds())).ok());
+  ASSERT_EQ(worker.RunOnce()->retried, 1u);
+  EXPECT_EQ(outbox.Get("a")->last_error, "HTTP 429 (Retry-After 120 s)");
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("b", "slack", clock.UnixSeconds())).ok());
+  clock.Advance(60);
+  EXPECT_EQ(worker.RunOnce()->attempted, 0u);  // the whole receiver waits, b included
+  clock.Advance(61);
+  EXPECT_EQ(worker.RunOnce()->delivered, 2u);
+
+  MemoryOutbox outbox2;
+  RateLimitedPoster greedy;
+  greedy.retry_after = "99999999";
+  options.max_age_seconds = 300;
+  DeliveryWorker capped(outbox2, greedy, {Plain("slack", "http://127.0.0.1:1/x")}, clock, options);
+  ASSERT_TRUE(outbox2.Enqueue(MakeNote("c", "slack", clock.UnixSeconds())).ok());
+  ASSERT_EQ(capped.RunOnce()->retried, 1u);
+  EXPECT_EQ(outbox2.Get("c")->last_error, "HTTP 429 (Retry-After 300 s)");
 }
 
 // --- real HTTP on 127.0.0.1 --------------------------------------------------------------------
@@ -616,6 +831,177 @@ TEST(DeliveryHttpTest, HangingReceiverNeverDelaysAnother) {
   release = true;  // Stop() waits for the POST in flight
   worker.Stop();
   hanging.Stop();
+}
+
+// A loopback receiver for the redirect, Retry-After and poison cases (issue 29): /final records
+// what it got; the rest answer as their names say (/to-other redirects to other_url's /final).
+class ShapedReceiver {
+ public:
+  ShapedReceiver() {
+    auto& s = server_.server();
+    s.set_keep_alive_timeout(1);
+    s.Post("/final", [this](const httplib::Request& req, httplib::Response& res) {
+      Record("final", req);
+      res.set_content("{}", "application/json");
+    });
+    s.Post("/r302", [](const httplib::Request&, httplib::Response& res) {
+      res.status = 302;
+      res.set_header("Location", "/final");
+    });
+    s.Post("/r303", [](const httplib::Request&, httplib::Response& res) {
+      res.status = 303;
+      res.set_header("Location", "/final");
+    });
+    s.Post(R"(/loop/(\d+))", [this](const httplib::Request& req, httplib::Response& res) {
+      Record("loop", req);
+      res.status = 308;
+      res.set_header("Location", "/loop/" + std::to_string(std::stoi(req.matches[1]) + 1));
+    });
+    s.Post("/to-https", [this](const httplib::Request&, httplib::Response& res) {
+      res.status = 301;
+      res.set_header("Location", "https://127.0.0.1:" + std::to_string(port_) + "/final");
+    });
+    s.Post("/to-other", [this](const httplib::Request&, httplib::Response& res) {
+      res.status = 307;
+      res.set_header("Location", other_url + "/final");
+    });
+    s.Post("/limited", [this](const httplib::Request& req, httplib::Response& res) {
+      if (Record("limited", req) == 1) {
+        res.status = 429;
+        res.set_header("Retry-After", "1");
+        return;
+      }
+      res.set_content("{}", "application/json");
+    });
+    s.Post("/poison", [this](const httplib::Request& req, httplib::Response& res) {
+      const bool poison = req.body.find("poison") != std::string::npos;
+      Record(poison ? "poison" : "ok", req);
+      res.status = poison ? 500 : 200;
+    });
+    port_ = server_.Start();
+  }
+  std::string url() const { return server_.url(); }
+  std::vector<Received> Got(const std::string& route) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return received_[route];
+  }
+  std::string other_url;
+
+ private:
+  size_t Record(const std::string& route, const httplib::Request& req) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    received_[route].push_back({req.path, req.get_header_value("Idempotency-Key"),
+                                req.get_header_value("Authorization"), req.body});
+    return received_[route].size();
+  }
+  std::mutex mutex_;
+  std::map<std::string, std::vector<Received>> received_;
+  int port_ = 0;
+  fulcrum::testing::FakeHttpServer server_;  // last: stopped before the state it touches
+};
+
+// Issue 29 item 11: a 302 dead-lettered on the first attempt. 301/302/307/308 are followed with
+// the body re-POSTed (up to 5), same scheme only; Authorization goes to the same host and port
+// only; 303 fails.
+TEST(DeliveryHttpTest, RedirectsAreFollowedByTheRules) {
+  ShapedReceiver receiver;
+  ShapedReceiver other;
+  receiver.other_url = other.url();
+  const std::string base = receiver.url();
+  std::vector<Receiver> receivers;
+  for (const char* route : {"r302", "r303", "loop/0", "to-https", "to-other"}) {
+    receivers.push_back({route, base + "/" + route, ReceiverFormat::kGeneric, "TOKEN"});
+  }
+  MemoryOutbox outbox;
+  SystemClock clock;
+  for (const Receiver& r : receivers) {
+    ASSERT_TRUE(outbox.Enqueue(MakeNote("id-" + r.name, r.name, clock.UnixSeconds())).ok());
+  }
+  CurlPoster poster;
+  CapturedLog log;
+  DeliveryWorker worker(outbox, poster, receivers, clock, FastOptions(), log.logger);
+  auto pass = worker.RunOnce();
+  ASSERT_TRUE(pass.ok());
+  EXPECT_EQ(pass->delivered, 2u);
+  EXPECT_EQ(pass->failed, 3u);
+
+  EXPECT_EQ(*outbox.StateOf("id-r302"), DeliveryState::kDelivered);
+  auto finals = receiver.Got("final");
+  ASSERT_EQ(finals.size(), 1u);  // the 302 re-POSTed its body, token and key (same host)
+  EXPECT_EQ(finals[0].body, R"({"id": "id-r302"})");
+  EXPECT_EQ(finals[0].authorization, "Bearer TOKEN");
+  EXPECT_EQ(finals[0].key, "id-r302");
+
+  EXPECT_EQ(*outbox.StateOf("id-to-other"), DeliveryState::kDelivered)
+      << outbox.Get("id-to-other")->last_error;
+  auto others = other.Got("final");
+  ASSERT_EQ(others.size(), 1u);
+  EXPECT_EQ(others[0].body, R"({"id": "id-to-other"})");
+  EXPECT_EQ(others[0].authorization, "");  // another host:port gets no token
+
+  EXPECT_EQ(*outbox.StateOf("id-r303"), DeliveryState::kFailed);
+  EXPECT_THAT(outbox.Get("id-r303")->last_error, HasSubstr("303"));
+  EXPECT_EQ(*outbox.StateOf("id-loop/0"), DeliveryState::kFailed);
+  EXPECT_THAT(outbox.Get("id-loop/0")->last_error, HasSubstr("more than 5 redirects"));
+  EXPECT_EQ(receiver.Got("loop").size(), 6u);  // the first POST and 5 redirects
+  EXPECT_EQ(*outbox.StateOf("id-to-https"), DeliveryState::kFailed);
+  EXPECT_THAT(outbox.Get("id-to-https")->last_error, HasSubstr("to https from http"));
+  EXPECT_THAT(log.Text(), Not(HasSubstr("TOKEN")));
+}
+
+// Retry-After from a real answer (curl's header callback): the receiver waits that long.
+TEST(DeliveryHttpTest, RetryAfterFromTheWireIsHonoured) {
+  ShapedReceiver receiver;
+  MemoryOutbox outbox;
+  SystemClock clock;
+  std::vector<Receiver> receivers = {Plain("slack", receiver.url() + "/limited")};
+  CurlPoster poster;
+  DeliveryWorker worker(outbox, poster, receivers, clock, FastOptions());
+  ASSERT_TRUE(outbox.Enqueue(MakeNote("k", "slack", clock.UnixSeconds())).ok());
+  ASSERT_EQ(worker.RunOnce()->retried, 1u);
+  EXPECT_EQ(outbox.Get("k")->last_error, "HTTP 429 (Retry-After 1 s)");
+  EXPECT_EQ(worker.RunOnce()->attempted, 0u);  // FastOptions' backoff is 20 ms: Retry-After rules
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  EXPECT_EQ(worker.RunOnce()->delivered, 1u);
+  EXPECT_EQ(receiver.Got("limited").size(), 2u);
+}
+
+// Issue 29 item 8 over real HTTP: the receiver answers 500 to one alert's notifications and 200
+// to the others; each other one is delivered on its first attempt while the poison retries.
+TEST(DeliveryHttpTest, PoisonNotificationDoesNotDelayOthers) {
+  ShapedReceiver receiver;
+  MemoryOutbox outbox;
+  SystemClock clock;
+  std::vector<Receiver> receivers = {Plain("ops", receiver.url() + "/poison")};
+  Notification poison = MakeNote("poison", "ops", clock.UnixSeconds());
+  poison.body = R"({"poison": true})";
+  poison.order_key = "bad-alert";
+  ASSERT_TRUE(outbox.Enqueue(poison).ok());
+  for (int i = 0; i < 20; ++i) {
+    Notification n = MakeNote("ok" + std::to_string(i), "ops", clock.UnixSeconds());
+    n.order_key = "alert" + std::to_string(i);
+    ASSERT_TRUE(outbox.Enqueue(n).ok());
+  }
+  CurlPoster poster;
+  DeliveryWorker worker(outbox, poster, receivers, clock, FastOptions());
+  worker.Start();
+  // Bounded wait until only the poison is pending (20 s safety net).
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (*outbox.PendingCount() > 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  while (receiver.Got("poison").size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  worker.Stop();
+  for (int i = 0; i < 20; ++i) {
+    const std::string id = "ok" + std::to_string(i);
+    EXPECT_EQ(*outbox.StateOf(id), DeliveryState::kDelivered) << id;
+    EXPECT_EQ(outbox.Get(id)->attempts, 1) << id;  // never held back, never retried
+  }
+  EXPECT_EQ(receiver.Got("ok").size(), 20u);
+  EXPECT_EQ(*outbox.StateOf("poison"), DeliveryState::kPending);
+  EXPECT_GE(receiver.Got("poison").size(), 3u);  // retried on its own backoff
 }
 
 // Start-up validation catches what used to pass until the first alert: the error names the

@@ -306,6 +306,9 @@ std::vector<Notification> MakeNotifications(const Transition& transition,
     n.receiver = receiver.name;
     n.format = std::string(ToString(receiver.format));
     n.body = BuildPayload(receiver.format, transition, context, receiver.name);
+    // One alert series (rule and GPU) is delivered in order: a resolved never overtakes its
+    // firing, nor a firing the previous resolved of the same series.
+    n.order_key = transition.fingerprint;
     n.created_at = now_unix;
     n.next_attempt_at = now_unix;
     out.push_back(std::move(n));

@@ -74,7 +74,7 @@ std::string DedupKey(const Transition& transition);
 std::string SlackEscape(std::string_view text);
 
 // One outbox entry per receiver for a notifying transition (empty when !Notifies()). Entry id
-// = IdempotencyKey + ":" + receiver name.
+// = IdempotencyKey + ":" + receiver name; order_key = the transition's fingerprint.
 std::vector<Notification> MakeNotifications(const Transition& transition,
                                             const std::vector<Receiver>& receivers,
                                             const NotifyContext& context, double now_unix);

@@ -33,6 +33,9 @@ struct AgentCounters {
   uint64_t notifications_total = 0;  // notifications enqueued
   double last_sample_seconds = 0;    // wall time the last tick's Sample() took
   std::optional<size_t> outbox_pending;
+  // Why the agent runs degraded ("" = it does not), for /v1/health: e.g. agent.db refuses writes
+  // and alerts are delivered from memory.
+  std::string degraded;
 };
 
 // Host facts for /v1/host. Unknown values are nullopt.

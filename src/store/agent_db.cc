@@ -87,6 +87,16 @@ ALTER TABLE rollups DROP COLUMN gpu_pcie_rx_bytes_per_second;
 CREATE TABLE xid_events (gpu INTEGER NOT NULL, ts REAL NOT NULL, xid INTEGER NOT NULL);
 CREATE INDEX xid_events_ts ON xid_events (ts);
 )",
+    // Schema v3 (issue 29): the outbox schedules on the monotonic clock (next_attempt_at stays,
+    // wall-clock, for humans) and keeps each alert's notifications in order (order_key), not all
+    // of a receiver's.
+    R"(
+ALTER TABLE outbox ADD COLUMN order_key TEXT NOT NULL DEFAULT '';
+ALTER TABLE outbox ADD COLUMN due_mono REAL NOT NULL DEFAULT 0;
+ALTER TABLE outbox ADD COLUMN age_seconds REAL NOT NULL DEFAULT 0;
+ALTER TABLE outbox ADD COLUMN touched_mono REAL NOT NULL DEFAULT -1;
+CREATE INDEX outbox_receiver_key ON outbox (receiver, state, order_key);
+)",
 };
 
 static_assert(std::size(kMigrations) == AgentDb::kSchemaVersion);

@@ -78,8 +78,9 @@ struct GpuRow {
 
 class AgentDb {
  public:
-  // v2: Prometheus names (_hertz, PCIe byte counters), xid_events.
-  static constexpr int kSchemaVersion = 2;
+  // v2: Prometheus names (_hertz, PCIe byte counters), xid_events. v3: outbox order_key and
+  // monotonic scheduling columns.
+  static constexpr int kSchemaVersion = 3;
 
   // Opens (creating and migrating unless read_only); refuses a newer schema version.
   static Result<AgentDb> Open(const std::string& path, bool read_only = false);

@@ -214,14 +214,16 @@ TEST(AgentDbTest, RefusesNewerSchema) {
   EXPECT_NE(db.status().message().find("newer"), std::string::npos) << db.status().message();
 }
 
-Notification Note(const std::string& id, double created) {
+Notification Note(const std::string& id, double due_mono, const std::string& order_key = "") {
   Notification n;
   n.id = id;
   n.receiver = "default";
   n.format = "generic";
   n.body = "{\"x\": 1}";
-  n.created_at = created;
-  n.next_attempt_at = created;
+  n.order_key = order_key;
+  n.created_at = 1.7e9;  // wall time, for humans: scheduling never reads it
+  n.next_attempt_at = 1.7e9;
+  n.due_mono = due_mono;
   return n;
 }
 
@@ -239,21 +241,80 @@ TEST(SqliteOutboxTest, FollowsTheOutboxContract) {
   ASSERT_EQ(due->size(), 1u);
   EXPECT_EQ((*due)[0].id, "a");
   EXPECT_EQ((*due)[0].body, "{\"x\": 1}");
-  ASSERT_TRUE(o.ScheduleRetry("a", 1, 50, "HTTP 503").ok());
+  Notification retry = (*due)[0];
+  retry.attempts = 1;
+  retry.due_mono = 50;
+  retry.age_seconds = 5;
+  retry.touched_mono = 15;
+  retry.last_error = "HTTP 503";
+  ASSERT_TRUE(o.ScheduleRetry(retry).ok());
   due = o.FetchDue(30, 10);
   ASSERT_EQ(due->size(), 1u);
   EXPECT_EQ((*due)[0].id, "b");
   due = o.FetchDue(60, 10);
   ASSERT_EQ(due->size(), 2u);
-  EXPECT_EQ((*due)[0].id, "a");
-  EXPECT_EQ((*due)[0].attempts, 1);
-  EXPECT_EQ((*due)[0].last_error, "HTTP 503");
+  EXPECT_EQ((*due)[0].id, "b");  // enqueue order
+  EXPECT_EQ((*due)[1].id, "a");
+  EXPECT_EQ((*due)[1].attempts, 1);
+  EXPECT_EQ((*due)[1].last_error, "HTTP 503");
+  EXPECT_EQ((*due)[1].age_seconds, 5);
+  EXPECT_EQ((*due)[1].touched_mono, 15);
   ASSERT_TRUE(o.MarkDelivered("a", 61).ok());
   ASSERT_TRUE(o.MarkFailed("b", 3, "HTTP 400").ok());
   EXPECT_EQ(*o.PendingCount(), 0u);
   EXPECT_EQ(*o.StateOf("a"), "delivered");
   EXPECT_EQ(*o.StateOf("b"), "failed");
   EXPECT_EQ(o.StateOf("zzz").status().code(), StatusCode::kNotFound);
+}
+
+// Issue 29: one alert's notifications go in order (its resolved waits for its firing, due or
+// not); another alert's go past a failing one.
+TEST(SqliteOutboxTest, OrdersEachAlertButNotAcrossAlerts) {
+  std::string dir = TempDir("outbox-order");
+  auto outbox = SqliteOutbox::Open(dir + "/agent.db");
+  ASSERT_TRUE(outbox.ok()) << outbox.status().ToString();
+  SqliteOutbox& o = **outbox;
+  ASSERT_TRUE(o.Enqueue(Note("hot-firing", 0, "hot")).ok());
+  ASSERT_TRUE(o.Enqueue(Note("xid-firing", 0, "xid")).ok());
+  ASSERT_TRUE(o.Enqueue(Note("hot-resolved", 0, "hot")).ok());
+  auto due = o.FetchDue(1, 10);
+  ASSERT_EQ(due->size(), 2u);
+  EXPECT_EQ((*due)[0].id, "hot-firing");
+  EXPECT_EQ((*due)[1].id, "xid-firing");
+  Notification later = (*due)[0];
+  later.due_mono = 100;  // the firing backs off: its resolved still waits, xid does not
+  ASSERT_TRUE(o.ScheduleRetry(later).ok());
+  due = o.FetchDue(2, 10);
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].id, "xid-firing");
+  EXPECT_EQ(*o.PendingIds("default", "hot"),
+            (std::vector<std::string>{"hot-firing", "hot-resolved"}));
+  ASSERT_TRUE(o.MarkDelivered("hot-firing", 3).ok());
+  due = o.FetchDue(2, 10);
+  ASSERT_EQ(due->size(), 2u);
+  EXPECT_EQ((*due)[0].id, "xid-firing");
+  EXPECT_EQ((*due)[1].id, "hot-resolved");
+}
+
+// A new process (or boot) has another monotonic clock: Rebase makes every pending notification
+// due now and moves its age stamp, keeping the age it had.
+TEST(SqliteOutboxTest, RebaseMovesTheScheduleOntoANewMonotonicClock) {
+  std::string dir = TempDir("outbox-rebase");
+  auto outbox = SqliteOutbox::Open(dir + "/agent.db");
+  ASSERT_TRUE(outbox.ok()) << outbox.status().ToString();
+  SqliteOutbox& o = **outbox;
+  Notification n = Note("n", 0);
+  ASSERT_TRUE(o.Enqueue(n).ok());
+  n.due_mono = 1e6;  // far ahead: a previous boot's clock
+  n.age_seconds = 40;
+  n.touched_mono = 9e5;
+  ASSERT_TRUE(o.ScheduleRetry(n).ok());
+  ASSERT_TRUE(o.FetchDue(5, 10)->empty());
+  ASSERT_TRUE(o.Rebase(5).ok());
+  auto due = o.FetchDue(5, 10);
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].age_seconds, 40);
+  EXPECT_EQ((*due)[0].touched_mono, 5);
 }
 
 // A writer process commits batches (samples + an alert + an outbox entry) and reports each

@@ -39,7 +39,7 @@ TEST(AgentDbV2Test, V1FileMigratesKeepingValuesUnderTheNewNames) {
   WriteV1File(dir);
   auto db = AgentDb::OpenInDataDir(dir);
   ASSERT_TRUE(db.ok()) << db.status().ToString();
-  EXPECT_EQ(*db->db().UserVersion(), 2);
+  EXPECT_EQ(*db->db().UserVersion(), AgentDb::kSchemaVersion);
   auto clock = db->QuerySeries("gpu_sm_clock_hertz", 0, 0, 200, std::nullopt, {1e9, 1e9});
   ASSERT_TRUE(clock.ok()) << clock.status().ToString();
   ASSERT_EQ(clock->size(), 1u);

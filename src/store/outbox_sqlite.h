@@ -27,10 +27,12 @@ class SqliteOutbox final : public Outbox {
   Result<std::vector<Notification>> FetchDue(double now, size_t limit,
                                              const std::string& receiver = "") override;
   Status MarkDelivered(const std::string& id, double delivered_at) override;
-  Status ScheduleRetry(const std::string& id, int attempts, double next_attempt_at,
-                       const std::string& error) override;
+  Status ScheduleRetry(const Notification& n) override;
   Status MarkFailed(const std::string& id, int attempts, const std::string& error) override;
   Result<size_t> PendingCount() override;
+  Result<std::vector<std::string>> PendingIds(const std::string& receiver,
+                                              const std::string& order_key) override;
+  Status Rebase(double now_mono) override;
 
   // "pending" | "delivered" | "failed"; kNotFound for an unknown id. For tests and /v1.
   Result<std::string> StateOf(const std::string& id);
