@@ -326,6 +326,10 @@ TEST_F(ReceiversE2E, AFullDataDiskStillDeliversTheAlertWithinTwoSeconds) {
   EXPECT_LE(latency, 2.0) << firing;
   const std::string log = agent.err();
   EXPECT_NE(log.find("delivered from memory"), std::string::npos) << log;  // the fallback ran
+  // /v1/health says the agent runs degraded, and why.
+  const json health = agent.Get("/v1/health");
+  EXPECT_EQ(health.value("status", ""), "degraded") << health;
+  EXPECT_TRUE(health["reason"].is_string()) << health;
   EXPECT_EQ(agent.Stop(SIGTERM), 0) << agent.err();
   // Refusals logged once a minute, not per write (the sampler writes 5 times a second here).
   size_t lines = 0;

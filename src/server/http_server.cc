@@ -278,7 +278,7 @@ struct AgentServer::Impl {
   double started_monotonic;
   RawServer http;
   std::unique_ptr<HttpFront> front;  // set by Start()
-  std::string listen_host;  // lower-cased host of options.listen (an allowed Host name)
+  std::string listen_host;           // lower-cased host of options.listen (an allowed Host name)
   Mutex db_mutex;
   std::optional<store::AgentDb> db GUARDED_BY(db_mutex);  // read-only connection
 
@@ -313,9 +313,13 @@ struct AgentServer::Impl {
     return true;
   }
 
+  // "degraded" with the reason while the agent runs degraded (e.g. agent.db refuses writes and
+  // notifications are sent from memory); still 200: the agent samples and alerts.
   void Health(const httplib::Request&, httplib::Response& res) {
+    const std::string degraded = live.Counters().degraded;
     Reply(res, 200,
-          {{"status", "ok"},
+          {{"status", degraded.empty() ? "ok" : "degraded"},
+           {"reason", degraded.empty() ? json(nullptr) : json(degraded)},
            {"version", FULCRUM_VERSION},
            {"hostname", options.hostname},
            {"uptime_seconds", clock.MonotonicSeconds() - started_monotonic},
