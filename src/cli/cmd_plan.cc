@@ -32,6 +32,7 @@ struct PlanFlags {
       weights, top, min_headroom, assume_network_gbps, command, objective, max_nodes, framework,
       disk_gb, egress_gb;
   bool no_checkpointing = false;
+  std::string batch_tolerance;
   bool strict_batch = false;
   bool allow_precision_fallback = false;
   bool reserved_owned = false;
@@ -162,7 +163,19 @@ Status ApplyConstraints(const PlanFlags& f, plan::PlanSpec& spec) {
     c.max_nodes = static_cast<int>(v);
   }
   if (!f.framework.empty()) {
-    FULCRUM_ASSIGN_OR_RETURN(c.framework, workload::ParseFramework(f.framework));
+    FULCRUM_ASSIGN_OR_RETURN(c.frameworks, workload::ParseFrameworkList(f.framework));
+  }
+  if (!f.batch_tolerance.empty()) {
+    std::string text = f.batch_tolerance;
+    if (text.back() == '%') text.pop_back();
+    FULCRUM_RETURN_IF_ERROR(Need(ParseDouble(text), "--batch-tolerance",
+                                 "a percentage from 0 to 50", f.batch_tolerance, v));
+    if (!(v >= 0 && v <= 50)) {
+      return Status::InvalidInput(
+          "--batch-tolerance: expected a percentage from 0 to 50, found \"" + f.batch_tolerance +
+          "\"");
+    }
+    c.batch_tolerance = v / 100;
   }
   if (f.strict_batch) c.strict_batch = true;
   if (f.allow_precision_fallback) c.allow_precision_fallback = true;
@@ -426,10 +439,17 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
   cmd->add_option("--max-nodes", f->max_nodes, "At most this many nodes per candidate")
       ->type_name("N");
   cmd->add_option("--framework", f->framework,
-                  "Only layouts this framework runs: megatron, deepspeed, fsdp or hf")
-      ->type_name("NAME");
+                  "The frameworks the job runs (a comma list of megatron, deepspeed, fsdp, ddp, "
+                  "hf); only layouts they run are planned. Default: read from the spec's command "
+                  "(torchrun of an unknown script: ddp, fsdp, deepspeed; Megatron entry points: "
+                  "megatron; torchtitan: fsdp; ...), every framework without a command")
+      ->type_name("LIST");
+  cmd->add_option("--batch-tolerance", f->batch_tolerance,
+                  "Data parallelism may change the global batch by at most PCT percent where no "
+                  "layout keeps it (default 5; flagged global-batch-changed)")
+      ->type_name("PCT");
   cmd->add_flag("--strict-batch", f->strict_batch,
-                "Drop candidates that cannot keep the spec's global batch");
+                "Only the spec's global batch, exactly (no --batch-tolerance)");
   cmd->add_flag("--allow-precision-fallback", f->allow_precision_fallback,
                 "Plan GPUs without the requested precision in fp16 (flagged) instead of skipping "
                 "them");

@@ -23,6 +23,10 @@ using workload::Training;
 // PyTorch (HF transformers docs, model_memory_anatomy); the calibration README gives 0.3-1.4 GB.
 constexpr double kCudaContextBytes = 1343.0 * 1024 * 1024;
 
+// The HF Trainer and plain PyTorch DDP keep the same states (torch.amp: fp32 parameters and
+// gradients, per-tensor allocation); the HF Trainer under torchrun is DDP.
+bool IsHfOrDdp(Framework f) { return f == Framework::kHf || f == Framework::kDdp; }
+
 // Caching-allocator reserve (max_memory_reserved - max_memory_allocated) as a fraction of the
 // allocated peak. fulcrum's own assumption, not calibrated against measurements: frameworks that
 // keep gradients in contiguous buffers (Megatron's grad buffer, FSDP flat parameters) fragment
@@ -36,6 +40,7 @@ double AllocatorReserveFraction(Framework f) {
     case Framework::kDeepSpeed:
       return 0.10;
     case Framework::kHf:
+    case Framework::kDdp:
       return 0.10;
   }
   return 0.10;
@@ -118,6 +123,7 @@ PerParam FullBytesPerParam(const Training& t) {
       break;
     case Framework::kFsdp:
     case Framework::kHf:
+    case Framework::kDdp:
       bytes = TorchAmpBytes(t, states);
       break;
   }
@@ -195,7 +201,7 @@ ModelStateBytes FullModelStates(double params, double largest_tensor_params, con
     s.weights_bytes = 0;
     if (t.framework == Framework::kFsdp) s.gradients_bytes = 0;  // FSDP CPUOffload moves grads too
   }
-  if (t.framework == Framework::kFsdp || t.framework == Framework::kHf) {
+  if (t.framework == Framework::kFsdp || IsHfOrDdp(t.framework)) {
     s.buffer_bytes = TorchBuffers(params, largest_tensor_params, b, t);
   }
   return s;
@@ -410,7 +416,7 @@ double AdapterCount(const Model& m, const Training& t) {
 double LogitBytesPerElement(const Training& t) {
   // torchtitan (FSDP) and HF/DeepSpeed: 12, as above.
   double bytes = t.framework == Framework::kMegatron ? 6 : 12;
-  if (workload::IsFp32Storage(t.precision) && t.framework != Framework::kHf &&
+  if (workload::IsFp32Storage(t.precision) && !IsHfOrDdp(t.framework) &&
       t.framework != Framework::kDeepSpeed) {
     bytes += 2;
   }
@@ -486,7 +492,7 @@ MemoryBreakdown EstimateStage(const Model& m, const Training& t, const StageCont
   const double params = c.layer_params + c.other_params;
   double largest =
       m.kind == ModelKind::kGeneric ? params : workload::LargestTensorParameterCount(m) / tp;
-  if (t.framework == Framework::kFsdp || t.framework == Framework::kHf) {
+  if (t.framework == Framework::kFsdp || IsHfOrDdp(t.framework)) {
     // FSDP wraps each transformer layer as a unit (and the embedding / output layers); a MoE
     // layer's unit holds this rank's experts.
     const double routed = workload::RoutedExpertParameterCount(m) / static_cast<double>(m.layers);

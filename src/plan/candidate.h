@@ -31,15 +31,18 @@ struct BestLayout {
   int64_t evaluated = 0;  // layouts whose memory (and, when they fit, time) was computed
 };
 
-// What a layout may be. The global batch stays base.global_batch; where no layout keeps it and
-// `allow_batch_change`, one rounded up to a multiple of dp x micro-batch (at most +10 %) is
-// accepted (the candidate is then flagged global-batch-changed). Where the batch is fulcrum's
-// default (`batch_given` false) rather than the user's, there is nothing to keep: exact and
-// rounded batches compete on speed from the start, so a default batch that dp does not divide
-// never forces model parallelism on a model that needs none (BERT-large pipelined over 3 GPUs).
+// What a layout may be. The global batch is base.global_batch where dp x micro-batch divides it;
+// with `allow_batch_change`, also the nearest multiple within `batch_tolerance` of it (126 or 129
+// for 128 on 3 GPUs), competing on speed (the candidate is then flagged global-batch-changed).
+// Where the batch is fulcrum's default (`batch_given` false) rather than the user's, it may
+// change by up to 10 %, so a default batch that dp does not divide never forces model
+// parallelism on a model that needs none (BERT-large pipelined over 3 GPUs). Each layout is
+// tried under every framework of `frameworks` that runs it.
 struct LayoutOptions {
-  std::optional<workload::Framework> framework;  // nullopt: workload::DefaultFrameworkFor
+  workload::FrameworkMask frameworks = workload::kEveryFramework;
+  bool data_parallel_only = false;  // tp, pp, cp and ep 1 (JobFrameworks::data_parallel_only)
   bool allow_batch_change = true;
+  double batch_tolerance = 0.05;
   bool batch_given = true;
   // A measured job's correction on this hardware class (MeasuredFactors in spec.h): the step time
   // and the peak memory of every layout are the estimator's times these (1 = uncorrected).
@@ -84,6 +87,10 @@ struct PlanResult {
   double seconds = 0;  // wall time of the search
   int threads = 1;
   std::vector<std::string> notes;  // assumptions worth telling the user
+  // The frameworks searched (plan/frameworks.h JobFrameworksOf) and why ("" = every framework,
+  // for want of a command).
+  workload::FrameworkMask frameworks = workload::kEveryFramework;
+  std::string frameworks_reason;
   Objective objective = Objective::kBalanced;
   ScoreReference reference;  // what the balanced score was relative to
   // The smallest miss_factor of a candidate that misses (0: none misses). Misses up to

@@ -50,7 +50,8 @@ Stages Through(PlanSpec spec) {
   EXPECT_TRUE(offers.ok()) << offers.status().message();
   s.spec.constraints = offers->constraints;
   s.classes = ClassifyOffers(s.catalog, offers->offers, s.spec, s.spec.training);
-  s.layouts = SearchClassLayouts(s.model, s.spec.training, s.classes.classes, s.spec, 2);
+  s.layouts =
+      SearchClassLayouts(s.model, s.spec.training, s.classes.classes, s.spec, JobFrameworks{}, 2);
   return s;
 }
 

@@ -5,16 +5,22 @@
 
 #include "core/parallel.h"
 #include "estimate/estimate.h"
+#include "plan/frameworks.h"
 
 namespace fulcrum::plan {
 namespace {
 
 using workload::Recompute;
 
-constexpr int kMicroBatches[] = {1, 2, 4, 8, 16, 32, 64};
+// Micro-batches tried, up to what memory allows (the scan stops at the first that does not fit):
+// NVIDIA's DeepLearningExamples train ResNet-50 at 256 images per A100 (PyTorch/Classification/
+// ConvNets/resnet50v1.5 README, "--batch-size 256" for AMP on A100 80GB), far above a
+// transformer's.
+constexpr int kMicroBatches[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
 constexpr Recompute kRecomputes[] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
-// A global batch rounded up to a multiple of dp x micro-batch may grow by at most this factor.
-constexpr double kMaxBatchRounding = 1.10;
+// Where the batch is fulcrum's default rather than the user's, a layout may change it by this
+// much (there is nothing to keep: the default is a round number of tokens or samples).
+constexpr double kDefaultBatchTolerance = 0.10;
 // Context parallelism is tried for long sequences only (from 16k tokens: where activations, not
 // model states, dominate; Megatron-LM and torchtitan use cp 2-8 from 16k-32k up), within a node
 // with tp (the K/V ring wants NVLink).
@@ -30,9 +36,13 @@ constexpr int kMaxContextParallel = 8;
 // or DeepSpeed ZeRO-3 (PEFT 0.10 release notes, "QLoRA with DeepSpeed ZeRO3 and FSDP";
 // huggingface.co/docs/peft/accelerate/fsdp): plain data parallel, no tp, pp, cp or ep.
 bool PeftRunsLayout(const workload::Training& t) {
-  if (t.method != workload::Method::kQlora) return true;
-  return t.tp == 1 && t.pp == 1 && t.cp == 1 && t.ep == 1 &&
-         t.framework != workload::Framework::kMegatron;
+  if (t.method == workload::Method::kFull) return true;
+  const bool data_parallel = t.tp == 1 && t.pp == 1 && t.cp == 1 && t.ep == 1;
+  if (t.method == workload::Method::kQlora) {
+    return data_parallel && t.framework != workload::Framework::kMegatron;
+  }
+  // LoRA with model parallelism: Megatron-Bridge only (HF PEFT shards LoRA data parallel only).
+  return data_parallel || t.framework == workload::Framework::kMegatron;
 }
 
 // The estimator's memory times a measured job's factor (every part scales alike).
@@ -61,7 +71,11 @@ bool TryLayout(const workload::Model& model, workload::Training& t, const estima
   const double headroom = estimate::HeadroomFraction(mem.peak_bytes_per_gpu, capacity_bytes);
   const double rate = st.tokens_per_second_per_gpu;
   const double best_rate = best.found ? best.step.tokens_per_second_per_gpu : -1;
-  if (!best.found || rate > best_rate || (rate == best_rate && headroom > best.headroom_fraction)) {
+  // Of equally fast layouts the one with more headroom, under the same framework: across
+  // frameworks the first tried (the usual one for the layout) keeps its place.
+  const bool more_headroom = rate == best_rate && headroom > best.headroom_fraction &&
+                             t.framework == best.training.framework;
+  if (!best.found || rate > best_rate || more_headroom) {
     best.found = true;
     best.training = t;
     best.memory = mem;
@@ -71,20 +85,31 @@ bool TryLayout(const workload::Model& model, workload::Training& t, const estima
   return true;
 }
 
+// The global batch a layout with `per_step` sequences per micro-step (dp x micro-batch) runs: the
+// spec's where per_step divides it, else the nearer multiple of per_step within `tolerance`
+// (a fraction of the spec's; up on a tie); 0 when none is.
+int64_t EffectiveBatch(int64_t global_batch, int64_t per_step, double tolerance) {
+  if (global_batch % per_step == 0) return global_batch;
+  const int64_t down = global_batch / per_step * per_step, up = down + per_step;
+  const double limit = tolerance * static_cast<double>(global_batch) + 1e-9;
+  const bool up_nearer = up - global_batch <= global_batch - down;
+  for (int64_t b : {up_nearer ? up : down, up_nearer ? down : up}) {
+    if (b > 0 && std::abs(static_cast<double>(b - global_batch)) <= limit) return b;
+  }
+  return 0;
+}
+
 void ScanMicroBatches(const workload::Model& model, workload::Training& t,
                       const estimate::Hardware& hw, double usable, double capacity,
-                      int64_t global_batch, bool exact_batch, const LayoutOptions& options,
+                      int64_t global_batch, double tolerance, const LayoutOptions& options,
                       BestLayout& best) {
   for (int mb : kMicroBatches) {
-    const int64_t per_step = mb * t.dp;
-    if (per_step > global_batch * kMaxBatchRounding) break;
-    const int64_t steps = (global_batch + per_step - 1) / per_step;
-    const int64_t effective = steps * per_step;
-    if (exact_batch ? effective != global_batch
-                    : static_cast<double>(effective) >
-                          static_cast<double>(global_batch) * kMaxBatchRounding) {
-      continue;
+    const int64_t per_step = int64_t{mb} * t.dp;
+    if (static_cast<double>(per_step) > static_cast<double>(global_batch) * (1 + tolerance)) {
+      break;
     }
+    const int64_t effective = EffectiveBatch(global_batch, per_step, tolerance);
+    if (effective == 0) continue;
     t.micro_batch = mb;
     t.global_batch = effective;
     // Memory grows with the micro-batch: once one does not fit, larger ones cannot.
@@ -92,22 +117,52 @@ void ScanMicroBatches(const workload::Model& model, workload::Training& t,
   }
 }
 
+// The layout `t` (sizes set) under each framework the job allows that runs it, the one a layout
+// of this shape usually runs under first (so that of equally fast frameworks it is the one named).
+void ScanFrameworks(const workload::Model& model, workload::Training& t,
+                    const estimate::Hardware& hw, double usable, double capacity,
+                    int64_t global_batch, double tolerance, const LayoutOptions& options,
+                    BestLayout& best) {
+  workload::Framework usual = workload::DefaultFrameworkFor(t);
+  // Plain data parallel without ZeRO is PyTorch DDP where the job allows it (a CNN's torchrun
+  // script, an unknown script's most common form), not DeepSpeed at stage 0.
+  const bool plain_dp =
+      t.tp * t.pp * t.cp * t.ep == 1 && t.zero_stage == 0 && t.method == workload::Method::kFull;
+  if (plain_dp && (options.frameworks & workload::FrameworkBit(workload::Framework::kDdp))) {
+    usual = workload::Framework::kDdp;
+  }
+  // One GPU runs no distributed framework: the usual one's conventions, where the job allows it.
+  const bool one_gpu = t.tp * t.pp * t.cp * t.dp == 1;
+  const bool usual_allowed = (options.frameworks & workload::FrameworkBit(usual)) != 0;
+  for (int i = -1; i < workload::kFrameworkCount; ++i) {
+    const workload::Framework f = i < 0 ? usual : static_cast<workload::Framework>(i);
+    if (i >= 0 && (f == usual || (one_gpu && usual_allowed))) continue;
+    if (!(options.frameworks & workload::FrameworkBit(f))) continue;
+    t.framework = f;
+    if (!workload::FrameworkRunsLayout(f, t) || !PeftRunsLayout(t)) continue;
+    ScanMicroBatches(model, t, hw, usable, capacity, global_batch, tolerance, options, best);
+  }
+}
+
 void ScanLayouts(const workload::Model& model, const workload::Training& base,
                  const estimate::Hardware& hw, double capacity_bytes, int gpus, double min_headroom,
-                 const LayoutOptions& options, bool exact_batch, BestLayout& best) {
+                 const LayoutOptions& options, double tolerance, BestLayout& best) {
   const double usable = capacity_bytes * (1.0 - min_headroom);
   const bool generic = model.kind == workload::ModelKind::kGeneric;
   const int64_t layers = generic ? 1 : model.layers;
   const int64_t kv_heads = model.kv_heads > 0 ? model.kv_heads : model.heads;
   workload::Training t = base;
   const int max_cp = generic || base.seq_len < kContextParallelMinSeqLen ? 1 : kMaxContextParallel;
-  for (int tp = 1; tp <= hw.gpus_per_node && tp <= gpus; tp *= 2) {
+  // A job whose code shards nothing itself: one rank per GPU, data parallel only.
+  const int max_model_parallel = options.data_parallel_only ? 1 : gpus;
+  for (int tp = 1; tp <= hw.gpus_per_node && tp <= max_model_parallel; tp *= 2) {
     if (gpus % tp != 0 || hw.gpus_per_node % tp != 0) continue;
     if (generic && tp > 1) break;
     if (!generic && (model.heads % tp != 0 || kv_heads % tp != 0)) continue;
-    for (int cp = 1; cp <= max_cp && tp * cp <= hw.gpus_per_node; cp *= 2) {
+    for (int cp = 1; cp <= std::min(max_cp, max_model_parallel) && tp * cp <= hw.gpus_per_node;
+         cp *= 2) {
       if (gpus % (tp * cp) != 0 || (cp > 1 && base.seq_len % (2 * cp) != 0)) continue;
-      for (int pp = 1; pp <= gpus / (tp * cp) && pp <= layers; ++pp) {
+      for (int pp = 1; pp <= gpus / (tp * cp) && pp <= layers && pp <= max_model_parallel; ++pp) {
         // pp need not divide the layers: the stages then hold the floor or the ceiling of
         // layers / pp, the first and last the floor (workload::PipelineStageLayers; Megatron-LM
         // --decoder-first/last-pipeline-num-layers, as Llama 3 405B's pp16 over 126 layers with
@@ -125,7 +180,8 @@ void ScanLayouts(const workload::Model& model, const workload::Training& base,
           for (int zero = 0; zero <= max_zero; ++zero) {
             // Mixture of experts: expert parallelism carved out of dp (ep divides dp and the
             // experts).
-            for (int ep = 1; ep <= (workload::IsMoe(model) ? dp : 1); ep *= 2) {
+            for (int ep = 1; ep <= (workload::IsMoe(model) ? std::min(dp, max_model_parallel) : 1);
+                 ep *= 2) {
               if (dp % ep != 0 || (ep > 1 && model.experts % ep != 0)) continue;
               for (Recompute rc : kRecomputes) {
                 t.tp = tp;
@@ -137,12 +193,8 @@ void ScanLayouts(const workload::Model& model, const workload::Training& base,
                 t.zero_stage = zero;
                 t.recompute = rc;
                 t.sequence_parallel = tp > 1;
-                t.framework = options.framework.value_or(workload::DefaultFrameworkFor(t));
-                if (!workload::FrameworkRunsLayout(t.framework, t) || !PeftRunsLayout(t)) {
-                  continue;
-                }
-                ScanMicroBatches(model, t, hw, usable, capacity_bytes, base.global_batch,
-                                 exact_batch, options, best);
+                ScanFrameworks(model, t, hw, usable, capacity_bytes, base.global_batch, tolerance,
+                               options, best);
               }
             }
           }
@@ -196,14 +248,11 @@ BestLayout SearchLayouts(const workload::Model& model, const workload::Training&
                          const estimate::Hardware& hw, double capacity_bytes, int gpus,
                          double min_headroom, const LayoutOptions& options) {
   BestLayout best;
+  double tolerance = options.allow_batch_change ? options.batch_tolerance : 0;
   if (!options.batch_given && options.allow_batch_change) {
-    ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, false, best);
-    return best;
+    tolerance = std::max(tolerance, kDefaultBatchTolerance);
   }
-  ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, true, best);
-  if (!best.found && options.allow_batch_change) {
-    ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, false, best);
-  }
+  ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, tolerance, best);
   return best;
 }
 
@@ -219,7 +268,7 @@ const LayoutTask* LayoutTable::Find(int hardware_class, int nodes) const {
 
 LayoutTable SearchClassLayouts(const workload::Model& model, const workload::Training& base,
                                const std::vector<HardwareClass>& classes, const PlanSpec& spec,
-                               int threads) {
+                               const JobFrameworks& frameworks, int threads) {
   LayoutTable table;
   table.first_task.push_back(0);
   for (size_t k = 0; k < classes.size(); ++k) {
@@ -233,8 +282,10 @@ LayoutTable SearchClassLayouts(const workload::Model& model, const workload::Tra
   }
   const Constraints& c = spec.constraints;
   LayoutOptions options;
-  options.framework = c.framework;
+  options.frameworks = frameworks.allowed;
+  options.data_parallel_only = frameworks.data_parallel_only;
   options.allow_batch_change = !c.strict_batch;
+  options.batch_tolerance = c.batch_tolerance;
   options.batch_given = spec.global_batch_given;
   table.threads = ParallelFor(table.tasks.size(), threads, 1, [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {

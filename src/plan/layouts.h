@@ -14,6 +14,7 @@
 #include "estimate/compute.h"
 #include "plan/candidate.h"
 #include "plan/classes.h"
+#include "plan/frameworks.h"
 #include "plan/spec.h"
 #include "workload/model.h"
 #include "workload/training.h"
@@ -52,11 +53,13 @@ struct LayoutTable {
   const LayoutTask* Find(int hardware_class, int nodes) const;
 };
 
-// Searches every class at each of its node counts under the spec's framework, batch and
-// headroom constraints, on up to `threads` threads (<= 0: the hardware's). The result does not
-// depend on the thread count.
+// Searches every class at each of its node counts under the spec's batch and headroom
+// constraints, each layout under every framework of `frameworks` that runs it (JobFrameworksOf;
+// data parallel only where it says so),
+// on up to `threads` threads (<= 0: the hardware's). The result does not depend on the thread
+// count.
 LayoutTable SearchClassLayouts(const workload::Model& model, const workload::Training& base,
                                const std::vector<HardwareClass>& classes, const PlanSpec& spec,
-                               int threads);
+                               const JobFrameworks& frameworks, int threads);
 
 }  // namespace fulcrum::plan

@@ -42,7 +42,8 @@ estimate::Hardware H100Node() {
   return hw;
 }
 
-// Exhaustive: every layout, no early exit; the best fitting rate.
+// Exhaustive: every layout under every framework that runs it, no early exit; the best fitting
+// rate.
 double ExhaustiveBestRate(const workload::Model& m, workload::Training t,
                           const estimate::Hardware& hw, double capacity, int gpus,
                           double min_headroom, int64_t* count) {
@@ -57,22 +58,34 @@ double ExhaustiveBestRate(const workload::Model& m, workload::Training t,
         for (int zero = 0; zero <= (dp == 1 ? 0 : (pp > 1 ? 1 : 3)); ++zero) {
           for (auto rc : {workload::Recompute::kNone, workload::Recompute::kSelective,
                           workload::Recompute::kFull}) {
-            for (int mb : {1, 2, 4, 8, 16, 32, 64}) {
-              const int64_t per_step = int64_t{mb} * dp;
-              const int64_t global = 64;
-              const int64_t eff = (global + per_step - 1) / per_step * per_step;
-              if (eff > global * 1.10) continue;
-              workload::Training x = t;
-              x.tp = tp, x.pp = pp, x.vpp = vpp, x.dp = dp, x.zero_stage = zero;
-              x.recompute = rc, x.micro_batch = mb, x.global_batch = eff;
-              x.sequence_parallel = tp > 1;
-              x.framework = tp > 1 || pp > 1 ? workload::Framework::kMegatron
-                            : zero == 3      ? workload::Framework::kFsdp
-                                             : workload::Framework::kDeepSpeed;
-              ++*count;
-              const auto mem = estimate::EstimateMemory(m, x);
-              if (mem.peak_bytes_per_gpu > capacity * (1 - min_headroom)) continue;
-              best = std::max(best, estimate::EstimateStepTime(m, x, hw).tokens_per_second_per_gpu);
+            for (int f = 0; f < workload::kFrameworkCount; ++f) {
+              for (int mb = 1; mb <= 4096; mb *= 2) {
+                // The spec's batch where dp x mb divides it, else the nearer multiple within 5 %.
+                const int64_t per_step = int64_t{mb} * dp;
+                const int64_t global = 64;
+                const int64_t down = global / per_step * per_step, up = down + per_step;
+                int64_t eff = 0;
+                if (global % per_step == 0) {
+                  eff = global;
+                } else {
+                  const bool up_nearer = up - global <= global - down;
+                  for (int64_t b : {up_nearer ? up : down, up_nearer ? down : up}) {
+                    if (eff == 0 && b > 0 && std::abs(double(b - global)) <= 0.05 * global) eff = b;
+                  }
+                }
+                if (eff == 0) continue;
+                workload::Training x = t;
+                x.tp = tp, x.pp = pp, x.vpp = vpp, x.dp = dp, x.zero_stage = zero;
+                x.recompute = rc, x.micro_batch = mb, x.global_batch = eff;
+                x.sequence_parallel = tp > 1;
+                x.framework = static_cast<workload::Framework>(f);
+                if (!workload::FrameworkRunsLayout(x.framework, x)) continue;
+                ++*count;
+                const auto mem = estimate::EstimateMemory(m, x);
+                if (mem.peak_bytes_per_gpu > capacity * (1 - min_headroom)) continue;
+                best =
+                    std::max(best, estimate::EstimateStepTime(m, x, hw).tokens_per_second_per_gpu);
+              }
             }
           }
         }
@@ -136,7 +149,7 @@ TEST(LayoutsTest, MixtureOfExpertsUsesExpertParallelism) {
   base.seq_len = 4096;
   base.global_batch = 64;
   LayoutOptions megatron;
-  megatron.framework = workload::Framework::kMegatron;
+  megatron.frameworks = workload::FrameworkBit(workload::Framework::kMegatron);
   const BestLayout best =
       SearchLayouts(*mixtral, base, H100Node(), 80.0 * 1073741824.0, 16, 0.1, megatron);
   ASSERT_TRUE(best.found);
@@ -170,8 +183,10 @@ TEST(LayoutsTest, ClassLayoutsDoNotDependOnTheThreadCount) {
   for (const catalog::Offer& o : catalog->offers()) offers.push_back(&o);
   const HardwareClasses classes = ClassifyOffers(*catalog, offers, spec, spec.training);
   ASSERT_GT(classes.classes.size(), 10u);
-  const LayoutTable one = SearchClassLayouts(Llama7b(), spec.training, classes.classes, spec, 1);
-  const LayoutTable three = SearchClassLayouts(Llama7b(), spec.training, classes.classes, spec, 3);
+  const LayoutTable one =
+      SearchClassLayouts(Llama7b(), spec.training, classes.classes, spec, JobFrameworks{}, 1);
+  const LayoutTable three =
+      SearchClassLayouts(Llama7b(), spec.training, classes.classes, spec, JobFrameworks{}, 3);
   EXPECT_EQ(one.threads, 1);
   EXPECT_EQ(three.threads, 3);
   ASSERT_EQ(one.tasks.size(), three.tasks.size());

@@ -108,7 +108,7 @@ void CostAndBatchNotes(const PlanInputs& in, const CostedCandidates& costed,
         "global batch not given: using " + std::to_string(in.base.global_batch) +
         (in.model.kind == workload::ModelKind::kGeneric ? " samples" : " sequences (2^20 tokens)") +
         (c.strict_batch ? ""
-                        : ", which a layout may round up by at most 10 % to a multiple of dp x "
+                        : ", which a layout may change by at most 10 % to a multiple of dp x "
                           "micro-batch (--global-batch N keeps one exactly)"));
   }
 }

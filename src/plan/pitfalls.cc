@@ -115,8 +115,8 @@ std::string PitfallMessage(Pitfall p) {
       return "the offer does not say how its GPUs are connected: planned conservatively as PCIe; "
              "NVLink would be faster";
     case kPitfallGlobalBatchChanged:
-      return "no layout on this many GPUs keeps the spec's global batch: it is rounded up to a "
-             "multiple of dp x micro-batch (--strict-batch drops such candidates)";
+      return "the layout runs a global batch near the spec's, the nearest multiple of dp x "
+             "micro-batch within --batch-tolerance (default 5 %; --strict-batch keeps it exactly)";
     case kPitfallPrecisionFallback:
       return "the GPU has no tensor-core mode for the requested precision: planned in fp16 "
              "(loss scaling needed)";

@@ -338,17 +338,27 @@ json PlanJson(const PlanResult& r, const catalog::Catalog& catalog) {
                    {"candidates", r.candidates.size()},
                    {"spot_not_simulated", r.spot_pruned},
                    {"threads", r.threads}};
+  // The frameworks the layouts were tried under (names --framework takes) and why.
+  std::vector<std::string> frameworks;
+  for (int i = 0; i < workload::kFrameworkCount; ++i) {
+    const auto f = static_cast<workload::Framework>(i);
+    if (r.frameworks & workload::FrameworkBit(f))
+      frameworks.emplace_back(workload::FrameworkName(f));
+  }
+  j["searched"]["frameworks"] = frameworks;
+  j["searched"]["frameworks_from"] =
+      r.frameworks_reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.frameworks_reason);
   j["notes"] = r.notes;
   return j;
 }
 
 std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
   const std::string unit = r.units_are_samples ? "samples/s" : "tok/s";
-  Table table({"#", "provider", "instance", "region", "GPUs", "pricing", "layout", "mem", unit,
-               "time", "cost", "score", "warn"},
+  Table table({"#", "provider", "instance", "region", "GPUs", "pricing", "framework", "layout",
+               "mem", unit, "time", "cost", "score", "warn"},
               {Align::kRight, Align::kLeft, Align::kLeft, Align::kLeft, Align::kLeft, Align::kLeft,
-               Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
-               Align::kRight, Align::kRight});
+               Align::kLeft, Align::kLeft, Align::kRight, Align::kRight, Align::kRight,
+               Align::kRight, Align::kRight, Align::kRight});
   std::string footnotes;
   for (size_t i = 0; i < TopCount(r); ++i) {
     const Candidate& c = r.candidates[i];
@@ -357,9 +367,10 @@ std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
     const std::vector<std::string> codes = PitfallCodes(c.warnings);
     table.AddRow({std::to_string(c.rank) + (c.pareto ? "*" : ""), o.provider, o.instance_type,
                   o.region, GpuLabel(c, o), std::string(PricingModelName(c.pricing)),
-                  LayoutLabel(c.layout.training), fmt::format("{:.0f}%", used * 100),
-                  Rate(c.work_units_per_second), FormatDuration(c.run.total_seconds),
-                  FormatUsd(c.run.expected_usd), fmt::format("{:.3f}", c.score.total),
+                  FrameworkLabel(c.layout.training), LayoutLabel(c.layout.training),
+                  fmt::format("{:.0f}%", used * 100), Rate(c.work_units_per_second),
+                  FormatDuration(c.run.total_seconds), FormatUsd(c.run.expected_usd),
+                  fmt::format("{:.3f}", c.score.total),
                   codes.empty() ? "-" : std::to_string(codes.size())});
     for (const std::string& code : codes) {
       std::string detail;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "estimate/estimate.h"
+#include "plan/frameworks.h"
 #include "plan/notes.h"
 
 namespace fulcrum::plan {
@@ -74,14 +75,24 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   in.trained_parameters = estimate::TrainableParameterCount(model, in.base);
   in.threads = threads;
 
+  const JobFrameworks frameworks = JobFrameworksOf(spec);
+  result.frameworks = frameworks.allowed;
+  result.frameworks_reason = frameworks.reason;
+
   const HardwareClasses classes = ClassifyOffers(catalog, offers.offers, spec, in.base);
-  const LayoutTable layouts = SearchClassLayouts(model, in.base, classes.classes, spec, threads);
+  const LayoutTable layouts =
+      SearchClassLayouts(model, in.base, classes.classes, spec, frameworks, threads);
   CostedCandidates costed = CostCandidates(in, classes, layouts);
   result.candidates = std::move(costed.candidates);
   RankCandidates(result);
 
   result.work_units = in.work_units;
   result.notes = PlanNotes(in, classes, costed, result.candidates);
+  if (!frameworks.reason.empty()) {
+    result.notes.insert(result.notes.begin(),
+                        "frameworks searched: " + workload::FrameworkListName(frameworks.allowed) +
+                            " (" + frameworks.reason + ")");
+  }
   result.notes.insert(result.notes.end(), offers.notes.begin(), offers.notes.end());
   result.offers_considered = classes.offers_considered;
   result.hardware_classes = static_cast<int64_t>(classes.classes.size());

@@ -17,11 +17,35 @@ namespace {
 constexpr double kPositive = YamlNode::kAboveZero;
 constexpr double kBelowOne = 1.0 - std::numeric_limits<double>::epsilon() / 2;
 
+// `framework: fsdp`, `framework: fsdp,deepspeed` or `framework: [fsdp, deepspeed]`.
+Status ParseFrameworks(const YamlNode& v, Constraints& c) {
+  FULCRUM_ASSIGN_OR_RETURN(std::vector<std::string> names, v.StringList(true));
+  workload::FrameworkMask mask = 0;
+  for (const std::string& name : names) {
+    Result<workload::Framework> f = workload::ParseFramework(name);
+    if (!f.ok()) return v.Error("megatron, deepspeed, fsdp, ddp or hf (or a list of them)");
+    mask |= workload::FrameworkBit(*f);
+  }
+  if (mask == 0) return v.Error("megatron, deepspeed, fsdp, ddp or hf (or a list of them)");
+  c.frameworks = mask;
+  return Status::Ok();
+}
+
+// `batch_tolerance: 5` or `5%`: percent of the global batch, 0 to 50.
+Status ParseBatchTolerance(const YamlNode& v, Constraints& c) {
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, v.Text());
+  if (!text.empty() && text.back() == '%') text.pop_back();
+  const Result<double> pct = ParseDouble(text);
+  if (!pct.ok() || !(*pct >= 0 && *pct <= 50)) return v.Error("a percentage from 0 to 50, e.g. 5");
+  c.batch_tolerance = *pct / 100;
+  return Status::Ok();
+}
+
 Status ParseConstraints(const YamlNode& node, Constraints& c) {
   FULCRUM_RETURN_IF_ERROR(
       node.CheckKeys({"deadline", "budget_usd", "max_gpus", "providers", "regions", "gpus",
                       "pricing", "interruptible", "min_headroom", "assume_network_gbps",
-                      "max_nodes", "framework", "strict_batch"}));
+                      "max_nodes", "framework", "strict_batch", "batch_tolerance"}));
   if (auto v = node.Find("deadline")) {
     FULCRUM_ASSIGN_OR_RETURN(c.deadline_seconds, v->Duration("a duration such as 7d or 36h"));
   }
@@ -65,12 +89,8 @@ Status ParseConstraints(const YamlNode& node, Constraints& c) {
     FULCRUM_ASSIGN_OR_RETURN(double n, v->Number("a positive integer", kPositive));
     c.max_nodes = static_cast<int>(n);
   }
-  if (auto v = node.Find("framework")) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string text, v->Text());
-    Result<workload::Framework> f = workload::ParseFramework(text);
-    if (!f.ok()) return v->Error("megatron, deepspeed, fsdp or hf");
-    c.framework = *f;
-  }
+  if (auto v = node.Find("framework")) FULCRUM_RETURN_IF_ERROR(ParseFrameworks(*v, c));
+  if (auto v = node.Find("batch_tolerance")) FULCRUM_RETURN_IF_ERROR(ParseBatchTolerance(*v, c));
   if (auto v = node.Find("strict_batch")) {
     FULCRUM_ASSIGN_OR_RETURN(c.strict_batch, v->Bool());
   }
@@ -283,10 +303,11 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
   PlanSpec spec;
   spec.origin = origin;
   FULCRUM_RETURN_IF_ERROR(root.CheckKeys(
-      {"model",         "hf_config",   "tokens",      "samples",   "epochs",    "seq_len",
-       "global_batch",  "precision",   "method",      "lora_rank", "optimizer", "flash_attention",
-       "checkpointing", "command",     "constraints", "weights",   "costs",     "top",
-       "name",          "description", "objective",   "storage",   "egress_gb"},
+      {"model",     "hf_config",       "tokens",        "samples",   "epochs",
+       "seq_len",   "global_batch",    "precision",     "method",    "lora_rank",
+       "optimizer", "flash_attention", "checkpointing", "command",   "constraints",
+       "weights",   "costs",           "top",           "name",      "description",
+       "objective", "storage",         "egress_gb",     "framework", "batch_tolerance"},
       "a mapping of plan fields (model, tokens, ...)"));
   FULCRUM_RETURN_IF_ERROR(ParseModelAndWork(root, base_dir, spec));
   FULCRUM_RETURN_IF_ERROR(ParseTraining(root, spec));
@@ -298,6 +319,12 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
   }
   if (auto v = root.Find("constraints")) {
     FULCRUM_RETURN_IF_ERROR(ParseConstraints(*v, spec.constraints));
+  }
+  // The job's framework and batch tolerance may also stand at the top level.
+  if (auto v = root.Find("framework"))
+    FULCRUM_RETURN_IF_ERROR(ParseFrameworks(*v, spec.constraints));
+  if (auto v = root.Find("batch_tolerance")) {
+    FULCRUM_RETURN_IF_ERROR(ParseBatchTolerance(*v, spec.constraints));
   }
   if (auto v = root.Find("weights")) FULCRUM_RETURN_IF_ERROR(ParseWeightsNode(*v, spec.weights));
   if (auto v = root.Find("costs")) FULCRUM_RETURN_IF_ERROR(ParseCosts(*v, spec.extra));
@@ -371,8 +398,8 @@ Status ValidateSpec(const PlanSpec& spec) {
     return Status::InvalidInput(spec.origin + ": constraints.pricing: expected at least one model");
   }
   if (spec.top < 1) return Status::InvalidInput(spec.origin + ": top: expected >= 1");
-  if (spec.training.method == workload::Method::kQlora && spec.constraints.framework &&
-      *spec.constraints.framework == workload::Framework::kMegatron) {
+  if (spec.training.method == workload::Method::kQlora &&
+      spec.constraints.frameworks == workload::FrameworkBit(workload::Framework::kMegatron)) {
     ErrorDetail detail;
     detail.field = "framework";
     detail.expected = "deepspeed, fsdp or hf for qlora";

@@ -69,9 +69,14 @@ struct Constraints {
   // they are skipped unless this assumption (Gbit/s per node) is given.
   std::optional<double> assume_network_gbps;
   std::optional<int> max_nodes;  // at most this many nodes per candidate
-  // Only layouts this framework can run (nullopt: each layout gets the framework that fits it).
-  std::optional<workload::Framework> framework;
-  bool strict_batch = false;  // drop candidates whose global batch differs from the spec's
+  // The frameworks the job runs (`framework:` / --framework, a list); 0: read from the command
+  // (plan/frameworks.h), every framework without one. Each layout is tried under each of them
+  // that runs it.
+  workload::FrameworkMask frameworks = 0;
+  // Data parallelism may use a global batch within this fraction of the spec's (126 or 129 for
+  // 128 on 3 GPUs) where no layout keeps it exactly; flagged global-batch-changed.
+  double batch_tolerance = 0.05;
+  bool strict_batch = false;  // only the spec's global batch, exactly
   // A precision the GPU cannot run in tensor cores: false skips the GPU, true plans it in fp16
   // (with a precision-fallback warning).
   bool allow_precision_fallback = false;

@@ -98,7 +98,7 @@ constraints: {max_nodes: 2, framework: fsdp, strict_batch: true}
   EXPECT_DOUBLE_EQ(spec->storage.keep_days, 30);
   EXPECT_DOUBLE_EQ(spec->storage.egress_gb, 100);
   EXPECT_EQ(spec->constraints.max_nodes, 2);
-  EXPECT_EQ(spec->constraints.framework, workload::Framework::kFsdp);
+  EXPECT_EQ(spec->constraints.frameworks, workload::FrameworkBit(workload::Framework::kFsdp));
   EXPECT_TRUE(spec->constraints.strict_batch);
   EXPECT_FALSE(ParsePlanYaml("model: x\ntokens: 1B\nobjective: quickest\n", "x.yaml").ok());
   EXPECT_FALSE(ParsePlanYaml("model: x\ntokens: 1B\nstorage: {disks: 1}\n", "x.yaml").ok());

@@ -208,6 +208,7 @@ bool FrameworkRunsLayout(Framework f, const Training& t) {
     case Framework::kFsdp:
       return t.zero_stage != 1;
     case Framework::kHf:
+    case Framework::kDdp:
       return t.tp == 1 && t.pp == 1 && t.cp == 1 && t.ep == 1 && !hsdp && t.zero_stage == 0;
   }
   return false;
@@ -304,6 +305,8 @@ std::string_view FrameworkName(Framework f) {
       return "fsdp";
     case Framework::kHf:
       return "hf";
+    case Framework::kDdp:
+      return "ddp";
   }
   return "?";
 }
@@ -356,7 +359,29 @@ Result<Framework> ParseFramework(std::string_view text) {
   if (t == "deepspeed") return Framework::kDeepSpeed;
   if (t == "fsdp") return Framework::kFsdp;
   if (t == "hf") return Framework::kHf;
-  return Expected("--framework", "megatron, deepspeed, fsdp or hf", text);
+  if (t == "ddp") return Framework::kDdp;
+  return Expected("--framework", "megatron, deepspeed, fsdp, ddp or hf", text);
+}
+
+Result<FrameworkMask> ParseFrameworkList(std::string_view text) {
+  FrameworkMask mask = 0;
+  for (const std::string& part : Split(std::string(text), ',')) {
+    const std::string name(Trim(part));
+    if (name.empty()) continue;
+    FULCRUM_ASSIGN_OR_RETURN(Framework f, ParseFramework(name));
+    mask |= FrameworkBit(f);
+  }
+  if (mask == 0) return Expected("--framework", "megatron, deepspeed, fsdp, ddp or hf", text);
+  return mask;
+}
+
+std::string FrameworkListName(FrameworkMask mask) {
+  std::string out;
+  for (int i = 0; i < kFrameworkCount; ++i) {
+    const auto f = static_cast<Framework>(i);
+    if (mask & FrameworkBit(f)) out += (out.empty() ? "" : ", ") + std::string(FrameworkName(f));
+  }
+  return out;
 }
 
 Result<GradPrecision> ParseGradPrecision(std::string_view text) {

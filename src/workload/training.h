@@ -23,8 +23,20 @@ enum class Precision { kFp32, kFp16Mixed, kBf16Mixed, kPureBf16, kFp8, kTf32 };
 enum class Optimizer { kAdamW, kSgdMomentum, kAdam8bit };
 enum class Method { kFull, kLora, kQlora };
 enum class Recompute { kNone, kSelective, kFull };
-// Whose conventions (gradient dtype, buffers, allocator reserve) apply; see memory.cc.
-enum class Framework { kMegatron, kDeepSpeed, kFsdp, kHf };
+// Whose conventions (gradient dtype, buffers, allocator reserve) apply; see memory.cc. kDdp is
+// PyTorch DistributedDataParallel (torch.nn.parallel.DistributedDataParallel, plain data parallel
+// with torch.amp; the HF Trainer under torchrun is DDP too and is estimated alike).
+enum class Framework { kMegatron, kDeepSpeed, kFsdp, kHf, kDdp };
+inline constexpr int kFrameworkCount = 5;
+// A set of frameworks: bit 1 << Framework.
+using FrameworkMask = uint32_t;
+inline constexpr FrameworkMask FrameworkBit(Framework f) { return 1u << static_cast<int>(f); }
+inline constexpr FrameworkMask kEveryFramework = (1u << kFrameworkCount) - 1;
+// The frameworks that run data parallel layouts only (no tp, pp, cp or ep): what a launcher of a
+// script fulcrum does not know (`torchrun train.py`) is searched as.
+inline constexpr FrameworkMask kDataParallelFrameworks = FrameworkBit(Framework::kDdp) |
+                                                         FrameworkBit(Framework::kFsdp) |
+                                                         FrameworkBit(Framework::kDeepSpeed);
 // kDefault: the framework's own choice (Megatron fp32 main grads; DeepSpeed/HF/FSDP mixed
 // precision: grads in the 16-bit param dtype).
 enum class GradPrecision { kDefault, kFp16, kBf16, kFp32 };
@@ -130,7 +142,8 @@ Status Validate(const Model& model, const Training& training, int64_t gpus = 0);
 // like FULL_SHARD within a node) = ZeRO 0, 2, 3, with tp, pp and cp as torchtitan composes them
 // (FSDP2 over the dp_shard mesh dimension of a tp-parallelised, pipeline-split model:
 // torchtitan docs "2D/3D parallelism", torchtitan/models/llama3/parallelize.py); the HF Trainer
-// alone plain data parallel (ZeRO 0). Sources: Megatron-LM --use-distributed-optimizer docs;
+// alone plain data parallel (ZeRO 0), and so PyTorch DDP (ZeRO 0: every rank keeps the whole
+// model, DistributedDataParallel docs). Sources: Megatron-LM --use-distributed-optimizer docs;
 // DeepSpeed ZeRO and pipeline docs ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
 // parallelism"); torch.distributed.fsdp.ShardingStrategy.
 bool FrameworkRunsLayout(Framework framework, const Training& training);
@@ -147,13 +160,17 @@ std::string_view MethodName(Method m);
 std::string_view RecomputeName(Recompute r);
 std::string_view FrameworkName(Framework f);
 // Accept the CLI spellings: bf16|fp16|fp8|fp32|pure-bf16 (also bf16-mixed, fp16-mixed);
-// adamw|adam|sgd|adam8bit; full|lora|qlora; none|selective|full; megatron|deepspeed|fsdp|hf;
+// adamw|adam|sgd|adam8bit; full|lora|qlora; none|selective|full; megatron|deepspeed|fsdp|hf|ddp;
 // fp16|bf16|fp32 (grad precision).
 Result<Precision> ParsePrecision(std::string_view text);
 Result<Optimizer> ParseOptimizer(std::string_view text);
 Result<Method> ParseMethod(std::string_view text);
 Result<Recompute> ParseRecompute(std::string_view text);
 Result<Framework> ParseFramework(std::string_view text);
+// A comma-separated list of framework names ("fsdp,deepspeed"); InvalidInput on an unknown one.
+Result<FrameworkMask> ParseFrameworkList(std::string_view text);
+// "ddp, fsdp, deepspeed" for the frameworks in `mask`, in the order of the enum.
+std::string FrameworkListName(FrameworkMask mask);
 Result<GradPrecision> ParseGradPrecision(std::string_view text);
 
 }  // namespace fulcrum::workload

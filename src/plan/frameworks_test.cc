@@ -1,0 +1,108 @@
+// Which frameworks a job runs, read from its command as an ML engineer would read it.
+#include "plan/frameworks.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace fulcrum::plan {
+namespace {
+
+using workload::Framework;
+using workload::FrameworkBit;
+
+constexpr workload::FrameworkMask kMegatron = FrameworkBit(Framework::kMegatron);
+constexpr workload::FrameworkMask kFsdp = FrameworkBit(Framework::kFsdp);
+constexpr workload::FrameworkMask kDeepSpeed = FrameworkBit(Framework::kDeepSpeed);
+constexpr workload::FrameworkMask kDdp = FrameworkBit(Framework::kDdp);
+
+workload::FrameworkMask Of(const std::string& command, const std::string& dir = "") {
+  return FrameworksOfCommand(command, dir).allowed;
+}
+
+TEST(FrameworksTest, AnUnknownScriptUnderALauncherRunsDataParallelOnly) {
+  for (const char* command :
+       {"torchrun --nproc-per-node 8 train.py --config finetune.yaml",
+        "python -m torch.distributed.run --nproc_per_node=8 train.py",
+        "NCCL_DEBUG=INFO torchrun --standalone --nproc_per_node 8 /code/train.py",
+        "deepspeed_is_not_here=1 torchrun --nnodes $NUM_NODES --node_rank $NODE_RANK train.py"}) {
+    const JobFrameworks j = FrameworksOfCommand(command, "");
+    EXPECT_EQ(j.allowed, workload::kDataParallelFrameworks) << command;
+    EXPECT_TRUE(j.from_command) << command;
+    EXPECT_NE(j.reason.find("train.py"), std::string::npos) << j.reason;
+  }
+}
+
+TEST(FrameworksTest, MegatronAndNemoEntryPointsRunMegatron) {
+  EXPECT_EQ(Of("torchrun --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 4"),
+            kMegatron);
+  EXPECT_EQ(Of("torchrun $DISTRIBUTED_ARGS /workspace/Megatron-LM/pretrain_mamba.py"), kMegatron);
+  EXPECT_EQ(Of("python examples/nlp/language_modeling/megatron_gpt_pretraining.py"), kMegatron);
+  EXPECT_EQ(Of("nemo llm pretrain --factory llama3_8b"), kMegatron);
+  // Megatron-DeepSpeed: a Megatron entry point under the deepspeed launcher.
+  EXPECT_EQ(Of("deepspeed --num_gpus 8 pretrain_gpt.py --deepspeed_config ds.json"),
+            kMegatron | kDeepSpeed);
+}
+
+TEST(FrameworksTest, TorchtitanRunsFsdpWithModelParallelism) {
+  EXPECT_EQ(Of("torchrun --nproc_per_node=8 -m torchtitan.train --job.config_file llama3_8b.toml"),
+            kFsdp);
+  EXPECT_EQ(Of("torchrun --nproc_per_node 8 torchtitan/train.py"), kFsdp);
+  EXPECT_EQ(Of("torchrun --nproc_per_node 8 train.py --job.config_file ./train_configs/x.toml"),
+            kFsdp);
+}
+
+TEST(FrameworksTest, TheHfTrainersArgumentsNameTheFramework) {
+  EXPECT_EQ(Of("torchrun --nproc_per_node 8 run_clm.py --fsdp 'full_shard auto_wrap'"), kFsdp);
+  EXPECT_EQ(Of("torchrun --nproc_per_node 8 run_clm.py --deepspeed ds_config_zero3.json"),
+            kDeepSpeed);
+  EXPECT_EQ(Of("deepspeed train.py --deepspeed_config ds.json"), kDeepSpeed);
+}
+
+TEST(FrameworksTest, AccelerateReadsItsFlagsAndItsConfigFile) {
+  EXPECT_EQ(Of("accelerate launch --use_fsdp train.py"), kFsdp);
+  EXPECT_EQ(Of("accelerate launch --use_deepspeed --num_processes 8 train.py"), kDeepSpeed);
+  EXPECT_EQ(Of("accelerate launch --multi_gpu train.py"), kDdp);
+  EXPECT_EQ(Of("accelerate launch train.py"), workload::kDataParallelFrameworks);
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fulcrum_frameworks_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "fsdp.yaml") << "compute_environment: LOCAL_MACHINE\n"
+                                      "distributed_type: FSDP\nnum_processes: 8\n";
+  std::ofstream(dir / "ds.yaml") << "distributed_type: 'DEEPSPEED'\n";
+  EXPECT_EQ(Of("accelerate launch --config_file fsdp.yaml train.py", dir.string()), kFsdp);
+  EXPECT_EQ(Of("accelerate launch --config_file=" + (dir / "ds.yaml").string() + " train.py"),
+            kDeepSpeed);
+  // A config that is not there: the launcher's data-parallel frameworks.
+  EXPECT_EQ(Of("accelerate launch --config_file missing.yaml train.py", dir.string()),
+            workload::kDataParallelFrameworks);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FrameworksTest, LightningsStrategyNamesTheFramework) {
+  EXPECT_EQ(Of("python train.py fit --trainer.strategy fsdp"), kFsdp);
+  EXPECT_EQ(Of("lightning run model --strategy=deepspeed_stage_3 train.py"), kDeepSpeed);
+  EXPECT_EQ(Of("lightning run model --strategy ddp train.py"), kDdp);
+}
+
+TEST(FrameworksTest, WithoutALauncherFulcrumKnowsEveryFrameworkIsSearched) {
+  EXPECT_EQ(Of("bash run.sh"), workload::kEveryFramework);
+  EXPECT_FALSE(FrameworksOfCommand("bash run.sh", "").from_command);
+  EXPECT_EQ(Of("python train.py --epochs 3"), workload::kEveryFramework);
+}
+
+TEST(FrameworksTest, TheSpecsFrameworkWinsOverTheCommandAndNoCommandSearchesEverything) {
+  PlanSpec spec;
+  EXPECT_EQ(JobFrameworksOf(spec).allowed, workload::kEveryFramework);
+  EXPECT_TRUE(JobFrameworksOf(spec).reason.empty());
+  spec.command = "torchrun --nproc-per-node 8 train.py";
+  EXPECT_EQ(JobFrameworksOf(spec).allowed, workload::kDataParallelFrameworks);
+  spec.constraints.frameworks = kMegatron | kFsdp;
+  EXPECT_EQ(JobFrameworksOf(spec).allowed, kMegatron | kFsdp);
+  EXPECT_FALSE(JobFrameworksOf(spec).from_command);
+}
+
+}  // namespace
+}  // namespace fulcrum::plan
