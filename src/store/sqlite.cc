@@ -220,23 +220,36 @@ Result<int> Database::UserVersion() {
 }
 
 Status Database::Migrate(int target_version, const char* const* migrations) {
-  FULCRUM_ASSIGN_OR_RETURN(int current, UserVersion());
-  if (current > target_version) {
-    return Status::InvalidInput(path_ + ": schema version " + std::to_string(current) +
-                                " is newer than this fulcrum understands (" +
-                                std::to_string(target_version) + "); upgrade fulcrum");
-  }
-  for (int v = current; v < target_version; ++v) {
-    FULCRUM_RETURN_IF_ERROR(Begin());
-    Status status = Exec(migrations[v]);
-    if (status.ok()) status = Exec("PRAGMA user_version=" + std::to_string(v + 1));
+  FULCRUM_ASSIGN_OR_RETURN(int seen, UserVersion());
+  FULCRUM_RETURN_IF_ERROR(CheckNotNewer(seen, target_version));
+  if (seen == target_version) return Status::Ok();
+  // Many first users of a new data dir migrate at once (20 `fulcrum run`, 50 `submit`): BEGIN
+  // IMMEDIATE takes the write lock (waiting up to the busy timeout), and the version read again
+  // under it is the truth; whoever came first has done the work, the others find nothing to do.
+  FULCRUM_RETURN_IF_ERROR(Begin().WithContext(path_ + ": migration: cannot lock the database"));
+  Result<int> current = UserVersion();
+  Status status = current.ok() ? CheckNotNewer(*current, target_version) : current.status();
+  for (int v = current.ok() ? *current : target_version; status.ok() && v < target_version; ++v) {
+    status = Exec(migrations[v]);
     if (!status.ok()) {
-      (void)Rollback();
-      return status.WithContext(path_ + ": migration to schema version " + std::to_string(v + 1));
+      status = status.WithContext(path_ + ": migration to schema version " + std::to_string(v + 1));
     }
-    FULCRUM_RETURN_IF_ERROR(Commit());
   }
-  return Status::Ok();
+  if (status.ok() && *current < target_version) {
+    status = Exec("PRAGMA user_version=" + std::to_string(target_version));
+  }
+  if (!status.ok()) {
+    (void)Rollback();
+    return status;
+  }
+  return Commit();
+}
+
+Status Database::CheckNotNewer(int version, int target_version) const {
+  if (version <= target_version) return Status::Ok();
+  return Status::InvalidInput(path_ + ": schema version " + std::to_string(version) +
+                              " is newer than this fulcrum understands (" +
+                              std::to_string(target_version) + "); upgrade fulcrum");
 }
 
 Status Database::Begin() { return Exec("BEGIN IMMEDIATE"); }
