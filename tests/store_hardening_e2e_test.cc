@@ -2,7 +2,7 @@
 // data dir at once, damaged database files, and a jobs.db that another process holds locked while
 // a job runs. The real binary on temp data dirs; the lock and the damage come from this process.
 #include <gtest/gtest.h>
-#include <sqlite3.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,11 +12,32 @@
 #include <vector>
 
 #include "store/jobs.h"
+#include "support/agent_process.h"
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
 namespace {
 namespace fs = std::filesystem;
+
+// Overwrites the first 100 bytes of the file (SQLite's database header) with 'X'.
+void DamageHeader(const std::string& path) {
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  ASSERT_TRUE(file) << path;
+  const std::string junk(100, 'X');
+  file.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  ASSERT_TRUE(file.flush()) << path;
+}
+
+// The files in `dir` whose name starts with `prefix`.
+std::vector<std::string> FilesStartingWith(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0) found.push_back(entry.path().string());
+  }
+  return found;
+}
 
 class StoreHardeningTest : public ::testing::Test {
  protected:
@@ -103,6 +124,94 @@ TEST_F(StoreHardeningTest, FiftyConcurrentSubmitsOnANewDataDirAllSucceed) {
   ASSERT_TRUE(jobs.ok());
   EXPECT_EQ(jobs->size(), static_cast<size_t>(kSubmits));
   for (const auto& job : *jobs) EXPECT_EQ(job.state, "succeeded") << job.id << ": " << job.reason;
+}
+
+// A damaged jobs.db: every command names the file and the repair; a new job still runs (with its
+// ledger in memory, said loudly); `doctor --repair-db` backs the file up and gets the jobs back.
+TEST_F(StoreHardeningTest, ADamagedJobsDbNamesTheRepairAndDoesNotStopANewJob) {
+  RunOutput before =
+      RunFulcrum({"run", "--quiet", "--name", "before", "--data-dir", data_, "--preemption", "none",
+                  "--agent", "none", "--price-per-hour", "3.6", "--", "true"});
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  const std::string path = data_ + "/jobs.db";
+  DamageHeader(path);
+  const std::string repair = "fulcrum doctor --repair-db " + path;
+
+  RunOutput status = RunFulcrum({"status", "--data-dir", data_});
+  EXPECT_NE(status.exit_code, 0);
+  EXPECT_NE(status.err.find(path + ": "), std::string::npos) << status.err;
+  EXPECT_NE(status.err.find("file is not a database"), std::string::npos) << status.err;
+  EXPECT_NE(status.err.find(repair), std::string::npos) << status.err;
+
+  RunOutput after = RunFulcrum({"run", "--quiet", "--name", "after", "--data-dir", data_,
+                                "--preemption", "none", "--agent", "none", "--", "true"});
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_NE(after.err.find("WARNING: " + path), std::string::npos) << after.err;
+  EXPECT_NE(after.err.find(repair), std::string::npos) << after.err;
+  EXPECT_NE(after.err.find("in memory"), std::string::npos) << after.err;
+  EXPECT_NE(after.err.find("job succeeded"), std::string::npos) << after.err;
+
+  RunOutput repaired = RunFulcrum({"doctor", "--json", "--repair-db", path});
+  ASSERT_EQ(repaired.exit_code, 0) << repaired.err;
+  const auto report = nlohmann::json::parse(repaired.out)["repair_db"];
+  EXPECT_EQ(report["healthy"], false);
+  EXPECT_EQ(report["kind"], "jobs.db");
+  EXPECT_EQ(report["header_rebuilt"], true);
+  EXPECT_EQ(report["rows"]["jobs"], 1) << report;
+  EXPECT_EQ(report["rows"]["ledger"], 1) << report;
+  const std::string backup = report["backup"];
+  EXPECT_EQ(FilesStartingWith(data_, "jobs.db.damaged-"), std::vector<std::string>{backup});
+  EXPECT_EQ(FileContents(backup).substr(0, 100), std::string(100, 'X')) << "the damaged file kept";
+
+  RunOutput listed = RunFulcrum({"status", "--json", "--data-dir", data_});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto jobs = nlohmann::json::parse(listed.out)["jobs"];
+  ASSERT_EQ(jobs.size(), 1u) << listed.out;
+  EXPECT_EQ(jobs[0]["id"], "before");
+  EXPECT_EQ(jobs[0]["state"], "succeeded");
+  // Once repaired it is an ordinary jobs.db: the next job is recorded in it.
+  RunOutput next = RunFulcrum({"run", "--quiet", "--name", "next", "--data-dir", data_,
+                               "--preemption", "none", "--agent", "none", "--", "true"});
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_EQ(next.err.find("WARNING"), std::string::npos) << next.err;
+}
+
+// A damaged agent.db: the agent does not exit (under Restart=on-failure it looped); it moves the
+// file aside, says so, starts with a fresh store, and its alerts reach the receiver.
+TEST_F(StoreHardeningTest, AnAgentWithADamagedAgentDbMovesItAsideAndKeepsAlerting) {
+  const std::string scenario = dir_ + "/scenario.yaml", rules = dir_ + "/rules.yaml";
+  WriteFile(scenario, "- {at: 1s, gpu: 0, fault: overheat}\n");
+  WriteFile(rules,
+            "rules:\n  - {name: GpuTooHot, metric: gpu_temperature_celsius, op: '>', threshold: "
+            "85, for: 0s, severity: critical}\n");
+  WebhookRecorder receiver;
+  const std::vector<std::string> args = {"--source",       "sim",    "--sim-gpus", "1",
+                                         "--sim-scenario", scenario, "--listen",   "127.0.0.1:0",
+                                         "--data-dir",     data_,    "--rules",    rules,
+                                         "--interval",     "200ms",  "--receiver", receiver.url()};
+  {
+    AgentProcess first(dir_, args);
+    ASSERT_GT(first.port(), 0) << first.err();
+    ASSERT_TRUE(WaitFor([&] { return !receiver.Find("GpuTooHot").is_null(); }, 15)) << first.err();
+    ASSERT_EQ(first.Stop(SIGTERM), 0) << first.err();
+  }
+  const std::string path = data_ + "/agent.db";
+  DamageHeader(path);
+  const size_t delivered = receiver.Posts().size();
+
+  AgentProcess second(dir_, args);
+  ASSERT_GT(second.port(), 0) << "the agent must start despite the damaged store: " << second.err();
+  EXPECT_TRUE(WaitFor([&] { return receiver.Posts().size() > delivered; }, 15))
+      << "the overheat alert of the agent with a fresh store: " << second.err();
+  const auto moved = FilesStartingWith(data_, "agent.db.damaged-");
+  ASSERT_EQ(moved.size(), 1u) << second.err();
+  EXPECT_NE(
+      second.err().find(path + ": damaged (file is not a database); moved it aside to " + moved[0]),
+      std::string::npos)
+      << second.err();
+  EXPECT_NE(second.err().find("fulcrum doctor --repair-db " + moved[0]), std::string::npos);
+  EXPECT_EQ(FileContents(moved[0]).substr(0, 100), std::string(100, 'X'));
+  EXPECT_FALSE(second.Exited());
 }
 
 }  // namespace

@@ -16,15 +16,39 @@
 namespace fulcrum::store {
 namespace {
 
+// What a damaged file's error carries in its ErrorDetail (IsDamagedDatabase looks for it).
+constexpr const char* kDamagedExpected = "a readable SQLite database file";
+
+// A damaged file (SQLITE_CORRUPT "database disk image is malformed", SQLITE_NOTADB "file is not
+// a database"; https://www.sqlite.org/rescode.html) names itself and the way out.
+Status DamagedError(sqlite3* db, std::string_view what) {
+  const char* file = db ? sqlite3_db_filename(db, "main") : nullptr;
+  const std::string path = file && *file ? file : "(in-memory database)";
+  const std::string found = sqlite3_errmsg(db);
+  ErrorDetail detail;
+  detail.file = path;
+  detail.expected = kDamagedExpected;
+  detail.found = found;
+  return Status::InvalidInput(path + ": " + std::string(what) + ": " + found +
+                              ": the file is damaged; back it up, recover what can be read and "
+                              "start a fresh file with: fulcrum doctor --repair-db " +
+                              path)
+      .WithDetail(std::move(detail));
+}
+
 Status SqliteError(sqlite3* db, std::string_view what) {
-  std::string message = std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory");
   int code = db ? sqlite3_errcode(db) : SQLITE_NOMEM;
+  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) return DamagedError(db, what);
+  std::string message = std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory");
   if (code == SQLITE_BUSY || code == SQLITE_LOCKED) return Status::Unavailable(message);
-  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) return Status::InvalidInput(message);
   return Status::IoError(message);
 }
 
 }  // namespace
+
+bool IsDamagedDatabase(const Status& status) {
+  return status.detail() != nullptr && status.detail()->expected == kDamagedExpected;
+}
 
 Statement::~Statement() {
   if (stmt_) sqlite3_finalize(stmt_);

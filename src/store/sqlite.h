@@ -34,6 +34,11 @@ Status CreateDataDir(const std::string& dir);
 // Creates `path` empty with DataFileModes() unless it exists; an existing file keeps its mode.
 Status CreateDataFile(const std::string& path);
 
+// Whether `status` is SQLite's report of a damaged file (corrupt pages, or not a database at
+// all). Its message names the file and the way out (`fulcrum doctor --repair-db PATH`); its
+// detail().file is the path.
+bool IsDamagedDatabase(const Status& status);
+
 class Statement {
  public:
   Statement() = default;
