@@ -4,15 +4,22 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "store/jobs.h"
+#include "store/sqlite.h"
 #include "support/agent_process.h"
+#include "support/child_process.h"
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
@@ -37,6 +44,23 @@ std::vector<std::string> FilesStartingWith(const std::string& dir, const std::st
     if (name.rfind(prefix, 0) == 0) found.push_back(entry.path().string());
   }
   return found;
+}
+
+// Seconds of the job log line's time stamp ("2026-12-02T06:03:33.123 fulcrum ..."; local time) of
+// the first line containing `needle`; nullopt when there is none.
+std::optional<double> LogTimeOf(const std::string& log, const std::string& needle) {
+  const size_t at = log.find(needle);
+  if (at == std::string::npos) return std::nullopt;
+  const size_t line = log.rfind('\n', at) == std::string::npos ? 0 : log.rfind('\n', at) + 1;
+  std::tm tm{};
+  const char* rest = strptime(log.c_str() + line, "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr || *rest != '.') return std::nullopt;
+  tm.tm_isdst = -1;
+  return static_cast<double>(std::mktime(&tm)) + std::stod(std::string(rest, 4));
+}
+
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 class StoreHardeningTest : public ::testing::Test {
@@ -65,6 +89,36 @@ class StoreHardeningTest : public ::testing::Test {
     std::vector<RunOutput> outputs;
     for (auto& r : running) outputs.push_back(r.get());
     return outputs;
+  }
+
+  // `fulcrum run --name NAME ... -- trainer` (a long job that ends on SIGTERM) in the
+  // background, once its row says running.
+  std::unique_ptr<ChildProcess> StartRun(const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"run", "--quiet",      "--name", name,      "--data-dir",
+                                     data_, "--preemption", "none",   "--agent", "none"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--", FULCRUM_TRAINER, "--steps", "100000", "--step-ms", "50"});
+    auto run = std::make_unique<ChildProcess>(FULCRUM_BINARY, args, dir_ + "/" + name);
+    const bool running = PollUntil(
+        [&] {
+          auto db = store::JobsDb::OpenInDataDir(data_, /*read_only=*/true);
+          if (!db.ok()) return false;
+          auto job = db->GetJob(name);
+          return job.ok() && job->has_value() && (*job)->state == store::JobState::kRunning;
+        },
+        30);
+    EXPECT_TRUE(running) << run->err();
+    return run;
+  }
+  // Another process's hold on jobs.db: BEGIN EXCLUSIVE on its own connection.
+  store::Database LockJobsDb() {
+    auto db = store::Database::Open(data_ + "/jobs.db");
+    EXPECT_TRUE(db.ok()) << db.status().ToString();
+    EXPECT_TRUE(db->Exec("BEGIN EXCLUSIVE").ok());
+    return std::move(*db);
+  }
+  std::string JobLog(const std::string& name) {
+    return FileContents(data_ + "/logs/" + name + ".log");
   }
 
   std::string dir_, data_;
@@ -212,6 +266,67 @@ TEST_F(StoreHardeningTest, AnAgentWithADamagedAgentDbMovesItAsideAndKeepsAlertin
   EXPECT_NE(second.err().find("fulcrum doctor --repair-db " + moved[0]), std::string::npos);
   EXPECT_EQ(FileContents(moved[0]).substr(0, 100), std::string(100, 'X'));
   EXPECT_FALSE(second.Exited());
+}
+
+// The reported failure: with jobs.db locked for 20 s by another process, a $1 budget at $360/h
+// (due 10 s after the start) stopped at $2.30. The stop comes from memory when it is due; the
+// records wait for the lock.
+TEST_F(StoreHardeningTest, ALockedJobsDbDoesNotDelayTheBudgetStop) {
+  auto run = StartRun("budget", {"--price-per-hour", "360", "--budget-usd", "1"});
+  store::Database lock = LockJobsDb();
+  const double locked_at = WallSeconds();
+  // Held for 20 s, or until the job has stopped: that must happen while it is held.
+  const bool stopped_under_lock = PollUntil(
+      [&] { return JobLog("budget").find("out terminated at step") != std::string::npos; }, 20);
+  const double held = WallSeconds() - locked_at;
+  ASSERT_TRUE(lock.Exec("COMMIT").ok());
+  EXPECT_TRUE(stopped_under_lock) << "the budget stop waited for the lock: " << JobLog("budget");
+  EXPECT_TRUE(PollUntil([&] { return run->Exited(); }, 120));
+  EXPECT_EQ(run->exit_code(), 76) << run->err();
+  const std::string log = JobLog("budget");
+  EXPECT_NE(log.find("is locked by another process"), std::string::npos)
+      << "the lock was felt (held " << held << " s): " << log;
+  // Due at the start + 10 s; the spend at the end is what the delay cost.
+  const auto start = LogTimeOf(log, "fulcrum new job budget.1");
+  const auto stop = LogTimeOf(log, "fulcrum stopping (budget");
+  ASSERT_TRUE(start && stop) << log;
+  std::cout << "budget stop " << (*stop - *start - 10) << " s after it was due (lock held " << held
+            << " s)\n";
+  auto db = store::JobsDb::OpenInDataDir(data_, /*read_only=*/true);
+  ASSERT_TRUE(db.ok());
+  auto job = db->GetJob("budget");
+  ASSERT_TRUE(job.ok() && job->has_value());
+  EXPECT_EQ((*job)->state, "stopped") << (*job)->reason;
+  EXPECT_GE((*job)->spend_usd, 1.0);
+  // $360/h = $0.10 a second: at most one second past the budget.
+  EXPECT_LE((*job)->spend_usd, 1.10) << "the stop came late: " << log;
+}
+
+// The reported failure: a SIGTERM (a preemption notice) during a 15 s lock was acted on 8 s late.
+TEST_F(StoreHardeningTest, ALockedJobsDbDoesNotDelayASigterm) {
+  auto run = StartRun("term", {});
+  store::Database lock = LockJobsDb();
+  // The supervisor's writes are stalled (it says so) before the signal comes.
+  const bool felt = PollUntil(
+      [&] { return JobLog("term").find("is locked by another process") != std::string::npos; }, 15);
+  EXPECT_TRUE(felt) << JobLog("term");
+  run->Signal(SIGTERM);
+  const double sent = WallSeconds();
+  const bool stopped_under_lock = PollUntil(
+      [&] { return JobLog("term").find("out terminated at step") != std::string::npos; }, 10);
+  const double acted = WallSeconds() - sent;
+  ASSERT_TRUE(lock.Exec("COMMIT").ok());
+  EXPECT_TRUE(stopped_under_lock) << "the stop waited for the lock: " << JobLog("term");
+  std::cout << "SIGTERM acted on within " << acted << " s under the lock\n";
+  EXPECT_LE(acted, 2.0) << "a stop must not wait for jobs.db (5 s busy timeout per write)";
+  EXPECT_TRUE(PollUntil([&] { return run->Exited(); }, 120));
+  EXPECT_EQ(run->exit_code(), 75) << run->err();
+  auto db = store::JobsDb::OpenInDataDir(data_, /*read_only=*/true);
+  ASSERT_TRUE(db.ok());
+  auto job = db->GetJob("term");
+  ASSERT_TRUE(job.ok() && job->has_value());
+  EXPECT_EQ((*job)->state, "stopped") << "the final record reached jobs.db after the lock";
+  EXPECT_NE((*job)->reason.find("received SIGTERM"), std::string::npos) << (*job)->reason;
 }
 
 }  // namespace

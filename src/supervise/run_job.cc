@@ -263,12 +263,11 @@ Result<RunJobResult> RunJob::Run() {
   Supervisor supervisor(std::move(options), clock_, runner_, &db);
   result.outcome = supervisor.Run();
   watcher->Stop();
-  delivery.reset();  // waits (bounded) for the last alerts to go out
-  if (auto job = db.GetJob(q.name); job.ok() && job->has_value()) {
-    result.uid = (*job)->uid();
-    result.start = (*job)->start.value_or(store::JobStart::kNew);
-    if (priced) result.spend_usd = (*job)->spend_usd;
-  }
+  delivery.reset();                                // waits (bounded) for the last alerts to go out
+  const store::JobRecord& job = supervisor.job();  // from memory: jobs.db may be locked
+  result.uid = job.uid();
+  result.start = job.start.value_or(store::JobStart::kNew);
+  if (priced) result.spend_usd = job.spend_usd;
   return result;
 }
 
