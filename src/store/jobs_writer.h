@@ -60,7 +60,6 @@ class JobsWriter {
   Mutex mutex_;
   CondVar changed_;
   std::deque<Item> queue_ GUARDED_BY(mutex_);
-  bool busy_ GUARDED_BY(mutex_) = false;  // the thread is running the front item
   bool stopping_ GUARDED_BY(mutex_) = false;
   std::vector<std::string> notes_ GUARDED_BY(mutex_);
   // The writer thread's own: when the current stall began (monotonic seconds), 0 = none.
