@@ -24,6 +24,7 @@
 #include "store/agent_db.h"
 #include "store/jobs.h"
 #include "store/outbox_sqlite.h"
+#include "store/repair.h"
 #include "store/sqlite.h"
 #include "telemetry/nvml_source.h"
 #include "telemetry/replay_source.h"
@@ -420,6 +421,25 @@ struct Agent::Impl {
   }
 };
 
+namespace {
+
+// A damaged agent.db does not stop the monitoring (under Restart=on-failure the agent would loop
+// and no alert would go out): it is moved aside, said loudly, and a fresh one takes its place.
+Result<store::AgentDb> OpenStoreOrStartFresh(const std::string& data_dir, const Clock& clock) {
+  auto opened = store::AgentDb::OpenInDataDir(data_dir);
+  if (opened.ok() || !store::IsDamagedDatabase(opened.status())) return opened;
+  const std::string path = opened.status().detail()->file;
+  FULCRUM_ASSIGN_OR_RETURN(std::string moved, store::MoveDamagedAside(path, clock.UnixSeconds()));
+  spdlog::error(
+      "{}: damaged ({}); moved it aside to {} and started with a fresh agent.db: monitoring and "
+      "alerts go on, the samples and alert history before now are in the moved file (to recover "
+      "them: fulcrum doctor --repair-db {})",
+      path, opened.status().detail()->found, moved, moved);
+  return store::AgentDb::OpenInDataDir(data_dir);
+}
+
+}  // namespace
+
 Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Agent::~Agent() {
@@ -439,7 +459,7 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
           "data dir " + impl->data_dir + " is in use by another fulcrum agent:"));
   impl->lock = std::move(lock);
   FULCRUM_RETURN_IF_ERROR(impl->OpenSource());
-  FULCRUM_ASSIGN_OR_RETURN(store::AgentDb db, store::AgentDb::OpenInDataDir(impl->data_dir));
+  FULCRUM_ASSIGN_OR_RETURN(store::AgentDb db, OpenStoreOrStartFresh(impl->data_dir, clock));
   impl->db = std::move(db);
   FULCRUM_RETURN_IF_ERROR(impl->OpenAlerts());
 

@@ -5,9 +5,11 @@
 #include "catalog/catalog.h"
 #include "cli/bench_source_options.h"
 #include "cli/command.h"
+#include "core/clock.h"
 #include "core/parse.h"
 #include "core/paths.h"
 #include "nodecheck/doctor.h"
+#include "store/repair.h"
 
 namespace fulcrum::cli {
 namespace {
@@ -17,10 +19,55 @@ struct DoctorFlags {
   std::string checkpoint_dir = ".";
   std::string checkpoint_size;
   int keep = 3;
+  std::string repair_db;
   BenchSourceFlags source;
 };
 
+// `--repair-db PATH`: the repair (store/repair.h) instead of the checks.
+void RepairDb(CliContext& ctx, const DoctorFlags& flags) {
+  SystemClock clock;
+  auto report = store::RepairDatabase(flags.repair_db, clock.UnixSeconds());
+  if (!report.ok()) return ReportError(ctx, report.status());
+  const store::RepairReport& r = *report;
+  if (flags.json) {
+    nlohmann::json rows = nlohmann::json::object();
+    for (const auto& [table, count] : r.rows) rows[table] = count;
+    PrintJson(ctx, {{"repair_db",
+                     {{"path", r.path},
+                      {"healthy", r.healthy},
+                      {"kind", r.healthy ? nlohmann::json() : nlohmann::json(r.kind)},
+                      {"backup", r.healthy ? nlohmann::json() : nlohmann::json(r.backup_path)},
+                      {"header_rebuilt", r.header_rebuilt},
+                      {"recover_error", r.recover_error.empty() ? nlohmann::json()
+                                                                : nlohmann::json(r.recover_error)},
+                      {"rows", rows},
+                      {"incomplete_tables", r.incomplete}}}});
+    return;
+  }
+  if (r.healthy) {
+    ctx.out << r.path << ": not damaged (PRAGMA quick_check: ok); nothing done\n";
+    return;
+  }
+  ctx.out << r.path << ": damaged\n  backed up to " << r.backup_path << "\n";
+  if (r.header_rebuilt) {
+    ctx.out << "  its header (the first 100 bytes) was overwritten; rebuilt before recovery\n";
+  }
+  if (!r.recover_error.empty()) ctx.out << "  nothing recovered: " << r.recover_error << "\n";
+  int64_t total = 0;
+  std::string counts;
+  for (const auto& [table, count] : r.rows) {
+    total += count;
+    counts += (counts.empty() ? "" : ", ") + table + " " + std::to_string(count);
+  }
+  ctx.out << "  recovered " << total << " row(s): " << counts << "\n";
+  for (const std::string& table : r.incomplete) {
+    ctx.out << "  " << table << ": damaged pages; the rows on them are in the backup only\n";
+  }
+  ctx.out << "  " << r.path << " is now a fresh " << r.kind << " holding the recovered rows\n";
+}
+
 void RunDoctor(CliContext& ctx, const DoctorFlags& flags) {
+  if (!flags.repair_db.empty()) return RepairDb(ctx, flags);
   nodecheck::DoctorOptions options;
   options.checkpoint_dir = flags.checkpoint_dir;
   options.checkpoints_kept = flags.keep;
@@ -81,8 +128,13 @@ void RegisterDoctor(CLI::App* cmd, CliContext& ctx) {
       "machine without a GPU and says what it could not check. Exit 0 when the checks ran,\n"
       "whatever they found; 2 on bad input.\n\n"
       "--source sim reports a simulated node's GPU stack (see bench --sim-*).\n\n"
+      "--repair-db PATH repairs a damaged agent.db or jobs.db instead (stop the agent or job\n"
+      "using it first): backs the file up to PATH.damaged-<UTC time>, recovers what SQLite's\n"
+      "recovery gets (the sqlite3 tool's .recover), and replaces it with a fresh file holding\n"
+      "the recovered rows.\n\n"
       "Examples:\n  fulcrum doctor --checkpoint-dir /data/ckpt --checkpoint-size 98GB\n"
-      "  fulcrum doctor --source sim --sim-gpus 8");
+      "  fulcrum doctor --source sim --sim-gpus 8\n"
+      "  fulcrum doctor --repair-db ~/.local/share/fulcrum/jobs.db");
   cmd->add_flag("--json", flags->json, "Print {\"checks\": [{name, status, finding, fix}]}");
   cmd->add_option("--checkpoint-dir", flags->checkpoint_dir,
                   "Directory checkpoints go to (disk check)")
@@ -94,6 +146,9 @@ void RegisterDoctor(CLI::App* cmd, CliContext& ctx) {
   cmd->add_option("--keep", flags->keep, "Checkpoints kept (disk check)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  cmd->add_option("--repair-db", flags->repair_db,
+                  "Repair this damaged agent.db or jobs.db (back up, recover, fresh file) "
+                  "instead of checking the stack");
   AddBenchSourceOptions(cmd, flags->source);
   cmd->callback([&ctx, flags] { RunDoctor(ctx, *flags); });
 }

@@ -143,6 +143,19 @@ Status EnsureMetricColumns(Database& db, const std::string& table) {
   return Status::Ok();
 }
 
+// Both tables, under the write lock (BEGIN IMMEDIATE) so that two openers of one file do not
+// both add a column: the second reads the table again and finds it there.
+Status EnsureAllMetricColumns(Database& db) {
+  FULCRUM_RETURN_IF_ERROR(db.Begin().WithContext(db.path() + ": cannot lock the database"));
+  Status status = EnsureMetricColumns(db, "samples");
+  if (status.ok()) status = EnsureMetricColumns(db, "rollups");
+  if (!status.ok()) {
+    (void)db.Rollback();
+    return status;
+  }
+  return db.Commit();
+}
+
 }  // namespace
 
 Result<AgentDb> AgentDb::Open(const std::string& path, bool read_only) {
@@ -157,8 +170,7 @@ Result<AgentDb> AgentDb::Open(const std::string& path, bool read_only) {
     }
   } else {
     FULCRUM_RETURN_IF_ERROR(db.Migrate(kSchemaVersion, kMigrations));
-    FULCRUM_RETURN_IF_ERROR(EnsureMetricColumns(db, "samples"));
-    FULCRUM_RETURN_IF_ERROR(EnsureMetricColumns(db, "rollups"));
+    FULCRUM_RETURN_IF_ERROR(EnsureAllMetricColumns(db));
   }
   return AgentDb(std::move(db));
 }

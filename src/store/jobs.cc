@@ -402,7 +402,7 @@ Result<JobsDb> JobsDb::Open(const std::string& path, bool read_only) {
     if (version == 0) return Status::NotFound(path + ": jobs database not initialised yet");
     return JobsDb(std::move(db), version);
   }
-  FULCRUM_RETURN_IF_ERROR(db.Migrate(kSchemaVersion, kMigrations).WithContext(path));
+  FULCRUM_RETURN_IF_ERROR(db.Migrate(kSchemaVersion, kMigrations));
   return JobsDb(std::move(db), kSchemaVersion);
 }
 

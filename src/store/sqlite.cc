@@ -16,15 +16,39 @@
 namespace fulcrum::store {
 namespace {
 
+// What a damaged file's error carries in its ErrorDetail (IsDamagedDatabase looks for it).
+constexpr const char* kDamagedExpected = "a readable SQLite database file";
+
+// A damaged file (SQLITE_CORRUPT "database disk image is malformed", SQLITE_NOTADB "file is not
+// a database"; https://www.sqlite.org/rescode.html) names itself and the way out.
+Status DamagedError(sqlite3* db, std::string_view what) {
+  const char* file = db ? sqlite3_db_filename(db, "main") : nullptr;
+  const std::string path = file && *file ? file : "(in-memory database)";
+  const std::string found = sqlite3_errmsg(db);
+  ErrorDetail detail;
+  detail.file = path;
+  detail.expected = kDamagedExpected;
+  detail.found = found;
+  return Status::InvalidInput(path + ": " + std::string(what) + ": " + found +
+                              ": the file is damaged; back it up, recover what can be read and "
+                              "start a fresh file with: fulcrum doctor --repair-db " +
+                              path)
+      .WithDetail(std::move(detail));
+}
+
 Status SqliteError(sqlite3* db, std::string_view what) {
-  std::string message = std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory");
   int code = db ? sqlite3_errcode(db) : SQLITE_NOMEM;
+  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) return DamagedError(db, what);
+  std::string message = std::string(what) + ": " + (db ? sqlite3_errmsg(db) : "out of memory");
   if (code == SQLITE_BUSY || code == SQLITE_LOCKED) return Status::Unavailable(message);
-  if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) return Status::InvalidInput(message);
   return Status::IoError(message);
 }
 
 }  // namespace
+
+bool IsDamagedDatabase(const Status& status) {
+  return status.detail() != nullptr && status.detail()->expected == kDamagedExpected;
+}
 
 Statement::~Statement() {
   if (stmt_) sqlite3_finalize(stmt_);
@@ -220,23 +244,36 @@ Result<int> Database::UserVersion() {
 }
 
 Status Database::Migrate(int target_version, const char* const* migrations) {
-  FULCRUM_ASSIGN_OR_RETURN(int current, UserVersion());
-  if (current > target_version) {
-    return Status::InvalidInput(path_ + ": schema version " + std::to_string(current) +
-                                " is newer than this fulcrum understands (" +
-                                std::to_string(target_version) + "); upgrade fulcrum");
-  }
-  for (int v = current; v < target_version; ++v) {
-    FULCRUM_RETURN_IF_ERROR(Begin());
-    Status status = Exec(migrations[v]);
-    if (status.ok()) status = Exec("PRAGMA user_version=" + std::to_string(v + 1));
+  FULCRUM_ASSIGN_OR_RETURN(int seen, UserVersion());
+  FULCRUM_RETURN_IF_ERROR(CheckNotNewer(seen, target_version));
+  if (seen == target_version) return Status::Ok();
+  // Many first users of a new data dir migrate at once (20 `fulcrum run`, 50 `submit`): BEGIN
+  // IMMEDIATE takes the write lock (waiting up to the busy timeout), and the version read again
+  // under it is the truth; whoever came first has done the work, the others find nothing to do.
+  FULCRUM_RETURN_IF_ERROR(Begin().WithContext(path_ + ": migration: cannot lock the database"));
+  Result<int> current = UserVersion();
+  Status status = current.ok() ? CheckNotNewer(*current, target_version) : current.status();
+  for (int v = current.ok() ? *current : target_version; status.ok() && v < target_version; ++v) {
+    status = Exec(migrations[v]);
     if (!status.ok()) {
-      (void)Rollback();
-      return status.WithContext(path_ + ": migration to schema version " + std::to_string(v + 1));
+      status = status.WithContext(path_ + ": migration to schema version " + std::to_string(v + 1));
     }
-    FULCRUM_RETURN_IF_ERROR(Commit());
   }
-  return Status::Ok();
+  if (status.ok() && *current < target_version) {
+    status = Exec("PRAGMA user_version=" + std::to_string(target_version));
+  }
+  if (!status.ok()) {
+    (void)Rollback();
+    return status;
+  }
+  return Commit();
+}
+
+Status Database::CheckNotNewer(int version, int target_version) const {
+  if (version <= target_version) return Status::Ok();
+  return Status::InvalidInput(path_ + ": schema version " + std::to_string(version) +
+                              " is newer than this fulcrum understands (" +
+                              std::to_string(target_version) + "); upgrade fulcrum");
 }
 
 Status Database::Begin() { return Exec("BEGIN IMMEDIATE"); }

@@ -34,6 +34,11 @@ Status CreateDataDir(const std::string& dir);
 // Creates `path` empty with DataFileModes() unless it exists; an existing file keeps its mode.
 Status CreateDataFile(const std::string& path);
 
+// Whether `status` is SQLite's report of a damaged file (corrupt pages, or not a database at
+// all). Its message names the file and the way out (`fulcrum doctor --repair-db PATH`); its
+// detail().file is the path.
+bool IsDamagedDatabase(const Status& status);
+
 class Statement {
  public:
   Statement() = default;
@@ -99,8 +104,10 @@ class Database {
   Result<Statement> Prepare(std::string_view sql);
 
   // Schema versioning. Migrate brings user_version from its current value up to
-  // `target_version` by running migrations[v] for each v in [current, target); it refuses a file
-  // whose version is newer than `target_version`.
+  // `target_version` by running migrations[v] for each v in [current, target), all in one
+  // BEGIN IMMEDIATE transaction that reads the version again under the write lock: concurrent
+  // first users of a new file all succeed (one migrates, the others find it done). It refuses a
+  // file whose version is newer than `target_version`.
   Result<int> UserVersion();
   Status Migrate(int target_version, const char* const* migrations);
 
@@ -115,6 +122,7 @@ class Database {
   sqlite3* raw() const { return db_; }
 
  private:
+  Status CheckNotNewer(int version, int target_version) const;
   explicit Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   sqlite3* db_ = nullptr;
   std::string path_;

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 namespace fulcrum::store {
 namespace {
@@ -46,6 +49,38 @@ TEST(SqliteTest, RefusesNewerSchema) {
   EXPECT_EQ(status.code(), StatusCode::kInvalidInput);
   EXPECT_NE(status.message().find("newer"), std::string::npos);
   std::filesystem::remove(path);
+}
+
+// The reported race: first users of a new file each read user_version 0 and ran migration 1
+// ("table t already exists") or 2 ("duplicate column name"). Each thread has its own connection,
+// as each process has; SQLite's locks hold between connections of one process too.
+TEST(SqliteTest, ConcurrentFirstUsersOfANewFileAllMigrateIt) {
+  auto dir = std::filesystem::temp_directory_path() / "fulcrum_sqlite_test_race";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "race.db").string();
+  constexpr int kUsers = 24;
+  std::atomic<bool> go{false};
+  std::vector<Status> results(kUsers);
+  std::vector<std::thread> users;
+  for (int i = 0; i < kUsers; ++i) {
+    users.emplace_back([&, i] {
+      while (!go.load()) std::this_thread::yield();
+      auto db = Database::Open(path);
+      results[static_cast<size_t>(i)] = db.ok() ? db->Migrate(2, kMigrations) : db.status();
+    });
+  }
+  go = true;
+  for (auto& user : users) user.join();
+  for (int i = 0; i < kUsers; ++i) {
+    EXPECT_TRUE(results[static_cast<size_t>(i)].ok())
+        << "user " << i << ": " << results[static_cast<size_t>(i)].ToString();
+  }
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(*db->UserVersion(), 2);
+  EXPECT_TRUE(db->Exec("INSERT INTO t (name, note) VALUES ('x', 'y')").ok());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(SqliteTest, BadSqlNamesTheStatement) {

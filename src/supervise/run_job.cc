@@ -158,6 +158,17 @@ void EndStaleTree(store::JobsDb& db, const std::string& name,
   }
 }
 
+// A damaged jobs.db does not stop a new job: it runs with its ledger in memory, and `warning`
+// says so (loudly, once the job's log is open).
+Result<store::JobsDb> OpenJobsDbOrMemory(const std::string& data_dir, std::string& warning) {
+  auto opened = store::JobsDb::OpenInDataDir(data_dir);
+  if (opened.ok() || !store::IsDamagedDatabase(opened.status())) return opened;
+  warning = "WARNING: " + opened.status().message() +
+            ". This run keeps its state and spend ledger in memory only: `fulcrum status`, "
+            "`cost` and the agent do not see it, and a later run cannot continue it.";
+  return store::JobsDb::Open(":memory:");
+}
+
 }  // namespace
 
 RunJob::RunJob(RunJobRequest request, Clock& clock, ProcessRunner& runner, RunJobHooks hooks)
@@ -186,7 +197,8 @@ Result<RunJobResult> RunJob::Run() {
   if (!q.queue.empty()) options.queue = q.queue;
   FULCRUM_RETURN_IF_ERROR(CheckCommand(q.command, q.cwd));
   FULCRUM_ASSIGN_OR_RETURN(JobLock lock, JobLock::Acquire(q.data_dir, q.name));
-  FULCRUM_ASSIGN_OR_RETURN(store::JobsDb db, store::JobsDb::OpenInDataDir(q.data_dir));
+  std::string store_warning;
+  FULCRUM_ASSIGN_OR_RETURN(store::JobsDb db, OpenJobsDbOrMemory(q.data_dir, store_warning));
   if (q.start_mode == StartMode::kContinue) {
     FULCRUM_ASSIGN_OR_RETURN(auto previous, db.GetJob(q.name));
     if (!previous || previous->generation == 0) {
@@ -216,6 +228,7 @@ Result<RunJobResult> RunJob::Run() {
     if (hooks_.event) hooks_.event(text);
   };
   options.on_event = event;
+  if (!store_warning.empty()) event(store_warning);
   EndStaleTree(db, q.name, event);
   const std::string agent_url = resolved.agent_url;
   if (agent_url != "none") {
@@ -250,12 +263,11 @@ Result<RunJobResult> RunJob::Run() {
   Supervisor supervisor(std::move(options), clock_, runner_, &db);
   result.outcome = supervisor.Run();
   watcher->Stop();
-  delivery.reset();  // waits (bounded) for the last alerts to go out
-  if (auto job = db.GetJob(q.name); job.ok() && job->has_value()) {
-    result.uid = (*job)->uid();
-    result.start = (*job)->start.value_or(store::JobStart::kNew);
-    if (priced) result.spend_usd = (*job)->spend_usd;
-  }
+  delivery.reset();                                // waits (bounded) for the last alerts to go out
+  const store::JobRecord& job = supervisor.job();  // from memory: jobs.db may be locked
+  result.uid = job.uid();
+  result.start = job.start.value_or(store::JobStart::kNew);
+  if (priced) result.spend_usd = job.spend_usd;
   return result;
 }
 

@@ -94,19 +94,39 @@ void Supervisor::Event(const std::string& text) {
 void Supervisor::Alert(const std::string& name, const std::string& severity,
                        const std::string& summary) {
   Event("ALERT " + name + " (" + severity + "): " + summary);
-  store::AlertRecord record{0, job_.id, name, severity, summary, clock_.UnixSeconds()};
-  if (db_ != nullptr) {
-    auto id = db_->AddAlert(record);
-    if (id.ok()) record.id = *id;
-    if (!id.ok()) Event("cannot record alert: " + id.status().message());
-  }
+  const store::AlertRecord record{0, job_.id, name, severity, summary, clock_.UnixSeconds()};
+  Write("record the alert", [record](store::JobsDb& db) { return db.AddAlert(record).status(); });
   if (options_.on_alert) options_.on_alert(record);
 }
 
 void Supervisor::SaveJob() {
+  Write("update the job", [job = job_](store::JobsDb& db) { return db.UpsertJob(job); });
+}
+
+void Supervisor::Write(std::string what, store::JobsWriter::Write write) {
   if (db_ == nullptr) return;
-  Status s = db_->UpsertJob(job_);
-  if (!s.ok()) Event("cannot update jobs.db: " + s.message());
+  if (writer_) {
+    writer_->Post(std::move(what), std::move(write));
+    return;
+  }
+  Status s = write(*db_);
+  if (!s.ok()) Event("cannot " + what + " in jobs.db: " + s.message());
+}
+
+void Supervisor::LogStoreNotes() {
+  if (!writer_) return;
+  for (const std::string& note : writer_->TakeNotes()) Event(note);
+}
+
+void Supervisor::CloseStore() {
+  if (!writer_) return;
+  if (!writer_->Flush(options_.final_write_seconds)) {
+    Event(std::to_string(writer_->Pending()) + " record(s) of the job could not be written to " +
+          "jobs.db within " + FormatDuration(options_.final_write_seconds) +
+          " (locked by another process?); `fulcrum status` misses the end of this run");
+  }
+  LogStoreNotes();
+  writer_.reset();
 }
 
 void Supervisor::Init() {
@@ -150,6 +170,8 @@ void Supervisor::Init() {
         if (c.duration_seconds) checkpoint_durations_.push_back(*c.duration_seconds);
       }
     }
+    // From here on the store is the writer's: the reads above are the last on this thread.
+    if (options_.write_store_async) writer_ = std::make_unique<store::JobsWriter>(*db_);
   }
   Event(std::string(job_.start == store::JobStart::kNew ? "new job " : "continuing job ") +
         job_.uid() +
@@ -294,10 +316,9 @@ void Supervisor::ScanCheckpoints(bool force) {
   policy_.OnCheckpoint(now);
   Event("checkpoint complete: " + newest.path +
         (duration ? " (" + FormatNumber(*duration, 2) + " s after the request)" : ""));
-  if (db_ != nullptr) {
-    Status s = db_->AddCheckpoint({job_.id, newest.path, clock_.UnixSeconds(), duration});
-    if (!s.ok()) Event("cannot record checkpoint: " + s.message());
-  }
+  Write("record the checkpoint",
+        [c = store::CheckpointRecord{job_.id, newest.path, clock_.UnixSeconds(), duration}](
+            store::JobsDb& db) { return db.AddCheckpoint(c); });
   for (const auto& removed : scanner_.Prune(*complete)) Event("removed old checkpoint " + removed);
   if (phase_ == Phase::kStopping) checkpoint_at_stop_ = newest.path;
   SaveJob();
@@ -444,25 +465,26 @@ void Supervisor::AccrueSpend() {
   const double dt = now - last_accrual_;
   if (dt >= kLedgerIntervalSeconds || phase_ == Phase::kDone) {
     last_accrual_ = now;
-    if (db_ != nullptr && job_.heartbeat_at) {
-      Status s = db_->SetHeartbeat(job_.id, *job_.heartbeat_at, job_.step);
-      if (!s.ok()) Event("cannot record heartbeat: " + s.message());
+    if (job_.heartbeat_at) {
+      Write("record the heartbeat",
+            [id = job_.id, at = *job_.heartbeat_at, step = job_.step](store::JobsDb& db) {
+              return db.SetHeartbeat(id, at, step);
+            });
     }
     PollAgentFigures(now);
-    if (db_ != nullptr && measure_dirty_) {
+    if (measure_dirty_) {
       measure_dirty_ = false;
-      Status s = db_->SetMeasure(job_.id, job_.measured);
-      if (!s.ok()) Event("cannot record the measured speed: " + s.message());
+      Write("record the measured speed",
+            [id = job_.id, m = job_.measured](store::JobsDb& db) { return db.SetMeasure(id, m); });
     }
     CheckProjection();
     if (options_.price_per_hour_usd) {
       // Per-second billing: the machine costs money while the supervisor holds it, child or not.
       const double usd = *options_.price_per_hour_usd * dt / 3600;
       job_.spend_usd += usd;
-      if (db_ != nullptr) {
-        Status s = db_->AddSpend(job_.id, clock_.UnixSeconds(), dt, usd);
-        if (!s.ok()) Event("cannot record spend: " + s.message());
-      }
+      Write("record spend", [id = job_.id, at = clock_.UnixSeconds(), dt, usd](store::JobsDb& db) {
+        return db.AddSpend(id, at, dt, usd);
+      });
     }
   }
   CheckBudget(now);
@@ -546,11 +568,10 @@ void Supervisor::OnExit(const ChildExit& exit) {
   }
   ++failures_;
   RestartDecision decision = policy_.OnFailure(now, exit.exit_code, exit.Describe());
-  if (db_ != nullptr) {
-    Status s = db_->AddRestart(
-        {job_.id, clock_.UnixSeconds(), exit.exit_code, exit.signal, decision.reason});
-    if (!s.ok()) Event("cannot record restart: " + s.message());
-  }
+  Write(
+      "record the restart",
+      [r = store::RestartRecord{job_.id, clock_.UnixSeconds(), exit.exit_code, exit.signal,
+                                decision.reason}](store::JobsDb& db) { return db.AddRestart(r); });
   switch (decision.verdict) {
     case RestartVerdict::kFinalExit:
       Finish(store::JobState::kFailed, decision.reason, exit.exit_code.value_or(kExitGaveUp));
@@ -601,9 +622,11 @@ void Supervisor::RecordSkippedCheckpoints() {
     return;
   }
   job_.skipped_checkpoints = std::move(skipped);
-  if (db_ == nullptr || initial_scan_) return;  // Init's scan is saved with the whole row
-  Status s = db_->SetSkippedCheckpoints(job_.id, job_.skipped_checkpoints);
-  if (!s.ok()) Event("cannot record the skipped checkpoints: " + s.message());
+  if (initial_scan_) return;  // Init's scan is saved with the whole row
+  Write("record the skipped checkpoints",
+        [id = job_.id, skipped = job_.skipped_checkpoints](store::JobsDb& db) {
+          return db.SetSkippedCheckpoints(id, skipped);
+        });
 }
 
 void Supervisor::PollAgentFigures(double now) {
@@ -631,8 +654,8 @@ void Supervisor::RecordPrediction() {
   if (db_ == nullptr || !store::IsFinishedState(job_.state)) return;
   const std::optional<store::PredictionRecord> prediction = store::PredictionOf(job_);
   if (!prediction) return;
-  Status s = db_->AddPrediction(*prediction);
-  if (!s.ok()) Event("cannot record the prediction log: " + s.message());
+  Write("record the prediction log",
+        [p = *prediction](store::JobsDb& db) { return db.AddPrediction(p); });
 }
 
 void Supervisor::Tick() {
@@ -643,6 +666,7 @@ void Supervisor::Tick() {
     if (phase_ == Phase::kDone) return;
   }
   const double now = clock_.MonotonicSeconds();
+  LogStoreNotes();
   ScanCheckpoints(false);
   CheckProgress();
   AccrueSpend();
@@ -681,6 +705,7 @@ SupervisorOutcome Supervisor::Run() {
   Init();
   StartChild();
   while (phase_ != Phase::kDone) Tick();
+  CloseStore();
   return outcome_;
 }
 

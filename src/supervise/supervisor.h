@@ -1,12 +1,15 @@
 // The supervisor of `fulcrum run`: starts the job's command, asks it for checkpoints on a cadence,
 // watches progress, preemption notices and spend, restarts it after failures (backoff, limits,
 // crash loops), stops it cleanly (checkpoint first, then SIGTERM, then SIGKILL) and records all of
-// it in jobs.db. One thread drives Run(); the seams (Clock, ProcessRunner, notice and stop
-// callbacks) let unit tests drive it with a ManualClock and a fake runner. Times in seconds.
+// it in jobs.db. Its decisions run from memory: the records go through a store::JobsWriter (its
+// own thread), so that a locked jobs.db never delays a stop. One thread drives Run(); the seams
+// (Clock, ProcessRunner, notice and stop callbacks) let unit tests drive it with a ManualClock
+// and a fake runner. Times in seconds.
 #pragma once
 
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <regex>
 #include <string>
@@ -14,6 +17,7 @@
 
 #include "core/clock.h"
 #include "store/jobs.h"
+#include "store/jobs_writer.h"
 #include "supervise/agent_health.h"
 #include "supervise/checkpoints.h"
 #include "supervise/policy.h"
@@ -87,9 +91,15 @@ struct SupervisorOptions {
   // Output of the job (each line) and the supervisor's own events.
   std::function<void(Stream, std::string_view)> on_output;
   std::function<void(const std::string&)> on_event;
-  // Each alert, once it is in jobs.db (with its row id): `fulcrum run --receiver` delivers it.
+  // Each alert as it is raised (its jobs.db row is written asynchronously: id 0):
+  // `fulcrum run --receiver` delivers it.
   std::function<void(const store::AlertRecord&)> on_alert;
   double tick_seconds = 0.05;
+  // false: each record is written to jobs.db on the supervisor's thread, waiting for it (for a
+  // test that reads the store while the job runs); true: through the JobsWriter's thread.
+  bool write_store_async = true;
+  // When the job has ended, the records still queued get this long to reach jobs.db.
+  double final_write_seconds = 60;
 };
 
 struct SupervisorOutcome {
@@ -115,6 +125,8 @@ class Supervisor {
 
   // The interval currently in force (seconds); with auto cadence it follows Daly's formula.
   double CheckpointIntervalSeconds() const;
+  // The job's row as the supervisor knows it (what jobs.db holds once the writes are done).
+  const store::JobRecord& job() const { return job_; }
 
  private:
   enum class Phase { kRunning, kBackoff, kStopping, kTerminating, kDone };
@@ -149,11 +161,19 @@ class Supervisor {
   void Alert(const std::string& name, const std::string& severity, const std::string& summary);
   void Event(const std::string& text);
   void SaveJob();
+  // Records in jobs.db (`what` names it in a failure: "update the job"), never waiting for it
+  // unless write_store_async is off; a no-op without a store.
+  void Write(std::string what, store::JobsWriter::Write write);
+  // The writer's notes (a locked store, a failed write) as events.
+  void LogStoreNotes();
+  // Waits (up to final_write_seconds) for the queued records, then stops the writer.
+  void CloseStore();
 
   SupervisorOptions options_;
   Clock& clock_;
   ProcessRunner& runner_;
   store::JobsDb* db_;
+  std::unique_ptr<store::JobsWriter> writer_;  // after Init's reads, while Run() runs
   CheckpointScanner scanner_;
   RestartPolicy policy_;
   std::optional<std::regex> progress_regex_;

@@ -465,6 +465,7 @@ TEST_F(SupervisorTest, SkippedCheckpointsAreKeptInTheRow) {
   FakeRunner runner(clock_);
   options_.checkpoint_every_seconds = 3600;
   std::vector<store::SkippedCheckpointRecord> seen;
+  options_.write_store_async = false;  // the store is read below while the job runs
   runner.on_tick = [&](double now, const LineSink&) {
     if (now >= 5 && seen.empty()) {
       seen = (*db_->GetJob("job"))->skipped_checkpoints;
