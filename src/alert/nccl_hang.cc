@@ -20,10 +20,13 @@ void Name(Transition& t, std::span<const telemetry::NcclLaggingRank> stalled) {
   std::string& summary = t.annotations["summary"];
   summary += (summary.empty() ? "" : " - ") + std::string("NCCL: ") + list;
   const telemetry::NcclRasRank& first = stalled[0].rank;
-  t.labels["nccl_rank"] = std::to_string(first.rank);
+  if (first.rank >= 0) t.labels["nccl_rank"] = std::to_string(first.rank);
   if (!first.host.empty()) t.labels["nccl_host"] = first.host;
   if (first.pid >= 0) t.labels["nccl_pid"] = std::to_string(first.pid);
-  if (first.cuda_dev >= 0) t.labels["nccl_gpu"] = std::to_string(first.cuda_dev);
+  // NVML's index, the one fulcrum's `gpu` label counts in (the CUDA index depends on the
+  // process's CUDA_VISIBLE_DEVICES); NCCL gives no PCI bus id.
+  const int gpu = first.nvml_dev >= 0 ? first.nvml_dev : first.cuda_dev;
+  if (gpu >= 0) t.labels["nccl_gpu"] = std::to_string(gpu);
 }
 
 }  // namespace

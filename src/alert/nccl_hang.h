@@ -2,7 +2,8 @@
 // GpuJobHung rule (or of any rule labelled `hang: "true"`) gets the stalled ranks that NCCL's
 // RAS socket reported (rank, host, pid, GPU, how far behind) appended to its summary and as
 // the `nccl_stalled_ranks` annotation and `nccl_rank` / `nccl_host` / `nccl_pid` / `nccl_gpu`
-// labels of the first one. Pure functions, thread-safe.
+// labels of the first one (nccl_gpu is the NVML index, as fulcrum's `gpu` label). Pure
+// functions, thread-safe.
 #pragma once
 
 #include <span>

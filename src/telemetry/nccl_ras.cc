@@ -12,8 +12,10 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -427,6 +429,14 @@ std::vector<NcclLaggingRank> FindLaggingRanks(const NcclRasReport& report) {
       }
     }
   }
+  // Processes listed as missing or dead with no rank named for them (v2.24/v2.25 print
+  // "The missing ranks: 2,5" without hosts): named by process instead.
+  for (const NcclRasRank& p : report.missing_processes) {
+    const bool named = std::any_of(out.begin(), out.end(), [&](const NcclLaggingRank& l) {
+      return l.rank.pid == p.pid && l.rank.host == p.host;
+    });
+    if (!named) out.push_back({"", p, p.dead ? "process dead" : "not responding"});
+  }
   std::sort(out.begin(), out.end(), [](const NcclLaggingRank& a, const NcclLaggingRank& b) {
     return std::tie(a.comm_hash, a.rank.rank) < std::tie(b.comm_hash, b.rank.rank);
   });
@@ -444,7 +454,7 @@ std::string DescribeLaggingRank(const NcclLaggingRank& l) {
       where += " (NVML " + std::to_string(r.nvml_dev) + ")";
     }
   }
-  std::string out = "rank " + std::to_string(r.rank);
+  std::string out = r.rank >= 0 ? "rank " + std::to_string(r.rank) : "a process";
   if (!where.empty()) out += " (" + where + ")";
   out += ": " + l.reason;
   if (!l.comm_hash.empty()) out += " in comm " + l.comm_hash;

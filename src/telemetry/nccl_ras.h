@@ -75,10 +75,12 @@ Result<NcclRasReport> ParseNcclRasJson(std::string_view text);
 Result<NcclRasReport> ParseNcclRasText(std::string_view text);
 
 // The ranks holding up each communicator: per function, the ranks whose launched-operation
-// count is below the communicator's highest, and every missing rank. Sorted by comm, rank.
+// count is below the communicator's highest, and every missing rank; then the missing or dead
+// processes no rank entry names (rank -1, comm ""). Sorted by comm hash (as text), rank.
 std::vector<NcclLaggingRank> FindLaggingRanks(const NcclRasReport& report);
 
-// "rank 3 (pid 4242 on 10.0.0.2, GPU 3): AllReduce op 41 of 42" — one rank for an alert.
+// "rank 3 (pid 4242 on 10.0.0.2, GPU 3): AllReduce op 41 of 42 in comm 0x1f" — one rank for
+// an alert ("a process (pid ...)" when the report gives no rank).
 std::string DescribeLaggingRank(const NcclLaggingRank& lagging);
 
 struct NcclRasQueryOptions {

@@ -124,12 +124,14 @@ TEST(NcclRasTest, TextReportOfV2243) {
   EXPECT_EQ(report->missing_processes[0].pid, 777);
   EXPECT_EQ(report->missing_processes[0].cuda_dev, 2);
   auto lagging = FindLaggingRanks(*report);
-  ASSERT_EQ(lagging.size(), 3u);
-  // Sorted by communicator hash (as text), then rank.
+  ASSERT_EQ(lagging.size(), 4u);
+  // Sorted by communicator hash (as text), then rank; the dead process has neither.
   EXPECT_EQ(DescribeLaggingRank(lagging[0]),
+            "a process (pid 777 on 10.1.0.3, GPU 2): process dead");
+  EXPECT_EQ(DescribeLaggingRank(lagging[1]),
             "rank 1 (pid 501 on 10.1.0.1, GPU 1 (NVML 4)): collective op 9 of 10 in comm 0xabc");
-  EXPECT_EQ(DescribeLaggingRank(lagging[1]), "rank 2: not responding in comm 0xff");
-  EXPECT_EQ(DescribeLaggingRank(lagging[2]), "rank 5: not responding in comm 0xff");
+  EXPECT_EQ(DescribeLaggingRank(lagging[2]), "rank 2: not responding in comm 0xff");
+  EXPECT_EQ(DescribeLaggingRank(lagging[3]), "rank 5: not responding in comm 0xff");
 }
 
 TEST(NcclRasTest, GarbageIsAnErrorOrAnEmptyReportNeverACrash) {
