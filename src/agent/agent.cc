@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 
@@ -14,9 +15,11 @@
 #include "agent/host.h"
 #include "agent/idle.h"
 #include "agent/live_state.h"
+#include "agent/nccl_ras_poller.h"
 #include "alert/delivery.h"
 #include "alert/evaluator.h"
 #include "alert/job_alert.h"
+#include "alert/nccl_hang.h"
 #include "alert/notify.h"
 #include "alert/rules_yaml.h"
 #include "core/file_lock.h"
@@ -96,6 +99,7 @@ struct Agent::Impl {
   telemetry::GpuSnapshot last_full;              // the last full sample (fast ticks merge over it)
   telemetry::FastFieldAggregate fast_aggregate;  // fast readings since the last full tick
   std::vector<alert::Sample> job_batch;          // job series of the last full tick
+  std::unique_ptr<NcclRasPoller> nccl_ras;       // names the ranks behind a hang; null if off
 
   Impl(AgentConfig c, const Clock& k)
       : config(std::move(c)),
@@ -350,6 +354,9 @@ struct Agent::Impl {
       batch.push_back(std::move(j));
     }
     std::vector<alert::Transition> transitions = evaluator->Evaluate(batch);
+    if (nccl_ras && std::any_of(transitions.begin(), transitions.end(), alert::IsHangFiring)) {
+      alert::NameStalledRanks(transitions, nccl_ras->Stalled());
+    }
     Record(transitions, now);
     if (!transitions.empty()) SaveAlertStates();
   }
@@ -443,6 +450,7 @@ Result<store::AgentDb> OpenStoreOrStartFresh(const std::string& data_dir, const 
 Agent::Agent(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Agent::~Agent() {
+  if (impl_->nccl_ras) impl_->nccl_ras->Stop();
   if (impl_->server) impl_->server->Stop();
   if (impl_->delivery) impl_->delivery->Stop();
 }
@@ -462,6 +470,12 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   FULCRUM_ASSIGN_OR_RETURN(store::AgentDb db, OpenStoreOrStartFresh(impl->data_dir, clock));
   impl->db = std::move(db);
   FULCRUM_RETURN_IF_ERROR(impl->OpenAlerts());
+  if (config.nccl_ras != "off") {
+    NcclRasPollerOptions ras;
+    ras.query.address = config.nccl_ras;
+    ras.interval_seconds = config.nccl_ras_interval_seconds;
+    impl->nccl_ras = std::make_unique<NcclRasPoller>(ras);
+  }
 
   server::ServerOptions options;
   options.listen = config.listen;
@@ -500,6 +514,7 @@ bool Agent::Impl::WaitForStop(int stop_fd, double until) {
 Status Agent::Run(int stop_fd) {
   Impl& a = *impl_;
   a.delivery->Start();
+  if (a.nccl_ras) a.nccl_ras->Start();
   a.live.SetIdle(a.idle.Status(a.clock.MonotonicSeconds()));
   // Full samples every `interval`; fast ticks every `fast_interval` in between (off when 0 or
   // not shorter than the interval).
@@ -525,6 +540,7 @@ Status Agent::Run(int stop_fd) {
   }
   spdlog::info("stopping: flushing samples and alerts");
   a.Flush(a.clock.MonotonicSeconds(), /*force=*/true);
+  if (a.nccl_ras) a.nccl_ras->Stop();
   a.server->Stop();
   a.delivery->Stop();
   return Status::Ok();

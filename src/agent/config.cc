@@ -10,6 +10,7 @@
 #include "core/parse.h"
 #include "core/yaml.h"
 #include "server/metrics.h"
+#include "telemetry/nccl_ras.h"
 
 namespace fulcrum::agent {
 namespace {
@@ -92,10 +93,10 @@ Status ParseIdle(const YamlNode& node, IdleConfig& idle) {
 
 Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, AgentConfig& c) {
   static const std::vector<std::string> kKnown = {
-      "source", "sim_gpus",      "sim_scenario", "listen",          "data_dir",
-      "rules",  "interval",      "receiver",     "receiver_format", "receivers",
-      "token",  "record",        "hostname",     "allowed_hosts",   "retention",
-      "idle",   "metrics_names", "fast_interval"};
+      "source", "sim_gpus",      "sim_scenario",  "listen",          "data_dir",
+      "rules",  "interval",      "receiver",      "receiver_format", "receivers",
+      "token",  "record",        "hostname",      "allowed_hosts",   "retention",
+      "idle",   "metrics_names", "fast_interval", "nccl_ras",        "nccl_ras_interval"};
   FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   if (root.IsNull()) return Status::Ok();
   if (!root.IsMap()) return root.Error("a mapping of settings");
@@ -162,6 +163,10 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
           return r.UnknownFieldError({"raw", "rollups"});
         }
       }
+    } else if (key == "nccl_ras") {
+      FULCRUM_ASSIGN_OR_RETURN(c.nccl_ras, v.Text());
+    } else if (key == "nccl_ras_interval") {
+      FULCRUM_ASSIGN_OR_RETURN(c.nccl_ras_interval_seconds, v.Duration());
     } else if (key == "idle") {
       if (!v.IsMap()) return v.Error("a mapping");
       FULCRUM_RETURN_IF_ERROR(ParseIdle(v, c.idle));
@@ -243,6 +248,13 @@ Status ValidateAgentConfig(const AgentConfig& c) {
                                   "': expected a host name or IP address (letters, digits, "
                                   "'.', '-', ':'), without port");
     }
+  }
+  if (c.nccl_ras != "off") {
+    FULCRUM_RETURN_IF_ERROR(
+        telemetry::ValidateNcclRasAddress(c.nccl_ras).WithContext("nccl-ras (or \"off\")"));
+  }
+  if (!(c.nccl_ras_interval_seconds >= 1 && c.nccl_ras_interval_seconds <= 3600)) {
+    return Status::InvalidInput("nccl-ras-interval: expected 1s to 1h");
   }
   if (c.idle.after_seconds <= 0) return Status::InvalidInput("idle.after: expected > 0");
   if (c.idle.command.empty()) return Status::InvalidInput("idle.command: expected an argv list");
