@@ -72,6 +72,12 @@ struct ExportOptions {
   std::string fulcrum_install;
   // Where the job writes its checkpoints on the node (relative to the task's working directory).
   std::string checkpoint_dir = "checkpoints";
+  // With no picks: export only the best candidate the tool can launch (its header names the
+  // ranks before it and why), instead of every candidate.
+  bool best_launchable = false;
+  // Refuse (InvalidInput on --keep-command; skipped with --pick all) a candidate on which the
+  // command would not start one process per GPU, instead of rewriting the launcher's options.
+  bool keep_command = false;
 };
 
 // Refuses options the export cannot use (no install command, a checkpoint dir with characters
@@ -92,9 +98,13 @@ struct ExportResult {
   std::vector<SkippedCandidate> skipped;
 };
 
-// Renders the candidates of ranks `picks` (1-based; empty = every candidate). A rank outside
-// the plan is InvalidInput. A candidate the tool cannot express goes to `skipped` when exporting
-// every candidate; a picked one is InvalidInput with the reason.
+// Renders the candidates of ranks `picks` (1-based; empty = every candidate, or with
+// options.best_launchable the first the tool can launch: InvalidInput when there is none). A
+// rank outside the plan is InvalidInput. A candidate the tool cannot express goes to `skipped`
+// when exporting every candidate; a picked one is InvalidInput with the reason. The training
+// command is rewritten for the candidate's node (core/torchrun.h RewriteLaunch: process count,
+// node count, rank, rendezvous), each change stated in the task's header, and the variables it
+// names for the job's shape are exported from the tool's own before the run line.
 Result<ExportResult> ExportCandidates(const PlanResult& result, const catalog::Catalog& catalog,
                                       const ExportTables& tables, const ExportOptions& options,
                                       const std::vector<int>& picks);
