@@ -237,6 +237,19 @@ Status WriteFile(const std::string& path, const std::string& text) {
   return WriteTextFile(path, text);
 }
 
+// --launcher skypilot|dstack: the tools whose launchable offers fulcrum knows
+// (catalog/export_<tool>.csv).
+Result<plan::ExportFormat> ParseLauncherFlag(const std::string& text) {
+  Result<plan::ExportFormat> format = plan::ParseExportFormat(text);
+  if (format.ok()) return format;
+  ErrorDetail detail;
+  detail.field = "--launcher";
+  detail.expected = "skypilot or dstack";
+  detail.found = text;
+  return Status::InvalidInput("--launcher: expected skypilot or dstack, found \"" + text + "\"")
+      .WithDetail(detail);
+}
+
 // --export FORMAT FILE, --pick RANK|all, --fulcrum-install, --checkpoint-dir: checked before
 // the plan runs. `picks` is empty for `--pick all`.
 Result<plan::ExportFormat> ParseExportFlags(const PlanFlags& f, std::vector<int>& picks) {
@@ -306,6 +319,12 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   const std::string catalog_dir = DefaultCatalogDir(ctx.catalog_dir);
   FULCRUM_ASSIGN_OR_RETURN(catalog::Catalog catalog, catalog::Catalog::Load(catalog_dir));
   NameFilterFlags(f, spec.constraints);
+  if (!f.launcher.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(plan::ExportFormat launcher, ParseLauncherFlag(f.launcher));
+    FULCRUM_ASSIGN_OR_RETURN(plan::ExportTables tables,
+                             plan::LoadExportTables(catalog_dir, launcher));
+    spec.constraints.launcher = plan::LauncherFilterOf(tables);
+  }
   FULCRUM_ASSIGN_OR_RETURN(workload::Model model, ResolveModel(spec, catalog_dir));
   FULCRUM_RETURN_IF_ERROR(workload::ValidateModel(model));
   std::string note;
@@ -468,6 +487,10 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
                   "Rank to export (default: the best candidate the tool can launch), or all: "
                   "every candidate the tool can launch, to FILE-<rank>.<ext>")
       ->type_name("RANK|all");
+  cmd->add_option("--launcher", f->launcher,
+                  "Plan only what this launcher can start: skypilot or dstack (their clouds, "
+                  "regions, accelerators and node limits, on-demand or spot)")
+      ->type_name("skypilot|dstack");
   cmd->add_flag("--keep-command", f->keep_command,
                 "For --export: refuse (exit 2) a pick on which the command would not start one "
                 "process per GPU, instead of rewriting its launcher's process and node options");

@@ -29,21 +29,36 @@ std::string Normalized(std::string_view option) {
 // microsoft/DeepSpeed@048b0d505481 deepspeed/launcher/runner.py parse_args, likewise, with
 // --no_ssh (microsoft/DeepSpeed issue 5510).
 const std::set<std::string>& FlagOptions(Launcher launcher) {
-  static const std::set<std::string> torchrun = {"--standalone", "--module", "-m", "--no_python",
+  static const std::set<std::string> torchrun = {"--standalone", "--module",  "-m", "--no_python",
                                                  "--run_path",   "--use_env", "-h", "--help"};
-  static const std::set<std::string> accelerate = {
-      "--cpu",          "--multi_gpu",       "--tpu",       "--ipex",
-      "--quiet",        "-q",                "--enable_cpu_affinity",
-      "--dynamo_use_fullgraph",              "--dynamo_use_dynamic",
-      "--use_deepspeed", "--use_fsdp",       "--use_megatron_lm",
-      "--use_xpu",      "--same_network",    "--module",    "-m",
-      "--no_python",    "--tpu_cluster",     "--no_tpu_cluster",
-      "--tpu_use_sudo", "--downcast_bf16",   "--debug",     "-h",
-      "--help"};
+  static const std::set<std::string> accelerate = {"--cpu",
+                                                   "--multi_gpu",
+                                                   "--tpu",
+                                                   "--ipex",
+                                                   "--quiet",
+                                                   "-q",
+                                                   "--enable_cpu_affinity",
+                                                   "--dynamo_use_fullgraph",
+                                                   "--dynamo_use_dynamic",
+                                                   "--use_deepspeed",
+                                                   "--use_fsdp",
+                                                   "--use_megatron_lm",
+                                                   "--use_xpu",
+                                                   "--same_network",
+                                                   "--module",
+                                                   "-m",
+                                                   "--no_python",
+                                                   "--tpu_cluster",
+                                                   "--no_tpu_cluster",
+                                                   "--tpu_use_sudo",
+                                                   "--downcast_bf16",
+                                                   "--debug",
+                                                   "-h",
+                                                   "--help"};
   static const std::set<std::string> deepspeed = {
-      "--module",     "--no_python", "--no_local_rank",     "--no_ssh_check",
-      "--force_multi", "--save_pid", "--elastic_training",  "--bind_cores_to_rank",
-      "--no_ssh",     "-h",          "--help"};
+      "--module",   "--no_python",        "--no_local_rank",      "--no_ssh_check", "--force_multi",
+      "--save_pid", "--elastic_training", "--bind_cores_to_rank", "--no_ssh",       "-h",
+      "--help"};
   static const std::set<std::string> none;
   switch (launcher) {
     case Launcher::kTorchrun:
@@ -181,11 +196,13 @@ class Rewriter {
   void TorchrunNodes(const LaunchCommand& lc) {
     const int nodes = node_.nodes;
     auto count_right = [&](const std::string& v) {
-      const size_t colon = v.find(':');  // elastic MIN:MAX
+      const size_t colon = v.find(':');  // elastic MIN:MAX: the task's count within it
       if (colon != std::string::npos) {
         const std::string low = v.substr(0, colon), high = v.substr(colon + 1);
-        return Right(low, NodeQuantity::kNodeCount, nodes) ||
-               Right(high, NodeQuantity::kNodeCount, nodes);
+        const bool numbers =
+            !low.empty() && !high.empty() && std::all_of(low.begin(), low.end(), ::isdigit) &&
+            std::all_of(high.begin(), high.end(), ::isdigit) && low.size() < 9 && high.size() < 9;
+        return numbers && std::stoi(low) <= nodes && nodes <= std::stoi(high);
       }
       return Right(v, NodeQuantity::kNodeCount, nodes);
     };
@@ -200,11 +217,15 @@ class Rewriter {
     if (HasTorchrunRendezvous(sub)) return;
     Set(
         lc, {"--node_rank", "--node-rank"}, Shell(NodeQuantity::kNodeRank),
-        [&](const std::string& v) { return !VariableOf(v).empty() && Right(v, NodeQuantity::kNodeRank, -1); },
+        [&](const std::string& v) {
+          return !VariableOf(v).empty() && Right(v, NodeQuantity::kNodeRank, -1);
+        },
         true, "this node's rank");
-    Set(lc, {"--master_addr", "--master-addr"}, Shell(NodeQuantity::kMasterAddr),
+    Set(
+        lc, {"--master_addr", "--master-addr"}, Shell(NodeQuantity::kMasterAddr),
         [](const std::string&) { return true; }, true, "the first node's address");
-    Set(lc, {"--master_port", "--master-port"}, Shell(NodeQuantity::kMasterPort),
+    Set(
+        lc, {"--master_port", "--master-port"}, Shell(NodeQuantity::kMasterPort),
         [](const std::string&) { return true; }, true, "the first node's port");
   }
 
@@ -226,11 +247,15 @@ class Rewriter {
         true, "the task's node count");
     Set(
         lc, {"--machine_rank", "--machine-rank"}, Shell(NodeQuantity::kNodeRank),
-        [&](const std::string& v) { return !VariableOf(v).empty() && Right(v, NodeQuantity::kNodeRank, -1); },
+        [&](const std::string& v) {
+          return !VariableOf(v).empty() && Right(v, NodeQuantity::kNodeRank, -1);
+        },
         true, "this node's rank");
-    Set(lc, {"--main_process_ip", "--main-process-ip"}, Shell(NodeQuantity::kMasterAddr),
+    Set(
+        lc, {"--main_process_ip", "--main-process-ip"}, Shell(NodeQuantity::kMasterAddr),
         [](const std::string&) { return true; }, true, "the first node's address");
-    Set(lc, {"--main_process_port", "--main-process-port"}, Shell(NodeQuantity::kMasterPort),
+    Set(
+        lc, {"--main_process_port", "--main-process-port"}, Shell(NodeQuantity::kMasterPort),
         [](const std::string&) { return true; }, true, "the first node's port");
   }
 
@@ -258,11 +283,15 @@ class Rewriter {
     }
     Set(
         lc, {"--node_rank"}, Shell(NodeQuantity::kNodeRank),
-        [&](const std::string& v) { return !VariableOf(v).empty() && Right(v, NodeQuantity::kNodeRank, -1); },
+        [&](const std::string& v) {
+          return !VariableOf(v).empty() && Right(v, NodeQuantity::kNodeRank, -1);
+        },
         true, "this node's rank");
-    Set(lc, {"--master_addr"}, Shell(NodeQuantity::kMasterAddr),
+    Set(
+        lc, {"--master_addr"}, Shell(NodeQuantity::kMasterAddr),
         [](const std::string&) { return true; }, true, "the first node's address");
-    Set(lc, {"--master_port"}, Shell(NodeQuantity::kMasterPort),
+    Set(
+        lc, {"--master_port"}, Shell(NodeQuantity::kMasterPort),
         [](const std::string&) { return true; }, true, "the first node's port");
   }
 
@@ -371,19 +400,27 @@ std::optional<NodeQuantity> CommonVariableQuantity(std::string_view name) {
   // pytorch/pytorch torch/distributed/run.py's environment for workers; accelerate's
   // num_machines / machine_rank / main_process_ip / main_process_port as upper-case names).
   static const std::map<std::string_view, NodeQuantity> kNames = {
-      {"NUM_NODES", NodeQuantity::kNodeCount},     {"NNODES", NodeQuantity::kNodeCount},
-      {"N_NODES", NodeQuantity::kNodeCount},       {"NODE_COUNT", NodeQuantity::kNodeCount},
-      {"NUM_MACHINES", NodeQuantity::kNodeCount},  {"NODE_RANK", NodeQuantity::kNodeRank},
-      {"MACHINE_RANK", NodeQuantity::kNodeRank},   {"GROUP_RANK", NodeQuantity::kNodeRank},
-      {"MASTER_ADDR", NodeQuantity::kMasterAddr},  {"MASTER_IP", NodeQuantity::kMasterAddr},
+      {"NUM_NODES", NodeQuantity::kNodeCount},
+      {"NNODES", NodeQuantity::kNodeCount},
+      {"N_NODES", NodeQuantity::kNodeCount},
+      {"NODE_COUNT", NodeQuantity::kNodeCount},
+      {"NUM_MACHINES", NodeQuantity::kNodeCount},
+      {"NODE_RANK", NodeQuantity::kNodeRank},
+      {"MACHINE_RANK", NodeQuantity::kNodeRank},
+      {"GROUP_RANK", NodeQuantity::kNodeRank},
+      {"MASTER_ADDR", NodeQuantity::kMasterAddr},
+      {"MASTER_IP", NodeQuantity::kMasterAddr},
       {"MAIN_PROCESS_IP", NodeQuantity::kMasterAddr},
-      {"HEAD_NODE_IP", NodeQuantity::kMasterAddr}, {"MASTER_PORT", NodeQuantity::kMasterPort},
+      {"HEAD_NODE_IP", NodeQuantity::kMasterAddr},
+      {"MASTER_PORT", NodeQuantity::kMasterPort},
       {"MAIN_PROCESS_PORT", NodeQuantity::kMasterPort},
       {"GPUS_PER_NODE", NodeQuantity::kGpusPerNode},
       {"NUM_GPUS_PER_NODE", NodeQuantity::kGpusPerNode},
       {"NPROC_PER_NODE", NodeQuantity::kGpusPerNode},
-      {"NUM_GPUS", NodeQuantity::kGpusPerNode},    {"LOCAL_WORLD_SIZE", NodeQuantity::kGpusPerNode},
-      {"WORLD_SIZE", NodeQuantity::kWorldSize},    {"NUM_PROCESSES", NodeQuantity::kWorldSize}};
+      {"NUM_GPUS", NodeQuantity::kGpusPerNode},
+      {"LOCAL_WORLD_SIZE", NodeQuantity::kGpusPerNode},
+      {"WORLD_SIZE", NodeQuantity::kWorldSize},
+      {"NUM_PROCESSES", NodeQuantity::kWorldSize}};
   auto it = kNames.find(name);
   if (it == kNames.end()) return std::nullopt;
   return it->second;
@@ -428,8 +465,11 @@ LaunchRewrite RewriteLaunch(const std::vector<std::string>& words, const NodeLau
       return out;
   }
   rewriter.FlushAdded(lc.options_at);
-  std::sort(out.edits.begin(), out.edits.end(),
-            [](const WordEdit& a, const WordEdit& b) { return a.at < b.at; });
+  // By position; at one position the insertion first, so that applying the edits from the
+  // last one replaces the user's word before anything is inserted in front of it.
+  std::sort(out.edits.begin(), out.edits.end(), [](const WordEdit& a, const WordEdit& b) {
+    return a.at != b.at ? a.at < b.at : (!a.replace && b.replace);
+  });
   return out;
 }
 

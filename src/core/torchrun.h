@@ -73,7 +73,7 @@ struct WordEdit {
 };
 struct LaunchRewrite {
   Launcher launcher = Launcher::kNone;
-  std::vector<WordEdit> edits;       // by increasing `at`
+  std::vector<WordEdit> edits;       // by increasing `at`; at one `at`, an insertion first
   std::vector<std::string> changes;  // one sentence per edit, for the task's header
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
@@ -69,6 +70,26 @@ struct Placement {
   std::string skip_reason;                                // non-empty: not exportable
 };
 
+// Why the tool cannot start offer `o` at all ("" when it can): no cloud, region or accelerator
+// name for it in the tool's table.
+std::string OfferSkipReason(const catalog::Offer& o, const ExportTables& t) {
+  const char* tool = ExportToolName(t.format);
+  const std::string table = std::string("catalog/export_") + ExportFormatName(t.format) + ".csv";
+  if (t.clouds.find(o.provider) == t.clouds.end()) {
+    return fmt::format("provider {}: not a {} {} ({} has no row for it)", o.provider, tool,
+                       t.format == ExportFormat::kDstack ? "backend" : "cloud", table);
+  }
+  if (t.regions.find({o.provider, o.region}) == t.regions.end()) {
+    return fmt::format("region \"{}\" of {}: no {} spelling in {}", o.region, o.provider, tool,
+                       table);
+  }
+  if (ExportAcceleratorName(t, o.provider, o.gpu, o.instance_type).empty()) {
+    return fmt::format("GPU {} on {} ({}): no {} accelerator name in {}", o.gpu, o.provider,
+                       o.instance_type, tool, table);
+  }
+  return "";
+}
+
 Placement Place(const Candidate& c, const catalog::Catalog& catalog, const ExportTables& t) {
   Placement p;
   const catalog::Offer& o = catalog.offers()[static_cast<size_t>(c.offer)];
@@ -79,38 +100,24 @@ Placement Place(const Candidate& c, const catalog::Catalog& catalog, const Expor
                                 PricingModelName(c.pricing), tool);
     return p;
   }
-  auto cloud = t.clouds.find(o.provider);
-  if (cloud == t.clouds.end()) {
-    p.skip_reason = fmt::format("provider {}: not a {} {} ({} has no row for it)", o.provider, tool,
-                                t.format == ExportFormat::kDstack ? "backend" : "cloud", table);
-    return p;
-  }
-  auto region = t.regions.find({o.provider, o.region});
-  if (region == t.regions.end()) {
-    p.skip_reason =
-        fmt::format("region \"{}\" of {}: no {} spelling in {}", o.region, o.provider, tool, table);
-    return p;
-  }
-  if (cloud->second.max_nodes && c.nodes > *cloud->second.max_nodes) {
+  p.skip_reason = OfferSkipReason(o, t);
+  if (!p.skip_reason.empty()) return p;
+  const ExportTables::Cloud& cloud = t.clouds.at(o.provider);
+  if (cloud.max_nodes && c.nodes > *cloud.max_nodes) {
     p.skip_reason = fmt::format("{} nodes on {}: {} runs at most {} node(s) per task there ({})",
-                                c.nodes, o.provider, tool, *cloud->second.max_nodes, table);
+                                c.nodes, o.provider, tool, *cloud.max_nodes, table);
     return p;
   }
   p.accelerator = ExportAcceleratorName(t, o.provider, o.gpu, o.instance_type);
-  if (p.accelerator.empty()) {
-    p.skip_reason = fmt::format("GPU {} on {} ({}): no {} accelerator name in {}", o.gpu,
-                                o.provider, o.instance_type, tool, table);
-    return p;
-  }
   std::optional<double> hourly = HourlyPriceUsd(o, catalog.FindProvider(o.provider), c.pricing);
   if (!hourly) {
     p.skip_reason = fmt::format("{} {}: no {} price in the catalog", o.provider, o.instance_type,
                                 PricingModelName(c.pricing));
     return p;
   }
-  p.cloud = cloud->second.name;
-  p.region = region->second;
-  if (cloud->second.instance_types) p.instance_type = o.instance_type;
+  p.cloud = cloud.name;
+  p.region = t.regions.at({o.provider, o.region});
+  if (cloud.instance_types) p.instance_type = o.instance_type;
   p.cluster_usd_per_hour = *hourly * c.nodes;
   return p;
 }
@@ -194,7 +201,7 @@ std::vector<std::string> CommandWords(const std::string& command, std::vector<si
 
 // The training command as a node of `c` runs it, and what changed (core/torchrun.h
 // RewriteLaunch): the edits applied to the user's text from the last, so that each word's
-// position still holds.
+// position still holds (at one position RewriteLaunch orders the insertion first).
 struct NodeCommand {
   std::string text;
   LaunchRewrite rewrite;
@@ -279,9 +286,10 @@ std::string Header(const PlanResult& r, const Candidate& c, const catalog::Offer
   if (r.spec.command.empty()) h += "Replace `python train.py` with your training command.\n";
   const LaunchRewrite& rw = command.rewrite;
   if (!rw.changes.empty()) {
-    h += fmt::format("The command is changed for {} GPU(s) per node x {} node(s) (--keep-command "
-                     "refuses instead):\n",
-                     o.gpu_count, c.nodes);
+    h += fmt::format(
+        "The command is changed for {} GPU(s) per node x {} node(s) (--keep-command "
+        "refuses instead):\n",
+        o.gpu_count, c.nodes);
     for (const std::string& change : rw.changes) h += "  " + change + "\n";
   }
   for (const std::string& line : VariableLines(r, command.node)) {
@@ -456,6 +464,19 @@ std::string ExportAcceleratorName(const ExportTables& tables, const std::string&
   return best == nullptr ? "" : best->name;
 }
 
+LauncherFilter LauncherFilterOf(const ExportTables& tables) {
+  LauncherFilter filter;
+  filter.name = ExportToolName(tables.format);
+  auto shared = std::make_shared<const ExportTables>(tables);
+  filter.max_nodes = [shared](const catalog::Offer& o) -> std::optional<std::optional<int>> {
+    if (!OfferSkipReason(o, *shared).empty()) return std::nullopt;
+    return shared->clouds.at(o.provider).max_nodes;
+  };
+  // Place(): both tools launch on-demand or spot capacity only.
+  filter.pricing = {PricingModel::kOnDemand, PricingModel::kSpot};
+  return filter;
+}
+
 Status ValidateExportOptions(const ExportOptions& options) {
   if (Trim(options.fulcrum_install).empty()) {
     ErrorDetail detail;
@@ -498,9 +519,10 @@ std::string KeepCommandReason(const Candidate& c, const catalog::Offer& o,
   for (const std::string& change : rewrite.changes) {
     changes += (changes.empty() ? "" : "; ") + change;
   }
-  return fmt::format("--keep-command: the command does not start {} process(es) per node on {} "
-                     "GPU(s) x {} node(s): {}",
-                     o.gpu_count, o.gpu_count, c.nodes, changes);
+  return fmt::format(
+      "--keep-command: the command does not start {} process(es) per node on {} "
+      "GPU(s) x {} node(s): {}",
+      o.gpu_count, o.gpu_count, c.nodes, changes);
 }
 
 // "--pick" for a rank picked by the user; "--keep-command" for a command kept as written.
@@ -565,7 +587,8 @@ Result<ExportResult> ExportCandidates(const PlanResult& r, const catalog::Catalo
     if (options.keep_command && !command.rewrite.changes.empty()) {
       const std::string reason = KeepCommandReason(c, o, command.rewrite);
       if (!picks.empty() || best) {
-        return RefuseCandidate("--keep-command", pick, "a command that starts the planned processes",
+        return RefuseCandidate("--keep-command", pick,
+                               "a command that starts the planned processes",
                                fmt::format("rank {}: {}", pick, reason));
       }
       out.skipped.push_back({pick, reason});
@@ -581,10 +604,10 @@ Result<ExportResult> ExportCandidates(const PlanResult& r, const catalog::Catalo
   if (best) {
     return RefuseCandidate(
         "--export", 0, fmt::format("a plan with a candidate {} can launch", tool),
-        fmt::format("--export {}: {} can launch none of the plan's {} candidate(s){}",
-                    ExportFormatName(tables.format), tool, r.candidates.size(),
-                    out.skipped.empty() ? std::string()
-                                        : " (rank 1: " + out.skipped.front().reason + ")"));
+        fmt::format(
+            "--export {}: {} can launch none of the plan's {} candidate(s){}",
+            ExportFormatName(tables.format), tool, r.candidates.size(),
+            out.skipped.empty() ? std::string() : " (rank 1: " + out.skipped.front().reason + ")"));
   }
   return out;
 }

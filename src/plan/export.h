@@ -66,6 +66,11 @@ Result<ExportTables> LoadExportTables(const std::string& catalog_dir, ExportForm
 std::string ExportAcceleratorName(const ExportTables& tables, const std::string& provider,
                                   const std::string& gpu, const std::string& instance_type);
 
+// What the tool can start, for plan --launcher (Constraints::launcher): the offers whose
+// provider, region and accelerator the tables name, up to the cloud's max_nodes, on-demand or
+// spot. Holds its own copy of `tables`.
+LauncherFilter LauncherFilterOf(const ExportTables& tables);
+
 struct ExportOptions {
   // Shell command that installs fulcrum on the node (run by the setup when `fulcrum` is not on
   // PATH). Required: without it the export is refused.
