@@ -26,7 +26,7 @@ std::string Normalized(std::string_view option) {
 // --module/-m, --no-python, --run-path; torch.distributed.launch adds --use-env).
 // accelerate: huggingface/accelerate@00785cd9fc2e src/accelerate/commands/launch.py
 // launch_command_parser, its action="store_true" arguments. deepspeed:
-// microsoft/DeepSpeed@048b0d505481 deepspeed/launcher/runner.py parse_args, likewise, with
+// microsoft/DeepSpeed@048b0d505481 deepspeed/launcher/runner.py parse_args, likewise, and
 // --no_ssh (microsoft/DeepSpeed issue 5510).
 const std::set<std::string>& FlagOptions(Launcher launcher) {
   static const std::set<std::string> torchrun = {"--standalone", "--module",  "-m", "--no_python",
@@ -274,8 +274,10 @@ class Rewriter {
     }
     Set(lc, {"--num_nodes"}, Shell(NodeQuantity::kNodeCount), count_right, true,
         "the task's node count");
-    // Each node starts the command itself: no ssh from the first node (a hostfile of the
-    // user's own means they launch over ssh; left alone).
+    // Each node starts the command itself: no ssh from the first node, the node's rank and the
+    // first node's address given (the --no_ssh mode of microsoft/DeepSpeed issue 5510, which
+    // "depends on a --node_rank flag"; not checked here against a runner.py release). A
+    // hostfile of the user's own means they launch over ssh: left alone.
     if (FindOption(words_, lc, {"--hostfile", "-H"})) return;
     if (!FindOption(words_, lc, {"--no_ssh"})) {
       added_.push_back("--no_ssh");
