@@ -280,6 +280,156 @@ TEST(ExportE2eTest, MultiNodeDstackTorchrunJoinsTheNodes) {
   ExpectMultiNodeTorchrunJoinsTheNodes("dstack");
 }
 
+// THE START TEST (issue 25): every export of every shipped example, run as the tool runs it on
+// node 1 of N (rank 1; rank 0 on one node) with the tool's variables set (as in
+// ExpectMultiNodeTorchrunJoinsTheNodes), a `fulcrum` on PATH that starts the argv after `--` as
+// `fulcrum run` does, and `torchrun`, `accelerate`, `deepspeed` and `python` that record the argv
+// they were given. The recorded launch must start one process per GPU of the node (accelerate:
+// the total over the nodes) and get the node count, this node's rank and the first node's
+// address. argv: tool, directory of exports, a scratch directory. Prints "files failed
+// mismatched" and the first problems. Before (on the previous main): 1403 of 1722 SkyPilot and
+// 1203 of 1510 dstack exports mismatched (3 GPUs given 8 processes; the 70B pretrain's
+// `--nnodes $NUM_NODES` empty on every node).
+const char* kStartCheck = R"PY(
+import glob, os, subprocess, sys, yaml
+tool, directory, work = sys.argv[1:4]
+bin_dir = os.path.join(work, 'bin')
+os.makedirs(bin_dir, exist_ok=True)
+record = os.path.join(work, 'argv')
+# `fulcrum run ... -- CMD`: CMD is started as argv (no shell), as fulcrum run starts it.
+fake_fulcrum = '#!/bin/sh\nwhile [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n'
+recorder = '#!/bin/sh\nprintf "%s\\n" "$(basename "$0")" "$@" > "$RECORD"\n'
+for name, text in [('fulcrum', fake_fulcrum)] + [(n, recorder) for n in (
+        'torchrun', 'accelerate', 'deepspeed', 'python', 'python3')]:
+    path = os.path.join(bin_dir, name)
+    with open(path, 'w') as f:
+        f.write(text)
+    os.chmod(path, 0o755)
+# Options that take no value (everything else takes one): torch/distributed/run.py,
+# accelerate/commands/launch.py, deepspeed/launcher/runner.py.
+FLAGS = {'--standalone', '--no_python', '--run_path', '--multi_gpu', '--cpu', '--use_deepspeed',
+         '--use_fsdp', '--same_network', '--no_ssh', '--no_local_rank', '--force_multi'}
+def options(args):
+    found, i = {}, 0
+    while i < len(args) and args[i].startswith('-') and args[i] not in ('-m', '--module'):
+        name, eq, value = args[i].partition('=')
+        name = name[:2] + name[2:].replace('-', '_')
+        if eq:
+            found[name], i = value, i + 1
+        elif name in FLAGS:
+            found[name], i = True, i + 1
+        else:
+            found[name], i = (args[i + 1] if i + 1 < len(args) else None), i + 2
+    return found
+def check(argv, gpus, nodes):
+    """What is wrong with the recorded launch on node rank 1 (0 on one node) of `nodes`."""
+    rank = '1' if nodes > 1 else '0'
+    program, args = argv[0], argv[1:]
+    if program in ('python', 'python3'):
+        if args[:2] == ['-m', 'torch.distributed.run']:
+            program, args = 'torchrun', args[2:]
+        else:
+            return [] if gpus == 1 and nodes == 1 else ['one python process for %d GPU(s) x %d node(s)' % (gpus, nodes)]
+    wrong = []
+    def want(o, key, value, default=None):
+        got = o.get(key, default)
+        if str(got) != str(value):
+            wrong.append('%s %s, want %s' % (key, got, value))
+    if program == 'torchrun':
+        o = options(args)
+        want(o, '--nproc_per_node', gpus, '1')
+        want(o, '--nnodes', nodes, '1')
+        if nodes > 1 and '--rdzv_endpoint' not in o:
+            want(o, '--node_rank', rank)
+            want(o, '--master_addr', '10.0.0.1')
+    elif program == 'accelerate':
+        o = options(args[1:])
+        want(o, '--num_processes', gpus * nodes)
+        want(o, '--num_machines', nodes, '1')
+        if nodes > 1:
+            want(o, '--machine_rank', rank)
+            want(o, '--main_process_ip', '10.0.0.1')
+    elif program == 'deepspeed':
+        o = options(args)
+        want(o, '--num_gpus', gpus, str(gpus))
+        want(o, '--num_nodes', nodes, '1')
+        if nodes > 1:
+            want(o, '--node_rank', rank)
+            want(o, '--master_addr', '10.0.0.1')
+    else:
+        wrong.append('unknown launcher %r' % program)
+    return wrong
+files = sorted(glob.glob(directory + '/*'))
+mismatched, failed = [], []
+for f in files:
+    d = yaml.safe_load(open(f))
+    if tool == 'skypilot':
+        nodes, gpus = d['num_nodes'], int(d['resources']['accelerators'].rsplit(':', 1)[1])
+        script = d['setup'] + d['run']
+        env = {'SKYPILOT_NUM_NODES': str(nodes), 'SKYPILOT_NUM_GPUS_PER_NODE': str(gpus),
+               'SKYPILOT_NODE_RANK': '1' if nodes > 1 else '0',
+               'SKYPILOT_NODE_IPS': '\n'.join('10.0.0.%d' % (i + 1) for i in range(nodes))}
+    else:
+        nodes, gpus = d['nodes'], int(d['resources']['gpu'].rsplit(':', 1)[1])
+        script = '\n'.join(d['commands'])
+        env = {'DSTACK_NODES_NUM': str(nodes), 'DSTACK_GPUS_PER_NODE': str(gpus),
+               'DSTACK_NODE_RANK': '1' if nodes > 1 else '0', 'DSTACK_MASTER_NODE_IP': '10.0.0.1'}
+    env.update({'PATH': bin_dir + ':/usr/bin:/bin', 'RECORD': record, 'HOME': work})
+    if os.path.exists(record):
+        os.remove(record)
+    run = subprocess.run(['/bin/bash', '-c', 'set -e\n' + script], env=env, cwd=work,
+                         capture_output=True, text=True, timeout=30)
+    if run.returncode != 0 or not os.path.exists(record):
+        failed.append('%s: exit %d: %s' % (f, run.returncode, run.stderr.strip()[-300:]))
+        continue
+    wrong = check(open(record).read().splitlines(), gpus, nodes)
+    if wrong:
+        mismatched.append('%s (%d GPU(s) x %d node(s)): %s' % (f, gpus, nodes, '; '.join(wrong)))
+print(len(files), len(failed), len(mismatched))
+for line in (failed + mismatched)[:5]:
+    print(line)
+)PY";
+
+class ExportStartTest : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
+
+TEST_P(ExportStartTest, EveryExportStartsTheNodesProcesses) {
+  const auto& [example, tool] = GetParam();
+  const std::string dir = MakeTempDir("export-start-" + tool);
+  fs::create_directories(dir + "/tasks");
+  fs::create_directories(dir + "/work");
+  RunOutput r = RunFulcrum(
+      {"--catalog", SourcePath("catalog"), "plan", SourcePath("examples/" + example + ".yaml"),
+       "--export", tool, dir + "/tasks/task.yaml", "--pick", "all", "--fulcrum-install", "false",
+       "--json"},
+      Isolated());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t written = json::parse(r.out)["export"]["written"].size();
+  ASSERT_GT(written, 0u);
+  RunOutput check = RunProgram(kPython, {"-c", kStartCheck, tool, dir + "/tasks", dir + "/work"});
+  ASSERT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_EQ(check.out.substr(0, check.out.find('\n')), std::to_string(written) + " 0 0")
+      << check.out;
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ShippedExamples, ExportStartTest,
+    ::testing::Values(std::pair<std::string, std::string>{"llama-7b-finetune", "skypilot"},
+                      std::pair<std::string, std::string>{"llama-7b-finetune", "dstack"},
+                      std::pair<std::string, std::string>{"llama-70b-pretrain", "skypilot"},
+                      std::pair<std::string, std::string>{"llama-70b-pretrain", "dstack"},
+                      std::pair<std::string, std::string>{"llama-8b-lora", "skypilot"},
+                      std::pair<std::string, std::string>{"llama-8b-lora", "dstack"},
+                      std::pair<std::string, std::string>{"resnet50", "skypilot"},
+                      std::pair<std::string, std::string>{"resnet50", "dstack"}),
+    [](const auto& info) {
+      std::string name = info.param.first + "_" + info.param.second;
+      for (char& c : name) {
+        if (c == '-') c = '_';
+      }
+      return name;
+    });
+
 TEST(ExportE2eTest, RefusesWithoutAWayToInstallFulcrum) {
   const std::string dir = MakeTempDir("export-refuse");
   RunOutput r = RunFulcrum({"--catalog", SourcePath("catalog"), "plan", "--model", "llama-2-7b",

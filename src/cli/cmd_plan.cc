@@ -42,7 +42,9 @@ struct PlanFlags {
   bool json = false;
   std::string html;
   std::vector<std::string> export_args;
-  std::string pick = "1";
+  std::string pick;  // "": the best candidate the --export tool can launch
+  bool keep_command = false;
+  std::string launcher;
   std::string fulcrum_install;
   std::string export_checkpoint_dir = "checkpoints";
   std::string calibrate_from;  // a job of data_dir's jobs.db
@@ -248,6 +250,19 @@ Status WriteFile(const std::string& path, const std::string& text) {
   return WriteTextFile(path, text);
 }
 
+// --launcher skypilot|dstack: the tools whose launchable offers fulcrum knows
+// (catalog/export_<tool>.csv).
+Result<plan::ExportFormat> ParseLauncherFlag(const std::string& text) {
+  Result<plan::ExportFormat> format = plan::ParseExportFormat(text);
+  if (format.ok()) return format;
+  ErrorDetail detail;
+  detail.field = "--launcher";
+  detail.expected = "skypilot or dstack";
+  detail.found = text;
+  return Status::InvalidInput("--launcher: expected skypilot or dstack, found \"" + text + "\"")
+      .WithDetail(detail);
+}
+
 // --export FORMAT FILE, --pick RANK|all, --fulcrum-install, --checkpoint-dir: checked before
 // the plan runs. `picks` is empty for `--pick all`.
 Result<plan::ExportFormat> ParseExportFlags(const PlanFlags& f, std::vector<int>& picks) {
@@ -255,7 +270,7 @@ Result<plan::ExportFormat> ParseExportFlags(const PlanFlags& f, std::vector<int>
     return Status::InvalidInput("--export: expected FORMAT FILE (skypilot|dstack and a path)");
   }
   FULCRUM_ASSIGN_OR_RETURN(plan::ExportFormat format, plan::ParseExportFormat(f.export_args[0]));
-  if (ToLower(Trim(f.pick)) != "all") {
+  if (!f.pick.empty() && ToLower(Trim(f.pick)) != "all") {
     Result<double> rank = ParseDouble(f.pick);
     if (!rank.ok() || *rank < 1 || *rank != std::floor(*rank) || *rank > 1e6) {
       ErrorDetail detail;
@@ -285,10 +300,13 @@ Result<nlohmann::json> WriteExports(const PlanFlags& f, const plan::PlanResult& 
   plan::ExportOptions options;
   options.fulcrum_install = f.fulcrum_install;
   options.checkpoint_dir = f.export_checkpoint_dir;
+  options.best_launchable = f.pick.empty();
+  options.keep_command = f.keep_command;
   FULCRUM_ASSIGN_OR_RETURN(plan::ExportResult exported,
                            plan::ExportCandidates(result, catalog, tables, options, picks));
   for (const plan::ExportedTask& task : exported.tasks) {
-    files.push_back(plan::ExportFileName(f.export_args[1], task.rank, picks.empty()));
+    files.push_back(
+        plan::ExportFileName(f.export_args[1], task.rank, picks.empty() && !f.pick.empty()));
     FULCRUM_RETURN_IF_ERROR(WriteFile(files.back(), task.text));
   }
   for (const plan::SkippedCandidate& s : exported.skipped) {
@@ -314,6 +332,12 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   const std::string catalog_dir = DefaultCatalogDir(ctx.catalog_dir);
   FULCRUM_ASSIGN_OR_RETURN(catalog::Catalog catalog, catalog::Catalog::Load(catalog_dir));
   NameFilterFlags(f, spec.constraints);
+  if (!f.launcher.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(plan::ExportFormat launcher, ParseLauncherFlag(f.launcher));
+    FULCRUM_ASSIGN_OR_RETURN(plan::ExportTables tables,
+                             plan::LoadExportTables(catalog_dir, launcher));
+    spec.constraints.launcher = plan::LauncherFilterOf(tables);
+  }
   FULCRUM_ASSIGN_OR_RETURN(workload::Model model, ResolveModel(spec, catalog_dir));
   FULCRUM_RETURN_IF_ERROR(workload::ValidateModel(model));
   std::string note;
@@ -480,9 +504,16 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
       ->expected(2)
       ->type_name("FORMAT FILE");
   cmd->add_option("--pick", f->pick,
-                  "Rank to export (default 1), or all: every candidate the tool can launch, "
-                  "to FILE-<rank>.<ext>")
+                  "Rank to export (default: the best candidate the tool can launch), or all: "
+                  "every candidate the tool can launch, to FILE-<rank>.<ext>")
       ->type_name("RANK|all");
+  cmd->add_option("--launcher", f->launcher,
+                  "Plan only what this launcher can start: skypilot or dstack (their clouds, "
+                  "regions, accelerators and node limits, on-demand or spot)")
+      ->type_name("skypilot|dstack");
+  cmd->add_flag("--keep-command", f->keep_command,
+                "For --export: refuse (exit 2) a pick on which the command would not start one "
+                "process per GPU, instead of rewriting its launcher's process and node options");
   cmd->add_option("--fulcrum-install", f->fulcrum_install,
                   "For --export: shell command that installs fulcrum on the node (run by the "
                   "task's setup when fulcrum is not on PATH; required)")

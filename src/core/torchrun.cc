@@ -1,26 +1,350 @@
 #include "core/torchrun.h"
 
+#include <algorithm>
+#include <cctype>
+#include <set>
+
 namespace fulcrum {
+namespace {
+
+// The program's file name: "torchrun" for "/opt/venv/bin/torchrun".
+std::string ProgramName(const std::string& word) { return word.substr(word.rfind('/') + 1); }
+
+bool IsPython(const std::string& word) { return ProgramName(word).rfind("python", 0) == 0; }
+
+// "--nproc-per-node" and "--nproc_per_node" alike: '-' after the leading dashes becomes '_'.
+std::string Normalized(std::string_view option) {
+  std::string out(option.substr(0, option.find('=')));
+  for (size_t i = 2; i < out.size(); ++i) {
+    if (out[i] == '-') out[i] = '_';
+  }
+  return out;
+}
+
+// Each launcher's options that take no value (every other option takes one, after a space or
+// '='). torchrun: pytorch/pytorch torch/distributed/run.py get_args_parser (--standalone,
+// --module/-m, --no-python, --run-path; torch.distributed.launch adds --use-env).
+// accelerate: huggingface/accelerate@00785cd9fc2e src/accelerate/commands/launch.py
+// launch_command_parser, its action="store_true" arguments. deepspeed:
+// microsoft/DeepSpeed@048b0d505481 deepspeed/launcher/runner.py parse_args, likewise, and
+// --no_ssh (microsoft/DeepSpeed issue 5510).
+const std::set<std::string>& FlagOptions(Launcher launcher) {
+  static const std::set<std::string> torchrun = {"--standalone", "--module",  "-m", "--no_python",
+                                                 "--run_path",   "--use_env", "-h", "--help"};
+  static const std::set<std::string> accelerate = {"--cpu",
+                                                   "--multi_gpu",
+                                                   "--tpu",
+                                                   "--ipex",
+                                                   "--quiet",
+                                                   "-q",
+                                                   "--enable_cpu_affinity",
+                                                   "--dynamo_use_fullgraph",
+                                                   "--dynamo_use_dynamic",
+                                                   "--use_deepspeed",
+                                                   "--use_fsdp",
+                                                   "--use_megatron_lm",
+                                                   "--use_xpu",
+                                                   "--same_network",
+                                                   "--module",
+                                                   "-m",
+                                                   "--no_python",
+                                                   "--tpu_cluster",
+                                                   "--no_tpu_cluster",
+                                                   "--tpu_use_sudo",
+                                                   "--downcast_bf16",
+                                                   "--debug",
+                                                   "-h",
+                                                   "--help"};
+  static const std::set<std::string> deepspeed = {
+      "--module",   "--no_python",        "--no_local_rank",      "--no_ssh_check", "--force_multi",
+      "--save_pid", "--elastic_training", "--bind_cores_to_rank", "--no_ssh",       "-h",
+      "--help"};
+  static const std::set<std::string> none;
+  switch (launcher) {
+    case Launcher::kTorchrun:
+      return torchrun;
+    case Launcher::kAccelerate:
+      return accelerate;
+    case Launcher::kDeepspeed:
+      return deepspeed;
+    default:
+      return none;
+  }
+}
+
+// The first word after the launcher's options that start at `at`.
+size_t ScriptAt(const std::vector<std::string>& words, size_t at, Launcher launcher) {
+  const std::set<std::string>& flags = FlagOptions(launcher);
+  while (at < words.size() && words[at].size() > 1 && words[at][0] == '-') {
+    const std::string option = Normalized(words[at]);
+    if (option == "-m" || option == "--module") return at;  // the module name follows
+    const bool takes_value = words[at].find('=') == std::string::npos && !flags.count(option);
+    at += takes_value ? 2 : 1;
+  }
+  return std::min(at, words.size());
+}
+
+// A launcher option among words [options_at, script_at).
+struct FoundOption {
+  size_t word = 0;
+  bool inline_value = false;  // "--x=v"
+  std::string value;
+};
+std::optional<FoundOption> FindOption(const std::vector<std::string>& words,
+                                      const LaunchCommand& lc,
+                                      std::initializer_list<const char*> names) {
+  for (size_t i = lc.options_at; i < lc.script_at && i < words.size(); ++i) {
+    const std::string option = Normalized(words[i]);
+    for (const char* name : names) {
+      if (option != Normalized(name)) continue;
+      FoundOption found;
+      found.word = i;
+      const size_t eq = words[i].find('=');
+      found.inline_value = eq != std::string::npos;
+      if (found.inline_value) {
+        found.value = words[i].substr(eq + 1);
+      } else if (i + 1 < words.size()) {
+        found.value = words[i + 1];
+      }
+      return found;
+    }
+  }
+  return std::nullopt;
+}
+
+// `value` without the quotes and braces of a shell variable reference: "NAME" for "$NAME",
+// "${NAME}" or "\"$NAME\""; "" when it is not one.
+std::string VariableOf(std::string value) {
+  if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+    value = value.substr(1, value.size() - 2);
+  }
+  if (value.empty() || value[0] != '$') return "";
+  value = value.substr(1);
+  if (!value.empty() && value.front() == '{' && value.back() == '}') {
+    value = value.substr(1, value.size() - 2);
+  }
+  const bool name = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+  return name ? value : "";
+}
+
+class Rewriter {
+ public:
+  Rewriter(const std::vector<std::string>& words, const NodeLaunch& node, LaunchRewrite& out)
+      : words_(words), node_(node), out_(out) {}
+
+  // Whether `value` already is `number` of `quantity` on the node.
+  bool Right(const std::string& value, NodeQuantity quantity, int number) const {
+    if (value == std::to_string(number)) return true;
+    const std::string var = VariableOf(value);
+    if (!var.empty()) {
+      if (CommonVariableQuantity(var) == quantity) return true;
+      auto own = node_.own_variables.find(var);
+      return own != node_.own_variables.end() && own->second == quantity;
+    }
+    return false;
+  }
+
+  // Sets option `names` (the first is the spelling added) to `text`; nothing when `keep` says
+  // the user's value is already right. `add_when_missing`: add it when the user left it out.
+  template <typename Keep>
+  void Set(const LaunchCommand& lc, std::initializer_list<const char*> names,
+           const std::string& text, Keep keep, bool add_when_missing, const std::string& why) {
+    const std::string name = *names.begin();
+    std::optional<FoundOption> found = FindOption(words_, lc, names);
+    if (found) {
+      if (keep(found->value)) return;
+      const std::string spelled = words_[found->word].substr(0, words_[found->word].find('='));
+      if (found->inline_value) {
+        out_.edits.push_back({found->word, true, {spelled + "=" + text}});
+      } else {
+        out_.edits.push_back({found->word + 1, true, {text}});
+      }
+      out_.changes.push_back(spelled + " " + found->value + " -> " + text + " (" + why + ")");
+      return;
+    }
+    if (!add_when_missing) return;
+    added_.push_back(name + "=" + text);
+    out_.changes.push_back("added " + name + "=" + text + " (" + why + ")");
+  }
+
+  // The added options go in one edit, right after the launcher's word(s).
+  void FlushAdded(size_t at) {
+    if (added_.empty()) return;
+    out_.edits.push_back({at, false, added_});
+    added_.clear();
+  }
+
+  std::string Shell(NodeQuantity q) const {
+    auto it = node_.shell.find(q);
+    return it == node_.shell.end() ? "" : it->second;
+  }
+
+  void Torchrun(const LaunchCommand& lc) {
+    const int gpus = node_.gpus_per_node;
+    Set(
+        lc, {"--nproc_per_node", "--nproc-per-node"}, std::to_string(gpus),
+        [&](const std::string& v) {
+          // "gpu" and "auto": one process per GPU of the node (torch/distributed/run.py).
+          return v == "gpu" || v == "auto" || Right(v, NodeQuantity::kGpusPerNode, gpus);
+        },
+        gpus != 1, "one process per GPU of the node; torchrun's default is 1");
+    TorchrunNodes(lc);
+  }
+
+  void TorchrunNodes(const LaunchCommand& lc) {
+    const int nodes = node_.nodes;
+    auto count_right = [&](const std::string& v) {
+      const size_t colon = v.find(':');  // elastic MIN:MAX: the task's count within it
+      if (colon != std::string::npos) {
+        const std::string low = v.substr(0, colon), high = v.substr(colon + 1);
+        const bool numbers =
+            !low.empty() && !high.empty() && std::all_of(low.begin(), low.end(), ::isdigit) &&
+            std::all_of(high.begin(), high.end(), ::isdigit) && low.size() < 9 && high.size() < 9;
+        return numbers && std::stoi(low) <= nodes && nodes <= std::stoi(high);
+      }
+      return Right(v, NodeQuantity::kNodeCount, nodes);
+    };
+    if (nodes == 1) {
+      Set(lc, {"--nnodes"}, "1", count_right, false, "the task has one node");
+      return;
+    }
+    Set(lc, {"--nnodes"}, Shell(NodeQuantity::kNodeCount), count_right, true,
+        "the task's node count");
+    std::vector<std::string> sub(words_.begin() + static_cast<long>(lc.options_at),
+                                 words_.begin() + static_cast<long>(lc.script_at));
+    if (HasTorchrunRendezvous(sub)) return;
+    Set(
+        lc, {"--node_rank", "--node-rank"}, Shell(NodeQuantity::kNodeRank),
+        [&](const std::string& v) {
+          return !VariableOf(v).empty() && Right(v, NodeQuantity::kNodeRank, -1);
+        },
+        true, "this node's rank");
+    Set(
+        lc, {"--master_addr", "--master-addr"}, Shell(NodeQuantity::kMasterAddr),
+        [](const std::string&) { return true; }, true, "the first node's address");
+    Set(
+        lc, {"--master_port", "--master-port"}, Shell(NodeQuantity::kMasterPort),
+        [](const std::string&) { return true; }, true, "the first node's port");
+  }
+
+  void Accelerate(const LaunchCommand& lc) {
+    const int nodes = node_.nodes, total = node_.gpus_per_node * node_.nodes;
+    Set(
+        lc, {"--num_processes", "--num-processes"}, std::to_string(total),
+        [&](const std::string& v) { return Right(v, NodeQuantity::kWorldSize, total); }, total != 1,
+        "accelerate's --num_processes is the total over the nodes");
+    auto count_right = [&](const std::string& v) {
+      return Right(v, NodeQuantity::kNodeCount, nodes);
+    };
+    if (nodes == 1) {
+      Set(lc, {"--num_machines", "--num-machines"}, "1", count_right, false,
+          "the task has one node");
+      return;
+    }
+    Set(lc, {"--num_machines", "--num-machines"}, Shell(NodeQuantity::kNodeCount), count_right,
+        true, "the task's node count");
+    Set(
+        lc, {"--machine_rank", "--machine-rank"}, Shell(NodeQuantity::kNodeRank),
+        [&](const std::string& v) {
+          return !VariableOf(v).empty() && Right(v, NodeQuantity::kNodeRank, -1);
+        },
+        true, "this node's rank");
+    Set(
+        lc, {"--main_process_ip", "--main-process-ip"}, Shell(NodeQuantity::kMasterAddr),
+        [](const std::string&) { return true; }, true, "the first node's address");
+    Set(
+        lc, {"--main_process_port", "--main-process-port"}, Shell(NodeQuantity::kMasterPort),
+        [](const std::string&) { return true; }, true, "the first node's port");
+  }
+
+  void Deepspeed(const LaunchCommand& lc) {
+    const int gpus = node_.gpus_per_node, nodes = node_.nodes;
+    Set(
+        lc, {"--num_gpus", "--num_accelerators"}, std::to_string(gpus),
+        [&](const std::string& v) { return Right(v, NodeQuantity::kGpusPerNode, gpus); }, true,
+        "one process per GPU of the node");
+    auto count_right = [&](const std::string& v) {
+      return Right(v, NodeQuantity::kNodeCount, nodes);
+    };
+    if (nodes == 1) {
+      Set(lc, {"--num_nodes"}, "1", count_right, false, "the task has one node");
+      return;
+    }
+    Set(lc, {"--num_nodes"}, Shell(NodeQuantity::kNodeCount), count_right, true,
+        "the task's node count");
+    // Each node starts the command itself: no ssh from the first node, the node's rank and the
+    // first node's address given (the --no_ssh mode of microsoft/DeepSpeed issue 5510, which
+    // "depends on a --node_rank flag"; not checked here against a runner.py release). A
+    // hostfile of the user's own means they launch over ssh: left alone.
+    if (FindOption(words_, lc, {"--hostfile", "-H"})) return;
+    if (!FindOption(words_, lc, {"--no_ssh"})) {
+      added_.push_back("--no_ssh");
+      out_.changes.push_back("added --no_ssh (each node starts its own processes)");
+    }
+    Set(
+        lc, {"--node_rank"}, Shell(NodeQuantity::kNodeRank),
+        [&](const std::string& v) {
+          return !VariableOf(v).empty() && Right(v, NodeQuantity::kNodeRank, -1);
+        },
+        true, "this node's rank");
+    Set(
+        lc, {"--master_addr"}, Shell(NodeQuantity::kMasterAddr),
+        [](const std::string&) { return true; }, true, "the first node's address");
+    Set(
+        lc, {"--master_port"}, Shell(NodeQuantity::kMasterPort),
+        [](const std::string&) { return true; }, true, "the first node's port");
+  }
+
+  // `python SCRIPT` starts one process: on more GPUs or nodes it runs under torchrun, which
+  // starts `python SCRIPT` once per GPU with the rank in its environment.
+  void Python(const LaunchCommand& lc) {
+    if (node_.gpus_per_node == 1 && node_.nodes == 1) return;
+    LaunchCommand as_torchrun = lc;
+    as_torchrun.launcher = Launcher::kTorchrun;
+    as_torchrun.options_at = as_torchrun.script_at = 1;
+    added_.push_back("--nproc_per_node=" + std::to_string(node_.gpus_per_node));
+    Torchrun(as_torchrun);
+    // Torchrun() found no --nproc_per_node and added one more when gpus != 1: keep one.
+    added_.erase(std::unique(added_.begin(), added_.end()), added_.end());
+    std::vector<std::string> launch = {"torchrun"};
+    launch.insert(launch.end(), added_.begin(), added_.end());
+    added_.clear();
+    out_.edits.push_back({0, true, launch});
+    out_.changes.clear();
+    out_.changes.push_back("`" + words_[0] + "` -> `" + Join(launch) +
+                           "` (one process per GPU of the node, as the plan's layout runs)");
+  }
+
+  static std::string Join(const std::vector<std::string>& words) {
+    std::string out;
+    for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
+    return out;
+  }
+
+ private:
+  const std::vector<std::string>& words_;
+  const NodeLaunch& node_;
+  LaunchRewrite& out_;
+  std::vector<std::string> added_;
+};
+
+}  // namespace
 
 size_t TorchrunOptionsAt(const std::vector<std::string>& command) {
   if (command.empty()) return 0;
-  const std::string program = command[0].substr(command[0].rfind('/') + 1);
-  if (program == "torchrun") return 1;
-  if (program.rfind("python", 0) == 0 && command.size() >= 3 && command[1] == "-m" &&
-      command[2] == "torch.distributed.run")
+  if (ProgramName(command[0]) == "torchrun") return 1;
+  if (IsPython(command[0]) && command.size() >= 3 && command[1] == "-m" &&
+      (command[2] == "torch.distributed.run" || command[2] == "torch.distributed.launch"))
     return 3;
   return 0;
 }
 
 bool HasTorchrunOption(const std::vector<std::string>& command, const std::string& name) {
-  std::string underscored = name;
-  for (size_t i = 2; i < underscored.size(); ++i) {
-    if (underscored[i] == '-') underscored[i] = '_';
-  }
+  const std::string wanted = Normalized(name);
   for (const auto& word : command) {
-    for (const auto& spelling : {name, underscored}) {
-      if (word == spelling || word.rfind(spelling + "=", 0) == 0) return true;
-    }
+    if (word.rfind("--", 0) == 0 && Normalized(word) == wanted) return true;
   }
   return false;
 }
@@ -29,6 +353,126 @@ bool HasTorchrunRendezvous(const std::vector<std::string>& command) {
   return HasTorchrunOption(command, "--standalone") ||
          HasTorchrunOption(command, "--rdzv-endpoint") ||
          HasTorchrunOption(command, "--master-addr");
+}
+
+const char* LauncherName(Launcher launcher) {
+  switch (launcher) {
+    case Launcher::kTorchrun:
+      return "torchrun";
+    case Launcher::kAccelerate:
+      return "accelerate launch";
+    case Launcher::kDeepspeed:
+      return "deepspeed";
+    case Launcher::kPython:
+      return "python";
+    case Launcher::kNone:
+      break;
+  }
+  return "none";
+}
+
+LaunchCommand ParseLaunchCommand(const std::vector<std::string>& words) {
+  LaunchCommand lc;
+  if (words.empty()) return lc;
+  const std::string program = ProgramName(words[0]);
+  if (const size_t at = TorchrunOptionsAt(words); at != 0) {
+    lc.launcher = Launcher::kTorchrun;
+    lc.options_at = at;
+  } else if (program == "accelerate" && words.size() >= 2 && words[1] == "launch") {
+    lc.launcher = Launcher::kAccelerate;
+    lc.options_at = 2;
+  } else if (program == "deepspeed") {
+    lc.launcher = Launcher::kDeepspeed;
+    lc.options_at = 1;
+  } else if (IsPython(words[0]) && words.size() >= 2 &&
+             (words[1] == "-m" ? words.size() >= 3 : words[1][0] != '-')) {
+    lc.launcher = Launcher::kPython;
+    lc.options_at = lc.script_at = 1;
+    return lc;
+  } else {
+    return lc;
+  }
+  lc.script_at = ScriptAt(words, lc.options_at, lc.launcher);
+  return lc;
+}
+
+std::optional<NodeQuantity> CommonVariableQuantity(std::string_view name) {
+  // Names that launch scripts commonly use for the job's shape (torch's own: WORLD_SIZE,
+  // MASTER_ADDR, MASTER_PORT, LOCAL_WORLD_SIZE, GROUP_RANK, from
+  // pytorch/pytorch torch/distributed/run.py's environment for workers; accelerate's
+  // num_machines / machine_rank / main_process_ip / main_process_port as upper-case names).
+  static const std::map<std::string_view, NodeQuantity> kNames = {
+      {"NUM_NODES", NodeQuantity::kNodeCount},
+      {"NNODES", NodeQuantity::kNodeCount},
+      {"N_NODES", NodeQuantity::kNodeCount},
+      {"NODE_COUNT", NodeQuantity::kNodeCount},
+      {"NUM_MACHINES", NodeQuantity::kNodeCount},
+      {"NODE_RANK", NodeQuantity::kNodeRank},
+      {"MACHINE_RANK", NodeQuantity::kNodeRank},
+      {"GROUP_RANK", NodeQuantity::kNodeRank},
+      {"MASTER_ADDR", NodeQuantity::kMasterAddr},
+      {"MASTER_IP", NodeQuantity::kMasterAddr},
+      {"MAIN_PROCESS_IP", NodeQuantity::kMasterAddr},
+      {"HEAD_NODE_IP", NodeQuantity::kMasterAddr},
+      {"MASTER_PORT", NodeQuantity::kMasterPort},
+      {"MAIN_PROCESS_PORT", NodeQuantity::kMasterPort},
+      {"GPUS_PER_NODE", NodeQuantity::kGpusPerNode},
+      {"NUM_GPUS_PER_NODE", NodeQuantity::kGpusPerNode},
+      {"NPROC_PER_NODE", NodeQuantity::kGpusPerNode},
+      {"NUM_GPUS", NodeQuantity::kGpusPerNode},
+      {"LOCAL_WORLD_SIZE", NodeQuantity::kGpusPerNode},
+      {"WORLD_SIZE", NodeQuantity::kWorldSize},
+      {"NUM_PROCESSES", NodeQuantity::kWorldSize}};
+  auto it = kNames.find(name);
+  if (it == kNames.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> ShellVariablesIn(std::string_view command) {
+  std::vector<std::string> out;
+  auto name_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t i = 0; i < command.size(); ++i) {
+    if (command[i] != '$' || (i > 0 && command[i - 1] == '\\')) continue;
+    size_t start = i + 1;
+    const bool braced = start < command.size() && command[start] == '{';
+    if (braced) ++start;
+    size_t end = start;
+    while (end < command.size() && name_char(command[end])) ++end;
+    if (end == start || std::isdigit(static_cast<unsigned char>(command[start]))) continue;
+    std::string name(command.substr(start, end - start));
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+  }
+  return out;
+}
+
+LaunchRewrite RewriteLaunch(const std::vector<std::string>& words, const NodeLaunch& node) {
+  LaunchRewrite out;
+  const LaunchCommand lc = ParseLaunchCommand(words);
+  out.launcher = lc.launcher;
+  Rewriter rewriter(words, node, out);
+  switch (lc.launcher) {
+    case Launcher::kTorchrun:
+      rewriter.Torchrun(lc);
+      break;
+    case Launcher::kAccelerate:
+      rewriter.Accelerate(lc);
+      break;
+    case Launcher::kDeepspeed:
+      rewriter.Deepspeed(lc);
+      break;
+    case Launcher::kPython:
+      rewriter.Python(lc);
+      return out;
+    case Launcher::kNone:
+      return out;
+  }
+  rewriter.FlushAdded(lc.options_at);
+  // By position; at one position the insertion first, so that applying the edits from the
+  // last one replaces the user's word before anything is inserted in front of it.
+  std::sort(out.edits.begin(), out.edits.end(), [](const WordEdit& a, const WordEdit& b) {
+    return a.at != b.at ? a.at < b.at : (!a.replace && b.replace);
+  });
+  return out;
 }
 
 }  // namespace fulcrum

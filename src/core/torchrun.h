@@ -1,16 +1,22 @@
-// Reading a torchrun command line (argv words): where torchrun's own options start and whether
-// the user already set one. Shared by the Slurm script writer and the SkyPilot/dstack exports,
-// which both add the multi-node options a torchrun needs when the user left them out.
+// Reading and rewriting a training launcher's command line (argv words): which launcher it is
+// (torchrun / python -m torch.distributed.run, accelerate launch, the deepspeed launcher, a plain
+// python script), where its own options end, and the edits that make it start the planned
+// processes on one node of the planned cluster. Shared by the Slurm script writer and the
+// SkyPilot/dstack exports. Pure functions over the words; thread-safe.
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace fulcrum {
 
 // Where torchrun's own options start in `command`: 1 for `torchrun ...` (any path), 3 for
-// `python... -m torch.distributed.run ...`; 0 when it is not torchrun.
+// `python... -m torch.distributed.run ...` (or the older torch.distributed.launch, which takes
+// the same options); 0 when it is not torchrun.
 size_t TorchrunOptionsAt(const std::vector<std::string>& command);
 
 // True when the user already gave torchrun option `name` (e.g. --rdzv-endpoint, also spelled
@@ -20,5 +26,63 @@ bool HasTorchrunOption(const std::vector<std::string>& command, const std::strin
 // True when the user already said where torchrun's nodes meet (--standalone, --rdzv-endpoint or
 // --master-addr): a writer that adds multi-node options then adds no rendezvous of its own.
 bool HasTorchrunRendezvous(const std::vector<std::string>& command);
+
+enum class Launcher { kNone, kTorchrun, kAccelerate, kDeepspeed, kPython };
+const char* LauncherName(Launcher launcher);  // "torchrun", "accelerate launch", ...
+
+struct LaunchCommand {
+  Launcher launcher = Launcher::kNone;
+  size_t options_at = 0;  // the first word of the launcher's own options
+  size_t script_at = 0;   // the first word after them (the script, or -m); words.size(): none
+};
+// kPython only for `python[3[.N]] SCRIPT ...` and `python -m MODULE ...` (other interpreter
+// options: kNone, the command is left alone).
+LaunchCommand ParseLaunchCommand(const std::vector<std::string>& words);
+
+// What a node of the planned cluster knows about the job.
+enum class NodeQuantity {
+  kNodeCount,
+  kNodeRank,
+  kMasterAddr,
+  kMasterPort,
+  kGpusPerNode,
+  kWorldSize  // processes over all nodes (torch's WORLD_SIZE)
+};
+// The quantity a commonly used variable holds (NUM_NODES, NNODES, NODE_RANK, MASTER_ADDR,
+// WORLD_SIZE, GPUS_PER_NODE, ...); nullopt for any other name.
+std::optional<NodeQuantity> CommonVariableQuantity(std::string_view name);
+// The variable names `$NAME` / `${NAME}` in shell text `command`, in order of first use.
+std::vector<std::string> ShellVariablesIn(std::string_view command);
+
+struct NodeLaunch {
+  int gpus_per_node = 1;
+  int nodes = 1;
+  // Shell text for each quantity as the node's launcher gives it ("\"$SKYPILOT_NODE_RANK\"").
+  std::map<NodeQuantity, std::string> shell;
+  // The launcher's own variables (SKYPILOT_NUM_NODES -> kNodeCount): a value that names one of
+  // them, or a common variable of the same quantity, is already right.
+  std::map<std::string, NodeQuantity> own_variables;
+};
+
+// A change to the words: replace word `at`, or insert before word `at` (at == words.size():
+// append). `words` are written by fulcrum (shell text, not the user's).
+struct WordEdit {
+  size_t at = 0;
+  bool replace = false;
+  std::vector<std::string> words;
+};
+struct LaunchRewrite {
+  Launcher launcher = Launcher::kNone;
+  std::vector<WordEdit> edits;       // by increasing `at`; at one `at`, an insertion first
+  std::vector<std::string> changes;  // one sentence per edit, for the task's header
+};
+
+// The edits that make `words` start the node's processes: torchrun's --nproc-per-node and the
+// deepspeed launcher's --num_gpus become the node's GPU count, accelerate's --num_processes the
+// total over the nodes (each added when missing); with more than one node the node count, this
+// node's rank and the first node's address and port (unless the user set a rendezvous); a plain
+// `python SCRIPT` on more than one GPU or node runs under torchrun. A value already right (the
+// number, or a variable of that quantity) is kept.
+LaunchRewrite RewriteLaunch(const std::vector<std::string>& words, const NodeLaunch& node);
 
 }  // namespace fulcrum

@@ -33,11 +33,13 @@ std::optional<workload::Precision> PlannedPrecision(const catalog::Gpu& gpu,
   return std::nullopt;
 }
 
-std::vector<int> NodeCounts(const Constraints& c, int gpus_per_node, double network_gbps) {
+std::vector<int> NodeCounts(const Constraints& c, int gpus_per_node, double network_gbps,
+                            int launcher_max_nodes) {
   std::vector<int> out;
   for (int n : kNodeCounts) {
     if (n * gpus_per_node > c.max_gpus) break;
     if (c.max_nodes && n > *c.max_nodes) break;
+    if (launcher_max_nodes > 0 && n > launcher_max_nodes) break;
     if (n > 1 && network_gbps <= 0) break;  // multi-node needs a known (or assumed) network
     out.push_back(n);
   }
@@ -48,7 +50,8 @@ std::vector<int> NodeCounts(const Constraints& c, int gpus_per_node, double netw
 // (<= 0: unknown); nullopt where no sourced peak exists for the precision.
 std::optional<HardwareClass> MakeClass(const catalog::Offer& o, const catalog::Gpu& gpu,
                                        workload::Precision precision, double network,
-                                       const PlanSpec& spec, const ConservativeNetwork& low_net) {
+                                       const PlanSpec& spec, const ConservativeNetwork& low_net,
+                                       int launcher_max_nodes) {
   const Constraints& c = spec.constraints;
   catalog::Offer shaped = o;
   shaped.network_gbps = network > 0 ? std::optional<double>(network) : std::nullopt;
@@ -70,8 +73,36 @@ std::optional<HardwareClass> MakeClass(const catalog::Offer& o, const catalog::G
     hc.memory_factor = std::max(1.0, spec.measured->memory_factor);
     if (OfMeasuredClass(*spec.measured, o)) hc.step_time_factor = spec.measured->step_time_factor;
   }
-  hc.node_counts = NodeCounts(c, o.gpu_count, network);
+  hc.node_counts = NodeCounts(c, o.gpu_count, network, launcher_max_nodes);
   return hc;
+}
+
+// --launcher: only the offers and pricing models the launcher can start (a pricing model it
+// cannot buy is dropped with a note; no offer left is InvalidInput naming the launcher).
+Status KeepLaunchable(const LauncherFilter& launcher, PlanOffers& out) {
+  std::erase_if(out.offers,
+                [&](const catalog::Offer* o) { return !launcher.max_nodes(*o).has_value(); });
+  std::vector<PricingModel>& pricing = out.constraints.pricing;
+  for (PricingModel p : pricing) {
+    if (std::find(launcher.pricing.begin(), launcher.pricing.end(), p) == launcher.pricing.end()) {
+      out.notes.push_back(std::string(PricingModelName(p)) + ": " + launcher.name +
+                          " cannot start this pricing model (--launcher); not planned");
+    }
+  }
+  std::erase_if(pricing, [&](PricingModel p) {
+    return std::find(launcher.pricing.begin(), launcher.pricing.end(), p) == launcher.pricing.end();
+  });
+  if (out.offers.empty() || pricing.empty()) {
+    ErrorDetail detail;
+    detail.field = "--launcher";
+    detail.expected = "offers " + launcher.name + " can start";
+    detail.found = launcher.name;
+    return Status::InvalidInput("--launcher: " + launcher.name +
+                                " can start none of the offers and pricing models the other "
+                                "filters select")
+        .WithDetail(detail);
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -102,6 +133,7 @@ Result<PlanOffers> ResolvePlanOffers(const catalog::Catalog& catalog,
   out.constraints.providers = resolved.providers;
   out.constraints.regions = resolved.regions;
   out.offers = std::move(resolved.offers);
+  if (constraints.launcher) FULCRUM_RETURN_IF_ERROR(KeepLaunchable(*constraints.launcher, out));
   for (catalog::Pricing p : resolved.unavailable_pricing) {
     out.notes.push_back(std::string(catalog::PricingName(p)) +
                         ": no offer of the catalog has this pricing model; not planned");
@@ -129,7 +161,7 @@ HardwareClasses ClassifyOffers(const catalog::Catalog& catalog,
   HardwareClasses out;
   out.class_of_offer.assign(catalog.offers().size(), -1);
   out.conservative = ConservativeNetworkOf(catalog);
-  std::map<std::tuple<std::string, int, int, double>, int> class_of_key;
+  std::map<std::tuple<std::string, int, int, double, int>, int> class_of_key;
   std::set<std::string> skipped;
   for (const catalog::Offer* offer : offers) {
     const catalog::Offer& o = *offer;
@@ -143,12 +175,14 @@ HardwareClasses ClassifyOffers(const catalog::Catalog& catalog,
       continue;
     }
     const double network = o.network_gbps.value_or(c.assume_network_gbps.value_or(-1));
+    // --launcher: its node limit on this offer's provider (0: none) splits the class.
+    const int cap = c.launcher ? c.launcher->max_nodes(o).value_or(std::nullopt).value_or(0) : 0;
     const auto key =
-        std::make_tuple(gpu->name, o.gpu_count, static_cast<int>(o.interconnect), network);
+        std::make_tuple(gpu->name, o.gpu_count, static_cast<int>(o.interconnect), network, cap);
     auto it = class_of_key.find(key);
     if (it == class_of_key.end()) {
       std::optional<HardwareClass> hc =
-          MakeClass(o, *gpu, *precision, network, spec, out.conservative);
+          MakeClass(o, *gpu, *precision, network, spec, out.conservative, cap);
       if (!hc) continue;  // no sourced peak for this precision
       hc->precision_fallback = *precision != base.precision;
       out.any_conservative = out.any_conservative || hc->conservative.has_value();

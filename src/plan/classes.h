@@ -23,6 +23,7 @@ namespace fulcrum::plan {
 // order, and a note per asked-for pricing model no offer has. Errors (InvalidInput naming the
 // constraint's origin and the nearest names): an unknown GPU, provider or region, a filter that
 // leaves no offer (catalog::ResolveOfferFilter). The default pricing list is never an error.
+// constraints.launcher (plan --launcher) keeps the offers and pricing models it can start.
 struct PlanOffers {
   Constraints constraints;
   std::vector<const catalog::Offer*> offers;

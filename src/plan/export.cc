@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
@@ -69,6 +70,26 @@ struct Placement {
   std::string skip_reason;                                // non-empty: not exportable
 };
 
+// Why the tool cannot start offer `o` at all ("" when it can): no cloud, region or accelerator
+// name for it in the tool's table.
+std::string OfferSkipReason(const catalog::Offer& o, const ExportTables& t) {
+  const char* tool = ExportToolName(t.format);
+  const std::string table = std::string("catalog/export_") + ExportFormatName(t.format) + ".csv";
+  if (t.clouds.find(o.provider) == t.clouds.end()) {
+    return fmt::format("provider {}: not a {} {} ({} has no row for it)", o.provider, tool,
+                       t.format == ExportFormat::kDstack ? "backend" : "cloud", table);
+  }
+  if (t.regions.find({o.provider, o.region}) == t.regions.end()) {
+    return fmt::format("region \"{}\" of {}: no {} spelling in {}", o.region, o.provider, tool,
+                       table);
+  }
+  if (ExportAcceleratorName(t, o.provider, o.gpu, o.instance_type).empty()) {
+    return fmt::format("GPU {} on {} ({}): no {} accelerator name in {}", o.gpu, o.provider,
+                       o.instance_type, tool, table);
+  }
+  return "";
+}
+
 Placement Place(const Candidate& c, const catalog::Catalog& catalog, const ExportTables& t) {
   Placement p;
   const catalog::Offer& o = catalog.offers()[static_cast<size_t>(c.offer)];
@@ -79,38 +100,24 @@ Placement Place(const Candidate& c, const catalog::Catalog& catalog, const Expor
                                 PricingModelName(c.pricing), tool);
     return p;
   }
-  auto cloud = t.clouds.find(o.provider);
-  if (cloud == t.clouds.end()) {
-    p.skip_reason = fmt::format("provider {}: not a {} {} ({} has no row for it)", o.provider, tool,
-                                t.format == ExportFormat::kDstack ? "backend" : "cloud", table);
-    return p;
-  }
-  auto region = t.regions.find({o.provider, o.region});
-  if (region == t.regions.end()) {
-    p.skip_reason =
-        fmt::format("region \"{}\" of {}: no {} spelling in {}", o.region, o.provider, tool, table);
-    return p;
-  }
-  if (cloud->second.max_nodes && c.nodes > *cloud->second.max_nodes) {
+  p.skip_reason = OfferSkipReason(o, t);
+  if (!p.skip_reason.empty()) return p;
+  const ExportTables::Cloud& cloud = t.clouds.at(o.provider);
+  if (cloud.max_nodes && c.nodes > *cloud.max_nodes) {
     p.skip_reason = fmt::format("{} nodes on {}: {} runs at most {} node(s) per task there ({})",
-                                c.nodes, o.provider, tool, *cloud->second.max_nodes, table);
+                                c.nodes, o.provider, tool, *cloud.max_nodes, table);
     return p;
   }
   p.accelerator = ExportAcceleratorName(t, o.provider, o.gpu, o.instance_type);
-  if (p.accelerator.empty()) {
-    p.skip_reason = fmt::format("GPU {} on {} ({}): no {} accelerator name in {}", o.gpu,
-                                o.provider, o.instance_type, tool, table);
-    return p;
-  }
   std::optional<double> hourly = HourlyPriceUsd(o, catalog.FindProvider(o.provider), c.pricing);
   if (!hourly) {
     p.skip_reason = fmt::format("{} {}: no {} price in the catalog", o.provider, o.instance_type,
                                 PricingModelName(c.pricing));
     return p;
   }
-  p.cloud = cloud->second.name;
-  p.region = region->second;
-  if (cloud->second.instance_types) p.instance_type = o.instance_type;
+  p.cloud = cloud.name;
+  p.region = t.regions.at({o.provider, o.region});
+  if (cloud.instance_types) p.instance_type = o.instance_type;
   p.cluster_usd_per_hour = *hourly * c.nodes;
   return p;
 }
@@ -122,26 +129,28 @@ std::vector<std::string> SetupLines(const ExportOptions& options) {
           "the --fulcrum-install command' >&2; exit 1; }"};
 }
 
-// The environment each tool gives every node of a multi-node task, and the torchrun options
+// The environment each tool gives every node of a task, and the launcher options and variables
 // built from it (static rendezvous on the first node, as both tools' own examples launch it).
 // SkyPilot: skypilot-org/skypilot docs/source/running-jobs/distributed-jobs.rst
 // ($SKYPILOT_NUM_GPUS_PER_NODE, $SKYPILOT_NUM_NODES, $SKYPILOT_NODE_RANK, the first line of
 // $SKYPILOT_NODE_IPS as master_addr, master_port 8008). dstack: dstackai/dstack
 // runner/internal/executor/executor.go jobEnvs ($DSTACK_GPUS_PER_NODE, $DSTACK_NODES_NUM,
 // $DSTACK_NODE_RANK, $DSTACK_MASTER_NODE_IP) and examples/distributed-training/torchrun.
-// The underscore spellings are the ones every torchrun release accepts.
+// Process counts are written as the picked offer's numbers; what only the node knows (its
+// rank, the first node's address) from the tool's variables.
 struct NodeEnv {
-  const char* nproc_per_node;
-  const char* nnodes;
+  const char* node_count;
   const char* node_rank;
   const char* master_addr;
-  const char* rank_hint;  // how the comment names the variables for a non-torchrun command
+  const char* gpus_per_node_var;
+  const char* rank_hint;  // how the comment names the variables for a non-launcher command
 };
-constexpr NodeEnv kSkypilotEnv = {
-    "\"$SKYPILOT_NUM_GPUS_PER_NODE\"", "\"$SKYPILOT_NUM_NODES\"", "\"$SKYPILOT_NODE_RANK\"",
-    "\"$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\"", "$SKYPILOT_NODE_RANK, $SKYPILOT_NODE_IPS"};
-constexpr NodeEnv kDstackEnv = {"\"$DSTACK_GPUS_PER_NODE\"", "\"$DSTACK_NODES_NUM\"",
-                                "\"$DSTACK_NODE_RANK\"", "\"$DSTACK_MASTER_NODE_IP\"",
+constexpr NodeEnv kSkypilotEnv = {"\"$SKYPILOT_NUM_NODES\"", "\"$SKYPILOT_NODE_RANK\"",
+                                  "\"$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\"",
+                                  "SKYPILOT_NUM_GPUS_PER_NODE",
+                                  "$SKYPILOT_NODE_RANK, $SKYPILOT_NODE_IPS"};
+constexpr NodeEnv kDstackEnv = {"\"$DSTACK_NODES_NUM\"", "\"$DSTACK_NODE_RANK\"",
+                                "\"$DSTACK_MASTER_NODE_IP\"", "DSTACK_GPUS_PER_NODE",
                                 "$DSTACK_NODE_RANK, $DSTACK_MASTER_NODE_IP"};
 constexpr int kMasterPort = 8008;
 
@@ -149,14 +158,33 @@ const NodeEnv& EnvOf(ExportFormat format) {
   return format == ExportFormat::kSkypilot ? kSkypilotEnv : kDstackEnv;
 }
 
+// What a node of candidate `c` (on offer `o`) knows, in the tool's terms.
+NodeLaunch NodeOf(const Candidate& c, const catalog::Offer& o, ExportFormat format) {
+  const NodeEnv& env = EnvOf(format);
+  NodeLaunch node;
+  node.gpus_per_node = o.gpu_count;
+  node.nodes = c.nodes;
+  node.shell[NodeQuantity::kNodeCount] = env.node_count;
+  node.shell[NodeQuantity::kNodeRank] = env.node_rank;
+  node.shell[NodeQuantity::kMasterAddr] = env.master_addr;
+  node.shell[NodeQuantity::kMasterPort] = std::to_string(kMasterPort);
+  node.shell[NodeQuantity::kGpusPerNode] = std::to_string(o.gpu_count);
+  node.shell[NodeQuantity::kWorldSize] = std::to_string(o.gpu_count * c.nodes);
+  const std::string count = env.node_count, rank = env.node_rank;
+  node.own_variables[count.substr(2, count.size() - 3)] = NodeQuantity::kNodeCount;
+  node.own_variables[rank.substr(2, rank.size() - 3)] = NodeQuantity::kNodeRank;
+  node.own_variables[env.gpus_per_node_var] = NodeQuantity::kGpusPerNode;
+  return node;
+}
+
 // The spec's training command; without one, the placeholder the header asks to replace.
 std::string TrainingCommand(const PlanResult& r) {
   return r.spec.command.empty() ? "python train.py" : r.spec.command;
 }
 
-// The whitespace-separated words of shell text `command` and where each ends (for recognising
+// The whitespace-separated words of shell text `command` and where each starts (for reading
 // the launcher only: the text itself is kept as the user wrote it).
-std::vector<std::string> CommandWords(const std::string& command, std::vector<size_t>* ends) {
+std::vector<std::string> CommandWords(const std::string& command, std::vector<size_t>* starts) {
   std::vector<std::string> words;
   for (size_t i = 0; i < command.size();) {
     if (std::isspace(static_cast<unsigned char>(command[i]))) {
@@ -166,47 +194,57 @@ std::vector<std::string> CommandWords(const std::string& command, std::vector<si
     const size_t start = i;
     while (i < command.size() && !std::isspace(static_cast<unsigned char>(command[i]))) ++i;
     words.push_back(command.substr(start, i - start));
-    if (ends != nullptr) ends->push_back(i);
+    if (starts != nullptr) starts->push_back(start);
   }
   return words;
 }
 
-// `command` (shell text) as each node runs it. One node: unchanged. More: each node starts the
-// command once, so a torchrun without its own multi-node options would start `nodes`
-// independent single-node jobs; it gets --nnodes, --node_rank and a static rendezvous on the
-// first node, after the launcher word(s), unless the user set them (or --standalone, or an
-// --rdzv_endpoint of their own); without --nproc_per_node (torchrun's default is one process)
-// it gets one process per GPU of the node.
-std::string MultiNodeCommand(const std::string& command, int nodes, ExportFormat format) {
-  if (nodes <= 1) return command;
-  std::vector<size_t> ends;
-  const std::vector<std::string> words = CommandWords(command, &ends);
-  const size_t at = TorchrunOptionsAt(words);
-  if (at == 0) return command;
-  const NodeEnv& env = EnvOf(format);
-  std::string options;
-  if (!HasTorchrunOption(words, "--nproc-per-node")) {
-    options += fmt::format(" --nproc_per_node={}", env.nproc_per_node);
-  }
-  if (!HasTorchrunOption(words, "--nnodes")) options += fmt::format(" --nnodes={}", env.nnodes);
-  if (!HasTorchrunRendezvous(words)) {
-    if (!HasTorchrunOption(words, "--node-rank")) {
-      options += fmt::format(" --node_rank={}", env.node_rank);
+// The training command as a node of `c` runs it, and what changed (core/torchrun.h
+// RewriteLaunch): the edits applied to the user's text from the last, so that each word's
+// position still holds (at one position RewriteLaunch orders the insertion first).
+struct NodeCommand {
+  std::string text;
+  LaunchRewrite rewrite;
+  NodeLaunch node;
+};
+NodeCommand CommandOnNode(const PlanResult& r, const Candidate& c, const catalog::Offer& o,
+                          ExportFormat format) {
+  NodeCommand out;
+  out.text = TrainingCommand(r);
+  out.node = NodeOf(c, o, format);
+  std::vector<size_t> starts;
+  const std::vector<std::string> words = CommandWords(out.text, &starts);
+  out.rewrite = RewriteLaunch(words, out.node);
+  for (auto it = out.rewrite.edits.rbegin(); it != out.rewrite.edits.rend(); ++it) {
+    std::string joined;
+    for (const std::string& w : it->words) joined += (joined.empty() ? "" : " ") + w;
+    if (it->at >= words.size()) {
+      out.text += " " + joined;
+    } else if (it->replace) {
+      out.text.replace(starts[it->at], words[it->at].size(), joined);
+    } else {
+      out.text.insert(starts[it->at], joined + " ");
     }
-    options += fmt::format(" --master_addr={}", env.master_addr);
-    if (!HasTorchrunOption(words, "--master-port")) {
-      options += fmt::format(" --master_port={}", kMasterPort);
-    }
   }
-  std::string out = command;
-  out.insert(ends[at - 1], options);
   return out;
+}
+
+// `export NAME=...` for each variable the command names for the job's shape (NUM_NODES,
+// NODE_RANK, MASTER_ADDR, WORLD_SIZE, ...: core/torchrun.h CommonVariableQuantity), from the
+// tool's own; the shell expands the command's $NAME after these lines.
+std::vector<std::string> VariableLines(const PlanResult& r, const NodeLaunch& node) {
+  std::vector<std::string> lines;
+  for (const std::string& name : ShellVariablesIn(TrainingCommand(r))) {
+    const std::optional<NodeQuantity> q = CommonVariableQuantity(name);
+    if (q) lines.push_back("export " + name + "=" + node.shell.at(*q));
+  }
+  return lines;
 }
 
 // The `fulcrum run` line. The price is the whole cluster's (every node's supervisor then sees
 // the cluster's spend and stops at the same budget).
 std::string RunLine(const PlanResult& r, const Candidate& c, const Placement& p,
-                    const ExportOptions& options, ExportFormat format) {
+                    const ExportOptions& options, const NodeCommand& command) {
   std::string line = "fulcrum run --name " + JobName(r.model.name);
   if (r.spec.checkpointing) {
     line += " --checkpoint-dir " + options.checkpoint_dir;
@@ -219,7 +257,7 @@ std::string RunLine(const PlanResult& r, const Candidate& c, const Placement& p,
   if (r.spec.constraints.budget_usd) {
     line += " --budget-usd " + Number(*r.spec.constraints.budget_usd);
   }
-  return line + " -- " + MultiNodeCommand(TrainingCommand(r), c.nodes, format);
+  return line + " -- " + command.text;
 }
 
 // `text` as YAML comment lines: each line "# "-prefixed, so that no name from the catalog or the
@@ -235,7 +273,8 @@ std::string Comment(const std::string& text) {
 }
 
 std::string Header(const PlanResult& r, const Candidate& c, const catalog::Offer& o,
-                   const Placement& p, ExportFormat format) {
+                   const Placement& p, ExportFormat format, const NodeCommand& command,
+                   const std::string& pick_note) {
   std::string h = fmt::format(
       "Generated by `fulcrum plan` for {} (rank {}): {} x {} on {} {} ({}), layout {}.\n"
       "Expected {} and {} (P90 {}); the run line bills {}/h for the {} node(s).\n",
@@ -243,8 +282,27 @@ std::string Header(const PlanResult& r, const Candidate& c, const catalog::Offer
       PricingModelName(c.pricing), LayoutLabel(c.layout.training),
       FormatDuration(c.run.total_seconds), FormatUsd(c.run.expected_usd), FormatUsd(c.run.p90_usd),
       FormatUsd(p.cluster_usd_per_hour), c.nodes);
+  h += pick_note;
   if (r.spec.command.empty()) h += "Replace `python train.py` with your training command.\n";
-  if (c.nodes > 1 && TorchrunOptionsAt(CommandWords(TrainingCommand(r), nullptr)) == 0) {
+  const LaunchRewrite& rw = command.rewrite;
+  if (!rw.changes.empty()) {
+    h += fmt::format(
+        "The command is changed for {} GPU(s) per node x {} node(s) (--keep-command "
+        "refuses instead):\n",
+        o.gpu_count, c.nodes);
+    for (const std::string& change : rw.changes) h += "  " + change + "\n";
+  }
+  for (const std::string& line : VariableLines(r, command.node)) {
+    h += "The command's $" + line.substr(7, line.find('=') - 7) + " is set before it (" +
+         line.substr(7) + ").\n";
+  }
+  if (rw.launcher == Launcher::kNone && o.gpu_count > 1) {
+    h += fmt::format(
+        "The command is not a launcher fulcrum reads (torchrun, accelerate launch, deepspeed, "
+        "python SCRIPT): it must start {} processes, one per GPU, itself.\n",
+        o.gpu_count);
+  }
+  if (rw.launcher == Launcher::kNone && c.nodes > 1) {
     h += fmt::format(
         "The command runs once on each of the {} nodes: it must join the others itself ({}).\n",
         c.nodes, EnvOf(format).rank_hint);
@@ -253,7 +311,8 @@ std::string Header(const PlanResult& r, const Candidate& c, const catalog::Offer
 }
 
 std::string SkypilotTask(const PlanResult& r, const Candidate& c, const catalog::Offer& o,
-                         const Placement& p, const ExportOptions& options) {
+                         const Placement& p, const ExportOptions& options,
+                         const NodeCommand& command) {
   // Fields as SkyPilot's task schema names them (skypilot-org/skypilot@00052dfe0d13
   // sky/utils/schemas.py: get_task_schema has name, resources, num_nodes, setup, run;
   // _get_single_resources_schema has cloud, region, instance_type, accelerators, use_spot).
@@ -266,16 +325,22 @@ std::string SkypilotTask(const PlanResult& r, const Candidate& c, const catalog:
   out += std::string("  use_spot: ") + (c.pricing == PricingModel::kSpot ? "true" : "false") + "\n";
   out += fmt::format("num_nodes: {}\n", c.nodes);
   out += "setup: " + YamlBlock(SetupLines(options), 2);
-  out += "run: " + YamlBlock({RunLine(r, c, p, options, ExportFormat::kSkypilot)}, 2);
+  std::vector<std::string> run = VariableLines(r, command.node);
+  run.push_back(RunLine(r, c, p, options, command));
+  out += "run: " + YamlBlock(run, 2);
   return out;
 }
 
 std::string DstackTask(const PlanResult& r, const Candidate& c, const catalog::Offer& o,
-                       const Placement& p, const ExportOptions& options) {
+                       const Placement& p, const ExportOptions& options,
+                       const NodeCommand& command) {
   // Fields as dstack's task configuration names them (dstackai/dstack@511c318c8a76
   // src/dstack/_internal/core/models/configurations.py TaskConfiguration: type, name, nodes,
   // commands, resources; profiles.py ProfileParams: backends, regions, instance_types,
-  // spot_policy spot|on-demand|auto; resources.py GPUSpec "name:memory:count").
+  // spot_policy spot|on-demand|auto; resources.py GPUSpec "name:memory:count"). The commands
+  // run in one shell, joined by " && " (dstackai/dstack@01fda0fcd0c3
+  // src/dstack/_internal/server/services/jobs/configurators/base.py _join_shell_commands), so
+  // an `export` holds for the run line.
   std::string out = "type: task\n";
   out += "name: " + YamlString(JobName(r.model.name)) + "\n";
   out += fmt::format("nodes: {}\n", c.nodes);
@@ -288,7 +353,10 @@ std::string DstackTask(const PlanResult& r, const Candidate& c, const catalog::O
   out += "  gpu: " + YamlString(fmt::format("{}:{}", p.accelerator, o.gpu_count)) + "\n";
   out += "commands:\n";
   for (const std::string& line : SetupLines(options)) out += "  - " + YamlString(line) + "\n";
-  out += "  - " + YamlString(RunLine(r, c, p, options, ExportFormat::kDstack)) + "\n";
+  for (const std::string& line : VariableLines(r, command.node)) {
+    out += "  - " + YamlString(line) + "\n";
+  }
+  out += "  - " + YamlString(RunLine(r, c, p, options, command)) + "\n";
   return out;
 }
 
@@ -396,6 +464,19 @@ std::string ExportAcceleratorName(const ExportTables& tables, const std::string&
   return best == nullptr ? "" : best->name;
 }
 
+LauncherFilter LauncherFilterOf(const ExportTables& tables) {
+  LauncherFilter filter;
+  filter.name = ExportToolName(tables.format);
+  auto shared = std::make_shared<const ExportTables>(tables);
+  filter.max_nodes = [shared](const catalog::Offer& o) -> std::optional<std::optional<int>> {
+    if (!OfferSkipReason(o, *shared).empty()) return std::nullopt;
+    return shared->clouds.at(o.provider).max_nodes;
+  };
+  // Place(): both tools launch on-demand or spot capacity only.
+  filter.pricing = {PricingModel::kOnDemand, PricingModel::kSpot};
+  return filter;
+}
+
 Status ValidateExportOptions(const ExportOptions& options) {
   if (Trim(options.fulcrum_install).empty()) {
     ErrorDetail detail;
@@ -429,6 +510,48 @@ Status ValidateExportOptions(const ExportOptions& options) {
   return Status::Ok();
 }
 
+namespace {
+
+// The --keep-command refusal for a command that would start the wrong processes on `c`.
+std::string KeepCommandReason(const Candidate& c, const catalog::Offer& o,
+                              const LaunchRewrite& rewrite) {
+  std::string changes;
+  for (const std::string& change : rewrite.changes) {
+    changes += (changes.empty() ? "" : "; ") + change;
+  }
+  return fmt::format(
+      "--keep-command: the command does not start {} process(es) per node on {} "
+      "GPU(s) x {} node(s): {}",
+      o.gpu_count, o.gpu_count, c.nodes, changes);
+}
+
+// "--pick" for a rank picked by the user; "--keep-command" for a command kept as written.
+Status RefuseCandidate(const std::string& flag, int pick, const std::string& expected,
+                       const std::string& message) {
+  if (flag == "--pick") return PickError(expected, pick, message);
+  ErrorDetail detail;
+  detail.field = flag;
+  detail.expected = expected;
+  detail.found = std::to_string(pick);
+  return Status::InvalidInput(message).WithDetail(detail);
+}
+
+// The header line of a candidate exported as the best one the tool can launch.
+std::string BestPickNote(const ExportResult& so_far, int pick, const char* tool) {
+  if (so_far.skipped.empty()) return "";
+  std::string reasons;
+  for (const SkippedCandidate& s : so_far.skipped) {
+    if (reasons.size() > 400) {
+      reasons += "; ...";
+      break;
+    }
+    reasons += fmt::format("{}rank {}: {}", reasons.empty() ? "" : "; ", s.rank, s.reason);
+  }
+  return fmt::format("Rank {} is the best candidate {} can launch ({}).\n", pick, tool, reasons);
+}
+
+}  // namespace
+
 Result<ExportResult> ExportCandidates(const PlanResult& r, const catalog::Catalog& catalog,
                                       const ExportTables& tables, const ExportOptions& options,
                                       const std::vector<int>& picks) {
@@ -437,6 +560,8 @@ Result<ExportResult> ExportCandidates(const PlanResult& r, const catalog::Catalo
   if (ranks.empty()) {
     for (size_t i = 0; i < r.candidates.size(); ++i) ranks.push_back(static_cast<int>(i) + 1);
   }
+  const bool best = picks.empty() && options.best_launchable;
+  const char* tool = ExportToolName(tables.format);
   ExportResult out;
   out.format = tables.format;
   for (int pick : ranks) {
@@ -449,20 +574,40 @@ Result<ExportResult> ExportCandidates(const PlanResult& r, const catalog::Catalo
     const catalog::Offer& o = catalog.offers()[static_cast<size_t>(c.offer)];
     const Placement p = Place(c, catalog, tables);
     if (!p.skip_reason.empty() && !picks.empty()) {
-      return PickError(
-          fmt::format("a candidate {} can launch", ExportToolName(tables.format)), pick,
-          fmt::format("--pick {}: {} cannot launch this candidate: {} (--pick all exports every "
-                      "candidate it can)",
-                      pick, ExportToolName(tables.format), p.skip_reason));
+      return PickError(fmt::format("a candidate {} can launch", tool), pick,
+                       fmt::format("--pick {}: {} cannot launch this candidate: {} (--pick all "
+                                   "exports every candidate it can)",
+                                   pick, tool, p.skip_reason));
     }
     if (!p.skip_reason.empty()) {
       out.skipped.push_back({pick, p.skip_reason});
       continue;
     }
-    std::string text = Header(r, c, o, p, tables.format);
-    text += tables.format == ExportFormat::kSkypilot ? SkypilotTask(r, c, o, p, options)
-                                                     : DstackTask(r, c, o, p, options);
+    const NodeCommand command = CommandOnNode(r, c, o, tables.format);
+    if (options.keep_command && !command.rewrite.changes.empty()) {
+      const std::string reason = KeepCommandReason(c, o, command.rewrite);
+      if (!picks.empty() || best) {
+        return RefuseCandidate("--keep-command", pick,
+                               "a command that starts the planned processes",
+                               fmt::format("rank {}: {}", pick, reason));
+      }
+      out.skipped.push_back({pick, reason});
+      continue;
+    }
+    const std::string note = best ? BestPickNote(out, pick, tool) : "";
+    std::string text = Header(r, c, o, p, tables.format, command, note);
+    text += tables.format == ExportFormat::kSkypilot ? SkypilotTask(r, c, o, p, options, command)
+                                                     : DstackTask(r, c, o, p, options, command);
     out.tasks.push_back({pick, std::move(text)});
+    if (best) return out;
+  }
+  if (best) {
+    return RefuseCandidate(
+        "--export", 0, fmt::format("a plan with a candidate {} can launch", tool),
+        fmt::format(
+            "--export {}: {} can launch none of the plan's {} candidate(s){}",
+            ExportFormatName(tables.format), tool, r.candidates.size(),
+            out.skipped.empty() ? std::string() : " (rank 1: " + out.skipped.front().reason + ")"));
   }
   return out;
 }

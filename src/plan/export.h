@@ -66,12 +66,23 @@ Result<ExportTables> LoadExportTables(const std::string& catalog_dir, ExportForm
 std::string ExportAcceleratorName(const ExportTables& tables, const std::string& provider,
                                   const std::string& gpu, const std::string& instance_type);
 
+// What the tool can start, for plan --launcher (Constraints::launcher): the offers whose
+// provider, region and accelerator the tables name, up to the cloud's max_nodes, on-demand or
+// spot. Holds its own copy of `tables`.
+LauncherFilter LauncherFilterOf(const ExportTables& tables);
+
 struct ExportOptions {
   // Shell command that installs fulcrum on the node (run by the setup when `fulcrum` is not on
   // PATH). Required: without it the export is refused.
   std::string fulcrum_install;
   // Where the job writes its checkpoints on the node (relative to the task's working directory).
   std::string checkpoint_dir = "checkpoints";
+  // With no picks: export only the best candidate the tool can launch (its header names the
+  // ranks before it and why), instead of every candidate.
+  bool best_launchable = false;
+  // Refuse (InvalidInput on --keep-command; skipped with --pick all) a candidate on which the
+  // command would not start one process per GPU, instead of rewriting the launcher's options.
+  bool keep_command = false;
 };
 
 // Refuses options the export cannot use (no install command, a checkpoint dir with characters
@@ -92,9 +103,13 @@ struct ExportResult {
   std::vector<SkippedCandidate> skipped;
 };
 
-// Renders the candidates of ranks `picks` (1-based; empty = every candidate). A rank outside
-// the plan is InvalidInput. A candidate the tool cannot express goes to `skipped` when exporting
-// every candidate; a picked one is InvalidInput with the reason.
+// Renders the candidates of ranks `picks` (1-based; empty = every candidate, or with
+// options.best_launchable the first the tool can launch: InvalidInput when there is none). A
+// rank outside the plan is InvalidInput. A candidate the tool cannot express goes to `skipped`
+// when exporting every candidate; a picked one is InvalidInput with the reason. The training
+// command is rewritten for the candidate's node (core/torchrun.h RewriteLaunch: process count,
+// node count, rank, rendezvous), each change stated in the task's header, and the variables it
+// names for the job's shape are exported from the tool's own before the run line.
 Result<ExportResult> ExportCandidates(const PlanResult& result, const catalog::Catalog& catalog,
                                       const ExportTables& tables, const ExportOptions& options,
                                       const std::vector<int>& picks);

@@ -106,10 +106,11 @@ TEST(ExportTest, SkypilotValuesAreQuotedAndTheRunLineIsComplete) {
   EXPECT_NE(mega.find("  use_spot: true\n"), std::string::npos) << mega;
   EXPECT_NE(mega.find("num_nodes: 2\n"), std::string::npos) << mega;
   // Everything `fulcrum run` needs: name, checkpoint dir and interval, the cluster's price
-  // (2 nodes x the spot price 10), the budget; then the user's command.
+  // (2 nodes x the spot price 10), the budget; then the user's command (a `python SCRIPT` on
+  // 8 GPUs x 2 nodes under torchrun, one process per GPU).
   EXPECT_NE(mega.find("  fulcrum run --name fulcrum-llama-2-7b --checkpoint-dir checkpoints "
-                      "--checkpoint-every 1800s --price-per-hour 20 --budget-usd 500 -- python "
-                      "train.py --lr 3e-4\n"),
+                      "--checkpoint-every 1800s --price-per-hour 20 --budget-usd 500 -- torchrun "
+                      "--nproc_per_node=8 --nnodes="),
             std::string::npos)
       << mega;
   EXPECT_NE(mega.find("setup: |\n  command -v fulcrum >/dev/null 2>&1 || { sudo apt-get install "
@@ -137,12 +138,13 @@ TEST(ExportTest, MultiNodeTorchrunGetsTheToolsNodeEnvironment) {
             "torchrun --nnodes=\"$SKYPILOT_NUM_NODES\" --node_rank=\"$SKYPILOT_NODE_RANK\" "
             "--master_addr=\"$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\" --master_port=8008 "
             "--nproc-per-node 8 train.py");
-  // Without --nproc-per-node torchrun starts one process: one per GPU of the node instead.
+  // Without --nproc-per-node torchrun starts one process: one per GPU of the node (the offer's
+  // 8) instead.
   // (dstack's run line is a JSON-quoted YAML scalar.)
   EXPECT_EQ(
       run_line("/opt/venv/bin/python -m torch.distributed.run train.py", 2, ExportFormat::kDstack),
       "/opt/venv/bin/python -m torch.distributed.run "
-      "--nproc_per_node=\\\"$DSTACK_GPUS_PER_NODE\\\" --nnodes=\\\"$DSTACK_NODES_NUM\\\" "
+      "--nproc_per_node=8 --nnodes=\\\"$DSTACK_NODES_NUM\\\" "
       "--node_rank=\\\"$DSTACK_NODE_RANK\\\" --master_addr=\\\"$DSTACK_MASTER_NODE_IP\\\" "
       "--master_port=8008 train.py\"");
   // One node, the user's own rendezvous (--standalone, --rdzv_endpoint, --master-addr) and
@@ -157,18 +159,24 @@ TEST(ExportTest, MultiNodeTorchrunGetsTheToolsNodeEnvironment) {
       "torchrun --nnodes=\"$SKYPILOT_NUM_NODES\" --node_rank=\"$SKYPILOT_NODE_RANK\" "
       "--master_addr=\"$(echo \"$SKYPILOT_NODE_IPS\" | head -n1)\" --nproc-per-node 8 "
       "--master-port 29500 t.py");
-  // Another launcher is left as written; the header says what it must do.
+  // A plain `python SCRIPT` starts one process: on 8 GPUs x 2 nodes it runs under torchrun.
+  EXPECT_EQ(run_line("python train.py --lr 3e-4", 2, ExportFormat::kSkypilot),
+            "torchrun --nproc_per_node=8 --nnodes=\"$SKYPILOT_NUM_NODES\" "
+            "--node_rank=\"$SKYPILOT_NODE_RANK\" --master_addr=\"$(echo \"$SKYPILOT_NODE_IPS\" | "
+            "head -n1)\" --master_port=8008 train.py --lr 3e-4");
+  // Another program is left as written; the header says what it must do.
   PlanResult r = Plan({MakeCandidate(0, 2, PricingModel::kSpot, 1)});
+  r.spec.command = "bash train.sh --lr 3e-4";
   const std::string task = ExportOne(r, ExportFormat::kSkypilot, 1);
-  EXPECT_NE(task.find("-- python train.py --lr 3e-4\n"), std::string::npos) << task;
+  EXPECT_NE(task.find("-- bash train.sh --lr 3e-4\n"), std::string::npos) << task;
+  EXPECT_NE(task.find("it must start 8 processes, one per GPU, itself"), std::string::npos) << task;
   EXPECT_NE(task.find("# The command runs once on each of the 2 nodes: it must join the others "
                       "itself ($SKYPILOT_NODE_RANK, $SKYPILOT_NODE_IPS).\n"),
             std::string::npos)
       << task;
-  EXPECT_EQ(
-      ExportOne(Plan({MakeCandidate(0, 1, PricingModel::kSpot, 1)}), ExportFormat::kSkypilot, 1)
-          .find("must join the others"),
-      std::string::npos);
+  r.candidates[0].nodes = 1;
+  EXPECT_EQ(ExportOne(r, ExportFormat::kSkypilot, 1).find("must join the others"),
+            std::string::npos);
 }
 
 // 3 x 28.17 is 84.50999999999999 in binary floating point: the run line says 84.51.

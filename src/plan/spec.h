@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,6 +14,10 @@
 
 #include "core/status.h"
 #include "workload/training.h"
+
+namespace fulcrum::catalog {
+struct Offer;
+}  // namespace fulcrum::catalog
 
 namespace fulcrum {
 class YamlNode;
@@ -53,6 +58,16 @@ struct FilterOrigins {
   std::string pricing = "constraints.pricing";
 };
 
+// What one launcher can start (plan --launcher; plan/export.h LauncherFilterOf): the plan keeps
+// the offers it can start, up to its node limit there, in the pricing models it can buy.
+struct LauncherFilter {
+  std::string name;  // "SkyPilot", for messages
+  // The most nodes of one task it can start on the offer (nullopt in the optional: no limit);
+  // an outer nullopt: it cannot start the offer at all.
+  std::function<std::optional<std::optional<int>>(const catalog::Offer&)> max_nodes;
+  std::vector<PricingModel> pricing;
+};
+
 struct Constraints {
   std::optional<double> deadline_seconds;
   std::optional<double> budget_usd;
@@ -83,6 +98,7 @@ struct Constraints {
   // Reserved capacity already paid for: a reserved row costs its marginal (hourly) price, not
   // the term's full commitment.
   bool reserved_owned = false;
+  std::optional<LauncherFilter> launcher;  // unset: every offer
 };
 
 // Optional run-cost terms beyond the instances.
