@@ -76,7 +76,7 @@ void ApplyEstimatorBand(const RunInput& in, const CostAssumptions& a, RunCost& o
                 ExtrasUsd(in.extra, out.p90_seconds);
 }
 
-// Longest spot segment simulated, in mean times to interruption (see EstimateSpotRun).
+// Longest spot segment simulated, in expected preemptions (see EstimateSpotRun).
 constexpr double kMaxSimulatedPreemptions = 50;
 
 }  // namespace
@@ -299,14 +299,23 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
   job.trials = a.spot_trials;
   job.seed = a.spot_seed;
   job.threads = 1;
-  // The simulation's cost grows with the preemptions (work / MTTI). A job longer than
-  // kMaxSimulatedPreemptions MTTIs is simulated as a segment of that length and scaled: the
+  // The simulation's cost grows with the preemptions. A job needing more than
+  // kMaxSimulatedPreemptions of them is simulated as a segment of that many and scaled: the
   // preemptions form a renewal process, so time and cost per unit of work converge; scaling the
   // segment's P90 over-states the P90 of the whole (conservative). Bounds the planner's time by
-  // the search space, not by the work.
+  // the search space, not by the work. With a deadline-driven fallback the segment is that many
+  // MTTIs of work (the safety net ends the preemptions). Without one (spot-only, or no deadline)
+  // every window of spot capacity is lived through; a window (exponential, mean MTTI) yields
+  // E[max(0, X - r)] = MTTI exp(-r / MTTI) of progress after a relaunch of r (memorylessness of
+  // the exponential), so a gang whose relaunch is long next to its MTTI needs many windows.
+  const bool fallback = job.policy != spot::Policy::kSpotOnly && job.deadline_seconds;
+  const double relaunch = job.changeover_seconds + job.restart_seconds;
+  const double progress_per_window =
+      fallback ? job.mtti_seconds
+               : job.mtti_seconds * std::exp(-relaunch / std::max(job.mtti_seconds, 1.0));
   double scale = 1;
-  if (job.work_seconds > kMaxSimulatedPreemptions * job.mtti_seconds) {
-    scale = job.work_seconds / (kMaxSimulatedPreemptions * job.mtti_seconds);
+  if (job.work_seconds > kMaxSimulatedPreemptions * progress_per_window) {
+    scale = job.work_seconds / (kMaxSimulatedPreemptions * progress_per_window);
     job.work_seconds /= scale;
     if (job.deadline_seconds) *job.deadline_seconds /= scale;
   }
