@@ -20,6 +20,7 @@
 #include "calibration_bands.h"
 #include "calibration_data.h"
 #include "calibration_fit.h"
+#include "goodput_accuracy.h"
 #include "serving_calibration.h"
 
 namespace fulcrum::calibrate {
@@ -435,6 +436,7 @@ int Run(int argc, char** argv) {
       {root + "/src/estimate/uncertainty_fitted.cc", UncertaintySource(report.bands)},
       {root + "/docs/ACCURACY.md", AccuracyDocument(rows, report)}};
   if (!AddServingCalibration(root, report.fitted, outputs)) return 2;
+  if (!AddGoodputAccuracy(root, outputs)) return 2;
   int status = 0;
   for (const auto& [path, text] : outputs) {
     if (check) {

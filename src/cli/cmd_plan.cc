@@ -30,7 +30,7 @@ struct PlanFlags {
   std::string model, hf_config, tokens, samples, epochs, seq_len, global_batch, precision, method,
       lora_rank, deadline, budget_usd, max_gpus, providers, regions, gpus, pricing, interruptible,
       weights, top, min_headroom, assume_network_gbps, command, objective, max_nodes, framework,
-      disk_gb, egress_gb;
+      disk_gb, egress_gb, checkpoint_every;
   bool no_checkpointing = false;
   std::string batch_tolerance;
   bool strict_batch = false;
@@ -106,6 +106,17 @@ Status ApplyModelAndWork(const PlanFlags& f, plan::PlanSpec& spec) {
     spec.training.lora_rank = static_cast<int64_t>(v);
   }
   if (f.no_checkpointing) spec.checkpointing = false;
+  if (!f.checkpoint_every.empty()) {
+    FULCRUM_RETURN_IF_ERROR(Need(ParseDurationSeconds(f.checkpoint_every), "--checkpoint-every",
+                                 "a positive duration such as 30m or 2h", f.checkpoint_every, v));
+    if (!(v > 0)) {
+      return Status::InvalidInput(
+          "--checkpoint-every: expected a positive duration such as 30m "
+          "or 2h, found \"" +
+          f.checkpoint_every + "\"");
+    }
+    spec.checkpoint_every_seconds = v;
+  }
   if (!f.command.empty()) spec.command = f.command;
   if (f.simulate_all_spot) spec.prune_spot = false;
   if (f.allow_long_context) spec.allow_long_context = true;
@@ -439,11 +450,16 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
   cmd->add_option("--gpus", f->gpus, "Only these GPU models (names or aliases, comma-separated)")
       ->type_name("LIST");
   cmd->add_option("--pricing", f->pricing,
-                  "Pricing models: on_demand,spot,reserved_1y,reserved_3y (default "
-                  "on_demand,spot)")
+                  "Pricing models: on_demand, spot (spot only: waits through preemptions), "
+                  "spot_with_fallback (spot that switches to on-demand when the deadline needs "
+                  "it), reserved_1y, reserved_3y (default on_demand,spot)")
       ->type_name("LIST");
   cmd->add_option("--interruptible", f->interruptible, "yes (default) or no: allow spot")
       ->type_name("yes|no");
+  cmd->add_option("--checkpoint-every", f->checkpoint_every,
+                  "Checkpoint this often (default: every 30 min, Young's optimum when shorter, "
+                  "never a write over 5 % of the interval); also the exported run line's")
+      ->type_name("DURATION");
   cmd->add_flag("--no-checkpointing", f->no_checkpointing,
                 "The job cannot checkpoint/resume (spot becomes a pitfall)");
   cmd->add_option("--weights", f->weights,

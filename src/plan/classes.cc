@@ -115,8 +115,9 @@ Result<PlanOffers> ResolvePlanOffers(const catalog::Catalog& catalog,
   filter.regions = constraints.regions;
   if (constraints.pricing != Constraints{}.pricing) {  // the default is never an error
     for (PricingModel p : constraints.pricing) {
-      FULCRUM_ASSIGN_OR_RETURN(catalog::Pricing pricing,
-                               catalog::ParsePricing(PricingModelName(p)));
+      FULCRUM_ASSIGN_OR_RETURN(
+          catalog::Pricing pricing,
+          catalog::ParsePricing(PricingModelName(IsSpot(p) ? PricingModel::kSpot : p)));
       filter.pricing.push_back(pricing);
     }
   }

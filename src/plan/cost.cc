@@ -5,6 +5,7 @@
 
 #include "catalog/offer_query.h"
 #include "core/parse.h"
+#include "core/row_reader.h"
 #include "spot/interval.h"
 #include "spot/job_estimate.h"
 #include "spot/spot_catalog.h"
@@ -66,7 +67,7 @@ void ApplyEstimatorBand(const RunInput& in, const CostAssumptions& a, RunCost& o
   if (ratio == 1.0) return;
   const double before = out.p90_seconds;
   out.p90_seconds = a.startup_seconds + std::max(0.0, before - a.startup_seconds) * ratio;
-  if (in.pricing != PricingModel::kSpot) {
+  if (!IsSpot(in.pricing)) {
     out.p90_usd = InstanceUsd(in, out.p90_seconds, a) + ExtrasUsd(in.extra, out.p90_seconds);
     return;
   }
@@ -75,7 +76,7 @@ void ApplyEstimatorBand(const RunInput& in, const CostAssumptions& a, RunCost& o
                 ExtrasUsd(in.extra, out.p90_seconds);
 }
 
-// Longest spot segment simulated, in mean times to interruption (see EstimateSpotRun).
+// Longest spot segment simulated, in expected preemptions (see EstimateSpotRun).
 constexpr double kMaxSimulatedPreemptions = 50;
 
 }  // namespace
@@ -114,6 +115,7 @@ std::optional<double> HourlyPriceUsd(const catalog::Offer& offer, const catalog:
       same = catalog::Pricing::kOnDemand;
       break;
     case PricingModel::kSpot:
+    case PricingModel::kSpotWithFallback:
       same = catalog::Pricing::kSpot;
       break;
     case PricingModel::kReserved1y:
@@ -138,6 +140,7 @@ double ReservedTermSeconds(PricingModel pricing) {
       return 3 * 8760.0 * 3600.0;
     case PricingModel::kOnDemand:
     case PricingModel::kSpot:
+    case PricingModel::kSpotWithFallback:
       return 0;
   }
   return 0;
@@ -156,6 +159,30 @@ double BilledSeconds(double seconds, const catalog::Provider* provider,
   return std::max(billed, minimum);
 }
 
+double PlannedCheckpointIntervalSeconds(double write_seconds, double mtbf_seconds,
+                                        double work_seconds, const CostAssumptions& a,
+                                        std::optional<double> every) {
+  if (every && *every > 0) return *every;
+  double interval = std::min(spot::YoungIntervalSeconds(write_seconds, mtbf_seconds),
+                             a.max_checkpoint_interval_seconds);
+  if (a.max_checkpoint_overhead > 0 && write_seconds > a.max_checkpoint_overhead * interval) {
+    interval = write_seconds / a.max_checkpoint_overhead;
+  }
+  return std::min(interval, std::max(work_seconds, 1.0));
+}
+
+namespace {
+
+// The published runs' losses beyond hardware interruptions for a run of `gpus` GPUs doing
+// `work_seconds` of steady-state work: the fitted overhead, in proportion to the GPUs below the
+// smallest published run.
+double OtherLossSeconds(double work_seconds, int gpus, const CostAssumptions& a) {
+  if (a.goodput_extra_overhead <= 0 || a.goodput_reference_gpus <= 0) return 0;
+  return a.goodput_extra_overhead * std::min(1.0, gpus / a.goodput_reference_gpus) * work_seconds;
+}
+
+}  // namespace
+
 RunCost EstimateRunCost(const RunInput& in, const CostAssumptions& a) {
   RunCost out;
   // Mean time between interruptions of the whole run (any GPU failing stops it).
@@ -165,27 +192,32 @@ RunCost EstimateRunCost(const RunInput& in, const CostAssumptions& a) {
   }
   const double per_hour = rate * in.gpus + a.interruptions_per_node_hour * in.nodes;
   const double mtbf_seconds = 3600.0 / std::max(per_hour, 1e-12);
-  const double restart_seconds = a.startup_seconds;
-  double per_failure_lost = 0;
+  // A restart: a new start-up (provisioning, image, rendezvous) and, with checkpoints, loading
+  // the last one (reading ~ writing it).
+  double restart_seconds = a.startup_seconds;
+  double lost_per_failure = 0;
   double work = in.work_seconds;
   if (in.checkpointing) {
     out.checkpoint_write_seconds = in.trained_parameters * a.checkpoint_bytes_per_trained_param /
                                    (a.checkpoint_write_bytes_per_second_per_node * in.nodes);
-    // Young (1974), capped at the job length.
     out.checkpoint_interval_seconds =
-        std::min(spot::YoungIntervalSeconds(out.checkpoint_write_seconds, mtbf_seconds),
-                 std::max(in.work_seconds, 1.0));
+        PlannedCheckpointIntervalSeconds(out.checkpoint_write_seconds, mtbf_seconds,
+                                         in.work_seconds, a, in.checkpoint_every_seconds);
     work += in.work_seconds / out.checkpoint_interval_seconds * out.checkpoint_write_seconds;
-    per_failure_lost = out.checkpoint_interval_seconds / 2.0 + restart_seconds;
+    lost_per_failure = out.checkpoint_interval_seconds / 2.0;
+    restart_seconds += out.checkpoint_write_seconds;
   } else {
-    per_failure_lost = in.work_seconds / 2.0 + restart_seconds;  // start over
+    lost_per_failure = in.work_seconds / 2.0;  // start over
   }
+  const double per_failure = lost_per_failure + restart_seconds;
+  out.other_loss_seconds = OtherLossSeconds(in.work_seconds, in.gpus, a);
+  out.goodput_published = a.goodput_extra_overhead > 0;
   const double base = work + a.startup_seconds;
   const double failures = base / mtbf_seconds;
   out.expected_interruptions = failures;
-  out.failure_seconds = failures * per_failure_lost;
-  out.total_seconds = base + failures * per_failure_lost;
-  out.p90_seconds = base + PoissonQuantile(failures, 0.9) * per_failure_lost;
+  out.failure_seconds = failures * per_failure;
+  out.total_seconds = base + out.failure_seconds + out.other_loss_seconds;
+  out.p90_seconds = base + PoissonQuantile(failures, 0.9) * per_failure + out.other_loss_seconds;
   out.p90_seconds = std::max(out.p90_seconds, out.total_seconds);
   const double hourly_all = in.hourly_usd * in.nodes;
   const double instance_usd = InstanceUsd(in, out.total_seconds, a);
@@ -196,12 +228,15 @@ RunCost EstimateRunCost(const RunInput& in, const CostAssumptions& a) {
   b.storage_usd = StorageUsd(in.extra, out.total_seconds);
   b.egress_usd = EgressUsd(in.extra);
   b.checkpoint_usd = hourly_all * (work - in.work_seconds) / 3600.0;
-  b.failures_usd = hourly_all * failures * per_failure_lost / 3600.0;
+  b.failures_usd = hourly_all * failures * lost_per_failure / 3600.0;
+  b.restarts_usd = hourly_all * (failures * restart_seconds + out.other_loss_seconds) / 3600.0;
   const double used_usd = hourly_all * BilledSeconds(out.total_seconds, in.provider, a) / 3600.0;
   b.commitment_usd = out.reserved_commitment ? std::max(0.0, instance_usd - used_usd) : 0;
-  b.compute_usd = instance_usd - b.commitment_usd - b.checkpoint_usd - b.failures_usd;
-  if (in.pricing == PricingModel::kSpot) out = EstimateSpotRun(in, out, a);
+  b.compute_usd =
+      instance_usd - b.commitment_usd - b.checkpoint_usd - b.failures_usd - b.restarts_usd;
+  if (IsSpot(in.pricing)) out = EstimateSpotRun(in, out, a);
   ApplyEstimatorBand(in, a, out);
+  out.goodput_fraction = out.total_seconds > 0 ? in.work_seconds / out.total_seconds : 1;
   return out;
 }
 
@@ -213,14 +248,20 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
   spot::SpotJobInput job;
   // Spot pays the same hardware failures as its on-demand twin (its own checkpoints are the
   // simulator's): the work handed to the simulator includes the expected failure losses.
-  job.work_seconds = in.work_seconds + uninterrupted.failure_seconds;
+  job.work_seconds =
+      in.work_seconds + uninterrupted.failure_seconds + uninterrupted.other_loss_seconds;
   job.deadline_seconds = in.deadline_seconds;
   if (job.deadline_seconds) {
     job.deadline_seconds = std::max(0.0, *job.deadline_seconds - a.startup_seconds);
   }
-  // Without an on-demand price there is no safety net to fall back to: greedy (wait for spot).
+  // Spot only waits through every preemption; spot with fallback switches to on-demand when the
+  // deadline needs it (greedy when the offer has no on-demand price to fall back to).
   job.on_demand_usd_per_hour = in.on_demand_usd_per_hour.value_or(in.hourly_usd) * in.nodes;
-  if (!in.on_demand_usd_per_hour) job.policy = spot::Policy::kGreedy;
+  if (in.pricing == PricingModel::kSpot) {
+    job.policy = spot::Policy::kSpotOnly;
+  } else if (!in.on_demand_usd_per_hour) {
+    job.policy = spot::Policy::kGreedy;
+  }
   job.spot_usd_per_hour = in.hourly_usd * in.nodes;
   // An instance of this size, all nodes at once: the traces' size and gang factors.
   const spot::RiskScale size =
@@ -231,7 +272,6 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
   job.outage_mean_seconds = a.spot_outage_mean_seconds * size.outage_factor * gang.outage_factor;
   job.restart_seconds = uninterrupted.checkpoint_write_seconds;  // reading ~ writing it
   job.checkpoint_cost_seconds = std::max(uninterrupted.checkpoint_write_seconds, 1e-3);
-  if (!in.checkpointing) job.checkpoint_interval_seconds = spot::kNever;
   if (in.provider != nullptr) {
     job.notice.notice_seconds = in.provider->spot_notice_seconds.value_or(0);
   }
@@ -244,17 +284,38 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
   }
   job.notice.poll_interval_seconds = a.spot_notice_poll_seconds;
   job.notice.margin_seconds = a.spot_notice_margin_seconds;
+  // The planned cadence (or --checkpoint-every) bounds the interval the simulator would pick
+  // for the preemptions alone.
+  if (!in.checkpointing) {
+    job.checkpoint_interval_seconds = spot::kNever;
+  } else if (in.checkpoint_every_seconds) {
+    job.checkpoint_interval_seconds = uninterrupted.checkpoint_interval_seconds;
+  } else {
+    job.checkpoint_interval_seconds =
+        std::min(spot::AutoCheckpointIntervalSeconds(job.checkpoint_cost_seconds, job.mtti_seconds,
+                                                     job.notice),
+                 uninterrupted.checkpoint_interval_seconds);
+  }
   job.trials = a.spot_trials;
   job.seed = a.spot_seed;
   job.threads = 1;
-  // The simulation's cost grows with the preemptions (work / MTTI). A job longer than
-  // kMaxSimulatedPreemptions MTTIs is simulated as a segment of that length and scaled: the
+  // The simulation's cost grows with the preemptions. A job needing more than
+  // kMaxSimulatedPreemptions of them is simulated as a segment of that many and scaled: the
   // preemptions form a renewal process, so time and cost per unit of work converge; scaling the
   // segment's P90 over-states the P90 of the whole (conservative). Bounds the planner's time by
-  // the search space, not by the work.
+  // the search space, not by the work. With a deadline-driven fallback the segment is that many
+  // MTTIs of work (the safety net ends the preemptions). Without one (spot-only, or no deadline)
+  // every window of spot capacity is lived through; a window (exponential, mean MTTI) yields
+  // E[max(0, X - r)] = MTTI exp(-r / MTTI) of progress after a relaunch of r (memorylessness of
+  // the exponential), so a gang whose relaunch is long next to its MTTI needs many windows.
+  const bool fallback = job.policy != spot::Policy::kSpotOnly && job.deadline_seconds;
+  const double relaunch = job.changeover_seconds + job.restart_seconds;
+  const double progress_per_window =
+      fallback ? job.mtti_seconds
+               : job.mtti_seconds * std::exp(-relaunch / std::max(job.mtti_seconds, 1.0));
   double scale = 1;
-  if (job.work_seconds > kMaxSimulatedPreemptions * job.mtti_seconds) {
-    scale = job.work_seconds / (kMaxSimulatedPreemptions * job.mtti_seconds);
+  if (job.work_seconds > kMaxSimulatedPreemptions * progress_per_window) {
+    scale = job.work_seconds / (kMaxSimulatedPreemptions * progress_per_window);
     job.work_seconds /= scale;
     if (job.deadline_seconds) *job.deadline_seconds /= scale;
   }
@@ -276,6 +337,8 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
   out.p90_usd = std::max(est->p90_cost_usd + startup_usd + ExtrasUsd(in.extra, out.p90_seconds),
                          out.expected_usd);
   out.expected_interruptions = uninterrupted.expected_interruptions + est->preemptions_mean;
+  out.other_loss_seconds = uninterrupted.other_loss_seconds;
+  out.goodput_published = uninterrupted.goodput_published;
   CostBreakdown& b = out.breakdown;
   b.storage_usd = StorageUsd(in.extra, out.total_seconds);
   b.egress_usd = EgressUsd(in.extra);
@@ -283,12 +346,87 @@ RunCost EstimateSpotRun(const RunInput& in, const RunCost& uninterrupted,
   // `uninterrupted` is already at the spot price: what it does not explain is preemption loss.
   b.checkpoint_usd = std::min(instance_usd, uninterrupted.breakdown.checkpoint_usd);
   b.compute_usd = std::min(instance_usd - b.checkpoint_usd, uninterrupted.breakdown.compute_usd);
-  b.failures_usd = std::max(0.0, instance_usd - b.checkpoint_usd - b.compute_usd);
+  b.restarts_usd = std::min(instance_usd - b.checkpoint_usd - b.compute_usd,
+                            uninterrupted.breakdown.restarts_usd);
+  b.failures_usd = std::max(0.0, instance_usd - b.checkpoint_usd - b.compute_usd - b.restarts_usd);
   b.commitment_usd = 0;
   out.checkpoint_interval_seconds = est->checkpoint_interval_seconds.value_or(0);
   out.spot_policy = est->policy;
   out.deadline_met_fraction = est->deadline_met_fraction;
   out.risk_adjusted = true;
+  return out;
+}
+
+namespace {
+
+const TableSchema kGoodputSchema = {
+    {"run", "gpus", "trained_parameters", "steady_days", "end_to_end_days", "source"}, {"note"}};
+// Plausibility limits (not outside facts: they only catch typos).
+constexpr double kMaxRunGpus = 1e6;
+constexpr double kMaxRunDays = 3650;
+constexpr double kMaxTrainedParameters = 1e14;
+// GPUs per node assumed for a published run in the fit (BLOOM, MPT-7B and Llama 3 all ran
+// 8-GPU servers: arXiv 2211.05100 sec. 3.4, the MPT-7B post, arXiv 2407.21783 sec. 3.3.1).
+constexpr int kPublishedGpusPerNode = 8;
+
+// The hardware model's run for a published one: its GPUs in 8-GPU nodes, its steady days.
+RunInput PublishedRunInput(const GoodputRun& run) {
+  RunInput in;
+  in.work_seconds = run.steady_days * 86400.0;
+  in.gpus = run.gpus;
+  in.nodes = std::max(1, run.gpus / kPublishedGpusPerNode);
+  in.trained_parameters = run.trained_parameters;
+  return in;
+}
+
+}  // namespace
+
+Result<std::vector<GoodputRun>> LoadGoodputRuns(const std::string& catalog_dir) {
+  FULCRUM_ASSIGN_OR_RETURN(CsvTable table,
+                           LoadTableFile(catalog_dir + "/goodput.csv", kGoodputSchema));
+  std::vector<GoodputRun> runs;
+  for (size_t i = 0; i < table.size(); ++i) {
+    RowReader row = table.Row(i);
+    GoodputRun r;
+    FULCRUM_ASSIGN_OR_RETURN(r.run, row.RequiredText("run"));
+    FULCRUM_ASSIGN_OR_RETURN(double gpus, row.Number("gpus", 1, kMaxRunGpus));
+    r.gpus = static_cast<int>(gpus);
+    FULCRUM_ASSIGN_OR_RETURN(r.trained_parameters,
+                             row.Number("trained_parameters", 1, kMaxTrainedParameters));
+    FULCRUM_ASSIGN_OR_RETURN(r.steady_days, row.Number("steady_days", 1e-3, kMaxRunDays));
+    FULCRUM_ASSIGN_OR_RETURN(r.end_to_end_days,
+                             row.Number("end_to_end_days", r.steady_days, kMaxRunDays));
+    FULCRUM_ASSIGN_OR_RETURN(r.source, row.RequiredText("source"));
+    runs.push_back(std::move(r));
+  }
+  return runs;
+}
+
+void FitGoodput(const std::vector<GoodputRun>& runs, CostAssumptions& a) {
+  CostAssumptions hardware = a;
+  hardware.goodput_extra_overhead = 0;
+  double sum = 0, reference = 0;
+  std::string names;
+  for (const GoodputRun& run : runs) {
+    const RunInput in = PublishedRunInput(run);
+    const double explained = QuotePublishedRun(run, hardware).total_seconds / in.work_seconds - 1;
+    sum += std::max(0.0, run.end_to_end_days / run.steady_days - 1 - explained);
+    reference = reference == 0 ? run.gpus : std::min(reference, static_cast<double>(run.gpus));
+    names += (names.empty() ? "" : ", ") + run.run;
+  }
+  a.goodput_extra_overhead = runs.empty() ? 0 : sum / static_cast<double>(runs.size());
+  a.goodput_reference_gpus = reference;
+  a.goodput_source = runs.empty() ? "" : "catalog/goodput.csv (" + names + ")";
+}
+
+RunCost QuotePublishedRun(const GoodputRun& run, const CostAssumptions& a) {
+  const RunInput in = PublishedRunInput(run);
+  RunCost out = EstimateRunCost(in, a);
+  // A published end-to-end figure starts with the run: its first start-up is not in it (the
+  // restarts after interruptions are).
+  out.total_seconds -= a.startup_seconds;
+  out.p90_seconds -= a.startup_seconds;
+  out.goodput_fraction = in.work_seconds / out.total_seconds;
   return out;
 }
 
@@ -324,9 +462,24 @@ CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string*
       size.ok()) {
     a.spot_instance_size = std::move(*size);
   }
-  if (note != nullptr && !missing.empty()) {
-    *note = "catalog has no " + missing +
-            ": checkpoint writes assumed at 1 GB/s per node and spot rows not risk-adjusted";
+  // After every other assumption: the fit subtracts what the hardware model explains.
+  std::string goodput_problem;
+  if (Result<std::vector<GoodputRun>> runs = LoadGoodputRuns(catalog_dir); runs.ok()) {
+    FitGoodput(*runs, a);
+  } else {
+    goodput_problem = runs.status().message() +
+                      ": times are quoted with hardware interruptions only (no published-run "
+                      "losses)";
+  }
+  if (note != nullptr) {
+    std::vector<std::string> parts;
+    if (!missing.empty()) {
+      parts.push_back("catalog has no " + missing +
+                      ": checkpoint writes assumed at 1 GB/s per node and spot rows not "
+                      "risk-adjusted");
+    }
+    if (!goodput_problem.empty()) parts.push_back(goodput_problem);
+    for (const std::string& part : parts) *note += (note->empty() ? "" : "; ") + part;
   }
   return a;
 }

@@ -1,6 +1,8 @@
 // Billing and the cost of one planned run: hourly price per pricing model (on-demand, reserved
 // 1y/3y effective hourly, spot), billing granularity and minimum per provider, total time =
-// work / throughput + start-up + checkpoint overhead and failure recovery (Young/Daly interval),
+// work / throughput + start-up + checkpoint overhead (every 30 min, or Young's optimum when
+// shorter), failure recovery (restart + checkpoint load + lost work) and the losses of long runs
+// beyond hardware interruptions (fitted on published end-to-end ratios, catalog/goodput.csv),
 // expected and P90 cost. Spot goes through EstimateSpotRun, the one place where the spot
 // simulator plugs in. All money in USD (the catalog converts offer prices with
 // catalog/currency.csv). Pure, allocation-free, thread-safe.
@@ -29,6 +31,22 @@ struct CostAssumptions {
   double checkpoint_bytes_per_trained_param = 14;
   // Checkpoint write bandwidth per node: fulcrum's assumption (1 GB/s to network storage).
   double checkpoint_write_bytes_per_second_per_node = 1e9;
+  // Checkpoint cadence: at most every 30 minutes (the seeds' rule, and `fulcrum run
+  // --checkpoint-every`'s default in src/supervise/run_flags.cc), so that a crash of the user's
+  // code, which no hardware failure rate sees, loses at most that much; Young's optimum when it
+  // is shorter; never so often that one write costs more than 5 % of the interval (issue 25).
+  double max_checkpoint_interval_seconds = 1800;
+  double max_checkpoint_overhead = 0.05;
+  // What long runs lose beyond the hardware interruptions above (rollbacks after loss spikes,
+  // evaluation and checkpoint pauses, stragglers, restarts the failure model does not see): the
+  // extra wall time per steady-state second (so it grows with the days) of a run of at least
+  // `goodput_reference_gpus` GPUs, fitted by FitGoodput on catalog/goodput.csv; smaller runs get
+  // it in proportion to their GPUs (a one-node job has no stragglers or rendezvous to lose time
+  // to). The share does not depend on the run's length, so a faster layout is not quoted a
+  // smaller share. 0 = no table (only the hardware model).
+  double goodput_extra_overhead = 0;
+  double goodput_reference_gpus = 0;
+  std::string goodput_source;  // for the JSON and notes; empty = no table
   // Unplanned interruptions of a run, split by what fails, from Llama 3 (arXiv 2407.21783,
   // section 3.3.4, Table 5): 419 unexpected interruptions in 54 days on 16,384 H100 GPUs in
   // servers of 8 GPUs (2,048 servers, section 3.3.1). The GPU rows of Table 5 (faulty GPU 148,
@@ -76,8 +94,9 @@ struct CostAssumptions {
 
 // The assumptions with the catalog's sourced tables where they exist: the default storage
 // kind's write bandwidth (catalog/storage.csv), the spot MTTI and outage calibrated on the
-// public traces in catalog/spot-traces/ (else the default band of catalog/spot_bands.csv). Missing
-// tables keep the defaults above (and a note says so).
+// public traces in catalog/spot-traces/ (else the default band of catalog/spot_bands.csv), the
+// published runs' losses fitted on catalog/goodput.csv (FitGoodput). Missing or unreadable
+// tables keep the defaults above (and a note says so, naming the file and line).
 CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string* note);
 
 // The extras of a run on `provider`: spec.extra plus spec.storage priced at the provider's
@@ -113,6 +132,7 @@ struct RunInput {
   std::optional<double> deadline_seconds;        // for the spot policy's safety net
   std::optional<double> on_demand_usd_per_hour;  // per instance, the spot fallback price
   bool reserved_owned = false;  // reserved: the term is already paid for (marginal cost)
+  std::optional<double> checkpoint_every_seconds;  // --checkpoint-every: overrides the cadence
   // The estimator's P90 step time over its point estimate (estimate::BandFor: the left-out
   // error of the calibration family the setup resembles, wider on an uncalibrated
   // architecture); the run's P90 scales its time past the start-up by max(1, this).
@@ -124,7 +144,10 @@ struct CostBreakdown {
   double compute_usd = 0;     // instance time for the work, start-up and billing rounding
   double storage_usd = 0;     // persistent disks and checkpoint storage
   double egress_usd = 0;      // data and checkpoints leaving the region
-  double failures_usd = 0;    // restarts and lost work (hardware failures, spot preemptions)
+  double failures_usd = 0;    // work lost since the last checkpoint (failures, preemptions)
+  // Restarts (start-up, rendezvous, checkpoint load after each interruption) and the other
+  // losses of long runs beyond hardware interruptions (CostAssumptions::goodput_extra_overhead).
+  double restarts_usd = 0;
   double checkpoint_usd = 0;  // instance time spent writing checkpoints
   double commitment_usd = 0;  // reserved: the part of the term the job does not use
 };
@@ -141,6 +164,9 @@ struct RunCost {
   double deadline_met_fraction = 1;  // spot: share of simulated runs that met the deadline
   double expected_interruptions = 0;  // hardware failures (+ spot preemptions) over the run
   double failure_seconds = 0;         // expected time lost to hardware failures (restarts)
+  double other_loss_seconds = 0;      // the published runs' losses beyond hardware failures
+  double goodput_fraction = 1;        // steady-state time (work) / total_seconds
+  bool goodput_published = false;     // other_loss_seconds comes from catalog/goodput.csv
   CostBreakdown breakdown;
   bool reserved_commitment = false;  // reserved row priced as the term's full commitment
 };
@@ -150,6 +176,36 @@ struct RunCost {
 // start-up scaled by the estimator's band (RunInput::step_p90_ratio), conservative: the product
 // of the two P90s is at least the P90 of the product. p90_usd follows it.
 RunCost EstimateRunCost(const RunInput& input, const CostAssumptions& assumptions = {});
+
+// The planned checkpoint interval: min(Young's optimum, max_checkpoint_interval_seconds), unless
+// one write then costs more than max_checkpoint_overhead of it (then the interval where it costs
+// exactly that); capped at the work. `every` (--checkpoint-every) wins when given.
+double PlannedCheckpointIntervalSeconds(double write_seconds, double mtbf_seconds,
+                                        double work_seconds, const CostAssumptions& assumptions,
+                                        std::optional<double> every = std::nullopt);
+
+// One published training run (catalog/goodput.csv): its GPUs, trained parameters, steady-state
+// days (the work at its steady throughput) and end-to-end days.
+struct GoodputRun {
+  std::string run;
+  int gpus = 0;
+  double trained_parameters = 0;
+  double steady_days = 0;
+  double end_to_end_days = 0;
+  std::string source;
+};
+Result<std::vector<GoodputRun>> LoadGoodputRuns(const std::string& catalog_dir);
+
+// The extra overhead beyond the hardware model, fitted on `runs`: for each run, its end-to-end /
+// steady-state - 1 less what EstimateRunCost's hardware model (8-GPU nodes, the run's GPUs,
+// parameters and steady days) already explains, at least 0; the mean over the runs. The
+// reference size is the smallest run's GPU count. Sets a.goodput_extra_overhead,
+// a.goodput_reference_gpus and a.goodput_source.
+void FitGoodput(const std::vector<GoodputRun>& runs, CostAssumptions& a);
+
+// The quote for a published run under `a` (its GPUs in 8-GPU nodes, its steady days, no first
+// start-up): for the accuracy check, where leave-one-out fits are compared with what it took.
+RunCost QuotePublishedRun(const GoodputRun& run, const CostAssumptions& a);
 
 // Spot: expected and P90 time/cost of the run on interruptible capacity. THE place where the
 // spot simulator (spot::EstimateSpotJob) plugs in: preemptions at the gang MTTI of the nodes

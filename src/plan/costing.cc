@@ -48,6 +48,7 @@ Pending MakePending(const PlanInputs& in, size_t i, const HardwareClass& hc, con
   p.run.gpus = gpus;
   p.run.trained_parameters = in.trained_parameters;
   p.run.checkpointing = in.spec.checkpointing;
+  p.run.checkpoint_every_seconds = in.spec.checkpoint_every_seconds;
   p.run.hourly_usd = hourly;
   p.run.pricing = pricing;
   p.run.provider = in.catalog.FindProvider(o.provider);
@@ -79,7 +80,7 @@ PitfallFacts PitfallFactsOf(const PlanInputs& in, const Pending& p, bool calibra
                          (p.run.provider != nullptr && !p.run.provider->caveat.empty());
   facts.network_gbps = o.network_gbps;
   facts.network_assumed = p.hc->network_assumed;
-  facts.spot = cand.pricing == PricingModel::kSpot;
+  facts.spot = IsSpot(cand.pricing);
   facts.spot_risk_adjusted = cand.run.risk_adjusted;
   facts.checkpointing = in.spec.checkpointing;
   facts.headroom_fraction = cand.layout.headroom_fraction;
@@ -123,7 +124,7 @@ std::vector<Pending> PendingCandidates(const PlanInputs& in, const HardwareClass
       const LayoutTask* task = layouts.Find(k, nodes);
       if (task == nullptr || !task->best.found) continue;
       for (PricingModel pricing : c.pricing) {
-        if (pricing == PricingModel::kSpot && !c.interruptible) continue;
+        if (IsSpot(pricing) && !c.interruptible) continue;
         const std::optional<double> hourly = HourlyPriceUsd(offers[i], provider, pricing);
         if (!hourly) continue;
         pending.push_back(MakePending(in, i, hc, *task, pricing, *hourly, extras[i]));
@@ -250,7 +251,7 @@ std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending
         below_top = t_lb[k] > threshold;
         break;
       case Objective::kBalanced: {
-        Scores upper = OfferScores(p.run.provider, PricingModel::kSpot, p.cand.nodes);
+        Scores upper = OfferScores(p.run.provider, p.cand.pricing, p.cand.nodes);
         FinishScores(upper, RunFacts{t_lb[k], c_lb[k], 0, p.cand.nodes}, high, spec.weights);
         below_top = upper.total < threshold;
         break;
@@ -272,7 +273,7 @@ CostedCandidates CostCandidates(const PlanInputs& in, const HardwareClasses& cla
   // SpotCandidatesToSimulate cannot rule out (the simulator is the expensive part).
   std::vector<size_t> exact, spot;
   for (size_t i = 0; i < pending.size(); ++i) {
-    (pending[i].cand.pricing == PricingModel::kSpot ? spot : exact).push_back(i);
+    (IsSpot(pending[i].cand.pricing) ? spot : exact).push_back(i);
   }
   const auto cost = [&in](Pending& p) { CostCandidate(in, p); };
   CostOnThreads(pending, exact, in.threads, cost);

@@ -62,9 +62,8 @@ void PrecisionAndMethodNotes(const PlanInputs& in, const HardwareClasses& classe
 
 // Where the spot risk comes from; empty when no candidate is spot or the risk is unsourced.
 std::string SpotRiskNote(const CostAssumptions& a, const std::vector<Candidate>& candidates) {
-  const bool any_spot = std::any_of(candidates.begin(), candidates.end(), [](const Candidate& k) {
-    return k.pricing == PricingModel::kSpot;
-  });
+  const bool any_spot = std::any_of(candidates.begin(), candidates.end(),
+                                    [](const Candidate& k) { return IsSpot(k.pricing); });
   if (!any_spot || a.spot_risk_source.empty()) return "";
   std::string gang = "n nodes are preempted n times as often (no multi-node traces)";
   if (!a.spot_gang.rows.empty()) {

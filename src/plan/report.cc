@@ -37,6 +37,17 @@ json Round(double v, int digits) {
   return std::round(v * scale) / scale;
 }
 
+// What time.goodput_fraction is made of.
+std::string_view GoodputSource(const RunCost& run) {
+  return run.goodput_published
+             ? "hardware interruptions (arXiv 2407.21783 sec. 3.3.4, Table 5: restart, checkpoint "
+               "load, work since the last checkpoint) plus the losses of published runs beyond "
+               "them, fitted on catalog/goodput.csv (end-to-end / steady-state ratios, each row "
+               "sourced)"
+             : "hardware interruptions only (arXiv 2407.21783 sec. 3.3.4, Table 5): no "
+               "catalog/goodput.csv";
+}
+
 json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catalog& catalog) {
   const catalog::Offer& o = catalog.offers()[c.offer];
   const workload::Training& t = c.layout.training;
@@ -103,27 +114,29 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
         {"exposed_seconds", Round(st.exposed_seconds, 4)}}},
       {"checkpoint_interval_seconds", c.run.checkpoint_interval_seconds > 0
                                           ? Round(c.run.checkpoint_interval_seconds, 0)
-                                          : json(nullptr)}};
+                                          : json(nullptr)},
+      {"goodput_fraction", Round(c.run.goodput_fraction, 4)},
+      {"goodput_source", std::string(GoodputSource(c.run))}};
   const catalog::Provider* p = catalog.FindProvider(o.provider);
-  j["cost"] = {
-      {"expected_usd", Round(c.run.expected_usd, 2)},
-      {"p90_usd", Round(c.run.p90_usd, 2)},
-      {"usd_per_hour", Finite(c.run.expected_usd > 0 && c.run.total_seconds > 0
-                                  ? *HourlyPriceUsd(o, p, c.pricing) * c.nodes
-                                  : NAN)},
-      {"risk_adjusted", c.run.risk_adjusted},
-      {"spot_policy",
-       c.run.spot_policy.empty() ? json(nullptr) : json(std::string(c.run.spot_policy))},
-      {"deadline_met_fraction",
-       c.pricing == PricingModel::kSpot ? json(c.run.deadline_met_fraction) : json(nullptr)},
-      {"reserved_commitment", c.run.reserved_commitment},
-      {"breakdown",
-       {{"compute_usd", Round(c.run.breakdown.compute_usd, 2)},
-        {"storage_usd", Round(c.run.breakdown.storage_usd, 2)},
-        {"egress_usd", Round(c.run.breakdown.egress_usd, 2)},
-        {"failures_usd", Round(c.run.breakdown.failures_usd, 2)},
-        {"checkpoint_usd", Round(c.run.breakdown.checkpoint_usd, 2)},
-        {"commitment_usd", Round(c.run.breakdown.commitment_usd, 2)}}}};
+  j["cost"] = {{"expected_usd", Round(c.run.expected_usd, 2)},
+               {"p90_usd", Round(c.run.p90_usd, 2)},
+               {"usd_per_hour", Finite(c.run.expected_usd > 0 && c.run.total_seconds > 0
+                                           ? *HourlyPriceUsd(o, p, c.pricing) * c.nodes
+                                           : NAN)},
+               {"risk_adjusted", c.run.risk_adjusted},
+               {"spot_policy",
+                c.run.spot_policy.empty() ? json(nullptr) : json(std::string(c.run.spot_policy))},
+               {"deadline_met_fraction",
+                IsSpot(c.pricing) ? json(c.run.deadline_met_fraction) : json(nullptr)},
+               {"reserved_commitment", c.run.reserved_commitment},
+               {"breakdown",
+                {{"compute_usd", Round(c.run.breakdown.compute_usd, 2)},
+                 {"storage_usd", Round(c.run.breakdown.storage_usd, 2)},
+                 {"egress_usd", Round(c.run.breakdown.egress_usd, 2)},
+                 {"failures_usd", Round(c.run.breakdown.failures_usd, 2)},
+                 {"restarts_usd", Round(c.run.breakdown.restarts_usd, 2)},
+                 {"checkpoint_usd", Round(c.run.breakdown.checkpoint_usd, 2)},
+                 {"commitment_usd", Round(c.run.breakdown.commitment_usd, 2)}}}};
   j["time"]["expected_interruptions"] = Round(c.run.expected_interruptions, 4);
   j["miss_factor"] = c.meets_constraints ? json(nullptr) : Round(c.miss_factor, 4);
   j["near_miss"] =

@@ -119,7 +119,8 @@ TEST(SearchTest, SpotPruningNeverChangesTheTopNOrTheParetoFront) {
   for (Objective objective : {Objective::kBalanced, Objective::kCheapest, Objective::kFastest}) {
     PlanSpec spec = Spec();
     spec.objective = objective;
-    spec.constraints.pricing = {PricingModel::kOnDemand, PricingModel::kSpot};
+    spec.constraints.pricing = {PricingModel::kOnDemand, PricingModel::kSpot,
+                                PricingModel::kSpotWithFallback};
     auto pruned = RunPlan(f.catalog, f.model, spec, f.assumptions, 2);
     spec.prune_spot = false;
     auto full = RunPlan(f.catalog, f.model, spec, f.assumptions, 2);

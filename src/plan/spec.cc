@@ -70,7 +70,9 @@ Status ParseConstraints(const YamlNode& node, Constraints& c) {
     c.pricing.clear();
     for (const std::string& name : names) {
       Result<PricingModel> p = ParsePricingModel(name);
-      if (!p.ok()) return v->Error("on_demand, reserved_1y, reserved_3y or spot");
+      if (!p.ok()) {
+        return v->Error("on_demand, reserved_1y, reserved_3y, spot or spot_with_fallback");
+      }
       c.pricing.push_back(*p);
     }
   }
@@ -253,6 +255,8 @@ std::string_view PricingModelName(PricingModel p) {
       return "reserved_3y";
     case PricingModel::kSpot:
       return "spot";
+    case PricingModel::kSpotWithFallback:
+      return "spot_with_fallback";
   }
   return "on_demand";
 }
@@ -266,8 +270,11 @@ Result<PricingModel> ParsePricingModel(std::string_view text) {
   if (t == "reserved_1y" || t == "reserved1y") return PricingModel::kReserved1y;
   if (t == "reserved_3y" || t == "reserved3y") return PricingModel::kReserved3y;
   if (t == "spot" || t == "preemptible") return PricingModel::kSpot;
-  return Status::InvalidInput("pricing model: expected on_demand, reserved_1y, reserved_3y or " +
-                              std::string("spot, found \"") + std::string(text) + "\"");
+  if (t == "spot_with_fallback") return PricingModel::kSpotWithFallback;
+  return Status::InvalidInput(
+      "pricing model: expected on_demand, reserved_1y, reserved_3y, spot or spot_with_fallback, "
+      "found \"" +
+      std::string(text) + "\"");
 }
 
 Result<Weights> ParseWeights(std::string_view text, Weights base) {

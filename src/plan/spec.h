@@ -25,11 +25,18 @@ class YamlNode;
 
 namespace fulcrum::plan {
 
-enum class PricingModel : uint8_t { kOnDemand, kReserved1y, kReserved3y, kSpot };
-inline constexpr int kPricingModelCount = 4;
+// kSpot: spot only, waiting through preemptions; kSpotWithFallback: spot that switches to
+// on-demand when the deadline needs it (the simulator's greedy / uniform-progress policies).
+enum class PricingModel : uint8_t { kOnDemand, kReserved1y, kReserved3y, kSpot, kSpotWithFallback };
+inline constexpr int kPricingModelCount = 5;
 
-std::string_view PricingModelName(PricingModel p);  // on_demand | reserved_1y | reserved_3y | spot
+// on_demand | reserved_1y | reserved_3y | spot | spot_with_fallback
+std::string_view PricingModelName(PricingModel p);
 Result<PricingModel> ParsePricingModel(std::string_view text);  // also on-demand, reserved-1y...
+// Whether the model runs on interruptible capacity (spot, spot_with_fallback).
+inline bool IsSpot(PricingModel p) {
+  return p == PricingModel::kSpot || p == PricingModel::kSpotWithFallback;
+}
 
 // How candidates that meet the deadline (P90) and the budget are ranked (they always come
 // before those that do not): balanced = the weighted score (score.h), cheapest = expected cost
@@ -154,6 +161,7 @@ struct PlanSpec {
   workload::Training training;
   bool global_batch_given = false;
   bool checkpointing = true;  // the job writes checkpoints and can resume
+  std::optional<double> checkpoint_every_seconds;  // --checkpoint-every; nullopt = planned
   std::string command;        // the user's training command (for --export)
   Constraints constraints;
   Weights weights;

@@ -90,6 +90,10 @@ class JobRun {
       }
       return;
     }
+    if (policy_ == Policy::kSpotOnly) {  // no safety net: wait for spot, whatever the deadline
+      if (mode_ == Mode::kIdle && availability_.available()) Start(Mode::kSpot);
+      return;
+    }
     // Safety net (Wu et al.): R < C + 2d -> on-demand for good.
     if (mode_ != Mode::kOnDemand && SafetyGap() - 2 * relaunch_seconds_ < -kEps) {
       forced_on_demand_ = true;
@@ -134,7 +138,7 @@ class JobRun {
     if (std::isfinite(change)) {
       cycles = std::min(cycles, std::floor((change - now_ - kMargin) / cycle));
     }
-    if (std::isfinite(job_.deadline_seconds)) {
+    if (std::isfinite(job_.deadline_seconds) && policy_ != Policy::kSpotOnly) {
       // Cycle j (from 0) ends its checkpoint with the gap at gap0 - j delta - cycle; it must
       // stay above the deadline-checkpoint threshold 2d + delta.
       const double room = SafetyGap() - cycle - 2 * relaunch_seconds_ - delta - kMargin;
@@ -174,7 +178,9 @@ class JobRun {
   // The next time a policy rule could fire with no other event in between (kNever if none).
   // Firing early is harmless (Decide re-checks); it must never be late.
   double PolicyTimer() const {
-    if (policy_ == Policy::kOnDemand || forced_on_demand_) return kNever;
+    if (policy_ == Policy::kOnDemand || policy_ == Policy::kSpotOnly || forced_on_demand_) {
+      return kNever;
+    }
     double timer = kNever;
     if (mode_ != Mode::kOnDemand) {
       const bool gap_constant = mode_ == Mode::kSpot && phase_ == Phase::kCompute &&
@@ -373,16 +379,20 @@ std::string_view PolicyName(Policy policy) {
       return "greedy";
     case Policy::kUniformProgress:
       return "uniform-progress";
+    case Policy::kSpotOnly:
+      return "spot-only";
   }
   return "?";
 }
 
 Result<Policy> ParsePolicy(std::string_view name) {
-  for (Policy p : {Policy::kOnDemand, Policy::kGreedy, Policy::kUniformProgress}) {
+  for (Policy p :
+       {Policy::kOnDemand, Policy::kGreedy, Policy::kUniformProgress, Policy::kSpotOnly}) {
     if (EqualsIgnoreCase(name, PolicyName(p))) return p;
   }
-  return Status::InvalidInput("policy: expected on-demand, greedy or uniform-progress, found '" +
-                              std::string(name) + "'");
+  return Status::InvalidInput(
+      "policy: expected on-demand, greedy, uniform-progress or spot-only, found '" +
+      std::string(name) + "'");
 }
 
 Status ValidateJob(const JobParams& job) {

@@ -3,6 +3,7 @@
 // launch after t = 0 (plus a restart cost to load the checkpoint), periodic checkpoints of
 // interval tau and cost delta on spot, a preemption notice, and per-instance billing rounded up
 // to a granularity with a minimum. Policies: on-demand only; greedy spot; Uniform Progress.
+// Spot-only runs on spot and waits through every preemption and outage (no on-demand ever).
 // Greedy and Uniform Progress keep the safety net (switch to on-demand for good when the time
 // left R < C + 2d, C = work left counting only progress that survives a preemption), so they
 // meet the deadline whenever D >= W. Deterministic: trial i uses TrialSeed(seed, i) whatever
@@ -19,9 +20,10 @@
 
 namespace fulcrum::spot {
 
-enum class Policy { kOnDemand, kGreedy, kUniformProgress };
+enum class Policy { kOnDemand, kGreedy, kUniformProgress, kSpotOnly };
 
-std::string_view PolicyName(Policy policy);  // "on-demand", "greedy", "uniform-progress"
+// "on-demand", "greedy", "uniform-progress", "spot-only"
+std::string_view PolicyName(Policy policy);
 Result<Policy> ParsePolicy(std::string_view name);
 
 struct JobParams {

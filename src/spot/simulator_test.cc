@@ -119,6 +119,29 @@ TEST(SimulatorTest, SafetyNetMeetsEveryFeasibleDeadline) {
   }
 }
 
+// Spot-only never buys on-demand, whatever the deadline: it waits through outages (and misses
+// a tight deadline that greedy's safety net meets).
+TEST(SimulatorTest, SpotOnlyNeverSwitchesToOnDemand) {
+  JobParams job = PaperJob();
+  const PreemptionModel model = Exp(3 * kHour, 3 * kHour);
+  auto only = Simulate(job, model, Policy::kSpotOnly, Trials(200));
+  auto greedy = Simulate(job, model, Policy::kGreedy, Trials(200));
+  ASSERT_TRUE(only.ok()) << only.status().ToString();
+  ASSERT_TRUE(greedy.ok());
+  EXPECT_DOUBLE_EQ(only->on_demand_hours, 0);
+  EXPECT_GT(greedy->on_demand_hours, 0);
+  EXPECT_LT(only->deadline_met_fraction, greedy->deadline_met_fraction);
+  EXPECT_GT(only->mean_hours, greedy->mean_hours);
+  // The deadline does not change what spot-only does.
+  JobParams later = job;
+  later.deadline_seconds = 500 * kHour;
+  auto only_later = Simulate(later, model, Policy::kSpotOnly, Trials(200));
+  ASSERT_TRUE(only_later.ok());
+  EXPECT_DOUBLE_EQ(only_later->mean_hours, only->mean_hours);
+  EXPECT_EQ(PolicyName(Policy::kSpotOnly), "spot-only");
+  EXPECT_EQ(*ParsePolicy("spot-only"), Policy::kSpotOnly);
+}
+
 TEST(SimulatorTest, TightDeadlinesAtTheEdgesAreMet) {
   // D = W, W + d, W + 2d (the safety net's threshold) and just around it.
   JobParams job = PaperJob();
