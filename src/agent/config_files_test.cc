@@ -94,8 +94,9 @@ TEST_F(ConfigFileTest, ASecondYamlDocumentIsRefusedAtItsLine) {
 // Errors found after parsing used to lack the line ("interval: expected 50ms to 1h").
 TEST_F(ConfigFileTest, RangeAndFormatErrorsNameTheirLine) {
   for (const auto& [text, where] : std::vector<std::pair<std::string, std::string>>{
-           {"source: sim\ninterval: 10ms\n", "agent.yaml:2: interval: expected a duration from "
-                                              "50ms to 1h, found \"10ms\""},
+           {"source: sim\ninterval: 10ms\n",
+            "agent.yaml:2: interval: expected a duration from "
+            "50ms to 1h, found \"10ms\""},
            {"fast-interval: 5ms\n", "agent.yaml:1: fast-interval: expected 0 (off) or a duration"},
            {"receivers:\n  - url: \"https://x/y\"\n    format: discrod\n",
             "agent.yaml:3: receivers[0].format: expected one of"},
