@@ -48,7 +48,7 @@ bool Numbered(CheckpointLayout layout) {
 
 struct Candidate {
   Checkpoint checkpoint;
-  double size = 0;  // bytes, all files of the entry
+  double size = 0;  // bytes, all files of the entry (a marker inside it too)
   bool complete = false;
   std::string reason;  // why not complete
 };
@@ -56,6 +56,9 @@ struct Candidate {
 // A checkpoint that shrank to less than this share of the complete one before it is not
 // complete (issue 29: a job that wrote only its marker, or a truncated save).
 constexpr double kMinShareOfPrevious = 0.10;
+// ...when the one before holds at least 1 MiB: below, metadata files (a commit note, a step
+// number) differ by more than the data, and no model's weights fit.
+constexpr double kMinSizeToCompare = 1 << 20;
 
 std::string Bytes(double size) { return std::to_string(static_cast<uint64_t>(size)) + " bytes"; }
 
@@ -69,7 +72,8 @@ std::vector<std::pair<std::string, std::string>> RejectEmptyOrShrunk(
     if (!c.complete) continue;
     if (c.size <= 0) {
       c.reason = "its files are 0 bytes";
-    } else if (previous != nullptr && c.size < kMinShareOfPrevious * previous->size) {
+    } else if (previous != nullptr && previous->size >= kMinSizeToCompare &&
+               c.size < kMinShareOfPrevious * previous->size) {
       const int shrank = static_cast<int>(100 * (1 - c.size / previous->size));
       c.reason = Bytes(c.size) + ", " + std::to_string(shrank) + " % smaller than " +
                  previous->checkpoint.name + " (" + Bytes(previous->size) +
@@ -234,11 +238,6 @@ Result<std::vector<Checkpoint>> CheckpointScanner::Scan(double now) {
     if (obs.judgement.verdict != EntryVerdict::kNotACheckpoint) {
       Candidate c;
       c.size = obs.size;
-      if (entry.is_dir) {  // the marker proves the rest complete; it is no part of the data
-        std::error_code marker_ec;
-        const auto marker = fs::file_size(path / options_.marker, marker_ec);
-        if (!marker_ec) c.size -= static_cast<double>(marker);
-      }
       c.checkpoint = {path.string(),
                       entry.name,
                       obs.mtime,

@@ -69,8 +69,9 @@ class CheckpointScanner {
   // Re-reads the directory at monotonic time `now`. Returns the complete checkpoints, oldest
   // first (by step where the layout numbers them, else by mtime, then name). A missing
   // directory is not an error (no checkpoints yet); a system directory is (CheckCheckpointDir).
-  // A checkpoint of 0 bytes, or one that shrank by more than 90 % against the complete one
-  // before it, is not complete whatever proved it (a warning note names it, once).
+  // A checkpoint whose files (its marker too) are all 0 bytes, or one that shrank by more than
+  // 90 % against the complete one before it, is not complete whatever proved it (a warning note
+  // names it, once).
   Result<std::vector<Checkpoint>> Scan(double now);
   // The job died at `now`: entries that only the settle rule could complete, and that are not
   // complete yet, are partial from now on.
