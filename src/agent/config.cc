@@ -1,13 +1,16 @@
 #include "agent/config.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <sstream>
+#include <cstdio>
 
 #include "alert/delivery.h"
 #include "alert/notify.h"
+#include "core/input_error.h"
 #include "core/parse.h"
+#include "core/text_file.h"
 #include "core/yaml.h"
 #include "server/metrics.h"
 #include "telemetry/nccl_ras.h"
@@ -23,6 +26,16 @@ std::string Key(std::string key) {
   return key;
 }
 
+// `s` (an error of a value parsed from `node`'s text) at node's file:line and field.
+Status AtLine(const YamlNode& node, const Status& s) {
+  if (s.ok() || s.detail() == nullptr) return s;
+  ErrorDetail detail = *s.detail();
+  detail.file = node.origin();
+  detail.line = node.line();
+  detail.field = node.field();
+  return InputError(std::move(detail));
+}
+
 Status ParseReceiver(const YamlNode& node, ReceiverConfig& r) {
   static const std::vector<std::string> kKnown = {"name",  "url",    "format",
                                                   "token", "secret", "routing_key"};
@@ -35,6 +48,7 @@ Status ParseReceiver(const YamlNode& node, ReceiverConfig& r) {
       FULCRUM_ASSIGN_OR_RETURN(r.url, v.Text());
     } else if (key == "format") {
       FULCRUM_ASSIGN_OR_RETURN(r.format, v.Text());
+      FULCRUM_RETURN_IF_ERROR(AtLine(v, alert::ParseReceiverFormat(r.format).status()));
     } else if (key == "token") {
       FULCRUM_ASSIGN_OR_RETURN(r.token, v.Text());
     } else if (key == "secret") {
@@ -107,7 +121,7 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
     if (key == "source") {
       FULCRUM_ASSIGN_OR_RETURN(c.source, v.Text());
     } else if (key == "sim_gpus") {
-      FULCRUM_ASSIGN_OR_RETURN(double n, v.Number());
+      FULCRUM_ASSIGN_OR_RETURN(int64_t n, v.Integer(1, kMaxSimGpus));
       c.sim_gpus = static_cast<int>(n);
     } else if (key == "sim_scenario") {
       FULCRUM_ASSIGN_OR_RETURN(c.sim_scenario, v.Text());
@@ -118,9 +132,12 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
     } else if (key == "rules") {
       FULCRUM_ASSIGN_OR_RETURN(c.rules, v.Text());
     } else if (key == "interval") {
-      FULCRUM_ASSIGN_OR_RETURN(c.interval_seconds, v.Duration());
+      FULCRUM_ASSIGN_OR_RETURN(c.interval_seconds,
+                               v.Duration("a duration from 50ms to 1h", 0.05, 3600));
     } else if (key == "fast_interval") {
-      FULCRUM_ASSIGN_OR_RETURN(c.fast_interval_seconds, v.Duration());
+      const std::string expected = "0 (off) or a duration from 20ms to 1h";
+      FULCRUM_ASSIGN_OR_RETURN(c.fast_interval_seconds, v.Duration(expected, 0, 3600));
+      if (c.fast_interval_seconds != 0 && c.fast_interval_seconds < 0.02) return v.Error(expected);
     } else if (key == "receiver") {
       FULCRUM_ASSIGN_OR_RETURN(receiver_url, v.Text());
     } else if (key == "receiver_format") {
@@ -180,17 +197,55 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
     if (receiver_format) r.format = *receiver_format;
     c.receivers.insert(c.receivers.begin(), r);
   } else if (receiver_format) {
+    std::optional<YamlNode> format = root.Find("receiver_format");
+    if (!format) format = root.Find("receiver-format");
+    if (format) return format->Error("'receiver' given too (receiver_format sets its format)");
     return Status::InvalidInput(origin + ": 'receiver_format' needs 'receiver'");
   }
   return Status::Ok();
 }
 
+std::vector<std::string> SecretFields(const AgentConfig& c) {
+  std::vector<std::string> fields;
+  if (!c.token.empty()) fields.push_back("token");
+  for (size_t i = 0; i < c.receivers.size(); ++i) {
+    const ReceiverConfig& r = c.receivers[i];
+    const std::string at = "receivers[" + std::to_string(i) + "].";
+    // A webhook URL is itself the credential (Slack, Feishu, DingTalk, WeCom: anyone holding it
+    // can post); the shipped default is a placeholder the user replaces.
+    if (!r.url.empty() && r.url != kPagerDutyEventsUrl) fields.push_back(at + "url");
+    if (!r.token.empty()) fields.push_back(at + "token");
+    if (!r.secret.empty()) fields.push_back(at + "secret");
+    if (!r.routing_key.empty()) fields.push_back(at + "routing_key");
+  }
+  return fields;
+}
+
+Status CheckConfigPrivate(const std::string& path, const AgentConfig& config) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Status::Ok();  // read a moment ago: a race
+  const mode_t readable_by_others = S_IRGRP | S_IROTH;
+  if ((st.st_mode & readable_by_others) == 0) return Status::Ok();
+  const std::vector<std::string> secrets = SecretFields(config);
+  if (secrets.empty()) return Status::Ok();
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return InputError(
+      {path,
+       std::nullopt,
+       "",
+       "a file only its owner can read, as it holds secrets (" + JoinNames(secrets) +
+           "); run: chmod 600 " + path,
+       std::string("mode ") + mode + " (" +
+           ((st.st_mode & S_IROTH) ? "readable by every user" : "group-readable") + ")",
+       {}},
+      FoundIs::kDescription);
+}
+
 Status LoadAgentConfigFile(const std::string& path, AgentConfig& config) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("cannot read agent config " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseAgentConfigYaml(text.str(), path, config);
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "an agent config (YAML)"));
+  FULCRUM_RETURN_IF_ERROR(ParseAgentConfigYaml(text, path, config));
+  return CheckConfigPrivate(path, config);
 }
 
 Status ValidateAgentConfig(const AgentConfig& c) {
@@ -198,7 +253,7 @@ Status ValidateAgentConfig(const AgentConfig& c) {
     return Status::InvalidInput("source '" + c.source + "': expected nvml, sim or replay:FILE");
   }
   if (c.source == "replay:") return Status::InvalidInput("source 'replay:' needs a FILE");
-  if (c.sim_gpus < 1 || c.sim_gpus > 64) {
+  if (c.sim_gpus < 1 || c.sim_gpus > kMaxSimGpus) {
     return Status::InvalidInput("sim-gpus " + std::to_string(c.sim_gpus) + ": expected 1-64");
   }
   if (!(c.interval_seconds >= 0.05 && c.interval_seconds <= 3600)) {

@@ -65,9 +65,18 @@ struct AgentConfig {
   IdleConfig idle;
 };
 
+// The most GPUs the sim source simulates (--sim-gpus, sim_gpus).
+inline constexpr int kMaxSimGpus = 64;
+
 // Reads `path` over `config` (only keys present change it). Unknown keys and bad values are
-// errors naming path:line and the key.
+// errors naming path:line and the key. A file that holds secrets (SecretFields) and that its
+// group or every user can read is refused (InvalidInput naming the mode, the fields and the
+// `chmod 600 PATH` to run).
 Status LoadAgentConfigFile(const std::string& path, AgentConfig& config);
+
+// The dotted names of the secrets `config` holds: token, receivers[i].url (a webhook URL is the
+// credential), .token, .secret, .routing_key.
+std::vector<std::string> SecretFields(const AgentConfig& config);
 Status ParseAgentConfigYaml(const std::string& text, const std::string& origin,
                             AgentConfig& config);
 

@@ -26,7 +26,8 @@ struct CsvDocument {
 
 // Parses `text`; `file_name` only names the source in error messages. Every record must have as
 // many fields as the header. Errors: an unterminated quote, text after a closing quote, a record
-// with the wrong number of fields (InvalidInput, message "file:line: ...").
+// with the wrong number of fields (InvalidInput, message "file:line: ..."), a NUL byte in any cell
+// ("file:line:column: ...").
 Result<CsvDocument> ParseCsv(std::string_view text, const std::string& file_name);
 
 // `field` quoted for a CSV file when it holds a comma, quote, newline or surrounding spaces.

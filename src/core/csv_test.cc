@@ -74,5 +74,22 @@ TEST(CsvTest, EscapeRoundTrips) {
   EXPECT_EQ(CsvEscape("a,b"), "\"a,b\"");
 }
 
+// Issue 29: offers.d accepted a NUL byte in a provider name; any cell with one is refused at
+// file:line:column, quoted or not, header included.
+TEST(CsvTest, ANulByteInAnyCellIsRefusedAtItsColumn) {
+  using namespace std::string_literals;
+  for (const auto& [text, where] : std::vector<std::pair<std::string, std::string>>{
+           {"provider,price\nacme,1\nac\0me,2\n"s, "t.csv:3:3:"},
+           {"provider,price\n\"x\ny\",1\nok,\"1\0\"\n"s, "t.csv:4:6:"},
+           {"prov\0ider,price\n"s, "t.csv:1:5:"}}) {
+    SCOPED_TRACE(where);
+    auto doc = ParseCsv(text, "t.csv");
+    ASSERT_FALSE(doc.ok());
+    EXPECT_EQ(doc.status().code(), StatusCode::kInvalidInput);
+    EXPECT_EQ(doc.status().message().rfind(where, 0), 0u) << doc.status().message();
+    EXPECT_NE(doc.status().message().find("found a NUL byte"), std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace fulcrum

@@ -1,6 +1,8 @@
 #include "core/parse.h"
 
 #include <cctype>
+#include <cerrno>
+#include <cfloat>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -29,8 +31,12 @@ size_t ParseNumberPrefix(std::string_view text, double& value) {
   if (i == digits_start) return 0;
   std::string number(text.substr(0, i));
   char* end = nullptr;
+  errno = 0;
   value = std::strtod(number.c_str(), &end);
   if (end != number.c_str() + number.size() || !std::isfinite(value)) return 0;  // 1e400
+  // Underflow: strtod sets ERANGE when the result is subnormal or rounds to 0 (C11 7.22.1.3;
+  // glibc strtod(3)): 1e-320 and 1e-400 are out of range, not a tiny number or 0.
+  if (errno == ERANGE || (value != 0 && std::fabs(value) < DBL_MIN)) return 0;
   return i;
 }
 

@@ -107,5 +107,19 @@ TEST(ParseTest, NonFiniteQuantitiesRefused) {
   EXPECT_DOUBLE_EQ(*ParseCount("20B"), 2e10);
 }
 
+// Issue 29: `tokens: 1e-320` planned: a number below the smallest normal double (or one that
+// rounds to 0) is out of range, not a tiny count or zero.
+TEST(ParseTest, UnderflowingNumbersRefused) {
+  for (const char* bad : {"1e-320", "-1e-320", "1e-400", "4.9e-324"}) {
+    EXPECT_FALSE(ParseDouble(bad).ok()) << bad;
+    EXPECT_FALSE(ParseCount(bad).ok()) << bad;
+    EXPECT_FALSE(ParseBytes(std::string(bad) + "GiB").ok()) << bad;
+    EXPECT_FALSE(ParseDurationSeconds(std::string(bad) + "s").ok()) << bad;
+  }
+  EXPECT_DOUBLE_EQ(*ParseDouble("1e-300"), 1e-300);
+  EXPECT_DOUBLE_EQ(*ParseDouble("0"), 0);
+  EXPECT_DOUBLE_EQ(*ParseDouble("0.0e-400"), 0);
+}
+
 }  // namespace
 }  // namespace fulcrum

@@ -61,6 +61,32 @@ Status CheckDuplicateKeys(const YAML::Node& node, const std::string& origin,
   return Status::Ok();
 }
 
+// A file holds one document; the second ("---" after the first) is refused where it starts: at
+// its first node, or (an empty one has no mark) at the second document marker in the text.
+Status SecondDocumentError(std::string_view text, const YAML::Node& second,
+                           const std::string& origin) {
+  std::optional<int> line = LineOf(second);
+  if (!line || second.IsNull()) {
+    int markers = 0, number = 0;
+    bool content = false;  // a node before the first marker: that marker starts the second
+    for (const std::string& raw : Split(text, '\n')) {
+      ++number;
+      const std::string_view l = Trim(raw);
+      if (raw.rfind("---", 0) == 0 && (raw.size() == 3 || raw[3] == ' ' || raw[3] == '\r')) {
+        if (++markers == 2 || content) {
+          line = number;
+          break;
+        }
+      } else if (!l.empty() && l[0] != '#' && l[0] != '%') {
+        content = true;
+      }
+    }
+  }
+  return InputError(
+      {origin, line, "", "one YAML document", "a second document (after \"---\")", {}},
+      FoundIs::kDescription);
+}
+
 }  // namespace
 
 YamlNode::YamlNode(YAML::Node node, std::shared_ptr<const std::string> origin, std::string field,
@@ -240,7 +266,10 @@ Result<std::map<std::string, std::string>> YamlNode::StringMap() const {
 Result<YamlNode> LoadYaml(std::string_view text, const std::string& origin) {
   YAML::Node root;
   try {
-    root = YAML::Load(std::string(text));
+    // Every document is parsed: YAML::Load keeps the first and drops the rest unread.
+    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
+    if (documents.size() > 1) return SecondDocumentError(text, documents[1], origin);
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::Exception& e) {
     std::optional<int> line;
     if (e.mark.line >= 0) line = e.mark.line + 1;

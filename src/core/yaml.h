@@ -104,7 +104,8 @@ class YamlNode {
 };
 
 // Parses `text` (origin names the source in messages). Errors: a YAML syntax error ("file:line:
-// expected valid YAML, found <parser message>"), a key given twice in one mapping.
+// expected valid YAML, found <parser message>"), a key given twice in one mapping, a second
+// document ("---" after the first; file:line of the second).
 Result<YamlNode> LoadYaml(std::string_view text, const std::string& origin);
 // Reads `path` (NotFound "<path>: expected <what>, found none" when missing) and parses it.
 Result<YamlNode> LoadYamlFile(const std::string& path, std::string_view what);

@@ -133,5 +133,26 @@ TEST(YamlTest, SyntaxErrorNamesTheLine) {
   EXPECT_NE(root.status().message().find("expected valid YAML, found"), std::string::npos);
 }
 
+// Issue 29: a multi-document YAML dropped every document after the first, silently.
+TEST(YamlTest, ASecondDocumentIsRefusedAtItsLine) {
+  for (const auto& [text, where] :
+       std::vector<std::pair<std::string, std::string>>{{"a: 1\n---\nb: 2\n", "f.yaml:3:"},
+                                                        {"---\na: 1\n---\nb: 2\n", "f.yaml:4:"},
+                                                        {"# head\na: 1\n---\n", "f.yaml:3:"},
+                                                        {"---\na: 1\n\n---\n", "f.yaml:4:"}}) {
+    SCOPED_TRACE(text);
+    auto root = LoadYaml(text, "f.yaml");
+    ASSERT_FALSE(root.ok());
+    EXPECT_EQ(root.status().code(), StatusCode::kInvalidInput);
+    EXPECT_EQ(
+        root.status().message().rfind(where + " expected one YAML document, found a second", 0), 0u)
+        << root.status().message();
+  }
+  // One document, with or without its start marker, still loads.
+  EXPECT_TRUE(LoadYaml("---\na: 1\n", "f.yaml").ok());
+  EXPECT_TRUE(LoadYaml("a: 1\n", "f.yaml").ok());
+  EXPECT_TRUE(LoadYaml("", "f.yaml").ok());
+}
+
 }  // namespace
 }  // namespace fulcrum

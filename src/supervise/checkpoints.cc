@@ -48,11 +48,84 @@ bool Numbered(CheckpointLayout layout) {
 
 struct Candidate {
   Checkpoint checkpoint;
+  double size = 0;  // bytes, all files of the entry (a marker inside it too)
   bool complete = false;
   std::string reason;  // why not complete
 };
 
+// A checkpoint that shrank to less than this share of the complete one before it is not
+// complete (issue 29: a job that wrote only its marker, or a truncated save).
+constexpr double kMinShareOfPrevious = 0.10;
+// ...when the one before holds at least 1 MiB: below, metadata files (a commit note, a step
+// number) differ by more than the data, and no model's weights fit.
+constexpr double kMinSizeToCompare = 1 << 20;
+
+std::string Bytes(double size) { return std::to_string(static_cast<uint64_t>(size)) + " bytes"; }
+
+// Marks complete candidates (sorted oldest first) of 0 bytes, or under kMinShareOfPrevious of
+// the complete one before them, as not complete; returns {path, reason} for each.
+std::vector<std::pair<std::string, std::string>> RejectEmptyOrShrunk(
+    std::vector<Candidate>& candidates) {
+  std::vector<std::pair<std::string, std::string>> rejected;
+  const Candidate* previous = nullptr;
+  for (Candidate& c : candidates) {
+    if (!c.complete) continue;
+    if (c.size <= 0) {
+      c.reason = "its files are 0 bytes";
+    } else if (previous != nullptr && previous->size >= kMinSizeToCompare &&
+               c.size < kMinShareOfPrevious * previous->size) {
+      const int shrank = static_cast<int>(100 * (1 - c.size / previous->size));
+      c.reason = Bytes(c.size) + ", " + std::to_string(shrank) + " % smaller than " +
+                 previous->checkpoint.name + " (" + Bytes(previous->size) +
+                 "): truncated or partly written";
+    } else {
+      previous = &c;
+      continue;
+    }
+    c.complete = false;
+    rejected.emplace_back(c.checkpoint.path, c.reason);
+  }
+  return rejected;
+}
+
+// System directories by their resolved path (Filesystem Hierarchy Standard 3.0, chapters 3-5):
+// the root and its shared directories, whose other files a scan would take for checkpoints and
+// a prune would remove. Under the pseudo filesystems and the boot partition nothing is a job's:
+// their subtrees are refused too. A directory inside /home, /tmp or /var is a job's own.
+bool SystemDirectory(const fs::path& resolved) {
+  static const char* const kTrees[] = {"/proc", "/sys", "/dev", "/boot"};
+  static const char* const kExact[] = {
+      "/",          "/bin",       "/etc",      "/lib",       "/lib32",
+      "/lib64",     "/libx32",    "/sbin",     "/usr",       "/usr/bin",
+      "/usr/lib",   "/usr/lib64", "/usr/sbin", "/usr/share", "/usr/include",
+      "/usr/local", "/var",       "/var/lib",  "/var/log",   "/var/cache",
+      "/run",       "/home",      "/root",     "/tmp",       "/var/tmp"};
+  const std::string path = resolved.string();
+  for (const char* top : kTrees) {
+    const std::string t = top;
+    if (path == t || path.rfind(t + "/", 0) == 0) return true;
+  }
+  return std::find(std::begin(kExact), std::end(kExact), path) != std::end(kExact);
+}
+
 }  // namespace
+
+Status CheckCheckpointDir(const std::string& dir) {
+  std::error_code ec;
+  std::string resolved = fs::weakly_canonical(fs::absolute(dir, ec), ec).string();
+  while (resolved.size() > 1 && resolved.back() == '/') resolved.pop_back();
+  if (ec || !SystemDirectory(resolved)) return Status::Ok();
+  std::string normal = fs::path(dir).lexically_normal().string();
+  while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+  return InputError({"",
+                     std::nullopt,
+                     "--checkpoint-dir " + dir,
+                     "a directory of the job's own (not / or a system directory)",
+                     "the system directory " + resolved +
+                         (normal == resolved ? "" : " (" + dir + " -> " + resolved + ")"),
+                     {}},
+                    FoundIs::kDescription);
+}
 
 Result<CompletionRule> ParseCompletionRule(const std::string& text) {
   static const std::vector<std::string> kNames = {"auto", "marker", "dcp", "stable", "rename"};
@@ -104,6 +177,7 @@ Result<std::vector<Checkpoint>> CheckpointScanner::Scan(double now) {
   skipped_.clear();
   std::error_code ec;
   if (!fs::is_directory(options_.dir, ec)) return complete;
+  FULCRUM_RETURN_IF_ERROR(CheckCheckpointDir(options_.dir));
   std::vector<CheckpointEntry> entries;
   for (auto it = fs::directory_iterator(options_.dir, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
@@ -163,6 +237,7 @@ Result<std::vector<Checkpoint>> CheckpointScanner::Scan(double now) {
     }
     if (obs.judgement.verdict != EntryVerdict::kNotACheckpoint) {
       Candidate c;
+      c.size = obs.size;
       c.checkpoint = {path.string(),
                       entry.name,
                       obs.mtime,
@@ -199,6 +274,12 @@ Result<std::vector<Checkpoint>> CheckpointScanner::Scan(double now) {
   };
   std::sort(candidates.begin(), candidates.end(),
             [&](const Candidate& a, const Candidate& b) { return key(a) < key(b); });
+  for (const auto& [path, reason] : RejectEmptyOrShrunk(candidates)) {
+    std::string& reported = reported_[fs::path(path).filename().string()];
+    if (reported != reason)
+      notes_.push_back("warning: checkpoint " + path + " is not complete: " + reason);
+    reported = reason;
+  }
   size_t newest_complete = candidates.size();
   for (size_t i = 0; i < candidates.size(); ++i) {
     if (candidates[i].complete) {

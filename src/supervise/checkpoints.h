@@ -28,6 +28,13 @@ enum class CompletionRule { kAuto, kMarker, kDcp, kStable, kRename };
 
 Result<CompletionRule> ParseCompletionRule(const std::string& text);
 
+// Refuses a checkpoint directory that is, after resolving symlinks, "/" or a system directory
+// (/bin, /boot, /dev, /etc, /lib*, /proc, /sbin, /sys, /usr, /var, ... or one inside /proc,
+// /sys, /dev, /boot): its files would be taken for checkpoints and pruned (a dir linked to "/"
+// resumed from /pyenv-installer). InvalidInput "--checkpoint-dir DIR: expected a directory of
+// the job's own, found the system directory /usr (DIR -> /usr)".
+Status CheckCheckpointDir(const std::string& dir);
+
 struct CheckpointScanOptions {
   std::string dir;
   std::string pattern = "*";  // fnmatch glob on entry names; hidden entries are skipped
@@ -61,7 +68,10 @@ class CheckpointScanner {
 
   // Re-reads the directory at monotonic time `now`. Returns the complete checkpoints, oldest
   // first (by step where the layout numbers them, else by mtime, then name). A missing
-  // directory is not an error (no checkpoints yet).
+  // directory is not an error (no checkpoints yet); a system directory is (CheckCheckpointDir).
+  // A checkpoint whose files (its marker too) are all 0 bytes, or one that shrank by more than
+  // 90 % against the complete one before it, is not complete whatever proved it (a warning note
+  // names it, once).
   Result<std::vector<Checkpoint>> Scan(double now);
   // The job died at `now`: entries that only the settle rule could complete, and that are not
   // complete yet, are partial from now on.

@@ -421,6 +421,7 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
   o.checkpoints.dir = Text(f, "--checkpoint-dir", "");
   if (!o.checkpoints.dir.empty()) {
     o.checkpoints.dir = std::filesystem::absolute(o.checkpoints.dir).lexically_normal().string();
+    FULCRUM_RETURN_IF_ERROR(CheckCheckpointDir(o.checkpoints.dir));
   }
   const std::string every = Text(f, "--checkpoint-every", "30m");
   if (every == "auto") {

@@ -196,6 +196,8 @@ Result<RunJobResult> RunJob::Run() {
   }
   if (!q.queue.empty()) options.queue = q.queue;
   FULCRUM_RETURN_IF_ERROR(CheckCommand(q.command, q.cwd));
+  std::error_code ec;
+  const bool new_data_dir = !fs::exists(q.data_dir, ec);
   FULCRUM_ASSIGN_OR_RETURN(JobLock lock, JobLock::Acquire(q.data_dir, q.name));
   std::string store_warning;
   FULCRUM_ASSIGN_OR_RETURN(store::JobsDb db, OpenJobsDbOrMemory(q.data_dir, store_warning));
@@ -206,12 +208,15 @@ Result<RunJobResult> RunJob::Run() {
                                   "' has no previous run in this data dir to continue");
     }
   }
-  std::error_code ec;
   fs::create_directories(fs::path(options.heartbeat_file).parent_path(), ec);
   fs::create_directories(fs::path(options.checkpoint_request_file).parent_path(), ec);
   fs::create_directories(fs::path(options.ready_file).parent_path(), ec);
   if (!options.checkpoints.dir.empty()) fs::create_directories(options.checkpoints.dir, ec);
   fs::create_directories(resolved.log_dir, ec);
+  // Logs and heartbeats hold what the job prints: owner-only (issue 29), in a data dir made 0700.
+  if (new_data_dir) fs::permissions(q.data_dir, fs::perms::owner_all, ec);
+  for (const std::string& own : {q.data_dir + "/run", q.data_dir + "/logs"})
+    if (fs::is_directory(own, ec)) fs::permissions(own, fs::perms::owner_all, ec);
 
   // Job output and supervisor events: rotating files, then the caller's hooks.
   RunJobResult result;
@@ -219,6 +224,7 @@ Result<RunJobResult> RunJob::Run() {
   result.log_file = resolved.log_dir + "/" + q.name + ".log";
   FULCRUM_ASSIGN_OR_RETURN(auto file_log,
                            OpenJobLog(result.log_file, resolved.log_max_bytes, resolved.log_files));
+  fs::permissions(result.log_file, fs::perms::owner_read | fs::perms::owner_write, ec);
   options.on_output = [&](Stream stream, std::string_view line) {
     file_log->info("{} {}", stream == Stream::kStdout ? "out" : "err", line);
     if (hooks_.output) hooks_.output(stream, line);

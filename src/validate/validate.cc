@@ -305,6 +305,14 @@ Status Validation::StartJob() {
 void Validation::StopJob() {
   if (!job_ || !job_->running()) return;
   job_->SetInterruptible(false);
+  if (no_checkpoints_) {
+    // A stop would wait the grace for a checkpoint that does not come; the run's keeper and
+    // the job's PR_SET_PDEATHSIG end the job with it.
+    Say("stopping the job (SIGKILL to fulcrum run: it does not checkpoint on request)");
+    job_->SignalSupervisor(SIGKILL);
+    job_->PumpUntil([&] { return !job_->running(); }, 10);
+    return;
+  }
   Say("stopping the job (SIGTERM to fulcrum run: checkpoint, then stop)");
   job_->SignalSupervisor(SIGTERM);
   job_->PumpUntil([&] { return !job_->running(); }, options_.drill_timeout_seconds);
@@ -320,8 +328,12 @@ PhaseResult Validation::SmallRun() {
   const double start = Now();
   const double every = CheckpointEvery();
   // 1. It starts and reports progress.
-  const bool progressed = job_->PumpUntil([&] { return !job_->steps().empty(); },
-                                          std::max(options_.small_run_seconds, kStartupSeconds));
+  const bool progressed = job_->PumpUntil(
+      [&] {
+        WatchRequestFile();
+        return !job_->steps().empty();
+      },
+      std::max(options_.small_run_seconds, kStartupSeconds));
   if (!progressed) {
     phase.verdict = Verdict::kFail;
     if (job_->starts().empty()) {
@@ -344,17 +356,25 @@ PhaseResult Validation::SmallRun() {
   phase.metrics["fresh_start"] =
       !job_->starts().empty() && job_->starts().front().resumed_from.empty();
   // 2. It checkpoints on request (the supervisor asks every `every`), and runs its few minutes.
-  auto requested_checkpoint = [&] {
+  auto checkpoint_after_request = [&] {
     for (const auto& c : job_->checkpoints())
       if (c.after_request) return true;
     return false;
   };
-  job_->PumpUntil([&] { return Now() - start >= options_.small_run_seconds; },
-                  options_.small_run_seconds + 1);
+  auto requested_checkpoint = [&] {
+    WatchRequestFile();
+    return request_taken_ && checkpoint_after_request();
+  };
+  job_->PumpUntil(
+      [&] {
+        WatchRequestFile();
+        return Now() - start >= options_.small_run_seconds;
+      },
+      options_.small_run_seconds + 1);
   const double ran = Now() - start;
-  if (!requested_checkpoint() && job_->running()) {
-    job_->PumpUntil(requested_checkpoint, every + options_.drill_timeout_seconds);
-  }
+  // Every request of the small run had its time; the last gets one more request window. A job
+  // whose checkpoint takes less than the small run answers its first request within this.
+  if (!requested_checkpoint() && job_->running()) job_->PumpUntil(requested_checkpoint, every);
   std::vector<std::string> failures;
   if (!job_->running()) {
     failures.push_back("the job ended during the small run (" +
@@ -363,16 +383,7 @@ PhaseResult Validation::SmallRun() {
     job_failure_ = "the job ended";
   }
   const bool on_request = requested_checkpoint();
-  if (!on_request) {
-    size_t requests = 0;
-    for (const auto& e : job_->events())
-      if (e.text.rfind("requested a checkpoint", 0) == 0) ++requests;
-    failures.push_back(
-        "no checkpoint completed after a request (" + std::to_string(requests) +
-        " request(s), every " + Seconds(every) +
-        "): the job does not checkpoint on request (FULCRUM_CHECKPOINT_REQUEST_FILE or "
-        "--checkpoint-signal), or not into FULCRUM_CHECKPOINT_DIR");
-  }
+  if (!on_request) CheckpointFailure(checkpoint_after_request(), every, failures);
   const auto step_seconds = StepSeconds(job_->steps(), start, Now());
   phase.metrics["seconds"] = ran;
   phase.metrics["steps"] = job_->last_step() ? nlohmann::json(*job_->last_step()) : nullptr;
@@ -419,6 +430,52 @@ PhaseResult Validation::SmallRun() {
     phase.reasons.insert(phase.reasons.end(), failures.begin(), failures.end());
   }
   return phase;
+}
+
+// Why the small run saw no checkpoint on request: checkpoints on the job's own cadence
+// (`after_request` without the request taken), or none at all (the drills are then skipped).
+void Validation::CheckpointFailure(bool checkpoints_came, double every,
+                                   std::vector<std::string>& failures) {
+  if (checkpoints_came) {
+    // Checkpoints came, on the job's own cadence: a stop's request would not be answered.
+    failures.push_back(std::to_string(job_->checkpoints().size()) +
+                       " checkpoint(s) completed, but the job never took a request (" +
+                       RequestFile() +
+                       " stayed in place): they came on its own cadence; the job does not "
+                       "checkpoint on request (FULCRUM_CHECKPOINT_REQUEST_FILE: checkpoint, then "
+                       "delete it)");
+  } else {
+    size_t requests = 0;
+    for (const auto& e : job_->events())
+      if (e.text.rfind("requested a checkpoint", 0) == 0) ++requests;
+    failures.push_back(
+        "no checkpoint completed after a request (" + std::to_string(requests) +
+        " request(s), every " + Seconds(every) + ", the last waited for " + Seconds(every) +
+        "): the job does not checkpoint on request (FULCRUM_CHECKPOINT_REQUEST_FILE or "
+        "--checkpoint-signal), or not into FULCRUM_CHECKPOINT_DIR");
+    // Every drill resumes from (or waits for) a checkpoint written on request: none can run.
+    if (job_failure_.empty()) {
+      job_failure_ = "needs a checkpoint written on request, and the small run saw none";
+      no_checkpoints_ = true;
+    }
+  }
+}
+
+std::string Validation::RequestFile() const {
+  // `fulcrum run`'s default for --data-dir DIR --name validate (supervise/run_flags.cc).
+  return work_dir_ + "/data/run/validate.checkpoint-request";
+}
+
+void Validation::WatchRequestFile() {
+  if (request_taken_ || !job_ || job_->starts().empty()) return;
+  // The supervisor removes a stale request only when it starts the process: a request made
+  // since this start that is gone was taken by the job.
+  double last_request = -1;
+  for (const RunEvent& e : job_->events())
+    if (e.text.rfind("requested a checkpoint (request file", 0) == 0) last_request = e.at;
+  if (last_request < job_->starts().back().at) return;
+  std::error_code ec;
+  if (!fs::exists(RequestFile(), ec) && !ec) request_taken_ = true;
 }
 
 Result<ValidateReport> RunValidate(const ValidateOptions& options, const Clock& clock) {

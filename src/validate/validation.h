@@ -74,6 +74,12 @@ class Validation {
   double Now() const { return clock_.MonotonicSeconds(); }
   bool Interrupted() const { return options_.interrupted && options_.interrupted(); }
   double CheckpointEvery() const;
+  // The job's FULCRUM_CHECKPOINT_REQUEST_FILE, and a poll that sets request_taken_ once a
+  // request made since the process's start is gone (the job took it).
+  std::string RequestFile() const;
+  // Adds the small run's reason for no checkpoint on request to `failures`.
+  void CheckpointFailure(bool checkpoints_came, double every, std::vector<std::string>& failures);
+  void WatchRequestFile();
 
   ValidateOptions options_;
   // --expect's first candidate, read once (the options check refused a file it cannot read).
@@ -88,6 +94,8 @@ class Validation {
   std::string network_unavailable_;  // why there is no drill network
   std::unique_ptr<JobSession> job_;
   std::string job_failure_;  // why the job cannot go on ("" = it can)
+  bool no_checkpoints_ = false;  // the small run saw no checkpoint written on request
+  bool request_taken_ = false;   // the job deleted a checkpoint request file (it reads them)
   ValidateReport report_;
 };
 

@@ -17,6 +17,9 @@ std::string ReadFile(const std::filesystem::path& path) { return FileContents(pa
 
 void WriteFile(const std::filesystem::path& path, const std::string& text) {
   std::ofstream(path) << text;
+  // Owner-only, as a config holding secrets must be (the agent refuses one others can read).
+  std::filesystem::permissions(
+      path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 }
 
 std::string RawRequest(int port, const std::string& request, double seconds) {

@@ -26,6 +26,7 @@
 namespace fulcrum::testing {
 
 std::string ReadFile(const std::filesystem::path& path);
+// Writes `text` to `path`, mode 0600.
 void WriteFile(const std::filesystem::path& path, const std::string& text);
 
 // Sends `request` verbatim to 127.0.0.1:port and returns what comes back until the server
