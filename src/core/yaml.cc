@@ -61,30 +61,46 @@ Status CheckDuplicateKeys(const YAML::Node& node, const std::string& origin,
   return Status::Ok();
 }
 
-// A file holds one document; the second ("---" after the first) is refused where it starts: at
-// its first node, or (an empty one has no mark) at the second document marker in the text.
-Status SecondDocumentError(std::string_view text, const YAML::Node& second,
-                           const std::string& origin) {
-  std::optional<int> line = LineOf(second);
-  if (!line || second.IsNull()) {
-    int markers = 0, number = 0;
-    bool content = false;  // a node before the first marker: that marker starts the second
-    for (const std::string& raw : Split(text, '\n')) {
-      ++number;
-      const std::string_view l = Trim(raw);
-      if (raw.rfind("---", 0) == 0 && (raw.size() == 3 || raw[3] == ' ' || raw[3] == '\r')) {
-        if (++markers == 2 || content) {
-          line = number;
-          break;
-        }
-      } else if (!l.empty() && l[0] != '#' && l[0] != '%') {
-        content = true;
-      }
+// The line where a second YAML document starts (its first content line, or the marker when it
+// has none), read from the text: yaml-cpp's LoadAll would parse whatever follows the first
+// document, and on malformed input it can allocate without bound (the fuzz targets of every YAML
+// reader were killed for memory when it was used). A document marker ("---") or end marker
+// ("...") stands at column 0, where no block scalar's content can be. nullopt: one document.
+bool IsDocumentMarker(std::string_view line, std::string_view marker) {
+  return line.substr(0, 3) == marker &&
+         (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+}
+
+std::optional<int> SecondDocumentLine(std::string_view text) {
+  int number = 0;
+  bool content = false, ended = false;  // the first document has a node; it was ended ("...")
+  std::optional<int> second;            // the marker that starts the second document
+  for (const std::string& raw : Split(text, '\n')) {
+    ++number;
+    const std::string_view l = Trim(raw);
+    const bool start = IsDocumentMarker(raw, "---"), end = IsDocumentMarker(raw, "...");
+    const bool blank = l.empty() || l[0] == '#' || l[0] == '%';
+    if (second) {
+      if (!blank && !start && !end) return number;
+      continue;
     }
+    if (start) {
+      if (content || ended) {
+        second = number;
+        const std::string_view rest = Trim(std::string_view(raw).substr(3));
+        if (!rest.empty() && rest[0] != '#') return number;  // "--- value"
+      }
+      continue;  // a marker before any node opens the first document
+    }
+    if (end) {
+      ended = ended || content;
+      continue;
+    }
+    if (blank) continue;
+    if (ended) return number;  // a node after "..."
+    content = true;
   }
-  return InputError(
-      {origin, line, "", "one YAML document", "a second document (after \"---\")", {}},
-      FoundIs::kDescription);
+  return second;
 }
 
 }  // namespace
@@ -266,10 +282,13 @@ Result<std::map<std::string, std::string>> YamlNode::StringMap() const {
 Result<YamlNode> LoadYaml(std::string_view text, const std::string& origin) {
   YAML::Node root;
   try {
-    // Every document is parsed: YAML::Load keeps the first and drops the rest unread.
-    std::vector<YAML::Node> documents = YAML::LoadAll(std::string(text));
-    if (documents.size() > 1) return SecondDocumentError(text, documents[1], origin);
-    if (!documents.empty()) root = documents.front();
+    // YAML::Load keeps the first document and drops the rest unread: a second one is refused.
+    if (std::optional<int> second = SecondDocumentLine(text)) {
+      return InputError({origin, second, "", "one YAML document",
+                         "a second document (after \"---\")", {}},
+                        FoundIs::kDescription);
+    }
+    root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     std::optional<int> line;
     if (e.mark.line >= 0) line = e.mark.line + 1;
