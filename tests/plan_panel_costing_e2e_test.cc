@@ -12,28 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/plan_panel.h"
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
 namespace {
 
 using nlohmann::json;
-
-RunOptions NoUserOffers() {
-  RunOptions o;
-  static const std::string empty = MakeTempDir("panel-costing-offers-d");
-  o.env["FULCRUM_OFFERS_DIR"] = empty;
-  return o;
-}
-
-json Plan(std::vector<std::string> args, int expected_exit = 0) {
-  args.insert(args.begin(), "plan");
-  args.push_back("--json");
-  RunOutput r = RunFulcrum(args, NoUserOffers());
-  EXPECT_EQ(r.exit_code, expected_exit) << r.err;
-  if (r.out.empty() || r.exit_code != 0) return json::object();
-  return json::parse(r.out);
-}
 
 // "How often will my 7B fine-tune checkpoint?" Every 30 minutes (the seeds' cadence, and
 // `fulcrum run`'s default), so that a crash of my own code does not lose the whole 20-hour run;

@@ -17,37 +17,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/plan_panel.h"
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
 namespace {
 
 using nlohmann::json;
-
-RunOptions NoUserOffers() {
-  RunOptions o;
-  static const std::string empty = MakeTempDir("panel-offers-d");
-  o.env["FULCRUM_OFFERS_DIR"] = empty;
-  return o;
-}
-
-json Plan(std::vector<std::string> args, int expected_exit = 0) {
-  args.insert(args.begin(), "plan");
-  args.push_back("--json");
-  RunOutput r = RunFulcrum(args, NoUserOffers());
-  EXPECT_EQ(r.exit_code, expected_exit) << r.err;
-  if (r.out.empty()) return json::object();
-  return json::parse(r.out);
-}
-
-std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-bool Warns(const json& c, const std::string& code) {
-  return std::find(c["warnings"].begin(), c["warnings"].end(), code) != c["warnings"].end();
-}
 
 double Usd(const json& c) { return c["cost"]["expected_usd"].get<double>(); }
 double P90Hours(const json& c) { return c["time"]["p90_hours"].get<double>(); }

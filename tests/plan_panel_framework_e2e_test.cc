@@ -14,40 +14,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/plan_panel.h"
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
 namespace {
 
 using nlohmann::json;
-
-RunOptions NoUserOffers() {
-  RunOptions o;
-  static const std::string empty = MakeTempDir("panel-framework-offers-d");
-  o.env["FULCRUM_OFFERS_DIR"] = empty;
-  return o;
-}
-
-json Plan(std::vector<std::string> args, int expected_exit = 0) {
-  args.insert(args.begin(), "plan");
-  args.push_back("--json");
-  RunOutput r = RunFulcrum(args, NoUserOffers());
-  EXPECT_EQ(r.exit_code, expected_exit) << r.err;
-  if (r.exit_code != 0 || r.out.empty()) return json::object();
-  return json::parse(r.out);
-}
-
-std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-bool Warns(const json& c, const std::string& code) {
-  for (const json& w : c["warnings"]) {
-    if (w.is_string() ? w == code : w.value("code", "") == code) return true;
-  }
-  return false;
-}
 
 bool DataParallel(const json& c) {
   const json& p = c["parallel"];

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/plan_panel.h"
 #include "support/run_binary.h"
 
 namespace fulcrum::testing {
@@ -24,13 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-RunOptions NoUserOffers() {
-  RunOptions o;
-  static const std::string empty = MakeTempDir("panel-launch-offers-d");
-  o.env["FULCRUM_OFFERS_DIR"] = empty;
-  return o;
-}
 
 RunOutput PlanExport(const std::string& tool, const std::string& file,
                      std::vector<std::string> extra = {}) {

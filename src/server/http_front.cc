@@ -365,7 +365,7 @@ void HttpFront::Impl::Read(uint64_t id, Connection& c) {
 void HttpFront::Impl::AfterRead(uint64_t id, Connection& c, bool eof) {
   if (c.wanted == 0) {
     size_t end = RequestHeadEnd(c.in);
-    if (end == std::string_view::npos || end > kMaxRequestHeadBytes) {
+    if (end > kMaxRequestHeadBytes) {  // also npos: the head has not ended yet
       if (eof && c.in.empty()) return Close(id);
       // Over the cap (431) or cut short by the client (400): answered from what arrived.
       if (eof || c.in.size() > kMaxRequestHeadBytes) {
