@@ -336,6 +336,11 @@ json PlanJson(const PlanResult& r, const catalog::Catalog& catalog) {
                {"precision", std::string(workload::PrecisionName(r.spec.training.precision))},
                {"method", std::string(workload::MethodName(r.spec.training.method))}};
   j["objective"] = std::string(ObjectiveName(r.objective));
+  // The spec's limits, for `fulcrum run --plan` (its --deadline / --budget-usd when not given).
+  const Constraints& limits = r.spec.constraints;
+  j["constraints"] = {
+      {"deadline_seconds", limits.deadline_seconds ? json(*limits.deadline_seconds) : json()},
+      {"budget_usd", limits.budget_usd ? json(*limits.budget_usd) : json()}};
   j["reference"] = {{"saturation_hours", Round(r.reference.saturation_seconds / 3600.0, 3)},
                     {"cheapest_feasible_usd", Round(r.reference.cheapest_usd, 2)},
                     {"cheapest_feasible_p90_usd", Round(r.reference.cheapest_p90_usd, 2)},

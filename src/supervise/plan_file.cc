@@ -85,6 +85,17 @@ Result<PlannedRun> ParsePlanJson(const std::string& text, const std::string& pat
   out.gpu = c.value("gpu", "");
   out.precision = c.value("parallel", json::object()).value("precision", "");
   out.gpus_per_node = c.value("gpus_per_node", 0);
+  // The spec's limits: absent in plans written before them, null where the spec had none.
+  const json& limits = doc.value("constraints", json::object());
+  for (auto [key, field] : {std::pair{"deadline_seconds", &out.deadline_seconds},
+                            std::pair{"budget_usd", &out.budget_usd}}) {
+    if (!limits.is_object() || !limits.contains(key) || limits[key].is_null()) continue;
+    *field = Number(limits, key);
+    if (!*field || !(**field > 0) || !std::isfinite(**field)) {
+      return PlanError(path, std::string("constraints.") + key, "a positive number or null",
+                       limits[key].dump());
+    }
+  }
   // Work per step: global_batch sequences of seq_len tokens (units "tokens"), or samples.
   const json& work = doc.value("work", json::object());
   const std::optional<double> amount = Number(work, "amount");

@@ -15,6 +15,10 @@ namespace fulcrum::supervise {
 struct PlannedRun {
   store::JobPlan plan;                 // deadline_at unset: the run's --deadline sets it
   std::optional<double> usd_per_hour;  // the candidate's price (cost.usd_per_hour)
+  // The spec's limits (top-level constraints.deadline_seconds / budget_usd; nullopt where the
+  // plan had none): the run's --deadline and --budget-usd unless those are given.
+  std::optional<double> deadline_seconds;
+  std::optional<double> budget_usd;
   // The candidate's node as the file names it ("" / 0 where it does not), for `bench --expect`.
   std::string provider, instance_type, region, gpu, precision;
   int gpus_per_node = 0;

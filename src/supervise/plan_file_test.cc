@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace fulcrum::supervise {
 namespace {
 
@@ -63,6 +65,35 @@ TEST(PlanFileTest, ReadsThePickedCandidate) {
   EXPECT_FALSE(second->plan.gpus_per_node);
   EXPECT_EQ(second->plan.interruptions, 2.5);
   EXPECT_EQ(second->plan.checkpoint_interval_seconds, 1200);
+}
+
+TEST(PlanFileTest, ReadsTheSpecsConstraints) {
+  auto none = ParsePlanJson(kPlan, "plan.json", 1);
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_FALSE(none->deadline_seconds) << "a plan written before constraints: none";
+  EXPECT_FALSE(none->budget_usd);
+
+  std::string with = kPlan;
+  with.insert(1, R"("constraints": {"deadline_seconds": 259200, "budget_usd": 5000},)");
+  auto both = ParsePlanJson(with, "plan.json", 2);
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  EXPECT_EQ(both->deadline_seconds, 259200.0);
+  EXPECT_EQ(both->budget_usd, 5000.0);
+
+  std::string nulls = kPlan;
+  nulls.insert(1, R"("constraints": {"deadline_seconds": null, "budget_usd": 20},)");
+  auto budget_only = ParsePlanJson(nulls, "plan.json", 1);
+  ASSERT_TRUE(budget_only.ok()) << budget_only.status().message();
+  EXPECT_FALSE(budget_only->deadline_seconds);
+  EXPECT_EQ(budget_only->budget_usd, 20.0);
+
+  std::string bad = kPlan;
+  bad.insert(1, R"("constraints": {"deadline_seconds": "3d"},)");
+  auto refused = ParsePlanJson(bad, "plan.json", 1);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(),
+            "plan.json: constraints.deadline_seconds: expected a positive number or null, found "
+            "\"3d\"");
 }
 
 TEST(PlanFileTest, SamplesCountStepsBySamples) {

@@ -116,7 +116,8 @@ constexpr FlagSpec kValueFlags[] = {
     {"--plan", "FILE",
      "The plan this run follows (the output of fulcrum plan --json): its step time, tokens per "
      "step, total steps, memory, hours and cost are recorded in jobs.db, re-quoted as the run "
-     "goes (fulcrum status) and its price is the run's unless --price-per-hour/--offer"},
+     "goes (fulcrum status); its price is the run's unless --price-per-hour/--offer, and its "
+     "spec's deadline and budget are the run's unless --deadline/--budget-usd"},
     {"--pick", "RANK", "With --plan: the candidate of this rank (default 1)"},
     {"--expect-step-seconds", "SECONDS",
      "Planned seconds per step, by hand (without --plan, or over it)"},
@@ -194,6 +195,9 @@ Status ResolvePlan(const RunFlags& f, ResolvedRun& r) {
     FULCRUM_ASSIGN_OR_RETURN(PlannedRun planned, ReadPlanFile(plan_path, pick));
     o.plan = planned.plan;
     r.plan_usd_per_hour = planned.usd_per_hour;
+    // The spec's limits are the run's unless --deadline / --budget-usd say otherwise.
+    o.deadline_seconds = planned.deadline_seconds;
+    if (!f.values.count("--budget-usd")) o.budget_usd = planned.budget_usd;
   } else if (f.values.count("--pick")) {
     return Status::InvalidInput("--pick needs --plan FILE");
   }
@@ -494,7 +498,10 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
   FULCRUM_RETURN_IF_ERROR(ResolvePlan(f, r));
   if (!o.price_per_hour_usd && r.offer.empty()) o.price_per_hour_usd = r.plan_usd_per_hour;
   if (o.budget_usd && !o.price_per_hour_usd && r.offer.empty()) {
-    return Status::InvalidInput("--budget-usd needs a price: give --price-per-hour or --offer");
+    const std::string budget = f.values.count("--budget-usd")
+                                   ? "--budget-usd"
+                                   : "the plan's budget (constraints.budget_usd)";
+    return Status::InvalidInput(budget + " needs a price: give --price-per-hour or --offer");
   }
   std::vector<std::string> sources =
       f.preemption.empty() ? std::vector<std::string>{"auto"} : f.preemption;
