@@ -34,6 +34,7 @@ struct PlanFlags {
   bool no_checkpointing = false;
   std::string batch_tolerance;
   bool strict_batch = false;
+  bool strict_host = false;
   bool allow_precision_fallback = false;
   bool reserved_owned = false;
   bool allow_long_context = false;
@@ -191,6 +192,7 @@ Status ApplyConstraints(const PlanFlags& f, plan::PlanSpec& spec) {
     c.batch_tolerance = v / 100;
   }
   if (f.strict_batch) c.strict_batch = true;
+  if (f.strict_host) c.strict_host = true;
   if (f.allow_precision_fallback) c.allow_precision_fallback = true;
   if (f.reserved_owned) c.reserved_owned = true;
   if (!f.objective.empty()) {
@@ -490,6 +492,9 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
       ->type_name("PCT");
   cmd->add_flag("--strict-batch", f->strict_batch,
                 "Only the spec's global batch, exactly (no --batch-tolerance)");
+  cmd->add_flag("--strict-host", f->strict_host,
+                "Drop nodes whose known host RAM or vCPUs fall short of the job's (otherwise "
+                "flagged host-ram-short / host-cpu-short and scored lower)");
   cmd->add_flag("--allow-precision-fallback", f->allow_precision_fallback,
                 "Plan GPUs without the requested precision in fp16 (flagged) instead of skipping "
                 "them");

@@ -7,6 +7,7 @@
 
 #include "core/parallel.h"
 #include "estimate/estimate.h"
+#include "plan/host.h"
 #include "plan/pitfalls.h"
 
 namespace fulcrum::plan {
@@ -59,6 +60,18 @@ Pending MakePending(const PlanInputs& in, size_t i, const HardwareClass& hc, con
   return p;
 }
 
+// The host needs of one node of `offer` running `layout`, as the job loads its model.
+HostNeeds HostNeedsOfLayout(const PlanInputs& in, const catalog::Offer& offer,
+                            const BestLayout& layout, workload::Precision precision) {
+  return HostNeedsOf(offer, in.model, layout.training, precision, in.spec.command);
+}
+
+// Usability of a candidate whose node is short of host RAM or vCPUs: times this per shortfall.
+// The job can still run after a change on the user's side (rank-0 loading, fewer dataloader
+// workers) or not at all, so the row stays but ranks lower; 0.5 is fulcrum's judgement, modest
+// next to a missed deadline (which sorts the row below every feasible one).
+constexpr double kHostShortUsabilityFactor = 0.5;
+
 // What DetectPitfalls reads of a costed candidate.
 PitfallFacts PitfallFactsOf(const PlanInputs& in, const Pending& p, bool calibrated) {
   const Candidate& cand = p.cand;
@@ -96,6 +109,9 @@ PitfallFacts PitfallFactsOf(const PlanInputs& in, const Pending& p, bool calibra
   facts.total_seconds = cand.run.total_seconds;
   facts.billing_terms_unknown = BillingTermsUnknown(p.run.provider);
   facts.uncalibrated_gpu = !calibrated;
+  const HostNeeds host = HostNeedsOfLayout(in, o, cand.layout, cand.precision);
+  facts.host_ram_short = host.RamShort();
+  facts.host_cpu_short = host.CpuShort();
   return facts;
 }
 
@@ -123,6 +139,10 @@ std::vector<Pending> PendingCandidates(const PlanInputs& in, const HardwareClass
     for (int nodes : hc.node_counts) {
       const LayoutTask* task = layouts.Find(k, nodes);
       if (task == nullptr || !task->best.found) continue;
+      if (c.strict_host) {
+        const HostNeeds host = HostNeedsOfLayout(in, offers[i], task->best, hc.precision);
+        if (host.RamShort() || host.CpuShort()) continue;
+      }
       for (PricingModel pricing : c.pricing) {
         if (IsSpot(pricing) && !c.interruptible) continue;
         const std::optional<double> hourly = HourlyPriceUsd(offers[i], provider, pricing);
@@ -147,6 +167,8 @@ void CostCandidate(const PlanInputs& in, Pending& p) {
   cand.warnings = DetectPitfalls(PitfallFactsOf(in, p, calibrated));
   cand.meets_constraints = !(cand.warnings & (kPitfallDeadlineMissedP90 | kPitfallBudgetExceeded));
   cand.score = OfferScores(p.run.provider, cand.pricing, cand.nodes);
+  if (cand.warnings & kPitfallHostRamShort) cand.score.usability *= kHostShortUsabilityFactor;
+  if (cand.warnings & kPitfallHostCpuShort) cand.score.usability *= kHostShortUsabilityFactor;
 }
 
 // Which spot candidates need the (expensive) simulator. A spot run takes at least its work plus

@@ -36,6 +36,8 @@ uint32_t DetectPitfalls(const PitfallFacts& f) {
   if (f.billing_terms_unknown) mask |= kPitfallBillingTermsUnknown;
   if (f.spot && f.nodes > 1) mask |= kPitfallSpotCapacityRisk;
   if (f.uncalibrated_gpu) mask |= kPitfallUncalibratedGpu;
+  if (f.host_ram_short) mask |= kPitfallHostRamShort;
+  if (f.host_cpu_short) mask |= kPitfallHostCpuShort;
   return mask;
 }
 
@@ -77,6 +79,10 @@ std::string_view PitfallCode(Pitfall p) {
       return "uncalibrated-gpu";
     case kPitfallBudgetAtRiskP90:
       return "budget-at-risk-p90";
+    case kPitfallHostRamShort:
+      return "host-ram-short";
+    case kPitfallHostCpuShort:
+      return "host-cpu-short";
   }
   return "unknown";
 }
@@ -135,6 +141,15 @@ std::string PitfallMessage(Pitfall p) {
     case kPitfallBudgetAtRiskP90:
       return "the expected cost is within the budget but the P90 cost is not: about one run in "
              "ten costs more than the budget (interruptions, the step-time band)";
+    case kPitfallHostRamShort:
+      return "the node's host RAM is below what the job needs (the model as each local rank loads "
+             "it, a full copy unless the framework says otherwise, plus pinned buffers): the "
+             "processes may be killed while loading; load "
+             "on rank 0 only (FSDP cpu_ram_efficient_loading / sync_module_states, ZeRO-3 "
+             "zero.Init) or pick a node with more RAM (--strict-host drops such nodes)";
+    case kPitfallHostCpuShort:
+      return "the node has fewer vCPUs than the job needs (2 per GPU: the rank and a dataloader "
+             "worker): input loading may stall the GPUs (--strict-host drops such nodes)";
   }
   return "";
 }

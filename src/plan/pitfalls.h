@@ -30,8 +30,10 @@ enum Pitfall : uint32_t {
   kPitfallCatalogCaveat = 1u << 15,        // the GPU, offer or provider row carries a caveat
   kPitfallInterconnectUnknown = 1u << 16,  // several GPUs, intra-node interconnect unknown
   kPitfallBudgetAtRiskP90 = 1u << 17,      // expected cost within the budget, P90 cost beyond it
+  kPitfallHostRamShort = 1u << 18,         // a node's host RAM below the job's (plan/host.h)
+  kPitfallHostCpuShort = 1u << 19,         // a node's vCPUs below the job's (plan/host.h)
 };
-inline constexpr int kPitfallCount = 18;
+inline constexpr int kPitfallCount = 20;
 
 struct PitfallFacts {
   // Weights + gradients + optimizer states on one GPU for the run's method (the estimator's
@@ -62,6 +64,9 @@ struct PitfallFacts {
   double total_seconds = 0;
   bool billing_terms_unknown = false;
   bool uncalibrated_gpu = false;
+  // plan/host.h HostNeeds: the node's host RAM / vCPUs are known and below the job's needs.
+  bool host_ram_short = false;
+  bool host_cpu_short = false;
 };
 
 // Unsharded model states above this share of the GPU's memory leave little room for

@@ -10,6 +10,7 @@
 #include "core/html.h"
 #include "core/parse.h"
 #include "core/table.h"
+#include "plan/host.h"
 #include "plan/pitfalls.h"
 
 namespace fulcrum::plan {
@@ -148,6 +149,11 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
                 {"usability", Round(c.score.usability, 4)},
                 {"support", Round(c.score.support, 4)},
                 {"unknown", UnknownAttributeNames(c.score.unknown)}};
+  const HostNeeds host = HostNeedsOf(o, r.model, t, c.precision, r.spec.command);
+  j["host"] = {{"ram_needed_gib", Round(host.ram_needed_gib, 1)},
+               {"ram_gib", host.ram_gib ? json(*host.ram_gib) : json(nullptr)},
+               {"vcpus_needed", host.vcpus_needed},
+               {"vcpus", host.vcpus ? json(*host.vcpus) : json(nullptr)}};
   j["warnings"] = PitfallCodes(c.warnings);
   j["meets_constraints"] = c.meets_constraints;
   j["pareto"] = c.pareto;

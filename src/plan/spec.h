@@ -99,6 +99,9 @@ struct Constraints {
   // 128 on 3 GPUs) where no layout keeps it exactly; flagged global-batch-changed.
   double batch_tolerance = 0.05;
   bool strict_batch = false;  // only the spec's global batch, exactly
+  // Drop candidates whose node's known host RAM or vCPUs fall short of the job's (plan/host.h);
+  // without it they stay, flagged host-ram-short / host-cpu-short and scored lower.
+  bool strict_host = false;
   // A precision the GPU cannot run in tensor cores: false skips the GPU, true plans it in fp16
   // (with a precision-fallback warning).
   bool allow_precision_fallback = false;
