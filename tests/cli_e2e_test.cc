@@ -138,6 +138,21 @@ TEST(CliTest, HelpForUnknownCommandFails) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
+// Issue 30: `fulcrum slurm x --help` printed the global help and exited 0; an unknown command
+// with --help is a usage error naming the nearest command, and a known one still gets its help.
+TEST(CliTest, UnknownCommandWithHelpIsAUsageErrorNamingTheNearest) {
+  RunOutput r = RunFulcrum({"slurm", "x", "--help"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("unknown command 'slurm'"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  RunOutput near = RunFulcrum({"--json", "plann", "--help"});
+  EXPECT_EQ(near.exit_code, 2);
+  EXPECT_NE(near.err.find("\"nearest\":[\"plan\""), std::string::npos) << near.err;
+  RunOutput known = RunFulcrum({"plan", "--help"});
+  EXPECT_EQ(known.exit_code, 0) << known.err;
+  EXPECT_NE(known.out.find("--batch-tolerance"), std::string::npos);
+}
+
 TEST(CliTest, TopLevelHelpListsTheCommandTableByGroup) {
   RunOutput r = RunFulcrum({"--help"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

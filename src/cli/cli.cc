@@ -11,6 +11,7 @@
 #include "cli/command_tree.h"
 #include "cli/commands.h"
 #include "cli/manpage.h"
+#include "core/input_error.h"
 
 namespace fulcrum::cli {
 namespace {
@@ -19,15 +20,45 @@ nlohmann::json OrNull(const std::string& s) {
   return s.empty() ? nlohmann::json() : nlohmann::json(s);
 }
 
-// The detail of an error in the command word itself (`fulcrum bogus`, `fulcrum help bogus`).
+// The detail of an error in the command word itself (`fulcrum bogus`, `fulcrum help bogus`),
+// with the nearest command names.
 ErrorDetail CommandDetail(const std::string& found) {
   ErrorDetail d;
   d.field = "command";
   std::string commands;
-  for (const CommandEntry& row : CommandTable()) commands += std::string(", ") + row.name;
+  std::vector<std::string> names;
+  for (const CommandEntry& row : CommandTable()) {
+    commands += std::string(", ") + row.name;
+    names.emplace_back(row.name);
+  }
   d.expected = "one of" + commands.substr(1);
   d.found = found;
+  d.nearest = NearestNames(found, names);
   return d;
+}
+
+// "unknown command 'x'; did you mean plan?"
+std::string UnknownCommandMessage(const std::string& word, const ErrorDetail& detail) {
+  std::string message = "unknown command '" + word + "'";
+  if (!detail.nearest.empty()) message += "; did you mean " + JoinNames(detail.nearest) + "?";
+  return message;
+}
+
+// The first command word of argv when it names no command (`fulcrum slurm x`), else "".
+std::string UnknownCommandWord(CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--catalog") {
+      ++i;
+      continue;
+    }
+    if (arg.empty() || arg[0] == '-') continue;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      if (sub->get_name() == arg) return "";
+    }
+    return arg;
+  }
+  return "";
 }
 
 // {"error": {...}} with every field of ErrorDetail: null / [] where `detail` does not know it.
@@ -139,21 +170,11 @@ void AddHiddenCommands(CLI::App& app, CliContext& ctx, std::string& man_dir) {
 // "A subcommand is required".
 int ReportParseError(CliContext& ctx, CLI::App& app, const CLI::ParseError& e, int argc,
                      char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--catalog") {
-      ++i;
-      continue;
-    }
-    if (arg.empty() || arg[0] == '-') continue;
-    bool known = false;
-    for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == arg;
-    if (!known) {
-      PrintShellError(ctx, "unknown command '" + arg + "'", CommandDetail(arg),
-                      "Run fulcrum --help for the commands.");
-      return 2;
-    }
-    break;
+  if (const std::string word = UnknownCommandWord(app, argc, argv); !word.empty()) {
+    const ErrorDetail detail = CommandDetail(word);
+    PrintShellError(ctx, UnknownCommandMessage(word, detail), detail,
+                    "Run fulcrum --help for the commands.");
+    return 2;
   }
   ErrorDetail detail;
   std::string message = e.what();
@@ -216,6 +237,13 @@ int RunCli(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
+    // `fulcrum slurm x --help`: an unknown command is an error, not the global help.
+    if (const std::string word = UnknownCommandWord(app, argc, argv); !word.empty()) {
+      const ErrorDetail detail = CommandDetail(word);
+      PrintShellError(ctx, UnknownCommandMessage(word, detail), detail,
+                      "Run fulcrum --help for the commands.");
+      return 2;
+    }
     ctx.out << DeepestSubcommand(app)->help();
     return 0;
   } catch (const CLI::CallForAllHelp&) {
