@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "alert/notify.h"
-#include "alert/outbox.h"
+#include "alert/outbox_memory.h"
 #include "core/clock.h"
 #include "core/mutex.h"
 #include "core/status.h"

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "alert/evaluator.h"
-#include "alert/outbox.h"
+#include "alert/outbox_memory.h"
 #include "core/status.h"
 
 namespace fulcrum::alert {

@@ -13,7 +13,7 @@
 #include "alert/delivery.h"
 #include "alert/job_alert.h"
 #include "alert/notify.h"
-#include "alert/outbox.h"
+#include "alert/outbox_memory.h"
 #include "catalog/catalog.h"
 #include "core/parse.h"
 #include "core/subprocess.h"

@@ -1,5 +1,6 @@
-// The alert side of the durable outbox between the evaluator and the delivery worker: the port
-// and its plain record are store::Outbox / store::Notification (store/outbox.h); the agent uses
+// The memory-backed outboxes of the alert side (beside store/outbox_sqlite.h, the SQLite one), for
+// the durable outbox between the evaluator and the delivery worker: the port and its plain record
+// are store::Outbox / store::Notification (store/outbox.h); the agent uses
 // FallbackOutbox over store::SqliteOutbox (alerts never wait on the disk: what agent.db cannot
 // take is kept and delivered from memory), tests and the supervisor MemoryOutbox. Both are
 // thread-safe.

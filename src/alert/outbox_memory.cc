@@ -1,4 +1,4 @@
-#include "alert/outbox.h"
+#include "alert/outbox_memory.h"
 
 #include <spdlog/spdlog.h>
 

@@ -3,7 +3,7 @@
 // SQLite does on a full disk (SQLITE_FULL, "database or disk is full": sqlite3.c, sqlite3ErrStr)
 // under the agent's outbox and check that alerts still go out, in order, and come back to the
 // store once it takes writes again.
-#include "alert/outbox.h"
+#include "alert/outbox_memory.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
