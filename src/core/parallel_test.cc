@@ -22,7 +22,8 @@ TEST(ParallelTest, EveryIndexRunsExactlyOnceWhateverTheThreadsAndChunks) {
         for (size_t i = begin; i < end; ++i) runs[i].fetch_add(1);
       });
       for (size_t i = 0; i < runs.size(); ++i) {
-        EXPECT_EQ(runs[i].load(), 1) << "index " << i << " threads " << threads << " chunk " << chunk;
+        EXPECT_EQ(runs[i].load(), 1)
+            << "index " << i << " threads " << threads << " chunk " << chunk;
       }
     }
   }

@@ -284,9 +284,9 @@ Result<YamlNode> LoadYaml(std::string_view text, const std::string& origin) {
   try {
     // YAML::Load keeps the first document and drops the rest unread: a second one is refused.
     if (std::optional<int> second = SecondDocumentLine(text)) {
-      return InputError({origin, second, "", "one YAML document",
-                         "a second document (after \"---\")", {}},
-                        FoundIs::kDescription);
+      return InputError(
+          {origin, second, "", "one YAML document", "a second document (after \"---\")", {}},
+          FoundIs::kDescription);
     }
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {

@@ -141,10 +141,10 @@ struct RunInput {
 
 // Where the expected cost goes (USD; sums to RunCost::expected_usd).
 struct CostBreakdown {
-  double compute_usd = 0;     // instance time for the work, start-up and billing rounding
-  double storage_usd = 0;     // persistent disks and checkpoint storage
-  double egress_usd = 0;      // data and checkpoints leaving the region
-  double failures_usd = 0;    // work lost since the last checkpoint (failures, preemptions)
+  double compute_usd = 0;   // instance time for the work, start-up and billing rounding
+  double storage_usd = 0;   // persistent disks and checkpoint storage
+  double egress_usd = 0;    // data and checkpoints leaving the region
+  double failures_usd = 0;  // work lost since the last checkpoint (failures, preemptions)
   // Restarts (start-up, rendezvous, checkpoint load after each interruption) and the other
   // losses of long runs beyond hardware interruptions (CostAssumptions::goodput_extra_overhead).
   double restarts_usd = 0;

@@ -163,9 +163,9 @@ struct PlanSpec {
   // Training setup; the planner fills tp/pp/dp/zero/recompute/micro_batch/framework.
   workload::Training training;
   bool global_batch_given = false;
-  bool checkpointing = true;  // the job writes checkpoints and can resume
+  bool checkpointing = true;                       // the job writes checkpoints and can resume
   std::optional<double> checkpoint_every_seconds;  // --checkpoint-every; nullopt = planned
-  std::string command;        // the user's training command (for --export)
+  std::string command;                             // the user's training command (for --export)
   Constraints constraints;
   Weights weights;
   Objective objective = Objective::kBalanced;

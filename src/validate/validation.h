@@ -93,7 +93,7 @@ class Validation {
   std::unique_ptr<DrillNetwork> network_;
   std::string network_unavailable_;  // why there is no drill network
   std::unique_ptr<JobSession> job_;
-  std::string job_failure_;  // why the job cannot go on ("" = it can)
+  std::string job_failure_;      // why the job cannot go on ("" = it can)
   bool no_checkpoints_ = false;  // the small run saw no checkpoint written on request
   bool request_taken_ = false;   // the job deleted a checkpoint request file (it reads them)
   ValidateReport report_;
