@@ -180,16 +180,13 @@ Status ApplyConstraints(const PlanFlags& f, plan::PlanSpec& spec) {
     FULCRUM_ASSIGN_OR_RETURN(c.frameworks, workload::ParseFrameworkList(f.framework));
   }
   if (!f.batch_tolerance.empty()) {
-    std::string text = f.batch_tolerance;
-    if (text.back() == '%') text.pop_back();
-    FULCRUM_RETURN_IF_ERROR(Need(ParseDouble(text), "--batch-tolerance",
-                                 "a percentage from 0 to 50", f.batch_tolerance, v));
-    if (!(v >= 0 && v <= 50)) {
+    const std::optional<double> fraction = plan::BatchToleranceFraction(f.batch_tolerance);
+    if (!fraction) {
       return Status::InvalidInput(
           "--batch-tolerance: expected a percentage from 0 to 50, found \"" + f.batch_tolerance +
           "\"");
     }
-    c.batch_tolerance = v / 100;
+    c.batch_tolerance = *fraction;
   }
   if (f.strict_batch) c.strict_batch = true;
   if (f.strict_host) c.strict_host = true;

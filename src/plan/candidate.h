@@ -14,6 +14,7 @@
 #include "estimate/memory.h"
 #include "estimate/uncertainty.h"
 #include "plan/cost.h"
+#include "plan/frameworks.h"
 #include "plan/score.h"
 #include "plan/spec.h"
 #include "workload/model.h"
@@ -124,6 +125,7 @@ struct PlanInputs {
   double work_units = 0;    // tokens, or samples for generic models
   double trained_parameters = 0;  // estimate::TrainableParameterCount(model, base)
   int threads = 0;                // <= 0: the hardware's
+  JobFrameworks frameworks;       // the frameworks searched and why (JobFrameworksOf(spec))
 };
 
 }  // namespace fulcrum::plan

@@ -26,7 +26,7 @@ struct Stages {
   HardwareClasses classes;
   LayoutTable layouts;
   PlanInputs In() const {
-    PlanInputs in{catalog, model, spec, assumptions, spec.training};
+    PlanInputs in{catalog, model, spec, assumptions, spec.training, 0, 0, 2, JobFrameworks{}};
     in.work_units = *spec.tokens;
     in.trained_parameters = estimate::TrainableParameterCount(model, spec.training);
     in.threads = 2;

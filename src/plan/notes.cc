@@ -118,6 +118,10 @@ std::vector<std::string> PlanNotes(const PlanInputs& in, const HardwareClasses& 
                                    const CostedCandidates& costed,
                                    const std::vector<Candidate>& candidates) {
   std::vector<std::string> notes;
+  if (!in.frameworks.reason.empty()) {
+    notes.push_back("frameworks searched: " + workload::FrameworkListName(in.frameworks.allowed) +
+                    " (" + in.frameworks.reason + ")");
+  }
   NetworkNotes(in, classes, notes);
   PrecisionAndMethodNotes(in, classes, candidates, notes);
   if (!in.spec.constraints.deadline_seconds && in.spec.objective == Objective::kBalanced) {

@@ -1,4 +1,5 @@
-// The plan's notes: the assumptions behind a result worth telling the user (offers planned on one
+// The plan's notes: the assumptions behind a result worth telling the user (the frameworks searched
+// and why, offers planned on one
 // node for want of a network figure, the conservative network of an assumed one, GPUs skipped for
 // precision, what LoRA/QLoRA layouts run on, the spot risk's sources, unpriced storage, the
 // default batch). Read from the stages' outputs; pure and thread-safe.

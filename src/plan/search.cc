@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "estimate/estimate.h"
-#include "plan/frameworks.h"
 #include "plan/notes.h"
 
 namespace fulcrum::plan {
@@ -70,29 +69,23 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   result.spec = request;
   result.spec.constraints = std::move(offers.constraints);
   const PlanSpec& spec = result.spec;
-  PlanInputs in{catalog, model, spec, assumptions, BaseTraining(model, spec)};
+  PlanInputs in{catalog, model, spec,    assumptions,          BaseTraining(model, spec),
+                0,       0,     threads, JobFrameworksOf(spec)};
   in.work_units = WorkUnits(model, spec, &result.units_are_samples);
   in.trained_parameters = estimate::TrainableParameterCount(model, in.base);
-  in.threads = threads;
 
-  const JobFrameworks frameworks = JobFrameworksOf(spec);
-  result.frameworks = frameworks.allowed;
-  result.frameworks_reason = frameworks.reason;
+  result.frameworks = in.frameworks.allowed;
+  result.frameworks_reason = in.frameworks.reason;
 
   const HardwareClasses classes = ClassifyOffers(catalog, offers.offers, spec, in.base);
   const LayoutTable layouts =
-      SearchClassLayouts(model, in.base, classes.classes, spec, frameworks, threads);
+      SearchClassLayouts(model, in.base, classes.classes, spec, in.frameworks, threads);
   CostedCandidates costed = CostCandidates(in, classes, layouts);
   result.candidates = std::move(costed.candidates);
   RankCandidates(result);
 
   result.work_units = in.work_units;
   result.notes = PlanNotes(in, classes, costed, result.candidates);
-  if (!frameworks.reason.empty()) {
-    result.notes.insert(result.notes.begin(),
-                        "frameworks searched: " + workload::FrameworkListName(frameworks.allowed) +
-                            " (" + frameworks.reason + ")");
-  }
   result.notes.insert(result.notes.end(), offers.notes.begin(), offers.notes.end());
   result.offers_considered = classes.offers_considered;
   result.hardware_classes = static_cast<int64_t>(classes.classes.size());

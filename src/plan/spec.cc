@@ -34,10 +34,9 @@ Status ParseFrameworks(const YamlNode& v, Constraints& c) {
 // `batch_tolerance: 5` or `5%`: percent of the global batch, 0 to 50.
 Status ParseBatchTolerance(const YamlNode& v, Constraints& c) {
   FULCRUM_ASSIGN_OR_RETURN(std::string text, v.Text());
-  if (!text.empty() && text.back() == '%') text.pop_back();
-  const Result<double> pct = ParseDouble(text);
-  if (!pct.ok() || !(*pct >= 0 && *pct <= 50)) return v.Error("a percentage from 0 to 50, e.g. 5");
-  c.batch_tolerance = *pct / 100;
+  const std::optional<double> fraction = BatchToleranceFraction(text);
+  if (!fraction) return v.Error("a percentage from 0 to 50, e.g. 5");
+  c.batch_tolerance = *fraction;
   return Status::Ok();
 }
 
@@ -420,6 +419,14 @@ Status ValidateSpec(const PlanSpec& spec) {
         .WithDetail(detail);
   }
   return Status::Ok();
+}
+
+std::optional<double> BatchToleranceFraction(std::string_view text) {
+  std::string t(Trim(text));
+  if (!t.empty() && t.back() == '%') t.pop_back();
+  const Result<double> pct = ParseDouble(t);
+  if (!pct.ok() || !(*pct >= 0 && *pct <= 50)) return std::nullopt;
+  return *pct / 100;
 }
 
 }  // namespace fulcrum::plan

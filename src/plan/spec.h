@@ -203,6 +203,10 @@ Status ParseSpecModel(const YamlNode& root, const std::string& base_dir, SpecMod
 //   objective: balanced|cheapest|fastest
 //   top: 10
 // Relative hf_config paths are resolved against the spec file's directory (`base_dir`).
+// A batch tolerance as written ("5" or "5%": percent, 0 to 50) as a fraction; nullopt otherwise.
+// The one reader of --batch-tolerance and `batch_tolerance`.
+std::optional<double> BatchToleranceFraction(std::string_view text);
+
 Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
                                const std::string& base_dir = "");
 Result<PlanSpec> LoadPlanFile(const std::string& path);
