@@ -286,7 +286,10 @@ TEST(ExportE2eTest, MultiNodeDstackTorchrunJoinsTheNodes) {
 // `fulcrum run` does, and `torchrun`, `accelerate`, `deepspeed` and `python` that record the argv
 // they were given. The recorded launch must start one process per GPU of the node (accelerate:
 // the total over the nodes) and get the node count, this node's rank and the first node's
-// address. argv: tool, directory of exports, a scratch directory. Prints "files failed
+// address. Slurm (issue 25): the whole sbatch script runs under bash with srun's variables of
+// node 1 of N (SLURM_NODEID=1, SLURM_JOB_NUM_NODES, SLURM_JOB_NODELIST), a `srun` that runs its
+// command, and a `scontrol show hostnames` that names 10.0.0.1 first. argv: tool, directory of
+// exports, a scratch directory. Prints "files failed
 // mismatched" and the first problems. Before (on the previous main): 1403 of 1722 SkyPilot and
 // 1203 of 1510 dstack exports mismatched (3 GPUs given 8 processes; the 70B pretrain's
 // `--nnodes $NUM_NODES` empty on every node).
@@ -299,7 +302,14 @@ record = os.path.join(work, 'argv')
 # `fulcrum run ... -- CMD`: CMD is started as argv (no shell), as fulcrum run starts it.
 fake_fulcrum = '#!/bin/sh\nwhile [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done\nshift\nexec "$@"\n'
 recorder = '#!/bin/sh\nprintf "%s\\n" "$(basename "$0")" "$@" > "$RECORD"\n'
-for name, text in [('fulcrum', fake_fulcrum)] + [(n, recorder) for n in (
+# Slurm: srun starts its command once per node (here: this node's, after srun's options);
+# `scontrol show hostnames` lists the job's hosts, 10.0.0.1 first; squeue says RUNNING.
+fake_srun = '#!/bin/sh\nwhile [ "${1#-}" != "$1" ]; do shift; done\nexec "$@"\n'
+fake_scontrol = ('#!/bin/sh\n[ "$1 $2" = "show hostnames" ] || exit 0\ni=1\n'
+                 'while [ $i -le "$SLURM_JOB_NUM_NODES" ]; do echo 10.0.0.$i; i=$((i+1)); done\n')
+fake_squeue = '#!/bin/sh\necho RUNNING\n'
+for name, text in [('fulcrum', fake_fulcrum), ('srun', fake_srun), ('scontrol', fake_scontrol),
+                   ('squeue', fake_squeue)] + [(n, recorder) for n in (
         'torchrun', 'accelerate', 'deepspeed', 'python', 'python3')]:
     path = os.path.join(bin_dir, name)
     with open(path, 'w') as f:
@@ -361,7 +371,33 @@ def check(argv, gpus, nodes):
     return wrong
 files = sorted(glob.glob(directory + '/*'))
 mismatched, failed = [], []
+def sbatch_value(text, option):
+    for line in text.splitlines():
+        if line.startswith('#SBATCH --' + option):
+            return int(line.rsplit('=', 1)[1].rsplit(':', 1)[-1])
+    return None
 for f in files:
+    if tool == 'slurm':
+        # The whole batch script, as sbatch runs it on the first node; srun's task on node 1
+        # sees SLURM_NODEID=1 (srun(1) OUTPUT ENVIRONMENT VARIABLES).
+        text = open(f).read()
+        nodes, gpus = sbatch_value(text, 'nodes='), sbatch_value(text, 'gres=gpu:')
+        env = {'SLURM_JOB_ID': '42', 'SLURM_JOB_NUM_NODES': str(nodes),
+               'SLURM_NNODES': str(nodes), 'SLURM_NODEID': '1' if nodes > 1 else '0',
+               'SLURM_JOB_NODELIST': 'n[1-%d]' % nodes, 'SLURM_GPUS_ON_NODE': str(gpus)}
+        env.update({'PATH': bin_dir + ':/usr/bin:/bin', 'RECORD': record, 'HOME': work})
+        if os.path.exists(record):
+            os.remove(record)
+        run = subprocess.run(['/bin/bash', f], env=env, cwd=work, capture_output=True,
+                             text=True, timeout=30)
+        if run.returncode != 0 or not os.path.exists(record):
+            failed.append('%s: exit %d: %s' % (f, run.returncode, run.stderr.strip()[-300:]))
+            continue
+        wrong = check(open(record).read().splitlines(), gpus, nodes)
+        if wrong:
+            mismatched.append('%s (%d GPU(s) x %d node(s)): %s' % (f, gpus, nodes,
+                                                                  '; '.join(wrong)))
+        continue
     d = yaml.safe_load(open(f))
     if tool == 'skypilot':
         nodes, gpus = d['num_nodes'], int(d['resources']['accelerators'].rsplit(':', 1)[1])
@@ -421,7 +457,11 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair<std::string, std::string>{"llama-8b-lora", "skypilot"},
                       std::pair<std::string, std::string>{"llama-8b-lora", "dstack"},
                       std::pair<std::string, std::string>{"resnet50", "skypilot"},
-                      std::pair<std::string, std::string>{"resnet50", "dstack"}),
+                      std::pair<std::string, std::string>{"resnet50", "dstack"},
+                      std::pair<std::string, std::string>{"llama-7b-finetune", "slurm"},
+                      std::pair<std::string, std::string>{"llama-70b-pretrain", "slurm"},
+                      std::pair<std::string, std::string>{"llama-8b-lora", "slurm"},
+                      std::pair<std::string, std::string>{"resnet50", "slurm"}),
     [](const auto& info) {
       std::string name = info.param.first + "_" + info.param.second;
       for (char& c : name) {

@@ -5,6 +5,7 @@
 // job; 1 % lost on 512 GPUs for 19 days; spot rows switching to on-demand for the deadline).
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,20 @@ TEST(PlanPanelCostingTest, CheckpointEveryOverridesThePlanAndTheExport) {
       NoUserOffers());
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--checkpoint-every"), std::string::npos) << bad.err;
+}
+
+// The spec's `checkpoint_every` is the plan's interval; --checkpoint-every wins over it (issue
+// 25: the key was refused as unknown).
+TEST(PlanPanelCostingTest, CheckpointEveryInTheSpecAndTheFlagWins) {
+  const std::string dir = MakeTempDir("panel-costing-spec");
+  std::ofstream(dir + "/every.yaml") << "checkpoint_every: 45m\n"
+                                     << FileContents(SourcePath("examples/llama-7b-finetune.yaml"));
+  json plan = Plan({dir + "/every.yaml", "--top", "1"});
+  ASSERT_FALSE(plan["candidates"].empty());
+  EXPECT_EQ(plan["candidates"][0]["time"]["checkpoint_interval_seconds"].get<double>(), 2700);
+  plan = Plan({dir + "/every.yaml", "--top", "1", "--checkpoint-every", "2h"});
+  ASSERT_FALSE(plan["candidates"].empty());
+  EXPECT_EQ(plan["candidates"][0]["time"]["checkpoint_interval_seconds"].get<double>(), 7200);
 }
 
 // "Llama 2 7B on 512 A100 for about 19 days: what will it really take?" Published runs of a few

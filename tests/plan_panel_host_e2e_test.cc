@@ -119,5 +119,20 @@ TEST(PlanPanelHostTest, StrictHostDropsTheShortNodes) {
   }
 }
 
+// H3. The spec says it too: `constraints: {strict_host: true}` is --strict-host (issue 25: the
+//     key was refused as unknown).
+TEST(PlanPanelHostTest, StrictHostInTheSpecDropsTheShortNodes) {
+  const std::string dir = MakeTempDir("panel-host-spec");
+  std::ofstream(dir + "/strict.yaml")
+      << FileContents(SourcePath("examples/llama-7b-finetune.yaml")) << "  strict_host: true\n";
+  RunOutput r =
+      RunFulcrum({"plan", dir + "/strict.yaml", "--top", "2000", "--json"}, NoUserOffers());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json d = json::parse(r.out);
+  EXPECT_EQ(Row(d, "vast", kVast64), nullptr);
+  EXPECT_NE(Row(d, "gcp", kGcp1872), nullptr);
+  EXPECT_NE(Row(Plan({}), "vast", kVast64), nullptr) << "without it the short node stays";
+}
+
 }  // namespace
 }  // namespace fulcrum::testing

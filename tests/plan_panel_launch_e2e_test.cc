@@ -193,5 +193,43 @@ TEST(PlanPanelLaunchTest, LauncherDstackPlansOnlyWhatDstackCanStart) {
   }
 }
 
+// "Our cluster runs Slurm": --launcher slurm plans what an sbatch script can start (every offer,
+// any node count, on-demand, reserved or spot) but not spot_with_fallback, which a batch job
+// cannot switch to on-demand capacity; --export slurm writes the pick as a batch script.
+// Before issue 25's Slurm launcher, both were exit 2.
+TEST(PlanPanelLaunchTest, LauncherSlurmPlansWhatABatchScriptCanStart) {
+  const std::string dir = MakeTempDir("panel-launch-slurm");
+  RunOutput r =
+      RunFulcrum({"--catalog", SourcePath("catalog"), "plan",
+                  SourcePath("examples/llama-70b-pretrain.yaml"), "--top", "100000", "--json",
+                  "--pricing", "on_demand,reserved_3y,spot_with_fallback", "--launcher", "slurm",
+                  "--export", "slurm", dir + "/job.sbatch", "--fulcrum-install", "false"},
+                 NoUserOffers());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json d = json::parse(r.out);
+  ASSERT_FALSE(d["candidates"].empty());
+  std::set<std::string> pricing;
+  for (const json& c : d["candidates"]) pricing.insert(c["pricing"].get<std::string>());
+  EXPECT_EQ(pricing.count("spot_with_fallback"), 0u);
+  EXPECT_EQ(pricing.count("on_demand"), 1u);
+  EXPECT_EQ(pricing.count("reserved_3y"), 1u) << "Slurm runs on reserved nodes too";
+  ASSERT_EQ(d["export"]["written"].size(), 1u) << r.out.substr(0, 300);
+  const std::string script = FileContents(dir + "/job.sbatch");
+  const json& top = d["candidates"][0];
+  EXPECT_NE(script.find("#SBATCH --nodes=" + std::to_string(top["nodes"].get<int>()) + "\n"),
+            std::string::npos)
+      << script;
+  EXPECT_NE(
+      script.find("#SBATCH --gres=gpu:" + std::to_string(top["gpus_per_node"].get<int>()) + "\n"),
+      std::string::npos)
+      << script;
+  RunOutput refused =
+      RunFulcrum({"--catalog", SourcePath("catalog"), "plan",
+                  SourcePath("examples/llama-70b-pretrain.yaml"), "--launcher", "slurn"},
+                 NoUserOffers());
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("skypilot, dstack or slurm"), std::string::npos) << refused.err;
+}
+
 }  // namespace
 }  // namespace fulcrum::testing

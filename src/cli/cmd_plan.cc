@@ -12,6 +12,7 @@
 #include "catalog/offer_query.h"
 #include "cli/command.h"
 #include "cli/plan_calibration.h"
+#include "cluster/slurm.h"
 #include "core/parse.h"
 #include "core/paths.h"
 #include "core/text_file.h"
@@ -260,16 +261,19 @@ Status WriteFile(const std::string& path, const std::string& text) {
   return WriteTextFile(path, text);
 }
 
-// --launcher skypilot|dstack: the tools whose launchable offers fulcrum knows
-// (catalog/export_<tool>.csv).
+// --launcher skypilot|dstack|slurm: the tools whose launchable offers fulcrum knows
+// (catalog/export_<tool>.csv; Slurm: plan/export.h LauncherFilterOf).
 Result<plan::ExportFormat> ParseLauncherFlag(const std::string& text) {
   Result<plan::ExportFormat> format = plan::ParseExportFormat(text);
   if (format.ok()) return format;
   ErrorDetail detail;
   detail.field = "--launcher";
-  detail.expected = "skypilot or dstack";
+  detail.expected = "skypilot, dstack or slurm";
   detail.found = text;
-  return Status::InvalidInput("--launcher: expected skypilot or dstack, found \"" + text + "\"")
+  detail.nearest =
+      format.status().detail() ? format.status().detail()->nearest : std::vector<std::string>{};
+  return Status::InvalidInput("--launcher: expected skypilot, dstack or slurm, found \"" + text +
+                              "\"")
       .WithDetail(detail);
 }
 
@@ -277,7 +281,8 @@ Result<plan::ExportFormat> ParseLauncherFlag(const std::string& text) {
 // the plan runs. `picks` is empty for `--pick all`.
 Result<plan::ExportFormat> ParseExportFlags(const PlanFlags& f, std::vector<int>& picks) {
   if (f.export_args.size() != 2) {
-    return Status::InvalidInput("--export: expected FORMAT FILE (skypilot|dstack and a path)");
+    return Status::InvalidInput(
+        "--export: expected FORMAT FILE (skypilot|dstack|slurm and a path)");
   }
   FULCRUM_ASSIGN_OR_RETURN(plan::ExportFormat format, plan::ParseExportFormat(f.export_args[0]));
   if (!f.pick.empty() && ToLower(Trim(f.pick)) != "all") {
@@ -300,6 +305,22 @@ Result<plan::ExportFormat> ParseExportFlags(const PlanFlags& f, std::vector<int>
   return format;
 }
 
+// A Slurm export through the one Slurm script writer: `fulcrum` from PATH (the setup installs it
+// on the batch host), the partition's defaults.
+std::string SlurmScript(const plan::SlurmTask& task) {
+  cluster::SbatchSpec spec;
+  spec.job_name = task.job_name;
+  spec.nodes = task.nodes;
+  spec.gpus_per_node = task.gpus_per_node;
+  spec.comment = task.header;
+  spec.fulcrum_binary = "fulcrum";
+  spec.written_by = "fulcrum plan --export slurm";
+  spec.setup = task.setup;
+  spec.run_args = task.run_args;
+  spec.node_command = task.node_command;
+  return cluster::GenerateSbatch(spec);
+}
+
 // Writes the exports and lists the candidates the tool cannot launch on stderr. Returns the
 // `export` JSON object.
 Result<nlohmann::json> WriteExports(const PlanFlags& f, const plan::PlanResult& result,
@@ -317,7 +338,8 @@ Result<nlohmann::json> WriteExports(const PlanFlags& f, const plan::PlanResult& 
   for (const plan::ExportedTask& task : exported.tasks) {
     files.push_back(
         plan::ExportFileName(f.export_args[1], task.rank, picks.empty() && !f.pick.empty()));
-    FULCRUM_RETURN_IF_ERROR(WriteFile(files.back(), task.text));
+    FULCRUM_RETURN_IF_ERROR(
+        WriteFile(files.back(), task.slurm ? SlurmScript(*task.slurm) : task.text));
   }
   for (const plan::SkippedCandidate& s : exported.skipped) {
     ctx.err << "not exported: rank " << s.rank << ": " << s.reason << "\n";
@@ -398,6 +420,9 @@ constexpr const char* kFooter =
     "--budget-usd 20000\n"
     "  fulcrum plan examples/llama-70b-pretrain.yaml --json --html report.html\n"
     "  fulcrum plan examples/llama-8b-lora.yaml --export skypilot task.yaml --pick 2 \\\n"
+    "      --fulcrum-install ./install-fulcrum.sh\n"
+    "  fulcrum plan examples/llama-70b-pretrain.yaml --launcher slurm --export slurm job.sbatch "
+    "\\\n"
     "      --fulcrum-install ./install-fulcrum.sh\n\n"
     "Flags override the spec file. The search covers every offer that passes the filters x node\n"
     "counts x (tp, pp, vpp, dp, cp from 16k tokens, ep for MoE, ZeRO stage, recompute,\n"
@@ -518,7 +543,9 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
   cmd->add_option("--html", f->html, "Also write a self-contained HTML report to FILE")
       ->type_name("FILE");
   cmd->add_option("--export", f->export_args,
-                  "Write the picked candidate as a launch file: skypilot FILE or dstack FILE")
+                  "Write the picked candidate as a launch file: skypilot FILE (SkyPilot task "
+                  "YAML), dstack FILE (dstack task) or slurm FILE (sbatch script: one `fulcrum "
+                  "run` on the batch host, srun starting the command once per node)")
       ->expected(2)
       ->type_name("FORMAT FILE");
   cmd->add_option("--pick", f->pick,
@@ -527,8 +554,12 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
       ->type_name("RANK|all");
   cmd->add_option("--launcher", f->launcher,
                   "Plan only what this launcher can start: skypilot or dstack (their clouds, "
-                  "regions, accelerators and node limits, on-demand or spot)")
-      ->type_name("skypilot|dstack");
+                  "regions, accelerators and node limits, on-demand or spot); slurm (what an "
+                  "sbatch script starts: N identical nodes of the offer, --nodes N "
+                  "--gres=gpu:G, one launcher per node through srun; any offer and node count, "
+                  "on-demand, reserved or spot, not spot_with_fallback: a batch job cannot move "
+                  "to on-demand capacity near the deadline)")
+      ->type_name("skypilot|dstack|slurm");
   cmd->add_flag("--keep-command", f->keep_command,
                 "For --export: refuse (exit 2) a pick on which the command would not start one "
                 "process per GPU, instead of rewriting its launcher's process and node options");

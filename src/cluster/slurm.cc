@@ -37,24 +37,59 @@ Status CheckSbatchValue(const std::string& flag, const std::string& value) {
 
 namespace {
 
-// The launch words after `fulcrum run ... --`, as shell text. One node: the command itself.
-// More: srun starts one task per node; a torchrun gets --nnodes and a c10d rendezvous on the
-// first host unless the user set them (or a static --master-addr) already.
-std::string LaunchWords(const SbatchSpec& spec) {
-  std::ostringstream s;
-  if (spec.nodes > 1) s << " srun --ntasks-per-node=1 --kill-on-bad-exit=1";
-  const size_t options_at = spec.nodes > 1 ? TorchrunOptionsAt(spec.command) : 0;
-  for (size_t i = 0; i < spec.command.size(); ++i) {
-    if (options_at != 0 && i == options_at) {
-      if (!HasTorchrunOption(spec.command, "--nnodes")) s << " --nnodes \"$SLURM_NNODES\"";
-      if (!HasTorchrunRendezvous(spec.command)) {
-        s << " --rdzv-backend c10d --rdzv-endpoint \"$head:" << spec.rendezvous_port
-          << "\" --rdzv-id \"$SLURM_JOB_ID\"";
-      }
+// The user's `words` with the edits of `rewrite` (core/torchrun.h): each user word shell-quoted,
+// fulcrum's words as written (shell text).
+std::string RenderWords(const std::vector<std::string>& words, const LaunchRewrite& rewrite,
+                        const std::vector<bool>& ours) {
+  std::string out;
+  size_t e = 0;
+  for (size_t i = 0; i <= words.size(); ++i) {
+    bool replaced = false;
+    for (; e < rewrite.edits.size() && rewrite.edits[e].at == i; ++e) {
+      replaced = replaced || rewrite.edits[e].replace;
+      for (const std::string& w : rewrite.edits[e].words) out += " " + w;
     }
-    s << " " << ShellQuote(spec.command[i]);
+    if (i < words.size() && !replaced) out += " " + (ours[i] ? words[i] : ShellQuote(words[i]));
   }
-  return s.str();
+  return out;
+}
+
+// The argv command as a node of the job runs it (shell text, leading space), and what changed.
+// With GPUs per node known, RewriteLaunch makes it start one process per GPU on each node
+// (SlurmNodeLaunch); on more than one node a torchrun without a rendezvous of the user's first
+// gets --nnodes and a c10d rendezvous on the first host (torchrun's elastic launch; its default
+// --rdzv-endpoint port is 29400: PyTorch "torchrun (Elastic Launch)" docs).
+std::string CommandOnNode(const SbatchSpec& spec, LaunchRewrite& rewrite) {
+  std::vector<std::string> words = spec.command;
+  std::vector<bool> ours(words.size(), false);
+  const size_t options_at = spec.nodes > 1 ? TorchrunOptionsAt(words) : 0;
+  if (options_at != 0 && !HasTorchrunRendezvous(words)) {
+    std::vector<std::string> added;
+    if (!HasTorchrunOption(words, "--nnodes")) added = {"--nnodes", "\"$SLURM_JOB_NUM_NODES\""};
+    for (const char* w : {"--rdzv-backend", "c10d", "--rdzv-endpoint"}) added.push_back(w);
+    added.push_back("\"$MASTER_ADDR:" + std::to_string(spec.rendezvous_port) + "\"");
+    added.push_back("--rdzv-id");
+    added.push_back("\"$SLURM_JOB_ID\"");
+    words.insert(words.begin() + static_cast<long>(options_at), added.begin(), added.end());
+    ours.insert(ours.begin() + static_cast<long>(options_at), added.size(), true);
+  }
+  if (spec.gpus_per_node > 0) {
+    rewrite = RewriteLaunch(words, SlurmNodeLaunch(spec.nodes, spec.gpus_per_node));
+  }
+  return RenderWords(words, rewrite, ours);
+}
+
+// The launch words after `fulcrum run ... --`, as shell text. One node: the command itself.
+// More: srun starts one task per node. A node's rank is known only on that node (SLURM_NODEID):
+// a command that names it runs through a shell there (`bash -c`), as `node_command` always does.
+std::string LaunchWords(const SbatchSpec& spec, LaunchRewrite& rewrite) {
+  std::string srun = spec.nodes > 1 ? " srun --ntasks-per-node=1 --kill-on-bad-exit=1" : "";
+  if (!spec.node_command.empty()) return srun + " bash -c " + ShellQuote(spec.node_command);
+  const std::string words = CommandOnNode(spec, rewrite);
+  if (spec.nodes > 1 && words.find("$SLURM_NODEID") != std::string::npos) {
+    return srun + " bash -c " + ShellQuote("exec" + words);
+  }
+  return srun + words;
 }
 
 }  // namespace
@@ -62,12 +97,19 @@ std::string LaunchWords(const SbatchSpec& spec) {
 bool IsTorchrun(const std::vector<std::string>& command) { return TorchrunOptionsAt(command) != 0; }
 
 std::string GenerateSbatch(const SbatchSpec& spec) {
+  LaunchRewrite rewrite;
+  const std::string launch = LaunchWords(spec, rewrite);
   std::ostringstream s;
   s << "#!/bin/bash\n";
-  s << "# Written by fulcrum submit --slurm. Runs the command under `fulcrum run` so that a\n";
+  s << "# Written by " << spec.written_by << ". Runs the command under `fulcrum run` so that a\n";
   s << "# requeued job resumes from its last complete checkpoint.\n";
   for (const auto& line : Split(spec.comment, '\n')) {
     if (!line.empty()) s << "# " << line << "\n";
+  }
+  if (!rewrite.changes.empty()) {
+    s << "# The command is changed for " << spec.gpus_per_node << " GPU(s) per node x "
+      << spec.nodes << " node(s):\n";
+    for (const std::string& change : rewrite.changes) s << "#   " << change << "\n";
   }
   s << "#SBATCH --job-name=" << spec.job_name << "\n";
   s << "#SBATCH --nodes=" << spec.nodes << "\n";
@@ -90,12 +132,16 @@ std::string GenerateSbatch(const SbatchSpec& spec) {
   if (spec.nodes > 1) {
     s << "# One launcher per node (srun); one supervisor, here on the batch host, owns the\n";
     s << "# checkpoint dir and the budget. The rendezvous runs on the first host.\n";
-    s << "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n";
-    s << "export MASTER_ADDR=\"$head\" MASTER_PORT=" << spec.rendezvous_port << "\n";
   }
+  // The first host of the job's node list (sbatch(1): SLURM_JOB_NODELIST "List of nodes
+  // allocated to the job"; scontrol(1) `show hostnames` "writes a list of individual host names
+  // to standard output (one per line)"); srun's tasks inherit both (--export=ALL by default).
+  s << "head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n";
+  s << "export MASTER_ADDR=\"$head\" MASTER_PORT=" << spec.rendezvous_port << "\n";
+  for (const std::string& line : spec.setup) s << line << "\n";
   s << "\ncmd=(" << ShellQuote(spec.fulcrum_binary) << " run";
   for (const auto& a : spec.run_args) s << " " << ShellQuote(a);
-  s << " --" << LaunchWords(spec) << ")\n";
+  s << " --" << launch << ")\n";
   s << "\"${cmd[@]}\" &\n";
   s << "pid=$!\n";
   // Slurm's advance notice (--signal=B:USR1@N) and its SIGTERM (preemption, requeue, scancel,

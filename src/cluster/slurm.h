@@ -1,7 +1,8 @@
 // Slurm, for jobs on more than one machine: writes an sbatch script that requests GPUs with
 // --gres, sets --requeue and --signal=B:USR1@120, and runs the command under one `fulcrum run` on
 // the batch host (the one supervisor that owns the checkpoint dir and the budget; more than one
-// node: srun starts one launcher per node, torchrun with a c10d rendezvous on the first host) so
+// node: srun starts one launcher per node, torchrun with a c10d rendezvous on the first host,
+// the others told the node count, their rank and the first host from Slurm's variables) so
 // a requeued job resumes from its last checkpoint; submits it with sbatch; reads job states from
 // squeue (live jobs) and sacct (finished ones); reads KillWait; drains a node. Commands run with
 // argv through RunCapture (never a shell string), each with a timeout.
@@ -31,15 +32,26 @@ struct SbatchSpec {
   bool exclusive = false;   // whole nodes
   std::string output_path;  // sbatch --output
   std::string workdir;
-  std::string fulcrum_binary;              // absolute path of fulcrum on the nodes
-  std::vector<std::string> run_args;       // `fulcrum run` options (before --)
-  std::vector<std::string> command;        // the training command
+  std::string fulcrum_binary;         // absolute path of fulcrum on the nodes
+  std::vector<std::string> run_args;  // `fulcrum run` options (before --)
+  // The training command, as argv words. With gpus_per_node > 0 it is rewritten to start one
+  // process per GPU of each node (core/torchrun.h RewriteLaunch with SlurmNodeLaunch: torchrun's
+  // --nproc-per-node, accelerate's --num_processes, deepspeed's --num_gpus, the node count,
+  // rank and first host); each change is stated in the script's header.
+  std::vector<std::string> command;
+  // Instead of `command`: shell text each node runs as it is (`bash -c`), already rewritten for
+  // the node (plan --export slurm: exports of the command's variables, then the command).
+  std::string node_command;
+  // Shell lines run on the batch host before `fulcrum run` (plan --export slurm: installing
+  // fulcrum when it is not on PATH).
+  std::vector<std::string> setup;
   int notice_seconds = 120;                // --signal=B:USR1@N
   std::map<std::string, std::string> env;  // exported in the script
   // More than one node: the c10d rendezvous port on the first host (torchrun's default for
   // --rdzv-endpoint without a port is 29400: PyTorch "torchrun (Elastic Launch)" docs).
   int rendezvous_port = 29400;
   std::string comment;  // extra "# ..." lines at the top (where the stop grace came from)
+  std::string written_by = "fulcrum submit --slurm";  // the script's first comment names it
 };
 
 // One of SbatchSpec's passthrough values that would break the script: a newline or a character

@@ -59,6 +59,12 @@ TEST(SlurmTest, ScriptRequestsGpusRequeueAndNoticeAndRunsUnderFulcrum) {
   EXPECT_EQ(script.find("--rdzv"), std::string::npos) << "one node: torchrun as given";
   EXPECT_NE(script.find("-- 'torchrun' '--nproc-per-node' '8' 'train.py' '--note' 'it'\\''s')"),
             std::string::npos)
+      << "no GPU count: the command as given: " << script;
+  spec.gpus_per_node = 4;
+  script = GenerateSbatch(spec);
+  EXPECT_NE(script.find("-- 'torchrun' '--nproc-per-node' 4 'train.py'"), std::string::npos)
+      << "one process per GPU of the node: " << script;
+  EXPECT_NE(script.find("#   --nproc-per-node 8 -> 4 (one process per GPU"), std::string::npos)
       << script;
 }
 
@@ -94,10 +100,11 @@ TEST(SlurmTest, MultiNodeTorchrunIsOneJobWithARendezvousOnTheFirstHost) {
   EXPECT_NE(script.find("head=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"),
             std::string::npos)
       << script;
+  EXPECT_NE(script.find("export MASTER_ADDR=\"$head\" MASTER_PORT=29400\n"), std::string::npos);
   EXPECT_NE(script.find("-- srun --ntasks-per-node=1 --kill-on-bad-exit=1 'torchrun' --nnodes "
-                        "\"$SLURM_NNODES\" --rdzv-backend c10d --rdzv-endpoint \"$head:29400\" "
-                        "--rdzv-id \"$SLURM_JOB_ID\" '--nproc-per-node' '8' 'train.py' '--note' "
-                        "'it'\\''s')"),
+                        "\"$SLURM_JOB_NUM_NODES\" --rdzv-backend c10d --rdzv-endpoint "
+                        "\"$MASTER_ADDR:29400\" --rdzv-id \"$SLURM_JOB_ID\" '--nproc-per-node' "
+                        "'8' 'train.py' '--note' 'it'\\''s')"),
             std::string::npos)
       << script;
   // One fulcrum run (one supervisor) in the script, srun inside it.
@@ -109,28 +116,33 @@ TEST(SlurmTest, TorchrunSpelledAsAModuleGetsTheRendezvousToo) {
   SbatchSpec spec = TwoNodeSpec();
   spec.command = {"/usr/bin/python3", "-m", "torch.distributed.run", "train.py"};
   const std::string script = GenerateSbatch(spec);
-  EXPECT_NE(script.find("'/usr/bin/python3' '-m' 'torch.distributed.run' --nnodes "
-                        "\"$SLURM_NNODES\" --rdzv-backend c10d"),
+  EXPECT_NE(script.find("'/usr/bin/python3' '-m' 'torch.distributed.run' --nproc_per_node=8 "
+                        "--nnodes \"$SLURM_JOB_NUM_NODES\" --rdzv-backend c10d"),
             std::string::npos)
       << script;
+  EXPECT_NE(script.find("#   added --nproc_per_node=8 (one process per GPU"), std::string::npos)
+      << "the change is stated in the header: " << script;
 }
 
 TEST(SlurmTest, KeepsTheUsersOwnRendezvousAndLaunchers) {
   SbatchSpec spec = TwoNodeSpec();
   spec.command = {"torchrun", "--nnodes=2", "--rdzv_endpoint", "db1:1234", "train.py"};
   std::string script = GenerateSbatch(spec);
-  EXPECT_EQ(script.find("\"$SLURM_NNODES\""), std::string::npos) << script;
+  EXPECT_EQ(script.find("\"$SLURM_JOB_NUM_NODES\""), std::string::npos) << script;
   EXPECT_EQ(script.find("--rdzv-backend"), std::string::npos) << script;
   spec.command = {"torchrun", "--master-addr", "db1", "train.py"};
   script = GenerateSbatch(spec);
-  EXPECT_NE(script.find("'torchrun' --nnodes \"$SLURM_NNODES\" '--master-addr' 'db1'"),
+  EXPECT_NE(script.find("--nnodes=\"$SLURM_JOB_NUM_NODES\" '--master-addr' 'db1'"),
             std::string::npos)
       << "a static rendezvous keeps its own, and still gets --nnodes: " << script;
   spec.command = {"accelerate", "launch", "train.py"};
   script = GenerateSbatch(spec);
-  EXPECT_NE(script.find("srun --ntasks-per-node=1 --kill-on-bad-exit=1 'accelerate' 'launch'"),
+  // The node's rank is known on the node only: the words go through a shell there.
+  EXPECT_NE(script.find("srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash -c 'exec "
+                        "'\\''accelerate'\\'' '\\''launch'\\''"),
             std::string::npos)
       << script;
+  EXPECT_NE(script.find("--machine_rank=\"$SLURM_NODEID\""), std::string::npos) << script;
   EXPECT_NE(script.find("export MASTER_ADDR=\"$head\" MASTER_PORT=29400"), std::string::npos);
   EXPECT_EQ(script.find("--rdzv"), std::string::npos);
   EXPECT_FALSE(IsTorchrun({"accelerate", "launch"}));
@@ -246,6 +258,64 @@ TEST(SlurmTest, NoRequeueWhenSlurmIsEndingTheJob) {
   EXPECT_NE(run.output.find("Slurm is ending job 42 (COMPLETING); not requeueing"),
             std::string::npos)
       << run.output;
+}
+
+// Runs `script` with bash as node `rank` of a 2-node job would see it: fake `fulcrum run` and
+// `srun` that run what follows them, `scontrol show hostnames` answering 10.0.0.1 and 10.0.0.2,
+// a recording launcher. Returns the words the launcher got, one per line.
+std::string LaunchOnNode(const std::string& script, const std::string& launcher, int rank) {
+  const std::string dir = testing::MakeTempDir("sbatch-node");
+  fs::create_directories(dir + "/bin");
+  WriteExecutable(dir + "/bin/fulcrum",
+                  "#!/bin/sh\nwhile [ \"$1\" != -- ]; do shift; done\nshift\nexec \"$@\"\n");
+  WriteExecutable(dir + "/bin/srun",
+                  "#!/bin/sh\nwhile [ \"${1#-}\" != \"$1\" ]; do shift; done\n"
+                  "exec \"$@\"\n");
+  WriteExecutable(dir + "/bin/scontrol", "#!/bin/sh\nprintf '10.0.0.1\\n10.0.0.2\\n'\n");
+  WriteExecutable(dir + "/bin/" + launcher,
+                  "#!/bin/sh\nprintf '%s\\n' \"$@\" > " + dir + "/record\n");
+  WriteExecutable(dir + "/job.sbatch", script);
+  testing::RunOptions options;
+  options.env = {{"PATH", dir + "/bin:/usr/bin:/bin"},   {"SLURM_JOB_ID", "42"},
+                 {"SLURM_JOB_NUM_NODES", "2"},           {"SLURM_NNODES", "2"},
+                 {"SLURM_NODEID", std::to_string(rank)}, {"SLURM_JOB_NODELIST", "n[1-2]"}};
+  options.timeout_seconds = 20;
+  testing::RunOutput run = testing::RunProgram("/bin/bash", {dir + "/job.sbatch"}, options);
+  EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+  const std::string record = ReadAll(dir + "/record");
+  fs::remove_all(dir);
+  return record;
+}
+
+TEST(SlurmTest, EachNodeStartsOneProcessPerGpuWithItsRank) {
+  // Before issue 25, `accelerate launch` on two nodes got neither --num_processes nor
+  // --machine_rank: both nodes started as machine 0 of one.
+  SbatchSpec spec = TwoNodeSpec();
+  spec.fulcrum_binary = "fulcrum";
+  spec.command = {"accelerate", "launch", "--num_processes", "8", "train.py", "--lr", "1e-4"};
+  const std::string accelerate = LaunchOnNode(GenerateSbatch(spec), "accelerate", 1);
+  for (const char* word :
+       {"--num_processes\n16\n", "--num_machines=2\n", "--machine_rank=1\n",
+        "--main_process_ip=10.0.0.1\n", "--main_process_port=29400\n", "train.py\n--lr\n1e-4\n"}) {
+    EXPECT_NE(accelerate.find(word), std::string::npos) << word << " not in\n" << accelerate;
+  }
+  spec.command = {"torchrun", "train.py"};
+  const std::string torchrun = LaunchOnNode(GenerateSbatch(spec), "torchrun", 1);
+  for (const char* word : {"--nproc_per_node=8\n", "--nnodes\n2\n",
+                           "--rdzv-endpoint\n10.0.0.1:29400\n", "--rdzv-id\n42\n"}) {
+    EXPECT_NE(torchrun.find(word), std::string::npos) << word << " not in\n" << torchrun;
+  }
+}
+
+TEST(SlurmTest, ANodeCommandRunsThroughTheNodesShell) {
+  // plan --export slurm: the node's shell text (exports, then the command) runs on each node.
+  SbatchSpec spec = TwoNodeSpec();
+  spec.fulcrum_binary = "fulcrum";
+  spec.command.clear();
+  spec.node_command =
+      "export NODE_RANK=\"$SLURM_NODEID\"\nexec torchrun --node_rank $NODE_RANK x.py";
+  const std::string record = LaunchOnNode(GenerateSbatch(spec), "torchrun", 1);
+  EXPECT_EQ(record, "--node_rank\n1\nx.py\n");
 }
 
 }  // namespace

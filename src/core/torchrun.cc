@@ -475,4 +475,75 @@ LaunchRewrite RewriteLaunch(const std::vector<std::string>& words, const NodeLau
   return out;
 }
 
+namespace {
+
+// The whitespace-separated words of shell text `command` and where each starts.
+std::vector<std::string> CommandWords(const std::string& command, std::vector<size_t>& starts) {
+  std::vector<std::string> words;
+  for (size_t i = 0; i < command.size();) {
+    if (std::isspace(static_cast<unsigned char>(command[i]))) {
+      ++i;
+      continue;
+    }
+    const size_t start = i;
+    while (i < command.size() && !std::isspace(static_cast<unsigned char>(command[i]))) ++i;
+    words.push_back(command.substr(start, i - start));
+    starts.push_back(start);
+  }
+  return words;
+}
+
+}  // namespace
+
+ShellCommandRewrite RewriteShellCommand(const std::string& command, const NodeLaunch& node) {
+  ShellCommandRewrite out;
+  out.text = command;
+  std::vector<size_t> starts;
+  const std::vector<std::string> words = CommandWords(command, starts);
+  out.rewrite = RewriteLaunch(words, node);
+  // From the last edit, so that each word's position still holds (at one position the
+  // insertion comes first in `edits`, hence last here: after the word it goes before is
+  // replaced).
+  for (auto it = out.rewrite.edits.rbegin(); it != out.rewrite.edits.rend(); ++it) {
+    std::string joined;
+    for (const std::string& w : it->words) joined += (joined.empty() ? "" : " ") + w;
+    if (it->at >= words.size()) {
+      out.text += " " + joined;
+    } else if (it->replace) {
+      out.text.replace(starts[it->at], words[it->at].size(), joined);
+    } else {
+      out.text.insert(starts[it->at], joined + " ");
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> NodeVariableExports(std::string_view command, const NodeLaunch& node) {
+  std::vector<std::string> lines;
+  for (const std::string& name : ShellVariablesIn(command)) {
+    const std::optional<NodeQuantity> q = CommonVariableQuantity(name);
+    if (!q) continue;
+    auto it = node.shell.find(*q);
+    if (it != node.shell.end()) lines.push_back("export " + name + "=" + it->second);
+  }
+  return lines;
+}
+
+NodeLaunch SlurmNodeLaunch(int nodes, int gpus_per_node) {
+  NodeLaunch node;
+  node.gpus_per_node = gpus_per_node;
+  node.nodes = nodes;
+  node.shell[NodeQuantity::kNodeCount] = "\"$SLURM_JOB_NUM_NODES\"";
+  node.shell[NodeQuantity::kNodeRank] = "\"$SLURM_NODEID\"";
+  node.shell[NodeQuantity::kMasterAddr] = "\"$MASTER_ADDR\"";
+  node.shell[NodeQuantity::kMasterPort] = "\"$MASTER_PORT\"";
+  node.shell[NodeQuantity::kGpusPerNode] = std::to_string(gpus_per_node);
+  node.shell[NodeQuantity::kWorldSize] = std::to_string(gpus_per_node * nodes);
+  node.own_variables["SLURM_JOB_NUM_NODES"] = NodeQuantity::kNodeCount;
+  node.own_variables["SLURM_NNODES"] = NodeQuantity::kNodeCount;
+  node.own_variables["SLURM_NODEID"] = NodeQuantity::kNodeRank;
+  node.own_variables["SLURM_GPUS_ON_NODE"] = NodeQuantity::kGpusPerNode;
+  return node;
+}
+
 }  // namespace fulcrum

@@ -85,4 +85,28 @@ struct LaunchRewrite {
 // number, or a variable of that quantity) is kept.
 LaunchRewrite RewriteLaunch(const std::vector<std::string>& words, const NodeLaunch& node);
 
+// RewriteLaunch on shell text (a spec's `command:`): the launcher is read from the
+// whitespace-separated words, the edits are applied at their places, and the rest of the text
+// is kept as the user wrote it.
+struct ShellCommandRewrite {
+  std::string text;
+  LaunchRewrite rewrite;
+};
+ShellCommandRewrite RewriteShellCommand(const std::string& command, const NodeLaunch& node);
+
+// `export NAME=<shell text>` for each variable shell text `command` names for the job's shape
+// (CommonVariableQuantity: NUM_NODES, NODE_RANK, MASTER_ADDR, WORLD_SIZE, ...), from `node`'s
+// own; run before the command, so that its $NAME expands to the node's value.
+std::vector<std::string> NodeVariableExports(std::string_view command, const NodeLaunch& node);
+
+// A node of a Slurm job of `nodes` x `gpus_per_node`, in a task that `srun` starts once per node
+// from a batch script that exported MASTER_ADDR (the first host of the job's node list) and
+// MASTER_PORT. Slurm's variables, as srun(1) (Slurm 22.05, "OUTPUT ENVIRONMENT VARIABLES";
+// https://slurm.schedmd.com/srun.html) defines them in each task: SLURM_JOB_NUM_NODES and
+// SLURM_NNODES "Total number of nodes in the job's resource allocation", SLURM_NODEID "The
+// relative node ID of the current node", SLURM_GPUS_ON_NODE "Number of GPUs available to the step
+// on this node"; the batch script's own MASTER_ADDR/MASTER_PORT reach the task because srun's
+// --export=ALL is the "Default mode if --export is not specified".
+NodeLaunch SlurmNodeLaunch(int nodes, int gpus_per_node);
+
 }  // namespace fulcrum

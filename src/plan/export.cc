@@ -73,6 +73,7 @@ struct Placement {
 // Why the tool cannot start offer `o` at all ("" when it can): no cloud, region or accelerator
 // name for it in the tool's table.
 std::string OfferSkipReason(const catalog::Offer& o, const ExportTables& t) {
+  if (t.format == ExportFormat::kSlurm) return "";  // the cluster's nodes: any offer's shape
   const char* tool = ExportToolName(t.format);
   const std::string table = std::string("catalog/export_") + ExportFormatName(t.format) + ".csv";
   if (t.clouds.find(o.provider) == t.clouds.end()) {
@@ -90,11 +91,38 @@ std::string OfferSkipReason(const catalog::Offer& o, const ExportTables& t) {
   return "";
 }
 
+// The pricing models a Slurm batch script can run on: the nodes of the cluster, bought on demand,
+// reserved or as spot (a preempted node ends the job; the script's --requeue and its requeue
+// after a notice resume it from the last checkpoint). Not spot_with_fallback: a batch script
+// cannot move its job to on-demand capacity near the deadline.
+bool SlurmRuns(PricingModel p) { return p != PricingModel::kSpotWithFallback; }
+
+Placement PlaceOnSlurm(const Candidate& c, const catalog::Catalog& catalog) {
+  Placement p;
+  const catalog::Offer& o = catalog.offers()[static_cast<size_t>(c.offer)];
+  if (!SlurmRuns(c.pricing)) {
+    p.skip_reason = fmt::format(
+        "{} pricing: a Slurm batch script runs on the cluster's nodes and cannot move the job "
+        "to on-demand capacity near the deadline",
+        PricingModelName(c.pricing));
+    return p;
+  }
+  std::optional<double> hourly = HourlyPriceUsd(o, catalog.FindProvider(o.provider), c.pricing);
+  if (!hourly) {
+    p.skip_reason = fmt::format("{} {}: no {} price in the catalog", o.provider, o.instance_type,
+                                PricingModelName(c.pricing));
+    return p;
+  }
+  p.cluster_usd_per_hour = *hourly * c.nodes;
+  return p;
+}
+
 Placement Place(const Candidate& c, const catalog::Catalog& catalog, const ExportTables& t) {
   Placement p;
   const catalog::Offer& o = catalog.offers()[static_cast<size_t>(c.offer)];
   const char* tool = ExportToolName(t.format);
   const std::string table = std::string("catalog/export_") + ExportFormatName(t.format) + ".csv";
+  if (t.format == ExportFormat::kSlurm) return PlaceOnSlurm(c, catalog);
   if (c.pricing != PricingModel::kOnDemand && c.pricing != PricingModel::kSpot) {
     p.skip_reason = fmt::format("{} pricing: {} launches on-demand or spot capacity only",
                                 PricingModelName(c.pricing), tool);
@@ -153,13 +181,26 @@ constexpr NodeEnv kDstackEnv = {"\"$DSTACK_NODES_NUM\"", "\"$DSTACK_NODE_RANK\""
                                 "\"$DSTACK_MASTER_NODE_IP\"", "DSTACK_GPUS_PER_NODE",
                                 "$DSTACK_NODE_RANK, $DSTACK_MASTER_NODE_IP"};
 constexpr int kMasterPort = 8008;
+// Slurm: core/torchrun.h SlurmNodeLaunch (srun's task variables and the batch script's
+// MASTER_ADDR/MASTER_PORT, the first host of the job's node list).
+constexpr NodeEnv kSlurmEnv = {"\"$SLURM_JOB_NUM_NODES\"", "\"$SLURM_NODEID\"", "\"$MASTER_ADDR\"",
+                               "SLURM_GPUS_ON_NODE", "$SLURM_NODEID, $MASTER_ADDR"};
 
 const NodeEnv& EnvOf(ExportFormat format) {
-  return format == ExportFormat::kSkypilot ? kSkypilotEnv : kDstackEnv;
+  switch (format) {
+    case ExportFormat::kSkypilot:
+      return kSkypilotEnv;
+    case ExportFormat::kDstack:
+      return kDstackEnv;
+    case ExportFormat::kSlurm:
+      break;
+  }
+  return kSlurmEnv;
 }
 
 // What a node of candidate `c` (on offer `o`) knows, in the tool's terms.
 NodeLaunch NodeOf(const Candidate& c, const catalog::Offer& o, ExportFormat format) {
+  if (format == ExportFormat::kSlurm) return SlurmNodeLaunch(c.nodes, o.gpu_count);
   const NodeEnv& env = EnvOf(format);
   NodeLaunch node;
   node.gpus_per_node = o.gpu_count;
@@ -182,26 +223,8 @@ std::string TrainingCommand(const PlanResult& r) {
   return r.spec.command.empty() ? "python train.py" : r.spec.command;
 }
 
-// The whitespace-separated words of shell text `command` and where each starts (for reading
-// the launcher only: the text itself is kept as the user wrote it).
-std::vector<std::string> CommandWords(const std::string& command, std::vector<size_t>* starts) {
-  std::vector<std::string> words;
-  for (size_t i = 0; i < command.size();) {
-    if (std::isspace(static_cast<unsigned char>(command[i]))) {
-      ++i;
-      continue;
-    }
-    const size_t start = i;
-    while (i < command.size() && !std::isspace(static_cast<unsigned char>(command[i]))) ++i;
-    words.push_back(command.substr(start, i - start));
-    if (starts != nullptr) starts->push_back(start);
-  }
-  return words;
-}
-
 // The training command as a node of `c` runs it, and what changed (core/torchrun.h
-// RewriteLaunch): the edits applied to the user's text from the last, so that each word's
-// position still holds (at one position RewriteLaunch orders the insertion first).
+// RewriteShellCommand).
 struct NodeCommand {
   std::string text;
   LaunchRewrite rewrite;
@@ -210,53 +233,44 @@ struct NodeCommand {
 NodeCommand CommandOnNode(const PlanResult& r, const Candidate& c, const catalog::Offer& o,
                           ExportFormat format) {
   NodeCommand out;
-  out.text = TrainingCommand(r);
   out.node = NodeOf(c, o, format);
-  std::vector<size_t> starts;
-  const std::vector<std::string> words = CommandWords(out.text, &starts);
-  out.rewrite = RewriteLaunch(words, out.node);
-  for (auto it = out.rewrite.edits.rbegin(); it != out.rewrite.edits.rend(); ++it) {
-    std::string joined;
-    for (const std::string& w : it->words) joined += (joined.empty() ? "" : " ") + w;
-    if (it->at >= words.size()) {
-      out.text += " " + joined;
-    } else if (it->replace) {
-      out.text.replace(starts[it->at], words[it->at].size(), joined);
-    } else {
-      out.text.insert(starts[it->at], joined + " ");
-    }
-  }
+  ShellCommandRewrite rewritten = RewriteShellCommand(TrainingCommand(r), out.node);
+  out.text = std::move(rewritten.text);
+  out.rewrite = std::move(rewritten.rewrite);
   return out;
 }
 
-// `export NAME=...` for each variable the command names for the job's shape (NUM_NODES,
-// NODE_RANK, MASTER_ADDR, WORLD_SIZE, ...: core/torchrun.h CommonVariableQuantity), from the
-// tool's own; the shell expands the command's $NAME after these lines.
+// `export NAME=...` for each variable the command names for the job's shape, from the tool's
+// own; the shell expands the command's $NAME after these lines.
 std::vector<std::string> VariableLines(const PlanResult& r, const NodeLaunch& node) {
-  std::vector<std::string> lines;
-  for (const std::string& name : ShellVariablesIn(TrainingCommand(r))) {
-    const std::optional<NodeQuantity> q = CommonVariableQuantity(name);
-    if (q) lines.push_back("export " + name + "=" + node.shell.at(*q));
-  }
-  return lines;
+  return NodeVariableExports(TrainingCommand(r), node);
 }
 
-// The `fulcrum run` line. The price is the whole cluster's (every node's supervisor then sees
-// the cluster's spend and stops at the same budget).
-std::string RunLine(const PlanResult& r, const Candidate& c, const Placement& p,
-                    const ExportOptions& options, const NodeCommand& command) {
-  std::string line = "fulcrum run --name " + JobName(r.model.name);
+// The `fulcrum run` options. The price is the whole cluster's (every node's supervisor then
+// sees the cluster's spend and stops at the same budget).
+std::vector<std::string> RunArgs(const PlanResult& r, const Candidate& c, const Placement& p,
+                                 const ExportOptions& options) {
+  std::vector<std::string> args = {"--name", JobName(r.model.name)};
   if (r.spec.checkpointing) {
-    line += " --checkpoint-dir " + options.checkpoint_dir;
+    args.insert(args.end(), {"--checkpoint-dir", options.checkpoint_dir});
     if (c.run.checkpoint_interval_seconds > 0) {
-      line +=
-          fmt::format(" --checkpoint-every {:.0f}s", std::ceil(c.run.checkpoint_interval_seconds));
+      args.insert(args.end(),
+                  {"--checkpoint-every",
+                   fmt::format("{:.0f}s", std::ceil(c.run.checkpoint_interval_seconds))});
     }
   }
-  line += " --price-per-hour " + Number(p.cluster_usd_per_hour);
+  args.insert(args.end(), {"--price-per-hour", Number(p.cluster_usd_per_hour)});
   if (r.spec.constraints.budget_usd) {
-    line += " --budget-usd " + Number(*r.spec.constraints.budget_usd);
+    args.insert(args.end(), {"--budget-usd", Number(*r.spec.constraints.budget_usd)});
   }
+  return args;
+}
+
+// The `fulcrum run` line (the options are plain words: no quoting needed).
+std::string RunLine(const PlanResult& r, const Candidate& c, const Placement& p,
+                    const ExportOptions& options, const NodeCommand& command) {
+  std::string line = "fulcrum run";
+  for (const std::string& arg : RunArgs(r, c, p, options)) line += " " + arg;
   return line + " -- " + command.text;
 }
 
@@ -307,7 +321,7 @@ std::string Header(const PlanResult& r, const Candidate& c, const catalog::Offer
         "The command runs once on each of the {} nodes: it must join the others itself ({}).\n",
         c.nodes, EnvOf(format).rank_hint);
   }
-  return Comment(h);
+  return h;
 }
 
 std::string SkypilotTask(const PlanResult& r, const Candidate& c, const catalog::Offer& o,
@@ -360,6 +374,25 @@ std::string DstackTask(const PlanResult& r, const Candidate& c, const catalog::O
   return out;
 }
 
+// What the Slurm script of candidate `c` holds (cluster/slurm.h GenerateSbatch writes it): the
+// batch host installs fulcrum if needed and runs one `fulcrum run`; each node runs the exports
+// of the command's variables and the command rewritten for it (exec'd when it is a launcher
+// fulcrum reads, so that Slurm's signals reach it).
+SlurmTask SlurmTaskOf(const PlanResult& r, const Candidate& c, const catalog::Offer& o,
+                      const Placement& p, const ExportOptions& options, const NodeCommand& command,
+                      const std::string& header) {
+  SlurmTask t;
+  t.job_name = JobName(r.model.name);
+  t.nodes = c.nodes;
+  t.gpus_per_node = o.gpu_count;
+  t.header = header;
+  t.setup = SetupLines(options);
+  t.run_args = RunArgs(r, c, p, options);
+  for (const std::string& line : VariableLines(r, command.node)) t.node_command += line + "\n";
+  t.node_command += (command.rewrite.launcher == Launcher::kNone ? "" : "exec ") + command.text;
+  return t;
+}
+
 // An InvalidInput on --pick with its ErrorDetail.
 Status PickError(const std::string& expected, int pick, const std::string& message) {
   ErrorDetail detail;
@@ -377,22 +410,39 @@ Result<ExportFormat> ParseExportFormat(std::string_view text) {
   const std::string t = ToLower(Trim(text));
   if (t == "skypilot" || t == "sky") return ExportFormat::kSkypilot;
   if (t == "dstack") return ExportFormat::kDstack;
+  if (t == "slurm") return ExportFormat::kSlurm;
   ErrorDetail detail;
   detail.field = "--export";
-  detail.expected = "skypilot or dstack";
+  detail.expected = "skypilot, dstack or slurm";
   detail.found = std::string(text);
-  detail.nearest = NearestNames(t, {"skypilot", "dstack"});
-  return Status::InvalidInput("--export: expected skypilot or dstack, found \"" +
+  detail.nearest = NearestNames(t, {"skypilot", "dstack", "slurm"});
+  return Status::InvalidInput("--export: expected skypilot, dstack or slurm, found \"" +
                               std::string(text) + "\"")
       .WithDetail(detail);
 }
 
 const char* ExportFormatName(ExportFormat format) {
-  return format == ExportFormat::kSkypilot ? "skypilot" : "dstack";
+  switch (format) {
+    case ExportFormat::kSkypilot:
+      return "skypilot";
+    case ExportFormat::kDstack:
+      return "dstack";
+    case ExportFormat::kSlurm:
+      break;
+  }
+  return "slurm";
 }
 
 const char* ExportToolName(ExportFormat format) {
-  return format == ExportFormat::kSkypilot ? "SkyPilot" : "dstack";
+  switch (format) {
+    case ExportFormat::kSkypilot:
+      return "SkyPilot";
+    case ExportFormat::kDstack:
+      return "dstack";
+    case ExportFormat::kSlurm:
+      break;
+  }
+  return "Slurm";
 }
 
 namespace {
@@ -445,6 +495,11 @@ Result<ExportTables> ParseExportTables(std::string_view text, const std::string&
 }
 
 Result<ExportTables> LoadExportTables(const std::string& catalog_dir, ExportFormat format) {
+  if (format == ExportFormat::kSlurm) {
+    ExportTables slurm;  // no spellings: the script names no cloud, region or accelerator
+    slurm.format = format;
+    return slurm;
+  }
   const std::string path = catalog_dir + "/export_" + ExportFormatName(format) + ".csv";
   FULCRUM_ASSIGN_OR_RETURN(CsvTable table, LoadTableFile(path, kSchema));
   return TablesFrom(table, format);
@@ -470,10 +525,19 @@ LauncherFilter LauncherFilterOf(const ExportTables& tables) {
   auto shared = std::make_shared<const ExportTables>(tables);
   filter.max_nodes = [shared](const catalog::Offer& o) -> std::optional<std::optional<int>> {
     if (!OfferSkipReason(o, *shared).empty()) return std::nullopt;
+    if (shared->format == ExportFormat::kSlurm) return std::optional<int>();  // no node limit
     return shared->clouds.at(o.provider).max_nodes;
   };
-  // Place(): both tools launch on-demand or spot capacity only.
+  // Place(): both tools launch on-demand or spot capacity only; Slurm runs every pricing model
+  // but spot_with_fallback (SlurmRuns).
   filter.pricing = {PricingModel::kOnDemand, PricingModel::kSpot};
+  if (tables.format == ExportFormat::kSlurm) {
+    filter.pricing.clear();
+    for (int i = 0; i < kPricingModelCount; ++i) {
+      const auto p = static_cast<PricingModel>(i);
+      if (SlurmRuns(p)) filter.pricing.push_back(p);
+    }
+  }
   return filter;
 }
 
@@ -595,10 +659,16 @@ Result<ExportResult> ExportCandidates(const PlanResult& r, const catalog::Catalo
       continue;
     }
     const std::string note = best ? BestPickNote(out, pick, tool) : "";
-    std::string text = Header(r, c, o, p, tables.format, command, note);
-    text += tables.format == ExportFormat::kSkypilot ? SkypilotTask(r, c, o, p, options, command)
-                                                     : DstackTask(r, c, o, p, options, command);
-    out.tasks.push_back({pick, std::move(text)});
+    const std::string header = Header(r, c, o, p, tables.format, command, note);
+    if (tables.format == ExportFormat::kSlurm) {
+      out.tasks.push_back({pick, "", SlurmTaskOf(r, c, o, p, options, command, header)});
+    } else {
+      out.tasks.push_back({pick,
+                           Comment(header) + (tables.format == ExportFormat::kSkypilot
+                                                  ? SkypilotTask(r, c, o, p, options, command)
+                                                  : DstackTask(r, c, o, p, options, command)),
+                           std::nullopt});
+    }
     if (best) return out;
   }
   if (best) {

@@ -6,7 +6,9 @@
 // (no such cloud, region or accelerator name, reserved pricing) is skipped with the reason.
 // Every string value is written YAML-quoted; the run line carries what `fulcrum run` needs (the
 // price, budget, checkpoint dir and interval, job name) and the setup makes `fulcrum` available
-// on the node. Pure text generation over immutable inputs; thread-safe.
+// on the node. A Slurm export is what a batch script of the candidate holds (SlurmTask), written
+// by the Slurm script writer (cluster/slurm.h). Pure text generation over immutable inputs;
+// thread-safe.
 #pragma once
 
 #include <map>
@@ -24,11 +26,12 @@
 
 namespace fulcrum::plan {
 
-enum class ExportFormat { kSkypilot, kDstack };
+enum class ExportFormat { kSkypilot, kDstack, kSlurm };
 
-Result<ExportFormat> ParseExportFormat(std::string_view text);  // "skypilot" | "dstack"
-const char* ExportFormatName(ExportFormat format);              // "skypilot" | "dstack"
-// "SkyPilot" | "dstack", for messages.
+// "skypilot" | "dstack" | "slurm"
+Result<ExportFormat> ParseExportFormat(std::string_view text);
+const char* ExportFormatName(ExportFormat format);
+// "SkyPilot" | "dstack" | "Slurm", for messages.
 const char* ExportToolName(ExportFormat format);
 
 // One tool's spellings (catalog/export_<format>.csv: kind,provider,fulcrum,instance_prefix,name,
@@ -57,7 +60,8 @@ struct ExportTables {
 // cloud or region row: InvalidInput "file:line: column: expected ..., found ...".
 Result<ExportTables> ParseExportTables(std::string_view text, const std::string& file,
                                        ExportFormat format);
-// catalog_dir/export_<format>.csv.
+// catalog_dir/export_<format>.csv; for Slurm, tables without rows (a Slurm script names no
+// cloud, region or accelerator: it runs on the cluster's nodes, of any offer's shape).
 Result<ExportTables> LoadExportTables(const std::string& catalog_dir, ExportFormat format);
 
 // The tool's accelerator name for `gpu` in an offer of `provider` with `instance_type`: the
@@ -68,7 +72,9 @@ std::string ExportAcceleratorName(const ExportTables& tables, const std::string&
 
 // What the tool can start, for plan --launcher (Constraints::launcher): the offers whose
 // provider, region and accelerator the tables name, up to the cloud's max_nodes, on-demand or
-// spot. Holds its own copy of `tables`.
+// spot. Slurm: every offer at any node count (a batch script asks for N identical nodes of G
+// GPUs, --nodes and --gres=gpu:G, and srun starts one launcher per node), in every pricing model
+// but spot_with_fallback. Holds its own copy of `tables`.
 LauncherFilter LauncherFilterOf(const ExportTables& tables);
 
 struct ExportOptions {
@@ -89,9 +95,21 @@ struct ExportOptions {
 // that would need shell quoting): InvalidInput naming the flag.
 Status ValidateExportOptions(const ExportOptions& options);
 
+// A Slurm export: what the batch script holds, for the Slurm script writer
+// (cluster/slurm.h GenerateSbatch; plan does not include cluster/).
+struct SlurmTask {
+  std::string job_name;
+  int nodes = 1;
+  int gpus_per_node = 1;
+  std::string header;                 // comment text (lines without "# ")
+  std::vector<std::string> setup;     // shell lines on the batch host: install fulcrum if needed
+  std::vector<std::string> run_args;  // `fulcrum run` options (before --)
+  std::string node_command;           // shell text each node runs: exports, then the command
+};
 struct ExportedTask {
   int rank = 0;
-  std::string text;
+  std::string text;                // SkyPilot / dstack: the task file
+  std::optional<SlurmTask> slurm;  // Slurm: rendered by GenerateSbatch
 };
 struct SkippedCandidate {
   int rank = 0;

@@ -1,5 +1,6 @@
 #include "plan/export.h"
 
+#include <algorithm>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -240,6 +241,48 @@ TEST(ExportTest, OffersTheToolCannotExpressAreSkippedWithTheReason) {
   // A rank outside the plan is an input error.
   e = ExportCandidates(r, TestCatalog(), Tables(ExportFormat::kDstack), Options(), {5});
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidInput);
+}
+
+TEST(ExportTest, SlurmRunsEveryOfferButCannotFallBackToOnDemand) {
+  // Issue 25: --launcher slurm / --export slurm were refused. A batch script asks for N nodes of
+  // the offer's shape; hyperstack (no SkyPilot or dstack spelling) and reserved capacity are
+  // fine, a deadline-driven move to on-demand is not.
+  PlanResult r = Plan({MakeCandidate(4, 2, PricingModel::kOnDemand, 1),
+                       MakeCandidate(1, 1, PricingModel::kReserved1y, 2),
+                       MakeCandidate(1, 1, PricingModel::kSpotWithFallback, 3)});
+  r.spec.command = "accelerate launch --num_processes 8 train.py --nodes $NUM_NODES";
+  Result<ExportResult> e =
+      ExportCandidates(r, TestCatalog(), Tables(ExportFormat::kSlurm), Options(), {});
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  ASSERT_EQ(e->tasks.size(), 2u);
+  ASSERT_EQ(e->skipped.size(), 1u);
+  EXPECT_EQ(e->skipped[0].rank, 3);
+  EXPECT_NE(e->skipped[0].reason.find("spot_with_fallback pricing"), std::string::npos);
+  ASSERT_TRUE(e->tasks[0].slurm.has_value());
+  const SlurmTask& t = *e->tasks[0].slurm;
+  EXPECT_EQ(t.nodes, 2);
+  EXPECT_EQ(t.gpus_per_node, 8);
+  EXPECT_EQ(t.node_command,
+            "export NUM_NODES=\"$SLURM_JOB_NUM_NODES\"\n"
+            "exec accelerate launch --num_machines=\"$SLURM_JOB_NUM_NODES\" "
+            "--machine_rank=\"$SLURM_NODEID\" --main_process_ip=\"$MASTER_ADDR\" "
+            "--main_process_port=\"$MASTER_PORT\" --num_processes 16 train.py --nodes $NUM_NODES");
+  const std::vector<std::string> price = {"--price-per-hour", "38"};  // 2 x 19
+  EXPECT_NE(std::search(t.run_args.begin(), t.run_args.end(), price.begin(), price.end()),
+            t.run_args.end());
+  EXPECT_NE(t.header.find("--num_processes 8 -> 16"), std::string::npos) << t.header;
+  EXPECT_FALSE(t.setup.empty());
+  // --launcher slurm keeps every offer, in every pricing model but spot_with_fallback.
+  const LauncherFilter filter = LauncherFilterOf(Tables(ExportFormat::kSlurm));
+  EXPECT_EQ(filter.name, "Slurm");
+  const catalog::Catalog catalog = TestCatalog();
+  for (const catalog::Offer& o : catalog.offers()) {
+    ASSERT_TRUE(filter.max_nodes(o).has_value()) << o.provider;
+    EXPECT_FALSE(filter.max_nodes(o)->has_value()) << o.provider;
+  }
+  EXPECT_EQ(filter.pricing.size(), static_cast<size_t>(kPricingModelCount - 1));
+  EXPECT_EQ(
+      std::count(filter.pricing.begin(), filter.pricing.end(), PricingModel::kSpotWithFallback), 0);
 }
 
 TEST(ExportTest, AModelNameCannotEndTheHeaderComment) {

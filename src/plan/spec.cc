@@ -44,7 +44,7 @@ Status ParseConstraints(const YamlNode& node, Constraints& c) {
   FULCRUM_RETURN_IF_ERROR(
       node.CheckKeys({"deadline", "budget_usd", "max_gpus", "providers", "regions", "gpus",
                       "pricing", "interruptible", "min_headroom", "assume_network_gbps",
-                      "max_nodes", "framework", "strict_batch", "batch_tolerance"}));
+                      "max_nodes", "framework", "strict_batch", "batch_tolerance", "strict_host"}));
   if (auto v = node.Find("deadline")) {
     FULCRUM_ASSIGN_OR_RETURN(c.deadline_seconds, v->Duration("a duration such as 7d or 36h"));
   }
@@ -94,6 +94,9 @@ Status ParseConstraints(const YamlNode& node, Constraints& c) {
   if (auto v = node.Find("batch_tolerance")) FULCRUM_RETURN_IF_ERROR(ParseBatchTolerance(*v, c));
   if (auto v = node.Find("strict_batch")) {
     FULCRUM_ASSIGN_OR_RETURN(c.strict_batch, v->Bool());
+  }
+  if (auto v = node.Find("strict_host")) {
+    FULCRUM_ASSIGN_OR_RETURN(c.strict_host, v->Bool());
   }
   return Status::Ok();
 }
@@ -308,17 +311,44 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
   FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   PlanSpec spec;
   spec.origin = origin;
-  FULCRUM_RETURN_IF_ERROR(root.CheckKeys(
-      {"model",     "hf_config",       "tokens",        "samples",   "epochs",
-       "seq_len",   "global_batch",    "precision",     "method",    "lora_rank",
-       "optimizer", "flash_attention", "checkpointing", "command",   "constraints",
-       "weights",   "costs",           "top",           "name",      "description",
-       "objective", "storage",         "egress_gb",     "framework", "batch_tolerance"},
-      "a mapping of plan fields (model, tokens, ...)"));
+  FULCRUM_RETURN_IF_ERROR(root.CheckKeys({"model",
+                                          "hf_config",
+                                          "tokens",
+                                          "samples",
+                                          "epochs",
+                                          "seq_len",
+                                          "global_batch",
+                                          "precision",
+                                          "method",
+                                          "lora_rank",
+                                          "optimizer",
+                                          "flash_attention",
+                                          "checkpointing",
+                                          "command",
+                                          "constraints",
+                                          "weights",
+                                          "costs",
+                                          "top",
+                                          "name",
+                                          "description",
+                                          "objective",
+                                          "storage",
+                                          "egress_gb",
+                                          "framework",
+                                          "batch_tolerance",
+                                          "checkpoint_every",
+                                          "strict_host"},
+                                         "a mapping of plan fields (model, tokens, ...)"));
   FULCRUM_RETURN_IF_ERROR(ParseModelAndWork(root, base_dir, spec));
   FULCRUM_RETURN_IF_ERROR(ParseTraining(root, spec));
   if (auto v = root.Find("checkpointing")) {
     FULCRUM_ASSIGN_OR_RETURN(spec.checkpointing, v->Bool());
+  }
+  // The checkpoint interval `fulcrum run` is given (--checkpoint-every wins over it).
+  if (auto v = root.Find("checkpoint_every")) {
+    FULCRUM_ASSIGN_OR_RETURN(double seconds,
+                             v->Duration("a positive duration such as 30m or 2h", kPositive));
+    spec.checkpoint_every_seconds = seconds;
   }
   if (auto v = root.Find("command")) {
     FULCRUM_ASSIGN_OR_RETURN(spec.command, v->Text());
@@ -326,11 +356,14 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
   if (auto v = root.Find("constraints")) {
     FULCRUM_RETURN_IF_ERROR(ParseConstraints(*v, spec.constraints));
   }
-  // The job's framework and batch tolerance may also stand at the top level.
+  // The job's framework, batch tolerance and host strictness may also stand at the top level.
   if (auto v = root.Find("framework"))
     FULCRUM_RETURN_IF_ERROR(ParseFrameworks(*v, spec.constraints));
   if (auto v = root.Find("batch_tolerance")) {
     FULCRUM_RETURN_IF_ERROR(ParseBatchTolerance(*v, spec.constraints));
+  }
+  if (auto v = root.Find("strict_host")) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.constraints.strict_host, v->Bool());
   }
   if (auto v = root.Find("weights")) FULCRUM_RETURN_IF_ERROR(ParseWeightsNode(*v, spec.weights));
   if (auto v = root.Find("costs")) FULCRUM_RETURN_IF_ERROR(ParseCosts(*v, spec.extra));

@@ -104,6 +104,34 @@ constraints: {max_nodes: 2, framework: fsdp, strict_batch: true}
   EXPECT_FALSE(ParsePlanYaml("model: x\ntokens: 1B\nstorage: {disks: 1}\n", "x.yaml").ok());
 }
 
+TEST(SpecTest, StrictHostAndCheckpointEveryAreSpecKeys) {
+  // Issue 25: --strict-host and --checkpoint-every had no spec keys; a spec naming them was
+  // refused as an unknown field.
+  Result<PlanSpec> spec = ParsePlanYaml(
+      "model: llama-2-7b\ntokens: 2B\ncheckpoint_every: 45m\nconstraints: {strict_host: true}\n",
+      "x.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_TRUE(spec->constraints.strict_host);
+  ASSERT_TRUE(spec->checkpoint_every_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*spec->checkpoint_every_seconds, 45 * 60);
+  spec = ParsePlanYaml("model: llama-2-7b\ntokens: 2B\nstrict_host: yes\n", "x.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_TRUE(spec->constraints.strict_host);
+  spec = ParsePlanYaml("model: llama-2-7b\ntokens: 2B\n", "x.yaml");
+  ASSERT_TRUE(spec.ok());
+  EXPECT_FALSE(spec->constraints.strict_host);
+  EXPECT_FALSE(spec->checkpoint_every_seconds.has_value());
+  for (const char* bad :
+       {"checkpoint_every: 0s", "checkpoint_every: often", "strict_host: maybe"}) {
+    Result<PlanSpec> refused =
+        ParsePlanYaml(std::string("model: x\ntokens: 1B\n") + bad + "\n", "bad.yaml");
+    ASSERT_FALSE(refused.ok()) << bad;
+    const std::string key = std::string(bad).substr(0, std::string(bad).find(':'));
+    EXPECT_NE(refused.status().message().find("bad.yaml:3: " + key), std::string::npos)
+        << refused.status().message();
+  }
+}
+
 TEST(SpecTest, ImpossibleWorkIsRefused) {
   // Issue 19: tokens 1e19 hung the planner; 1e400 parsed as infinity and printed -nan.
   for (const char* tokens : {"1e19", "1e400", "2e15"}) {
