@@ -376,12 +376,20 @@ def sbatch_value(text, option):
         if line.startswith('#SBATCH --' + option):
             return int(line.rsplit('=', 1)[1].rsplit(':', 1)[-1])
     return None
+# Slurm scripts that differ only in comments and `fulcrum run`'s own options (price, interval)
+# run the same launch: one of each is run (every file is still read and counted).
+launches = set()
 for f in files:
     if tool == 'slurm':
         # The whole batch script, as sbatch runs it on the first node; srun's task on node 1
         # sees SLURM_NODEID=1 (srun(1) OUTPUT ENVIRONMENT VARIABLES).
         text = open(f).read()
         nodes, gpus = sbatch_value(text, 'nodes='), sbatch_value(text, 'gres=gpu:')
+        launch = [l.split(' -- ', 1)[-1] for l in text.splitlines() if not l.startswith('# ')]
+        key = (nodes, gpus, '\n'.join(launch))
+        if key in launches:
+            continue
+        launches.add(key)
         env = {'SLURM_JOB_ID': '42', 'SLURM_JOB_NUM_NODES': str(nodes),
                'SLURM_NNODES': str(nodes), 'SLURM_NODEID': '1' if nodes > 1 else '0',
                'SLURM_JOB_NODELIST': 'n[1-%d]' % nodes, 'SLURM_GPUS_ON_NODE': str(gpus)}
