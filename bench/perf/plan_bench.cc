@@ -85,24 +85,48 @@ void BM_StepTime(benchmark::State& state) {
 }
 BENCHMARK(BM_StepTime);
 
-// The whole plan of examples/llama-70b-pretrain.yaml over the full catalog.
-void BM_Plan70bPretrain(benchmark::State& state) {
-  auto spec = fulcrum::plan::LoadPlanFile(std::string(FULCRUM_SOURCE_DIR) +
-                                          "/examples/llama-70b-pretrain.yaml");
+// The whole plan of examples/<name>.yaml over the full catalog on `threads` threads; with
+// `every_framework` each layout is tried under every framework (as `--framework
+// megatron,deepspeed,fsdp,ddp,hf`), not only those its command runs.
+void PlanExample(benchmark::State& state, const std::string& name, bool every_framework) {
+  auto spec =
+      fulcrum::plan::LoadPlanFile(std::string(FULCRUM_SOURCE_DIR) + "/examples/" + name + ".yaml");
   if (!spec.ok()) std::abort();
-  const auto model = Preset("llama-2-70b");
+  if (every_framework) spec->constraints.frameworks = fulcrum::workload::kEveryFramework;
+  const auto model = Preset(spec->model_preset.c_str());
   const auto assumptions = fulcrum::plan::LoadCostAssumptions(kCatalog, nullptr);
   int64_t configurations = 0;
+  size_t candidates = 0;
   for (auto _ : state) {
     auto result = fulcrum::plan::RunPlan(Shipped(), model, *spec, assumptions,
                                          static_cast<int>(state.range(0)));
     if (!result.ok()) std::abort();
     configurations = result->configurations;
+    candidates = result->candidates.size();
     benchmark::DoNotOptimize(result);
   }
   state.counters["configurations"] = static_cast<double>(configurations);
+  state.counters["candidates"] = static_cast<double>(candidates);
   state.counters["threads"] = static_cast<double>(state.range(0));
 }
+
+void BM_Plan70bPretrain(benchmark::State& state) {
+  PlanExample(state, "llama-70b-pretrain", false);
+}
 BENCHMARK(BM_Plan70bPretrain)->Arg(1)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// Issue 25's goal: the 70B plan with every framework per layout, under 1 s on 2 cores.
+void BM_Plan70bEveryFramework(benchmark::State& state) {
+  PlanExample(state, "llama-70b-pretrain", true);
+}
+BENCHMARK(BM_Plan70bEveryFramework)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// The README's other examples, on 2 threads.
+void BM_Plan7bFinetune(benchmark::State& state) { PlanExample(state, "llama-7b-finetune", false); }
+BENCHMARK(BM_Plan7bFinetune)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+void BM_Plan8bLora(benchmark::State& state) { PlanExample(state, "llama-8b-lora", false); }
+BENCHMARK(BM_Plan8bLora)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
+void BM_PlanResnet50(benchmark::State& state) { PlanExample(state, "resnet50", false); }
+BENCHMARK(BM_PlanResnet50)->Arg(2)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
