@@ -311,8 +311,12 @@ void RegisterSubmit(CLI::App* cmd, CliContext& ctx) {
       "(checkpoint, stop, requeue unless Slurm is ending the job); --stop-grace and --kill-after\n"
       "default to what fits in Slurm's KillWait (scontrol show config, else 30 s). With --nodes\n"
       "above 1, srun starts the command once per node and a torchrun gets --nnodes\n"
-      "$SLURM_NNODES and a c10d rendezvous on the first host: one job, one supervisor, which\n"
-      "watches every node's agent (--agent) for a lost GPU.\n"
+      "$SLURM_JOB_NUM_NODES and a c10d rendezvous on the first host: one job, one supervisor,\n"
+      "which watches every node's agent (--agent) for a lost GPU. With --gpus-per-node the\n"
+      "launcher starts one process per GPU of each node (torchrun --nproc-per-node, deepspeed\n"
+      "--num_gpus, accelerate --num_processes over all nodes; each change listed in the\n"
+      "script's header), and accelerate and deepspeed get this node's rank ($SLURM_NODEID) and\n"
+      "the first host.\n"
       "`fulcrum status` reads squeue and sacct for it. The options of `fulcrum run`\n"
       "(checkpoints, restarts, budget) apply to both.");
   cmd->footer(
