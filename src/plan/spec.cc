@@ -311,34 +311,14 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
   FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   PlanSpec spec;
   spec.origin = origin;
-  FULCRUM_RETURN_IF_ERROR(root.CheckKeys({"model",
-                                          "hf_config",
-                                          "tokens",
-                                          "samples",
-                                          "epochs",
-                                          "seq_len",
-                                          "global_batch",
-                                          "precision",
-                                          "method",
-                                          "lora_rank",
-                                          "optimizer",
-                                          "flash_attention",
-                                          "checkpointing",
-                                          "command",
-                                          "constraints",
-                                          "weights",
-                                          "costs",
-                                          "top",
-                                          "name",
-                                          "description",
-                                          "objective",
-                                          "storage",
-                                          "egress_gb",
-                                          "framework",
-                                          "batch_tolerance",
-                                          "checkpoint_every",
-                                          "strict_host"},
-                                         "a mapping of plan fields (model, tokens, ...)"));
+  FULCRUM_RETURN_IF_ERROR(root.CheckKeys(
+      {"model",       "hf_config",       "tokens",        "samples",   "epochs",
+       "seq_len",     "global_batch",    "precision",     "method",    "lora_rank",
+       "optimizer",   "flash_attention", "checkpointing", "command",   "constraints",
+       "weights",     "costs",           "top",           "name",      "description",
+       "objective",   "storage",         "egress_gb",     "framework", "batch_tolerance",
+       "strict_host", "checkpoint_every"},
+      "a mapping of plan fields (model, tokens, ...)"));
   FULCRUM_RETURN_IF_ERROR(ParseModelAndWork(root, base_dir, spec));
   FULCRUM_RETURN_IF_ERROR(ParseTraining(root, spec));
   if (auto v = root.Find("checkpointing")) {
