@@ -15,7 +15,6 @@
 #include "agent/host.h"
 #include "agent/idle.h"
 #include "agent/live_state.h"
-#include "agent/nccl_ras_poller.h"
 #include "alert/delivery.h"
 #include "alert/evaluator.h"
 #include "alert/job_alert.h"
@@ -29,6 +28,7 @@
 #include "store/outbox_sqlite.h"
 #include "store/repair.h"
 #include "store/sqlite.h"
+#include "telemetry/nccl_ras_poller.h"
 #include "telemetry/nvml_source.h"
 #include "telemetry/replay_source.h"
 #include "telemetry/sim_source.h"
@@ -99,7 +99,7 @@ struct Agent::Impl {
   telemetry::GpuSnapshot last_full;              // the last full sample (fast ticks merge over it)
   telemetry::FastFieldAggregate fast_aggregate;  // fast readings since the last full tick
   std::vector<alert::Sample> job_batch;          // job series of the last full tick
-  std::unique_ptr<NcclRasPoller> nccl_ras;       // names the ranks behind a hang; null if off
+  std::unique_ptr<telemetry::NcclRasPoller> nccl_ras;  // names the ranks behind a hang; null if off
 
   Impl(AgentConfig c, const Clock& k)
       : config(std::move(c)),
@@ -471,10 +471,10 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   impl->db = std::move(db);
   FULCRUM_RETURN_IF_ERROR(impl->OpenAlerts());
   if (config.nccl_ras != "off") {
-    NcclRasPollerOptions ras;
+    telemetry::NcclRasPollerOptions ras;
     ras.query.address = config.nccl_ras;
     ras.interval_seconds = config.nccl_ras_interval_seconds;
-    impl->nccl_ras = std::make_unique<NcclRasPoller>(ras);
+    impl->nccl_ras = std::make_unique<telemetry::NcclRasPoller>(ras);
   }
 
   server::ServerOptions options;

@@ -58,7 +58,7 @@ struct AgentConfig {
   std::vector<std::string> allowed_hosts;
   // Names on /metrics: "fulcrum", "dcgm" (dcgm-exporter's names, labels and units) or "both".
   std::string metrics_names = "fulcrum";
-  // NCCL's RAS status socket polled for the rank behind a hang (src/agent/nccl_ras_poller.h):
+  // NCCL's RAS status socket polled for the rank behind a hang (src/telemetry/nccl_ras_poller.h):
   // IPV4:PORT, or "off". NCCL serves it on localhost:28028 unless NCCL_RAS_ADDR moves it.
   std::string nccl_ras = "127.0.0.1:28028";
   double nccl_ras_interval_seconds = 10;

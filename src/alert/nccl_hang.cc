@@ -8,14 +8,7 @@ namespace {
 constexpr size_t kMaxListed = 8;  // a summary stays one readable line in chat receivers
 
 void Name(Transition& t, std::span<const telemetry::NcclLaggingRank> stalled) {
-  std::string list;
-  for (size_t i = 0; i < stalled.size() && i < kMaxListed; ++i) {
-    if (!list.empty()) list += "; ";
-    list += telemetry::DescribeLaggingRank(stalled[i]);
-  }
-  if (stalled.size() > kMaxListed) {
-    list += "; and " + std::to_string(stalled.size() - kMaxListed) + " more";
-  }
+  const std::string list = telemetry::DescribeLaggingRanks(stalled, kMaxListed);
   t.annotations["nccl_stalled_ranks"] = list;
   std::string& summary = t.annotations["summary"];
   summary += (summary.empty() ? "" : " - ") + std::string("NCCL: ") + list;

@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cluster/gpu_fault.h"
+#include "cluster/nccl_hang_drain.h"
 #include "core/clock.h"
 #include "core/paths.h"
 #include "store/jobs.h"
@@ -80,7 +81,11 @@ Status RunCommand(CliContext& ctx, RunArgs& args) {
     return std::nullopt;
   };
   // Under Slurm a lost GPU drains the node and migrates the job (cluster/gpu_fault.h).
-  if (request.queue == "slurm") hooks.notice_sources = cluster::SlurmJobNoticeSources;
+  // and a hang whose rank's GPU shows an XID drains the node too (cluster/nccl_hang_drain.h).
+  if (request.queue == "slurm") {
+    hooks.notice_sources = cluster::SlurmJobNoticeSources;
+    hooks.hang_evidence = cluster::SlurmHangEvidence;
+  }
   g_stop_signal.store(0);
   InstallStopHandlers();
   SystemClock clock;

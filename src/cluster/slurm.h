@@ -92,7 +92,8 @@ struct StopBudget {
 // stop_grace = the rest, at least 1 s.
 StopBudget StopBudgetFor(double kill_wait_seconds);
 
-// `scontrol update nodename=NODE state=drain reason=REASON`.
+// `scontrol update nodename=NODE state=drain reason=REASON` (scontrol(1): "State=DRAIN" needs a
+// "Reason=", keywords case-insensitive; https://slurm.schedmd.com/scontrol.html).
 Status DrainNode(const std::string& node, const std::string& reason);
 
 // Runs `sbatch --parsable SCRIPT` and returns the job id.

@@ -24,6 +24,7 @@
 #include "supervise/notice.h"
 #include "supervise/plan_file.h"
 #include "supervise/process.h"
+#include "telemetry/nccl_ras.h"
 
 namespace fulcrum::supervise {
 namespace {
@@ -96,6 +97,22 @@ constexpr FlagSpec kValueFlags[] = {
      "File the job touches to show progress; exported as FULCRUM_HEARTBEAT_FILE (default "
      "<data-dir>/run/<name>.heartbeat)"},
     {"--stall-timeout", "DURATION", "Alert when there is no progress for this long (default off)"},
+    {"--on-hang", "requeue|stop|ignore",
+     "What to do when NCCL reports that a collective of the job has stalled (its RAS socket, "
+     "NCCL >= 2.24; see --nccl-ras): requeue = SIGTERM the job, SIGKILL after --kill-after, and "
+     "restart it from its last checkpoint within --max-restarts (under Slurm, when the agent "
+     "saw an XID on the hung rank's GPU, drain the node and exit 75 so the batch script "
+     "requeues the job elsewhere); stop = end the run (exit 1); ignore = alert only (default "
+     "requeue). The alert and `fulcrum status` name the rank, host, pid and GPU"},
+    {"--hang-grace", "DURATION",
+     "How long the same ranks must stay stalled before --on-hang acts (default 5m; at least "
+     "twice the longest checkpoint measured, during which the other ranks wait)"},
+    {"--nccl-ras", "IPV4:PORT|off",
+     "NCCL's RAS status socket on this node (default 127.0.0.1:28028, NCCL's NCCL_RAS_ADDR "
+     "default); nothing listening is normal and silent. 'off' = do not watch for hangs"},
+    {"--nccl-ras-interval", "DURATION",
+     "How often the RAS socket is asked (default 10s; a stall is the same ranks behind on two "
+     "reports in a row)"},
     {"--price-per-hour", "USD", "Price of this machine per hour, for the ledger and the budget"},
     {"--offer", "PROVIDER/INSTANCE[/REGION]", "Take the price from the catalog's offer"},
     {"--budget-usd", "USD", "Warn at 80 %; at 100 % checkpoint and stop the job"},
@@ -184,6 +201,26 @@ Result<std::optional<double>> PositiveNumber(const RunFlags& f, const std::strin
   auto v = ParseDouble(it->second);
   if (!v.ok() || !(*v > 0)) return FlagError(name, "a positive number", it->second);
   return std::optional<double>(*v);
+}
+
+// --on-hang, --hang-grace, --nccl-ras, --nccl-ras-interval.
+Status ResolveHangFlags(const RunFlags& f, ResolvedRun& r) {
+  SupervisorOptions& o = r.supervisor;
+  FULCRUM_ASSIGN_OR_RETURN(o.on_hang, ParseHangAction(Text(f, "--on-hang", "requeue")));
+  FULCRUM_ASSIGN_OR_RETURN(o.hang_grace_seconds, Duration(f, "--hang-grace", 300));
+  if (!(o.hang_grace_seconds >= 0)) {
+    return FlagError("--hang-grace", "a duration of 0s or more", Text(f, "--hang-grace", ""));
+  }
+  r.nccl_ras = Text(f, "--nccl-ras", telemetry::kNcclRasDefaultAddress);
+  if (r.nccl_ras != "off") {
+    FULCRUM_RETURN_IF_ERROR(
+        telemetry::ValidateNcclRasAddress(r.nccl_ras).WithContext("--nccl-ras (or 'off')"));
+  }
+  FULCRUM_ASSIGN_OR_RETURN(r.nccl_ras_interval_seconds, Duration(f, "--nccl-ras-interval", 10));
+  if (!(r.nccl_ras_interval_seconds >= 1 && r.nccl_ras_interval_seconds <= 3600)) {
+    return FlagError("--nccl-ras-interval", "1s to 1h", Text(f, "--nccl-ras-interval", ""));
+  }
+  return Status::Ok();
 }
 
 // --plan / --pick and the figures given by hand over them.
@@ -496,6 +533,7 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
     return Status::InvalidInput("--offer and --price-per-hour both set the price; give one");
   }
   FULCRUM_RETURN_IF_ERROR(ResolvePlan(f, r));
+  FULCRUM_RETURN_IF_ERROR(ResolveHangFlags(f, r));
   if (!o.price_per_hour_usd && r.offer.empty()) o.price_per_hour_usd = r.plan_usd_per_hour;
   if (o.budget_usd && !o.price_per_hour_usd && r.offer.empty()) {
     const std::string budget = f.values.count("--budget-usd")

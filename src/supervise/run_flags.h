@@ -51,6 +51,8 @@ struct ResolvedRun {
   std::string aws_url, gcp_url, azure_url;
   double notice_poll_seconds = 0.5;
   std::string agent_url;
+  std::string nccl_ras;  // NCCL's RAS socket address, "off" = hangs not watched
+  double nccl_ras_interval_seconds = 10;
   std::string receiver_url;     // SECRET (may embed a token); "" = no delivery of its own
   std::string receiver_format;  // alert::ReceiverFormat name, validated
   std::string log_dir;

@@ -19,7 +19,9 @@
 #include "core/subprocess.h"
 #include "supervise/agent_health.h"
 #include "supervise/lock.h"
+#include "supervise/nccl_hang.h"
 #include "supervise/notice.h"
+#include "telemetry/nccl_ras_poller.h"
 
 namespace fulcrum::supervise {
 namespace {
@@ -169,6 +171,26 @@ Result<store::JobsDb> OpenJobsDbOrMemory(const std::string& data_dir, std::strin
   return store::JobsDb::Open(":memory:");
 }
 
+// --nccl-ras: a poller of NCCL's RAS socket on its own thread, whose stalled ranks of the job's
+// own communicators the supervisor polls (--on-hang). Null with --nccl-ras off.
+std::unique_ptr<telemetry::NcclRasPoller> WatchNcclRas(
+    const ResolvedRun& r, SupervisorOptions& options,
+    std::function<void(const std::string&)> note) {
+  if (r.nccl_ras == "off") return nullptr;
+  telemetry::NcclRasPollerOptions ras;
+  ras.query.address = r.nccl_ras;
+  ras.interval_seconds = r.nccl_ras_interval_seconds;
+  ras.note = std::move(note);  // on the poller's thread
+  auto poller = std::make_unique<telemetry::NcclRasPoller>(ras);
+  options.nccl_stalled = [p = poller.get()](int64_t pgid, const std::string& uid) {
+    const std::vector<telemetry::NcclLaggingRank> stalled = p->Stalled();
+    if (stalled.empty()) return stalled;
+    return JobStalledRanks(stalled, [&](int pid) { return ProcessOfJob(pid, pgid, uid); });
+  };
+  poller->Start();
+  return poller;
+}
+
 }  // namespace
 
 RunJob::RunJob(RunJobRequest request, Clock& clock, ProcessRunner& runner, RunJobHooks hooks)
@@ -254,6 +276,13 @@ Result<RunJobResult> RunJob::Run() {
     return std::nullopt;
   };
   options.preemption_notice = [&]() { return watcher->Notice(); };
+  std::unique_ptr<telemetry::NcclRasPoller> nccl_ras =
+      WatchNcclRas(resolved, options, [file_log](const std::string& line) {
+        file_log->info("fulcrum {}", line);  // the job log only: its logger is thread-safe
+      });
+  if (hooks_.hang_evidence && options.on_hang != HangAction::kIgnore) {
+    options.hang_evidence = hooks_.hang_evidence(resolved);
+  }
   std::unique_ptr<OwnDelivery> delivery;
   if (!resolved.receiver_url.empty()) {
     std::vector<spdlog::sink_ptr> sinks = file_log->sinks();  // the job log, in its format
@@ -269,6 +298,7 @@ Result<RunJobResult> RunJob::Run() {
   Supervisor supervisor(std::move(options), clock_, runner_, &db);
   result.outcome = supervisor.Run();
   watcher->Stop();
+  if (nccl_ras) nccl_ras->Stop();
   delivery.reset();                                // waits (bounded) for the last alerts to go out
   const store::JobRecord& job = supervisor.job();  // from memory: jobs.db may be locked
   result.uid = job.uid();

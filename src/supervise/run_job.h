@@ -47,6 +47,12 @@ struct RunJobHooks {
   // More notice sources watched beside the cloud ones, made from the resolved flags (the Slurm
   // node's GPU fault watch, cluster/gpu_fault.h); may be empty.
   std::function<std::vector<std::unique_ptr<NoticeSource>>(const ResolvedRun&)> notice_sources;
+  // Made from the resolved flags at start: SupervisorOptions::hang_evidence (under Slurm, the
+  // drain of a node whose hung rank's GPU shows an XID, cluster/nccl_hang_drain.h); may be
+  // empty, and may return an empty function (no evidence to look for).
+  std::function<std::function<std::optional<std::string>(
+      const std::vector<telemetry::NcclLaggingRank>&)>(const ResolvedRun&)>
+      hang_evidence;
 };
 
 struct RunJobResult {

@@ -29,6 +29,7 @@ namespace {
 constexpr double kScanIntervalSeconds = 0.2;
 constexpr double kLedgerIntervalSeconds = 1.0;
 constexpr double kAgentPollSeconds = 5.0;
+constexpr double kHangPollSeconds = 1.0;  // the RAS poller itself reports every 10 s by default
 // Progress samples (4 = three step intervals) before a projection may raise an alert: one
 // interval is startup noise.
 constexpr size_t kMinSamplesForAlert = 4;
@@ -257,6 +258,8 @@ void Supervisor::StartChild() {
   child_started_ = now;
   last_progress_ = now;
   stall_alerted_ = false;
+  hang_text_.clear();  // a new child's ranks are new processes: any hang of theirs is new
+  hang_acted_ = false;
   checkpoint_requested_at_.reset();
   next_checkpoint_at_ = now + CheckpointIntervalSeconds();
   phase_ = Phase::kRunning;
@@ -547,12 +550,81 @@ void Supervisor::BeginStop(const std::string& reason, store::JobState final_stat
   }
 }
 
+double Supervisor::HangGraceSeconds() const {
+  double longest_checkpoint = 0;
+  for (double d : checkpoint_durations_) longest_checkpoint = std::max(longest_checkpoint, d);
+  return std::max(options_.hang_grace_seconds, 2 * longest_checkpoint);
+}
+
+void Supervisor::CheckHang(double now) {
+  if (!options_.nccl_stalled || phase_ != Phase::kRunning || !runner_.running()) return;
+  if (now - last_hang_poll_ < kHangPollSeconds) return;
+  last_hang_poll_ = now;
+  const std::vector<telemetry::NcclLaggingRank> stalled =
+      options_.nccl_stalled(runner_.pid(), job_.uid());
+  const std::string text = DescribeHang(stalled);
+  if (text != hang_text_) {  // a new hang, or the ranks moved on (not the same stall)
+    if (!hang_text_.empty() && text.empty()) Event("NCCL: no rank stalled any more");
+    hang_text_ = text;
+    hang_since_ = now;
+    hang_acted_ = false;
+    if (!text.empty()) {
+      Event(text + " (acting with --on-hang " + HangActionName(options_.on_hang) + " after " +
+            FormatDuration(HangGraceSeconds()) + " if it stays)");
+    }
+  }
+  if (hang_text_.empty() || hang_acted_ || now - hang_since_ < HangGraceSeconds()) return;
+  hang_acted_ = true;
+  const std::string what = hang_text_ + " (stalled " + FormatDuration(now - hang_since_) + ")";
+  if (options_.on_hang == HangAction::kIgnore) {
+    Alert("nccl_hang", "critical", what + "; --on-hang ignore: the job is left running");
+    return;
+  }
+  std::optional<std::string> evidence;
+  if (options_.hang_evidence) evidence = options_.hang_evidence(stalled);
+  const std::string reason = what + (evidence ? "; " + *evidence : "");
+  if (options_.on_hang == HangAction::kStop) {
+    Alert("nccl_hang", "critical", reason + "; stopping the job (--on-hang stop)");
+    TerminateHungJob(reason, false, store::JobState::kStopped, kExitGaveUp);
+  } else if (evidence) {
+    Alert("nccl_hang", "critical", reason + "; stopping the job for a requeue on another node");
+    TerminateHungJob(reason, false, store::JobState::kStopped, kExitStopped);
+  } else {
+    Alert("nccl_hang", "critical", reason + "; restarting the job from its last checkpoint");
+    TerminateHungJob(reason, true, store::JobState::kStopped, kExitStopped);
+  }
+}
+
+void Supervisor::TerminateHungJob(const std::string& reason, bool restart,
+                                  store::JobState final_state, int exit_code) {
+  const double now = clock_.MonotonicSeconds();
+  stop_reason_ = reason;
+  stop_state_ = final_state;
+  stop_exit_code_ = exit_code;
+  restart_after_kill_ = restart;
+  job_.reason = reason;
+  SaveJob();
+  Event("the job is hung; sending SIGTERM (SIGKILL after " +
+        FormatDuration(options_.kill_after_seconds) + ")");
+  runner_.SignalGroup(SIGTERM);
+  phase_ = Phase::kTerminating;
+  term_sent_at_ = now;
+  kill_deadline_ = now + options_.kill_after_seconds;
+}
+
 void Supervisor::OnExit(const ChildExit& exit) {
   job_.child_pgid.reset();  // the runner ended the group with its leader
   job_.child_start_ticks.reset();
   ScanCheckpoints(true);  // a checkpoint finished just before the exit still counts
   scanner_.OnWriterDied(clock_.MonotonicSeconds());
   const double now = clock_.MonotonicSeconds();
+  if (phase_ == Phase::kTerminating && restart_after_kill_) {
+    // A hung job ended by the supervisor: a failure like a crash, restarted within the budget.
+    restart_after_kill_ = false;
+    phase_ = Phase::kRunning;
+    RestartAfterFailure(now, std::nullopt, exit.signal, stop_reason_ + "; job " + exit.Describe());
+    return;
+  }
   if (phase_ == Phase::kStopping || phase_ == Phase::kTerminating) {
     std::string reason = stop_reason_ + "; job " + exit.Describe();
     reason +=
@@ -566,15 +638,19 @@ void Supervisor::OnExit(const ChildExit& exit) {
     Finish(store::JobState::kSucceeded, "exit 0", 0);
     return;
   }
+  RestartAfterFailure(now, exit.exit_code, exit.signal, exit.Describe());
+}
+
+void Supervisor::RestartAfterFailure(double now, std::optional<int> exit_code,
+                                     std::optional<int> signal, const std::string& what) {
   ++failures_;
-  RestartDecision decision = policy_.OnFailure(now, exit.exit_code, exit.Describe());
-  Write(
-      "record the restart",
-      [r = store::RestartRecord{job_.id, clock_.UnixSeconds(), exit.exit_code, exit.signal,
-                                decision.reason}](store::JobsDb& db) { return db.AddRestart(r); });
+  RestartDecision decision = policy_.OnFailure(now, exit_code, what);
+  Write("record the restart", [r = store::RestartRecord{job_.id, clock_.UnixSeconds(), exit_code,
+                                                        signal, decision.reason}](
+                                  store::JobsDb& db) { return db.AddRestart(r); });
   switch (decision.verdict) {
     case RestartVerdict::kFinalExit:
-      Finish(store::JobState::kFailed, decision.reason, exit.exit_code.value_or(kExitGaveUp));
+      Finish(store::JobState::kFailed, decision.reason, exit_code.value_or(kExitGaveUp));
       return;
     case RestartVerdict::kTooManyRestarts:
       Alert("restart_limit", "critical", decision.reason);
@@ -686,6 +762,7 @@ void Supervisor::Tick() {
     }
   }
   if (phase_ == Phase::kBackoff && now >= restart_at_) StartChild();
+  CheckHang(now);
   CheckCadence();
   if (phase_ == Phase::kStopping && (!checkpoint_at_stop_.empty() || now >= stop_deadline_)) {
     Event(checkpoint_at_stop_.empty() ? "no checkpoint within the grace period; sending SIGTERM"

@@ -20,6 +20,7 @@
 #include "store/jobs_writer.h"
 #include "supervise/agent_health.h"
 #include "supervise/checkpoints.h"
+#include "supervise/nccl_hang.h"
 #include "supervise/policy.h"
 #include "supervise/process.h"
 
@@ -88,6 +89,22 @@ struct SupervisorOptions {
   // agent says of the job's GPU memory, utilisation and power (unset: no agent; the row then says
   // so in measured.agent_reason).
   std::function<JobGpuFigures(int64_t pgid)> job_gpu_figures;
+  // NCCL hangs: polled about once a second while a child runs, the stalled ranks of the job's
+  // own communicators (NCCL's RAS socket through telemetry::NcclRasPoller, filtered with
+  // JobStalledRanks; empty = none). Unset: hangs are not watched.
+  // Called with the child's process group and the job's uid (FULCRUM_JOB_UID).
+  std::function<std::vector<telemetry::NcclLaggingRank>(int64_t pgid, const std::string& job_uid)>
+      nccl_stalled;
+  HangAction on_hang = HangAction::kRequeue;
+  // The same ranks must stay stalled this long before on_hang acts, and at least twice the
+  // longest checkpoint measured (ranks wait at a collective while one rank saves).
+  double hang_grace_seconds = 300;
+  // With on_hang requeue or stop, asked once before the hung job is stopped: a text means this
+  // node must not run the job again (cluster/: the node drained, with the XID that proves it);
+  // a requeue then ends the run with exit 75 (the sbatch script requeues it elsewhere) instead
+  // of restarting here. nullopt: no such evidence.
+  std::function<std::optional<std::string>(const std::vector<telemetry::NcclLaggingRank>&)>
+      hang_evidence;
   // Output of the job (each line) and the supervisor's own events.
   std::function<void(Stream, std::string_view)> on_output;
   std::function<void(const std::string&)> on_event;
@@ -136,6 +153,9 @@ class Supervisor {
   void Tick();
   void OnLine(Stream stream, std::string_view line);
   void OnExit(const ChildExit& exit);
+  // A failed child: the restart policy decides (restart after backoff, give up, crash loop).
+  void RestartAfterFailure(double now, std::optional<int> exit_code, std::optional<int> signal,
+                           const std::string& what);
   void ScanCheckpoints(bool force);
   void CheckCadence();
   // Creates the request file and, when opted in and the job is ready, sends the signal. Returns
@@ -151,6 +171,13 @@ class Supervisor {
   void CheckProjection();
   void CheckBudget(double now);
   void BeginStop(const std::string& reason, store::JobState final_state, int exit_code);
+  // NCCL's stalled ranks (nccl_stalled) against the grace; acts once per hang with on_hang.
+  void CheckHang(double now);
+  double HangGraceSeconds() const;
+  // SIGTERM now (a hung job cannot checkpoint), SIGKILL after kill_after; on its exit the job
+  // restarts (`restart`) or finishes with `final_state`, `exit_code`.
+  void TerminateHungJob(const std::string& reason, bool restart, store::JobState final_state,
+                        int exit_code);
   void Finish(store::JobState state, const std::string& reason, int exit_code);
   // A finished job's predicted vs measured figures into the prediction log (store::PredictionOf).
   void RecordPrediction();
@@ -219,6 +246,12 @@ class Supervisor {
   std::string stop_reason_;
   int stop_exit_code_ = 0;
   std::string checkpoint_at_stop_;
+  // NCCL hang watch.
+  double last_hang_poll_ = -1e300;   // monotonic
+  std::string hang_text_;            // the stalled ranks as last described ("" = none)
+  double hang_since_ = 0;            // when hang_text_ was first seen
+  bool hang_acted_ = false;          // on_hang ran for hang_text_
+  bool restart_after_kill_ = false;  // the child being terminated is restarted on its exit
 };
 
 }  // namespace fulcrum::supervise

@@ -410,24 +410,33 @@ Result<NcclRasReport> ParseNcclRasText(std::string_view text) {
 std::vector<NcclLaggingRank> FindLaggingRanks(const NcclRasReport& report) {
   std::vector<NcclLaggingRank> out;
   for (const NcclRasComm& comm : report.comms) {
+    const size_t first = out.size();
     std::map<std::string, uint64_t> highest = comm.highest_op;
     for (const NcclRasRank& r : comm.ranks) {
       for (const auto& [fn, n] : r.op_counts) highest[fn] = std::max(highest[fn], n);
     }
     for (const NcclRasRank& r : comm.ranks) {
       if (r.missing) {
-        out.push_back({comm.hash, r, r.dead ? "process dead" : "not responding"});
+        out.push_back({comm.hash, r, r.dead ? "process dead" : "not responding", {}});
         continue;
       }
       for (const auto& [fn, n] : r.op_counts) {
         if (n < highest[fn]) {
           const std::string name = fn.empty() ? "collective" : fn;
-          out.push_back({comm.hash, r,
-                         name + " op " + std::to_string(n) + " of " + std::to_string(highest[fn])});
+          out.push_back({comm.hash,
+                         r,
+                         name + " op " + std::to_string(n) + " of " + std::to_string(highest[fn]),
+                         {}});
           break;
         }
       }
     }
+    std::vector<int> pids;
+    for (const NcclRasRank& r : comm.ranks) {
+      if (r.pid >= 0 && std::find(pids.begin(), pids.end(), r.pid) == pids.end())
+        pids.push_back(r.pid);
+    }
+    for (size_t i = first; i < out.size(); ++i) out[i].comm_pids = pids;
   }
   // Processes listed as missing or dead with no rank named for them (v2.24/v2.25 print
   // "The missing ranks: 2,5" without hosts): named by process instead.
@@ -435,7 +444,10 @@ std::vector<NcclLaggingRank> FindLaggingRanks(const NcclRasReport& report) {
     const bool named = std::any_of(out.begin(), out.end(), [&](const NcclLaggingRank& l) {
       return l.rank.pid == p.pid && l.rank.host == p.host;
     });
-    if (!named) out.push_back({"", p, p.dead ? "process dead" : "not responding"});
+    if (!named) {
+      out.push_back({"", p, p.dead ? "process dead" : "not responding", {}});
+      if (p.pid >= 0) out.back().comm_pids = {p.pid};
+    }
   }
   std::sort(out.begin(), out.end(), [](const NcclLaggingRank& a, const NcclLaggingRank& b) {
     return std::tie(a.comm_hash, a.rank.rank) < std::tie(b.comm_hash, b.rank.rank);
@@ -459,6 +471,18 @@ std::string DescribeLaggingRank(const NcclLaggingRank& l) {
   out += ": " + l.reason;
   if (!l.comm_hash.empty()) out += " in comm " + l.comm_hash;
   return out;
+}
+
+std::string DescribeLaggingRanks(std::span<const NcclLaggingRank> stalled, size_t max_listed) {
+  std::string list;
+  for (size_t i = 0; i < stalled.size() && i < max_listed; ++i) {
+    if (!list.empty()) list += "; ";
+    list += DescribeLaggingRank(stalled[i]);
+  }
+  if (stalled.size() > max_listed) {
+    list += "; and " + std::to_string(stalled.size() - max_listed) + " more";
+  }
+  return list;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,10 @@ struct NcclLaggingRank {
   std::string comm_hash;
   NcclRasRank rank;
   std::string reason;
+  // Every pid the report lists in the rank's communicator (the rank's own included; the text
+  // report lists only the ranks it names), so that a supervisor can tell its own job's
+  // communicators from another job's on the same node.
+  std::vector<int> comm_pids;
 };
 
 // Parses the JSON report (client_support.cc jsonWriteHeader .. jsonWriteFooter, v2.29.2-1).
@@ -82,6 +87,9 @@ std::vector<NcclLaggingRank> FindLaggingRanks(const NcclRasReport& report);
 // "rank 3 (pid 4242 on 10.0.0.2, GPU 3): AllReduce op 41 of 42 in comm 0x1f" — one rank for
 // an alert ("a process (pid ...)" when the report gives no rank).
 std::string DescribeLaggingRank(const NcclLaggingRank& lagging);
+// The first `max_listed` of `stalled` described and joined with "; ", then "; and N more": one
+// readable line for an alert, a job's reason or a log ("" for none).
+std::string DescribeLaggingRanks(std::span<const NcclLaggingRank> stalled, size_t max_listed = 8);
 
 struct NcclRasQueryOptions {
   std::string address = kNcclRasDefaultAddress;  // host:port, IPv4 literal

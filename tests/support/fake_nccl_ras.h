@@ -33,8 +33,10 @@ struct FakeRasRank {
 
 // rasClientRunInit's header and rasClientRunComms's MISMATCH block (v2.29.2-1) for a job of
 // `n` ranks on one communicator where every rank but `behind` launched `ops` AllReduce
-// operations and `behind` launched ops - 1. Ranks live on host "10.0.0.<1 + rank / 4>".
-inline std::string StalledText(int n, int behind, unsigned long ops, unsigned long long hash) {
+// operations and `behind` launched ops - 1. Ranks live on host "10.0.0.<1 + rank / 4>", rank r
+// in process pid_base + r.
+inline std::string StalledText(int n, int behind, unsigned long ops, unsigned long long hash,
+                               int pid_base = 4000) {
   char buf[512];
   std::string out =
       "NCCL version 2.29.2+cuda12.9 compiled with CUDA 12.9\n"
@@ -56,14 +58,16 @@ inline std::string StalledText(int n, int behind, unsigned long ops, unsigned lo
   std::snprintf(buf, sizeof buf,
                 "  Rank %d has launched up to operation %lu -- GPU %d managed by process %d on "
                 "node 10.0.0.%d\n",
-                behind, ops - 1, behind % 4, 4000 + behind, 1 + behind / 4);
+                behind, ops - 1, behind % 4, pid_base + behind, 1 + behind / 4);
   out += buf;
   out += "\n";
   return out;
 }
 
-// The same job through jsonWriteHeader / jsonWriteRankData / jsonWriteFooter (v2.29.2-1).
-inline std::string StalledJson(int n, int behind, unsigned long ops, unsigned long long hash) {
+// The same job through jsonWriteHeader / jsonWriteRankData / jsonWriteFooter (v2.29.2-1);
+// `behind` -1: every rank at `ops` (nothing stalled).
+inline std::string StalledJson(int n, int behind, unsigned long ops, unsigned long long hash,
+                               int pid_base = 4000) {
   char buf[512];
   std::string out =
       "{\n  \"nccl_version\": \"2.29.2\",\n  \"cuda_runtime_version\": 12090,\n"
@@ -87,7 +91,7 @@ inline std::string StalledJson(int n, int behind, unsigned long ops, unsigned lo
         "          },\n          \"collective_counts\": {\n"
         "            \"Broadcast\": 0,\n            \"AllReduce\": %lu\n          }\n"
         "        }",
-        r == 0 ? "" : ",\n", r, 1 + r / 4, 4000 + r, r % 4, r % 4, r == behind ? ops - 1 : ops);
+        r == 0 ? "" : ",\n", r, 1 + r / 4, pid_base + r, r % 4, r % 4, r == behind ? ops - 1 : ops);
     out += buf;
   }
   out += "\n      ],\n      \"missing_ranks\": [\n\n      ]\n    }";

@@ -30,6 +30,7 @@ struct Options {
   long crash_at_step = -1;
   long crash_times = 1000000;  // crash only while FULCRUM_RESTART_COUNT < this
   long hang_at_step = -1;
+  long hang_times = 1000000;  // hang only while FULCRUM_RESTART_COUNT < this
   long exit_at_step = -1;
   int exit_code = 1;
   bool ignore_term = false;
@@ -125,6 +126,8 @@ bool Parse(int argc, char** argv, Options& o) {
       ok = next(o.crash_times);
     else if (a == "--hang-at-step")
       ok = next(o.hang_at_step);
+    else if (a == "--hang-times")
+      ok = next(o.hang_times);
     else if (a == "--exit-at-step")
       ok = next(o.exit_at_step);
     else if (a == "--exit-code") {
@@ -198,7 +201,7 @@ int main(int argc, char** argv) {
       abort();
     }
     if (step == o.exit_at_step) return o.exit_code;
-    if (step == o.hang_at_step) {
+    if (step == o.hang_at_step && restart < o.hang_times) {
       while (!g_term) SleepMs(50);
     }
     if (o.checkpoint_every_steps > 0 && step % o.checkpoint_every_steps == 0)

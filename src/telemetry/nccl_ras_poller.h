@@ -2,10 +2,12 @@
 // (10 s by default), so that a slow or hung answer never delays sampling; keeps which ranks
 // are holding up a communicator and calls them stalled once the same ranks at the same
 // operation counts show on `stall_polls` reports in a row (a transient skew between async
-// launches does not). No socket is the normal case: silent (one info line when one appears
-// or goes). Thread-safe: Stalled() and present() are read by the sampler.
+// launches does not). No socket is the normal case: silent (one line when one appears or
+// goes). Used by the agent (the hang alert) and by `fulcrum run` (--on-hang). Thread-safe:
+// Stalled() and present() are read by the sampler / the supervisor's thread.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -14,12 +16,16 @@
 #include "core/mutex.h"
 #include "telemetry/nccl_ras.h"
 
-namespace fulcrum::agent {
+namespace fulcrum::telemetry {
 
 struct NcclRasPollerOptions {
-  telemetry::NcclRasQueryOptions query;
+  NcclRasQueryOptions query;
   double interval_seconds = 10;
   int stall_polls = 2;  // consecutive reports naming the same ranks at the same counts
+  // Where the state changes go (socket answering / gone / not NCCL); unset: spdlog (info for
+  // answering and gone, warn for a peer that does not speak the protocol). Called on the
+  // poller's thread.
+  std::function<void(const std::string&)> note;
 };
 
 class NcclRasPoller {
@@ -36,7 +42,7 @@ class NcclRasPoller {
   void PollOnce();
 
   // The ranks stalled as of the last report (empty: none, or no RAS socket).
-  std::vector<telemetry::NcclLaggingRank> Stalled() const;
+  std::vector<NcclLaggingRank> Stalled() const;
   bool present() const;  // the last query got a report
 
  private:
@@ -50,8 +56,8 @@ class NcclRasPoller {
   bool present_ GUARDED_BY(mutex_) = false;
   std::string last_error_ GUARDED_BY(mutex_);
   // "comm/rank/reason" -> consecutive reports it appeared on, and the rank as last seen.
-  std::map<std::string, std::pair<int, telemetry::NcclLaggingRank>> seen_ GUARDED_BY(mutex_);
+  std::map<std::string, std::pair<int, NcclLaggingRank>> seen_ GUARDED_BY(mutex_);
   std::thread thread_;
 };
 
-}  // namespace fulcrum::agent
+}  // namespace fulcrum::telemetry

@@ -1,9 +1,7 @@
 // The NCCL RAS poller against a loopback fake of NCCL's RAS socket (tests/support/
 // fake_nccl_ras.h): a rank is stalled only when it stays behind at the same count, an absent
 // socket is quiet, a foreign one is survived.
-#include "agent/nccl_ras_poller.h"
-
-#include "agent/config.h"
+#include "telemetry/nccl_ras_poller.h"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +11,7 @@
 #include "support/fake_http_server.h"
 #include "support/fake_nccl_ras.h"
 
-namespace fulcrum::agent {
+namespace fulcrum::telemetry {
 namespace {
 
 constexpr unsigned long long kHash = 0xfeedULL;
@@ -26,9 +24,10 @@ NcclRasPollerOptions Options(const std::string& address) {
 }
 
 TEST(NcclRasPollerTest, SameRankBehindOnTwoReportsIsStalled) {
-  testing::FakeNcclRas fake;
+  fulcrum::testing::FakeNcclRas fake;
   ASSERT_GT(fake.Start(), 0);
-  fake.SetReports(testing::StalledText(8, 5, 42, kHash), testing::StalledJson(8, 5, 42, kHash));
+  fake.SetReports(fulcrum::testing::StalledText(8, 5, 42, kHash),
+                  fulcrum::testing::StalledJson(8, 5, 42, kHash));
   NcclRasPoller poller(Options(fake.address()));
   poller.PollOnce();
   EXPECT_TRUE(poller.present());
@@ -41,20 +40,22 @@ TEST(NcclRasPollerTest, SameRankBehindOnTwoReportsIsStalled) {
   EXPECT_EQ(stalled[0].rank.pid, 4005);
   EXPECT_EQ(stalled[0].rank.cuda_dev, 1);
   // The job moved on (rank 5 caught up, rank 2 briefly behind at a new count): not stalled.
-  fake.SetReports(testing::StalledText(8, 2, 43, kHash), testing::StalledJson(8, 2, 43, kHash));
+  fake.SetReports(fulcrum::testing::StalledText(8, 2, 43, kHash),
+                  fulcrum::testing::StalledJson(8, 2, 43, kHash));
   poller.PollOnce();
   EXPECT_TRUE(poller.Stalled().empty());
 }
 
 TEST(NcclRasPollerTest, AbsentSocketIsQuietAndNamesNothing) {
-  NcclRasPoller poller(Options("127.0.0.1:" + std::to_string(testing::FreeLoopbackPort())));
+  NcclRasPoller poller(
+      Options("127.0.0.1:" + std::to_string(fulcrum::testing::FreeLoopbackPort())));
   for (int i = 0; i < 3; ++i) poller.PollOnce();
   EXPECT_FALSE(poller.present());
   EXPECT_TRUE(poller.Stalled().empty());
 }
 
 TEST(NcclRasPollerTest, ForeignPeerAndGarbageAreSurvived) {
-  testing::FakeNcclRas fake;
+  fulcrum::testing::FakeNcclRas fake;
   ASSERT_GT(fake.Start(), 0);
   fake.SetGarbage("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\n");
   NcclRasPoller poller(Options(fake.address()));
@@ -69,9 +70,10 @@ TEST(NcclRasPollerTest, ForeignPeerAndGarbageAreSurvived) {
 }
 
 TEST(NcclRasPollerTest, ThreadPollsAndStopsPromptly) {
-  testing::FakeNcclRas fake;
+  fulcrum::testing::FakeNcclRas fake;
   ASSERT_GT(fake.Start(), 0);
-  fake.SetReports(testing::StalledText(4, 1, 9, kHash), testing::StalledJson(4, 1, 9, kHash));
+  fake.SetReports(fulcrum::testing::StalledText(4, 1, 9, kHash),
+                  fulcrum::testing::StalledJson(4, 1, 9, kHash));
   NcclRasPoller poller(Options(fake.address()));
   poller.Start();
   for (int i = 0; i < 100 && poller.Stalled().empty(); ++i) {
@@ -83,21 +85,5 @@ TEST(NcclRasPollerTest, ThreadPollsAndStopsPromptly) {
   EXPECT_GE(fake.statuses(), 2);
 }
 
-TEST(NcclRasConfigTest, AddressOffOrIpv4PortAndAnInterval) {
-  AgentConfig c;
-  EXPECT_EQ(c.nccl_ras, "127.0.0.1:28028");  // NCCL's default (ras_internal.h), polled when present
-  ASSERT_TRUE(ParseAgentConfigYaml("nccl-ras: off\nnccl_ras_interval: 30s\n", "a.yaml", c).ok());
-  EXPECT_EQ(c.nccl_ras, "off");
-  EXPECT_DOUBLE_EQ(c.nccl_ras_interval_seconds, 30);
-  EXPECT_TRUE(ValidateAgentConfig(c).ok());
-  ASSERT_TRUE(ParseAgentConfigYaml("nccl-ras: gpu-node:28028\n", "a.yaml", c).ok());
-  Status st = ValidateAgentConfig(c);
-  EXPECT_EQ(st.code(), StatusCode::kInvalidInput);
-  EXPECT_NE(st.message().find("expected IPV4:PORT"), std::string::npos) << st.message();
-  c.nccl_ras = "localhost:28028";
-  c.nccl_ras_interval_seconds = 0.1;
-  EXPECT_FALSE(ValidateAgentConfig(c).ok());
-}
-
 }  // namespace
-}  // namespace fulcrum::agent
+}  // namespace fulcrum::telemetry

@@ -1,4 +1,4 @@
-#include "agent/nccl_ras_poller.h"
+#include "telemetry/nccl_ras_poller.h"
 
 #include <spdlog/spdlog.h>
 
@@ -6,7 +6,7 @@
 #include <chrono>
 #include <tuple>
 
-namespace fulcrum::agent {
+namespace fulcrum::telemetry {
 
 void NcclRasPoller::Start() {
   if (thread_.joinable()) return;
@@ -40,28 +40,40 @@ void NcclRasPoller::Loop() {
 
 // Logs a change of state only: no socket stays silent, a foreign or broken peer is said once.
 void NcclRasPoller::Note(const Status& error) {
-  MutexLock lock(mutex_);
-  const bool was_present = present_;
-  present_ = error.ok();
-  const std::string now_error = error.ok() ? "" : error.message();
-  if (error.ok() && !was_present) {
-    spdlog::info("NCCL RAS at {}: answering; the hang alert will name stalled ranks",
-                 options_.query.address);
-  } else if (!error.ok() && was_present) {
-    spdlog::info("NCCL RAS at {}: gone ({})", options_.query.address, now_error);
-  } else if (error.code() == StatusCode::kInvalidInput && now_error != last_error_) {
-    spdlog::warn("{}", now_error);
+  std::string line;
+  bool warning = false;
+  {
+    MutexLock lock(mutex_);
+    const bool was_present = present_;
+    present_ = error.ok();
+    const std::string now_error = error.ok() ? "" : error.message();
+    if (error.ok() && !was_present) {
+      line = "NCCL RAS at " + options_.query.address + ": answering; stalled ranks will be named";
+    } else if (!error.ok() && was_present) {
+      line = "NCCL RAS at " + options_.query.address + ": gone (" + now_error + ")";
+    } else if (error.code() == StatusCode::kInvalidInput && now_error != last_error_) {
+      line = now_error;
+      warning = true;
+    }
+    last_error_ = now_error;
   }
-  last_error_ = now_error;
+  if (line.empty()) return;
+  if (options_.note) {
+    options_.note(line);
+  } else if (warning) {
+    spdlog::warn("{}", line);
+  } else {
+    spdlog::info("{}", line);
+  }
 }
 
 void NcclRasPoller::PollOnce() {
-  auto report = telemetry::QueryNcclRas(options_.query);
+  auto report = QueryNcclRas(options_.query);
   Note(report.status());
-  std::map<std::string, std::pair<int, telemetry::NcclLaggingRank>> next;
+  std::map<std::string, std::pair<int, NcclLaggingRank>> next;
   if (report.ok()) {
     MutexLock lock(mutex_);
-    for (telemetry::NcclLaggingRank& l : telemetry::FindLaggingRanks(*report)) {
+    for (NcclLaggingRank& l : FindLaggingRanks(*report)) {
       const std::string key = l.comm_hash + "/" + std::to_string(l.rank.rank) + "/" + l.reason;
       auto before = seen_.find(key);
       const int count = before == seen_.end() ? 1 : before->second.first + 1;
@@ -72,9 +84,9 @@ void NcclRasPoller::PollOnce() {
   seen_ = std::move(next);
 }
 
-std::vector<telemetry::NcclLaggingRank> NcclRasPoller::Stalled() const {
+std::vector<NcclLaggingRank> NcclRasPoller::Stalled() const {
   MutexLock lock(mutex_);
-  std::vector<telemetry::NcclLaggingRank> out;
+  std::vector<NcclLaggingRank> out;
   for (const auto& [key, entry] : seen_) {
     if (entry.first >= options_.stall_polls) out.push_back(entry.second);
   }
@@ -89,4 +101,4 @@ bool NcclRasPoller::present() const {
   return present_;
 }
 
-}  // namespace fulcrum::agent
+}  // namespace fulcrum::telemetry
