@@ -147,15 +147,23 @@ bool Newer(const ContainerImage& a, const ContainerImage& b) {
   return CompareVersions(a.cuda_version, b.cuda_version) > 0;
 }
 
+// `text` with control characters (a newline would end the comment it is written into) as spaces.
+std::string OneLine(std::string text) {
+  for (char& c : text) {
+    if (std::iscntrl(static_cast<unsigned char>(c))) c = ' ';
+  }
+  return text;
+}
+
 std::string Header(const EnvChoice& choice, const EnvRequest& request) {
   const ContainerImage& image = choice.image;
   std::ostringstream out;
   out << "# Written by `fulcrum env` for NVIDIA driver " << request.driver
       << " (runs CUDA <= " << choice.max_cuda << ", catalog/cuda_driver.csv)"
-      << (request.gpu.empty() ? "" : " on " + request.gpu) << ".\n"
+      << (request.gpu.empty() ? "" : " on " + OneLine(request.gpu)) << ".\n"
       << "# Image " << image.Ref() << ": " << image.framework << " " << image.framework_version
       << ", CUDA " << image.cuda_version << ", needs driver >= " << image.min_driver_linux << ".\n"
-      << "# Image source: " << image.source << "\n";
+      << "# Image source: " << OneLine(image.source) << "\n";
   return out.str();
 }
 

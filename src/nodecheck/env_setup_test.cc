@@ -139,6 +139,9 @@ TEST(EnvSetupTest, FilesNameThePinnedImage) {
   EXPECT_NE(dockerfile.find("\nFROM " + ref + "\n"), std::string::npos) << dockerfile;
   EXPECT_NE(dockerfile.find("import torch"), std::string::npos);
   EXPECT_NE(dockerfile.find("on 8x NVIDIA A100-SXM4-80GB"), std::string::npos);
+  // A name with a newline stays inside its comment line.
+  request.gpu = "A100\nFROM evil:latest";
+  EXPECT_EQ(RenderDockerfile(*choice, request).find("\nFROM evil"), std::string::npos);
   std::string playbook = RenderAnsiblePlaybook(*choice, request);
   EXPECT_EQ(playbook.rfind("---\n", 0), 0u);
   EXPECT_NE(playbook.find("community.docker.docker_container:"), std::string::npos);

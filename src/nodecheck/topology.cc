@@ -90,8 +90,10 @@ Status CellError(const std::string& source, int line, const std::string& field,
 }
 
 // Reads one GPU row into `topology`.
+// `seen` holds the pairs already read (from earlier rows).
 Status ReadGpuRow(const std::vector<std::string>& tokens, const Header& header, int row_gpu,
-                  const std::string& source, int line, Topology& topology) {
+                  const std::string& source, int line, std::set<std::pair<int, int>>& seen,
+                  Topology& topology) {
   const size_t cells = header.devices.size();
   if (tokens.size() < 1 + cells) {
     ErrorDetail detail{source,
@@ -113,9 +115,7 @@ Status ReadGpuRow(const std::vector<std::string>& tokens, const Header& header, 
     GpuLink pair = **link;
     pair.a = std::min(row_gpu, *column);
     pair.b = std::max(row_gpu, *column);
-    bool seen = std::any_of(topology.links.begin(), topology.links.end(),
-                            [&](const GpuLink& l) { return l.a == pair.a && l.b == pair.b; });
-    if (!seen) topology.links.push_back(pair);
+    if (seen.insert({pair.a, pair.b}).second) topology.links.push_back(pair);
   }
   GpuAffinity affinity{row_gpu, "", ""};
   size_t next = 1 + cells;
@@ -290,6 +290,7 @@ Result<Topology> ParseTopoMatrix(const std::string& text, const std::string& sou
   std::optional<Header> header;
   Topology topology;
   std::set<int> rows;
+  std::set<std::pair<int, int>> pairs;
   for (int number = 1; std::getline(in, line); ++number) {
     std::vector<std::string> tokens = Tokens(line);
     if (tokens.empty()) continue;
@@ -307,7 +308,7 @@ Result<Topology> ParseTopoMatrix(const std::string& text, const std::string& sou
     }
     auto gpu = GpuIndex(tokens[0]);
     if (!gpu || !rows.insert(*gpu).second) continue;  // a NIC row, or a repeated row
-    FULCRUM_RETURN_IF_ERROR(ReadGpuRow(tokens, *header, *gpu, source, number, topology));
+    FULCRUM_RETURN_IF_ERROR(ReadGpuRow(tokens, *header, *gpu, source, number, pairs, topology));
   }
   if (!header) {
     ErrorDetail detail{
