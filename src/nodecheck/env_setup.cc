@@ -63,13 +63,13 @@ std::string ImportName(const std::string& framework) {
 std::string Quote(const std::string& text) { return nlohmann::json(text).dump(); }
 
 Status RequestError(const std::string& flag, const std::string& expected, const std::string& found,
-                    std::vector<std::string> nearest = {}) {
+                    std::vector<std::string> nearest = {}, FoundIs found_is = FoundIs::kText) {
   ErrorDetail detail;
   detail.field = flag;
   detail.expected = expected;
   detail.found = found;
   detail.nearest = std::move(nearest);
-  return InputError(std::move(detail));
+  return InputError(std::move(detail), found_is);
 }
 
 bool IsIpv4(const std::string& text) {
@@ -281,7 +281,7 @@ Status FillFromNode(const SystemFacts& facts, bool read_framework, EnvRequest& r
                           "an NVIDIA driver version such as 535.104.05 (none read from this "
                           "node: " +
                               why + ")",
-                          "none");
+                          "none", {}, FoundIs::kDescription);
     }
     request.driver = *facts.driver_version;
     notes.push_back("driver " + request.driver + " read from nvidia-smi");
