@@ -9,6 +9,7 @@
 #include "core/parse.h"
 #include "core/paths.h"
 #include "nodecheck/doctor.h"
+#include "nodecheck/topology.h"
 #include "store/repair.h"
 
 namespace fulcrum::cli {
@@ -20,6 +21,7 @@ struct DoctorFlags {
   std::string checkpoint_size;
   int keep = 3;
   std::string repair_db;
+  std::string topo_file;  // a saved `nvidia-smi topo -m` (nodecheck/topology.h)
   BenchSourceFlags source;
 };
 
@@ -84,6 +86,9 @@ void RunDoctor(CliContext& ctx, const DoctorFlags& flags) {
   if (!source.ok()) return ReportError(ctx, source.status());
   nodecheck::SystemFacts facts = (*source)->GatherFacts(options);
   std::vector<nodecheck::DoctorCheck> checks = nodecheck::RunChecks(facts, *table, options);
+  auto topology = nodecheck::ProbeTopologyChecks(flags.topo_file, (*source)->kind(), facts.env);
+  if (!topology.ok()) return ReportError(ctx, topology.status());
+  checks.insert(checks.end(), topology->begin(), topology->end());
 
   if (flags.json) {
     nlohmann::json out = {{"checks", nlohmann::json::array()}};
@@ -149,6 +154,11 @@ void RegisterDoctor(CLI::App* cmd, CliContext& ctx) {
   cmd->add_option("--repair-db", flags->repair_db,
                   "Repair this damaged agent.db or jobs.db (back up, recover, fresh file) "
                   "instead of checking the stack");
+  cmd->add_option("--topo-file", flags->topo_file,
+                  "The GPUs' wiring (checks gpu-interconnect: NVLink or PCIe per pair, "
+                  "numa-affinity, nccl-topology: NCCL_P2P/NCCL_IB hints) from this saved "
+                  "`nvidia-smi topo -m` output instead of running it")
+      ->type_name("FILE");
   AddBenchSourceOptions(cmd, flags->source);
   cmd->callback([&ctx, flags] { RunDoctor(ctx, *flags); });
 }

@@ -22,6 +22,7 @@ void RegisterStatus(CLI::App* cmd, CliContext& ctx);
 void RegisterCost(CLI::App* cmd, CliContext& ctx);
 void RegisterBench(CLI::App* cmd, CliContext& ctx);
 void RegisterDoctor(CLI::App* cmd, CliContext& ctx);
+void RegisterEnv(CLI::App* cmd, CliContext& ctx);
 void RegisterValidate(CLI::App* cmd, CliContext& ctx);
 void RegisterVersion(CLI::App* cmd, CliContext& ctx);
 void RegisterCompletion(CLI::App* cmd, CliContext& ctx);
@@ -66,6 +67,10 @@ const std::vector<CommandEntry>& CommandTable() {
       {"bench", "Validate", "Measure this server's GPUs and disk against their datasheet",
        RegisterBench},
       {"doctor", "Validate", "Check the GPU software stack of this server", RegisterDoctor},
+      {"env", "Validate",
+       "Write this node's set-up: Dockerfile, Ansible playbook, compose file with an image the "
+       "driver runs",
+       RegisterEnv},
       {"validate", "Validate", "Test procedure before a long job: small run, fault drills, stress",
        RegisterValidate},
       {"version", "Shell", "Print fulcrum's version", RegisterVersion},
