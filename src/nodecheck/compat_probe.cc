@@ -203,6 +203,12 @@ Result<CompatReport> CheckCompat(const CompatTables& tables, const CompatOptions
       nvml = NvmlIdentity{*facts.driver_version, {}};
       for (const auto& gpu : facts.gpus) nvml->gpu_names.push_back(gpu.name);
     }
+    if (!nvml) {
+      report.notes.push_back(
+          "no NVIDIA driver found (NVML, nvidia-smi): nothing to judge on this "
+          "machine; judge another with --driver/--torch/--gpu");
+      return report;
+    }
     if (options.probe_python) {
       auto torch = ProbeTorch(options.python, options.timeout_seconds);
       if (torch.ok()) {

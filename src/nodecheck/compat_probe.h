@@ -75,7 +75,9 @@ struct CompatReport {
 };
 
 // Gathers the inputs (the flags when offline; else NVML, falling back to `facts`' driver and GPU
-// names from nvidia-smi or the sim, the job's Python and the image) and judges them. Errors:
+// names from nvidia-smi or the sim, the job's Python and the image) and judges them; nothing is
+// judged (verdict nullopt, notes say why) on a machine without a driver or without a runtime to
+// judge (no torch, no --image). Errors:
 // InvalidInput / NotFound for bad flags or an unreadable --image (exit 2), JudgeCompat's.
 Result<CompatReport> CheckCompat(const CompatTables& tables, const CompatOptions& options,
                                  const SystemFacts& facts);
