@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -149,6 +150,26 @@ TEST(CompatE2eTest, BadInputExits2WithTheNearestKnown) {
   r = RunFulcrum({"doctor", "--gpu", "H100"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("expected --torch VER[+cuXYZ] or --image too"), std::string::npos) << r.err;
+}
+
+// validate's environment phase runs doctor and fails on its verdict, with the fix as the reason.
+TEST(CompatE2eTest, ValidateEnvironmentPhaseUsesTheVerdict) {
+  FakeNode node("NVIDIA GeForce RTX 3090", "470.86");
+  std::rename(node.python.c_str(), (node.dir + "/python3").c_str());  // the python3 on PATH
+  RunOptions options = node.options;
+  options.env["PATH"] = node.dir + ":" + std::getenv("PATH");
+  RunOutput r = RunFulcrum({"validate", "--skip", "small-run,fault-drill,stress", "--work-dir",
+                            node.dir, "--json", "--", "true"},
+                           options);
+  ASSERT_EQ(r.exit_code, 3) << r.err;
+  auto env = nlohmann::json::parse(r.out)["phases"][0];
+  ASSERT_EQ(env["name"], "environment");
+  EXPECT_EQ(env["verdict"], "fail");
+  const std::string first = env["reasons"][0];
+  EXPECT_EQ(first.rfind("doctor compat: fail: driver 470.86 is too old for CUDA 12.1", 0), 0u)
+      << first;
+  EXPECT_NE(first.find("--index-url https://download.pytorch.org/whl/cu118"), std::string::npos);
+  EXPECT_EQ(env["metrics"]["compat"]["verdict"], "fail");
 }
 
 TEST(CompatE2eTest, GlobalHelpDocumentsExit3) {
