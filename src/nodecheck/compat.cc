@@ -127,7 +127,9 @@ Result<Kind> JudgeDriver(const CompatTables& tables, const std::string& driver,
   const std::string mm = MajorMinor(cuda);
   auto native = MinDriverFor(tables.driver, mm);
   if (!native) {
-    const std::string newest = tables.driver.min_driver_by_cuda.rbegin()->first;
+    std::string newest = "0.0";  // numerically: "12.10" is newer than "12.9"
+    for (const auto& [version, driver] : tables.driver.min_driver_by_cuda)
+      if (CompareVersions(version, newest) > 0) newest = version;
     bool newer = CompareVersions(mm, newest) > 0;
     return Status::InvalidInput("CUDA " + mm + " is " +
                                 (newer ? "not in the table (data as of " + tables.driver_as_of + ")"
@@ -371,9 +373,10 @@ Result<CompatVerdict> JudgeCompat(const CompatTables& tables, const CompatInput&
                                                       : kNone;
   bool arch_ok = true;
   if (cc && v.wheel_cuda && !arch_list.empty()) {
-    const std::string name = "torch " + TorchRelease(*input.torch) + " cu" +
-                             Split(MajorMinor(*v.wheel_cuda), '.')[0] +
-                             Split(MajorMinor(*v.wheel_cuda), '.')[1];
+    std::string variant;  // "12.1" -> "cu121"
+    for (char c : MajorMinor(*v.wheel_cuda))
+      if (c != '.') variant += c;
+    const std::string name = "torch " + TorchRelease(*input.torch) + " cu" + variant;
     arch_ok = JudgeArch(arch_list, *cc, name, driver_kind, v);
   }
   AddFix(tables, input, wheel, cc, arch_ok, v);
