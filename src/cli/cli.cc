@@ -104,8 +104,9 @@ std::string Description() {
       << "\n";
   }
   s << "\nEvery command prints a table, or JSON with --json (errors too, on stderr). Exit codes: "
-       "0 ok,\n2 bad usage or input, 1 runtime failure. `fulcrum help COMMAND` (or COMMAND "
-       "--help) explains\none command; `man fulcrum-COMMAND` once installed.";
+       "0 ok,\n2 bad usage or input, 1 runtime failure, 3 `doctor`'s compatibility verdict is "
+       "fail.\n`fulcrum help COMMAND` (or COMMAND --help) explains one command; `man "
+       "fulcrum-COMMAND` once\ninstalled.";
   return s.str();
 }
 

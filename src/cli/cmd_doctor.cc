@@ -4,6 +4,7 @@
 
 #include "catalog/catalog.h"
 #include "cli/bench_source_options.h"
+#include "cli/cmd_doctor_compat.h"
 #include "cli/command.h"
 #include "core/clock.h"
 #include "core/parse.h"
@@ -23,6 +24,7 @@ struct DoctorFlags {
   std::string repair_db;
   std::string topo_file;  // a saved `nvidia-smi topo -m` (nodecheck/topology.h)
   BenchSourceFlags source;
+  CompatFlags compat;
 };
 
 // `--repair-db PATH`: the repair (store/repair.h) instead of the checks.
@@ -78,20 +80,36 @@ void RunDoctor(CliContext& ctx, const DoctorFlags& flags) {
     if (!bytes.ok()) return ReportError(ctx, bytes.status().WithContext("--checkpoint-size"));
     options.checkpoint_bytes = *bytes;
   }
-  auto table = nodecheck::LoadDriverTable(DefaultCatalogDir(ctx.catalog_dir));
-  if (!table.ok()) return ReportError(ctx, table.status());
+  auto tables = nodecheck::LoadCompatTables(DefaultCatalogDir(ctx.catalog_dir));
+  if (!tables.ok()) return ReportError(ctx, tables.status());
+  const nodecheck::CompatOptions compat_options =
+      ToCompatOptions(flags.compat, flags.source.source == "sim");
+  if (flags.compat.offline()) {  // the verdict alone: nothing of this machine is probed
+    auto report = nodecheck::CheckCompat(*tables, compat_options, {});
+    if (!report.ok()) return ReportError(ctx, report.status());
+    if (flags.json)
+      PrintJson(ctx, {{"compat", CompatJson(*report)}});
+    else
+      PrintCompat(ctx, *report);
+    ctx.exit_code = CompatExitCode(*report);
+    return;
+  }
   auto cat = catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir));
   if (!cat.ok()) return ReportError(ctx, cat.status());
   auto source = MakeBenchSource(flags.source, *cat);
   if (!source.ok()) return ReportError(ctx, source.status());
   nodecheck::SystemFacts facts = (*source)->GatherFacts(options);
-  std::vector<nodecheck::DoctorCheck> checks = nodecheck::RunChecks(facts, *table, options);
+  std::vector<nodecheck::DoctorCheck> checks = nodecheck::RunChecks(facts, tables->driver, options);
   auto topology = nodecheck::ProbeTopologyChecks(flags.topo_file, (*source)->kind(), facts.env);
   if (!topology.ok()) return ReportError(ctx, topology.status());
   checks.insert(checks.end(), topology->begin(), topology->end());
+  auto compat = nodecheck::CheckCompat(*tables, compat_options, facts);
+  if (!compat.ok()) return ReportError(ctx, compat.status());
+  ctx.exit_code = CompatExitCode(*compat);
 
   if (flags.json) {
-    nlohmann::json out = {{"checks", nlohmann::json::array()}};
+    nlohmann::json out = {{"checks", nlohmann::json::array()}, {"compat", CompatJson(*compat)}};
+    if (!compat->verdict) out["compat_notes"] = compat->notes;
     for (const auto& c : checks) {
       out["checks"].push_back(
           {{"name", c.name},
@@ -114,7 +132,8 @@ void RunDoctor(CliContext& ctx, const DoctorFlags& flags) {
   }
   ctx.out << "\n"
           << counts[0] << " ok, " << counts[1] << " warn, " << counts[2] << " fail, " << counts[3]
-          << " skipped\n";
+          << " skipped\n\n";
+  PrintCompat(ctx, *compat);
 }
 
 }  // namespace
@@ -130,8 +149,19 @@ void RegisterDoctor(CLI::App* cmd, CliContext& ctx) {
       "mode,\n"
       "ECC, application clocks, free disk in the checkpoint directory, /dev/shm, NCCL variables.\n"
       "Each check prints ok / warn / fail / skipped, what was found and how to fix it. Runs on a\n"
-      "machine without a GPU and says what it could not check. Exit 0 when the checks ran,\n"
-      "whatever they found; 2 on bad input.\n\n"
+      "machine without a GPU and says what it could not check.\n\n"
+      "Then the compatibility verdict (docs/COMPAT.md): can this driver run the CUDA of the\n"
+      "job's PyTorch wheel (--python, default python3) or image (--image), and does the wheel\n"
+      "carry code for this GPU? ok; minor-version (runs under CUDA minor-version compatibility,\n"
+      "no PTX JIT); forward-compat (runs with the cuda-compat package: data-center GPUs only);\n"
+      "fail, with the fix: the wheel index to use, the minimum driver, the compat package. The\n"
+      "rules and tables are catalog/cuda_*.csv and catalog/torch_wheels.csv, each row sourced.\n"
+      "Offline, without probing this machine: --driver VER --torch VER[+cuXYZ] --gpu NAME\n"
+      "(any of them). A version newer than the tables is \"not in the table (data as of "
+      "DATE)\".\n\n"
+      "Exit 0 when the checks ran, whatever they found, and the verdict is not fail; 3 when the\n"
+      "verdict is fail; 2 on bad input (unknown driver/torch/GPU names, with the nearest "
+      "known).\n\n"
       "--source sim reports a simulated node's GPU stack (see bench --sim-*).\n\n"
       "--repair-db PATH repairs a damaged agent.db or jobs.db instead (stop the agent or job\n"
       "using it first): backs the file up to PATH.damaged-<UTC time>, recovers what SQLite's\n"
@@ -139,8 +169,12 @@ void RegisterDoctor(CLI::App* cmd, CliContext& ctx) {
       "the recovered rows.\n\n"
       "Examples:\n  fulcrum doctor --checkpoint-dir /data/ckpt --checkpoint-size 98GB\n"
       "  fulcrum doctor --source sim --sim-gpus 8\n"
+      "  fulcrum doctor --python /opt/venv/bin/python --image nvcr.io/nvidia/pytorch:24.05-py3\n"
+      "  fulcrum doctor --driver 470.182.03 --torch 2.1.0+cu121 --gpu A100 --json\n"
       "  fulcrum doctor --repair-db ~/.local/share/fulcrum/jobs.db");
-  cmd->add_flag("--json", flags->json, "Print {\"checks\": [{name, status, finding, fix}]}");
+  cmd->add_flag("--json", flags->json,
+                "Print {\"checks\": [{name, status, finding, fix}], \"compat\": {verdict, driver, "
+                "cuda_runtime, wheel_cuda, gpu_arch, reasons, fix}} (offline: compat only)");
   cmd->add_option("--checkpoint-dir", flags->checkpoint_dir,
                   "Directory checkpoints go to (disk check)")
       ->capture_default_str();
@@ -160,6 +194,7 @@ void RegisterDoctor(CLI::App* cmd, CliContext& ctx) {
                   "`nvidia-smi topo -m` output instead of running it")
       ->type_name("FILE");
   AddBenchSourceOptions(cmd, flags->source);
+  AddCompatOptions(cmd, flags->compat);
   cmd->callback([&ctx, flags] { RunDoctor(ctx, *flags); });
 }
 

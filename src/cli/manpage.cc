@@ -137,6 +137,7 @@ ManPage CommandPage(const CommandInfo& c, const std::string& version) {
   }
   s << ".SH EXIT STATUS\n0 ok, 2 bad usage or input, 1 runtime failure"
     << (c.name == "run" ? " (see DESCRIPTION for the codes of a supervised job)" : "")
+    << (c.name == "doctor" ? ", 3 the compatibility verdict is fail" : "")
     << ". With \\fB\\-\\-json\\fR an error is printed on standard error as\n"
        "{\"error\": {\"message\", \"file\", \"line\", \"field\", \"expected\", \"found\", "
        "\"nearest\"}}.\n"

@@ -9,7 +9,8 @@ namespace fulcrum::nodecheck {
 namespace {
 
 const TableSchema kCudaDriverSchema = {{"cuda_version", "min_driver_linux", "source"}, {"note"}};
-const TableSchema kMinorCompatSchema = {{"cuda_major", "min_driver_linux", "source"}, {"note"}};
+const TableSchema kMinorCompatSchema = {{"cuda_major", "min_driver_linux", "source"},
+                                        {"note", "excludes"}};
 
 // A dotted version of whole numbers ("550.54.14", "580").
 Result<std::string> DriverVersion(const RowReader& row, const std::string& column) {
@@ -62,6 +63,7 @@ Result<DriverTable> LoadDriverTable(const std::string& catalog_dir) {
     FULCRUM_ASSIGN_OR_RETURN(int major, row.Int("cuda_major", 1, 1000));
     FULCRUM_ASSIGN_OR_RETURN(driver_table.min_driver_minor_compat[major],
                              DriverVersion(row, "min_driver_linux"));
+    driver_table.minor_compat_excludes[major] = row.Text("excludes");
   }
   return driver_table;
 }

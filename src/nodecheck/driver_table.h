@@ -15,6 +15,7 @@ namespace fulcrum::nodecheck {
 struct DriverTable {
   std::map<std::string, std::string> min_driver_by_cuda;  // "12.4" -> "550.54.14"
   std::map<int, std::string> min_driver_minor_compat;     // 12 -> "525.60.13"
+  std::map<int, std::string> minor_compat_excludes;       // 12 -> "PTX JIT of PTX newer ..."
 };
 
 // Reads both CSV files of `catalog_dir`; errors "file:line: column: expected ..., found ...".

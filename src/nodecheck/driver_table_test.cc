@@ -26,6 +26,8 @@ TEST(DriverTableTest, DriverTableHasSourcedRows) {
   EXPECT_EQ(MinDriverFor(table, "11.8"), "520.61.05");
   EXPECT_FALSE(MinDriverFor(table, "99.1").has_value());
   EXPECT_EQ(table.min_driver_minor_compat.at(12), "525.60.13");
+  // What minor-version compatibility does not cover is part of the row.
+  EXPECT_NE(table.minor_compat_excludes.at(12).find("PTX JIT"), std::string::npos);
 }
 
 // The tables load through the one CSV loader: quoted cells with commas are cells, not columns,

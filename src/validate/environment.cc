@@ -94,6 +94,25 @@ void CompareWithPlan(const nlohmann::json& bench, const Result<supervise::Planne
   }
 }
 
+// doctor's compatibility verdict (nodecheck/compat.h): fail fails the phase with its fix;
+// minor-version and forward-compat are warnings.
+void ScanCompat(const nlohmann::json& compat, PhaseResult& phase,
+                std::vector<std::string>& failures) {
+  if (!compat.is_object()) return;
+  const std::string verdict = compat.value("verdict", "");
+  phase.metrics["compat"] = compat;
+  std::string reason = "doctor compat: " + verdict;
+  if (compat.contains("reasons") && compat["reasons"].is_array() && !compat["reasons"].empty() &&
+      compat["reasons"][0].is_string())
+    reason += ": " + compat["reasons"][0].get<std::string>();
+  if (compat.contains("fix") && compat["fix"].is_string())
+    reason += "; fix: " + compat["fix"].get<std::string>();
+  if (verdict == "fail")
+    failures.push_back(reason);
+  else if (verdict != "ok")
+    phase.reasons.push_back(reason + " (warning)");
+}
+
 }  // namespace
 
 PhaseResult Validation::Environment() {
@@ -111,7 +130,8 @@ PhaseResult Validation::Environment() {
   doctor_argv.insert(doctor_argv.end(), source.begin(), source.end());
   Say("environment: fulcrum doctor --source " + options_.source);
   auto doctor = RunCapture(doctor_argv, capture);
-  if (!doctor.ok() || doctor->exit_code != 0) {
+  // Exit 3: the checks ran and the compatibility verdict is fail (read from the JSON below).
+  if (!doctor.ok() || (doctor->exit_code != 0 && doctor->exit_code != 3)) {
     failures.push_back("fulcrum doctor did not run: " +
                        (doctor.ok() ? doctor->err : doctor.status().message()));
   } else {
@@ -133,6 +153,7 @@ PhaseResult Validation::Environment() {
     }
     phase.metrics["doctor"] = {
         {"ok", counts[0]}, {"warn", counts[1]}, {"fail", counts[2]}, {"skipped", counts[3]}};
+    ScanCompat(json.value("compat", nlohmann::json()), phase, failures);
   }
   Say("environment: fulcrum bench --quick --source " + options_.source);
   std::vector<std::string> bench_argv = global;
