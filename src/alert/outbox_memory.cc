@@ -307,11 +307,11 @@ Result<std::vector<Notification>> FallbackOutbox::FetchDue(double now_mono, size
     out.push_back(std::move(n));
   }
   // EnqueueFirst's notifications go before the store's.
-  const std::set<std::string>& first = first_;
-  std::stable_partition(out.begin(), out.end(),
-                        [&](const Notification& n) { return first.count(n.id) > 0; });
-  if (out.size() > limit) out.resize(limit);
-  return out;
+  std::vector<Notification> ordered, rest;
+  for (Notification& n : out) (first_.count(n.id) > 0 ? ordered : rest).push_back(std::move(n));
+  for (Notification& n : rest) ordered.push_back(std::move(n));
+  if (ordered.size() > limit) ordered.resize(limit);
+  return ordered;
 }
 
 Status FallbackOutbox::MarkDelivered(const std::string& id, double delivered_at) {
