@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 
+#include "agent/disk_full.h"
 #include "agent/host.h"
 #include "agent/idle.h"
 #include "agent/live_state.h"
@@ -100,6 +101,8 @@ struct Agent::Impl {
   telemetry::FastFieldAggregate fast_aggregate;  // fast readings since the last full tick
   std::vector<alert::Sample> job_batch;          // job series of the last full tick
   std::unique_ptr<telemetry::NcclRasPoller> nccl_ras;  // names the ranks behind a hang; null if off
+  std::optional<DiskFullAlert> disk_full;              // the agent's own alert of a full data disk
+  double last_write_ok_mono = -1e18;                   // the last store write that succeeded
 
   Impl(AgentConfig c, const Clock& k)
       : config(std::move(c)),
@@ -303,10 +306,15 @@ struct Agent::Impl {
     if (!pending.notifications.empty()) {
       for (const store::Notification& n : pending.notifications) (void)alert_outbox->Enqueue(n);
       pending.notifications.clear();
+      // The outbox's own refusal may be the first sign of a full disk: disk_full jumps ahead of
+      // these before delivery is woken.
+      const auto refusal = alert_outbox->LastStoreRefusal();
+      if (refusal.at_mono > last_write_ok_mono) NoteDiskFull(refusal.error);
       delivery->Wake();
     }
     Status st = db->Write(pending);
     if (!st.ok()) {
+      NoteDiskFull(st.message());
       ++counters.store_errors_total;
       if (mono - store_error_logged_at >= 60) {  // a full disk failed 10 writes a second
         spdlog::error(
@@ -325,9 +333,29 @@ struct Agent::Impl {
     }
     pending = store::WriteBatch{};
     last_flush = mono;
+    last_write_ok_mono = mono;
+    // Sent with the next flush, after the firing.
+    if (auto resolved = disk_full->Stored(clock.UnixSeconds())) {
+      Record({*resolved}, clock.UnixSeconds());
+    }
   }
 
   bool WaitForStop(int stop_fd, double until);
+
+  // A store refusal: when it says the disk is full, the disk_full alert fires and its
+  // notifications go out ahead of every pending one (its record waits for the store).
+  void NoteDiskFull(std::string_view error) {
+    const double now = clock.UnixSeconds();
+    auto firing = disk_full->Refused(error, now);
+    if (!firing) return;
+    ++counters.transitions_total;
+    spdlog::error("alert {}: {}", kDiskFullAlert, firing->annotations.at("summary"));
+    pending.alert_changes.push_back(ToAgentAlert(*firing));
+    auto notes = alert::MakeNotifications(*firing, receivers, notify_context, now);
+    counters.notifications_total += notes.size();
+    for (const store::Notification& n : notes) (void)alert_outbox->EnqueueFirst(n);
+    delivery->Wake();
+  }
 
   // The evaluator's pending/firing state, for the next write (restored after a restart).
   void SaveAlertStates() {
@@ -424,6 +452,7 @@ struct Agent::Impl {
     }
     live.SetIdle(idle.Status(mono));
     counters.degraded = alert_outbox->DegradedReason();
+    if (counters.degraded.empty()) counters.degraded = disk_full->reason();
     live.Publish(std::move(*snapshot), counters);
   }
 };
@@ -494,6 +523,7 @@ Result<std::unique_ptr<Agent>> Agent::Create(const AgentConfig& config, const Cl
   impl->server = std::make_unique<server::AgentServer>(options, impl->live, clock);
   FULCRUM_RETURN_IF_ERROR(impl->server->Start());
   FULCRUM_ASSIGN_OR_RETURN(auto address, server::ParseListen(config.listen));
+  impl->disk_full.emplace(impl->hostname, impl->data_dir);
   impl->notify_context = {impl->hostname,
                           "http://" + address.first + ":" + std::to_string(impl->server->port())};
   return std::unique_ptr<Agent>(new Agent(std::move(impl)));

@@ -18,22 +18,35 @@ constexpr double kLogEverySeconds = 60;
 
 // --- MemoryOutbox ---------------------------------------------------------------------------
 
-Status MemoryOutbox::Enqueue(const Notification& notification) {
+Status MemoryOutbox::Insert(const Notification& notification, int64_t sequence) {
   if (notification.id.empty()) return Status::InvalidInput("outbox: notification without id");
-  MutexLock lock(mutex_);
   if (entries_.count(notification.id) > 0) return Status::Ok();
   Entry entry;
   entry.notification = notification;
-  entry.sequence = next_sequence_++;
+  entry.sequence = sequence;
   entries_.emplace(notification.id, std::move(entry));
   return Status::Ok();
+}
+
+Status MemoryOutbox::Enqueue(const Notification& notification) {
+  MutexLock lock(mutex_);
+  Status st = Insert(notification, next_sequence_);
+  if (st.ok()) ++next_sequence_;
+  return st;
+}
+
+Status MemoryOutbox::EnqueueFirst(const Notification& notification) {
+  MutexLock lock(mutex_);
+  Status st = Insert(notification, next_first_sequence_);
+  if (st.ok()) --next_first_sequence_;
+  return st;
 }
 
 Result<std::vector<Notification>> MemoryOutbox::FetchDue(double now_mono, size_t limit,
                                                          const std::string& receiver) {
   MutexLock lock(mutex_);
   // The first pending entry of each (receiver, order_key): only it may go.
-  std::map<std::pair<std::string, std::string>, size_t> head;
+  std::map<std::pair<std::string, std::string>, int64_t> head;
   for (const auto& [id, entry] : entries_) {
     if (entry.state != DeliveryState::kPending || entry.notification.order_key.empty()) continue;
     auto key = std::make_pair(entry.notification.receiver, entry.notification.order_key);
@@ -169,6 +182,7 @@ FallbackOutbox::FallbackOutbox(Outbox& durable, const Clock& clock,
 void FallbackOutbox::NoteStoreError(const Status& status, const char* what) {
   store_error_ = status.ToString();
   const double now = clock_.MonotonicSeconds();
+  store_error_mono_ = now;
   last_restore_mono_ = now;  // a refusal counts as a try: the next is a second away
   if (now - last_log_mono_ < kLogEverySeconds) {
     ++unlogged_errors_;
@@ -223,11 +237,13 @@ void FallbackOutbox::Restore(bool force) {
   for (const Notification& n : memory_.PendingInOrder()) {
     if (!durable_.Enqueue(n).ok()) return;  // in order: the rest stay in memory
     memory_.Erase(n.id);
+    first_.erase(n.id);
     ++moved;
   }
   logger_->info("alert outbox: the store takes writes again; {} notification(s) moved from memory",
                 moved);
   store_error_.clear();
+  store_error_mono_ = -1;
 }
 
 Status FallbackOutbox::Enqueue(const Notification& notification) {
@@ -241,6 +257,17 @@ Status FallbackOutbox::Enqueue(const Notification& notification) {
     NoteStoreError(st, "store a notification");
   }
   return memory_.Enqueue(notification);
+}
+
+Status FallbackOutbox::EnqueueFirst(const Notification& notification) {
+  MutexLock lock(mutex_);
+  first_.insert(notification.id);
+  return memory_.EnqueueFirst(notification);
+}
+
+FallbackOutbox::StoreRefusal FallbackOutbox::LastStoreRefusal() {
+  MutexLock lock(mutex_);
+  return {store_error_, store_error_mono_};
 }
 
 Result<std::vector<Notification>> FallbackOutbox::FetchDue(double now_mono, size_t limit,
@@ -279,14 +306,19 @@ Result<std::vector<Notification>> FallbackOutbox::FetchDue(double now_mono, size
     }
     out.push_back(std::move(n));
   }
-  if (out.size() > limit) out.resize(limit);
-  return out;
+  // EnqueueFirst's notifications go before the store's.
+  std::vector<Notification> ordered, rest;
+  for (Notification& n : out) (first_.count(n.id) > 0 ? ordered : rest).push_back(std::move(n));
+  for (Notification& n : rest) ordered.push_back(std::move(n));
+  if (ordered.size() > limit) ordered.resize(limit);
+  return ordered;
 }
 
 Status FallbackOutbox::MarkDelivered(const std::string& id, double delivered_at) {
   MutexLock lock(mutex_);
   if (memory_.Contains(id)) {
     memory_.Erase(id);
+    first_.erase(id);
     return Status::Ok();
   }
   Unsaved update;
@@ -309,6 +341,7 @@ Status FallbackOutbox::MarkFailed(const std::string& id, int attempts, const std
   MutexLock lock(mutex_);
   if (memory_.Contains(id)) {
     memory_.Erase(id);
+    first_.erase(id);
     return Status::Ok();
   }
   Unsaved update;

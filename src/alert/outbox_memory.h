@@ -7,8 +7,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,9 @@ class MemoryOutbox final : public Outbox {
   Result<std::vector<std::string>> PendingIds(const std::string& receiver,
                                               const std::string& order_key) override;
   Status Rebase(double now_mono) override;
+  // Enqueues `notification` ahead of every pending one (delivery order, PendingInOrder): the
+  // agent's own disk_full alert goes out first. Existing id: no change, ok.
+  Status EnqueueFirst(const Notification& notification);
 
   // Test inspection: state of an id (NotFound if never enqueued), and a copy of the entry.
   Result<DeliveryState> StateOf(const std::string& id);
@@ -56,18 +61,21 @@ class MemoryOutbox final : public Outbox {
     Notification notification;
     DeliveryState state = DeliveryState::kPending;
     double delivered_at = 0;
-    size_t sequence = 0;  // enqueue order
+    int64_t sequence = 0;  // delivery order: enqueue order, EnqueueFirst's below every other
   };
+  Status Insert(const Notification& notification, int64_t sequence) REQUIRES(mutex_);
   Mutex mutex_;
   std::map<std::string, Entry> entries_ GUARDED_BY(mutex_);
-  size_t next_sequence_ GUARDED_BY(mutex_) = 0;
+  int64_t next_sequence_ GUARDED_BY(mutex_) = 0;
+  int64_t next_first_sequence_ GUARDED_BY(mutex_) = -1;  // EnqueueFirst counts down
 };
 
 // The agent's outbox: `durable` (agent.db) while it takes writes; a notification it cannot store
 // (disk full, I/O error, locked) is kept in memory and delivered from there, and an update it
 // cannot take (delivered, rescheduled) is remembered, so that nothing waits for disk space. Once
 // anything is held in memory every new notification joins it (so each alert's notifications keep
-// their order); at most once per second it moves them back to the store in order. At-least-once
+// their order); at most once per second it moves them back to the store in order. EnqueueFirst
+// holds one ahead of all the others (the agent's own disk_full alert). At-least-once
 // holds for what the store took; what only memory holds is lost if the agent stops first.
 // DegradedReason() says so for /v1/health. Store errors are logged at most once a minute.
 class FallbackOutbox final : public Outbox {
@@ -86,6 +94,18 @@ class FallbackOutbox final : public Outbox {
   Result<std::vector<std::string>> PendingIds(const std::string& receiver,
                                               const std::string& order_key) override;
   Status Rebase(double now_mono) override;
+  // Holds `notification` in memory ahead of every pending one, stored or not: FetchDue returns
+  // it (when due) before the others, and it moves to the store with the rest once the store
+  // works. For the agent's own disk_full alert, which the store is refusing anyway.
+  Status EnqueueFirst(const Notification& notification);
+
+  // The store's last refusal since it last took a write: its error and when (monotonic
+  // seconds); at_mono < 0 when there is none.
+  struct StoreRefusal {
+    std::string error;
+    double at_mono = -1;
+  };
+  StoreRefusal LastStoreRefusal();
 
   // "" while the store holds every notification and update; else why it does not (the store's
   // error) and how many notifications live in memory only.
@@ -112,6 +132,8 @@ class FallbackOutbox final : public Outbox {
   Mutex mutex_;
   std::map<std::string, Unsaved> unsaved_ GUARDED_BY(mutex_);
   std::string store_error_ GUARDED_BY(mutex_);
+  double store_error_mono_ GUARDED_BY(mutex_) = -1;  // when store_error_ was set
+  std::set<std::string> first_ GUARDED_BY(mutex_);   // EnqueueFirst's ids held in memory
   double last_restore_mono_ GUARDED_BY(mutex_) = -1e18;
   double last_log_mono_ GUARDED_BY(mutex_) = -1e18;
   size_t unlogged_errors_ GUARDED_BY(mutex_) = 0;

@@ -208,5 +208,55 @@ TEST(FallbackOutboxTest, AnAlertsResolvedInMemoryWaitsForItsFiringInTheStore) {
   EXPECT_EQ(outbox.DegradedReason(), "");
 }
 
+// The agent's own disk_full alert goes out first: ahead of what the store holds and of what
+// memory held before it, and it reports the store's refusal that set it off.
+TEST(FallbackOutboxTest, EnqueueFirstGoesAheadOfStoredAndHeldNotifications) {
+  FullDiskStore store;
+  ManualClock clock;
+  CapturedLog log;
+  FallbackOutbox outbox(store, clock, log.logger);
+  ASSERT_TRUE(outbox.Enqueue(Note("stored", "a")).ok());
+  EXPECT_LT(outbox.LastStoreRefusal().at_mono, 0);
+  store.full = true;
+  clock.Advance(3);
+  ASSERT_TRUE(outbox.Enqueue(Note("held", "b")).ok());
+  const auto refusal = outbox.LastStoreRefusal();
+  EXPECT_THAT(refusal.error, HasSubstr("database or disk is full"));
+  EXPECT_DOUBLE_EQ(refusal.at_mono, clock.MonotonicSeconds());
+  ASSERT_TRUE(outbox.EnqueueFirst(Note("disk_full", "disk")).ok());
+  ASSERT_TRUE(outbox.Enqueue(Note("later", "c")).ok());
+  auto due = outbox.FetchDue(clock.MonotonicSeconds(), 10, "ops");
+  ASSERT_TRUE(due.ok());
+  std::vector<std::string> order;
+  for (const Notification& n : *due) order.push_back(n.id);
+  EXPECT_EQ(order, (std::vector<std::string>{"disk_full", "stored", "held", "later"}));
+  // The limit keeps it too.
+  due = outbox.FetchDue(clock.MonotonicSeconds(), 1, "ops");
+  ASSERT_EQ(due->size(), 1u);
+  EXPECT_EQ((*due)[0].id, "disk_full");
+  // Once the store works again it moves there first, in its place.
+  store.full = false;
+  clock.Advance(2);
+  ASSERT_TRUE(outbox.FetchDue(clock.MonotonicSeconds(), 10, "ops").ok());
+  std::vector<std::string> stored;
+  for (const Notification& n : store.rows.PendingInOrder()) stored.push_back(n.id);
+  EXPECT_EQ(stored, (std::vector<std::string>{"stored", "disk_full", "held", "later"}));
+  EXPECT_LT(outbox.LastStoreRefusal().at_mono, 0);
+  EXPECT_EQ(outbox.DegradedReason(), "");
+}
+
+TEST(MemoryOutboxTest, EnqueueFirstIsDeliveredBeforeEarlierOnes) {
+  MemoryOutbox outbox;
+  ASSERT_TRUE(outbox.Enqueue(Note("a")).ok());
+  ASSERT_TRUE(outbox.EnqueueFirst(Note("first")).ok());
+  ASSERT_TRUE(outbox.EnqueueFirst(Note("first")).ok());  // an existing id: no change
+  ASSERT_TRUE(outbox.Enqueue(Note("b")).ok());
+  auto due = outbox.FetchDue(0, 10, "ops");
+  ASSERT_TRUE(due.ok());
+  std::vector<std::string> order;
+  for (const Notification& n : *due) order.push_back(n.id);
+  EXPECT_EQ(order, (std::vector<std::string>{"first", "a", "b"}));
+}
+
 }  // namespace
 }  // namespace fulcrum::alert
