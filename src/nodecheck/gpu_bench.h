@@ -1,5 +1,5 @@
 // The GPU half of `fulcrum bench`: runs the fulcrum-gpubench program (built only where a CUDA
-// toolkit was found, installed next to the fulcrum binary), parses its JSON, and compares each
+// toolkit was found, installed in <prefix>/libexec/fulcrum), parses its JSON, and compares each
 // figure with the datasheet value of the detected GPU: percent of spec and a verdict ("ok",
 // "low" below 70 % of spec, "unstable" when the sustained run swings more than 30 %). When the
 // program is missing or finds no GPU, the result says why instead. Blocking; thread-compatible.
