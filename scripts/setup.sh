@@ -21,8 +21,8 @@ packages=(
   ansible
   # wall-clock steps under a fixed monotonic clock (the outbox's clock-step test, libfaketime)
   faketime
-  # man pages rendered in the CLI test, the .deb built and listed in the package test
-  groff-base man-db dpkg-dev
+  # man pages rendered in the CLI test, the .deb built, listed and lintian-checked in the package test
+  groff-base man-db dpkg-dev lintian
 )
 # Node.js + npm for the dashboard's assets: Debian's packages only where no node/npm is present
 # (a machine with Node.js from elsewhere keeps it; Debian's npm would conflict with it).

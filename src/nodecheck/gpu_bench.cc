@@ -107,19 +107,83 @@ std::string StabilityVerdict(double min_tflops, double max_tflops, double mean_t
   return (max_tflops - min_tflops) / mean_tflops > kUnstableSwing ? "unstable" : "ok";
 }
 
+GpuBenchBuild ThisGpuBenchBuild() {
+  GpuBenchBuild build;
+#if defined(FULCRUM_GPUBENCH_BUILT)
+  build.built = FULCRUM_GPUBENCH_BUILT != 0;
+#endif
+#if defined(FULCRUM_GPUBENCH_NOT_BUILT_REASON)
+  build.not_built_reason = FULCRUM_GPUBENCH_NOT_BUILT_REASON;
+#else
+  build.not_built_reason = "not part of this build";
+#endif
+#if defined(FULCRUM_GPUBENCH_LIBEXEC_FROM_BINDIR)
+  build.libexec_from_bindir = FULCRUM_GPUBENCH_LIBEXEC_FROM_BINDIR;
+#endif
+  return build;
+}
+
+GpuBenchLocation LocateGpuBench(const std::string& exe_dir, const std::string& env_override,
+                                const GpuBenchBuild& build) {
+  GpuBenchLocation location;
+  if (!env_override.empty()) {
+    if (ProgramExists(env_override)) {
+      location.program = env_override;
+    } else {
+      location.missing_reason = "FULCRUM_GPUBENCH names " + env_override +
+                                ", which is not an executable file (unset it to use the "
+                                "fulcrum-gpubench installed beside fulcrum)";
+    }
+    return location;
+  }
+  if (exe_dir.empty()) {
+    location.missing_reason =
+        "the directory of the running fulcrum is unknown (/proc/self/exe unreadable): set "
+        "FULCRUM_GPUBENCH to the path of fulcrum-gpubench";
+    return location;
+  }
+  namespace fs = std::filesystem;
+  std::vector<std::string> looked;
+  for (const std::string& dir :
+       {exe_dir, (fs::path(exe_dir) / build.libexec_from_bindir).string()}) {
+    std::string candidate = (fs::path(dir) / "fulcrum-gpubench").lexically_normal().string();
+    if (ProgramExists(candidate)) {
+      location.program = candidate;
+      return location;
+    }
+    looked.push_back(candidate);
+  }
+  std::string where = looked[0] + " nor " + looked[1];
+  if (build.built) {
+    location.missing_reason =
+        "fulcrum-gpubench was built with this fulcrum but is not "
+        "installed where fulcrum looks (neither " +
+        where +
+        " exists): install it with `cmake --install BUILD_DIR` or the "
+        ".deb, or set FULCRUM_GPUBENCH to its path";
+  } else {
+    location.missing_reason = "fulcrum was built without the CUDA GPU bench (" +
+                              build.not_built_reason + "; neither " + where +
+                              " exists): rebuild with a CUDA toolkit and -DFULCRUM_CUDA=ON, or "
+                              "set FULCRUM_GPUBENCH to a fulcrum-gpubench";
+  }
+  return location;
+}
+
 Result<GpuBenchRun> RunGpuBench(const GpuBenchOptions& options) {
+  GpuBenchRun run;
   std::string program = options.program;
   if (program.empty()) {
-    if (const char* env = std::getenv("FULCRUM_GPUBENCH"); env && *env)
-      program = env;
-    else
-      program = ExecutableDir() + "/fulcrum-gpubench";
-  }
-  GpuBenchRun run;
-  if (!ProgramExists(program)) {
-    run.skipped_reason =
-        "fulcrum was built without the CUDA GPU bench (no CUDA toolkit at build time; " + program +
-        " not found)";
+    const char* env = std::getenv("FULCRUM_GPUBENCH");
+    GpuBenchLocation location =
+        LocateGpuBench(ExecutableDir(), env ? env : "", ThisGpuBenchBuild());
+    if (location.missing_reason) {
+      run.skipped_reason = location.missing_reason;
+      return run;
+    }
+    program = location.program;
+  } else if (!ProgramExists(program)) {
+    run.skipped_reason = program + " not found (not an executable file)";
     return run;
   }
   std::vector<std::string> argv = {program, "--device", std::to_string(options.device),

@@ -1,5 +1,5 @@
 // The GPU half of `fulcrum bench`: runs the fulcrum-gpubench program (built only where a CUDA
-// toolkit was found, installed next to the fulcrum binary), parses its JSON, and compares each
+// toolkit was found, installed in <prefix>/libexec/fulcrum), parses its JSON, and compares each
 // figure with the datasheet value of the detected GPU: percent of spec and a verdict ("ok",
 // "low" below 70 % of spec, "unstable" when the sustained run swings more than 30 %). When the
 // program is missing or finds no GPU, the result says why instead. Blocking; thread-compatible.
@@ -40,8 +40,29 @@ struct Datasheet {
 std::optional<size_t> MatchDatasheet(const std::string& device_name, double memory_bytes,
                                      const std::vector<Datasheet>& candidates);
 
+// How this fulcrum was built with respect to fulcrum-gpubench (CMakeLists.txt passes it to
+// gpu_bench.cc): whether the build made the program, why not when it did not, and where
+// `cmake --install` / the .deb put it relative to the installed fulcrum's directory.
+struct GpuBenchBuild {
+  bool built = false;
+  std::string not_built_reason;  // "no CUDA toolkit (nvcc) found at build time", ...
+  std::string libexec_from_bindir = "../libexec/fulcrum";
+};
+GpuBenchBuild ThisGpuBenchBuild();
+
+// Where fulcrum-gpubench is, or why it is not there. Looked for, in order: `env_override`
+// ($FULCRUM_GPUBENCH) when non-empty (and only there), <exe_dir>/fulcrum-gpubench (a build tree),
+// <exe_dir>/<libexec_from_bindir>/fulcrum-gpubench (an installed fulcrum). missing_reason names
+// the true cause: a build without the bench, or a built bench that is not installed where looked.
+struct GpuBenchLocation {
+  std::string program;                        // set when found
+  std::optional<std::string> missing_reason;  // set when not
+};
+GpuBenchLocation LocateGpuBench(const std::string& exe_dir, const std::string& env_override,
+                                const GpuBenchBuild& build);
+
 struct GpuBenchOptions {
-  std::string program;  // path of fulcrum-gpubench; "" = next to the running executable
+  std::string program;  // path of fulcrum-gpubench; "" = LocateGpuBench from the executable
   double stability_seconds = 30;
   bool quick = false;
   int device = 0;

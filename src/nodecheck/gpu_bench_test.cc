@@ -74,7 +74,80 @@ TEST(GpuBenchTest, MissingProgramIsSkippedWithReason) {
   auto run = RunGpuBench(options);
   ASSERT_TRUE(run.ok());
   ASSERT_TRUE(run->skipped_reason.has_value());
-  EXPECT_NE(run->skipped_reason->find("without the CUDA GPU bench"), std::string::npos);
+  EXPECT_NE(run->skipped_reason->find("/nonexistent/fulcrum-gpubench"), std::string::npos);
+}
+
+// A directory with an executable fulcrum-gpubench stand-in at `relative` (or none when empty).
+std::filesystem::path FakeInstall(const std::string& name, const std::string& relative) {
+  auto root = std::filesystem::temp_directory_path() / ("fulcrum-locate-" + name);
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root / "bin");
+  if (!relative.empty()) {
+    auto program = root / relative;
+    std::filesystem::create_directories(program.parent_path());
+    std::ofstream(program) << "#!/bin/sh\nexit 0\n";
+    std::filesystem::permissions(program, std::filesystem::perms::owner_all);
+  }
+  return root;
+}
+
+TEST(GpuBenchTest, LocatesTheInstalledProgramBesideOrInLibexec) {
+  GpuBenchBuild build;
+  build.built = true;
+  build.libexec_from_bindir = "../libexec/fulcrum";
+  auto installed = FakeInstall("libexec", "libexec/fulcrum/fulcrum-gpubench");
+  auto found = LocateGpuBench((installed / "bin").string(), "", build);
+  EXPECT_FALSE(found.missing_reason) << *found.missing_reason;
+  EXPECT_EQ(found.program, (installed / "libexec/fulcrum/fulcrum-gpubench").string());
+
+  // A build tree: the program next to the binary wins.
+  auto tree = FakeInstall("beside", "bin/fulcrum-gpubench");
+  EXPECT_EQ(LocateGpuBench((tree / "bin").string(), "", build).program,
+            (tree / "bin/fulcrum-gpubench").string());
+
+  // $FULCRUM_GPUBENCH is the only place looked at when set, and a wrong one is named.
+  auto by_env = LocateGpuBench((installed / "bin").string(), "/nonexistent/gpubench", build);
+  ASSERT_TRUE(by_env.missing_reason);
+  EXPECT_NE(by_env.missing_reason->find("FULCRUM_GPUBENCH"), std::string::npos);
+  EXPECT_NE(by_env.missing_reason->find("/nonexistent/gpubench"), std::string::npos);
+  std::filesystem::remove_all(installed);
+  std::filesystem::remove_all(tree);
+}
+
+// The bug of issue 27: a fulcrum built with the bench but installed without it said "no CUDA
+// toolkit at build time". The reason now tells the two causes apart and names where it looked.
+TEST(GpuBenchTest, MissingReasonSaysBuiltButNotInstalledOrBuiltWithoutCuda) {
+  auto empty = FakeInstall("empty", "");
+  std::string bin = (empty / "bin").string();
+  std::string libexec_path = (empty / "libexec/fulcrum/fulcrum-gpubench").string();
+  GpuBenchBuild built;
+  built.built = true;
+  auto not_installed = LocateGpuBench(bin, "", built);
+  ASSERT_TRUE(not_installed.missing_reason);
+  EXPECT_NE(not_installed.missing_reason->find("not installed"), std::string::npos)
+      << *not_installed.missing_reason;
+  EXPECT_EQ(not_installed.missing_reason->find("without"), std::string::npos)
+      << *not_installed.missing_reason;
+  EXPECT_NE(not_installed.missing_reason->find(libexec_path), std::string::npos)
+      << *not_installed.missing_reason;
+
+  GpuBenchBuild without;
+  without.built = false;
+  without.not_built_reason = "configured with -DFULCRUM_CUDA=OFF";
+  auto not_built = LocateGpuBench(bin, "", without);
+  ASSERT_TRUE(not_built.missing_reason);
+  EXPECT_NE(not_built.missing_reason->find("without the CUDA GPU bench"), std::string::npos);
+  EXPECT_NE(not_built.missing_reason->find(without.not_built_reason), std::string::npos);
+  EXPECT_EQ(not_built.missing_reason->find("not installed"), std::string::npos);
+  std::filesystem::remove_all(empty);
+}
+
+// What this build says about itself matches what the build made (CMakeLists.txt passes it).
+TEST(GpuBenchTest, ThisBuildKnowsWhetherItMadeTheProgram) {
+  GpuBenchBuild build = ThisGpuBenchBuild();
+  bool made = std::filesystem::exists(std::string(FULCRUM_BUILD_DIR) + "/fulcrum-gpubench");
+  EXPECT_EQ(build.built, made);
+  EXPECT_EQ(build.not_built_reason.empty(), made) << build.not_built_reason;
 }
 
 TEST(GpuBenchTest, ProgramThatFindsNoGpuIsSkippedWithItsReason) {
