@@ -54,7 +54,7 @@ class SupervisorHangTest : public ::testing::Test {
         out.push_back(Rank5(4005, 41));
       return out;
     };
-    runner.on_tick = [this, &runner](double now, const LineSink&) {
+    runner.on_tick = [&runner](double now, const LineSink&) {
       if (runner.starts.size() > 1 && runner.running() && now - runner.start_times.back() >= 20)
         runner.Exit(ChildExit{0, std::nullopt});
     };
