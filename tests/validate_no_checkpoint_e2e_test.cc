@@ -1,11 +1,14 @@
 // Issue 29, item 10: `fulcrum validate` of a real PyTorch job that never checkpoints (it ignores
 // FULCRUM_CHECKPOINT_REQUEST_FILE; tests/trainer/torch_no_checkpoint.py, Debian's python3-torch
 // on the CPU) fails the small run within the small run plus one checkpoint request window and
-// skips every drill with that reason, instead of waiting out a checkpoint in each of the five
-// drills (5 x (--checkpoint-every + --drill-timeout)). Skipped where torch is not installed; the
-// sanitizer presets leave out tests named *Torch*.
+// skips every drill and the stress run with that reason, instead of waiting out a checkpoint in
+// each of the five drills (5 x (--checkpoint-every + --drill-timeout)) and then the stress run's
+// --duration. Skipped where torch is not installed; the sanitizer presets leave out tests named
+// *Torch*.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -16,27 +19,37 @@ namespace {
 
 constexpr const char* kPython = "/usr/bin/python3";
 
+// "2.5s".
+std::string FormatSeconds(double seconds) {
+  std::string text = std::to_string(seconds);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  return text + "s";
+}
+
 TEST(ValidateNoCheckpointTorchTest, FailsTheSmallRunAndSkipsEveryDrillWithTheReason) {
   if (RunProgram(kPython, {"-c", "import torch"}).exit_code != 0) {
     GTEST_SKIP() << "no PyTorch for " << kPython << " (Debian: apt-get install python3-torch)";
   }
   const std::string dir = MakeTempDir("validate-no-checkpoint");
+  const double small_run = 12, every = 4, drill_timeout = 60, duration = 60;
   RunOptions options;
-  // The safety net: the drills waiting out their checkpoint would take 5 x 61 s.
+  // The safety net: the drills waiting out their checkpoint would take 5 x 64 s.
   options.timeout_seconds = 200;
+  const auto began = std::chrono::steady_clock::now();
   RunOutput r = RunFulcrum({"validate",
                             "--source",
                             "sim",
                             "--skip",
                             "environment",
                             "--small-run",
-                            "4s",
+                            FormatSeconds(small_run),
                             "--checkpoint-every",
-                            "1s",
+                            FormatSeconds(every),
                             "--drill-timeout",
-                            "60s",
+                            FormatSeconds(drill_timeout),
                             "--duration",
-                            "2s",
+                            FormatSeconds(duration),
                             "--json",
                             "--quiet",
                             "--work-dir",
@@ -49,13 +62,16 @@ TEST(ValidateNoCheckpointTorchTest, FailsTheSmallRunAndSkipsEveryDrillWithTheRea
                             "--step-sleep",
                             "0.05"},
                            options);
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   ASSERT_FALSE(r.timed_out) << "validate waited for checkpoints that never come: " << r.err;
   ASSERT_EQ(r.exit_code, 3) << r.out << r.err;
   const auto report = nlohmann::json::parse(r.out);
-  nlohmann::json small, drills_phase;
+  nlohmann::json small, drills_phase, stress;
   for (const auto& p : report["phases"]) {
     if (p["name"] == "small-run") small = p;
     if (p["name"] == "fault-drill") drills_phase = p;
+    if (p["name"] == "stress") stress = p;
   }
   ASSERT_TRUE(small.is_object()) << r.out;
   EXPECT_EQ(small["verdict"], "fail") << small.dump();
@@ -70,6 +86,15 @@ TEST(ValidateNoCheckpointTorchTest, FailsTheSmallRunAndSkipsEveryDrillWithTheRea
     EXPECT_EQ(d["verdict"], "skipped");
     EXPECT_EQ(d["reason"], "needs a checkpoint written on request, and the small run saw none");
   }
+  // The stress run is not waited out either (it used to add its whole --duration).
+  EXPECT_EQ(stress["verdict"], "skipped") << stress.dump();
+  EXPECT_NE(stress.dump().find("the job does not checkpoint on request"), std::string::npos)
+      << stress.dump();
+  // Within the small run (or the job's start, when the import of torch took longer) plus the
+  // last request's window, and one more window for validate's own start and its SIGKILL of the
+  // job: not the drills' 5 x (every + drill timeout) nor the stress run's duration.
+  const double started = small["metrics"].value("startup_seconds", 0.0);
+  EXPECT_LT(elapsed, std::max(small_run, started) + 2 * every) << r.err;
   std::filesystem::remove_all(dir);
 }
 

@@ -70,7 +70,7 @@ TEST(AgentConfigTest, NonFiniteNumbersRefused) {
                                      "agent.yaml", c);
     ASSERT_FALSE(st.ok()) << bad;
     EXPECT_EQ(st.message(), std::string("agent.yaml:2: idle.utilization_below_pct: expected a "
-                                        "number, found \"") +
+                                        "percentage from 0 to 100, found \"") +
                                 bad + "\"");
     st = ParseAgentConfigYaml(std::string("interval: ") + bad + "\n", "agent.yaml", c);
     ASSERT_FALSE(st.ok()) << bad;

@@ -12,6 +12,7 @@
 #include "core/parse.h"
 #include "core/text_file.h"
 #include "core/yaml.h"
+#include "server/http_server.h"
 #include "server/metrics.h"
 #include "telemetry/nccl_ras.h"
 
@@ -34,6 +35,70 @@ Status AtLine(const YamlNode& node, const Status& s) {
   detail.line = node.line();
   detail.field = node.field();
   return InputError(std::move(detail));
+}
+
+// `s` (a check of a value from `node` that knows no place) at node's file:line.
+Status At(const YamlNode& node, const Status& s) {
+  if (s.ok() || s.detail() != nullptr) return AtLine(node, s);
+  return Status(s.code(), node.Where() + ": " + s.message());
+}
+
+bool IsSource(const std::string& source) {
+  return source == "nvml" || source == "sim" ||
+         (source.rfind("replay:", 0) == 0 && source.size() > 7);
+}
+
+bool IsHostName(const std::string& host) {
+  return !host.empty() && std::all_of(host.begin(), host.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == ':';
+  });
+}
+
+constexpr const char* kHostNameExpected =
+    "a host name or IP address (letters, digits, '.', '-', ':'), without port";
+
+// What is wrong with receiver `r` (Ok when nothing) and the key it concerns ("" = the receiver as
+// a whole): one check for a file (at that key's line) and the flags (ValidateAgentConfig). The
+// URL is never quoted: it may hold a secret.
+std::pair<std::string, Status> CheckReceiver(const ReceiverConfig& r) {
+  auto format = alert::ParseReceiverFormat(r.format);
+  if (!format.ok()) return {"format", format.status().WithContext("receiver '" + r.name + "'")};
+  if (r.url.rfind("http://", 0) != 0 && r.url.rfind("https://", 0) != 0) {
+    return {"url", Status::InvalidInput("receiver '" + r.name +
+                                        "': URL must start with http:// or https://")};
+  }
+  if (Status url = alert::ValidateReceiverUrl(r.name, r.url); !url.ok()) return {"url", url};
+  // A key the format would ignore is a mistake (a bot left unsigned), said at start-up.
+  const bool signs =
+      *format == alert::ReceiverFormat::kFeishu || *format == alert::ReceiverFormat::kDingTalk;
+  if (!r.secret.empty() && !signs) {
+    return {"secret", Status::InvalidInput("receiver '" + r.name +
+                                           "': 'secret' signs feishu and dingtalk bots only, "
+                                           "found format '" +
+                                           r.format + "'")};
+  }
+  const bool pagerduty = *format == alert::ReceiverFormat::kPagerDuty;
+  if (pagerduty && r.routing_key.empty()) {
+    return {"", Status::InvalidInput("receiver '" + r.name +
+                                     "': format pagerduty needs 'routing_key' (the integration "
+                                     "key of an Events API v2 integration)")};
+  }
+  if (!pagerduty && !r.routing_key.empty()) {
+    return {"routing_key", Status::InvalidInput("receiver '" + r.name +
+                                                "': 'routing_key' is for format pagerduty only, "
+                                                "found format '" +
+                                                r.format + "'")};
+  }
+  return {"", Status::Ok()};
+}
+
+// CheckReceiver of the receiver read from `node` (a mapping), at the line of the key it concerns.
+Status CheckReceiverAt(const YamlNode& node, const ReceiverConfig& r) {
+  auto [key, status] = CheckReceiver(r);
+  if (status.ok()) return status;
+  std::optional<YamlNode> at = key.empty() ? std::nullopt : node.Find(key);
+  if (!at && key == "routing_key") at = node.Find("routing-key");
+  return At(at.value_or(node), status);
 }
 
 Status ParseReceiver(const YamlNode& node, ReceiverConfig& r) {
@@ -61,7 +126,7 @@ Status ParseReceiver(const YamlNode& node, ReceiverConfig& r) {
   }
   if (r.url.empty() && r.format == "pagerduty") r.url = kPagerDutyEventsUrl;
   if (r.url.empty()) return node.MissingError("url", "a receiver url");
-  return Status::Ok();
+  return CheckReceiverAt(node, r);
 }
 
 Status ParseIdle(const YamlNode& node, IdleConfig& idle) {
@@ -81,13 +146,15 @@ Status ParseIdle(const YamlNode& node, IdleConfig& idle) {
     } else if (key == "dry_run") {
       FULCRUM_ASSIGN_OR_RETURN(idle.dry_run, v.Bool());
     } else if (key == "after") {
-      FULCRUM_ASSIGN_OR_RETURN(idle.after_seconds, v.Duration());
+      FULCRUM_ASSIGN_OR_RETURN(idle.after_seconds,
+                               v.Duration("a duration above 0, e.g. 30m", YamlNode::kAboveZero));
     } else if (key == "warn_before") {
       FULCRUM_ASSIGN_OR_RETURN(idle.warn_before_seconds, v.Duration());
     } else if (key == "utilization_below_pct") {
-      FULCRUM_ASSIGN_OR_RETURN(idle.utilization_below_pct, v.Number());
+      FULCRUM_ASSIGN_OR_RETURN(idle.utilization_below_pct,
+                               v.Number("a percentage from 0 to 100", 0, 100));
     } else if (key == "memory_below_ratio") {
-      FULCRUM_ASSIGN_OR_RETURN(idle.memory_below_ratio, v.Number());
+      FULCRUM_ASSIGN_OR_RETURN(idle.memory_below_ratio, v.Number("a ratio from 0 to 1", 0, 1));
     } else if (key == "heartbeat_max_age") {
       FULCRUM_ASSIGN_OR_RETURN(idle.heartbeat_max_age_seconds, v.Duration());
     } else if (key == "command") {
@@ -120,6 +187,7 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
     const std::string key = Key(raw_key);
     if (key == "source") {
       FULCRUM_ASSIGN_OR_RETURN(c.source, v.Text());
+      if (!IsSource(c.source)) return v.Error("nvml, sim or replay:FILE");
     } else if (key == "sim_gpus") {
       FULCRUM_ASSIGN_OR_RETURN(int64_t n, v.Integer(1, kMaxSimGpus));
       c.sim_gpus = static_cast<int>(n);
@@ -127,6 +195,9 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
       FULCRUM_ASSIGN_OR_RETURN(c.sim_scenario, v.Text());
     } else if (key == "listen") {
       FULCRUM_ASSIGN_OR_RETURN(c.listen, v.Text());
+      if (!server::ParseListen(c.listen).ok()) {
+        return v.Error("HOST:PORT with a port from 0 to 65535, e.g. 127.0.0.1:9400");
+      }
     } else if (key == "data_dir") {
       FULCRUM_ASSIGN_OR_RETURN(c.data_dir, v.Text());
     } else if (key == "rules") {
@@ -166,6 +237,7 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
       c.allowed_hosts.clear();
       for (const YamlNode& h : hosts) {
         FULCRUM_ASSIGN_OR_RETURN(std::string name, h.Text());
+        if (!IsHostName(name)) return h.Error(kHostNameExpected);
         c.allowed_hosts.push_back(name);
       }
     } else if (key == "retention") {
@@ -173,17 +245,25 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
       FULCRUM_ASSIGN_OR_RETURN(auto retention, v.Entries());
       for (const auto& [rkey, r] : retention) {
         if (Key(rkey) == "raw") {
-          FULCRUM_ASSIGN_OR_RETURN(c.raw_retention_seconds, r.Duration());
+          FULCRUM_ASSIGN_OR_RETURN(
+              c.raw_retention_seconds,
+              r.Duration("a duration above 0, e.g. 48h", YamlNode::kAboveZero));
         } else if (Key(rkey) == "rollups") {
-          FULCRUM_ASSIGN_OR_RETURN(c.rollup_retention_seconds, r.Duration());
+          FULCRUM_ASSIGN_OR_RETURN(
+              c.rollup_retention_seconds,
+              r.Duration("a duration above 0, e.g. 30d", YamlNode::kAboveZero));
         } else {
           return r.UnknownFieldError({"raw", "rollups"});
         }
       }
     } else if (key == "nccl_ras") {
       FULCRUM_ASSIGN_OR_RETURN(c.nccl_ras, v.Text());
+      if (c.nccl_ras != "off" && !telemetry::ValidateNcclRasAddress(c.nccl_ras).ok()) {
+        return v.Error("off or IPV4:PORT (e.g. 127.0.0.1:28028)");
+      }
     } else if (key == "nccl_ras_interval") {
-      FULCRUM_ASSIGN_OR_RETURN(c.nccl_ras_interval_seconds, v.Duration());
+      FULCRUM_ASSIGN_OR_RETURN(c.nccl_ras_interval_seconds,
+                               v.Duration("a duration from 1s to 1h", 1, 3600));
     } else if (key == "idle") {
       if (!v.IsMap()) return v.Error("a mapping");
       FULCRUM_RETURN_IF_ERROR(ParseIdle(v, c.idle));
@@ -195,6 +275,11 @@ Status ParseAgentConfigYaml(const std::string& text, const std::string& origin, 
     ReceiverConfig r;
     r.url = *receiver_url;
     if (receiver_format) r.format = *receiver_format;
+    if (auto [key, status] = CheckReceiver(r); !status.ok()) {
+      std::optional<YamlNode> at = root.Find(key == "format" ? "receiver_format" : "receiver");
+      if (!at && key == "format") at = root.Find("receiver-format");
+      return At(at.value_or(root), status);
+    }
     c.receivers.insert(c.receivers.begin(), r);
   } else if (receiver_format) {
     std::optional<YamlNode> format = root.Find("receiver_format");
@@ -249,10 +334,10 @@ Status LoadAgentConfigFile(const std::string& path, AgentConfig& config) {
 }
 
 Status ValidateAgentConfig(const AgentConfig& c) {
-  if (c.source != "nvml" && c.source != "sim" && c.source.rfind("replay:", 0) != 0) {
+  if (c.source == "replay:") return Status::InvalidInput("source 'replay:' needs a FILE");
+  if (!IsSource(c.source)) {
     return Status::InvalidInput("source '" + c.source + "': expected nvml, sim or replay:FILE");
   }
-  if (c.source == "replay:") return Status::InvalidInput("source 'replay:' needs a FILE");
   if (c.sim_gpus < 1 || c.sim_gpus > kMaxSimGpus) {
     return Status::InvalidInput("sim-gpus " + std::to_string(c.sim_gpus) + ": expected 1-64");
   }
@@ -265,43 +350,11 @@ Status ValidateAgentConfig(const AgentConfig& c) {
     return Status::InvalidInput("fast-interval: expected 0 (off) or 20ms to 1h");
   }
   for (const ReceiverConfig& r : c.receivers) {
-    auto format = alert::ParseReceiverFormat(r.format);
-    if (!format.ok()) return format.status().WithContext("receiver '" + r.name + "'");
-    if (r.url.rfind("http://", 0) != 0 && r.url.rfind("https://", 0) != 0) {
-      return Status::InvalidInput("receiver '" + r.name +
-                                  "': URL must start with http:// or https://");
-    }
-    FULCRUM_RETURN_IF_ERROR(alert::ValidateReceiverUrl(r.name, r.url));
-    // A key the format would ignore is a mistake (a bot left unsigned), said at start-up.
-    const bool signs =
-        *format == alert::ReceiverFormat::kFeishu || *format == alert::ReceiverFormat::kDingTalk;
-    if (!r.secret.empty() && !signs) {
-      return Status::InvalidInput("receiver '" + r.name +
-                                  "': 'secret' signs feishu and dingtalk "
-                                  "bots only, found format '" +
-                                  r.format + "'");
-    }
-    const bool pagerduty = *format == alert::ReceiverFormat::kPagerDuty;
-    if (pagerduty && r.routing_key.empty()) {
-      return Status::InvalidInput("receiver '" + r.name +
-                                  "': format pagerduty needs 'routing_key' (the integration key "
-                                  "of an Events API v2 integration)");
-    }
-    if (!pagerduty && !r.routing_key.empty()) {
-      return Status::InvalidInput("receiver '" + r.name +
-                                  "': 'routing_key' is for format "
-                                  "pagerduty only, found format '" +
-                                  r.format + "'");
-    }
+    FULCRUM_RETURN_IF_ERROR(CheckReceiver(r).second);
   }
   for (const std::string& host : c.allowed_hosts) {
-    bool name_chars = !host.empty() && std::all_of(host.begin(), host.end(), [](char ch) {
-      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == ':';
-    });
-    if (!name_chars) {
-      return Status::InvalidInput("allowed-host '" + host +
-                                  "': expected a host name or IP address (letters, digits, "
-                                  "'.', '-', ':'), without port");
+    if (!IsHostName(host)) {
+      return Status::InvalidInput("allowed-host '" + host + "': expected " + kHostNameExpected);
     }
   }
   if (c.nccl_ras != "off") {

@@ -109,5 +109,62 @@ TEST_F(ConfigFileTest, RangeAndFormatErrorsNameTheirLine) {
   }
 }
 
+// The checks that ran only after the file was read (ValidateAgentConfig) named no place: "source
+// 'foo': expected nvml, ...", "receiver 'default': URL must start with http://", "idle.after:
+// expected > 0". Each now names the line it is on (and never quotes a receiver URL: a secret).
+TEST_F(ConfigFileTest, ErrorsOfCheckedValuesNameTheirLine) {
+  for (const auto& [text, where] : std::vector<std::pair<std::string, std::string>>{
+           {"interval: 1s\nsource: foo\n",
+            "agent.yaml:2: source: expected nvml, sim or replay:FILE, found \"foo\""},
+           {"source: \"replay:\"\n", "agent.yaml:1: source: expected nvml, sim or replay:FILE"},
+           {"source: sim\nlisten: abc\n", "agent.yaml:2: listen: expected HOST:PORT"},
+           {"source: sim\nreceiver: ftp://SECRETHOST/x\n",
+            "agent.yaml:2: receiver 'default': URL must start with http:// or https://"},
+           {"receivers:\n  - name: a\n    url: \"http://\"\n",
+            "agent.yaml:3: receiver 'a': url is not a valid http(s) URL"},
+           {"receivers:\n  - name: a\n    url: \"https://SECRETHOST/y\"\n    secret: S\n",
+            "agent.yaml:4: receiver 'a': 'secret' signs feishu and dingtalk bots only"},
+           {"receivers:\n  - name: pd\n    format: pagerduty\n",
+            "agent.yaml:2: receiver 'pd': format pagerduty needs 'routing_key'"},
+           {"receivers:\n  - url: \"https://SECRETHOST/y\"\n    routing_key: K\n",
+            "agent.yaml:3: receiver 'default': 'routing_key' is for format pagerduty only"},
+           {"allowed-hosts: [ok.example, \"bad host\"]\n",
+            "agent.yaml:1: allowed-hosts[1]: expected a host name or IP address"},
+           {"nccl-ras: \"nothost:99999\"\n", "agent.yaml:1: nccl-ras: expected off or IPV4:PORT"},
+           {"nccl-ras-interval: 0s\n",
+            "agent.yaml:1: nccl-ras-interval: expected a duration from 1s to 1h, found \"0s\""},
+           {"idle:\n  after: 0s\n", "agent.yaml:2: idle.after: expected a duration above 0"},
+           {"idle:\n  utilization_below_pct: 150\n",
+            "agent.yaml:2: idle.utilization_below_pct: expected a percentage from 0 to 100"},
+           {"idle:\n  memory_below_ratio: 5\n",
+            "agent.yaml:2: idle.memory_below_ratio: expected a ratio from 0 to 1, found \"5\""},
+           {"retention:\n  raw: 48h\n  rollups: 0s\n",
+            "agent.yaml:3: retention.rollups: expected a duration above 0"}}) {
+    SCOPED_TRACE(text);
+    AgentConfig c;
+    Status st = LoadAgentConfigFile(Write(text, 0600), c);
+    ASSERT_EQ(st.code(), StatusCode::kInvalidInput);
+    EXPECT_NE(st.message().find(dir_ + "/" + where), std::string::npos) << st.message();
+    EXPECT_EQ(st.message().find("SECRETHOST"), std::string::npos) << st.message();
+  }
+}
+
+// The same checks on values from the flags (no file) keep their words.
+TEST(AgentConfigFlagsTest, ValuesFromFlagsAreCheckedToo) {
+  AgentConfig c;
+  c.source = "foo";
+  EXPECT_EQ(ValidateAgentConfig(c).message(), "source 'foo': expected nvml, sim or replay:FILE");
+  c.source = "sim";
+  c.receivers.push_back({});
+  c.receivers.back().url = "ftp://x";
+  EXPECT_EQ(ValidateAgentConfig(c).message(),
+            "receiver 'default': URL must start with http:// or https://");
+  c.receivers.back().url = "https://x/y";
+  EXPECT_TRUE(ValidateAgentConfig(c).ok()) << ValidateAgentConfig(c).message();
+  c.allowed_hosts.push_back("a b");
+  EXPECT_NE(ValidateAgentConfig(c).message().find("allowed-host 'a b': expected a host name"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace fulcrum::agent

@@ -14,7 +14,12 @@ TEST(NcclRasConfigTest, AddressOffOrIpv4PortAndAnInterval) {
   EXPECT_EQ(c.nccl_ras, "off");
   EXPECT_DOUBLE_EQ(c.nccl_ras_interval_seconds, 30);
   EXPECT_TRUE(ValidateAgentConfig(c).ok());
-  ASSERT_TRUE(ParseAgentConfigYaml("nccl-ras: gpu-node:28028\n", "a.yaml", c).ok());
+  // In a file, refused at its line; set otherwise, by the check of the whole config.
+  Status parsed = ParseAgentConfigYaml("nccl-ras: gpu-node:28028\n", "a.yaml", c);
+  EXPECT_NE(parsed.message().find("a.yaml:1: nccl-ras: expected off or IPV4:PORT"),
+            std::string::npos)
+      << parsed.message();
+  c.nccl_ras = "gpu-node:28028";
   Status st = ValidateAgentConfig(c);
   EXPECT_EQ(st.code(), StatusCode::kInvalidInput);
   EXPECT_NE(st.message().find("expected IPV4:PORT"), std::string::npos) << st.message();

@@ -1,11 +1,10 @@
 #include "alert/rules_yaml.h"
 
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "core/input_error.h"
 #include "core/parse.h"
+#include "core/text_file.h"
 #include "core/yaml.h"
 #include "telemetry/gpu_sample.h"
 
@@ -170,12 +169,8 @@ Result<std::vector<Rule>> ParseRulesYaml(std::string_view text, std::string_view
 
 Result<std::vector<Rule>> LoadRulesFile(const std::string& path,
                                         std::vector<std::string>* warnings) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("rules file '" + path + "': cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Status::IoError("rules file '" + path + "': read error");
-  return ParseRulesYaml(text.str(), path, warnings);
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "an alert rules file (YAML)"));
+  return ParseRulesYaml(text, path, warnings);
 }
 
 Result<std::vector<Rule>> DefaultRules() {

@@ -23,7 +23,8 @@ namespace fulcrum::alert {
 Result<std::vector<Rule>> ParseRulesYaml(std::string_view text, std::string_view source_name,
                                          std::vector<std::string>* warnings = nullptr);
 
-// Reads and parses a rules file; a missing/unreadable file is kNotFound/kIoError.
+// Reads (core ReadTextFile: at most 16 MiB) and parses a rules file; a missing/unreadable file is
+// kNotFound/kIoError, a larger one kInvalidInput with its size.
 Result<std::vector<Rule>> LoadRulesFile(const std::string& path,
                                         std::vector<std::string>* warnings = nullptr);
 

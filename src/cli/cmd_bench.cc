@@ -23,6 +23,7 @@
 #include "core/paths.h"
 #include "core/progress.h"
 #include "core/table.h"
+#include "core/text_file.h"
 #include "nodecheck/acceptance.h"
 #include "nodecheck/disk.h"
 #include "nodecheck/doctor.h"
@@ -271,9 +272,9 @@ void RunBench(CliContext& ctx, const BenchFlags& flags) {
   Mode mode = ChooseMode(flags);
   nlohmann::json old_doc;
   if (!flags.compare_file.empty()) {
-    std::ifstream in(flags.compare_file);
-    if (!in) return ReportError(ctx, Status::InvalidInput(flags.compare_file + ": cannot open"));
-    old_doc = nlohmann::json::parse(in, nullptr, false);
+    auto text = ReadTextFile(flags.compare_file, "a `fulcrum bench --json` result");
+    if (!text.ok()) return ReportError(ctx, text.status().WithContext("--compare"));
+    old_doc = nlohmann::json::parse(*text, nullptr, false);
     if (!old_doc.is_object()) {
       return ReportError(ctx, Status::InvalidInput(flags.compare_file +
                                                    ": expected a `fulcrum bench --json` result"));

@@ -1,8 +1,6 @@
 // `fulcrum catalog import|validate`: bring outside price lists into the catalog's format and
 // check a catalog directory.
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -13,6 +11,7 @@
 #include "cli/command.h"
 #include "core/parse.h"
 #include "core/paths.h"
+#include "core/text_file.h"
 
 namespace fulcrum::cli {
 namespace {
@@ -25,22 +24,6 @@ struct ImportFlags {
   std::string source;
   bool json = false;
 };
-
-Result<std::string> ReadInput(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": expected a readable SkyPilot catalog CSV, found none");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-Status WriteOutput(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) return Status::IoError(path + ": cannot write the file");
-  return Status::Ok();
-}
 
 void ReportImport(CliContext& ctx, const ImportFlags& flags, const catalog::ImportResult& r) {
   if (flags.json) {
@@ -67,14 +50,14 @@ void RunImport(CliContext& ctx, const ImportFlags& flags) {
   }
   auto loaded = catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir), {false, ""});
   if (!loaded.ok()) return ReportError(ctx, loaded.status());
-  auto text = ReadInput(flags.input);
+  auto text = ReadTextFile(flags.input, "a SkyPilot catalog CSV");
   if (!text.ok()) return ReportError(ctx, text.status());
   catalog::ImportOptions options{ToLower(Trim(flags.provider)), flags.source};
   auto result = catalog::ImportSkyPilotCsv(*text, flags.input, *loaded, options);
   if (!result.ok()) return ReportError(ctx, result.status());
   std::string csv = catalog::OffersToCsv(result->offers);
   if (!flags.output.empty()) {
-    Status written = WriteOutput(flags.output, csv);
+    Status written = WriteTextFile(flags.output, csv);
     if (!written.ok()) return ReportError(ctx, written);
   } else if (!flags.json) {
     ctx.out << csv;

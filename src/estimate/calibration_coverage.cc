@@ -1,9 +1,10 @@
 #include "estimate/calibration_coverage.h"
 
 #include <algorithm>
-#include <fstream>
 
+#include "core/csv.h"
 #include "core/parse.h"
+#include "core/text_file.h"
 
 namespace fulcrum::estimate {
 
@@ -13,20 +14,17 @@ std::string DefaultMeasuredCsvPath(const std::string& catalog_dir) {
 
 Result<std::vector<std::string>> CalibratedArchitectures(const std::string& path,
                                                          const catalog::Catalog& catalog) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": no calibration data");
-  std::string line;
-  if (!std::getline(in, line)) return Status::InvalidInput(path + ": empty");
-  const std::vector<std::string> header = Split(line, ',');
-  const auto column = std::find(header.begin(), header.end(), "gpu");
-  if (column == header.end()) return Status::InvalidInput(path + ":1: no gpu column");
-  const size_t index = static_cast<size_t>(column - header.begin());
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "calibration data (CSV)"));
+  FULCRUM_ASSIGN_OR_RETURN(CsvDocument doc, ParseCsv(text, path));
+  if (doc.header_line == 0) return Status::InvalidInput(path + ": empty");
+  const auto column = std::find(doc.header.begin(), doc.header.end(), "gpu");
+  if (column == doc.header.end()) {
+    return Status::InvalidInput(path + ":" + std::to_string(doc.header_line) + ": no gpu column");
+  }
+  const size_t index = static_cast<size_t>(column - doc.header.begin());
   std::vector<std::string> out;
-  while (std::getline(in, line)) {
-    // The gpu column comes before any quoted field (source, notes) in the measured rows.
-    const std::vector<std::string> cells = Split(line, ',');
-    if (cells.size() <= index) continue;
-    const catalog::Gpu* gpu = catalog.FindGpu(Trim(cells[index]));
+  for (const CsvRecord& record : doc.records) {
+    const catalog::Gpu* gpu = catalog.FindGpu(Trim(record.fields[index]));
     if (gpu != nullptr) out.push_back(gpu->architecture);
   }
   std::sort(out.begin(), out.end());

@@ -2,13 +2,12 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "core/parse.h"
+#include "core/text_file.h"
 #include "core/yaml.h"
 
 namespace fulcrum::plan {
@@ -365,11 +364,8 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
 }
 
 Result<PlanSpec> LoadPlanFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": cannot open the plan spec");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return ParsePlanYaml(buffer.str(), path, std::filesystem::path(path).parent_path().string());
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "a plan spec (YAML)"));
+  return ParsePlanYaml(text, path, std::filesystem::path(path).parent_path().string());
 }
 
 Status ValidateSpec(const PlanSpec& spec) {

@@ -1,10 +1,9 @@
 #include "serve/spec.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/input_error.h"
+#include "core/text_file.h"
 #include "core/yaml.h"
 #include "plan/spec.h"
 #include "serve/serve.h"
@@ -119,11 +118,8 @@ Result<ServeSpec> ParseServeYaml(std::string_view text, const std::string& origi
 }
 
 Result<ServeSpec> LoadServeFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(path + ": cannot open the serve spec");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return ParseServeYaml(buffer.str(), path, std::filesystem::path(path).parent_path().string());
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "a serve spec (YAML)"));
+  return ParseServeYaml(text, path, std::filesystem::path(path).parent_path().string());
 }
 
 }  // namespace fulcrum::serve

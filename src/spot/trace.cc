@@ -1,11 +1,10 @@
 #include "spot/trace.h"
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "core/text_file.h"
 
 namespace fulcrum::spot {
 
@@ -122,16 +121,8 @@ Result<Trace> ParseTrace(std::string_view json_text, std::string_view origin) {
 }
 
 Result<Trace> LoadTrace(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    return Status::NotFound(path + ": no such trace file");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IoError(path + ": cannot open for reading");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) return Status::IoError(path + ": read failed");
-  return ParseTrace(buffer.str(), path);
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "a spot trace"));
+  return ParseTrace(text, path);
 }
 
 }  // namespace fulcrum::spot

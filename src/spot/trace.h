@@ -22,7 +22,8 @@ struct Trace {
 // Parses `json_text`; `origin` names the source in error messages.
 Result<Trace> ParseTrace(std::string_view json_text, std::string_view origin);
 
-// Reads and parses the file at `path` (NotFound / IoError when it cannot be read).
+// Reads (core ReadTextFile: at most 16 MiB) and parses the file at `path` (NotFound / IoError
+// when it cannot be read, InvalidInput with its size when it is larger).
 Result<Trace> LoadTrace(const std::string& path);
 
 }  // namespace fulcrum::spot

@@ -1,9 +1,10 @@
 #include "supervise/plan_file.h"
 
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "core/text_file.h"
 
 namespace fulcrum::supervise {
 namespace {
@@ -113,11 +114,8 @@ Result<PlannedRun> ParsePlanJson(const std::string& text, const std::string& pat
 }
 
 Result<PlannedRun> ReadPlanFile(const std::string& path, int pick) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("--plan " + path + ": cannot read the file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParsePlanJson(text.str(), path, pick);
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "a `fulcrum plan --json` result"));
+  return ParsePlanJson(text, path, pick);
 }
 
 }  // namespace fulcrum::supervise

@@ -26,7 +26,7 @@ struct PlannedRun {
 
 // Candidate of rank `pick` (1 = the first) from the JSON text of `path` (named in errors).
 Result<PlannedRun> ParsePlanJson(const std::string& text, const std::string& path, int pick);
-// Reads and parses the file at `path`.
+// Reads (core ReadTextFile: at most 16 MiB) and parses the file at `path`.
 Result<PlannedRun> ReadPlanFile(const std::string& path, int pick);
 
 }  // namespace fulcrum::supervise

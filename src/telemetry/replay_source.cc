@@ -4,14 +4,17 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <sstream>
+
+#include "core/text_file.h"
 
 namespace fulcrum::telemetry {
 
 Result<std::unique_ptr<ReplaySource>> ReplaySource::Open(const std::string& path,
                                                          const Clock& clock) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("cannot read replay file " + path);
+  FULCRUM_ASSIGN_OR_RETURN(std::string text,
+                           ReadTextFile(path, "a replay file (JSON lines of `agent --record`)"));
+  std::istringstream in(std::move(text));
   std::vector<GpuSnapshot> frames;
   std::string line;
   int line_no = 0;

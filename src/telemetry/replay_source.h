@@ -17,7 +17,7 @@ namespace fulcrum::telemetry {
 
 class ReplaySource final : public GpuSource {
  public:
-  // Reads the whole file; errors name file:line.
+  // Reads the whole file (core ReadTextFile: at most 16 MiB); errors name file:line.
   static Result<std::unique_ptr<ReplaySource>> Open(const std::string& path, const Clock& clock);
   std::string kind() const override { return "replay"; }
   int gpu_count() const override { return gpu_count_; }

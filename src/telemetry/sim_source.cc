@@ -1,11 +1,10 @@
 #include "telemetry/sim_source.h"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "core/input_error.h"
 #include "core/parse.h"
+#include "core/text_file.h"
 #include "core/yaml.h"
 
 namespace fulcrum::telemetry {
@@ -124,11 +123,8 @@ Result<std::vector<Fault>> ParseScenario(const std::string& yaml_text, const std
 }
 
 Result<std::vector<Fault>> LoadScenario(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound("cannot read scenario file " + path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseScenario(text.str(), path);
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "a sim scenario (YAML)"));
+  return ParseScenario(text, path);
 }
 
 SimSource::SimSource(int gpu_count, std::vector<Fault> faults, const Clock& clock)

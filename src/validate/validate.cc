@@ -200,13 +200,19 @@ Result<ValidateReport> Validation::Run() {
     return p;
   };
   // Each phase in order; after an interruption the one under way is unfinished, the rest skipped.
-  auto phase = [&](const std::string& name, const std::function<PhaseResult()>& run) {
+  // `cannot`: why the phase cannot run ("" = it can).
+  auto phase = [&](const std::string& name, const std::function<PhaseResult()>& run,
+                   const std::string& cannot = "") {
     if (Interrupted()) {
       report_.phases.push_back(skipped(name, "interrupted"));
       return;
     }
     if (!Wanted(name)) {
       report_.phases.push_back(skipped(name, "skipped by --skip"));
+      return;
+    }
+    if (!cannot.empty()) {
+      report_.phases.push_back(skipped(name, cannot));
       return;
     }
     PhaseResult result = run();
@@ -226,7 +232,14 @@ Result<ValidateReport> Validation::Run() {
     phase("small-run", [&] { return SmallRun(); });
     phase("fault-drill", [&] { return FaultDrills(); });
   }
-  phase("stress", [&] { return Stress(); });
+  // A job that never checkpoints on request has failed the validation (a stop or preemption
+  // would lose its work): the stress run is not waited out, the job is stopped now (issue 29).
+  if (no_checkpoints_) StopJob();
+  phase(
+      "stress", [&] { return Stress(); },
+      no_checkpoints_ ? "the small run failed: the job does not checkpoint on request (fix "
+                        "that, then validate again)"
+                      : "");
   StopJob();
   return report_;
 }

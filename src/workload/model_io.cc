@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/parse.h"
+#include "core/text_file.h"
 #include "core/yaml.h"
 
 namespace fulcrum::workload {
@@ -426,11 +425,8 @@ Result<Model> ParseHfConfig(std::string_view text, const std::string& origin) {
 }
 
 Result<Model> LoadHfConfigFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(path + ": cannot open the HF config file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return ParseHfConfig(text.str(), path);
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "an HF config file (JSON)"));
+  return ParseHfConfig(text, path);
 }
 
 std::vector<std::string> ListModelPresets(const std::string& catalog_dir) {
@@ -448,11 +444,8 @@ Result<Model> LoadModelPreset(const std::string& catalog_dir, std::string_view n
   for (const std::string& candidate : names) {
     if (!EqualsIgnoreCase(candidate, name)) continue;
     const std::string path = catalog_dir + "/models/" + candidate + ".yaml";
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Status::IoError(path + ": cannot read");
-    std::stringstream text;
-    text << in.rdbuf();
-    return ParseModelYaml(text.str(), path);
+    FULCRUM_ASSIGN_OR_RETURN(std::string text, ReadTextFile(path, "a model preset (YAML)"));
+    return ParseModelYaml(text, path);
   }
   std::string list;
   for (const std::string& candidate : names) list += (list.empty() ? "" : ", ") + candidate;
