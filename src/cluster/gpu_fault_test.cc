@@ -12,8 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/mutex.h"
-#include "support/fake_http_server.h"
+#include "support/fake_gpus_agent.h"
 
 namespace fulcrum::cluster {
 namespace {
@@ -36,27 +35,7 @@ TEST(GpuFaultTest, FindsXid79EccXidsAndNewUncorrectedErrors) {
   EXPECT_EQ(FindLostGpu({{0, std::nullopt, std::nullopt}}, {}), std::nullopt) << "unknown";
 }
 
-// A fake agent whose /v1/gpus body the test sets.
-class FakeAgent {
- public:
-  FakeAgent() {
-    fake_.server().Get("/v1/gpus", [this](const httplib::Request&, httplib::Response& res) {
-      MutexLock lock(mutex_);
-      res.set_content(body_, "application/json");
-    });
-  }
-  int Start() { return fake_.Start(); }
-  std::string url() const { return fake_.url(); }
-  void Set(const std::string& body) {
-    MutexLock lock(mutex_);
-    body_ = body;
-  }
-
- private:
-  Mutex mutex_;
-  std::string body_ GUARDED_BY(mutex_) = R"({"gpus":[]})";
-  testing::FakeHttpServer fake_;  // last: stopped before the body goes
-};
+using FakeAgent = testing::FakeGpusAgent;
 
 TEST(GpuFaultTest, DrainsTheNodeOnceAndAnswersANotice) {
   FakeAgent agent;

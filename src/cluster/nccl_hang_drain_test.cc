@@ -6,8 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/mutex.h"
-#include "support/fake_http_server.h"
+#include "support/fake_gpus_agent.h"
 
 namespace fulcrum::cluster {
 namespace {
@@ -47,27 +46,7 @@ TEST(NcclHangDrainTest, FindsANewXidOnAHungRanksGpuOfThisNode) {
   EXPECT_TRUE(FindHangXid(stalled, {{1, 74, 0}}, {}, two_nodes));
 }
 
-// A fake agent whose /v1/gpus body the test sets.
-class FakeAgent {
- public:
-  FakeAgent() {
-    fake_.server().Get("/v1/gpus", [this](const httplib::Request&, httplib::Response& res) {
-      MutexLock lock(mutex_);
-      res.set_content(body_, "application/json");
-    });
-  }
-  int Start() { return fake_.Start(); }
-  std::string url() const { return fake_.url(); }
-  void Set(const std::string& body) {
-    MutexLock lock(mutex_);
-    body_ = body;
-  }
-
- private:
-  Mutex mutex_;
-  std::string body_ GUARDED_BY(mutex_) = R"({"gpus":[]})";
-  testing::FakeHttpServer fake_;  // last: stopped before the body goes
-};
+using FakeAgent = testing::FakeGpusAgent;
 
 TEST(NcclHangDrainTest, DrainsTheNodeWithTheRankAndXidAsItsReason) {
   FakeAgent agent;
