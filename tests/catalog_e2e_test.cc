@@ -321,6 +321,52 @@ TEST_F(CatalogE2eTest, ImportJsonAndErrors) {
   EXPECT_EQ(Run({"catalog", "import", "--provider", "aws", fixture}).exit_code, 2);
 }
 
+// Issue 30: a malformed storage_prices.csv was dropped whole (`plan --disk-gb 500` exited 0
+// saying no provider had a storage price) and `catalog validate` said ok: it checked 4 of the
+// catalog's tables. Now a broken row of a cost table fails validate and plan with its file:line.
+TEST_F(CatalogE2eTest, ABrokenRowInAnyCostTableFailsValidateAndPlan) {
+  std::string dir = CopyCatalog();
+  for (const char* file : {"storage.csv", "storage_prices.csv", "spot_bands.csv", "goodput.csv",
+                           "models", "spot-traces"}) {
+    fs::copy(SourcePath("catalog/") + file, dir + "/" + file, fs::copy_options::recursive);
+  }
+  const struct {
+    const char* file;
+    const char* bad_cell;  // replaces the first data row's second cell
+  } cases[] = {{"storage_prices.csv", "ten"}, {"goodput.csv", "many"}, {"storage.csv", "fast"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.file);
+    const std::string path = dir + "/" + c.file;
+    const std::string good = ReadFile(path);
+    std::vector<std::string> lines = Lines(good);
+    size_t row = 1;  // the first data row after the header (and any # comments)
+    while (row < lines.size() && (lines[row].empty() || lines[row][0] == '#')) ++row;
+    ASSERT_LT(row, lines.size());
+    const size_t a = lines[row].find(',');
+    const size_t b = lines[row].find(',', a + 1);
+    lines[row] = lines[row].substr(0, a + 1) + c.bad_cell + lines[row].substr(b);
+    std::string broken;
+    for (const std::string& line : lines) broken += line + "\n";
+    WriteFile(path, broken);
+    const std::string where = path + ":" + std::to_string(row + 1) + ":";
+    RunOutput validate = RunOn(dir, {"catalog", "validate", "--no-user-offers"});
+    EXPECT_EQ(validate.exit_code, 2) << validate.out;
+    EXPECT_NE(validate.err.find(where), std::string::npos) << validate.err;
+    EXPECT_NE(validate.err.find(std::string("found \"") + c.bad_cell), std::string::npos)
+        << validate.err;
+    RunOutput plan =
+        RunOn(dir, {"plan", SourcePath("examples/llama-7b-finetune.yaml"), "--disk-gb", "500"});
+    EXPECT_EQ(plan.exit_code, 2) << plan.out;
+    EXPECT_NE(plan.err.find(where), std::string::npos) << plan.err;
+    WriteFile(path, good);
+  }
+  RunOutput ok = RunOn(dir, {"catalog", "validate", "--no-user-offers", "--json"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const auto tables = nlohmann::json::parse(ok.out).at("catalog").at("tables");
+  for (const char* file : {"storage.csv", "storage_prices.csv", "spot_bands.csv", "goodput.csv"})
+    EXPECT_NE(std::find(tables.begin(), tables.end(), file), tables.end()) << file;
+}
+
 TEST_F(CatalogE2eTest, ValidateShippedCatalog) {
   RunOutput r = Run({"catalog", "validate", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -12,6 +12,10 @@
 #include "core/parse.h"
 #include "core/paths.h"
 #include "core/text_file.h"
+#include "nodecheck/compat_table.h"
+#include "nodecheck/env_setup.h"
+#include "plan/cost.h"
+#include "plan/export.h"
 
 namespace fulcrum::cli {
 namespace {
@@ -101,12 +105,41 @@ void RegisterImport(CLI::App& parent, CliContext& ctx) {
   cmd->callback([&ctx, flags] { RunImport(ctx, *flags); });
 }
 
+// The tables beside gpus/offers/providers/currency that commands read: each one that is in `dir`
+// must load (a broken row is its file:line error, exit 2); one that is absent is the reader's
+// default. Returns the files checked.
+Result<std::vector<std::string>> CheckOtherTables(const std::string& dir) {
+  std::vector<std::string> checked;
+  const auto check = [&](const std::string& file, const Status& status) -> Status {
+    if (!std::filesystem::exists(dir + "/" + file)) return Status::Ok();
+    checked.push_back(file);
+    return status;
+  };
+  const Status cost = plan::CheckCostTables(dir);
+  for (const char* file : {"storage.csv", "storage_prices.csv", "spot_bands.csv", "goodput.csv"})
+    FULCRUM_RETURN_IF_ERROR(check(file, cost));
+  FULCRUM_RETURN_IF_ERROR(check(
+      "export_skypilot.csv", plan::LoadExportTables(dir, plan::ExportFormat::kSkypilot).status()));
+  FULCRUM_RETURN_IF_ERROR(check("export_dstack.csv",
+                                plan::LoadExportTables(dir, plan::ExportFormat::kDstack).status()));
+  const Status compat = nodecheck::LoadCompatTables(dir).status();
+  for (const char* file : {"cuda_driver.csv", "cuda_minor_compat.csv", "torch_wheels.csv",
+                           "cuda_gpu_arch.csv", "cuda_forward_compat.csv", "compat_as_of.csv"})
+    FULCRUM_RETURN_IF_ERROR(check(file, compat));
+  FULCRUM_RETURN_IF_ERROR(
+      check("container_images.csv", nodecheck::LoadContainerImages(dir).status()));
+  return checked;
+}
+
 void RegisterValidate(CLI::App& parent, CliContext& ctx) {
   auto* cmd = parent.add_subcommand(
-      "validate", "Check a catalog directory (gpus.csv, offers.csv, providers.csv, currency.csv)");
+      "validate",
+      "Check a catalog directory: gpus, offers, providers, currency and every other table");
   cmd->footer(
       "Loads DIR (default: the catalog in use) with every check that fulcrum applies on start:\n"
-      "header, types, ranges, unknown GPU and provider names, duplicate keys. Prints the counts,\n"
+      "header, types, ranges, unknown GPU and provider names, duplicate keys; then every other\n"
+      "table present (storage, storage prices, spot bands, goodput, export, CUDA/torch\n"
+      "compatibility, container images) as the commands that read it do. Prints the counts,\n"
       "or the first error as file:line: field: expected ..., found ... with exit code 2.\n\n"
       "Examples:\n  fulcrum catalog validate ./catalog\n  fulcrum catalog validate "
       "--no-user-offers");
@@ -117,11 +150,14 @@ void RegisterValidate(CLI::App& parent, CliContext& ctx) {
   cmd->add_flag("--no-user-offers", *no_user,
                 "Do not read $FULCRUM_OFFERS_DIR or ~/.config/fulcrum/offers.d");
   cmd->add_flag("--json", *json,
-                "Print {\"catalog\": {dir, gpus, offers, user_offers, providers, currencies}}");
+                "Print {\"catalog\": {dir, gpus, offers, user_offers, providers, currencies, "
+                "tables}}");
   cmd->callback([&ctx, dir, no_user, json] {
     std::string path = dir->empty() ? DefaultCatalogDir(ctx.catalog_dir) : *dir;
     auto loaded = catalog::Catalog::Load(path, {!*no_user, ""});
     if (!loaded.ok()) return ReportError(ctx, loaded.status());
+    auto tables = CheckOtherTables(path);
+    if (!tables.ok()) return ReportError(ctx, tables.status());
     size_t user = 0;
     for (const auto& offer : loaded->offers()) user += offer.origin.rfind(path + "/", 0) != 0;
     if (*json) {
@@ -131,12 +167,14 @@ void RegisterValidate(CLI::App& parent, CliContext& ctx) {
                         {"offers", loaded->offers().size()},
                         {"user_offers", user},
                         {"providers", loaded->providers().size()},
-                        {"currencies", loaded->currencies().size()}}}});
+                        {"currencies", loaded->currencies().size()},
+                        {"tables", *tables}}}});
       return;
     }
     ctx.out << path << ": ok: " << loaded->gpus().size() << " GPUs, " << loaded->offers().size()
             << " offers (" << user << " from offers.d), " << loaded->providers().size()
-            << " providers, currency rates: " << loaded->currencies().size() << "\n";
+            << " providers, currency rates: " << loaded->currencies().size() << "; "
+            << tables->size() << " other tables\n";
   });
 }
 

@@ -372,6 +372,7 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   }
   FULCRUM_ASSIGN_OR_RETURN(workload::Model model, ResolveModel(spec, catalog_dir));
   FULCRUM_RETURN_IF_ERROR(workload::ValidateModel(model));
+  FULCRUM_RETURN_IF_ERROR(plan::CheckCostTables(catalog_dir));
   std::string note;
   plan::CostAssumptions assumptions = plan::LoadCostAssumptions(catalog_dir, &note);
   Result<std::vector<std::string>> covered =

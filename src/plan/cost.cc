@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "catalog/offer_query.h"
 #include "core/parse.h"
@@ -428,6 +429,24 @@ RunCost QuotePublishedRun(const GoodputRun& run, const CostAssumptions& a) {
   out.p90_seconds -= a.startup_seconds;
   out.goodput_fraction = in.work_seconds / out.total_seconds;
   return out;
+}
+
+Status CheckCostTables(const std::string& catalog_dir) {
+  const auto present_but_broken = [&](const char* file, const Status& status) {
+    return !status.ok() && std::filesystem::exists(catalog_dir + "/" + file);
+  };
+  if (auto kinds = spot::LoadStorageKinds(catalog_dir);
+      present_but_broken("storage.csv", kinds.status()))
+    return kinds.status();
+  if (auto prices = spot::LoadStoragePrices(catalog_dir);
+      present_but_broken("storage_prices.csv", prices.status()))
+    return prices.status();
+  if (auto bands = spot::LoadSpotBands(catalog_dir);
+      present_but_broken("spot_bands.csv", bands.status()))
+    return bands.status();
+  if (auto runs = LoadGoodputRuns(catalog_dir); present_but_broken("goodput.csv", runs.status()))
+    return runs.status();
+  return Status::Ok();
 }
 
 CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string* note) {

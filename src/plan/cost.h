@@ -99,6 +99,12 @@ struct CostAssumptions {
 // tables keep the defaults above (and a note says so, naming the file and line).
 CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string* note);
 
+// The first error of a cost table that is in `catalog_dir` but does not load (storage.csv,
+// storage_prices.csv, spot_bands.csv, goodput.csv): file:line and what was expected. A table
+// that is absent is not an error (LoadCostAssumptions then notes its default); one that is
+// present and broken must not be dropped silently, so `plan` and `catalog validate` refuse it.
+Status CheckCostTables(const std::string& catalog_dir);
+
 // The extras of a run on `provider`: spec.extra plus spec.storage priced at the provider's
 // sourced prices. Sets *unpriced when the spec needs a price the catalog does not have.
 ExtraCosts ExtrasFor(const PlanSpec& spec, const std::string& provider,
