@@ -13,12 +13,12 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/parse.h"
 #include "core/table.h"
+#include "core/text_file.h"
 #include "spot/interval.h"
 #include "store/jobs_projection.h"
 
@@ -398,19 +398,25 @@ void Supervisor::CheckProgress() {
   }
 }
 
-void Supervisor::ReadHeartbeatJson() {
-  std::ifstream in(options_.heartbeat_file);
-  std::stringstream text;
-  text << in.rdbuf();
-  // A touched (empty) file is a heartbeat without figures; a half-written one is skipped.
-  const auto doc = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object() || !doc.contains("step") || !doc["step"].is_number_integer()) return;
-  const int64_t step = doc["step"].get<int64_t>();
-  std::optional<int64_t> tokens;
+std::optional<HeartbeatFigures> ReadHeartbeatFigures(const std::string& path) {
+  Result<std::string> text = ReadTextFile(path, "a heartbeat file", kMaxHeartbeatBytes);
+  if (!text.ok()) return std::nullopt;
+  const auto doc = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("step") || !doc["step"].is_number_integer())
+    return std::nullopt;
+  HeartbeatFigures figures;
+  figures.step = doc["step"].get<int64_t>();
   if (doc.contains("tokens") && doc["tokens"].is_number_integer())
-    tokens = doc["tokens"].get<int64_t>();
-  job_.step = step;
-  RecordProgress(step, tokens);
+    figures.tokens = doc["tokens"].get<int64_t>();
+  return figures;
+}
+
+void Supervisor::ReadHeartbeatJson() {
+  // A touched (empty) file is a heartbeat without figures; a half-written one is skipped.
+  const std::optional<HeartbeatFigures> figures = ReadHeartbeatFigures(options_.heartbeat_file);
+  if (!figures) return;
+  job_.step = figures->step;
+  RecordProgress(figures->step, figures->tokens);
 }
 
 void Supervisor::RecordProgress(int64_t step, std::optional<int64_t> tokens) {

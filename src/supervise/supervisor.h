@@ -132,6 +132,17 @@ inline constexpr int kExitGaveUp = 1;    // restart limit or crash loop
 inline constexpr int kExitStopped = 75;  // stopped by notice or signal (resumable; EX_TEMPFAIL)
 inline constexpr int kExitBudget = 76;   // stopped at the budget
 
+// What the job's heartbeat file says when it holds JSON such as {"step": 120, "tokens": 491520}
+// (docs/CHECKPOINTS.md): the step and, if given, the tokens so far. nullopt for a touched (empty),
+// half-written or non-JSON file, and for one over kMaxHeartbeatBytes (read through core's one
+// reader, so a runaway job cannot make the supervisor read gigabytes every poll).
+inline constexpr size_t kMaxHeartbeatBytes = 64u << 10;
+struct HeartbeatFigures {
+  int64_t step = 0;
+  std::optional<int64_t> tokens;
+};
+std::optional<HeartbeatFigures> ReadHeartbeatFigures(const std::string& path);
+
 class Supervisor {
  public:
   // `db` may be null (no store). `clock` and `runner` must outlive the supervisor.

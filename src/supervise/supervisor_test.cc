@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -555,6 +556,35 @@ TEST_F(SupervisorTest, TheSlidingWindowFollowsAChangeOfSpeed) {
   ASSERT_TRUE(job.ok() && job->has_value());
   EXPECT_NEAR(*(*job)->measured.step_seconds, 1.0, 1e-9);
   EXPECT_TRUE(db_->ListAlerts(0)->empty()) << "no plan, no deadline: no alert";
+}
+
+// The heartbeat file is read through core's one reader with a small cap (issue 29): figures from
+// JSON, nothing from an empty, half-written or oversized file.
+TEST(ReadHeartbeatFiguresTest, JsonGivesFiguresOtherFilesGiveNothing) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("fulcrum-heartbeat-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string path = (dir / "heartbeat").string();
+  const auto write = [&](const std::string& text) { std::ofstream(path) << text; };
+  write(R"({"step": 120, "tokens": 491520})");
+  auto figures = ReadHeartbeatFigures(path);
+  ASSERT_TRUE(figures);
+  EXPECT_EQ(figures->step, 120);
+  EXPECT_EQ(figures->tokens, 491520);
+  write(R"({"step": 7})");
+  figures = ReadHeartbeatFigures(path);
+  ASSERT_TRUE(figures);
+  EXPECT_EQ(figures->step, 7);
+  EXPECT_FALSE(figures->tokens);
+  write("");
+  EXPECT_FALSE(ReadHeartbeatFigures(path));
+  write(R"({"step": 12)");
+  EXPECT_FALSE(ReadHeartbeatFigures(path));
+  // A valid document padded past the cap: refused unread, not parsed.
+  write(R"({"step": 9, "pad": ")" + std::string(kMaxHeartbeatBytes, 'x') + "\"}");
+  EXPECT_FALSE(ReadHeartbeatFigures(path));
+  EXPECT_FALSE(ReadHeartbeatFigures((dir / "absent").string()));
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -7,11 +7,9 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/parse.h"
+#include "supervise/supervisor.h"
 
 namespace fulcrum::validate {
 namespace {
@@ -89,12 +87,10 @@ void JobSession::PollHeartbeat() {
   const double at = std::chrono::duration<double>(mtime.time_since_epoch()).count();
   if (at == heartbeat_mtime_) return;
   heartbeat_mtime_ = at;
-  std::ifstream in(heartbeat_file_);
-  std::stringstream text;
-  text << in.rdbuf();
-  auto json = nlohmann::json::parse(text.str(), nullptr, false);
-  if (!json.is_object() || !json.contains("step") || !json["step"].is_number_integer()) return;
-  const int64_t step = json["step"].get<int64_t>();
+  const std::optional<supervise::HeartbeatFigures> figures =
+      supervise::ReadHeartbeatFigures(heartbeat_file_);
+  if (!figures) return;
+  const int64_t step = figures->step;
   if (!steps_.empty() && steps_.back().step == step) return;
   RecordStep(Now(), step, true);
 }
