@@ -482,10 +482,23 @@ void HardeningStressE2E::StepTheWallClock() {
   const std::string rc = dir_ + "/faketime.rc";
   auto attempts = [&] { return receivers_.Posts("held").size(); };
   ASSERT_TRUE(WaitFor([&] { return attempts() >= 1; }, 20)) << agent_->err();
+  // How many times the agent has logged a step of that sign: libfaketime re-reads the rc file
+  // at most once a second, so each step is waited for until the agent has seen it (under load a
+  // refused attempt can come before the re-read, and the next step would then replace it unseen).
+  auto steps_seen = [&](const std::string& sign) {
+    const std::string log = agent_->err(), text = "wall clock stepped by " + sign;
+    size_t n = 0;
+    for (size_t at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++n;
+    return n;
+  };
   for (const char* step : {"+8d\n", "-1h\n", "+0\n"}) {
     const size_t before = attempts();
+    const std::string sign(1, step[0] == '-' ? '-' : '+');
+    const size_t seen = steps_seen(sign);
     WriteFile(rc, step);
     if (std::string(step) == "+0\n") break;
+    ASSERT_TRUE(WaitFor([&] { return steps_seen(sign) > seen; }, 40))
+        << "the agent never saw the wall clock step " << step << agent_->err();
     ASSERT_TRUE(WaitFor([&] { return attempts() > before; }, 40)) << step << agent_->err();
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // the rc file's cache
