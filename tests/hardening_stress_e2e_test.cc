@@ -52,6 +52,7 @@
 #include "support/hostile_clients.h"
 #include "support/job_log.h"
 #include "support/run_binary.h"
+#include "support/sanitizer.h"
 
 namespace fulcrum::testing {
 namespace {
@@ -154,14 +155,6 @@ class Receivers {
   std::map<std::string, std::vector<Post>> posts_ GUARDED_BY(mutex_);
   FakeHttpServer http_;  // last: stopped before the state its handlers touch
 };
-
-std::string FaketimeLibrary() {
-  for (const char* path : {"/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
-                           "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1"}) {
-    if (fs::exists(path)) return path;
-  }
-  return "";
-}
 
 // Overwrites the first 100 bytes of a SQLite file (its header) with 'X'.
 void DamageHeader(const std::string& path) {
@@ -365,7 +358,7 @@ class HardeningStressE2E : public ::testing::Test {
                                         "\"}\n  - {name: held, url: \"" + receivers_.url("held") +
                                         "\"}\n");
     std::map<std::string, std::string> env;
-    faketime_ = FaketimeLibrary();
+    faketime_ = FaketimePreload();
     if (!faketime_.empty()) {
       // Only CLOCK_REALTIME is faked (FAKETIME_DONT_FAKE_MONOTONIC=1), and the timestamp file
       // is read again every second (FAKETIME_CACHE_DURATION=1; FAKETIME_NO_CACHE "may

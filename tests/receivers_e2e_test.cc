@@ -22,6 +22,7 @@
 #include "support/agent_process.h"
 #include "support/fake_http_server.h"
 #include "support/run_binary.h"
+#include "support/sanitizer.h"
 
 namespace fulcrum::testing {
 namespace {
@@ -347,11 +348,7 @@ TEST_F(ReceiversE2E, AFullDataDiskStillDeliversTheAlertWithinTwoSeconds) {
 // call (FAKETIME_NO_CACHE=1), so the test steps the agent's wall clock +8 days, then -1 h, while
 // the receiver refuses the firing; once it accepts, the firing arrives, neither lost nor held.
 TEST_F(ReceiversE2E, WallClockStepsOfEightDaysNeitherLoseNorHoldANotification) {
-  std::string preload;
-  for (const char* path : {"/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
-                           "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1"}) {
-    if (fs::exists(path)) preload = path;
-  }
+  const std::string preload = FaketimePreload();
   if (preload.empty()) GTEST_SKIP() << "libfaketime is not installed (apt-get install faketime)";
   const std::string rc = dir_ + "/faketime.rc";
   WriteFile(rc, "+0\n");

@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "server/http_front.h"
 #include "server/http_server.h"
+#include "support/sanitizer.h"
 
 namespace fulcrum::server {
 namespace {
@@ -94,20 +95,6 @@ bool ClosedWithin(int fd, double seconds) {
   char c;
   return recv(fd, &c, 1, MSG_DONTWAIT) <= 0;
 }
-
-// Sanitizer builds keep shadow memory and freed-block quarantines: their RSS says nothing about
-// the server's buffers, so the memory bound is checked in the plain builds only.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
 
 // True when sending on `fd` fails (the server closed it fully and answered with a reset) within
 // `seconds`; a half-closed connection whose input the server still reads keeps accepting bytes.
@@ -184,7 +171,7 @@ TEST_F(HttpLimitsTest, HeaderFloodGets431AndMemoryStaysBounded) {
     EXPECT_TRUE(sent[static_cast<size_t>(i)]) << "client " << i << " was reset while sending";
     EXPECT_NE(answer.find("larger than 65536 bytes in total"), std::string::npos) << answer;
   }
-  if (!kSanitized) {
+  if (!fulcrum::testing::kSanitized) {
     EXPECT_LT(peak.load(), size_t{64} << 20) << "peak VmRSS during the flood";
   }
   EXPECT_EQ(StatusOf(Exchange(port_, kHealth)), 200);  // still serving
