@@ -17,6 +17,9 @@ packages=(
   # a real PyTorch training job under `fulcrum run` (CPU torch 1.13; call it as /usr/bin/python3)
   # and YAML 1.1 parsing of the SkyPilot/dstack exports as PyYAML reads them
   python3-torch python3-yaml
+  # the --json outputs and the JSON examples of README and docs/ checked against docs/schemas/
+  # (draft 7, python3-jsonschema 4.10)
+  python3-jsonschema
   # `fulcrum env`'s playbook under ansible-playbook --syntax-check (ansible carries community.docker)
   ansible
   # wall-clock steps under a fixed monotonic clock (the outbox's clock-step test, libfaketime)

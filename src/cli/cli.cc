@@ -65,7 +65,8 @@ std::string UnknownCommandWord(CLI::App& app, int argc, char** argv) {
 nlohmann::json ErrorJson(const std::string& message, const ErrorDetail* detail) {
   ErrorDetail none;
   const ErrorDetail& d = detail != nullptr ? *detail : none;
-  return {{"error",
+  return {{"schema_version", kJsonSchemaVersion},
+          {"error",
            {{"message", message},
             {"file", OrNull(d.file)},
             {"line", d.line ? nlohmann::json(*d.line) : nlohmann::json()},
@@ -203,7 +204,14 @@ void ReportError(CliContext& ctx, const Status& status) {
   ctx.exit_code = status.ExitCode();
 }
 
-void PrintJson(CliContext& ctx, const nlohmann::json& value) { ctx.out << value.dump(2) << "\n"; }
+nlohmann::json WithSchemaVersion(nlohmann::json value) {
+  if (value.is_object()) value["schema_version"] = kJsonSchemaVersion;
+  return value;
+}
+
+void PrintJson(CliContext& ctx, const nlohmann::json& value) {
+  ctx.out << WithSchemaVersion(value).dump(2) << "\n";
+}
 
 int RunCli(int argc, char** argv) {
   CliContext ctx{std::cout, std::cerr, "", 0, WantsJson(argc, argv)};

@@ -123,12 +123,13 @@ void RunAgent(CliContext& ctx, const AgentFlags& flags) {
   std::string host = config.listen.substr(0, config.listen.rfind(':'));
   std::string url = "http://" + host + ":" + std::to_string(a.port());
   if (flags.json) {
-    ctx.out << nlohmann::json{{"agent",
-                               {{"url", url},
-                                {"port", a.port()},
-                                {"source", a.source_kind()},
-                                {"gpu_count", a.gpu_count()},
-                                {"data_dir", a.data_dir()}}}}
+    // One line (the agent keeps running): what a caller reads to learn the port.
+    ctx.out << WithSchemaVersion({{"agent",
+                                   {{"url", url},
+                                    {"port", a.port()},
+                                    {"source", a.source_kind()},
+                                    {"gpu_count", a.gpu_count()},
+                                    {"data_dir", a.data_dir()}}}})
                    .dump()
             << std::endl;
   } else {

@@ -350,7 +350,7 @@ void RunBench(CliContext& ctx, const BenchFlags& flags) {
   }
   if (!flags.output_file.empty()) {
     std::ofstream out(flags.output_file);
-    out << result.dump(2) << "\n";
+    out << WithSchemaVersion(result).dump(2) << "\n";
     if (!out) return ReportError(ctx, Status::IoError(flags.output_file + ": cannot write"));
   }
   if (flags.json) {

@@ -43,7 +43,16 @@ struct CommandEntry {
 // filled from status.detail() (null / [] where not known).
 void ReportError(CliContext& ctx, const Status& status);
 
-// Writes `value` pretty-printed (2-space indent) and a newline to ctx.out.
+// The version of the --json contracts, docs/schemas/COMMAND.json: every object a command prints
+// with --json (and every JSON error) carries it as "schema_version". Adding a field keeps it;
+// renaming, removing or retyping one raises it.
+inline constexpr int kJsonSchemaVersion = 1;
+
+// `value` with "schema_version" added when it is an object (what PrintJson and files written for
+// other commands to read, such as bench --output, carry).
+nlohmann::json WithSchemaVersion(nlohmann::json value);
+
+// Writes WithSchemaVersion(value) pretty-printed (2-space indent) and a newline to ctx.out.
 void PrintJson(CliContext& ctx, const nlohmann::json& value);
 
 }  // namespace fulcrum::cli

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/subprocess.h"
+#include "support/json_contract.h"
 
 namespace fulcrum::testing {
 
@@ -43,7 +44,9 @@ RunOutput RunProgram(const std::string& program, const std::vector<std::string>&
 }
 
 RunOutput RunFulcrum(const std::vector<std::string>& args, const RunOptions& options) {
-  return RunProgram(FULCRUM_BINARY, args, options);
+  RunOutput output = RunProgram(FULCRUM_BINARY, args, options);
+  CheckJsonContract(args, output);
+  return output;
 }
 
 std::string MakeTempDir(const std::string& prefix) {
