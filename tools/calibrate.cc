@@ -21,6 +21,7 @@
 #include "calibration_data.h"
 #include "calibration_fit.h"
 #include "goodput_accuracy.h"
+#include "published_runs.h"
 #include "resume_accuracy.h"
 #include "serving_calibration.h"
 
@@ -442,6 +443,7 @@ int Run(int argc, char** argv) {
   if (!AddServingCalibration(root, report.fitted, outputs)) return 2;
   if (!AddGoodputAccuracy(root, outputs)) return 2;
   if (!AddResumeAccuracy(root, outputs)) return 2;
+  if (!AddPublishedRuns(root, report.fitted, report.bands, outputs)) return 2;
   int status = 0;
   for (const auto& [path, text] : outputs) {
     if (check) {
