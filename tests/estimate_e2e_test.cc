@@ -164,6 +164,42 @@ TEST(EstimateE2eTest, FrameworksOnlyGetTheShardingTheyHave) {
   EXPECT_EQ(doc["setup"]["framework"], "megatron");
 }
 
+// Issue 31: Megatron-FSDP and Megatron-DeepSpeed were refused; a resumed run's peak was not
+// estimated. Both frameworks run their layouts, and the JSON carries the peak at resume, which
+// `fits` and the verdict line judge with the fresh peak.
+TEST(EstimateE2eTest, MegatronFsdpMegatronDeepSpeedAndThePeakAtResume) {
+  nlohmann::json fsdp =
+      EstimateJson({"--model", "llama-3-8b", "--gpu", "H100-SXM", "--gpus", "8", "--tp", "2",
+                    "--sequence-parallel", "--zero", "3", "--framework", "megatron-fsdp"});
+  EXPECT_EQ(fsdp["setup"]["framework"], "megatron-fsdp");
+  const nlohmann::json& m = fsdp["memory"];
+  EXPECT_EQ(m["checkpoint_format"], "fsdp_dtensor");
+  EXPECT_GE(m["peak_at_resume_bytes_per_gpu"].get<double>(), 0.0);
+  EXPECT_GT(m["resume_load_transient_bytes"].get<double>(), 0.0);
+  EXPECT_TRUE(m["fit_bound"] == "fresh" || m["fit_bound"] == "resume");
+  nlohmann::json ds =
+      EstimateJson({"--model", "llama-2-13b", "--gpu", "A100-80GB", "--gpus", "64", "--tp", "4",
+                    "--pp", "4", "--zero", "1", "--framework", "megatron-deepspeed", "--recompute",
+                    "full", "--global-batch", "64"});
+  EXPECT_EQ(ds["setup"]["framework"], "megatron-deepspeed");
+  EXPECT_EQ(ds["memory"]["checkpoint_format"], "deepspeed");
+  // A full-state-dict FSDP resume of a full-recompute run peaks in the load, above the fresh run.
+  nlohmann::json full = EstimateJson({"--model", "llama-3-8b", "--gpu", "A100-40GB", "--gpus", "8",
+                                      "--zero", "3", "--framework", "fsdp", "--recompute", "full",
+                                      "--checkpoint-format", "fsdp_full"});
+  EXPECT_EQ(full["memory"]["fit_bound"], "resume");
+  EXPECT_GT(full["memory"]["peak_at_resume_bytes_per_gpu"].get<double>(),
+            full["memory"]["peak_bytes_per_gpu"].get<double>());
+  RunOutput table = RunFulcrum({"estimate", "--model", "llama-3-8b", "--gpu", "A100-40GB", "--gpus",
+                                "8", "--zero", "3", "--framework", "fsdp", "--recompute", "full",
+                                "--checkpoint-format", "fsdp_full"});
+  EXPECT_NE(table.out.find("peak at resume"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("at the resume peak"), std::string::npos) << table.out;
+  ExpectRefused({"--model", "llama-3-8b", "--gpu", "H100-SXM", "--gpus", "8", "--zero", "3",
+                 "--framework", "fsdp", "--checkpoint-format", "torch_dist"},
+                "--framework fsdp does not write it");
+}
+
 }  // namespace
 }  // namespace fulcrum::testing
 

@@ -89,19 +89,26 @@ void Resolve(const estimate::EstimateRequest& request, const catalog::Catalog& c
   row.memory_value = row.quantity == Quantity::kMemoryAllocated  ? memory.allocated_bytes
                      : row.quantity == Quantity::kMemoryReserved ? memory.reserved_bytes
                                                                  : memory.peak_bytes_per_gpu;
+  if (row.resume) {
+    row.resume_memory =
+        estimate::EstimateResumeMemory(row.input->model, row.input->training, row.memory);
+    const estimate::ResumeMemory& r = row.resume_memory;
+    row.memory_value = row.quantity == Quantity::kMemoryAllocated  ? r.allocated_bytes
+                       : row.quantity == Quantity::kMemoryReserved ? r.reserved_bytes
+                                                                   : r.peak_at_resume_bytes_per_gpu;
+  }
 }
 
-Status AddMeasuredRow(const Record& r, const catalog::Catalog& catalog,
-                      const std::string& catalog_dir, std::vector<CalibrationRow>& rows) {
-  CalibrationRow row;
-  row.file = "measured.csv";
+// The row's identity, quantity and measured value, and the estimator request its columns give.
+Result<estimate::EstimateRequest> ReadMeasuredRow(const Record& r, CalibrationRow& row) {
   FULCRUM_ASSIGN_OR_RETURN(row.id, r.Text("id"));
   FULCRUM_ASSIGN_OR_RETURN(row.family, r.Text("family"));
   FULCRUM_ASSIGN_OR_RETURN(row.source, r.Text("source"));
   FULCRUM_ASSIGN_OR_RETURN(const std::string kind, r.Text("kind"));
   FULCRUM_ASSIGN_OR_RETURN(const std::string metric, r.Text("memory_metric"));
   row.last_rank_memory = metric.find("last_rank") != std::string::npos;
-  if (kind == "memory_peak") {
+  row.resume = kind == "memory_peak_resume";
+  if (kind == "memory_peak" || row.resume) {
     row.quantity = metric.find("max_allocated") != std::string::npos  ? Quantity::kMemoryAllocated
                    : metric.find("max_reserved") != std::string::npos ? Quantity::kMemoryReserved
                                                                       : Quantity::kMemoryPeak;
@@ -111,7 +118,7 @@ Status AddMeasuredRow(const Record& r, const catalog::Catalog& catalog,
     row.quantity = Quantity::kStepSeconds;
   } else {
     return Status::InvalidInput(r.Where() +
-                                ": kind: expected memory_peak, throughput or "
+                                ": kind: expected memory_peak, memory_peak_resume, throughput or "
                                 "step_time, found '" +
                                 kind + "'");
   }
@@ -157,6 +164,38 @@ Status AddMeasuredRow(const Record& r, const catalog::Catalog& catalog,
   row.batch = std::to_string(q.micro_batch) + " x " + std::to_string(q.seq_len) + " " +
               q.recompute + (q.flash_attention == "on" ? " flash" : "");
   row.precision = q.precision;
+  return q;
+}
+
+Status AddMeasuredRow(const Record& r, const catalog::Catalog& catalog,
+                      const std::string& catalog_dir, std::vector<CalibrationRow>& rows) {
+  CalibrationRow row;
+  row.file = "measured.csv";
+  FULCRUM_ASSIGN_OR_RETURN(const estimate::EstimateRequest q, ReadMeasuredRow(r, row));
+  Resolve(q, catalog, catalog_dir, row);
+  rows.push_back(std::move(row));
+  return Status::Ok();
+}
+
+// resume.csv: measured.csv's columns plus the expert layout, the checkpoint format the run
+// resumed from and the same configuration's fresh-run peak.
+Status AddResumeRow(const Record& r, const catalog::Catalog& catalog,
+                    const std::string& catalog_dir, std::vector<CalibrationRow>& rows) {
+  CalibrationRow row;
+  row.file = "resume.csv";
+  FULCRUM_ASSIGN_OR_RETURN(estimate::EstimateRequest q, ReadMeasuredRow(r, row));
+  if (!row.resume) {
+    return Status::InvalidInput(r.Where() + ": kind: expected memory_peak_resume");
+  }
+  FULCRUM_ASSIGN_OR_RETURN(q.ep, r.Int("ep"));
+  q.ep = std::max<int64_t>(1, q.ep);
+  FULCRUM_ASSIGN_OR_RETURN(q.experts, r.Int("experts"));
+  FULCRUM_ASSIGN_OR_RETURN(q.experts_per_token, r.Int("experts_per_token"));
+  FULCRUM_ASSIGN_OR_RETURN(q.checkpoint_format, r.Text("checkpoint_format"));
+  FULCRUM_ASSIGN_OR_RETURN(row.fresh_measured, r.Number("fresh_value"));
+  if (q.experts > 0) row.model += " " + std::to_string(q.experts) + "e";
+  row.layout += q.ep > 1 ? " ep" + std::to_string(q.ep) : "";
+  row.layout += " " + q.checkpoint_format;
   Resolve(q, catalog, catalog_dir, row);
   rows.push_back(std::move(row));
   return Status::Ok();
@@ -248,6 +287,114 @@ Result<std::vector<CalibrationRow>> LoadCalibrationRows(const std::string& root)
     return AddDleRow(r, catalog, catalog_dir, rows);
   }));
   return rows;
+}
+
+Result<std::vector<CalibrationRow>> LoadResumeRows(const std::string& root) {
+  const std::string catalog_dir = root + "/catalog";
+  catalog::LoadOptions load;
+  load.include_user_offers = false;
+  FULCRUM_ASSIGN_OR_RETURN(const catalog::Catalog catalog,
+                           catalog::Catalog::Load(catalog_dir, load));
+  std::vector<CalibrationRow> rows;
+  FULCRUM_RETURN_IF_ERROR(ForEachRecord(root, "resume.csv", [&](const Record& r) {
+    return AddResumeRow(r, catalog, catalog_dir, rows);
+  }));
+  return rows;
+}
+
+namespace {
+
+Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
+                       const std::string& catalog_dir, std::vector<PublishedRun>& runs) {
+  PublishedRun run;
+  FULCRUM_ASSIGN_OR_RETURN(run.id, r.Text("id"));
+  FULCRUM_ASSIGN_OR_RETURN(run.kind, r.Text("kind"));
+  if (run.kind != "tuned_benchmark" && run.kind != "production_run") {
+    return Status::InvalidInput(
+        r.Where() + ": kind: expected tuned_benchmark or production_run, found '" + run.kind + "'");
+  }
+  FULCRUM_ASSIGN_OR_RETURN(run.source, r.Text("source"));
+  FULCRUM_ASSIGN_OR_RETURN(run.notes, r.Text("notes"));
+  FULCRUM_ASSIGN_OR_RETURN(run.metric, r.Text("metric"));
+  if (run.metric != "tokens_per_s_per_gpu" && run.metric != "mfu") {
+    return Status::InvalidInput(
+        r.Where() + ": metric: expected tokens_per_s_per_gpu or mfu, found '" + run.metric + "'");
+  }
+  FULCRUM_ASSIGN_OR_RETURN(run.published, r.Number("value"));
+  estimate::EstimateRequest q;
+  FULCRUM_ASSIGN_OR_RETURN(q.model, r.Text("model"));
+  for (auto [column, field] : {std::pair{"n_layers", &q.layers},
+                               {"d_model", &q.hidden},
+                               {"n_heads", &q.heads},
+                               {"n_kv_heads", &q.kv_heads},
+                               {"ffn_hidden", &q.ffn_hidden},
+                               {"vocab", &q.vocab},
+                               {"n_gpus", &q.gpus},
+                               {"tp", &q.tp},
+                               {"pp", &q.pp},
+                               {"vpp", &q.vpp},
+                               {"cp", &q.cp},
+                               {"dp", &q.dp},
+                               {"zero", &q.zero},
+                               {"first_stage_layers", &q.first_stage_layers},
+                               {"last_stage_layers", &q.last_stage_layers},
+                               {"micro_batch", &q.micro_batch},
+                               {"global_batch", &q.global_batch},
+                               {"seq_len", &q.seq_len},
+                               {"gpus_per_node", &q.gpus_per_node}}) {
+    FULCRUM_ASSIGN_OR_RETURN(*field, r.Int(column));
+  }
+  q.cp = std::max<int64_t>(1, q.cp);
+  q.vpp = std::max<int64_t>(1, q.vpp);
+  FULCRUM_ASSIGN_OR_RETURN(q.mlp, r.Text("mlp"));
+  FULCRUM_ASSIGN_OR_RETURN(q.gpu, r.Text("gpu"));
+  FULCRUM_ASSIGN_OR_RETURN(q.precision, r.Text("precision"));
+  FULCRUM_ASSIGN_OR_RETURN(q.framework, r.Text("framework"));
+  FULCRUM_ASSIGN_OR_RETURN(q.recompute, r.Text("recompute"));
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t sp, r.Int("sequence_parallel"));
+  q.sequence_parallel = sp == 1;
+  FULCRUM_ASSIGN_OR_RETURN(q.network_gbps, r.Number("network_gbps_per_node"));
+  FULCRUM_ASSIGN_OR_RETURN(q.flash_attention, r.Text("flash_attention"));
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t tied, r.Int("tied_embeddings"));
+  q.tied_embeddings = tied == 1;
+  run.model = q.model.empty() ? std::to_string(q.layers) + "/" + std::to_string(q.hidden) + "/" +
+                                    std::to_string(q.heads) + "/" + std::to_string(q.kv_heads)
+                              : q.model;
+  run.gpu = q.gpu + " x " + std::to_string(q.gpus);
+  run.layout = "tp" + std::to_string(q.tp) + " pp" + std::to_string(q.pp) +
+               (q.vpp > 1 ? " vpp" + std::to_string(q.vpp) : "") +
+               (q.cp > 1 ? " cp" + std::to_string(q.cp) : "") + " dp" + std::to_string(q.dp) +
+               " z" + std::to_string(q.zero) + " " + q.framework;
+  run.batch = std::to_string(q.micro_batch) + "/" + std::to_string(q.global_batch) + " x " +
+              std::to_string(q.seq_len) + " " + q.recompute;
+  run.precision = q.precision;
+  Result<estimate::EstimateInput> input = estimate::ResolveEstimateInput(q, catalog, catalog_dir);
+  if (input.ok()) {
+    run.input = std::move(*input);
+    run.node.gpu = run.input->gpu.name;
+    run.node.gpu_count = static_cast<int>(run.input->gpus_per_node);
+    run.node.interconnect = run.input->interconnect;
+    run.node.network_gbps = run.input->network_gbps;
+  } else {
+    run.refused = input.status().message();
+  }
+  runs.push_back(std::move(run));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& root) {
+  const std::string catalog_dir = root + "/catalog";
+  catalog::LoadOptions load;
+  load.include_user_offers = false;
+  FULCRUM_ASSIGN_OR_RETURN(const catalog::Catalog catalog,
+                           catalog::Catalog::Load(catalog_dir, load));
+  std::vector<PublishedRun> runs;
+  FULCRUM_RETURN_IF_ERROR(ForEachRecord(root, "published_runs.csv", [&](const Record& r) {
+    return AddPublishedRun(r, catalog, catalog_dir, runs);
+  }));
+  return runs;
 }
 
 std::optional<estimate::StepTime> PredictStepTime(const CalibrationRow& row,

@@ -41,6 +41,11 @@ struct CalibrationRow {
   // Scored but left out of every fit, with the reason: the run is not the configuration the
   // estimator is given (e.g. batches padded to a length bin, not to seq_len).
   std::string not_fitted;
+  // resume.csv rows: the peak of a process resumed from a checkpoint (memory_value is the
+  // estimator's resume figure), with the same configuration's fresh-run peak as measured.
+  bool resume = false;
+  double fresh_measured = 0;
+  estimate::ResumeMemory resume_memory;
 
   bool IsMemory() const { return quantity <= Quantity::kMemoryPeak; }
 };
@@ -49,6 +54,24 @@ struct CalibrationRow {
 // resolves every row against the catalog and model presets of root/catalog. A row the estimator
 // refuses is kept with its reason; a malformed file is an error.
 Result<std::vector<CalibrationRow>> LoadCalibrationRows(const std::string& root);
+
+// Reads data/calibration/resume.csv (memory peaks of runs resumed from a checkpoint); scored in
+// docs/ACCURACY.md, "Memory at resume", and in no fit or band.
+Result<std::vector<CalibrationRow>> LoadResumeRows(const std::string& root);
+
+// A published training run (data/calibration/published_runs.csv): the layout its paper, model
+// card or benchmark table reports and the throughput it published, scored in docs/ACCURACY.md
+// ("Published runs") against the estimate and its P10-P90 band; in no fit.
+struct PublishedRun {
+  std::string id, kind, source, notes;  // kind: tuned_benchmark | production_run
+  std::string metric;                   // tokens_per_s_per_gpu | mfu
+  double published = 0;
+  std::string model, gpu, layout, batch, precision;  // short descriptions for the table
+  std::optional<estimate::EstimateInput> input;
+  std::string refused;
+  catalog::Offer node;  // one node of the machine the run used
+};
+Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& root);
 
 // The estimator's value for `row` in the unit of row.measured (nullopt: refused, or no peak for
 // the row's precision on its GPU).

@@ -28,7 +28,8 @@ constexpr const char* kFooter = R"(Examples:
   fulcrum estimate --layers 24 --hidden 2048 --heads 16 --gpu L4 --method lora --json
 
 JSON: {"model": {"name", "parameters", ...}, "memory": {"weights_bytes", "gradients_bytes",
-"optimizer_bytes", "activations_bytes", "other_bytes", "peak_bytes_per_gpu", "capacity_bytes",
+"optimizer_bytes", "activations_bytes", "other_bytes", "peak_bytes_per_gpu",
+"peak_at_resume_bytes_per_gpu", "checkpoint_format", "fit_bound", "capacity_bytes",
 "headroom_fraction", "fits", ...}, "setup": {...}, "time": {"step_seconds",
 "tokens_per_second_per_gpu", "mfu", "hfu", "breakdown": {"compute_seconds",
 "communication_seconds", "bubble_seconds", "exposed_seconds"}, "step_seconds_p10",
@@ -37,7 +38,10 @@ JSON: {"model": {"name", "parameters", ...}, "memory": {"weights_bytes", "gradie
 calibration family the setup resembles most (wider where the GPU's architecture has no
 calibration row; docs/ACCURACY.md, "Uncertainty bands"). Bytes are per GPU. peak = what nvidia-smi
 would show (allocated tensors + allocator reserve + CUDA context); "allocated_bytes" and
-"reserved_bytes" match torch.cuda.max_memory_allocated / max_memory_reserved.)";
+"reserved_bytes" match torch.cuda.max_memory_allocated / max_memory_reserved.
+peak_at_resume_bytes_per_gpu = the peak of the run resumed from its checkpoint (--checkpoint-format;
+the load's copies beside the live states, src/estimate/resume.cc); fits, verdict and
+headroom_fraction judge the larger of the two peaks, fit_bound says which ("fresh" | "resume").)";
 
 // The step time of the evaluated configuration on one node of its GPU (estimate/compute.h);
 // nullopt when the GPU has no sourced peak for the precision.

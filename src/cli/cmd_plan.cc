@@ -503,11 +503,12 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
       ->type_name("GB");
   cmd->add_option("--max-nodes", f->max_nodes, "At most this many nodes per candidate")
       ->type_name("N");
-  cmd->add_option("--framework", f->framework,
-                  "The frameworks the job runs (a comma list of megatron, deepspeed, fsdp, ddp, "
-                  "hf); only layouts they run are planned. Default: read from the spec's command "
-                  "(torchrun of an unknown script: ddp, fsdp, deepspeed; Megatron entry points: "
-                  "megatron; torchtitan: fsdp; ...), every framework without a command")
+  cmd->add_option(
+         "--framework", f->framework,
+         "The frameworks the job runs (a comma list of megatron, deepspeed, fsdp, ddp, hf, "
+         "megatron-fsdp, megatron-deepspeed); only their layouts are planned. Default: "
+         "from the spec's command (torchrun of an unknown script: ddp, fsdp, deepspeed; "
+         "pretrain_gpt.py: megatron; torchtitan: fsdp; ...), else every framework")
       ->type_name("LIST");
   cmd->add_option("--batch-tolerance", f->batch_tolerance,
                   "Data parallelism may change the global batch by at most PCT percent where no "

@@ -109,8 +109,17 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
       ->group(tr);
   cmd->add_option("--flash-attention", r.flash_attention, "on|off (default: on)")->group(tr);
   cmd->add_option("--framework", r.framework,
-                  "megatron|deepspeed|fsdp|hf: gradient dtype, buffers and allocator conventions "
-                  "(default: fsdp; see docs/ACCURACY.md)")
+                  "megatron, deepspeed, fsdp, hf, ddp, megatron-fsdp or megatron-deepspeed: "
+                  "gradient dtype, buffers and allocator conventions (default: fsdp; see "
+                  "docs/ACCURACY.md)")
+      ->group(tr);
+  cmd->add_option(
+         "--checkpoint-format", r.checkpoint_format,
+         "torch_dist, torch, fsdp_dtensor, dcp, fsdp_full, deepspeed or safetensors: the format "
+         "the run resumes from, which sets memory.peak_at_resume_bytes_per_gpu "
+         "(default: the framework's own: megatron torch_dist, megatron-fsdp "
+         "fsdp_dtensor, deepspeed and megatron-deepspeed deepspeed, fsdp dcp, hf and ddp "
+         "safetensors)")
       ->group(tr);
   cmd->add_option("--grad-precision", r.grad_precision,
                   "fp16|bf16|fp32: override the framework's gradient dtype")

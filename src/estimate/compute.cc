@@ -168,7 +168,7 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   // QK^T and AV: 2 * 2 * b * s * s * h forward (the full square, as PaLM and Megatron count);
   // with cp each rank computes seq / cp rows of it (load-balanced causal chunks).
   out.attention_flops = 4.0 * tokens * seq * h / t;
-  const bool megatron = tr.framework == workload::Framework::kMegatron;
+  const bool megatron = workload::UsesMegatronModel(tr.framework);
   const double backward_factor = IsLora(tr) ? 1.0 : 2.0;  // no weight-gradient GEMMs under LoRA
   double attention_backward_seconds = 0;
   if (tr.flash_attention) {
@@ -403,6 +403,20 @@ DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int6
                                                 std::min(replica_reduce, replica_hidden));
     return out;
   }
+  // Megatron-DeepSpeed in bf16 (DeepSpeed's BF16_Optimizer, ZeRO-1): at the accumulation
+  // boundary, after the last backward, the engine all-reduces the fp32 accumulated gradients
+  // (BF16_Optimizer has no reduce_gradients, so engine.allreduce_gradients takes
+  // buffered_allreduce_fallback over get_grads_for_reduction()), then the step all-gathers the
+  // updated bf16 partitions: twice the bytes of a 16-bit reduction, none of it behind the
+  // backward (deepspeedai/DeepSpeed@edaa7221 deepspeed/runtime/engine.py L2906-2913, L3784;
+  // deepspeed/runtime/bf16_optimizer.py L402).
+  if (tr.framework == workload::Framework::kMegatronDeepSpeed &&
+      tr.precision != workload::Precision::kFp16Mixed) {
+    out.seconds = AllReduceSeconds(2 * grad_bytes, n, shard_link) +
+                  AllGatherSeconds(param_bytes, n, shard_link) + replica_reduce;
+    out.exposed = out.seconds;
+    return out;
+  }
   // ZeRO 0: all-reduce; ZeRO 1/2: reduce-scatter of grads + all-gather of updated params;
   // FSDP FULL_SHARD under PP: all-gather of the parameters + reduce-scatter of the gradients.
   const double gathered = tr.zero_stage >= 3 ? param_bytes : grad_bytes;
@@ -500,7 +514,7 @@ LayerComm TensorParallelComm(const LayerForward& fwd, const Training& tr, const 
   const double tp_regather = tr.sequence_parallel ? 2 * tp_all_gather : 0;
   const double tp_layer_seconds = 2 * mb.forward_passes * tp_all_reduce + tp_regather;
   double tp_hidden = 0;
-  if (tr.framework == workload::Framework::kMegatron && tr.tp > 1) {
+  if (workload::UsesMegatronModel(tr.framework) && tr.tp > 1) {
     const double overlappable =
         tr.sequence_parallel ? 2 * tp_all_gather + tp_regather : 2 * tp_all_reduce;
     const double window = (tr.sequence_parallel ? 2 : 1) * fwd.column_gemm_seconds;

@@ -98,6 +98,8 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   FULCRUM_RETURN_IF_ERROR(ParseInto(r.framework, workload::ParseFramework, t.framework));
   FULCRUM_RETURN_IF_ERROR(
       ParseInto(r.grad_precision, workload::ParseGradPrecision, t.grad_precision));
+  FULCRUM_RETURN_IF_ERROR(
+      ParseInto(r.checkpoint_format, workload::ParseCheckpointFormat, t.checkpoint_format));
   FULCRUM_RETURN_IF_ERROR(ApplyOffload(r.offload, t));
   const std::string flash = ToLower(r.flash_attention);
   if (!flash.empty() && flash != "on" && flash != "off") {
@@ -245,9 +247,11 @@ EstimateResult Evaluate(const EstimateInput& input) {
   r.input = input;
   r.parameters = workload::ParameterCount(input.model);
   r.memory = EstimateMemory(input.model, input.training);
+  r.resume = EstimateResumeMemory(input.model, input.training, r.memory);
   r.capacity_bytes = CapacityBytesFromGib(input.gpu.memory_gib);
-  r.headroom_fraction = HeadroomFraction(r.memory.peak_bytes_per_gpu, r.capacity_bytes);
-  r.verdict = ClassifyFit(r.memory.peak_bytes_per_gpu, r.capacity_bytes);
+  const double bound = FitPeakBytes(r.memory, r.resume);
+  r.headroom_fraction = HeadroomFraction(bound, r.capacity_bytes);
+  r.verdict = ClassifyFit(bound, r.capacity_bytes);
   return r;
 }
 
@@ -262,22 +266,28 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
                   {"kind", std::string(workload::ModelKindName(m.kind))},
                   {"source", m.source}};
   const MemoryBreakdown& b = r.memory;
-  doc["memory"] = {{"weights_bytes", b.weights_bytes},
-                   {"gradients_bytes", b.gradients_bytes},
-                   {"optimizer_bytes", b.optimizer_bytes},
-                   {"activations_bytes", b.activations_bytes},
-                   {"other_bytes", b.other_bytes},
-                   {"logits_bytes", b.logits_bytes},
-                   {"comm_buffer_bytes", b.comm_buffer_bytes},
-                   {"cuda_context_bytes", b.cuda_context_bytes},
-                   {"allocator_reserve_bytes", b.allocator_reserve_bytes},
-                   {"allocated_bytes", b.allocated_bytes},
-                   {"reserved_bytes", b.reserved_bytes},
-                   {"peak_bytes_per_gpu", b.peak_bytes_per_gpu},
-                   {"capacity_bytes", r.capacity_bytes},
-                   {"headroom_fraction", r.headroom_fraction},
-                   {"fits", r.verdict != FitVerdict::kDoesNotFit},
-                   {"verdict", FitVerdictName(r.verdict)}};
+  doc["memory"] = {
+      {"weights_bytes", b.weights_bytes},
+      {"gradients_bytes", b.gradients_bytes},
+      {"optimizer_bytes", b.optimizer_bytes},
+      {"activations_bytes", b.activations_bytes},
+      {"other_bytes", b.other_bytes},
+      {"logits_bytes", b.logits_bytes},
+      {"comm_buffer_bytes", b.comm_buffer_bytes},
+      {"cuda_context_bytes", b.cuda_context_bytes},
+      {"allocator_reserve_bytes", b.allocator_reserve_bytes},
+      {"allocated_bytes", b.allocated_bytes},
+      {"reserved_bytes", b.reserved_bytes},
+      {"peak_bytes_per_gpu", b.peak_bytes_per_gpu},
+      {"peak_at_resume_bytes_per_gpu", r.resume.peak_at_resume_bytes_per_gpu},
+      {"checkpoint_format", std::string(workload::CheckpointFormatName(r.resume.format))},
+      {"resume_load_transient_bytes", r.resume.load_transient_bytes},
+      {"resume_retained_bytes", r.resume.retained_bytes},
+      {"fit_bound", FitBoundName(r.memory, r.resume)},
+      {"capacity_bytes", r.capacity_bytes},
+      {"headroom_fraction", r.headroom_fraction},
+      {"fits", r.verdict != FitVerdict::kDoesNotFit},
+      {"verdict", FitVerdictName(r.verdict)}};
   doc["setup"] = {
       {"gpu", r.input.gpu.name},
       {"gpus", r.input.gpus},
@@ -327,18 +337,25 @@ std::string RenderMemoryTable(const EstimateResult& r) {
   table.AddRow({"comm buffers", FormatBytes(b.comm_buffer_bytes), ""});
   table.AddRow({"allocator reserve", FormatBytes(b.allocator_reserve_bytes), ""});
   table.AddRow({"CUDA context", FormatBytes(b.cuda_context_bytes), ""});
-  table.AddRow({"peak", FormatBytes(b.peak_bytes_per_gpu), ""});
+  table.AddRow({"peak", FormatBytes(b.peak_bytes_per_gpu), "fresh run"});
+  const std::string format(workload::CheckpointFormatName(r.resume.format));
+  table.AddRow({"peak at resume", FormatBytes(r.resume.peak_at_resume_bytes_per_gpu),
+                r.resume.load_transient_bytes > 0
+                    ? "loading " + format + " adds " + FormatBytes(r.resume.load_transient_bytes)
+                    : "loading " + format + " in place"});
   table.AddRow({"capacity", FormatBytes(r.capacity_bytes), r.input.gpu.name});
   std::ostringstream out;
   out << r.input.model.name << " (" << FormatNumber(r.parameters / 1e9, 2) << " B parameters) on "
       << r.input.gpus << " x " << r.input.gpu.name << "\n"
       << DescribeSetup(r.input) << "\n\n"
       << table.Render() << "\nverdict: " << FitVerdictName(r.verdict);
+  const double bound = FitPeakBytes(b, r.resume);
+  const std::string which = std::string(" at the ") + FitBoundName(b, r.resume) + " peak";
   if (r.verdict == FitVerdict::kDoesNotFit) {
-    out << " (" << FormatBytes(b.peak_bytes_per_gpu - r.capacity_bytes) << " over the "
-        << FormatBytes(r.capacity_bytes) << " of one " << r.input.gpu.name << ")\n";
+    out << " (" << FormatBytes(bound - r.capacity_bytes) << " over the "
+        << FormatBytes(r.capacity_bytes) << " of one " << r.input.gpu.name << which << ")\n";
   } else {
-    out << " (" << FormatNumber(r.headroom_fraction * 100, 1) << " % free)\n";
+    out << " (" << FormatNumber(r.headroom_fraction * 100, 1) << " % free" << which << ")\n";
   }
   return out.str();
 }
@@ -349,8 +366,11 @@ std::string DescribeSetup(const EstimateInput& in) {
   s << "--precision " << workload::PrecisionName(t.precision) << " --optimizer "
     << workload::OptimizerName(t.optimizer) << " --method " << workload::MethodName(t.method);
   if (t.method != workload::Method::kFull) s << " --lora-rank " << t.lora_rank;
-  s << " --framework " << workload::FrameworkName(t.framework) << " --tp " << t.tp << " --pp "
-    << t.pp;
+  s << " --framework " << workload::FrameworkName(t.framework);
+  if (t.checkpoint_format != workload::CheckpointFormat::kDefault) {
+    s << " --checkpoint-format " << workload::CheckpointFormatName(t.checkpoint_format);
+  }
+  s << " --tp " << t.tp << " --pp " << t.pp;
   if (t.vpp > 1) s << " --vpp " << t.vpp;
   if (t.first_stage_layers > 0) s << " --first-stage-layers " << t.first_stage_layers;
   if (t.last_stage_layers > 0) s << " --last-stage-layers " << t.last_stage_layers;

@@ -15,6 +15,7 @@
 #include "catalog/catalog.h"
 #include "core/status.h"
 #include "estimate/memory.h"
+#include "estimate/resume.h"
 #include "workload/model.h"
 #include "workload/training.h"
 
@@ -43,6 +44,7 @@ struct EstimateRequest {
 
   // Training (strings are parsed with the workload:: parsers; "" = default).
   std::string precision, optimizer, method, recompute, framework, grad_precision, offload;
+  std::string checkpoint_format;  // workload::ParseCheckpointFormat ("" = the framework's)
   int64_t lora_rank = 16;
   int64_t tp = 1, pp = 1, vpp = 1, dp = 0;  // dp 0 = gpus / (tp * pp * cp)
   int64_t cp = 1, ep = 1;
@@ -79,7 +81,9 @@ struct EstimateResult {
   EstimateInput input;
   double parameters = 0;
   MemoryBreakdown memory;
+  ResumeMemory resume;  // the same run resumed from its checkpoint
   double capacity_bytes = 0;
+  // Of the larger of the fresh and the resume peak (FitPeakBytes): what must fit.
   double headroom_fraction = 0;
   FitVerdict verdict = FitVerdict::kFits;
 };
@@ -96,8 +100,10 @@ std::string SupportedPrecisionNames(const catalog::Gpu& gpu);
 Status CheckPrecisionSupported(const catalog::Gpu& gpu, workload::Precision precision);
 
 // Sets doc["model"] = {name, parameters, active_parameters, experts, experts_per_token, ...},
-// doc["memory"] = {weights_bytes, ..., peak_bytes_per_gpu, capacity_bytes, headroom_fraction,
-// fits, verdict}, doc["setup"] and doc["parallel"] = {tp, pp, vpp, cp, dp, ep, dp_shard,
+// doc["memory"] = {weights_bytes, ..., peak_bytes_per_gpu, peak_at_resume_bytes_per_gpu,
+// checkpoint_format, resume_load_transient_bytes, resume_retained_bytes, fit_bound ("fresh" |
+// "resume"), capacity_bytes, headroom_fraction, fits, verdict} (fits, verdict and headroom of
+// the larger peak), doc["setup"] and doc["parallel"] = {tp, pp, vpp, cp, dp, ep, dp_shard,
 // dp_replicate, stage_layers: {first, middle, last}}.
 void AppendEstimateJson(const EstimateResult& result, nlohmann::json& doc);
 // The memory breakdown as a text table (core/table.h) with the verdict line.

@@ -42,6 +42,10 @@ double AllocatorReserveFraction(Framework f) {
     case Framework::kHf:
     case Framework::kDdp:
       return 0.10;
+    case Framework::kMegatronFsdp:  // contiguous FSDP buffers, as FSDP
+      return 0.05;
+    case Framework::kMegatronDeepSpeed:  // DeepSpeed's engine and optimizer, as DeepSpeed
+      return 0.10;
   }
   return 0.10;
 }
@@ -126,6 +130,24 @@ PerParam FullBytesPerParam(const Training& t) {
     case Framework::kDdp:
       bytes = TorchAmpBytes(t, states);
       break;
+    // Megatron-FSDP: 16-bit compute weights, main gradients in the parameters' dtype ("auto", the
+    // default of --megatron-fsdp-main-grads-dtype) and fp32 main parameters + optimizer states
+    // (--megatron-fsdp-main-params-dtype default fp32; Megatron-LM
+    // docs/user-guide/features/megatron_fsdp.md@d98e8a64dd, "Mixed-Precision & Quantization").
+    case Framework::kMegatronFsdp:
+      bytes = {2, GradOverrideBytes(t.grad_precision, 2), 4 + states};
+      break;
+    // Megatron-DeepSpeed in bf16 with ZeRO-1 runs DeepSpeed's BF16_Optimizer (engine.py picks it
+    // for bf16 params, fp32 gradient accumulation and ZeRO stage 1): a full-size fp32 gradient
+    // accumulation buffer (torch.zeros_like(bf16_groups_flat, dtype=grad_acc_dtype)) beside the
+    // bf16 weights, fp32 master + Adam partitioned (deepspeedai/DeepSpeed@edaa7221
+    // deepspeed/runtime/engine.py L1994-1996, deepspeed/runtime/bf16_optimizer.py L170-177); in
+    // fp16 DeepSpeed's ZeRO optimizer, as kDeepSpeed.
+    case Framework::kMegatronDeepSpeed:
+      bytes = t.precision == Precision::kFp16Mixed
+                  ? PerParam{2, GradOverrideBytes(t.grad_precision, 2), 4 + states}
+                  : PerParam{2, GradOverrideBytes(t.grad_precision, 4), 4 + states};
+      break;
   }
   return bytes;
 }
@@ -188,11 +210,25 @@ double TorchBuffers(double params, double largest_unit, const PerParam& b, const
   return compute_bytes * params + 2 * largest_unit;
 }
 
+// Megatron-FSDP buffers: under optim_grads_params (zero 3) the all-gathered 16-bit parameters of
+// the unit computing and of the one prefetched, plus the unit's unsharded gradients being
+// reduce-scattered (as FSDP: 2 x 2 + g bytes per parameter of the largest unit); under
+// optim_grads (zero 2) the parameters stay whole (in weights) and only the reduce buffer remains.
+double MegatronFsdpBuffers(double largest_unit, const PerParam& b, const Training& t) {
+  return (t.zero_stage >= 3 ? 4 + b.g : b.g) * largest_unit;
+}
+
 }  // namespace
+
+double OptimizerStateBytesPerParam(const Training& t) { return StateBytes(t); }
 
 ModelStateBytes FullModelStates(double params, double largest_tensor_params, const Training& t) {
   const PerParam b = FullBytesPerParam(t);
   if (t.framework == Framework::kDeepSpeed && IsMixed(t.precision)) {
+    return DeepSpeedStates(params, largest_tensor_params, b, t);
+  }
+  if (t.framework == Framework::kMegatronDeepSpeed && t.precision == Precision::kFp16Mixed &&
+      t.zero_stage >= 1) {
     return DeepSpeedStates(params, largest_tensor_params, b, t);
   }
   ModelStateBytes s = ShardGeneric(params, b, t);
@@ -203,6 +239,9 @@ ModelStateBytes FullModelStates(double params, double largest_tensor_params, con
   }
   if (t.framework == Framework::kFsdp || IsHfOrDdp(t.framework)) {
     s.buffer_bytes = TorchBuffers(params, largest_tensor_params, b, t);
+  }
+  if (t.framework == Framework::kMegatronFsdp) {
+    s.buffer_bytes = MegatronFsdpBuffers(largest_tensor_params, b, t);
   }
   return s;
 }
@@ -282,7 +321,7 @@ double LayerActivationBytes(const Model& m, const Training& t) {
   // the activation's input and the down-projection input (2sbf). A gated MLP in eager PyTorch
   // keeps gate, up, SiLU(gate) and the product (4sbf); Megatron's fused bias_swiglu keeps only
   // its input (gate and up) and recomputes the SiLU (megatron/core/fusions/fused_bias_swiglu.py).
-  const double mlp_tensors = gated ? (t.framework == Framework::kMegatron ? 3 : 4) : 2;
+  const double mlp_tensors = gated ? (workload::UsesMegatronModel(t.framework) ? 3 : 4) : 2;
   const double split = e * sbh * (2 + 2 * r) + mlp_tensors * e * sbf;
   // Core attention: softmax output (2as^2b), dropout mask (as^2b) and dropout output (2as^2b);
   // flash attention keeps only the fp32 log-sum-exp per row (4asb); selective recompute drops it.
@@ -415,7 +454,7 @@ double AdapterCount(const Model& m, const Training& t) {
 // HF transformers returns fp32 logits (logits.float()) and keeps them in the output: 4 + 4 + 4.
 double LogitBytesPerElement(const Training& t) {
   // torchtitan (FSDP) and HF/DeepSpeed: 12, as above.
-  double bytes = t.framework == Framework::kMegatron ? 6 : 12;
+  double bytes = workload::UsesMegatronModel(t.framework) ? 6 : 12;
   if (workload::IsFp32Storage(t.precision) && !IsHfOrDdp(t.framework) &&
       t.framework != Framework::kDeepSpeed) {
     bytes += 2;
@@ -483,7 +522,8 @@ ModelStateBytes WithExpertStates(ModelStateBytes s, double expert_params, double
 // #1261, 2024-10-17): 2 bytes per linear parameter; embeddings and the output layer stay 16-bit.
 // torchao's float8 training (torchtitan/FSDP) casts per use, nothing persistent.
 double Fp8WeightCopyBytes(const StageContents& c, const Training& t) {
-  if (t.precision != Precision::kFp8 || t.framework != Framework::kMegatron) return 0;
+  const bool te = t.framework == Framework::kMegatron || t.framework == Framework::kMegatronFsdp;
+  if (t.precision != Precision::kFp8 || !te) return 0;
   return 2 * (c.layer_params + c.expert_params);
 }
 
@@ -492,9 +532,10 @@ MemoryBreakdown EstimateStage(const Model& m, const Training& t, const StageCont
   const double params = c.layer_params + c.other_params;
   double largest =
       m.kind == ModelKind::kGeneric ? params : workload::LargestTensorParameterCount(m) / tp;
-  if (t.framework == Framework::kFsdp || IsHfOrDdp(t.framework)) {
-    // FSDP wraps each transformer layer as a unit (and the embedding / output layers); a MoE
-    // layer's unit holds this rank's experts.
+  if (t.framework == Framework::kFsdp || t.framework == Framework::kMegatronFsdp ||
+      IsHfOrDdp(t.framework)) {
+    // FSDP (and Megatron-FSDP, whose units are the transformer layers) wraps each transformer layer
+    // as a unit (and the embedding / output layers); a MoE layer's unit holds this rank's experts.
     const double routed = workload::RoutedExpertParameterCount(m) / static_cast<double>(m.layers);
     const double unit =
         workload::LayerParameterCount(m) - routed + routed / static_cast<double>(t.ep);

@@ -53,6 +53,10 @@ struct ModelStateBytes {
 ModelStateBytes FullModelStates(double params, double largest_tensor_params,
                                 const workload::Training& training);
 
+// Optimizer state bytes per trained parameter, fp32 master weights excluded (AdamW 8, SGD
+// momentum 4, 8-bit Adam 2; halved in pure bf16 but for 8-bit Adam).
+double OptimizerStateBytesPerParam(const workload::Training& training);
+
 // Activations one transformer layer saves for backward, for one micro-batch on one GPU
 // (Korthikanti et al. 2022 Table 2, generalised to GQA, gated MLPs, flash attention).
 double LayerActivationBytes(const workload::Model& model, const workload::Training& training);

@@ -12,6 +12,7 @@
 #include "catalog/catalog.h"
 #include "estimate/compute.h"
 #include "estimate/memory.h"
+#include "estimate/resume.h"
 #include "estimate/uncertainty.h"
 #include "plan/cost.h"
 #include "plan/frameworks.h"
@@ -27,9 +28,10 @@ struct BestLayout {
   bool found = false;
   workload::Training training;  // the full setup (tp, pp, vpp, dp, zero, recompute, micro-batch)
   estimate::MemoryBreakdown memory;
+  estimate::ResumeMemory resume;  // the same layout resumed from its checkpoint
   estimate::StepTime step;
-  double headroom_fraction = 0;
-  int64_t evaluated = 0;  // layouts whose memory (and, when they fit, time) was computed
+  double headroom_fraction = 0;  // of the larger of the fresh and the resume peak
+  int64_t evaluated = 0;         // layouts whose memory (and, when they fit, time) was computed
 };
 
 // What a layout may be. The global batch is base.global_batch where dp x micro-batch divides it;

@@ -22,6 +22,8 @@ constexpr FrameworkMask kMegatron = FrameworkBit(Framework::kMegatron);
 constexpr FrameworkMask kDeepSpeed = FrameworkBit(Framework::kDeepSpeed);
 constexpr FrameworkMask kFsdp = FrameworkBit(Framework::kFsdp);
 constexpr FrameworkMask kDdp = FrameworkBit(Framework::kDdp);
+constexpr FrameworkMask kMegatronFsdp = FrameworkBit(Framework::kMegatronFsdp);
+constexpr FrameworkMask kMegatronDeepSpeed = FrameworkBit(Framework::kMegatronDeepSpeed);
 
 // Megatron-LM's training entry points (NVIDIA/Megatron-LM, repository root: pretrain_gpt.py,
 // pretrain_bert.py, pretrain_t5.py, pretrain_mamba.py, pretrain_vlm.py, pretrain_retro.py).
@@ -169,8 +171,13 @@ std::optional<JobFrameworks> ScriptFrameworks(const Launch& l) {
           kMegatronEntryPoints.end() ||
       nemo) {
     if (deepspeed) {
-      return JobFrameworks{kMegatron | kDeepSpeed,
-                           "Megatron-DeepSpeed (" + base + " with DeepSpeed)", true};
+      return JobFrameworks{kMegatronDeepSpeed, "Megatron-DeepSpeed (" + base + " with DeepSpeed)",
+                           true};
+    }
+    // Megatron-LM's FSDP: --use-megatron-fsdp or --use-torch-fsdp2 (megatron/training/
+    // arguments.py; docs/user-guide/features/megatron_fsdp.md).
+    if (HasOption(l.args, "--use-megatron-fsdp") || HasOption(l.args, "--use-torch-fsdp2")) {
+      return JobFrameworks{kMegatronFsdp, "Megatron-FSDP (" + base + " --use-megatron-fsdp)", true};
     }
     return JobFrameworks{kMegatron, (nemo ? "NeMo (" : "Megatron-LM (") + base + ")", true};
   }

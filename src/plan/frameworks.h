@@ -27,7 +27,8 @@ struct JobFrameworks {
 // - Megatron-LM entry points (pretrain_gpt.py, pretrain_bert.py, pretrain_t5.py,
 //   pretrain_mamba.py, pretrain_vlm.py, pretrain_retro.py) and NeMo (a script under a nemo/
 //   directory, NeMo's megatron_*.py examples, `nemo llm`): megatron; with DeepSpeed
-//   (`deepspeed` launcher or a --deepspeed argument: Megatron-DeepSpeed) megatron and deepspeed;
+//   (`deepspeed` launcher or a --deepspeed argument): megatron-deepspeed; with
+//   --use-megatron-fsdp or --use-torch-fsdp2: megatron-fsdp;
 // - torchtitan (torchtitan/train.py, -m torchtitan.train, --job.config_file): fsdp (FSDP2 with
 //   tp, pp and cp);
 // - the HF Trainer's --fsdp / --deepspeed arguments: fsdp / deepspeed;

@@ -17,6 +17,8 @@ constexpr workload::FrameworkMask kMegatron = FrameworkBit(Framework::kMegatron)
 constexpr workload::FrameworkMask kFsdp = FrameworkBit(Framework::kFsdp);
 constexpr workload::FrameworkMask kDeepSpeed = FrameworkBit(Framework::kDeepSpeed);
 constexpr workload::FrameworkMask kDdp = FrameworkBit(Framework::kDdp);
+constexpr workload::FrameworkMask kMegatronFsdp = FrameworkBit(Framework::kMegatronFsdp);
+constexpr workload::FrameworkMask kMegatronDeepSpeed = FrameworkBit(Framework::kMegatronDeepSpeed);
 
 workload::FrameworkMask Of(const std::string& command, const std::string& dir = "") {
   return FrameworksOfCommand(command, dir).allowed;
@@ -43,7 +45,14 @@ TEST(FrameworksTest, MegatronAndNemoEntryPointsRunMegatron) {
   EXPECT_EQ(Of("nemo llm pretrain --factory llama3_8b"), kMegatron);
   // Megatron-DeepSpeed: a Megatron entry point under the deepspeed launcher.
   EXPECT_EQ(Of("deepspeed --num_gpus 8 pretrain_gpt.py --deepspeed_config ds.json"),
-            kMegatron | kDeepSpeed);
+            kMegatronDeepSpeed);
+  EXPECT_EQ(Of("torchrun --nproc_per_node 8 pretrain_gpt.py --deepspeed --zero-stage 1"),
+            kMegatronDeepSpeed);
+  // Megatron-LM's own FSDP (issue 31: these were refused).
+  EXPECT_EQ(Of("torchrun --nproc_per_node 8 pretrain_gpt.py --use-megatron-fsdp "
+               "--data-parallel-sharding-strategy optim_grads_params"),
+            kMegatronFsdp);
+  EXPECT_EQ(Of("torchrun --nproc_per_node 8 pretrain_gpt.py --use-torch-fsdp2"), kMegatronFsdp);
 }
 
 TEST(FrameworksTest, TorchtitanRunsFsdpWithModelParallelism) {

@@ -69,7 +69,7 @@ HostNeeds HostNeedsOf(const catalog::Offer& offer, const workload::Model& model,
   n.loads_once = LoadsOnce(t, command);
   if (n.loads_once) {
     n.model_load_gib = full_gib;  // on rank 0's node
-  } else if (t.framework == workload::Framework::kMegatron) {
+  } else if (workload::UsesMegatronModel(t.framework)) {
     n.model_load_gib = ranks * full_gib / static_cast<double>(std::max<int64_t>(1, t.tp * t.pp));
   } else {
     n.model_load_gib = ranks * full_gib;

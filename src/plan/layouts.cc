@@ -37,6 +37,11 @@ constexpr int kMaxContextParallel = 8;
 // huggingface.co/docs/peft/accelerate/fsdp): plain data parallel, no tp, pp, cp or ep.
 bool PeftRunsLayout(const workload::Training& t) {
   if (t.method == workload::Method::kFull) return true;
+  // Megatron-FSDP and Megatron-DeepSpeed are pre-training frameworks: no PEFT path.
+  if (t.framework == workload::Framework::kMegatronFsdp ||
+      t.framework == workload::Framework::kMegatronDeepSpeed) {
+    return false;
+  }
   const bool data_parallel = t.tp == 1 && t.pp == 1 && t.cp == 1 && t.ep == 1;
   if (t.method == workload::Method::kQlora) {
     return data_parallel && t.framework != workload::Framework::kMegatron;
@@ -65,10 +70,13 @@ bool TryLayout(const workload::Model& model, workload::Training& t, const estima
                BestLayout& best) {
   ++best.evaluated;
   const estimate::MemoryBreakdown mem = PlannedMemory(model, t, options.memory_factor);
-  if (!(mem.peak_bytes_per_gpu <= usable_bytes)) return false;
+  // A layout must fit fresh and when it resumes from its checkpoint (fulcrum run resumes).
+  const estimate::ResumeMemory resume = estimate::EstimateResumeMemory(model, t, mem);
+  const double bound = estimate::FitPeakBytes(mem, resume);
+  if (!(bound <= usable_bytes)) return false;
   const estimate::StepTime st = PlannedStepTime(model, t, hw, options.step_time_factor);
   if (!std::isfinite(st.step_seconds)) return true;
-  const double headroom = estimate::HeadroomFraction(mem.peak_bytes_per_gpu, capacity_bytes);
+  const double headroom = estimate::HeadroomFraction(bound, capacity_bytes);
   const double rate = st.tokens_per_second_per_gpu;
   const double best_rate = best.found ? best.step.tokens_per_second_per_gpu : -1;
   // Of equally fast layouts the one with more headroom, under the same framework: across
@@ -79,6 +87,7 @@ bool TryLayout(const workload::Model& model, workload::Training& t, const estima
     best.found = true;
     best.training = t;
     best.memory = mem;
+    best.resume = resume;
     best.step = st;
     best.headroom_fraction = headroom;
   }

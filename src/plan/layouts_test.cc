@@ -170,6 +170,25 @@ TEST(LayoutsTest, NothingFitsOnATinyGpu) {
   EXPECT_GT(best.evaluated, 0);
 }
 
+// Issue 31: a layout must fit when it resumes from its checkpoint too. The layout found carries
+// its peak at resume, and its headroom is that of the larger of the two peaks.
+TEST(LayoutsTest, TheLayoutFitsAtResumeToo) {
+  workload::Training base;
+  base.seq_len = 4096;
+  base.global_batch = 64;
+  base.checkpoint_format = workload::CheckpointFormat::kFsdpFull;
+  LayoutOptions options;
+  options.frameworks = workload::FrameworkBit(workload::Framework::kFsdp);
+  const double capacity = 80.0 * 1073741824.0;
+  const BestLayout best = SearchLayouts(Llama7b(), base, H100Node(), capacity, 8, 0.1, options);
+  ASSERT_TRUE(best.found);
+  EXPECT_EQ(best.resume.format, workload::CheckpointFormat::kFsdpFull);
+  EXPECT_GT(best.resume.load_transient_bytes, 0);
+  const double bound = estimate::FitPeakBytes(best.memory, best.resume);
+  EXPECT_LE(bound, 0.9 * capacity);
+  EXPECT_DOUBLE_EQ(best.headroom_fraction, estimate::HeadroomFraction(bound, capacity));
+}
+
 // The (class, nodes) tasks on the parallel-for give the same layouts whatever the thread count,
 // and every task of every class is searched once.
 TEST(LayoutsTest, ClassLayoutsDoNotDependOnTheThreadCount) {

@@ -87,7 +87,11 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
     j["parallel"]["stage_layers"] = {
         {"first", stages.first}, {"middle", stages.middle}, {"last", stages.last}};
   }
+  const estimate::ResumeMemory& resume = c.layout.resume;
   j["memory"] = {{"peak_bytes_per_gpu", Round(m.peak_bytes_per_gpu, 0)},
+                 {"peak_at_resume_bytes_per_gpu", Round(resume.peak_at_resume_bytes_per_gpu, 0)},
+                 {"checkpoint_format", std::string(workload::CheckpointFormatName(resume.format))},
+                 {"fit_bound", estimate::FitBoundName(m, resume)},
                  {"capacity_bytes", Round(c.capacity_bytes, 0)},
                  {"used_fraction", Round(m.peak_bytes_per_gpu / c.capacity_bytes, 4)},
                  {"headroom_fraction", Round(c.layout.headroom_fraction, 4)},
@@ -384,17 +388,22 @@ std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
                Align::kLeft, Align::kLeft, Align::kRight, Align::kRight, Align::kRight,
                Align::kRight, Align::kRight, Align::kRight});
   std::string footnotes;
+  bool any_resume_bound = false;
   for (size_t i = 0; i < TopCount(r); ++i) {
     const Candidate& c = r.candidates[i];
     const catalog::Offer& o = catalog.offers()[c.offer];
-    const double used = c.layout.memory.peak_bytes_per_gpu / c.capacity_bytes;
+    // The larger of the fresh and the resume peak; "R" where the resume (checkpoint load) is it.
+    const bool resume_bound =
+        c.layout.resume.peak_at_resume_bytes_per_gpu > c.layout.memory.peak_bytes_per_gpu;
+    any_resume_bound = any_resume_bound || resume_bound;
+    const double used = estimate::FitPeakBytes(c.layout.memory, c.layout.resume) / c.capacity_bytes;
     const std::vector<std::string> codes = PitfallCodes(c.warnings);
     table.AddRow({std::to_string(c.rank) + (c.pareto ? "*" : ""), o.provider, o.instance_type,
                   o.region, GpuLabel(c, o), std::string(PricingModelName(c.pricing)),
                   FrameworkLabel(c.layout.training), LayoutLabel(c.layout.training),
-                  fmt::format("{:.0f}%", used * 100), Rate(c.work_units_per_second),
-                  FormatDuration(c.run.total_seconds), FormatUsd(c.run.expected_usd),
-                  fmt::format("{:.3f}", c.score.total),
+                  fmt::format("{:.0f}%{}", used * 100, resume_bound ? "R" : ""),
+                  Rate(c.work_units_per_second), FormatDuration(c.run.total_seconds),
+                  FormatUsd(c.run.expected_usd), fmt::format("{:.3f}", c.score.total),
                   codes.empty() ? "-" : std::to_string(codes.size())});
     for (const std::string& code : codes) {
       std::string detail;
@@ -419,6 +428,10 @@ std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
   } else {
     out += table.Render();
     out += RankedByLine(r);
+    out += any_resume_bound
+               ? "mem: the larger of the fresh and the resume peak per GPU; R: the resume "
+                 "(checkpoint load) peak is the larger\n"
+               : "mem: the larger of the fresh and the resume peak per GPU (here the fresh one)\n";
   }
   out += fmt::format(
       "searched {} configurations on {} offers ({} hardware classes) in {:.3f} s on {} threads; "

@@ -10,10 +10,10 @@ const ServeCalibration& DefaultServeCalibration() {
     ServeCalibration c;
     c.prefill_gemm_efficiency = 0.72;
     c.decode_gemm_efficiency = 0.599;
-    c.low_bit_gemm_relative_efficiency = 0.838;
-    c.attention_efficiency = 0.22;
-    c.decode_bandwidth_efficiency = 0.802;
-    c.per_layer_overhead_seconds = 4.67e-05;
+    c.low_bit_gemm_relative_efficiency = 0.84;
+    c.attention_efficiency = 0.218;
+    c.decode_bandwidth_efficiency = 0.8;
+    c.per_layer_overhead_seconds = 4.57e-05;
     return c;
   }();
   return kFitted;

@@ -188,5 +188,42 @@ TEST(HybridShardTest, ShardGroupDividesDpAndNeedsSharding) {
   EXPECT_FALSE(Validate(m, t).ok());
 }
 
+// Megatron-LM's own FSDP and Megatron-DeepSpeed were refused (issue 31); each now runs the layouts
+// its framework has: BLOOM's tp 4 pp 12 with ZeRO-1 under Megatron-DeepSpeed, Megatron-FSDP's
+// optim_grads_params with tp and ep but no pipeline.
+TEST(FrameworkLayoutTest, MegatronFsdpAndMegatronDeepSpeed) {
+  Training bloom = BloomLayout();
+  bloom.framework = Framework::kMegatronDeepSpeed;
+  EXPECT_TRUE(Validate(Bloom176b(), bloom).ok()) << Validate(Bloom176b(), bloom).message();
+  bloom.zero_stage = 2;
+  EXPECT_FALSE(FrameworkRunsLayout(Framework::kMegatronDeepSpeed, bloom));
+  bloom.zero_stage = 1;
+  bloom.cp = 2;
+  EXPECT_FALSE(FrameworkRunsLayout(Framework::kMegatronDeepSpeed, bloom));
+
+  Training fsdp;
+  fsdp.framework = Framework::kMegatronFsdp;
+  fsdp.tp = 2;
+  fsdp.dp = 4;
+  fsdp.zero_stage = 3;
+  fsdp.sequence_parallel = true;
+  fsdp.global_batch = 4;
+  EXPECT_TRUE(FrameworkRunsLayout(Framework::kMegatronFsdp, fsdp));
+  fsdp.zero_stage = 1;  // the distributed optimizer alone is plain Megatron-LM
+  EXPECT_FALSE(FrameworkRunsLayout(Framework::kMegatronFsdp, fsdp));
+  fsdp.zero_stage = 3;
+  fsdp.pp = 2;
+  EXPECT_FALSE(FrameworkRunsLayout(Framework::kMegatronFsdp, fsdp));
+
+  EXPECT_EQ(ParseFramework("megatron-fsdp").value(), Framework::kMegatronFsdp);
+  EXPECT_EQ(ParseFramework("Megatron-DeepSpeed").value(), Framework::kMegatronDeepSpeed);
+  EXPECT_EQ(FrameworkName(Framework::kMegatronDeepSpeed), "megatron-deepspeed");
+  const Result<Framework> bad = ParseFramework("megatron-ds");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("megatron-deepspeed"), std::string::npos);
+  EXPECT_TRUE(UsesMegatronModel(Framework::kMegatronFsdp));
+  EXPECT_FALSE(UsesMegatronModel(Framework::kFsdp));
+}
+
 }  // namespace
 }  // namespace fulcrum::workload

@@ -210,6 +210,52 @@ bool FrameworkRunsLayout(Framework f, const Training& t) {
     case Framework::kHf:
     case Framework::kDdp:
       return t.tp == 1 && t.pp == 1 && t.cp == 1 && t.ep == 1 && !hsdp && t.zero_stage == 0;
+    case Framework::kMegatronFsdp:
+      return t.zero_stage >= 2 && t.pp == 1;
+    case Framework::kMegatronDeepSpeed:
+      return t.zero_stage <= 1 && t.cp == 1 && !hsdp;
+  }
+  return false;
+}
+
+CheckpointFormat DefaultCheckpointFormat(Framework f) {
+  switch (f) {
+    case Framework::kMegatron:
+      return CheckpointFormat::kTorchDist;
+    case Framework::kMegatronFsdp:
+      return CheckpointFormat::kFsdpDtensor;
+    case Framework::kDeepSpeed:
+    case Framework::kMegatronDeepSpeed:
+      return CheckpointFormat::kDeepSpeed;
+    case Framework::kFsdp:
+      return CheckpointFormat::kDcp;
+    case Framework::kHf:
+    case Framework::kDdp:
+      return CheckpointFormat::kSafetensors;
+  }
+  return CheckpointFormat::kTorchDist;
+}
+
+CheckpointFormat ResolvedCheckpointFormat(const Training& t) {
+  return t.checkpoint_format == CheckpointFormat::kDefault ? DefaultCheckpointFormat(t.framework)
+                                                           : t.checkpoint_format;
+}
+
+bool FrameworkWritesFormat(Framework f, CheckpointFormat format) {
+  if (format == CheckpointFormat::kDefault) return true;
+  switch (f) {
+    case Framework::kMegatron:
+      return format == CheckpointFormat::kTorchDist || format == CheckpointFormat::kTorch;
+    case Framework::kMegatronFsdp:
+      return format == CheckpointFormat::kFsdpDtensor || format == CheckpointFormat::kTorchDist;
+    case Framework::kDeepSpeed:
+    case Framework::kMegatronDeepSpeed:
+      return format == CheckpointFormat::kDeepSpeed;
+    case Framework::kFsdp:
+      return format == CheckpointFormat::kDcp || format == CheckpointFormat::kFsdpFull;
+    case Framework::kHf:
+    case Framework::kDdp:
+      return format == CheckpointFormat::kSafetensors;
   }
   return false;
 }
@@ -236,7 +282,21 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
         " (Megatron-LM: ZeRO <= 1 via its distributed optimizer, cp and ep; DeepSpeed: ZeRO 0-3, "
         "no tp or cp, ZeRO <= 1 with pp; FSDP: ZeRO 0, 2 or 3 (NO_SHARD, SHARD_GRAD_OP, "
         "FULL_SHARD; HYBRID_SHARD with --dp-shard) with tp, pp, cp and ep; hf: ZeRO 0, no "
-        "tp/pp/cp/ep)");
+        "tp/pp/cp/ep; megatron-fsdp: ZeRO 2 or 3 with tp, cp and ep, no pp; "
+        "megatron-deepspeed: ZeRO <= 1 with tp and pp, no cp)");
+  }
+  if (!FrameworkWritesFormat(training.framework, training.checkpoint_format)) {
+    ErrorDetail detail;
+    detail.field = "checkpoint_format";
+    detail.expected = "a format " + std::string(FrameworkName(training.framework)) + " writes";
+    detail.found = std::string(CheckpointFormatName(training.checkpoint_format));
+    return Status::InvalidInput(
+               "--checkpoint-format " + detail.found + ": --framework " +
+               std::string(FrameworkName(training.framework)) +
+               " does not write it (megatron: torch_dist, torch; megatron-fsdp: fsdp_dtensor, "
+               "torch_dist; deepspeed, megatron-deepspeed: deepspeed; fsdp: dcp, fsdp_full; hf, "
+               "ddp: safetensors)")
+        .WithDetail(detail);
   }
   return Status::Ok();
 }
@@ -307,6 +367,32 @@ std::string_view FrameworkName(Framework f) {
       return "hf";
     case Framework::kDdp:
       return "ddp";
+    case Framework::kMegatronFsdp:
+      return "megatron-fsdp";
+    case Framework::kMegatronDeepSpeed:
+      return "megatron-deepspeed";
+  }
+  return "?";
+}
+
+std::string_view CheckpointFormatName(CheckpointFormat f) {
+  switch (f) {
+    case CheckpointFormat::kDefault:
+      return "default";
+    case CheckpointFormat::kTorchDist:
+      return "torch_dist";
+    case CheckpointFormat::kTorch:
+      return "torch";
+    case CheckpointFormat::kFsdpDtensor:
+      return "fsdp_dtensor";
+    case CheckpointFormat::kDcp:
+      return "dcp";
+    case CheckpointFormat::kFsdpFull:
+      return "fsdp_full";
+    case CheckpointFormat::kDeepSpeed:
+      return "deepspeed";
+    case CheckpointFormat::kSafetensors:
+      return "safetensors";
   }
   return "?";
 }
@@ -360,7 +446,10 @@ Result<Framework> ParseFramework(std::string_view text) {
   if (t == "fsdp") return Framework::kFsdp;
   if (t == "hf") return Framework::kHf;
   if (t == "ddp") return Framework::kDdp;
-  return Expected("--framework", "megatron, deepspeed, fsdp, ddp or hf", text);
+  if (t == "megatron-fsdp") return Framework::kMegatronFsdp;
+  if (t == "megatron-deepspeed") return Framework::kMegatronDeepSpeed;
+  return Expected("--framework",
+                  "megatron, deepspeed, fsdp, ddp, hf, megatron-fsdp or megatron-deepspeed", text);
 }
 
 Result<FrameworkMask> ParseFrameworkList(std::string_view text) {
@@ -371,7 +460,11 @@ Result<FrameworkMask> ParseFrameworkList(std::string_view text) {
     FULCRUM_ASSIGN_OR_RETURN(Framework f, ParseFramework(name));
     mask |= FrameworkBit(f);
   }
-  if (mask == 0) return Expected("--framework", "megatron, deepspeed, fsdp, ddp or hf", text);
+  if (mask == 0) {
+    return Expected("--framework",
+                    "megatron, deepspeed, fsdp, ddp, hf, megatron-fsdp or megatron-deepspeed",
+                    text);
+  }
   return mask;
 }
 
@@ -390,6 +483,21 @@ Result<GradPrecision> ParseGradPrecision(std::string_view text) {
   if (t == "bf16") return GradPrecision::kBf16;
   if (t == "fp32") return GradPrecision::kFp32;
   return Expected("--grad-precision", "fp16, bf16 or fp32", text);
+}
+
+Result<CheckpointFormat> ParseCheckpointFormat(std::string_view text) {
+  const std::string t = ToLower(text);
+  for (CheckpointFormat f :
+       {CheckpointFormat::kDefault, CheckpointFormat::kTorchDist, CheckpointFormat::kTorch,
+        CheckpointFormat::kFsdpDtensor, CheckpointFormat::kDcp, CheckpointFormat::kFsdpFull,
+        CheckpointFormat::kDeepSpeed, CheckpointFormat::kSafetensors}) {
+    if (t == CheckpointFormatName(f)) return f;
+  }
+  if (t == "torch_dcp") return CheckpointFormat::kDcp;  // Megatron-LM's name for it
+  return Expected("--checkpoint-format",
+                  "default, torch_dist, torch, fsdp_dtensor, dcp, fsdp_full, deepspeed or "
+                  "safetensors",
+                  text);
 }
 
 }  // namespace fulcrum::workload

@@ -26,8 +26,20 @@ enum class Recompute { kNone, kSelective, kFull };
 // Whose conventions (gradient dtype, buffers, allocator reserve) apply; see memory.cc. kDdp is
 // PyTorch DistributedDataParallel (torch.nn.parallel.DistributedDataParallel, plain data parallel
 // with torch.amp; the HF Trainer under torchrun is DDP too and is estimated alike).
-enum class Framework { kMegatron, kDeepSpeed, kFsdp, kHf, kDdp };
-inline constexpr int kFrameworkCount = 5;
+// kMegatronFsdp: Megatron-LM with its own FSDP (--use-megatron-fsdp
+// --data-parallel-sharding-strategy optim_grads / optim_grads_params) or torch FSDP2
+// (--use-torch-fsdp2), with tp, cp and ep: Megatron-Core's model code under ZeRO-2/3 sharding
+// (Megatron-LM docs/user-guide/features/megatron_fsdp.md@d98e8a64dd). kMegatronDeepSpeed:
+// Megatron-DeepSpeed (BLOOM's and many labs' fork), Megatron's model code with tp and pp on
+// DeepSpeed's engine and ZeRO-1 (pipeline engine: ZeRO <= 1).
+enum class Framework { kMegatron, kDeepSpeed, kFsdp, kHf, kDdp, kMegatronFsdp, kMegatronDeepSpeed };
+inline constexpr int kFrameworkCount = 7;
+// Megatron's model code (fused kernels, vocab-parallel cross entropy, asynchronous tensor-parallel
+// collectives): Megatron-LM itself, Megatron-FSDP and Megatron-DeepSpeed.
+inline constexpr bool UsesMegatronModel(Framework f) {
+  return f == Framework::kMegatron || f == Framework::kMegatronFsdp ||
+         f == Framework::kMegatronDeepSpeed;
+}
 // A set of frameworks: bit 1 << Framework.
 using FrameworkMask = uint32_t;
 inline constexpr FrameworkMask FrameworkBit(Framework f) { return 1u << static_cast<int>(f); }
@@ -37,6 +49,25 @@ inline constexpr FrameworkMask kEveryFramework = (1u << kFrameworkCount) - 1;
 inline constexpr FrameworkMask kDataParallelFrameworks = FrameworkBit(Framework::kDdp) |
                                                          FrameworkBit(Framework::kFsdp) |
                                                          FrameworkBit(Framework::kDeepSpeed);
+// How a run saves and reloads its training state, which decides what the load puts on the GPU
+// beside the live states (estimate/resume.h). kDefault: the framework's usual format
+// (DefaultCheckpointFormat). kTorchDist: Megatron's torch_dist (PyTorch distributed checkpoint
+// under Megatron's sharded state dicts); kTorch: Megatron's legacy per-rank torch.save files;
+// kFsdpDtensor: Megatron-FSDP's fsdp_dtensor; kDcp: PyTorch distributed checkpoint of sharded
+// (DTensor / SHARDED_STATE_DICT) states, as torchtitan saves; kFsdpFull: FSDP FULL_STATE_DICT
+// (unsharded model and optimizer state dicts); kDeepSpeed: DeepSpeed's per-rank model and ZeRO
+// files; kSafetensors: the HF Trainer's checkpoint (model.safetensors + optimizer.pt).
+enum class CheckpointFormat {
+  kDefault,
+  kTorchDist,
+  kTorch,
+  kFsdpDtensor,
+  kDcp,
+  kFsdpFull,
+  kDeepSpeed,
+  kSafetensors
+};
+
 // kDefault: the framework's own choice (Megatron fp32 main grads; DeepSpeed/HF/FSDP mixed
 // precision: grads in the 16-bit param dtype).
 enum class GradPrecision { kDefault, kFp16, kBf16, kFp32 };
@@ -98,6 +129,7 @@ struct Training {
   bool offload_activations = false;
   Framework framework = Framework::kFsdp;
   GradPrecision grad_precision = GradPrecision::kDefault;
+  CheckpointFormat checkpoint_format = CheckpointFormat::kDefault;
 };
 
 inline int64_t GpuCount(const Training& t) { return t.tp * t.pp * t.cp * t.dp; }
@@ -145,12 +177,27 @@ Status Validate(const Model& model, const Training& training, int64_t gpus = 0);
 // alone plain data parallel (ZeRO 0), and so PyTorch DDP (ZeRO 0: every rank keeps the whole
 // model, DistributedDataParallel docs). Sources: Megatron-LM --use-distributed-optimizer docs;
 // DeepSpeed ZeRO and pipeline docs ("ZeRO-2 and ZeRO-3 are incompatible with pipeline
-// parallelism"); torch.distributed.fsdp.ShardingStrategy.
+// parallelism"); torch.distributed.fsdp.ShardingStrategy. Megatron-FSDP: ZeRO 2 or 3
+// (optim_grads, optim_grads_params; HSDP through --outer-dp-sharding-strategy no_shard) with tp,
+// cp and ep, no pp (Megatron-LM docs/user-guide/features/megatron_fsdp.md; --use-torch-fsdp2
+// asserts pipeline_model_parallel_size == 1, megatron/training/arguments.py@d98e8a64dd).
+// Megatron-DeepSpeed: tp and pp with ZeRO <= 1, no cp or HSDP.
 bool FrameworkRunsLayout(Framework framework, const Training& training);
 // The framework a layout runs under when the user names none: ZeRO-3 or HSDP -> FSDP
 // (FULL_SHARD / HYBRID_SHARD, with tp/pp as torchtitan); ZeRO-2 with tp or pp -> FSDP
 // (SHARD_GRAD_OP); other tp or pp -> Megatron-LM; LoRA without sharding -> HF; otherwise DeepSpeed.
 Framework DefaultFrameworkFor(const Training& training);
+// The format `framework` saves in by default: Megatron-LM torch_dist (--ckpt-format default),
+// Megatron-FSDP fsdp_dtensor (its documented format), DeepSpeed and Megatron-DeepSpeed their own
+// files, FSDP a distributed checkpoint (torchtitan; the HF Trainer's FSDP SHARDED_STATE_DICT), the
+// HF Trainer and DDP safetensors + optimizer.pt.
+CheckpointFormat DefaultCheckpointFormat(Framework framework);
+// The format the run resumes from: training.checkpoint_format, or the framework's default.
+CheckpointFormat ResolvedCheckpointFormat(const Training& training);
+// Whether `framework` writes `format` (Megatron-LM: torch_dist or torch; Megatron-FSDP:
+// fsdp_dtensor or torch_dist; DeepSpeed / Megatron-DeepSpeed: deepspeed; FSDP: dcp or fsdp_full;
+// HF / DDP: safetensors).
+bool FrameworkWritesFormat(Framework framework, CheckpointFormat format);
 
 std::string_view PrecisionName(Precision p);
 // Weights, gradients and activations in fp32 (kFp32 and kTf32).
@@ -159,9 +206,11 @@ std::string_view OptimizerName(Optimizer o);
 std::string_view MethodName(Method m);
 std::string_view RecomputeName(Recompute r);
 std::string_view FrameworkName(Framework f);
+std::string_view CheckpointFormatName(CheckpointFormat f);  // "torch_dist", "dcp", ...
 // Accept the CLI spellings: bf16|fp16|fp8|fp32|pure-bf16 (also bf16-mixed, fp16-mixed);
-// adamw|adam|sgd|adam8bit; full|lora|qlora; none|selective|full; megatron|deepspeed|fsdp|hf|ddp;
-// fp16|bf16|fp32 (grad precision).
+// adamw|adam|sgd|adam8bit; full|lora|qlora; none|selective|full; megatron|deepspeed|fsdp|hf|ddp|
+// megatron-fsdp|megatron-deepspeed; fp16|bf16|fp32 (grad precision); torch_dist|torch|
+// fsdp_dtensor|dcp|fsdp_full|deepspeed|safetensors (checkpoint format).
 Result<Precision> ParsePrecision(std::string_view text);
 Result<Optimizer> ParseOptimizer(std::string_view text);
 Result<Method> ParseMethod(std::string_view text);
@@ -172,5 +221,6 @@ Result<FrameworkMask> ParseFrameworkList(std::string_view text);
 // "ddp, fsdp, deepspeed" for the frameworks in `mask`, in the order of the enum.
 std::string FrameworkListName(FrameworkMask mask);
 Result<GradPrecision> ParseGradPrecision(std::string_view text);
+Result<CheckpointFormat> ParseCheckpointFormat(std::string_view text);
 
 }  // namespace fulcrum::workload
