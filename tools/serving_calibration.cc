@@ -114,7 +114,7 @@ Result<std::vector<ServingRow>> LoadServingRows(const std::string& root) {
   const TableSchema schema{
       {"id", "family", "framework", "model", "gpu", "tp", "precision", "kv_precision",
        "decode_attention", "batch", "input_len", "output_len", "metric", "value", "source"},
-      {"notes", "max_batched_tokens"}};
+      {"notes", "max_batched_tokens", "batching"}};
   FULCRUM_ASSIGN_OR_RETURN(const ColumnIndex columns, CheckHeader(doc, kFile, schema));
   catalog::LoadOptions load;
   load.include_user_offers = false;
@@ -147,6 +147,15 @@ Result<std::vector<ServingRow>> LoadServingRows(const std::string& root) {
     FULCRUM_ASSIGN_OR_RETURN(std::optional<int> max_batched,
                              r.OptionalInt("max_batched_tokens", 1, 1 << 24));
     if (max_batched) q.max_batched_tokens = *max_batched;
+    // Empty = static: the published tables here are gptSessionBenchmark-style runs of a batch of
+    // equal requests started together (the notes of each row say so).
+    const std::string batching = r.Text("batching");
+    q.batching = serve::Batching::kStatic;
+    if (!batching.empty()) {
+      Result<serve::Batching> parsed = serve::ParseBatching(batching);
+      if (!parsed.ok()) return r.Error("batching", "continuous or static");
+      q.batching = *parsed;
+    }
     Result<serve::Precision> precision = serve::ParsePrecision(row.precision);
     if (!precision.ok()) return r.Error("precision", "bf16, fp16, fp8, fp4, int8, ...");
     q.precision = *precision;

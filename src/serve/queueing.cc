@@ -1,0 +1,264 @@
+#include "serve/queueing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace fulcrum::serve {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// Poisson terms kept per step table: until this much probability is left, at most kMaxKinds.
+constexpr double kPoissonTail = 1e-4;
+constexpr size_t kMaxKinds = 24;
+
+// The variance of a Poisson count averaged over a window of its own length is 2/3 of the
+// count's (M/D/infinity: an arrival overlapping the window by a fraction w in [0, 1] weighs w,
+// and the integral of w^2 over the two-sided window is 2/3 of its length). A request's time per
+// output token is the mean step over its lifetime, so its spread around the mean is the running
+// count's spread times sqrt(2/3). (Derivation, no source: standard Poisson shot-noise algebra.)
+const double kLifetimeSmoothing = std::sqrt(2.0 / 3.0);
+
+// P(U + E > x): U uniform on [0, width], E = 0 with probability 1 - busy, else exponential
+// with mean `mean`.
+double UniformPlusWaitTail(double x, double width, double busy, double mean) {
+  auto uniform_tail = [&](double y) {
+    if (y <= 0) return 1.0;
+    return width > 0 ? std::max(0.0, (width - y) / width) : 0.0;
+  };
+  double tail = (1 - busy) * uniform_tail(x);
+  if (busy > 0 && mean > 0) {
+    // (1 / width) integral over u in [0, width] of P(E > x - u).
+    double both = 0;
+    if (width <= 0) {
+      both = x <= 0 ? 1 : std::exp(-x / mean);
+    } else if (x >= width) {
+      both = mean / width * (std::exp(-(x - width) / mean) - std::exp(-x / mean));
+    } else if (x > 0) {
+      both = (width - x) / width + mean / width * (1 - std::exp(-x / mean));
+    } else {
+      both = 1;
+    }
+    tail += busy * both;
+  } else {
+    tail += busy * uniform_tail(x);
+  }
+  return tail;
+}
+
+}  // namespace
+
+ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
+                           const RequestMix& mix, int64_t max_concurrency,
+                           int64_t step_budget_tokens)
+    : step_(step),
+      mix_(mix),
+      budget_(static_cast<double>(std::max<int64_t>(step_budget_tokens, 1))) {
+  const size_t cap = static_cast<size_t>(std::max<int64_t>(max_concurrency, 1));
+  mix_.input_len = std::max(1.0, mix.input_len);
+  mix_.output_len = std::max(1.0, mix.output_len);
+  const double input = mix_.input_len, output = mix_.output_len;
+  context_ = static_cast<double>(
+      CachedTokens(model, static_cast<int64_t>(std::llround(input + output / 2))));
+  prompt_context_ =
+      static_cast<double>(CachedTokens(model, static_cast<int64_t>(std::llround(input))));
+  mean_step_.assign(cap + 1, 0);
+  biased_mean_step_.assign(cap + 1, 0);
+  rate_.assign(cap + 1, 0);
+  kinds_.assign(cap + 1, {});
+  for (size_t m = 1; m <= cap; ++m) {
+    // Prompts join a step as completions free slots: m / output a step in steady state, a
+    // Poisson count (arrivals are).
+    const double running = static_cast<double>(m);
+    const double joins = running / output;
+    double p = std::exp(-joins), left = 1, sum = 0, sum_sq = 0;
+    for (size_t k = 0; k < kMaxKinds && left > kPoissonTail; ++k) {
+      const double seconds =
+          step_.Seconds(running, context_, static_cast<double>(k) * input, prompt_context_);
+      kinds_[m].push_back({p, seconds});
+      sum += p * seconds;
+      sum_sq += p * seconds * seconds;
+      left -= p;
+      p *= joins / static_cast<double>(k + 1);
+    }
+    const double covered = 1 - std::max(left, 0.0);
+    mean_step_[m] = sum / covered;
+    biased_mean_step_[m] = sum_sq / sum;
+    rate_[m] = running / (output * mean_step_[m]);
+  }
+}
+
+QueueState ReplicaQueue::Solve(double rate, int64_t concurrency) const {
+  QueueState out;
+  const size_t c = static_cast<size_t>(std::clamp<int64_t>(concurrency, 1, max_concurrency()));
+  out.capacity_requests_per_second = rate_[c];
+  out.utilization = rate / rate_[c];
+  const double rho = out.utilization;
+  if (!(rho < 1) || !(rate > 0)) {
+    out.stable = rate == 0;
+    out.pi.assign(c + 1, 0);
+    out.pi[0] = 1;  // no traffic: always empty
+    return out;
+  }
+  out.stable = true;
+  // Birth-death: pi_n / pi_0 = prod rate / rate_k, rescaled when it grows large.
+  std::vector<double>& pi = out.pi;
+  pi.assign(c + 1, 0);
+  pi[0] = 1;
+  for (size_t n = 1; n <= c; ++n) {
+    pi[n] = pi[n - 1] * rate / rate_[n];
+    if (pi[n] > 1e200) {
+      for (size_t k = 0; k <= n; ++k) pi[k] *= 1e-200;
+    }
+  }
+  pi[c] /= 1 - rho;  // n >= c: the geometric tail of the queue
+  double total = 0;
+  for (double p : pi) total += p;
+  for (double& p : pi) p /= total;
+  out.wait_probability = pi[c];
+  // M/M/c: a waiting request waits Exp(rate_c (1 - rho)); Allen-Cunneen scales it by
+  // (c_a^2 + c_s^2) / 2 for general arrivals and service (Allen, "Probability, Statistics and
+  // Queueing Theory", 2nd ed., 1990, eq. 6.110).
+  out.mean_conditional_wait = (mix_.arrival_scv + mix_.output_scv) / 2 / (rate_[c] * (1 - rho));
+  return out;
+}
+
+double ReplicaQueue::WaitQuantile(const QueueState& s, double quantile) const {
+  if (!s.stable) return kInfinity;
+  if (s.wait_probability <= 1 - quantile) return 0;
+  return s.mean_conditional_wait * std::log(s.wait_probability / (1 - quantile));
+}
+
+ReplicaQueue::FirstToken ReplicaQueue::FirstTokenAt(int64_t running, double rate) const {
+  FirstToken f;
+  const double n = static_cast<double>(running);
+  const double input = mix_.input_len;
+  const double budget = std::max(1.0, budget_ - n);
+  // The prompts that arrive while the step under way runs (Poisson in its length) share the
+  // request's next step(s).
+  const std::vector<StepKind> idle = {{1, 0}};
+  const std::vector<StepKind>& under_way =
+      running > 0 ? kinds_[static_cast<size_t>(running)] : idle;
+  for (const StepKind& k : under_way) {
+    std::vector<StepKind> own;
+    const double arrivals = rate * k.seconds;
+    double p = std::exp(-arrivals), left = 1;
+    for (size_t j = 0; j < kMaxKinds && left > kPoissonTail; ++j) {
+      const double tokens = input * static_cast<double>(j + 1);
+      own.push_back({p, step_.ChunkedPrefillSeconds(n, context_, tokens, budget, prompt_context_)});
+      f.longest = std::max(f.longest, k.seconds + own.back().seconds);
+      left -= p;
+      p *= arrivals / static_cast<double>(j + 1);
+    }
+    f.own.push_back(std::move(own));
+  }
+  // Prompt work beyond what the decodes' steps hide is a single server (M/D/1): busy with
+  // probability rho_p = rate x the extra time of one prompt; a waiting prompt waits on average
+  // extra / (2 (1 - rho_p)) (Pollaczek-Khinchine for deterministic service), exponential tail.
+  const double decode_only = running > 0 ? step_.Seconds(n, context_, 0, 0) : 0;
+  const double chunks = std::ceil(input / budget);
+  const double extra =
+      std::max(0.0, step_.ChunkedPrefillSeconds(n, context_, input, budget, prompt_context_) -
+                        chunks * decode_only);
+  const double rho = std::min(0.999, rate * extra);
+  f.busy = rho;
+  f.busy_mean = extra / (2 * (1 - rho));
+  f.longest += f.busy_mean * 12;
+  return f;
+}
+
+double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) const {
+  const std::vector<StepKind> idle = {{1, 0}};
+  const std::vector<StepKind>& under_way =
+      running > 0 ? kinds_[static_cast<size_t>(running)] : idle;
+  // The step under way, drawn by its length among the step kinds (any, when idle).
+  double weight = 0, tail = 0;
+  for (size_t i = 0; i < under_way.size() && i < f.own.size(); ++i) {
+    const StepKind& k = under_way[i];
+    const double w = running > 0 ? k.probability * k.seconds : 1;
+    weight += w;
+    double kind_tail = 0;
+    for (const StepKind& own : f.own[i]) {
+      kind_tail +=
+          own.probability * UniformPlusWaitTail(t - own.seconds, k.seconds, f.busy, f.busy_mean);
+    }
+    tail += w * kind_tail;
+  }
+  return weight > 0 ? tail / weight : 0;
+}
+
+double ReplicaQueue::TtftQuantile(const QueueState& s, double rate, double quantile) const {
+  if (!s.stable) return kInfinity;
+  const std::vector<double>& pi = s.pi;
+  const size_t c = pi.size() - 1;
+  // An arrival that finds n < c running joins at the next step; one that finds every slot busy
+  // waits for a slot (the queue's wait), then joins c - 1 running.
+  std::vector<FirstToken> first(c);
+  double high = 0;
+  for (size_t n = 0; n < c; ++n) {
+    if (pi[n] < 1e-9 && n + 1 != c) continue;
+    first[n] = FirstTokenAt(static_cast<int64_t>(n), rate);
+    high = std::max(high, first[n].longest);
+  }
+  const double wait_mean = s.mean_conditional_wait;
+  high += wait_mean * 2;
+  auto tail = [&](double t) {
+    double p = 0;
+    for (size_t n = 0; n < c; ++n) {
+      if (pi[n] >= 1e-9) p += pi[n] * TtftTail(static_cast<int64_t>(n), first[n], t);
+    }
+    if (s.wait_probability > 0) {
+      // Waiting arrivals: the slot wait's mean added to the time of a joiner of c - 1.
+      p += s.wait_probability * TtftTail(static_cast<int64_t>(c - 1), first[c - 1], t - wait_mean);
+    }
+    return p;
+  };
+  double low = 0;
+  for (int i = 0; i < 40 && high - low > 1e-4 * high; ++i) {
+    const double mid = (low + high) / 2;
+    (tail(mid) > 1 - quantile ? low : high) = mid;
+  }
+  return high;
+}
+
+double ReplicaQueue::TpotQuantile(const QueueState& s, double quantile) const {
+  if (!s.stable) return kInfinity;
+  const std::vector<double>& pi = s.pi;
+  // Running sequences as a decoding request sees them: state m weighs m pi_m.
+  double weight = 0, mean = 0;
+  for (size_t m = 1; m < pi.size(); ++m) {
+    weight += static_cast<double>(m) * pi[m];
+    mean += static_cast<double>(m) * static_cast<double>(m) * pi[m];
+  }
+  if (weight <= 0) return mean_step_[1];
+  mean /= weight;
+  double cumulative = 0, at_quantile = static_cast<double>(pi.size() - 1);
+  for (size_t m = 1; m < pi.size(); ++m) {
+    cumulative += static_cast<double>(m) * pi[m] / weight;
+    if (cumulative >= quantile) {
+      at_quantile = static_cast<double>(m);
+      break;
+    }
+  }
+  const double running = std::clamp(mean + kLifetimeSmoothing * (at_quantile - mean), 1.0,
+                                    static_cast<double>(pi.size() - 1));
+  const size_t below = static_cast<size_t>(std::floor(running));
+  const size_t above = std::min(below + 1, pi.size() - 1);
+  const double frac = running - static_cast<double>(below);
+  return mean_step_[below] * (1 - frac) + mean_step_[above] * frac;
+}
+
+double ReplicaQueue::Quantile(const QueueState& s, double rate, LatencyMetric metric,
+                              double quantile) const {
+  switch (metric) {
+    case LatencyMetric::kTtft:
+      return TtftQuantile(s, rate, quantile);
+    case LatencyMetric::kTpot:
+      return TpotQuantile(s, quantile);
+    case LatencyMetric::kE2e:
+      break;
+  }
+  return TtftQuantile(s, rate, quantile) + (mix_.output_len - 1) * TpotQuantile(s, quantile);
+}
+
+}  // namespace fulcrum::serve
