@@ -67,25 +67,40 @@ LatencyTargets StaticLatency(const ServeEstimate& e, const ServePlanRequest& r) 
 
 // Continuous batching: the queueing model's percentiles, each times the median ratio; only those
 // with a target unless `all` (the search evaluates many states, the candidate reports all).
+// Searching, a missed TPOT target settles the state before the costlier TTFT quantiles.
 LatencyTargets QueueLatency(const ReplicaQueue& q, const QueueState& state, double rate,
                             const ServePlanRequest& r, bool all) {
-  LatencyTargets out;
   const double ttft_ratio = BandRatio(r.band, r.batching, LatencyMetric::kTtft, 0.5);
   const double tpot_ratio = BandRatio(r.band, r.batching, LatencyMetric::kTpot, 0.5);
+  std::vector<double> ttft_levels;
+  std::map<double, double> tpot, ttft;  // quantile -> seconds (ratio applied)
+  bool tpot_missed = false;
   for (const LatencyTargetField& f : LatencyTargetFields()) {
-    if (!all && !(r.targets.*f.member)) continue;
-    const double ttft =
-        f.metric == LatencyMetric::kTpot
-            ? 0
-            : q.Quantile(state, rate, LatencyMetric::kTtft, f.quantile) * ttft_ratio;
-    const double tpot =
-        f.metric == LatencyMetric::kTtft
-            ? 0
-            : q.Quantile(state, rate, LatencyMetric::kTpot, f.quantile) * tpot_ratio;
-    out.*f.member = f.metric == LatencyMetric::kTtft ? ttft
-                    : f.metric == LatencyMetric::kTpot
-                        ? tpot
-                        : ttft + static_cast<double>(r.output_len - 1) * tpot;
+    const std::optional<double>& target = r.targets.*f.member;
+    if (!all && !target) continue;
+    if (f.metric != LatencyMetric::kTpot &&
+        std::find(ttft_levels.begin(), ttft_levels.end(), f.quantile) == ttft_levels.end()) {
+      ttft_levels.push_back(f.quantile);
+    }
+    if (f.metric == LatencyMetric::kTtft || tpot.count(f.quantile)) continue;
+    tpot[f.quantile] = q.Quantile(state, rate, LatencyMetric::kTpot, f.quantile) * tpot_ratio;
+    tpot_missed =
+        tpot_missed || (f.metric == LatencyMetric::kTpot && target && tpot[f.quantile] > *target);
+  }
+  if (!tpot_missed || all) {
+    const std::vector<double> levels = q.TtftQuantiles(state, rate, ttft_levels);
+    for (size_t i = 0; i < levels.size(); ++i) ttft[ttft_levels[i]] = levels[i] * ttft_ratio;
+  }
+  LatencyTargets out;
+  const double decode_steps = static_cast<double>(r.output_len - 1);
+  for (const LatencyTargetField& f : LatencyTargetFields()) {
+    const auto t = ttft.find(f.quantile);
+    const auto p = tpot.find(f.quantile);
+    if (f.metric == LatencyMetric::kTtft && t != ttft.end()) out.*f.member = t->second;
+    if (f.metric == LatencyMetric::kTpot && p != tpot.end()) out.*f.member = p->second;
+    if (f.metric == LatencyMetric::kE2e && t != ttft.end() && p != tpot.end()) {
+      out.*f.member = t->second + decode_steps * p->second;
+    }
   }
   return out;
 }
@@ -222,8 +237,8 @@ Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanReques
   CapChoice chosen;
   double rate = 0;
   if (r.requests_per_second > 0) {
-    // The fewest replicas whose share of the traffic meets the targets (monotone in replicas):
-    // doubling from the capacity bound, then bisection.
+    // The fewest replicas whose share of the traffic meets the targets (monotone in replicas),
+    // from the capacity bound.
     const double capacity =
         q.Solve(0, fixed_cap > 0 ? fixed_cap : most).capacity_requests_per_second;
     int64_t low = std::max<int64_t>(
@@ -232,10 +247,11 @@ Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanReques
       return ChooseCap(q, r.requests_per_second / static_cast<double>(replicas), fixed_cap, r)
           .meets;
     };
+    // The answer is usually a few above the bound: grow by 1, 2, 4, ... then bisect back.
     int64_t high = low;
-    while (!meets(high)) {
+    for (int64_t step = 1; !meets(high); step *= 2) {
       low = high + 1;
-      high *= 2;
+      high += step;
     }
     while (low < high) {
       const int64_t mid = low + (high - low) / 2;
@@ -256,7 +272,7 @@ Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanReques
     if (ChooseCap(q, high, fixed_cap, r).meets) {
       low = high;
     } else {
-      for (int i = 0; i < 30 && high - low > 1e-4 * high; ++i) {
+      for (int i = 0; i < 30 && high - low > 1e-2 * high; ++i) {
         const double mid = (low + high) / 2;
         (ChooseCap(q, mid, fixed_cap, r).meets ? low : high) = mid;
       }

@@ -11,6 +11,8 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // Poisson terms kept per step table: until this much probability is left, at most kMaxKinds.
 constexpr double kPoissonTail = 1e-4;
 constexpr size_t kMaxKinds = 24;
+// Groups of arrival states the first-token distribution is evaluated at.
+constexpr size_t kMaxStates = 40;
 
 // The variance of a Poisson count averaged over a window of its own length is 2/3 of the
 // count's (M/D/infinity: an arrival overlapping the window by a fraction w in [0, 1] weighs w,
@@ -66,6 +68,8 @@ ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
   biased_mean_step_.assign(cap + 1, 0);
   rate_.assign(cap + 1, 0);
   kinds_.assign(cap + 1, {});
+  own_seconds_.assign(cap + 1, {});
+  extra_seconds_.assign(cap + 1, -1);
   for (size_t m = 1; m <= cap; ++m) {
     // Prompts join a step as completions free slots: m / output a step in steady state, a
     // Poisson count (arrivals are).
@@ -129,23 +133,40 @@ double ReplicaQueue::WaitQuantile(const QueueState& s, double quantile) const {
   return s.mean_conditional_wait * std::log(s.wait_probability / (1 - quantile));
 }
 
+double ReplicaQueue::OwnSeconds(size_t running, size_t others) const {
+  std::vector<double>& own = own_seconds_[running];
+  const double n = static_cast<double>(running);
+  const double budget = std::max(1.0, budget_ - n);
+  while (own.size() <= others) {
+    const double tokens = mix_.input_len * static_cast<double>(own.size() + 1);
+    own.push_back(step_.ChunkedPrefillSeconds(n, context_, tokens, budget, prompt_context_));
+  }
+  return own[others];
+}
+
+double ReplicaQueue::ExtraSeconds(size_t running) const {
+  if (extra_seconds_[running] >= 0) return extra_seconds_[running];
+  const double n = static_cast<double>(running);
+  const double budget = std::max(1.0, budget_ - n);
+  const double decode_only = running > 0 ? step_.Seconds(n, context_, 0, 0) : 0;
+  extra_seconds_[running] =
+      std::max(0.0, OwnSeconds(running, 0) - std::ceil(mix_.input_len / budget) * decode_only);
+  return extra_seconds_[running];
+}
+
 ReplicaQueue::FirstToken ReplicaQueue::FirstTokenAt(int64_t running, double rate) const {
   FirstToken f;
-  const double n = static_cast<double>(running);
-  const double input = mix_.input_len;
-  const double budget = std::max(1.0, budget_ - n);
+  const size_t n = static_cast<size_t>(running);
   // The prompts that arrive while the step under way runs (Poisson in its length) share the
   // request's next step(s).
   const std::vector<StepKind> idle = {{1, 0}};
-  const std::vector<StepKind>& under_way =
-      running > 0 ? kinds_[static_cast<size_t>(running)] : idle;
+  const std::vector<StepKind>& under_way = running > 0 ? kinds_[n] : idle;
   for (const StepKind& k : under_way) {
     std::vector<StepKind> own;
     const double arrivals = rate * k.seconds;
     double p = std::exp(-arrivals), left = 1;
     for (size_t j = 0; j < kMaxKinds && left > kPoissonTail; ++j) {
-      const double tokens = input * static_cast<double>(j + 1);
-      own.push_back({p, step_.ChunkedPrefillSeconds(n, context_, tokens, budget, prompt_context_)});
+      own.push_back({p, OwnSeconds(n, j)});
       f.longest = std::max(f.longest, k.seconds + own.back().seconds);
       left -= p;
       p *= arrivals / static_cast<double>(j + 1);
@@ -155,11 +176,7 @@ ReplicaQueue::FirstToken ReplicaQueue::FirstTokenAt(int64_t running, double rate
   // Prompt work beyond what the decodes' steps hide is a single server (M/D/1): busy with
   // probability rho_p = rate x the extra time of one prompt; a waiting prompt waits on average
   // extra / (2 (1 - rho_p)) (Pollaczek-Khinchine for deterministic service), exponential tail.
-  const double decode_only = running > 0 ? step_.Seconds(n, context_, 0, 0) : 0;
-  const double chunks = std::ceil(input / budget);
-  const double extra =
-      std::max(0.0, step_.ChunkedPrefillSeconds(n, context_, input, budget, prompt_context_) -
-                        chunks * decode_only);
+  const double extra = ExtraSeconds(n);
   const double rho = std::min(0.999, rate * extra);
   f.busy = rho;
   f.busy_mean = extra / (2 * (1 - rho));
@@ -187,25 +204,47 @@ double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) co
   return weight > 0 ? tail / weight : 0;
 }
 
-double ReplicaQueue::TtftQuantile(const QueueState& s, double rate, double quantile) const {
-  if (!s.stable) return kInfinity;
+std::vector<double> ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
+                                                const std::vector<double>& quantiles) const {
+  std::vector<double> out(quantiles.size(), kInfinity);
+  if (!s.stable) return out;
   const std::vector<double>& pi = s.pi;
   const size_t c = pi.size() - 1;
   // An arrival that finds n < c running joins at the next step; one that finds every slot busy
-  // waits for a slot (the queue's wait), then joins c - 1 running.
-  std::vector<FirstToken> first(c);
-  double high = 0;
+  // waits for a slot (the queue's wait), then joins c - 1 running. States below 1e-5 of the most
+  // likely one are left out; neighbouring states are pooled into at most kMaxStates groups,
+  // each at its most likely state (the first-token time changes slowly with n).
+  const double top = *std::max_element(pi.begin(), pi.end());
+  std::vector<size_t> significant;
   for (size_t n = 0; n < c; ++n) {
-    if (pi[n] < 1e-9 && n + 1 != c) continue;
-    first[n] = FirstTokenAt(static_cast<int64_t>(n), rate);
-    high = std::max(high, first[n].longest);
+    if (pi[n] >= 1e-5 * top) significant.push_back(n);
   }
+  const size_t stride = (significant.size() + kMaxStates - 1) / kMaxStates;
+  std::vector<std::pair<size_t, double>> states;  // representative, pooled probability
+  for (size_t i = 0; i < significant.size(); i += std::max<size_t>(stride, 1)) {
+    size_t best = significant[i];
+    double pooled = 0;
+    for (size_t k = i; k < std::min(significant.size(), i + stride); ++k) {
+      pooled += pi[significant[k]];
+      if (pi[significant[k]] > pi[best]) best = significant[k];
+    }
+    states.emplace_back(best, pooled);
+  }
+  std::vector<FirstToken> first(c);
+  double low = kInfinity, high = 0;
+  auto prepare = [&](size_t n) {
+    first[n] = FirstTokenAt(static_cast<int64_t>(n), rate);
+    low = std::min(low, OwnSeconds(n, 0));
+    high = std::max(high, first[n].longest);
+  };
+  for (const auto& [n, weight] : states) prepare(n);
+  if (s.wait_probability > 0 && first[c - 1].own.empty()) prepare(c - 1);
   const double wait_mean = s.mean_conditional_wait;
-  high += wait_mean * 2;
+  high += wait_mean * 12;
   auto tail = [&](double t) {
     double p = 0;
-    for (size_t n = 0; n < c; ++n) {
-      if (pi[n] >= 1e-9) p += pi[n] * TtftTail(static_cast<int64_t>(n), first[n], t);
+    for (const auto& [n, weight] : states) {
+      p += weight * TtftTail(static_cast<int64_t>(n), first[n], t);
     }
     if (s.wait_probability > 0) {
       // Waiting arrivals: the slot wait's mean added to the time of a joiner of c - 1.
@@ -213,12 +252,15 @@ double ReplicaQueue::TtftQuantile(const QueueState& s, double rate, double quant
     }
     return p;
   };
-  double low = 0;
-  for (int i = 0; i < 40 && high - low > 1e-4 * high; ++i) {
-    const double mid = (low + high) / 2;
-    (tail(mid) > 1 - quantile ? low : high) = mid;
+  for (size_t i = 0; i < quantiles.size(); ++i) {
+    double a = low, b = high;
+    for (int k = 0; k < 30 && b - a > 2e-3 * b; ++k) {
+      const double mid = (a + b) / 2;
+      (tail(mid) > 1 - quantiles[i] ? a : b) = mid;
+    }
+    out[i] = b;
   }
-  return high;
+  return out;
 }
 
 double ReplicaQueue::TpotQuantile(const QueueState& s, double quantile) const {
@@ -252,13 +294,13 @@ double ReplicaQueue::Quantile(const QueueState& s, double rate, LatencyMetric me
                               double quantile) const {
   switch (metric) {
     case LatencyMetric::kTtft:
-      return TtftQuantile(s, rate, quantile);
+      return TtftQuantiles(s, rate, {quantile})[0];
     case LatencyMetric::kTpot:
       return TpotQuantile(s, quantile);
     case LatencyMetric::kE2e:
       break;
   }
-  return TtftQuantile(s, rate, quantile) + (mix_.output_len - 1) * TpotQuantile(s, quantile);
+  return TtftQuantiles(s, rate, {quantile})[0] + (mix_.output_len - 1) * TpotQuantile(s, quantile);
 }
 
 }  // namespace fulcrum::serve

@@ -4,7 +4,8 @@
 // whose completion rate with m running is m / (output_len x step(m)), step(m) being the forward
 // pass that decodes the m sequences with their prompts interleaved (StepModel). Queue waits take
 // the Allen-Cunneen correction (c_a^2 + c_s^2) / 2 of the M/M/c wait. Checked against a
-// discrete-event simulation of the engine in queueing_test.cc. Seconds; immutable, thread-safe.
+// discrete-event simulation of the engine in queueing_test.cc. Seconds. A ReplicaQueue fills
+// caches of step times as it is asked: one per thread, not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +53,9 @@ class ReplicaQueue {
   // (an upper bound).
   double Quantile(const QueueState& state, double requests_per_second, LatencyMetric metric,
                   double quantile) const;
+  // TTFT quantiles at several levels at once (sharing the per-state work); +inf when unstable.
+  std::vector<double> TtftQuantiles(const QueueState& state, double requests_per_second,
+                                    const std::vector<double>& quantiles) const;
   // The queue wait's quantile alone (0 when fewer than 1 - q of the requests wait).
   double WaitQuantile(const QueueState& state, double quantile) const;
 
@@ -74,7 +78,10 @@ class ReplicaQueue {
   FirstToken FirstTokenAt(int64_t running, double rate) const;
   // P(TTFT > t) for one arrival state (n running) with `extra` wait already added.
   double TtftTail(int64_t running, const FirstToken& f, double t) const;
-  double TtftQuantile(const QueueState& state, double rate, double quantile) const;
+  // Time of the request's own step(s) with j others beside n running; the extra time one prompt
+  // adds to the decodes' steps (cached).
+  double OwnSeconds(size_t running, size_t others) const;
+  double ExtraSeconds(size_t running) const;
   double TpotQuantile(const QueueState& state, double quantile) const;
 
   StepModel step_;
@@ -84,6 +91,8 @@ class ReplicaQueue {
   std::vector<double> biased_mean_step_;      // [m] E[T^2] / E[T]: a step an arrival lands in
   std::vector<std::vector<StepKind>> kinds_;  // [m]
   std::vector<double> rate_;                  // completion rate with m running
+  mutable std::vector<std::vector<double>> own_seconds_;  // [n][j], filled on demand
+  mutable std::vector<double> extra_seconds_;             // [n], < 0 until computed
 };
 
 }  // namespace fulcrum::serve
