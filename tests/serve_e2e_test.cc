@@ -106,7 +106,7 @@ TEST(ServePlanE2eTest, ExampleSpecsParseAndPlanWithinTheirTargets) {
   };
   const Example examples[] = {
       {"examples/llama-8b-chatbot-serve.yaml", {"T4", "L4", "A10G"}, {}, 2.0, 0.08},
-      {"examples/llama-70b-serve.yaml", {"H100-SXM5-80GB", "H200-SXM-141GB"}, {2, 4, 8}, 5.0, 0.06},
+      {"examples/llama-70b-serve.yaml", {"H100-SXM5-80GB", "H200-SXM-141GB"}, {2, 4, 8}, 1.0, 0.04},
   };
   for (const Example& e : examples) {
     RunOutput r = RunFulcrum({"serve-plan", SourcePath(e.file), "--json"});

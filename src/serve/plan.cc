@@ -108,8 +108,9 @@ LatencyTargets QueueLatency(const ReplicaQueue& q, const QueueState& state, doub
 void MarkPareto(std::vector<ServeCandidate>& candidates) {
   for (ServeCandidate& c : candidates) {
     c.pareto = std::none_of(candidates.begin(), candidates.end(), [&](const ServeCandidate& o) {
-      const double cost = o.usd_per_million_output_tokens, tpot = o.estimate.speed.tpot_seconds;
-      const double c_cost = c.usd_per_million_output_tokens, c_tpot = c.estimate.speed.tpot_seconds;
+      // The time per output token the targets see (P90), as the table shows it.
+      const double cost = o.usd_per_million_output_tokens, tpot = o.tpot_p90_seconds;
+      const double c_cost = c.usd_per_million_output_tokens, c_tpot = c.tpot_p90_seconds;
       return cost <= c_cost && tpot <= c_tpot && (cost < c_cost || tpot < c_tpot);
     });
   }

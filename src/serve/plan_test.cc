@@ -77,7 +77,7 @@ TEST_F(ServePlanTest, ParetoFrontIsTheUndominatedCandidates) {
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto dominates = [](const ServeCandidate& a, const ServeCandidate& b) {
     const double ac = a.usd_per_million_output_tokens, bc = b.usd_per_million_output_tokens;
-    const double at = a.estimate.speed.tpot_seconds, bt = b.estimate.speed.tpot_seconds;
+    const double at = a.tpot_p90_seconds, bt = b.tpot_p90_seconds;
     return ac <= bc && at <= bt && (ac < bc || at < bt);
   };
   int front = 0;
