@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <iostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -227,6 +228,11 @@ TEST_P(QueueingTest, PlanAgreesWithTheSimulationOnReplicasAndP90Ttft) {
   // The fewest replicas whose simulation meets the targets.
   int64_t simulated = std::max<int64_t>(1, c.replicas - c.replicas / 5 - 1);
   while (!Meets(run(simulated), mix) && simulated < 2 * c.replicas + 2) ++simulated;
+  // The figures docs/SERVING.md quotes.
+  std::cout << "mix " << mix.name << ": replicas plan " << c.replicas << " simulation " << simulated
+            << "; P90 TTFT plan " << c.ttft_p90_seconds << " s simulation " << at_plan.Ttft(0.9)
+            << " s; P90 TPOT plan " << c.tpot_p90_seconds << " s simulation " << at_plan.Tpot(0.9)
+            << " s; concurrency " << c.concurrency << ", utilization " << c.utilization << "\n";
   EXPECT_LE(std::abs(static_cast<double>(simulated - c.replicas)),
             0.1 * static_cast<double>(simulated))
       << mix.name << ": planned " << c.replicas << " replicas, the simulation needs " << simulated;
