@@ -24,28 +24,20 @@ const double kLifetimeSmoothing = std::sqrt(2.0 / 3.0);
 // P(U + E > x): U uniform on [0, width], E = 0 with probability 1 - busy, else exponential
 // with mean `mean`.
 double UniformPlusWaitTail(double x, double width, double busy, double mean) {
-  auto uniform_tail = [&](double y) {
-    if (y <= 0) return 1.0;
-    return width > 0 ? std::max(0.0, (width - y) / width) : 0.0;
-  };
-  double tail = (1 - busy) * uniform_tail(x);
-  if (busy > 0 && mean > 0) {
-    // (1 / width) integral over u in [0, width] of P(E > x - u).
-    double both = 0;
-    if (width <= 0) {
-      both = x <= 0 ? 1 : std::exp(-x / mean);
-    } else if (x >= width) {
-      both = mean / width * (std::exp(-(x - width) / mean) - std::exp(-x / mean));
-    } else if (x > 0) {
-      both = (width - x) / width + mean / width * (1 - std::exp(-x / mean));
-    } else {
-      both = 1;
-    }
-    tail += busy * both;
+  if (x <= 0) return 1;
+  const double uniform = width > 0 ? std::max(0.0, (width - x) / width) : 0.0;
+  if (busy <= 0 || mean <= 0) return uniform;
+  if (x - width > 40 * mean) return (1 - busy) * uniform;  // the exponential part is < e^-40
+  // (1 / width) integral over u in [0, width] of P(E > x - u).
+  double both = 0;
+  if (width <= 0) {
+    both = std::exp(-x / mean);
+  } else if (x >= width) {
+    both = mean / width * (std::exp(-(x - width) / mean) - std::exp(-x / mean));
   } else {
-    tail += busy * uniform_tail(x);
+    both = (width - x) / width + mean / width * (1 - std::exp(-x / mean));
   }
-  return tail;
+  return (1 - busy) * uniform + busy * both;
 }
 
 }  // namespace
