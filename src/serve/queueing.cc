@@ -1,6 +1,7 @@
 #include "serve/queueing.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -22,8 +23,10 @@ constexpr size_t kMaxStates = 40;
 const double kLifetimeSmoothing = std::sqrt(2.0 / 3.0);
 
 // P(U + E > x): U uniform on [0, width], E = 0 with probability 1 - busy, else exponential
-// with mean `mean`.
-double UniformPlusWaitTail(double x, double width, double busy, double mean) {
+// with mean `mean`. `decay` = exp(-x / mean) and `spread` = exp(width / mean) (0 when too large
+// to hold), passed in because the caller shares them between terms.
+double UniformPlusWaitTail(double x, double width, double busy, double mean, double decay,
+                           double spread) {
   if (x <= 0) return 1;
   const double uniform = width > 0 ? std::max(0.0, (width - x) / width) : 0.0;
   if (busy <= 0 || mean <= 0) return uniform;
@@ -31,11 +34,12 @@ double UniformPlusWaitTail(double x, double width, double busy, double mean) {
   // (1 / width) integral over u in [0, width] of P(E > x - u).
   double both = 0;
   if (width <= 0) {
-    both = std::exp(-x / mean);
+    both = decay;
   } else if (x >= width) {
-    both = mean / width * (std::exp(-(x - width) / mean) - std::exp(-x / mean));
+    const double shifted = spread > 0 ? decay * spread : std::exp(-(x - width) / mean);
+    both = mean / width * (shifted - decay);
   } else {
-    both = (width - x) / width + mean / width * (1 - std::exp(-x / mean));
+    both = (width - x) / width + mean / width * (1 - decay);
   }
   return (1 - busy) * uniform + busy * both;
 }
@@ -180,16 +184,28 @@ double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) co
   const std::vector<StepKind> idle = {{1, 0}};
   const std::vector<StepKind>& under_way =
       running > 0 ? kinds_[static_cast<size_t>(running)] : idle;
+  const bool waits = f.busy > 0 && f.busy_mean > 0;
+  // exp(-(t - own_j) / busy_mean) per j: the own times are the same for every kind.
+  std::array<double, kMaxKinds> decay{};
+  size_t known = 0;
   // The step under way, drawn by its length among the step kinds (any, when idle).
   double weight = 0, tail = 0;
   for (size_t i = 0; i < under_way.size() && i < f.own.size(); ++i) {
     const StepKind& k = under_way[i];
     const double w = running > 0 ? k.probability * k.seconds : 1;
     weight += w;
+    const double ratio = waits ? k.seconds / f.busy_mean : 0;
+    const double spread = ratio < 500 ? std::exp(ratio) : 0;
     double kind_tail = 0;
-    for (const StepKind& own : f.own[i]) {
-      kind_tail +=
-          own.probability * UniformPlusWaitTail(t - own.seconds, k.seconds, f.busy, f.busy_mean);
+    for (size_t j = 0; j < f.own[i].size(); ++j) {
+      const StepKind& own = f.own[i][j];
+      const double x = t - own.seconds;
+      for (; waits && known <= j; ++known) {
+        const double xk = t - f.own[i][known].seconds;
+        decay[known] = xk > 0 ? std::exp(-xk / f.busy_mean) : 1;
+      }
+      kind_tail += own.probability *
+                   UniformPlusWaitTail(x, k.seconds, f.busy, f.busy_mean, decay[j], spread);
     }
     tail += w * kind_tail;
   }
