@@ -25,14 +25,21 @@ constexpr const char* kFooter = R"(Examples:
 JSON: {"memory": {"weights_bytes", "kv_cache_bytes_per_token", "kv_cache_bytes",
 "peak_bytes_per_gpu", "activation_bytes_per_gpu", "overhead_bytes_per_gpu",
 "budget_bytes_per_gpu", "kv_cache_capacity_tokens", "max_concurrency", "fits"}, "latency": {"ttft_seconds",
-"tpot_seconds"}, "throughput": {"output_tokens_per_second", "prefill_tokens_per_second"}}.
+"tpot_seconds"}, "throughput": {"output_tokens_per_second", "prefill_tokens_per_second"},
+"batching"}.
 weights_bytes, kv_cache_bytes_per_token and kv_cache_bytes are the whole model's (all tp GPUs);
 peak_bytes_per_gpu is one GPU's. budget = vLLM's default gpu_memory_utilization 0.9 x capacity;
 kv_cache_capacity_tokens = the tokens of KV cache that fit in it beside the weights, the
 activations of the engine's largest forward pass (8192 tokens) and the CUDA context (vLLM's
-"GPU KV cache size"); max_concurrency = sequences of input+output tokens whose KV cache fits. ttft_seconds = the
-whole batch's prefill (the last sequence's first token); tpot_seconds = one decode step at the
-mean context; output_tokens_per_second = batch x output-len over prefill + decode wall time.)";
+"GPU KV cache size"); max_concurrency = sequences of input+output tokens whose KV cache fits.
+--batching continuous (default; vLLM, SGLang, TensorRT-LLM in-flight batching): --batch C is
+one new request joining C-1 running decodes with no queue; ttft_seconds = its prompt in chunks
+of --prefill-chunk tokens (less the C-1 decodes) beside those decodes; tpot_seconds = the step
+of C decodes with the batch's prompts interleaved (C x input-len / output-len tokens per step);
+output_tokens_per_second = C / tpot. --batching static (TensorRT-LLM gptSessionBenchmark):
+ttft_seconds = the whole batch's prefill (the last sequence's first token); tpot_seconds = one
+decode step at the mean context; output_tokens_per_second = batch x output-len over prefill +
+decode wall time. Queue waits under a request rate: fulcrum serve-plan.)";
 
 struct ServeEstimateOptions {
   ServeModelOptions model;
@@ -62,11 +69,14 @@ Result<serve::ServeEstimate> Run(const ServeEstimateOptions& o, const std::strin
   r.precision = m.precision;
   r.kv_precision = m.kv_precision.value_or(gpu->bf16_tflops ? serve::KvPrecision::kBf16
                                                             : serve::KvPrecision::kFp16);
+  r.batching = m.batching;
+  if (o.model.prefill_chunk > 0) r.max_batched_tokens = o.model.prefill_chunk;
   return serve::EstimateServing(r);
 }
 
-nlohmann::json ToJson(const serve::ServeEstimate& e) {
-  return {{"memory", ServeMemoryJson(e.memory)},
+nlohmann::json ToJson(const serve::ServeEstimate& e, serve::Batching batching) {
+  return {{"batching", serve::BatchingName(batching)},
+          {"memory", ServeMemoryJson(e.memory)},
           {"latency",
            {{"ttft_seconds", e.speed.prefill_seconds}, {"tpot_seconds", e.speed.tpot_seconds}}},
           {"throughput",
@@ -120,7 +130,8 @@ void RegisterServeEstimate(CLI::App* cmd, CliContext& ctx) {
       return;
     }
     if (o->json) {
-      PrintJson(ctx, ToJson(*result));
+      PrintJson(ctx, ToJson(*result, o->model.batching == "static" ? serve::Batching::kStatic
+                                                                   : serve::Batching::kContinuous));
     } else {
       ctx.out << Render(*result);
     }

@@ -21,6 +21,16 @@ void AddServeModelOptions(CLI::App* cmd, ServeModelOptions& o) {
                   "int4-weight-only (AWQ/GPTQ) (default: bf16)");
   cmd->add_option("--kv-precision", o.kv_precision,
                   "KV cache: bf16|fp16|fp8 (default: bf16, fp16 where the GPU has no bf16)");
+  cmd->add_option("--batching", o.batching,
+                  "continuous (default: each step decodes every running sequence and fills its "
+                  "token budget with prompt chunks, as vLLM, SGLang and TensorRT-LLM's in-flight "
+                  "batching do) | static (a batch starts and ends together: TensorRT-LLM "
+                  "gptSessionBenchmark, a padded HF generate batch)")
+      ->type_name("MODE");
+  cmd->add_option("--prefill-chunk", o.prefill_chunk,
+                  "Continuous batching: tokens per step shared by the decodes and prompt chunks "
+                  "(vLLM max_num_batched_tokens; default: 8192)")
+      ->type_name("N");
 }
 
 Result<ResolvedServeModel> ResolveServeModel(const ServeModelOptions& o,
@@ -30,6 +40,11 @@ Result<ResolvedServeModel> ResolveServeModel(const ServeModelOptions& o,
   FULCRUM_ASSIGN_OR_RETURN(r.precision, serve::ParsePrecision(o.precision));
   if (!o.kv_precision.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(r.kv_precision, serve::ParseKvPrecision(o.kv_precision));
+  }
+  FULCRUM_ASSIGN_OR_RETURN(r.batching, serve::ParseBatching(o.batching));
+  if (o.prefill_chunk < 0) {
+    return Status::InvalidInput("--prefill-chunk: expected at least 1 token, found " +
+                                std::to_string(o.prefill_chunk));
   }
   return r;
 }

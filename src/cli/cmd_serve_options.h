@@ -24,6 +24,8 @@ struct ServeModelOptions {
   int64_t input_len = 512, output_len = 128;
   std::string precision = "bf16";
   std::string kv_precision;  // "" = bf16, fp16 where the GPU has no bf16
+  std::string batching = "continuous";
+  int64_t prefill_chunk = 0;  // 0 = the engine's default
 };
 
 void AddServeModelOptions(CLI::App* cmd, ServeModelOptions& o);
@@ -32,6 +34,7 @@ struct ResolvedServeModel {
   workload::Model model;
   serve::Precision precision = serve::Precision::kBf16;
   std::optional<serve::KvPrecision> kv_precision;
+  serve::Batching batching = serve::Batching::kContinuous;
 };
 
 Result<ResolvedServeModel> ResolveServeModel(const ServeModelOptions& o,

@@ -1,6 +1,7 @@
 // `fulcrum serve-plan`: every offer x tensor-parallel layout that serves a model within the
 // latency targets, with replicas for the traffic, $ per hour and $ per million tokens
 // (serve/plan.h). JSON: {"candidates": [...]}, the shape of issue 17.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,33 +26,50 @@ namespace fulcrum::cli {
 namespace {
 
 constexpr const char* kFooter = R"(Examples:
+  fulcrum serve-plan examples/llama-70b-serve.yaml --ttft-p90 1s --tpot-p90 40ms
   fulcrum serve-plan examples/llama-8b-chatbot-serve.yaml --html serve.html
-  fulcrum serve-plan --model llama-3-8b --requests-per-second 5 --input-len 512 --output-len 256 --tpot-p90 0.05
-  fulcrum serve-plan --model llama-2-70b --precision fp8 --gpus H100-SXM,H200 --concurrency 64 --json
-  fulcrum serve-plan --model mistral-7b --precision int4-weight-only --gpus T4,L4 --providers aws
+  fulcrum serve-plan --model llama-3-8b --requests-per-second 5 --output-len 256 --ttft-p99 2s --tpot-p90 50ms
+  fulcrum serve-plan --model llama-2-70b --precision fp8 --gpus H100-SXM,H200 --batching static --concurrency 64 --json
 
-JSON: {"candidates": [{"provider", "instance_type", "gpu", "gpu_count", "tp", "region",
-"replicas", "max_concurrency", "utilization", "pareto", "memory": {"weights_bytes",
-"kv_cache_bytes_per_token", "kv_cache_bytes", "peak_bytes_per_gpu", ...}, "latency":
-{"ttft_seconds", "tpot_seconds"}, "throughput": {"output_tokens_per_second"}, "cost":
-{"usd_per_hour", "usd_per_million_output_tokens", "usd_per_million_input_tokens"},
-"warnings"}]}, cheapest per output token first. On-demand prices; "replicas" serve
---requests-per-second (without it: one instance, its replicas at full load); "max_concurrency"
-is the sequences each replica runs (--concurrency, else the most that fit, at most 256);
-throughput is one replica's. latency.ttft_p90_seconds / tpot_p90_seconds = the estimate x the
-P90 ratio of measured to predicted time fitted on published benchmarks (docs/ACCURACY.md,
-Inference); --ttft-p90/--tpot-p90 are compared with those, --ttft-p50/--tpot-p50 with the
-estimate x the P50 ratio. Each $ per million figure charges the whole bill to that token kind.
-A YAML spec (first argument) gives the same fields (model, precision, kv_precision, input_len,
-output_len, traffic: {requests_per_second, concurrency}, targets: {ttft_p50, ttft_p90,
-tpot_p50, tpot_p90}, tp, gpus, providers, top); flags override it.)";
+Scheduling: --batching continuous (default; vLLM, SGLang, TensorRT-LLM in-flight batching) sizes
+each replica with a queueing model of the engine at the offered load: requests arrive (Poisson,
+or --arrival constant), at most "max_concurrency" run, each step decodes every running sequence
+and fills its --prefill-chunk token budget with prompt chunks; a request's TTFT is the rest of
+the step under way, the prompts ahead of it and its own step(s), plus the wait for a free slot.
+"replicas" is the fewest whose share of the traffic meets every target; the model agrees with a
+discrete-event simulation of the engine within 10 % (src/serve/queueing_test.cc). --batching
+static keeps the batch-at-once model of TensorRT-LLM's gptSessionBenchmark.
+
+Targets: --ttft-p50|p90|p95|p99, --tpot-p50|p90|p95|p99, --e2e-p90|p99 take a duration (1s,
+80ms; a bare number is seconds), as the spec's targets do. Continuous: each is compared with
+the queueing model's percentile over requests x the median measured/predicted ratio fitted on
+published benchmarks (docs/ACCURACY.md, Inference); static: with the estimate x the fitted
+ratio of that percentile (P90 for P95/P99). A target that no layout meets even unloaded is
+named in the error with how far the closest layout misses it.
+
+JSON: {"candidates": [{"provider", "instance_type", "gpu", "gpu_count" (GPUs per instance),
+"tp", "region", "replicas", "instances", "total_gpus" (instances x gpu_count: rented),
+"max_concurrency" (sequences per replica), "utilization" (traffic / capacity), "pareto",
+"memory": {...}, "latency": {"ttft_seconds", "tpot_seconds" (the estimate at max_concurrency),
+"ttft_p50_seconds" ... "ttft_p99_seconds", "tpot_p50_seconds" ... "tpot_p99_seconds",
+"e2e_p90_seconds", "e2e_p99_seconds", "queue_wait_p90_seconds"}, "throughput":
+{"output_tokens_per_second"}, "cost": {"usd_per_hour", "usd_per_million_output_tokens",
+"usd_per_million_input_tokens"}, "warnings"}], "latency_band": {...}}, cheapest per output
+token first. On-demand prices; without --requests-per-second each offer is one instance whose
+replicas run at the highest load meeting the targets. Each $ per million figure charges the
+whole bill to that token kind. A YAML spec (first argument) gives the same fields (model,
+precision, kv_precision, batching, prefill_chunk, input_len, output_len, traffic:
+{requests_per_second, arrival, input_len, output_len: N | {mean, p90}, concurrency}, targets,
+tp, gpus, providers, top); flags override it.)";
 
 struct ServePlanOptions {
   std::string spec_file;
   ServeModelOptions model;
   double requests_per_second = 0;
+  std::string arrival = "poisson";
   int64_t concurrency = 0;  // 0 = most that fit
-  double ttft_p50 = 0, ttft_p90 = 0, tpot_p50 = 0, tpot_p90 = 0;
+  // Per serve::LatencyTargetFields() entry: the flag's text, a duration ("1s", "80ms", "0.5").
+  std::vector<std::string> targets = std::vector<std::string>(serve::LatencyTargetFields().size());
   std::string gpus, providers;
   std::vector<int64_t> tp;
   int64_t top = 20;
@@ -65,6 +83,13 @@ struct PlanOutcome {
   serve::ServePlanRequest request;
   std::vector<serve::ServeCandidate> candidates;
 };
+
+// "--ttft-p90" for the field "ttft_p90".
+std::string TargetFlag(const serve::LatencyTargetField& field) {
+  std::string flag = std::string("--") + field.name;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
 
 std::vector<std::string> ListFlag(const std::string& text) {
   std::vector<std::string> out;
@@ -90,14 +115,26 @@ Result<serve::ServeSpec> MergedSpec(const ServePlanOptions& o, const CLI::App& c
   }
   if (given("--precision")) spec.precision = o.model.precision;
   if (given("--kv-precision")) spec.kv_precision = o.model.kv_precision;
+  if (given("--batching")) spec.batching = o.model.batching;
+  if (given("--prefill-chunk")) spec.prefill_chunk = o.model.prefill_chunk;
+  if (given("--arrival")) spec.arrival = o.arrival;
   if (given("--input-len")) spec.input_len = o.model.input_len;
   if (given("--output-len")) spec.output_len = o.model.output_len;
   if (given("--requests-per-second")) spec.requests_per_second = o.requests_per_second;
   if (given("--concurrency")) spec.concurrency = o.concurrency;
-  if (given("--ttft-p50")) spec.targets.ttft_p50_seconds = o.ttft_p50;
-  if (given("--ttft-p90")) spec.targets.ttft_p90_seconds = o.ttft_p90;
-  if (given("--tpot-p50")) spec.targets.tpot_p50_seconds = o.tpot_p50;
-  if (given("--tpot-p90")) spec.targets.tpot_p90_seconds = o.tpot_p90;
+  const std::vector<serve::LatencyTargetField>& fields = serve::LatencyTargetFields();
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const std::string flag = TargetFlag(fields[i]);
+    if (!given(flag.c_str())) continue;
+    Result<double> seconds = ParseDurationSeconds(o.targets[i]);
+    if (!seconds.ok() || !(*seconds > 0)) {
+      return Status::InvalidInput(flag +
+                                  ": expected a positive time such as 1s, 80ms or 0.5 "
+                                  "(seconds), found '" +
+                                  o.targets[i] + "'");
+    }
+    spec.targets.*fields[i].member = *seconds;
+  }
   if (given("--tp")) spec.tp = o.tp;
   if (given("--gpus")) spec.gpus = ListFlag(o.gpus);
   if (given("--providers")) spec.providers = ListFlag(o.providers);
@@ -150,15 +187,30 @@ Result<serve::ServePlanRequest> RequestFor(const serve::ServeSpec& spec,
     }
     r.concurrency = spec.concurrency;
   }
+  if (!spec.batching.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(r.batching, serve::ParseBatching(spec.batching));
+  }
+  if (spec.prefill_chunk) {
+    if (*spec.prefill_chunk < 1) {
+      return Status::InvalidInput("--prefill-chunk: expected at least 1 token, found " +
+                                  std::to_string(*spec.prefill_chunk));
+    }
+    r.prefill_chunk = *spec.prefill_chunk;
+  }
+  if (!spec.arrival.empty() && spec.arrival != "poisson" && spec.arrival != "constant") {
+    return Status::InvalidInput("--arrival: expected poisson or constant, found '" + spec.arrival +
+                                "'");
+  }
+  r.arrival_scv = spec.arrival == "constant" ? 0 : 1;
+  r.output_scv = spec.output_scv.value_or(0);
   r.requests_per_second = spec.requests_per_second.value_or(0);
   if (r.requests_per_second < 0) {
     return Status::InvalidInput("--requests-per-second: expected a rate >= 0");
   }
   const serve::LatencyTargets& t = spec.targets;
-  FULCRUM_RETURN_IF_ERROR(CheckPositive(t.ttft_p50_seconds, "--ttft-p50"));
-  FULCRUM_RETURN_IF_ERROR(CheckPositive(t.ttft_p90_seconds, "--ttft-p90"));
-  FULCRUM_RETURN_IF_ERROR(CheckPositive(t.tpot_p50_seconds, "--tpot-p50"));
-  FULCRUM_RETURN_IF_ERROR(CheckPositive(t.tpot_p90_seconds, "--tpot-p90"));
+  for (const serve::LatencyTargetField& f : serve::LatencyTargetFields()) {
+    FULCRUM_RETURN_IF_ERROR(CheckPositive(t.*f.member, TargetFlag(f)));
+  }
   r.targets = t;
   r.tp = spec.tp;
   return r;
@@ -184,6 +236,18 @@ Result<std::unique_ptr<PlanOutcome>> Run(const ServePlanOptions& o, const CLI::A
   return outcome;
 }
 
+// ttft_seconds/tpot_seconds: the estimate at the concurrency; <target>_seconds: each percentile
+// the targets are compared with; queue_wait_p90_seconds.
+nlohmann::json LatencyJson(const serve::ServeCandidate& c) {
+  nlohmann::json out = {{"ttft_seconds", c.estimate.speed.prefill_seconds},
+                        {"tpot_seconds", c.estimate.speed.tpot_seconds},
+                        {"queue_wait_p90_seconds", c.queue_wait_p90_seconds}};
+  for (const serve::LatencyTargetField& f : serve::LatencyTargetFields()) {
+    out[std::string(f.name) + "_seconds"] = (c.latency.*f.member).value_or(0);
+  }
+  return out;
+}
+
 nlohmann::json CandidateJson(const serve::ServeCandidate& c) {
   return {{"provider", c.offer->provider},
           {"instance_type", c.offer->instance_type},
@@ -193,15 +257,12 @@ nlohmann::json CandidateJson(const serve::ServeCandidate& c) {
           {"region", c.offer->region},
           {"replicas", c.replicas},
           {"instances", c.instances},
+          {"total_gpus", c.total_gpus},
           {"max_concurrency", c.concurrency},
           {"utilization", c.utilization},
           {"pareto", c.pareto},
           {"memory", ServeMemoryJson(c.estimate.memory)},
-          {"latency",
-           {{"ttft_seconds", c.estimate.speed.prefill_seconds},
-            {"tpot_seconds", c.estimate.speed.tpot_seconds},
-            {"ttft_p90_seconds", c.ttft_p90_seconds},
-            {"tpot_p90_seconds", c.tpot_p90_seconds}}},
+          {"latency", LatencyJson(c)},
           {"throughput", {{"output_tokens_per_second", c.estimate.speed.output_tokens_per_second}}},
           {"cost",
            {{"usd_per_hour", c.usd_per_hour},
@@ -211,7 +272,7 @@ nlohmann::json CandidateJson(const serve::ServeCandidate& c) {
 }
 
 std::string Render(const std::vector<serve::ServeCandidate>& candidates, size_t top) {
-  Table table({"provider", "instance", "gpu", "tp", "replicas", "conc", "ttft ms", "tpot ms",
+  Table table({"provider", "instance", "gpu", "tp", "replicas", "gpus", "conc", "ttft p90",
                "tpot p90", "$/h", "$/M out", "util", "pareto"},
               {Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight,
                Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
@@ -220,11 +281,10 @@ std::string Render(const std::vector<serve::ServeCandidate>& candidates, size_t 
     const serve::ServeCandidate& c = candidates[i];
     table.AddRow({c.offer->provider, c.offer->instance_type,
                   std::to_string(c.offer->gpu_count) + "x" + c.gpu->name, std::to_string(c.tp),
-                  std::to_string(c.replicas), std::to_string(c.concurrency),
-                  FormatNumber(c.estimate.speed.prefill_seconds * 1000, 0),
-                  FormatNumber(c.estimate.speed.tpot_seconds * 1000, 1),
-                  FormatNumber(c.tpot_p90_seconds * 1000, 1), FormatNumber(c.usd_per_hour, 2),
-                  FormatNumber(c.usd_per_million_output_tokens, 3),
+                  std::to_string(c.replicas), std::to_string(c.total_gpus),
+                  std::to_string(c.concurrency), FormatNumber(c.ttft_p90_seconds * 1000, 0) + " ms",
+                  FormatNumber(c.tpot_p90_seconds * 1000, 1) + " ms",
+                  FormatNumber(c.usd_per_hour, 2), FormatNumber(c.usd_per_million_output_tokens, 3),
                   FormatNumber(100 * c.utilization, 0) + "%", c.pareto ? "*" : ""});
   }
   return table.Render() + std::to_string(candidates.size()) + " candidates (" +
@@ -243,17 +303,23 @@ void RegisterServePlan(CLI::App* cmd, CliContext& ctx) {
   cmd->add_option("--requests-per-second", o->requests_per_second,
                   "Traffic to serve (default: none, one instance per offer)")
       ->type_name("X");
+  cmd->add_option("--arrival", o->arrival,
+                  "poisson (default: independent arrivals) | constant (evenly spaced)")
+      ->type_name("KIND");
   cmd->add_option("--concurrency", o->concurrency,
                   "Concurrent sequences per replica (default: the most that fit, at most 256)")
       ->type_name("N");
-  cmd->add_option("--ttft-p50", o->ttft_p50, "Median time to first token target, seconds")
-      ->type_name("SECONDS");
-  cmd->add_option("--ttft-p90", o->ttft_p90, "P90 time to first token target, seconds")
-      ->type_name("SECONDS");
-  cmd->add_option("--tpot-p50", o->tpot_p50, "Median time per output token target, seconds")
-      ->type_name("SECONDS");
-  cmd->add_option("--tpot-p90", o->tpot_p90, "P90 time per output token target, seconds")
-      ->type_name("SECONDS");
+  const std::vector<serve::LatencyTargetField>& fields = serve::LatencyTargetFields();
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const serve::LatencyTargetField& f = fields[i];
+    const char* what = f.metric == serve::LatencyMetric::kTtft   ? "time to first token"
+                       : f.metric == serve::LatencyMetric::kTpot ? "time per output token"
+                                                                 : "end-to-end request time";
+    cmd->add_option(TargetFlag(f), o->targets[i],
+                    "P" + std::to_string(static_cast<int>(f.quantile * 100 + 0.5)) + " " + what +
+                        " target over requests: a duration (1s, 80ms; a bare number is seconds)")
+        ->type_name("TIME");
+  }
   cmd->add_option("--tp", o->tp,
                   "Tensor-parallel degrees to try (default: every power of two "
                   "the instance allows)")

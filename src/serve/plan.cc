@@ -2,6 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <map>
+#include <string_view>
+#include <tuple>
+
+#include <fmt/format.h>
 
 #include "core/parallel.h"
 
@@ -11,149 +17,350 @@ namespace {
 // Most sequences per replica when --concurrency is not given: vLLM's max_num_seqs default (256,
 // SchedulerConfig of the 0.x releases); the KV cache may allow more.
 constexpr int64_t kDefaultMaxConcurrency = 256;
+// Without traffic, continuous batching runs each replica at the highest load whose targets hold,
+// at most this share of its capacity (a queue at 100 % grows without bound).
+constexpr double kMaxUnpacedUtilization = 0.95;
 
-bool Exceeds(double estimate, double ratio, const std::optional<double>& target) {
-  return target && estimate * ratio > *target;
+// The fitted ratio of measured to predicted time that a target's percentile is scaled by.
+double BandRatio(const ServeLatencyBand& b, Batching batching, LatencyMetric metric,
+                 double quantile) {
+  const bool median = batching == Batching::kContinuous || quantile <= 0.5;
+  if (metric == LatencyMetric::kTtft) return median ? b.ttft_p50_ratio : b.ttft_p90_ratio;
+  return median ? b.tpot_p50_ratio : b.tpot_p90_ratio;
 }
 
-// A target at P50 (P90) is missed when the estimate times the fitted P50 (P90) ratio of
-// measured to predicted time exceeds it.
-bool MissesTargets(const ServeEstimate& e, const ServePlanRequest& r) {
-  const LatencyTargets& t = r.targets;
-  const ServeLatencyBand& b = r.band;
-  const double ttft = e.speed.prefill_seconds, tpot = e.speed.tpot_seconds;
-  return Exceeds(ttft, b.ttft_p50_ratio, t.ttft_p50_seconds) ||
-         Exceeds(ttft, b.ttft_p90_ratio, t.ttft_p90_seconds) ||
-         Exceeds(tpot, b.tpot_p50_ratio, t.tpot_p50_seconds) ||
-         Exceeds(tpot, b.tpot_p90_ratio, t.tpot_p90_seconds);
+// The worst miss of a set of latencies against the targets: the target's name and
+// latency / target (> 1 = missed).
+struct Miss {
+  const char* target = nullptr;
+  double value = 0, limit = 0;
+  double Ratio() const { return limit > 0 ? value / limit : 0; }
+};
+
+Miss WorstMiss(const LatencyTargets& latency, const LatencyTargets& targets) {
+  Miss worst;
+  for (const LatencyTargetField& f : LatencyTargetFields()) {
+    const std::optional<double>& target = targets.*f.member;
+    const std::optional<double>& value = latency.*f.member;
+    if (!target || !value || *value <= *target) continue;
+    Miss m{f.name, *value, *target};
+    if (worst.target == nullptr || m.Ratio() > worst.Ratio()) worst = m;
+  }
+  return worst;
+}
+
+// Static batching: the estimate at the batch, each percentile the band's ratio of it.
+LatencyTargets StaticLatency(const ServeEstimate& e, const ServePlanRequest& r) {
+  LatencyTargets out;
+  for (const LatencyTargetField& f : LatencyTargetFields()) {
+    const double ttft = e.speed.prefill_seconds *
+                        BandRatio(r.band, Batching::kStatic, LatencyMetric::kTtft, f.quantile);
+    const double tpot = e.speed.tpot_seconds *
+                        BandRatio(r.band, Batching::kStatic, LatencyMetric::kTpot, f.quantile);
+    out.*f.member = f.metric == LatencyMetric::kTtft ? ttft
+                    : f.metric == LatencyMetric::kTpot
+                        ? tpot
+                        : ttft + static_cast<double>(r.output_len) * tpot;
+  }
+  return out;
+}
+
+// Continuous batching: the queueing model's percentiles, each times the median ratio; only those
+// with a target unless `all` (the search evaluates many states, the candidate reports all).
+// Searching, a missed TPOT target settles the state before the costlier TTFT quantiles.
+LatencyTargets QueueLatency(const ReplicaQueue& q, const QueueState& state, double rate,
+                            const ServePlanRequest& r, bool all) {
+  const double ttft_ratio = BandRatio(r.band, r.batching, LatencyMetric::kTtft, 0.5);
+  const double tpot_ratio = BandRatio(r.band, r.batching, LatencyMetric::kTpot, 0.5);
+  std::vector<double> ttft_levels;
+  std::map<double, double> tpot, ttft;  // quantile -> seconds (ratio applied)
+  bool tpot_missed = false;
+  for (const LatencyTargetField& f : LatencyTargetFields()) {
+    const std::optional<double>& target = r.targets.*f.member;
+    if (!all && !target) continue;
+    if (f.metric != LatencyMetric::kTpot &&
+        std::find(ttft_levels.begin(), ttft_levels.end(), f.quantile) == ttft_levels.end()) {
+      ttft_levels.push_back(f.quantile);
+    }
+    if (f.metric == LatencyMetric::kTtft || tpot.count(f.quantile)) continue;
+    tpot[f.quantile] = q.Quantile(state, rate, LatencyMetric::kTpot, f.quantile) * tpot_ratio;
+    tpot_missed =
+        tpot_missed || (f.metric == LatencyMetric::kTpot && target && tpot[f.quantile] > *target);
+  }
+  if (!tpot_missed || all) {
+    const std::vector<double> levels = q.TtftQuantiles(state, rate, ttft_levels);
+    for (size_t i = 0; i < levels.size(); ++i) ttft[ttft_levels[i]] = levels[i] * ttft_ratio;
+  }
+  LatencyTargets out;
+  const double decode_steps = static_cast<double>(r.output_len - 1);
+  for (const LatencyTargetField& f : LatencyTargetFields()) {
+    const auto t = ttft.find(f.quantile);
+    const auto p = tpot.find(f.quantile);
+    if (f.metric == LatencyMetric::kTtft && t != ttft.end()) out.*f.member = t->second;
+    if (f.metric == LatencyMetric::kTpot && p != tpot.end()) out.*f.member = p->second;
+    if (f.metric == LatencyMetric::kE2e && t != ttft.end() && p != tpot.end()) {
+      out.*f.member = t->second + decode_steps * p->second;
+    }
+  }
+  return out;
 }
 
 void MarkPareto(std::vector<ServeCandidate>& candidates) {
   for (ServeCandidate& c : candidates) {
     c.pareto = std::none_of(candidates.begin(), candidates.end(), [&](const ServeCandidate& o) {
-      const double cost = o.usd_per_million_output_tokens, tpot = o.estimate.speed.tpot_seconds;
-      const double c_cost = c.usd_per_million_output_tokens, c_tpot = c.estimate.speed.tpot_seconds;
+      // The time per output token the targets see (P90), as the table shows it.
+      const double cost = o.usd_per_million_output_tokens, tpot = o.tpot_p90_seconds;
+      const double c_cost = c.usd_per_million_output_tokens, c_tpot = c.tpot_p90_seconds;
       return cost <= c_cost && tpot <= c_tpot && (cost < c_cost || tpot < c_tpot);
     });
   }
 }
 
-// What planning one offer gave: its candidates (one per tp that fits and meets the targets) and
-// why the others were left out.
-struct OfferOutcome {
-  std::vector<ServeCandidate> candidates;
-  int unsupported = 0, unfit = 0, too_slow = 0, unpriced = 0;
+// One replica layout (GPU x interconnect x tp): what every offer of that GPU shares. Replicas
+// serve the traffic on their own; the offer only packs them into instances and prices them.
+struct Layout {
+  const catalog::Gpu* gpu = nullptr;
+  catalog::Interconnect interconnect = catalog::Interconnect::kUnknown;
+  int64_t tp = 1;
+  bool operator<(const Layout& o) const {
+    return std::tie(gpu, interconnect, tp) < std::tie(o.gpu, o.interconnect, o.tp);
+  }
 };
 
-ServeRequest RequestOn(const catalog::Offer& offer, const catalog::Gpu& gpu,
-                       const ServePlanRequest& r) {
+// How a layout serves the traffic: fits, meets the targets, or why not.
+struct Sizing {
+  enum class Outcome { kUnfit, kTooSlow, kServes } outcome = Outcome::kUnfit;
+  Miss miss;                                   // kTooSlow: the worst miss at the lightest load
+  int64_t concurrency = 1;                     // sequences per replica
+  int64_t replicas = 1;                        // for the traffic (0 traffic: 0, filled per offer)
+  double requests_per_second_per_replica = 0;  // offered (continuous) or capacity (static)
+  double utilization = 0;
+  double queue_wait_p90_seconds = 0;
+  ServeEstimate estimate;
+  LatencyTargets latency;
+};
+
+ServeRequest RequestOn(const Layout& layout, const ServePlanRequest& r) {
   ServeRequest s;
   s.model = r.model;
-  s.gpu = gpu;
-  s.interconnect =
-      offer.interconnect == catalog::Interconnect::kUnknown
-          ? (gpu.nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie)
-          : offer.interconnect;
+  s.gpu = *layout.gpu;
+  s.interconnect = layout.interconnect;
+  s.tp = layout.tp;
   s.precision = r.precision;
   s.kv_precision =
-      r.kv_precision.value_or(gpu.bf16_tflops ? KvPrecision::kBf16 : KvPrecision::kFp16);
+      r.kv_precision.value_or(layout.gpu->bf16_tflops ? KvPrecision::kBf16 : KvPrecision::kFp16);
   s.input_len = r.input_len;
   s.output_len = r.output_len;
+  s.batching = r.batching;
+  if (r.prefill_chunk > 0) s.max_batched_tokens = r.prefill_chunk;
   return s;
 }
 
-// The candidate of `offer` at s.tp and s.batch sequences per replica, priced at `price` per
-// instance-hour: replicas for the traffic, utilization, cost per token.
-ServeCandidate CandidateOf(const catalog::Offer& offer, const catalog::Gpu& gpu,
-                           const ServeRequest& s, const ServeEstimate& e, double price,
-                           const ServePlanRequest& r) {
+// Static batching (today's model): the most sequences that fit, halved until the targets hold;
+// replicas = traffic / (batch / request time).
+Sizing SizeStatic(ServeRequest s, int64_t most, const ServePlanRequest& r) {
+  Sizing out;
+  s.batch = r.concurrency.value_or(most);
+  Result<ServeEstimate> e = EstimateServing(s);
+  if (!e.ok() || !e->memory.fits) return out;
+  LatencyTargets latency = StaticLatency(*e, r);
+  while (WorstMiss(latency, r.targets).target != nullptr && !r.concurrency && s.batch > 1) {
+    s.batch /= 2;
+    e = EstimateServing(s);
+    if (!e.ok()) return out;
+    latency = StaticLatency(*e, r);
+  }
+  out.miss = WorstMiss(latency, r.targets);
+  out.outcome = out.miss.target ? Sizing::Outcome::kTooSlow : Sizing::Outcome::kServes;
+  out.concurrency = s.batch;
+  out.estimate = *e;
+  out.latency = latency;
+  const double request_seconds =
+      e->speed.prefill_seconds + static_cast<double>(r.output_len) * e->speed.tpot_seconds;
+  out.requests_per_second_per_replica = static_cast<double>(s.batch) / request_seconds;
+  if (r.requests_per_second > 0) {
+    out.replicas = static_cast<int64_t>(
+        std::ceil(r.requests_per_second / out.requests_per_second_per_replica - 1e-9));
+    out.utilization = r.requests_per_second /
+                      (static_cast<double>(out.replicas) * out.requests_per_second_per_replica);
+  } else {
+    out.utilization = 1;
+  }
+  return out;
+}
+
+// Continuous batching at a per-replica rate: the largest concurrency cap (most sequences that
+// fit, halved) whose percentiles meet the targets. Lowering the cap only helps time per token,
+// so the search stops once the worst miss is no longer a TPOT target.
+struct CapChoice {
+  bool meets = false;
+  int64_t concurrency = 1;
+  QueueState state;
+  LatencyTargets latency;
+  Miss miss;
+};
+
+CapChoice ChooseCap(const ReplicaQueue& q, double rate, int64_t fixed_cap,
+                    const ServePlanRequest& r) {
+  CapChoice best;
+  for (int64_t cap = fixed_cap > 0 ? fixed_cap : q.max_concurrency(); cap >= 1; cap /= 2) {
+    CapChoice c;
+    c.concurrency = cap;
+    c.state = q.Solve(rate, cap);
+    if (!c.state.stable) break;  // fewer slots: less capacity still
+    c.latency = QueueLatency(q, c.state, rate, r, false);
+    c.miss = WorstMiss(c.latency, r.targets);
+    c.meets = c.miss.target == nullptr;
+    if (c.meets) return c;
+    if (best.miss.target == nullptr || c.miss.Ratio() < best.miss.Ratio()) best = c;
+    if (fixed_cap > 0 || std::string_view(c.miss.target).substr(0, 4) == "ttft") break;
+  }
+  return best;
+}
+
+Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanRequest& r) {
+  Sizing out;
+  Result<StepModel> step = StepModel::Make(s);
+  if (!step.ok()) return out;
+  const int64_t fixed_cap = r.concurrency.value_or(0);
+  ReplicaQueue q(*step, s.model,
+                 RequestMix{static_cast<double>(r.input_len), static_cast<double>(r.output_len),
+                            r.arrival_scv, r.output_scv},
+                 fixed_cap > 0 ? fixed_cap : most, s.max_batched_tokens);
+  // Unloaded (the lightest load any number of replicas gives): if the targets fail here, no
+  // replica count meets them.
+  const CapChoice idle = ChooseCap(q, 0, fixed_cap, r);
+  if (!idle.meets) {
+    out.outcome = Sizing::Outcome::kTooSlow;
+    out.miss = idle.miss;
+    return out;
+  }
+  CapChoice chosen;
+  double rate = 0;
+  if (r.requests_per_second > 0) {
+    // The fewest replicas whose share of the traffic meets the targets (monotone in replicas),
+    // from the capacity bound.
+    const double capacity =
+        q.Solve(0, fixed_cap > 0 ? fixed_cap : most).capacity_requests_per_second;
+    int64_t low = std::max<int64_t>(
+        1, static_cast<int64_t>(std::ceil(r.requests_per_second / capacity - 1e-9)));
+    auto meets = [&](int64_t replicas) {
+      return ChooseCap(q, r.requests_per_second / static_cast<double>(replicas), fixed_cap, r)
+          .meets;
+    };
+    // The answer is usually a few above the bound: grow by 1, 2, 4, ... then bisect back.
+    int64_t high = low;
+    for (int64_t step = 1; !meets(high); step *= 2) {
+      low = high + 1;
+      high += step;
+    }
+    while (low < high) {
+      const int64_t mid = low + (high - low) / 2;
+      if (meets(mid)) {
+        high = mid;
+      } else {
+        low = mid + 1;
+      }
+    }
+    out.replicas = high;
+    rate = r.requests_per_second / static_cast<double>(high);
+    chosen = ChooseCap(q, rate, fixed_cap, r);
+  } else {
+    // No traffic: the highest per-replica rate whose targets hold (bisection).
+    const double capacity =
+        q.Solve(0, fixed_cap > 0 ? fixed_cap : most).capacity_requests_per_second;
+    double low = 0, high = capacity * kMaxUnpacedUtilization;
+    if (ChooseCap(q, high, fixed_cap, r).meets) {
+      low = high;
+    } else {
+      for (int i = 0; i < 30 && high - low > 1e-2 * high; ++i) {
+        const double mid = (low + high) / 2;
+        (ChooseCap(q, mid, fixed_cap, r).meets ? low : high) = mid;
+      }
+    }
+    rate = low;
+    chosen = rate > 0 ? ChooseCap(q, rate, fixed_cap, r) : idle;
+  }
+  ServeRequest at = s;
+  at.batch = chosen.concurrency;
+  Result<ServeEstimate> e = EstimateServing(at);
+  if (!e.ok()) return out;
+  out.outcome = Sizing::Outcome::kServes;
+  out.concurrency = chosen.concurrency;
+  out.estimate = *e;
+  out.latency = QueueLatency(q, chosen.state, rate, r, true);
+  out.requests_per_second_per_replica = rate;
+  out.utilization = chosen.state.utilization;
+  out.queue_wait_p90_seconds = q.WaitQuantile(chosen.state, 0.9);
+  return out;
+}
+
+Sizing SizeLayout(const Layout& layout, const ServePlanRequest& r) {
+  ServeRequest s = RequestOn(layout, r);
+  s.batch = 1;
+  Result<ServeEstimate> probe = EstimateServing(s);
+  if (!probe.ok() || probe->memory.max_concurrency < 1) return Sizing{};
+  if (r.concurrency && *r.concurrency > probe->memory.max_concurrency) return Sizing{};
+  const int64_t most = std::min(probe->memory.max_concurrency, kDefaultMaxConcurrency);
+  return r.batching == Batching::kStatic ? SizeStatic(s, most, r) : SizeContinuous(s, most, r);
+}
+
+ServeCandidate CandidateOf(const catalog::Offer& offer, const Layout& layout, const Sizing& z,
+                           double price, const ServePlanRequest& r) {
   ServeCandidate c;
   c.offer = &offer;
-  c.gpu = &gpu;
-  c.tp = s.tp;
-  c.concurrency = s.batch;
-  c.estimate = e;
-  c.ttft_p90_seconds = e.speed.prefill_seconds * r.band.ttft_p90_ratio;
-  c.tpot_p90_seconds = e.speed.tpot_seconds * r.band.tpot_p90_ratio;
-  const double request_seconds =
-      e.speed.prefill_seconds + static_cast<double>(r.output_len) * e.speed.tpot_seconds;
-  c.requests_per_second_per_replica = static_cast<double>(s.batch) / request_seconds;
-  const int64_t per_instance = offer.gpu_count / s.tp;
+  c.gpu = layout.gpu;
+  c.tp = layout.tp;
+  c.concurrency = z.concurrency;
+  c.estimate = z.estimate;
+  c.latency = z.latency;
+  c.ttft_p90_seconds = z.latency.ttft_p90_seconds.value_or(0);
+  c.tpot_p90_seconds = z.latency.tpot_p90_seconds.value_or(0);
+  c.queue_wait_p90_seconds = z.queue_wait_p90_seconds;
+  c.requests_per_second_per_replica = z.requests_per_second_per_replica;
+  c.utilization = z.utilization;
+  const int64_t per_instance = offer.gpu_count / layout.tp;
   if (r.requests_per_second > 0) {
-    c.replicas = static_cast<int64_t>(
-        std::ceil(r.requests_per_second / c.requests_per_second_per_replica - 1e-9));
+    c.replicas = z.replicas;
     c.instances = (c.replicas + per_instance - 1) / per_instance;
   } else {
     c.replicas = per_instance;
     c.instances = 1;
   }
-  const double capacity = static_cast<double>(c.replicas) * c.requests_per_second_per_replica;
-  const double served = r.requests_per_second > 0 ? r.requests_per_second : capacity;
-  c.utilization = served / capacity;
+  c.total_gpus = c.instances * offer.gpu_count;
+  const double served = r.requests_per_second > 0
+                            ? r.requests_per_second
+                            : static_cast<double>(c.replicas) * c.requests_per_second_per_replica;
   c.usd_per_hour = static_cast<double>(c.instances) * price;
   c.usd_per_million_output_tokens =
       c.usd_per_hour / (served * static_cast<double>(r.output_len) * 3600) * 1e6;
   c.usd_per_million_input_tokens =
       c.usd_per_hour / (served * static_cast<double>(r.input_len) * 3600) * 1e6;
-  if (s.tp > 1 && s.interconnect == catalog::Interconnect::kPcie) {
+  if (layout.tp > 1 && layout.interconnect == catalog::Interconnect::kPcie) {
     c.warnings.push_back("tp-over-pcie: tensor-parallel all-reduces over PCIe");
   }
   return c;
 }
 
-// Tries `s` (tp set) on `offer`: the most sequences that fit (or --concurrency), halved until the
-// targets are met. Counts a miss in `outcome` or adds the candidate.
-void TryTensorParallel(const catalog::Offer& offer, const catalog::Gpu& gpu, ServeRequest s,
-                       double price, const ServePlanRequest& r, OfferOutcome& outcome) {
-  s.batch = 1;
-  Result<ServeEstimate> probe = EstimateServing(s);
-  if (!probe.ok() || probe->memory.max_concurrency < 1) {
-    ++outcome.unfit;
-    return;
-  }
-  s.batch = r.concurrency.value_or(std::min(probe->memory.max_concurrency, kDefaultMaxConcurrency));
-  Result<ServeEstimate> e = EstimateServing(s);
-  if (!e.ok() || !e->memory.fits) {
-    ++outcome.unfit;
-    return;
-  }
-  // Without --concurrency, halve the sequences per replica until the targets are met (fewer
-  // sequences: shorter batch prefill and decode step).
-  while (MissesTargets(*e, r) && !r.concurrency && s.batch > 1) {
-    s.batch /= 2;
-    e = EstimateServing(s);
-    if (!e.ok()) break;
-  }
-  if (!e.ok() || MissesTargets(*e, r)) {
-    ++outcome.too_slow;
-    return;
-  }
-  outcome.candidates.push_back(CandidateOf(offer, gpu, s, *e, price, r));
-}
+// Why offers were left out, for the error when none serves.
+struct Tally {
+  int unsupported = 0, unfit = 0, too_slow = 0, unpriced = 0;
+  Miss closest;  // of the too-slow layouts, the one nearest its target
+};
 
-OfferOutcome PlanOffer(const catalog::Catalog& catalog, const catalog::Offer& offer,
-                       const ServePlanRequest& r) {
-  OfferOutcome outcome;
-  const catalog::Gpu* gpu = catalog.FindGpu(offer.gpu);
-  if (gpu == nullptr) return outcome;
-  const std::optional<double> price = catalog::OfferUsdPerHour(
-      offer, catalog.FindProvider(offer.provider), catalog::Pricing::kOnDemand);
-  if (!price) {
-    ++outcome.unpriced;
-    return outcome;
+std::string NoOfferMessage(size_t offers, const Tally& t, const ServePlanRequest& r) {
+  std::string text = "no offer serves the model: of " + std::to_string(offers) + " offers, " +
+                     std::to_string(t.unsupported) + " lack tensor cores for --precision " +
+                     std::string(PrecisionName(r.precision)) + ", " + std::to_string(t.unpriced) +
+                     " have no on-demand price; " + std::to_string(t.unfit) +
+                     " layouts do not fit in memory, " + std::to_string(t.too_slow) +
+                     " miss the latency targets";
+  if (t.closest.target != nullptr) {
+    text += fmt::format(
+        " (even unloaded the closest misses {} by {:.0f}%: {:.3g} s against {:.3g} s)",
+        t.closest.target, 100 * (t.closest.Ratio() - 1), t.closest.value, t.closest.limit);
   }
-  ServeRequest s = RequestOn(offer, *gpu, r);
-  if (!CheckSupport(*gpu, s.precision, s.kv_precision).ok()) {
-    ++outcome.unsupported;
-    return outcome;
-  }
-  for (int64_t tp = 1; tp <= offer.gpu_count; tp *= 2) {
-    if (offer.gpu_count % tp != 0 || r.model.heads % tp != 0) continue;
-    if (!r.tp.empty() && std::find(r.tp.begin(), r.tp.end(), tp) == r.tp.end()) continue;
-    s.tp = tp;
-    TryTensorParallel(offer, *gpu, s, *price, r, outcome);
-  }
-  return outcome;
+  return text;
 }
 
 }  // namespace
@@ -161,27 +368,64 @@ OfferOutcome PlanOffer(const catalog::Catalog& catalog, const catalog::Offer& of
 Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
                                                 const catalog::ResolvedFilter& offers,
                                                 const ServePlanRequest& r) {
-  std::vector<OfferOutcome> outcomes(offers.offers.size());
-  ParallelFor(offers.offers.size(), r.threads, 4, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) outcomes[i] = PlanOffer(catalog, *offers.offers[i], r);
+  // Each offer's layouts; the sizing of a layout is shared by every offer of its GPU.
+  Tally tally;
+  std::map<Layout, Sizing> sizings;
+  std::vector<std::pair<const catalog::Offer*, double>> priced;
+  for (const catalog::Offer* offer : offers.offers) {
+    const catalog::Gpu* gpu = catalog.FindGpu(offer->gpu);
+    if (gpu == nullptr) continue;
+    const std::optional<double> price = catalog::OfferUsdPerHour(
+        *offer, catalog.FindProvider(offer->provider), catalog::Pricing::kOnDemand);
+    if (!price) {
+      ++tally.unpriced;
+      continue;
+    }
+    const KvPrecision kv =
+        r.kv_precision.value_or(gpu->bf16_tflops ? KvPrecision::kBf16 : KvPrecision::kFp16);
+    if (!CheckSupport(*gpu, r.precision, kv).ok()) {
+      ++tally.unsupported;
+      continue;
+    }
+    priced.emplace_back(offer, *price);
+    for (int64_t tp = 1; tp <= offer->gpu_count; tp *= 2) {
+      if (offer->gpu_count % tp != 0 || r.model.heads % tp != 0) continue;
+      if (!r.tp.empty() && std::find(r.tp.begin(), r.tp.end(), tp) == r.tp.end()) continue;
+      const catalog::Interconnect link =
+          offer->interconnect == catalog::Interconnect::kUnknown
+              ? (gpu->nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie)
+              : offer->interconnect;
+      sizings.emplace(Layout{gpu, link, tp}, Sizing{});
+    }
+  }
+  std::vector<std::pair<const Layout, Sizing>*> work;
+  for (auto& entry : sizings) work.push_back(&entry);
+  ParallelFor(work.size(), r.threads, 1, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) work[i]->second = SizeLayout(work[i]->first, r);
   });
   std::vector<ServeCandidate> out;
-  int unsupported = 0, unfit = 0, too_slow = 0, unpriced = 0;
-  for (OfferOutcome& o : outcomes) {  // in the offers' order: the result does not depend on threads
-    for (ServeCandidate& c : o.candidates) out.push_back(std::move(c));
-    unsupported += o.unsupported;
-    unfit += o.unfit;
-    too_slow += o.too_slow;
-    unpriced += o.unpriced;
+  for (const auto& [offer, price] : priced) {  // in the offers' order: independent of threads
+    const catalog::Gpu* gpu = catalog.FindGpu(offer->gpu);
+    for (const auto& [layout, sizing] : sizings) {
+      if (layout.gpu != gpu) continue;
+      const catalog::Interconnect link =
+          offer->interconnect == catalog::Interconnect::kUnknown
+              ? (gpu->nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie)
+              : offer->interconnect;
+      if (layout.interconnect != link || offer->gpu_count % layout.tp != 0) continue;
+      if (sizing.outcome == Sizing::Outcome::kUnfit) {
+        ++tally.unfit;
+      } else if (sizing.outcome == Sizing::Outcome::kTooSlow) {
+        ++tally.too_slow;
+        if (tally.closest.target == nullptr || sizing.miss.Ratio() < tally.closest.Ratio()) {
+          tally.closest = sizing.miss;
+        }
+      } else {
+        out.push_back(CandidateOf(*offer, layout, sizing, price, r));
+      }
+    }
   }
-  if (out.empty()) {
-    return Status::InvalidInput(
-        "no offer serves the model: of " + std::to_string(offers.offers.size()) + " offers, " +
-        std::to_string(unsupported) + " lack tensor cores for --precision " +
-        std::string(PrecisionName(r.precision)) + ", " + std::to_string(unpriced) +
-        " have no on-demand price; " + std::to_string(unfit) + " layouts do not fit in memory, " +
-        std::to_string(too_slow) + " miss the latency targets");
-  }
+  if (out.empty()) return Status::InvalidInput(NoOfferMessage(offers.offers.size(), tally, r));
   MarkPareto(out);
   std::stable_sort(out.begin(), out.end(), [](const ServeCandidate& a, const ServeCandidate& b) {
     return a.usd_per_million_output_tokens < b.usd_per_million_output_tokens;

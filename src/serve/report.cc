@@ -49,7 +49,7 @@ std::string ServePlanHtml(const std::vector<ServeCandidate>& candidates,
   for (size_t i = 0; i < candidates.size(); ++i) {
     const ServeCandidate& c = candidates[i];
     plan::ScatterPoint p;
-    p.x = c.estimate.speed.tpot_seconds * 1000;
+    p.x = c.tpot_p90_seconds * 1000;  // what the targets and the Pareto front use
     p.y = c.usd_per_million_output_tokens;
     p.front = c.pareto;
     p.highlight = i < s.top;
@@ -64,7 +64,7 @@ std::string ServePlanHtml(const std::vector<ServeCandidate>& candidates,
   });
   plan::ScatterAxes axes;
   axes.aria_label = "Pareto front of time per output token and cost per million output tokens";
-  axes.x_label = "time per output token (ms, log scale)";
+  axes.x_label = "P90 time per output token (ms, log scale)";
   axes.y_label = "$ per million output tokens (log scale)";
   axes.x_tick = [](double ms) { return fmt::format("{:g} ms", ms); };
   axes.y_tick = [](double usd) { return fmt::format("${:g}", usd); };

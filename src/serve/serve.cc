@@ -124,6 +124,18 @@ Result<Precision> ParsePrecision(std::string_view text) {
                            std::string(text), NearestNames(text, AllPrecisionNames())));
 }
 
+Result<Batching> ParseBatching(std::string_view text) {
+  if (text == "continuous") return Batching::kContinuous;
+  if (text == "static") return Batching::kStatic;
+  const std::vector<std::string> names = {"continuous", "static"};
+  return InputError(
+      Detail("batching", "continuous or static", std::string(text), NearestNames(text, names)));
+}
+
+std::string_view BatchingName(Batching batching) {
+  return batching == Batching::kStatic ? "static" : "continuous";
+}
+
 Result<KvPrecision> ParseKvPrecision(std::string_view text) {
   if (text == "bf16") return KvPrecision::kBf16;
   if (text == "fp16") return KvPrecision::kFp16;
@@ -184,7 +196,10 @@ int64_t CachedTokens(const workload::Model& m, int64_t context) {
   return m.sliding_window > 0 ? std::min(context, m.sliding_window) : context;
 }
 
-Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibration& calibration) {
+namespace {
+
+// The request checks shared by EstimateServing and StepModel::Make.
+Status Validate(const ServeRequest& r) {
   const workload::Model& m = r.model;
   if (m.kind != workload::ModelKind::kDecoder) {
     return Invalid("model", "a decoder transformer", std::string(workload::ModelKindName(m.kind)));
@@ -199,8 +214,14 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
   if (r.max_batched_tokens < 1) {
     return Invalid("max-batched-tokens", "at least 1", std::to_string(r.max_batched_tokens));
   }
-  FULCRUM_RETURN_IF_ERROR(CheckSupport(r.gpu, r.precision, r.kv_precision));
+  return CheckSupport(r.gpu, r.precision, r.kv_precision);
+}
 
+}  // namespace
+
+Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration& calibration) {
+  FULCRUM_RETURN_IF_ERROR(Validate(r));
+  const workload::Model& m = r.model;
   catalog::Offer node;
   node.gpu = r.gpu.name;
   node.gpu_count = static_cast<int>(r.tp);
@@ -208,11 +229,103 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
   const std::optional<estimate::Hardware> hw =
       estimate::HardwareFor(r.gpu, node, workload::Precision::kFp16Mixed);
   if (!hw) return Invalid("gpu", "a GPU with a sourced fp16 peak", r.gpu.name);
+  StepModel s;
+  s.model_ = m;
+  s.ranks_ = static_cast<int>(r.tp);
+  s.tp_ = static_cast<double>(r.tp);
+  s.hidden_ = static_cast<double>(m.hidden);
+  s.layers_ = static_cast<double>(m.layers);
+  const double kv_heads = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads);
+  s.kv_per_token_per_gpu_ =
+      KvCacheBytesPerToken(m, r.kv_precision) * KvHeadsPerGpu(m, r.tp) / kv_heads;
+  s.kv_read_factor_ = r.decode_attention == DecodeAttention::kPerQueryHead
+                          ? static_cast<double>(m.heads) / kv_heads
+                          : 1.0;
+  s.weights_bytes_ = WeightBytes(m, r.precision);
+  if (workload::IsMoe(m)) {
+    s.routed_bytes_ = workload::RoutedExpertParameterCount(m) * BytesPerWeight(r.precision);
+    s.k_over_e_ = static_cast<double>(m.experts_per_token) / static_cast<double>(m.experts);
+  }
+  const double peak = *MatmulPeak(r.gpu, r.precision);
+  const bool low_bit = r.precision == Precision::kFp8 || r.precision == Precision::kInt8 ||
+                       r.precision == Precision::kFp4;
+  const double low_bit_factor = low_bit ? calibration.low_bit_gemm_relative_efficiency : 1.0;
+  s.prefill_flops_ = peak * std::min(1.0, calibration.prefill_gemm_efficiency * low_bit_factor);
+  s.decode_flops_ = peak * std::min(1.0, calibration.decode_gemm_efficiency * low_bit_factor);
+  s.attention_flops_ = hw->peak_flops_16bit * calibration.attention_efficiency;
+  s.bandwidth_ = hw->memory_bytes_per_second * calibration.decode_bandwidth_efficiency;
+  const estimate::TimeCalibration& links =
+      calibration.links != nullptr ? *calibration.links : estimate::DefaultTimeCalibration();
+  s.link_bytes_per_second_ = hw->intra_node_bytes_per_second *
+                             (hw->nvlink ? links.nvlink_efficiency : links.pcie_efficiency);
+  s.link_latency_seconds_ = links.intra_node_latency_seconds;
+  s.overhead_per_pass_ = s.layers_ * calibration.per_layer_overhead_seconds;
+  // Matmul FLOPs per token: 2 x the parameters a token uses, less the input embedding lookup.
+  s.linear_flops_per_token_ =
+      2 * (workload::ActiveParameterCount(m) - workload::EmbeddingParameterCount(m));
+  return s;
+}
+
+// One pass: the weights it touches are read once (MoE: the expected share of routed experts any
+// of its tokens picks) unless its matmuls take longer (compute-bound); prompt tokens run at the
+// prefill efficiency with causal attention 2 x layers x hidden x context each; the decodes'
+// attention reads every sequence's KV (once per query head for a kPerQueryHead kernel) or is
+// compute-bound; two all-reduces per layer (attention, MLP) of the pass's activations.
+double StepModel::Seconds(double decode_seqs, double decode_context, double prefill_tokens,
+                          double prefill_context) const {
+  const double tokens = decode_seqs + prefill_tokens;
+  double weights_read = weights_bytes_;
+  if (routed_bytes_ > 0) weights_read -= routed_bytes_ * std::pow(1 - k_over_e_, tokens);
+  const double weights_seconds = weights_read / tp_ / bandwidth_;
+  const double gemm_seconds =
+      decode_seqs * linear_flops_per_token_ / (tp_ * decode_flops_) +
+      prefill_tokens * linear_flops_per_token_ / (tp_ * prefill_flops_) +
+      prefill_tokens * 2 * layers_ * hidden_ * prefill_context / (tp_ * attention_flops_);
+  const double kv_seconds =
+      decode_seqs * decode_context * kv_per_token_per_gpu_ * kv_read_factor_ / bandwidth_;
+  const double attn_seconds =
+      decode_seqs * 4 * layers_ * hidden_ * decode_context / (tp_ * attention_flops_);
+  estimate::Link link;
+  link.bytes_per_second = link_bytes_per_second_;
+  link.latency_seconds = link_latency_seconds_;
+  const double comm = layers_ * 2 * estimate::AllReduceSeconds(tokens * hidden_ * 2, ranks_, link);
+  return std::max(weights_seconds, gemm_seconds) + std::max(kv_seconds, attn_seconds) + comm +
+         overhead_per_pass_;
+}
+
+double StepModel::ChunkedPrefillSeconds(double decode_seqs, double decode_context, double tokens,
+                                        double budget, double prefill_context) const {
+  const double full = std::floor(tokens / budget);
+  const double rest = tokens - full * budget;
+  double seconds =
+      full > 0 ? full * Seconds(decode_seqs, decode_context, budget, prefill_context) : 0;
+  if (rest > 0) seconds += Seconds(decode_seqs, decode_context, rest, prefill_context);
+  return seconds;
+}
+
+void StepModel::DecodeParts(double decode_seqs, double decode_context, ServeSpeed& sp) const {
+  double weights_read = weights_bytes_;
+  if (routed_bytes_ > 0) weights_read -= routed_bytes_ * std::pow(1 - k_over_e_, decode_seqs);
+  sp.decode_memory_seconds = weights_read / tp_ / bandwidth_ + decode_seqs * decode_context *
+                                                                   kv_per_token_per_gpu_ *
+                                                                   kv_read_factor_ / bandwidth_;
+  sp.decode_compute_seconds =
+      decode_seqs * linear_flops_per_token_ / (tp_ * decode_flops_) +
+      decode_seqs * 4 * layers_ * hidden_ * decode_context / (tp_ * attention_flops_);
+  estimate::Link link;
+  link.bytes_per_second = link_bytes_per_second_;
+  link.latency_seconds = link_latency_seconds_;
+  sp.decode_comm_seconds =
+      layers_ * 2 * estimate::AllReduceSeconds(decode_seqs * hidden_ * 2, ranks_, link);
+}
+
+Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibration& calibration) {
+  FULCRUM_RETURN_IF_ERROR(Validate(r));
+  const workload::Model& m = r.model;
 
   const double tp = static_cast<double>(r.tp);
   const double batch = static_cast<double>(r.batch);
   const double hidden = static_cast<double>(m.hidden);
-  const double layers = static_cast<double>(m.layers);
   const double act_bytes = 2;  // 16-bit activations in every precision here
 
   ServeEstimate out;
@@ -250,71 +363,33 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
           : static_cast<int64_t>((mem.budget_bytes_per_gpu - fixed) / per_sequence);
   mem.fits = mem.peak_bytes_per_gpu <= mem.budget_bytes_per_gpu;
 
-  // --- speed ---
-  const double peak = *MatmulPeak(r.gpu, r.precision);
-  const bool low_bit = r.precision == Precision::kFp8 || r.precision == Precision::kInt8 ||
-                       r.precision == Precision::kFp4;
-  const double low_bit_factor = low_bit ? calibration.low_bit_gemm_relative_efficiency : 1.0;
-  const double prefill_flops_per_second =
-      peak * std::min(1.0, calibration.prefill_gemm_efficiency * low_bit_factor);
-  const double decode_flops_per_second =
-      peak * std::min(1.0, calibration.decode_gemm_efficiency * low_bit_factor);
-  const double attn_flops_per_second = hw->peak_flops_16bit * calibration.attention_efficiency;
-  const double bandwidth = hw->memory_bytes_per_second * calibration.decode_bandwidth_efficiency;
-  const estimate::TimeCalibration& links =
-      calibration.links != nullptr ? *calibration.links : estimate::DefaultTimeCalibration();
-  estimate::Link link;
-  link.bytes_per_second = hw->intra_node_bytes_per_second *
-                          (hw->nvlink ? links.nvlink_efficiency : links.pcie_efficiency);
-  link.latency_seconds = links.intra_node_latency_seconds;
-  const int ranks = static_cast<int>(r.tp);
-  const double overhead_per_pass = layers * calibration.per_layer_overhead_seconds;
-  // Matmul FLOPs per token: 2 x the parameters a token uses, less the input embedding lookup.
-  const double linear_flops_per_token =
-      2 * (workload::ActiveParameterCount(m) - workload::EmbeddingParameterCount(m));
-
-  // Prefill: all prompts, compute-bound (at least one read of the weights); causal attention
-  // 2 x layers x hidden x s x cached per sequence; two all-reduces per layer (attention, MLP).
-  const double s = static_cast<double>(r.input_len);
-  const double prefill_tokens = batch * s;
-  const double prefill_attn_flops =
-      batch * 2 * layers * hidden * s * static_cast<double>(CachedTokens(m, r.input_len));
-  const double prefill_compute =
-      prefill_tokens * linear_flops_per_token / (tp * prefill_flops_per_second) +
-      prefill_attn_flops / (tp * attn_flops_per_second);
-  const double prefill_comm =
-      layers * 2 * estimate::AllReduceSeconds(prefill_tokens * hidden * act_bytes, ranks, link);
-  out.speed.prefill_seconds =
-      std::max(prefill_compute, weights_per_gpu / bandwidth) + prefill_comm + overhead_per_pass;
-
-  // Decode, at the mean context: read the weights the batch touches (MoE: the expected share of
-  // routed experts any of its tokens picks), compute-bound when the batch is large enough; then
-  // attention reads every sequence's KV (once per query head for a kPerQueryHead kernel).
-  const double context = static_cast<double>(CachedTokens(m, r.input_len + r.output_len / 2));
-  double weights_read = mem.weights_bytes;
-  if (workload::IsMoe(m)) {
-    const double routed = workload::RoutedExpertParameterCount(m) * BytesPerWeight(r.precision);
-    const double k_over_e =
-        static_cast<double>(m.experts_per_token) / static_cast<double>(m.experts);
-    weights_read -= routed * std::pow(1 - k_over_e, batch);
-  }
-  const double kv_read_factor = r.decode_attention == DecodeAttention::kPerQueryHead
-                                    ? static_cast<double>(m.heads) / kv_heads
-                                    : 1.0;
-  const double weights_seconds = weights_read / tp / bandwidth;
-  const double kv_seconds = batch * context * kv_per_token_per_gpu * kv_read_factor / bandwidth;
-  const double gemm_seconds = batch * linear_flops_per_token / (tp * decode_flops_per_second);
-  const double attn_seconds = batch * 4 * layers * hidden * context / (tp * attn_flops_per_second);
+  FULCRUM_ASSIGN_OR_RETURN(StepModel step, StepModel::Make(r, calibration));
   ServeSpeed& sp = out.speed;
-  sp.decode_memory_seconds = weights_seconds + kv_seconds;
-  sp.decode_compute_seconds = gemm_seconds + attn_seconds;
-  sp.decode_comm_seconds =
-      layers * 2 * estimate::AllReduceSeconds(batch * hidden * act_bytes, ranks, link);
-  sp.tpot_seconds = std::max(weights_seconds, gemm_seconds) + std::max(kv_seconds, attn_seconds) +
-                    sp.decode_comm_seconds + overhead_per_pass;
+  const double input = static_cast<double>(r.input_len);
   const double output = static_cast<double>(r.output_len);
-  sp.output_tokens_per_second = batch * output / (sp.prefill_seconds + output * sp.tpot_seconds);
-  sp.prefill_tokens_per_second = prefill_tokens / sp.prefill_seconds;
+  const double context = static_cast<double>(CachedTokens(m, r.input_len + r.output_len / 2));
+  const double prompt_context = static_cast<double>(CachedTokens(m, r.input_len));
+  if (r.batching == Batching::kStatic) {
+    // All prompts in one compute-bound pass, then batch-wide decode steps.
+    sp.prefill_seconds = step.Seconds(0, 0, batch * input, prompt_context);
+    step.DecodeParts(batch, context, sp);
+    sp.tpot_seconds = step.Seconds(batch, context, 0, 0);
+    sp.output_tokens_per_second = batch * output / (sp.prefill_seconds + output * sp.tpot_seconds);
+    sp.prefill_tokens_per_second = batch * input / sp.prefill_seconds;
+    return out;
+  }
+  // Continuous: the new request's prompt in chunks of the step's token budget left after the
+  // batch - 1 running decodes (at least one token per step), each step also decoding those.
+  const double running = batch - 1;
+  const double budget = std::max(1.0, static_cast<double>(r.max_batched_tokens) - running);
+  sp.prefill_seconds = step.ChunkedPrefillSeconds(running, context, input, budget, prompt_context);
+  // Steady state: each of the batch's sequences brings `input` prompt tokens over its `output`
+  // steps, interleaved into the decode steps.
+  const double interleaved = batch * input / output;
+  step.DecodeParts(batch, context, sp);
+  sp.tpot_seconds = step.Seconds(batch, context, interleaved, prompt_context);
+  sp.output_tokens_per_second = batch / sp.tpot_seconds;
+  sp.prefill_tokens_per_second = interleaved / sp.tpot_seconds;
   return out;
 }
 

@@ -30,6 +30,16 @@ enum class KvPrecision { kBf16, kFp16, kFp8 };
 // attention kernel before XQA, releases <= 0.6); the KV traffic is heads / kv_heads times larger.
 // The same for a model without GQA.
 enum class DecodeAttention { kGrouped, kPerQueryHead };
+// How the engine schedules sequences.
+// kContinuous: iteration-level scheduling (Orca, OSDI 2022; vLLM, SGLang, TensorRT-LLM's
+//   in-flight batching): every forward pass decodes one token of each running sequence and
+//   fills the rest of its token budget (max_batched_tokens) with chunks of waiting prompts, so a
+//   new request's prefill runs beside the others' decodes and a finished sequence frees its
+//   slot at once.
+// kStatic: a batch of equal requests starts together and ends together (TensorRT-LLM's
+//   gptSessionBenchmark, HF `generate` on a padded batch): the first token of each waits for the
+//   whole batch's prefill.
+enum class Batching { kContinuous, kStatic };
 
 // The serving time model's constants, fitted on published serving benchmarks by
 // fulcrum-calibrate (tools/serving_calibration.cc) into serving_calibration_fitted.cc; the
@@ -70,6 +80,9 @@ const ServeLatencyBand& DefaultServeLatencyBand();
 Result<Precision> ParsePrecision(std::string_view text);
 Result<KvPrecision> ParseKvPrecision(std::string_view text);
 std::string_view PrecisionName(Precision precision);
+// "continuous" | "static"; InvalidInput naming the nearest.
+Result<Batching> ParseBatching(std::string_view text);
+std::string_view BatchingName(Batching batching);
 // The precisions of the list above that `gpu` has tensor-core support for (from the catalog).
 std::vector<Precision> SupportedPrecisions(const catalog::Gpu& gpu);
 // Ok, or InvalidInput "GPU X has no <precision> tensor cores; it supports: ..." (detail field
@@ -81,15 +94,21 @@ struct ServeRequest {
   catalog::Gpu gpu;
   catalog::Interconnect interconnect = catalog::Interconnect::kNvlink;
   int64_t tp = 1;
-  int64_t batch = 1;  // concurrent sequences
+  // Concurrent sequences. kStatic: the batch that starts together. kContinuous: one new request
+  // joining batch - 1 running decodes (no queue): TTFT is its chunked prefill, TPOT the steady
+  // step with the prompts of the batch interleaved.
+  int64_t batch = 1;
+  Batching batching = Batching::kContinuous;
   int64_t input_len = 512;
   int64_t output_len = 128;
   Precision precision = Precision::kBf16;
   KvPrecision kv_precision = KvPrecision::kBf16;
   DecodeAttention decode_attention = DecodeAttention::kGrouped;
-  // Tokens of the engine's largest forward pass, whose activations it reserves at start-up
-  // (vLLM max_num_batched_tokens: 8192 is the order of its defaults with chunked prefill, 2048-
-  // 16384 by version and GPU; without chunked prefill vLLM 0.x used max_model_len).
+  // Tokens of the engine's largest forward pass, whose activations it reserves at start-up, and
+  // under continuous batching the token budget of each step that decodes and prefill chunks
+  // share (--prefill-chunk; vLLM max_num_batched_tokens: 8192 is the order of its defaults with
+  // chunked prefill, 2048-16384 by version and GPU; without chunked prefill vLLM 0.x used
+  // max_model_len).
   int64_t max_batched_tokens = 8192;
 };
 
@@ -107,15 +126,22 @@ struct ServeMemory {
 };
 
 struct ServeSpeed {
-  double prefill_seconds = 0;  // the whole batch's prompts: the last sequence's first token
-  double tpot_seconds = 0;     // one decode step at the mean context: per output token
+  // Time to first token: kStatic, the whole batch's prompts (the last sequence's first token);
+  // kContinuous, one request's prompt in chunks beside batch - 1 decodes.
+  double prefill_seconds = 0;
+  // One decode step at the mean context: per output token (kContinuous: with the batch's
+  // prompts interleaved, batch x input / output prompt tokens per step on average).
+  double tpot_seconds = 0;
   // One decode step's parts: reading weights + KV cache at the fitted bandwidth; matmul and
   // attention FLOPs at the fitted efficiencies; tensor-parallel all-reduces. The step is
   // max(weight read, matmuls) + KV read + all-reduces + per-layer overhead (the matmul and the
   // attention kernels run one after the other).
   double decode_memory_seconds = 0, decode_compute_seconds = 0, decode_comm_seconds = 0;
-  double output_tokens_per_second = 0;   // batch x output over prefill + decode wall time
-  double prefill_tokens_per_second = 0;  // batch x input over prefill time
+  // kStatic: batch x output over prefill + decode wall time; kContinuous: batch / tpot (steady).
+  double output_tokens_per_second = 0;
+  // kStatic: batch x input over prefill time; kContinuous: the prompt tokens interleaved per
+  // second at steady state.
+  double prefill_tokens_per_second = 0;
 };
 
 struct ServeEstimate {
@@ -126,6 +152,36 @@ struct ServeEstimate {
 // Validated request (tp divides the heads, positive lengths, supported precision) -> estimate.
 Result<ServeEstimate> EstimateServing(
     const ServeRequest& request, const ServeCalibration& calibration = DefaultServeCalibration());
+
+// The time of one forward pass of a validated request's layout (model x GPU x tp x precisions),
+// for the queueing model and the simulation of serve-plan: `decode_seqs` sequences each decoding
+// one token at `decode_context` cached tokens, plus `prefill_tokens` prompt tokens each
+// attending to `prefill_context` tokens. Step(n, c, 0, 0) is the decode step of n sequences,
+// Step(0, 0, b x s, s) the static prefill of b prompts of s tokens. Immutable, thread-safe.
+class StepModel {
+ public:
+  // The request's batch and lengths are not used; its validation errors are EstimateServing's.
+  static Result<StepModel> Make(const ServeRequest& request,
+                                const ServeCalibration& calibration = DefaultServeCalibration());
+  double Seconds(double decode_seqs, double decode_context, double prefill_tokens,
+                 double prefill_context) const;
+  // `tokens` prompt tokens in chunks of `budget` tokens, each chunk a step beside
+  // `decode_seqs` decodes: the first-token time of a prompt under continuous batching.
+  double ChunkedPrefillSeconds(double decode_seqs, double decode_context, double tokens,
+                               double budget, double prefill_context) const;
+  // The parts of a pure decode step (ServeSpeed's decode_* fields) of `decode_seqs` sequences.
+  void DecodeParts(double decode_seqs, double decode_context, ServeSpeed& speed) const;
+
+ private:
+  StepModel() = default;
+  workload::Model model_;
+  int ranks_ = 1;
+  double tp_ = 1, hidden_ = 0, layers_ = 0, kv_per_token_per_gpu_ = 0, kv_read_factor_ = 1;
+  double weights_bytes_ = 0, routed_bytes_ = 0, k_over_e_ = 0;
+  double linear_flops_per_token_ = 0, bandwidth_ = 0, prefill_flops_ = 0, decode_flops_ = 0;
+  double attention_flops_ = 0, overhead_per_pass_ = 0;
+  double link_bytes_per_second_ = 0, link_latency_seconds_ = 0;
+};
 
 // Pieces, exposed for tests and for serve-plan.
 double WeightBytes(const workload::Model& model, Precision precision);

@@ -51,6 +51,8 @@ ServeRequest Request(const std::string& model, const std::string& gpu, Precision
   r.input_len = input;
   r.output_len = output;
   r.tp = tp;
+  // The published rows these tests reproduce are static-batching runs (gptSessionBenchmark).
+  r.batching = Batching::kStatic;
   return r;
 }
 
@@ -292,6 +294,54 @@ TEST(ServeSpeedTest, MatchesPublishedTensorRtLlmFirstTokenLatencyWithin25Percent
       Request("llama-2-7b", "A100-80GB", Precision::kFp16, KvPrecision::kFp16, 1, 2048, 1));
   EXPECT_NEAR(h100.speed.prefill_seconds, 0.036, 0.036 * 0.25);
   EXPECT_NEAR(a100.speed.prefill_seconds, 0.133, 0.133 * 0.25);
+}
+
+// Issue 26: at --batch 64 the first token waited for the whole batch's prefill (4.56 s against
+// 0.077 s at batch 1). Under continuous batching the new request's prompt runs beside the 63
+// running decodes: its TTFT is its own prefill plus their decode share, and the step it leaves
+// them with carries the batch's prompts interleaved.
+TEST(ServeSpeedTest, ContinuousBatchingTtftIsTheRequestsOwnChunkedPrefill) {
+  ServeRequest r =
+      Request("llama-3-70b", "H100-SXM", Precision::kFp8, KvPrecision::kFp8, 64, 1024, 512, 2);
+  const ServeEstimate static_batch = Estimate(r);
+  r.batching = Batching::kContinuous;
+  const ServeEstimate continuous = Estimate(r);
+  r.batch = 1;
+  const ServeEstimate alone = Estimate(r);
+  EXPECT_GT(static_batch.speed.prefill_seconds, 2.0);
+  EXPECT_LT(continuous.speed.prefill_seconds, static_batch.speed.prefill_seconds / 20);
+  EXPECT_GT(continuous.speed.prefill_seconds, alone.speed.prefill_seconds);
+  // The same 64 decodes, plus 64 x 1024 / 512 prompt tokens a step.
+  EXPECT_GT(continuous.speed.tpot_seconds, static_batch.speed.tpot_seconds);
+  EXPECT_NEAR(continuous.speed.output_tokens_per_second, 64 / continuous.speed.tpot_seconds, 1e-6);
+}
+
+// A prompt longer than the step's token budget takes one step per chunk, each also decoding the
+// running sequences: a smaller --prefill-chunk makes the first token later.
+TEST(ServeSpeedTest, PrefillChunkSplitsTheLongPromptIntoSteps) {
+  ServeRequest r =
+      Request("llama-3-8b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 32, 8000, 256);
+  r.batching = Batching::kContinuous;
+  r.max_batched_tokens = 8192;
+  const double one_step = Estimate(r).speed.prefill_seconds;
+  r.max_batched_tokens = 512 + 31;  // 512 prompt tokens beside the 31 decodes: 16 steps
+  const double sixteen_steps = Estimate(r).speed.prefill_seconds;
+  Result<StepModel> step = StepModel::Make(r);
+  ASSERT_TRUE(step.ok());
+  const double context = 8000 + 128;
+  EXPECT_NEAR(sixteen_steps,
+              15 * step->Seconds(31, context, 512, 8000) + step->Seconds(31, context, 320, 8000),
+              1e-9);
+  EXPECT_GT(sixteen_steps, one_step);
+}
+
+TEST(ServeSpeedTest, BatchingNames) {
+  EXPECT_EQ(*ParseBatching("static"), Batching::kStatic);
+  EXPECT_EQ(*ParseBatching("continuous"), Batching::kContinuous);
+  Result<Batching> bad = ParseBatching("continous");
+  ASSERT_FALSE(bad.ok());
+  ASSERT_NE(bad.status().detail(), nullptr);
+  EXPECT_EQ(bad.status().detail()->nearest.front(), "continuous");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "serve/spec.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 namespace fulcrum::serve {
@@ -64,6 +66,46 @@ TEST(ServeSpecTest, ErrorsNameFileLineFieldAndNearestName) {
 
   for (const char* bad : {"input_len: 0\n", "targets: {tpot_p90: -1}\n", "tp: [3.5]\n",
                           "traffic: {concurrency: many}\n", "targets: 0.05\n"}) {
+    Result<ServeSpec> s = ParseServeYaml(bad, "s.yaml");
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.status().message().find("s.yaml:1"), std::string::npos)
+        << bad << s.status().message();
+  }
+}
+
+// Issue 26: P95/P99 and end-to-end targets, the scheduler and the traffic's shape.
+TEST(ServeSpecTest, ReadsTailTargetsBatchingAndTrafficShape) {
+  Result<ServeSpec> spec = ParseServeYaml(R"(model: llama-3-8b
+batching: static
+prefill_chunk: 2048
+traffic:
+  requests_per_second: 20
+  arrival: constant
+  input_len: {mean: 1000}
+  output_len: {mean: 200, p90: 400}
+targets: {ttft_p95: 1s, ttft_p99: 1500ms, tpot_p95: 50ms, tpot_p99: 0.06, e2e_p90: 10s, e2e_p99: 20}
+)",
+                                          "s.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->batching, "static");
+  EXPECT_EQ(spec->prefill_chunk, 2048);
+  EXPECT_EQ(spec->arrival, "constant");
+  EXPECT_EQ(spec->input_len, 1000);
+  EXPECT_EQ(spec->output_len, 200);
+  // Log-normal through mean 200 and P90 400: sigma = z - sqrt(z^2 - 2 ln 2), scv = e^sigma^2 - 1.
+  const double z = 1.2815515655446004, sigma = z - std::sqrt(z * z - 2 * std::log(2.0));
+  ASSERT_TRUE(spec->output_scv.has_value());
+  EXPECT_NEAR(*spec->output_scv, std::exp(sigma * sigma) - 1, 1e-12);
+  EXPECT_DOUBLE_EQ(*spec->targets.ttft_p95_seconds, 1);
+  EXPECT_DOUBLE_EQ(*spec->targets.ttft_p99_seconds, 1.5);
+  EXPECT_DOUBLE_EQ(*spec->targets.tpot_p95_seconds, 0.05);
+  EXPECT_DOUBLE_EQ(*spec->targets.tpot_p99_seconds, 0.06);
+  EXPECT_DOUBLE_EQ(*spec->targets.e2e_p90_seconds, 10);
+  EXPECT_DOUBLE_EQ(*spec->targets.e2e_p99_seconds, 20);
+
+  for (const char* bad : {"traffic: {arrival: bursty}\n", "batching: dynamic\n",
+                          "traffic: {output_len: {mean: 200, p90: 100}}\n",
+                          "targets: {ttft_p999: 1s}\n", "prefill_chunk: 0\n"}) {
     Result<ServeSpec> s = ParseServeYaml(bad, "s.yaml");
     EXPECT_FALSE(s.ok()) << bad;
     EXPECT_NE(s.status().message().find("s.yaml:1"), std::string::npos)

@@ -1,0 +1,98 @@
+// Latency percentiles of one continuous-batching replica under an offered request rate: a
+// state-dependent M/G/c approximation. The number of requests at the replica is a birth-death
+// chain (arrivals at the offered rate, at most `max_concurrency` running, the rest queued FCFS)
+// whose completion rate with m running is m / (output_len x step(m)), step(m) being the forward
+// pass that decodes the m sequences with their prompts interleaved (StepModel). Queue waits take
+// the Allen-Cunneen correction (c_a^2 + c_s^2) / 2 of the M/M/c wait. Checked against a
+// discrete-event simulation of the engine in queueing_test.cc. Seconds. A ReplicaQueue fills
+// caches of step times as it is asked: one per thread, not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "serve/serve.h"
+#include "serve/spec.h"
+
+namespace fulcrum::serve {
+
+// The request mix one replica sees: mean lengths, and the variability that corrects the wait.
+struct RequestMix {
+  double input_len = 512, output_len = 128;  // mean tokens per request
+  double arrival_scv = 1;  // squared coefficient of variation of inter-arrival times (Poisson 1)
+  double output_scv = 0;   // of the output length (service time); 0 = fixed lengths
+};
+
+// The chain solved at one offered rate and concurrency cap.
+struct QueueState {
+  bool stable = false;     // offered rate below the capacity at the cap
+  double utilization = 0;  // offered rate / capacity at the cap
+  double capacity_requests_per_second = 0;
+  double wait_probability = 0;       // of an arriving request finding every slot busy
+  double mean_conditional_wait = 0;  // of those that wait
+  // pi[n], n = 0..cap: probability of n requests at the replica (the last: cap or more).
+  std::vector<double> pi;
+};
+
+class ReplicaQueue {
+ public:
+  // Steps tabulated for 1..max_concurrency running sequences of `step`'s layout;
+  // `step_budget_tokens` = the engine's token budget per step (prefill chunks + decodes).
+  ReplicaQueue(const StepModel& step, const workload::Model& model, const RequestMix& mix,
+               int64_t max_concurrency, int64_t step_budget_tokens);
+
+  int64_t max_concurrency() const { return static_cast<int64_t>(mean_step_.size()) - 1; }
+  // The mean step with m running (1 <= m <= max_concurrency): the decodes, and the prompts that
+  // join (Poisson, m / output_len a step on average) in the same pass.
+  double StepSeconds(int64_t running) const { return mean_step_[static_cast<size_t>(running)]; }
+
+  // The chain at `requests_per_second` with at most `concurrency` (clamped to 1..max) running.
+  QueueState Solve(double requests_per_second, int64_t concurrency) const;
+  // The `quantile` (0 < q < 1) over requests of `metric` in `state` at `requests_per_second`;
+  // +inf when unstable. E2E is the TTFT quantile plus output_len - 1 steps at the TPOT quantile
+  // (an upper bound).
+  double Quantile(const QueueState& state, double requests_per_second, LatencyMetric metric,
+                  double quantile) const;
+  // TTFT quantiles at several levels at once (sharing the per-state work); +inf when unstable.
+  std::vector<double> TtftQuantiles(const QueueState& state, double requests_per_second,
+                                    const std::vector<double>& quantiles) const;
+  // The queue wait's quantile alone (0 when fewer than 1 - q of the requests wait).
+  double WaitQuantile(const QueueState& state, double quantile) const;
+
+ private:
+  // A step that k prompts join, its probability among steps and its time.
+  struct StepKind {
+    double probability = 0, seconds = 0;
+  };
+  // The first-token time of a request that finds n running, as a distribution: the rest of the
+  // step under way (uniform over a step drawn by length: length-biased), the wait for the
+  // prompts ahead (M/D/1 in the prompt work: probability busy, exponential tail), and its own
+  // step(s) with the prompts that arrive beside it.
+  struct FirstToken {
+    // Per kind of the step under way (kinds_[n]; one entry when n = 0): the request's own
+    // step(s) with j = 0, 1, ... other prompts that arrived in that step (Poisson).
+    std::vector<std::vector<StepKind>> own;
+    double busy = 0, busy_mean = 0;  // prompt-queue wait: P(wait > 0), conditional mean
+    double longest = 0;              // bound for the quantile search
+  };
+  FirstToken FirstTokenAt(int64_t running, double rate) const;
+  // P(TTFT > t) for one arrival state (n running) with `extra` wait already added.
+  double TtftTail(int64_t running, const FirstToken& f, double t) const;
+  // Time of the request's own step(s) with j others beside n running; the extra time one prompt
+  // adds to the decodes' steps (cached).
+  double OwnSeconds(size_t running, size_t others) const;
+  double ExtraSeconds(size_t running) const;
+  double TpotQuantile(const QueueState& state, double quantile) const;
+
+  StepModel step_;
+  RequestMix mix_;
+  double budget_ = 8192, context_ = 0, prompt_context_ = 0;
+  std::vector<double> mean_step_;             // [m] E[T], m = 0..max (0: unused)
+  std::vector<double> biased_mean_step_;      // [m] E[T^2] / E[T]: a step an arrival lands in
+  std::vector<std::vector<StepKind>> kinds_;  // [m]
+  std::vector<double> rate_;                  // completion rate with m running
+  mutable std::vector<std::vector<double>> own_seconds_;  // [n][j], filled on demand
+  mutable std::vector<double> extra_seconds_;             // [n], < 0 until computed
+};
+
+}  // namespace fulcrum::serve

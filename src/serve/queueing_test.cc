@@ -1,0 +1,257 @@
+// The queueing approximation of serve-plan checked against a discrete-event simulation of a
+// continuous-batching engine: seeded Poisson (or constant) arrivals, at most `concurrency`
+// sequences running, admission only while the KV cache holds every running sequence's
+// input + output tokens, each step decoding every running sequence and filling the rest of its
+// token budget with prompt chunks (FCFS), the step's time from the same StepModel. 10^4 requests
+// per run, the first tenth left out as warm-up. The plan and the simulation must agree within
+// 10 % on replicas and on P90 time to first token for five traffic mixes.
+#include "serve/queueing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "catalog/catalog.h"
+#include "catalog/offer_query.h"
+#include "serve/plan.h"
+#include "workload/model_io.h"
+
+namespace fulcrum::serve {
+namespace {
+
+const std::string kCatalogDir = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
+constexpr int kRequests = 10000;
+
+struct SimLatency {
+  std::vector<double> ttft, tpot;
+  double Ttft(double q) const { return At(ttft, q); }
+  double Tpot(double q) const { return At(tpot, q); }
+  static double At(std::vector<double> v, double q) {
+    if (v.empty()) return 0;
+    const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(i), v.end());
+    return v[i];
+  }
+};
+
+struct SimRequest {
+  double arrival = 0, first_token = 0;
+  int64_t output = 1, prefill_left = 0, generated = 0;
+};
+
+struct SimConfig {
+  double rate = 1;
+  bool constant_arrivals = false;
+  int64_t input = 512;
+  double output_mean = 128, output_scv = 0;  // log-normal output lengths when scv > 0
+  int64_t concurrency = 1, budget = 8192, kv_tokens = 1 << 30;
+  uint64_t seed = 1;
+};
+
+// Arrival times and output lengths, from the seed (own transforms of mt19937_64's integers, so
+// the run does not depend on the standard library's distributions).
+std::vector<SimRequest> Workload(const SimConfig& c) {
+  std::mt19937_64 rng(c.seed);
+  auto uniform = [&] { return (static_cast<double>(rng() >> 11) + 0.5) / 9007199254740992.0; };
+  const double sigma2 = std::log(1 + c.output_scv);
+  const double mu = std::log(c.output_mean) - sigma2 / 2;
+  std::vector<SimRequest> out(kRequests);
+  double t = 0;
+  for (SimRequest& r : out) {
+    t += c.constant_arrivals ? 1 / c.rate : -std::log(uniform()) / c.rate;
+    r.arrival = t;
+    r.prefill_left = c.input;
+    if (c.output_scv > 0) {
+      const double normal =
+          std::sqrt(-2 * std::log(uniform())) * std::cos(2 * 3.14159265358979 * uniform());
+      r.output = std::max<int64_t>(1, std::llround(std::exp(mu + std::sqrt(sigma2) * normal)));
+    } else {
+      r.output = static_cast<int64_t>(c.output_mean);
+    }
+  }
+  return out;
+}
+
+SimLatency Simulate(const StepModel& step, const workload::Model& model, const SimConfig& c) {
+  std::vector<SimRequest> reqs = Workload(c);
+  const double prompt_context = static_cast<double>(CachedTokens(model, c.input));
+  std::deque<size_t> queue;
+  std::vector<size_t> running;
+  size_t next = 0;
+  int64_t kv_used = 0;
+  double t = 0;
+  SimLatency out;
+  const size_t warmup = kRequests / 10;
+  size_t done = 0;
+  while (done < reqs.size()) {
+    if (running.empty() && queue.empty()) t = std::max(t, reqs[next].arrival);
+    while (next < reqs.size() && reqs[next].arrival <= t) queue.push_back(next++);
+    while (!queue.empty() && static_cast<int64_t>(running.size()) < c.concurrency &&
+           kv_used + c.input + reqs[queue.front()].output <= c.kv_tokens) {
+      kv_used += c.input + reqs[queue.front()].output;
+      running.push_back(queue.front());
+      queue.pop_front();
+    }
+    // The step: every decoding sequence one token; prompt chunks fill the rest of the budget.
+    double decodes = 0, context = 0, prefill = 0;
+    std::vector<int64_t> chunk(running.size(), 0);
+    for (size_t i = 0; i < running.size(); ++i) {
+      const SimRequest& r = reqs[running[i]];
+      if (r.prefill_left == 0) {
+        decodes += 1;
+        context += static_cast<double>(CachedTokens(model, c.input + r.generated));
+      }
+    }
+    double budget = static_cast<double>(c.budget) - decodes;
+    for (size_t i = 0; i < running.size() && budget >= 1; ++i) {
+      const SimRequest& r = reqs[running[i]];
+      if (r.prefill_left == 0) continue;
+      chunk[i] = std::min<int64_t>(r.prefill_left, static_cast<int64_t>(budget));
+      budget -= static_cast<double>(chunk[i]);
+      prefill += static_cast<double>(chunk[i]);
+    }
+    t += step.Seconds(decodes, decodes > 0 ? context / decodes : 0, prefill, prompt_context);
+    std::vector<size_t> still;
+    for (size_t i = 0; i < running.size(); ++i) {
+      SimRequest& r = reqs[running[i]];
+      if (r.prefill_left == 0) {
+        ++r.generated;
+      } else if (chunk[i] > 0) {
+        r.prefill_left -= chunk[i];
+        if (r.prefill_left == 0) {
+          r.first_token = t;
+          r.generated = 1;
+        }
+      }
+      if (r.prefill_left == 0 && r.generated >= r.output) {
+        kv_used -= c.input + r.output;
+        ++done;
+        if (running[i] >= warmup) {
+          out.ttft.push_back(r.first_token - r.arrival);
+          if (r.output > 1)
+            out.tpot.push_back((t - r.first_token) / static_cast<double>(r.output - 1));
+        }
+      } else {
+        still.push_back(running[i]);
+      }
+    }
+    running.swap(still);
+  }
+  return out;
+}
+
+struct Mix {
+  std::string name;
+  std::string model = "llama-3-8b";
+  int64_t input = 512, output = 256;
+  double output_scv = 0;
+  double requests_per_second = 10;
+  bool constant_arrivals = false;
+  double ttft_p90 = 1, tpot_p90 = 0.05;
+};
+
+class QueueingTest : public ::testing::TestWithParam<Mix> {
+ protected:
+  void SetUp() override {
+    catalog::LoadOptions load;
+    load.include_user_offers = false;
+    Result<catalog::Catalog> c = catalog::Catalog::Load(kCatalogDir, load);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    catalog_ = std::make_unique<catalog::Catalog>(std::move(*c));
+  }
+  std::unique_ptr<catalog::Catalog> catalog_;
+};
+
+// Whether the simulated replica meets the mix's P90 targets.
+bool Meets(const SimLatency& s, const Mix& m) {
+  return s.Ttft(0.9) <= m.ttft_p90 && s.Tpot(0.9) <= m.tpot_p90;
+}
+
+TEST_P(QueueingTest, PlanAgreesWithTheSimulationOnReplicasAndP90Ttft) {
+  const Mix& mix = GetParam();
+  Result<workload::Model> model = workload::LoadModelPreset(kCatalogDir, mix.model);
+  ASSERT_TRUE(model.ok());
+  ServePlanRequest r;
+  r.model = *model;
+  r.input_len = mix.input;
+  r.output_len = mix.output;
+  r.output_scv = mix.output_scv;
+  r.arrival_scv = mix.constant_arrivals ? 0 : 1;
+  r.requests_per_second = mix.requests_per_second;
+  r.targets.ttft_p90_seconds = mix.ttft_p90;
+  r.targets.tpot_p90_seconds = mix.tpot_p90;
+  r.band = ServeLatencyBand{};  // the model's own percentiles: the simulation has no error band
+  r.tp = {1};
+  catalog::OfferFilter filter;
+  filter.gpus = {"H100-SXM"};
+  filter.pricing = {catalog::Pricing::kOnDemand};
+  Result<catalog::ResolvedFilter> offers = catalog::ResolveOfferFilter(*catalog_, filter);
+  ASSERT_TRUE(offers.ok());
+  Result<std::vector<ServeCandidate>> plan = PlanServing(*catalog_, *offers, r);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const ServeCandidate& c = plan->front();
+
+  ServeRequest layout;
+  layout.model = *model;
+  layout.gpu = *c.gpu;
+  layout.interconnect = c.offer->interconnect;
+  layout.input_len = mix.input;
+  layout.output_len = mix.output;
+  Result<StepModel> step = StepModel::Make(layout);
+  ASSERT_TRUE(step.ok());
+  SimConfig sim;
+  sim.constant_arrivals = mix.constant_arrivals;
+  sim.input = mix.input;
+  sim.output_mean = static_cast<double>(mix.output);
+  sim.output_scv = mix.output_scv;
+  sim.concurrency = c.concurrency;
+  sim.budget = layout.max_batched_tokens;
+  sim.kv_tokens = c.estimate.memory.kv_cache_capacity_tokens;
+  sim.seed = 20260 + static_cast<uint64_t>(mix.requests_per_second);
+  auto run = [&](int64_t replicas) {
+    sim.rate = mix.requests_per_second / static_cast<double>(replicas);
+    return Simulate(*step, *model, sim);
+  };
+
+  // P90 TTFT at the planned replicas.
+  const SimLatency at_plan = run(c.replicas);
+  EXPECT_NEAR(c.ttft_p90_seconds, at_plan.Ttft(0.9), 0.1 * at_plan.Ttft(0.9))
+      << mix.name << ": replicas " << c.replicas << ", concurrency " << c.concurrency
+      << ", simulated TPOT p90 " << at_plan.Tpot(0.9) << " vs planned " << c.tpot_p90_seconds;
+  // The fewest replicas whose simulation meets the targets.
+  int64_t simulated = std::max<int64_t>(1, c.replicas - c.replicas / 5 - 1);
+  while (!Meets(run(simulated), mix) && simulated < 2 * c.replicas + 2) ++simulated;
+  // The figures docs/SERVING.md quotes.
+  std::cout << "mix " << mix.name << ": replicas plan " << c.replicas << " simulation " << simulated
+            << "; P90 TTFT plan " << c.ttft_p90_seconds << " s simulation " << at_plan.Ttft(0.9)
+            << " s; P90 TPOT plan " << c.tpot_p90_seconds << " s simulation " << at_plan.Tpot(0.9)
+            << " s; concurrency " << c.concurrency << ", utilization " << c.utilization << "\n";
+  EXPECT_LE(std::abs(static_cast<double>(simulated - c.replicas)),
+            0.1 * static_cast<double>(simulated))
+      << mix.name << ": planned " << c.replicas << " replicas, the simulation needs " << simulated;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FiveMixes, QueueingTest,
+    ::testing::Values(
+        // Chat: short prompts and answers, interactive targets.
+        Mix{"chat", "llama-3-8b", 512, 256, 0, 200, false, 0.5, 0.03},
+        // Long-prompt RAG: 4k-token prompts, short answers.
+        Mix{"rag", "llama-3-8b", 4096, 256, 0, 40, false, 0.4, 0.04},
+        // Long outputs: short prompts, 2k-token answers.
+        Mix{"long_output", "llama-3-8b", 256, 2048, 0, 12, false, 1, 0.02},
+        // Batch-1 latency: a time per token that only a few sequences per replica meet.
+        Mix{"batch1_latency", "llama-3-8b", 256, 256, 0, 30, false, 0.05, 0.0078},
+        // Bursty: Poisson arrivals with heavy-tailed answers (log-normal, mean 256, P90 ~600).
+        Mix{"bursty", "llama-3-8b", 512, 256, 0.9, 150, false, 0.5, 0.03}),
+    [](const ::testing::TestParamInfo<Mix>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace fulcrum::serve
