@@ -70,8 +70,8 @@ Result<double> PriceAt(const json& obj, const char* key, const std::string& path
   auto it = obj.find(key);
   if (it == obj.end()) return FileError(file, std::nullopt, path, "a price (a number)", "none");
   if (!it->is_number() || it->get<double>() < 0 || !std::isfinite(it->get<double>())) {
-    return FileError(file, LineOf(text, key), path, "a price (a number >= 0)", it->dump(),
-                     FoundIs::kText);
+    return FileError(file, LineOf(text, key), path, "a price (a number >= 0)",
+                     it->dump(-1, ' ', false, json::error_handler_t::replace), FoundIs::kText);
   }
   return it->get<double>();
 }
