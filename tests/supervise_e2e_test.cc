@@ -341,9 +341,14 @@ TEST_P(PreemptionTest, NoticeLeadsToACheckpointBeforeTheStop) {
     EXPECT_GE(metadata.token_requests.load(), 1);
     EXPECT_EQ(metadata.unauthorised.load(), 0);
   }
+  if (cloud == "alibaba") {  // hardened mode: every read carried the token
+    EXPECT_GE(metadata.alibaba_token_requests.load(), 1);
+    EXPECT_EQ(metadata.alibaba_unauthorised.load(), 0);
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Clouds, PreemptionTest, ::testing::Values("aws", "gcp", "azure"));
+INSTANTIATE_TEST_SUITE_P(Clouds, PreemptionTest,
+                         ::testing::Values("aws", "gcp", "azure", "alibaba"));
 
 TEST_F(SuperviseTest, SigtermToTheSupervisorCheckpointsThenStops) {
   auto run = std::async(std::launch::async, [&] {

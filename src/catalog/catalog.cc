@@ -355,9 +355,8 @@ Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& ca
                            row.OptionalNumber("on_demand_per_hour", 0, kMaxUsdPerHour));
   FULCRUM_ASSIGN_OR_RETURN(offer.spot_usd_per_hour,
                            row.OptionalNumber("spot_per_hour", 0, kMaxUsdPerHour));
-  if (!offer.on_demand_usd_per_hour && !offer.spot_usd_per_hour) {
-    return row.Error("on_demand_per_hour", "a price (or at least a spot_per_hour)");
-  }
+  offer.on_demand_billed_per_hour = offer.on_demand_usd_per_hour;
+  offer.spot_billed_per_hour = offer.spot_usd_per_hour;
   if (offer.on_demand_usd_per_hour) *offer.on_demand_usd_per_hour *= rate->usd_per_unit;
   if (offer.spot_usd_per_hour) *offer.spot_usd_per_hour *= rate->usd_per_unit;
   std::string interconnect = ToLower(row.Text("interconnect"));
@@ -371,6 +370,14 @@ Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& ca
   FULCRUM_ASSIGN_OR_RETURN(offer.source, row.RequiredText("source"));
   offer.note = row.Text("note");
   FULCRUM_ASSIGN_OR_RETURN(offer.caveat, Caveat(row));
+  // Both prices empty = no citable price list: the row says so with a price-unknown caveat, so
+  // that a price left out by mistake is still an error.
+  if (!offer.on_demand_usd_per_hour && !offer.spot_usd_per_hour &&
+      offer.caveat.rfind(kPriceUnknownCaveat, 0) != 0) {
+    return row.Error("on_demand_per_hour",
+                     "a price (or at least a spot_per_hour), or the caveat \"" +
+                         std::string(kPriceUnknownCaveat) + " <why>\" when no list is citable");
+  }
   return offer;
 }
 

@@ -51,8 +51,12 @@ struct Offer {
   int gpu_count = 1;
   std::optional<int> vcpus;
   std::optional<double> memory_gib;
-  std::optional<double> on_demand_usd_per_hour;  // converted to USD (see currency rates)
-  std::optional<double> spot_usd_per_hour;       // nullopt = spot not offered
+  // Converted to USD (see currency rates). Both nullopt = no citable price list: the offer is
+  // listed (price unknown) but costed only once the user saves a price for it (offers.d).
+  std::optional<double> on_demand_usd_per_hour;
+  std::optional<double> spot_usd_per_hour;  // nullopt = spot not offered (or its price unknown)
+  // The same prices in `currency`, as billed (before conversion).
+  std::optional<double> on_demand_billed_per_hour, spot_billed_per_hour;
   Interconnect interconnect = Interconnect::kUnknown;
   std::optional<double> network_gbps;  // inter-node network, Gbit/s
   std::string source;
@@ -64,6 +68,9 @@ struct Offer {
   std::string caveat;
   int line = 0;  // line of the row in `origin`
 };
+
+// The caveat kind of an offer row without any price (no citable price list): "price-unknown: ...".
+inline constexpr const char* kPriceUnknownCaveat = "price-unknown:";
 
 // "nvlink", "pcie" or "" (unknown): the spelling used in offers.csv and in JSON.
 const char* InterconnectName(Interconnect interconnect);

@@ -28,7 +28,8 @@ void CheckInvariants(const Catalog& catalog) {
   for (const auto& offer : catalog.offers()) {
     Check(offer.gpu_count >= 1);
     Check(catalog.FindGpu(offer.gpu) != nullptr);
-    Check(offer.on_demand_usd_per_hour || offer.spot_usd_per_hour);
+    Check(offer.on_demand_usd_per_hour || offer.spot_usd_per_hour ||
+          offer.caveat.rfind(fulcrum::catalog::kPriceUnknownCaveat, 0) == 0);
     Check(!offer.on_demand_usd_per_hour || *offer.on_demand_usd_per_hour >= 0);
     Check(!offer.spot_usd_per_hour || *offer.spot_usd_per_hour >= 0);
     Check(!offer.source.empty());
@@ -108,7 +109,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 5: {
       auto base = Catalog::FromFiles(files);
       Check(base.ok());
-      auto imported = fulcrum::catalog::ImportSkyPilotCsv(body, "vms.csv", *base, {"aws", ""});
+      fulcrum::catalog::ImportOptions aws;
+      aws.provider = "aws";
+      auto imported = fulcrum::catalog::ImportSkyPilotCsv(body, "vms.csv", *base, aws);
       if (imported.ok()) {
         files.user_offers.push_back({"imported.csv", OffersToCsv(imported->offers)});
         Check(Catalog::FromFiles(files).ok());  // the importer's output always loads

@@ -52,6 +52,8 @@ nlohmann::json OfferToJson(const Offer& offer) {
           {"on_demand_usd_per_hour", OrNull(offer.on_demand_usd_per_hour)},
           {"spot_usd_per_hour", OrNull(offer.spot_usd_per_hour)},
           {"quoted_currency", offer.currency},
+          {"on_demand_billed_per_hour", OrNull(offer.on_demand_billed_per_hour)},
+          {"spot_billed_per_hour", OrNull(offer.spot_billed_per_hour)},
           {"interconnect",
            interconnect.empty() ? nlohmann::json(nullptr) : nlohmann::json(interconnect)},
           {"network_gbit_per_second", OrNull(offer.network_gbps)},

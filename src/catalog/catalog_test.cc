@@ -313,7 +313,31 @@ TEST(CatalogErrorTest, NoPriceAtAll) {
   files.offers.text += "aws,x1,us-east-1,H100,1,,,USD,,,,,s\n";
   EXPECT_EQ(LoadError(files),
             "offers.csv:4: on_demand_per_hour: expected a price (or at least a spot_per_hour), "
-            "found \"\"");
+            "or the caveat \"price-unknown: <why>\" when no list is citable, found \"\"");
+}
+
+// A row without any citable price list loads with null prices (listed, never costed) and keeps
+// the currency it is billed in.
+TEST(CatalogTest, PriceUnknownRowLoadsWithNullPrices) {
+  CatalogFiles files = ValidFiles();
+  files.currency = {"currency.csv",
+                    "currency,usd_per_unit,date,source\nUSD,1,,identity\nCNY,0.1374873,2025-02,"
+                    "s\n"};
+  files.offers.text =
+      "provider,instance_type,region,gpu,gpu_count,vcpus,memory_gib,currency,on_demand_per_hour,"
+      "spot_per_hour,interconnect,network_gbps,source,note,caveat\n"
+      "aws,x1,us-east-1,H100,8,,,CNY,,,,,s,,price-unknown: no public list\n"
+      "aws,x2,us-east-1,H100,8,,,CNY,100,,,,s,,\n";
+  auto catalog = Catalog::FromFiles(files);
+  ASSERT_TRUE(catalog.ok()) << catalog.status().ToString();
+  ASSERT_EQ(catalog->offers().size(), 2u);
+  const Offer& unknown = catalog->offers()[0];
+  EXPECT_FALSE(unknown.on_demand_usd_per_hour.has_value());
+  EXPECT_FALSE(unknown.spot_usd_per_hour.has_value());
+  EXPECT_EQ(unknown.currency, "CNY");
+  const Offer& priced = catalog->offers()[1];
+  EXPECT_NEAR(*priced.on_demand_usd_per_hour, 13.74873, 1e-9);
+  EXPECT_DOUBLE_EQ(*priced.on_demand_billed_per_hour, 100);
 }
 
 TEST(CatalogErrorTest, BadInterconnect) {
@@ -455,7 +479,12 @@ TEST_F(ShippedCatalogTest, MeetsTheCountsWithSources) {
   for (const Offer& offer : catalog_->offers()) {
     providers.insert(offer.provider);
     EXPECT_FALSE(offer.source.empty()) << offer.instance_type;
-    EXPECT_EQ(offer.currency, "USD");
+    // Priced offers are quoted in USD; the Chinese clouds' rows bill in CNY and have no price.
+    if (offer.currency != "USD") {
+      EXPECT_EQ(offer.currency, "CNY") << offer.instance_type;
+      EXPECT_EQ(offer.caveat.rfind(kPriceUnknownCaveat, 0), 0u) << offer.instance_type;
+      EXPECT_FALSE(offer.on_demand_usd_per_hour || offer.spot_usd_per_hour) << offer.instance_type;
+    }
   }
   EXPECT_GE(providers.size(), 8u);
   for (const Gpu& gpu : catalog_->gpus()) EXPECT_FALSE(gpu.source.empty()) << gpu.name;

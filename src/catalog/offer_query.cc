@@ -171,6 +171,10 @@ std::string_view PricingName(Pricing pricing) {
   return "on_demand";
 }
 
+bool OfferPriceUnknown(const Offer& offer) {
+  return !offer.on_demand_usd_per_hour && !offer.spot_usd_per_hour;
+}
+
 Result<Pricing> ParsePricing(std::string_view text, std::string_view flag) {
   std::string key = ToLower(Trim(text));
   std::replace(key.begin(), key.end(), '-', '_');
@@ -252,13 +256,18 @@ Result<ResolvedFilter> ResolveOfferFilter(const Catalog& catalog, const OfferFil
       if (stage.keep(*o)) kept.push_back(o);
     }
     if (kept.empty()) {
+      const bool unpriced = std::all_of(offers.begin(), offers.end(),
+                                        [](const Offer* o) { return OfferPriceUnknown(*o); });
       ErrorDetail detail;
       detail.field = stage.flag.substr(0, stage.flag.find(' '));
       detail.expected = "a filter that leaves at least one offer";
       detail.found = stage.flag.substr(stage.flag.find(' ') + 1);
       return Status::InvalidInput("no offer matches: " + stage.flag + " leaves none of the " +
                                   std::to_string(offers.size()) + " offers" +
-                                  (passed.empty() ? " of the catalog" : " that pass " + passed))
+                                  (passed.empty() ? " of the catalog" : " that pass " + passed) +
+                                  (unpriced ? " (none has a citable price: save the provider's "
+                                              "price response and run fulcrum catalog import)"
+                                            : ""))
           .WithDetail(detail);
     }
     offers = std::move(kept);
@@ -279,7 +288,9 @@ namespace {
 bool Matches(const Offer& offer, const OfferQuery& query) {
   if (offer.gpu_count < query.min_gpus) return false;
   std::optional<double> price = query.spot ? offer.spot_usd_per_hour : offer.on_demand_usd_per_hour;
-  if (!price) return false;
+  // An offer without any citable price is listed (ranked last, price unknown) unless a price
+  // limit asks for a price it cannot show.
+  if (!price) return !query.spot && !query.max_usd_per_hour && OfferPriceUnknown(offer);
   if (query.max_usd_per_hour && *price > *query.max_usd_per_hour) return false;
   return true;
 }

@@ -27,6 +27,9 @@ enum class Pricing { kOnDemand, kSpot, kReserved1y, kReserved3y };
 std::string_view PricingName(Pricing pricing);
 // The names above, also with '-' for '_' and case-insensitive; InvalidInput naming `flag`.
 Result<Pricing> ParsePricing(std::string_view text, std::string_view flag = "--pricing");
+// True for an offer of no citable price list (both prices null, caveat price-unknown): listed by
+// QueryOffers (last), never costed until the user saves a price for it in offers.d.
+bool OfferPriceUnknown(const Offer& offer);
 // USD per instance-hour under `pricing`; nullopt = the offer has no such price.
 std::optional<double> OfferUsdPerHour(const Offer& offer, const Provider* provider,
                                       Pricing pricing);

@@ -245,13 +245,16 @@ Result<ImportResult> ImportSkyPilotCsv(std::string_view text, const std::string&
 std::string OffersToCsv(const std::vector<Offer>& offers) {
   std::string out = CsvLine({"provider", "instance_type", "region", "gpu", "gpu_count", "vcpus",
                              "memory_gib", "currency", "on_demand_per_hour", "spot_per_hour",
-                             "interconnect", "network_gbps", "source", "note"});
+                             "interconnect", "network_gbps", "source", "note", "caveat"});
   for (const Offer& o : offers) {
-    out +=
-        CsvLine({o.provider, o.instance_type, o.region, o.gpu, std::to_string(o.gpu_count),
-                 o.vcpus ? std::to_string(*o.vcpus) : "", FormatPrice(o.memory_gib), "USD",
-                 FormatPrice(o.on_demand_usd_per_hour), FormatPrice(o.spot_usd_per_hour),
-                 InterconnectName(o.interconnect), FormatPrice(o.network_gbps), o.source, o.note});
+    const bool billed = o.on_demand_billed_per_hour || o.spot_billed_per_hour;
+    out += CsvLine({o.provider, o.instance_type, o.region, o.gpu, std::to_string(o.gpu_count),
+                    o.vcpus ? std::to_string(*o.vcpus) : "", FormatPrice(o.memory_gib),
+                    billed ? o.currency : "USD",
+                    FormatPrice(billed ? o.on_demand_billed_per_hour : o.on_demand_usd_per_hour),
+                    FormatPrice(billed ? o.spot_billed_per_hour : o.spot_usd_per_hour),
+                    InterconnectName(o.interconnect), FormatPrice(o.network_gbps), o.source, o.note,
+                    o.caveat});
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,9 +18,18 @@
 
 namespace fulcrum::catalog {
 
+// What every importer (SkyPilot CSV here, saved provider price responses in price_import.h)
+// needs beyond the file. Fields an importer does not use are ignored.
 struct ImportOptions {
   std::string provider;  // provider id written into each offer, e.g. "aws"
-  std::string source;    // text for the source column; "" = "SkyPilot catalog <file name>"
+  std::string source;    // text for the source column; "" = the importer's default
+  // Saved price responses, which do not name what was priced: the catalog instance type it
+  // prices and the region it was asked for (both required there).
+  std::string instance_type;
+  std::string region;
+  std::string currency;               // the billed currency when the response omits it; "" = none
+  std::optional<double> usd_per_cny;  // overrides currency.csv's CNY rate (prices written in USD)
+  std::string date;                   // YYYY-MM-DD of the import, for responses without a date
 };
 
 struct ImportResult {
@@ -33,8 +43,9 @@ struct ImportResult {
 Result<ImportResult> ImportSkyPilotCsv(std::string_view text, const std::string& file_name,
                                        const Catalog& catalog, const ImportOptions& options);
 
-// The offers in catalog/offers.csv format (header first), prices in USD: loadable as a user
-// offers.d file or as a catalog's offers.csv.
+// The offers in catalog/offers.csv format (header first), prices in each offer's currency as
+// billed (USD when no billed price is set): loadable as a user offers.d file or as a catalog's
+// offers.csv (currency.csv converts).
 std::string OffersToCsv(const std::vector<Offer>& offers);
 
 }  // namespace fulcrum::catalog

@@ -25,7 +25,9 @@ class SkyPilotImportTest : public ::testing::Test {
     catalog_ = std::move(loaded).value();
   }
   Result<ImportResult> Import(const std::string& fixture, const std::string& provider) {
-    return ImportSkyPilotCsv(Fixture(fixture), fixture, *catalog_, {provider, ""});
+    ImportOptions options;
+    options.provider = provider;
+    return ImportSkyPilotCsv(Fixture(fixture), fixture, *catalog_, options);
   }
   std::optional<Catalog> catalog_;
 };
@@ -89,14 +91,16 @@ TEST_F(SkyPilotImportTest, OutputLoadsBackAsUserOffers) {
 }
 
 TEST_F(SkyPilotImportTest, MissingColumnAndBadNumberAreInputErrors) {
-  auto result = ImportSkyPilotCsv("InstanceType,Price\nx,1\n", "v.csv", *catalog_, {"aws", ""});
+  ImportOptions aws;
+  aws.provider = "aws";
+  auto result = ImportSkyPilotCsv("InstanceType,Price\nx,1\n", "v.csv", *catalog_, aws);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().ExitCode(), 2);
   EXPECT_NE(result.status().message().find("v.csv:1: header: expected columns InstanceType,"),
             std::string::npos)
       << result.status().message();
   std::string text = Fixture("skypilot_aws.csv") + "g5.2xlarge,A10G,1,8,32,,abc,,us-east-1,z\n";
-  result = ImportSkyPilotCsv(text, "v.csv", *catalog_, {"aws", ""});
+  result = ImportSkyPilotCsv(text, "v.csv", *catalog_, aws);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().message(),
             "v.csv:9: Price: expected a number from 0 to 10000000, found \"abc\"");

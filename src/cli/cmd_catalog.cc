@@ -1,5 +1,6 @@
 // `fulcrum catalog import|validate`: bring outside price lists into the catalog's format and
 // check a catalog directory.
+#include <ctime>
 #include <filesystem>
 
 #include <CLI/CLI.hpp>
@@ -7,6 +8,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/catalog_json.h"
+#include "catalog/price_import.h"
 #include "catalog/skypilot_import.h"
 #include "cli/command.h"
 #include "core/parse.h"
@@ -26,6 +28,10 @@ struct ImportFlags {
   std::string input;
   std::string output;
   std::string source;
+  std::string instance_type;
+  std::string region;
+  std::string currency;
+  double usd_per_cny = -1;  // < 0 = not given
   bool json = false;
 };
 
@@ -47,17 +53,39 @@ void ReportImport(CliContext& ctx, const ImportFlags& flags, const catalog::Impo
   }
 }
 
+// Today's date (UTC), YYYY-MM-DD: the date of an imported response that carries none.
+std::string TodayUtc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
 void RunImport(CliContext& ctx, const ImportFlags& flags) {
-  if (ToLower(flags.format) != "skypilot") {
-    return ReportError(
-        ctx, Status::InvalidInput("--format: expected skypilot, found \"" + flags.format + "\""));
+  auto format = catalog::ParseImportFormat(flags.format);
+  if (!format.ok()) return ReportError(ctx, format.status());
+  if (*format == catalog::ImportFormat::kSkypilot && Trim(flags.provider).empty()) {
+    return ReportError(ctx,
+                       Status::InvalidInput("--provider: expected the provider id written "
+                                            "into every offer (--format skypilot), found none"));
   }
   auto loaded = catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir), {false, ""});
   if (!loaded.ok()) return ReportError(ctx, loaded.status());
-  auto text = ReadTextFile(flags.input, "a SkyPilot catalog CSV");
+  auto text = ReadTextFile(flags.input, *format == catalog::ImportFormat::kSkypilot
+                                            ? "a SkyPilot catalog CSV"
+                                            : "a saved price response (JSON)");
   if (!text.ok()) return ReportError(ctx, text.status());
-  catalog::ImportOptions options{ToLower(Trim(flags.provider)), flags.source};
-  auto result = catalog::ImportSkyPilotCsv(*text, flags.input, *loaded, options);
+  catalog::ImportOptions options;
+  options.provider = ToLower(Trim(flags.provider));
+  options.source = flags.source;
+  options.instance_type = flags.instance_type;
+  options.region = flags.region;
+  options.currency = flags.currency;
+  if (flags.usd_per_cny >= 0) options.usd_per_cny = flags.usd_per_cny;
+  options.date = TodayUtc();
+  auto result = catalog::ImportPriceList(*format, *text, flags.input, *loaded, options);
   if (!result.ok()) return ReportError(ctx, result.status());
   std::string csv = catalog::OffersToCsv(result->offers);
   if (!flags.output.empty()) {
@@ -69,39 +97,74 @@ void RunImport(CliContext& ctx, const ImportFlags& flags) {
   ReportImport(ctx, flags, *result);
 }
 
-void RegisterImport(CLI::App& parent, CliContext& ctx) {
-  auto* cmd = parent.add_subcommand(
-      "import", "Convert a SkyPilot catalog CSV (vms.csv) into fulcrum's offers format");
-  cmd->footer(
-      "Reads a vms.csv of skypilot-org/skypilot-catalog (columns InstanceType, AcceleratorName,\n"
-      "AcceleratorCount, vCPUs, MemoryGiB, GpuInfo, Price, SpotPrice, Region, AvailabilityZone)\n"
-      "and writes one offer per instance type and region, with the lowest on-demand and spot\n"
-      "price over the region's zones. GCP's separate host-VM and GPU rows are added together.\n"
-      "Accelerator names are mapped to catalog GPUs through their aliases; rows without a GPU or\n"
-      "with an unknown accelerator are skipped and counted on stderr. Put the output in\n"
-      "~/.config/fulcrum/offers.d/ to use it over the shipped offers.\n\n"
-      "Examples:\n"
-      "  fulcrum catalog import --format skypilot --provider aws vms.csv \\\n"
-      "      -o ~/.config/fulcrum/offers.d/aws.csv");
-  auto flags = std::make_shared<ImportFlags>();
-  cmd->add_option("--format", flags->format, "Input format; only skypilot is supported")
+void AddImportOptions(CLI::App* cmd, ImportFlags& flags) {
+  cmd->add_option("--format", flags.format, "Input format: skypilot, alibaba or tencent")
       ->required()
       ->type_name("FORMAT");
-  cmd->add_option("--provider", flags->provider,
-                  "Provider id written into every offer (aws, gcp, azure, lambda, ...)")
-      ->required()
+  cmd->add_option("--provider", flags.provider,
+                  "Provider id written into every offer (aws, gcp, azure, lambda, ...); required "
+                  "for skypilot, default alibaba / tencent for those formats")
       ->type_name("NAME");
-  cmd->add_option("file", flags->input, "The SkyPilot vms.csv to convert")->required();
-  cmd->add_option("-o,--output", flags->output,
+  cmd->add_option("file", flags.input, "The file to convert (vms.csv, or the saved JSON response)")
+      ->required();
+  cmd->add_option("--instance-type", flags.instance_type,
+                  "alibaba/tencent: the catalog instance type the response prices (see fulcrum "
+                  "offers --provider alibaba), e.g. ecs.gn7-c13g1.26xlarge")
+      ->type_name("TYPE");
+  cmd->add_option("--region", flags.region,
+                  "alibaba/tencent: the region the price was asked for, e.g. cn-hangzhou")
+      ->type_name("REGION");
+  cmd->add_option("--usd-per-cny", flags.usd_per_cny,
+                  "alibaba/tencent: convert a CNY price at this rate and write USD (default: keep "
+                  "CNY; catalog/currency.csv converts it when loaded)")
+      ->check(CLI::PositiveNumber)
+      ->type_name("RATE");
+  cmd->add_option("--currency", flags.currency,
+                  "tencent: the currency billed (the response names none; default CNY)")
+      ->type_name("CODE");
+  cmd->add_option("-o,--output", flags.output,
                   "Write the offers CSV to FILE (default: standard output)")
       ->type_name("FILE");
-  cmd->add_option("--source", flags->source,
-                  "Text of the source column, e.g. the catalog's URL and commit (default: "
-                  "\"SkyPilot catalog <file name>\")")
+  cmd->add_option("--source", flags.source,
+                  "Text of the source column (default: \"SkyPilot catalog <file name>\", or "
+                  "\"<provider> <API> response <file> saved by the user, imported <date>\")")
       ->type_name("TEXT");
-  cmd->add_flag("--json", flags->json,
+  cmd->add_flag("--json", flags.json,
                 "Print {\"offers\": [...], \"rows_read\": N, \"skipped\": [{reason, rows}]} "
                 "instead of the CSV (the CSV is still written with -o)");
+}
+
+void RegisterImport(CLI::App& parent, CliContext& ctx) {
+  auto* cmd = parent.add_subcommand(
+      "import",
+      "Convert a price list (SkyPilot CSV, saved Alibaba/Tencent price response) into "
+      "fulcrum's offers format");
+  cmd->footer(
+      "--format skypilot reads a vms.csv of skypilot-org/skypilot-catalog (columns InstanceType,\n"
+      "AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB, GpuInfo, Price, SpotPrice, Region,\n"
+      "AvailabilityZone) and writes one offer per instance type and region, with the lowest\n"
+      "on-demand and spot price over the region's zones. GCP's separate host-VM and GPU rows are\n"
+      "added together. Accelerator names are mapped to catalog GPUs through their aliases; rows\n"
+      "without a GPU or with an unknown accelerator are skipped and counted on stderr.\n\n"
+      "--format alibaba reads the JSON you saved from Alibaba Cloud's DescribePrice (on-demand,\n"
+      "PriceInfo.Price.TradePrice with PriceUnit=Hour) or DescribeSpotPriceHistory (spot: lowest\n"
+      "SpotPrice over the zones at the latest Timestamp, with its OriginPrice); --format tencent\n"
+      "the JSON of Tencent Cloud's InquiryPriceRunInstances with InstanceChargeType\n"
+      "POSTPAID_BY_HOUR (Response.Price.InstancePrice.UnitPriceDiscount, ChargeUnit HOUR). These\n"
+      "responses do not name what was priced: --instance-type names the catalog row (GPUs, vCPUs,\n"
+      "memory come from it) and --region the region. Prices stay in the currency billed (CNY)\n"
+      "and are converted by catalog/currency.csv, or at --usd-per-cny. Nothing is fetched.\n"
+      "A file of another format, an unknown instance type or a currency mismatch exits 2.\n\n"
+      "Put the output in ~/.config/fulcrum/offers.d/ to use it over the shipped offers.\n\n"
+      "Examples:\n"
+      "  fulcrum catalog import --format skypilot --provider aws vms.csv \\\n"
+      "      -o ~/.config/fulcrum/offers.d/aws.csv\n"
+      "  fulcrum catalog import --format alibaba price.json --instance-type \\\n"
+      "      ecs.gn7-c13g1.26xlarge --region cn-hangzhou -o ~/.config/fulcrum/offers.d/ali.csv\n"
+      "  fulcrum catalog import --format tencent inquiry.json --instance-type \\\n"
+      "      GT4.41XLARGE948 --region ap-guangzhou --usd-per-cny 0.1375");
+  auto flags = std::make_shared<ImportFlags>();
+  AddImportOptions(cmd, *flags);
   cmd->callback([&ctx, flags] { RunImport(ctx, *flags); });
 }
 
@@ -186,7 +249,8 @@ void RegisterCatalog(CLI::App* cmd, CliContext& ctx) {
       "Subcommands: import, validate. See fulcrum help catalog import.\n\n"
       "Examples:\n"
       "  fulcrum catalog validate --json\n"
-      "  fulcrum catalog import --format skypilot --provider aws vms.csv -o aws.csv");
+      "  fulcrum catalog import --format skypilot --provider aws vms.csv -o aws.csv\n"
+      "  fulcrum catalog import --format alibaba price.json --instance-type T --region R");
   RegisterImport(*cmd, ctx);
   RegisterValidate(*cmd, ctx);
 }

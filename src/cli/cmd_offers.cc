@@ -28,6 +28,14 @@ struct OffersFlags {
 
 std::string Price(const std::optional<double>& usd) { return usd ? FormatNumber(*usd, 2) : "-"; }
 
+// "unknown" for an offer of no citable price list, else the price or "-" (not offered).
+std::string OfferPrice(const catalog::Offer& offer, const std::optional<double>& usd) {
+  return catalog::OfferPriceUnknown(offer) ? "unknown" : Price(usd);
+}
+
+std::string Optional(const std::optional<int>& v) { return v ? std::to_string(*v) : "-"; }
+std::string Optional(const std::optional<double>& v) { return v ? FormatNumber(*v, 0) : "-"; }
+
 void PrintJsonView(CliContext& ctx, const std::vector<catalog::RankedOffer>& offers) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& ranked : offers) {
@@ -46,10 +54,11 @@ void PrintJsonView(CliContext& ctx, const std::vector<catalog::RankedOffer>& off
 void PrintTable(CliContext& ctx, const std::vector<catalog::RankedOffer>& offers,
                 const catalog::OfferQuery& query, size_t total) {
   bool tflops = query.sort == catalog::OfferSort::kBf16TflopsPerUsd;
-  std::vector<std::string> headers = {"PROVIDER", "INSTANCE", "GPUS",   "REGION",
-                                      "$/H",      "SPOT $/H", "$/GPU-H"};
-  std::vector<Align> align = {Align::kLeft,  Align::kLeft,  Align::kLeft, Align::kLeft,
-                              Align::kRight, Align::kRight, Align::kRight};
+  std::vector<std::string> headers = {"PROVIDER", "INSTANCE", "GPUS",     "VCPU",    "MEM GIB",
+                                      "REGION",   "$/H",      "SPOT $/H", "$/GPU-H", "BILLED"};
+  std::vector<Align> align = {Align::kLeft,  Align::kLeft, Align::kLeft,  Align::kRight,
+                              Align::kRight, Align::kLeft, Align::kRight, Align::kRight,
+                              Align::kRight, Align::kLeft};
   if (tflops) {
     headers.push_back("TFLOPS/$");
     align.push_back(Align::kRight);
@@ -60,22 +69,33 @@ void PrintTable(CliContext& ctx, const std::vector<catalog::RankedOffer>& offers
     std::vector<std::string> row = {r.offer->provider,
                                     r.offer->instance_type + (r.offer->caveat.empty() ? "" : " !"),
                                     std::to_string(r.offer->gpu_count) + "x " + gpu,
+                                    Optional(r.offer->vcpus),
+                                    Optional(r.offer->memory_gib),
                                     r.offer->region,
-                                    Price(r.offer->on_demand_usd_per_hour),
-                                    Price(r.offer->spot_usd_per_hour),
-                                    Price(r.usd_per_gpu_hour)};
+                                    OfferPrice(*r.offer, r.offer->on_demand_usd_per_hour),
+                                    OfferPrice(*r.offer, r.offer->spot_usd_per_hour),
+                                    OfferPrice(*r.offer, r.usd_per_gpu_hour),
+                                    r.offer->currency};
     if (tflops)
       row.push_back(r.bf16_tflops_per_usd ? FormatNumber(*r.bf16_tflops_per_usd, 1) : "-");
     table.AddRow(std::move(row));
   }
   ctx.out << table.Render();
   ctx.out << "\n"
-          << offers.size() << " of " << total << " matching offers; USD per instance-hour"
+          << offers.size() << " of " << total
+          << " matching offers; USD per instance-hour (BILLED = currency the provider bills in)"
           << (query.spot ? ", ranked by spot price" : "") << "; '-' = not offered.\n";
   bool caveats = std::any_of(offers.begin(), offers.end(), [](const catalog::RankedOffer& r) {
     return !r.offer->caveat.empty();
   });
   if (caveats) ctx.out << "! = the catalog has a caveat on the row (fulcrum offers --json).\n";
+  bool unknown = std::any_of(offers.begin(), offers.end(), [](const catalog::RankedOffer& r) {
+    return catalog::OfferPriceUnknown(*r.offer);
+  });
+  if (unknown) {
+    ctx.out << "unknown = no citable price list (ranked last; plan skips it): save the provider's\n"
+               "price response and run fulcrum catalog import (see fulcrum help catalog import).\n";
+  }
 }
 
 void RunOffers(CliContext& ctx, const OffersFlags& flags) {
@@ -145,8 +165,10 @@ void RegisterOffers(CLI::App* cmd, CliContext& ctx) {
       ->type_name("N");
   cmd->add_flag("--json", flags->json,
                 "Print {\"offers\": [...]} with on_demand_usd_per_hour, spot_usd_per_hour (null = "
-                "not offered), usd_per_hour (the price ranked), usd_per_gpu_hour, "
-                "bf16_tflops_per_usd, network_gbit_per_second, interconnect, source");
+                "not offered; both null with caveat price-unknown = no citable price list), "
+                "usd_per_hour (the price ranked), usd_per_gpu_hour, bf16_tflops_per_usd, "
+                "quoted_currency with on_demand_billed_per_hour and spot_billed_per_hour (the "
+                "prices as billed), network_gbit_per_second, interconnect, source");
   cmd->callback([&ctx, flags] { RunOffers(ctx, *flags); });
 }
 

@@ -105,6 +105,29 @@ Status KeepLaunchable(const LauncherFilter& launcher, PlanOffers& out) {
   return Status::Ok();
 }
 
+// Offers of no citable price list (catalog caveat price-unknown) are never costed: dropped with
+// a note; when they were all that the filters left, InvalidInput saying how to give a price.
+Status DropUnpriced(PlanOffers& out) {
+  const size_t before = out.offers.size();
+  std::erase_if(out.offers, [](const catalog::Offer* o) { return catalog::OfferPriceUnknown(*o); });
+  const size_t dropped = before - out.offers.size();
+  if (dropped == 0) return Status::Ok();
+  const std::string what = std::to_string(dropped) + " offer" + (dropped == 1 ? "" : "s") +
+                           " without a citable price (catalog caveat price-unknown)";
+  if (out.offers.empty()) {
+    ErrorDetail detail;
+    detail.field = "offers";
+    detail.expected = "an offer with a price";
+    detail.found = what;
+    return Status::InvalidInput("no offer to cost: the filters leave only " + what +
+                                "; none has a citable price: save the provider's price response "
+                                "and run fulcrum catalog import (it writes offers.d)")
+        .WithDetail(detail);
+  }
+  out.notes.push_back(what + ": not planned (fulcrum catalog import gives them a price)");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<PlanOffers> ResolvePlanOffers(const catalog::Catalog& catalog,
@@ -134,6 +157,7 @@ Result<PlanOffers> ResolvePlanOffers(const catalog::Catalog& catalog,
   out.constraints.providers = resolved.providers;
   out.constraints.regions = resolved.regions;
   out.offers = std::move(resolved.offers);
+  FULCRUM_RETURN_IF_ERROR(DropUnpriced(out));
   if (constraints.launcher) FULCRUM_RETURN_IF_ERROR(KeepLaunchable(*constraints.launcher, out));
   for (catalog::Pricing p : resolved.unavailable_pricing) {
     out.notes.push_back(std::string(catalog::PricingName(p)) +

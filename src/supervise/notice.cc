@@ -102,6 +102,44 @@ class AzureSource final : public NoticeSource {
   std::unique_ptr<httplib::Client> client_;
 };
 
+class AlibabaSource final : public NoticeSource {
+ public:
+  AlibabaSource(const std::string& url, double timeout) : client_(MakeClient(url, timeout)) {}
+  std::string name() const override { return "alibaba"; }
+  Result<std::optional<std::string>> Check() override {
+    if (token_.empty() && !normal_mode_) {
+      auto res =
+          client_->Put("/latest/api/token", {{"X-aliyun-ecs-metadata-token-ttl-seconds", "21600"}},
+                       "", "text/plain");
+      if (!res) return Unreachable("alibaba token", res);
+      if (res->status == 200 && !res->body.empty()) {
+        token_ = res->body;
+      } else {
+        normal_mode_ = true;  // no hardened mode on this instance: read without a token
+      }
+    }
+    httplib::Headers headers;
+    if (!token_.empty()) headers.emplace("X-aliyun-ecs-metadata-token", token_);
+    auto res = client_->Get("/latest/meta-data/instance/spot/termination-time", headers);
+    if (!res) return Unreachable("alibaba termination-time", res);
+    if (res->status == 401 || res->status == 403) {
+      token_.clear();  // expired or refused: ask for a new one next round
+      normal_mode_ = false;
+      return std::optional<std::string>();
+    }
+    if (res->status == 404) return std::optional<std::string>();
+    if (res->status != 200) {
+      return Status::Unavailable("alibaba termination-time: HTTP " + std::to_string(res->status));
+    }
+    return std::optional<std::string>("alibaba spot termination-time " + res->body);
+  }
+
+ private:
+  std::unique_ptr<httplib::Client> client_;
+  std::string token_;
+  bool normal_mode_ = false;
+};
+
 }  // namespace
 
 std::unique_ptr<NoticeSource> MakeAwsNoticeSource(const std::string& base_url,
@@ -115,6 +153,11 @@ std::unique_ptr<NoticeSource> MakeGcpNoticeSource(const std::string& base_url,
 std::unique_ptr<NoticeSource> MakeAzureNoticeSource(const std::string& base_url,
                                                     double timeout_seconds) {
   return std::make_unique<AzureSource>(base_url, timeout_seconds);
+}
+
+std::unique_ptr<NoticeSource> MakeAlibabaNoticeSource(const std::string& base_url,
+                                                      double timeout_seconds) {
+  return std::make_unique<AlibabaSource>(base_url, timeout_seconds);
 }
 
 NoticeWatcher::NoticeWatcher(std::vector<std::unique_ptr<NoticeSource>> sources,

@@ -1,5 +1,6 @@
 // Preemption notice sources: AWS instance metadata (IMDSv2 token, spot/instance-action), GCP
-// metadata (instance/preempted), Azure Scheduled Events (Preempt/Terminate/Reboot/Redeploy), each
+// metadata (instance/preempted), Azure Scheduled Events (Preempt/Terminate/Reboot/Redeploy),
+// Alibaba Cloud ECS metadata (instance/spot/termination-time, token in hardened mode), each
 // at a configurable base URL, plus a NoticeWatcher that polls them on its own thread. A source's
 // Check() answers a notice text, nothing, or an error (the endpoint is unreachable). Sources are
 // used from the watcher thread only; NoticeWatcher::Notice() is thread-safe.
@@ -35,6 +36,15 @@ class NoticeSource {
 inline constexpr const char* kAwsMetadataUrl = "http://169.254.169.254";
 inline constexpr const char* kGcpMetadataUrl = "http://metadata.google.internal";
 inline constexpr const char* kAzureMetadataUrl = "http://169.254.169.254";
+// Alibaba Cloud ECS (AlibabaCloudDocs/ecs@322eaab82e866a494eeaddb0de02bab1978692d1,
+// intl.en-US/Instance/Instance purchasing options/Preemptible instances/Query the interruption
+// events of preemptible instances.md: GET /latest/meta-data/instance/spot/termination-time answers
+// 404 while the instance may run, else the release time yyyy-MM-ddTHH:mm:ssZ; Overview.md: the
+// instance is released five minutes after it enters the Recycling state. Security hardening mode,
+// intl.en-US/Instance/Manage instances/Metadata/View instance metadata.md: PUT /latest/api/token
+// with X-aliyun-ecs-metadata-token-ttl-seconds (1-21600), then the X-aliyun-ecs-metadata-token
+// header on each GET.)
+inline constexpr const char* kAlibabaMetadataUrl = "http://100.100.100.200";
 
 // `base_url` is scheme://host[:port]; `timeout_seconds` bounds each request.
 std::unique_ptr<NoticeSource> MakeAwsNoticeSource(const std::string& base_url,
@@ -43,6 +53,10 @@ std::unique_ptr<NoticeSource> MakeGcpNoticeSource(const std::string& base_url,
                                                   double timeout_seconds);
 std::unique_ptr<NoticeSource> MakeAzureNoticeSource(const std::string& base_url,
                                                     double timeout_seconds);
+// Asks for a hardened-mode token first; a metadata server in normal mode (token refused) is
+// then read without one.
+std::unique_ptr<NoticeSource> MakeAlibabaNoticeSource(const std::string& base_url,
+                                                      double timeout_seconds);
 
 // Polls every source every `interval_seconds` on a thread until stopped; the first notice sticks.
 class NoticeWatcher {

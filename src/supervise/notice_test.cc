@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <atomic>
 #include <thread>
 
 #include "core/mutex.h"
@@ -104,6 +105,74 @@ TEST(NoticeTest, GcpAndAzure) {
     events = "not json";
   }
   EXPECT_FALSE(azure->Check().ok());
+}
+
+// Alibaba ECS metadata in security hardening mode: a token from PUT /latest/api/token (TTL
+// header), sent as X-aliyun-ecs-metadata-token; 404 = no notice, a time = the release time.
+TEST(NoticeTest, AlibabaSendsTheHardenedModeTokenAndReadsTheTerminationTime) {
+  fulcrum::Mutex mutex;  // guards tokens and release_time, shared with the server's thread
+  int tokens = 0;
+  std::string release_time;
+  FakeHttpServer fake;
+  fake.server().Put("/latest/api/token", [&](const httplib::Request& req, httplib::Response& res) {
+    EXPECT_EQ(req.get_header_value("X-aliyun-ecs-metadata-token-ttl-seconds"), "21600");
+    fulcrum::MutexLock lock(mutex);
+    res.set_content("ali-" + std::to_string(++tokens), "text/plain");
+  });
+  fake.server().Get("/latest/meta-data/instance/spot/termination-time",
+                    [&](const httplib::Request& req, httplib::Response& res) {
+                      fulcrum::MutexLock lock(mutex);
+                      if (req.get_header_value("X-aliyun-ecs-metadata-token") !=
+                          "ali-" + std::to_string(tokens)) {
+                        res.status = 403;
+                        return;
+                      }
+                      if (release_time.empty()) {
+                        res.status = 404;
+                        return;
+                      }
+                      res.set_content(release_time, "text/plain");
+                    });
+  ASSERT_GT(fake.Start(), 0);
+  auto alibaba = MakeAlibabaNoticeSource(fake.url(), 1);
+  EXPECT_EQ(alibaba->name(), "alibaba");
+  auto r = alibaba->Check();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->has_value());
+  {
+    fulcrum::MutexLock lock(mutex);
+    release_time = "2026-11-30T06:05:00Z";
+  }
+  r = alibaba->Check();
+  ASSERT_TRUE(r.ok() && r->has_value());
+  EXPECT_EQ(**r, "alibaba spot termination-time 2026-11-30T06:05:00Z");
+  fulcrum::MutexLock lock(mutex);
+  EXPECT_EQ(tokens, 1) << "the token is reused until it is refused";
+}
+
+// Normal mode: the metadata server issues no token; the notice is read without one.
+TEST(NoticeTest, AlibabaWithoutHardenedModeReadsWithoutAToken) {
+  std::atomic<bool> notice{false};
+  FakeHttpServer fake;
+  fake.server().Put("/latest/api/token",
+                    [](const httplib::Request&, httplib::Response& res) { res.status = 403; });
+  fake.server().Get("/latest/meta-data/instance/spot/termination-time",
+                    [&](const httplib::Request& req, httplib::Response& res) {
+                      EXPECT_FALSE(req.has_header("X-aliyun-ecs-metadata-token"));
+                      if (!notice) {
+                        res.status = 404;
+                        return;
+                      }
+                      res.set_content("2026-11-30T06:05:00Z", "text/plain");
+                    });
+  ASSERT_GT(fake.Start(), 0);
+  auto alibaba = MakeAlibabaNoticeSource(fake.url(), 1);
+  EXPECT_FALSE(alibaba->Check()->has_value());
+  notice = true;
+  auto r = alibaba->Check();
+  ASSERT_TRUE(r.ok() && r->has_value());
+  EXPECT_NE((*r)->find("2026-11-30T06:05:00Z"), std::string::npos);
+  EXPECT_FALSE(MakeAlibabaNoticeSource("http://127.0.0.1:1", 0.2)->Check().ok());
 }
 
 TEST(NoticeTest, UnreachableEndpointIsAnErrorNotANotice) {

@@ -91,6 +91,8 @@ constexpr FlagSpec kValueFlags[] = {
     {"--gcp-metadata-url", "URL",
      "GCP metadata base URL (default http://metadata.google.internal)"},
     {"--azure-metadata-url", "URL", "Azure metadata base URL (default http://169.254.169.254)"},
+    {"--alibaba-metadata-url", "URL",
+     "Alibaba Cloud ECS metadata base URL (default http://100.100.100.200)"},
     {"--progress-regex", "REGEX",
      "Output lines matching REGEX count as progress; the first capture group is the step number"},
     {"--heartbeat-file", "PATH",
@@ -353,9 +355,9 @@ void AddRunFlags(CLI::App& app, RunFlags& flags) {
       ->allow_extra_args(false)
       ->group("Supervision");
   app.add_option("--preemption", flags.preemption,
-                 "Notice sources to watch: aws, gcp, azure (comma list), 'none', or 'auto' = "
-                 "probe each once and watch those that answer (default auto). SIGTERM to fulcrum "
-                 "is always a notice")
+                 "Notice sources to watch: aws, gcp, azure, alibaba (comma list), 'none', or "
+                 "'auto' = probe aws, gcp and azure once and watch those that answer (default "
+                 "auto; alibaba only when named). SIGTERM to fulcrum is always a notice")
       ->type_name("SOURCES")
       ->delimiter(',')
       ->allow_extra_args(false)
@@ -546,17 +548,18 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
   for (const auto& s : sources) {
     if (s == "auto") {
       r.preemption_auto = true;
-    } else if (s == "aws" || s == "gcp" || s == "azure") {
+    } else if (s == "aws" || s == "gcp" || s == "azure" || s == "alibaba") {
       r.preemption_sources.push_back(s);
     } else if (s != "none") {
-      return Status::InvalidInput("--preemption: expected aws, gcp, azure, none or auto, found '" +
-                                  s + "'");
+      return Status::InvalidInput(
+          "--preemption: expected aws, gcp, azure, alibaba, none or auto, found '" + s + "'");
     }
   }
   if (r.preemption_auto) r.preemption_sources = {"aws", "gcp", "azure"};
   r.aws_url = Text(f, "--aws-metadata-url", kAwsMetadataUrl);
   r.gcp_url = Text(f, "--gcp-metadata-url", kGcpMetadataUrl);
   r.azure_url = Text(f, "--azure-metadata-url", kAzureMetadataUrl);
+  r.alibaba_url = Text(f, "--alibaba-metadata-url", kAlibabaMetadataUrl);
   FULCRUM_ASSIGN_OR_RETURN(r.notice_poll_seconds, Duration(f, "--notice-poll", 0.5));
   r.agent_url = Text(f, "--agent", "http://127.0.0.1:9400");
   r.receiver_url = Text(f, "--receiver", "");

@@ -46,9 +46,9 @@ std::optional<std::string> ShownReceiver(const std::vector<std::string>& run_opt
 
 struct ResolvedRun {
   SupervisorOptions supervisor;
-  std::vector<std::string> preemption_sources;  // "aws", "gcp", "azure"; empty = none
+  std::vector<std::string> preemption_sources;  // "aws", "gcp", "azure", "alibaba"; empty = none
   bool preemption_auto = false;                 // probe every source, watch those that answer
-  std::string aws_url, gcp_url, azure_url;
+  std::string aws_url, gcp_url, azure_url, alibaba_url;
   double notice_poll_seconds = 0.5;
   std::string agent_url;
   std::string nccl_ras;  // NCCL's RAS socket address, "off" = hangs not watched

@@ -39,6 +39,7 @@ std::unique_ptr<NoticeWatcher> MakeWatcher(const ResolvedRun& r,
     if (name == "aws") source = MakeAwsNoticeSource(r.aws_url, timeout);
     if (name == "gcp") source = MakeGcpNoticeSource(r.gcp_url, timeout);
     if (name == "azure") source = MakeAzureNoticeSource(r.azure_url, timeout);
+    if (name == "alibaba") source = MakeAlibabaNoticeSource(r.alibaba_url, timeout);
     if (r.preemption_auto) {
       auto probe = source->Check();
       if (!probe.ok()) continue;  // not on this cloud

@@ -7,10 +7,28 @@ namespace fulcrum::testing {
 FakeMetadata::FakeMetadata() {
   http.server().Put(
       "/latest/api/token", [this](const httplib::Request& req, httplib::Response& res) {
+        if (req.has_header("X-aliyun-ecs-metadata-token-ttl-seconds")) {
+          ++alibaba_token_requests;
+          res.set_content("ali-tok-1", "text/plain");
+          return;
+        }
         ++token_requests;
         res.set_content(req.has_header("X-aws-ec2-metadata-token-ttl-seconds") ? "tok-1" : "",
                         "text/plain");
       });
+  http.server().Get("/latest/meta-data/instance/spot/termination-time",
+                    [this](const httplib::Request& req, httplib::Response& res) {
+                      if (req.get_header_value("X-aliyun-ecs-metadata-token") != "ali-tok-1") {
+                        ++alibaba_unauthorised;
+                        res.status = 403;
+                        return;
+                      }
+                      if (!notice) {
+                        res.status = 404;
+                        return;
+                      }
+                      res.set_content("2026-11-30T06:05:00Z", "text/plain");
+                    });
   http.server().Get("/latest/meta-data/spot/instance-action",
                     [this](const httplib::Request& req, httplib::Response& res) {
                       if (req.get_header_value("X-aws-ec2-metadata-token") != "tok-1") {

@@ -3,8 +3,11 @@
 // IMDSv2 (PUT /latest/api/token, then GET /latest/meta-data/spot/instance-action with the token:
 // 404 until a notice), GCP (GET /computeMetadata/v1/instance/preempted with Metadata-Flavor:
 // Google: FALSE/TRUE), Azure Scheduled Events (GET /metadata/scheduledevents with Metadata: true:
-// a Preempt event). Starts serving on construction; point --aws/gcp/azure-metadata-url at url().
-// The atomics may be read and set from any thread.
+// a Preempt event), Alibaba Cloud ECS in security hardening mode (PUT /latest/api/token with
+// X-aliyun-ecs-metadata-token-ttl-seconds, then GET
+// /latest/meta-data/instance/spot/termination-time with X-aliyun-ecs-metadata-token: 404 until a
+// notice, then the release time). Starts serving on construction; point
+// --aws/gcp/azure/alibaba-metadata-url at url(). The atomics may be read and set from any thread.
 #pragma once
 
 #include <atomic>
@@ -18,7 +21,9 @@ struct FakeMetadata {
   std::atomic<bool> notice{false};
   std::atomic<int> token_requests{0};
   std::atomic<int> unauthorised{0};  // AWS requests without the right token
-  FakeHttpServer http;               // last: stopped before the counters its handlers touch go
+  std::atomic<int> alibaba_token_requests{0};
+  std::atomic<int> alibaba_unauthorised{0};  // Alibaba requests without the right token
+  FakeHttpServer http;  // last: stopped before the counters its handlers touch go
 
   FakeMetadata();
   std::string url() const { return http.url(); }

@@ -1,0 +1,203 @@
+// Renting in China (issue 32) through the real binary: the China-market cards in `gpus`, the
+// Chinese clouds in `providers` and `offers` (no citable price list: listed last as unknown,
+// billed in CNY), a saved Alibaba / Tencent price response imported into offers.d and planned,
+// and bad price files refused with exit 2 naming file, line, expected and found.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "support/run_binary.h"
+
+namespace fulcrum::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Fixture(const std::string& name) { return SourcePath("tests/fixtures/prices/" + name); }
+
+class ChinaE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tmp_ = MakeTempDir("china_e2e");
+    offers_dir_ = tmp_ + "/offers.d";
+    fs::create_directories(offers_dir_);
+  }
+  void TearDown() override { fs::remove_all(tmp_); }
+  // fulcrum on the shipped catalog with this test's own offers.d.
+  RunOutput Run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--catalog", SourcePath("catalog")});
+    RunOptions options;
+    options.env["FULCRUM_OFFERS_DIR"] = offers_dir_;
+    return RunFulcrum(args, options);
+  }
+  RunOutput Plan(std::vector<std::string> extra) {
+    std::vector<std::string> args = {"plan", "--model", "llama-2-7b", "--tokens", "1B"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Run(args);
+  }
+  std::string tmp_;
+  std::string offers_dir_;
+};
+
+TEST_F(ChinaE2eTest, GpusListTheChinaMarketCardsWithTheirNvlink) {
+  RunOutput r = Run({"gpus", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto gpus = nlohmann::json::parse(r.out).at("gpus");
+  int found = 0;
+  for (const auto& gpu : gpus) {
+    const std::string name = gpu.at("name");
+    if (name == "H800-SXM5-80GB" || name == "A800-SXM4-80GB" || name == "A800-SXM4-40GB") {
+      EXPECT_EQ(gpu.at("nvlink_gb_per_second").get<double>(), 400) << name;
+      ++found;
+    }
+    if (name == "L20" || name == "H800-PCIe-80GB" || name == "A800-PCIe-80GB") ++found;
+    if (name.rfind("H800", 0) == 0 || name.rfind("A800", 0) == 0 || name == "L20") {
+      EXPECT_FALSE(gpu.at("source").get<std::string>().empty()) << name;
+      EXPECT_FALSE(gpu.at("caveat").is_null()) << name << ": third-party or cloud-doc figures";
+    }
+  }
+  EXPECT_EQ(found, 6) << r.out;
+}
+
+TEST_F(ChinaE2eTest, OffersListGnInstancesWithGpusVcpusMemoryAndUnknownPrice) {
+  RunOutput table = Run({"offers", "--provider", "alibaba"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  std::istringstream lines(table.out);
+  bool gn7 = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("ecs.gn7-c13g1.26xlarge") == std::string::npos) continue;
+    gn7 = true;
+    EXPECT_NE(line.find("8x A100"), std::string::npos) << line;
+    EXPECT_NE(line.find(" 104 "), std::string::npos) << line;  // vCPUs
+    EXPECT_NE(line.find(" 760 "), std::string::npos) << line;  // GiB
+    EXPECT_NE(line.find("unknown"), std::string::npos) << line;
+    EXPECT_NE(line.find("CNY"), std::string::npos) << line;
+  }
+  EXPECT_TRUE(gn7) << table.out;
+  EXPECT_NE(table.out.find("unknown = no citable price list"), std::string::npos) << table.out;
+
+  // Ranked last: every priced 8x A100 40GB offer comes before the unknown ones.
+  RunOutput json = Run({"offers", "--gpu", "A100-SXM4-40GB", "--min-gpus", "8", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  bool seen_unknown = false, priced = false, unknown = false;
+  const nlohmann::json listed = nlohmann::json::parse(json.out);
+  for (const auto& offer : listed.at("offers")) {
+    const bool is_unknown = offer.at("usd_per_hour").is_null();
+    if (is_unknown) {
+      EXPECT_EQ(offer.at("caveat").get<std::string>().rfind("price-unknown:", 0), 0u);
+      EXPECT_EQ(offer.at("quoted_currency"), "CNY");
+      EXPECT_FALSE(offer.at("vcpus").is_null());
+    }
+    EXPECT_FALSE(seen_unknown && !is_unknown) << "a priced offer after an unknown one";
+    seen_unknown = seen_unknown || is_unknown;
+    priced = priced || !is_unknown;
+    unknown = unknown || is_unknown;
+  }
+  EXPECT_TRUE(priced && unknown) << json.out;
+  // A price limit cannot be met by an unknown price.
+  RunOutput capped = Run({"offers", "--provider", "alibaba", "--max-price", "1000"});
+  EXPECT_EQ(capped.exit_code, 0) << capped.err;
+  EXPECT_EQ(capped.out.find("ecs.gn7"), std::string::npos) << capped.out;
+}
+
+TEST_F(ChinaE2eTest, ProvidersEvaluateTheChineseCloudsCellBySourcedOrUnknown) {
+  RunOutput r = Run({"providers", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string text = r.out;
+  for (const char* id : {"\"alibaba\"", "\"tencent\"", "\"volcengine\"", "\"baidu\"", "\"autodl\""})
+    EXPECT_NE(text.find(id), std::string::npos) << id;
+  RunOutput table = Run({"providers"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  std::istringstream lines(table.out);
+  int rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("alibaba", 0) == 0) {
+      ++rows;
+      EXPECT_NE(line.find("met (1 s)"), std::string::npos) << line;
+    }
+    if (line.rfind("volcengine", 0) == 0 || line.rfind("baidu", 0) == 0) {
+      ++rows;
+      EXPECT_EQ(line.find(" met"), std::string::npos) << "no sourced term: " << line;
+    }
+  }
+  EXPECT_EQ(rows, 3) << table.out;
+}
+
+// Without a price the planner never costs an offer; with a saved Alibaba price it plans it.
+TEST_F(ChinaE2eTest, AnImportedAlibabaPriceIsPlanned) {
+  RunOutput before = Plan({"--providers", "alibaba", "--gpus", "A100-SXM4-40GB", "--json"});
+  EXPECT_EQ(before.exit_code, 2) << before.out;
+  EXPECT_NE(before.err.find("none has a citable price"), std::string::npos) << before.err;
+
+  RunOutput imported =
+      Run({"catalog", "import", "--format", "alibaba", Fixture("alibaba_describe_price.json"),
+           "--instance-type", "ecs.gn7-c13g1.26xlarge", "--region", "cn-hangzhou", "-o",
+           offers_dir_ + "/alibaba.csv"});
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_NE(imported.err.find("imported 1 offers"), std::string::npos) << imported.err;
+
+  RunOutput offers = Run({"offers", "--provider", "alibaba", "--json"});
+  ASSERT_EQ(offers.exit_code, 0) << offers.err;
+  const auto first = nlohmann::json::parse(offers.out).at("offers").at(0);
+  EXPECT_EQ(first.at("region"), "cn-hangzhou");
+  EXPECT_EQ(first.at("on_demand_billed_per_hour").get<double>(), 3712.8);
+  EXPECT_EQ(first.at("quoted_currency"), "CNY");
+
+  RunOutput after = Plan({"--providers", "alibaba", "--gpus", "A100-SXM4-40GB", "--json"});
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  const auto candidates = nlohmann::json::parse(after.out).at("candidates");
+  ASSERT_FALSE(candidates.empty()) << after.out;
+  for (const auto& c : candidates) {
+    EXPECT_EQ(c.at("instance_type"), "ecs.gn7-c13g1.26xlarge") << c.dump();
+    EXPECT_EQ(c.at("region"), "cn-hangzhou") << c.dump();
+  }
+}
+
+TEST_F(ChinaE2eTest, ATencentPriceImportsAtTheRateGiven) {
+  RunOutput r = Run({"catalog", "import", "--format", "tencent",
+                     Fixture("tencent_inquiry_price_hourly.json"), "--instance-type",
+                     "GT4.41XLARGE948", "--region", "ap-guangzhou", "--usd-per-cny", "0.125"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(
+      r.out.find("tencent,GT4.41XLARGE948,ap-guangzhou,A100-SXM4-40GB,8,164,948,USD,0.41625,"),
+      std::string::npos)
+      << r.out;
+}
+
+TEST_F(ChinaE2eTest, BadPriceFilesExitTwoWithFileLineExpectedAndFound) {
+  const std::string tencent = Fixture("tencent_inquiry_price_hourly.json");
+  RunOutput other = Run({"catalog", "import", "--format", "alibaba", tencent, "--instance-type",
+                         "ecs.gn7-c13g1.26xlarge", "--region", "cn-hangzhou"});
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find(tencent + ":2: expected an Alibaba Cloud DescribePrice"),
+            std::string::npos)
+      << other.err;
+  EXPECT_NE(other.err.find("--format tencent"), std::string::npos) << other.err;
+
+  RunOutput family =
+      Run({"catalog", "import", "--format", "alibaba", Fixture("alibaba_describe_price.json"),
+           "--instance-type", "ecs.gn9-c13g1.26xlarge", "--region", "cn-hangzhou"});
+  EXPECT_EQ(family.exit_code, 2);
+  EXPECT_NE(family.err.find("did you mean ecs.gn7-c13g1.26xlarge"), std::string::npos)
+      << family.err;
+
+  const std::string usd = Fixture("alibaba_describe_price_usd.json");
+  RunOutput mismatch =
+      Run({"catalog", "import", "--format", "alibaba", usd, "--instance-type",
+           "ecs.gn7-c13g1.26xlarge", "--region", "cn-hangzhou", "--usd-per-cny", "0.14"});
+  EXPECT_EQ(mismatch.exit_code, 2);
+  EXPECT_NE(mismatch.err.find(usd + ":5: Currency: expected a price billed in CNY"),
+            std::string::npos)
+      << mismatch.err;
+
+  RunOutput format = Run({"catalog", "import", "--format", "aliyun", tencent});
+  EXPECT_EQ(format.exit_code, 2);
+  EXPECT_NE(format.err.find("--format: expected skypilot, alibaba, tencent"), std::string::npos)
+      << format.err;
+}
+
+}  // namespace
+}  // namespace fulcrum::testing
