@@ -166,7 +166,8 @@ class SlurmClusterTest : public ::testing::Test {
          << "\nCredType=cred/munge\nProctrackType=proctrack/linuxproc\nTaskPlugin=task/"
             "none\n"
          << "ReturnToService=2\nSlurmUser=root\nSlurmdUser=root\nSchedulerType=sched/backfill\n"
-         << "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nGresTypes=gpu\n"
+         << "SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nGresTypes=" << gres_types_
+         << "\n"
          << "StateSaveLocation=" << dir_ << "/state\nSlurmdSpoolDir=" << dir_ << "/spool/%n\n"
          << "SlurmctldPidFile=" << dir_ << "/slurmctld.pid\nSlurmdPidFile=" << dir_
          << "/slurmd-%n.pid\n"
@@ -176,7 +177,7 @@ class SlurmClusterTest : public ::testing::Test {
     for (size_t i = 0; i < names.size(); ++i) {
       conf << "NodeName=" << names[i];
       if (netns) conf << " NodeAddr=" << NodeAddr(static_cast<int>(i) + 1);
-      conf << " CPUs=" << cpus << " RealMemory=1000 Gres=gpu:" << gpus_per_node
+      conf << " CPUs=" << cpus << " RealMemory=1000 Gres=gpu:" << gpus_per_node << node_gres_extra_
            << " State=UNKNOWN\n";
     }
     std::string node_list;
@@ -189,6 +190,7 @@ class SlurmClusterTest : public ::testing::Test {
         gres << "NodeName=" << name << " Name=gpu File=" << dir_ << "/gpu-" << name << "-[0-"
              << last_gpu << "]\n";
       }
+      for (const auto& line : gres_extra_lines_) gres << line << "\n";
     }
     env_ = {{"SLURM_CONF", conf_}};
 
@@ -302,6 +304,10 @@ class SlurmClusterTest : public ::testing::Test {
     Slurm({"scontrol", "update", "jobid=" + slurm_job_, "StartTime=now"});
   }
 
+  // Sharing (SlurmShardTest): slurm.conf GresTypes, what the node's Gres= adds after gpu:N
+  // (",shard:28"), and gres.conf lines after the GPUs'.
+  std::string gres_types_ = "gpu", node_gres_extra_;
+  std::vector<std::string> gres_extra_lines_;
   std::string host_, dir_, conf_, slurm_job_, prefix_;
   std::map<std::string, std::string> env_;
   std::vector<std::unique_ptr<ChildProcess>> children_;
@@ -451,6 +457,49 @@ TEST_F(SlurmTest, RefusesAStopGraceLongerThanKillWait) {
   EXPECT_EQ(doc["error"]["field"], "--stop-grace");
   EXPECT_EQ(doc["error"]["found"], "60s + 1s");
   EXPECT_FALSE(fs::exists(Data() + "/slurm/long.sbatch")) << "nothing submitted";
+}
+
+// Shards (issue 28): the node's shard lines come from `fulcrum slurm conf`, and jobs submitted
+// with --gpu-memory ask for --gres=shard:N and run side by side on the fake GPUs.
+class SlurmShardTest : public SlurmClusterTest {
+ protected:
+  void SetUp() override {
+    SlurmClusterTest::SetUp();
+    if (IsSkipped()) return;
+    RunOutput conf = RunFulcrum({"slurm", "conf", "--json", "--node", host_, "--node-gpus",
+                                 "4x80GiB", "--gpu-files", dir_ + "/gpu-" + host_ + "-[0-3]"});
+    ASSERT_EQ(conf.exit_code, 0) << conf.err;
+    const auto doc = nlohmann::json::parse(conf.out)["slurm_conf"];
+    EXPECT_EQ(doc["per_gpu"], 7) << "72 GiB usable per GPU: 7 shards of 10 GiB";
+    const std::string types = doc["slurm_conf"][0], node = doc["slurm_conf"][1];
+    ASSERT_EQ(types.rfind("GresTypes=", 0), 0u) << types;
+    gres_types_ = types.substr(std::string("GresTypes=").size());
+    const std::string gpus = "Gres=gpu:4";
+    ASSERT_NE(node.find(gpus), std::string::npos) << node;
+    node_gres_extra_ = node.substr(node.find(gpus) + gpus.size());
+    gres_extra_lines_ = {doc["gres_conf"][1].get<std::string>()};
+    StartCluster(0, 4);
+  }
+};
+
+TEST_F(SlurmShardTest, JobsThatShareAGpuAskForShardsAndRunSideBySide) {
+  std::vector<std::string> ids;
+  for (const std::string name : {"share-a", "share-b"}) {
+    const nlohmann::json submitted = SubmitTrainer(name, {"--gpu-memory", "30GiB"});
+    ASSERT_FALSE(submitted.is_null());
+    EXPECT_NE(ReadFile(submitted["script"]).find("#SBATCH --gres=shard:3\n"), std::string::npos);
+    ids.push_back(slurm_job_);
+  }
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        RunOutput r = Slurm({"squeue", "-h", "-t", "RUNNING", "-o", "%i"});
+        return Count(r.out, "\n") == 2;
+      },
+      30))
+      << Slurm({"squeue", "-o", "%i %T %r %b"}).out << ReadFile(dir_ + "/ctld.log");
+  const std::string tres = Slurm({"squeue", "-h", "-o", "%b"}).out;
+  EXPECT_EQ(Count(tres, "shard:3"), 2) << tres;
+  for (const auto& id : ids) Slurm({"scancel", id});
 }
 
 class SlurmTwoNodeTest : public SlurmClusterTest {
