@@ -32,6 +32,7 @@ struct ConfArgs {
   std::string programs;
   double suspend_time_seconds = 300;
   double resume_timeout_seconds = 600;
+  double suspend_timeout_seconds = 30;
   std::string partition = "cloud";
   // sharing
   std::string node = "gpu-node";
@@ -94,6 +95,11 @@ Status CloudConf(CliContext& ctx, const ConfArgs& a) {
   conf.max_nodes = a.max_nodes > 0 ? a.max_nodes : (config ? config->max_nodes : 1);
   conf.suspend_time_seconds = a.suspend_time_seconds;
   conf.resume_timeout_seconds = a.resume_timeout_seconds;
+  conf.suspend_timeout_seconds = a.suspend_timeout_seconds;
+  const std::string catalog_dir =
+      ctx.catalog_dir.empty()
+          ? ""
+          : std::filesystem::absolute(ctx.catalog_dir).lexically_normal().string();
   conf.partition = a.partition;
   for (const auto& [sub, field] : std::vector<std::pair<std::string, std::string*>>{
            {"resume", &conf.resume_program},
@@ -101,7 +107,7 @@ Status CloudConf(CliContext& ctx, const ConfArgs& a) {
            {"resume-fail", &conf.resume_fail_program}}) {
     *field = dir + "/fulcrum-slurm-" + sub;
     FULCRUM_RETURN_IF_ERROR(
-        WriteTextFile(*field, cluster::ProgramWrapper(SelfExe(), config_path, sub)));
+        WriteTextFile(*field, cluster::ProgramWrapper(SelfExe(), config_path, sub, catalog_dir)));
     std::filesystem::permissions(*field, std::filesystem::perms(0755), ec);
   }
   const auto lines = cluster::CloudConfLines(conf);
@@ -224,6 +230,10 @@ void RegisterConf(CLI::App& parent, CliContext& ctx) {
       ->group("Power saving");
   cmd->add_option("--resume-timeout", a->resume_timeout_seconds,
                   "ResumeTimeout: seconds a node may take to register (default 600)")
+      ->type_name("S")
+      ->group("Power saving");
+  cmd->add_option("--suspend-timeout", a->suspend_timeout_seconds,
+                  "SuspendTimeout: seconds a node takes to power down (default 30)")
       ->type_name("S")
       ->group("Power saving");
   cmd->add_option("--partition", a->partition, "Partition of the cloud nodes (default cloud)")

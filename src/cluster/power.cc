@@ -327,14 +327,18 @@ Result<std::vector<std::string>> ExpandHostlist(std::string_view hostlist) {
 }
 
 Result<std::string> ResumeFileHostlist(std::string_view json_text) {
+  // Slurm 22.05 writes {"all_nodes": "...", "jobs": [{"job_id", "nodes"}]} (seen from
+  // slurmctld 22.05.8); the power_save page of later releases names it "all_nodes_resume".
   auto doc = nlohmann::json::parse(json_text, nullptr, false);
-  if (!doc.is_object() || !doc.contains("all_nodes_resume") ||
-      !doc["all_nodes_resume"].is_string()) {
-    return Status::InvalidInput(
-        "$SLURM_RESUME_FILE: expected JSON with a string all_nodes_resume, found " +
-        std::string(json_text.substr(0, 120)));
+  if (doc.is_object()) {
+    for (const char* key : {"all_nodes_resume", "all_nodes"}) {
+      if (doc.contains(key) && doc[key].is_string()) return doc[key].get<std::string>();
+    }
   }
-  return doc["all_nodes_resume"].get<std::string>();
+  return Status::InvalidInput(
+      "$SLURM_RESUME_FILE: expected JSON with a string all_nodes (Slurm 22.05) or "
+      "all_nodes_resume, found " +
+      std::string(json_text.substr(0, 120)));
 }
 
 std::vector<std::string> ExpandArgv(const std::vector<std::string>& templ, const std::string& node,
@@ -450,10 +454,13 @@ std::vector<std::string> CloudConfLines(const CloudConf& c) {
       "ResumeFailProgram=" + c.resume_fail_program,
       "SuspendTime=" + std::to_string(static_cast<int64_t>(c.suspend_time_seconds)),
       "ResumeTimeout=" + std::to_string(static_cast<int64_t>(c.resume_timeout_seconds)),
+      "SuspendTimeout=" + std::to_string(static_cast<int64_t>(c.suspend_timeout_seconds)),
       "ResumeRate=0",
       "SuspendRate=0",
       "# cloud_reg_addrs: a node registers with the address it has today (slurm.conf(5)).",
       "SlurmctldParameters=idle_on_node_suspend,cloud_reg_addrs",
+      "# cloud: sinfo and squeue show powered-down cloud nodes too (slurm.conf(5) PrivateData).",
+      "PrivateData=cloud",
       "# Weight = price in cents per hour: Slurm fills the lowest weight first (slurm.conf(5))."};
   std::string nodes;
   for (const CloudOffer& o : c.offers) {
@@ -477,11 +484,12 @@ std::vector<std::string> CloudConfLines(const CloudConf& c) {
 }
 
 std::string ProgramWrapper(const std::string& fulcrum_binary, const std::string& config_path,
-                           const std::string& subcommand) {
+                           const std::string& subcommand, const std::string& catalog_dir) {
   return "#!/bin/sh\n# Written by fulcrum slurm conf --cloud: Slurm runs this with the node list.\n"
          "exec " +
-         ShellQuote(fulcrum_binary) + " slurm " + subcommand + " --config " +
-         ShellQuote(config_path) + " \"$@\"\n";
+         ShellQuote(fulcrum_binary) +
+         (catalog_dir.empty() ? "" : " --catalog " + ShellQuote(catalog_dir)) + " slurm " +
+         subcommand + " --config " + ShellQuote(config_path) + " \"$@\"\n";
 }
 
 }  // namespace fulcrum::cluster

@@ -74,7 +74,8 @@ Result<PowerConfig> ParsePowerConfig(std::string_view text, const std::string& o
 
 // Slurm's hostlist ("gpu-[1-3,5],cpu-07") as names; kInvalidInput for a malformed one.
 Result<std::vector<std::string>> ExpandHostlist(std::string_view hostlist);
-// The "all_nodes_resume" hostlist of the JSON file Slurm names in $SLURM_RESUME_FILE (22.05).
+// The hostlist of the JSON file Slurm names in $SLURM_RESUME_FILE: "all_nodes" (22.05) or
+// "all_nodes_resume" (later releases).
 Result<std::string> ResumeFileHostlist(std::string_view json_text);
 
 // {node}, {instance_type}, {region}, {provider} in each word.
@@ -130,11 +131,13 @@ struct CloudConf {
   std::string resume_program, suspend_program, resume_fail_program;
   double suspend_time_seconds = 300;
   double resume_timeout_seconds = 600;
+  double suspend_timeout_seconds = 30;  // Slurm's default SuspendTimeout
   std::string partition = "cloud";
 };
 std::vector<std::string> CloudConfLines(const CloudConf& conf);
 // A 0755 wrapper's text: Slurm runs the program with the hostlist as its only argument.
+// `catalog_dir` ("" = fulcrum's default) is passed as --catalog.
 std::string ProgramWrapper(const std::string& fulcrum_binary, const std::string& config_path,
-                           const std::string& subcommand);
+                           const std::string& subcommand, const std::string& catalog_dir = "");
 
 }  // namespace fulcrum::cluster

@@ -81,6 +81,9 @@ TEST(PowerHostlistTest, ExpandsSlurmHostlists) {
     EXPECT_EQ(ExpandHostlist(bad).status().code(), StatusCode::kInvalidInput) << bad;
   }
   EXPECT_EQ(*ResumeFileHostlist(R"({"all_nodes_resume": "gpu-[1-2]", "jobs": []})"), "gpu-[1-2]");
+  // What slurmctld 22.05.8 wrote.
+  EXPECT_EQ(*ResumeFileHostlist(R"({"jobs":[{"job_id":1,"nodes":"a-1"}],"all_nodes":"a-[1-2]"})"),
+            "a-[1-2]");
   EXPECT_FALSE(ResumeFileHostlist("{}").ok());
 }
 
