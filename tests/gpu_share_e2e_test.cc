@@ -172,6 +172,31 @@ TEST_F(GpuShareTest, AJobOverItsReservationIsStoppedWithItsCheckpointAndTheOther
   EXPECT_TRUE(PollUntil([&] { return Job("calm")->state == "stopped"; }, 30));
 }
 
+TEST_F(GpuShareTest, WithoutNodeGpusTheAgentsGpusAndTheirMemoryAreUsed) {
+  FakeGpusAgent agent;
+  ASSERT_GT(agent.Start(), 0);
+  agent.Set(nlohmann::json{{"gpus",
+                            {{{"index", 0}, {"memory_total_bytes", 80 * kGiB}},
+                             {{"index", 1}, {"memory_total_bytes", 80 * kGiB}}}}}
+                .dump());
+  RunOutput too_big = RunFulcrum({"submit", "--data-dir", data_, "--agent", agent.url(), "--name",
+                                  "big", "--gpu-memory", "75GiB", "--", "true"});
+  EXPECT_EQ(too_big.exit_code, 2) << "72 GiB of the agent's 80 GiB GPUs can be reserved";
+  RunOutput r = RunFulcrum({"submit", "--json", "--data-dir", data_, "--agent", agent.url(),
+                            "--preemption", "none", "--name", "fits", "--gpu-memory", "60GiB", "--",
+                            FULCRUM_TRAINER, "--steps", "5", "--step-ms", "10"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<nlohmann::json> jobs;
+  ASSERT_TRUE(PollUntil(
+      [&] {
+        jobs = Jobs();
+        return jobs.size() == 1 && jobs[0]["state"] == "succeeded";
+      },
+      60))
+      << nlohmann::json(jobs).dump(2);
+  EXPECT_EQ(jobs[0]["gpu_share"]["reservation_bytes"], 60 * kGiB);
+}
+
 TEST_F(GpuShareTest, BadRequestsExitTwoNamingWhatFits) {
   RunOutput big = Submit("big", {"--gpu-memory", "75GiB"}, "--steps 1");
   EXPECT_EQ(big.exit_code, 2);

@@ -172,9 +172,10 @@ Result<supervise::ShareRequest> ShareRequestFrom(const SubmitArgs& a) {
   return request;
 }
 
-Result<std::vector<supervise::NodeGpu>> NodeGpusFrom(const SubmitArgs& a) {
+Result<std::vector<supervise::NodeGpu>> NodeGpusFrom(const SubmitArgs& a,
+                                                     const std::string& agent_url) {
   if (!a.node_gpus.empty()) return supervise::ParseNodeGpus(a.node_gpus);
-  return supervise::DetectNodeGpus();
+  return supervise::DetectNodeGpus(agent_url);
 }
 
 // --gres=shard:N or mps:P for a shared Slurm job (cluster/gpu_share_slurm.h).
@@ -342,9 +343,15 @@ Status Submit(CliContext& ctx, SubmitArgs& a) {
   if (a.gpus < -1)
     return Status::InvalidInput("--gpus: expected 0 or more, found " + std::to_string(a.gpus));
   std::map<std::string, std::string> env;
-  FULCRUM_ASSIGN_OR_RETURN(std::vector<supervise::NodeGpu> gpus, NodeGpusFrom(a));
+  FULCRUM_ASSIGN_OR_RETURN(std::vector<supervise::NodeGpu> gpus,
+                           NodeGpusFrom(a, resolved.agent_url));
   const int node_gpus = static_cast<int>(gpus.size());
-  if (!a.node_gpus.empty()) env["FULCRUM_NODE_GPUS"] = a.node_gpus;
+  if (!a.node_gpus.empty()) {
+    env["FULCRUM_NODE_GPUS"] = a.node_gpus;
+  } else if (const std::string found = supervise::FormatNodeGpus(gpus);
+             found.find('x') != std::string::npos) {
+    env["FULCRUM_NODE_GPUS"] = found;  // the agent's GPUs, for the queue worker
+  }
   if (a.gpus > node_gpus) {
     return Status::InvalidInput("--gpus " + std::to_string(a.gpus) + ": this node has " +
                                 std::to_string(node_gpus) +

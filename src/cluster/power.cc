@@ -93,14 +93,18 @@ NodeOutcome ResumeOne(const PowerConfig& config, const CloudOffer& offer, const 
     (void)store::UpdateCloudNode(db, row);
     return {node, "reused", "the instance was still up (its hourly timer is cancelled)"};
   }
+  if (latest.ok() && latest->has_value() && (*latest)->state == "running") {
+    return {node, "running",
+            "already up since " + UtcTime((*latest)->started_at) + " (nothing started)"};
+  }
   if (config.budget_usd) {
     const double spend = RunningSpend(db, now);
     if (spend + offer.usd_per_hour > *config.budget_usd) {
-      const std::string why = "fulcrum: budget: spend " + Usd(spend) + " + " +
-                              Usd(offer.usd_per_hour) + " for an hour of " + offer.offer +
-                              " would pass --budget-usd " + Usd(*config.budget_usd);
-      MarkDown(env, node, why);
-      return {node, "refused-budget", why};
+      const std::string detail = "spend " + Usd(spend) + " + " + Usd(offer.usd_per_hour) +
+                                 " for an hour of " + offer.offer + " would pass --budget-usd " +
+                                 Usd(*config.budget_usd);
+      MarkDown(env, node, "fulcrum: budget: " + detail);
+      return {node, "refused-budget", detail};
     }
   }
   const auto argv = ExpandArgv(config.resume_argv, node, offer);
@@ -111,14 +115,14 @@ NodeOutcome ResumeOne(const PowerConfig& config, const CloudOffer& offer, const 
         r.ok() ? (r->timed_out ? "timed out" : "exit " + std::to_string(r->exit_code)) + ": " +
                      LastLine(*r)
                : r.status().message();
+    const std::string what = offer.offer + ": " + detail;
     const std::string why =
-        std::string(capacity ? "fulcrum: capacity: " : "fulcrum: resume failed: ") + offer.offer +
-        ": " + detail;
+        std::string(capacity ? "fulcrum: capacity: " : "fulcrum: resume failed: ") + what;
     MarkDown(env, node, why);
     store::CloudNodeRecord failed{
         0, node, offer.offer, offer.usd_per_hour, offer.billing_seconds, now, now, "failed", why};
     (void)store::AddCloudNode(db, failed);
-    return {node, capacity ? "capacity" : "failed", why};
+    return {node, capacity ? "capacity" : "failed", what};
   }
   store::CloudNodeRecord row{
       0,         node, offer.offer, offer.usd_per_hour, offer.billing_seconds, now, std::nullopt,

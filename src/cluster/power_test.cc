@@ -128,6 +128,9 @@ TEST_F(PowerTest, ResumeRunsTheProviderArgvPerNodeAndRecordsOfferAndPrice) {
   EXPECT_EQ((*rows)[1].price_per_hour_usd, 6);
   EXPECT_EQ((*rows)[1].started_at, 1000);
   EXPECT_EQ((*rows)[1].state, "running");
+  // Asked again for a node that runs: nothing is started twice.
+  EXPECT_EQ(ResumeNodes(config_, offers_, {"aws-p5-48xlarge-1"}, *db_, env_)[0].result, "running");
+  EXPECT_EQ(CallsTo("/opt/cloud").size(), 2u);
 }
 
 TEST_F(PowerTest, ABudgetRefusalMarksTheNodeDownWithTheReasonAndStartsNothing) {

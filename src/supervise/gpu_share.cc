@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/parse.h"
+#include "supervise/agent_health.h"
 
 namespace fulcrum::supervise {
 namespace {
@@ -70,9 +71,21 @@ std::string FormatNodeGpus(const std::vector<NodeGpu>& gpus) {
   return out;
 }
 
-std::vector<NodeGpu> DetectNodeGpus() {
+std::vector<NodeGpu> NodeGpusFromSamples(const std::vector<telemetry::GpuSample>& samples) {
+  std::vector<NodeGpu> gpus;
+  for (const telemetry::GpuSample& s : samples) gpus.push_back({s.index, s.memory_total_bytes, {}});
+  std::sort(gpus.begin(), gpus.end(),
+            [](const NodeGpu& a, const NodeGpu& b) { return a.index < b.index; });
+  return gpus;
+}
+
+std::vector<NodeGpu> DetectNodeGpus(const std::string& agent_url) {
   if (const char* env = std::getenv("FULCRUM_NODE_GPUS"); env != nullptr && *env != '\0') {
     if (auto gpus = ParseNodeGpus(env); gpus.ok()) return *gpus;
+  }
+  if (!agent_url.empty() && agent_url != "none") {
+    auto samples = GpuSamplesFromAgent(agent_url, 0.5);
+    if (samples.ok() && !samples->empty()) return NodeGpusFromSamples(*samples);
   }
   std::vector<NodeGpu> gpus;
   const int n = CountDevNvidia();

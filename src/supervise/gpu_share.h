@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "telemetry/gpu_sample.h"
 
 namespace fulcrum::supervise {
 
@@ -39,8 +40,12 @@ struct NodeGpu {
 Result<std::vector<NodeGpu>> ParseNodeGpus(std::string_view text);
 // "2x80GiB" for two GPUs of 80 GiB, "2" when the memory is unknown; "" for none.
 std::string FormatNodeGpus(const std::vector<NodeGpu>& gpus);
-// $FULCRUM_NODE_GPUS when set and valid, else the /dev/nvidiaN devices (memory unknown).
-std::vector<NodeGpu> DetectNodeGpus();
+// $FULCRUM_NODE_GPUS when set and valid, else the GPUs the local agent at `agent_url` lists on
+// /v1/gpus (NVML's index and memory total; skipped for "" or "none", or when it does not
+// answer within half a second), else the /dev/nvidiaN devices (memory unknown).
+std::vector<NodeGpu> DetectNodeGpus(const std::string& agent_url = "");
+// The agent's GPU samples as node GPUs (memory unknown where the sample has none).
+std::vector<NodeGpu> NodeGpusFromSamples(const std::vector<telemetry::GpuSample>& samples);
 
 // What a job asked for: exactly one of memory_bytes and fraction; the reserve as a fraction of
 // the GPU's memory or as bytes (neither: kDefaultReserveFraction).

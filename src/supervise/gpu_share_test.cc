@@ -35,6 +35,18 @@ TEST(GpuShareTest, ParsesNodeGpusAsCountOrCountTimesSize) {
   }
 }
 
+TEST(GpuShareTest, TheAgentsSamplesGiveIndexAndMemory) {
+  telemetry::GpuSample a, b;
+  a.index = 1;
+  a.memory_total_bytes = 141e9;
+  b.index = 0;  // no memory figure: unknown, not 0
+  const auto gpus = NodeGpusFromSamples({a, b});
+  ASSERT_EQ(gpus.size(), 2u);
+  EXPECT_EQ(gpus[0].index, 0);
+  EXPECT_FALSE(gpus[0].memory_bytes.has_value());
+  EXPECT_EQ(*gpus[1].memory_bytes, 141e9);
+}
+
 TEST(GpuShareTest, ReserveIsAPercentageOrASize) {
   ShareRequest r;
   ASSERT_TRUE(ParseReserve("20%", r).ok());
