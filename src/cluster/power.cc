@@ -56,6 +56,19 @@ void MarkDown(PowerEnv& env, const std::string& node, const std::string& reason)
   }
 }
 
+// A provider that prints "NodeAddr=ADDRESS" tells Slurm where the node is (elastic computing:
+// "scontrol update nodename=... nodeaddr=..."; https://slurm.schedmd.com/elastic_computing.html).
+void SetNodeAddr(PowerEnv& env, const std::string& node, const std::string& out) {
+  const size_t at = out.find("NodeAddr=");
+  if (at == std::string::npos) return;
+  const size_t start = at + std::string("NodeAddr=").size();
+  const std::string addr(Trim(out.substr(start, out.find_first_of(" \n", start) - start)));
+  if (addr.empty()) return;
+  auto set = env.run(
+      {"scontrol", "update", "nodename=" + node, "nodeaddr=" + addr, "nodehostname=" + node}, 30);
+  if (!set.ok() || set->exit_code != 0) env.log(node + ": scontrol update nodeaddr failed");
+}
+
 double RunningSpend(store::Database& db, double now) {
   double spend = 0;
   auto rows = store::ListCloudNodes(db);
@@ -124,6 +137,7 @@ NodeOutcome ResumeOne(const PowerConfig& config, const CloudOffer& offer, const 
     (void)store::AddCloudNode(db, failed);
     return {node, capacity ? "capacity" : "failed", what};
   }
+  SetNodeAddr(env, node, r->out);
   store::CloudNodeRecord row{
       0,         node, offer.offer, offer.usd_per_hour, offer.billing_seconds, now, std::nullopt,
       "running", ""};

@@ -103,8 +103,10 @@ struct NodeOutcome {
 };
 
 // ResumeProgram: per node, find its offer, check the budget, run the provider's resume argv,
-// record the start; a budget refusal, a capacity error or a failure marks the node DOWN with
-// the reason (`scontrol update nodename=X state=down reason=...`).
+// record the start (a "NodeAddr=ADDRESS" in the provider's output is given to Slurm with
+// `scontrol update nodename=X nodeaddr=ADDRESS nodehostname=X`); a budget refusal, a capacity error
+// or a failure marks the node DOWN with the reason (`scontrol update nodename=X state=down
+// reason=...`).
 std::vector<NodeOutcome> ResumeNodes(const PowerConfig& config,
                                      const std::vector<CloudOffer>& offers,
                                      const std::vector<std::string>& nodes, store::Database& db,

@@ -128,6 +128,7 @@ TEST_F(PowerTest, ResumeRunsTheProviderArgvPerNodeAndRecordsOfferAndPrice) {
   EXPECT_EQ((*rows)[1].price_per_hour_usd, 6);
   EXPECT_EQ((*rows)[1].started_at, 1000);
   EXPECT_EQ((*rows)[1].state, "running");
+  EXPECT_TRUE(CallsTo("scontrol").empty()) << "the provider printed no NodeAddr";
   // Asked again for a node that runs: nothing is started twice.
   EXPECT_EQ(ResumeNodes(config_, offers_, {"aws-p5-48xlarge-1"}, *db_, env_)[0].result, "running");
   EXPECT_EQ(CallsTo("/opt/cloud").size(), 2u);
@@ -177,6 +178,18 @@ TEST_F(PowerTest, ACapacityErrorMarksTheNodeDownAtOnce) {
   auto rows = store::ListCloudNodes(*db_);
   EXPECT_EQ((*rows)[0].state, "failed");
   EXPECT_EQ(store::BilledUsd((*rows)[0], now_ + 3600), 0) << "a node that never ran costs nothing";
+}
+
+TEST_F(PowerTest, AProvidersNodeAddrIsGivenToSlurm) {
+  CaptureResult up;
+  up.exit_code = 0;
+  up.out = "instance i-123 running\nNodeAddr=10.0.3.7\n";
+  answers_["aws-p5-48xlarge-1"] = up;
+  ResumeNodes(config_, offers_, {"aws-p5-48xlarge-1"}, *db_, env_);
+  ASSERT_EQ(CallsTo("scontrol").size(), 1u);
+  EXPECT_EQ(CallsTo("scontrol")[0],
+            (std::vector<std::string>{"scontrol", "update", "nodename=aws-p5-48xlarge-1",
+                                      "nodeaddr=10.0.3.7", "nodehostname=aws-p5-48xlarge-1"}));
 }
 
 TEST_F(PowerTest, AnUnknownNodeIsMarkedDown) {
