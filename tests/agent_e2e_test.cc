@@ -468,6 +468,8 @@ TEST_F(AgentE2E, JobsApiAndStatusRenderTheSameObject) {
   cli_job.erase("argv");
   EXPECT_TRUE(cli_job["receiver"].is_null()) << "no --receiver";
   cli_job.erase("receiver");  // the CLI's own addition too (redacted; the API leaves it out)
+  EXPECT_TRUE(cli_job["gpu_share"].is_null()) << "the job shares no GPU";
+  cli_job.erase("gpu_share");  // the CLI's addition from jobs.db's gpu_shares (issue 28)
   EXPECT_EQ(api["jobs"][0], cli_job);
 }
 

@@ -138,12 +138,13 @@ TEST(CliTest, HelpForUnknownCommandFails) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
-// Issue 30: `fulcrum slurm x --help` printed the global help and exited 0; an unknown command
-// with --help is a usage error naming the nearest command, and a known one still gets its help.
+// Issue 30: `fulcrum slurm x --help` printed the global help and exited 0 (before `slurm` was
+// a command); an unknown command with --help is a usage error naming the nearest command, and a
+// known one still gets its help.
 TEST(CliTest, UnknownCommandWithHelpIsAUsageErrorNamingTheNearest) {
-  RunOutput r = RunFulcrum({"slurm", "x", "--help"});
+  RunOutput r = RunFulcrum({"slurmctl", "x", "--help"});
   EXPECT_EQ(r.exit_code, 2) << r.out;
-  EXPECT_NE(r.err.find("unknown command 'slurm'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown command 'slurmctl'"), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty()) << r.out;
   RunOutput near = RunFulcrum({"--json", "plann", "--help"});
   EXPECT_EQ(near.exit_code, 2);

@@ -9,6 +9,7 @@
 #include "core/clock.h"
 #include "core/parse.h"
 #include "core/table.h"
+#include "store/gpu_shares.h"
 #include "store/job_view.h"
 #include "store/jobs.h"
 #include "store/jobs_projection.h"
@@ -54,12 +55,35 @@ std::string QuoteLine(const store::JobRecord& j, double now) {
   return line;
 }
 
+// "GPU 0, 30.0 GiB reserved (time-slicing), peak 12.1 GiB" for a job that shares a GPU.
+std::string ShareLine(const store::GpuShareRecord& share, const store::JobRecord& j) {
+  std::string line;
+  if (!share.gpu) {
+    line = "waits for " +
+           (share.memory_bytes ? FormatBytes(*share.memory_bytes)
+                               : FormatNumber(share.fraction.value_or(0), 2)) +
+           " of one GPU";
+  } else {
+    line = "GPU " + std::to_string(*share.gpu);
+    if (!share.mig_uuid.empty()) line += " MIG " + share.mig_profile + " " + share.mig_uuid;
+    line += ", " + FormatBytes(share.reservation_bytes.value_or(0)) + " reserved (" +
+            (share.mode == "time" ? std::string("time-slicing") : share.mode) + ")";
+  }
+  line += j.measured.peak_bytes_per_gpu ? ", peak " + FormatBytes(*j.measured.peak_bytes_per_gpu)
+                                        : ", peak unknown";
+  if (share.over_at) line += "; over its reservation";
+  return line;
+}
+
 Status ShowStatus(CliContext& ctx, const std::string& data_dir_flag, bool json, bool all) {
   const std::string data_dir = store::ResolveDataDir(data_dir_flag);
   std::vector<store::JobRecord> jobs;
+  std::map<std::string, store::GpuShareRecord> shares;
   auto db = store::JobsDb::OpenInDataDir(data_dir, /*read_only=*/true);
   if (db.ok()) {
     FULCRUM_ASSIGN_OR_RETURN(jobs, db->ListJobs());
+    FULCRUM_ASSIGN_OR_RETURN(auto rows, store::ListGpuShares(db->db()));
+    for (auto& row : rows) shares[row.job_id] = std::move(row);
   } else if (db.status().code() != StatusCode::kNotFound) {
     return db.status();
   }
@@ -94,6 +118,9 @@ Status ShowStatus(CliContext& ctx, const std::string& data_dir_flag, bool json, 
       row["argv"] = j.argv;  // the CLI's own addition (the API leaves command lines out)
       const auto receiver = supervise::ShownReceiver(j.run_options);  // redacted: a secret
       row["receiver"] = receiver ? nlohmann::json(*receiver) : nlohmann::json();
+      auto share = shares.find(j.id);
+      row["gpu_share"] =
+          share == shares.end() ? nlohmann::json() : store::GpuShareJson(share->second);
       out.push_back(row);
     }
     nlohmann::json top = {{"jobs", out}, {"data_dir", data_dir}};
@@ -115,6 +142,10 @@ Status ShowStatus(CliContext& ctx, const std::string& data_dir_flag, bool json, 
     for (int g : j.gpus) gpus += (gpus.empty() ? "" : ",") + std::to_string(g);
     if (gpus.empty())
       gpus = j.gpus_requested > 0 ? std::to_string(j.gpus_requested) + " wanted" : "-";
+    if (auto share = shares.find(j.id); share != shares.end()) {
+      notes.push_back(j.id + ": " + ShareLine(share->second, j));
+      if (share->second.gpu) gpus = std::to_string(*share->second.gpu) + " (shared)";
+    }
     const nlohmann::json view = store::JobJson(j, now);
     const store::JobState effective = store::EffectiveState(j);
     std::string state(store::JobStateName(effective));
@@ -168,7 +199,9 @@ void RegisterStatus(CLI::App* cmd, CliContext& ctx) {
       "projected_cost_usd, projected_cost_p90_usd, deadline_met_probability, preemptions, "
       "spot_interruptions_per_hour, expected_remaining_interruptions, "
       "measured_peak_bytes_per_gpu, measured_gpu_utilization_pct, measured_power_watts, "
-      "agent_figures_reason, skipped_checkpoints: [{name, reason}], ...}]}");
+      "agent_figures_reason, skipped_checkpoints: [{name, reason}], gpu_share: {gpu, "
+      "reservation_bytes, mode, mig_uuid, mig_profile, memory_bytes, fraction, enforce, over_at} "
+      "or null, ...}]}");
   cmd->add_flag("--all", *all, "Also list jobs that finished more than a day ago");
   cmd->callback([&ctx, data_dir, json, all] {
     Status s = ShowStatus(ctx, *data_dir, *json, *all);

@@ -11,10 +11,13 @@
 
 #include "cli/command.h"
 #include "cluster/gpu_fault.h"
+#include "cluster/gpu_share_slurm.h"
 #include "cluster/slurm.h"
 #include "core/clock.h"
 #include "core/parse.h"
+#include "store/gpu_shares.h"
 #include "store/jobs.h"
+#include "supervise/gpu_share.h"
 #include "supervise/lock.h"
 #include "supervise/process.h"
 #include "supervise/queue.h"
@@ -29,9 +32,16 @@ namespace fs = std::filesystem;
 struct SubmitArgs {
   std::string name;
   std::string data_dir;
-  int gpus = 1;
+  int gpus = -1;  // -1: not given (1, or one GPU's share with --gpu-memory/--gpu-fraction)
   std::string not_before;
-  int node_gpus = -1;
+  std::string node_gpus;  // N or NxSIZE; "" = $FULCRUM_NODE_GPUS, else /dev/nvidiaN
+  // Sharing a GPU by memory.
+  std::string gpu_memory;
+  std::optional<double> gpu_fraction;
+  std::string reserve;
+  std::string share = "auto";
+  bool enforce = false;
+  std::string shard_size = "10GiB";
   bool json = false;
   bool queue_worker = false;
   bool gpu_fault_watch = false;
@@ -80,7 +90,8 @@ store::JobRecord NewJob(const SubmitArgs& a, const std::string& queue, double no
   job.queue = queue;
   job.state = store::JobState::kQueued;
   job.argv = a.command;
-  job.gpus_requested = queue == "slurm" ? a.nodes * a.gpus_per_node : a.gpus;
+  job.gpus_requested = queue == "slurm" ? a.nodes * a.gpus_per_node : std::max(a.gpus, 1);
+  if (queue == "local" && a.gpus == 0) job.gpus_requested = 0;
   job.created_at = now;
   job.workdir = fs::current_path().string();
   job.run_options = supervise::RunFlagsToArgs(a.flags);
@@ -129,6 +140,66 @@ Result<std::string> FitStopInKillWait(SubmitArgs& a, const supervise::ResolvedRu
          " to requeue";
 }
 
+bool WantsShare(const SubmitArgs& a) { return !a.gpu_memory.empty() || a.gpu_fraction.has_value(); }
+
+// The share request of --gpu-memory/--gpu-fraction/--reserve/--share/--enforce, checked.
+Result<supervise::ShareRequest> ShareRequestFrom(const SubmitArgs& a) {
+  supervise::ShareRequest request;
+  if (!a.gpu_memory.empty() && a.gpu_fraction) {
+    return Status::InvalidInput("--gpu-memory and --gpu-fraction: give one of them");
+  }
+  if (a.gpus > 0) {
+    return Status::InvalidInput("--gpus " + std::to_string(a.gpus) +
+                                " asks for whole GPUs; --gpu-memory/--gpu-fraction ask for part of "
+                                "one: give one of them");
+  }
+  if (!a.gpu_memory.empty()) {
+    auto bytes = ParseBytes(a.gpu_memory);
+    if (!bytes.ok() || *bytes <= 0) {
+      return Status::InvalidInput("--gpu-memory: expected a size such as 30GiB, found '" +
+                                  a.gpu_memory + "'")
+          .WithDetail({"", std::nullopt, "--gpu-memory", "SIZE", a.gpu_memory, {"30GiB", "10GB"}});
+    }
+    request.memory_bytes = *bytes;
+  } else {
+    FULCRUM_RETURN_IF_ERROR(supervise::CheckGpuFraction(*a.gpu_fraction));
+    request.fraction = a.gpu_fraction;
+  }
+  if (!a.reserve.empty()) FULCRUM_RETURN_IF_ERROR(supervise::ParseReserve(a.reserve, request));
+  FULCRUM_RETURN_IF_ERROR(supervise::CheckShareMode(a.share));
+  request.share = a.share;
+  request.enforce = a.enforce;
+  return request;
+}
+
+Result<std::vector<supervise::NodeGpu>> NodeGpusFrom(const SubmitArgs& a,
+                                                     const std::string& agent_url) {
+  if (!a.node_gpus.empty()) return supervise::ParseNodeGpus(a.node_gpus);
+  return supervise::DetectNodeGpus(agent_url);
+}
+
+// --gres=shard:N or mps:P for a shared Slurm job (cluster/gpu_share_slurm.h).
+Result<std::string> SlurmShareGres(const SubmitArgs& a) {
+  FULCRUM_ASSIGN_OR_RETURN(supervise::ShareRequest request, ShareRequestFrom(a));
+  std::optional<double> gpu_bytes;
+  if (!a.node_gpus.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(auto gpus, supervise::ParseNodeGpus(a.node_gpus));
+    if (!gpus.empty()) gpu_bytes = gpus.front().memory_bytes;
+  }
+  auto shard = ParseBytes(a.shard_size);
+  if (!shard.ok() || *shard <= 0) {
+    return Status::InvalidInput("--shard-size: expected a size such as 10GiB, found '" +
+                                a.shard_size + "'");
+  }
+  cluster::SlurmShareRequest r;
+  r.memory_bytes = request.memory_bytes;
+  r.fraction = request.fraction;
+  r.gpu_memory_bytes = gpu_bytes;
+  r.shard_bytes = *shard;
+  r.mps = a.share == "mps";
+  return cluster::SlurmShareGres(r);
+}
+
 Status SubmitSlurm(CliContext& ctx, SubmitArgs& a, const std::string& data_dir, store::JobsDb& db,
                    double now, const std::optional<store::JobRecord>& previous,
                    const supervise::ResolvedRun& resolved) {
@@ -142,6 +213,15 @@ Status SubmitSlurm(CliContext& ctx, SubmitArgs& a, const std::string& data_dir, 
                                                         {"--mem", a.mem},
                                                         {"--time", a.time_limit}}) {
     FULCRUM_RETURN_IF_ERROR(cluster::CheckSbatchValue(flag, value));
+  }
+  std::string share_gres;
+  if (WantsShare(a)) {
+    FULCRUM_ASSIGN_OR_RETURN(share_gres, SlurmShareGres(a));
+    if (a.gpus_per_node > 0 || a.nodes > 1) {
+      return Status::InvalidInput(
+          "--gpu-memory/--gpu-fraction ask for part of one GPU: give neither --gpus-per-node nor "
+          "--nodes above 1 with them");
+    }
   }
   FULCRUM_ASSIGN_OR_RETURN(std::string stop_comment, FitStopInKillWait(a, resolved));
   // The webhook URL is a secret: the script names the 0600 file that holds it.
@@ -158,6 +238,7 @@ Status SubmitSlurm(CliContext& ctx, SubmitArgs& a, const std::string& data_dir, 
   spec.constraint = a.constraint;
   spec.mem = a.mem;
   spec.exclusive = a.exclusive;
+  spec.gres = share_gres;
   spec.comment = stop_comment;
   spec.output_path = data_dir + "/slurm/" + a.name + ".out";
   spec.workdir = fs::current_path().string();
@@ -228,7 +309,8 @@ Status Submit(CliContext& ctx, SubmitArgs& a) {
     supervise::QueueWorkerOptions options;
     options.data_dir = data_dir;
     options.fulcrum_binary = SelfExe();
-    options.node_gpus = supervise::DetectNodeGpuCount();
+    options.gpus = supervise::DetectNodeGpus();
+    options.node_gpus = static_cast<int>(options.gpus.size());
     SystemClock clock;
     supervise::QueueWorker worker(
         options, clock, [] { return std::make_unique<supervise::PosixProcessRunner>(); },
@@ -258,15 +340,35 @@ Status Submit(CliContext& ctx, SubmitArgs& a) {
   }
   if (a.slurm) return SubmitSlurm(ctx, a, data_dir, db, now, existing, resolved);
 
-  if (a.gpus < 0)
+  if (a.gpus < -1)
     return Status::InvalidInput("--gpus: expected 0 or more, found " + std::to_string(a.gpus));
   std::map<std::string, std::string> env;
-  const int node_gpus = a.node_gpus >= 0 ? a.node_gpus : supervise::DetectNodeGpuCount();
-  if (a.node_gpus >= 0) env["FULCRUM_NODE_GPUS"] = std::to_string(a.node_gpus);
+  FULCRUM_ASSIGN_OR_RETURN(std::vector<supervise::NodeGpu> gpus,
+                           NodeGpusFrom(a, resolved.agent_url));
+  const int node_gpus = static_cast<int>(gpus.size());
+  if (!a.node_gpus.empty()) {
+    env["FULCRUM_NODE_GPUS"] = a.node_gpus;
+  } else if (const std::string found = supervise::FormatNodeGpus(gpus);
+             found.find('x') != std::string::npos) {
+    env["FULCRUM_NODE_GPUS"] = found;  // the agent's GPUs, for the queue worker
+  }
   if (a.gpus > node_gpus) {
     return Status::InvalidInput("--gpus " + std::to_string(a.gpus) + ": this node has " +
                                 std::to_string(node_gpus) +
                                 " GPU(s) (set --node-gpus or FULCRUM_NODE_GPUS)");
+  }
+  std::optional<store::GpuShareRecord> share;
+  if (WantsShare(a)) {
+    FULCRUM_ASSIGN_OR_RETURN(supervise::ShareRequest request, ShareRequestFrom(a));
+    FULCRUM_RETURN_IF_ERROR(supervise::CheckShareFits(request, gpus));
+    share.emplace();
+    share->job_id = a.name;
+    share->memory_bytes = request.memory_bytes;
+    share->fraction = request.fraction;
+    share->reserve_fraction = request.reserve_fraction;
+    share->reserve_bytes = request.reserve_bytes;
+    share->share = request.share;
+    share->enforce = request.enforce;
   }
   // The webhook URL is a secret: jobs.db and the run's argv name the 0600 file that holds it.
   FULCRUM_RETURN_IF_ERROR(supervise::MoveReceiverToFile(a.flags, data_dir, a.name, true));
@@ -275,21 +377,36 @@ Status Submit(CliContext& ctx, SubmitArgs& a) {
     FULCRUM_ASSIGN_OR_RETURN(double at, supervise::ParseNotBefore(a.not_before, now));
     job.not_before = at;
   }
+  // The share row first: a worker that sees the queued job must see it as a share.
+  FULCRUM_RETURN_IF_ERROR(share ? store::UpsertGpuShare(db.db(), *share)
+                                : store::DeleteGpuShare(db.db(), a.name));
   FULCRUM_RETURN_IF_ERROR(db.UpsertJob(job));
   supervise::PosixProcessRunner launcher;
   FULCRUM_RETURN_IF_ERROR(supervise::StartQueueWorker(launcher, SelfExe(), data_dir, env));
   if (a.json) {
     PrintJson(
-        ctx, {{"submit",
-               {{"job", a.name},
-                {"queue", "local"},
-                {"state", "queued"},
-                {"gpus_requested", job.gpus_requested},
-                {"not_before", job.not_before ? nlohmann::json(*job.not_before) : nlohmann::json()},
-                {"log", data_dir + "/logs/" + a.name + ".log"}}}});
+        ctx,
+        {{"submit",
+          {{"job", a.name},
+           {"queue", "local"},
+           {"state", "queued"},
+           {"gpus_requested", job.gpus_requested},
+           {"gpu_memory_bytes",
+            share && share->memory_bytes ? nlohmann::json(*share->memory_bytes) : nlohmann::json()},
+           {"gpu_fraction",
+            share && share->fraction ? nlohmann::json(*share->fraction) : nlohmann::json()},
+           {"not_before", job.not_before ? nlohmann::json(*job.not_before) : nlohmann::json()},
+           {"log", data_dir + "/logs/" + a.name + ".log"}}}});
   } else {
-    ctx.out << "Queued " << a.name << " (" << job.gpus_requested << " GPU(s) of " << node_gpus
-            << ")";
+    ctx.out << "Queued " << a.name << " (";
+    if (share && share->memory_bytes) {
+      ctx.out << FormatBytes(*share->memory_bytes) << " of one GPU";
+    } else if (share) {
+      ctx.out << share->fraction.value_or(0) << " of one GPU";
+    } else {
+      ctx.out << job.gpus_requested << " GPU(s)";
+    }
+    ctx.out << " of " << (gpus.empty() ? "0" : supervise::FormatNodeGpus(gpus)) << ")";
     if (job.not_before) ctx.out << ", not before " << a.not_before;
     ctx.out << "; see fulcrum status. Log: " << data_dir << "/logs/" << a.name << ".log\n";
   }
@@ -328,16 +445,46 @@ void RegisterSubmit(CLI::App* cmd, CliContext& ctx) {
       ->type_name("NAME");
   cmd->add_option("--data-dir", a->data_dir, "Shared data dir holding jobs.db (as for fulcrum run)")
       ->type_name("DIR");
-  cmd->add_option("--gpus", a->gpus, "Local queue: number of GPUs the job needs (default 1)")
+  cmd->add_option("--gpus", a->gpus, "Local queue: number of whole GPUs the job needs (default 1)")
       ->type_name("N");
   cmd->add_option("--not-before", a->not_before,
                   "Local queue: start no earlier than HH:MM (next occurrence, local time), "
                   "YYYY-MM-DDTHH:MM or +DURATION — e.g. an off-peak window")
       ->type_name("TIME");
-  cmd->add_option(
-         "--node-gpus", a->node_gpus,
-         "Local queue: GPUs on this node (default $FULCRUM_NODE_GPUS, else /dev/nvidiaN count)")
-      ->type_name("N");
+  cmd->add_option("--node-gpus", a->node_gpus,
+                  "GPUs on this node: N, or NxSIZE for memory packing (e.g. 2x80GiB; default "
+                  "$FULCRUM_NODE_GPUS, else the /dev/nvidiaN count, memory unknown). Slurm: the "
+                  "size of the cluster's GPUs for --gpu-fraction and --share mps")
+      ->type_name("N|NxSIZE");
+  cmd->add_option("--gpu-memory", a->gpu_memory,
+                  "Share one GPU: reserve SIZE of its memory (e.g. 30GiB). The queue packs jobs "
+                  "first-fit-decreasing and never reserves more than a GPU's memory less --reserve")
+      ->type_name("SIZE")
+      ->group("Sharing a GPU");
+  cmd->add_option("--gpu-fraction", a->gpu_fraction,
+                  "Share one GPU: reserve this fraction (0, 1] of its memory (and, under MPS, "
+                  "of its compute)")
+      ->type_name("F")
+      ->group("Sharing a GPU");
+  cmd->add_option("--reserve", a->reserve,
+                  "Memory of each GPU that no share may reserve: P% or SIZE (default 10%)")
+      ->type_name("P%|SIZE")
+      ->group("Sharing a GPU");
+  cmd->add_option("--share", a->share,
+                  "auto: MPS when nvidia-cuda-mps-control runs, MIG on a GPU in MIG mode, else "
+                  "time-slicing; mps: MPS (the queue starts the control daemon when none runs; "
+                  "Slurm: --gres=mps:P)")
+      ->type_name("auto|mps")
+      ->group("Sharing a GPU");
+  cmd->add_flag("--enforce", a->enforce,
+                "Time-slicing: a job over its reservation gets a gpu-memory-over alert, then a "
+                "checkpoint request and a stop (without it: the alert only)")
+      ->group("Sharing a GPU");
+  cmd->add_option("--shard-size", a->shard_size,
+                  "Slurm: memory one shard stands for (--gres=shard:N, N = the reservation / "
+                  "this, rounded up; default 10GiB, as `fulcrum slurm conf` assumes)")
+      ->type_name("SIZE")
+      ->group("Slurm");
   cmd->add_flag("--json", a->json, "Print {\"submit\": {job, queue, ...}}");
   cmd->add_flag("--slurm", a->slurm, "Submit to Slurm instead of the local queue")->group("Slurm");
   cmd->add_option("--nodes", a->nodes, "Slurm: nodes (default 1)")->type_name("N")->group("Slurm");

@@ -19,6 +19,7 @@ void RegisterQuery(CLI::App* cmd, CliContext& ctx);
 void RegisterRun(CLI::App* cmd, CliContext& ctx);
 void RegisterSubmit(CLI::App* cmd, CliContext& ctx);
 void RegisterStatus(CLI::App* cmd, CliContext& ctx);
+void RegisterSlurm(CLI::App* cmd, CliContext& ctx);
 void RegisterCost(CLI::App* cmd, CliContext& ctx);
 void RegisterBench(CLI::App* cmd, CliContext& ctx);
 void RegisterDoctor(CLI::App* cmd, CliContext& ctx);
@@ -62,6 +63,9 @@ const std::vector<CommandEntry>& CommandTable() {
       {"status", "Survive",
        "List supervised jobs: state, GPUs, restarts, checkpoint and heartbeat age, spend",
        RegisterStatus},
+      {"slurm", "Survive",
+       "Slurm helpers: gres lines for shared GPUs; power saving that follows the queue",
+       RegisterSlurm},
       {"cost", "Survive", "Spend per job and per UTC day, from the ledger of fulcrum run",
        RegisterCost},
       {"bench", "Validate", "Measure this server's GPUs and disk against their datasheet",

@@ -115,6 +115,7 @@ std::string GenerateSbatch(const SbatchSpec& spec) {
   s << "#SBATCH --nodes=" << spec.nodes << "\n";
   s << "#SBATCH --ntasks-per-node=1\n";
   if (spec.gpus_per_node > 0) s << "#SBATCH --gres=gpu:" << spec.gpus_per_node << "\n";
+  if (!spec.gres.empty()) s << "#SBATCH --gres=" << spec.gres << "\n";
   const std::pair<const char*, const std::string*> passthrough[] = {
       {"partition", &spec.partition},   {"account", &spec.account}, {"qos", &spec.qos},
       {"constraint", &spec.constraint}, {"mem", &spec.mem},         {"time", &spec.time_limit},

@@ -27,9 +27,12 @@ struct SbatchSpec {
   // sbatch passthrough, each emitted as `#SBATCH --<name>=<value>` when set.
   std::string account;
   std::string qos;
-  std::string constraint;   // node features, e.g. "h100&ib"
-  std::string mem;          // per node, e.g. "64G"; "0" = all of the node's memory
-  bool exclusive = false;   // whole nodes
+  std::string constraint;  // node features, e.g. "h100&ib"
+  std::string mem;         // per node, e.g. "64G"; "0" = all of the node's memory
+  bool exclusive = false;  // whole nodes
+  // A share of one GPU instead of gpus_per_node: "shard:3" or "mps:25" (cluster/gpu_share_slurm.h),
+  // emitted as `#SBATCH --gres=<gres>`.
+  std::string gres;
   std::string output_path;  // sbatch --output
   std::string workdir;
   std::string fulcrum_binary;         // absolute path of fulcrum on the nodes

@@ -5,40 +5,110 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
-#include <filesystem>
-#include <set>
 
 #include "core/parse.h"
 
 namespace fulcrum::supervise {
 
-std::vector<Placement> PlaceQueuedJobs(const std::vector<store::JobRecord>& jobs, int node_gpus,
-                                       double now_unix) {
-  std::set<int> busy;
-  for (const auto& job : jobs) {
-    // A lost job (its supervisor vanished) holds no GPUs.
-    if (job.queue == "slurm" || job.state == store::JobState::kQueued ||
-        !store::IsActiveState(store::EffectiveState(job)))
-      continue;
-    busy.insert(job.gpus.begin(), job.gpus.end());
-  }
+namespace {
+
+bool HoldsGpus(const store::JobRecord& job) {
+  // A lost job (its supervisor vanished) holds no GPUs.
+  return job.queue != "slurm" && job.state != store::JobState::kQueued &&
+         store::IsActiveState(store::EffectiveState(job));
+}
+
+std::vector<const store::JobRecord*> ReadyJobs(const std::vector<store::JobRecord>& jobs,
+                                               double now_unix) {
   std::vector<const store::JobRecord*> queued;
   for (const auto& job : jobs) {
-    if (job.state == store::JobState::kQueued && job.queue == "local") queued.push_back(&job);
+    if (job.state != store::JobState::kQueued || job.queue != "local") continue;
+    if (job.not_before && *job.not_before > now_unix) continue;
+    queued.push_back(&job);
   }
   std::stable_sort(queued.begin(), queued.end(), [](const auto* a, const auto* b) {
     return a->created_at.value_or(0) < b->created_at.value_or(0);
   });
+  return queued;
+}
+
+// The size that orders shared jobs (decreasing): the request's bytes on the largest GPU.
+double SortBytes(const ShareRequest& request, const std::vector<NodeGpu>& gpus) {
+  double largest = 0;
+  for (const NodeGpu& g : gpus) largest = std::max(largest, ReservationOn(request, g).value_or(0));
+  return largest;
+}
+
+}  // namespace
+
+ShareRequest ShareRequestOf(const store::GpuShareRecord& share) {
+  ShareRequest r;
+  r.memory_bytes = share.memory_bytes;
+  r.fraction = share.fraction;
+  r.reserve_fraction = share.reserve_fraction;
+  r.reserve_bytes = share.reserve_bytes;
+  r.share = share.share;
+  r.enforce = share.enforce;
+  return r;
+}
+
+std::vector<Placement> PlaceQueuedJobs(const std::vector<store::JobRecord>& jobs, int node_gpus,
+                                       double now_unix) {
+  std::vector<NodeGpu> gpus;
+  for (int g = 0; g < node_gpus; ++g) gpus.push_back({g, std::nullopt, {}});
+  return PlaceQueuedJobs(jobs, {}, gpus, false, now_unix);
+}
+
+std::vector<Placement> PlaceQueuedJobs(const std::vector<store::JobRecord>& jobs,
+                                       const std::map<std::string, store::GpuShareRecord>& shares,
+                                       const std::vector<NodeGpu>& gpus, bool mps_running,
+                                       double now_unix) {
+  std::vector<GpuLoad> loads(gpus.size());
+  const auto load_of = [&](int index) -> GpuLoad* {
+    for (size_t i = 0; i < gpus.size(); ++i) {
+      if (gpus[i].index == index) return &loads[i];
+    }
+    return nullptr;
+  };
+  for (const auto& job : jobs) {
+    if (!HoldsGpus(job)) continue;
+    auto share = shares.find(job.id);
+    if (share != shares.end() && share->second.gpu) {
+      if (GpuLoad* load = load_of(*share->second.gpu)) {
+        load->reserved_bytes += share->second.reservation_bytes.value_or(0);
+        ++load->shares;
+        if (!share->second.mig_uuid.empty()) load->mig_in_use.insert(share->second.mig_uuid);
+      }
+      continue;
+    }
+    for (int g : job.gpus) {
+      if (GpuLoad* load = load_of(g)) load->whole = true;
+    }
+  }
   std::vector<Placement> placements;
-  for (const auto* job : queued) {
-    if (job->not_before && *job->not_before > now_unix) continue;
+  std::vector<std::pair<const store::JobRecord*, ShareRequest>> shared;
+  for (const auto* job : ReadyJobs(jobs, now_unix)) {
+    if (auto share = shares.find(job->id); share != shares.end()) {
+      shared.emplace_back(job, ShareRequestOf(share->second));
+      continue;
+    }
     std::vector<int> free;
-    for (int g = 0; g < node_gpus && static_cast<int>(free.size()) < job->gpus_requested; ++g) {
-      if (!busy.count(g)) free.push_back(g);
+    for (size_t i = 0; i < gpus.size() && static_cast<int>(free.size()) < job->gpus_requested;
+         ++i) {
+      if (!loads[i].whole && loads[i].shares == 0) free.push_back(gpus[i].index);
     }
     if (static_cast<int>(free.size()) < job->gpus_requested) continue;
-    busy.insert(free.begin(), free.end());
-    placements.push_back({job->id, free});
+    for (int g : free) load_of(g)->whole = true;
+    placements.push_back({job->id, free, std::nullopt});
+  }
+  std::stable_sort(shared.begin(), shared.end(), [&](const auto& a, const auto& b) {
+    return SortBytes(a.second, gpus) > SortBytes(b.second, gpus);
+  });
+  for (const auto& [job, request] : shared) {
+    const bool mps = request.share == "mps" || mps_running;
+    auto fit = FitShare(request, gpus, loads, mps);
+    if (!fit) continue;
+    placements.push_back({job->id, {fit->gpu}, fit});
   }
   return placements;
 }
@@ -90,22 +160,6 @@ Result<double> ParseNotBefore(const std::string& text, double now_unix) {
       "--not-before: expected HH:MM, +DURATION or YYYY-MM-DDTHH:MM, found '" + text + "'");
 }
 
-int DetectNodeGpuCount() {
-  if (const char* env = std::getenv("FULCRUM_NODE_GPUS"); env != nullptr && *env != '\0') {
-    auto n = ParseInt(env);
-    if (n.ok() && *n >= 0) return static_cast<int>(*n);
-  }
-  int count = 0;
-  std::error_code ec;
-  for (auto it = std::filesystem::directory_iterator("/dev", ec);
-       !ec && it != std::filesystem::end(it); it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.size() > 6 && name.rfind("nvidia", 0) == 0 &&
-        std::all_of(name.begin() + 6, name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      ++count;
-    }
-  }
-  return count;
-}
+int DetectNodeGpuCount() { return static_cast<int>(DetectNodeGpus().size()); }
 
 }  // namespace fulcrum::supervise

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <ctime>
+#include <map>
 
 namespace fulcrum::supervise {
 namespace {
@@ -31,6 +34,58 @@ TEST(QueueTest, PlacesInOrderOnFreeGpusAndLetsSmallJobsFill) {
   EXPECT_EQ(placements[0].gpus, (std::vector<int>{2}));
   EXPECT_EQ(placements[1].job_id, "small2");
   EXPECT_EQ(placements[1].gpus, (std::vector<int>{3}));
+}
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+store::GpuShareRecord Share(const std::string& id, double gib) {
+  store::GpuShareRecord s;
+  s.job_id = id;
+  s.memory_bytes = gib * kGiB;
+  return s;
+}
+
+TEST(QueueTest, PacksSharedJobsFirstFitDecreasingWithoutOverCommit) {
+  std::vector<store::JobRecord> jobs;
+  std::map<std::string, store::GpuShareRecord> shares;
+  // Created smallest first: the queue still places the largest first.
+  const std::vector<std::pair<std::string, double>> asks = {
+      {"s10", 10}, {"s20", 20}, {"s40", 40}, {"s50", 50}, {"s30", 30}};
+  for (size_t i = 0; i < asks.size(); ++i) {
+    jobs.push_back(Job(asks[i].first, "queued", 1, {}, static_cast<double>(i)));
+    shares[asks[i].first] = Share(asks[i].first, asks[i].second);
+  }
+  const auto gpus = *ParseNodeGpus("2x80GiB");
+  auto placements = PlaceQueuedJobs(jobs, shares, gpus, false, 100);
+  std::map<std::string, int> on;
+  std::vector<double> reserved(2, 0);
+  for (const auto& p : placements) {
+    ASSERT_TRUE(p.share.has_value());
+    on[p.job_id] = p.share->gpu;
+    reserved[p.share->gpu] += p.share->reservation_bytes;
+  }
+  // 72 GiB usable per GPU: 50 -> 0, 40 -> 1, 30 -> 1 (0 has 22 left), 20 -> 0, 10 -> none
+  // (0 at 70, 1 at 70).
+  EXPECT_EQ(placements.front().job_id, "s50");
+  EXPECT_EQ(on, (std::map<std::string, int>{{"s50", 0}, {"s40", 1}, {"s30", 1}, {"s20", 0}}));
+  EXPECT_LE(reserved[0], 72 * kGiB);
+  EXPECT_LE(reserved[1], 72 * kGiB);
+}
+
+TEST(QueueTest, RunningSharesHoldTheirReservationAndKeepWholeJobsOff) {
+  std::vector<store::JobRecord> jobs = {Job("a", "running", 1, {0}, 1),
+                                        Job("b", "queued", 1, {}, 2),
+                                        Job("whole", "queued", 2, {}, 3)};
+  jobs[0].supervisor_pid = getpid();
+  std::map<std::string, store::GpuShareRecord> shares = {{"a", Share("a", 60)},
+                                                         {"b", Share("b", 30)}};
+  shares["a"].gpu = 0;
+  shares["a"].reservation_bytes = 60 * kGiB;
+  const auto gpus = *ParseNodeGpus("2x80GiB");
+  auto placements = PlaceQueuedJobs(jobs, shares, gpus, false, 100);
+  ASSERT_EQ(placements.size(), 1u) << "the 2-GPU job waits: GPU 0 holds a share";
+  EXPECT_EQ(placements[0].job_id, "b");
+  EXPECT_EQ(placements[0].gpus, (std::vector<int>{1})) << "GPU 0 has only 12 GiB left";
 }
 
 TEST(QueueTest, HonoursNotBefore) {
