@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "calibration_data.h"
 #include "calibration_fit.h"
 
 namespace fulcrum::calibrate {
@@ -40,12 +41,6 @@ RatioBand BandOf(std::vector<double> ratios) {
 
 bool IsGeneric(const CalibrationRow& row) {
   return row.input && row.input->model.kind == workload::ModelKind::kGeneric;
-}
-
-std::string Format(const char* format, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
 }
 
 std::string BandSource(const RatioBand& b) {

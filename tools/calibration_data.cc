@@ -1,6 +1,7 @@
 #include "calibration_data.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -432,5 +433,13 @@ std::optional<double> Predict(const CalibrationRow& row,
       return std::nullopt;
   }
 }
+
+std::string Format(const char* format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+std::string Percent(double fraction) { return Format("%.1f %%", 100 * fraction); }
+std::string SignedPercent(double fraction) { return Format("%+.1f %%", 100 * fraction); }
 
 }  // namespace fulcrum::calibrate

@@ -83,4 +83,10 @@ std::optional<double> Predict(const CalibrationRow& row,
 std::optional<estimate::StepTime> PredictStepTime(const CalibrationRow& row,
                                                   const estimate::TimeCalibration& calibration);
 
+// printf-style text of one number (`format` takes one double), and a fraction as "12.3 %" /
+// "+12.3 %": how every generated table of fulcrum-calibrate writes its figures.
+std::string Format(const char* format, double value);
+std::string Percent(double fraction);
+std::string SignedPercent(double fraction);
+
 }  // namespace fulcrum::calibrate

@@ -16,14 +16,6 @@
 namespace fulcrum::calibrate {
 namespace {
 
-std::string Format(const char* format, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
-}
-std::string Percent(double fraction) { return Format("%.1f %%", 100 * fraction); }
-std::string SignedPercent(double fraction) { return Format("%+.1f %%", 100 * fraction); }
-
 // The generated bands as the estimator's table (views into `bands`, which must outlive it).
 estimate::UncertaintyTable TableOf(const GeneratedBands& bands) {
   estimate::UncertaintyTable table;

@@ -13,13 +13,6 @@
 namespace fulcrum::calibrate {
 namespace {
 
-std::string Format(const char* format, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
-}
-std::string Percent(double fraction) { return Format("%.1f %%", 100 * fraction); }
-std::string SignedPercent(double fraction) { return Format("%+.1f %%", 100 * fraction); }
 std::string Gib(double bytes) { return Format("%.2f", bytes / (1024.0 * 1024 * 1024)); }
 
 // Summary lines: the error of the resume figure and the measured resume / fresh ratio, per

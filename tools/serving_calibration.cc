@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "calibration_data.h"
 #include "calibration_fit.h"
 #include "catalog/catalog.h"
 #include "core/csv.h"
@@ -44,14 +45,6 @@ const std::vector<Knob<ServeCalibration>>& ServingKnobs() {
   };
   return kKnobs;
 }
-
-std::string Format(const char* format, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
-}
-std::string Percent(double fraction) { return Format("%.1f %%", 100 * fraction); }
-std::string SignedPercent(double fraction) { return Format("%+.1f %%", 100 * fraction); }
 
 std::optional<double> ServingError(const ServingRow& row, const ServeCalibration& c) {
   const std::optional<double> predicted = PredictServing(row, c);
