@@ -152,6 +152,15 @@ TEST(CliTest, UnknownCommandWithHelpIsAUsageErrorNamingTheNearest) {
   RunOutput known = RunFulcrum({"plan", "--help"});
   EXPECT_EQ(known.exit_code, 0) << known.err;
   EXPECT_NE(known.out.find("--batch-tolerance"), std::string::npos);
+  // The same one level down, now that slurm is a command: its unknown subcommand.
+  RunOutput sub = RunFulcrum({"--json", "slurm", "confg", "--help"});
+  EXPECT_EQ(sub.exit_code, 2) << sub.out;
+  EXPECT_NE(sub.err.find("unknown command 'slurm confg'; did you mean conf?"), std::string::npos)
+      << sub.err;
+  EXPECT_NE(sub.err.find("\"nearest\":[\"conf\"]"), std::string::npos) << sub.err;
+  // A word after a command's options is not taken for a subcommand; a known one gets its help.
+  EXPECT_EQ(RunFulcrum({"spot", "--work", "48h", "--help"}).exit_code, 0);
+  EXPECT_EQ(RunFulcrum({"slurm", "conf", "--help"}).exit_code, 0);
 }
 
 TEST(CliTest, TopLevelHelpListsTheCommandTableByGroup) {

@@ -44,21 +44,38 @@ std::string UnknownCommandMessage(const std::string& word, const ErrorDetail& de
   return message;
 }
 
-// The first command word of argv when it names no command (`fulcrum slurm x`), else "".
-std::string UnknownCommandWord(CLI::App& app, int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
+// The first command word of argv that names no command of its level (`fulcrum slurmx`, or the
+// subcommand of `fulcrum slurm x`), with that level's names; word "" when every word names one.
+struct UnknownWord {
+  std::string word;
+  std::string parent;  // "" at the top level, else the command it follows ("slurm")
+  std::vector<std::string> names;
+};
+UnknownWord UnknownCommandWord(CLI::App& app, int argc, char** argv) {
+  int i = 1;
+  while (i < argc && argv[i][0] == '-') i += std::string(argv[i]) == "--catalog" ? 2 : 1;
+  CLI::App* level = &app;
+  UnknownWord unknown;
+  // The command word, then (for a command with subcommands) the word right after it: a later
+  // word may be an option's value (`spot --work 48h`).
+  for (; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--catalog") {
-      ++i;
-      continue;
+    const std::vector<CLI::App*> subs = level->get_subcommands({});
+    if (arg.empty() || arg[0] == '-' || (level != &app && subs.empty())) return {};
+    CLI::App* next = nullptr;
+    for (CLI::App* sub : subs) {
+      if (level != &app) unknown.names.push_back(sub->get_name());
+      if (sub->get_name() == arg) next = sub;
     }
-    if (arg.empty() || arg[0] == '-') continue;
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      if (sub->get_name() == arg) return "";
+    if (next == nullptr) {
+      unknown.word = arg;
+      return unknown;
     }
-    return arg;
+    unknown.parent += (unknown.parent.empty() ? "" : " ") + arg;
+    unknown.names.clear();
+    level = next;
   }
-  return "";
+  return {};
 }
 
 // {"error": {...}} with every field of ErrorDetail: null / [] where `detail` does not know it.
@@ -168,15 +185,27 @@ void AddHiddenCommands(CLI::App& app, CliContext& ctx, std::string& man_dir) {
   });
 }
 
+// Reports an unknown command word (exit 2): the top level's commands, or the subcommands of the
+// command it follows (`fulcrum slurm confg`: "unknown command 'slurm confg'; did you mean conf?").
+int ReportUnknownCommand(CliContext& ctx, const UnknownWord& unknown) {
+  ErrorDetail detail = CommandDetail(unknown.word);
+  if (!unknown.parent.empty()) {
+    detail.expected = "one of " + JoinNames(unknown.names);
+    detail.nearest = NearestNames(unknown.word, unknown.names);
+  }
+  const std::string path = (unknown.parent.empty() ? "" : unknown.parent + " ") + unknown.word;
+  const std::string where = unknown.parent.empty() ? "fulcrum" : "fulcrum " + unknown.parent;
+  PrintShellError(ctx, UnknownCommandMessage(path, detail), detail,
+                  "Run " + where + " --help for the commands.");
+  return 2;
+}
+
 // Exit code 2 for a CLI11 parse error, naming an unknown command rather than CLI11's generic
 // "A subcommand is required".
 int ReportParseError(CliContext& ctx, CLI::App& app, const CLI::ParseError& e, int argc,
                      char** argv) {
-  if (const std::string word = UnknownCommandWord(app, argc, argv); !word.empty()) {
-    const ErrorDetail detail = CommandDetail(word);
-    PrintShellError(ctx, UnknownCommandMessage(word, detail), detail,
-                    "Run fulcrum --help for the commands.");
-    return 2;
+  if (const UnknownWord unknown = UnknownCommandWord(app, argc, argv); !unknown.word.empty()) {
+    return ReportUnknownCommand(ctx, unknown);
   }
   ErrorDetail detail;
   std::string message = e.what();
@@ -247,11 +276,8 @@ int RunCli(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     // `fulcrum slurm x --help`: an unknown command is an error, not the global help.
-    if (const std::string word = UnknownCommandWord(app, argc, argv); !word.empty()) {
-      const ErrorDetail detail = CommandDetail(word);
-      PrintShellError(ctx, UnknownCommandMessage(word, detail), detail,
-                      "Run fulcrum --help for the commands.");
-      return 2;
+    if (const UnknownWord unknown = UnknownCommandWord(app, argc, argv); !unknown.word.empty()) {
+      return ReportUnknownCommand(ctx, unknown);
     }
     ctx.out << DeepestSubcommand(app)->help();
     return 0;
