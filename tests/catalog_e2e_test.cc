@@ -367,6 +367,32 @@ TEST_F(CatalogE2eTest, ABrokenRowInAnyCostTableFailsValidateAndPlan) {
     EXPECT_NE(std::find(tables.begin(), tables.end(), file), tables.end()) << file;
 }
 
+// Issue 30: catalog validate did not read the model presets or the spot traces; a broken preset
+// failed only the command that used it. Each is now checked as its reader loads it.
+TEST_F(CatalogE2eTest, ABrokenModelPresetOrSpotTraceFailsValidate) {
+  std::string dir = CopyCatalog();
+  for (const char* file : {"models", "spot-traces"})
+    fs::copy(SourcePath("catalog/") + file, dir + "/" + file, fs::copy_options::recursive);
+  const std::string model = dir + "/models/llama-2-7b.yaml";
+  const std::string good = ReadFile(model);
+  WriteFile(model, good + "layers: [oops\n");
+  RunOutput validate = RunOn(dir, {"catalog", "validate", "--no-user-offers"});
+  EXPECT_EQ(validate.exit_code, 2) << validate.out;
+  EXPECT_NE(validate.err.find(model + ":"), std::string::npos) << validate.err;
+  RunOutput estimate = RunOn(dir, {"estimate", "--model", "llama-2-7b", "--gpu", "H100-SXM"});
+  EXPECT_EQ(estimate.exit_code, 2) << estimate.out;
+  WriteFile(model, good);
+  std::string trace;
+  for (const auto& e : fs::recursive_directory_iterator(dir + "/spot-traces")) {
+    if (e.path().extension() == ".json") trace = e.path().string();
+  }
+  ASSERT_FALSE(trace.empty());
+  WriteFile(trace, "{\"not\": \"a trace\"");
+  validate = RunOn(dir, {"catalog", "validate", "--no-user-offers"});
+  EXPECT_EQ(validate.exit_code, 2) << validate.out;
+  EXPECT_NE(validate.err.find(trace), std::string::npos) << validate.err;
+}
+
 TEST_F(CatalogE2eTest, ValidateShippedCatalog) {
   RunOutput r = Run({"catalog", "validate", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

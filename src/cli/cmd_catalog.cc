@@ -1,5 +1,6 @@
 // `fulcrum catalog import|validate`: bring outside price lists into the catalog's format and
 // check a catalog directory.
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 
@@ -18,6 +19,8 @@
 #include "nodecheck/env_setup.h"
 #include "plan/cost.h"
 #include "plan/export.h"
+#include "spot/trace.h"
+#include "workload/model_io.h"
 
 namespace fulcrum::cli {
 namespace {
@@ -191,6 +194,22 @@ Result<std::vector<std::string>> CheckOtherTables(const std::string& dir) {
     FULCRUM_RETURN_IF_ERROR(check(file, compat));
   FULCRUM_RETURN_IF_ERROR(
       check("container_images.csv", nodecheck::LoadContainerImages(dir).status()));
+  // The model presets (estimate/plan --model) and the public spot traces the planner's spot risk
+  // is drawn from: each one loads as the command that reads it loads it.
+  for (const std::string& name : workload::ListModelPresets(dir)) {
+    const std::string file = "models/" + name + ".yaml";
+    FULCRUM_RETURN_IF_ERROR(check(file, workload::LoadModelPreset(dir, name).status()));
+  }
+  std::error_code ec;
+  std::vector<std::string> traces;
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator(dir + "/spot-traces", ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".json")
+      traces.push_back(std::filesystem::relative(entry.path(), dir).string());
+  }
+  std::sort(traces.begin(), traces.end());
+  for (const std::string& file : traces)
+    FULCRUM_RETURN_IF_ERROR(check(file, spot::LoadTrace(dir + "/" + file).status()));
   return checked;
 }
 
@@ -202,8 +221,9 @@ void RegisterValidate(CLI::App& parent, CliContext& ctx) {
       "Loads DIR (default: the catalog in use) with every check that fulcrum applies on start:\n"
       "header, types, ranges, unknown GPU and provider names, duplicate keys; then every other\n"
       "table present (storage, storage prices, spot bands, goodput, export, CUDA/torch\n"
-      "compatibility, container images) as the commands that read it do. Prints the counts,\n"
-      "or the first error as file:line: field: expected ..., found ... with exit code 2.\n\n"
+      "compatibility, container images, model presets, spot traces) as the commands that read\n"
+      "it do. Prints the counts, or the first error as file:line: field: expected ..., found ...\n"
+      "with exit code 2.\n\n"
       "Examples:\n  fulcrum catalog validate ./catalog\n  fulcrum catalog validate "
       "--no-user-offers");
   auto dir = std::make_shared<std::string>();
