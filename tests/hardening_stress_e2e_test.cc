@@ -39,6 +39,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -438,7 +439,9 @@ void HardeningStressE2E::HeaderFloodAndTrickleProbes() {
   int refused = 0;
   for (int s : statuses) refused += s == 431;
   const double peak_after_flood = PeakResidentMiB(agent_->pid());
-  EXPECT_EQ(refused, kFloods) << "every flood answered 431";
+  std::ostringstream answers;  // what each flood received (0: no HTTP answer: closed or reset)
+  for (int s : statuses) answers << ' ' << s;
+  EXPECT_EQ(refused, kFloods) << "every flood answered 431; the floods got:" << answers.str();
   EXPECT_LT(peak_after_flood, 64.0);
   Figure("flood_peak_rss_mib", peak_after_flood,
          "header flood: " + std::to_string(kFloods) + " x " + std::to_string(kFloodBytes >> 20) +
