@@ -82,15 +82,14 @@ UnknownWord UnknownCommandWord(CLI::App& app, int argc, char** argv) {
 nlohmann::json ErrorJson(const std::string& message, const ErrorDetail* detail) {
   ErrorDetail none;
   const ErrorDetail& d = detail != nullptr ? *detail : none;
-  return {{"schema_version", kJsonSchemaVersion},
-          {"error",
-           {{"message", message},
-            {"file", OrNull(d.file)},
-            {"line", d.line ? nlohmann::json(*d.line) : nlohmann::json()},
-            {"field", OrNull(d.field)},
-            {"expected", OrNull(d.expected)},
-            {"found", OrNull(d.found)},
-            {"nearest", d.nearest}}}};
+  return WithSchemaVersion({{"error",
+                             {{"message", message},
+                              {"file", OrNull(d.file)},
+                              {"line", d.line ? nlohmann::json(*d.line) : nlohmann::json()},
+                              {"field", OrNull(d.field)},
+                              {"expected", OrNull(d.expected)},
+                              {"found", OrNull(d.found)},
+                              {"nearest", d.nearest}}}});
 }
 
 // Prints an error found by the shell itself (parse errors, unknown commands): one JSON line with
