@@ -859,11 +859,13 @@ class ShapedReceiver {
     });
     s.Post("/to-https", [this](const httplib::Request&, httplib::Response& res) {
       res.status = 301;
+      std::lock_guard<std::mutex> lock(mutex_);
       res.set_header("Location", "https://127.0.0.1:" + std::to_string(port_) + "/final");
     });
     s.Post("/to-other", [this](const httplib::Request&, httplib::Response& res) {
       res.status = 307;
-      res.set_header("Location", other_url + "/final");
+      std::lock_guard<std::mutex> lock(mutex_);
+      res.set_header("Location", other_url_ + "/final");
     });
     s.Post("/limited", [this](const httplib::Request& req, httplib::Response& res) {
       if (Record("limited", req) == 1) {
@@ -878,14 +880,22 @@ class ShapedReceiver {
       Record(poison ? "poison" : "ok", req);
       res.status = poison ? 500 : 200;
     });
-    port_ = server_.Start();
+    const int port = server_.Start();
+    std::lock_guard<std::mutex> lock(mutex_);  // the server's threads already run
+    port_ = port;
   }
   std::string url() const { return server_.url(); }
   std::vector<Received> Got(const std::string& route) {
     std::lock_guard<std::mutex> lock(mutex_);
     return received_[route];
   }
-  std::string other_url;
+  // Set from the test's thread while the server's threads run: under the mutex, because the
+  // request that reads it reaches the server through libcurl and httplib, whose socket I/O
+  // ThreadSanitizer does not count as synchronisation.
+  void SetOtherUrl(const std::string& url) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    other_url_ = url;
+  }
 
  private:
   size_t Record(const std::string& route, const httplib::Request& req) {
@@ -896,6 +906,7 @@ class ShapedReceiver {
   }
   std::mutex mutex_;
   std::map<std::string, std::vector<Received>> received_;
+  std::string other_url_;
   int port_ = 0;
   fulcrum::testing::FakeHttpServer server_;  // last: stopped before the state it touches
 };
@@ -906,7 +917,7 @@ class ShapedReceiver {
 TEST(DeliveryHttpTest, RedirectsAreFollowedByTheRules) {
   ShapedReceiver receiver;
   ShapedReceiver other;
-  receiver.other_url = other.url();
+  receiver.SetOtherUrl(other.url());
   const std::string base = receiver.url();
   std::vector<Receiver> receivers;
   for (const char* route : {"r302", "r303", "loop/0", "to-https", "to-other"}) {
