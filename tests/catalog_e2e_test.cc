@@ -393,6 +393,33 @@ TEST_F(CatalogE2eTest, ABrokenModelPresetOrSpotTraceFailsValidate) {
   EXPECT_NE(validate.err.find(trace), std::string::npos) << validate.err;
 }
 
+// Seen: with one damaged trace, `catalog validate` exited 2 but `plan --pricing spot` exited 0
+// and quietly took another risk model (per-instance MTTI 2.1 h -> 2537.5 h from the default band;
+// no multi-node scaling), re-ranking every spot row. Each trace set the planner reads now stops it.
+TEST_F(CatalogE2eTest, ADamagedSpotTraceStopsThePlanWithItsPath) {
+  std::string dir = CopyCatalog();
+  for (const char* sub : {"models", "spot-traces"})
+    fs::copy(SourcePath("catalog/") + sub, dir + "/" + sub, fs::copy_options::recursive);
+  const std::vector<std::string> plan = {"plan",      "--model", "llama-2-7b", "--tokens", "1B",
+                                         "--pricing", "spot",    "--top",      "1"};
+  RunOutput healthy = RunOn(dir, plan);
+  ASSERT_EQ(healthy.exit_code, 0) << healthy.err;
+  for (const char* set : {"preemption-1node", "availability-16node", "availability-1node"}) {
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(dir + "/spot-traces/" + set)) {
+      if (e.path().extension() == ".json") files.push_back(e.path().string());
+    }
+    ASSERT_FALSE(files.empty()) << set;
+    std::sort(files.begin(), files.end());
+    const std::string good = ReadFile(files[0]);
+    WriteFile(files[0], good.substr(0, good.size() / 2));
+    RunOutput r = RunOn(dir, plan);
+    EXPECT_EQ(r.exit_code, 2) << set << ": " << r.out;
+    EXPECT_NE(r.err.find(files[0]), std::string::npos) << set << ": " << r.err;
+    WriteFile(files[0], good);
+  }
+}
+
 TEST_F(CatalogE2eTest, ValidateShippedCatalog) {
   RunOutput r = Run({"catalog", "validate", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

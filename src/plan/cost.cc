@@ -446,6 +446,17 @@ Status CheckCostTables(const std::string& catalog_dir) {
     return bands.status();
   if (auto runs = LoadGoodputRuns(catalog_dir); present_but_broken("goodput.csv", runs.status()))
     return runs.status();
+  // The spot traces: "none there" (NotFound) selects the default band; a trace that is there but
+  // does not read (bad JSON, a bad field) must stop the plan, not switch the risk model quietly.
+  const auto broken_traces = [](const Status& status) {
+    return !status.ok() && status.code() != StatusCode::kNotFound;
+  };
+  if (auto risk = spot::CalibratedSpotRisk(catalog_dir); broken_traces(risk.status()))
+    return risk.status();
+  if (auto gang = spot::CalibratedGangRisk(catalog_dir); broken_traces(gang.status()))
+    return gang.status();
+  if (auto size = spot::CalibratedInstanceSizeRisk(catalog_dir); broken_traces(size.status()))
+    return size.status();
   return Status::Ok();
 }
 
