@@ -132,10 +132,13 @@ TEST_F(ChinaE2eTest, AnImportedAlibabaPriceIsPlanned) {
   EXPECT_EQ(before.exit_code, 2) << before.out;
   EXPECT_NE(before.err.find("none has a citable price"), std::string::npos) << before.err;
 
-  RunOutput imported =
-      Run({"catalog", "import", "--format", "alibaba", Fixture("alibaba_describe_price.json"),
-           "--instance-type", "ecs.gn7-c13g1.26xlarge", "--region", "cn-hangzhou", "-o",
-           offers_dir_ + "/alibaba.csv"});
+  // As on a fresh home, where docs/CHINA.md's `-o ~/.config/fulcrum/offers.d/...` has no
+  // directory yet (seen: "cannot write", exit 1).
+  fs::remove_all(offers_dir_);
+  RunOutput imported = Run({"catalog", "import", "--format", "alibaba",
+                            Fixture("alibaba_describe_price_hourly.json"), "--instance-type",
+                            "ecs.gn7-c13g1.26xlarge", "--region", "cn-hangzhou", "-o",
+                            offers_dir_ + "/alibaba.csv"});
   ASSERT_EQ(imported.exit_code, 0) << imported.err;
   EXPECT_NE(imported.err.find("imported 1 offers"), std::string::npos) << imported.err;
 
@@ -143,7 +146,7 @@ TEST_F(ChinaE2eTest, AnImportedAlibabaPriceIsPlanned) {
   ASSERT_EQ(offers.exit_code, 0) << offers.err;
   const auto first = nlohmann::json::parse(offers.out).at("offers").at(0);
   EXPECT_EQ(first.at("region"), "cn-hangzhou");
-  EXPECT_EQ(first.at("on_demand_billed_per_hour").get<double>(), 3712.8);
+  EXPECT_EQ(first.at("on_demand_billed_per_hour").get<double>(), 100);
   EXPECT_EQ(first.at("quoted_currency"), "CNY");
 
   RunOutput after = Plan({"--providers", "alibaba", "--gpus", "A100-SXM4-40GB", "--json"});

@@ -182,6 +182,30 @@ Status SetPrices(Offer& offer, const std::string& currency, std::optional<double
   return Status::Ok();
 }
 
+// DescribePrice quotes whatever PriceUnit the request asked for (Hour, Week, Month, Year) and the
+// response does not repeat it; a subscription quote shows itself by its discount rules (the
+// documented sample: "Receive a 15% discount on a 1-year subscription", AlibabaCloudDocs/ecs
+// intl.en-US/API Reference/Pricing/DescribePrice.md). Read as per hour it would be a year's price.
+Status RefuseSubscriptionQuote(const json& info, std::string_view text, const std::string& file) {
+  const auto rules = info.find("Rules");
+  if (rules == info.end() || !rules->is_object() || !rules->contains("Rule") ||
+      !(*rules)["Rule"].is_array()) {
+    return Status::Ok();
+  }
+  for (const json& rule : (*rules)["Rule"]) {
+    if (!rule.is_object()) continue;
+    const std::string description = Text(rule, "Description");
+    const std::string lower = ToLower(description + " " + Text(rule, "RuleId"));
+    for (const char* word : {"subscription", "year", "month", "week"}) {
+      if (lower.find(word) == std::string::npos) continue;
+      return FileError(file, LineOf(text, "Rules"), "PriceInfo.Rules",
+                       "an hourly pay-as-you-go quote (DescribePrice with PriceUnit=Hour)",
+                       "a subscription rule \"" + description + "\"");
+    }
+  }
+  return Status::Ok();
+}
+
 Result<ImportResult> AlibabaDescribePrice(const json& doc, std::string_view text,
                                           const std::string& file, const Offer& base,
                                           const Catalog& catalog, const ImportOptions& options) {
@@ -190,6 +214,7 @@ Result<ImportResult> AlibabaDescribePrice(const json& doc, std::string_view text
                            ObjectAt(*info, "Price", "PriceInfo.Price", text, file));
   FULCRUM_ASSIGN_OR_RETURN(double trade,
                            PriceAt(*price, "TradePrice", "PriceInfo.Price.TradePrice", text, file));
+  FULCRUM_RETURN_IF_ERROR(RefuseSubscriptionQuote(*info, text, file));
   std::string currency = Text(*price, "Currency");
   if (currency.empty()) {
     return FileError(file, LineOf(text, "Price"), "PriceInfo.Price.Currency", "a currency code",

@@ -62,7 +62,7 @@ TEST(PriceImportTest, FormatsAreParsedWithTheNearestNameOnATypo) {
 // DescribePrice names neither the instance type nor the region: they come from the options,
 // the GPUs, vCPUs and memory from the catalog row, the price and currency from the response.
 TEST(PriceImportTest, AlibabaDescribePriceTakesTheCatalogRowAndTheBilledCurrency) {
-  auto result = Import(ImportFormat::kAlibaba, "alibaba_describe_price.json",
+  auto result = Import(ImportFormat::kAlibaba, "alibaba_describe_price_hourly.json",
                        Options("ecs.gn7-c13g1.26xlarge", "cn-hangzhou"));
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   ASSERT_EQ(result->offers.size(), 1u);
@@ -74,8 +74,8 @@ TEST(PriceImportTest, AlibabaDescribePriceTakesTheCatalogRowAndTheBilledCurrency
   EXPECT_EQ(offer.gpu_count, 8);
   EXPECT_EQ(offer.vcpus, 104);
   EXPECT_EQ(offer.currency, "CNY");
-  EXPECT_DOUBLE_EQ(*offer.on_demand_billed_per_hour, 3712.8);  // PriceInfo.Price.TradePrice
-  EXPECT_DOUBLE_EQ(*offer.on_demand_usd_per_hour, 3712.8 * UsdPerCny());
+  EXPECT_DOUBLE_EQ(*offer.on_demand_billed_per_hour, 100);  // PriceInfo.Price.TradePrice
+  EXPECT_DOUBLE_EQ(*offer.on_demand_usd_per_hour, 100 * UsdPerCny());
   EXPECT_FALSE(offer.spot_usd_per_hour.has_value());
   EXPECT_TRUE(offer.caveat.empty()) << "a priced offer is no longer price-unknown";
   EXPECT_NE(offer.source.find("imported 2026-12-02"), std::string::npos) << offer.source;
@@ -95,7 +95,21 @@ TEST(PriceImportTest, AlibabaDescribePriceTakesTheCatalogRowAndTheBilledCurrency
   const Offer& back = loaded->offers().back();
   EXPECT_EQ(back.region, "cn-hangzhou");
   EXPECT_EQ(back.currency, "CNY");
-  EXPECT_NEAR(*back.on_demand_usd_per_hour, 3712.8 * UsdPerCny(), 1e-6);
+  EXPECT_NEAR(*back.on_demand_usd_per_hour, 100 * UsdPerCny(), 1e-6);
+}
+
+// Seen: the documented DescribePrice sample is a 1-year subscription quote (its rule says so);
+// imported as CNY per instance-hour it made an 8x A100 node cost ~$510/h. It is refused.
+TEST(PriceImportTest, AnAlibabaSubscriptionQuoteIsRefusedWithItsRule) {
+  auto result = Import(ImportFormat::kAlibaba, "alibaba_describe_price.json",
+                       Options("ecs.gn7-c13g1.26xlarge", "cn-hangzhou"));
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().ExitCode(), 2);
+  const std::string message = result.status().message();
+  EXPECT_NE(message.find("alibaba_describe_price.json:10: PriceInfo.Rules"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("PriceUnit=Hour"), std::string::npos) << message;
+  EXPECT_NE(message.find("1-year subscription"), std::string::npos) << message;
 }
 
 TEST(PriceImportTest, AlibabaSpotHistoryTakesTheLatestLowestSpotPriceAndItsDate) {

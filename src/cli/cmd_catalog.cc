@@ -92,6 +92,11 @@ void RunImport(CliContext& ctx, const ImportFlags& flags) {
   if (!result.ok()) return ReportError(ctx, result.status());
   std::string csv = catalog::OffersToCsv(result->offers);
   if (!flags.output.empty()) {
+    // The documented target is the user offers dir (~/.config/fulcrum/offers.d/), which a fresh
+    // home does not have yet.
+    const std::filesystem::path parent = std::filesystem::path(flags.output).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
     Status written = WriteTextFile(flags.output, csv);
     if (!written.ok()) return ReportError(ctx, written);
   } else if (!flags.json) {

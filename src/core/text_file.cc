@@ -1,5 +1,7 @@
 #include "core/text_file.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -56,10 +58,20 @@ Result<std::string> ReadTextFile(const std::string& path, std::string_view what,
 }
 
 Status WriteTextFile(const std::string& path, std::string_view text) {
+  errno = 0;
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  const int open_errno = out ? 0 : errno;
   out << text;
   out.close();
-  if (!out) return Status::IoError(path + ": cannot write");
+  if (!out) {
+    std::string why = open_errno != 0 ? std::strerror(open_errno) : "write failed";
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+      why = "the directory " + parent.string() + " does not exist";
+    }
+    return Status::IoError(path + ": cannot write: " + why);
+  }
   return Status::Ok();
 }
 
