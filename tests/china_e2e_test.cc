@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -157,6 +159,42 @@ TEST_F(ChinaE2eTest, AnImportedAlibabaPriceIsPlanned) {
     EXPECT_EQ(c.at("instance_type"), "ecs.gn7-c13g1.26xlarge") << c.dump();
     EXPECT_EQ(c.at("region"), "cn-hangzhou") << c.dump();
   }
+}
+
+// `plan --gpus H800` on an offer the user adds (the shipped Chinese rows carry no H800 and no
+// price): the same 8-GPU node as an H100 one, same price; the plan's communication time on the
+// H800 is longer by its NVLink (400 GB/s against 900), so for the same layout it is slower.
+TEST_F(ChinaE2eTest, PlanGpusH800OnAUsersOfferRunsItsLayoutsOnItsNvlink) {
+  std::ofstream csv(offers_dir_ + "/mine.csv");
+  csv << "provider,instance_type,region,gpu,gpu_count,vcpus,memory_gib,currency,"
+         "on_demand_per_hour,spot_per_hour,interconnect,network_gbps,source,note,caveat\n";
+  for (const char* row :
+       {"my_8x_h800,us-east-1,H800-SXM5-80GB", "my_8x_h100,us-east-1,H100-SXM5-80GB"})
+    csv << "lambda," << row << ",8,208,1800,USD,31.92,,nvlink,,the user's own quote,,\n";
+  csv.close();
+  RunOutput r = Plan({"--gpus", "H800,H100-SXM", "--providers", "lambda", "--framework", "megatron",
+                      "--top", "40", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, std::pair<double, double>> by_layout;  // layout -> (H800, H100) tok/s
+  const auto plan = nlohmann::json::parse(r.out);
+  for (const auto& c : plan.at("candidates")) {
+    const std::string type = c.at("instance_type");
+    if (type != "my_8x_h800" && type != "my_8x_h100") continue;
+    const auto& p = c.at("parallel");
+    const std::string layout = p.at("framework").get<std::string>() + " tp" +
+                               std::to_string(p.at("tp").get<int>()) + " pp" +
+                               std::to_string(p.at("pp").get<int>()) + " mb" +
+                               std::to_string(p.at("micro_batch").get<int>());
+    const double tps = c.at("time").at("tokens_per_second").get<double>();
+    (type == "my_8x_h800" ? by_layout[layout].first : by_layout[layout].second) = tps;
+  }
+  int compared = 0;
+  for (const auto& [layout, tps] : by_layout) {
+    if (tps.first <= 0 || tps.second <= 0) continue;
+    ++compared;
+    EXPECT_LT(tps.first, tps.second) << layout;
+  }
+  EXPECT_GE(compared, 1) << r.out;
 }
 
 TEST_F(ChinaE2eTest, ATencentPriceImportsAtTheRateGiven) {
