@@ -435,7 +435,7 @@ int Run(int argc, char** argv) {
   if (!AddServingCalibration(root, report.fitted, outputs)) return 2;
   if (!AddGoodputAccuracy(root, outputs)) return 2;
   if (!AddResumeAccuracy(root, outputs)) return 2;
-  if (!AddPublishedRuns(root, report.fitted, report.bands, outputs)) return 2;
+  if (!AddPublishedRuns(root, report.fitted, report.left_out, report.bands, outputs)) return 2;
   int status = 0;
   for (const auto& [path, text] : outputs) {
     if (check) {

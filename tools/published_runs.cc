@@ -29,26 +29,64 @@ estimate::UncertaintyTable TableOf(const GeneratedBands& bands) {
 struct Scored {
   double predicted = 0, low = 0, high = 0;  // the metric, and its P10-P90 band
   bool inside = false;
-  double error = 0;  // (predicted - published) / published
-  std::string fit;   // fits | tight | does not fit, and which peak bounds it
+  double error = 0;             // (predicted - published) / published
+  double left_out_error = 0;    // the same, fitted without the band's calibration family
+  std::string left_out;         // that family
+  double fp8_reproducing = -1;  // FP8 runs: Fp8EfficiencyReproducing (-1: not an FP8 run)
+  std::string fit;              // fits | tight | does not fit, and which peak bounds it
 };
 
-std::optional<Scored> Score(const PublishedRun& run, const estimate::TimeCalibration& fitted,
-                            const estimate::UncertaintyTable& table) {
-  if (!run.input) return std::nullopt;
+using LeftOutFits = std::map<std::string, estimate::TimeCalibration>;
+
+// The run's metric (tokens/s per GPU or MFU) under `c` (nullopt: no peak for its precision).
+std::optional<double> Predict(const PublishedRun& run, const estimate::TimeCalibration& c) {
   const estimate::EstimateInput& in = *run.input;
   const std::optional<estimate::Hardware> hw =
-      estimate::HardwareFor(in.gpu, run.node, in.training.precision, fitted);
+      estimate::HardwareFor(in.gpu, run.node, in.training.precision, c);
   if (!hw) return std::nullopt;
-  const estimate::StepTime st = estimate::EstimateStepTime(in.model, in.training, *hw, fitted);
+  const estimate::StepTime st = estimate::EstimateStepTime(in.model, in.training, *hw, c);
+  return run.metric == "mfu" ? st.mfu : st.tokens_per_second_per_gpu;
+}
+
+// For an FP8 run: the fp8_gemm_relative_efficiency that reproduces the published figure with
+// every other constant as fitted (bisection; the metric grows with it), 0 when even 2.5 does
+// not. A diagnosis printed beside the row, never fed back into the fit.
+double Fp8EfficiencyReproducing(const PublishedRun& run, const estimate::TimeCalibration& fitted) {
+  estimate::TimeCalibration c = fitted;
+  double low = 0.05, high = 2.5;
+  c.fp8_gemm_relative_efficiency = high;
+  if (Predict(run, c).value_or(0) < run.published) return 0;
+  for (int i = 0; i < 40; ++i) {
+    c.fp8_gemm_relative_efficiency = (low + high) / 2;
+    (Predict(run, c).value_or(0) < run.published ? low : high) = c.fp8_gemm_relative_efficiency;
+  }
+  return (low + high) / 2;
+}
+
+std::optional<Scored> Score(const PublishedRun& run, const estimate::TimeCalibration& fitted,
+                            const LeftOutFits& left_out, const estimate::UncertaintyTable& table) {
+  if (!run.input) return std::nullopt;
+  const estimate::EstimateInput& in = *run.input;
+  const std::optional<double> predicted = Predict(run, fitted);
+  if (!predicted) return std::nullopt;
   const estimate::StepBand band = estimate::BandFor(table, in.model, in.gpus, true);
   Scored s;
   // Throughput and MFU are inverse to the step time: the slow end (P90 step) is the low end.
-  s.predicted = run.metric == "mfu" ? st.mfu : st.tokens_per_second_per_gpu;
+  s.predicted = *predicted;
   s.low = s.predicted / band.step_p90_ratio;
   s.high = s.predicted / band.step_p10_ratio;
   s.inside = run.published >= s.low && run.published <= s.high;
   s.error = (s.predicted - run.published) / run.published;
+  // Left out: the constants fitted without the family whose band the run takes ("dle/resnet50"
+  // is family dle), i.e. as if the calibration rows nearest to the run had not been seen.
+  s.left_out = std::string(band.family.substr(0, band.family.find('/')));
+  const auto without = left_out.find(s.left_out);
+  const std::optional<double> out =
+      without == left_out.end() ? predicted : Predict(run, without->second);
+  s.left_out_error = (out.value_or(s.predicted) - run.published) / run.published;
+  if (in.training.precision == workload::Precision::kFp8) {
+    s.fp8_reproducing = Fp8EfficiencyReproducing(run, fitted);
+  }
   const estimate::EstimateResult r = estimate::Evaluate(in);
   s.fit = std::string(estimate::FitVerdictName(r.verdict)) + " (" +
           estimate::FitBoundName(r.memory, r.resume) + ")";
@@ -60,28 +98,38 @@ std::string Metric(const PublishedRun& run, double v) {
 }
 
 std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
-                              const estimate::TimeCalibration& fitted,
+                              const estimate::TimeCalibration& fitted, const LeftOutFits& left_out,
                               const GeneratedBands& bands) {
   const estimate::UncertaintyTable table = TableOf(bands);
   std::ostringstream rows;
-  std::map<std::string, std::vector<double>> errors;
+  std::map<std::string, std::vector<double>> errors, left_out_errors;
+  double fp8_low = 1e9, fp8_high = 0;  // the FP8 efficiencies that reproduce the FP8 runs
   std::map<std::string, int> inside;
   for (const PublishedRun& run : runs) {
     rows << "| " << run.id << " | " << run.kind << " | " << run.model << " | " << run.gpu << " | "
          << run.layout << " | " << run.batch << " | " << run.precision << " | "
          << Metric(run, run.published) << " | ";
-    const std::optional<Scored> s = Score(run, fitted, table);
+    const std::optional<Scored> s = Score(run, fitted, left_out, table);
     if (!s) {
       rows << "refused: " << (run.refused.empty() ? "no peak for the precision" : run.refused)
-           << " | | | | |\n";
-      for (const std::string& k : {run.kind, std::string("all")}) errors[k].push_back(10);
+           << " | | | | | | |\n";
+      for (const std::string& k : {run.kind, std::string("all")}) {
+        errors[k].push_back(10);
+        left_out_errors[k].push_back(10);
+      }
       continue;
     }
     rows << Metric(run, s->predicted) << " | " << SignedPercent(s->error) << " | "
-         << Metric(run, s->low) << " - " << Metric(run, s->high) << " | "
-         << (s->inside ? "yes" : "no") << " | " << s->fit << " |\n";
+         << SignedPercent(s->left_out_error) << " (" << s->left_out << ") | " << Metric(run, s->low)
+         << " - " << Metric(run, s->high) << " | " << (s->inside ? "yes" : "no") << " | " << s->fit
+         << " | " << (s->fp8_reproducing > 0 ? Format("%.2f", s->fp8_reproducing) : "") << " |\n";
+    if (s->fp8_reproducing > 0) {
+      fp8_low = std::min(fp8_low, s->fp8_reproducing);
+      fp8_high = std::max(fp8_high, s->fp8_reproducing);
+    }
     for (const std::string& k : {run.kind, std::string("all")}) {
       errors[k].push_back(std::abs(s->error));
+      left_out_errors[k].push_back(std::abs(s->left_out_error));
       inside[k] += s->inside ? 1 : 0;
     }
   }
@@ -93,23 +141,54 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
          "run resembles most, as `estimate` reports it). Only the BLOOM row is in the fit; the "
          "others are out of sample. `tuned_benchmark`: a vendor's benchmark table; "
          "`production_run`: a run that trained a released model. Goal (issue 31): at least 80 % "
-         "inside the band, median error at most 15 %.\n\n"
-         "| runs | rows | median error | P90 error | inside P10-P90 |\n|---|---|---|---|---|\n";
+         "inside the band, median error at most 15 %. **Left out**: predicted with the constants "
+         "fitted without the calibration family whose band the run takes (named in brackets), "
+         "as if the measurements nearest to the run had not been seen.\n\n"
+         "| runs | rows | median error | P90 error | left-out median | left-out P90 | inside "
+         "P10-P90 |\n|---|---|---|---|---|---|---|\n";
   for (const auto& [kind, e] : errors) {
     const ErrorSummary s = Summarize(e);
+    const ErrorSummary out_of_fit = Summarize(left_out_errors[kind]);
     out << "| " << kind << " | " << s.rows << " | " << Percent(s.median) << " | " << Percent(s.p90)
-        << " | " << inside[kind] << " of " << s.rows << " |\n";
+        << " | " << Percent(out_of_fit.median) << " | " << Percent(out_of_fit.p90) << " | "
+        << inside[kind] << " of " << s.rows << " |\n";
   }
   out << "\n| id | kind | model | gpu x n | layout as published | micro/global batch x seq | "
-         "precision | published | predicted | error | P10-P90 | inside | memory |\n"
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+         "precision | published | predicted | error | left-out error | P10-P90 | inside | "
+         "memory | FP8 efficiency reproducing it |\n"
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
       << rows.str();
+  if (fp8_high > 0) {
+    out << "\nWhat the misses say: the FP8 rows (NeMo's Megatron with Transformer Engine) are "
+           "all slow. The last column is the fp8_gemm_relative_efficiency that would reproduce "
+           "each, every other constant as fitted: "
+        << Format("%.2f", fp8_low) << "-" << Format("%.2f", fp8_high) << ", against "
+        << Format("%.2f", fitted.fp8_gemm_relative_efficiency)
+        << " fitted on the only FP8 training measurements in data/calibration/ (MosaicML "
+           "llm-foundry's 1B and 3B rows), while the BF16 Llama 3 405B rows on the same GPUs "
+           "come out close. So the gap is in how fast Megatron/Transformer Engine's FP8 path "
+           "runs relative to llm-foundry's, not in the BF16 Hopper constants. Closing it needs a "
+           "sourced Megatron FP8 step-time measurement in the fit, not these benchmark rows, "
+           "which test it. An explicit cost for Transformer Engine's cast and transpose kernels "
+           "does not close it either (an estimate from their traffic: about 50 bytes per hidden "
+           "unit and token per layer, under 10 % of a layer's FP8 GEMM time at hidden 2560 and "
+           "less above). Memory: under Megatron's default interleaved schedule "
+           "(microbatch_group_size_per_vp_stage = pp) Llama 3 405B's first stage holds "
+           "2 (p - 1) + (v - 1) p + 1 = 143 model chunks of activations (about 70 GiB). Llama 3 "
+           "sets the number of micro-batches per group itself (arXiv 2407.21783, section 3.3.2) "
+           "and does not publish the value it ran, so the recipe \"does not fit\" here. The "
+           "NeMo rows that do not fit are dominated by the weights' BF16 and FP8 copies (4 bytes "
+           "per parameter) and fp32 gradient buffers (4). Transformer Engine's FP8-only weights "
+           "(NeMo's fp8_params) or BF16 gradient reduction would each take 2 bytes per parameter "
+           "off; the table does not say which the benchmark ran.\n";
+  }
   return out.str();
 }
 
 }  // namespace
 
 bool AddPublishedRuns(const std::string& root, const estimate::TimeCalibration& fitted,
+                      const std::map<std::string, estimate::TimeCalibration>& left_out,
                       const GeneratedBands& bands,
                       std::vector<std::pair<std::string, std::string>>& outputs) {
   Result<std::vector<PublishedRun>> runs = LoadPublishedRuns(root);
@@ -118,7 +197,8 @@ bool AddPublishedRuns(const std::string& root, const estimate::TimeCalibration& 
     return false;
   }
   for (auto& [path, text] : outputs) {
-    if (path == root + "/docs/ACCURACY.md") text += PublishedMarkdown(*runs, fitted, bands);
+    if (path == root + "/docs/ACCURACY.md")
+      text += PublishedMarkdown(*runs, fitted, left_out, bands);
   }
   return true;
 }

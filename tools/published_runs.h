@@ -5,6 +5,7 @@
 // Deterministic; appended by fulcrum-calibrate so that calibration_no_drift covers it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,7 +17,9 @@ namespace fulcrum::calibrate {
 
 // Appends the section to the docs/ACCURACY.md entry of `outputs`; false (with a message on
 // stderr) when data/calibration/published_runs.csv cannot be read.
+// `left_out`: the constants fitted without each calibration family (family -> fit).
 bool AddPublishedRuns(const std::string& root, const estimate::TimeCalibration& fitted,
+                      const std::map<std::string, estimate::TimeCalibration>& left_out,
                       const GeneratedBands& bands,
                       std::vector<std::pair<std::string, std::string>>& outputs);
 

@@ -78,6 +78,37 @@ TEST(StageLayersTest, ExplicitFirstAndLastStages) {
   EXPECT_NE(Validate(m, flat).message().find("need pipeline parallelism"), std::string::npos);
 }
 
+// Llama 3 405B's interleaved pipeline (arXiv 2407.21783, section 3.3.2): 126 layers on 16
+// stages of 8 model chunks, one layer per chunk, the first and last stage one layer short (their
+// first / last chunk holds only the embedding / the output layer). Accepted with --vpp; a split
+// whose middle stages have fewer layers than chunks, or an end stage short of more than one
+// chunk, is refused with the numbers.
+TEST(StageLayersTest, UnevenStagesWithAnInterleavedSchedule) {
+  const Model m = testing::Llama3_405b();
+  Training t = testing::Llama3_405bTraining();
+  ASSERT_TRUE(Validate(m, t, 8192).ok()) << Validate(m, t, 8192).message();
+  const StageLayers s = PipelineStageLayers(m, t);
+  EXPECT_EQ(s.first, 7);
+  EXPECT_EQ(s.middle, 8);
+  EXPECT_EQ(s.last, 7);
+  Training short_end = t;
+  short_end.first_stage_layers = 6;  // two chunks without a layer
+  short_end.last_stage_layers = 8;   // 126 - 14 = 112 = 14 x 8 on the others
+  const Status ends = Validate(m, short_end);
+  ASSERT_FALSE(ends.ok());
+  EXPECT_NE(ends.message().find("at least --vpp - 1 = 7"), std::string::npos) << ends.message();
+  Training thin = t;
+  thin.vpp = 16;  // 8 layers per middle stage cannot fill 16 chunks
+  thin.first_stage_layers = 15;
+  thin.last_stage_layers = 15;  // 96 = 14 x 6.86: not even either
+  EXPECT_FALSE(Validate(m, thin).ok());
+  thin.first_stage_layers = 14;
+  thin.last_stage_layers = 14;  // 98 = 14 x 7 < 16 per stage
+  const Status few = Validate(m, thin);
+  ASSERT_FALSE(few.ok());
+  EXPECT_NE(few.message().find("at least 16 each"), std::string::npos) << few.message();
+}
+
 // Llama 3.1 8B at 131072 tokens with cp 4 on 8 GPUs (pytorch/torchtitan@31a17bfd
 // benchmarks/llama3_h100_202412_torchtitan.md): tp x pp x cp x dp = 8.
 TEST(ContextParallelTest, CountsInTheGpusAndNeedsEvenChunks) {

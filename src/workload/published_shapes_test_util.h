@@ -55,6 +55,44 @@ inline Model Llama31_8b() {
   return m;
 }
 
+// Llama 3.1 405B (meta-llama/Llama-3.1-405B config.json; Llama Team 2024, arXiv 2407.21783,
+// Table 3).
+inline Model Llama3_405b() {
+  Model m;
+  m.name = "llama-3-405b";
+  m.layers = 126;
+  m.hidden = 16384;
+  m.heads = 128;
+  m.kv_heads = 8;
+  m.ffn_hidden = 53248;
+  m.vocab = 128256;
+  m.mlp = MlpKind::kSwiglu;
+  m.norm = NormKind::kRmsNorm;
+  return m;
+}
+
+// Its 8K-context pre-training on 8,192 H100 (arXiv 2407.21783, Table 4 and section 3.3.2): tp 8,
+// pp 16, dp 64, 16M tokens per batch (2048 sequences of 8192), micro-batch 1, bf16, no activation
+// checkpointing, the interleaved schedule with one layer fewer on the first and the last stage
+// (the first model chunk holds only the embedding, the last only the output layer and loss: one
+// layer per chunk, 128 chunks on 16 stages, so 8 virtual stages per rank).
+inline Training Llama3_405bTraining() {
+  Training t;
+  t.tp = 8;
+  t.pp = 16;
+  t.vpp = 8;
+  t.dp = 64;
+  t.zero_stage = 1;
+  t.first_stage_layers = 7;
+  t.last_stage_layers = 7;
+  t.micro_batch = 1;
+  t.global_batch = 2048;
+  t.seq_len = 8192;
+  t.sequence_parallel = true;
+  t.framework = Framework::kMegatron;
+  return t;
+}
+
 // mistralai/Mixtral-8x7B-v0.1 config.json; Mistral AI, "Mixtral of experts" (2023-12-11): 46.7 B
 // parameters in total, 12.9 B used per token.
 inline constexpr const char* kMixtralConfig = R"({

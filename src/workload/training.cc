@@ -45,6 +45,35 @@ Status Refuse(const char* field, const std::string& expected, const std::string&
   return Status::InvalidInput(message).WithDetail(detail);
 }
 
+// Uneven first / last stages under an interleaved schedule: each rank's stage is cut into vpp
+// model chunks; the other stages share the remaining layers evenly, at least one per chunk, and
+// the first (last) stage may leave one chunk without a transformer layer, the chunk that holds
+// only the embedding (the output layer and loss): Llama 3's 405B pipeline, 126 layers on 16
+// stages with one layer fewer on the first and the last (Llama Team 2024, arXiv 2407.21783,
+// section 3.3.2); Megatron-LM's --pipeline-model-parallel-layout places such chunks
+// (NVIDIA/Megatron-LM MR 2795, "flexible asymmetric VPP with custom PP layout").
+Status ValidateInterleavedSplit(const Model& m, const Training& t) {
+  const int64_t given = (t.first_stage_layers > 0 ? 1 : 0) + (t.last_stage_layers > 0 ? 1 : 0);
+  const int64_t rest = m.layers - t.first_stage_layers - t.last_stage_layers;
+  const int64_t others = t.pp - given;
+  const bool even = others == 0 ? rest == 0 : rest % others == 0 && rest / others >= t.vpp;
+  const int64_t least = t.vpp - 1;
+  const bool ends = (t.first_stage_layers == 0 || t.first_stage_layers >= least) &&
+                    (t.last_stage_layers == 0 || t.last_stage_layers >= least);
+  if (even && ends) return Status::Ok();
+  return Refuse("first_stage_layers",
+                "a split whose other " + Str(others) + " stages share the rest evenly, at least " +
+                    Str(t.vpp) + " layers each, and first / last stages of at least " + Str(least) +
+                    " layers",
+                Str(t.first_stage_layers) + " + " + Str(t.last_stage_layers),
+                "--first-stage-layers " + Str(t.first_stage_layers) + " --last-stage-layers " +
+                    Str(t.last_stage_layers) + " with --vpp " + Str(t.vpp) + ": the other " +
+                    Str(others) + " of the " + Str(t.pp) + " stages must share the remaining " +
+                    Str(rest) + " of the " + Str(m.layers) + " layers evenly with at least " +
+                    Str(t.vpp) + " each (one per model chunk), and a given first or last stage " +
+                    "needs at least --vpp - 1 = " + Str(least) + " layers");
+}
+
 // Explicit or automatic pipeline stage splits (see Training::first_stage_layers).
 Status ValidateStages(const Model& m, const Training& t) {
   const bool explicit_split = t.first_stage_layers > 0 || t.last_stage_layers > 0;
@@ -55,10 +84,7 @@ Status ValidateStages(const Model& m, const Training& t) {
                   "(--pp > 1)");
   }
   if (t.vpp > 1) {
-    if (explicit_split) {
-      return Refuse("first_stage_layers", "0 with --vpp > 1", Str(t.first_stage_layers),
-                    "--first-stage-layers / --last-stage-layers: not modelled with --vpp > 1");
-    }
+    if (explicit_split) return ValidateInterleavedSplit(m, t);
     if (m.layers % (t.pp * t.vpp) == 0) return Status::Ok();
     return Refuse("vpp", "pp x vpp dividing the " + Str(m.layers) + " layers", Str(t.vpp),
                   "layers (" + Str(m.layers) +

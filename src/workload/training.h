@@ -110,7 +110,9 @@ struct Training {
   // Layers of the first and last pipeline stages (Megatron's --decoder-first-pipeline-num-layers
   // / --decoder-last-pipeline-num-layers); the other stages share the rest evenly. 0 = automatic:
   // layers / pp each, or, when pp does not divide the layers, the floor or the ceiling of
-  // layers / pp with the first and last stages (embedding, loss) taking the floor.
+  // layers / pp with the first and last stages (embedding, loss) taking the floor. With vpp > 1
+  // each stage is cut into vpp model chunks; an end stage may be one chunk short (the chunk that
+  // holds only the embedding or the loss, as Llama 3 405B ran).
   int64_t first_stage_layers = 0;
   int64_t last_stage_layers = 0;
 
