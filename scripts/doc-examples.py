@@ -69,7 +69,7 @@ ELLIPSIS = re.compile(r"^\s*(\.\.\.|\[\.\.\.\])\s*(#.*)?$")
 SHOWN_EXIT = re.compile(r"\$\?")
 SCRATCH_NAME = "/tmp/example"
 INSTALLED_BINARY = "/usr/local/bin/fulcrum"
-COMMAND_TIMEOUT_S = 120
+COMMAND_TIMEOUT_S = 60  # per command; a forgotten `agent` without `&` fails, not hangs
 # Tools through which fulcrum looks at this machine (a Slurm cluster, a GPU, a CUDA toolkit): a
 # stub that fails shadows each, so an example reads the same on a laptop and on a Slurm CI node.
 MACHINE_TOOLS = ("scontrol", "sinfo", "squeue", "sbatch", "sacct", "scancel", "srun", "nvidia-smi",
