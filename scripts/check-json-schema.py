@@ -81,7 +81,10 @@ def doc_examples(text, schemas):
         if line.startswith("```"):
             in_block = not in_block
             if in_block:
-                before = "\n".join(lines[max(0, i - 3):i]).lower()
+                # the 3 lines above, doc-examples.py's marker (<!-- doc-examples: ... -->) left out
+                above = [text for text in lines[max(0, i - 4):i]
+                         if not text.startswith("<!-- doc-examples:")]
+                before = "\n".join(above[-3:]).lower()
                 excerpt = "excerpt" in before
             i += 1
             continue
