@@ -5,10 +5,12 @@
 // pass that decodes the m sequences with their prompts interleaved (StepModel). Queue waits take
 // the Allen-Cunneen correction (c_a^2 + c_s^2) / 2 of the M/M/c wait. Checked against a
 // discrete-event simulation of the engine in queueing_test.cc. Seconds. A ReplicaQueue fills
-// caches of step times as it is asked: one per thread, not thread-safe.
+// caches (step times, the last state whose TTFT percentiles it was asked for) as it is asked:
+// one per thread, not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "serve/serve.h"
@@ -92,7 +94,8 @@ class ReplicaQueue {
   // P(TTFT > t) for one arrival state (n running) with `extra` wait already added.
   double TtftTail(int64_t running, const FirstToken& f, double t) const;
   // The same figure from FirstToken's per-kind constants, its terms' branches taken once
-  // (bit-identical to TtftTail; queueing_test.cc checks it).
+  // (bit-identical to TtftTail: queueing_test.cc holds TtftQuantiles to the straightforward
+  // search, which sums TtftTail).
   static double FastTtftTail(const FirstToken& f, double t);
   // An upper bound of TtftTail at t from its slowest terms (1 before the longest own step).
   static double TtftTailBound(const FirstToken& f, double t);
