@@ -227,6 +227,7 @@ Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanReques
                  RequestMix{static_cast<double>(r.input_len), static_cast<double>(r.output_len),
                             r.arrival_scv, r.output_scv},
                  fixed_cap > 0 ? fixed_cap : most, s.max_batched_tokens);
+  q.UseStraightforwardSearch(r.straightforward_search);
   // Unloaded (the lightest load any number of replicas gives): if the targets fail here, no
   // replica count meets them.
   const CapChoice idle = ChooseCap(q, 0, fixed_cap, r);
@@ -244,9 +245,11 @@ Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanReques
         q.Solve(0, fixed_cap > 0 ? fixed_cap : most).capacity_requests_per_second;
     int64_t low = std::max<int64_t>(
         1, static_cast<int64_t>(std::ceil(r.requests_per_second / capacity - 1e-9)));
+    std::map<int64_t, CapChoice> tried;  // the answer was tried on the way: not again
     auto meets = [&](int64_t replicas) {
-      return ChooseCap(q, r.requests_per_second / static_cast<double>(replicas), fixed_cap, r)
-          .meets;
+      const CapChoice c =
+          ChooseCap(q, r.requests_per_second / static_cast<double>(replicas), fixed_cap, r);
+      return tried.emplace(replicas, c).first->second.meets;
     };
     // The answer is usually a few above the bound: grow by 1, 2, 4, ... then bisect back.
     int64_t high = low;
@@ -264,22 +267,30 @@ Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanReques
     }
     out.replicas = high;
     rate = r.requests_per_second / static_cast<double>(high);
-    chosen = ChooseCap(q, rate, fixed_cap, r);
+    chosen = r.straightforward_search ? ChooseCap(q, rate, fixed_cap, r) : tried.at(high);
   } else {
     // No traffic: the highest per-replica rate whose targets hold (bisection).
     const double capacity =
         q.Solve(0, fixed_cap > 0 ? fixed_cap : most).capacity_requests_per_second;
     double low = 0, high = capacity * kMaxUnpacedUtilization;
-    if (ChooseCap(q, high, fixed_cap, r).meets) {
+    CapChoice at_low = idle;  // the choice at `low` once tried
+    if (CapChoice top = ChooseCap(q, high, fixed_cap, r); top.meets) {
       low = high;
+      at_low = top;
     } else {
       for (int i = 0; i < 30 && high - low > 1e-2 * high; ++i) {
         const double mid = (low + high) / 2;
-        (ChooseCap(q, mid, fixed_cap, r).meets ? low : high) = mid;
+        CapChoice c = ChooseCap(q, mid, fixed_cap, r);
+        if (c.meets) {
+          low = mid;
+          at_low = c;
+        } else {
+          high = mid;
+        }
       }
     }
     rate = low;
-    chosen = rate > 0 ? ChooseCap(q, rate, fixed_cap, r) : idle;
+    chosen = r.straightforward_search && rate > 0 ? ChooseCap(q, rate, fixed_cap, r) : at_low;
   }
   ServeRequest at = s;
   at.batch = chosen.concurrency;

@@ -40,6 +40,10 @@ struct ServePlanRequest {
   ServeLatencyBand band = DefaultServeLatencyBand();
   std::vector<int64_t> tp;  // layouts to try; empty = every one the instance allows
   int threads = 0;          // offers are planned on the one parallel-for; <= 0: the hardware's
+  // true: every search step evaluated in full, nothing reused (ReplicaQueue's straightforward
+  // search, each replica count's cap chosen again): the reference the tests hold the default,
+  // faster search to, answer for answer.
+  bool straightforward_search = false;
 };
 
 struct ServeCandidate {

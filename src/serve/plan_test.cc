@@ -72,6 +72,59 @@ TEST_F(ServePlanTest, EveryCandidateFitsMeetsTheTargetsAndServesTheTraffic) {
   }
 }
 
+// The default search reuses what it has summed and settles steps from bounds; the plan must be
+// the one the straightforward search (every step summed in full, nothing reused) gives, to the
+// last bit, over the whole catalog: traffic or none, several percentiles, a fixed concurrency,
+// constant arrivals and spread output lengths.
+TEST_F(ServePlanTest, FastSearchGivesTheStraightforwardSearchsPlanExactly) {
+  std::vector<ServePlanRequest> requests;
+  ServePlanRequest r = request_;
+  r.requests_per_second = 5;
+  r.targets.ttft_p90_seconds = 2;
+  r.targets.ttft_p99_seconds = 4;
+  r.targets.tpot_p90_seconds = 0.08;
+  r.output_scv = 0.5;
+  requests.push_back(r);
+  r = request_;  // no traffic, no targets: each replica at its highest load
+  requests.push_back(r);
+  r.targets.ttft_p50_seconds = 0.3;
+  r.targets.e2e_p99_seconds = 20;
+  r.arrival_scv = 0;
+  requests.push_back(r);
+  r = request_;
+  r.requests_per_second = 40;
+  r.concurrency = 32;
+  r.targets.ttft_p95_seconds = 1;
+  r.targets.tpot_p50_seconds = 0.05;
+  requests.push_back(r);
+  for (size_t k = 0; k < requests.size(); ++k) {
+    request_ = requests[k];
+    Result<std::vector<ServeCandidate>> fast = Plan();
+    request_.straightforward_search = true;
+    Result<std::vector<ServeCandidate>> reference = Plan();
+    ASSERT_EQ(fast.ok(), reference.ok()) << k;
+    if (!fast.ok()) continue;
+    ASSERT_EQ(fast->size(), reference->size()) << k;
+    ASSERT_GT(fast->size(), 10u) << k;
+    for (size_t i = 0; i < fast->size(); ++i) {
+      const ServeCandidate &a = (*fast)[i], &b = (*reference)[i];
+      const std::string where = std::to_string(k) + ": " + b.offer->instance_type;
+      EXPECT_EQ(a.offer, b.offer) << where;
+      EXPECT_EQ(a.tp, b.tp) << where;
+      EXPECT_EQ(a.concurrency, b.concurrency) << where;
+      EXPECT_EQ(a.replicas, b.replicas) << where;
+      EXPECT_EQ(a.total_gpus, b.total_gpus) << where;
+      EXPECT_EQ(a.queue_wait_p90_seconds, b.queue_wait_p90_seconds) << where;
+      EXPECT_EQ(a.requests_per_second_per_replica, b.requests_per_second_per_replica) << where;
+      EXPECT_EQ(a.utilization, b.utilization) << where;
+      EXPECT_EQ(a.usd_per_million_output_tokens, b.usd_per_million_output_tokens) << where;
+      for (const LatencyTargetField& f : LatencyTargetFields()) {
+        EXPECT_EQ(a.latency.*f.member, b.latency.*f.member) << where << " " << f.name;
+      }
+    }
+  }
+}
+
 TEST_F(ServePlanTest, ParetoFrontIsTheUndominatedCandidates) {
   Result<std::vector<ServeCandidate>> plan = Plan();
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();

@@ -150,24 +150,31 @@ double ReplicaQueue::ExtraSeconds(size_t running) const {
   return extra_seconds_[running];
 }
 
-ReplicaQueue::FirstToken ReplicaQueue::FirstTokenAt(int64_t running, double rate) const {
-  FirstToken f;
+void ReplicaQueue::FirstTokenAt(int64_t running, double rate, FirstToken& f) const {
   const size_t n = static_cast<size_t>(running);
   // The prompts that arrive while the step under way runs (Poisson in its length) share the
-  // request's next step(s).
-  const std::vector<StepKind> idle = {{1, 0}};
+  // request's next step(s). `f` is refilled in place (its vectors keep their capacity).
+  static const std::vector<StepKind> idle = {{1, 0}};
   const std::vector<StepKind>& under_way = running > 0 ? kinds_[n] : idle;
-  for (const StepKind& k : under_way) {
-    std::vector<StepKind> own;
+  const size_t kinds = under_way.size();
+  f.longest = 0;
+  f.total_weight = 0;
+  f.own_count.assign(kinds, 0);
+  f.own_probability.assign(kinds * kMaxKinds, 0);
+  f.own_seconds.clear();
+  for (size_t i = 0; i < kinds; ++i) {
+    const StepKind& k = under_way[i];
     const double arrivals = rate * k.seconds;
     double p = std::exp(-arrivals), left = 1;
     for (size_t j = 0; j < kMaxKinds && left > kPoissonTail; ++j) {
-      own.push_back({p, OwnSeconds(n, j)});
-      f.longest = std::max(f.longest, k.seconds + own.back().seconds);
+      const double seconds = OwnSeconds(n, j);
+      if (j == f.own_seconds.size()) f.own_seconds.push_back(seconds);
+      f.own_probability[i * kMaxKinds + j] = p;
+      f.own_count[i] = j + 1;
+      f.longest = std::max(f.longest, k.seconds + seconds);
       left -= p;
       p *= arrivals / static_cast<double>(j + 1);
     }
-    f.own.push_back(std::move(own));
   }
   // Prompt work beyond what the decodes' steps hide is a single server (M/D/1): busy with
   // probability rho_p = rate x the extra time of one prompt; a waiting prompt waits on average
@@ -176,8 +183,83 @@ ReplicaQueue::FirstToken ReplicaQueue::FirstTokenAt(int64_t running, double rate
   const double rho = std::min(0.999, rate * extra);
   f.busy = rho;
   f.busy_mean = extra / (2 * (1 - rho));
+  f.deterministic_longest = f.longest;
   f.longest += f.busy_mean * 12;
-  return f;
+  // TtftTail's per-kind constants, each computed as it computes them.
+  const bool waits = f.busy > 0 && f.busy_mean > 0;
+  f.width.clear();
+  f.weight.clear();
+  f.spread.clear();
+  f.scale.clear();
+  for (const StepKind& k : under_way) {
+    const double w = running > 0 ? k.probability * k.seconds : 1;
+    f.total_weight += w;
+    const double ratio = waits ? k.seconds / f.busy_mean : 0;
+    f.width.push_back(k.seconds);
+    f.weight.push_back(w);
+    f.spread.push_back(ratio < 500 ? std::exp(ratio) : 0);
+    f.scale.push_back(f.busy_mean / k.seconds);
+  }
+  f.max_width = 0;
+  for (const StepKind& k : under_way) f.max_width = std::max(f.max_width, k.seconds);
+}
+
+// TtftTail's sum with UniformPlusWaitTail's branches resolved per term, the own steps outside
+// and the kinds inside (each kind's sum still takes its terms in TtftTail's order, and a term
+// UniformPlusWaitTail returns as (1 - busy) x 0, or a padding probability of 0, adds +0, which
+// leaves a sum of non-negative terms as it is): the same operations on the same operands, with
+// the kinds' sums independent of each other in the inner loop.
+double ReplicaQueue::FastTtftTail(const FirstToken& f, double t) {
+  const size_t kinds = f.width.size();
+  const bool waits = f.busy > 0 && f.busy_mean > 0;
+  const double mean = f.busy_mean, busy = f.busy, far = 40 * mean;
+  std::array<double, kMaxKinds> kind_tail{};
+  for (size_t j = 0; j < f.own_seconds.size(); ++j) {
+    const double x = t - f.own_seconds[j];
+    const double* p = &f.own_probability[j];  // p[i * kMaxKinds]: kind i's
+    if (x <= 0) {
+      for (size_t i = 0; i < kinds; ++i) kind_tail[i] += p[i * kMaxKinds] * 1.0;
+      continue;
+    }
+    if (!waits) {
+      if (x >= f.max_width) continue;  // every kind's uniform part is 0
+      for (size_t i = 0; i < kinds; ++i) {
+        const double width = f.width[i];
+        if (x < width) kind_tail[i] += p[i * kMaxKinds] * std::max(0.0, (width - x) / width);
+      }
+      continue;
+    }
+    if (x - f.max_width > far) continue;  // every kind's term is (1 - busy) x 0
+    const double d = std::exp(-x / mean);
+    for (size_t i = 0; i < kinds; ++i) {
+      const double width = f.width[i];
+      double term = 0;
+      if (x >= width) {
+        if (x - width > far) continue;
+        if (width <= 0) {
+          term = busy * d;
+        } else {
+          const double shifted = f.spread[i] > 0 ? d * f.spread[i] : std::exp(-(x - width) / mean);
+          term = busy * (f.scale[i] * (shifted - d));
+        }
+      } else {
+        const double uniform = (width - x) / width;
+        term = (1 - busy) * uniform + busy * (uniform + f.scale[i] * (1 - d));
+      }
+      kind_tail[i] += p[i * kMaxKinds] * term;
+    }
+  }
+  double tail = 0;
+  for (size_t i = 0; i < kinds; ++i) tail += f.weight[i] * kind_tail[i];
+  return f.total_weight > 0 ? tail / f.total_weight : 0;
+}
+
+// Every term at t >= the longest step under way plus own step(s) is busy x at most
+// exp(-(t - that) / busy_mean) (the uniform part is 0 there); before it a term is at most 1.
+double ReplicaQueue::TtftTailBound(const FirstToken& f, double t) {
+  if (t < f.deterministic_longest) return 1;
+  if (!(f.busy > 0 && f.busy_mean > 0)) return 0;
+  return f.busy * std::exp(-(t - f.deterministic_longest) / f.busy_mean);
 }
 
 double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) const {
@@ -190,21 +272,20 @@ double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) co
   size_t known = 0;
   // The step under way, drawn by its length among the step kinds (any, when idle).
   double weight = 0, tail = 0;
-  for (size_t i = 0; i < under_way.size() && i < f.own.size(); ++i) {
+  for (size_t i = 0; i < under_way.size() && i < f.own_count.size(); ++i) {
     const StepKind& k = under_way[i];
     const double w = running > 0 ? k.probability * k.seconds : 1;
     weight += w;
     const double ratio = waits ? k.seconds / f.busy_mean : 0;
     const double spread = ratio < 500 ? std::exp(ratio) : 0;
     double kind_tail = 0;
-    for (size_t j = 0; j < f.own[i].size(); ++j) {
-      const StepKind& own = f.own[i][j];
-      const double x = t - own.seconds;
+    for (size_t j = 0; j < f.own_count[i]; ++j) {
+      const double x = t - f.own_seconds[j];
       for (; waits && known <= j; ++known) {
-        const double xk = t - f.own[i][known].seconds;
+        const double xk = t - f.own_seconds[known];
         decay[known] = xk > 0 ? std::exp(-xk / f.busy_mean) : 1;
       }
-      kind_tail += own.probability *
+      kind_tail += f.own_probability[i * kMaxKinds + j] *
                    UniformPlusWaitTail(x, k.seconds, f.busy, f.busy_mean, decay[j], spread);
     }
     tail += w * kind_tail;
@@ -212,12 +293,61 @@ double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) co
   return weight > 0 ? tail / weight : 0;
 }
 
-std::vector<double> ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
-                                                const std::vector<double>& quantiles) const {
-  std::vector<double> out(quantiles.size(), kInfinity);
-  if (!s.stable) return out;
+// TtftQuantiles' bisection step "P(TTFT > t) > threshold" with less work than the whole sum and
+// the same answer: values already summed at other times bound it (the tail falls with t; the
+// margin is far above the sums' rounding, ~1e-13), TtftTailBound settles "no" far above the
+// quantile, and the sum, in the straightforward order, stops once past the threshold (its terms
+// are >= 0, so the rounded sum of the rest cannot bring it back under).
+struct ReplicaQueue::TtftSearch {
+  static constexpr double kMargin = 1e-9;
+  const std::vector<std::pair<size_t, double>>& states;  // representative state, probability
+  const std::vector<FirstToken>& first;
+  double wait_probability = 0, wait_mean = 0;
+  size_t waiting_state = 0;  // the state a waiting arrival joins
+  std::vector<KnownTail>& known;
+
+  bool Above(double t, double threshold) {
+    for (const KnownTail& k : known) {
+      if (k.whole && k.t == t) return k.value > threshold;
+      if (k.t >= t && k.value > threshold + kMargin) return true;
+      if (k.whole && k.t <= t && k.value < threshold - kMargin) return false;
+    }
+    double bound = 0;
+    for (const auto& [n, weight] : states) bound += weight * TtftTailBound(first[n], t);
+    if (wait_probability > 0) {
+      bound += wait_probability * TtftTailBound(first[waiting_state], t - wait_mean);
+    }
+    if (bound < threshold - kMargin) return false;
+    double p = 0;
+    for (const auto& [n, weight] : states) {
+      p += weight * FastTtftTail(first[n], t);
+      if (p > threshold) {
+        known.push_back({t, p, false});
+        return true;
+      }
+    }
+    if (wait_probability > 0) {
+      p += wait_probability * FastTtftTail(first[waiting_state], t - wait_mean);
+    }
+    known.push_back({t, p, true});
+    return p > threshold;
+  }
+};
+
+bool ReplicaQueue::TtftContext::Matches(const QueueState& s, double r) const {
+  return valid && r == rate && s.pi == pi && s.wait_probability == wait_probability &&
+         s.mean_conditional_wait == wait_mean;
+}
+
+void ReplicaQueue::PrepareTtft(const QueueState& s, double rate, TtftContext& ctx) const {
   const std::vector<double>& pi = s.pi;
   const size_t c = pi.size() - 1;
+  ctx.valid = true;
+  ctx.rate = rate;
+  ctx.pi = pi;
+  ctx.wait_probability = s.wait_probability;
+  ctx.wait_mean = s.mean_conditional_wait;
+  ctx.known.clear();
   // An arrival that finds n < c running joins at the next step; one that finds every slot busy
   // waits for a slot (the queue's wait), then joins c - 1 running. States below 1e-5 of the most
   // likely one are left out; neighbouring states are pooled into at most kMaxStates groups,
@@ -228,7 +358,7 @@ std::vector<double> ReplicaQueue::TtftQuantiles(const QueueState& s, double rate
     if (pi[n] >= 1e-5 * top) significant.push_back(n);
   }
   const size_t stride = (significant.size() + kMaxStates - 1) / kMaxStates;
-  std::vector<std::pair<size_t, double>> states;  // representative, pooled probability
+  ctx.states.clear();  // representative, pooled probability
   for (size_t i = 0; i < significant.size(); i += std::max<size_t>(stride, 1)) {
     size_t best = significant[i];
     double pooled = 0;
@@ -236,35 +366,54 @@ std::vector<double> ReplicaQueue::TtftQuantiles(const QueueState& s, double rate
       pooled += pi[significant[k]];
       if (pi[significant[k]] > pi[best]) best = significant[k];
     }
-    states.emplace_back(best, pooled);
+    ctx.states.emplace_back(best, pooled);
   }
-  std::vector<FirstToken> first(c);
-  double low = kInfinity, high = 0;
+  if (ctx.first.size() < c) ctx.first.resize(c);
+  ctx.ready.assign(c, false);
+  ctx.low = kInfinity;
+  ctx.high = 0;
   auto prepare = [&](size_t n) {
-    first[n] = FirstTokenAt(static_cast<int64_t>(n), rate);
-    low = std::min(low, OwnSeconds(n, 0));
-    high = std::max(high, first[n].longest);
+    FirstTokenAt(static_cast<int64_t>(n), rate, ctx.first[n]);
+    ctx.ready[n] = true;
+    ctx.low = std::min(ctx.low, OwnSeconds(n, 0));
+    ctx.high = std::max(ctx.high, ctx.first[n].longest);
   };
-  for (const auto& [n, weight] : states) prepare(n);
-  if (s.wait_probability > 0 && first[c - 1].own.empty()) prepare(c - 1);
-  const double wait_mean = s.mean_conditional_wait;
-  high += wait_mean * 12;
+  for (const auto& [n, weight] : ctx.states) prepare(n);
+  if (s.wait_probability > 0 && !ctx.ready[c - 1]) prepare(c - 1);
+  ctx.high += ctx.wait_mean * 12;
+}
+
+std::vector<double> ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
+                                                const std::vector<double>& quantiles) const {
+  std::vector<double> out(quantiles.size(), kInfinity);
+  if (!s.stable || quantiles.empty()) return out;
+  // The straightforward search prepares afresh; the default one reuses the last state's
+  // first-token distributions and the tail values it summed (the search asks the same state
+  // again: the chosen cap's percentiles after the search's targets).
+  TtftContext fresh;
+  TtftContext& ctx = straightforward_ ? fresh : ttft_context_;
+  if (straightforward_ || !ctx.Matches(s, rate)) PrepareTtft(s, rate, ctx);
+  const size_t waiting = s.pi.size() - 2;  // c - 1
   auto tail = [&](double t) {
     double p = 0;
-    for (const auto& [n, weight] : states) {
-      p += weight * TtftTail(static_cast<int64_t>(n), first[n], t);
+    for (const auto& [n, weight] : ctx.states) {
+      p += weight * TtftTail(static_cast<int64_t>(n), ctx.first[n], t);
     }
     if (s.wait_probability > 0) {
       // Waiting arrivals: the slot wait's mean added to the time of a joiner of c - 1.
-      p += s.wait_probability * TtftTail(static_cast<int64_t>(c - 1), first[c - 1], t - wait_mean);
+      p += s.wait_probability *
+           TtftTail(static_cast<int64_t>(waiting), ctx.first[waiting], t - ctx.wait_mean);
     }
     return p;
   };
+  TtftSearch search{ctx.states, ctx.first, s.wait_probability, ctx.wait_mean, waiting, ctx.known};
   for (size_t i = 0; i < quantiles.size(); ++i) {
-    double a = low, b = high;
+    double a = ctx.low, b = ctx.high;
+    const double threshold = 1 - quantiles[i];
     for (int k = 0; k < 30 && b - a > 2e-3 * b; ++k) {
       const double mid = (a + b) / 2;
-      (tail(mid) > 1 - quantiles[i] ? a : b) = mid;
+      const bool above = straightforward_ ? tail(mid) > threshold : search.Above(mid, threshold);
+      (above ? a : b) = mid;
     }
     out[i] = b;
   }

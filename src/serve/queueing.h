@@ -5,10 +5,12 @@
 // pass that decodes the m sequences with their prompts interleaved (StepModel). Queue waits take
 // the Allen-Cunneen correction (c_a^2 + c_s^2) / 2 of the M/M/c wait. Checked against a
 // discrete-event simulation of the engine in queueing_test.cc. Seconds. A ReplicaQueue fills
-// caches of step times as it is asked: one per thread, not thread-safe.
+// caches (step times, the last state whose TTFT percentiles it was asked for) as it is asked:
+// one per thread, not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "serve/serve.h"
@@ -58,6 +60,11 @@ class ReplicaQueue {
                                     const std::vector<double>& quantiles) const;
   // The queue wait's quantile alone (0 when fewer than 1 - q of the requests wait).
   double WaitQuantile(const QueueState& state, double quantile) const;
+  // true: TtftQuantiles evaluates the whole tail at every step of its bisection (the
+  // straightforward search, kept for the tests). false (default): the same bisection, each step
+  // decided from bounds when they settle it (see TtftSearch in queueing.cc); the same answers
+  // to the last bit.
+  void UseStraightforwardSearch(bool on) { straightforward_ = on; }
 
  private:
   // A step that k prompts join, its probability among steps and its time.
@@ -69,15 +76,51 @@ class ReplicaQueue {
   // prompts ahead (M/D/1 in the prompt work: probability busy, exponential tail), and its own
   // step(s) with the prompts that arrive beside it.
   struct FirstToken {
-    // Per kind of the step under way (kinds_[n]; one entry when n = 0): the request's own
-    // step(s) with j = 0, 1, ... other prompts that arrived in that step (Poisson).
-    std::vector<std::vector<StepKind>> own;
+    // Per kind i of the step under way (kinds_[n]; one entry when n = 0): the request's own
+    // step(s) with j = 0, 1, ... other prompts that arrived in that step (Poisson): own_count[i]
+    // terms, their probabilities at own_probability[i x kMaxKinds + j] (0 past the last) and
+    // their times own_seconds[j] (the same for every kind).
+    std::vector<size_t> own_count;
+    std::vector<double> own_probability, own_seconds;
     double busy = 0, busy_mean = 0;  // prompt-queue wait: P(wait > 0), conditional mean
     double longest = 0;              // bound for the quantile search
+    // What TtftTail computes per kind of step under way, whatever the time: its length, its
+    // weight (probability x length: length-biased), exp(length / busy_mean) and
+    // busy_mean / length; the weights' sum; the longest step under way plus own step(s).
+    std::vector<double> width, weight, spread, scale;
+    double total_weight = 0, deterministic_longest = 0, max_width = 0;
   };
-  FirstToken FirstTokenAt(int64_t running, double rate) const;
+  void FirstTokenAt(int64_t running, double rate, FirstToken& f) const;
   // P(TTFT > t) for one arrival state (n running) with `extra` wait already added.
   double TtftTail(int64_t running, const FirstToken& f, double t) const;
+  // The same figure from FirstToken's per-kind constants, its terms' branches taken once
+  // (bit-identical to TtftTail: queueing_test.cc holds TtftQuantiles to the straightforward
+  // search, which sums TtftTail).
+  static double FastTtftTail(const FirstToken& f, double t);
+  // An upper bound of TtftTail at t from its slowest terms (1 before the longest own step).
+  static double TtftTailBound(const FirstToken& f, double t);
+  struct TtftSearch;
+  // A tail value TtftSearch has summed at time t (whole: all terms; else a partial sum, a lower
+  // bound).
+  struct KnownTail {
+    double t = 0, value = 0;
+    bool whole = false;
+  };
+  // What TtftQuantiles works from for one state at one rate: the pooled arrival states, their
+  // first-token distributions (index n; `ready` = filled), the bisection's bracket, and the tail
+  // values summed so far.
+  struct TtftContext {
+    bool valid = false;
+    double rate = 0, wait_probability = 0, wait_mean = 0;
+    std::vector<double> pi;
+    std::vector<std::pair<size_t, double>> states;
+    std::vector<FirstToken> first;
+    std::vector<bool> ready;
+    double low = 0, high = 0;
+    std::vector<KnownTail> known;
+    bool Matches(const QueueState& s, double rate) const;
+  };
+  void PrepareTtft(const QueueState& s, double rate, TtftContext& ctx) const;
   // Time of the request's own step(s) with j others beside n running; the extra time one prompt
   // adds to the decodes' steps (cached).
   double OwnSeconds(size_t running, size_t others) const;
@@ -93,6 +136,8 @@ class ReplicaQueue {
   std::vector<double> rate_;                  // completion rate with m running
   mutable std::vector<std::vector<double>> own_seconds_;  // [n][j], filled on demand
   mutable std::vector<double> extra_seconds_;             // [n], < 0 until computed
+  bool straightforward_ = false;
+  mutable TtftContext ttft_context_;  // the last state TtftQuantiles was asked about
 };
 
 }  // namespace fulcrum::serve

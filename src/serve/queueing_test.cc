@@ -255,3 +255,55 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace fulcrum::serve
+
+namespace fulcrum::serve {
+namespace {
+
+// TtftQuantiles' default search (bounds, reused sums and first-token distributions) against the
+// straightforward one, level for level and bit for bit: loads from idle to saturation, caps from
+// 1 to 256, the same state asked twice (the reuse) and then another.
+TEST(ReplicaQueueTest, FastTtftSearchEqualsTheStraightforwardOneExactly) {
+  catalog::LoadOptions load;
+  load.include_user_offers = false;
+  Result<catalog::Catalog> cat = catalog::Catalog::Load(kCatalogDir, load);
+  ASSERT_TRUE(cat.ok());
+  Result<workload::Model> model = workload::LoadModelPreset(kCatalogDir, "llama-3-8b");
+  ASSERT_TRUE(model.ok());
+  for (const char* gpu : {"H100-SXM", "L4"}) {
+    Result<const catalog::Gpu*> g = cat->ResolveGpu(gpu);
+    ASSERT_TRUE(g.ok());
+    ServeRequest layout;
+    layout.model = *model;
+    layout.gpu = **g;
+    Result<StepModel> step = StepModel::Make(layout);
+    ASSERT_TRUE(step.ok());
+    for (const RequestMix& mix : {RequestMix{512, 256, 1, 0}, RequestMix{4096, 64, 0, 0.8}}) {
+      ReplicaQueue fast(*step, *model, mix, 256, 8192);
+      ReplicaQueue reference(*step, *model, mix, 256, 8192);
+      reference.UseStraightforwardSearch(true);
+      const std::vector<double> levels = {0.5, 0.9, 0.95, 0.99};
+      int compared = 0;
+      for (int64_t cap : {1, 8, 64, 256}) {
+        const double capacity = fast.Solve(0, cap).capacity_requests_per_second;
+        for (double load_share : {0.0, 0.3, 0.8, 0.97}) {
+          const double rate = load_share * capacity;
+          const QueueState state = fast.Solve(rate, cap);
+          for (int again = 0; again < 2; ++again) {
+            const std::vector<double> a = fast.TtftQuantiles(state, rate, levels);
+            const std::vector<double> b = reference.TtftQuantiles(state, rate, levels);
+            ASSERT_EQ(a.size(), b.size());
+            for (size_t i = 0; i < a.size(); ++i) {
+              EXPECT_EQ(a[i], b[i])
+                  << gpu << " cap " << cap << " load " << load_share << " P" << levels[i] * 100;
+              ++compared;
+            }
+          }
+        }
+      }
+      EXPECT_EQ(compared, 4 * 4 * 2 * 4);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fulcrum::serve
