@@ -5,8 +5,10 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "cluster/slurm.h"
 #include "core/clock.h"
@@ -44,15 +46,71 @@ const CloudOffer* OfferOfNode(const std::vector<CloudOffer>& offers, const std::
   return nullptr;
 }
 
-// `scontrol update nodename=X state=down reason=...`: Slurm requeues the node's jobs at once
-// instead of waiting for ResumeTimeout (https://slurm.schedmd.com/power_save.html).
+// Where a node that never started is said to be. Slurm sends the jobs it requeues from a DOWN
+// node a kill RPC even when the node never booted (deallocate_nodes in slurmctld's
+// node_scheduler.c: "Issue the KILL RPC, but don't verify response"), to the node's NodeAddr,
+// which for a cloud node not yet started is its name. A name no resolver knows froze Debian's
+// slurmctld 22.05.8 for 10 s per node (it retries getaddrinfo ten times a second apart; seen in
+// its log as "getaddrinfo() failed: Name or service not known ... attempt number" and "Note
+// very large processing time" for every other RPC), and no job was scheduled meanwhile. A
+// numeric address needs no resolver: 192.0.2.1 is TEST-NET-1, reserved for documentation and
+// never a real host (RFC 5737, https://www.rfc-editor.org/rfc/rfc5737), so the RPC just fails.
+// cloud_reg_addrs sets the real address when a node registers, and resets it to the node's name
+// when it powers off (slurm.conf(5)); a provider's NodeAddr= output replaces it on the next
+// resume.
+constexpr const char* kNoHostAddr = "192.0.2.1";
+
+// `scontrol update nodename=X state=down reason=... nodeaddr=192.0.2.1`: Slurm requeues the
+// node's jobs at once instead of waiting for ResumeTimeout
+// (https://slurm.schedmd.com/power_save.html); slurmctld applies the address before the state
+// (update_node in node_mgr.c), so its kill RPC goes nowhere at once.
 void MarkDown(PowerEnv& env, const std::string& node, const std::string& reason) {
   std::string why = reason.substr(0, 200);
   std::replace(why.begin(), why.end(), '\n', ' ');
-  auto r = env.run({"scontrol", "update", "nodename=" + node, "state=down", "reason=" + why}, 30);
+  auto r = env.run({"scontrol", "update", "nodename=" + node, "state=down", "reason=" + why,
+                    std::string("nodeaddr=") + kNoHostAddr},
+                   30);
   if (!r.ok() || r->exit_code != 0) {
     env.log(node + ": scontrol update state=down failed: " +
             (r.ok() ? std::string(Trim(r->err + r->out)) : r.status().message()));
+  }
+}
+
+// The jobs Slurm gave `node`: they wait (CONFIGURING) for it to boot.
+std::vector<std::string> JobsOnNode(PowerEnv& env, const std::string& node) {
+  std::vector<std::string> jobs;
+  auto r = env.run({"squeue", "-h", "-w", node, "-o", "%i"}, 30);
+  if (!r.ok() || r->exit_code != 0) return jobs;
+  for (const std::string& line : Split(r->out, '\n')) {
+    const std::string id(Trim(line));
+    if (!id.empty()) jobs.push_back(id);
+  }
+  return jobs;
+}
+
+// Marking a node DOWN requeues its jobs, and Slurm holds a requeued job back for AuthInfo's
+// cred_expire ("This also controls how long a requeued job must wait before starting again. The
+// default value is 120 seconds.", slurm.conf(5), https://slurm.schedmd.com/slurm.conf.html), after
+// which it waits for the next backfill pass (bf_interval, default 30 s): two minutes and more
+// before the next node type is tried. These jobs never started (their node never came up), so
+// the hold protects nothing: once Slurm shows them PENDING (squeue shows REQUEUED or COMPLETING
+// until the requeue, which sets the hold, is done), fulcrum sets their earliest start to now
+// (`scontrol update jobid=J starttime=now`, scontrol(1) StartTime), and the update makes Slurm
+// schedule them at once, on the next node type.
+void ReleaseRequeued(PowerEnv& env, const std::string& node, const std::vector<std::string>& jobs) {
+  for (const std::string& job : jobs) {
+    bool held = false;
+    for (int attempt = 0; attempt < 25; ++attempt) {  // up to 5 s for the requeue to land
+      auto r = env.run({"squeue", "-h", "-j", job, "-o", "%T"}, 30);
+      held = r.ok() && r->exit_code == 0 && Trim(r->out) == "PENDING";
+      if (held || !env.sleep) break;
+      env.sleep(0.2);
+    }
+    if (!held) continue;
+    auto r = env.run({"scontrol", "update", "jobid=" + job, "starttime=now"}, 30);
+    const bool ok = r.ok() && r->exit_code == 0;
+    env.log(node + ": job " + job + (ok ? " released" : " not released") +
+            " (requeued by the DOWN mark before it started; Slurm would hold it for cred_expire)");
   }
 }
 
@@ -131,7 +189,9 @@ NodeOutcome ResumeOne(const PowerConfig& config, const CloudOffer& offer, const 
     const std::string what = offer.offer + ": " + detail;
     const std::string why =
         std::string(capacity ? "fulcrum: capacity: " : "fulcrum: resume failed: ") + what;
+    const std::vector<std::string> jobs = JobsOnNode(env, node);
     MarkDown(env, node, why);
+    ReleaseRequeued(env, node, jobs);
     store::CloudNodeRecord failed{
         0, node, offer.offer, offer.usd_per_hour, offer.billing_seconds, now, now, "failed", why};
     (void)store::AddCloudNode(db, failed);
@@ -216,6 +276,9 @@ PowerEnv SystemPowerEnv(const std::string& log_path, std::vector<std::string> se
     return RunCapture(argv, options);
   };
   env.now = [] { return SystemClock().UnixSeconds(); };
+  env.sleep = [](double seconds) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  };
   env.log = [log_path](const std::string& line) {
     (void)store::CreateDataFile(log_path);
     const double now = SystemClock().UnixSeconds();

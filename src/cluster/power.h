@@ -85,6 +85,7 @@ std::vector<std::string> ExpandArgv(const std::vector<std::string>& templ, const
 struct PowerEnv {
   std::function<Result<CaptureResult>(const std::vector<std::string>& argv, double timeout)> run;
   std::function<double()> now;
+  std::function<void(double seconds)> sleep;  // empty: never wait
   std::function<void(const std::string& line)> log;
   // Starts `argv` detached (the hourly-billing timer: `fulcrum slurm suspend --at T NODE`).
   std::function<Status(const std::vector<std::string>& argv)> start_detached;
@@ -106,7 +107,11 @@ struct NodeOutcome {
 // record the start (a "NodeAddr=ADDRESS" in the provider's output is given to Slurm with
 // `scontrol update nodename=X nodeaddr=ADDRESS nodehostname=X`); a budget refusal, a capacity error
 // or a failure marks the node DOWN with the reason (`scontrol update nodename=X state=down
-// reason=...`).
+// reason=... nodeaddr=192.0.2.1`: Slurm sends a kill RPC for the node's jobs even though it never
+// started, and a numeric address spares slurmctld a resolver lookup of the node's name). After a
+// capacity error or a failure the jobs that waited for the node, which Slurm requeues and holds for
+// cred_expire, are released (`scontrol update jobid=J starttime=now`) so that they go to the next
+// node type at once; a budget refusal leaves them held.
 std::vector<NodeOutcome> ResumeNodes(const PowerConfig& config,
                                      const std::vector<CloudOffer>& offers,
                                      const std::vector<std::string>& nodes, store::Database& db,

@@ -180,6 +180,55 @@ TEST_F(PowerTest, ACapacityErrorMarksTheNodeDownAtOnce) {
   EXPECT_EQ(store::BilledUsd((*rows)[0], now_ + 3600), 0) << "a node that never ran costs nothing";
 }
 
+// Slurm requeues the jobs of a node marked DOWN and holds them for cred_expire (120 s by
+// default); they never started, so fulcrum releases them for the next node type at once.
+TEST_F(PowerTest, ACapacityErrorReleasesTheJobsSlurmRequeuesFromTheNode) {
+  CaptureResult full;
+  full.exit_code = 1;
+  full.err = "InsufficientInstanceCapacity";
+  int polls = 0;
+  env_.run = [&](const std::vector<std::string>& argv, double) -> Result<CaptureResult> {
+    calls_.push_back(argv);
+    CaptureResult r;
+    r.exit_code = 0;
+    if (argv[0] == "/opt/cloud") return full;
+    if (argv[0] == "squeue" && argv[2] == "-w") r.out = "17\n18\n";
+    // Job 17 shows its requeue hold on the second look; job 18 already runs elsewhere.
+    if (argv[0] == "squeue" && argv[2] == "-j")
+      r.out = argv[3] == "18" ? "RUNNING\n" : (++polls < 2 ? "REQUEUED\n" : "PENDING\n");
+    return r;
+  };
+  std::vector<double> slept;
+  env_.sleep = [&](double s) { slept.push_back(s); };
+  ResumeNodes(config_, offers_, {"aws-p5-48xlarge-1"}, *db_, env_);
+  const auto scontrol = CallsTo("scontrol");
+  ASSERT_EQ(scontrol.size(), 2u);
+  EXPECT_EQ(scontrol[0][3], "state=down");
+  EXPECT_EQ(scontrol[0].back(), "nodeaddr=192.0.2.1") << "Slurm's kill RPC needs no resolver";
+  EXPECT_EQ(scontrol[1],
+            (std::vector<std::string>{"scontrol", "update", "jobid=17", "starttime=now"}));
+  // The jobs were read before the DOWN mark (after it, Slurm has moved them off the node).
+  size_t listed = 0, down = 0;
+  for (size_t i = 0; i < calls_.size(); ++i) {
+    if (calls_[i][0] == "squeue" && calls_[i][2] == "-w") listed = i;
+    if (calls_[i][0] == "scontrol" && calls_[i][3] == "state=down") down = i;
+  }
+  EXPECT_LT(listed, down);
+  EXPECT_EQ(polls, 2);
+  EXPECT_FALSE(slept.empty());
+  bool logged = false;
+  for (const auto& line : log_)
+    logged = logged || line.find("job 17 released") != std::string::npos;
+  EXPECT_TRUE(logged);
+}
+
+TEST_F(PowerTest, ABudgetRefusalLeavesTheJobsHeld) {
+  config_.budget_usd = 1;
+  ResumeNodes(config_, offers_, {"aws-p5-48xlarge-1"}, *db_, env_);
+  EXPECT_TRUE(CallsTo("squeue").empty());
+  ASSERT_EQ(CallsTo("scontrol").size(), 1u);
+}
+
 TEST_F(PowerTest, AProvidersNodeAddrIsGivenToSlurm) {
   CaptureResult up;
   up.exit_code = 0;
