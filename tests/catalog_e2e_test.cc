@@ -211,7 +211,7 @@ TEST_F(CatalogE2eTest, BrokenCatalogIsRefusedWithFileLineAndExitTwo) {
   std::string offers = ReadFile(dir + "/offers.csv");
   size_t line_count = Lines(offers).size();
   WriteFile(dir + "/offers.csv",
-            offers + "aws,p9.huge,us-east-1,H100-SXM,8,192,2048,USD,-1,,nvlink,,test,,\n");
+            offers + "aws,p9.huge,us-east-1,H100-SXM,8,192,2048,USD,-1,,nvlink,,test,,,,\n");
   RunOutput r = RunOn(dir, {"offers"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "");
@@ -223,14 +223,14 @@ TEST_F(CatalogE2eTest, BrokenCatalogIsRefusedWithFileLineAndExitTwo) {
 TEST_F(CatalogE2eTest, UnknownGpuAndDuplicateKeyInCatalogExitTwo) {
   std::string dir = CopyCatalog();
   std::string offers = ReadFile(dir + "/offers.csv");
-  WriteFile(dir + "/offers.csv", offers + "aws,p9.huge,us-east-1,H900,8,,,USD,1,,,,test,,\n");
+  WriteFile(dir + "/offers.csv", offers + "aws,p9.huge,us-east-1,H900,8,,,USD,1,,,,test,,,,\n");
   RunOutput unknown = RunOn(dir, {"gpus"});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find(": gpu: expected a GPU name or alias of gpus.csv, found \"H900\""),
             std::string::npos)
       << unknown.err;
   WriteFile(dir + "/offers.csv",
-            offers + "aws,p5.48xlarge,us-east-1,H100-SXM,8,,,USD,1,,,,test,,\n");
+            offers + "aws,p5.48xlarge,us-east-1,H100-SXM,8,,,USD,1,,,,test,,,,\n");
   RunOutput duplicate = RunOn(dir, {"catalog", "validate", "--no-user-offers"});
   EXPECT_EQ(duplicate.exit_code, 2);
   EXPECT_NE(duplicate.err.find("expected a unique provider + instance_type + region"),

@@ -30,9 +30,10 @@ double P90Hours(const json& c) { return c["time"]["p90_hours"].get<double>(); }
 
 double P90Usd(const json& c) { return c["cost"]["p90_usd"].get<double>(); }
 
-// The balanced pick costs within 25 % of the cheapest candidate that meets the deadline and the
-// budget, both at P90 (the cost the balanced objective ranks by: a row whose expected cost is low
-// but whose GPU has no calibration rows or whose spot risk is extrapolated is not cheap at P90).
+// The balanced pick costs within 25 % of the cheapest confirmed candidate with no more nodes
+// that meets the deadline and the budget, both at P90 (the cost the balanced objective ranks by: a
+// row whose expected cost is low but whose GPU has no calibration rows or whose spot risk is
+// extrapolated is not cheap at P90).
 void ExpectBalancedNearCheapest(const std::vector<std::string>& question) {
   const json balanced = Plan(With(question, {"--top", "1"}));
   const json cheapest = Plan(With(question, {"--top", "100000", "--objective", "cheapest"}));
@@ -40,10 +41,20 @@ void ExpectBalancedNearCheapest(const std::vector<std::string>& question) {
   ASSERT_FALSE(cheapest["candidates"].empty());
   const json& pick = balanced["candidates"][0];
   EXPECT_TRUE(pick["meets_constraints"].get<bool>());
+  // The cheapest with a confirmed price and interconnect (JSON unconfirmed empty; docs/RANKING.md):
+  // a marketplace snapshot or a price no provider page confirms is not what the pick is held to,
+  // unless nothing else meets the constraints.
   const json* cheap = nullptr;
-  for (const json& c : cheapest["candidates"]) {
-    if (!c["meets_constraints"].get<bool>()) continue;
-    if (cheap == nullptr || P90Usd(c) < P90Usd(*cheap)) cheap = &c;
+  for (bool confirmed_only : {true, false}) {
+    for (const json& c : cheapest["candidates"]) {
+      if (!c["meets_constraints"].get<bool>()) continue;
+      if (confirmed_only && !c["unconfirmed"].empty()) continue;
+      // A gang of more nodes than the pick (every one held at once, spot ones preempted
+      // independently) is not the price a smaller pick is held to.
+      if (c["nodes"].get<int>() > pick["nodes"].get<int>()) continue;
+      if (cheap == nullptr || P90Usd(c) < P90Usd(*cheap)) cheap = &c;
+    }
+    if (cheap != nullptr) break;
   }
   ASSERT_NE(cheap, nullptr);
   EXPECT_LE(P90Usd(pick), 1.25 * P90Usd(*cheap))
@@ -872,11 +883,15 @@ TEST(PlanPanelTest, B200VersusH100ForFp8) {
   EXPECT_TRUE(skipped);
 }
 
-// R10. The same provider's same GPUs in the same time at twice the price score lower, visibly:
-//      on the 7B fine-tune GCP's a3-megagpu-8g ($684) scored exactly as its a3-highgpu-8g ($319),
-//      because the cost criterion was 0 for every row beyond twice the cheapest.
+// R10. The same provider's same GPUs in the same time at a third more the price or beyond score
+//      lower, visibly: on the 7B fine-tune GCP's a3-megagpu-8g ($684) scored exactly as its
+//      a3-highgpu-8g ($319), because the cost criterion was 0 for every row beyond twice the
+//      cheapest. (Since a3-highgpu-8g carries its on-demand SKU price that pair is close in price;
+//      asked of AWS alone, g6e.24xlarge at 1.44x g6e.12xlarge, the same 4 L40S at about three
+//      times the cheapest row, is the twin left.)
 TEST(PlanPanelTest, ADearerTwinOfTheSameProviderScoresLower) {
-  const json d = Plan(With(kFinetune7b, {"--pricing", "on_demand", "--top", "400"}));
+  const json d =
+      Plan(With(kFinetune7b, {"--pricing", "on_demand", "--providers", "aws", "--top", "400"}));
   int pairs = 0;
   for (const json& a : d["candidates"]) {
     for (const json& b : d["candidates"]) {
@@ -885,7 +900,7 @@ TEST(PlanPanelTest, ADearerTwinOfTheSameProviderScoresLower) {
         continue;
       }
       if (std::abs(P90Hours(a) - P90Hours(b)) > 0.01 * P90Hours(a)) continue;
-      if (!(P90Usd(b) > 1.5 * P90Usd(a))) continue;
+      if (!(P90Usd(b) > 1.3 * P90Usd(a))) continue;
       ++pairs;
       EXPECT_GT(a["score"]["total"].get<double>(), b["score"]["total"].get<double>() + 0.001)
           << a["instance_type"] << " $" << P90Usd(a) << " vs " << b["instance_type"] << " $"
@@ -964,6 +979,83 @@ TEST(PlanPanelTest, ShortJobsAreBilledByTheProvidersIncrement) {
     ++checked;
   }
   EXPECT_GT(checked, 5);
+}
+
+// 31. (issue 25 review) Google documents A3 Edge (a3-edgegpu-8g) for serving inference only
+//     (catalog/offers.csv use: serving, its source in use_source): no training plan proposes it,
+//     whatever the question; `offers` still lists it, marked.
+TEST(PlanPanelTest, ServingOnlyMachineTypesAreNeverTrainingCandidates) {
+  for (const std::vector<std::string>& q :
+       {kFinetune7b,
+        {SourcePath("examples/llama-8b-lora.yaml")},
+        {"--model", "llama-2-7b", "--tokens", "2B", "--providers", "gcp", "--gpus", "H100"}}) {
+    const json d = Plan(With(q, {"--top", "100000"}));
+    ASSERT_FALSE(d["candidates"].empty());
+    for (const json& c : d["candidates"]) {
+      EXPECT_NE(c["instance_type"], "a3-edgegpu-8g") << "#" << c["rank"] << " " << c["pricing"];
+    }
+  }
+  const RunOutput offers = RunFulcrum({"offers", "--provider", "gcp", "--json"}, NoUserOffers());
+  ASSERT_EQ(offers.exit_code, 0) << offers.err;
+  bool listed = false;
+  const json listing = json::parse(offers.out);
+  for (const json& o : listing["offers"]) {
+    if (o["instance_type"] != "a3-edgegpu-8g") continue;
+    listed = true;
+    EXPECT_EQ(o.value("use", json()), "serving");
+    EXPECT_NE(o.value("use_source", json()).dump().find("cloud.google.com"), std::string::npos);
+  }
+  EXPECT_TRUE(listed);
+}
+
+// The offers whose catalog row says their price is unverified (caveat price-unverified), keyed
+// "provider/instance/region".
+std::set<std::string> PriceUnverifiedOffers() {
+  const RunOutput r = RunFulcrum({"offers", "--json"}, NoUserOffers());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> out;
+  const json listing = json::parse(r.out);
+  for (const json& o : listing["offers"]) {
+    if (o["caveat"].is_string() &&
+        o["caveat"].get<std::string>().rfind("price-unverified:", 0) == 0) {
+      out.insert(o["provider"].get<std::string>() + "/" + o["instance_type"].get<std::string>() +
+                 "/" + o["region"].get<std::string>());
+    }
+  }
+  return out;
+}
+
+// 32. (issue 25 review) A row whose price the catalog cannot confirm (caveat price-unverified:
+//     SkyPilot's GCP us-central1 H100 figure at half the on-demand SKU, Hyperbolic's marketplace
+//     snapshot) never outranks a fully known row (price confirmed; one GPU per node or a stated
+//     interconnect) that meets the constraints and is as fast and as cheap or better (P90 time,
+//     expected cost) — under each objective. The rule implemented (docs/RANKING.md) is
+//     stronger: every such row ranks after every confirmed one that meets the constraints.
+TEST(PlanPanelTest, AnUnverifiedPriceNeverOutranksAnEqualOrBetterKnownRow) {
+  const std::set<std::string> unverified = PriceUnverifiedOffers();
+  ASSERT_FALSE(unverified.empty());
+  auto key = [](const json& c) {
+    return c["provider"].get<std::string>() + "/" + c["instance_type"].get<std::string>() + "/" +
+           c["region"].get<std::string>();
+  };
+  for (const char* objective : {"balanced", "cheapest", "fastest"}) {
+    const json d = Plan(With(kFinetune7b, {"--top", "100000", "--objective", objective}));
+    int pairs = 0;
+    for (const json& u : d["candidates"]) {
+      if (!u["meets_constraints"].get<bool>() || !unverified.count(key(u))) continue;
+      for (const json& k : d["candidates"]) {
+        if (!k["meets_constraints"].get<bool>() || unverified.count(key(k))) continue;
+        if (k["gpus_per_node"].get<int>() > 1 && Warns(k, "interconnect-unknown")) continue;
+        if (P90Hours(k) > P90Hours(u) || Usd(k) > Usd(u)) continue;
+        ++pairs;
+        EXPECT_LT(k["rank"].get<int>(), u["rank"].get<int>())
+            << objective << ": #" << u["rank"] << " " << key(u) << " " << u["pricing"]
+            << " (price unverified) outranks #" << k["rank"] << " " << key(k) << " "
+            << k["pricing"];
+      }
+    }
+    EXPECT_GT(pairs, 0) << objective;
+  }
 }
 
 }  // namespace

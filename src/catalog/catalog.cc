@@ -62,7 +62,7 @@ const TableSchema kCurrencySchema = {{"currency", "usd_per_unit", "source"}, {"d
 const TableSchema kOfferSchema = {
     {"provider", "instance_type", "region", "gpu", "gpu_count", "on_demand_per_hour", "source"},
     {"vcpus", "memory_gib", "currency", "spot_per_hour", "interconnect", "network_gbps", "note",
-     "caveat"}};
+     "caveat", "use", "use_source"}};
 
 // Limits of plausibility for catalog values (not outside facts: they only catch typos).
 constexpr double kMaxUsdPerHour = 100000;
@@ -370,6 +370,16 @@ Result<Offer> CatalogBuilder::ParseOffer(const RowReader& row, const Catalog& ca
   FULCRUM_ASSIGN_OR_RETURN(offer.source, row.RequiredText("source"));
   offer.note = row.Text("note");
   FULCRUM_ASSIGN_OR_RETURN(offer.caveat, Caveat(row));
+  const std::string use = ToLower(row.Text("use"));
+  if (use == "serving") {
+    offer.serving_only = true;
+  } else if (!use.empty()) {
+    return row.Error("use", "empty (any workload) or serving (documented for inference only)");
+  }
+  offer.use_source = row.Text("use_source");
+  if (offer.serving_only && offer.use_source.empty()) {
+    return row.Error("use_source", "the document that restricts the machine type to serving");
+  }
   // Both prices empty = no citable price list: the row says so with a price-unknown caveat, so
   // that a price left out by mistake is still an error.
   if (!offer.on_demand_usd_per_hour && !offer.spot_usd_per_hour &&

@@ -66,8 +66,16 @@ struct Offer {
   // Machine-readable warning on a figure of this row, "<kind>: <what>" (kind: price-anomaly,
   // price-unverified, shape-assumed, ...); "" = none.
   std::string caveat;
+  // The provider documents the machine type for serving (inference) only, not for training
+  // (offers.csv `use: serving`, its document in `use_source`): `plan` leaves it out, `serve-plan`
+  // may use it. false: any workload.
+  bool serving_only = false;
+  std::string use_source;
   int line = 0;  // line of the row in `origin`
 };
+
+// The caveat kind of an offer row whose price is not confirmed on the provider's own pages.
+inline constexpr const char* kPriceUnverifiedCaveat = "price-unverified:";
 
 // The caveat kind of an offer row without any price (no citable price list): "price-unknown: ...".
 inline constexpr const char* kPriceUnknownCaveat = "price-unknown:";

@@ -60,6 +60,8 @@ nlohmann::json OfferToJson(const Offer& offer) {
           {"source", offer.source},
           {"note", offer.note},
           {"caveat", OrNullText(offer.caveat)},
+          {"use", offer.serving_only ? nlohmann::json("serving") : nlohmann::json(nullptr)},
+          {"use_source", OrNullText(offer.use_source)},
           {"origin", offer.origin}};
 }
 

@@ -161,6 +161,38 @@ TEST(CatalogTest, CaveatColumnsAreRead) {
             "spec-conflict), found \"Verify this\"");
 }
 
+// offers.csv `use`: empty (any workload) or serving (the provider documents the machine type for
+// inference only), with the document in use_source; anything else is refused with the row.
+TEST(CatalogTest, TheUseColumnMarksServingOnlyMachineTypesWithTheirSource) {
+  CatalogFiles files = ValidFiles();
+  const std::string header =
+      std::string(kOffersHeader).insert(std::string(kOffersHeader).size() - 1, ",use,use_source");
+  files.offers.text = header +
+                      "aws,edge-only,us-east-1,H100,8,208,1872,USD,43.07,,,,s,serving,"
+                      "https://cloud.google.com/compute/docs/accelerator-optimized-machines\n"
+                      "aws,p5.48xlarge,us-east-1,H100,8,192,2048,USD,55.04,14.246,,3200,s1,,\n";
+  auto catalog = Catalog::FromFiles(files);
+  ASSERT_TRUE(catalog.ok()) << catalog.status().message();
+  EXPECT_TRUE(catalog->offers()[0].serving_only);
+  EXPECT_EQ(catalog->offers()[0].use_source,
+            "https://cloud.google.com/compute/docs/accelerator-optimized-machines");
+  EXPECT_FALSE(catalog->offers()[1].serving_only);
+
+  files.offers.text = header + "aws,p5.48xlarge,us-east-1,H100,8,192,2048,USD,55.04,,,,s1,train,\n";
+  auto bad = Catalog::FromFiles(files);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("offers.csv:2: use: expected empty (any workload) or "
+                                        "serving"),
+            std::string::npos)
+      << bad.status().message();
+  files.offers.text =
+      header + "aws,p5.48xlarge,us-east-1,H100,8,192,2048,USD,55.04,,,,s1,serving,\n";
+  auto unsourced = Catalog::FromFiles(files);
+  ASSERT_FALSE(unsourced.ok());
+  EXPECT_NE(unsourced.status().message().find("offers.csv:2: use_source"), std::string::npos)
+      << unsourced.status().message();
+}
+
 TEST(CatalogTest, FindProviderByIdOrDisplayName) {
   auto catalog = Catalog::FromFiles(ValidFiles());
   ASSERT_TRUE(catalog.ok());

@@ -168,7 +168,9 @@ void RegisterOffers(CLI::App* cmd, CliContext& ctx) {
                 "not offered; both null with caveat price-unknown = no citable price list), "
                 "usd_per_hour (the price ranked), usd_per_gpu_hour, bf16_tflops_per_usd, "
                 "quoted_currency with on_demand_billed_per_hour and spot_billed_per_hour (the "
-                "prices as billed), network_gbit_per_second, interconnect, source");
+                "prices as billed), network_gbit_per_second, interconnect, source, use "
+                "(\"serving\": the provider documents the machine type for inference only; "
+                "plan never trains on it) with use_source");
   cmd->callback([&ctx, flags] { RunOffers(ctx, *flags); });
 }
 

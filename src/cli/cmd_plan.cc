@@ -31,7 +31,7 @@ struct PlanFlags {
   std::string model, hf_config, tokens, samples, epochs, seq_len, global_batch, precision, method,
       lora_rank, deadline, budget_usd, max_gpus, providers, regions, gpus, pricing, interruptible,
       weights, top, min_headroom, assume_network_gbps, command, objective, max_nodes, framework,
-      disk_gb, egress_gb, checkpoint_every;
+      disk_gb, egress_gb, checkpoint_every, rank_unconfirmed;
   bool no_checkpointing = false;
   std::string batch_tolerance;
   bool strict_batch = false;
@@ -195,6 +195,14 @@ Status ApplyConstraints(const PlanFlags& f, plan::PlanSpec& spec) {
   if (f.reserved_owned) c.reserved_owned = true;
   if (!f.objective.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(spec.objective, plan::ParseObjective(f.objective));
+  }
+  if (!f.rank_unconfirmed.empty()) {
+    const std::optional<bool> last = plan::ParseRankUnconfirmed(f.rank_unconfirmed);
+    if (!last) {
+      return Status::InvalidInput("--rank-unconfirmed: expected last or mixed, found \"" +
+                                  f.rank_unconfirmed + "\"");
+    }
+    spec.unconfirmed_last = *last;
   }
   if (!f.max_gpus.empty()) {
     FULCRUM_RETURN_IF_ERROR(
@@ -436,7 +444,32 @@ constexpr const char* kFooter =
     "--objective fastest orders every miss so).\n"
     "Score = weighted stability, performance, cost, usability, support (0.30/0.25/0.20/0.15/\n"
     "0.10); unknown provider attributes count as neutral (0.5) and are listed in JSON\n"
-    "score.unknown. In the table, * marks the Pareto front of (total time, expected cost).";
+    "score.unknown. In the table, * marks the Pareto front of (total time, expected cost).\n"
+    "Unconfirmed rows (? after the rank; JSON unconfirmed): the offer's price is not confirmed\n"
+    "on the provider's pages (catalog caveat price-unverified) or it has several GPUs whose\n"
+    "interconnect the catalog does not state. Among the rows that meet the constraints they\n"
+    "rank after the confirmed ones (--rank-unconfirmed mixed: by the objective alone).\n"
+    "Filters: machine types their provider documents for serving only (catalog column use,\n"
+    "e.g. GCP A3 Edge) are never training candidates (serve-plan uses them); offers without a\n"
+    "citable price are left out until `fulcrum catalog import` gives them one.";
+
+// How the candidates are ranked and how many are shown (part of RegisterPlan).
+void RegisterRankingOptions(CLI::App* cmd, PlanFlags& f) {
+  cmd->add_option("--weights", f.weights,
+                  "Score weights, e.g. cost=0.4,performance=0.3 (others keep their defaults)")
+      ->type_name("LIST");
+  cmd->add_option("--top", f.top, "Show the top N candidates (default 10)")->type_name("N");
+  cmd->add_option("--objective", f.objective,
+                  "Rank feasible candidates by: balanced (default: weighted score), cheapest "
+                  "(expected cost) or fastest (P90 time)")
+      ->type_name("balanced|cheapest|fastest");
+  cmd->add_option("--rank-unconfirmed", f.rank_unconfirmed,
+                  "Rows whose price or intra-node interconnect the catalog cannot confirm "
+                  "(caveat price-unverified; several GPUs, interconnect unknown): last (default: "
+                  "after every confirmed row that meets the constraints) or mixed (by the "
+                  "objective alone); docs/RANKING.md")
+      ->type_name("last|mixed");
+}
 
 }  // namespace
 
@@ -487,14 +520,7 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
       ->type_name("DURATION");
   cmd->add_flag("--no-checkpointing", f->no_checkpointing,
                 "The job cannot checkpoint/resume (spot becomes a pitfall)");
-  cmd->add_option("--weights", f->weights,
-                  "Score weights, e.g. cost=0.4,performance=0.3 (others keep their defaults)")
-      ->type_name("LIST");
-  cmd->add_option("--top", f->top, "Show the top N candidates (default 10)")->type_name("N");
-  cmd->add_option("--objective", f->objective,
-                  "Rank feasible candidates by: balanced (default: weighted score), cheapest "
-                  "(expected cost) or fastest (P90 time)")
-      ->type_name("balanced|cheapest|fastest");
+  RegisterRankingOptions(cmd, *f);
   cmd->add_option("--disk-gb", f->disk_gb,
                   "Persistent disk the job keeps while it runs (GB; priced per provider)")
       ->type_name("GB");

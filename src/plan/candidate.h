@@ -53,6 +53,16 @@ struct LayoutOptions {
   double memory_factor = 1;
 };
 
+// What a candidate's numbers rest on that the catalog cannot confirm (bits of
+// Candidate::unconfirmed): its price (the offer's caveat price-unverified: not found on the
+// provider's own pages, or contradicted by another source), or, on a node of several GPUs, how
+// they are connected (planned as PCIe, so the time is conservative, but the hardware rented is
+// not known: a slice of a marketplace machine need not have NVLink).
+enum Unconfirmed : uint8_t {
+  kUnconfirmedPrice = 1u << 0,
+  kUnconfirmedInterconnect = 1u << 1,
+};
+
 struct Candidate {
   int offer = -1;  // index into Catalog::offers()
   int nodes = 1;
@@ -67,6 +77,7 @@ struct Candidate {
   RunCost run;
   Scores score;
   uint32_t warnings = 0;          // Pitfall bits
+  uint8_t unconfirmed = 0;        // Unconfirmed bits (ranking.h UnconfirmedOf)
   bool meets_constraints = true;  // deadline (P90) and budget (expected) hold
   // How far it misses: the larger of P90 time / deadline and expected cost / budget (0 when
   // meets_constraints).

@@ -128,6 +128,33 @@ Status DropUnpriced(PlanOffers& out) {
   return Status::Ok();
 }
 
+// Machine types their provider documents for serving only (catalog `use: serving`, e.g. GCP's
+// A3 Edge) are no training candidates: dropped with a note naming them (serve-plan still uses
+// them); when they were all that the filters left, InvalidInput.
+Status DropServingOnly(PlanOffers& out) {
+  std::set<std::string> names;
+  for (const catalog::Offer* o : out.offers) {
+    if (o->serving_only) names.insert(o->provider + " " + o->instance_type);
+  }
+  if (names.empty()) return Status::Ok();
+  std::erase_if(out.offers, [](const catalog::Offer* o) { return o->serving_only; });
+  std::string list;
+  for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+  const std::string what = "machine types documented for serving (inference) only: " + list +
+                           " (catalog column use; its source in use_source)";
+  if (out.offers.empty()) {
+    ErrorDetail detail;
+    detail.field = "offers";
+    detail.expected = "an offer its provider allows for training";
+    detail.found = what;
+    return Status::InvalidInput("no offer to train on: the filters leave only " + what +
+                                "; fulcrum serve-plan sizes serving on them")
+        .WithDetail(detail);
+  }
+  out.notes.push_back(what + ": not planned for training (fulcrum serve-plan uses them)");
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<PlanOffers> ResolvePlanOffers(const catalog::Catalog& catalog,
@@ -158,6 +185,7 @@ Result<PlanOffers> ResolvePlanOffers(const catalog::Catalog& catalog,
   out.constraints.regions = resolved.regions;
   out.offers = std::move(resolved.offers);
   FULCRUM_RETURN_IF_ERROR(DropUnpriced(out));
+  FULCRUM_RETURN_IF_ERROR(DropServingOnly(out));
   if (constraints.launcher) FULCRUM_RETURN_IF_ERROR(KeepLaunchable(*constraints.launcher, out));
   for (catalog::Pricing p : resolved.unavailable_pricing) {
     out.notes.push_back(std::string(catalog::PricingName(p)) +

@@ -22,7 +22,9 @@ namespace fulcrum::plan {
 // (GPU families as their variants, region parts as the regions matched), the offers in catalog
 // order, and a note per asked-for pricing model no offer has. Errors (InvalidInput naming the
 // constraint's origin and the nearest names): an unknown GPU, provider or region, a filter that
-// leaves no offer (catalog::ResolveOfferFilter). The default pricing list is never an error.
+// leaves no offer (catalog::ResolveOfferFilter), or only offers without a price or only machine
+// types documented for serving (catalog::Offer::serving_only: never training candidates, left
+// out with a note). The default pricing list is never an error.
 // constraints.launcher (plan --launcher) keeps the offers and pricing models it can start.
 struct PlanOffers {
   Constraints constraints;

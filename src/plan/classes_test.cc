@@ -134,5 +134,53 @@ TEST_F(ClassesTest, MaxGpusAndMaxNodesBoundTheOffersAndNodeCounts) {
   EXPECT_EQ(c.classes[ClassOf(c, "p5.48xlarge")].node_counts, (std::vector<int>{1, 2, 3}));
 }
 
+// A machine type its provider documents for serving only (offers.csv use: serving, e.g. GCP's
+// A3 Edge) is never a training candidate: left out with a note naming it; a filter that leaves
+// nothing else is an error that says why.
+TEST(ServingOnlyTest, ServingOnlyMachineTypesAreNoTrainingCandidates) {
+  catalog::CatalogFiles files = catalog::testing::SmallCatalogFiles();
+  std::string& offers = files.offers.text;
+  offers.replace(offers.find('\n'), 1, ",use,use_source\n");
+  std::string rows;
+  for (size_t start = offers.find('\n') + 1; start < offers.size();) {
+    const size_t end = offers.find('\n', start);
+    rows += offers.substr(start, end - start) + ",,\n";
+    start = end + 1;
+  }
+  offers = offers.substr(0, offers.find('\n') + 1) + rows +
+           "gcp,a3-edgegpu-8g,us-central1,H100,8,43.06615,,,s,serving,https://doc\n";
+  auto catalog = catalog::Catalog::FromFiles(files);
+  ASSERT_TRUE(catalog.ok()) << catalog.status().message();
+  Constraints c;
+  c.gpus = {"H100"};
+  auto resolved = ResolvePlanOffers(*catalog, c);
+  ASSERT_TRUE(resolved.ok()) << resolved.status().message();
+  for (const catalog::Offer* o : resolved->offers) EXPECT_NE(o->instance_type, "a3-edgegpu-8g");
+  EXPECT_EQ(resolved->offers.size(), 3u);
+  ASSERT_EQ(resolved->notes.size(), 1u);
+  EXPECT_NE(resolved->notes[0].find("gcp a3-edgegpu-8g"), std::string::npos);
+  EXPECT_NE(resolved->notes[0].find("serving"), std::string::npos);
+
+  c.regions = {"us-central1"};
+  c.providers = {"gcp"};
+  auto edge_and_a3 = ResolvePlanOffers(*catalog, c);  // a3-highgpu-8g/1g remain: fine
+  ASSERT_TRUE(edge_and_a3.ok());
+  EXPECT_EQ(edge_and_a3->offers.size(), 2u);
+  // Only the serving-only type left by the filters: InvalidInput naming it.
+  offers = offers.substr(0, offers.find('\n') + 1) +
+           "gcp,a3-edgegpu-8g,us-central1,H100,8,43.06615,,,s,serving,https://doc\n"
+           "aws,g5.xlarge,us-east-1,A10G,1,1.006,0.4591,,s,,\n";
+  auto small = catalog::Catalog::FromFiles(files);
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  Constraints h100;
+  h100.gpus = {"H100"};
+  auto none = ResolvePlanOffers(*small, h100);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(none.status().message().find("a3-edgegpu-8g"), std::string::npos)
+      << none.status().message();
+  EXPECT_NE(none.status().message().find("serve-plan"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fulcrum::plan

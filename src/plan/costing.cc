@@ -9,6 +9,7 @@
 #include "estimate/estimate.h"
 #include "plan/host.h"
 #include "plan/pitfalls.h"
+#include "plan/ranking.h"
 
 namespace fulcrum::plan {
 namespace {
@@ -42,6 +43,7 @@ Pending MakePending(const PlanInputs& in, size_t i, const HardwareClass& hc, con
   p.cand.capacity_bytes = hc.capacity_bytes;
   p.cand.precision = hc.precision;
   p.cand.network_p90_ratio = task.network_p90_ratio;
+  p.cand.unconfirmed = UnconfirmedOf(o);
   const int gpus = task.nodes * o.gpu_count;
   p.cand.work_units_per_second = task.best.step.tokens_per_second_per_gpu * gpus;
   p.run.work_seconds = in.work_units / p.cand.work_units_per_second;
@@ -196,18 +198,20 @@ std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending
     c_lb[k] = price * r.nodes * t_lb[k] / 3600.0 + r.extra.egress_gb * r.extra.egress_usd_per_gb +
               r.extra.priced_egress_usd + r.extra.retained_storage_usd;
   }
-  std::vector<const Candidate*> feasible;
+  std::vector<const Candidate*> feasible, setters;
   for (size_t i : exact) {
     if (pending[i].cand.meets_constraints) feasible.push_back(&pending[i].cand);
+    if (SetsReference(pending[i].cand, spec)) setters.push_back(&pending[i].cand);
   }
   const size_t top = static_cast<size_t>(std::max(1, spec.top));
-  if (feasible.size() < top) return spot;  // the top N or the reference may need any of them
+  // The top N or the reference may need any of them.
+  if (feasible.size() < top || setters.empty()) return spot;
   const std::optional<double> deadline = spec.constraints.deadline_seconds;
-  // The cost references: the cheapest feasible expected cost (shown) and P90 cost (scored);
-  // C_lb bounds both from below.
+  // The cost references: the cheapest expected cost (shown) and P90 cost (scored) of the rows
+  // that may set the reference (ranking.h SetsReference); C_lb bounds both from below.
   double feasible_c = std::numeric_limits<double>::infinity(), feasible_p90 = feasible_c;
   double feasible_p90_c = feasible_c;
-  for (const Candidate* c : feasible) {
+  for (const Candidate* c : setters) {
     feasible_c = std::min(feasible_c, c->run.expected_usd);
     feasible_p90_c = std::min(feasible_p90_c, c->run.p90_usd);
     feasible_p90 = std::min(feasible_p90, c->run.p90_seconds);
@@ -227,31 +231,49 @@ std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending
   }
   const ScoreReference low{SaturationSeconds(deadline, low_p90), low_c, low_p90_c};
   const ScoreReference high{SaturationSeconds(deadline, feasible_p90), feasible_c, feasible_p90_c};
-  // The N-th best key among the exact feasible candidates (higher is better for scores).
-  std::vector<double> keys;
+  // The keys of the exact feasible candidates (higher is better for scores), best first, apart
+  // by tier: with spec.unconfirmed_last a confirmed row ranks before every unconfirmed one
+  // whatever its key (ranking.h ConfirmedFirst), so only the keys of its own tier compete.
+  const bool higher_is_better = spec.objective == Objective::kBalanced;
+  std::vector<double> keys_confirmed, keys_unconfirmed;
   for (const Candidate* c : feasible) {
+    double key = 0;
     switch (spec.objective) {
       case Objective::kCheapest:
-        keys.push_back(c->run.expected_usd);
+        key = c->run.expected_usd;
         break;
       case Objective::kFastest:
-        keys.push_back(c->run.p90_seconds);
+        key = c->run.p90_seconds;
         break;
       case Objective::kBalanced: {
         Scores s = c->score;
         FinishScores(s, FactsOf(*c), low, spec.weights);
-        keys.push_back(s.total);
+        key = s.total;
         break;
       }
     }
+    const bool tier_two = spec.unconfirmed_last && c->unconfirmed != 0;
+    (tier_two ? keys_unconfirmed : keys_confirmed).push_back(key);
   }
-  const bool higher_is_better = spec.objective == Objective::kBalanced;
-  if (higher_is_better) {
-    std::nth_element(keys.begin(), keys.begin() + (top - 1), keys.end(), std::greater<double>());
-  } else {
-    std::nth_element(keys.begin(), keys.begin() + (top - 1), keys.end());
+  for (std::vector<double>* keys : {&keys_confirmed, &keys_unconfirmed}) {
+    if (higher_is_better) {
+      std::sort(keys->begin(), keys->end(), std::greater<double>());
+    } else {
+      std::sort(keys->begin(), keys->end());
+    }
   }
-  const double threshold = keys[top - 1];
+  // Whether at least `top` exact feasible candidates provably rank before a spot candidate of
+  // bound `bound` (its best possible key) and tier `unconfirmed`.
+  const auto ranks_below_top = [&](double bound, bool unconfirmed) {
+    const bool tier_two = spec.unconfirmed_last && unconfirmed;
+    const std::vector<double>& same = tier_two ? keys_unconfirmed : keys_confirmed;
+    const size_t ahead = tier_two ? keys_confirmed.size() : 0;  // ahead whatever their keys
+    if (ahead >= top) return true;
+    const size_t need = top - ahead;
+    if (same.size() < need) return false;
+    const double threshold = same[need - 1];
+    return higher_is_better ? bound < threshold : bound > threshold;
+  };
   std::vector<size_t> out;
   for (size_t k = 0; k < n; ++k) {
     const Pending& p = pending[spot[k]];
@@ -264,21 +286,22 @@ std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending
         break;
       }
     }
-    bool below_top = false;
+    double bound = 0;
     switch (spec.objective) {
       case Objective::kCheapest:
-        below_top = c_lb[k] > threshold;
+        bound = c_lb[k];
         break;
       case Objective::kFastest:
-        below_top = t_lb[k] > threshold;
+        bound = t_lb[k];
         break;
       case Objective::kBalanced: {
         Scores upper = OfferScores(p.run.provider, p.cand.pricing, p.cand.nodes);
         FinishScores(upper, RunFacts{t_lb[k], c_lb[k], 0, p.cand.nodes}, high, spec.weights);
-        below_top = upper.total < threshold;
+        bound = upper.total;
         break;
       }
     }
+    const bool below_top = ranks_below_top(bound, p.cand.unconfirmed != 0);
     if (keep[k] || !dominated || !below_top) out.push_back(spot[k]);
   }
   return out;

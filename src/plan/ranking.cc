@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include <fmt/format.h>
+
 namespace fulcrum::plan {
 
 std::vector<int> ParetoFront(const std::vector<double>& x, const std::vector<double>& y) {
@@ -23,23 +25,23 @@ std::vector<int> ParetoFront(const std::vector<double>& x, const std::vector<dou
   return front;
 }
 
-// The balanced score's reference: the cheapest feasible expected cost (shown) and P90 cost (what
-// the cost criterion is relative to), and the saturation time (from the fastest feasible P90
-// when there is no deadline). Feasible = meets the deadline and the budget; when none does,
-// every candidate.
-ScoreReference ReferenceOf(const std::vector<Candidate>& candidates,
-                           std::optional<double> deadline_seconds) {
-  const bool any_feasible = std::any_of(candidates.begin(), candidates.end(),
-                                        [](const Candidate& c) { return c.meets_constraints; });
+// The balanced score's reference over the candidates that may set it (SetsReference), else
+// those that meet the constraints, else every candidate.
+ScoreReference ReferenceOf(const std::vector<Candidate>& candidates, const PlanSpec& spec) {
+  const auto any = [&](auto pred) {
+    return std::any_of(candidates.begin(), candidates.end(), pred);
+  };
+  const bool any_setter = any([&](const Candidate& c) { return SetsReference(c, spec); });
+  const bool any_feasible = any([](const Candidate& c) { return c.meets_constraints; });
   double cheapest = std::numeric_limits<double>::infinity();
   double fastest = cheapest, cheapest_p90 = cheapest;
   for (const Candidate& c : candidates) {
-    if (any_feasible && !c.meets_constraints) continue;
+    if (any_setter ? !SetsReference(c, spec) : (any_feasible && !c.meets_constraints)) continue;
     cheapest = std::min(cheapest, c.run.expected_usd);
     cheapest_p90 = std::min(cheapest_p90, c.run.p90_usd);
     fastest = std::min(fastest, c.run.p90_seconds);
   }
-  return {SaturationSeconds(deadline_seconds, fastest), cheapest, cheapest_p90};
+  return {SaturationSeconds(spec.constraints.deadline_seconds, fastest), cheapest, cheapest_p90};
 }
 
 // How far a candidate misses its constraints: the larger of P90 time / deadline and expected
@@ -52,6 +54,15 @@ double Violation(const Candidate& c, const Constraints& k) {
   if (k.deadline_seconds) v = std::max(v, c.run.p90_seconds / *k.deadline_seconds);
   if (k.budget_usd) v = std::max(v, c.run.expected_usd / *k.budget_usd);
   return v;
+}
+
+uint8_t UnconfirmedOf(const catalog::Offer& offer) {
+  uint8_t bits = 0;
+  if (offer.caveat.rfind(catalog::kPriceUnverifiedCaveat, 0) == 0) bits |= kUnconfirmedPrice;
+  if (offer.gpu_count > 1 && offer.interconnect == catalog::Interconnect::kUnknown) {
+    bits |= kUnconfirmedInterconnect;
+  }
+  return bits;
 }
 
 // The order among candidates that miss: near misses (within kNearMissTolerance of the nearest
@@ -89,7 +100,7 @@ void RankCandidates(PlanResult& result) {
   const PlanSpec& spec = result.spec;
   const Constraints& c = spec.constraints;
   result.objective = spec.objective;
-  result.reference = ReferenceOf(result.candidates, c.deadline_seconds);
+  result.reference = ReferenceOf(result.candidates, spec);
   double nearest_miss = std::numeric_limits<double>::infinity();
   for (Candidate& cand : result.candidates) {
     FinishScores(cand.score, FactsOf(cand), result.reference, spec.weights);
@@ -105,6 +116,8 @@ void RankCandidates(PlanResult& result) {
                      if (!a.meets_constraints) {
                        return BetterMiss(a, b, near_limit, spec.objective);
                      }
+                     if (ConfirmedFirst(a, b, spec)) return true;
+                     if (ConfirmedFirst(b, a, spec)) return false;
                      return BetterByObjective(a, b, spec.objective);
                    });
   std::vector<double> xs, ys;
@@ -115,6 +128,31 @@ void RankCandidates(PlanResult& result) {
   }
   result.pareto = ParetoFront(xs, ys);
   for (int i : result.pareto) result.candidates[i].pareto = true;
+}
+
+std::string UnconfirmedRowsNote(const PlanResult& r, const catalog::Catalog& catalog) {
+  if (!r.spec.unconfirmed_last) return "";
+  const Candidate* first = nullptr;
+  int count = 0;
+  for (const Candidate& c : r.candidates) {
+    if (!c.meets_constraints || c.unconfirmed == 0) continue;
+    ++count;
+    if (first == nullptr) first = &c;
+  }
+  if (first == nullptr || first->rank <= r.spec.top) return "";
+  const catalog::Offer& o = catalog.offers()[first->offer];
+  std::string what;
+  if (first->unconfirmed & kUnconfirmedPrice) what = "price";
+  if (first->unconfirmed & kUnconfirmedInterconnect)
+    what += what.empty() ? "interconnect" : ", interconnect";
+  return fmt::format(
+      "{} row{} that meet{} the constraints rest on a price or interconnect the catalog cannot "
+      "confirm and rank after the confirmed ones (docs/RANKING.md); the first: #{} {} {} x{} {} "
+      "({} unconfirmed), P90 {:.1f} h, ${:.2f}; --rank-unconfirmed mixed ranks them by the "
+      "objective alone",
+      count, count == 1 ? "" : "s", count == 1 ? "s" : "", first->rank, o.provider, o.instance_type,
+      first->nodes, PricingModelName(first->pricing), what, first->run.p90_seconds / 3600.0,
+      first->run.expected_usd);
 }
 
 }  // namespace fulcrum::plan

@@ -1,10 +1,13 @@
 // The planner's last stage: ranking. The balanced score is finished against a reference (the
 // cheapest and fastest feasible candidates), candidates that meet the deadline (P90) and budget
-// (expected) come first in the objective's order, then the misses, nearest first (near misses by
-// cost), and the Pareto front of (total time, expected cost) is marked. Pure and thread-safe.
+// (expected) come first in the objective's order (those whose price or interconnect the catalog
+// cannot confirm after the confirmed ones, by default: docs/RANKING.md), then the misses,
+// nearest first (near misses by cost), and the Pareto front of (total time, expected cost) is
+// marked. Pure and thread-safe.
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "plan/candidate.h"
@@ -16,16 +19,33 @@ namespace fulcrum::plan {
 // Indices of the Pareto-optimal points of (x, y) (both minimised), sorted by increasing x.
 std::vector<int> ParetoFront(const std::vector<double>& x, const std::vector<double>& y);
 
-// The balanced score's reference: the cheapest feasible expected cost (shown) and P90 cost (what
-// the cost criterion is relative to), and the saturation time (from the fastest feasible P90
-// when there is no deadline). Feasible = meets the deadline and the budget; when none does,
-// every candidate.
-ScoreReference ReferenceOf(const std::vector<Candidate>& candidates,
-                           std::optional<double> deadline_seconds);
+// Whether a candidate may set the balanced score's reference: it meets the constraints and,
+// where spec.unconfirmed_last, its price is confirmed (an unverified low price does not define
+// what cheap is).
+inline bool SetsReference(const Candidate& c, const PlanSpec& spec) {
+  return c.meets_constraints && !(spec.unconfirmed_last && (c.unconfirmed & kUnconfirmedPrice));
+}
+
+// The balanced score's reference: the cheapest expected cost (shown) and P90 cost (what the
+// cost criterion is relative to), and the saturation time (from the fastest P90 when there is
+// no deadline), over the candidates that may set it (SetsReference); when none may, over those
+// that meet the constraints; when none does, over every candidate.
+ScoreReference ReferenceOf(const std::vector<Candidate>& candidates, const PlanSpec& spec);
 
 // How far a candidate misses its constraints: the larger of P90 time / deadline and expected
 // cost / budget (0 without constraints).
 double Violation(const Candidate& c, const Constraints& k);
+
+// The Unconfirmed bits of any candidate on `offer`: kUnconfirmedPrice where its caveat is
+// price-unverified, kUnconfirmedInterconnect where it has several GPUs and no stated
+// interconnect.
+uint8_t UnconfirmedOf(const catalog::Offer& offer);
+
+// Whether `a` goes before `b` for being confirmed where `b` is not (spec.unconfirmed_last);
+// false when both are alike or the spec ranks them mixed.
+inline bool ConfirmedFirst(const Candidate& a, const Candidate& b, const PlanSpec& spec) {
+  return spec.unconfirmed_last && a.unconfirmed == 0 && b.unconfirmed != 0;
+}
 
 // The order among candidates that miss: near misses (miss_factor <= near_limit) first, by cost
 // (by P90 time for the fastest objective), then the farther misses by how far they miss. A strict
@@ -36,8 +56,15 @@ bool BetterMiss(const Candidate& a, const Candidate& b, double near_limit, Objec
 bool BetterByObjective(const Candidate& a, const Candidate& b, Objective objective);
 
 // Ranks result.candidates (costed, in any order) under result.spec: finishes their scores, sets
-// miss_factor, sorts them (rank 1 first), sets rank and pareto, and fills result.objective,
-// reference, nearest_miss_factor and pareto. The order is stable: equal candidates keep theirs.
+// miss_factor, sorts them (rank 1 first: those that meet the constraints, the confirmed ones
+// first where spec.unconfirmed_last, each group in the objective's order; then the misses), sets
+// rank and pareto, and fills result.objective, reference, nearest_miss_factor and pareto. The order
+// is stable: equal candidates keep theirs.
 void RankCandidates(PlanResult& result);
+
+// Where spec.unconfirmed_last put rows that meet the constraints below the top N for want of a
+// confirmed price or interconnect: a note that says how many and names the first (rank, offer,
+// what is unconfirmed, P90 time, expected cost); "" otherwise. `result` ranked.
+std::string UnconfirmedRowsNote(const PlanResult& result, const catalog::Catalog& catalog);
 
 }  // namespace fulcrum::plan

@@ -2,9 +2,12 @@
 // order, then the misses (near misses by cost, the rest by how far they miss).
 #include "plan/ranking.h"
 
+#include <set>
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include "catalog/testing_catalog.h"
 
 namespace fulcrum::plan {
 namespace {
@@ -75,8 +78,86 @@ TEST(RankingTest, TheParetoFrontIsMarkedOnTheRankedCandidates) {
 TEST(RankingTest, TheBalancedReferenceIsTheCheapestFeasibleCandidate) {
   std::vector<Candidate> c = {Costed(0, 5, 100, true), Costed(1, 4, 80, false),
                               Costed(2, 6, 150, true)};
-  const ScoreReference ref = ReferenceOf(c, std::nullopt);
+  const ScoreReference ref = ReferenceOf(c, PlanSpec{});
   EXPECT_DOUBLE_EQ(ref.cheapest_usd, 100);  // the infeasible $80 does not count
+}
+
+// The rule of docs/RANKING.md: among rows that meet the constraints, one whose price or
+// interconnect the catalog cannot confirm never ranks before a confirmed one (`last`, the
+// default), whatever the objective; `mixed` orders them by the objective alone. Misses keep
+// their own order.
+TEST(RankingTest, UnconfirmedRowsRankAfterConfirmedOnesThatMeetTheConstraints) {
+  for (Objective objective : {Objective::kBalanced, Objective::kCheapest, Objective::kFastest}) {
+    PlanResult r;
+    r.spec.objective = objective;
+    r.spec.constraints.deadline_seconds = 100 * 3600.0;
+    // Offer 0: cheaper and faster than all, price unverified; 1: interconnect unknown; 2 and 3
+    // confirmed; 4 misses the deadline.
+    r.candidates = {Costed(0, 5, 50, true), Costed(1, 6, 60, true), Costed(2, 20, 500, true),
+                    Costed(3, 10, 400, true), Costed(4, 120, 10, false)};
+    r.candidates[0].unconfirmed = kUnconfirmedPrice;
+    r.candidates[1].unconfirmed = kUnconfirmedInterconnect;
+    RankCandidates(r);
+    const std::vector<int> order = OffersInRankOrder(r);
+    ASSERT_EQ(order.size(), 5u);
+    EXPECT_EQ(std::set<int>(order.begin(), order.begin() + 2), (std::set<int>{2, 3}))
+        << ObjectiveName(objective);
+    EXPECT_EQ(std::set<int>(order.begin() + 2, order.begin() + 4), (std::set<int>{0, 1}));
+    EXPECT_EQ(order[4], 4);  // a miss stays after every row that meets the constraints
+
+    r.spec.unconfirmed_last = false;  // mixed: the objective alone
+    RankCandidates(r);
+    EXPECT_EQ(OffersInRankOrder(r)[0], 0) << ObjectiveName(objective);
+  }
+}
+
+TEST(RankingTest, UnconfirmedOfReadsThePriceCaveatAndAnUnknownInterconnectOfSeveralGpus) {
+  catalog::Offer o;
+  o.gpu_count = 1;
+  EXPECT_EQ(UnconfirmedOf(o), 0);
+  o.caveat = "price-unverified: marketplace snapshot";
+  EXPECT_EQ(UnconfirmedOf(o), kUnconfirmedPrice);
+  o.caveat = "shape-assumed: count from the name";
+  EXPECT_EQ(UnconfirmedOf(o), 0);  // other caveats stay warnings only
+  o.gpu_count = 3;                 // interconnect unknown (the default) on a node of 3 GPUs
+  EXPECT_EQ(UnconfirmedOf(o), kUnconfirmedInterconnect);
+  o.interconnect = catalog::Interconnect::kPcie;
+  EXPECT_EQ(UnconfirmedOf(o), 0);
+}
+
+// An unverified price does not define what cheap is: with `last` the balanced reference comes
+// from the confirmed-price rows that meet the constraints; with none of them, from every row
+// that meets them; `mixed` keeps every feasible row in it.
+TEST(RankingTest, AnUnverifiedPriceDoesNotSetTheBalancedReference) {
+  PlanSpec spec;
+  std::vector<Candidate> rows = {Costed(0, 20, 80, true), Costed(1, 8, 150, true),
+                                 Costed(2, 5, 40, false)};
+  rows[0].unconfirmed = kUnconfirmedPrice;
+  EXPECT_DOUBLE_EQ(ReferenceOf(rows, spec).cheapest_usd, 150);
+  rows[1].unconfirmed = kUnconfirmedInterconnect;  // confirmed price: still a reference row
+  EXPECT_DOUBLE_EQ(ReferenceOf(rows, spec).cheapest_usd, 150);
+  rows[1].unconfirmed = kUnconfirmedPrice;  // no confirmed price left: every feasible row
+  EXPECT_DOUBLE_EQ(ReferenceOf(rows, spec).cheapest_usd, 80);
+  spec.unconfirmed_last = false;
+  rows[1].unconfirmed = 0;
+  EXPECT_DOUBLE_EQ(ReferenceOf(rows, spec).cheapest_usd, 80);
+}
+
+// Unconfirmed rows pushed below the table are named in a note, so the user knows they exist.
+TEST(RankingTest, UnconfirmedRowsBelowTheTopAreNamedInANote) {
+  auto catalog = catalog::Catalog::FromFiles(catalog::testing::SmallCatalogFiles());
+  ASSERT_TRUE(catalog.ok()) << catalog.status().message();
+  PlanResult r;
+  r.spec.top = 1;
+  r.candidates = {Costed(1, 5, 50, true), Costed(0, 8, 150, true)};
+  r.candidates[0].unconfirmed = kUnconfirmedPrice;  // offer 1: gcp a3-highgpu-8g
+  RankCandidates(r);
+  const std::string note = UnconfirmedRowsNote(r, *catalog);
+  EXPECT_NE(note.find("1 row that meets the constraints"), std::string::npos) << note;
+  EXPECT_NE(note.find("#2 gcp a3-highgpu-8g x1 on_demand (price unconfirmed)"), std::string::npos)
+      << note;
+  r.spec.top = 2;  // shown in the table: no note
+  EXPECT_EQ(UnconfirmedRowsNote(r, *catalog), "");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "core/table.h"
 #include "plan/host.h"
 #include "plan/pitfalls.h"
+#include "plan/ranking.h"
 
 namespace fulcrum::plan {
 namespace {
@@ -47,6 +48,33 @@ std::string_view GoodputSource(const RunCost& run) {
                "sourced)"
              : "hardware interruptions only (arXiv 2407.21783 sec. 3.3.4, Table 5): no "
                "catalog/goodput.csv";
+}
+
+// "price", "interconnect": the Unconfirmed bits of a candidate (JSON unconfirmed, footnotes).
+std::vector<std::string> UnconfirmedNames(uint8_t bits) {
+  std::vector<std::string> out;
+  if (bits & kUnconfirmedPrice) out.emplace_back("price");
+  if (bits & kUnconfirmedInterconnect) out.emplace_back("interconnect");
+  return out;
+}
+
+// The kind of a caveat ("price-unverified" of "price-unverified: ...").
+std::string CaveatKind(const std::string& caveat) { return caveat.substr(0, caveat.find(':')); }
+
+// What a catalog-caveat warning rests on: " (offer price-unverified; provider terms-unverified)".
+std::string CaveatDetail(const catalog::Offer& o, const catalog::Catalog& catalog) {
+  std::vector<std::string> parts;
+  if (!o.caveat.empty()) parts.push_back("offer " + CaveatKind(o.caveat));
+  if (const catalog::Gpu* g = catalog.FindGpu(o.gpu); g != nullptr && !g->caveat.empty()) {
+    parts.push_back("GPU " + CaveatKind(g->caveat));
+  }
+  if (const catalog::Provider* p = catalog.FindProvider(o.provider);
+      p != nullptr && !p->caveat.empty()) {
+    parts.push_back("provider " + CaveatKind(p->caveat));
+  }
+  std::string out;
+  for (const std::string& part : parts) out += (out.empty() ? " (" : "; ") + part;
+  return out.empty() ? out : out + ")";
 }
 
 json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catalog& catalog) {
@@ -159,6 +187,7 @@ json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catal
                {"vcpus_needed", host.vcpus_needed},
                {"vcpus", host.vcpus ? json(*host.vcpus) : json(nullptr)}};
   j["warnings"] = PitfallCodes(c.warnings);
+  j["unconfirmed"] = UnconfirmedNames(c.unconfirmed);
   j["meets_constraints"] = c.meets_constraints;
   j["pareto"] = c.pareto;
   return j;
@@ -180,13 +209,20 @@ std::string RankedByLine(const PlanResult& r) {
   // ReferenceOf falls back to every candidate when none meets the constraints.
   const bool any_feasible = std::any_of(r.candidates.begin(), r.candidates.end(),
                                         [](const Candidate& c) { return c.meets_constraints; });
+  // ReferenceOf leaves out unverified prices where unconfirmed rows rank last.
+  const bool any_confirmed_feasible =
+      r.spec.unconfirmed_last &&
+      std::any_of(r.candidates.begin(), r.candidates.end(),
+                  [&](const Candidate& c) { return SetsReference(c, r.spec); });
   switch (r.objective) {
     case Objective::kBalanced:
       how = fmt::format(
           "weighted score; performance saturates at a P90 of {}, P90 cost relative to the "
           "cheapest {} P90 {}",
           FormatDuration(r.reference.saturation_seconds),
-          any_feasible ? "feasible" : "(none meets the constraints)",
+          !any_feasible            ? "(none meets the constraints)"
+          : any_confirmed_feasible ? "feasible confirmed-price"
+                                   : "feasible",
           FormatUsd(std::max(r.reference.cheapest_usd, r.reference.cheapest_p90_usd)));
       break;
     case Objective::kCheapest:
@@ -389,6 +425,7 @@ std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
                Align::kRight, Align::kRight, Align::kRight});
   std::string footnotes;
   bool any_resume_bound = false;
+  bool any_unconfirmed = false;
   for (size_t i = 0; i < TopCount(r); ++i) {
     const Candidate& c = r.candidates[i];
     const catalog::Offer& o = catalog.offers()[c.offer];
@@ -398,10 +435,17 @@ std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
     any_resume_bound = any_resume_bound || resume_bound;
     const double used = estimate::FitPeakBytes(c.layout.memory, c.layout.resume) / c.capacity_bytes;
     const std::vector<std::string> codes = PitfallCodes(c.warnings);
-    table.AddRow({std::to_string(c.rank) + (c.pareto ? "*" : ""), o.provider, o.instance_type,
-                  o.region, GpuLabel(c, o), std::string(PricingModelName(c.pricing)),
-                  FrameworkLabel(c.layout.training), LayoutLabel(c.layout.training),
-                  fmt::format("{:.0f}%{}", used * 100, resume_bound ? "R" : ""),
+    // A global batch other than the spec's stands in the layout itself (gb129), not only in
+    // the footnotes.
+    std::string layout = LayoutLabel(c.layout.training);
+    if (c.warnings & kPitfallGlobalBatchChanged) {
+      layout += fmt::format(" gb{}", c.layout.training.global_batch);
+    }
+    any_unconfirmed = any_unconfirmed || c.unconfirmed != 0;
+    table.AddRow({std::to_string(c.rank) + (c.unconfirmed ? "?" : "") + (c.pareto ? "*" : ""),
+                  o.provider, o.instance_type, o.region, GpuLabel(c, o),
+                  std::string(PricingModelName(c.pricing)), FrameworkLabel(c.layout.training),
+                  layout, fmt::format("{:.0f}%{}", used * 100, resume_bound ? "R" : ""),
                   Rate(c.work_units_per_second), FormatDuration(c.run.total_seconds),
                   FormatUsd(c.run.expected_usd), fmt::format("{:.3f}", c.score.total),
                   codes.empty() ? "-" : std::to_string(codes.size())});
@@ -410,6 +454,8 @@ std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
       if (code == PitfallCode(kPitfallGlobalBatchChanged)) {
         detail = fmt::format(" (spec {} -> {} sequences)", r.spec.training.global_batch,
                              c.layout.training.global_batch);
+      } else if (code == PitfallCode(kPitfallCatalogCaveat)) {
+        detail = CaveatDetail(o, catalog);
       }
       footnotes += fmt::format("  #{} {}{}\n", c.rank, code, detail);
     }
@@ -428,6 +474,14 @@ std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
   } else {
     out += table.Render();
     out += RankedByLine(r);
+    if (any_unconfirmed) {
+      out += r.spec.unconfirmed_last
+                 ? "?: price or interconnect not confirmed by the catalog (JSON unconfirmed); "
+                   "ranked after the confirmed rows that meet the constraints "
+                   "(--rank-unconfirmed mixed: by the objective alone)\n"
+                 : "?: price or interconnect not confirmed by the catalog (JSON unconfirmed); "
+                   "ranked by the objective alone (--rank-unconfirmed mixed)\n";
+    }
     out += any_resume_bound
                ? "mem: the larger of the fresh and the resume peak per GPU; R: the resume "
                  "(checkpoint load) peak is the larger\n"

@@ -87,6 +87,9 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   result.work_units = in.work_units;
   result.notes = PlanNotes(in, classes, costed, result.candidates);
   result.notes.insert(result.notes.end(), offers.notes.begin(), offers.notes.end());
+  if (std::string note = UnconfirmedRowsNote(result, catalog); !note.empty()) {
+    result.notes.push_back(std::move(note));
+  }
   result.offers_considered = classes.offers_considered;
   result.hardware_classes = static_cast<int64_t>(classes.classes.size());
   result.configurations = layouts.configurations;

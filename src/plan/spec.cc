@@ -237,6 +237,13 @@ std::string_view ObjectiveName(Objective o) {
   return "balanced";
 }
 
+std::optional<bool> ParseRankUnconfirmed(std::string_view text) {
+  const std::string t = ToLower(Trim(text));
+  if (t == "last") return true;
+  if (t == "mixed") return false;
+  return std::nullopt;
+}
+
 Result<Objective> ParseObjective(std::string_view text) {
   const std::string t = ToLower(Trim(text));
   if (t == "balanced") return Objective::kBalanced;
@@ -310,14 +317,35 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
   FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   PlanSpec spec;
   spec.origin = origin;
-  FULCRUM_RETURN_IF_ERROR(root.CheckKeys(
-      {"model",       "hf_config",       "tokens",        "samples",   "epochs",
-       "seq_len",     "global_batch",    "precision",     "method",    "lora_rank",
-       "optimizer",   "flash_attention", "checkpointing", "command",   "constraints",
-       "weights",     "costs",           "top",           "name",      "description",
-       "objective",   "storage",         "egress_gb",     "framework", "batch_tolerance",
-       "strict_host", "checkpoint_every"},
-      "a mapping of plan fields (model, tokens, ...)"));
+  FULCRUM_RETURN_IF_ERROR(root.CheckKeys({"model",
+                                          "hf_config",
+                                          "tokens",
+                                          "samples",
+                                          "epochs",
+                                          "seq_len",
+                                          "global_batch",
+                                          "precision",
+                                          "method",
+                                          "lora_rank",
+                                          "optimizer",
+                                          "flash_attention",
+                                          "checkpointing",
+                                          "command",
+                                          "constraints",
+                                          "weights",
+                                          "costs",
+                                          "top",
+                                          "name",
+                                          "description",
+                                          "objective",
+                                          "storage",
+                                          "egress_gb",
+                                          "framework",
+                                          "batch_tolerance",
+                                          "strict_host",
+                                          "checkpoint_every",
+                                          "rank_unconfirmed"},
+                                         "a mapping of plan fields (model, tokens, ...)"));
   FULCRUM_RETURN_IF_ERROR(ParseModelAndWork(root, base_dir, spec));
   FULCRUM_RETURN_IF_ERROR(ParseTraining(root, spec));
   if (auto v = root.Find("checkpointing")) {
@@ -359,6 +387,12 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
     Result<Objective> o = ParseObjective(text);
     if (!o.ok()) return v->Error("balanced, cheapest or fastest");
     spec.objective = *o;
+  }
+  if (auto v = root.Find("rank_unconfirmed")) {
+    FULCRUM_ASSIGN_OR_RETURN(std::string text, v->Text());
+    const std::optional<bool> last = ParseRankUnconfirmed(text);
+    if (!last) return v->Error("last or mixed");
+    spec.unconfirmed_last = *last;
   }
   return spec;
 }

@@ -45,6 +45,10 @@ enum class Objective : uint8_t { kBalanced, kCheapest, kFastest };
 std::string_view ObjectiveName(Objective o);  // balanced | cheapest | fastest
 Result<Objective> ParseObjective(std::string_view text);
 
+// `rank_unconfirmed` / --rank-unconfirmed: "last" -> true (PlanSpec::unconfirmed_last),
+// "mixed" -> false, anything else nullopt.
+std::optional<bool> ParseRankUnconfirmed(std::string_view text);
+
 // Criteria weights of the score (defaults from the issue: 0.30/0.25/0.20/0.15/0.10).
 struct Weights {
   double stability = 0.30;
@@ -172,6 +176,10 @@ struct PlanSpec {
   ExtraCosts extra;
   StorageNeeds storage;
   int top = 10;
+  // Among candidates that meet the constraints, those with an unconfirmed price or interconnect
+  // (Candidate::unconfirmed) rank after every confirmed one (`rank_unconfirmed: last`, the
+  // default; docs/RANKING.md says why); false (`mixed`): the objective alone orders them.
+  bool unconfirmed_last = true;
   // Sequences longer than the model's context (max_seq_len) are refused unless this is set.
   bool allow_long_context = false;
   // Skip simulating spot candidates that provably cannot reach the top N or the Pareto front
@@ -201,6 +209,7 @@ Status ParseSpecModel(const YamlNode& root, const std::string& base_dir, SpecMod
 //   costs: {storage_gb: 500, storage_usd_per_gb_month: 0.08, egress_gb: 0, egress_usd_per_gb: 0}
 //   storage: {disk_gb: 500, checkpoint_gb: 200, keep_days: 30}   egress_gb: 200
 //   objective: balanced|cheapest|fastest
+//   rank_unconfirmed: last|mixed
 //   top: 10
 // Relative hf_config paths are resolved against the spec file's directory (`base_dir`).
 // A batch tolerance as written ("5" or "5%": percent, 0 to 50) as a fraction; nullopt otherwise.

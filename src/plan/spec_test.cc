@@ -55,6 +55,21 @@ top: 5
   EXPECT_TRUE(ValidateSpec(*spec).ok());
 }
 
+// rank_unconfirmed: last (the default) or mixed (docs/RANKING.md); anything else names the line.
+TEST(SpecTest, RankUnconfirmedIsLastOrMixed) {
+  Result<PlanSpec> spec = ParsePlanYaml("model: x\ntokens: 1B\n", "r.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_TRUE(spec->unconfirmed_last);
+  spec = ParsePlanYaml("model: x\ntokens: 1B\nrank_unconfirmed: mixed\n", "r.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_FALSE(spec->unconfirmed_last);
+  spec = ParsePlanYaml("model: x\ntokens: 1B\nrank_unconfirmed: first\n", "r.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("r.yaml:3"), std::string::npos) << spec.status().message();
+  EXPECT_NE(spec.status().message().find("last or mixed"), std::string::npos)
+      << spec.status().message();
+}
+
 TEST(SpecTest, DuplicateKeysRefused) {
   Result<PlanSpec> spec = ParsePlanYaml(
       "model: x\ntokens: 1B\nconstraints:\n  budget_usd: 10\n  budget_usd: 20\n", "dup.yaml");
