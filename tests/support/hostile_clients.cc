@@ -81,7 +81,9 @@ Trickler::~Trickler() {
 
 void Trickler::Run() {
   auto opened = [&] {
-    int fd = ConnectLoopback(port_, 5);
+    // A connect that a full listen backlog holds is given up after 1 s (retried next round), so
+    // that stopping never waits on SYN retries.
+    int fd = ConnectLoopback(port_, 1);
     if (fd >= 0 && !SendAll(fd, kTrickleHead)) {
       close(fd);
       fd = -1;
