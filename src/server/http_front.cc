@@ -77,6 +77,7 @@ constexpr double kWriteDeadlineSeconds = 10;
 // answer, so that its client reads the answer rather than a reset (RFC 9112 sec. 9.6).
 constexpr double kMinDrainSeconds = 1;
 constexpr size_t kReadChunk = 16 * 1024;
+constexpr int kAcceptBatch = 64;
 constexpr uint64_t kListenId = 0;
 constexpr uint64_t kWakeId = 1;
 
@@ -302,7 +303,10 @@ struct HttpFront::Impl {
 };
 
 void HttpFront::Impl::Accept() {
-  while (true) {
+  // At most kAcceptBatch per wake-up (the listen socket is level-triggered: the rest come at the
+  // next one): a client reconnecting as fast as it is accepted must not keep the loop from
+  // reading the connections it has (a header flood evicted unread, health probes waiting).
+  for (int accepted = 0; accepted < kAcceptBatch; ++accepted) {
     sockaddr_storage addr{};
     socklen_t len = sizeof addr;
     int fd =
