@@ -447,8 +447,11 @@ void HardeningStressE2E::CheckDamagedAgentDbAndSecondAgent() {
 // tricklers alone until kProbeEnd.
 void HardeningStressE2E::HeaderFloodAndTrickleProbes() {
   const int port = agent_->port();
+  // Built first: on a loaded machine building 20 MiB took long enough for the tricklers to be
+  // past the connection cap before the first flood connected.
+  const std::string flood = HeaderFloodRequest(kFloodBytes);
   Trickler trickler(port, kTrickling);
-  const std::vector<int> statuses = HeaderFlood(port, kFloods, kFloodBytes);
+  const std::vector<int> statuses = HeaderFlood(port, kFloods, flood);
   int refused = 0;
   for (int s : statuses) refused += s == 431;
   const double peak_after_flood = PeakResidentMiB(agent_->pid());
