@@ -369,16 +369,19 @@ struct Agent::Impl {
 
   // Alert rules over one tick's readings plus the job series of the last full tick; records
   // the transitions (and the state they leave, so that a restart does not notify them again).
-  void EvaluateAlerts(const telemetry::GpuSnapshot& snapshot, double now) {
+  // `mono` (the tick's monotonic time) times the rules' `for` and `keep_firing_for`: a step of
+  // the wall clock must not hold an alert firing or fire one early.
+  void EvaluateAlerts(const telemetry::GpuSnapshot& snapshot, double now, double mono) {
     std::vector<alert::Sample> batch;
     batch.reserve(snapshot.size() * telemetry::Metrics().size() + job_batch.size());
     for (const auto& s : snapshot) {
       for (const auto& m : telemetry::Metrics()) {
-        if (auto v = m.extract(s)) batch.push_back({m.name, s.index, *v, s.timestamp});
+        if (auto v = m.extract(s)) batch.push_back({m.name, s.index, *v, s.timestamp, mono});
       }
     }
     for (alert::Sample j : job_batch) {
       j.unix_time = now;
+      j.monotonic_time = mono;
       batch.push_back(std::move(j));
     }
     std::vector<alert::Transition> transitions = evaluator->Evaluate(batch);
@@ -402,7 +405,7 @@ struct Agent::Impl {
     for (size_t i = 0; i < merged.size() && i < fast->size(); ++i) {
       telemetry::MergeFastFields((*fast)[i], merged[i]);
     }
-    EvaluateAlerts(merged, now);
+    EvaluateAlerts(merged, now, mono);
     Flush(mono, /*force=*/false);
     live.Publish(std::move(merged), counters);
   }
@@ -428,7 +431,7 @@ struct Agent::Impl {
     job_batch.clear();
     JobSamples(now, job_batch, job_active);
     ForwardJobAlerts(now);
-    EvaluateAlerts(*snapshot, now);
+    EvaluateAlerts(*snapshot, now, mono);
     if (live.TakeIdleCancel()) HandleIdle(idle.Cancel(mono), now);
     HandleIdle(idle.Update(*snapshot, job_active, mono), now);
     release.Poll();

@@ -1,5 +1,6 @@
 #include "alert/evaluator.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <unordered_map>
@@ -15,6 +16,7 @@ struct Cell {
   double value = 0;
   double previous = 0;
   double time = 0;
+  double monotonic = 0;  // the sample's monotonic_time, or its unix time when it had none
   bool has_value = false;
   bool has_previous = false;
   uint64_t stamp = 0;  // segment in which it was last written
@@ -26,6 +28,12 @@ struct Series {
   double started_at = 0;
   double fired_at = 0;
   double last_active_at = 0;
+  // started_at and last_active_at on the samples' monotonic clock, for the durations.
+  double started_monotonic = 0;
+  double last_active_monotonic = 0;
+  // Restored from wall-clock times (the only ones that survive a restart): placed on the
+  // monotonic clock at its next sample.
+  bool restored = false;
   double value = 0;
   bool conditions_held_before = false;  // swing/increase: conditions at the previous sample
 };
@@ -111,6 +119,7 @@ struct Evaluator::Impl {
     cell.has_previous = cell.has_value;
     cell.value = sample.value;
     cell.time = sample.unix_time;
+    cell.monotonic = sample.monotonic_time >= 0 ? sample.monotonic_time : sample.unix_time;
     cell.has_value = true;
     cell.stamp = segment;
     touched.emplace_back(id, sample.gpu);
@@ -175,21 +184,29 @@ struct Evaluator::Impl {
     std::optional<double> value = RuleValue(r, gpu, cell);
     if (!value) return;  // no evidence: state unchanged
     const bool active = conditions && Compare(rule.op, *value, rule.threshold, rule.values);
-    Step(r, gpu, s, active, *value, cell.time);
+    Step(r, gpu, s, active, *value, cell.time, cell.monotonic);
   }
 
-  void Step(int r, int gpu, Series& s, bool active, double value, double t) {
+  // `t` is the sample's wall-clock time (reported), `m` its monotonic time (durations).
+  void Step(int r, int gpu, Series& s, bool active, double value, double t, double m) {
     const Rule& rule = rules[r];
     const AlertStatus before = s.status;
+    if (s.restored) {
+      s.started_monotonic = m - std::max(0.0, t - s.started_at);
+      s.last_active_monotonic = m - std::max(0.0, t - s.last_active_at);
+      s.restored = false;
+    }
     if (active) {
       s.value = value;
       s.last_active_at = t;
+      s.last_active_monotonic = m;
     }
     switch (s.status) {
       case AlertStatus::kInactive:
       case AlertStatus::kResolved:
         if (!active) return;
         s.started_at = t;
+        s.started_monotonic = m;
         if (rule.for_seconds <= 0) {
           s.status = AlertStatus::kFiring;
           s.fired_at = t;
@@ -201,13 +218,13 @@ struct Evaluator::Impl {
       case AlertStatus::kPending:
         if (!active) {
           s.status = AlertStatus::kInactive;
-        } else if (t - s.started_at >= rule.for_seconds) {
+        } else if (m - s.started_monotonic >= rule.for_seconds) {
           s.status = AlertStatus::kFiring;
           s.fired_at = t;
         }
         break;
       case AlertStatus::kFiring:
-        if (active || t - s.last_active_at < rule.keep_firing_for_seconds) return;
+        if (active || m - s.last_active_monotonic < rule.keep_firing_for_seconds) return;
         s.status = AlertStatus::kResolved;
         break;
     }
@@ -294,6 +311,7 @@ size_t Evaluator::Restore(std::span<const AlertState> states) {
     s.fired_at = state.fired_at;
     s.last_active_at = state.last_active_at;
     s.value = state.value;
+    s.restored = true;
     ++restored;
   }
   return restored;

@@ -6,6 +6,10 @@
 // notification), then resolves. A series absent from a batch keeps its state (a GPU that fell
 // off the bus must not resolve its XID alert). State can be exported and restored (Snapshot /
 // Restore) so alerts survive agent restarts.
+// Durations (`for`, `keep_firing_for`) run on the samples' monotonic time when they carry one,
+// so that a wall-clock step neither holds a firing alert unresolved (a step back: the cleared
+// samples look older than the last hot one) nor fires a pending one early (a step forward); the
+// times reported in transitions stay wall-clock, for humans.
 // Conditions (`when`, `divide_by`) see the batch's values, whatever their order in the batch.
 // Cost: one hash lookup per sample (metric name -> id), then only the rules on that metric
 // (O(samples + matching rules)); no allocation in steady state except for emitted transitions.
@@ -31,6 +35,9 @@ struct Sample {
   int gpu = -1;
   double value = 0;
   double unix_time = 0;  // seconds
+  // Seconds on a monotonic clock (Clock::MonotonicSeconds) for `for` / `keep_firing_for`;
+  // negative = none: durations then run on unix_time. Give it to every sample or to none.
+  double monotonic_time = -1;
 };
 
 enum class AlertStatus { kInactive, kPending, kFiring, kResolved };

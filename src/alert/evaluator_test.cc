@@ -161,6 +161,73 @@ TEST(EvaluatorTest, RestoreDropsUnknownRules) {
   EXPECT_EQ(evaluator.Snapshot().size(), 1u);
 }
 
+// Samples of GPU 0 at monotonic seconds 0, 1, 2, ... whose wall-clock time is `wall[i]`.
+std::vector<Transition> FeedStepped(Evaluator& evaluator, const std::vector<double>& temperatures,
+                                    const std::vector<double>& wall) {
+  std::vector<Transition> all;
+  for (size_t i = 0; i < temperatures.size(); ++i) {
+    Sample sample{"gpu_temperature_celsius", 0, temperatures[i], wall[i], static_cast<double>(i)};
+    std::vector<Transition> got = evaluator.Evaluate({&sample, 1});
+    all.insert(all.end(), got.begin(), got.end());
+  }
+  return all;
+}
+
+constexpr double kDay = 86400;
+
+// Seen in the stress test (issue 29): GPU 0 began firing just after the agent's wall clock stepped
+// 8 days ahead, then the clock was set 1 h behind and back; the cleared samples looked 8 days
+// older than the last hot one and the alert kept firing (no resolved) until the next episode.
+TEST(EvaluatorTest, AWallClockStepBackDoesNotHoldAFiringAlert) {
+  Evaluator evaluator({HotRule(/*for=*/0, /*keep=*/0)});
+  auto got = FeedStepped(evaluator, {95, 95, 60, 60},
+                         {kT0 + 8 * kDay, kT0 + 8 * kDay + 1, kT0 - 3600 + 2, kT0 + 3});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].to, AlertStatus::kFiring);
+  EXPECT_EQ(got[1].to, AlertStatus::kResolved);
+  EXPECT_DOUBLE_EQ(got[1].resolved_at, kT0 - 3600 + 2);  // reported on the wall clock
+}
+
+TEST(EvaluatorTest, KeepFiringForCountsMonotonicSecondsAcrossWallClockSteps) {
+  Evaluator evaluator({HotRule(/*for=*/0, /*keep=*/3)});
+  // Hot at second 0, cool from 1; the wall clock steps 8 days ahead at 2 and 1 h back at 3.
+  auto got = FeedStepped(
+      evaluator, {95, 60, 60, 60, 60, 60},
+      {kT0, kT0 + 1, kT0 + 8 * kDay + 2, kT0 - 3600 + 3, kT0 - 3600 + 4, kT0 - 3600 + 5});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].to, AlertStatus::kResolved);
+  EXPECT_DOUBLE_EQ(got[1].resolved_at, kT0 - 3600 + 3);  // 3 monotonic seconds after the hot one
+}
+
+TEST(EvaluatorTest, ForCountsMonotonicSecondsAcrossWallClockSteps) {
+  Evaluator evaluator({HotRule(/*for=*/5, /*keep=*/0)});
+  // Hot from second 0; the wall clock steps 8 days ahead at 2 (which fired at once before) and
+  // 1 h back at 4 (which held it pending for an hour).
+  auto got = FeedStepped(evaluator, {95, 95, 95, 95, 95, 95, 95},
+                         {kT0, kT0 + 1, kT0 + 8 * kDay + 2, kT0 + 8 * kDay + 3, kT0 - 3600 + 4,
+                          kT0 - 3600 + 5, kT0 - 3600 + 6});
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].to, AlertStatus::kPending);
+  EXPECT_EQ(got[1].to, AlertStatus::kFiring);
+  EXPECT_DOUBLE_EQ(got[1].fired_at, kT0 - 3600 + 5);  // at monotonic second 5
+}
+
+// A restored state carries wall-clock times only: its durations so far count from them.
+TEST(EvaluatorTest, RestoredStateKeepsItsDurationOnTheMonotonicClock) {
+  Evaluator evaluator({HotRule(/*for=*/5, /*keep=*/0)});
+  std::vector<AlertState> states = {{"GpuTooHot", 0, AlertStatus::kPending, kT0, 0, kT0 + 2, 95}};
+  ASSERT_EQ(evaluator.Restore(states), 1u);
+  // The agent restarted: monotonic seconds 100, 101, 102 at wall kT0 + 3, 4, 5.
+  std::vector<Transition> got;
+  for (int i = 0; i < 3; ++i) {
+    Sample sample{"gpu_temperature_celsius", 0, 95, kT0 + 3 + i, 100.0 + i};
+    for (auto& t : evaluator.Evaluate({&sample, 1})) got.push_back(t);
+  }
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].to, AlertStatus::kFiring);
+  EXPECT_DOUBLE_EQ(got[0].fired_at, kT0 + 5);  // 5 s after it began, as before the restart
+}
+
 TEST(EvaluatorTest, IncreaseRuleFiresOnCounterStep) {
   Rule rule;
   rule.name = "Ecc";

@@ -77,6 +77,7 @@ constexpr double kWriteDeadlineSeconds = 10;
 // answer, so that its client reads the answer rather than a reset (RFC 9112 sec. 9.6).
 constexpr double kMinDrainSeconds = 1;
 constexpr size_t kReadChunk = 16 * 1024;
+constexpr int kAcceptBatch = 64;
 constexpr uint64_t kListenId = 0;
 constexpr uint64_t kWakeId = 1;
 
@@ -163,6 +164,9 @@ struct Connection {
   Phase phase = Phase::kReading;
   double request_deadline = 0;  // accept + limits.request_deadline_seconds
   double deadline = 0;          // of the current phase (its entry in the timer set)
+  // When its client last sent bytes (or was accepted, or answered before its input ended): at
+  // the connection cap the idlest connection still sending gives way, not a busy one.
+  double last_input = 0;
   std::string in;               // request bytes read so far
   size_t wanted = 0;            // head + body bytes once the head is known; 0 before
   bool input_complete = false;  // every byte the client sent was read: close, not drain
@@ -211,8 +215,12 @@ struct HttpFront::Impl {
   std::map<uint64_t, Connection> connections;    // by id: accept order
   std::set<std::pair<double, uint64_t>> timers;  // (deadline, id)
   // Per address, the connections whose client is still sending: kReading, and kDraining (answered
-  // 431/413 while it sends on); oldest (lowest id) first. These give way at the cap.
-  std::map<std::string, std::set<uint64_t>> sending_by_peer;
+  // 431/413 while it sends on), as (last_input, id): idlest first. These give way at the cap.
+  // By idleness rather than age: under 2000 trickling sockets the churn at the cap reaches any
+  // connection within a second of its accept, and a client busy sending a large head (or the
+  // rest of a refused one) must not be closed before its answer for tricklers that sent a byte
+  // seconds ago (a loaded machine's client may need longer than that to deliver 64 KiB).
+  std::map<std::string, std::set<std::pair<double, uint64_t>>> sending_by_peer;
   bool accept_paused = false;
 
   Impl(FrontLimits l, Handler h)
@@ -237,8 +245,15 @@ struct HttpFront::Impl {
     if (c.phase != Phase::kReading && c.phase != Phase::kDraining) return;
     auto it = sending_by_peer.find(c.peer_ip);
     if (it == sending_by_peer.end()) return;
-    it->second.erase(id);
+    it->second.erase({c.last_input, id});
     if (it->second.empty()) sending_by_peer.erase(it);
+  }
+
+  // Input came (or the connection starts sending): it is now the least idle of its address.
+  void NoteInput(uint64_t id, Connection& c) {
+    LeaveSending(id, c);
+    c.last_input = Now();
+    sending_by_peer[c.peer_ip].insert({c.last_input, id});
   }
 
   void Close(uint64_t id) {
@@ -255,8 +270,8 @@ struct HttpFront::Impl {
     }
   }
 
-  // Closes the oldest connection of `peer` still sending its request (or the rest of a refused
-  // one); when that address has none, the oldest such connection of the address holding the
+  // Closes the idlest connection of `peer` still sending its request (or the rest of a refused
+  // one); when that address has none, the idlest such connection of the address holding the
   // most. False when there is none.
   bool EvictFor(const std::string& peer) {
     auto it = sending_by_peer.find(peer);
@@ -266,10 +281,12 @@ struct HttpFront::Impl {
           [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
     }
     if (it == sending_by_peer.end()) return false;
-    uint64_t oldest = *it->second.begin();
-    spdlog::debug("HTTP: {} connections open; closing the oldest still sending its request ({})",
-                  connections.size(), it->first);
-    Close(oldest);
+    const auto [last_input, idlest] = *it->second.begin();
+    spdlog::debug(
+        "HTTP: {} connections open; closing the idlest still sending its request ({}, no input "
+        "for {:.3f} s)",
+        connections.size(), it->first, Now() - last_input);
+    Close(idlest);
     return true;
   }
 
@@ -286,7 +303,10 @@ struct HttpFront::Impl {
 };
 
 void HttpFront::Impl::Accept() {
-  while (true) {
+  // At most kAcceptBatch per wake-up (the listen socket is level-triggered: the rest come at the
+  // next one): a client reconnecting as fast as it is accepted must not keep the loop from
+  // reading the connections it has (a header flood evicted unread, health probes waiting).
+  for (int accepted = 0; accepted < kAcceptBatch; ++accepted) {
     sockaddr_storage addr{};
     socklen_t len = sizeof addr;
     int fd =
@@ -328,18 +348,21 @@ void HttpFront::Impl::Adopt(int fd, const sockaddr_storage& addr) {
   c.peer_port = peer_port;
   c.request_deadline = Now() + limits.request_deadline_seconds;
   SetDeadline(id, c, c.request_deadline);
-  sending_by_peer[c.peer_ip].insert(id);
+  NoteInput(id, c);
   Watch(id, fd, EPOLLIN, EPOLL_CTL_ADD);
 }
 
 void HttpFront::Impl::Read(uint64_t id, Connection& c) {
   char buf[kReadChunk];
+  bool noted = false;
   while (true) {
     size_t limit = c.wanted > 0 ? c.wanted : kMaxRequestHeadBytes + 1;
     size_t room = std::min(kReadChunk, limit - std::min(limit, c.in.size()));
     if (room == 0) return AfterRead(id, c, false);
     ssize_t n = recv(c.fd, buf, room, 0);
     if (n > 0) {
+      if (!noted) NoteInput(id, c);
+      noted = true;
       c.in.append(buf, static_cast<size_t>(n));
       size_t before = c.in.size() - static_cast<size_t>(n);
       if (c.wanted == 0 && c.in.size() > before) {
@@ -438,7 +461,7 @@ void HttpFront::Impl::Write(uint64_t id, Connection& c) {
   // unread input would reset the connection and lose the answer (RFC 9112 sec. 9.6).
   shutdown(c.fd, SHUT_WR);
   c.phase = Phase::kDraining;
-  sending_by_peer[c.peer_ip].insert(id);
+  NoteInput(id, c);
   c.out = std::string();
   SetDeadline(id, c, std::max(c.request_deadline, Now() + kMinDrainSeconds));
   Watch(id, c.fd, EPOLLIN, EPOLL_CTL_MOD);
@@ -448,6 +471,7 @@ void HttpFront::Impl::Drain(uint64_t id, Connection& c) {
   char buf[kReadChunk];
   for (int i = 0; i < 16; ++i) {  // bounded per wake-up: others get their turn
     ssize_t n = recv(c.fd, buf, sizeof buf, 0);
+    if (n > 0 && i == 0) NoteInput(id, c);
     if (n > 0) continue;
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;

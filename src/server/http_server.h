@@ -1,7 +1,7 @@
 // The agent's HTTP server: the /v1 JSON API of docs/API.md, /metrics in the Prometheus text
 // format, and the dashboard (server/dashboard.h). Connections are read by server/http_front.h
 // (one epoll thread; request head capped at 64 KiB, the whole request due within a deadline, the
-// oldest connection still sending its request closed at the connection cap); each request is
+// idlest connection still sending its request closed at the connection cap); each request is
 // then checked (501 unknown method, 505 unsupported version, 400 duplicate Host, 431) and
 // answered by cpp-httplib's parsing and routes on a worker. Reads the latest state through
 // AgentStateView (server/agent_state.h) and history from agent.db / jobs.db through its own
@@ -36,7 +36,7 @@ struct ServerOptions {
   // connection still sending its request holds no worker.
   int worker_threads = 16;
   // Connections open at once (clamped below RLIMIT_NOFILE); at the cap a new connection closes
-  // its address's oldest connection still sending its request (issue 29), never refused.
+  // its address's idlest connection still sending its request (issue 29), never refused.
   int max_connections = 1024;
   // A request's head and body must arrive within this many seconds of its connection's accept;
   // then the connection is closed (slowloris defence; issue 29).

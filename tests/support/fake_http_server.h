@@ -61,8 +61,9 @@ class PortHolder {
   int port_ = 0;
 };
 
-// A TCP socket connected to 127.0.0.1:`port` (receive timeout `timeout_seconds`, 0 = none);
-// -1 when the connection failed. The caller closes it.
+// A TCP socket connected to 127.0.0.1:`port`, close-on-exec (`timeout_seconds` bounds the
+// connect, each receive and each send; 0 = none); -1 when the connection failed. The caller
+// closes it.
 int ConnectLoopback(int port, double timeout_seconds = 0);
 
 }  // namespace fulcrum::testing

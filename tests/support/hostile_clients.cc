@@ -48,13 +48,17 @@ constexpr const char* kTrickleHead = "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1
 
 }  // namespace
 
-std::vector<int> HeaderFlood(int port, int requests, size_t bytes) {
+std::string HeaderFloodRequest(size_t bytes) {
   std::string flood = "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   flood.reserve(bytes + 64);
   for (int i = 0; flood.size() < bytes; ++i) {
     flood += "X-Flood-" + std::to_string(100000 + i) + ": aaaaaaaaaaaaaaaaaa\r\n";  // 35 bytes
   }
   flood += "\r\n";
+  return flood;
+}
+
+std::vector<int> HeaderFlood(int port, int requests, const std::string& flood) {
   std::vector<int> statuses(static_cast<size_t>(requests), 0);
   std::vector<std::thread> clients;
   for (int i = 0; i < requests; ++i) {
@@ -81,7 +85,9 @@ Trickler::~Trickler() {
 
 void Trickler::Run() {
   auto opened = [&] {
-    int fd = ConnectLoopback(port_, 5);
+    // A connect that a full listen backlog holds is given up after 1 s (retried next round), so
+    // that stopping never waits on SYN retries.
+    int fd = ConnectLoopback(port_, 1);
     if (fd >= 0 && !SendAll(fd, kTrickleHead)) {
       close(fd);
       fd = -1;

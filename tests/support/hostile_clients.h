@@ -11,14 +11,17 @@
 
 #include <atomic>
 #include <cstddef>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace fulcrum::testing {
 
-// Sends `requests` GETs of /v1/health to 127.0.0.1:port at once, each with `bytes` of 35-byte
-// header lines, and reads each answer to the end; the HTTP status of each (0: no answer).
-std::vector<int> HeaderFlood(int port, int requests, size_t bytes);
+// A GET of /v1/health with `bytes` of 35-byte header lines.
+std::string HeaderFloodRequest(size_t bytes);
+// Sends `requests` copies of `flood` (HeaderFloodRequest) to 127.0.0.1:port at once and reads
+// each answer to the end; the HTTP status of each (0: no answer).
+std::vector<int> HeaderFlood(int port, int requests, const std::string& flood);
 
 // `sockets` connections to 127.0.0.1:port, each sending a request line and "X-Slow: " at once,
 // then one byte every 2 s, reconnected whenever the server closes it; stopped on destruction.
