@@ -107,25 +107,34 @@ Status KeepLaunchable(const LauncherFilter& launcher, PlanOffers& out) {
 
 // Offers of no citable price list (catalog caveat price-unknown) are never costed: dropped with
 // a note; when they were all that the filters left, InvalidInput saying how to give a price.
+// The end of a drop step: `what` was dropped; when nothing is left the plan is refused (field
+// "offers", `expected` vs `what`, the message `refusal` + what + `advice`), else `what` + `note`.
+Status NoteOrRefuseDropped(PlanOffers& out, const std::string& what, const char* expected,
+                           const char* refusal, const char* advice, const char* note) {
+  if (out.offers.empty()) {
+    ErrorDetail detail;
+    detail.field = "offers";
+    detail.expected = expected;
+    detail.found = what;
+    return Status::InvalidInput(refusal + what + advice).WithDetail(detail);
+  }
+  out.notes.push_back(what + note);
+  return Status::Ok();
+}
+
 Status DropUnpriced(PlanOffers& out) {
   const size_t before = out.offers.size();
   std::erase_if(out.offers, [](const catalog::Offer* o) { return catalog::OfferPriceUnknown(*o); });
   const size_t dropped = before - out.offers.size();
   if (dropped == 0) return Status::Ok();
-  const std::string what = std::to_string(dropped) + " offer" + (dropped == 1 ? "" : "s") +
-                           " without a citable price (catalog caveat price-unknown)";
-  if (out.offers.empty()) {
-    ErrorDetail detail;
-    detail.field = "offers";
-    detail.expected = "an offer with a price";
-    detail.found = what;
-    return Status::InvalidInput("no offer to cost: the filters leave only " + what +
-                                "; none has a citable price: save the provider's price response "
-                                "and run fulcrum catalog import (it writes offers.d)")
-        .WithDetail(detail);
-  }
-  out.notes.push_back(what + ": not planned (fulcrum catalog import gives them a price)");
-  return Status::Ok();
+  return NoteOrRefuseDropped(
+      out,
+      std::to_string(dropped) + " offer" + (dropped == 1 ? "" : "s") +
+          " without a citable price (catalog caveat price-unknown)",
+      "an offer with a price", "no offer to cost: the filters leave only ",
+      "; none has a citable price: save the provider's price response and run fulcrum catalog "
+      "import (it writes offers.d)",
+      ": not planned (fulcrum catalog import gives them a price)");
 }
 
 // Machine types their provider documents for serving only (catalog `use: serving`, e.g. GCP's
@@ -140,19 +149,13 @@ Status DropServingOnly(PlanOffers& out) {
   std::erase_if(out.offers, [](const catalog::Offer* o) { return o->serving_only; });
   std::string list;
   for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
-  const std::string what = "machine types documented for serving (inference) only: " + list +
-                           " (catalog column use; its source in use_source)";
-  if (out.offers.empty()) {
-    ErrorDetail detail;
-    detail.field = "offers";
-    detail.expected = "an offer its provider allows for training";
-    detail.found = what;
-    return Status::InvalidInput("no offer to train on: the filters leave only " + what +
-                                "; fulcrum serve-plan sizes serving on them")
-        .WithDetail(detail);
-  }
-  out.notes.push_back(what + ": not planned for training (fulcrum serve-plan uses them)");
-  return Status::Ok();
+  return NoteOrRefuseDropped(out,
+                             "machine types documented for serving (inference) only: " + list +
+                                 " (catalog column use; its source in use_source)",
+                             "an offer its provider allows for training",
+                             "no offer to train on: the filters leave only ",
+                             "; fulcrum serve-plan sizes serving on them",
+                             ": not planned for training (fulcrum serve-plan uses them)");
 }
 
 }  // namespace
