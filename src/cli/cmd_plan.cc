@@ -380,9 +380,9 @@ Status RunPlanCommand(const PlanFlags& f, CliContext& ctx) {
   }
   FULCRUM_ASSIGN_OR_RETURN(workload::Model model, ResolveModel(spec, catalog_dir));
   FULCRUM_RETURN_IF_ERROR(workload::ValidateModel(model));
-  FULCRUM_RETURN_IF_ERROR(plan::CheckCostTables(catalog_dir));
   std::string note;
-  plan::CostAssumptions assumptions = plan::LoadCostAssumptions(catalog_dir, &note);
+  FULCRUM_ASSIGN_OR_RETURN(plan::CostAssumptions assumptions,
+                           plan::LoadCheckedCostAssumptions(catalog_dir, &note));
   Result<std::vector<std::string>> covered =
       estimate::CalibratedArchitectures(estimate::DefaultMeasuredCsvPath(catalog_dir), catalog);
   if (covered.ok()) assumptions.calibrated_architectures = std::move(*covered);

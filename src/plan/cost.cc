@@ -431,39 +431,26 @@ RunCost QuotePublishedRun(const GoodputRun& run, const CostAssumptions& a) {
   return out;
 }
 
-Status CheckCostTables(const std::string& catalog_dir) {
+namespace {
+
+// The cost tables of catalog_dir, each loaded once, with the first table that is there but does
+// not load (a broken row: its file:line error; a spot trace that does not read) in `broken`, in
+// the order storage, storage prices, spot bands, goodput, spot traces. An absent table is not an
+// error: its default is noted.
+CostAssumptions LoadCostTables(const std::string& catalog_dir, std::string* note, Status* broken) {
   const auto present_but_broken = [&](const char* file, const Status& status) {
     return !status.ok() && std::filesystem::exists(catalog_dir + "/" + file);
   };
-  if (auto kinds = spot::LoadStorageKinds(catalog_dir);
-      present_but_broken("storage.csv", kinds.status()))
-    return kinds.status();
-  if (auto prices = spot::LoadStoragePrices(catalog_dir);
-      present_but_broken("storage_prices.csv", prices.status()))
-    return prices.status();
-  if (auto bands = spot::LoadSpotBands(catalog_dir);
-      present_but_broken("spot_bands.csv", bands.status()))
-    return bands.status();
-  if (auto runs = LoadGoodputRuns(catalog_dir); present_but_broken("goodput.csv", runs.status()))
-    return runs.status();
-  // The spot traces: "none there" (NotFound) selects the default band; a trace that is there but
-  // does not read (bad JSON, a bad field) must stop the plan, not switch the risk model quietly.
+  // A trace set: "none there" (NotFound) selects the default band; any other error is a trace
+  // that is there but does not read, which must stop the plan, not switch the risk model quietly.
   const auto broken_traces = [](const Status& status) {
     return !status.ok() && status.code() != StatusCode::kNotFound;
   };
-  if (auto risk = spot::CalibratedSpotRisk(catalog_dir); broken_traces(risk.status()))
-    return risk.status();
-  if (auto gang = spot::CalibratedGangRisk(catalog_dir); broken_traces(gang.status()))
-    return gang.status();
-  if (auto size = spot::CalibratedInstanceSizeRisk(catalog_dir); broken_traces(size.status()))
-    return size.status();
-  return Status::Ok();
-}
-
-CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string* note) {
+  std::vector<Status> problems;  // in the order above
   CostAssumptions a;
   std::string missing;
   Result<std::vector<spot::StorageKind>> kinds = spot::LoadStorageKinds(catalog_dir);
+  if (present_but_broken("storage.csv", kinds.status())) problems.push_back(kinds.status());
   Result<spot::StorageKind> kind =
       kinds.ok() ? spot::FindStorageKind(*kinds, "") : Result<spot::StorageKind>(kinds.status());
   if (kind.ok()) {
@@ -472,7 +459,16 @@ CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string*
     missing += "storage.csv";
   }
   Result<std::vector<spot::StoragePrice>> prices = spot::LoadStoragePrices(catalog_dir);
+  if (present_but_broken("storage_prices.csv", prices.status()))
+    problems.push_back(prices.status());
   if (prices.ok()) a.storage_prices = std::move(*prices);
+  if (broken != nullptr) {
+    if (auto bands = spot::LoadSpotBands(catalog_dir);
+        present_but_broken("spot_bands.csv", bands.status()))
+      problems.push_back(bands.status());
+  }
+  Result<std::vector<GoodputRun>> runs = LoadGoodputRuns(catalog_dir);
+  if (present_but_broken("goodput.csv", runs.status())) problems.push_back(runs.status());
   Result<spot::SpotRisk> risk = spot::CalibratedSpotRisk(catalog_dir);
   Result<double> mtti = spot::DefaultMttiSeconds(catalog_dir);
   if (risk.ok()) {
@@ -485,16 +481,17 @@ CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string*
   } else {
     missing += std::string(missing.empty() ? "" : ", ") + "spot_bands.csv";
   }
-  if (Result<spot::RiskScaleTable> gang = spot::CalibratedGangRisk(catalog_dir); gang.ok()) {
-    a.spot_gang = std::move(*gang);
-  }
-  if (Result<spot::RiskScaleTable> size = spot::CalibratedInstanceSizeRisk(catalog_dir);
-      size.ok()) {
-    a.spot_instance_size = std::move(*size);
-  }
+  if (broken_traces(risk.status())) problems.push_back(risk.status());
+  Result<spot::RiskScaleTable> gang = spot::CalibratedGangRisk(catalog_dir);
+  if (gang.ok()) a.spot_gang = std::move(*gang);
+  if (broken_traces(gang.status())) problems.push_back(gang.status());
+  Result<spot::RiskScaleTable> size = spot::CalibratedInstanceSizeRisk(catalog_dir);
+  if (size.ok()) a.spot_instance_size = std::move(*size);
+  if (broken_traces(size.status())) problems.push_back(size.status());
+  if (broken != nullptr) *broken = problems.empty() ? Status::Ok() : problems.front();
   // After every other assumption: the fit subtracts what the hardware model explains.
   std::string goodput_problem;
-  if (Result<std::vector<GoodputRun>> runs = LoadGoodputRuns(catalog_dir); runs.ok()) {
+  if (runs.ok()) {
     FitGoodput(*runs, a);
   } else {
     goodput_problem = runs.status().message() +
@@ -511,6 +508,26 @@ CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string*
     if (!goodput_problem.empty()) parts.push_back(goodput_problem);
     for (const std::string& part : parts) *note += (note->empty() ? "" : "; ") + part;
   }
+  return a;
+}
+
+}  // namespace
+
+Status CheckCostTables(const std::string& catalog_dir) {
+  Status broken;
+  LoadCostTables(catalog_dir, nullptr, &broken);
+  return broken;
+}
+
+CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string* note) {
+  return LoadCostTables(catalog_dir, note, nullptr);
+}
+
+Result<CostAssumptions> LoadCheckedCostAssumptions(const std::string& catalog_dir,
+                                                   std::string* note) {
+  Status broken;
+  CostAssumptions a = LoadCostTables(catalog_dir, note, &broken);
+  if (!broken.ok()) return broken;
   return a;
 }
 

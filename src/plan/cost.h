@@ -104,6 +104,10 @@ CostAssumptions LoadCostAssumptions(const std::string& catalog_dir, std::string*
 // that is absent is not an error (LoadCostAssumptions then notes its default); one that is
 // present and broken must not be dropped silently, so `plan` and `catalog validate` refuse it.
 Status CheckCostTables(const std::string& catalog_dir);
+// LoadCostAssumptions and CheckCostTables in one load of the tables (what `plan` needs): the
+// assumptions, or the first table that is there but does not load.
+Result<CostAssumptions> LoadCheckedCostAssumptions(const std::string& catalog_dir,
+                                                   std::string* note);
 
 // The extras of a run on `provider`: spec.extra plus spec.storage priced at the provider's
 // sourced prices. Sets *unpriced when the spec needs a price the catalog does not have.
