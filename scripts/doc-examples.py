@@ -14,8 +14,9 @@ each with `bash -c`, in a work directory that holds a symbolic link to every top
 the repository (so `examples/...` and `catalog` resolve as from the repository root) and
 `build/fulcrum` -> the binary, while files a command writes (an export, then a `cat` of it)
 stay in the scratch directory. `fulcrum` is on PATH (the binary). The environment is fixed:
-HOME, XDG_*, TMPDIR and FULCRUM_DATA_DIR inside the scratch directory, FULCRUM_OFFERS_DIR an
-empty directory, FULCRUM_CATALOG the repository's catalog/, TZ=UTC, LC_ALL=C.UTF-8, nothing
+HOME, XDG_*, TMPDIR and FULCRUM_DATA_DIR inside the scratch directory (so the user's offers.d,
+~/.config/fulcrum/offers.d, starts empty, and an example that imports prices there reads them
+back as a user would), FULCRUM_CATALOG the repository's catalog/, TZ=UTC, LC_ALL=C.UTF-8, nothing
 else of the caller's environment; the tools through which fulcrum probes the machine (Slurm's
 scontrol, sbatch..., nvidia-smi, nvcc, docker) are stubs that fail, as on a machine without
 them. `$?` at the start of a command is the previous command's exit status, so `$ echo $?`
@@ -279,7 +280,6 @@ class Sandbox:
             "XDG_CACHE_HOME": os.path.join(home, ".cache"),
             "TMPDIR": os.path.join(env, "tmp"),
             "FULCRUM_DATA_DIR": os.path.join(env, "data"),
-            "FULCRUM_OFFERS_DIR": os.path.join(env, "offers.d"),
             "FULCRUM_CATALOG": os.path.join(repo, "catalog"),
             "TZ": "UTC",
             "LANG": "C.UTF-8",
