@@ -179,12 +179,12 @@ void CostCandidate(const PlanInputs& in, Pending& p) {
 // candidates costed, a spot candidate is left out only when it provably cannot (1) change the
 // balanced score's reference (the cheapest feasible cost, expected or P90, or without a deadline
 // the fastest feasible P90: T_lb and C_lb are not below the exact feasible bests), (2) be on the
-// Pareto front (an exact candidate is at least as fast and as cheap as its lower bounds, strictly
-// in one), nor (3) reach the top N by the objective: at least N exact candidates meet the
-// constraints and the N-th best of them beats the spot candidate's bound (cheapest: C_lb;
-// fastest: T_lb; balanced: its score upper bound, perf and cost at its lower bounds and no
-// interruptions, against the exact lower-bound scores at the lowest reference the kept spot
-// rows could give). Everything left out would rank below N and off the front.
+// Pareto front (an exact candidate that may be on the front is at least as fast and as cheap as its
+// lower bounds, strictly in one), nor (3) reach the top N by the objective: at least N exact
+// candidates meet the constraints and the N-th best of them beats the spot candidate's bound
+// (cheapest: C_lb; fastest: T_lb; balanced: its score upper bound, perf and cost at its lower
+// bounds and no interruptions, against the exact lower-bound scores at the lowest reference the
+// kept spot rows could give). Everything left out would rank below N and off the front.
 std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending,
                                              const std::vector<size_t>& exact,
                                              const std::vector<size_t>& spot, const PlanSpec& spec,
@@ -279,6 +279,8 @@ std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending
     const Pending& p = pending[spot[k]];
     bool dominated = false;
     for (size_t i : exact) {
+      // Only a row that may be on the front takes it from another (ranking.h MayBeOnFront).
+      if (!MayBeOnFront(pending[i].cand, spec)) continue;
       const RunCost& e = pending[i].cand.run;
       if (e.total_seconds <= t_lb[k] && e.expected_usd <= c_lb[k] &&
           (e.total_seconds < t_lb[k] || e.expected_usd < c_lb[k])) {

@@ -120,13 +120,26 @@ void RankCandidates(PlanResult& result) {
                      if (ConfirmedFirst(b, a, spec)) return false;
                      return BetterByObjective(a, b, spec.objective);
                    });
-  std::vector<double> xs, ys;
   for (size_t i = 0; i < result.candidates.size(); ++i) {
     result.candidates[i].rank = static_cast<int>(i) + 1;
-    xs.push_back(result.candidates[i].run.total_seconds);
-    ys.push_back(result.candidates[i].run.expected_usd);
   }
-  result.pareto = ParetoFront(xs, ys);
+  MarkParetoFront(result);
+}
+
+void MarkParetoFront(PlanResult& result) {
+  const std::vector<Candidate>& cands = result.candidates;
+  const bool any_eligible = std::any_of(
+      cands.begin(), cands.end(), [&](const Candidate& c) { return MayBeOnFront(c, result.spec); });
+  std::vector<int> index;  // into candidates, of the rows the front is taken over
+  std::vector<double> xs, ys;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (any_eligible && !MayBeOnFront(cands[i], result.spec)) continue;
+    index.push_back(static_cast<int>(i));
+    xs.push_back(cands[i].run.total_seconds);
+    ys.push_back(cands[i].run.expected_usd);
+  }
+  result.pareto.clear();
+  for (int k : ParetoFront(xs, ys)) result.pareto.push_back(index[k]);
   for (int i : result.pareto) result.candidates[i].pareto = true;
 }
 

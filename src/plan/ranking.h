@@ -41,6 +41,14 @@ double Violation(const Candidate& c, const Constraints& k);
 // interconnect.
 uint8_t UnconfirmedOf(const catalog::Offer& offer);
 
+// Whether a candidate may be on the Pareto front: where spec.unconfirmed_last, only rows whose
+// price and interconnect the catalog confirms (an unconfirmed row, ranked after them, does not
+// take the front from the rows ranked first). When no row is confirmed the front is every row's
+// (RankCandidates).
+inline bool MayBeOnFront(const Candidate& c, const PlanSpec& spec) {
+  return !(spec.unconfirmed_last && c.unconfirmed != 0);
+}
+
 // Whether `a` goes before `b` for being confirmed where `b` is not (spec.unconfirmed_last);
 // false when both are alike or the spec ranks them mixed.
 inline bool ConfirmedFirst(const Candidate& a, const Candidate& b, const PlanSpec& spec) {
@@ -61,6 +69,12 @@ bool BetterByObjective(const Candidate& a, const Candidate& b, Objective objecti
 // rank and pareto, and fills result.objective, reference, nearest_miss_factor and pareto. The order
 // is stable: equal candidates keep theirs.
 void RankCandidates(PlanResult& result);
+
+// Sets result.pareto (indices by increasing total time) and each candidate's pareto flag: the
+// Pareto front of (total time, expected cost) over the rows that MayBeOnFront, or over every
+// row when none may. The rows the ranking puts last for an unconfirmed price or interconnect
+// (a marketplace snapshot, an 8-GPU box of unknown links) are not weighed against the rest.
+void MarkParetoFront(PlanResult& result);
 
 // Where spec.unconfirmed_last put rows that meet the constraints below the top N for want of a
 // confirmed price or interconnect: a note that says how many and names the first (rank, offer,

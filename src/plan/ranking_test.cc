@@ -75,6 +75,39 @@ TEST(RankingTest, TheParetoFrontIsMarkedOnTheRankedCandidates) {
   EXPECT_EQ(r.pareto, (std::vector<int>{0, 1}));
 }
 
+// The review of the README's 7B plan: rank 1 (confirmed) lost its star to rank 103, an 8-GPU
+// marketplace box of unknown interconnect that the ranking puts last. The front is now taken
+// over the rows ranked first; --rank-unconfirmed mixed weighs every row alike, as before.
+TEST(RankingTest, AnUnconfirmedRowDoesNotTakeTheFrontFromTheConfirmedOnes) {
+  for (bool last : {true, false}) {
+    PlanResult r;
+    r.spec.objective = Objective::kBalanced;
+    r.spec.unconfirmed_last = last;
+    // Offer 1 is faster and cheaper than offer 0, but its interconnect is unknown.
+    r.candidates = {Costed(0, 8, 146, true), Costed(1, 7.5, 140, true), Costed(2, 20, 160, true)};
+    r.candidates[1].unconfirmed = kUnconfirmedInterconnect;
+    RankCandidates(r);
+    std::set<int> starred;
+    for (const Candidate& c : r.candidates) {
+      if (c.pareto) starred.insert(c.offer);
+    }
+    if (last) {
+      EXPECT_EQ(starred, (std::set<int>{0})) << "rank-unconfirmed last";
+      EXPECT_EQ(r.candidates[r.pareto.at(0)].offer, 0);
+    } else {
+      EXPECT_EQ(starred, (std::set<int>{1})) << "rank-unconfirmed mixed";
+    }
+  }
+  // No confirmed row at all: the front is every row's.
+  PlanResult r;
+  r.spec.unconfirmed_last = true;
+  r.candidates = {Costed(0, 8, 146, true), Costed(1, 7.5, 140, true)};
+  for (Candidate& c : r.candidates) c.unconfirmed = kUnconfirmedPrice;
+  RankCandidates(r);
+  ASSERT_EQ(r.pareto.size(), 1u);
+  EXPECT_EQ(r.candidates[r.pareto[0]].offer, 1);
+}
+
 TEST(RankingTest, TheBalancedReferenceIsTheCheapestFeasibleCandidate) {
   std::vector<Candidate> c = {Costed(0, 5, 100, true), Costed(1, 4, 80, false),
                               Costed(2, 6, 150, true)};
