@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 namespace fulcrum::supervise {
@@ -158,6 +159,14 @@ std::unique_ptr<NoticeSource> MakeAzureNoticeSource(const std::string& base_url,
 std::unique_ptr<NoticeSource> MakeAlibabaNoticeSource(const std::string& base_url,
                                                       double timeout_seconds) {
   return std::make_unique<AlibabaSource>(base_url, timeout_seconds);
+}
+
+bool OnAlibabaEcs(const std::string& product_name_path) {
+  std::ifstream in(product_name_path);
+  std::string name;
+  if (!in || !std::getline(in, name)) return false;
+  while (!name.empty() && (name.back() == ' ' || name.back() == '\r')) name.pop_back();
+  return name == "Alibaba Cloud ECS";
 }
 
 NoticeWatcher::NoticeWatcher(std::vector<std::unique_ptr<NoticeSource>> sources,

@@ -46,6 +46,16 @@ inline constexpr const char* kAzureMetadataUrl = "http://169.254.169.254";
 // header on each GET.)
 inline constexpr const char* kAlibabaMetadataUrl = "http://100.100.100.200";
 
+// Whether this machine is an Alibaba Cloud ECS instance: its DMI system product name reads
+// "Alibaba Cloud ECS" (canonical/cloud-init@a1c6687be65ffa7bc89bf3ef8a4f3fdd20cf9bbf
+// cloudinit/sources/DataSourceAliYun.py: ALIYUN_PRODUCT, _is_aliyun() reads
+// "system-product-name", which cloudinit/dmi.py reads from /sys/class/dmi/id/product_name).
+// `--preemption auto` probes Alibaba's metadata address only then: 100.100.100.200 is not
+// link-local (100.64.0.0/10, shared address space, RFC 6598), so elsewhere it may route to a
+// carrier's device. False when the file is missing or unreadable.
+inline constexpr const char* kDmiProductNamePath = "/sys/class/dmi/id/product_name";
+bool OnAlibabaEcs(const std::string& product_name_path = kDmiProductNamePath);
+
 // `base_url` is scheme://host[:port]; `timeout_seconds` bounds each request.
 std::unique_ptr<NoticeSource> MakeAwsNoticeSource(const std::string& base_url,
                                                   double timeout_seconds);

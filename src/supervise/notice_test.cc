@@ -4,13 +4,19 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "core/mutex.h"
 #include "support/fake_http_server.h"
 
 #include "supervise/agent_health.h"
+#include "supervise/run_flags.h"
 
 namespace fulcrum::supervise {
 namespace {
@@ -180,6 +186,40 @@ TEST(NoticeTest, UnreachableEndpointIsAnErrorNotANotice) {
   auto r = aws->Check();
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+}
+
+// `--preemption auto` adds Alibaba only on an ECS instance (its DMI product name), so that a
+// machine elsewhere never sends requests to 100.100.100.200 (shared address space, not
+// link-local). Before, auto never watched Alibaba at all (docs/CHINA.md said to name it).
+TEST(NoticeTest, AutoWatchesAlibabaOnlyOnAnEcsInstance) {
+  const std::string dir = ::testing::TempDir() + "/dmi-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  const std::string ecs = write("ecs", "Alibaba Cloud ECS\n");
+  const std::string ec2 = write("ec2", "c5.large\n");
+  EXPECT_TRUE(OnAlibabaEcs(ecs));
+  EXPECT_FALSE(OnAlibabaEcs(ec2));
+  EXPECT_FALSE(OnAlibabaEcs(dir + "/missing"));
+  for (const auto& [path, alibaba] : {std::pair{ecs, true}, std::pair{ec2, false}}) {
+    RunFlags flags;
+    flags.dmi_product_name_path = path;
+    auto r = ResolveRunFlags(flags, dir, "job");
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->preemption_auto);
+    const auto& s = r->preemption_sources;
+    EXPECT_EQ(std::count(s.begin(), s.end(), "alibaba"), alibaba ? 1 : 0) << path;
+    EXPECT_EQ(std::count(s.begin(), s.end(), "aws"), 1);
+  }
+  RunFlags none;
+  none.preemption = {"none"};
+  none.dmi_product_name_path = ecs;
+  auto r = ResolveRunFlags(none, dir, "job");
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->preemption_sources.empty()) << "--preemption none watches nothing, even on ECS";
+  std::filesystem::remove_all(dir);
 }
 
 class ScriptedSource final : public NoticeSource {

@@ -356,8 +356,9 @@ void AddRunFlags(CLI::App& app, RunFlags& flags) {
       ->group("Supervision");
   app.add_option("--preemption", flags.preemption,
                  "Notice sources to watch: aws, gcp, azure, alibaba (comma list), 'none', or "
-                 "'auto' = probe aws, gcp and azure once and watch those that answer (default "
-                 "auto; alibaba only when named). SIGTERM to fulcrum is always a notice")
+                 "'auto' = probe aws, gcp and azure once, and alibaba on an Alibaba Cloud ECS "
+                 "instance (DMI product name), and watch those that answer (default auto). "
+                 "SIGTERM to fulcrum is always a notice")
       ->type_name("SOURCES")
       ->delimiter(',')
       ->allow_extra_args(false)
@@ -555,7 +556,10 @@ Result<ResolvedRun> ResolveRunFlags(const RunFlags& f, const std::string& data_d
           "--preemption: expected aws, gcp, azure, alibaba, none or auto, found '" + s + "'");
     }
   }
-  if (r.preemption_auto) r.preemption_sources = {"aws", "gcp", "azure"};
+  if (r.preemption_auto) {
+    r.preemption_sources = {"aws", "gcp", "azure"};
+    if (OnAlibabaEcs(f.dmi_product_name_path)) r.preemption_sources.push_back("alibaba");
+  }
   r.aws_url = Text(f, "--aws-metadata-url", kAwsMetadataUrl);
   r.gcp_url = Text(f, "--gcp-metadata-url", kGcpMetadataUrl);
   r.azure_url = Text(f, "--azure-metadata-url", kAzureMetadataUrl);

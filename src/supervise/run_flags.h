@@ -11,6 +11,7 @@
 
 #include "catalog/catalog.h"
 #include "core/status.h"
+#include "supervise/notice.h"
 #include "supervise/supervisor.h"
 
 namespace CLI {
@@ -24,6 +25,9 @@ struct RunFlags {
   std::map<std::string, bool> switches;       // "--restart-on-stall" -> true
   std::vector<std::string> final_exit_codes;  // --final-exit-code, repeatable
   std::vector<std::string> preemption;        // --preemption, repeatable / comma list
+  // Not a flag: the DMI file `--preemption auto` reads to tell an Alibaba Cloud ECS instance
+  // (notice.h OnAlibabaEcs); tests point it elsewhere.
+  std::string dmi_product_name_path = kDmiProductNamePath;
 };
 
 // Adds the shared flags to `app`, storing into `flags` (which must outlive parsing).
@@ -47,7 +51,7 @@ std::optional<std::string> ShownReceiver(const std::vector<std::string>& run_opt
 struct ResolvedRun {
   SupervisorOptions supervisor;
   std::vector<std::string> preemption_sources;  // "aws", "gcp", "azure", "alibaba"; empty = none
-  bool preemption_auto = false;                 // probe every source, watch those that answer
+  bool preemption_auto = false;  // probe the sources, watch those that answer (alibaba: on ECS)
   std::string aws_url, gcp_url, azure_url, alibaba_url;
   double notice_poll_seconds = 0.5;
   std::string agent_url;
