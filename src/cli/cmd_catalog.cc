@@ -74,7 +74,9 @@ void RunImport(CliContext& ctx, const ImportFlags& flags) {
                        Status::InvalidInput("--provider: expected the provider id written "
                                             "into every offer (--format skypilot), found none"));
   }
-  auto loaded = catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir), {false, ""});
+  // With the user's offers.d: a saved price may be for an instance type the user added there
+  // (the shipped catalog has no H800 type of any Chinese cloud).
+  auto loaded = catalog::Catalog::Load(DefaultCatalogDir(ctx.catalog_dir), {true, ""});
   if (!loaded.ok()) return ReportError(ctx, loaded.status());
   auto text = ReadTextFile(flags.input, *format == catalog::ImportFormat::kSkypilot
                                             ? "a SkyPilot catalog CSV"
@@ -159,9 +161,10 @@ void RegisterImport(CLI::App& parent, CliContext& ctx) {
       "SpotPrice over the zones at the latest Timestamp, with its OriginPrice); --format tencent\n"
       "the JSON of Tencent Cloud's InquiryPriceRunInstances with InstanceChargeType\n"
       "POSTPAID_BY_HOUR (Response.Price.InstancePrice.UnitPriceDiscount, ChargeUnit HOUR). These\n"
-      "responses do not name what was priced: --instance-type names the catalog row (GPUs, vCPUs,\n"
-      "memory come from it) and --region the region. Prices stay in the currency billed (CNY)\n"
-      "and are converted by catalog/currency.csv, or at --usd-per-cny. Nothing is fetched.\n"
+      "responses do not name what was priced: --instance-type names the catalog row, shipped or\n"
+      "added in your offers.d (GPUs, vCPUs, memory come from it), and --region the region.\n"
+      "Prices stay in the currency billed (CNY) and are converted by catalog/currency.csv, or at\n"
+      "--usd-per-cny. Nothing is fetched.\n"
       "A file of another format, an unknown instance type or a currency mismatch exits 2.\n\n"
       "Put the output in ~/.config/fulcrum/offers.d/ to use it over the shipped offers.\n\n"
       "Examples:\n"
