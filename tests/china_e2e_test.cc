@@ -197,6 +197,109 @@ TEST_F(ChinaE2eTest, PlanGpusH800OnAUsersOfferRunsItsLayoutsOnItsNvlink) {
   EXPECT_GE(compared, 1) << r.out;
 }
 
+// The China-market cards' instance types in the shipped catalog (issue: no H20 / H800 / A800
+// instance was shipped): Alibaba's gn8v / ebmgn8v (H20 by the doc's figures, NVLink)
+// and Volcano Engine's ebmhpcpni3l (from a third-party guide), each with its source and caveat.
+TEST_F(ChinaE2eTest, H20InstanceTypesLoadWithTheirSourcesAndCaveats) {
+  RunOutput r = Run({"offers", "--gpu", "H20", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json listed = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> by_type;
+  for (const auto& offer : listed.at("offers"))
+    by_type[offer.at("instance_type").get<std::string>()] = offer;
+  ASSERT_TRUE(by_type.count("ecs.gn8v-8x.48xlarge")) << r.out;
+  const auto& gn8v = by_type["ecs.gn8v-8x.48xlarge"];
+  EXPECT_EQ(gn8v.at("provider"), "alibaba");
+  EXPECT_EQ(gn8v.at("gpu_count").get<int>(), 8);
+  EXPECT_EQ(gn8v.at("vcpus").get<int>(), 192);
+  EXPECT_EQ(gn8v.at("memory_gib").get<double>(), 1024);
+  EXPECT_EQ(gn8v.at("interconnect"), "nvlink");
+  EXPECT_EQ(gn8v.at("quoted_currency"), "CNY");
+  EXPECT_TRUE(gn8v.at("on_demand_usd_per_hour").is_null());
+  EXPECT_NE(gn8v.at("source").get<std::string>().find("900 GB/s NVLink"), std::string::npos);
+  const std::string caveat = gn8v.at("caveat");
+  EXPECT_EQ(caveat.rfind("price-unknown:", 0), 0u) << caveat;
+  EXPECT_NE(caveat.find("does not name the GPU model"), std::string::npos) << caveat;
+  for (const char* type : {"ecs.gn8v.4xlarge", "ecs.ebmgn8v.48xlarge"})
+    EXPECT_TRUE(by_type.count(type)) << type;
+  ASSERT_TRUE(by_type.count("ecs.ebmhpcpni3l.48xlarge")) << r.out;
+  const auto& volc = by_type["ecs.ebmhpcpni3l.48xlarge"];
+  EXPECT_EQ(volc.at("provider"), "volcengine");
+  EXPECT_EQ(volc.at("memory_gib").get<double>(), 2048);
+  EXPECT_NE(volc.at("source").get<std::string>().find("vllm-project/aibrix"), std::string::npos);
+  EXPECT_NE(volc.at("caveat").get<std::string>().find("spec-unverified"), std::string::npos);
+
+  RunOutput table = Run({"offers", "--provider", "volcengine"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("ecs.ebmhpcpni3l.48xlarge"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("8x H20"), std::string::npos) << table.out;
+}
+
+// No cloud document naming an H800 instance type was found, so the catalog ships none and a
+// price cannot be imported for one; the user adds the instance type (unpriced, as the shipped
+// Chinese rows), imports the provider's saved price for it, and the plan runs it on NVLink.
+TEST_F(ChinaE2eTest, AnH800InstanceTheUserAddsTakesAnImportedPriceAndPlansOnNvlink) {
+  const std::string fixture = Fixture("tencent_inquiry_price_hourly.json");
+  const std::vector<std::string> import = {"catalog",
+                                           "import",
+                                           "--format",
+                                           "tencent",
+                                           fixture,
+                                           "--instance-type",
+                                           "MY.H800",
+                                           "--region",
+                                           "ap-shanghai",
+                                           "-o",
+                                           offers_dir_ + "/tencent.csv"};
+  RunOutput unknown = Run(import);
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.out;
+  EXPECT_NE(unknown.err.find("expected an instance type of tencent in the catalog"),
+            std::string::npos)
+      << unknown.err;
+
+  std::ofstream csv(offers_dir_ + "/mine.csv");
+  csv << "provider,instance_type,region,gpu,gpu_count,vcpus,memory_gib,currency,"
+         "on_demand_per_hour,spot_per_hour,interconnect,network_gbps,source,note,caveat\n"
+         "tencent,MY.H800,unspecified,H800-SXM5-80GB,8,192,2048,CNY,,,nvlink,,the user's "
+         "console,,price-unknown: asked for in the console\n";
+  csv.close();
+  RunOutput before = Plan({"--providers", "tencent", "--gpus", "H800", "--json"});
+  EXPECT_EQ(before.exit_code, 2) << before.out;
+  EXPECT_NE(before.err.find("none has a citable price"), std::string::npos) << before.err;
+
+  RunOutput imported = Run(import);
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  RunOutput after = Plan({"--providers", "tencent", "--gpus", "H800", "--json"});
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  const auto candidates = nlohmann::json::parse(after.out).at("candidates");
+  ASSERT_FALSE(candidates.empty()) << after.out;
+  for (const auto& c : candidates) {
+    EXPECT_EQ(c.at("instance_type"), "MY.H800") << c.dump();
+    EXPECT_EQ(c.at("region"), "ap-shanghai") << c.dump();
+    EXPECT_EQ(c.at("gpu"), "H800-SXM5-80GB") << c.dump();
+    EXPECT_EQ(c.at("gpus_per_node").get<int>(), 8) << c.dump();
+    EXPECT_TRUE(c.at("unconfirmed").empty()) << "price and NVLink confirmed: " << c.dump();
+  }
+  // The priced offer keeps the row's NVLink (and loses its price-unknown caveat).
+  RunOutput offers = Run({"offers", "--gpu", "H800", "--region", "ap-shanghai", "--json"});
+  ASSERT_EQ(offers.exit_code, 0) << offers.err;
+  const nlohmann::json priced = nlohmann::json::parse(offers.out).at("offers").at(0);
+  EXPECT_EQ(priced.at("interconnect"), "nvlink") << priced.dump();
+  EXPECT_EQ(priced.at("on_demand_billed_per_hour").get<double>(), 3.33) << priced.dump();
+  EXPECT_TRUE(priced.at("caveat").is_null()) << priced.dump();
+  // The NVLink the plan charges the H800's collectives at: 400 GB/s, not the H100's 900.
+  RunOutput gpus = Run({"gpus", "--json"});
+  ASSERT_EQ(gpus.exit_code, 0) << gpus.err;
+  int h800 = 0;
+  const nlohmann::json cards = nlohmann::json::parse(gpus.out);
+  for (const auto& gpu : cards.at("gpus")) {
+    if (gpu.at("name") != "H800-SXM5-80GB") continue;
+    ++h800;
+    EXPECT_EQ(gpu.at("nvlink_gb_per_second").get<double>(), 400);
+  }
+  EXPECT_EQ(h800, 1) << gpus.out;
+}
+
 TEST_F(ChinaE2eTest, ATencentPriceImportsAtTheRateGiven) {
   RunOutput r = Run({"catalog", "import", "--format", "tencent",
                      Fixture("tencent_inquiry_price_hourly.json"), "--instance-type",
