@@ -623,8 +623,8 @@ TEST(PlanPanelTest, StorageAndEgressJoinTheTotal) {
                            "--disk-gb", "100", "--top", "500"});
   bool unpriced_note = false;
   for (const json& n : flags["notes"]) {
-    unpriced_note = unpriced_note ||
-                    std::string(n).find("no sourced storage/egress price") != std::string::npos;
+    unpriced_note =
+        unpriced_note || std::string(n).find("storage not priced for ") != std::string::npos;
   }
   EXPECT_TRUE(unpriced_note);
   std::filesystem::remove_all(dir);

@@ -82,29 +82,47 @@ constexpr double kMaxSimulatedPreemptions = 50;
 
 }  // namespace
 
-ExtraCosts ExtrasFor(const PlanSpec& spec, const std::string& provider, const CostAssumptions& a,
-                     bool* unpriced) {
-  ExtraCosts e = spec.extra;
-  const StorageNeeds& n = spec.storage;
+StorageNeeds PlannedStorageNeeds(const PlanSpec& spec, double trained_parameters,
+                                 const CostAssumptions& a, bool* checkpoint_assumed) {
+  StorageNeeds n = spec.storage;
+  *checkpoint_assumed = false;
+  if (spec.checkpointing && n.checkpoint_gb <= 0 && spec.extra.storage_gb <= 0) {
+    n.checkpoint_gb = trained_parameters * a.checkpoint_bytes_per_trained_param / 1e9;
+    *checkpoint_assumed = n.checkpoint_gb > 0;
+  }
+  return n;
+}
+
+ExtraCosts ExtrasFor(const ExtraCosts& base, const StorageNeeds& n, const std::string& provider,
+                     const CostAssumptions& a, std::vector<std::string>* unpriced) {
+  ExtraCosts e = base;
   if (n.disk_gb <= 0 && n.checkpoint_gb <= 0 && n.egress_gb <= 0) return e;
   const spot::StoragePrice* price = nullptr;
   for (const spot::StoragePrice& p : a.storage_prices) {
     if (EqualsIgnoreCase(p.provider, provider)) price = &p;
   }
-  auto rate = [&](const std::optional<double> spot::StoragePrice::*field, double amount) {
+  auto rate = [&](const std::optional<double> spot::StoragePrice::*field, double amount,
+                  const char* part) {
     if (amount <= 0) return 0.0;
     if (price == nullptr || !(price->*field)) {
-      *unpriced = true;
+      unpriced->push_back(part);
       return 0.0;
     }
     return *(price->*field);
   };
-  const double disk = rate(&spot::StoragePrice::disk_usd_per_gb_month, n.disk_gb);
-  const double checkpoint = rate(&spot::StoragePrice::checkpoint_usd_per_gb_month, n.checkpoint_gb);
+  const double disk = rate(&spot::StoragePrice::disk_usd_per_gb_month, n.disk_gb, "disk");
+  const double checkpoint =
+      rate(&spot::StoragePrice::checkpoint_usd_per_gb_month, n.checkpoint_gb, "checkpoint storage");
   e.priced_storage_usd_per_month += n.disk_gb * disk + n.checkpoint_gb * checkpoint;
   e.retained_storage_usd += n.checkpoint_gb * checkpoint * n.keep_days * 86400.0 / kMonthSeconds;
-  e.priced_egress_usd += n.egress_gb * rate(&spot::StoragePrice::egress_usd_per_gb, n.egress_gb);
+  e.priced_egress_usd +=
+      n.egress_gb * rate(&spot::StoragePrice::egress_usd_per_gb, n.egress_gb, "egress");
   return e;
+}
+
+const spot::StorageKind* CheckpointStorageFor(const catalog::Offer& offer,
+                                              const CostAssumptions& a) {
+  return spot::StorageKindForInstance(a.storage_kinds, offer.provider, offer.instance_type);
 }
 
 std::optional<double> HourlyPriceUsd(const catalog::Offer& offer, const catalog::Provider* provider,
@@ -199,8 +217,10 @@ RunCost EstimateRunCost(const RunInput& in, const CostAssumptions& a) {
   double lost_per_failure = 0;
   double work = in.work_seconds;
   if (in.checkpointing) {
-    out.checkpoint_write_seconds = in.trained_parameters * a.checkpoint_bytes_per_trained_param /
-                                   (a.checkpoint_write_bytes_per_second_per_node * in.nodes);
+    const double per_node = in.checkpoint_write_bytes_per_second_per_node.value_or(
+        a.checkpoint_write_bytes_per_second_per_node);
+    out.checkpoint_write_seconds =
+        in.trained_parameters * a.checkpoint_bytes_per_trained_param / (per_node * in.nodes);
     out.checkpoint_interval_seconds =
         PlannedCheckpointIntervalSeconds(out.checkpoint_write_seconds, mtbf_seconds,
                                          in.work_seconds, a, in.checkpoint_every_seconds);
@@ -453,8 +473,10 @@ CostAssumptions LoadCostTables(const std::string& catalog_dir, std::string* note
   if (present_but_broken("storage.csv", kinds.status())) problems.push_back(kinds.status());
   Result<spot::StorageKind> kind =
       kinds.ok() ? spot::FindStorageKind(*kinds, "") : Result<spot::StorageKind>(kinds.status());
+  if (kinds.ok()) a.storage_kinds = *kinds;
   if (kind.ok()) {
     a.checkpoint_write_bytes_per_second_per_node = kind->write_bytes_per_second;
+    a.checkpoint_write_kind = kind->kind;
   } else {
     missing += "storage.csv";
   }

@@ -29,8 +29,14 @@ struct CostAssumptions {
   // (PyTorch blog "Reducing Model Checkpointing Times by Over 10x", https://pytorch.org/blog/
   // reducing-checkpointing-times: 7 B ~ 98 GB); frozen weights are not saved.
   double checkpoint_bytes_per_trained_param = 14;
-  // Checkpoint write bandwidth per node: fulcrum's assumption (1 GB/s to network storage).
+  // Checkpoint write bandwidth per node where the instance has no row of its own: fulcrum's
+  // assumption (1 GB/s to network storage) until LoadCostAssumptions reads the default kind of
+  // catalog/storage.csv (`checkpoint_write_kind`, "" = none read).
   double checkpoint_write_bytes_per_second_per_node = 1e9;
+  std::string checkpoint_write_kind;
+  // catalog/storage.csv: the kinds, among them the rows that say what a provider's instances
+  // write their checkpoints to (CheckpointStorageFor); empty = none known.
+  std::vector<spot::StorageKind> storage_kinds;
   // Checkpoint cadence: at most every 30 minutes (the seeds' rule, and `fulcrum run
   // --checkpoint-every`'s default in src/supervise/run_flags.cc), so that a crash of the user's
   // code, which no hardware failure rate sees, loses at most that much; Young's optimum when it
@@ -109,10 +115,23 @@ Status CheckCostTables(const std::string& catalog_dir);
 Result<CostAssumptions> LoadCheckedCostAssumptions(const std::string& catalog_dir,
                                                    std::string* note);
 
-// The extras of a run on `provider`: spec.extra plus spec.storage priced at the provider's
-// sourced prices. Sets *unpriced when the spec needs a price the catalog does not have.
-ExtraCosts ExtrasFor(const PlanSpec& spec, const std::string& provider,
-                     const CostAssumptions& assumptions, bool* unpriced);
+// What the run stores: spec.storage, and where it names no checkpoint storage (no
+// `checkpoint_gb`, no flat `costs.storage_gb`) while the job checkpoints, one checkpoint of the
+// planned size (trained parameters x checkpoint_bytes_per_trained_param) for as long as the run
+// lasts; *checkpoint_assumed says so.
+StorageNeeds PlannedStorageNeeds(const PlanSpec& spec, double trained_parameters,
+                                 const CostAssumptions& assumptions, bool* checkpoint_assumed);
+
+// The extras of a run on `provider`: `base` (the spec's flat costs) plus `needs` priced at the
+// provider's sourced prices. Each part the run needs but the catalog has no price for ("disk",
+// "checkpoint storage", "egress") is appended to *unpriced; those parts cost 0 in the result.
+ExtraCosts ExtrasFor(const ExtraCosts& base, const StorageNeeds& needs, const std::string& provider,
+                     const CostAssumptions& assumptions, std::vector<std::string>* unpriced);
+
+// The kind `offer` writes its checkpoints to (a provider's row of catalog/storage.csv covering
+// the instance); nullptr = none known (the default kind's bandwidth applies).
+const spot::StorageKind* CheckpointStorageFor(const catalog::Offer& offer,
+                                              const CostAssumptions& assumptions);
 
 // USD per instance-hour for `pricing`, nullopt when the offer/provider has no such price
 // (no spot price, or no sourced reserved discount). Reserved = on-demand x (1 - discount).
@@ -143,6 +162,9 @@ struct RunInput {
   std::optional<double> on_demand_usd_per_hour;  // per instance, the spot fallback price
   bool reserved_owned = false;  // reserved: the term is already paid for (marginal cost)
   std::optional<double> checkpoint_every_seconds;  // --checkpoint-every: overrides the cadence
+  // Bytes per second one node writes its checkpoint shard at (CheckpointStorageFor); nullopt =
+  // CostAssumptions::checkpoint_write_bytes_per_second_per_node.
+  std::optional<double> checkpoint_write_bytes_per_second_per_node;
   // The estimator's P90 step time over its point estimate (estimate::BandFor: the left-out
   // error of the calibration family the setup resembles, wider on an uncalibrated
   // architecture); the run's P90 scales its time past the start-up by max(1, this).

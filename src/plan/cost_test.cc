@@ -90,6 +90,69 @@ TEST(RunCostTest, CheckpointsEveryThirtyMinutesUnlessAWriteCostsMoreThanFivePerc
   EXPECT_NEAR(EstimateRunCost(in, a).checkpoint_interval_seconds, 7200, 1e-9);
 }
 
+// A node that writes its checkpoint to a faster target (catalog/storage.csv row for its
+// provider/instance) pauses less per write and may write more often: the gp3 default (125 MiB/s)
+// set a 94 GB checkpoint at 720 s and a 4-hour cadence on every provider.
+TEST(RunCostTest, AnInstancesOwnWriteSpeedSetsTheCheckpointPause) {
+  const catalog::Provider p = PerMinute();
+  CostAssumptions a;
+  a.checkpoint_write_bytes_per_second_per_node = 131072000;  // ebs-gp3, the default kind
+  RunInput in;
+  in.work_seconds = 8 * 3600;
+  in.nodes = 1;
+  in.gpus = 8;
+  in.trained_parameters = 6.74e9;
+  in.hourly_usd = 20;
+  in.provider = &p;
+  const RunCost fallback = EstimateRunCost(in, a);
+  EXPECT_NEAR(fallback.checkpoint_write_seconds, 6.74e9 * 14 / 131072000, 1e-6);  // ~720 s
+  EXPECT_NEAR(fallback.checkpoint_interval_seconds, fallback.checkpoint_write_seconds / 0.05,
+              1e-6);  // 4 h: one write may cost 5 % of the interval
+  in.checkpoint_write_bytes_per_second_per_node = 4e9;
+  const RunCost own = EstimateRunCost(in, a);
+  EXPECT_NEAR(own.checkpoint_write_seconds, 6.74e9 * 14 / 4e9, 1e-6);  // ~24 s
+  EXPECT_NEAR(own.checkpoint_interval_seconds, 1800, 1e-9);            // the 30-minute cadence
+  EXPECT_LT(own.breakdown.checkpoint_usd, fallback.breakdown.checkpoint_usd);
+  EXPECT_LT(own.total_seconds, fallback.total_seconds);
+  // Per node: two nodes write their halves at once.
+  in.nodes = 2;
+  in.gpus = 16;
+  EXPECT_NEAR(EstimateRunCost(in, a).checkpoint_write_seconds, 6.74e9 * 14 / 8e9, 1e-6);
+}
+
+// Storage the spec does not name: a checkpointing job stores at least its checkpoint while it
+// runs; a spec that names checkpoint storage (or a flat storage figure) is priced as written.
+TEST(StorageTest, ACheckpointingRunStoresItsCheckpoint) {
+  CostAssumptions a;
+  spot::StoragePrice priced;
+  priced.provider = "acme";
+  priced.checkpoint_usd_per_gb_month = 0.02;
+  a.storage_prices = {priced};
+  PlanSpec spec;
+  bool assumed = false;
+  StorageNeeds n = PlannedStorageNeeds(spec, 6.74e9, a, &assumed);
+  EXPECT_TRUE(assumed);
+  EXPECT_NEAR(n.checkpoint_gb, 6.74e9 * 14 / 1e9, 1e-9);
+  std::vector<std::string> missing;
+  const ExtraCosts acme = ExtrasFor(spec.extra, n, "acme", a, &missing);
+  EXPECT_TRUE(missing.empty());
+  EXPECT_NEAR(acme.priced_storage_usd_per_month, n.checkpoint_gb * 0.02, 1e-9);
+  // A provider without a sourced checkpoint price is named, not silently priced at 0.
+  const ExtraCosts other = ExtrasFor(spec.extra, n, "other", a, &missing);
+  EXPECT_EQ(missing, std::vector<std::string>{"checkpoint storage"});
+  EXPECT_EQ(other.priced_storage_usd_per_month, 0);
+  spec.storage.checkpoint_gb = 500;
+  EXPECT_EQ(PlannedStorageNeeds(spec, 6.74e9, a, &assumed).checkpoint_gb, 500);
+  EXPECT_FALSE(assumed);
+  spec.storage.checkpoint_gb = 0;
+  spec.extra.storage_gb = 20000;  // `costs: {storage_gb}` already counts the checkpoints
+  EXPECT_EQ(PlannedStorageNeeds(spec, 6.74e9, a, &assumed).checkpoint_gb, 0);
+  spec.extra.storage_gb = 0;
+  spec.checkpointing = false;
+  EXPECT_EQ(PlannedStorageNeeds(spec, 6.74e9, a, &assumed).checkpoint_gb, 0);
+  EXPECT_FALSE(assumed);
+}
+
 TEST(RunCostTest, YoungWhenShorterThanThirtyMinutes) {
   CostAssumptions a;
   // 1 s writes with a failure every 10 minutes: Young = sqrt(2 x 1 x 600) ~ 35 s.

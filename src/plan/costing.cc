@@ -14,17 +14,22 @@
 namespace fulcrum::plan {
 namespace {
 
-// The extra costs (storage, egress) of each planned offer's provider; the providers with no
-// sourced storage/egress price go to `unpriced`.
+// The extra costs (storage, egress) of each planned offer's provider; the parts no sourced price
+// covers go to out.unpriced_storage, the checkpoint storage assumed to out.assumed_checkpoint_gb.
 std::vector<ExtraCosts> ExtrasOfOffers(const PlanInputs& in, const HardwareClasses& classes,
-                                       std::set<std::string>& unpriced) {
+                                       CostedCandidates& out) {
+  bool assumed = false;
+  const StorageNeeds needs =
+      PlannedStorageNeeds(in.spec, in.trained_parameters, in.assumptions, &assumed);
+  if (assumed) out.assumed_checkpoint_gb = needs.checkpoint_gb;
   const auto& offers = in.catalog.offers();
   std::vector<ExtraCosts> extras(offers.size());
   for (size_t i = 0; i < offers.size(); ++i) {
     if (classes.class_of_offer[i] < 0) continue;
-    bool no_price = false;
-    extras[i] = ExtrasFor(in.spec, offers[i].provider, in.assumptions, &no_price);
-    if (no_price) unpriced.insert(offers[i].provider);
+    std::vector<std::string> missing;
+    extras[i] = ExtrasFor(in.spec.extra, needs, offers[i].provider, in.assumptions, &missing);
+    if (!missing.empty())
+      out.unpriced_storage[offers[i].provider].insert(missing.begin(), missing.end());
   }
   return extras;
 }
@@ -52,6 +57,9 @@ Pending MakePending(const PlanInputs& in, size_t i, const HardwareClass& hc, con
   p.run.trained_parameters = in.trained_parameters;
   p.run.checkpointing = in.spec.checkpointing;
   p.run.checkpoint_every_seconds = in.spec.checkpoint_every_seconds;
+  if (const spot::StorageKind* target = CheckpointStorageFor(o, in.assumptions)) {
+    p.run.checkpoint_write_bytes_per_second_per_node = target->write_bytes_per_second;
+  }
   p.run.hourly_usd = hourly;
   p.run.pricing = pricing;
   p.run.provider = in.catalog.FindProvider(o.provider);
@@ -312,9 +320,7 @@ std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending
 CostedCandidates CostCandidates(const PlanInputs& in, const HardwareClasses& classes,
                                 const LayoutTable& layouts) {
   CostedCandidates out;
-  std::set<std::string> unpriced;
-  const std::vector<ExtraCosts> extras = ExtrasOfOffers(in, classes, unpriced);
-  out.unpriced_providers.assign(unpriced.begin(), unpriced.end());
+  const std::vector<ExtraCosts> extras = ExtrasOfOffers(in, classes, out);
   std::vector<Pending> pending = PendingCandidates(in, classes, layouts, extras);
   // Two rounds on the parallel-for: every non-spot candidate, then the spot candidates that
   // SpotCandidatesToSimulate cannot rule out (the simulator is the expensive part).

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,8 +48,11 @@ std::vector<size_t> SpotCandidatesToSimulate(const std::vector<Pending>& pending
 struct CostedCandidates {
   std::vector<Candidate> candidates;  // the exact ones, then the simulated spot ones
   int64_t spot_pruned = 0;            // spot candidates left out by SpotCandidatesToSimulate
-  // Providers of planned offers with no sourced storage/egress price (sorted).
-  std::vector<std::string> unpriced_providers;
+  // Providers of planned offers whose storage or egress the catalog cannot price, each with the
+  // parts it lacks ("checkpoint storage", "disk", "egress"); sorted.
+  std::map<std::string, std::set<std::string>> unpriced_storage;
+  // The checkpoint storage priced where the spec names none (PlannedStorageNeeds); 0 = none.
+  double assumed_checkpoint_gb = 0;
 };
 
 // Costs every candidate of the planned offers (spot pruning where spec.prune_spot).

@@ -1,6 +1,7 @@
 #include "plan/notes.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -88,15 +89,71 @@ std::string SpotRiskNote(const CostAssumptions& a, const std::vector<Candidate>&
       a.spot_risk_source, size, gang);
 }
 
+// What the storage figures include: the checkpoint storage assumed where the spec names none,
+// and the providers whose storage or egress no sourced price covers (their rows leave it out).
+void StorageNotes(const PlanInputs& in, const CostedCandidates& costed,
+                  std::vector<std::string>& notes) {
+  if (costed.assumed_checkpoint_gb > 0) {
+    notes.push_back(fmt::format(
+        "storage: one checkpoint ({:.0f} GB, {:g} bytes per trained parameter) priced at each "
+        "provider's checkpoint-storage rate for as long as the run lasts (catalog/"
+        "storage_prices.csv); `storage: {{disk_gb, checkpoint_gb, keep_days}}` and `egress_gb` "
+        "price disks, data, kept checkpoints and transfers",
+        costed.assumed_checkpoint_gb, in.assumptions.checkpoint_bytes_per_trained_param));
+  }
+  if (costed.unpriced_storage.empty()) return;
+  std::string list;
+  for (const auto& [provider, parts] : costed.unpriced_storage) {
+    std::string what;
+    for (const std::string& part : parts) what += (what.empty() ? "" : ", ") + part;
+    list += (list.empty() ? "" : "; ") + provider + " (" + what + ")";
+  }
+  notes.push_back("storage not priced for " + list +
+                  ": no sourced price in catalog/storage_prices.csv, so their rows leave those "
+                  "costs out");
+}
+
+// What checkpoint writes are costed at on the rows shown: the kinds of catalog/storage.csv that
+// say what an instance writes to, and the default kind for every other provider. Empty when
+// nothing checkpoints or storage.csv gave no default (LoadCostAssumptions notes that).
+std::string CheckpointWriteNote(const PlanInputs& in, const std::vector<Candidate>& candidates) {
+  const CostAssumptions& a = in.assumptions;
+  if (!in.spec.checkpointing || a.checkpoint_write_kind.empty()) return "";
+  std::set<std::string> own, fallback;
+  const size_t shown = std::min(candidates.size(), static_cast<size_t>(std::max(1, in.spec.top)));
+  for (size_t i = 0; i < shown; ++i) {
+    const catalog::Offer& o = in.catalog.offers()[candidates[i].offer];
+    if (const spot::StorageKind* k = CheckpointStorageFor(o, a)) {
+      own.insert(fmt::format("{} {} ({}, {:.0f} MB/s)", o.provider, o.instance_type, k->kind,
+                             k->write_bytes_per_second / 1e6));
+    } else {
+      fallback.insert(o.provider);
+    }
+  }
+  std::vector<std::string> parts;
+  if (!fallback.empty()) {
+    std::string list;
+    for (const std::string& p : fallback) list += (list.empty() ? "" : ", ") + p;
+    parts.push_back(fmt::format(
+        "at {}'s {:.0f} MB/s per node on {} (the catalog/storage.csv default, the slowest "
+        "common case: no row there says what these instances write to)",
+        a.checkpoint_write_kind, a.checkpoint_write_bytes_per_second_per_node / 1e6, list));
+  }
+  if (!own.empty()) {
+    std::string list;
+    for (const std::string& o : own) list += (list.empty() ? "" : ", ") + o;
+    parts.push_back("per instance on " + list);
+  }
+  if (parts.empty()) return "";
+  std::string note = "checkpoint writes costed ";
+  for (size_t i = 0; i < parts.size(); ++i) note += (i == 0 ? "" : "; ") + parts[i];
+  return note;
+}
+
 void CostAndBatchNotes(const PlanInputs& in, const CostedCandidates& costed,
                        std::vector<std::string>& notes) {
   const Constraints& c = in.spec.constraints;
-  if (!costed.unpriced_providers.empty()) {
-    std::string list;
-    for (const std::string& p : costed.unpriced_providers) list += (list.empty() ? "" : ", ") + p;
-    notes.push_back("no sourced storage/egress price for " + list +
-                    ": their rows leave those costs out (catalog/storage_prices.csv)");
-  }
+  StorageNotes(in, costed, notes);
   if (c.reserved_owned) {
     notes.push_back(
         "--reserved-owned: reserved rows cost their marginal hourly price (the term is already "
@@ -132,6 +189,9 @@ std::vector<std::string> PlanNotes(const PlanInputs& in, const HardwareClasses& 
   std::string spot = SpotRiskNote(in.assumptions, candidates);
   if (!spot.empty()) notes.push_back(std::move(spot));
   CostAndBatchNotes(in, costed, notes);
+  if (std::string write = CheckpointWriteNote(in, candidates); !write.empty()) {
+    notes.push_back(std::move(write));
+  }
   return notes;
 }
 

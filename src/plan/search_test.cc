@@ -81,6 +81,83 @@ TEST(SearchTest, TheResultDoesNotDependOnTheThreadCount) {
   EXPECT_EQ(one->notes, three->notes);
 }
 
+// The README's example as a renter reads it: storage was 0 on every row (the spec names none) and
+// 0 without a word for providers with no storage price (Hyperstack, Nebius). Now the checkpoint is
+// priced where a source gives the rate, and the providers without one are named.
+TEST(SearchTest, TheQuotePricesTheCheckpointOrSaysWhereItCannot) {
+  const Fixture& f = Shipped();
+  auto r = RunPlan(f.catalog, f.model, Spec(), f.assumptions, 2);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::set<std::string> priced;
+  for (const Candidate& c : r->candidates) {
+    if (c.run.breakdown.storage_usd > 0) priced.insert(f.catalog.offers()[c.offer].provider);
+  }
+  EXPECT_TRUE(priced.count("hyperstack"));
+  EXPECT_TRUE(priced.count("nebius"));
+  std::string storage_note, unpriced_note;
+  for (const std::string& n : r->notes) {
+    if (n.rfind("storage: one checkpoint (94 GB", 0) == 0) storage_note = n;
+    if (n.rfind("storage not priced for ", 0) == 0) unpriced_note = n;
+  }
+  EXPECT_FALSE(storage_note.empty());
+  // Vast.ai sets storage prices per host: no one rate to price, so it is named.
+  EXPECT_NE(unpriced_note.find("vast (checkpoint storage)"), std::string::npos) << unpriced_note;
+  EXPECT_EQ(unpriced_note.find("hyperstack"), std::string::npos) << unpriced_note;
+}
+
+// A catalog/storage.csv row for a provider's instances replaces the default write speed for them
+// only: their checkpoint pause shrinks, other providers' rows are unchanged, and the note says
+// which rows use which.
+TEST(SearchTest, AProvidersOwnStorageRowSetsItsCheckpointPause) {
+  const Fixture& f = Shipped();
+  PlanSpec spec = Spec();
+  spec.constraints.providers = {"hyperstack", "nebius"};
+  spec.constraints.pricing = {PricingModel::kOnDemand};
+  auto before = RunPlan(f.catalog, f.model, spec, f.assumptions, 2);
+  CostAssumptions faster = f.assumptions;
+  spot::StorageKind nvme;
+  nvme.kind = "test-nvme";
+  nvme.write_bytes_per_second = 4e9;
+  nvme.provider = "hyperstack";
+  nvme.instance_prefix = "n3-H100-SXM5";
+  nvme.source = "test";
+  faster.storage_kinds.push_back(nvme);
+  auto after = RunPlan(f.catalog, f.model, spec, faster, 2);
+  ASSERT_TRUE(before.ok() && after.ok());
+  const auto find = [&](const PlanResult& r, const std::string& instance) -> const Candidate* {
+    for (const Candidate& c : r.candidates) {
+      if (f.catalog.offers()[c.offer].instance_type == instance && c.nodes == 1) return &c;
+    }
+    return nullptr;
+  };
+  const Candidate* sxm_before = find(*before, "n3-H100-SXM5x8");
+  const Candidate* sxm_after = find(*after, "n3-H100-SXM5x8");
+  ASSERT_NE(sxm_before, nullptr);
+  ASSERT_NE(sxm_after, nullptr);
+  EXPECT_NEAR(sxm_before->run.checkpoint_write_seconds,
+              f.assumptions.checkpoint_write_bytes_per_second_per_node > 0
+                  ? 6.74e9 * 14 / f.assumptions.checkpoint_write_bytes_per_second_per_node
+                  : 0,
+              0.05 * sxm_before->run.checkpoint_write_seconds);
+  EXPECT_NEAR(sxm_after->run.checkpoint_write_seconds, 6.74e9 * 14 / 4e9,
+              0.05 * sxm_after->run.checkpoint_write_seconds);
+  EXPECT_LT(sxm_after->run.breakdown.checkpoint_usd, sxm_before->run.breakdown.checkpoint_usd);
+  const Candidate* pcie_before = find(*before, "n3-H100x8");
+  const Candidate* pcie_after = find(*after, "n3-H100x8");
+  ASSERT_NE(pcie_before, nullptr);
+  ASSERT_NE(pcie_after, nullptr);
+  EXPECT_DOUBLE_EQ(pcie_after->run.checkpoint_write_seconds,
+                   pcie_before->run.checkpoint_write_seconds);
+  std::string note;
+  for (const std::string& n : after->notes) {
+    if (n.rfind("checkpoint writes costed ", 0) == 0) note = n;
+  }
+  EXPECT_NE(note.find("hyperstack n3-H100-SXM5x8 (test-nvme, 4000 MB/s)"), std::string::npos)
+      << note;
+  EXPECT_NE(note.find("ebs-gp3's 131 MB/s per node on hyperstack, nebius"), std::string::npos)
+      << note;
+}
+
 TEST(SearchTest, ALibraryCallerGetsTheCliFilterSemantics) {
   const Fixture& f = Shipped();
   PlanSpec spec = Spec();

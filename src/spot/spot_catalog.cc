@@ -17,7 +17,7 @@ const TableSchema kStoragePriceSchema = {
 constexpr double kMaxUsdPerGb = 100;
 
 const TableSchema kStorageSchema = {{"kind", "write_bytes_per_second", "default", "source"},
-                                    {"note"}};
+                                    {"note", "provider", "instance_prefix"}};
 const TableSchema kSpotBandSchema = {{"band", "label", "min_pct_per_month", "max_pct_per_month",
                                       "assumed_pct_per_month", "default", "source"},
                                      {"note"}};
@@ -51,6 +51,15 @@ Result<std::vector<StorageKind>> LoadStorageKinds(const std::string& catalog_dir
     FULCRUM_ASSIGN_OR_RETURN(kind.write_bytes_per_second,
                              row.Number("write_bytes_per_second", 1, kMaxWriteBytesPerSecond));
     FULCRUM_ASSIGN_OR_RETURN(kind.is_default, row.Bool("default"));
+    kind.provider = row.Text("provider");
+    kind.instance_prefix = row.Text("instance_prefix");
+    if (kind.provider.empty() && !kind.instance_prefix.empty()) {
+      return row.Error("provider", "a provider for the instance_prefix");
+    }
+    // The default is the fallback for every provider without a row of its own.
+    if (kind.is_default && !kind.provider.empty()) {
+      return row.Error("default", "no on a provider's row (the default applies to every provider)");
+    }
     FULCRUM_ASSIGN_OR_RETURN(kind.source, row.RequiredText("source"));
     kinds.push_back(std::move(kind));
   }
@@ -103,6 +112,18 @@ Result<std::vector<SpotBand>> LoadSpotBands(const std::string& catalog_dir) {
 
 Result<StorageKind> FindStorageKind(const std::vector<StorageKind>& kinds, std::string_view name) {
   return FindByName(kinds, name, &StorageKind::kind, "storage kind");
+}
+
+const StorageKind* StorageKindForInstance(const std::vector<StorageKind>& kinds,
+                                          std::string_view provider,
+                                          std::string_view instance_type) {
+  const StorageKind* best = nullptr;
+  for (const StorageKind& k : kinds) {
+    if (k.provider.empty() || !EqualsIgnoreCase(k.provider, provider)) continue;
+    if (instance_type.substr(0, k.instance_prefix.size()) != k.instance_prefix) continue;
+    if (best == nullptr || k.instance_prefix.size() > best->instance_prefix.size()) best = &k;
+  }
+  return best;
 }
 
 Result<SpotBand> FindSpotBand(const std::vector<SpotBand>& bands, std::string_view name) {

@@ -1,7 +1,8 @@
 // The spot module's sourced catalog tables: catalog/storage.csv (checkpoint write bandwidth per
-// storage kind) and catalog/spot_bands.csv (AWS Spot Advisor interruption-frequency bands and
-// the default band used when an offer has none). Both load through core/row_reader (the one
-// table loader): header and every cell checked, errors "file:line: field: expected ..., found
+// storage kind, and per provider or instance where a source says what the instance writes to) and
+// catalog/spot_bands.csv (AWS Spot Advisor interruption-frequency bands and the default band used
+// when an offer has none). Both load through core/row_reader (the one table loader): header and
+// every cell checked, errors "file:line: field: expected ..., found
 // ...". Returned values are plain data.
 #pragma once
 
@@ -18,6 +19,11 @@ struct StorageKind {
   std::string kind;  // "ebs-gp3"
   double write_bytes_per_second = 0;
   bool is_default = false;
+  // Where the kind is what an instance writes its checkpoints to: the provider (empty = a kind
+  // any job may name, not tied to a provider) and the instance types it covers, by prefix
+  // (empty = every instance of the provider).
+  std::string provider;
+  std::string instance_prefix;
   std::string source;
 };
 
@@ -47,6 +53,12 @@ Result<std::vector<SpotBand>> LoadSpotBands(const std::string& catalog_dir);
 
 // By name, case-insensitive; "" = the row marked default. NotFound lists the known names.
 Result<StorageKind> FindStorageKind(const std::vector<StorageKind>& kinds, std::string_view name);
+// The kind an instance of `provider` named `instance_type` writes its checkpoints to: the row of
+// that provider (case-insensitive) whose instance_prefix is the longest prefix of instance_type;
+// nullptr when no row covers it (callers then use the default kind).
+const StorageKind* StorageKindForInstance(const std::vector<StorageKind>& kinds,
+                                          std::string_view provider,
+                                          std::string_view instance_type);
 Result<SpotBand> FindSpotBand(const std::vector<SpotBand>& bands, std::string_view name);
 
 // Mean time to interruption for a monthly interruption frequency p (percent), reading the band

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 namespace fulcrum::spot {
 namespace {
@@ -64,6 +65,38 @@ TEST(SpotCatalogTest, BadRowNamesFileLineAndField) {
   auto bands = LoadSpotBands(dir);
   ASSERT_FALSE(bands.ok());
   EXPECT_NE(bands.status().message().find("spot_bands.csv:1: header"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+// What an instance writes its checkpoints to: a provider's row covers its instances by prefix
+// (the longest prefix wins); other providers have no row (the default kind applies to them).
+TEST(SpotCatalogTest, ProviderRowsCoverTheirInstancesByLongestPrefix) {
+  const std::string dir = std::string(FULCRUM_BUILD_DIR) + "/Testing/spot_catalog_provider";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/storage.csv")
+      << "kind,write_bytes_per_second,default,provider,instance_prefix,source\n"
+      << "slow,1e8,yes,,,s\n"
+      << "net,5e8,no,acme,,s\n"
+      << "nvme,4e9,no,acme,big-,s\n"
+      << "nvme8,8e9,no,acme,big-8,s\n";
+  auto kinds = LoadStorageKinds(dir);
+  ASSERT_TRUE(kinds.ok()) << kinds.status().ToString();
+  const auto kind_of = [&](std::string_view provider, std::string_view instance) {
+    const StorageKind* k = StorageKindForInstance(*kinds, provider, instance);
+    return k == nullptr ? std::string("-") : k->kind;
+  };
+  EXPECT_EQ(kind_of("acme", "small-1"), "net");
+  EXPECT_EQ(kind_of("ACME", "big-4"), "nvme");
+  EXPECT_EQ(kind_of("acme", "big-8x"), "nvme8");
+  EXPECT_EQ(kind_of("other", "big-8x"), "-");  // no row: the caller uses the default
+  // The default is every provider's fallback: a provider's row cannot be it.
+  std::ofstream(dir + "/storage.csv")
+      << "kind,write_bytes_per_second,default,provider,instance_prefix,source\n"
+      << "net,5e8,yes,acme,,s\n";
+  auto bad = LoadStorageKinds(dir);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("storage.csv:2: default:"), std::string::npos)
+      << bad.status().message();
   std::filesystem::remove_all(dir);
 }
 
