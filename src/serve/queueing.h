@@ -9,6 +9,7 @@
 // one per thread, not thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -75,19 +76,24 @@ class ReplicaQueue {
   // step under way (uniform over a step drawn by length: length-biased), the wait for the
   // prompts ahead (M/D/1 in the prompt work: probability busy, exponential tail), and its own
   // step(s) with the prompts that arrive beside it.
+  // Poisson terms kept per step table: until 1e-4 of the probability is left, at most this many.
+  static constexpr size_t kMaxKinds = 24;
   struct FirstToken {
-    // Per kind i of the step under way (kinds_[n]; one entry when n = 0): the request's own
-    // step(s) with j = 0, 1, ... other prompts that arrived in that step (Poisson): own_count[i]
-    // terms, their probabilities at own_probability[i x kMaxKinds + j] (0 past the last) and
-    // their times own_seconds[j] (the same for every kind).
-    std::vector<size_t> own_count;
-    std::vector<double> own_probability, own_seconds;
+    // Per kind i < kinds of the step under way (kinds_[n]; one kind when n = 0): the request's
+    // own step(s) with j = 0, 1, ... other prompts that arrived in that step (Poisson):
+    // own_count[i] terms, their probabilities at own_probability[i x kMaxKinds + j] (0 past the
+    // last) and their times own_seconds[j < own] (the same for every kind). first_kind[j]: the
+    // kinds before it have no term j (0 unless own_count rises with i).
+    size_t kinds = 0, own = 0;
+    std::array<size_t, kMaxKinds> own_count{}, first_kind{};
+    std::array<double, kMaxKinds * kMaxKinds> own_probability{};
+    std::array<double, kMaxKinds> own_seconds{};
     double busy = 0, busy_mean = 0;  // prompt-queue wait: P(wait > 0), conditional mean
     double longest = 0;              // bound for the quantile search
     // What TtftTail computes per kind of step under way, whatever the time: its length, its
     // weight (probability x length: length-biased), exp(length / busy_mean) and
     // busy_mean / length; the weights' sum; the longest step under way plus own step(s).
-    std::vector<double> width, weight, spread, scale;
+    std::array<double, kMaxKinds> width{}, weight{}, spread{}, scale{};
     double total_weight = 0, deterministic_longest = 0, max_width = 0;
   };
   void FirstTokenAt(int64_t running, double rate, FirstToken& f) const;
@@ -106,16 +112,18 @@ class ReplicaQueue {
     double t = 0, value = 0;
     bool whole = false;
   };
-  // What TtftQuantiles works from for one state at one rate: the pooled arrival states, their
-  // first-token distributions (index n; `ready` = filled), the bisection's bracket, and the tail
-  // values summed so far.
+  // What TtftQuantiles works from for one state at one rate: the pooled arrival states (n,
+  // probability), their first-token distributions (first[i] for states[i]; the state a waiting
+  // arrival joins, c - 1, at first[waiting]), the bisection's bracket, and the tail values summed
+  // so far. Refilled in place: no allocation once its vectors have grown.
   struct TtftContext {
     bool valid = false;
     double rate = 0, wait_probability = 0, wait_mean = 0;
     std::vector<double> pi;
     std::vector<std::pair<size_t, double>> states;
+    std::vector<size_t> significant;  // PrepareTtft's scratch
     std::vector<FirstToken> first;
-    std::vector<bool> ready;
+    size_t waiting = 0;
     double low = 0, high = 0;
     std::vector<KnownTail> known;
     bool Matches(const QueueState& s, double rate) const;
