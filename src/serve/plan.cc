@@ -382,7 +382,13 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
   // Each offer's layouts; the sizing of a layout is shared by every offer of its GPU.
   Tally tally;
   std::map<Layout, Sizing> sizings;
-  std::vector<std::pair<const catalog::Offer*, double>> priced;
+  struct Priced {
+    const catalog::Offer* offer;
+    double price;
+    const catalog::Gpu* gpu;  // looked up once (a name search)
+    catalog::Interconnect link;
+  };
+  std::vector<Priced> priced;
   for (const catalog::Offer* offer : offers.offers) {
     const catalog::Gpu* gpu = catalog.FindGpu(offer->gpu);
     if (gpu == nullptr) continue;
@@ -398,14 +404,14 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
       ++tally.unsupported;
       continue;
     }
-    priced.emplace_back(offer, *price);
+    const catalog::Interconnect link =
+        offer->interconnect == catalog::Interconnect::kUnknown
+            ? (gpu->nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie)
+            : offer->interconnect;
+    priced.push_back({offer, *price, gpu, link});
     for (int64_t tp = 1; tp <= offer->gpu_count; tp *= 2) {
       if (offer->gpu_count % tp != 0 || r.model.heads % tp != 0) continue;
       if (!r.tp.empty() && std::find(r.tp.begin(), r.tp.end(), tp) == r.tp.end()) continue;
-      const catalog::Interconnect link =
-          offer->interconnect == catalog::Interconnect::kUnknown
-              ? (gpu->nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie)
-              : offer->interconnect;
       sizings.emplace(Layout{gpu, link, tp}, Sizing{});
     }
   }
@@ -415,14 +421,10 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     for (size_t i = begin; i < end; ++i) work[i]->second = SizeLayout(work[i]->first, r);
   });
   std::vector<ServeCandidate> out;
-  for (const auto& [offer, price] : priced) {  // in the offers' order: independent of threads
-    const catalog::Gpu* gpu = catalog.FindGpu(offer->gpu);
+  // In the offers' order: independent of threads.
+  for (const auto& [offer, price, gpu, link] : priced) {
     for (const auto& [layout, sizing] : sizings) {
       if (layout.gpu != gpu) continue;
-      const catalog::Interconnect link =
-          offer->interconnect == catalog::Interconnect::kUnknown
-              ? (gpu->nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie)
-              : offer->interconnect;
       if (layout.interconnect != link || offer->gpu_count % layout.tp != 0) continue;
       if (sizing.outcome == Sizing::Outcome::kUnfit) {
         ++tally.unfit;

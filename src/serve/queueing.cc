@@ -62,8 +62,10 @@ ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
   mean_step_.assign(cap + 1, 0);
   biased_mean_step_.assign(cap + 1, 0);
   rate_.assign(cap + 1, 0);
-  kinds_.assign(cap + 1, {});
-  own_seconds_.assign(cap + 1, {});
+  kinds_.assign((cap + 1) * kMaxKinds, {});
+  kind_count_.assign(cap + 1, 0);
+  own_seconds_.assign((cap + 1) * kMaxKinds, 0);
+  own_count_.assign(cap + 1, 0);
   extra_seconds_.assign(cap + 1, -1);
   for (size_t m = 1; m <= cap; ++m) {
     // Prompts join a step as completions free slots: m / output a step in steady state, a
@@ -74,7 +76,7 @@ ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
     for (size_t k = 0; k < kMaxKinds && left > kPoissonTail; ++k) {
       const double seconds =
           step_.Seconds(running, context_, static_cast<double>(k) * input, prompt_context_);
-      kinds_[m].push_back({p, seconds});
+      kinds_[m * kMaxKinds + kind_count_[m]++] = {p, seconds};
       sum += p * seconds;
       sum_sq += p * seconds * seconds;
       left -= p;
@@ -129,14 +131,21 @@ double ReplicaQueue::WaitQuantile(const QueueState& s, double quantile) const {
 }
 
 double ReplicaQueue::OwnSeconds(size_t running, size_t others) const {
-  std::vector<double>& own = own_seconds_[running];
+  double* own = &own_seconds_[running * kMaxKinds];
+  size_t& count = own_count_[running];
   const double n = static_cast<double>(running);
   const double budget = std::max(1.0, budget_ - n);
-  while (own.size() <= others) {
-    const double tokens = mix_.input_len * static_cast<double>(own.size() + 1);
-    own.push_back(step_.ChunkedPrefillSeconds(n, context_, tokens, budget, prompt_context_));
+  for (; count <= others; ++count) {
+    const double tokens = mix_.input_len * static_cast<double>(count + 1);
+    own[count] = step_.ChunkedPrefillSeconds(n, context_, tokens, budget, prompt_context_);
   }
   return own[others];
+}
+
+std::span<const ReplicaQueue::StepKind> ReplicaQueue::KindsAt(size_t running) const {
+  static constexpr StepKind kIdle[] = {{1, 0}};
+  if (running == 0) return kIdle;
+  return {&kinds_[running * kMaxKinds], kind_count_[running]};
 }
 
 double ReplicaQueue::ExtraSeconds(size_t running) const {
@@ -153,8 +162,7 @@ void ReplicaQueue::FirstTokenAt(int64_t running, double rate, FirstToken& f) con
   const size_t n = static_cast<size_t>(running);
   // The prompts that arrive while the step under way runs (Poisson in its length) share the
   // request's next step(s). `f` is refilled in place (its vectors keep their capacity).
-  static const std::vector<StepKind> idle = {{1, 0}};
-  const std::vector<StepKind>& under_way = running > 0 ? kinds_[n] : idle;
+  const std::span<const StepKind> under_way = KindsAt(n);
   const size_t kinds = under_way.size();
   f.kinds = kinds;
   f.own = 0;
@@ -267,9 +275,7 @@ double ReplicaQueue::TtftTailBound(const FirstToken& f, double t) {
 }
 
 double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) const {
-  const std::vector<StepKind> idle = {{1, 0}};
-  const std::vector<StepKind>& under_way =
-      running > 0 ? kinds_[static_cast<size_t>(running)] : idle;
+  const std::span<const StepKind> under_way = KindsAt(static_cast<size_t>(running));
   const bool waits = f.busy > 0 && f.busy_mean > 0;
   // exp(-(t - own_j) / busy_mean) per j: the own times are the same for every kind.
   std::array<double, kMaxKinds> decay{};
@@ -313,7 +319,7 @@ double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) co
 // decided by the same comparison of the same sum: the answers do not change.
 struct ReplicaQueue::TtftSearch {
   static constexpr double kMargin = 1e-9;
-  static constexpr int kMaxProbes = 6;
+  static constexpr int kMaxProbes = 12;
   const std::vector<std::pair<size_t, double>>& states;  // representative state, probability
   const std::vector<FirstToken>& first;                  // [i]: states[i]'s
   double wait_probability = 0, wait_mean = 0;
@@ -510,7 +516,15 @@ std::vector<double> ReplicaQueue::TtftQuantiles(const QueueState& s, double rate
   };
   TtftSearch search{ctx.states,    ctx.first,   s.wait_probability,
                     ctx.wait_mean, ctx.waiting, ctx.known};
-  for (size_t i = 0; i < quantiles.size(); ++i) {
+  // The highest level first: the first sums land in the far tail (the bounds settle the steps
+  // above it), where they bracket the highest quantile, and the lower levels start from those
+  // sums. Each level's answer is its own bisection's, whatever the order.
+  for (size_t done = 0; done < quantiles.size(); ++done) {
+    size_t i = 0;
+    for (size_t k = 0; k < quantiles.size(); ++k) {
+      const bool open = out[k] == kInfinity;
+      if (open && (out[i] != kInfinity || quantiles[k] > quantiles[i])) i = k;
+    }
     double a = ctx.low, b = ctx.high;
     const double threshold = 1 - quantiles[i];
     if (!straightforward_) search.Probe(a, b, threshold);

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -96,6 +97,8 @@ class ReplicaQueue {
     std::array<double, kMaxKinds> width{}, weight{}, spread{}, scale{};
     double total_weight = 0, deterministic_longest = 0, max_width = 0;
   };
+  // The kinds of step under way with n running (one of length 0 when idle).
+  std::span<const StepKind> KindsAt(size_t running) const;
   void FirstTokenAt(int64_t running, double rate, FirstToken& f) const;
   // P(TTFT > t) for one arrival state (n running) with `extra` wait already added.
   double TtftTail(int64_t running, const FirstToken& f, double t) const;
@@ -138,12 +141,16 @@ class ReplicaQueue {
   StepModel step_;
   RequestMix mix_;
   double budget_ = 8192, context_ = 0, prompt_context_ = 0;
-  std::vector<double> mean_step_;             // [m] E[T], m = 0..max (0: unused)
-  std::vector<double> biased_mean_step_;      // [m] E[T^2] / E[T]: a step an arrival lands in
-  std::vector<std::vector<StepKind>> kinds_;  // [m]
-  std::vector<double> rate_;                  // completion rate with m running
-  mutable std::vector<std::vector<double>> own_seconds_;  // [n][j], filled on demand
-  mutable std::vector<double> extra_seconds_;             // [n], < 0 until computed
+  std::vector<double> mean_step_;         // [m] E[T], m = 0..max (0: unused)
+  std::vector<double> biased_mean_step_;  // [m] E[T^2] / E[T]: a step an arrival lands in
+  // The kinds of step with m running: kinds_[m x kMaxKinds + k], k < kind_count_[m].
+  std::vector<StepKind> kinds_;
+  std::vector<size_t> kind_count_;
+  std::vector<double> rate_;  // completion rate with m running
+  // OwnSeconds(n, j) at own_seconds_[n x kMaxKinds + j], j < own_count_[n]: filled on demand.
+  mutable std::vector<double> own_seconds_;
+  mutable std::vector<size_t> own_count_;
+  mutable std::vector<double> extra_seconds_;  // [n], < 0 until computed
   bool straightforward_ = false;
   mutable TtftContext ttft_context_;  // the last state TtftQuantiles was asked about
 };
