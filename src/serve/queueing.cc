@@ -62,8 +62,8 @@ ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
   mean_step_.assign(cap + 1, 0);
   biased_mean_step_.assign(cap + 1, 0);
   rate_.assign(cap + 1, 0);
-  kinds_.assign((cap + 1) * kMaxKinds, {});
-  kind_count_.assign(cap + 1, 0);
+  kinds_.reserve(cap * 8);
+  kind_begin_.assign(cap + 2, 0);
   own_seconds_.assign((cap + 1) * kMaxKinds, 0);
   own_count_.assign(cap + 1, 0);
   extra_seconds_.assign(cap + 1, -1);
@@ -73,15 +73,17 @@ ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
     const double running = static_cast<double>(m);
     const double joins = running / output;
     double p = std::exp(-joins), left = 1, sum = 0, sum_sq = 0;
+    kind_begin_[m] = kinds_.size();
     for (size_t k = 0; k < kMaxKinds && left > kPoissonTail; ++k) {
       const double seconds =
           step_.Seconds(running, context_, static_cast<double>(k) * input, prompt_context_);
-      kinds_[m * kMaxKinds + kind_count_[m]++] = {p, seconds};
+      kinds_.push_back({p, seconds});
       sum += p * seconds;
       sum_sq += p * seconds * seconds;
       left -= p;
       p *= joins / static_cast<double>(k + 1);
     }
+    kind_begin_[m + 1] = kinds_.size();
     const double covered = 1 - std::max(left, 0.0);
     mean_step_[m] = sum / covered;
     biased_mean_step_[m] = sum_sq / sum;
@@ -145,7 +147,7 @@ double ReplicaQueue::OwnSeconds(size_t running, size_t others) const {
 std::span<const ReplicaQueue::StepKind> ReplicaQueue::KindsAt(size_t running) const {
   static constexpr StepKind kIdle[] = {{1, 0}};
   if (running == 0) return kIdle;
-  return {&kinds_[running * kMaxKinds], kind_count_[running]};
+  return {&kinds_[kind_begin_[running]], kind_begin_[running + 1] - kind_begin_[running]};
 }
 
 double ReplicaQueue::ExtraSeconds(size_t running) const {
@@ -169,7 +171,6 @@ void ReplicaQueue::FirstTokenAt(int64_t running, double rate, FirstToken& f) con
   f.longest = 0;
   f.total_weight = 0;
   std::fill_n(f.own_count.begin(), kinds, 0);
-  std::fill_n(f.own_probability.begin(), kinds * kMaxKinds, 0.0);
   for (size_t i = 0; i < kinds; ++i) {
     const StepKind& k = under_way[i];
     const double arrivals = rate * k.seconds;
@@ -183,6 +184,11 @@ void ReplicaQueue::FirstTokenAt(int64_t running, double rate, FirstToken& f) con
       left -= p;
       p *= arrivals / static_cast<double>(j + 1);
     }
+  }
+  // Kind i's probabilities past its count (up to the longest count) are 0.
+  for (size_t i = 0; i < kinds; ++i) {
+    std::fill(&f.own_probability[i * kMaxKinds + f.own_count[i]],
+              &f.own_probability[i * kMaxKinds + f.own], 0.0);
   }
   // Term j's kinds: from the first whose count passes j, when the counts rise with the kind.
   const bool rising = std::is_sorted(f.own_count.begin(), f.own_count.begin() + kinds);

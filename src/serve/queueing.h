@@ -143,9 +143,9 @@ class ReplicaQueue {
   double budget_ = 8192, context_ = 0, prompt_context_ = 0;
   std::vector<double> mean_step_;         // [m] E[T], m = 0..max (0: unused)
   std::vector<double> biased_mean_step_;  // [m] E[T^2] / E[T]: a step an arrival lands in
-  // The kinds of step with m running: kinds_[m x kMaxKinds + k], k < kind_count_[m].
+  // The kinds of step with m running: kinds_[kind_begin_[m] .. kind_begin_[m + 1]).
   std::vector<StepKind> kinds_;
-  std::vector<size_t> kind_count_;
+  std::vector<size_t> kind_begin_;
   std::vector<double> rate_;  // completion rate with m running
   // OwnSeconds(n, j) at own_seconds_[n x kMaxKinds + j], j < own_count_[n]: filled on demand.
   mutable std::vector<double> own_seconds_;
