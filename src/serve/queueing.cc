@@ -93,6 +93,13 @@ ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
 
 QueueState ReplicaQueue::Solve(double rate, int64_t concurrency) const {
   QueueState out;
+  Solve(rate, concurrency, out);
+  return out;
+}
+
+void ReplicaQueue::Solve(double rate, int64_t concurrency, QueueState& out) const {
+  out.wait_probability = 0;
+  out.mean_conditional_wait = 0;
   const size_t c = static_cast<size_t>(std::clamp<int64_t>(concurrency, 1, max_concurrency()));
   out.capacity_requests_per_second = rate_[c];
   out.utilization = rate / rate_[c];
@@ -101,7 +108,7 @@ QueueState ReplicaQueue::Solve(double rate, int64_t concurrency) const {
     out.stable = rate == 0;
     out.pi.assign(c + 1, 0);
     out.pi[0] = 1;  // no traffic: always empty
-    return out;
+    return;
   }
   out.stable = true;
   // Birth-death: pi_n / pi_0 = prod rate / rate_k, rescaled when it grows large.
@@ -123,7 +130,6 @@ QueueState ReplicaQueue::Solve(double rate, int64_t concurrency) const {
   // (c_a^2 + c_s^2) / 2 for general arrivals and service (Allen, "Probability, Statistics and
   // Queueing Theory", 2nd ed., 1990, eq. 6.110).
   out.mean_conditional_wait = (mix_.arrival_scv + mix_.output_scv) / 2 / (rate_[c] * (1 - rho));
-  return out;
 }
 
 double ReplicaQueue::WaitQuantile(const QueueState& s, double quantile) const {
@@ -498,8 +504,15 @@ void ReplicaQueue::PrepareTtft(const QueueState& s, double rate, TtftContext& ct
 
 std::vector<double> ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
                                                 const std::vector<double>& quantiles) const {
-  std::vector<double> out(quantiles.size(), kInfinity);
-  if (!s.stable || quantiles.empty()) return out;
+  std::vector<double> out(quantiles.size());
+  TtftQuantiles(s, rate, quantiles, out);
+  return out;
+}
+
+void ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
+                                 std::span<const double> quantiles, std::span<double> out) const {
+  std::fill(out.begin(), out.end(), kInfinity);
+  if (!s.stable || quantiles.empty()) return;
   // The straightforward search prepares afresh; the default one reuses the last state's
   // first-token distributions and the tail values it summed (the search asks the same state
   // again: the chosen cap's percentiles after the search's targets).
@@ -541,7 +554,6 @@ std::vector<double> ReplicaQueue::TtftQuantiles(const QueueState& s, double rate
     }
     out[i] = b;
   }
-  return out;
 }
 
 double ReplicaQueue::TpotQuantile(const QueueState& s, double quantile) const {

@@ -52,6 +52,8 @@ class ReplicaQueue {
 
   // The chain at `requests_per_second` with at most `concurrency` (clamped to 1..max) running.
   QueueState Solve(double requests_per_second, int64_t concurrency) const;
+  // The same into `out`, its vector's capacity kept (no allocation once it has grown).
+  void Solve(double requests_per_second, int64_t concurrency, QueueState& out) const;
   // The `quantile` (0 < q < 1) over requests of `metric` in `state` at `requests_per_second`;
   // +inf when unstable. E2E is the TTFT quantile plus output_len - 1 steps at the TPOT quantile
   // (an upper bound).
@@ -60,6 +62,10 @@ class ReplicaQueue {
   // TTFT quantiles at several levels at once (sharing the per-state work); +inf when unstable.
   std::vector<double> TtftQuantiles(const QueueState& state, double requests_per_second,
                                     const std::vector<double>& quantiles) const;
+  // The same into out[i] for quantiles[i] (out.size() == quantiles.size()), allocating nothing
+  // once this queue has been asked about as many pooled states before.
+  void TtftQuantiles(const QueueState& state, double requests_per_second,
+                     std::span<const double> quantiles, std::span<double> out) const;
   // The queue wait's quantile alone (0 when fewer than 1 - q of the requests wait).
   double WaitQuantile(const QueueState& state, double quantile) const;
   // true: TtftQuantiles evaluates the whole tail at every step of its bisection (the
