@@ -193,8 +193,8 @@ void ReplicaQueue::FirstTokenAt(int64_t running, double rate, FirstToken& f) con
   }
   // Kind i's probabilities past its count (up to the longest count) are 0.
   for (size_t i = 0; i < kinds; ++i) {
-    std::fill(&f.own_probability[i * kMaxKinds + f.own_count[i]],
-              &f.own_probability[i * kMaxKinds + f.own], 0.0);
+    double* row = f.own_probability.data() + i * kMaxKinds;
+    std::fill(row + f.own_count[i], row + f.own, 0.0);
   }
   // Term j's kinds: from the first whose count passes j, when the counts rise with the kind.
   const bool rising = std::is_sorted(f.own_count.begin(), f.own_count.begin() + kinds);
@@ -322,13 +322,13 @@ double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) co
 // are >= 0, so the rounded sum of the rest cannot bring it back under).
 //
 // Before the bisection sums at its own midpoints, Probe sums where the bisection will end: the
-// quantile is estimated from the sums taken so far (log-linear in the tail, which is nearly
-// exponential), the rest of the bisection's path followed as if that were the quantile, and the
-// tail summed at the end of the path's bracket on the current midpoint's side. When the estimate
-// is right, the two ends of the final bracket decide every step (one sum each) instead of one
-// sum per step; when it is wrong the sums are still true values that bound later steps, and
-// after kMaxProbes the bisection sums at its midpoints as before. Either way each step is
-// decided by the same comparison of the same sum: the answers do not change.
+// quantile is estimated from the sums taken so far (Estimate), the rest of the bisection's path
+// followed as if that were the quantile, and the tail summed at the end of the path's final
+// bracket on the current midpoint's side. When the estimate is right, the two ends of the final
+// bracket decide every step (one sum each) instead of one sum per step; when it is wrong the sums
+// are still true values that bound later steps, and after kMaxProbes the bisection sums at its
+// midpoints as before. Either way each step is decided by the same comparison of the same sum: the
+// answers do not change.
 struct ReplicaQueue::TtftSearch {
   static constexpr double kMargin = 1e-9;
   static constexpr int kMaxProbes = 12;
@@ -380,9 +380,9 @@ struct ReplicaQueue::TtftSearch {
 
   // The time where the tail crosses the threshold, log(tail) being nearly linear (the tail nearly
   // exponential): between the whole sums that bracket it, regula falsi with the Illinois
-  // modification (an end kept for `same_side` probes in a row counts half as far from the
-  // threshold each time); without a bracket, the secant through the two sums nearest it. NaN
-  // without two sums.
+  // modification (the end that the last `kept` probes left in place, the above one if
+  // `kept_above`, counts half as far from the threshold for each probe past the first); without
+  // a bracket, the secant through the two sums nearest it. NaN without two sums.
   double Estimate(double threshold, int kept, bool kept_above) const {
     const double level = std::log(threshold);
     const KnownTail *near = nullptr, *next = nullptr, *above = nullptr, *below = nullptr;

@@ -70,11 +70,13 @@ class ReplicaQueue {
   double WaitQuantile(const QueueState& state, double quantile) const;
   // true: TtftQuantiles evaluates the whole tail at every step of its bisection (the
   // straightforward search, kept for the tests). false (default): the same bisection, each step
-  // decided from bounds when they settle it (see TtftSearch in queueing.cc); the same answers
-  // to the last bit.
+  // decided from bounds when they settle it, the sums taken where the bisection is estimated to
+  // end (see TtftSearch in queueing.cc); the same answers to the last bit.
   void UseStraightforwardSearch(bool on) { straightforward_ = on; }
 
  private:
+  // Poisson terms kept per step table: until 1e-4 of the probability is left, at most this many.
+  static constexpr size_t kMaxKinds = 24;
   // A step that k prompts join, its probability among steps and its time.
   struct StepKind {
     double probability = 0, seconds = 0;
@@ -83,8 +85,6 @@ class ReplicaQueue {
   // step under way (uniform over a step drawn by length: length-biased), the wait for the
   // prompts ahead (M/D/1 in the prompt work: probability busy, exponential tail), and its own
   // step(s) with the prompts that arrive beside it.
-  // Poisson terms kept per step table: until 1e-4 of the probability is left, at most this many.
-  static constexpr size_t kMaxKinds = 24;
   struct FirstToken {
     // Per kind i < kinds of the step under way (kinds_[n]; one kind when n = 0): the request's
     // own step(s) with j = 0, 1, ... other prompts that arrived in that step (Poisson):
