@@ -1,9 +1,11 @@
 #include "serve/plan.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
+#include <span>
 #include <string_view>
 #include <tuple>
 
@@ -68,38 +70,54 @@ LatencyTargets StaticLatency(const ServeEstimate& e, const ServePlanRequest& r) 
 // Continuous batching: the queueing model's percentiles, each times the median ratio; only those
 // with a target unless `all` (the search evaluates many states, the candidate reports all).
 // Searching, a missed TPOT target settles the state before the costlier TTFT quantiles.
+// A few quantile levels and a value per level, without allocating (the search asks many states).
+struct Levels {
+  static constexpr size_t kMax = 8;  // LatencyTargetFields has 4 levels per metric
+  std::array<double, kMax> level{}, value{};
+  size_t size = 0;
+  const double* Find(double q) const {
+    for (size_t i = 0; i < size; ++i) {
+      if (level[i] == q) return &value[i];
+    }
+    return nullptr;
+  }
+  double& Add(double q) {
+    level[size] = q;
+    return value[size++];
+  }
+};
+
 LatencyTargets QueueLatency(const ReplicaQueue& q, const QueueState& state, double rate,
                             const ServePlanRequest& r, bool all) {
   const double ttft_ratio = BandRatio(r.band, r.batching, LatencyMetric::kTtft, 0.5);
   const double tpot_ratio = BandRatio(r.band, r.batching, LatencyMetric::kTpot, 0.5);
-  std::vector<double> ttft_levels;
-  std::map<double, double> tpot, ttft;  // quantile -> seconds (ratio applied)
+  Levels tpot, ttft;  // quantile -> seconds (ratio applied)
   bool tpot_missed = false;
   for (const LatencyTargetField& f : LatencyTargetFields()) {
     const std::optional<double>& target = r.targets.*f.member;
     if (!all && !target) continue;
-    if (f.metric != LatencyMetric::kTpot &&
-        std::find(ttft_levels.begin(), ttft_levels.end(), f.quantile) == ttft_levels.end()) {
-      ttft_levels.push_back(f.quantile);
-    }
-    if (f.metric == LatencyMetric::kTtft || tpot.count(f.quantile)) continue;
-    tpot[f.quantile] = q.Quantile(state, rate, LatencyMetric::kTpot, f.quantile) * tpot_ratio;
-    tpot_missed =
-        tpot_missed || (f.metric == LatencyMetric::kTpot && target && tpot[f.quantile] > *target);
+    if (f.metric != LatencyMetric::kTpot && ttft.Find(f.quantile) == nullptr) ttft.Add(f.quantile);
+    if (f.metric == LatencyMetric::kTtft || tpot.Find(f.quantile) != nullptr) continue;
+    const double seconds = q.Quantile(state, rate, LatencyMetric::kTpot, f.quantile) * tpot_ratio;
+    tpot.Add(f.quantile) = seconds;
+    tpot_missed = tpot_missed || (f.metric == LatencyMetric::kTpot && target && seconds > *target);
   }
   if (!tpot_missed || all) {
-    const std::vector<double> levels = q.TtftQuantiles(state, rate, ttft_levels);
-    for (size_t i = 0; i < levels.size(); ++i) ttft[ttft_levels[i]] = levels[i] * ttft_ratio;
+    q.TtftQuantiles(state, rate, std::span<const double>(ttft.level.data(), ttft.size),
+                    std::span<double>(ttft.value.data(), ttft.size));
+    for (size_t i = 0; i < ttft.size; ++i) ttft.value[i] *= ttft_ratio;
+  } else {
+    ttft.size = 0;
   }
   LatencyTargets out;
   const double decode_steps = static_cast<double>(r.output_len - 1);
   for (const LatencyTargetField& f : LatencyTargetFields()) {
-    const auto t = ttft.find(f.quantile);
-    const auto p = tpot.find(f.quantile);
-    if (f.metric == LatencyMetric::kTtft && t != ttft.end()) out.*f.member = t->second;
-    if (f.metric == LatencyMetric::kTpot && p != tpot.end()) out.*f.member = p->second;
-    if (f.metric == LatencyMetric::kE2e && t != ttft.end() && p != tpot.end()) {
-      out.*f.member = t->second + decode_steps * p->second;
+    const double* t = ttft.Find(f.quantile);
+    const double* p = tpot.Find(f.quantile);
+    if (f.metric == LatencyMetric::kTtft && t != nullptr) out.*f.member = *t;
+    if (f.metric == LatencyMetric::kTpot && p != nullptr) out.*f.member = *p;
+    if (f.metric == LatencyMetric::kE2e && t != nullptr && p != nullptr) {
+      out.*f.member = *t + decode_steps * *p;
     }
   }
   return out;
@@ -200,22 +218,28 @@ struct CapChoice {
   Miss miss;
 };
 
-CapChoice ChooseCap(const ReplicaQueue& q, double rate, int64_t fixed_cap,
-                    const ServePlanRequest& r) {
-  CapChoice best;
+// Into `best`; `c` is scratch. Both keep their buffers from call to call: the search's steps
+// allocate nothing.
+void ChooseCap(const ReplicaQueue& q, double rate, int64_t fixed_cap, const ServePlanRequest& r,
+               CapChoice& best, CapChoice& c) {
+  std::vector<double> pi = std::move(best.state.pi);
+  best = CapChoice{};
+  best.state.pi = std::move(pi);
   for (int64_t cap = fixed_cap > 0 ? fixed_cap : q.max_concurrency(); cap >= 1; cap /= 2) {
-    CapChoice c;
     c.concurrency = cap;
-    c.state = q.Solve(rate, cap);
+    q.Solve(rate, cap, c.state);
     if (!c.state.stable) break;  // fewer slots: less capacity still
     c.latency = QueueLatency(q, c.state, rate, r, false);
     c.miss = WorstMiss(c.latency, r.targets);
     c.meets = c.miss.target == nullptr;
-    if (c.meets) return c;
-    if (best.miss.target == nullptr || c.miss.Ratio() < best.miss.Ratio()) best = c;
-    if (fixed_cap > 0 || std::string_view(c.miss.target).substr(0, 4) == "ttft") break;
+    if (c.meets) {
+      std::swap(best, c);
+      return;
+    }
+    const std::string_view missed = c.miss.target;
+    if (best.miss.target == nullptr || c.miss.Ratio() < best.miss.Ratio()) std::swap(best, c);
+    if (fixed_cap > 0 || missed.substr(0, 4) == "ttft") break;
   }
-  return best;
 }
 
 Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanRequest& r) {
@@ -230,13 +254,13 @@ Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanReques
   q.UseStraightforwardSearch(r.straightforward_search);
   // Unloaded (the lightest load any number of replicas gives): if the targets fail here, no
   // replica count meets them.
-  const CapChoice idle = ChooseCap(q, 0, fixed_cap, r);
-  if (!idle.meets) {
+  CapChoice chosen, trial, scratch;
+  ChooseCap(q, 0, fixed_cap, r, chosen, scratch);
+  if (!chosen.meets) {
     out.outcome = Sizing::Outcome::kTooSlow;
-    out.miss = idle.miss;
+    out.miss = chosen.miss;
     return out;
   }
-  CapChoice chosen;
   double rate = 0;
   if (r.requests_per_second > 0) {
     // The fewest replicas whose share of the traffic meets the targets (monotone in replicas),
@@ -245,11 +269,14 @@ Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanReques
         q.Solve(0, fixed_cap > 0 ? fixed_cap : most).capacity_requests_per_second;
     int64_t low = std::max<int64_t>(
         1, static_cast<int64_t>(std::ceil(r.requests_per_second / capacity - 1e-9)));
-    std::map<int64_t, CapChoice> tried;  // the answer was tried on the way: not again
+    // `chosen` keeps the choice of the latest count that met the targets: the answer's, as
+    // the search ends on it (each count is tried once).
     auto meets = [&](int64_t replicas) {
-      const CapChoice c =
-          ChooseCap(q, r.requests_per_second / static_cast<double>(replicas), fixed_cap, r);
-      return tried.emplace(replicas, c).first->second.meets;
+      ChooseCap(q, r.requests_per_second / static_cast<double>(replicas), fixed_cap, r, trial,
+                scratch);
+      if (!trial.meets) return false;
+      std::swap(chosen, trial);
+      return true;
     };
     // The answer is usually a few above the bound: grow by 1, 2, 4, ... then bisect back.
     int64_t high = low;
@@ -267,30 +294,31 @@ Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanReques
     }
     out.replicas = high;
     rate = r.requests_per_second / static_cast<double>(high);
-    chosen = r.straightforward_search ? ChooseCap(q, rate, fixed_cap, r) : tried.at(high);
+    if (r.straightforward_search) ChooseCap(q, rate, fixed_cap, r, chosen, scratch);
   } else {
-    // No traffic: the highest per-replica rate whose targets hold (bisection).
+    // No traffic: the highest per-replica rate whose targets hold (bisection); `chosen` is the
+    // choice at `low` once tried (unloaded until then).
     const double capacity =
         q.Solve(0, fixed_cap > 0 ? fixed_cap : most).capacity_requests_per_second;
     double low = 0, high = capacity * kMaxUnpacedUtilization;
-    CapChoice at_low = idle;  // the choice at `low` once tried
-    if (CapChoice top = ChooseCap(q, high, fixed_cap, r); top.meets) {
+    ChooseCap(q, high, fixed_cap, r, trial, scratch);
+    if (trial.meets) {
       low = high;
-      at_low = top;
+      std::swap(chosen, trial);
     } else {
       for (int i = 0; i < 30 && high - low > 1e-2 * high; ++i) {
         const double mid = (low + high) / 2;
-        CapChoice c = ChooseCap(q, mid, fixed_cap, r);
-        if (c.meets) {
+        ChooseCap(q, mid, fixed_cap, r, trial, scratch);
+        if (trial.meets) {
           low = mid;
-          at_low = c;
+          std::swap(chosen, trial);
         } else {
           high = mid;
         }
       }
     }
     rate = low;
-    chosen = r.straightforward_search && rate > 0 ? ChooseCap(q, rate, fixed_cap, r) : at_low;
+    if (r.straightforward_search && rate > 0) ChooseCap(q, rate, fixed_cap, r, chosen, scratch);
   }
   ServeRequest at = s;
   at.batch = chosen.concurrency;
@@ -382,7 +410,13 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
   // Each offer's layouts; the sizing of a layout is shared by every offer of its GPU.
   Tally tally;
   std::map<Layout, Sizing> sizings;
-  std::vector<std::pair<const catalog::Offer*, double>> priced;
+  struct Priced {
+    const catalog::Offer* offer;
+    double price;
+    const catalog::Gpu* gpu;  // looked up once (a name search)
+    catalog::Interconnect link;
+  };
+  std::vector<Priced> priced;
   for (const catalog::Offer* offer : offers.offers) {
     const catalog::Gpu* gpu = catalog.FindGpu(offer->gpu);
     if (gpu == nullptr) continue;
@@ -398,14 +432,14 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
       ++tally.unsupported;
       continue;
     }
-    priced.emplace_back(offer, *price);
+    const catalog::Interconnect link =
+        offer->interconnect == catalog::Interconnect::kUnknown
+            ? (gpu->nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie)
+            : offer->interconnect;
+    priced.push_back({offer, *price, gpu, link});
     for (int64_t tp = 1; tp <= offer->gpu_count; tp *= 2) {
       if (offer->gpu_count % tp != 0 || r.model.heads % tp != 0) continue;
       if (!r.tp.empty() && std::find(r.tp.begin(), r.tp.end(), tp) == r.tp.end()) continue;
-      const catalog::Interconnect link =
-          offer->interconnect == catalog::Interconnect::kUnknown
-              ? (gpu->nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie)
-              : offer->interconnect;
       sizings.emplace(Layout{gpu, link, tp}, Sizing{});
     }
   }
@@ -415,14 +449,10 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     for (size_t i = begin; i < end; ++i) work[i]->second = SizeLayout(work[i]->first, r);
   });
   std::vector<ServeCandidate> out;
-  for (const auto& [offer, price] : priced) {  // in the offers' order: independent of threads
-    const catalog::Gpu* gpu = catalog.FindGpu(offer->gpu);
+  // In the offers' order: independent of threads.
+  for (const auto& [offer, price, gpu, link] : priced) {
     for (const auto& [layout, sizing] : sizings) {
       if (layout.gpu != gpu) continue;
-      const catalog::Interconnect link =
-          offer->interconnect == catalog::Interconnect::kUnknown
-              ? (gpu->nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie)
-              : offer->interconnect;
       if (layout.interconnect != link || offer->gpu_count % layout.tp != 0) continue;
       if (sizing.outcome == Sizing::Outcome::kUnfit) {
         ++tally.unfit;

@@ -11,7 +11,6 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // Poisson terms kept per step table: until this much probability is left, at most kMaxKinds.
 constexpr double kPoissonTail = 1e-4;
-constexpr size_t kMaxKinds = 24;
 // Groups of arrival states the first-token distribution is evaluated at.
 constexpr size_t kMaxStates = 40;
 
@@ -63,8 +62,10 @@ ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
   mean_step_.assign(cap + 1, 0);
   biased_mean_step_.assign(cap + 1, 0);
   rate_.assign(cap + 1, 0);
-  kinds_.assign(cap + 1, {});
-  own_seconds_.assign(cap + 1, {});
+  kinds_.reserve(cap * 8);
+  kind_begin_.assign(cap + 2, 0);
+  own_seconds_.assign((cap + 1) * kMaxKinds, 0);
+  own_count_.assign(cap + 1, 0);
   extra_seconds_.assign(cap + 1, -1);
   for (size_t m = 1; m <= cap; ++m) {
     // Prompts join a step as completions free slots: m / output a step in steady state, a
@@ -72,15 +73,17 @@ ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
     const double running = static_cast<double>(m);
     const double joins = running / output;
     double p = std::exp(-joins), left = 1, sum = 0, sum_sq = 0;
+    kind_begin_[m] = kinds_.size();
     for (size_t k = 0; k < kMaxKinds && left > kPoissonTail; ++k) {
       const double seconds =
           step_.Seconds(running, context_, static_cast<double>(k) * input, prompt_context_);
-      kinds_[m].push_back({p, seconds});
+      kinds_.push_back({p, seconds});
       sum += p * seconds;
       sum_sq += p * seconds * seconds;
       left -= p;
       p *= joins / static_cast<double>(k + 1);
     }
+    kind_begin_[m + 1] = kinds_.size();
     const double covered = 1 - std::max(left, 0.0);
     mean_step_[m] = sum / covered;
     biased_mean_step_[m] = sum_sq / sum;
@@ -90,6 +93,13 @@ ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
 
 QueueState ReplicaQueue::Solve(double rate, int64_t concurrency) const {
   QueueState out;
+  Solve(rate, concurrency, out);
+  return out;
+}
+
+void ReplicaQueue::Solve(double rate, int64_t concurrency, QueueState& out) const {
+  out.wait_probability = 0;
+  out.mean_conditional_wait = 0;
   const size_t c = static_cast<size_t>(std::clamp<int64_t>(concurrency, 1, max_concurrency()));
   out.capacity_requests_per_second = rate_[c];
   out.utilization = rate / rate_[c];
@@ -98,7 +108,7 @@ QueueState ReplicaQueue::Solve(double rate, int64_t concurrency) const {
     out.stable = rate == 0;
     out.pi.assign(c + 1, 0);
     out.pi[0] = 1;  // no traffic: always empty
-    return out;
+    return;
   }
   out.stable = true;
   // Birth-death: pi_n / pi_0 = prod rate / rate_k, rescaled when it grows large.
@@ -120,7 +130,6 @@ QueueState ReplicaQueue::Solve(double rate, int64_t concurrency) const {
   // (c_a^2 + c_s^2) / 2 for general arrivals and service (Allen, "Probability, Statistics and
   // Queueing Theory", 2nd ed., 1990, eq. 6.110).
   out.mean_conditional_wait = (mix_.arrival_scv + mix_.output_scv) / 2 / (rate_[c] * (1 - rho));
-  return out;
 }
 
 double ReplicaQueue::WaitQuantile(const QueueState& s, double quantile) const {
@@ -130,14 +139,21 @@ double ReplicaQueue::WaitQuantile(const QueueState& s, double quantile) const {
 }
 
 double ReplicaQueue::OwnSeconds(size_t running, size_t others) const {
-  std::vector<double>& own = own_seconds_[running];
+  double* own = &own_seconds_[running * kMaxKinds];
+  size_t& count = own_count_[running];
   const double n = static_cast<double>(running);
   const double budget = std::max(1.0, budget_ - n);
-  while (own.size() <= others) {
-    const double tokens = mix_.input_len * static_cast<double>(own.size() + 1);
-    own.push_back(step_.ChunkedPrefillSeconds(n, context_, tokens, budget, prompt_context_));
+  for (; count <= others; ++count) {
+    const double tokens = mix_.input_len * static_cast<double>(count + 1);
+    own[count] = step_.ChunkedPrefillSeconds(n, context_, tokens, budget, prompt_context_);
   }
   return own[others];
+}
+
+std::span<const ReplicaQueue::StepKind> ReplicaQueue::KindsAt(size_t running) const {
+  static constexpr StepKind kIdle[] = {{1, 0}};
+  if (running == 0) return kIdle;
+  return {&kinds_[kind_begin_[running]], kind_begin_[running + 1] - kind_begin_[running]};
 }
 
 double ReplicaQueue::ExtraSeconds(size_t running) const {
@@ -154,27 +170,37 @@ void ReplicaQueue::FirstTokenAt(int64_t running, double rate, FirstToken& f) con
   const size_t n = static_cast<size_t>(running);
   // The prompts that arrive while the step under way runs (Poisson in its length) share the
   // request's next step(s). `f` is refilled in place (its vectors keep their capacity).
-  static const std::vector<StepKind> idle = {{1, 0}};
-  const std::vector<StepKind>& under_way = running > 0 ? kinds_[n] : idle;
+  const std::span<const StepKind> under_way = KindsAt(n);
   const size_t kinds = under_way.size();
+  f.kinds = kinds;
+  f.own = 0;
   f.longest = 0;
   f.total_weight = 0;
-  f.own_count.assign(kinds, 0);
-  f.own_probability.assign(kinds * kMaxKinds, 0);
-  f.own_seconds.clear();
+  std::fill_n(f.own_count.begin(), kinds, 0);
   for (size_t i = 0; i < kinds; ++i) {
     const StepKind& k = under_way[i];
     const double arrivals = rate * k.seconds;
     double p = std::exp(-arrivals), left = 1;
     for (size_t j = 0; j < kMaxKinds && left > kPoissonTail; ++j) {
-      const double seconds = OwnSeconds(n, j);
-      if (j == f.own_seconds.size()) f.own_seconds.push_back(seconds);
+      if (j == f.own) f.own_seconds[f.own++] = OwnSeconds(n, j);
+      const double seconds = f.own_seconds[j];
       f.own_probability[i * kMaxKinds + j] = p;
       f.own_count[i] = j + 1;
       f.longest = std::max(f.longest, k.seconds + seconds);
       left -= p;
       p *= arrivals / static_cast<double>(j + 1);
     }
+  }
+  // Kind i's probabilities past its count (up to the longest count) are 0.
+  for (size_t i = 0; i < kinds; ++i) {
+    double* row = f.own_probability.data() + i * kMaxKinds;
+    std::fill(row + f.own_count[i], row + f.own, 0.0);
+  }
+  // Term j's kinds: from the first whose count passes j, when the counts rise with the kind.
+  const bool rising = std::is_sorted(f.own_count.begin(), f.own_count.begin() + kinds);
+  for (size_t j = 0, i = 0; j < f.own; ++j) {
+    while (rising && i < kinds && f.own_count[i] <= j) ++i;
+    f.first_kind[j] = rising ? i : 0;
   }
   // Prompt work beyond what the decodes' steps hide is a single server (M/D/1): busy with
   // probability rho_p = rate x the extra time of one prompt; a waiting prompt waits on average
@@ -187,18 +213,15 @@ void ReplicaQueue::FirstTokenAt(int64_t running, double rate, FirstToken& f) con
   f.longest += f.busy_mean * 12;
   // TtftTail's per-kind constants, each computed as it computes them.
   const bool waits = f.busy > 0 && f.busy_mean > 0;
-  f.width.clear();
-  f.weight.clear();
-  f.spread.clear();
-  f.scale.clear();
-  for (const StepKind& k : under_way) {
+  for (size_t i = 0; i < kinds; ++i) {
+    const StepKind& k = under_way[i];
     const double w = running > 0 ? k.probability * k.seconds : 1;
     f.total_weight += w;
     const double ratio = waits ? k.seconds / f.busy_mean : 0;
-    f.width.push_back(k.seconds);
-    f.weight.push_back(w);
-    f.spread.push_back(ratio < 500 ? std::exp(ratio) : 0);
-    f.scale.push_back(f.busy_mean / k.seconds);
+    f.width[i] = k.seconds;
+    f.weight[i] = w;
+    f.spread[i] = ratio < 500 ? std::exp(ratio) : 0;
+    f.scale[i] = f.busy_mean / k.seconds;
   }
   f.max_width = 0;
   for (const StepKind& k : under_way) f.max_width = std::max(f.max_width, k.seconds);
@@ -210,20 +233,21 @@ void ReplicaQueue::FirstTokenAt(int64_t running, double rate, FirstToken& f) con
 // leaves a sum of non-negative terms as it is): the same operations on the same operands, with
 // the kinds' sums independent of each other in the inner loop.
 double ReplicaQueue::FastTtftTail(const FirstToken& f, double t) {
-  const size_t kinds = f.width.size();
+  const size_t kinds = f.kinds;
   const bool waits = f.busy > 0 && f.busy_mean > 0;
   const double mean = f.busy_mean, busy = f.busy, far = 40 * mean;
   std::array<double, kMaxKinds> kind_tail{};
-  for (size_t j = 0; j < f.own_seconds.size(); ++j) {
+  for (size_t j = 0; j < f.own; ++j) {
+    const size_t from = f.first_kind[j];  // the kinds before it add 0 x term = +0
     const double x = t - f.own_seconds[j];
     const double* p = &f.own_probability[j];  // p[i * kMaxKinds]: kind i's
     if (x <= 0) {
-      for (size_t i = 0; i < kinds; ++i) kind_tail[i] += p[i * kMaxKinds] * 1.0;
+      for (size_t i = from; i < kinds; ++i) kind_tail[i] += p[i * kMaxKinds] * 1.0;
       continue;
     }
     if (!waits) {
       if (x >= f.max_width) continue;  // every kind's uniform part is 0
-      for (size_t i = 0; i < kinds; ++i) {
+      for (size_t i = from; i < kinds; ++i) {
         const double width = f.width[i];
         if (x < width) kind_tail[i] += p[i * kMaxKinds] * std::max(0.0, (width - x) / width);
       }
@@ -231,7 +255,7 @@ double ReplicaQueue::FastTtftTail(const FirstToken& f, double t) {
     }
     if (x - f.max_width > far) continue;  // every kind's term is (1 - busy) x 0
     const double d = std::exp(-x / mean);
-    for (size_t i = 0; i < kinds; ++i) {
+    for (size_t i = from; i < kinds; ++i) {
       const double width = f.width[i];
       double term = 0;
       if (x >= width) {
@@ -263,16 +287,14 @@ double ReplicaQueue::TtftTailBound(const FirstToken& f, double t) {
 }
 
 double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) const {
-  const std::vector<StepKind> idle = {{1, 0}};
-  const std::vector<StepKind>& under_way =
-      running > 0 ? kinds_[static_cast<size_t>(running)] : idle;
+  const std::span<const StepKind> under_way = KindsAt(static_cast<size_t>(running));
   const bool waits = f.busy > 0 && f.busy_mean > 0;
   // exp(-(t - own_j) / busy_mean) per j: the own times are the same for every kind.
   std::array<double, kMaxKinds> decay{};
   size_t known = 0;
   // The step under way, drawn by its length among the step kinds (any, when idle).
   double weight = 0, tail = 0;
-  for (size_t i = 0; i < under_way.size() && i < f.own_count.size(); ++i) {
+  for (size_t i = 0; i < under_way.size() && i < f.kinds; ++i) {
     const StepKind& k = under_way[i];
     const double w = running > 0 ? k.probability * k.seconds : 1;
     weight += w;
@@ -298,39 +320,132 @@ double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) co
 // margin is far above the sums' rounding, ~1e-13), TtftTailBound settles "no" far above the
 // quantile, and the sum, in the straightforward order, stops once past the threshold (its terms
 // are >= 0, so the rounded sum of the rest cannot bring it back under).
+//
+// Before the bisection sums at its own midpoints, Probe sums where the bisection will end: the
+// quantile is estimated from the sums taken so far (Estimate), the rest of the bisection's path
+// followed as if that were the quantile, and the tail summed at the end of the path's final
+// bracket on the current midpoint's side. When the estimate is right, the two ends of the final
+// bracket decide every step (one sum each) instead of one sum per step; when it is wrong the sums
+// are still true values that bound later steps, and after kMaxProbes the bisection sums at its
+// midpoints as before. Either way each step is decided by the same comparison of the same sum: the
+// answers do not change.
 struct ReplicaQueue::TtftSearch {
   static constexpr double kMargin = 1e-9;
+  static constexpr int kMaxProbes = 12;
   const std::vector<std::pair<size_t, double>>& states;  // representative state, probability
-  const std::vector<FirstToken>& first;
+  const std::vector<FirstToken>& first;                  // [i]: states[i]'s
   double wait_probability = 0, wait_mean = 0;
-  size_t waiting_state = 0;  // the state a waiting arrival joins
+  size_t waiting_state = 0;  // first[]'s index of the state a waiting arrival joins
   std::vector<KnownTail>& known;
 
-  bool Above(double t, double threshold) {
+  // 1: the tail at t is above the threshold, 0: not, -1: not settled without a sum.
+  int Settled(double t, double threshold) const {
     for (const KnownTail& k : known) {
-      if (k.whole && k.t == t) return k.value > threshold;
-      if (k.t >= t && k.value > threshold + kMargin) return true;
-      if (k.whole && k.t <= t && k.value < threshold - kMargin) return false;
+      if (k.whole && k.t == t) return k.value > threshold ? 1 : 0;
+      if (k.t >= t && k.value > threshold + kMargin) return 1;
+      if (k.whole && k.t <= t && k.value < threshold - kMargin) return 0;
     }
     double bound = 0;
-    for (const auto& [n, weight] : states) bound += weight * TtftTailBound(first[n], t);
+    for (size_t i = 0; i < states.size(); ++i) {
+      bound += states[i].second * TtftTailBound(first[i], t);
+    }
     if (wait_probability > 0) {
       bound += wait_probability * TtftTailBound(first[waiting_state], t - wait_mean);
     }
-    if (bound < threshold - kMargin) return false;
+    return bound < threshold - kMargin ? 0 : -1;
+  }
+
+  // The straightforward order's sum at t; with `stop_above`, stopped once above it.
+  double Sum(double t, double stop_above) {
     double p = 0;
-    for (const auto& [n, weight] : states) {
-      p += weight * FastTtftTail(first[n], t);
-      if (p > threshold) {
+    for (size_t i = 0; i < states.size(); ++i) {
+      p += states[i].second * FastTtftTail(first[i], t);
+      if (p > stop_above) {
         known.push_back({t, p, false});
-        return true;
+        return p;
       }
     }
     if (wait_probability > 0) {
       p += wait_probability * FastTtftTail(first[waiting_state], t - wait_mean);
     }
     known.push_back({t, p, true});
-    return p > threshold;
+    return p;
+  }
+
+  bool Above(double t, double threshold) {
+    const int settled = Settled(t, threshold);
+    if (settled >= 0) return settled == 1;
+    return Sum(t, threshold) > threshold;
+  }
+
+  // The time where the tail crosses the threshold, log(tail) being nearly linear (the tail nearly
+  // exponential): between the whole sums that bracket it, regula falsi with the Illinois
+  // modification (the end that the last `kept` probes left in place, the above one if
+  // `kept_above`, counts half as far from the threshold for each probe past the first); without
+  // a bracket, the secant through the two sums nearest it. NaN without two sums.
+  double Estimate(double threshold, int kept, bool kept_above) const {
+    const double level = std::log(threshold);
+    const KnownTail *near = nullptr, *next = nullptr, *above = nullptr, *below = nullptr;
+    auto distance = [&](const KnownTail* k) { return std::abs(std::log(k->value) - level); };
+    for (const KnownTail& k : known) {
+      if (!k.whole || !(k.value > 0)) continue;
+      if (k.value > threshold && (above == nullptr || k.t > above->t)) above = &k;
+      if (k.value <= threshold && (below == nullptr || k.t < below->t)) below = &k;
+      if (near == nullptr || distance(&k) < distance(near)) {
+        if (near == nullptr || near->t != k.t) next = near;
+        near = &k;
+      } else if (k.t != near->t && (next == nullptr || distance(&k) < distance(next))) {
+        next = &k;
+      }
+    }
+    auto secant = [&](double t1, double log1, double t2, double log2) {
+      const double slope = (log2 - log1) / (t2 - t1);
+      return slope < 0 && t1 != t2 ? t1 + (level - log1) / slope : std::nan("");
+    };
+    if (above != nullptr && below != nullptr) {
+      double log_above = std::log(above->value), log_below = std::log(below->value);
+      const double shrink = std::ldexp(1.0, -std::max(kept - 1, 0));
+      if (kept_above) log_above = level + (log_above - level) * shrink;
+      if (!kept_above) log_below = level + (log_below - level) * shrink;
+      return secant(above->t, log_above, below->t, log_below);
+    }
+    if (near == nullptr || next == nullptr) return std::nan("");
+    return secant(near->t, std::log(near->value), next->t, std::log(next->value));
+  }
+
+  // Sums where the bisection of [a, b] is expected to end (see above), until its path is settled
+  // or kMaxProbes sums were taken.
+  void Probe(double a, double b, double threshold) {
+    int kept = 0;  // probes in a row on the same side of the threshold
+    bool last_above = false;
+    for (int probe = 0; probe < kMaxProbes; ++probe) {
+      int k = 0;
+      for (; k < 30 && b - a > 2e-3 * b; ++k) {
+        const double mid = (a + b) / 2;
+        const int settled = Settled(mid, threshold);
+        if (settled < 0) break;
+        (settled == 1 ? a : b) = mid;
+      }
+      if (!(k < 30 && b - a > 2e-3 * b)) return;
+      const double quantile = Estimate(threshold, kept, !last_above);
+      double pa = a, pb = b;
+      if (quantile > a && quantile < b) {
+        for (int j = k; j < 30 && pb - pa > 2e-3 * pb; ++j) {
+          const double mid = (pa + pb) / 2;
+          (mid < quantile ? pa : pb) = mid;
+        }
+      }
+      // Without an estimate inside the bracket: the bisection's own midpoint.
+      const double t = !(quantile > a && quantile < b) ? (a + b) / 2
+                       : (a + b) / 2 < quantile        ? pa
+                                                       : pb;
+      for (const KnownTail& known_tail : known) {
+        if (known_tail.whole && known_tail.t == t) return;
+      }
+      const bool above = Sum(t, kInfinity) > threshold;
+      kept = probe > 0 && above == last_above ? kept + 1 : 1;
+      last_above = above;
+    }
   }
 };
 
@@ -353,7 +468,8 @@ void ReplicaQueue::PrepareTtft(const QueueState& s, double rate, TtftContext& ct
   // likely one are left out; neighbouring states are pooled into at most kMaxStates groups,
   // each at its most likely state (the first-token time changes slowly with n).
   const double top = *std::max_element(pi.begin(), pi.end());
-  std::vector<size_t> significant;
+  std::vector<size_t>& significant = ctx.significant;
+  significant.clear();
   for (size_t n = 0; n < c; ++n) {
     if (pi[n] >= 1e-5 * top) significant.push_back(n);
   }
@@ -368,25 +484,35 @@ void ReplicaQueue::PrepareTtft(const QueueState& s, double rate, TtftContext& ct
     }
     ctx.states.emplace_back(best, pooled);
   }
-  if (ctx.first.size() < c) ctx.first.resize(c);
-  ctx.ready.assign(c, false);
+  // One more for the state a waiting arrival joins when it is not among them.
+  if (ctx.first.size() < ctx.states.size() + 1) ctx.first.resize(ctx.states.size() + 1);
   ctx.low = kInfinity;
   ctx.high = 0;
-  auto prepare = [&](size_t n) {
-    FirstTokenAt(static_cast<int64_t>(n), rate, ctx.first[n]);
-    ctx.ready[n] = true;
+  auto prepare = [&](size_t n, size_t slot) {
+    FirstTokenAt(static_cast<int64_t>(n), rate, ctx.first[slot]);
     ctx.low = std::min(ctx.low, OwnSeconds(n, 0));
-    ctx.high = std::max(ctx.high, ctx.first[n].longest);
+    ctx.high = std::max(ctx.high, ctx.first[slot].longest);
   };
-  for (const auto& [n, weight] : ctx.states) prepare(n);
-  if (s.wait_probability > 0 && !ctx.ready[c - 1]) prepare(c - 1);
+  ctx.waiting = ctx.states.size();
+  for (size_t i = 0; i < ctx.states.size(); ++i) {
+    prepare(ctx.states[i].first, i);
+    if (ctx.states[i].first == c - 1) ctx.waiting = i;
+  }
+  if (s.wait_probability > 0 && ctx.waiting == ctx.states.size()) prepare(c - 1, ctx.waiting);
   ctx.high += ctx.wait_mean * 12;
 }
 
 std::vector<double> ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
                                                 const std::vector<double>& quantiles) const {
-  std::vector<double> out(quantiles.size(), kInfinity);
-  if (!s.stable || quantiles.empty()) return out;
+  std::vector<double> out(quantiles.size());
+  TtftQuantiles(s, rate, quantiles, out);
+  return out;
+}
+
+void ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
+                                 std::span<const double> quantiles, std::span<double> out) const {
+  std::fill(out.begin(), out.end(), kInfinity);
+  if (!s.stable || quantiles.empty()) return;
   // The straightforward search prepares afresh; the default one reuses the last state's
   // first-token distributions and the tail values it summed (the search asks the same state
   // again: the chosen cap's percentiles after the search's targets).
@@ -396,20 +522,31 @@ std::vector<double> ReplicaQueue::TtftQuantiles(const QueueState& s, double rate
   const size_t waiting = s.pi.size() - 2;  // c - 1
   auto tail = [&](double t) {
     double p = 0;
-    for (const auto& [n, weight] : ctx.states) {
-      p += weight * TtftTail(static_cast<int64_t>(n), ctx.first[n], t);
+    for (size_t i = 0; i < ctx.states.size(); ++i) {
+      const auto& [n, weight] = ctx.states[i];
+      p += weight * TtftTail(static_cast<int64_t>(n), ctx.first[i], t);
     }
     if (s.wait_probability > 0) {
       // Waiting arrivals: the slot wait's mean added to the time of a joiner of c - 1.
       p += s.wait_probability *
-           TtftTail(static_cast<int64_t>(waiting), ctx.first[waiting], t - ctx.wait_mean);
+           TtftTail(static_cast<int64_t>(waiting), ctx.first[ctx.waiting], t - ctx.wait_mean);
     }
     return p;
   };
-  TtftSearch search{ctx.states, ctx.first, s.wait_probability, ctx.wait_mean, waiting, ctx.known};
-  for (size_t i = 0; i < quantiles.size(); ++i) {
+  TtftSearch search{ctx.states,    ctx.first,   s.wait_probability,
+                    ctx.wait_mean, ctx.waiting, ctx.known};
+  // The highest level first: the first sums land in the far tail (the bounds settle the steps
+  // above it), where they bracket the highest quantile, and the lower levels start from those
+  // sums. Each level's answer is its own bisection's, whatever the order.
+  for (size_t done = 0; done < quantiles.size(); ++done) {
+    size_t i = 0;
+    for (size_t k = 0; k < quantiles.size(); ++k) {
+      const bool open = out[k] == kInfinity;
+      if (open && (out[i] != kInfinity || quantiles[k] > quantiles[i])) i = k;
+    }
     double a = ctx.low, b = ctx.high;
     const double threshold = 1 - quantiles[i];
+    if (!straightforward_) search.Probe(a, b, threshold);
     for (int k = 0; k < 30 && b - a > 2e-3 * b; ++k) {
       const double mid = (a + b) / 2;
       const bool above = straightforward_ ? tail(mid) > threshold : search.Above(mid, threshold);
@@ -417,7 +554,6 @@ std::vector<double> ReplicaQueue::TtftQuantiles(const QueueState& s, double rate
     }
     out[i] = b;
   }
-  return out;
 }
 
 double ReplicaQueue::TpotQuantile(const QueueState& s, double quantile) const {

@@ -9,7 +9,9 @@
 // one per thread, not thread-safe.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -50,6 +52,8 @@ class ReplicaQueue {
 
   // The chain at `requests_per_second` with at most `concurrency` (clamped to 1..max) running.
   QueueState Solve(double requests_per_second, int64_t concurrency) const;
+  // The same into `out`, its vector's capacity kept (no allocation once it has grown).
+  void Solve(double requests_per_second, int64_t concurrency, QueueState& out) const;
   // The `quantile` (0 < q < 1) over requests of `metric` in `state` at `requests_per_second`;
   // +inf when unstable. E2E is the TTFT quantile plus output_len - 1 steps at the TPOT quantile
   // (an upper bound).
@@ -58,15 +62,21 @@ class ReplicaQueue {
   // TTFT quantiles at several levels at once (sharing the per-state work); +inf when unstable.
   std::vector<double> TtftQuantiles(const QueueState& state, double requests_per_second,
                                     const std::vector<double>& quantiles) const;
+  // The same into out[i] for quantiles[i] (out.size() == quantiles.size()), allocating nothing
+  // once this queue has been asked about as many pooled states before.
+  void TtftQuantiles(const QueueState& state, double requests_per_second,
+                     std::span<const double> quantiles, std::span<double> out) const;
   // The queue wait's quantile alone (0 when fewer than 1 - q of the requests wait).
   double WaitQuantile(const QueueState& state, double quantile) const;
   // true: TtftQuantiles evaluates the whole tail at every step of its bisection (the
   // straightforward search, kept for the tests). false (default): the same bisection, each step
-  // decided from bounds when they settle it (see TtftSearch in queueing.cc); the same answers
-  // to the last bit.
+  // decided from bounds when they settle it, the sums taken where the bisection is estimated to
+  // end (see TtftSearch in queueing.cc); the same answers to the last bit.
   void UseStraightforwardSearch(bool on) { straightforward_ = on; }
 
  private:
+  // Poisson terms kept per step table: until 1e-4 of the probability is left, at most this many.
+  static constexpr size_t kMaxKinds = 24;
   // A step that k prompts join, its probability among steps and its time.
   struct StepKind {
     double probability = 0, seconds = 0;
@@ -76,20 +86,25 @@ class ReplicaQueue {
   // prompts ahead (M/D/1 in the prompt work: probability busy, exponential tail), and its own
   // step(s) with the prompts that arrive beside it.
   struct FirstToken {
-    // Per kind i of the step under way (kinds_[n]; one entry when n = 0): the request's own
-    // step(s) with j = 0, 1, ... other prompts that arrived in that step (Poisson): own_count[i]
-    // terms, their probabilities at own_probability[i x kMaxKinds + j] (0 past the last) and
-    // their times own_seconds[j] (the same for every kind).
-    std::vector<size_t> own_count;
-    std::vector<double> own_probability, own_seconds;
+    // Per kind i < kinds of the step under way (kinds_[n]; one kind when n = 0): the request's
+    // own step(s) with j = 0, 1, ... other prompts that arrived in that step (Poisson):
+    // own_count[i] terms, their probabilities at own_probability[i x kMaxKinds + j] (0 past the
+    // last) and their times own_seconds[j < own] (the same for every kind). first_kind[j]: the
+    // kinds before it have no term j (0 unless own_count rises with i).
+    size_t kinds = 0, own = 0;
+    std::array<size_t, kMaxKinds> own_count{}, first_kind{};
+    std::array<double, kMaxKinds * kMaxKinds> own_probability{};
+    std::array<double, kMaxKinds> own_seconds{};
     double busy = 0, busy_mean = 0;  // prompt-queue wait: P(wait > 0), conditional mean
     double longest = 0;              // bound for the quantile search
     // What TtftTail computes per kind of step under way, whatever the time: its length, its
     // weight (probability x length: length-biased), exp(length / busy_mean) and
     // busy_mean / length; the weights' sum; the longest step under way plus own step(s).
-    std::vector<double> width, weight, spread, scale;
+    std::array<double, kMaxKinds> width{}, weight{}, spread{}, scale{};
     double total_weight = 0, deterministic_longest = 0, max_width = 0;
   };
+  // The kinds of step under way with n running (one of length 0 when idle).
+  std::span<const StepKind> KindsAt(size_t running) const;
   void FirstTokenAt(int64_t running, double rate, FirstToken& f) const;
   // P(TTFT > t) for one arrival state (n running) with `extra` wait already added.
   double TtftTail(int64_t running, const FirstToken& f, double t) const;
@@ -106,16 +121,18 @@ class ReplicaQueue {
     double t = 0, value = 0;
     bool whole = false;
   };
-  // What TtftQuantiles works from for one state at one rate: the pooled arrival states, their
-  // first-token distributions (index n; `ready` = filled), the bisection's bracket, and the tail
-  // values summed so far.
+  // What TtftQuantiles works from for one state at one rate: the pooled arrival states (n,
+  // probability), their first-token distributions (first[i] for states[i]; the state a waiting
+  // arrival joins, c - 1, at first[waiting]), the bisection's bracket, and the tail values summed
+  // so far. Refilled in place: no allocation once its vectors have grown.
   struct TtftContext {
     bool valid = false;
     double rate = 0, wait_probability = 0, wait_mean = 0;
     std::vector<double> pi;
     std::vector<std::pair<size_t, double>> states;
+    std::vector<size_t> significant;  // PrepareTtft's scratch
     std::vector<FirstToken> first;
-    std::vector<bool> ready;
+    size_t waiting = 0;
     double low = 0, high = 0;
     std::vector<KnownTail> known;
     bool Matches(const QueueState& s, double rate) const;
@@ -130,12 +147,16 @@ class ReplicaQueue {
   StepModel step_;
   RequestMix mix_;
   double budget_ = 8192, context_ = 0, prompt_context_ = 0;
-  std::vector<double> mean_step_;             // [m] E[T], m = 0..max (0: unused)
-  std::vector<double> biased_mean_step_;      // [m] E[T^2] / E[T]: a step an arrival lands in
-  std::vector<std::vector<StepKind>> kinds_;  // [m]
-  std::vector<double> rate_;                  // completion rate with m running
-  mutable std::vector<std::vector<double>> own_seconds_;  // [n][j], filled on demand
-  mutable std::vector<double> extra_seconds_;             // [n], < 0 until computed
+  std::vector<double> mean_step_;         // [m] E[T], m = 0..max (0: unused)
+  std::vector<double> biased_mean_step_;  // [m] E[T^2] / E[T]: a step an arrival lands in
+  // The kinds of step with m running: kinds_[kind_begin_[m] .. kind_begin_[m + 1]).
+  std::vector<StepKind> kinds_;
+  std::vector<size_t> kind_begin_;
+  std::vector<double> rate_;  // completion rate with m running
+  // OwnSeconds(n, j) at own_seconds_[n x kMaxKinds + j], j < own_count_[n]: filled on demand.
+  mutable std::vector<double> own_seconds_;
+  mutable std::vector<size_t> own_count_;
+  mutable std::vector<double> extra_seconds_;  // [n], < 0 until computed
   bool straightforward_ = false;
   mutable TtftContext ttft_context_;  // the last state TtftQuantiles was asked about
 };

@@ -281,27 +281,65 @@ TEST(ReplicaQueueTest, FastTtftSearchEqualsTheStraightforwardOneExactly) {
       ReplicaQueue fast(*step, *model, mix, 256, 8192);
       ReplicaQueue reference(*step, *model, mix, 256, 8192);
       reference.UseStraightforwardSearch(true);
-      const std::vector<double> levels = {0.5, 0.9, 0.95, 0.99};
+      // The fast search takes the highest level first and starts each from the sums of the
+      // others: the levels asked in another order, or alone, give the same answers.
+      const std::vector<std::vector<double>> level_sets = {
+          {0.5, 0.9, 0.95, 0.99}, {0.99, 0.5}, {0.9}, {0.95, 0.95, 0.75}};
       int compared = 0;
       for (int64_t cap : {1, 8, 64, 256}) {
         const double capacity = fast.Solve(0, cap).capacity_requests_per_second;
         for (double load_share : {0.0, 0.3, 0.8, 0.97}) {
           const double rate = load_share * capacity;
           const QueueState state = fast.Solve(rate, cap);
-          for (int again = 0; again < 2; ++again) {
-            const std::vector<double> a = fast.TtftQuantiles(state, rate, levels);
-            const std::vector<double> b = reference.TtftQuantiles(state, rate, levels);
-            ASSERT_EQ(a.size(), b.size());
-            for (size_t i = 0; i < a.size(); ++i) {
-              EXPECT_EQ(a[i], b[i])
-                  << gpu << " cap " << cap << " load " << load_share << " P" << levels[i] * 100;
-              ++compared;
+          for (const std::vector<double>& levels : level_sets) {
+            for (int again = 0; again < 2; ++again) {
+              const std::vector<double> a = fast.TtftQuantiles(state, rate, levels);
+              const std::vector<double> b = reference.TtftQuantiles(state, rate, levels);
+              ASSERT_EQ(a.size(), b.size());
+              for (size_t i = 0; i < a.size(); ++i) {
+                EXPECT_EQ(a[i], b[i])
+                    << gpu << " cap " << cap << " load " << load_share << " P" << levels[i] * 100;
+                ++compared;
+              }
             }
           }
         }
       }
-      EXPECT_EQ(compared, 4 * 4 * 2 * 4);
+      EXPECT_EQ(compared, 4 * 4 * 2 * (4 + 2 + 1 + 3));
     }
+  }
+}
+
+// Solve into a reused state (the planner's search keeps one per choice) gives what a fresh
+// Solve gives: nothing of the previous, larger or loaded, state is left over.
+TEST(ReplicaQueueTest, SolveIntoAReusedStateEqualsAFreshOne) {
+  Result<workload::Model> model = workload::LoadModelPreset(kCatalogDir, "llama-3-8b");
+  ASSERT_TRUE(model.ok());
+  catalog::LoadOptions load;
+  load.include_user_offers = false;
+  Result<catalog::Catalog> cat = catalog::Catalog::Load(kCatalogDir, load);
+  ASSERT_TRUE(cat.ok());
+  Result<const catalog::Gpu*> g = cat->ResolveGpu("L4");
+  ASSERT_TRUE(g.ok());
+  ServeRequest layout;
+  layout.model = *model;
+  layout.gpu = **g;
+  Result<StepModel> step = StepModel::Make(layout);
+  ASSERT_TRUE(step.ok());
+  ReplicaQueue q(*step, *model, RequestMix{512, 256, 1, 0.5}, 128, 8192);
+  const double capacity = q.Solve(0, 128).capacity_requests_per_second;
+  QueueState reused;
+  const std::vector<std::pair<double, int64_t>> asks = {
+      {0.9 * capacity, 128}, {0, 8}, {0.5 * capacity, 64}, {2 * capacity, 128}, {0.1, 1}};
+  for (const auto& [rate, cap] : asks) {
+    q.Solve(rate, cap, reused);
+    const QueueState fresh = q.Solve(rate, cap);
+    EXPECT_EQ(reused.stable, fresh.stable) << rate << " " << cap;
+    EXPECT_EQ(reused.utilization, fresh.utilization) << rate << " " << cap;
+    EXPECT_EQ(reused.capacity_requests_per_second, fresh.capacity_requests_per_second);
+    EXPECT_EQ(reused.wait_probability, fresh.wait_probability) << rate << " " << cap;
+    EXPECT_EQ(reused.mean_conditional_wait, fresh.mean_conditional_wait) << rate << " " << cap;
+    EXPECT_EQ(reused.pi, fresh.pi) << rate << " " << cap;
   }
 }
 
