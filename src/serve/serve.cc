@@ -41,7 +41,10 @@ constexpr double kOverheadBytesPerGpu = 1.5 * kGiB;
 //  GGUF: the whole model's bits per weight of meta-llama/Llama-3.1-8B in llama.cpp's
 //    quantize table (ggml-org/llama.cpp@311c2c9f0ebd6e08f5b20e8827c654cebb7a41d6
 //    tools/quantize/README.md: F16 16.0005, Q8_0 8.5008, Q5_K_M 5.7036, Q4_K_M 4.8944; the k-quant
-//    mixes keep some tensors at 6 bits, embeddings and output included), applied to every weight.
+//    mixes keep some tensors at 6 bits, embeddings and output included), applied to every weight;
+//    Q4_0 (not in that table): its block, an fp16 scale and 16 bytes per 32 weights = 4.5 bits
+//    (ggml-org/llama.cpp@aca2e6ce7909064dbfbf3bd168e9ad3db1826e6c ggml/src/ggml-common.h
+//    block_q4_0).
 double BytesPerWeight(Precision p) {
   switch (p) {
     case Precision::kBf16:
@@ -67,6 +70,8 @@ double BytesPerWeight(Precision p) {
       return 5.7036 / 8;
     case Precision::kGgufQ4KM:
       return 4.8944 / 8;
+    case Precision::kGgufQ4_0:
+      return 4.5 / 8;
   }
   return 2;
 }
@@ -75,12 +80,12 @@ double BytesPerWeight(Precision p) {
 // the whole model's); the other formats keep both 16-bit.
 bool QuantisesWholeModel(Precision p) {
   return p == Precision::kGgufF16 || p == Precision::kGgufQ8_0 || p == Precision::kGgufQ5KM ||
-         p == Precision::kGgufQ4KM;
+         p == Precision::kGgufQ4KM || p == Precision::kGgufQ4_0;
 }
 
 bool IsBnb4Bit(Precision p) { return p == Precision::kBnbNf4 || p == Precision::kBnbFp4; }
 
-constexpr std::array<std::pair<Precision, std::string_view>, 14> kPrecisionNames = {{
+constexpr std::array<std::pair<Precision, std::string_view>, 15> kPrecisionNames = {{
     {Precision::kBf16, "bf16"},
     {Precision::kFp16, "fp16"},
     {Precision::kFp8, "fp8"},
@@ -95,6 +100,7 @@ constexpr std::array<std::pair<Precision, std::string_view>, 14> kPrecisionNames
     {Precision::kGgufQ8_0, "q8_0"},
     {Precision::kGgufQ5KM, "q5_k_m"},
     {Precision::kGgufQ4KM, "q4_k_m"},
+    {Precision::kGgufQ4_0, "q4_0"},
 }};
 
 constexpr std::array<std::pair<Engine, std::string_view>, kEngineCount> kEngineNames = {{
@@ -127,6 +133,7 @@ std::optional<double> MatmulPeak(const catalog::Gpu& gpu, Precision p) {
     case Precision::kGgufQ8_0:
     case Precision::kGgufQ5KM:
     case Precision::kGgufQ4KM:
+    case Precision::kGgufQ4_0:
       // dequantised to fp16 (AWQ/GPTQ and bitsandbytes 4-bit kernels are fp16; llama.cpp's
       // prompt matmuls dequantise to fp16 for cuBLAS or run its int8 MMQ kernels, taken as fp16)
       tflops = gpu.fp16_tflops;
@@ -417,7 +424,8 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
 // of its tokens picks) unless its matmuls take longer (compute-bound); prompt tokens run at the
 // prefill efficiency with causal attention 2 x layers x hidden x context each; the decodes'
 // attention reads every sequence's KV (once per query head for a kPerQueryHead kernel) or is
-// compute-bound; two all-reduces per layer (attention, MLP) of the pass's activations.
+// compute-bound; two all-reduces per layer (attention, MLP) of the pass's activations; the
+// per-layer overheads (base, the engine's, bitsandbytes' extra kernels) add to the pass.
 double StepModel::Seconds(double decode_seqs, double decode_context, double prefill_tokens,
                           double prefill_context) const {
   const double tokens = decode_seqs + prefill_tokens;

@@ -26,7 +26,7 @@ namespace fulcrum::serve {
 // outlier feature columns decomposed into a 16-bit matmul); kBnbNf4/kBnbFp4 = 4-bit weights
 // dequantised to 16-bit before each matmul of more than one token (a dequantisation pass).
 // llama.cpp GGUF types (whole-model bits per weight, k-quant mixes included): kGgufF16 "f16",
-// kGgufQ8_0 "q8_0", kGgufQ5KM "q5_k_m", kGgufQ4KM "q4_k_m".
+// kGgufQ8_0 "q8_0", kGgufQ5KM "q5_k_m", kGgufQ4KM "q4_k_m", kGgufQ4_0 "q4_0".
 enum class Precision {
   kBf16,
   kFp16,
@@ -42,6 +42,7 @@ enum class Precision {
   kGgufQ8_0,
   kGgufQ5KM,
   kGgufQ4KM,
+  kGgufQ4_0,
 };
 // KV-cache element format (vLLM --kv-cache-dtype: auto = the 16-bit model dtype, fp8).
 enum class KvPrecision { kBf16, kFp16, kFp8 };
@@ -83,7 +84,8 @@ struct EngineProfile {
 
 // A serving engine's kernels relative to the reference engine (TensorRT-LLM, whose published
 // tables fit the base constants): factors on the bandwidth and matmul/attention efficiencies
-// (each product capped at 1), and extra host/launch time per layer of each forward pass.
+// (each product capped at 1), and its extra time per layer of each forward pass (Python,
+// kernel launches and gaps), added to the pass.
 struct EngineEfficiency {
   double bandwidth_factor = 1;
   double gemm_factor = 1;
@@ -105,16 +107,17 @@ struct ServeCalibration {
   double decode_bandwidth_efficiency = 0.8;
   // Kernel launches, norms, rotary, sampling: fixed time per layer of each forward pass.
   double per_layer_overhead_seconds = 5e-6;
-  // Per engine (indexed by Engine), the reference TensorRT-LLM's entry stays 1, 1, 0. Priors:
-  // the Python engines no slower than the reference; HF generate runs each layer's kernels from
-  // eager Python (~0.2 ms per layer of launch and host time, an assumption the fit replaces).
+  // Per engine (indexed by Engine), the reference TensorRT-LLM's entry stays 1, 1, 0; an engine
+  // with rows from fewer than two sources keeps its prior (fitting it would leave nothing to
+  // score it on). Priors: no slower than the reference; HF generate runs each layer's kernels
+  // from eager Python (~0.2 ms per layer of host time, an assumption the fit replaces).
   std::array<EngineEfficiency, kEngineCount> engines = {
       EngineEfficiency{}, EngineEfficiency{}, EngineEfficiency{}, EngineEfficiency{1, 1, 2e-4},
       EngineEfficiency{}};
   EngineEfficiency& engine(Engine e) { return engines[static_cast<size_t>(e)]; }
   const EngineEfficiency& engine(Engine e) const { return engines[static_cast<size_t>(e)]; }
-  // bitsandbytes' extra kernels per layer of each forward pass (activation quantisation, outlier
-  // extraction, 4-bit dequantisation launches), seconds. Priors, replaced by the fit.
+  // bitsandbytes' extra time per layer of each forward pass (activation quantisation, outlier
+  // extraction, 4-bit dequantisation kernels), seconds. Priors, replaced by the fit.
   double bnb_4bit_per_layer_seconds = 1e-4;
   double bnb_int8_per_layer_seconds = 3e-4;
   // The training calibration whose link efficiencies and latencies the tensor-parallel
@@ -137,7 +140,7 @@ struct ServeLatencyBand {
 const ServeLatencyBand& DefaultServeLatencyBand();
 
 // "bf16 fp16 fp8 fp4 int8 int8-weight-only int4-weight-only bnb-int8 bnb-nf4 bnb-fp4 f16 q8_0
-// q5_k_m q4_k_m"; InvalidInput naming the nearest.
+// q5_k_m q4_k_m q4_0"; InvalidInput naming the nearest.
 Result<Precision> ParsePrecision(std::string_view text);
 Result<KvPrecision> ParseKvPrecision(std::string_view text);
 std::string_view PrecisionName(Precision precision);
