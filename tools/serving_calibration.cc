@@ -519,7 +519,19 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
          "~30 %: fixed per-request host and launch costs beyond the per-layer overhead are not "
          "modelled (a per-pass constant did not improve the left-out error).\n"
          "- Memory rows: two vLLM start-up logs of one GPU and model; more published logs "
-         "(other GPUs, tensor parallelism, fp8 KV cache) would make the 10 % claim broad.\n";
+         "(other GPUs, tensor parallelism, fp8 KV cache) would make the 10 % claim broad.\n"
+         "- hf: its three sources are three software stacks (transformers 4.46 generate with "
+         "bitsandbytes, 2023 generate with GPTQ kernels, AutoAWQ's own loop over fused layers); "
+         "one set of hf factors fitted on two of them does not carry to the third, hence the "
+         "left-out error. On H100 the bitsandbytes rows decode no faster than on an RTX 4090 "
+         "(host-bound eager Python), which an additive per-layer time cannot express.\n"
+         "- llama.cpp prompt processing: its quantised matmul kernels reach a similar 5000-7000 "
+         "tokens/s for an 8B model on most GPUs rather than a fixed share of each tensor peak, so "
+         "the A100/A40/A6000 prefill rows are predicted up to ~2x too fast.\n"
+         "- vllm: two fixed-batch rows of one source (the Buildkite latency tests), so its "
+         "factors keep the reference's values and its figure is the TensorRT-LLM-fitted model's "
+         "error on vLLM; sglang: no fixed-batch row with full settings was found (the gathered "
+         "ShareGPT and wave runs are listed as not taken in data/calibration/README.md).\n";
   out << "\n### Inference, per row\n\n"
          "| id | model | gpu | tp | precision | batch | in/out | measured | predicted | error | "
          "left-out error |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
