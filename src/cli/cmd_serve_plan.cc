@@ -353,6 +353,7 @@ void RegisterServePlan(CLI::App* cmd, CliContext& ctx) {
       serve::ServePlanSummary summary;
       summary.model_name = p.request.model.name;
       summary.parameters = workload::ParameterCount(p.request.model);
+      summary.engine = p.request.engine.engine;
       summary.precision = p.request.precision;
       summary.input_len = p.request.input_len;
       summary.output_len = p.request.output_len;

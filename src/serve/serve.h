@@ -178,6 +178,8 @@ struct ServeRequest {
   Precision precision = Precision::kBf16;
   KvPrecision kv_precision = KvPrecision::kBf16;
   DecodeAttention decode_attention = DecodeAttention::kGrouped;
+  // What runs it (serve/engine.h loads the profiles): checked against the GPU, precision and
+  // batching, and it picks the engine's fitted factors of ServeCalibration::engines.
   EngineProfile engine;
   // Tokens of the engine's largest forward pass, whose activations it reserves at start-up, and
   // under continuous batching the token budget of each step that decodes and prefill chunks
