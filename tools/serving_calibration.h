@@ -18,14 +18,19 @@
 namespace fulcrum::calibrate {
 
 enum class ServingMetric {
-  kOutputTokensPerSecondPerGpu,  // batch x output tokens over the run's wall time / tp
-  kTtftSeconds,                  // time to first token of the batch
+  kOutputTokensPerSecondPerGpu,     // batch x output tokens over the run's wall time / tp
+  kTtftSeconds,                     // time to first token of the batch
+  kTpotSeconds,                     // one decode step (time per output token)
+  kPrefillTokensPerSecond,          // batch x input tokens over the prefill time (whole model)
+  kDecodeTokensPerSecondPerGpu,     // batch / time per decode step / tp (decode steps only)
+  kOutputTokensPerSecondPerStream,  // 1 / time per decode step: one sequence's decode rate
   kKvCacheTokens,  // tokens the engine's KV cache holds (vLLM "GPU KV cache size"); no fitted
                    // constant (memory), so these rows are scored but not fitted on
 };
 
 struct ServingRow {
   std::string id, family, framework, source;
+  std::string engine;  // ParseEngine's name; request.engine holds its catalog profile
   std::string model_name, gpu_name, precision;
   ServingMetric metric = ServingMetric::kOutputTokensPerSecondPerGpu;
   double measured = 0;
@@ -40,7 +45,9 @@ Result<std::vector<ServingRow>> LoadServingRows(const std::string& root);
 std::optional<double> PredictServing(const ServingRow& row,
                                      const serve::ServeCalibration& calibration);
 
-// Fit from the priors (ServeCalibration's member initialisers).
+// Fit from the priors (ServeCalibration's member initialisers) in two stages: the base
+// constants on the reference engine's rows (TensorRT-LLM), then each other engine's factors and
+// the bitsandbytes overheads on that engine's rows with the base held.
 // `links`: the training calibration the TP all-reduce uses (see ServeCalibration::links).
 serve::ServeCalibration FitServing(const std::vector<const ServingRow*>& rows,
                                    const estimate::TimeCalibration& links);
@@ -48,6 +55,8 @@ serve::ServeCalibration FitServing(const std::vector<const ServingRow*>& rows,
 struct ServingReport {
   serve::ServeCalibration fitted;
   std::map<std::string, serve::ServeCalibration> left_out;  // family -> fit without it
+  // Over the rows of the continuous-batching engines with published serving tables (trtllm,
+  // vllm, sglang): what serve-plan's targets are compared with.
   serve::ServeLatencyBand band;
 };
 ServingReport FitServingReport(const std::vector<ServingRow>& rows,

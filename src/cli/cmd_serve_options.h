@@ -22,9 +22,10 @@ namespace fulcrum::cli {
 struct ServeModelOptions {
   estimate::EstimateRequest model;  // only the model fields are used
   int64_t input_len = 512, output_len = 128;
-  std::string precision = "bf16";
+  std::string precision;     // "" = the engine's first (bf16; llama.cpp f16)
   std::string kv_precision;  // "" = bf16, fp16 where the GPU has no bf16
-  std::string batching = "continuous";
+  std::string engine = "vllm";
+  std::string batching;       // "" = the engine's default
   int64_t prefill_chunk = 0;  // 0 = the engine's default
 };
 
@@ -34,11 +35,26 @@ struct ResolvedServeModel {
   workload::Model model;
   serve::Precision precision = serve::Precision::kBf16;
   std::optional<serve::KvPrecision> kv_precision;
-  serve::Batching batching = serve::Batching::kContinuous;
 };
 
+// `engine`: whose first precision is the default.
 Result<ResolvedServeModel> ResolveServeModel(const ServeModelOptions& o,
-                                             const std::string& catalog_dir);
+                                             const std::string& catalog_dir,
+                                             const serve::EngineProfile& engine);
+// `text`, or the engine's default precision when it is empty.
+Result<serve::Precision> ResolvePrecision(const std::string& text,
+                                          const serve::EngineProfile& engine);
+
+// The engine (catalog/serving_engines.csv), its batching ("" = its default; one it runs) and the
+// step's token budget (0 = its default; hf: ServeRequest's default, used for memory only).
+struct ResolvedServeEngine {
+  serve::EngineProfile profile;
+  serve::Batching batching = serve::Batching::kContinuous;
+  int64_t prefill_chunk = 0;  // 0 = ServeRequest::max_batched_tokens' default
+};
+Result<ResolvedServeEngine> ResolveServeEngine(const std::string& engine,
+                                               const std::string& batching, int64_t prefill_chunk,
+                                               const std::string& catalog_dir);
 
 // The "memory" object of serve-estimate and of each serve-plan candidate.
 nlohmann::json ServeMemoryJson(const serve::ServeMemory& memory);

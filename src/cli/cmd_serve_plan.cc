@@ -30,6 +30,13 @@ constexpr const char* kFooter = R"(Examples:
   fulcrum serve-plan examples/llama-8b-chatbot-serve.yaml --html serve.html
   fulcrum serve-plan --model llama-3-8b --requests-per-second 5 --output-len 256 --ttft-p99 2s --tpot-p90 50ms
   fulcrum serve-plan --model llama-2-70b --precision fp8 --gpus H100-SXM,H200 --batching static --concurrency 64 --json
+  fulcrum serve-plan --model llama-3-8b --engine hf --precision bnb-nf4 --requests-per-second 1 --tpot-p90 100ms
+
+Engines: --engine vllm (default) | sglang | trtllm | hf | llama.cpp (spec key engine:), each with
+its scheduler, default --prefill-chunk, precisions and GPU vendors from
+catalog/serving_engines.csv and its own fitted kernel efficiency; offers whose GPU the engine
+cannot run on, or whose tensor cores lack the precision, are left out. hf is static batching
+only (model.generate on a padded batch).
 
 Scheduling: --batching continuous (default; vLLM, SGLang, TensorRT-LLM in-flight batching) sizes
 each replica with a queueing model of the engine at the offered load: requests arrive (Poisson,
@@ -54,11 +61,12 @@ JSON: {"candidates": [{"provider", "instance_type", "gpu", "gpu_count" (GPUs per
 "ttft_p50_seconds" ... "ttft_p99_seconds", "tpot_p50_seconds" ... "tpot_p99_seconds",
 "e2e_p90_seconds", "e2e_p99_seconds", "queue_wait_p90_seconds"}, "throughput":
 {"output_tokens_per_second"}, "cost": {"usd_per_hour", "usd_per_million_output_tokens",
-"usd_per_million_input_tokens"}, "warnings"}], "latency_band": {...}}, cheapest per output
+"usd_per_million_input_tokens"}, "warnings"}], "latency_band": {...}, "engine", "scheduler",
+"batching"}, cheapest per output
 token first. On-demand prices; without --requests-per-second each offer is one instance whose
 replicas run at the highest load meeting the targets. Each $ per million figure charges the
 whole bill to that token kind. A YAML spec (first argument) gives the same fields (model,
-precision, kv_precision, batching, prefill_chunk, input_len, output_len, traffic:
+engine, precision, kv_precision, batching, prefill_chunk, input_len, output_len, traffic:
 {requests_per_second, arrival, input_len, output_len: N | {mean, p90}, concurrency}, targets,
 tp, gpus, providers, top); flags override it.)";
 
@@ -115,6 +123,7 @@ Result<serve::ServeSpec> MergedSpec(const ServePlanOptions& o, const CLI::App& c
   }
   if (given("--precision")) spec.precision = o.model.precision;
   if (given("--kv-precision")) spec.kv_precision = o.model.kv_precision;
+  if (given("--engine")) spec.engine = o.model.engine;
   if (given("--batching")) spec.batching = o.model.batching;
   if (given("--prefill-chunk")) spec.prefill_chunk = o.model.prefill_chunk;
   if (given("--arrival")) spec.arrival = o.arrival;
@@ -153,14 +162,20 @@ Status CheckPositive(const std::optional<double>& v, const std::string& field) {
 Result<serve::ServePlanRequest> RequestFor(const serve::ServeSpec& spec,
                                            const std::string& catalog_dir) {
   serve::ServePlanRequest r;
+  FULCRUM_ASSIGN_OR_RETURN(
+      ResolvedServeEngine engine,
+      ResolveServeEngine(spec.engine, spec.batching, spec.prefill_chunk.value_or(0), catalog_dir));
+  r.engine = engine.profile;
+  r.batching = engine.batching;
+  r.prefill_chunk = engine.prefill_chunk;
   ServeModelOptions m;
   m.model.model = spec.model_preset;
   m.model.hf_config = spec.hf_config_path;
-  if (!spec.precision.empty()) m.precision = spec.precision;
+  m.precision = spec.precision;
   m.kv_precision = spec.kv_precision;
   if (!spec.model_yaml.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(r.model, workload::ParseModelYaml(spec.model_yaml, spec.origin));
-    FULCRUM_ASSIGN_OR_RETURN(r.precision, serve::ParsePrecision(m.precision));
+    FULCRUM_ASSIGN_OR_RETURN(r.precision, ResolvePrecision(m.precision, engine.profile));
     if (!m.kv_precision.empty()) {
       FULCRUM_ASSIGN_OR_RETURN(r.kv_precision, serve::ParseKvPrecision(m.kv_precision));
     }
@@ -170,7 +185,8 @@ Result<serve::ServePlanRequest> RequestFor(const serve::ServeSpec& spec,
         ": model: expected a model (a spec's model or hf_config, or --model / --hf-config), "
         "found none");
   } else {
-    FULCRUM_ASSIGN_OR_RETURN(ResolvedServeModel resolved, ResolveServeModel(m, catalog_dir));
+    FULCRUM_ASSIGN_OR_RETURN(ResolvedServeModel resolved,
+                             ResolveServeModel(m, catalog_dir, engine.profile));
     r.model = resolved.model;
     r.precision = resolved.precision;
     r.kv_precision = resolved.kv_precision;
@@ -186,16 +202,6 @@ Result<serve::ServePlanRequest> RequestFor(const serve::ServeSpec& spec,
                                   std::to_string(*spec.concurrency));
     }
     r.concurrency = spec.concurrency;
-  }
-  if (!spec.batching.empty()) {
-    FULCRUM_ASSIGN_OR_RETURN(r.batching, serve::ParseBatching(spec.batching));
-  }
-  if (spec.prefill_chunk) {
-    if (*spec.prefill_chunk < 1) {
-      return Status::InvalidInput("--prefill-chunk: expected at least 1 token, found " +
-                                  std::to_string(*spec.prefill_chunk));
-    }
-    r.prefill_chunk = *spec.prefill_chunk;
   }
   if (!spec.arrival.empty() && spec.arrival != "poisson" && spec.arrival != "constant") {
     return Status::InvalidInput("--arrival: expected poisson or constant, found '" + spec.arrival +
@@ -347,6 +353,7 @@ void RegisterServePlan(CLI::App* cmd, CliContext& ctx) {
       serve::ServePlanSummary summary;
       summary.model_name = p.request.model.name;
       summary.parameters = workload::ParameterCount(p.request.model);
+      summary.engine = p.request.engine.engine;
       summary.precision = p.request.precision;
       summary.input_len = p.request.input_len;
       summary.output_len = p.request.output_len;
@@ -363,6 +370,9 @@ void RegisterServePlan(CLI::App* cmd, CliContext& ctx) {
       for (const serve::ServeCandidate& c : cs) list.push_back(CandidateJson(c));
       const serve::ServeLatencyBand& b = p.request.band;
       PrintJson(ctx, {{"candidates", list},
+                      {"engine", serve::EngineName(p.request.engine.engine)},
+                      {"scheduler", p.request.engine.scheduler},
+                      {"batching", serve::BatchingName(p.request.batching)},
                       {"latency_band",
                        {{"ttft_p50_ratio", b.ttft_p50_ratio},
                         {"ttft_p90_ratio", b.ttft_p90_ratio},

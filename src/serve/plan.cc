@@ -170,6 +170,7 @@ ServeRequest RequestOn(const Layout& layout, const ServePlanRequest& r) {
   s.input_len = r.input_len;
   s.output_len = r.output_len;
   s.batching = r.batching;
+  s.engine = r.engine;
   if (r.prefill_chunk > 0) s.max_batched_tokens = r.prefill_chunk;
   return s;
 }
@@ -428,7 +429,7 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     }
     const KvPrecision kv =
         r.kv_precision.value_or(gpu->bf16_tflops ? KvPrecision::kBf16 : KvPrecision::kFp16);
-    if (!CheckSupport(*gpu, r.precision, kv).ok()) {
+    if (!CheckSupport(*gpu, r.precision, kv, r.engine).ok()) {
       ++tally.unsupported;
       continue;
     }

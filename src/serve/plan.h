@@ -23,6 +23,7 @@ struct ServePlanRequest {
   std::optional<KvPrecision> kv_precision;    // nullopt = bf16, fp16 where the GPU has no bf16
   int64_t input_len = 512, output_len = 128;  // mean tokens per request
   Batching batching = Batching::kContinuous;
+  EngineProfile engine;  // what it runs and on which GPUs; its fitted kernel efficiency
   // The step's token budget under continuous batching (--prefill-chunk); 0 = the engine's
   // default (ServeRequest::max_batched_tokens).
   int64_t prefill_chunk = 0;

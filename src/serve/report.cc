@@ -75,7 +75,8 @@ std::string ServePlanHtml(const std::vector<ServeCandidate>& candidates,
                                   : std::string("one instance per offer at full load");
   return plan::HtmlPage(
       "fulcrum serve-plan: " + s.model_name,
-      fmt::format("<p>{:.2f} B parameters, {}, {} input / {} output tokens per request, {}. {} "
+      fmt::format("<p>{:.2f} B parameters, engine {}, {}, {} input / {} output tokens per request, "
+                  "{}. {} "
                   "candidates (offer x tensor-parallel layout), on-demand prices.</p>\n"
                   "<h2>Time per output token vs cost</h2>\n<p>blue: the Pareto front; orange: "
                   "the top {} by $ per million output tokens (labels are ranks).</p>\n{}"
@@ -83,8 +84,8 @@ std::string ServePlanHtml(const std::vector<ServeCandidate>& candidates,
                   "<th>replicas</th><th>sequences</th><th>TTFT ms (est / P90)</th><th>TPOT ms "
                   "(est / P90)</th><th>$/h</th><th>$/M out</th><th>util</th></tr></thead>"
                   "<tbody>\n{}</tbody></table>\n",
-                  s.parameters / 1e9, PrecisionName(s.precision), s.input_len, s.output_len,
-                  HtmlEscape(traffic), candidates.size(), s.top,
+                  s.parameters / 1e9, EngineName(s.engine), PrecisionName(s.precision), s.input_len,
+                  s.output_len, HtmlEscape(traffic), candidates.size(), s.top,
                   plan::ScatterSvg(points, front, axes), Rows(candidates, s.top)));
 }
 

@@ -12,6 +12,7 @@ namespace fulcrum::serve {
 
 struct ServePlanSummary {
   std::string model_name;
+  Engine engine = Engine::kVllm;
   double parameters = 0;
   Precision precision = Precision::kBf16;
   int64_t input_len = 0, output_len = 0;

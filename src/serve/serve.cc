@@ -33,6 +33,18 @@ constexpr double kOverheadBytesPerGpu = 1.5 * kGiB;
 //  fp4: NVFP4, 4 bits + an FP8 scale per 16 elements (NVIDIA, "Introducing NVFP4", developer
 //    blog 2025): 0.5 + 1/16.
 //  fp8, int8, int8-weight-only: 1 byte (per-tensor or per-channel scales, negligible).
+//  bnb-int8: LLM.int8() int8 weights with one fp32 scale per row (Dettmers et al., "LLM.int8():
+//    8-bit Matrix Multiplication for Transformers at Scale", NeurIPS 2022, sec. 3): 1 byte.
+//  bnb-nf4, bnb-fp4: 4 bits + an fp32 absmax per block of 64 (Dettmers et al., "QLoRA", NeurIPS
+//    2023, sec. 3: "32/64 = 0.5 bits per parameter"; transformers BitsAndBytesConfig
+//    bnb_4bit_use_double_quant defaults to False): 0.5 + 4/64.
+//  GGUF: the whole model's bits per weight of meta-llama/Llama-3.1-8B in llama.cpp's
+//    quantize table (ggml-org/llama.cpp@311c2c9f0ebd6e08f5b20e8827c654cebb7a41d6
+//    tools/quantize/README.md: F16 16.0005, Q8_0 8.5008, Q5_K_M 5.7036, Q4_K_M 4.8944; the k-quant
+//    mixes keep some tensors at 6 bits, embeddings and output included), applied to every weight;
+//    Q4_0 (not in that table): its block, an fp16 scale and 16 bytes per 32 weights = 4.5 bits
+//    (ggml-org/llama.cpp@aca2e6ce7909064dbfbf3bd168e9ad3db1826e6c ggml/src/ggml-common.h
+//    block_q4_0).
 double BytesPerWeight(Precision p) {
   switch (p) {
     case Precision::kBf16:
@@ -41,16 +53,39 @@ double BytesPerWeight(Precision p) {
     case Precision::kFp8:
     case Precision::kInt8:
     case Precision::kInt8WeightOnly:
+    case Precision::kBnbInt8:
       return 1;
     case Precision::kFp4:
       return 0.5 + 1.0 / 16;
     case Precision::kInt4WeightOnly:
       return 0.5 + 2.5 / 128;
+    case Precision::kBnbNf4:
+    case Precision::kBnbFp4:
+      return 0.5 + 4.0 / 64;
+    case Precision::kGgufF16:
+      return 16.0005 / 8;
+    case Precision::kGgufQ8_0:
+      return 8.5008 / 8;
+    case Precision::kGgufQ5KM:
+      return 5.7036 / 8;
+    case Precision::kGgufQ4KM:
+      return 4.8944 / 8;
+    case Precision::kGgufQ4_0:
+      return 4.5 / 8;
   }
   return 2;
 }
 
-constexpr std::array<std::pair<Precision, std::string_view>, 7> kPrecisionNames = {{
+// GGUF files quantise the embeddings and the output head too (their bits per weight above are
+// the whole model's); the other formats keep both 16-bit.
+bool QuantisesWholeModel(Precision p) {
+  return p == Precision::kGgufF16 || p == Precision::kGgufQ8_0 || p == Precision::kGgufQ5KM ||
+         p == Precision::kGgufQ4KM || p == Precision::kGgufQ4_0;
+}
+
+bool IsBnb4Bit(Precision p) { return p == Precision::kBnbNf4 || p == Precision::kBnbFp4; }
+
+constexpr std::array<std::pair<Precision, std::string_view>, 15> kPrecisionNames = {{
     {Precision::kBf16, "bf16"},
     {Precision::kFp16, "fp16"},
     {Precision::kFp8, "fp8"},
@@ -58,6 +93,22 @@ constexpr std::array<std::pair<Precision, std::string_view>, 7> kPrecisionNames 
     {Precision::kInt8, "int8"},
     {Precision::kInt8WeightOnly, "int8-weight-only"},
     {Precision::kInt4WeightOnly, "int4-weight-only"},
+    {Precision::kBnbInt8, "bnb-int8"},
+    {Precision::kBnbNf4, "bnb-nf4"},
+    {Precision::kBnbFp4, "bnb-fp4"},
+    {Precision::kGgufF16, "f16"},
+    {Precision::kGgufQ8_0, "q8_0"},
+    {Precision::kGgufQ5KM, "q5_k_m"},
+    {Precision::kGgufQ4KM, "q4_k_m"},
+    {Precision::kGgufQ4_0, "q4_0"},
+}};
+
+constexpr std::array<std::pair<Engine, std::string_view>, kEngineCount> kEngineNames = {{
+    {Engine::kVllm, "vllm"},
+    {Engine::kSglang, "sglang"},
+    {Engine::kTrtllm, "trtllm"},
+    {Engine::kHf, "hf"},
+    {Engine::kLlamaCpp, "llama.cpp"},
 }};
 
 std::vector<std::string> AllPrecisionNames() {
@@ -76,7 +127,19 @@ std::optional<double> MatmulPeak(const catalog::Gpu& gpu, Precision p) {
     case Precision::kFp16:
     case Precision::kInt8WeightOnly:
     case Precision::kInt4WeightOnly:
-      tflops = gpu.fp16_tflops;  // dequantised to fp16 (AWQ/GPTQ kernels are fp16)
+    case Precision::kBnbNf4:
+    case Precision::kBnbFp4:
+    case Precision::kGgufF16:
+    case Precision::kGgufQ8_0:
+    case Precision::kGgufQ5KM:
+    case Precision::kGgufQ4KM:
+    case Precision::kGgufQ4_0:
+      // dequantised to fp16 (AWQ/GPTQ and bitsandbytes 4-bit kernels are fp16; llama.cpp's
+      // prompt matmuls dequantise to fp16 for cuBLAS or run its int8 MMQ kernels, taken as fp16)
+      tflops = gpu.fp16_tflops;
+      break;
+    case Precision::kBnbInt8:  // int8 matmul where the GPU has int8 tensor cores
+      tflops = gpu.int8_tops ? gpu.int8_tops : gpu.fp16_tflops;
       break;
     case Precision::kFp8:
       tflops = gpu.fp8_tflops;
@@ -136,6 +199,27 @@ std::string_view BatchingName(Batching batching) {
   return batching == Batching::kStatic ? "static" : "continuous";
 }
 
+std::vector<std::string> EngineNames() {
+  std::vector<std::string> names;
+  for (const auto& [e, name] : kEngineNames) names.emplace_back(name);
+  return names;
+}
+
+Result<Engine> ParseEngine(std::string_view text) {
+  for (const auto& [e, name] : kEngineNames) {
+    if (text == name) return e;
+  }
+  return InputError(Detail("engine", "one of " + JoinNames(EngineNames()), std::string(text),
+                           NearestNames(text, EngineNames())));
+}
+
+std::string_view EngineName(Engine engine) {
+  for (const auto& [e, name] : kEngineNames) {
+    if (e == engine) return name;
+  }
+  return "?";
+}
+
 Result<KvPrecision> ParseKvPrecision(std::string_view text) {
   if (text == "bf16") return KvPrecision::kBf16;
   if (text == "fp16") return KvPrecision::kFp16;
@@ -160,9 +244,45 @@ std::vector<Precision> SupportedPrecisions(const catalog::Gpu& gpu) {
   return out;
 }
 
-Status CheckSupport(const catalog::Gpu& gpu, Precision precision, KvPrecision kv) {
+namespace {
+
+// The engine's own limits: the GPU's vendor, then the precision (before the GPU's tensor cores,
+// so that "llama.cpp cannot run fp8" is said on a GPU that has fp8).
+Status CheckEngine(const catalog::Gpu& gpu, Precision precision, const EngineProfile& engine) {
+  const std::string name(EngineName(engine.engine));
+  if (!engine.vendors.empty() &&
+      std::find(engine.vendors.begin(), engine.vendors.end(), gpu.vendor) == engine.vendors.end()) {
+    return Status::InvalidInput("engine: " + name + " runs on " + JoinNames(engine.vendors) +
+                                " GPUs only (catalog/serving_engines.csv); " + gpu.name + " is " +
+                                (gpu.vendor.empty() ? std::string("of no known vendor")
+                                                    : "an " + gpu.vendor + " GPU"))
+        .WithDetail(Detail("engine", "an engine that runs on " + gpu.name, name));
+  }
+  if (engine.precisions.empty() || std::find(engine.precisions.begin(), engine.precisions.end(),
+                                             precision) != engine.precisions.end()) {
+    return Status::Ok();
+  }
+  std::vector<std::string> can;
+  for (Precision p : engine.precisions) can.emplace_back(PrecisionName(p));
+  return Status::InvalidInput("precision: engine " + name + " cannot run " +
+                              std::string(PrecisionName(precision)) +
+                              " (catalog/serving_engines.csv); it runs: " + JoinNames(can))
+      .WithDetail(Detail("precision", "a precision engine " + name + " runs",
+                         std::string(PrecisionName(precision)), can));
+}
+
+}  // namespace
+
+Status CheckSupport(const catalog::Gpu& gpu, Precision precision, KvPrecision kv,
+                    const EngineProfile& engine) {
+  FULCRUM_RETURN_IF_ERROR(CheckEngine(gpu, precision, engine));
   std::vector<std::string> supported;
-  for (Precision p : SupportedPrecisions(gpu)) supported.emplace_back(PrecisionName(p));
+  for (Precision p : SupportedPrecisions(gpu)) {
+    if (engine.precisions.empty() || std::find(engine.precisions.begin(), engine.precisions.end(),
+                                               p) != engine.precisions.end()) {
+      supported.emplace_back(PrecisionName(p));
+    }
+  }
   if (!MatmulPeak(gpu, precision)) {
     return Status::InvalidInput(
                "precision: GPU " + gpu.name + " has no " + std::string(PrecisionName(precision)) +
@@ -180,8 +300,23 @@ Status CheckSupport(const catalog::Gpu& gpu, Precision precision, KvPrecision kv
   return Status::Ok();
 }
 
+Status CheckBatching(const EngineProfile& engine, Batching batching) {
+  if (engine.batching.empty() || std::find(engine.batching.begin(), engine.batching.end(),
+                                           batching) != engine.batching.end()) {
+    return Status::Ok();
+  }
+  std::vector<std::string> modes;
+  for (Batching b : engine.batching) modes.emplace_back(BatchingName(b));
+  const std::string name(EngineName(engine.engine));
+  return Status::InvalidInput("batching: engine " + name + " runs " + JoinNames(modes) +
+                              " batching only (" + engine.scheduler + ")")
+      .WithDetail(Detail("batching", "a batching engine " + name + " runs",
+                         std::string(BatchingName(batching)), modes));
+}
+
 double WeightBytes(const workload::Model& m, Precision precision) {
   const double total = workload::ParameterCount(m);
+  if (QuantisesWholeModel(precision)) return total * BytesPerWeight(precision);
   const double unquantised = workload::EmbeddingParameterCount(m) + workload::HeadParameterCount(m);
   return (total - unquantised) * BytesPerWeight(precision) + unquantised * 2;
 }
@@ -214,7 +349,8 @@ Status Validate(const ServeRequest& r) {
   if (r.max_batched_tokens < 1) {
     return Invalid("max-batched-tokens", "at least 1", std::to_string(r.max_batched_tokens));
   }
-  return CheckSupport(r.gpu, r.precision, r.kv_precision);
+  FULCRUM_RETURN_IF_ERROR(CheckSupport(r.gpu, r.precision, r.kv_precision, r.engine));
+  return CheckBatching(r.engine, r.batching);
 }
 
 }  // namespace
@@ -248,18 +384,36 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
   }
   const double peak = *MatmulPeak(r.gpu, r.precision);
   const bool low_bit = r.precision == Precision::kFp8 || r.precision == Precision::kInt8 ||
-                       r.precision == Precision::kFp4;
+                       r.precision == Precision::kFp4 ||
+                       (r.precision == Precision::kBnbInt8 && r.gpu.int8_tops);
   const double low_bit_factor = low_bit ? calibration.low_bit_gemm_relative_efficiency : 1.0;
-  s.prefill_flops_ = peak * std::min(1.0, calibration.prefill_gemm_efficiency * low_bit_factor);
-  s.decode_flops_ = peak * std::min(1.0, calibration.decode_gemm_efficiency * low_bit_factor);
-  s.attention_flops_ = hw->peak_flops_16bit * calibration.attention_efficiency;
-  s.bandwidth_ = hw->memory_bytes_per_second * calibration.decode_bandwidth_efficiency;
+  const EngineEfficiency& engine = calibration.engine(r.engine.engine);
+  const double gemm = engine.gemm_factor;
+  s.prefill_flops_ =
+      peak * std::min(1.0, calibration.prefill_gemm_efficiency * low_bit_factor * gemm);
+  s.decode_flops_ =
+      peak * std::min(1.0, calibration.decode_gemm_efficiency * low_bit_factor * gemm);
+  s.attention_flops_ =
+      hw->peak_flops_16bit * std::min(1.0, calibration.attention_efficiency * gemm);
+  s.bandwidth_ = hw->memory_bytes_per_second *
+                 std::min(1.0, calibration.decode_bandwidth_efficiency * engine.bandwidth_factor);
   const estimate::TimeCalibration& links =
       calibration.links != nullptr ? *calibration.links : estimate::DefaultTimeCalibration();
   s.link_bytes_per_second_ = hw->intra_node_bytes_per_second *
                              (hw->nvlink ? links.nvlink_efficiency : links.pcie_efficiency);
   s.link_latency_seconds_ = links.intra_node_latency_seconds;
-  s.overhead_per_pass_ = s.layers_ * calibration.per_layer_overhead_seconds;
+  double per_layer = calibration.per_layer_overhead_seconds + engine.per_layer_overhead_seconds;
+  if (IsBnb4Bit(r.precision)) per_layer += calibration.bnb_4bit_per_layer_seconds;
+  if (r.precision == Precision::kBnbInt8) per_layer += calibration.bnb_int8_per_layer_seconds;
+  s.overhead_per_pass_ = s.layers_ * per_layer;
+  // bitsandbytes 4-bit: a pass of more than one token dequantises each weight to a 16-bit copy
+  // (written, then read by the matmul: 4 bytes a weight); one token runs the 4-bit GEMV kernel
+  // (bitsandbytes/autograd/_functions.py matmul_4bit: gemv_4bit when the input is one row).
+  if (IsBnb4Bit(r.precision)) {
+    const double unquantised =
+        workload::EmbeddingParameterCount(m) + workload::HeadParameterCount(m);
+    s.dequant_bytes_ = (workload::ParameterCount(m) - unquantised) * 4;
+  }
   // Matmul FLOPs per token: 2 x the parameters a token uses, less the input embedding lookup.
   s.linear_flops_per_token_ =
       2 * (workload::ActiveParameterCount(m) - workload::EmbeddingParameterCount(m));
@@ -270,12 +424,14 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
 // of its tokens picks) unless its matmuls take longer (compute-bound); prompt tokens run at the
 // prefill efficiency with causal attention 2 x layers x hidden x context each; the decodes'
 // attention reads every sequence's KV (once per query head for a kPerQueryHead kernel) or is
-// compute-bound; two all-reduces per layer (attention, MLP) of the pass's activations.
+// compute-bound; two all-reduces per layer (attention, MLP) of the pass's activations; the
+// per-layer overheads (base, the engine's, bitsandbytes' extra kernels) add to the pass.
 double StepModel::Seconds(double decode_seqs, double decode_context, double prefill_tokens,
                           double prefill_context) const {
   const double tokens = decode_seqs + prefill_tokens;
   double weights_read = weights_bytes_;
   if (routed_bytes_ > 0) weights_read -= routed_bytes_ * std::pow(1 - k_over_e_, tokens);
+  if (tokens > 1) weights_read += dequant_bytes_;
   const double weights_seconds = weights_read / tp_ / bandwidth_;
   const double gemm_seconds =
       decode_seqs * linear_flops_per_token_ / (tp_ * decode_flops_) +
@@ -306,6 +462,7 @@ double StepModel::ChunkedPrefillSeconds(double decode_seqs, double decode_contex
 void StepModel::DecodeParts(double decode_seqs, double decode_context, ServeSpeed& sp) const {
   double weights_read = weights_bytes_;
   if (routed_bytes_ > 0) weights_read -= routed_bytes_ * std::pow(1 - k_over_e_, decode_seqs);
+  if (decode_seqs > 1) weights_read += dequant_bytes_;
   sp.decode_memory_seconds = weights_read / tp_ / bandwidth_ + decode_seqs * decode_context *
                                                                    kv_per_token_per_gpu_ *
                                                                    kv_read_factor_ / bandwidth_;

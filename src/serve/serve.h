@@ -6,6 +6,7 @@
 // tokens per second in the names; "total" figures are the whole model's, "per_gpu" one GPU's.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -19,8 +20,30 @@
 namespace fulcrum::serve {
 
 // Weight (and matmul) number format. kInt8 = W8A8 on INT8 tensor cores (SmoothQuant); the
-// weight-only formats (AWQ/GPTQ) dequantise to 16-bit and run 16-bit matmuls.
-enum class Precision { kBf16, kFp16, kFp8, kFp4, kInt8, kInt8WeightOnly, kInt4WeightOnly };
+// weight-only formats (AWQ/GPTQ) dequantise to 16-bit and run 16-bit matmuls; kFp4 = FP4 tensor
+// cores (NVFP4).
+// bitsandbytes (HF transformers): kBnbInt8 = LLM.int8() (int8 weights, int8 matmul with the
+// outlier feature columns decomposed into a 16-bit matmul); kBnbNf4/kBnbFp4 = 4-bit weights
+// dequantised to 16-bit before each matmul of more than one token (a dequantisation pass).
+// llama.cpp GGUF types (whole-model bits per weight, k-quant mixes included): kGgufF16 "f16",
+// kGgufQ8_0 "q8_0", kGgufQ5KM "q5_k_m", kGgufQ4KM "q4_k_m", kGgufQ4_0 "q4_0".
+enum class Precision {
+  kBf16,
+  kFp16,
+  kFp8,
+  kFp4,
+  kInt8,
+  kInt8WeightOnly,
+  kInt4WeightOnly,
+  kBnbInt8,
+  kBnbNf4,
+  kBnbFp4,
+  kGgufF16,
+  kGgufQ8_0,
+  kGgufQ5KM,
+  kGgufQ4KM,
+  kGgufQ4_0,
+};
 // KV-cache element format (vLLM --kv-cache-dtype: auto = the 16-bit model dtype, fp8).
 enum class KvPrecision { kBf16, kFp16, kFp8 };
 // How the decode attention kernel reads the KV cache of a grouped-query (GQA/MQA) model.
@@ -41,6 +64,33 @@ enum class DecodeAttention { kGrouped, kPerQueryHead };
 //   whole batch's prefill.
 enum class Batching { kContinuous, kStatic };
 
+// The serving engine: its scheduler, default token budget and what it can run are data
+// (catalog/serving_engines.csv, serve/engine.h); its kernels' efficiency is fitted
+// (ServeCalibration::engines).
+enum class Engine { kVllm, kSglang, kTrtllm, kHf, kLlamaCpp };
+inline constexpr size_t kEngineCount = 5;
+
+// One row of catalog/serving_engines.csv. A default-constructed profile is vLLM with nothing
+// checked (empty lists): what unit tests and callers without the table get.
+struct EngineProfile {
+  Engine engine = Engine::kVllm;
+  std::string scheduler;              // e.g. "continuous batching with chunked prefill"
+  std::vector<Batching> batching;     // the modes it runs; the first is its default
+  int64_t prefill_chunk = 0;          // default token budget per step; 0 = whole prompts
+  std::vector<Precision> precisions;  // what it can run; empty = not checked
+  std::vector<std::string> vendors;   // GPU vendors it runs on (catalog/gpus.csv); empty = any
+  std::string source;
+};
+
+// A serving engine's kernels relative to the reference engine (TensorRT-LLM, whose published
+// tables fit the base constants): factors on the bandwidth and matmul/attention efficiencies
+// (each product capped at 1), and its extra time per layer of each forward pass (Python,
+// kernel launches and gaps), added to the pass.
+struct EngineEfficiency {
+  double bandwidth_factor = 1;
+  double gemm_factor = 1;
+  double per_layer_overhead_seconds = 0;
+};
 // The serving time model's constants, fitted on published serving benchmarks by
 // fulcrum-calibrate (tools/serving_calibration.cc) into serving_calibration_fitted.cc; the
 // member initialisers are the priors. Efficiencies are fractions of datasheet peaks.
@@ -57,6 +107,19 @@ struct ServeCalibration {
   double decode_bandwidth_efficiency = 0.8;
   // Kernel launches, norms, rotary, sampling: fixed time per layer of each forward pass.
   double per_layer_overhead_seconds = 5e-6;
+  // Per engine (indexed by Engine), the reference TensorRT-LLM's entry stays 1, 1, 0; an engine
+  // with rows from fewer than two sources keeps its prior (fitting it would leave nothing to
+  // score it on). Priors: no slower than the reference; HF generate runs each layer's kernels
+  // from eager Python (~0.2 ms per layer of host time, an assumption the fit replaces).
+  std::array<EngineEfficiency, kEngineCount> engines = {
+      EngineEfficiency{}, EngineEfficiency{}, EngineEfficiency{}, EngineEfficiency{1, 1, 2e-4},
+      EngineEfficiency{}};
+  EngineEfficiency& engine(Engine e) { return engines[static_cast<size_t>(e)]; }
+  const EngineEfficiency& engine(Engine e) const { return engines[static_cast<size_t>(e)]; }
+  // bitsandbytes' extra time per layer of each forward pass (activation quantisation, outlier
+  // extraction, 4-bit dequantisation kernels), seconds. Priors, replaced by the fit.
+  double bnb_4bit_per_layer_seconds = 1e-4;
+  double bnb_int8_per_layer_seconds = 3e-4;
   // The training calibration whose link efficiencies and latencies the tensor-parallel
   // all-reduce uses (not fitted here); null = estimate::DefaultTimeCalibration(). fulcrum-calibrate
   // passes the one it has just fitted, so that one run regenerates both fitted files consistently.
@@ -76,18 +139,29 @@ struct ServeLatencyBand {
 };
 const ServeLatencyBand& DefaultServeLatencyBand();
 
-// "bf16 fp16 fp8 fp4 int8 int8-weight-only int4-weight-only"; InvalidInput naming the nearest.
+// "bf16 fp16 fp8 fp4 int8 int8-weight-only int4-weight-only bnb-int8 bnb-nf4 bnb-fp4 f16 q8_0
+// q5_k_m q4_k_m q4_0"; InvalidInput naming the nearest.
 Result<Precision> ParsePrecision(std::string_view text);
 Result<KvPrecision> ParseKvPrecision(std::string_view text);
 std::string_view PrecisionName(Precision precision);
 // "continuous" | "static"; InvalidInput naming the nearest.
 Result<Batching> ParseBatching(std::string_view text);
 std::string_view BatchingName(Batching batching);
+// "vllm" | "sglang" | "trtllm" | "hf" | "llama.cpp"; InvalidInput (field "engine") naming the
+// nearest.
+Result<Engine> ParseEngine(std::string_view text);
+std::string_view EngineName(Engine engine);
+std::vector<std::string> EngineNames();
 // The precisions of the list above that `gpu` has tensor-core support for (from the catalog).
 std::vector<Precision> SupportedPrecisions(const catalog::Gpu& gpu);
-// Ok, or InvalidInput "GPU X has no <precision> tensor cores; it supports: ..." (detail field
-// "precision"/"kv-precision", nearest = the supported names).
-Status CheckSupport(const catalog::Gpu& gpu, Precision precision, KvPrecision kv);
+// Ok, or InvalidInput: the engine does not run on the GPU's vendor (detail field "engine") or
+// cannot run the precision ("precision", nearest = what it can run); "GPU X has no <precision>
+// tensor cores; it supports: ..." (detail field "precision"/"kv-precision", nearest = the
+// supported names).
+Status CheckSupport(const catalog::Gpu& gpu, Precision precision, KvPrecision kv,
+                    const EngineProfile& engine = EngineProfile{});
+// Ok, or InvalidInput (field "batching") naming the modes the engine runs.
+Status CheckBatching(const EngineProfile& engine, Batching batching);
 
 struct ServeRequest {
   workload::Model model;
@@ -104,6 +178,9 @@ struct ServeRequest {
   Precision precision = Precision::kBf16;
   KvPrecision kv_precision = KvPrecision::kBf16;
   DecodeAttention decode_attention = DecodeAttention::kGrouped;
+  // What runs it (serve/engine.h loads the profiles): checked against the GPU, precision and
+  // batching, and it picks the engine's fitted factors of ServeCalibration::engines.
+  EngineProfile engine;
   // Tokens of the engine's largest forward pass, whose activations it reserves at start-up, and
   // under continuous batching the token budget of each step that decodes and prefill chunks
   // share (--prefill-chunk; vLLM max_num_batched_tokens: 8192 is the order of its defaults with
@@ -180,6 +257,7 @@ class StepModel {
   double weights_bytes_ = 0, routed_bytes_ = 0, k_over_e_ = 0;
   double linear_flops_per_token_ = 0, bandwidth_ = 0, prefill_flops_ = 0, decode_flops_ = 0;
   double attention_flops_ = 0, overhead_per_pass_ = 0;
+  double dequant_bytes_ = 0;  // 16-bit copy written and read per pass of > 1 token (bnb 4-bit)
   double link_bytes_per_second_ = 0, link_latency_seconds_ = 0;
 };
 

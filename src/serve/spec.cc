@@ -15,7 +15,8 @@ namespace {
 constexpr double kPositive = YamlNode::kAboveZero;
 constexpr int64_t kMaxTokens = int64_t{1} << 24;
 
-// A name checked with a parser of serve.h (precision, batching), its error placed at the node.
+// A name checked with a parser of serve.h (precision, batching, engine), its error placed at the
+// node.
 template <typename Parse>
 Result<std::string> PrecisionField(const YamlNode& v, Parse parse) {
   FULCRUM_ASSIGN_OR_RETURN(std::string text, v.Text());
@@ -142,7 +143,7 @@ Result<ServeSpec> ParseServeYaml(std::string_view text, const std::string& origi
   FULCRUM_RETURN_IF_ERROR(
       root.CheckKeys({"model", "hf_config", "precision", "kv_precision", "input_len", "output_len",
                       "traffic", "targets", "tp", "gpus", "providers", "top", "name", "description",
-                      "batching", "prefill_chunk"},
+                      "batching", "prefill_chunk", "engine"},
                      "a mapping of serve-plan fields (model, precision, traffic, targets, ...)"));
   FULCRUM_RETURN_IF_ERROR(ParseModel(root, base_dir, spec));
   if (auto v = root.Find("precision")) {
@@ -150,6 +151,9 @@ Result<ServeSpec> ParseServeYaml(std::string_view text, const std::string& origi
   }
   if (auto v = root.Find("kv_precision")) {
     FULCRUM_ASSIGN_OR_RETURN(spec.kv_precision, PrecisionField(*v, ParseKvPrecision));
+  }
+  if (auto v = root.Find("engine")) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.engine, PrecisionField(*v, ParseEngine));
   }
   if (auto v = root.Find("batching")) {
     FULCRUM_ASSIGN_OR_RETURN(spec.batching, PrecisionField(*v, ParseBatching));

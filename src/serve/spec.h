@@ -45,7 +45,8 @@ struct ServeSpec {
       kv_precision;  // serve names (bf16, fp8, int4-weight-only, ...); "" = default
   std::optional<int64_t> input_len, output_len, concurrency;
   std::optional<double> requests_per_second;
-  std::string batching;                  // "continuous" | "static"; "" = default
+  std::string engine;    // "vllm" | "sglang" | "trtllm" | "hf" | "llama.cpp"; "" = vllm
+  std::string batching;  // "continuous" | "static"; "" = the engine's default
   std::optional<int64_t> prefill_chunk;  // tokens per continuous-batching step
   std::string arrival;                   // "poisson" | "constant"; "" = poisson
   // Output length as a distribution (traffic.output_len: {mean, p90}): its squared coefficient
@@ -59,6 +60,7 @@ struct ServeSpec {
 
 // Fields:
 //   model: <preset> | {inline model document}    hf_config: path/to/config.json
+//   engine: vllm|sglang|trtllm|hf|llama.cpp
 //   precision: fp8   kv_precision: fp8   input_len: 512   output_len: 256
 //   batching: continuous|static   prefill_chunk: 8192
 //   traffic: {requests_per_second: 20, arrival: poisson|constant, concurrency: 64,

@@ -113,5 +113,23 @@ targets: {ttft_p95: 1s, ttft_p99: 1500ms, tpot_p95: 50ms, tpot_p99: 0.06, e2e_p9
   }
 }
 
+TEST(ServeSpecTest, EngineKeyParsesAndABadEngineNamesTheLineAndTheNearestEngine) {
+  Result<ServeSpec> spec = ParseServeYaml("model: llama-3-8b\nengine: llama.cpp\n", "s.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->engine, "llama.cpp");
+  Result<ServeSpec> none = ParseServeYaml("model: llama-3-8b\n", "s.yaml");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->engine, "");  // the caller's default: vllm
+
+  Result<ServeSpec> bad = ParseServeYaml("model: llama-3-8b\nengine: vlm\n", "s.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(bad.status().message().find("s.yaml:2"), std::string::npos) << bad.status().message();
+  ASSERT_TRUE(bad.status().detail() != nullptr);
+  EXPECT_EQ(bad.status().detail()->field, "engine");
+  ASSERT_FALSE(bad.status().detail()->nearest.empty());
+  EXPECT_EQ(bad.status().detail()->nearest.front(), "vllm");
+}
+
 }  // namespace
 }  // namespace fulcrum::serve
