@@ -342,7 +342,8 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
                                {"micro_batch", &q.micro_batch},
                                {"global_batch", &q.global_batch},
                                {"seq_len", &q.seq_len},
-                               {"gpus_per_node", &q.gpus_per_node}}) {
+                               {"gpus_per_node", &q.gpus_per_node},
+                               {"microbatch_group_size", &q.microbatch_group_size}}) {
     FULCRUM_ASSIGN_OR_RETURN(*field, r.Int(column));
   }
   q.cp = std::max<int64_t>(1, q.cp);
@@ -358,14 +359,23 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
   FULCRUM_ASSIGN_OR_RETURN(q.flash_attention, r.Text("flash_attention"));
   FULCRUM_ASSIGN_OR_RETURN(const int64_t tied, r.Int("tied_embeddings"));
   q.tied_embeddings = tied == 1;
+  // The framework settings the run's published configuration states (gradient reduction dtype,
+  // Transformer Engine FP8 weights); empty: the framework's defaults.
+  FULCRUM_ASSIGN_OR_RETURN(q.grad_precision, r.Text("grad_precision"));
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t fp8_params, r.Int("fp8_params"));
+  q.fp8_params = fp8_params == 1;
   run.model = q.model.empty() ? std::to_string(q.layers) + "/" + std::to_string(q.hidden) + "/" +
                                     std::to_string(q.heads) + "/" + std::to_string(q.kv_heads)
                               : q.model;
   run.gpu = q.gpu + " x " + std::to_string(q.gpus);
-  run.layout = "tp" + std::to_string(q.tp) + " pp" + std::to_string(q.pp) +
-               (q.vpp > 1 ? " vpp" + std::to_string(q.vpp) : "") +
-               (q.cp > 1 ? " cp" + std::to_string(q.cp) : "") + " dp" + std::to_string(q.dp) +
-               " z" + std::to_string(q.zero) + " " + q.framework;
+  run.layout =
+      "tp" + std::to_string(q.tp) + " pp" + std::to_string(q.pp) +
+      (q.vpp > 1 ? " vpp" + std::to_string(q.vpp) : "") +
+      (q.cp > 1 ? " cp" + std::to_string(q.cp) : "") + " dp" + std::to_string(q.dp) + " z" +
+      std::to_string(q.zero) + " " + q.framework +
+      (q.grad_precision.empty() ? "" : " grad " + q.grad_precision) +
+      (q.fp8_params ? " fp8-params" : "") +
+      (q.microbatch_group_size > 0 ? " group " + std::to_string(q.microbatch_group_size) : "");
   run.batch = std::to_string(q.micro_batch) + "/" + std::to_string(q.global_batch) + " x " +
               std::to_string(q.seq_len) + " " + q.recompute;
   run.precision = q.precision;

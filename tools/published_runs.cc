@@ -97,6 +97,81 @@ std::string Metric(const PublishedRun& run, double v) {
   return run.metric == "mfu" ? Percent(v) + " MFU" : Format("%.0f", v) + " tok/s/GPU";
 }
 
+// For an interleaved run that does not fit: the micro-batch group size (Megatron's
+// microbatch_group_size_per_vp_stage, extended below its lower bound pp) under which it would, and
+// the chunks of activations the first stage then holds; 0 when none does or the run fits.
+struct GroupFit {
+  int64_t minimum_chunks = 0;  // first-stage chunks at Megatron's smallest group size, pp
+  int64_t largest_fitting = 0;
+  int64_t chunks = 0;
+  bool does_not_fit = false;  // at the run's own group size
+};
+GroupFit GroupSizeThatFits(const PublishedRun& run) {
+  GroupFit g;
+  if (!run.input || run.input->training.vpp <= 1) return g;
+  estimate::EstimateInput in = *run.input;
+  workload::Training& t = in.training;
+  const int64_t m = workload::MicroBatchesPerStep(t);
+  auto chunks = [&](int64_t n) {
+    return std::min(m * t.vpp, 2 * (t.pp - 1) + (t.vpp - 1) * n + 1);
+  };
+  g.minimum_chunks = chunks(t.pp);
+  g.does_not_fit = estimate::Evaluate(in).verdict == estimate::FitVerdict::kDoesNotFit;
+  if (!g.does_not_fit) return g;
+  for (int64_t n = t.pp - 1; n >= 1; --n) {
+    t.microbatch_group_size = n;
+    if (estimate::Evaluate(in).verdict == estimate::FitVerdict::kDoesNotFit) continue;
+    g.largest_fitting = n;
+    g.chunks = chunks(n);
+    break;
+  }
+  return g;
+}
+
+// The memory column's reading: which settings the recipes' published configurations state, what
+// the interleaved schedule holds, and which public runs are not in the table and why.
+std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
+  std::ostringstream out;
+  out << "\nMemory. The NeMo 24.07 rows run with the settings NeMo-Framework-Launcher's H100 FP8 "
+         "examples of that release state (grad_sync_dtype=bf16 with Apex's distributed Adam, "
+         "whose bf16 parameter remainders, fp32 Adam states and gradient shard sharded over "
+         "dp x cp take the bytes of Megatron's distributed optimizer with --grad-reduce-in-bf16; "
+         "no fp8_params, so Transformer Engine keeps each linear weight's FP8 cast and "
+         "transpose beside the BF16 weight), and the 512-GPU GPT-3 row, the table's MLPerf "
+         "configuration, with the launcher's GPT-3 175B MLPerf config of that release "
+         "(fp8_params: FP8 weights with no BF16 copy, and grad_sync_dtype=bf16); each row's "
+         "notes cite the file. Megatron-LM's interleaved "
+         "schedule runs 2 (p - 1) + (v - 1) g + 1 model chunks forward on the first stage before "
+         "its first backward, g = microbatch_group_size_per_vp_stage, which Megatron takes "
+         "between p and the micro-batches per step m (default p) and `estimate "
+         "--microbatch-group-size` models.";
+  for (const PublishedRun& run : runs) {
+    const GroupFit g = GroupSizeThatFits(run);
+    if (g.minimum_chunks == 0 || !g.does_not_fit) continue;
+    out << " " << run.id << ": " << g.minimum_chunks
+        << " chunks at g = p (the fewest Megatron runs";
+    if (g.largest_fitting > 0) {
+      out << "); it would fit with g <= " << g.largest_fitting << " (" << g.chunks
+          << " chunks), below Megatron's range.";
+    } else {
+      out << "); no group size makes it fit.";
+    }
+  }
+  out << " Llama 3 405B's paper (arXiv 2407.21783, section 3.3.2) describes a schedule whose "
+         "number of consecutive micro-batches per group is set freely, fewer than the stages "
+         "included, and does not state the value the production runs used; its rows are "
+         "estimated at Megatron's default g = p, the most defensible documented choice, and so "
+         "do not fit here although they trained without activation checkpointing.\n\n"
+         "Public runs not in the table: DeepSeek-V3 (multi-head latent attention is not modelled: "
+         "src/workload/model_io.cc refuses its shape, so its memory and time cannot be estimated "
+         "honestly); Llama 2 (the paper gives GPU-hours per model, Table 2, but neither the GPU "
+         "count nor the layout); MPT-30B (its card gives three stages' GPUs and batch, no time "
+         "per stage); Falcon-180B (its card gives the layout, TP 8 PP 8 DP 64 on 4096 A100-40GB, "
+         "but no throughput or duration); OLMo-7B (no throughput figure was read in a source for "
+         "this table).\n";
+  return out.str();
+}
+
 std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
                               const estimate::TimeCalibration& fitted, const LeftOutFits& left_out,
                               const GeneratedBands& bands) {
@@ -172,16 +247,9 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
            "which test it. An explicit cost for Transformer Engine's cast and transpose kernels "
            "does not close it either (an estimate from their traffic: about 50 bytes per hidden "
            "unit and token per layer, under 10 % of a layer's FP8 GEMM time at hidden 2560 and "
-           "less above). Memory: under Megatron's default interleaved schedule "
-           "(microbatch_group_size_per_vp_stage = pp) Llama 3 405B's first stage holds "
-           "2 (p - 1) + (v - 1) p + 1 = 143 model chunks of activations (about 70 GiB). Llama 3 "
-           "sets the number of micro-batches per group itself (arXiv 2407.21783, section 3.3.2) "
-           "and does not publish the value it ran, so the recipe \"does not fit\" here. The "
-           "NeMo rows that do not fit are dominated by the weights' BF16 and FP8 copies (4 bytes "
-           "per parameter) and fp32 gradient buffers (4). Transformer Engine's FP8-only weights "
-           "(NeMo's fp8_params) or BF16 gradient reduction would each take 2 bytes per parameter "
-           "off; the table does not say which the benchmark ran.\n";
+           "less above).\n";
   }
+  out << MemoryParagraph(runs);
   return out.str();
 }
 

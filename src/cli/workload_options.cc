@@ -124,6 +124,17 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
   cmd->add_option("--grad-precision", r.grad_precision,
                   "fp16|bf16|fp32: override the framework's gradient dtype")
       ->group(tr);
+  cmd->add_flag("--fp8-params", r.fp8_params,
+                "With --precision fp8 under megatron or megatron-fsdp: the layers' weights are "
+                "Transformer Engine FP8 tensors with no 16-bit copy (NeMo fp8_params, Megatron-LM "
+                "--fp8-param-gather; the optimizer keeps fp32 master weights)")
+      ->group(tr);
+  cmd->add_option("--microbatch-group-size", r.microbatch_group_size,
+                  "Interleaved pipeline (--vpp > 1): micro-batches run back to back on one model "
+                  "chunk (Megatron-LM --microbatch-group-size-per-virtual-pipeline-stage, from pp "
+                  "to the micro-batches per step); sets the warm-up and so the activations in "
+                  "flight (default: pp)")
+      ->group(tr);
   cmd->add_option("--offload", r.offload,
                   "CPU offload: none|optimizer|optimizer+params|activations, or parts joined by + "
                   "(e.g. optimizer+activations; default: none)")

@@ -119,6 +119,8 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   t.zero_stage = r.zero;
   t.sequence_parallel = r.sequence_parallel;
   t.micro_batch = r.micro_batch;
+  t.fp8_params = r.fp8_params;
+  t.microbatch_group_size = r.microbatch_group_size;
   if (r.tp < 1 || r.pp < 1 || r.cp < 1) {
     return Status::InvalidInput("--tp, --pp and --cp must be at least 1");
   }
@@ -372,6 +374,7 @@ std::string DescribeSetup(const EstimateInput& in) {
   }
   s << " --tp " << t.tp << " --pp " << t.pp;
   if (t.vpp > 1) s << " --vpp " << t.vpp;
+  if (t.microbatch_group_size > 0) s << " --microbatch-group-size " << t.microbatch_group_size;
   if (t.first_stage_layers > 0) s << " --first-stage-layers " << t.first_stage_layers;
   if (t.last_stage_layers > 0) s << " --last-stage-layers " << t.last_stage_layers;
   if (t.cp > 1) s << " --cp " << t.cp;
@@ -383,6 +386,13 @@ std::string DescribeSetup(const EstimateInput& in) {
   s << " --micro-batch " << t.micro_batch << " --global-batch " << t.global_batch << " --seq-len "
     << t.seq_len << " --recompute " << workload::RecomputeName(t.recompute) << " --flash-attention "
     << (t.flash_attention ? "on" : "off");
+  if (t.grad_precision != workload::GradPrecision::kDefault) {
+    s << " --grad-precision "
+      << (t.grad_precision == workload::GradPrecision::kFp16   ? "fp16"
+          : t.grad_precision == workload::GradPrecision::kBf16 ? "bf16"
+                                                               : "fp32");
+  }
+  if (t.fp8_params) s << " --fp8-params";
   if (t.offload_optimizer || t.offload_activations) {
     std::string parts = t.offload_optimizer ? "optimizer" : "";
     if (t.offload_params) parts += "+params";

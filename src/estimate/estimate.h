@@ -53,9 +53,11 @@ struct EstimateRequest {
   int64_t zero = 0;
   bool sequence_parallel = false;
   int64_t micro_batch = 1;
-  int64_t global_batch = 0;     // 0 = micro_batch * dp
-  int64_t seq_len = 0;          // 0 = min(2048, the model's max_seq_len when it has one)
-  std::string flash_attention;  // on | off ("" = on)
+  int64_t global_batch = 0;           // 0 = micro_batch * dp
+  int64_t seq_len = 0;                // 0 = min(2048, the model's max_seq_len when it has one)
+  std::string flash_attention;        // on | off ("" = on)
+  bool fp8_params = false;            // Transformer Engine FP8 weights (fp8 + megatron)
+  int64_t microbatch_group_size = 0;  // interleaved schedule's group size (0 = pp)
 };
 
 struct EstimateInput {

@@ -76,6 +76,43 @@ TEST(WaysOutTest, EveryWayOutFitsAndChangesSomething) {
   }
 }
 
+// The framework settings a published recipe states reach the training and the reproducing flags.
+TEST(ResolveTest, Fp8ParamsGradPrecisionAndGroupSize) {
+  EstimateRequest r;
+  r.model = "llama-2-70b";
+  r.gpu = "H100-80GB";
+  r.gpus = 64;
+  r.tp = 4;
+  r.pp = 4;
+  r.vpp = 5;
+  r.zero = 1;
+  r.framework = "megatron";
+  r.precision = "fp8";
+  r.grad_precision = "bf16";
+  r.fp8_params = true;
+  r.microbatch_group_size = 8;
+  r.global_batch = 128;
+  r.seq_len = 4096;
+  const catalog::Catalog cat = ShippedCatalog();
+  Result<EstimateInput> in = ResolveEstimateInput(r, cat, kCatalogDir);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_TRUE(in->training.fp8_params);
+  EXPECT_EQ(in->training.microbatch_group_size, 8);
+  const std::string flags = DescribeSetup(*in);
+  for (const char* flag : {"--fp8-params", "--microbatch-group-size 8", "--grad-precision bf16"}) {
+    EXPECT_NE(flags.find(flag), std::string::npos) << flag << " in " << flags;
+  }
+  // FP8 weights take less than the bf16 weight with its FP8 cast beside it.
+  EstimateRequest cast = r;
+  cast.fp8_params = false;
+  Result<EstimateInput> cast_in = ResolveEstimateInput(cast, cat, kCatalogDir);
+  ASSERT_TRUE(cast_in.ok());
+  EXPECT_LT(Evaluate(*in).memory.weights_bytes, Evaluate(*cast_in).memory.weights_bytes);
+  r.microbatch_group_size = 2;  // below pp
+  EXPECT_NE(ResolveEstimateInput(r, cat, kCatalogDir).status().message().find("4 .. 32"),
+            std::string::npos);
+}
+
 TEST(ResolveTest, OffloadParts) {
   EstimateRequest r;
   r.model = "gpt2";

@@ -374,17 +374,20 @@ double StageActivationBytes(const Model& m, const Training& t, int64_t stage_lay
   const int64_t micro_batches = std::max<int64_t>(1, workload::MicroBatchesPerStep(t));
   // Layers' worth of activations in flight at the stage's peak. 1F1B: min(pp - rank, m) micro-
   // batches of the stage's layers. Interleaved (v chunks of layers / v each): the warm-up runs
-  // 2 (pp - rank - 1) + (v - 1) pp chunk forwards before the first backward, all m v of them when
-  // that is not fewer (Megatron-LM megatron/core/pipeline_parallel/schedules.py,
-  // forward_backward_pipelining_with_interleaving, microbatch_group_size_per_vp_stage = pp by
-  // default); one more chunk is in flight when the backward starts. On the first stage this is
+  // 2 (pp - rank - 1) + (v - 1) g chunk forwards before the first backward, all m v of them when
+  // that is not fewer, g = microbatch_group_size_per_vp_stage (pp by default, at most m;
+  // Megatron-LM@d98e8a64dd megatron/core/pipeline_parallel/schedules.py, get_pp_rank_microbatches:
+  // "num_warmup_microbatches += (num_model_chunks - 1) * microbatch_group_size_per_vp_stage";
+  // megatron/core/model_parallel_config.py: default pipeline_model_parallel_size); one more chunk
+  // is in flight when the backward starts. On the first stage this is
   // Korthikanti et al.'s L/pp x pp x (1 + (pp-1)/(pp v)) (arXiv 2205.05198, section 4.2.3); the
   // last stage holds (v - 1) pp + 1 chunks, not one micro-batch.
   double layers_in_flight = 0;
   if (t.vpp > 1) {
     const int64_t rank = t.pp - in_flight_limit;
     const int64_t total_chunks = micro_batches * t.vpp;
-    const int64_t chunks = std::min(total_chunks, 2 * (t.pp - rank - 1) + (t.vpp - 1) * t.pp + 1);
+    const int64_t group = workload::MicrobatchGroupSize(t);
+    const int64_t chunks = std::min(total_chunks, 2 * (t.pp - rank - 1) + (t.vpp - 1) * group + 1);
     layers_in_flight = static_cast<double>(chunks) * layers_per_stage / static_cast<double>(t.vpp);
   } else {
     layers_in_flight =
@@ -521,9 +524,17 @@ ModelStateBytes WithExpertStates(ModelStateBytes s, double expert_params, double
 // GEMMs only in TN layout; TE's fused cast-transpose caches both: NVIDIA/TransformerEngine issue
 // #1261, 2024-10-17): 2 bytes per linear parameter; embeddings and the output layer stay 16-bit.
 // torchao's float8 training (torchtitan/FSDP) casts per use, nothing persistent.
+// With FP8 weights (training.fp8_params: TE fp8_model_init, NeMo fp8_params, Megatron-LM
+// --fp8-param-gather) the linear weight is a Float8Tensor: 1 byte of FP8 data plus its cached FP8
+// transpose (1 byte; TE keeps it unless fp8_model_init(heuristic="memory"):
+// NVIDIA/TransformerEngine PR #1300, test_fp8_heuristics asserts weight._transpose is not None by
+// default) and no 16-bit copy: the 2 bytes the 16-bit weight took, nothing beside them. The
+// optimizer keeps an fp32 master (NeMo sets store_params=True with fp8_params: NVIDIA/NeMo@7ed5455
+// nemo/collections/nlp/models/language_modeling/megatron_base_model.py setup_optimization),
+// which the 4 + states bytes of the optimizer already hold.
 double Fp8WeightCopyBytes(const StageContents& c, const Training& t) {
   const bool te = t.framework == Framework::kMegatron || t.framework == Framework::kMegatronFsdp;
-  if (t.precision != Precision::kFp8 || !te) return 0;
+  if (t.precision != Precision::kFp8 || !te || t.fp8_params) return 0;
   return 2 * (c.layer_params + c.expert_params);
 }
 

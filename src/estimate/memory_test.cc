@@ -215,6 +215,78 @@ TEST(PipelineMemoryTest, LastRankOfInterleavedScheduleHoldsItsWarmUpChunks) {
               3 * LayerActivationBytes(m, plain), 1e-6 * per_layer);
 }
 
+// Megatron-LM's interleaved schedule runs 2 (pp - rank - 1) + (vpp - 1) g chunk forwards before
+// its first backward, g = microbatch_group_size_per_vp_stage (pp unless set; NVIDIA/Megatron-LM@
+// d98e8a64dd megatron/core/pipeline_parallel/schedules.py), and one more chunk is in flight when
+// the backward starts. pp 4, vpp 2, 16 micro-batches, 8 layers: the first stage holds
+// 2 x 3 + 1 x g + 1 chunks of one layer each: 11 with g = 4 (the default), 15 with g = 8.
+TEST(PipelineMemoryTest, MicrobatchGroupSizeSetsTheInterleavedWarmUp) {
+  const Model m = Gpt(8, 1024, 16);
+  Training t = KorthikantiTraining(1, 4, 2, 1, false);
+  t.global_batch = 16;
+  const double per_layer = LayerActivationBytes(m, t);
+  EXPECT_DOUBLE_EQ(PipelineActivationBytes(m, t), 11 * per_layer);
+  t.microbatch_group_size = 4;
+  EXPECT_DOUBLE_EQ(PipelineActivationBytes(m, t), 11 * per_layer);
+  t.microbatch_group_size = 8;
+  EXPECT_DOUBLE_EQ(PipelineActivationBytes(m, t), 15 * per_layer);
+  // The last stage: (vpp - 1) g + 1 chunks.
+  EXPECT_DOUBLE_EQ(StageActivationBytes(m, t, 2, 1), (8 + 1) * per_layer);
+  EXPECT_TRUE(workload::Validate(m, t, 4).ok());
+}
+
+// Megatron-LM refuses a group size outside [pp, micro-batches per step] (schedules.py: "The number
+// of contiguous micro-batches in a virtual pipeline stage should range in [PP, M]"), and a group
+// size means nothing without interleaving.
+TEST(PipelineMemoryTest, MicrobatchGroupSizeOutsideMegatronsRangeIsRefused) {
+  const Model m = Gpt(8, 1024, 16);
+  Training t = KorthikantiTraining(1, 4, 2, 1, false);
+  t.global_batch = 16;
+  for (int64_t g : {3, 17}) {
+    t.microbatch_group_size = g;
+    const Status s = workload::Validate(m, t, 4);
+    EXPECT_FALSE(s.ok()) << g;
+    EXPECT_NE(s.message().find("--microbatch-group-size"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("4 .. 16"), std::string::npos) << s.message();
+  }
+  t.vpp = 1;
+  t.microbatch_group_size = 4;
+  EXPECT_NE(workload::Validate(m, t, 4).message().find("--vpp > 1"), std::string::npos);
+}
+
+// Transformer Engine FP8 weights (NeMo fp8_params, Megatron-LM --fp8-param-gather): each linear
+// weight is 1 byte of FP8 data plus its 1-byte FP8 transpose, with no 16-bit copy beside it.
+// Without them TE keeps the bf16 weight and its FP8 cast and transpose: 2 bytes more per layer
+// parameter. The fp32 master weights and Adam states stay in the optimizer either way.
+TEST(Fp8ParamsTest, TransformerEngineFp8WeightsDropTheSixteenBitCopy) {
+  const Model m = Gpt(4, 1024, 16);
+  Training t = MegatronTraining(Precision::kFp8, 1, 8);
+  t.grad_precision = GradPrecision::kBf16;
+  const MemoryBreakdown cast = EstimateMemory(m, t);
+  t.fp8_params = true;
+  const MemoryBreakdown fp8 = EstimateMemory(m, t);
+  const double layer_params = 4 * workload::LayerParameterCount(m);
+  EXPECT_DOUBLE_EQ(cast.weights_bytes - fp8.weights_bytes, 2 * layer_params);
+  // 2 bytes per parameter in all: 1 + 1 for the layers' weights, 16-bit embeddings and head.
+  EXPECT_DOUBLE_EQ(fp8.weights_bytes, 2 * workload::ParameterCount(m));
+  EXPECT_DOUBLE_EQ(fp8.optimizer_bytes, cast.optimizer_bytes);
+  EXPECT_DOUBLE_EQ(fp8.optimizer_bytes, workload::ParameterCount(m) * (4 + 8) / 8);
+  EXPECT_DOUBLE_EQ(fp8.gradients_bytes, 2 * workload::ParameterCount(m));
+}
+
+TEST(Fp8ParamsTest, RefusedOutsideTransformerEngineFp8) {
+  const Model m = Gpt(4, 1024, 16);
+  Training t = MegatronTraining(Precision::kBf16Mixed, 1, 8);
+  t.global_batch = 8;
+  t.fp8_params = true;
+  EXPECT_NE(workload::Validate(m, t, 8).message().find("--fp8-params"), std::string::npos);
+  t.precision = Precision::kFp8;
+  EXPECT_TRUE(workload::Validate(m, t, 8).ok()) << workload::Validate(m, t, 8).message();
+  t.framework = Framework::kFsdp;
+  t.zero_stage = 3;
+  EXPECT_NE(workload::Validate(m, t, 8).message().find("--fp8-params"), std::string::npos);
+}
+
 TEST(KorthikantiAnchorTest, TableTwoVariantsPerLayer) {
   // No parallelism: sbh(34 + 5as/h); full recompute: 2sbh.
   const Model m = Gpt(1, 1024, 16);

@@ -39,9 +39,18 @@ TEST(ParameterCountTest, ExactCountsOfHfModels) {
 
 TEST(ParameterCountTest, OtherPresetsHaveTheirNominalSize) {
   const std::pair<const char*, double> cases[] = {
-      {"gpt2-xl", 1.56e9},       {"llama-2-13b", 13.0e9}, {"llama-3-70b", 70.6e9},
-      {"llama-3-405b", 405.9e9}, {"qwen2-7b", 7.62e9},    {"qwen2-72b", 72.7e9},
-      {"mpt-7b", 6.65e9},        {"mpt-30b", 29.96e9},    {"resnet-50", 25.56e6},
+      {"gpt2-xl", 1.56e9},
+      {"llama-2-13b", 13.0e9},
+      {"llama-3-70b", 70.6e9},
+      {"llama-3-405b", 405.9e9},
+      {"qwen2-7b", 7.62e9},
+      {"qwen2-72b", 72.7e9},
+      {"mpt-7b", 6.65e9},
+      {"mpt-30b", 29.96e9},
+      {"resnet-50", 25.56e6},
+      // OPT paper Table 1 (175B); LLaMA paper Table 2 (65.2B).
+      {"opt-175b", 175e9},
+      {"llama-65b", 65.2e9},
   };
   for (const auto& [name, expected] : cases) {
     EXPECT_NEAR(ParameterCount(Preset(name)), expected, expected * 0.01) << name;

@@ -152,6 +152,41 @@ Status ValidateGroups(const Model& m, const Training& t) {
   return Status::Ok();
 }
 
+// The interleaved schedule's group size (Megatron-LM megatron/core/pipeline_parallel/schedules.py
+// @d98e8a64dd, forward_backward_pipelining_with_interleaving: "The number of contiguous
+// micro-batches in a virtual pipeline stage should range in [PP, M]") and FP8 weights (Transformer
+// Engine's, so fp8 under Megatron's model code with TE: megatron, megatron-fsdp).
+Status ValidateScheduleAndFp8(const Training& t) {
+  if (t.microbatch_group_size != 0) {
+    const int64_t m = MicroBatchesPerStep(t);
+    if (t.vpp <= 1) {
+      return Status::InvalidInput("--microbatch-group-size " + Str(t.microbatch_group_size) +
+                                  " needs an interleaved pipeline (--vpp > 1)");
+    }
+    if (t.microbatch_group_size < t.pp || t.microbatch_group_size > m) {
+      ErrorDetail detail;
+      detail.field = "microbatch_group_size";
+      detail.expected = "pp .. micro-batches per step = " + Str(t.pp) + " .. " + Str(m);
+      detail.found = Str(t.microbatch_group_size);
+      return Status::InvalidInput("--microbatch-group-size " + detail.found +
+                                  ": Megatron-LM runs between --pp and the micro-batches per "
+                                  "step (global batch / (micro-batch x dp)), here " +
+                                  detail.expected)
+          .WithDetail(detail);
+    }
+  }
+  if (t.fp8_params &&
+      (t.precision != Precision::kFp8 ||
+       (t.framework != Framework::kMegatron && t.framework != Framework::kMegatronFsdp))) {
+    return Status::InvalidInput(
+        "--fp8-params: FP8 weights are Transformer Engine's: they need --precision fp8 and "
+        "--framework megatron or megatron-fsdp, found --precision " +
+        std::string(PrecisionName(t.precision)) + " --framework " +
+        std::string(FrameworkName(t.framework)));
+  }
+  return Status::Ok();
+}
+
 Status ValidateLayout(const Model& m, const Training& t, int64_t gpus) {
   if (gpus > 0 && GpuCount(t) != gpus) {
     return Status::InvalidInput("--tp x --pp x --cp x --dp = " + Str(t.tp) + " x " + Str(t.pp) +
@@ -169,6 +204,7 @@ Status ValidateLayout(const Model& m, const Training& t, int64_t gpus) {
   if (t.sequence_parallel && t.tp == 1) {
     return Status::InvalidInput("--sequence-parallel needs tensor parallelism (--tp > 1)");
   }
+  FULCRUM_RETURN_IF_ERROR(ValidateScheduleAndFp8(t));
   if (m.kind == ModelKind::kGeneric) {
     if (t.tp > 1 || t.pp > 1 || t.cp > 1 || t.ep > 1) {
       return Status::InvalidInput(

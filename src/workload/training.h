@@ -132,7 +132,20 @@ struct Training {
   Framework framework = Framework::kFsdp;
   GradPrecision grad_precision = GradPrecision::kDefault;
   CheckpointFormat checkpoint_format = CheckpointFormat::kDefault;
+  // FP8 weights (precision kFp8, Transformer Engine under megatron / megatron-fsdp): the layers'
+  // linear weights live only as FP8 tensors (TE fp8_model_init; NeMo `fp8_params`, Megatron-LM
+  // `--fp8-param-gather`), no 16-bit copy beside them; the optimizer keeps the fp32 master.
+  bool fp8_params = false;
+  // Micro-batches run back to back on one model chunk in the interleaved schedule (Megatron-LM
+  // --microbatch-group-size-per-virtual-pipeline-stage, between pp and the micro-batches per
+  // step); 0 = Megatron's default, pp. It sets the warm-up forwards, hence the activations in
+  // flight (estimate/memory.h StageActivationBytes). Only with vpp > 1.
+  int64_t microbatch_group_size = 0;
 };
+// The interleaved schedule's micro-batch group size: microbatch_group_size, or pp when 0.
+inline int64_t MicrobatchGroupSize(const Training& t) {
+  return t.microbatch_group_size > 0 ? t.microbatch_group_size : t.pp;
+}
 
 inline int64_t GpuCount(const Training& t) { return t.tp * t.pp * t.cp * t.dp; }
 // Ranks that hold the same model shard and reduce gradients together: dp x cp (context-parallel
