@@ -9,11 +9,11 @@ const ServeCalibration& DefaultServeCalibration() {
   static const ServeCalibration kFitted = [] {
     ServeCalibration c;
     c.prefill_gemm_efficiency = 0.72;
-    c.decode_gemm_efficiency = 0.599;
+    c.decode_gemm_efficiency = 0.594;
     c.low_bit_gemm_relative_efficiency = 0.84;
-    c.attention_efficiency = 0.218;
+    c.attention_efficiency = 0.23;
     c.decode_bandwidth_efficiency = 0.8;
-    c.per_layer_overhead_seconds = 4.57e-05;
+    c.per_layer_overhead_seconds = 4.81e-05;
     return c;
   }();
   return kFitted;
