@@ -172,7 +172,14 @@ Status AddMeasuredRow(const Record& r, const catalog::Catalog& catalog,
                       const std::string& catalog_dir, std::vector<CalibrationRow>& rows) {
   CalibrationRow row;
   row.file = "measured.csv";
-  FULCRUM_ASSIGN_OR_RETURN(const estimate::EstimateRequest q, ReadMeasuredRow(r, row));
+  FULCRUM_ASSIGN_OR_RETURN(estimate::EstimateRequest q, ReadMeasuredRow(r, row));
+  // Uneven pipeline end stages (empty = even): layers on the first and the last stage.
+  FULCRUM_ASSIGN_OR_RETURN(q.first_stage_layers, r.Int("first_stage_layers"));
+  FULCRUM_ASSIGN_OR_RETURN(q.last_stage_layers, r.Int("last_stage_layers"));
+  if (q.first_stage_layers > 0 || q.last_stage_layers > 0) {
+    row.layout +=
+        " ends " + std::to_string(q.first_stage_layers) + "+" + std::to_string(q.last_stage_layers);
+  }
   Resolve(q, catalog, catalog_dir, row);
   rows.push_back(std::move(row));
   return Status::Ok();

@@ -82,9 +82,8 @@ const std::vector<FittedConstant>& FittedConstants() {
        [](TC& c) -> double& { return c.hopper.flash_attention_efficiency; }, 0.05, 1, 0.1},
       {"volta.gemm_max_efficiency", [](TC& c) -> double& { return c.volta.gemm_max_efficiency; },
        0.05, 1, 0.1},
-      {"gemm_half_dim", [](TC& c) -> double& { return c.gemm_half_dim; }, 1, 4096, 10},
       {"fp8_gemm_relative_efficiency",
-       [](TC& c) -> double& { return c.fp8_gemm_relative_efficiency; }, 0.1, 1, 0.1},
+       [](TC& c) -> double& { return c.fp8_gemm_relative_efficiency; }, 0.1, 2, 0.1},
       {"fp32_simt_relative_efficiency",
        [](TC& c) -> double& { return c.fp32_simt_relative_efficiency; }, 0.2, 5, 0.1},
       {"elementwise_hidden_elements",
@@ -113,6 +112,10 @@ const std::vector<FittedConstant>& FittedConstants() {
        1e-3, 2e-5},
       {"unfused_attention_score_elements",
        [](TC& c) -> double& { return c.unfused_attention_score_elements; }, 0, 50, 1},
+      {"fp8_te_linear_relative_efficiency",
+       [](TC& c) -> double& { return c.fp8_te_linear_relative_efficiency; }, 0.1, 2, 0.1},
+      {"gemm_traffic_factor", [](TC& c) -> double& { return c.gemm_traffic_factor; }, 0.05, 20,
+       0.1},
   };
   return kConstants;
 }

@@ -42,13 +42,40 @@ double MegatronScoreElements(const Model& m, bool backward) {
   return m.dropout ? 4.5 : 2;
 }
 
-// Time of a (m x k) * (k x n) GEMM at `peak` (already scaled by the architecture's large-GEMM
-// efficiency), falling off for small dimensions: prod d / (d + gemm_half_dim).
-double GemmSeconds(double m, double n, double k, double peak, const TimeCalibration& c) {
+// How fast a class of GEMMs runs: `flops_per_second` for large ones (the precision's peak x the
+// architecture's large-GEMM efficiency), and `half_dim`, the dimension at which a GEMM's memory
+// traffic takes as long as its math (GemmRate below).
+struct GemmRate {
+  double flops_per_second = 0;
+  double half_dim = 0;
+};
+
+// Time of a (m x k) * (k x n) GEMM: its math at rate.flops_per_second plus the time to move its
+// operands and result, (m k + k n + m n) elements, once through memory. Arithmetic intensity
+// 2 m n k / (bytes (m k + k n + m n)) against the GPU's FLOP:byte ratio decides whether a GEMM is
+// math- or memory-limited (NVIDIA, "Matrix Multiplication Background User's Guide",
+// docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication, "Math And
+// Memory Bounds"); summing the two rather than taking the larger counts the part the kernel does
+// not overlap. As an efficiency: 1 / (1 + half_dim (1/m + 1/n + 1/k)), which approaches 1 when
+// every dimension is large, falls off with the smallest one, and saturates in each of them.
+double GemmSeconds(double m, double n, double k, const GemmRate& rate) {
   if (m <= 0 || n <= 0 || k <= 0) return 0;
-  const double d0 = c.gemm_half_dim;
-  const double efficiency = (m / (m + d0)) * (n / (n + d0)) * (k / (k + d0));
-  return 2.0 * m * n * k / (peak * efficiency);
+  const double efficiency = 1 / (1 + rate.half_dim * (1 / m + 1 / n + 1 / k));
+  return 2.0 * m * n * k / (rate.flops_per_second * efficiency);
+}
+
+// The rate of GEMMs at `flops_per_second` on `bytes`-wide elements: half_dim = traffic factor x
+// bytes x FLOP/s / (2 x achievable bandwidth), the FLOP:byte ratio of the GPU at the rates the
+// model charges (A100 BF16: ~155 elements; H100: ~220), scaled by gemm_traffic_factor (traffic
+// beyond each element once, less what overlaps the math; fitted).
+GemmRate RateFor(double flops_per_second, double bytes, const Hardware& hw,
+                 const TimeCalibration& c) {
+  const double bandwidth = hw.memory_bytes_per_second * c.memory_bandwidth_efficiency;
+  GemmRate rate;
+  rate.flops_per_second = flops_per_second;
+  rate.half_dim =
+      bandwidth > 0 ? c.gemm_traffic_factor * bytes * flops_per_second / (2 * bandwidth) : 0;
+  return rate;
 }
 
 // The large-GEMM fraction of the peak: the architecture's, scaled for plain fp32 on CUDA cores.
@@ -84,12 +111,11 @@ struct MlpForward {
 };
 
 // A dense MLP of `ffn` on `tokens` tokens.
-MlpForward DenseMlp(double tokens, double h, double ffn, bool gated, double t, double peak,
-                    const TimeCalibration& c) {
+MlpForward DenseMlp(double tokens, double h, double ffn, bool gated, double t,
+                    const GemmRate& peak) {
   const double ffn_in = gated ? 2 * ffn : ffn;
   MlpForward out;
-  out.seconds =
-      GemmSeconds(tokens, ffn_in / t, h, peak, c) + GemmSeconds(tokens, h, ffn / t, peak, c);
+  out.seconds = GemmSeconds(tokens, ffn_in / t, h, peak) + GemmSeconds(tokens, h, ffn / t, peak);
   out.flops = 2 * tokens * h * (ffn_in + ffn) / t;
   out.width = ffn;
   return out;
@@ -99,8 +125,8 @@ MlpForward DenseMlp(double tokens, double h, double ffn, bool gated, double t, d
 // experts, each receiving tokens x k x ep / experts tokens when the router balances the load
 // (what Megatron-Core's grouped GEMM runs; experts split over tp as its default
 // expert_tensor_parallel_size = tensor_model_parallel_size).
-MlpForward MoeMlp(const Model& m, const Training& tr, double tokens, double t, double peak,
-                  const TimeCalibration& c) {
+MlpForward MoeMlp(const Model& m, const Training& tr, double tokens, double t,
+                  const GemmRate& peak) {
   const double h = static_cast<double>(m.hidden);
   const double fe = static_cast<double>(workload::ExpertFfnHidden(m));
   const bool gated = m.mlp == workload::MlpKind::kSwiglu;
@@ -108,16 +134,16 @@ MlpForward MoeMlp(const Model& m, const Training& tr, double tokens, double t, d
   const double k = static_cast<double>(m.experts_per_token);
   const double ep = static_cast<double>(tr.ep);
   MlpForward out;
-  out.seconds = GemmSeconds(tokens, experts, h, peak, c);
+  out.seconds = GemmSeconds(tokens, experts, h, peak);
   out.flops = 2 * tokens * h * experts;
   if (m.shared_experts > 0) {
     const MlpForward shared =
-        DenseMlp(tokens, h, fe * static_cast<double>(m.shared_experts), gated, t, peak, c);
+        DenseMlp(tokens, h, fe * static_cast<double>(m.shared_experts), gated, t, peak);
     out.seconds += shared.seconds;
     out.flops += shared.flops;
   }
   const double local_experts = experts / ep;
-  const MlpForward one = DenseMlp(tokens * k * ep / experts, h, fe, gated, t, peak, c);
+  const MlpForward one = DenseMlp(tokens * k * ep / experts, h, fe, gated, t, peak);
   out.seconds += local_experts * one.seconds;
   out.flops += local_experts * one.flops;
   out.width = (k + static_cast<double>(m.shared_experts)) * fe;
@@ -125,14 +151,13 @@ MlpForward MoeMlp(const Model& m, const Training& tr, double tokens, double t, d
 }
 
 // The mean MLP over the layers (dense_layers dense ones, the rest MoE).
-MlpForward MeanMlp(const Model& m, const Training& tr, double tokens, double t, double peak,
-                   const TimeCalibration& c) {
+MlpForward MeanMlp(const Model& m, const Training& tr, double tokens, double t,
+                   const GemmRate& peak) {
   const double h = static_cast<double>(m.hidden);
   const bool gated = m.mlp == workload::MlpKind::kSwiglu;
-  const MlpForward dense =
-      DenseMlp(tokens, h, static_cast<double>(m.ffn_hidden), gated, t, peak, c);
+  const MlpForward dense = DenseMlp(tokens, h, static_cast<double>(m.ffn_hidden), gated, t, peak);
   if (!workload::IsMoe(m)) return dense;
-  const MlpForward moe = MoeMlp(m, tr, tokens, t, peak, c);
+  const MlpForward moe = MoeMlp(m, tr, tokens, t, peak);
   const double w = static_cast<double>(m.dense_layers) / static_cast<double>(m.layers);
   return {w * dense.seconds + (1 - w) * moe.seconds, w * dense.flops + (1 - w) * moe.flops,
           w * dense.width + (1 - w) * moe.width};
@@ -153,15 +178,21 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   const double kv_dim = static_cast<double>(workload::KvDim(model));
   const bool gated = model.mlp == workload::MlpKind::kSwiglu;
   const bool fp8_units = tr.precision == Precision::kFp8 && hw.peak_flops > hw.peak_flops_16bit;
-  const double fp8_scale = fp8_units ? c.fp8_gemm_relative_efficiency : 1;
-  const double peak = hw.peak_flops * GemmMaxEfficiency(hw, c) * fp8_scale;
-  const double peak16 = hw.peak_flops_16bit > 0 ? hw.peak_flops_16bit : hw.peak_flops;
+  const bool megatron_core = tr.framework == workload::Framework::kMegatron ||
+                             tr.framework == workload::Framework::kMegatronFsdp;
+  const double fp8_scale = !fp8_units      ? 1
+                           : megatron_core ? c.fp8_gemm_relative_efficiency
+                                           : c.fp8_te_linear_relative_efficiency;
   const double bytes = ActivationBytes(tr.precision);
+  // FP8 GEMMs read 1-byte operands.
+  const GemmRate peak =
+      RateFor(hw.peak_flops * GemmMaxEfficiency(hw, c) * fp8_scale, fp8_units ? 1.0 : bytes, hw, c);
+  const double peak16 = hw.peak_flops_16bit > 0 ? hw.peak_flops_16bit : hw.peak_flops;
   const double mem_bw = hw.memory_bytes_per_second * c.memory_bandwidth_efficiency;
 
-  const MlpForward mlp = MeanMlp(model, tr, tokens, t, peak, c);
-  const double qkv_seconds = GemmSeconds(tokens, (h + 2 * kv_dim) / t, h, peak, c);
-  const double gemm_seconds = qkv_seconds + GemmSeconds(tokens, h, h / t, peak, c) + mlp.seconds;
+  const MlpForward mlp = MeanMlp(model, tr, tokens, t, peak);
+  const double qkv_seconds = GemmSeconds(tokens, (h + 2 * kv_dim) / t, h, peak);
+  const double gemm_seconds = qkv_seconds + GemmSeconds(tokens, h, h / t, peak) + mlp.seconds;
   const double mlp_in = gated ? 2 * mlp.width : mlp.width;
   out.column_gemm_seconds = qkv_seconds + mlp.seconds * mlp_in / (mlp_in + mlp.width);
   const double gemm_flops = 2 * tokens * h * ((h + 2 * kv_dim) + h) / t + mlp.flops;
@@ -180,9 +211,9 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
     attention_backward_seconds = backward_factor * out.attention_seconds;
   } else {
     const double heads_local = heads / t;
-    const double peak_gemm16 = peak16 * GemmMaxEfficiency(hw, c);
-    const double per_head = GemmSeconds(local_seq, seq, head_dim, peak_gemm16, c) +
-                            GemmSeconds(local_seq, head_dim, seq, peak_gemm16, c);
+    const GemmRate peak_gemm16 = RateFor(peak16 * GemmMaxEfficiency(hw, c), bytes, hw, c);
+    const double per_head = GemmSeconds(local_seq, seq, head_dim, peak_gemm16) +
+                            GemmSeconds(local_seq, head_dim, seq, peak_gemm16);
     const double score_seconds =
         static_cast<double>(tr.micro_batch) * heads_local * local_seq * seq * bytes / mem_bw;
     const double gemms = per_head * static_cast<double>(tr.micro_batch) * heads_local;
@@ -218,9 +249,9 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   out.backward_seconds = backward_factor * (gemm_seconds + dequant_seconds) +
                          attention_backward_seconds + elementwise_backward_seconds;
   out.flops = gemm_flops + out.attention_flops;
-  out.selective_seconds = GemmSeconds(tokens, kv_dim / t, h, peak, c) +
-                          GemmSeconds(tokens, h, h / t, peak, c) +
-                          GemmSeconds(tokens, mlp.width / t, h, peak, c) + elementwise_seconds;
+  out.selective_seconds = GemmSeconds(tokens, kv_dim / t, h, peak) +
+                          GemmSeconds(tokens, h, h / t, peak) +
+                          GemmSeconds(tokens, mlp.width / t, h, peak) + elementwise_seconds;
   out.selective_flops = 2 * tokens * h * (kv_dim + h + mlp.width) / t;
   return out;
 }
@@ -702,9 +733,10 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
       fwd.seconds + fwd.backward_seconds + c.per_layer_overhead_seconds + recomputed.seconds;
   // Logits + cross-entropy on the last stage.
   const double vocab = static_cast<double>(model.vocab);
-  const double peak_gemm16 = hw.peak_flops_16bit * GemmMaxEfficiency(hw, c);
+  const GemmRate peak_gemm16 =
+      RateFor(hw.peak_flops_16bit * GemmMaxEfficiency(hw, c), mb.bytes, hw, c);
   const double logits_seconds =
-      (1.0 + backward_factor) * GemmSeconds(mb.tokens, vocab / t, mb.hidden, peak_gemm16, c) +
+      (1.0 + backward_factor) * GemmSeconds(mb.tokens, vocab / t, mb.hidden, peak_gemm16) +
       3.0 * mb.tokens * vocab / t * 4.0 * mb.bytes / mem_bw;
   const Link tp_link = GroupLink(tr.tp, 1, hw, c);
   const LayerComm layer_comm =
@@ -770,7 +802,7 @@ std::optional<Hardware> HardwareFor(const catalog::Gpu& gpu, const catalog::Offe
   hw.simt_fp32 =
       precision == Precision::kFp32 || (precision == Precision::kTf32 && !gpu.tf32_tflops);
   if (precision == Precision::kFp8 && !gpu.fp8_tflops) {
-    // No FP8 units: the layout runs as BF16 (fp8_gemm_relative_efficiency must not apply).
+    // No FP8 units: the layout runs as BF16 (no FP8 relative efficiency applies).
     hw.peak_flops = hw.peak_flops_16bit;
   }
   hw.simt_flops = gpu.fp32_tflops.value_or(0) * 1e12;

@@ -433,5 +433,73 @@ TEST(ComputeTest, EfficiencyForArchitecture) {
   EXPECT_EQ(&EfficiencyFor("Blackwell", c), &c.other);
 }
 
+// Llama 2 7B, 8 GPUs data parallel in FP8 on one 8-GPU H100 node: the NeMo 24.07 benchmark layout
+// (data/calibration/published_runs.csv nemo-2407-llama2-7b-8).
+double Llama2Fp8TokensPerSecond(workload::Framework framework, const TimeCalibration& c) {
+  workload::Training t;
+  t.precision = workload::Precision::kFp8;
+  t.framework = framework;
+  t.dp = 8;
+  t.zero_stage = framework == workload::Framework::kFsdp ? 3 : 1;
+  t.micro_batch = 1;
+  t.global_batch = 128;
+  t.seq_len = 4096;
+  return EstimateStepTime(Preset("llama-2-7b"), t,
+                          CatalogNode("H100-80GB", workload::Precision::kFp8), c)
+      .tokens_per_second_per_gpu;
+}
+
+TEST(ComputeTest, Fp8GemmRateIsTheFrameworks) {
+  // Megatron-Core's Transformer Engine layers (fp8_gemm_relative_efficiency) and a framework that
+  // swaps nn.Linear for te.Linear (fp8_te_linear_relative_efficiency) have a constant each.
+  TimeCalibration base = DefaultTimeCalibration(), megatron_faster = base, linear_faster = base;
+  megatron_faster.fp8_gemm_relative_efficiency *= 1.5;
+  linear_faster.fp8_te_linear_relative_efficiency *= 1.5;
+  const auto megatron = workload::Framework::kMegatron;
+  const auto fsdp = workload::Framework::kFsdp;
+  EXPECT_GT(Llama2Fp8TokensPerSecond(megatron, megatron_faster),
+            1.1 * Llama2Fp8TokensPerSecond(megatron, base));
+  EXPECT_DOUBLE_EQ(Llama2Fp8TokensPerSecond(megatron, linear_faster),
+                   Llama2Fp8TokensPerSecond(megatron, base));
+  EXPECT_GT(Llama2Fp8TokensPerSecond(fsdp, linear_faster),
+            1.1 * Llama2Fp8TokensPerSecond(fsdp, base));
+  EXPECT_DOUBLE_EQ(Llama2Fp8TokensPerSecond(fsdp, megatron_faster),
+                   Llama2Fp8TokensPerSecond(fsdp, base));
+}
+
+TEST(ComputeTest, NemoFp8BenchmarkIsNotAThirdSlow) {
+  // Seen (issue 31): NeMo 24.07's FP8 Llama 2 7B on 8 H100 (NVIDIA/NeMo@070a0bb168
+  // docs/source/performance/performance_summary.md: 16847 tokens/s/GPU) came out at 12281, 27 %
+  // slow, with the one FP8 efficiency llm-foundry's rows fitted. The row is a test of the fit
+  // (published runs), not in it.
+  const double predicted =
+      Llama2Fp8TokensPerSecond(workload::Framework::kMegatron, DefaultTimeCalibration());
+  EXPECT_NEAR(predicted / 16847, 1.0, 0.15) << predicted;
+}
+
+TEST(ComputeTest, GemmFallOffFollowsMemoryTraffic) {
+  // A GEMM's time is its math plus its operands and result moved through memory
+  // (gemm_traffic_factor): the traffic weighs more where a dimension is small, so a narrow model
+  // slows down more than a wide one when the traffic is charged.
+  TimeCalibration math_only = DefaultTimeCalibration(), with_traffic = math_only;
+  math_only.gemm_traffic_factor = 0;
+  with_traffic.gemm_traffic_factor = 1;
+  auto slowdown = [&](int64_t hidden) {
+    workload::Model m = Gpt22b();
+    m.hidden = hidden;
+    m.heads = hidden / 128;
+    m.kv_heads = m.heads;
+    m.ffn_hidden = 4 * hidden;
+    workload::Training t = Tp8();
+    t.tp = 1;
+    t.sequence_parallel = false;
+    return EstimateStepTime(m, t, A100Node(), with_traffic).step_seconds /
+           EstimateStepTime(m, t, A100Node(), math_only).step_seconds;
+  };
+  EXPECT_GT(slowdown(1024), 1.0);
+  EXPECT_GT(slowdown(1024), slowdown(8192));
+  EXPECT_GT(slowdown(8192), 1.0);
+}
+
 }  // namespace
 }  // namespace fulcrum::estimate
