@@ -113,6 +113,10 @@ const std::vector<FittedConstant>& FittedConstants() {
        1e-3, 2e-5},
       {"unfused_attention_score_elements",
        [](TC& c) -> double& { return c.unfused_attention_score_elements; }, 0, 50, 1},
+      {"generic_nchw_transpose_elements",
+       [](TC& c) -> double& { return c.generic_nchw_transpose_elements; }, 0, 20, 0.5},
+      {"generic_simt_efficiency", [](TC& c) -> double& { return c.generic_simt_efficiency; }, 0.05,
+       1, 0.05},
   };
   return kConstants;
 }

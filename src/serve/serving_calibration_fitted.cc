@@ -8,12 +8,12 @@ namespace fulcrum::serve {
 const ServeCalibration& DefaultServeCalibration() {
   static const ServeCalibration kFitted = [] {
     ServeCalibration c;
-    c.prefill_gemm_efficiency = 0.72;
-    c.decode_gemm_efficiency = 0.599;
-    c.low_bit_gemm_relative_efficiency = 0.84;
-    c.attention_efficiency = 0.218;
+    c.prefill_gemm_efficiency = 0.727;
+    c.decode_gemm_efficiency = 0.6;
+    c.low_bit_gemm_relative_efficiency = 0.832;
+    c.attention_efficiency = 0.217;
     c.decode_bandwidth_efficiency = 0.8;
-    c.per_layer_overhead_seconds = 4.57e-05;
+    c.per_layer_overhead_seconds = 4.48e-05;
     return c;
   }();
   return kFitted;
@@ -23,8 +23,8 @@ const ServeLatencyBand& DefaultServeLatencyBand() {
   static const ServeLatencyBand kBand = [] {
     ServeLatencyBand b;
     b.ttft_p50_ratio = 1.16;
-    b.ttft_p90_ratio = 1.44;
-    b.tpot_p50_ratio = 0.961;
+    b.ttft_p90_ratio = 1.41;
+    b.tpot_p50_ratio = 0.955;
     b.tpot_p90_ratio = 1.12;
     return b;
   }();
