@@ -116,6 +116,10 @@ const std::vector<FittedConstant>& FittedConstants() {
        [](TC& c) -> double& { return c.fp8_te_linear_relative_efficiency; }, 0.1, 2, 0.1},
       {"gemm_traffic_factor", [](TC& c) -> double& { return c.gemm_traffic_factor; }, 0.05, 20,
        0.1},
+      {"generic_nchw_transpose_elements",
+       [](TC& c) -> double& { return c.generic_nchw_transpose_elements; }, 0, 20, 0.5},
+      {"generic_simt_efficiency", [](TC& c) -> double& { return c.generic_simt_efficiency; }, 0.05,
+       1, 0.05},
   };
   return kConstants;
 }

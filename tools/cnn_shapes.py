@@ -8,6 +8,11 @@ architecture tables, for the step-time roofline of estimate/compute.cc:
   depthwise_flops_per_sample     forward FLOPs (2 x multiply-adds) of the depthwise convolutions,
                                  which run on the CUDA cores (part of forward_flops_per_sample)
   weighted_layers                convolutions + linear layers (SE FCs included)
+  conv_io_ratio                  elements of the non-depthwise convolutions' inputs + outputs per
+                                 forward-written element: what cuDNN transposes NCHW <-> NHWC
+                                 around the tensor-core convolutions when activations stay NCHW
+                                 (TF32); the mean over the presets x 6 moves is the prior of
+                                 TimeCalibration::generic_nchw_transpose_elements
   GMACs                          printed as a check against the published FLOPs
 
 Architectures: ResNet-50 v1.5 (He et al. 2015, arXiv 1512.03385, Table 1; stride on the 3x3 as
@@ -27,6 +32,7 @@ class Net:
         self.depthwise_macs = 0
         self.macs = 0
         self.layers = 0
+        self.conv_io = 0  # inputs + outputs of the non-depthwise (tensor-core) convolutions
 
     def conv(self, cin, cout, k, h, stride=1, groups=1):
         out = (h + 2 * (k // 2) - k) // stride + 1
@@ -35,6 +41,8 @@ class Net:
         self.layers += 1
         if groups > 1 and groups == cin == cout:
             self.depthwise_macs += cout * out * out * k * k
+        else:
+            self.conv_io += cin * h * h + cout * out * out
         return out
 
     def fc(self, cin, cout):
@@ -145,4 +153,8 @@ PRESETS = {
 if __name__ == "__main__":
     for name, n in PRESETS.items():
         print(f"{name:27s} GMACs {n.macs / 1e9:6.3f}  forward_elements_per_sample {n.elements:.4g}"
-              f"  depthwise_flops_per_sample {2 * n.depthwise_macs:.4g}  weighted_layers {n.layers}")
+              f"  depthwise_flops_per_sample {2 * n.depthwise_macs:.4g}  weighted_layers {n.layers}"
+              f"  conv_io_ratio {n.conv_io / n.elements:.4f}")
+    mean = sum(n.conv_io / n.elements for n in PRESETS.values()) / len(PRESETS)
+    print(f"mean conv_io_ratio {mean:.4f}; x 6 moves = generic_nchw_transpose_elements prior "
+          f"{6 * mean:.3g}")

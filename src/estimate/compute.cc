@@ -271,18 +271,20 @@ Link GroupLink(int64_t ranks, int64_t stride, const Hardware& hw, const TimeCali
 }
 
 // Generic (CNN) models, data parallel only. One micro-batch of b samples runs the convolutions
-// on the tensor cores (3 x forward FLOPs at the precision's peak x generic_model_efficiency,
-// falling off as b / (b + generic_half_batch)) and the depthwise ones on the CUDA cores, moves the
+// on the tensor cores (3 x forward FLOPs at the precision's peak x generic_model_efficiency, or
+// plain FP32 on the CUDA cores at generic_simt_efficiency of their peak, falling off as
+// b / (b + generic_half_batch)) and the depthwise ones on the CUDA cores, moves the
 // activations (forward-written elements x traffic per element x activation bytes, at the
 // datasheet bandwidth: a roofline sum, as the elementwise kernels and the convolutions run one
-// after the other), and pays a fixed time per weighted layer and pass.
+// after the other), pays a fixed time per weighted layer and pass, and under TF32 the NCHW <->
+// NHWC transposes around the tensor-core convolutions (generic_nchw_transpose_elements).
 double GenericMicroBatchSeconds(const Model& model, const Training& tr, const Hardware& hw,
                                 const TimeCalibration& c) {
   const double peak = hw.peak_flops_16bit > 0 ? hw.peak_flops_16bit : hw.peak_flops;
   const double b = static_cast<double>(tr.micro_batch);
   double large_batch = c.generic_model_efficiency;
   if (hw.simt_fp32) {
-    large_batch = std::min(1.0, large_batch * c.fp32_simt_relative_efficiency);
+    large_batch = std::min(1.0, c.generic_simt_efficiency);
   } else if (tr.precision == Precision::kTf32) {
     large_batch = std::min(1.0, large_batch * c.generic_tf32_relative_efficiency);
   }
@@ -291,14 +293,25 @@ double GenericMicroBatchSeconds(const Model& model, const Training& tr, const Ha
   const double conv_seconds =
       3.0 * (model.generic_forward_flops_per_sample - depthwise_flops) * b / (peak * efficiency);
   const double simt = hw.simt_flops > 0 ? hw.simt_flops : hw.peak_flops;
-  const double depthwise_seconds =
-      3.0 * depthwise_flops * b / (simt * c.generic_depthwise_efficiency);
+  // Depthwise kernels are bound by the SMs' load path, not their FLOPs: 4-byte activations
+  // (fp32, TF32) take twice the time of the 16-bit ones the efficiency is stated for.
+  const double depthwise_seconds = 3.0 * depthwise_flops * b /
+                                   (simt * c.generic_depthwise_efficiency) *
+                                   ActivationBytes(tr.precision) / 2.0;
   const double traffic_seconds = c.generic_traffic_per_element *
                                  model.generic_forward_elements_per_sample * b *
                                  ActivationBytes(tr.precision) / hw.memory_bytes_per_second;
   const double fixed_seconds =
       3.0 * static_cast<double>(model.generic_weighted_layers) * c.generic_seconds_per_layer;
-  return conv_seconds + depthwise_seconds + traffic_seconds + fixed_seconds;
+  // TF32 on the tensor cores keeps NCHW activations: cuDNN transposes around each convolution.
+  const bool nchw_tensor_cores = tr.precision == Precision::kTf32 && !hw.simt_fp32;
+  const double transpose_seconds =
+      nchw_tensor_cores
+          ? c.generic_nchw_transpose_elements * model.generic_forward_elements_per_sample * b *
+                ActivationBytes(tr.precision) /
+                (hw.memory_bytes_per_second * c.memory_bandwidth_efficiency)
+          : 0.0;
+  return conv_seconds + depthwise_seconds + traffic_seconds + fixed_seconds + transpose_seconds;
 }
 
 StepTime EstimateGenericStep(const Model& model, const Training& tr, const Hardware& hw,
