@@ -188,10 +188,14 @@ void ScanLayouts(const workload::Model& model, const workload::Training& base,
           const int max_zero = dp * cp == 1 || generic ? 0 : (pp > 1 ? 1 : 3);
           for (int zero = 0; zero <= max_zero; ++zero) {
             // Mixture of experts: expert parallelism carved out of dp (ep divides dp and the
-            // experts).
+            // experts), its all-to-all kept inside a node (tp x cp x ep <= GPUs per node): the
+            // planner's rule, not the frameworks' (Megatron lets the expert group span nodes);
+            // the search relied on the ranking to keep such rows out of the top (a refit let an
+            // inter-node tp2 ep8 row into the Mixtral top 100).
             for (int ep = 1; ep <= (workload::IsMoe(model) ? std::min(dp, max_model_parallel) : 1);
                  ep *= 2) {
               if (dp % ep != 0 || (ep > 1 && model.experts % ep != 0)) continue;
+              if (ep > 1 && tp * cp * ep > hw.gpus_per_node) break;
               for (Recompute rc : kRecomputes) {
                 t.tp = tp;
                 t.pp = pp;
