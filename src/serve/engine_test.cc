@@ -7,29 +7,15 @@
 #include <gtest/gtest.h>
 
 #include "catalog/catalog.h"
+#include "serve/shipped_catalog_testing.h"
 #include "workload/model_io.h"
 
 namespace fulcrum::serve {
 namespace {
 
-const std::string kCatalogDir = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
-
-const catalog::Catalog& Cat() {
-  static const catalog::Catalog* cat = [] {
-    catalog::LoadOptions load;
-    load.include_user_offers = false;
-    Result<catalog::Catalog> c = catalog::Catalog::Load(kCatalogDir, load);
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
-    return new catalog::Catalog(std::move(*c));
-  }();
-  return *cat;
-}
-
-catalog::Gpu Gpu(const std::string& name) {
-  const catalog::Gpu* gpu = Cat().FindGpu(name);
-  EXPECT_NE(gpu, nullptr) << name;
-  return gpu != nullptr ? *gpu : catalog::Gpu{};
-}
+using testing::Cat;
+using testing::Gpu;
+using testing::kCatalogDir;
 
 EngineProfile Engine(const std::string& name) {
   Result<EngineProfile> e = LoadEngine(kCatalogDir, name);

@@ -8,34 +8,20 @@
 #include <gtest/gtest.h>
 
 #include "catalog/catalog.h"
+#include "serve/shipped_catalog_testing.h"
 #include "workload/model_io.h"
 
 namespace fulcrum::serve {
 namespace {
 
-const std::string kCatalogDir = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
-
-const catalog::Catalog& Cat() {
-  static const catalog::Catalog* cat = [] {
-    catalog::LoadOptions load;
-    load.include_user_offers = false;
-    Result<catalog::Catalog> c = catalog::Catalog::Load(kCatalogDir, load);
-    EXPECT_TRUE(c.ok()) << c.status().ToString();
-    return new catalog::Catalog(std::move(*c));
-  }();
-  return *cat;
-}
+using testing::Cat;
+using testing::Gpu;
+using testing::kCatalogDir;
 
 workload::Model Preset(const std::string& name) {
   Result<workload::Model> m = workload::LoadModelPreset(kCatalogDir, name);
   EXPECT_TRUE(m.ok()) << m.status().ToString();
   return *m;
-}
-
-catalog::Gpu Gpu(const std::string& name) {
-  const catalog::Gpu* gpu = Cat().FindGpu(name);
-  EXPECT_NE(gpu, nullptr) << name;
-  return *gpu;
 }
 
 ServeRequest Request(const std::string& model, const std::string& gpu, Precision p, KvPrecision kv,
