@@ -91,7 +91,7 @@ Result<Estimated> Run(const ServeEstimateOptions& o, const std::string& catalog_
   r.batching = engine.batching;
   if (engine.prefill_chunk > 0) r.max_batched_tokens = engine.prefill_chunk;
   FULCRUM_ASSIGN_OR_RETURN(serve::ServeEstimate e, serve::EstimateServing(r));
-  return Estimated{std::move(e), std::move(r.engine), r.batching};
+  return Estimated{e, std::move(r.engine), r.batching};
 }
 
 nlohmann::json ToJson(const Estimated& x) {
