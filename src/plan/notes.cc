@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/input_error.h"
 #include "estimate/estimate.h"
 
 namespace fulcrum::plan {
@@ -104,8 +105,7 @@ void StorageNotes(const PlanInputs& in, const CostedCandidates& costed,
   if (costed.unpriced_storage.empty()) return;
   std::string list;
   for (const auto& [provider, parts] : costed.unpriced_storage) {
-    std::string what;
-    for (const std::string& part : parts) what += (what.empty() ? "" : ", ") + part;
+    const std::string what = JoinNames({parts.begin(), parts.end()});
     list += (list.empty() ? "" : "; ") + provider + " (" + what + ")";
   }
   notes.push_back("storage not priced for " + list +
@@ -132,17 +132,14 @@ std::string CheckpointWriteNote(const PlanInputs& in, const std::vector<Candidat
   }
   std::vector<std::string> parts;
   if (!fallback.empty()) {
-    std::string list;
-    for (const std::string& p : fallback) list += (list.empty() ? "" : ", ") + p;
+    const std::string list = JoinNames({fallback.begin(), fallback.end()});
     parts.push_back(fmt::format(
         "at {}'s {:.0f} MB/s per node on {} (the catalog/storage.csv default, the slowest "
         "common case: no row there says what these instances write to)",
         a.checkpoint_write_kind, a.checkpoint_write_bytes_per_second_per_node / 1e6, list));
   }
   if (!own.empty()) {
-    std::string list;
-    for (const std::string& o : own) list += (list.empty() ? "" : ", ") + o;
-    parts.push_back("per instance on " + list);
+    parts.push_back("per instance on " + JoinNames({own.begin(), own.end()}));
   }
   if (parts.empty()) return "";
   std::string note = "checkpoint writes costed ";
