@@ -246,6 +246,12 @@ std::vector<Precision> SupportedPrecisions(const catalog::Gpu& gpu) {
 
 namespace {
 
+// Whether the engine's table lists `precision` (an empty list is not checked).
+bool RunsPrecision(const EngineProfile& engine, Precision precision) {
+  return engine.precisions.empty() || std::find(engine.precisions.begin(), engine.precisions.end(),
+                                                precision) != engine.precisions.end();
+}
+
 // The engine's own limits: the GPU's vendor, then the precision (before the GPU's tensor cores,
 // so that "llama.cpp cannot run fp8" is said on a GPU that has fp8).
 Status CheckEngine(const catalog::Gpu& gpu, Precision precision, const EngineProfile& engine) {
@@ -258,10 +264,7 @@ Status CheckEngine(const catalog::Gpu& gpu, Precision precision, const EnginePro
                                                     : "an " + gpu.vendor + " GPU"))
         .WithDetail(Detail("engine", "an engine that runs on " + gpu.name, name));
   }
-  if (engine.precisions.empty() || std::find(engine.precisions.begin(), engine.precisions.end(),
-                                             precision) != engine.precisions.end()) {
-    return Status::Ok();
-  }
+  if (RunsPrecision(engine, precision)) return Status::Ok();
   std::vector<std::string> can;
   for (Precision p : engine.precisions) can.emplace_back(PrecisionName(p));
   return Status::InvalidInput("precision: engine " + name + " cannot run " +
@@ -278,10 +281,7 @@ Status CheckSupport(const catalog::Gpu& gpu, Precision precision, KvPrecision kv
   FULCRUM_RETURN_IF_ERROR(CheckEngine(gpu, precision, engine));
   std::vector<std::string> supported;
   for (Precision p : SupportedPrecisions(gpu)) {
-    if (engine.precisions.empty() || std::find(engine.precisions.begin(), engine.precisions.end(),
-                                               p) != engine.precisions.end()) {
-      supported.emplace_back(PrecisionName(p));
-    }
+    if (RunsPrecision(engine, p)) supported.emplace_back(PrecisionName(p));
   }
   if (!MatmulPeak(gpu, precision)) {
     return Status::InvalidInput(
