@@ -84,6 +84,10 @@ TEST(ServeEngineE2eTest, PlanNamesTheEngineAndRefusesWhatItCannotRun) {
   RunOutput fp8 = RunFulcrum({"serve-plan", "--model", "llama-3-8b", "--engine", "llama.cpp",
                               "--precision", "fp8", "--gpus", "H100-SXM"});
   EXPECT_EQ(fp8.exit_code, 2) << fp8.out;
+  // The engine's limit, with what it runs; not "N offers lack tensor cores" (H100 has fp8).
+  EXPECT_NE(fp8.err.find("engine llama.cpp cannot run fp8"), std::string::npos) << fp8.err;
+  EXPECT_NE(fp8.err.find("q4_k_m"), std::string::npos) << fp8.err;
+  EXPECT_EQ(fp8.err.find("tensor cores"), std::string::npos) << fp8.err;
 }
 
 }  // namespace

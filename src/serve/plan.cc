@@ -384,17 +384,22 @@ ServeCandidate CandidateOf(const catalog::Offer& offer, const Layout& layout, co
 
 // Why offers were left out, for the error when none serves.
 struct Tally {
-  int unsupported = 0, unfit = 0, too_slow = 0, unpriced = 0;
+  int wrong_vendor = 0, no_bf16_kv = 0, unsupported = 0, unfit = 0, too_slow = 0, unpriced = 0;
   Miss closest;  // of the too-slow layouts, the one nearest its target
 };
 
 std::string NoOfferMessage(size_t offers, const Tally& t, const ServePlanRequest& r) {
-  std::string text = "no offer serves the model: of " + std::to_string(offers) + " offers, " +
-                     std::to_string(t.unsupported) + " lack tensor cores for --precision " +
-                     std::string(PrecisionName(r.precision)) + ", " + std::to_string(t.unpriced) +
-                     " have no on-demand price; " + std::to_string(t.unfit) +
-                     " layouts do not fit in memory, " + std::to_string(t.too_slow) +
-                     " miss the latency targets";
+  std::string text = "no offer serves the model: of " + std::to_string(offers) + " offers, ";
+  if (t.wrong_vendor > 0) {
+    text += std::to_string(t.wrong_vendor) + " have GPUs engine " +
+            std::string(EngineName(r.engine.engine)) + " does not run on, ";
+  }
+  text += std::to_string(t.unsupported) + " lack tensor cores for --precision " +
+          std::string(PrecisionName(r.precision)) + ", ";
+  if (t.no_bf16_kv > 0) text += std::to_string(t.no_bf16_kv) + " lack bf16 for the KV cache, ";
+  text += std::to_string(t.unpriced) + " have no on-demand price; " + std::to_string(t.unfit) +
+          " layouts do not fit in memory, " + std::to_string(t.too_slow) +
+          " miss the latency targets";
   if (t.closest.target != nullptr) {
     text += fmt::format(
         " (even unloaded the closest misses {} by {:.0f}%: {:.3g} s against {:.3g} s)",
@@ -408,6 +413,8 @@ std::string NoOfferMessage(size_t offers, const Tally& t, const ServePlanRequest
 Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
                                                 const catalog::ResolvedFilter& offers,
                                                 const ServePlanRequest& r) {
+  // What the engine cannot run on any GPU is the request's error, not a count of offers.
+  FULCRUM_RETURN_IF_ERROR(CheckEnginePrecision(r.engine, r.precision));
   // Each offer's layouts; the sizing of a layout is shared by every offer of its GPU.
   Tally tally;
   std::map<Layout, Sizing> sizings;
@@ -429,8 +436,11 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     }
     const KvPrecision kv =
         r.kv_precision.value_or(gpu->bf16_tflops ? KvPrecision::kBf16 : KvPrecision::kFp16);
-    if (!CheckSupport(*gpu, r.precision, kv, r.engine).ok()) {
-      ++tally.unsupported;
+    if (const Status support = CheckSupport(*gpu, r.precision, kv, r.engine); !support.ok()) {
+      const std::string field = support.detail() != nullptr ? support.detail()->field : "";
+      ++(field == "engine"         ? tally.wrong_vendor
+         : field == "kv-precision" ? tally.no_bf16_kv
+                                   : tally.unsupported);
       continue;
     }
     const catalog::Interconnect link =

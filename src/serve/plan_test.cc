@@ -1,5 +1,6 @@
 #include "serve/plan.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -7,6 +8,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/offer_query.h"
+#include "serve/engine.h"
 #include "workload/model_io.h"
 
 namespace fulcrum::serve {
@@ -241,6 +243,49 @@ TEST_F(ServePlanTest, RefusesWhenNoOfferCanRunThePrecision) {
   EXPECT_NE(plan.status().message().find("lack tensor cores for --precision fp8"),
             std::string::npos)
       << plan.status().message();
+}
+
+// An engine's own limits are said as such, not counted as GPUs without tensor cores: a precision
+// the engine runs nowhere is the request's error (naming what it runs), and offers of a vendor it
+// does not run on are counted apart.
+TEST_F(ServePlanTest, SaysWhatTheEngineCannotRunApartFromWhatTheGpusLack) {
+  Result<EngineProfile> llama_cpp = LoadEngine(kCatalogDir, "llama.cpp");
+  ASSERT_TRUE(llama_cpp.ok()) << llama_cpp.status().ToString();
+  request_.engine = *llama_cpp;
+  request_.precision = Precision::kFp8;
+  Result<std::vector<ServeCandidate>> plan = Plan({"H100"});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().ExitCode(), 2);
+  EXPECT_NE(plan.status().message().find("engine llama.cpp cannot run fp8"), std::string::npos)
+      << plan.status().message();
+  EXPECT_EQ(plan.status().message().find("tensor cores"), std::string::npos)
+      << plan.status().message();
+  ASSERT_NE(plan.status().detail(), nullptr);
+  EXPECT_EQ(plan.status().detail()->field, "precision");
+  EXPECT_NE(std::find(plan.status().detail()->nearest.begin(),
+                      plan.status().detail()->nearest.end(), "q4_k_m"),
+            plan.status().detail()->nearest.end());
+
+  // TensorRT-LLM on AMD: the shipped catalog prices no AMD GPU, so an H100 offer is copied onto
+  // an MI300X (catalog/gpus.csv, vendor AMD).
+  Result<EngineProfile> trtllm = LoadEngine(kCatalogDir, "trtllm");
+  ASSERT_TRUE(trtllm.ok()) << trtllm.status().ToString();
+  request_.engine = *trtllm;
+  request_.precision = Precision::kBf16;
+  catalog::OfferFilter filter;
+  filter.gpus = {"H100"};
+  filter.pricing = {catalog::Pricing::kOnDemand};
+  Result<catalog::ResolvedFilter> offers = catalog::ResolveOfferFilter(*catalog_, filter);
+  ASSERT_TRUE(offers.ok() && !offers->offers.empty());
+  catalog::Offer amd = *offers->offers.front();
+  amd.gpu = "MI300X";
+  offers->offers = {&amd};
+  Result<std::vector<ServeCandidate>> on_amd = PlanServing(*catalog_, *offers, request_);
+  ASSERT_FALSE(on_amd.ok());
+  EXPECT_NE(on_amd.status().message().find(
+                "of 1 offers, 1 have GPUs engine trtllm does not run on, 0 lack tensor cores"),
+            std::string::npos)
+      << on_amd.status().message();
 }
 
 }  // namespace

@@ -252,19 +252,25 @@ bool RunsPrecision(const EngineProfile& engine, Precision precision) {
                                                 precision) != engine.precisions.end();
 }
 
-// The engine's own limits: the GPU's vendor, then the precision (before the GPU's tensor cores,
-// so that "llama.cpp cannot run fp8" is said on a GPU that has fp8).
-Status CheckEngine(const catalog::Gpu& gpu, Precision precision, const EngineProfile& engine) {
-  const std::string name(EngineName(engine.engine));
-  if (!engine.vendors.empty() &&
-      std::find(engine.vendors.begin(), engine.vendors.end(), gpu.vendor) == engine.vendors.end()) {
-    return Status::InvalidInput("engine: " + name + " runs on " + JoinNames(engine.vendors) +
-                                " GPUs only (catalog/serving_engines.csv); " + gpu.name + " is " +
-                                (gpu.vendor.empty() ? std::string("of no known vendor")
-                                                    : "an " + gpu.vendor + " GPU"))
-        .WithDetail(Detail("engine", "an engine that runs on " + gpu.name, name));
+// The engine's own limit on the GPU: its vendor.
+Status CheckEngineVendor(const catalog::Gpu& gpu, const EngineProfile& engine) {
+  if (engine.vendors.empty() ||
+      std::find(engine.vendors.begin(), engine.vendors.end(), gpu.vendor) != engine.vendors.end()) {
+    return Status::Ok();
   }
+  const std::string name(EngineName(engine.engine));
+  return Status::InvalidInput(
+             "engine: " + name + " runs on " + JoinNames(engine.vendors) +
+             " GPUs only (catalog/serving_engines.csv); " + gpu.name + " is " +
+             (gpu.vendor.empty() ? std::string("of no known vendor") : "an " + gpu.vendor + " GPU"))
+      .WithDetail(Detail("engine", "an engine that runs on " + gpu.name, name));
+}
+
+}  // namespace
+
+Status CheckEnginePrecision(const EngineProfile& engine, Precision precision) {
   if (RunsPrecision(engine, precision)) return Status::Ok();
+  const std::string name(EngineName(engine.engine));
   std::vector<std::string> can;
   for (Precision p : engine.precisions) can.emplace_back(PrecisionName(p));
   return Status::InvalidInput("precision: engine " + name + " cannot run " +
@@ -274,11 +280,12 @@ Status CheckEngine(const catalog::Gpu& gpu, Precision precision, const EnginePro
                          std::string(PrecisionName(precision)), can));
 }
 
-}  // namespace
-
 Status CheckSupport(const catalog::Gpu& gpu, Precision precision, KvPrecision kv,
                     const EngineProfile& engine) {
-  FULCRUM_RETURN_IF_ERROR(CheckEngine(gpu, precision, engine));
+  // The engine's limits first (vendor, then precision), so that "llama.cpp cannot run fp8" is
+  // said on a GPU that has fp8.
+  FULCRUM_RETURN_IF_ERROR(CheckEngineVendor(gpu, engine));
+  FULCRUM_RETURN_IF_ERROR(CheckEnginePrecision(engine, precision));
   std::vector<std::string> supported;
   for (Precision p : SupportedPrecisions(gpu)) {
     if (RunsPrecision(engine, p)) supported.emplace_back(PrecisionName(p));

@@ -154,6 +154,9 @@ std::string_view EngineName(Engine engine);
 std::vector<std::string> EngineNames();
 // The precisions of the list above that `gpu` has tensor-core support for (from the catalog).
 std::vector<Precision> SupportedPrecisions(const catalog::Gpu& gpu);
+// Ok, or InvalidInput (field "precision", nearest = what the engine runs): the engine cannot run
+// `precision` on any GPU (catalog/serving_engines.csv), e.g. llama.cpp fp8.
+Status CheckEnginePrecision(const EngineProfile& engine, Precision precision);
 // Ok, or InvalidInput: the engine does not run on the GPU's vendor (detail field "engine") or
 // cannot run the precision ("precision", nearest = what it can run); "GPU X has no <precision>
 // tensor cores; it supports: ..." (detail field "precision"/"kv-precision", nearest = the
