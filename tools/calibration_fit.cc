@@ -84,8 +84,6 @@ const std::vector<FittedConstant>& FittedConstants() {
        0.05, 1, 0.1},
       {"fp8_gemm_relative_efficiency",
        [](TC& c) -> double& { return c.fp8_gemm_relative_efficiency; }, 0.1, 2, 0.1},
-      {"fp32_simt_relative_efficiency",
-       [](TC& c) -> double& { return c.fp32_simt_relative_efficiency; }, 0.2, 5, 0.1},
       {"elementwise_hidden_elements",
        [](TC& c) -> double& { return c.elementwise_hidden_elements; }, 0, 200, 1},
       {"elementwise_ffn_elements", [](TC& c) -> double& { return c.elementwise_ffn_elements; }, 0,

@@ -42,6 +42,23 @@ double MegatronScoreElements(const Model& m, bool backward) {
   return m.dropout ? 4.5 : 2;
 }
 
+// Bytes per element of the hidden-size elementwise passes (norms, residual adds, dropout) outside
+// Megatron. Eager PyTorch under autocast (frameworks hf and ddp: fp32 weights, fp16/bf16 autocast)
+// keeps the residual stream in fp32: the embeddings are fp32 (fp32 weights), a linear's 16-bit
+// output added to the fp32 residual promotes to fp32, and layer_norm autocasts to float32
+// (pytorch.org/docs/stable/amp.html, "CUDA Ops that can autocast to float32"), so those passes
+// move 4-byte elements; TF's auto-mixed-precision rewrite keeps the layer norm's moments in fp32
+// as well (Mean is on its deny list, "BlackList" before TF 2.4: tensorflow/tensorflow
+// core/grappler/optimizers/auto_mixed_precision_lists.h).
+// FSDP's and DeepSpeed's mixed precision hold 16-bit weights, so their activations stay 16-bit.
+double ResidualStreamBytes(const Training& tr) {
+  const bool autocast =
+      tr.precision == Precision::kFp16Mixed || tr.precision == Precision::kBf16Mixed;
+  const bool fp32_weights =
+      tr.framework == workload::Framework::kHf || tr.framework == workload::Framework::kDdp;
+  return autocast && fp32_weights ? 4.0 : ActivationBytes(tr.precision);
+}
+
 // How fast a class of GEMMs runs: `flops_per_second` for large ones (the precision's peak x the
 // architecture's large-GEMM efficiency), and `half_dim`, the dimension at which a GEMM's memory
 // traffic takes as long as its math (GemmRate below).
@@ -78,10 +95,13 @@ GemmRate RateFor(double flops_per_second, double bytes, const Hardware& hw,
   return rate;
 }
 
-// The large-GEMM fraction of the peak: the architecture's, scaled for plain fp32 on CUDA cores.
+// The large-GEMM fraction of the peak: the architecture's tensor-core fraction, or for plain fp32
+// on the CUDA cores the fraction a large SGEMM reaches of their peak (generic_simt_efficiency, the
+// same roofline argument as for the CNNs' FP32 convolutions: far above the CUDA cores' machine
+// balance, compute-bound).
 double GemmMaxEfficiency(const Hardware& hw, const TimeCalibration& c) {
-  const double e = hw.efficiency.gemm_max_efficiency;
-  return hw.simt_fp32 ? std::min(1.0, e * c.fp32_simt_relative_efficiency) : e;
+  return hw.simt_fp32 ? std::min(1.0, c.generic_simt_efficiency)
+                      : hw.efficiency.gemm_max_efficiency;
 }
 
 bool IsLora(const Training& t) { return t.method == Method::kLora || t.method == Method::kQlora; }
@@ -231,10 +251,11 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   const double hidden_share = tr.sequence_parallel ? h / t : h;
   const double ffn_in = gated ? 2 * mlp.width : mlp.width;
   const double token_seconds = tokens * bytes / mem_bw;  // per activation element per token
+  const double residual_scale = ResidualStreamBytes(tr) / bytes;
   const double elementwise_seconds =
       megatron ? token_seconds * (MegatronHiddenElements(model, false) * hidden_share +
                                   (ffn_in + mlp.width) / t)
-               : token_seconds * (c.elementwise_hidden_elements * hidden_share +
+               : token_seconds * (c.elementwise_hidden_elements * hidden_share * residual_scale +
                                   c.elementwise_ffn_elements * ffn_in / t);
   const double elementwise_backward_seconds =
       megatron ? token_seconds * (MegatronHiddenElements(model, true) * hidden_share +

@@ -51,11 +51,6 @@ struct TimeCalibration {
   // where the other frameworks cast each GEMM input apart (fp8_te_linear_relative_efficiency).
   // Prior 1 (FP8 as efficient as BF16, an assumption); fitted (Megatron-Bridge's FP8 rows).
   double fp8_gemm_relative_efficiency = 1;
-  // Plain fp32 matmuls and convolutions run on the CUDA cores, whose (much lower) peak they reach
-  // a larger fraction of than tensor-core kernels reach of theirs: the architecture's efficiency
-  // times this factor, at most 1. Prior 1; fitted (DeepLearningExamples fp32 rows on V100).
-  // (Convolutions of generic models: generic_simt_efficiency.)
-  double fp32_simt_relative_efficiency = 1;
   // Achievable fraction of the datasheet memory bandwidth for elementwise kernels (STREAM-like
   // copies reach 0.8-0.9 of peak on A100/H100). Fitted.
   double memory_bandwidth_efficiency = 0.80;
@@ -172,8 +167,11 @@ struct TimeCalibration {
   // (tools/cnn_shapes.py prints the ratio): 6 x 0.463 = 2.78. Plain FP32 on the CUDA cores
   // (no tensor cores) and 16-bit channels-last runs pay none of it. Fitted, held near the prior.
   double generic_nchw_transpose_elements = 2.78;
-  // Plain-FP32 convolutions on the CUDA cores (fp32, or TF32 on a GPU without TF32): fraction of
-  // the FP32 peak they reach at large micro-batches, in place of generic_model_efficiency. A
+  // Plain-FP32 matmuls and convolutions on the CUDA cores (fp32, or TF32 on a GPU without TF32):
+  // fraction of the FP32 peak they reach at large sizes, in place of the architecture's
+  // gemm_max_efficiency (transformers) and generic_model_efficiency (CNNs; issue 31: the
+  // transformer GEMMs were charged the tensor-core fraction times a factor only the V100 FP32
+  // BERT rows constrained, which left those rows 25-37 % slow with the V100 left out). A
   // roofline argument, so that it carries across GPU generations: the CUDA cores' machine
   // balance (V100: 15.7 TFLOP/s / 900 GB/s ~ 17 FLOP/byte) sits far below the convolutions'
   // arithmetic intensity, so they run compute-bound at the fraction a large SGEMM reaches,
