@@ -413,6 +413,7 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
   if (IsBnb4Bit(r.precision)) per_layer += calibration.bnb_4bit_per_layer_seconds;
   if (r.precision == Precision::kBnbInt8) per_layer += calibration.bnb_int8_per_layer_seconds;
   s.overhead_per_pass_ = s.layers_ * per_layer;
+  s.host_per_pass_ = s.layers_ * engine.host_per_layer_seconds;
   // bitsandbytes 4-bit: a pass of more than one token dequantises each weight to a 16-bit copy
   // (written, then read by the matmul: 4 bytes a weight); one token runs the 4-bit GEMV kernel
   // (bitsandbytes/autograd/_functions.py matmul_4bit: gemv_4bit when the input is one row).
@@ -432,7 +433,9 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
 // prefill efficiency with causal attention 2 x layers x hidden x context each; the decodes'
 // attention reads every sequence's KV (once per query head for a kPerQueryHead kernel) or is
 // compute-bound; two all-reduces per layer (attention, MLP) of the pass's activations; the
-// per-layer overheads (base, the engine's, bitsandbytes' extra kernels) add to the pass.
+// per-layer overheads (base, the engine's, bitsandbytes' extra kernels) add to the pass. An
+// eager engine's pass takes at least its host time (layers x the engine's host time per layer):
+// the GPU idles while Python dispatches kernels shorter than their dispatch.
 double StepModel::Seconds(double decode_seqs, double decode_context, double prefill_tokens,
                           double prefill_context) const {
   const double tokens = decode_seqs + prefill_tokens;
@@ -452,8 +455,9 @@ double StepModel::Seconds(double decode_seqs, double decode_context, double pref
   link.bytes_per_second = link_bytes_per_second_;
   link.latency_seconds = link_latency_seconds_;
   const double comm = layers_ * 2 * estimate::AllReduceSeconds(tokens * hidden_ * 2, ranks_, link);
-  return std::max(weights_seconds, gemm_seconds) + std::max(kv_seconds, attn_seconds) + comm +
-         overhead_per_pass_;
+  const double gpu = std::max(weights_seconds, gemm_seconds) + std::max(kv_seconds, attn_seconds) +
+                     comm + overhead_per_pass_;
+  return std::max(gpu, host_per_pass_);
 }
 
 double StepModel::ChunkedPrefillSeconds(double decode_seqs, double decode_context, double tokens,

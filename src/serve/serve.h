@@ -85,11 +85,14 @@ struct EngineProfile {
 // A serving engine's kernels relative to the reference engine (TensorRT-LLM, whose published
 // tables fit the base constants): factors on the bandwidth and matmul/attention efficiencies
 // (each product capped at 1), and its extra time per layer of each forward pass (Python,
-// kernel launches and gaps), added to the pass.
+// kernel launches and gaps), added to the pass; and the host time per layer of an engine that
+// launches each layer's kernels from eager Python: a pass takes at least layers x that time
+// (the GPU waits on the host when its kernels are shorter than their dispatch), whatever the GPU.
 struct EngineEfficiency {
   double bandwidth_factor = 1;
   double gemm_factor = 1;
   double per_layer_overhead_seconds = 0;
+  double host_per_layer_seconds = 0;
 };
 // The serving time model's constants, fitted on published serving benchmarks by
 // fulcrum-calibrate (tools/serving_calibration.cc) into serving_calibration_fitted.cc; the
@@ -109,11 +112,16 @@ struct ServeCalibration {
   double per_layer_overhead_seconds = 5e-6;
   // Per engine (indexed by Engine), the reference TensorRT-LLM's entry stays 1, 1, 0; an engine
   // with rows from fewer than two sources keeps its prior (fitting it would leave nothing to
-  // score it on). Priors: no slower than the reference; HF generate runs each layer's kernels
-  // from eager Python (~0.2 ms per layer of host time, an assumption the fit replaces).
+  // score it on). Priors: no slower than the reference. HF generate: its extra GPU-side time
+  // per layer keeps the earlier assumption of 0.2 ms; it dispatches each layer's ~50 elementary
+  // operations from eager Python ("a typical transformer block with ~50 elementary
+  // operations", https://mlhero.books.neutronlabs.ai/ch21-runtimes/01-pytorch-dispatch/) at
+  // ~5-25 us of CPU-side work each (dispatch-chain table of
+  // https://jiahuanglin.xyz/all_lessons/gpu_kernel_serving/18_pytorch_to_kernel.html):
+  // 50 x 10 us = 0.5 ms of host time per layer, the floor of its pass. The fit replaces both.
   std::array<EngineEfficiency, kEngineCount> engines = {
-      EngineEfficiency{}, EngineEfficiency{}, EngineEfficiency{}, EngineEfficiency{1, 1, 2e-4},
-      EngineEfficiency{}};
+      EngineEfficiency{}, EngineEfficiency{}, EngineEfficiency{},
+      EngineEfficiency{1, 1, 2e-4, 5e-4}, EngineEfficiency{}};
   EngineEfficiency& engine(Engine e) { return engines[static_cast<size_t>(e)]; }
   const EngineEfficiency& engine(Engine e) const { return engines[static_cast<size_t>(e)]; }
   // bitsandbytes' extra time per layer of each forward pass (activation quantisation, outlier
@@ -215,7 +223,8 @@ struct ServeSpeed {
   // One decode step's parts: reading weights + KV cache at the fitted bandwidth; matmul and
   // attention FLOPs at the fitted efficiencies; tensor-parallel all-reduces. The step is
   // max(weight read, matmuls) + KV read + all-reduces + per-layer overhead (the matmul and the
-  // attention kernels run one after the other).
+  // attention kernels run one after the other), and at least the engine's host time per pass
+  // (EngineEfficiency::host_per_layer_seconds x layers).
   double decode_memory_seconds = 0, decode_compute_seconds = 0, decode_comm_seconds = 0;
   // kStatic: batch x output over prefill + decode wall time; kContinuous: batch / tpot (steady).
   double output_tokens_per_second = 0;
@@ -259,7 +268,7 @@ class StepModel {
   double tp_ = 1, hidden_ = 0, layers_ = 0, kv_per_token_per_gpu_ = 0, kv_read_factor_ = 1;
   double weights_bytes_ = 0, routed_bytes_ = 0, k_over_e_ = 0;
   double linear_flops_per_token_ = 0, bandwidth_ = 0, prefill_flops_ = 0, decode_flops_ = 0;
-  double attention_flops_ = 0, overhead_per_pass_ = 0;
+  double attention_flops_ = 0, overhead_per_pass_ = 0, host_per_pass_ = 0;
   double dequant_bytes_ = 0;  // 16-bit copy written and read per pass of > 1 token (bnb 4-bit)
   double link_bytes_per_second_ = 0, link_latency_seconds_ = 0;
 };

@@ -224,6 +224,41 @@ TEST(ServeSpeedTest, DecodeIsBandwidthBoundAtBatchOneAndComputeBoundAtLargeBatch
   EXPECT_LT(Estimate(r).speed.tpot_seconds, 0.5 * small.speed.tpot_seconds);
 }
 
+// HF generate dispatches each layer from eager Python: a pass takes at least layers x the host
+// time per layer, so at batch 1 a GPU with more bandwidth does not decode faster (the
+// bitsandbytes benchmark: Llama 3.1 8B bf16, 21.1 ms per token on an RTX 4090, 24.4 ms on an
+// H100). An engine without the floor does; a batch whose GPU time exceeds the floor is GPU-bound.
+TEST(ServeSpeedTest, HfDecodeAtBatchOneIsHostBoundNotBandwidthBound) {
+  ServeCalibration c;
+  c.engine(Engine::kHf).host_per_layer_seconds = 5e-4;
+  ServeRequest r =
+      Request("llama-3-8b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 1, 64, 64);
+  r.engine.engine = Engine::kHf;
+  const Result<ServeEstimate> h100 = EstimateServing(r, c);
+  r.gpu = Gpu("H200");
+  const Result<ServeEstimate> h200 = EstimateServing(r, c);
+  ASSERT_TRUE(h100.ok() && h200.ok());
+  const double floor = 32 * 5e-4;  // 32 layers
+  EXPECT_DOUBLE_EQ(h100->speed.tpot_seconds, floor);
+  EXPECT_DOUBLE_EQ(h200->speed.tpot_seconds, h100->speed.tpot_seconds);
+  // The same request on an engine without a host floor: H200's bandwidth decodes faster.
+  r.engine.engine = Engine::kVllm;
+  const Result<ServeEstimate> vllm_h200 = EstimateServing(r, c);
+  r.gpu = Gpu("H100-SXM");
+  const Result<ServeEstimate> vllm_h100 = EstimateServing(r, c);
+  ASSERT_TRUE(vllm_h100.ok() && vllm_h200.ok());
+  EXPECT_LT(vllm_h200->speed.tpot_seconds, 0.9 * vllm_h100->speed.tpot_seconds);
+  EXPECT_LT(vllm_h100->speed.tpot_seconds, floor);
+  // A large batch at a long context reads more KV cache than the floor's time: GPU-bound again.
+  r.engine.engine = Engine::kHf;
+  r.batch = 256;
+  r.input_len = 2048;
+  r.output_len = 2048;
+  const Result<ServeEstimate> large = EstimateServing(r, c);
+  ASSERT_TRUE(large.ok());
+  EXPECT_GT(large->speed.tpot_seconds, 1.5 * floor);
+}
+
 TEST(ServeSpeedTest, TensorParallelismAddsAllReducesAndCutsTheStep) {
   ServeRequest r =
       Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 16, 512, 128, 2);
