@@ -296,6 +296,22 @@ std::optional<double> PredictServing(const ServingRow& row, const ServeCalibrati
   return e->speed.output_tokens_per_second / static_cast<double>(row.request.tp);
 }
 
+// Whether `row` says something about knob `k`: moving the knob by its scale from `at` moves the
+// row's prediction by 1 % or more. A factor that no row of an engine depends on (the matmul
+// efficiency of an engine whose rows are all bandwidth-bound decodes) is left at its prior
+// rather than drifting along a flat objective.
+bool RowIdentifies(const ServingRow& row, const Knob<ServeCalibration>& k,
+                   const ServeCalibration& at) {
+  if (row.metric == ServingMetric::kKvCacheTokens) return false;
+  const std::optional<double> base = PredictServing(row, at);
+  ServeCalibration moved = at;
+  double& value = k.ref(moved);
+  value = value + k.scale <= k.upper ? value + k.scale : value - k.scale;
+  const std::optional<double> shifted = PredictServing(row, moved);
+  if (!base || !shifted || *base <= 0 || *shifted <= 0) return false;
+  return std::abs(std::log(*shifted / *base)) >= 0.01;
+}
+
 ServeCalibration FitServing(const std::vector<const ServingRow*>& rows,
                             const estimate::TimeCalibration& links) {
   ServeCalibration prior;
@@ -305,18 +321,17 @@ ServeCalibration FitServing(const std::vector<const ServingRow*>& rows,
   const ServeCalibration base =
       CoordinateDescent(prior, BaseKnobs(),
                         [&](const ServeCalibration& c) { return ServingObjective(reference, c); });
-  // An engine's factors are fitted only on rows of two sources or more.
-  std::map<std::string, std::set<std::string>> sources;
-  for (const ServingRow* row : others) {
-    if (row->metric != ServingMetric::kKvCacheTokens) sources[row->engine].insert(row->family);
-  }
+  // An engine's factor is fitted only on rows of two sources or more that depend on it.
   std::vector<Knob<ServeCalibration>> knobs;
   for (const Knob<ServeCalibration>& k : EngineKnobs()) {
-    const auto it = std::find_if(sources.begin(), sources.end(), [&](const auto& entry) {
-      return k.member.find(EngineEnumName(EngineOf(entry.first))) != std::string::npos;
-    });
+    std::set<std::string> sources;
+    for (const ServingRow* row : others) {
+      const bool of_engine =
+          k.member.find(EngineEnumName(EngineOf(row->engine))) != std::string::npos;
+      if (of_engine && RowIdentifies(*row, k, base)) sources.insert(row->family);
+    }
     const bool engine_knob = k.member.rfind("engine(", 0) == 0;
-    if (!engine_knob || (it != sources.end() && it->second.size() >= 2)) knobs.push_back(k);
+    if (!engine_knob || sources.size() >= 2) knobs.push_back(k);
   }
   return CoordinateDescent(base, knobs,
                            [&](const ServeCalibration& c) { return ServingObjective(others, c); });
@@ -496,8 +511,8 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
          "percentile over requests comes from the queueing model of src/serve/queueing.h (the "
          "spread of load, not of the model's error), times the P50 ratio (the model's median "
          "bias); that model agrees with a discrete-event simulation of the engine within 10 % on "
-         "replicas and P90 TTFT for five traffic mixes (src/serve/queueing_test.cc; "
-         "docs/SERVING.md).\n\n"
+         "replicas and P90 TTFT for five traffic mixes with the reference engine's constants "
+         "(src/serve/queueing_test.cc; docs/SERVING.md).\n\n"
          "Memory (max concurrency): the `kv cache tokens` rows compare the KV-cache capacity "
          "(`memory.kv_cache_capacity_tokens`: tokens that fit in the 0.9 budget beside weights, "
          "activations of the largest forward pass and CUDA context; max_concurrency = capacity / "

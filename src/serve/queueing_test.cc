@@ -189,6 +189,9 @@ TEST_P(QueueingTest, PlanAgreesWithTheSimulationOnReplicasAndP90Ttft) {
   r.targets.tpot_p90_seconds = mix.tpot_p90;
   r.band = ServeLatencyBand{};  // the model's own percentiles: the simulation has no error band
   r.tp = {1};
+  // The reference engine's constants (fitted on TensorRT-LLM's tables), so that the check
+  // does not move with another engine's refit.
+  r.engine.engine = Engine::kTrtllm;
   catalog::OfferFilter filter;
   filter.gpus = {"H100-SXM"};
   filter.pricing = {catalog::Pricing::kOnDemand};
@@ -199,6 +202,7 @@ TEST_P(QueueingTest, PlanAgreesWithTheSimulationOnReplicasAndP90Ttft) {
   const ServeCandidate& c = plan->front();
 
   ServeRequest layout;
+  layout.engine = r.engine;
   layout.model = *model;
   layout.gpu = *c.gpu;
   layout.interconnect = c.offer->interconnect;

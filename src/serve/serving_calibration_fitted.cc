@@ -38,7 +38,7 @@ const ServeLatencyBand& DefaultServeLatencyBand() {
     ServeLatencyBand b;
     b.ttft_p50_ratio = 1.16;
     b.ttft_p90_ratio = 1.44;
-    b.tpot_p50_ratio = 0.96;
+    b.tpot_p50_ratio = 0.963;
     b.tpot_p90_ratio = 1.12;
     return b;
   }();
