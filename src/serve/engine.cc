@@ -12,7 +12,7 @@ namespace {
 
 const TableSchema kEngineSchema = {
     {"engine", "scheduler", "batching", "prefill_chunk", "precisions", "vendors", "source"},
-    {"note"}};
+    {"note", "tp_allreduce"}};
 
 // A ';'-separated list of names, each checked with `parse`.
 template <typename T, typename Parse>
@@ -58,6 +58,11 @@ Result<std::vector<EngineProfile>> ParseEngineTable(std::string_view text,
                                                                "precision names separated by ;"));
     FULCRUM_ASSIGN_OR_RETURN(std::string vendors, row.RequiredText("vendors"));
     for (const std::string& v : Split(vendors, ';')) p.vendors.emplace_back(Trim(v));
+    const std::string allreduce = row.Text("tp_allreduce");
+    if (allreduce != "" && allreduce != "ring" && allreduce != "custom") {
+      return row.Error("tp_allreduce", "ring or custom");
+    }
+    p.custom_allreduce = allreduce == "custom";
   }
   for (size_t i = 0; i < kEngineCount; ++i) {
     if (!seen[i]) {

@@ -70,6 +70,30 @@ TEST(EngineTableTest, EveryEngineHasItsSchedulerPrecisionsAndSource) {
   }
   // TensorRT-LLM runs on NVIDIA GPUs only.
   EXPECT_EQ(Engine("trtllm").vendors, std::vector<std::string>{"NVIDIA"});
+  // vLLM and SGLang reduce across tensor-parallel GPUs with their own kernel; TensorRT-LLM's
+  // calibration rows keep NCCL's ring.
+  EXPECT_TRUE(Engine("vllm").custom_allreduce);
+  EXPECT_TRUE(Engine("sglang").custom_allreduce);
+  EXPECT_FALSE(Engine("trtllm").custom_allreduce);
+}
+
+TEST(EngineTableTest, TpAllreduceIsRingOrCustomAndRingWhenAbsent) {
+  const std::string header =
+      "engine,scheduler,batching,prefill_chunk,precisions,vendors,source,tp_allreduce\n";
+  std::string rows;
+  for (const char* name : {"sglang", "trtllm", "hf", "llama.cpp"}) {
+    rows += std::string(name) + ",s,static,0,bf16,NVIDIA,src,\n";
+  }
+  Result<std::vector<EngineProfile>> custom =
+      ParseEngineTable(header + "vllm,s,static,0,bf16,NVIDIA,src,custom\n" + rows, "e.csv");
+  ASSERT_TRUE(custom.ok()) << custom.status().ToString();
+  EXPECT_TRUE((*custom)[static_cast<size_t>(*ParseEngine("vllm"))].custom_allreduce);
+  EXPECT_FALSE((*custom)[static_cast<size_t>(*ParseEngine("hf"))].custom_allreduce);
+  Result<std::vector<EngineProfile>> bad =
+      ParseEngineTable(header + "vllm,s,static,0,bf16,NVIDIA,src,oneshot\n" + rows, "e.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("tp_allreduce"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST(EngineTableTest, MalformedRowsNameTheLineAndTheNearestName) {

@@ -409,6 +409,11 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
   s.link_bytes_per_second_ = hw->intra_node_bytes_per_second *
                              (hw->nvlink ? links.nvlink_efficiency : links.pcie_efficiency);
   s.link_latency_seconds_ = links.intra_node_latency_seconds;
+  // vLLM's CustomAllreduce (and SGLang's copy of it) runs on 2, 4, 6 or 8 GPUs of one fully
+  // connected node (vllm/distributed/device_communicators/custom_all_reduce.py@00d618aab604
+  // _SUPPORTED_WORLD_SIZES, is_fully_connected); other layouts fall back to NCCL's ring.
+  s.custom_allreduce_ =
+      r.engine.custom_allreduce && hw->nvlink && (r.tp == 2 || r.tp == 4 || r.tp == 6 || r.tp == 8);
   double per_layer = calibration.per_layer_overhead_seconds + engine.per_layer_overhead_seconds;
   if (IsBnb4Bit(r.precision)) per_layer += calibration.bnb_4bit_per_layer_seconds;
   if (r.precision == Precision::kBnbInt8) per_layer += calibration.bnb_int8_per_layer_seconds;
@@ -451,10 +456,7 @@ double StepModel::Seconds(double decode_seqs, double decode_context, double pref
       decode_seqs * decode_context * kv_per_token_per_gpu_ * kv_read_factor_ / bandwidth_;
   const double attn_seconds =
       decode_seqs * 4 * layers_ * hidden_ * decode_context / (tp_ * attention_flops_);
-  estimate::Link link;
-  link.bytes_per_second = link_bytes_per_second_;
-  link.latency_seconds = link_latency_seconds_;
-  const double comm = layers_ * 2 * estimate::AllReduceSeconds(tokens * hidden_ * 2, ranks_, link);
+  const double comm = layers_ * 2 * AllReduce(tokens * hidden_ * 2);
   const double gpu = std::max(weights_seconds, gemm_seconds) + std::max(kv_seconds, attn_seconds) +
                      comm + overhead_per_pass_;
   return std::max(gpu, host_per_pass_);
@@ -480,11 +482,26 @@ void StepModel::DecodeParts(double decode_seqs, double decode_context, ServeSpee
   sp.decode_compute_seconds =
       decode_seqs * linear_flops_per_token_ / (tp_ * decode_flops_) +
       decode_seqs * 4 * layers_ * hidden_ * decode_context / (tp_ * attention_flops_);
+  sp.decode_comm_seconds = layers_ * 2 * AllReduce(decode_seqs * hidden_ * 2);
+}
+
+// NCCL's ring: 2 (n-1) steps of one link latency each (estimate::AllReduceSeconds). The engine's
+// own kernel, for messages under its 8 MiB buffer (custom_all_reduce.py max_size 8192 * 1024,
+// should_custom_ar), has every rank read its peers' buffers directly: a reduce-scatter and an
+// all-gather stage, each closed by one peer-to-peer flag write (vllm-project/vllm@036bb6855
+// csrc/custom_all_reduce.cuh cross_device_reduce_2stage, start_sync/end_sync "Latency = 1 p2p
+// write"), so two link latencies whatever n, with the ring's 2 (n-1)/n bytes moved per GPU.
+double StepModel::AllReduce(double bytes) const {
   estimate::Link link;
   link.bytes_per_second = link_bytes_per_second_;
   link.latency_seconds = link_latency_seconds_;
-  sp.decode_comm_seconds =
-      layers_ * 2 * estimate::AllReduceSeconds(decode_seqs * hidden_ * 2, ranks_, link);
+  constexpr double kCustomAllReduceMaxBytes = 8192.0 * 1024;
+  if (!custom_allreduce_ || bytes >= kCustomAllReduceMaxBytes || ranks_ <= 1 || bytes <= 0 ||
+      link.bytes_per_second <= 0) {
+    return estimate::AllReduceSeconds(bytes, ranks_, link);
+  }
+  const double n = ranks_;
+  return 2 * (n - 1) / n * bytes / link.bytes_per_second + 2 * link.latency_seconds;
 }
 
 Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibration& calibration) {

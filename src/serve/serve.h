@@ -79,6 +79,10 @@ struct EngineProfile {
   int64_t prefill_chunk = 0;          // default token budget per step; 0 = whole prompts
   std::vector<Precision> precisions;  // what it can run; empty = not checked
   std::vector<std::string> vendors;   // GPU vendors it runs on (catalog/gpus.csv); empty = any
+  // Its tensor-parallel all-reduce: true = the engine's own kernel over a fully connected node
+  // (NVLink / Infinity Fabric), whose peers read each other's buffers directly (vLLM's
+  // CustomAllreduce; column tp_allreduce `custom`); false = NCCL's ring (`ring`, the default).
+  bool custom_allreduce = false;
   std::string source;
 };
 
@@ -271,6 +275,9 @@ class StepModel {
   double attention_flops_ = 0, overhead_per_pass_ = 0, host_per_pass_ = 0;
   double dequant_bytes_ = 0;  // 16-bit copy written and read per pass of > 1 token (bnb 4-bit)
   double link_bytes_per_second_ = 0, link_latency_seconds_ = 0;
+  bool custom_allreduce_ = false;  // the engine's own all-reduce applies (EngineProfile)
+  // One tensor-parallel all-reduce of `bytes` (a pass runs two per layer).
+  double AllReduce(double bytes) const;
 };
 
 // Pieces, exposed for tests and for serve-plan.

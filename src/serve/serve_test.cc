@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "catalog/catalog.h"
+#include "estimate/compute.h"
 #include "serve/shipped_catalog_testing.h"
 #include "workload/model_io.h"
 
@@ -37,7 +38,9 @@ ServeRequest Request(const std::string& model, const std::string& gpu, Precision
   r.input_len = input;
   r.output_len = output;
   r.tp = tp;
-  // The published rows these tests reproduce are static-batching runs (gptSessionBenchmark).
+  // The published rows these tests reproduce are TensorRT-LLM's static-batching runs
+  // (gptSessionBenchmark): the reference engine, whose constants are the base ones.
+  r.engine.engine = Engine::kTrtllm;
   r.batching = Batching::kStatic;
   return r;
 }
@@ -270,6 +273,34 @@ TEST(ServeSpeedTest, TensorParallelismAddsAllReducesAndCutsTheStep) {
   EXPECT_LT(eight.speed.tpot_seconds, two.speed.tpot_seconds);
   r.tp = 3;  // does not divide 64 heads
   EXPECT_FALSE(EstimateServing(r).ok());
+}
+
+// An engine with its own all-reduce (vLLM's CustomAllreduce) pays two link latencies per
+// all-reduce instead of the ring's 2 (n-1) on a fully connected node: at tp 8 the decode step's
+// communication drops by 2 per-layer all-reduces x (14 - 2) latencies; a prefill pass whose
+// activations exceed the kernel's 8 MiB buffer still goes through the ring; a PCIe node keeps it.
+TEST(ServeSpeedTest, CustomAllReduceCutsTheLatencyOfSmallAllReducesOnANvlinkNode) {
+  ServeRequest r =
+      Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 8, 32, 128, 8);
+  const ServeEstimate ring = Estimate(r);
+  Result<StepModel> ring_step = StepModel::Make(r);
+  r.engine.custom_allreduce = true;
+  const ServeEstimate custom = Estimate(r);
+  Result<StepModel> custom_step = StepModel::Make(r);
+  ASSERT_TRUE(ring_step.ok() && custom_step.ok());
+  const double latency = estimate::DefaultTimeCalibration().intra_node_latency_seconds;
+  const double layers = 80;
+  EXPECT_NEAR(ring.speed.decode_comm_seconds - custom.speed.decode_comm_seconds,
+              layers * 2 * (2 * 7 - 2) * latency, 1e-12);
+  EXPECT_LT(custom.speed.tpot_seconds, ring.speed.tpot_seconds);
+  // 8192 prompt tokens x 8192 hidden x 2 bytes = 128 MiB per all-reduce: the ring in both.
+  EXPECT_NEAR(custom_step->Seconds(0, 0, 8192, 8192), ring_step->Seconds(0, 0, 8192, 8192), 1e-12);
+  // A PCIe pair of L40S has no NVLink mesh: the ring.
+  ServeRequest pcie =
+      Request("llama-3-8b", "L40S", Precision::kBf16, KvPrecision::kBf16, 8, 32, 128, 2);
+  const double pcie_ring = Estimate(pcie).speed.decode_comm_seconds;
+  pcie.engine.custom_allreduce = true;
+  EXPECT_DOUBLE_EQ(Estimate(pcie).speed.decode_comm_seconds, pcie_ring);
 }
 
 // Published TensorRT-LLM measurements (static batching, gptSessionBenchmark; the tables' figure is

@@ -16,7 +16,7 @@ const ServeCalibration& DefaultServeCalibration() {
     c.per_layer_overhead_seconds = 4.58e-05;
     c.engine(Engine::kVllm).bandwidth_factor = 1;
     c.engine(Engine::kVllm).gemm_factor = 1;
-    c.engine(Engine::kVllm).per_layer_overhead_seconds = 0;
+    c.engine(Engine::kVllm).per_layer_overhead_seconds = 2.98e-05;
     c.engine(Engine::kSglang).bandwidth_factor = 1;
     c.engine(Engine::kSglang).gemm_factor = 1;
     c.engine(Engine::kSglang).per_layer_overhead_seconds = 0;
@@ -39,8 +39,8 @@ const ServeLatencyBand& DefaultServeLatencyBand() {
     ServeLatencyBand b;
     b.ttft_p50_ratio = 1.16;
     b.ttft_p90_ratio = 1.44;
-    b.tpot_p50_ratio = 0.961;
-    b.tpot_p90_ratio = 1.13;
+    b.tpot_p50_ratio = 0.966;
+    b.tpot_p90_ratio = 1.18;
     return b;
   }();
   return kBand;
