@@ -223,7 +223,9 @@ TEST_P(QueueingTest, PlanAgreesWithTheSimulationOnReplicasAndP90Ttft) {
   // P90 TTFT at the planned replicas.
   const SimLatency at_plan = run(c.replicas);
   // Issue 26: within 10 % of the simulation's, every mix (the chat mix, near saturation, was
-  // 11.3 % low before the chain's count took the prompts' peakedness, queueing.cc's Solve).
+  // 11.3 % low at this seed before the chain's count took the prompts' peakedness, queueing.cc's
+  // Solve). Near saturation one seed's P90 varies by about as much as the tolerance
+  // (docs/SERVING.md: six seeds).
   EXPECT_NEAR(c.ttft_p90_seconds, at_plan.Ttft(0.9), 0.10 * at_plan.Ttft(0.9))
       << mix.name << ": replicas " << c.replicas << ", concurrency " << c.concurrency
       << ", simulated TPOT p90 " << at_plan.Tpot(0.9) << " vs planned " << c.tpot_p90_seconds;
