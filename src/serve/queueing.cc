@@ -13,6 +13,9 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 constexpr double kPoissonTail = 1e-4;
 // Groups of arrival states the first-token distribution is evaluated at.
 constexpr size_t kMaxStates = 40;
+// The share of the engine's time the prompts' own work may take in the peakedness below: a
+// guard (peakedness at most 10) for loads where the prompts alone nearly saturate the replica.
+constexpr double kMaxPrefillShare = 0.9;
 
 // The variance of a Poisson count averaged over a window of its own length is 2/3 of the
 // count's (M/D/infinity: an arrival overlapping the window by a fraction w in [0, 1] weighs w,
@@ -62,6 +65,8 @@ ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
   mean_step_.assign(cap + 1, 0);
   biased_mean_step_.assign(cap + 1, 0);
   rate_.assign(cap + 1, 0);
+  log_rate_.assign(cap + 1, 0);
+  prompt_seconds_.assign(cap + 1, 0);
   kinds_.reserve(cap * 8);
   kind_begin_.assign(cap + 2, 0);
   own_seconds_.assign((cap + 1) * kMaxKinds, 0);
@@ -84,10 +89,19 @@ ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
       p *= joins / static_cast<double>(k + 1);
     }
     kind_begin_[m + 1] = kinds_.size();
+    // The step time one more joining prompt adds, averaged over the Poisson count that joins:
+    // d E[step] / d joins = sum_k P(k) (step(k + 1) - step(k)).
+    double marginal = 0, weight = 0;
+    for (size_t i = kind_begin_[m]; i + 1 < kinds_.size(); ++i) {
+      marginal += kinds_[i].probability * (kinds_[i + 1].seconds - kinds_[i].seconds);
+      weight += kinds_[i].probability;
+    }
+    prompt_seconds_[m] = weight > 0 ? marginal / weight : 0;
     const double covered = 1 - std::max(left, 0.0);
     mean_step_[m] = sum / covered;
     biased_mean_step_[m] = sum_sq / sum;
     rate_[m] = running / (output * mean_step_[m]);
+    log_rate_[m] = std::log(rate_[m]);
   }
 }
 
@@ -111,17 +125,33 @@ void ReplicaQueue::Solve(double rate, int64_t concurrency, QueueState& out) cons
     return;
   }
   out.stable = true;
-  // Birth-death: pi_n / pi_0 = prod rate / rate_k, rescaled when it grows large.
+  // Birth-death: pi_n / pi_0 = prod (rate / rate_k)^(1 / z_k), rescaled when it grows large.
+  // The chain's completion rate follows n at once; the engine's prompts do not: a burst of
+  // arrivals lengthens the steps that prefill it, which lets more arrive in the window a request
+  // spends at the replica. Linearised, n - n* = noise + rate x e x (n - n*) + (the decodes' part
+  // the chain has), e = prompt_seconds_ (the step time one prompt adds): the count's variance is
+  // the chain's times z = 1 / (1 - rate x e), the share of time the prompts take (derivation, no
+  // source: first-order noise algebra). A count z times as peaked as the chain's is taken as
+  // Hayward's approximation takes it, the birth-death chain of c / z servers at load a / z
+  // (Fredericks, "Congestion in blocking systems - a simple approximation technique", Bell
+  // System Technical Journal 59(6), 805-827, 1980; Whitt, "Heavy-traffic approximations for service
+  // systems with blocking", AT&T Bell Laboratories Technical Journal 63(5), 1984):
+  // each ratio to the power 1 / z, which keeps the chain's mode and multiplies its variance by z.
   std::vector<double>& pi = out.pi;
   pi.assign(c + 1, 0);
   pi[0] = 1;
+  const double log_rate = std::log(rate);
+  auto inverse_peakedness = [&](size_t n) {
+    return 1 - std::min(kMaxPrefillShare, rate * prompt_seconds_[n]);
+  };
   for (size_t n = 1; n <= c; ++n) {
-    pi[n] = pi[n - 1] * rate / rate_[n];
+    pi[n] = pi[n - 1] * std::exp(inverse_peakedness(n) * (log_rate - log_rate_[n]));
     if (pi[n] > 1e200) {
       for (size_t k = 0; k <= n; ++k) pi[k] *= 1e-200;
     }
   }
-  pi[c] /= 1 - rho;  // n >= c: the geometric tail of the queue
+  // n >= c: the geometric tail of the queue, its ratio rho^(1 / z) as well.
+  pi[c] /= 1 - std::exp(inverse_peakedness(c) * std::log(rho));
   double total = 0;
   for (double p : pi) total += p;
   for (double& p : pi) p /= total;

@@ -2,8 +2,9 @@
 // state-dependent M/G/c approximation. The number of requests at the replica is a birth-death
 // chain (arrivals at the offered rate, at most `max_concurrency` running, the rest queued FCFS)
 // whose completion rate with m running is m / (output_len x step(m)), step(m) being the forward
-// pass that decodes the m sequences with their prompts interleaved (StepModel). Queue waits take
-// the Allen-Cunneen correction (c_a^2 + c_s^2) / 2 of the M/M/c wait. Checked against a
+// pass that decodes the m sequences with their prompts interleaved (StepModel), its count made
+// more peaked (Hayward's approximation) by the prompts' feedback on the step time. Queue waits
+// take the Allen-Cunneen correction (c_a^2 + c_s^2) / 2 of the M/M/c wait. Checked against a
 // discrete-event simulation of the engine in queueing_test.cc. Seconds. A ReplicaQueue fills
 // caches (step times, the last state whose TTFT percentiles it was asked for) as it is asked:
 // one per thread, not thread-safe.
@@ -152,7 +153,10 @@ class ReplicaQueue {
   // The kinds of step with m running: kinds_[kind_begin_[m] .. kind_begin_[m + 1]).
   std::vector<StepKind> kinds_;
   std::vector<size_t> kind_begin_;
-  std::vector<double> rate_;  // completion rate with m running
+  std::vector<double> rate_;      // completion rate with m running
+  std::vector<double> log_rate_;  // log(rate_[m])
+  // [m] the step time one more joining prompt adds with m running (Solve's peakedness).
+  std::vector<double> prompt_seconds_;
   // OwnSeconds(n, j) at own_seconds_[n x kMaxKinds + j], j < own_count_[n]: filled on demand.
   mutable std::vector<double> own_seconds_;
   mutable std::vector<size_t> own_count_;

@@ -227,10 +227,11 @@ TEST_P(QueueingTest, PlanAgreesWithTheSimulationOnReplicasAndP90Ttft) {
 
   // P90 TTFT at the planned replicas.
   const SimLatency at_plan = run(c.replicas);
-  // Goal (issue 26): within 10 %. The chat mix (utilization 0.91) is 11.3 % low since the
-  // issue-31 refit of the shared constants (9.1 % before): the M/G/c-style tail under-states the
-  // queue near saturation. Held at 12 % so that a regression fails; the goal is reported unmet.
-  EXPECT_NEAR(c.ttft_p90_seconds, at_plan.Ttft(0.9), 0.12 * at_plan.Ttft(0.9))
+  // Issue 26: within 10 % of the simulation's, every mix (the chat mix, near saturation, was
+  // 11.3 % low at this seed before the chain's count took the prompts' peakedness, queueing.cc's
+  // Solve). Near saturation one seed's P90 varies by about as much as the tolerance
+  // (docs/SERVING.md: six seeds).
+  EXPECT_NEAR(c.ttft_p90_seconds, at_plan.Ttft(0.9), 0.10 * at_plan.Ttft(0.9))
       << mix.name << ": replicas " << c.replicas << ", concurrency " << c.concurrency
       << ", simulated TPOT p90 " << at_plan.Tpot(0.9) << " vs planned " << c.tpot_p90_seconds;
   // The fewest replicas whose simulation meets the targets.
