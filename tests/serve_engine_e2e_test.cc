@@ -72,6 +72,32 @@ TEST(ServeEngineE2eTest, SupportMatrixRefusalsExitTwoNamingWhatTheEngineRuns) {
   EXPECT_EQ(err["error"]["found"], "fp8");
 }
 
+TEST(ServeEngineE2eTest, HfFusedModulesApplyToHfAwqOnlyAndExitTwoElsewhere) {
+  const std::vector<std::string> base = {"serve-estimate", "--model",        "mistral-7b",
+                                         "--gpu",          "A100-SXM4-80GB", "--hf-fused-modules",
+                                         "--json"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunFulcrum(args);
+  };
+  RunOutput ok = with({"--engine", "hf", "--precision", "int4-weight-only"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  RunOutput vllm = with({"--engine", "vllm", "--precision", "int4-weight-only"});
+  EXPECT_EQ(vllm.exit_code, 2) << vllm.out;
+  const nlohmann::json err = nlohmann::json::parse(vllm.err, nullptr, false);
+  ASSERT_FALSE(err.is_discarded()) << vllm.err;
+  EXPECT_EQ(err["error"]["field"], "hf-fused-modules");
+  EXPECT_NE(err["error"]["expected"].get<std::string>().find("engine hf"), std::string::npos);
+  RunOutput bf16 = with({"--engine", "hf", "--precision", "bf16"});
+  EXPECT_EQ(bf16.exit_code, 2) << bf16.out;
+  EXPECT_NE(bf16.err.find("int4-weight-only"), std::string::npos) << bf16.err;
+  RunOutput plan = RunFulcrum({"serve-plan", "--model", "mistral-7b", "--engine", "llama.cpp",
+                               "--hf-fused-modules", "--gpus", "L4"});
+  EXPECT_EQ(plan.exit_code, 2) << plan.out;
+  EXPECT_NE(plan.err.find("hf-fused-modules"), std::string::npos) << plan.err;
+}
+
 TEST(ServeEngineE2eTest, PlanNamesTheEngineAndRefusesWhatItCannotRun) {
   RunOutput r = RunFulcrum({"serve-plan", "--model", "llama-3-8b", "--engine", "hf", "--precision",
                             "bnb-int8", "--gpus", "L4,A10G", "--json"});

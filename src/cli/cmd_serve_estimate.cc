@@ -90,6 +90,7 @@ Result<Estimated> Run(const ServeEstimateOptions& o, const std::string& catalog_
                                                             : serve::KvPrecision::kFp16);
   r.batching = engine.batching;
   if (engine.prefill_chunk > 0) r.max_batched_tokens = engine.prefill_chunk;
+  r.hf_fused_modules = o.model.hf_fused_modules;
   FULCRUM_ASSIGN_OR_RETURN(serve::ServeEstimate e, serve::EstimateServing(r));
   return Estimated{e, std::move(r.engine), r.batching};
 }

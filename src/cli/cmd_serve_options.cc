@@ -45,6 +45,11 @@ void AddServeModelOptions(CLI::App* cmd, ServeModelOptions& o) {
                   "(vLLM max_num_batched_tokens; default: the engine's: 8192 vllm/sglang/trtllm, "
                   "2048 llama.cpp --batch-size)")
       ->type_name("N");
+  cmd->add_flag("--hf-fused-modules", o.hf_fused_modules,
+                "hf with int4-weight-only (AWQ) only: the layers run AutoAWQ's fused modules "
+                "(transformers AwqConfig(do_fuse=True), AutoAWQ fuse_layers=True; Llama, Mistral, "
+                "Mixtral, LLaVA or a modules_to_fuse mapping, GEMM/GEMV kernels): far fewer "
+                "operations dispatched per layer than transformers' own modules (default: off)");
 }
 
 Result<serve::Precision> ResolvePrecision(const std::string& text,

@@ -25,8 +25,9 @@ struct ServeModelOptions {
   std::string precision;     // "" = the engine's first (bf16; llama.cpp f16)
   std::string kv_precision;  // "" = bf16, fp16 where the GPU has no bf16
   std::string engine = "vllm";
-  std::string batching;       // "" = the engine's default
-  int64_t prefill_chunk = 0;  // 0 = the engine's default
+  std::string batching;           // "" = the engine's default
+  int64_t prefill_chunk = 0;      // 0 = the engine's default
+  bool hf_fused_modules = false;  // hf + int4-weight-only: AWQ fused modules (do_fuse)
 };
 
 void AddServeModelOptions(CLI::App* cmd, ServeModelOptions& o);

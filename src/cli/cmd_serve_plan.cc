@@ -66,9 +66,9 @@ JSON: {"candidates": [{"provider", "instance_type", "gpu", "gpu_count" (GPUs per
 token first. On-demand prices; without --requests-per-second each offer is one instance whose
 replicas run at the highest load meeting the targets. Each $ per million figure charges the
 whole bill to that token kind. A YAML spec (first argument) gives the same fields (model,
-engine, precision, kv_precision, batching, prefill_chunk, input_len, output_len, traffic:
-{requests_per_second, arrival, input_len, output_len: N | {mean, p90}, concurrency}, targets,
-tp, gpus, providers, top); flags override it.)";
+engine, precision, kv_precision, batching, prefill_chunk, hf_fused_modules, input_len,
+output_len, traffic: {requests_per_second, arrival, input_len, output_len: N | {mean, p90},
+concurrency}, targets, tp, gpus, providers, top); flags override it.)";
 
 struct ServePlanOptions {
   std::string spec_file;
@@ -126,6 +126,7 @@ Result<serve::ServeSpec> MergedSpec(const ServePlanOptions& o, const CLI::App& c
   if (given("--engine")) spec.engine = o.model.engine;
   if (given("--batching")) spec.batching = o.model.batching;
   if (given("--prefill-chunk")) spec.prefill_chunk = o.model.prefill_chunk;
+  if (given("--hf-fused-modules")) spec.hf_fused_modules = o.model.hf_fused_modules;
   if (given("--arrival")) spec.arrival = o.arrival;
   if (given("--input-len")) spec.input_len = o.model.input_len;
   if (given("--output-len")) spec.output_len = o.model.output_len;
@@ -191,6 +192,8 @@ Result<serve::ServePlanRequest> RequestFor(const serve::ServeSpec& spec,
     r.precision = resolved.precision;
     r.kv_precision = resolved.kv_precision;
   }
+  r.hf_fused_modules = spec.hf_fused_modules;
+  FULCRUM_RETURN_IF_ERROR(serve::CheckFusedModules(r.hf_fused_modules, r.engine, r.precision));
   r.input_len = spec.input_len.value_or(r.input_len);
   r.output_len = spec.output_len.value_or(r.output_len);
   if (r.input_len < 1 || r.output_len < 1) {

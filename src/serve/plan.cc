@@ -172,6 +172,7 @@ ServeRequest RequestOn(const Layout& layout, const ServePlanRequest& r) {
   s.batching = r.batching;
   s.engine = r.engine;
   if (r.prefill_chunk > 0) s.max_batched_tokens = r.prefill_chunk;
+  s.hf_fused_modules = r.hf_fused_modules;
   return s;
 }
 

@@ -27,6 +27,7 @@ struct ServePlanRequest {
   // The step's token budget under continuous batching (--prefill-chunk); 0 = the engine's
   // default (ServeRequest::max_batched_tokens).
   int64_t prefill_chunk = 0;
+  bool hf_fused_modules = false;  // ServeRequest::hf_fused_modules
   // Sequences per replica; nullopt = the most that fit (at most 256), halved until the latency
   // targets are met.
   std::optional<int64_t> concurrency;

@@ -357,10 +357,27 @@ Status Validate(const ServeRequest& r) {
     return Invalid("max-batched-tokens", "at least 1", std::to_string(r.max_batched_tokens));
   }
   FULCRUM_RETURN_IF_ERROR(CheckSupport(r.gpu, r.precision, r.kv_precision, r.engine));
+  FULCRUM_RETURN_IF_ERROR(CheckFusedModules(r.hf_fused_modules, r.engine, r.precision));
   return CheckBatching(r.engine, r.batching);
 }
 
 }  // namespace
+
+Status CheckFusedModules(bool fused, const EngineProfile& engine, Precision precision) {
+  if (!fused) return Status::Ok();
+  if (engine.engine != Engine::kHf) {
+    return Invalid("hf-fused-modules",
+                   "engine hf (transformers AwqConfig(do_fuse=True) / AutoAWQ fuse_layers=True; "
+                   "other engines have no such switch)",
+                   "engine " + std::string(EngineName(engine.engine)));
+  }
+  if (precision != Precision::kInt4WeightOnly) {
+    return Invalid("hf-fused-modules",
+                   "precision int4-weight-only (AWQ fused modules fuse AWQ GEMM/GEMV layers only)",
+                   "precision " + std::string(PrecisionName(precision)));
+  }
+  return Status::Ok();
+}
 
 Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration& calibration) {
   FULCRUM_RETURN_IF_ERROR(Validate(r));
@@ -414,11 +431,15 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
   // _SUPPORTED_WORLD_SIZES, is_fully_connected); other layouts fall back to NCCL's ring.
   s.custom_allreduce_ =
       r.engine.custom_allreduce && hw->nvlink && (r.tp == 2 || r.tp == 4 || r.tp == 6 || r.tp == 8);
-  double per_layer = calibration.per_layer_overhead_seconds + engine.per_layer_overhead_seconds;
+  // AWQ fused modules launch a share of an eager layer's operations: the engine's host time and
+  // extra GPU-side time per layer, both per operation dispatched, shrink by that share.
+  const double dispatch = r.hf_fused_modules ? calibration.hf_fused_dispatch_share : 1.0;
+  double per_layer =
+      calibration.per_layer_overhead_seconds + engine.per_layer_overhead_seconds * dispatch;
   if (IsBnb4Bit(r.precision)) per_layer += calibration.bnb_4bit_per_layer_seconds;
   if (r.precision == Precision::kBnbInt8) per_layer += calibration.bnb_int8_per_layer_seconds;
   s.overhead_per_pass_ = s.layers_ * per_layer;
-  s.host_per_pass_ = s.layers_ * engine.host_per_layer_seconds;
+  s.host_per_pass_ = s.layers_ * engine.host_per_layer_seconds * dispatch;
   // bitsandbytes 4-bit: a pass of more than one token dequantises each weight to a 16-bit copy
   // (written, then read by the matmul: 4 bytes a weight); one token runs the 4-bit GEMV kernel
   // (bitsandbytes/autograd/_functions.py matmul_4bit: gemv_4bit when the input is one row).

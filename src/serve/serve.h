@@ -132,6 +132,15 @@ struct ServeCalibration {
   // extraction, 4-bit dequantisation kernels), seconds. Priors, replaced by the fit.
   double bnb_4bit_per_layer_seconds = 1e-4;
   double bnb_int8_per_layer_seconds = 3e-4;
+  // AWQ fused modules on the hf engine (ServeRequest::hf_fused_modules): the share of an eager
+  // decoder layer's dispatched operations a fused layer launches, applied to hf's host time and
+  // extra GPU-side time per layer (both scale with the operations launched). Prior: a fused
+  // Llama-like decode layer launches 12 kernels (casper-hansen/AutoAWQ@0392a823 awq/modules/fused
+  // attn.py QuantAttentionFused.forward: qkv GEMM, ft single_query_attention with rotary and the
+  // cache write, o_proj; block.py: two FasterTransformerRMSNorm, two residual adds; mlp.py
+  // QuantFusedMLP: gate, up, activation, multiply, down) against the ~50 elementary operations of
+  // an eager layer (the host-time prior above): 12 / 50. Replaced by the fit.
+  double hf_fused_dispatch_share = 0.24;
   // The training calibration whose link efficiencies and latencies the tensor-parallel
   // all-reduce uses (not fitted here); null = estimate::DefaultTimeCalibration(). fulcrum-calibrate
   // passes the one it has just fitted, so that one run regenerates both fitted files consistently.
@@ -202,6 +211,11 @@ struct ServeRequest {
   // chunked prefill, 2048-16384 by version and GPU; without chunked prefill vLLM 0.x used
   // max_model_len).
   int64_t max_batched_tokens = 8192;
+  // hf only, int4-weight-only (AWQ) only: the decoder layers run AutoAWQ's fused modules
+  // (transformers AwqConfig(do_fuse=True), AutoAWQ from_quantized(fuse_layers=True)): one fused
+  // qkv matmul, a single-query attention kernel, fused norms, so far fewer operations dispatched
+  // per layer (ServeCalibration::hf_fused_dispatch_share). CheckFusedModules says where it applies.
+  bool hf_fused_modules = false;
 };
 
 struct ServeMemory {
@@ -279,6 +293,14 @@ class StepModel {
   // One tensor-parallel all-reduce of `bytes` (a pass runs two per layer).
   double AllReduce(double bytes) const;
 };
+
+// Where ServeRequest::hf_fused_modules applies: the hf engine at int4-weight-only (AWQ).
+// transformers fuses only AutoAWQ-backend GEMM/GEMV layers (huggingface/transformers
+// src/transformers/integrations/awq.py fuse_awq_modules: "Fusing is only supported for the AutoAWQ
+// backend"; _fuse_awq_attention_layers: "Unsupported q_proj type" for other kernels), of the
+// architectures of AWQ_FUSED_MAPPINGS (llama, mistral, mixtral, llava) or a user's
+// modules_to_fuse; docs/source/en/quantization/awq.md "Fused modules". InvalidInput otherwise.
+Status CheckFusedModules(bool fused, const EngineProfile& engine, Precision precision);
 
 // Pieces, exposed for tests and for serve-plan.
 double WeightBytes(const workload::Model& model, Precision precision);

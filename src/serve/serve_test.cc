@@ -262,6 +262,56 @@ TEST(ServeSpeedTest, HfDecodeAtBatchOneIsHostBoundNotBandwidthBound) {
   EXPECT_GT(large->speed.tpot_seconds, 1.5 * floor);
 }
 
+// transformers' AWQ docs measure Mistral-7B AWQ on one A100 both ways (26-32 ms a token unfused,
+// 9.4-12.5 ms fused): the fused layers dispatch a share of the eager layer's operations, so the
+// host-bound batch-1 step shrinks by that share, and only through it.
+TEST(ServeSpeedTest, HfFusedModulesDecodeFasterThanUnfusedAtBatchOne) {
+  ServeRequest r = Request("mistral-7b", "A100-SXM4-80GB", Precision::kInt4WeightOnly,
+                           KvPrecision::kFp16, 1, 64, 64);
+  r.engine.engine = Engine::kHf;
+  r.batching = Batching::kStatic;
+  const double unfused = Estimate(r).speed.tpot_seconds;
+  r.hf_fused_modules = true;
+  const double fused = Estimate(r).speed.tpot_seconds;
+  EXPECT_LT(fused, 0.8 * unfused);
+  // A share of 1 (as many operations as the eager layer) is the unfused step.
+  ServeCalibration c = DefaultServeCalibration();
+  c.hf_fused_dispatch_share = 1;
+  const Result<ServeEstimate> same = EstimateServing(r, c);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_DOUBLE_EQ(same->speed.tpot_seconds, unfused);
+  // Host-bound at batch 1 (hf's host floor, prior constants): the floor scales by the share.
+  ServeCalibration prior;
+  prior.engine(Engine::kHf).per_layer_overhead_seconds = 0;
+  const Result<ServeEstimate> floor = EstimateServing(r, prior);
+  ASSERT_TRUE(floor.ok()) << floor.status().ToString();
+  const double layers = static_cast<double>(r.model.layers);
+  EXPECT_GE(floor->speed.tpot_seconds, layers * prior.engine(Engine::kHf).host_per_layer_seconds *
+                                           prior.hf_fused_dispatch_share);
+}
+
+TEST(ServeSpeedTest, HfFusedModulesAreRefusedWhereTheyDoNotApply) {
+  ServeRequest r = Request("mistral-7b", "A100-SXM4-80GB", Precision::kInt4WeightOnly,
+                           KvPrecision::kFp16, 1, 64, 64);
+  r.hf_fused_modules = true;
+  r.engine.engine = Engine::kVllm;
+  r.batching = Batching::kContinuous;
+  Result<ServeEstimate> vllm = EstimateServing(r);
+  ASSERT_FALSE(vllm.ok());
+  EXPECT_EQ(vllm.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(vllm.status().ToString().find("hf-fused-modules"), std::string::npos);
+  EXPECT_NE(vllm.status().ToString().find("engine hf"), std::string::npos);
+  r.engine.engine = Engine::kHf;
+  r.batching = Batching::kStatic;
+  r.precision = Precision::kBnbNf4;
+  Result<ServeEstimate> bnb = EstimateServing(r);
+  ASSERT_FALSE(bnb.ok());
+  EXPECT_NE(bnb.status().ToString().find("int4-weight-only"), std::string::npos);
+  EXPECT_NE(bnb.status().ToString().find("bnb-nf4"), std::string::npos);
+  r.precision = Precision::kInt4WeightOnly;
+  EXPECT_TRUE(EstimateServing(r).ok());
+}
+
 TEST(ServeSpeedTest, TensorParallelismAddsAllReducesAndCutsTheStep) {
   ServeRequest r =
       Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 16, 512, 128, 2);

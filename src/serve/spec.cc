@@ -143,7 +143,7 @@ Result<ServeSpec> ParseServeYaml(std::string_view text, const std::string& origi
   FULCRUM_RETURN_IF_ERROR(
       root.CheckKeys({"model", "hf_config", "precision", "kv_precision", "input_len", "output_len",
                       "traffic", "targets", "tp", "gpus", "providers", "top", "name", "description",
-                      "batching", "prefill_chunk", "engine"},
+                      "batching", "prefill_chunk", "engine", "hf_fused_modules"},
                      "a mapping of serve-plan fields (model, precision, traffic, targets, ...)"));
   FULCRUM_RETURN_IF_ERROR(ParseModel(root, base_dir, spec));
   if (auto v = root.Find("precision")) {
@@ -160,6 +160,9 @@ Result<ServeSpec> ParseServeYaml(std::string_view text, const std::string& origi
   }
   if (auto v = root.Find("prefill_chunk")) {
     FULCRUM_ASSIGN_OR_RETURN(spec.prefill_chunk, v->Integer(1, kMaxTokens));
+  }
+  if (auto v = root.Find("hf_fused_modules")) {
+    FULCRUM_ASSIGN_OR_RETURN(spec.hf_fused_modules, v->Bool());
   }
   if (auto v = root.Find("input_len")) {
     FULCRUM_ASSIGN_OR_RETURN(spec.input_len, v->Integer(1, kMaxTokens));

@@ -48,6 +48,7 @@ struct ServeSpec {
   std::string engine;    // "vllm" | "sglang" | "trtllm" | "hf" | "llama.cpp"; "" = vllm
   std::string batching;  // "continuous" | "static"; "" = the engine's default
   std::optional<int64_t> prefill_chunk;  // tokens per continuous-batching step
+  bool hf_fused_modules = false;         // hf + int4-weight-only: AWQ fused modules
   std::string arrival;                   // "poisson" | "constant"; "" = poisson
   // Output length as a distribution (traffic.output_len: {mean, p90}): its squared coefficient
   // of variation, from a log-normal through the mean and P90; nullopt = fixed.
@@ -62,7 +63,7 @@ struct ServeSpec {
 //   model: <preset> | {inline model document}    hf_config: path/to/config.json
 //   engine: vllm|sglang|trtllm|hf|llama.cpp
 //   precision: fp8   kv_precision: fp8   input_len: 512   output_len: 256
-//   batching: continuous|static   prefill_chunk: 8192
+//   batching: continuous|static   prefill_chunk: 8192   hf_fused_modules: true|false
 //   traffic: {requests_per_second: 20, arrival: poisson|constant, concurrency: 64,
 //             input_len: 1024 | {mean: 1024}, output_len: 512 | {mean: 512, p90: 1200}}
 //   targets: {ttft_p50: 0.5, ttft_p90: 1s, ttft_p95, ttft_p99, tpot_p50: 40ms, tpot_p90: 0.05,

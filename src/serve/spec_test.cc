@@ -78,6 +78,7 @@ TEST(ServeSpecTest, ReadsTailTargetsBatchingAndTrafficShape) {
   Result<ServeSpec> spec = ParseServeYaml(R"(model: llama-3-8b
 batching: static
 prefill_chunk: 2048
+hf_fused_modules: true
 traffic:
   requests_per_second: 20
   arrival: constant
@@ -89,6 +90,7 @@ targets: {ttft_p95: 1s, ttft_p99: 1500ms, tpot_p95: 50ms, tpot_p99: 0.06, e2e_p9
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->batching, "static");
   EXPECT_EQ(spec->prefill_chunk, 2048);
+  EXPECT_TRUE(spec->hf_fused_modules);
   EXPECT_EQ(spec->arrival, "constant");
   EXPECT_EQ(spec->input_len, 1000);
   EXPECT_EQ(spec->output_len, 200);
@@ -103,9 +105,10 @@ targets: {ttft_p95: 1s, ttft_p99: 1500ms, tpot_p95: 50ms, tpot_p99: 0.06, e2e_p9
   EXPECT_DOUBLE_EQ(*spec->targets.e2e_p90_seconds, 10);
   EXPECT_DOUBLE_EQ(*spec->targets.e2e_p99_seconds, 20);
 
-  for (const char* bad : {"traffic: {arrival: bursty}\n", "batching: dynamic\n",
-                          "traffic: {output_len: {mean: 200, p90: 100}}\n",
-                          "targets: {ttft_p999: 1s}\n", "prefill_chunk: 0\n"}) {
+  for (const char* bad :
+       {"traffic: {arrival: bursty}\n", "batching: dynamic\n",
+        "traffic: {output_len: {mean: 200, p90: 100}}\n", "targets: {ttft_p999: 1s}\n",
+        "prefill_chunk: 0\n", "hf_fused_modules: maybe\n"}) {
     Result<ServeSpec> s = ParseServeYaml(bad, "s.yaml");
     EXPECT_FALSE(s.ok()) << bad;
     EXPECT_NE(s.status().message().find("s.yaml:1"), std::string::npos)
