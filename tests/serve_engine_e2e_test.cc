@@ -55,6 +55,8 @@ TEST(ServeEngineE2eTest, SupportMatrixRefusalsExitTwoNamingWhatTheEngineRuns) {
       {{"--gpu", "MI300X", "--engine", "trtllm"}, "NVIDIA"},
       {{"--gpu", "L4", "--engine", "hf", "--batching", "continuous"}, "static"},
       {{"--gpu", "L4", "--engine", "vlm"}, "vllm"},
+      {{"--gpu", "A100-80GB", "--engine", "hf", "--tp", "2"}, "no tensor parallelism"},
+      {{"--gpu", "RTX-4090", "--engine", "llama.cpp", "--tp", "2"}, "no tensor parallelism"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {"serve-estimate", "--model", "llama-3-8b"};

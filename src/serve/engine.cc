@@ -12,7 +12,7 @@ namespace {
 
 const TableSchema kEngineSchema = {
     {"engine", "scheduler", "batching", "prefill_chunk", "precisions", "vendors", "source"},
-    {"note", "tp_allreduce"}};
+    {"note", "tp_allreduce", "tensor_parallel"}};
 
 // A ';'-separated list of names, each checked with `parse`.
 template <typename T, typename Parse>
@@ -63,6 +63,11 @@ Result<std::vector<EngineProfile>> ParseEngineTable(std::string_view text,
       return row.Error("tp_allreduce", "ring or custom");
     }
     p.custom_allreduce = allreduce == "custom";
+    const std::string tensor_parallel = row.Text("tensor_parallel");
+    if (tensor_parallel != "" && tensor_parallel != "yes" && tensor_parallel != "no") {
+      return row.Error("tensor_parallel", "yes or no");
+    }
+    p.tensor_parallel = tensor_parallel != "no";
   }
   for (size_t i = 0; i < kEngineCount; ++i) {
     if (!seen[i]) {

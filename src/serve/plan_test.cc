@@ -288,5 +288,36 @@ TEST_F(ServePlanTest, SaysWhatTheEngineCannotRunApartFromWhatTheGpusLack) {
       << on_amd.status().message();
 }
 
+// hf's and llama.cpp's multi-GPU modes run whole layers on one GPU after another (no tensor
+// parallelism, catalog/serving_engines.csv): their plans are tp 1, one replica per GPU, and a
+// --tp list with nothing else is refused naming tp 1.
+TEST_F(ServePlanTest, EnginesWithoutTensorParallelismPlanOneReplicaPerGpu) {
+  for (const char* name : {"hf", "llama.cpp"}) {
+    Result<EngineProfile> engine = LoadEngine(kCatalogDir, name);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    request_.engine = *engine;
+    request_.precision = engine->precisions.front();
+    request_.batching = engine->batching.front();
+    request_.requests_per_second = 2;
+    request_.tp.clear();
+    Result<std::vector<ServeCandidate>> plan = Plan({"A100", "L4"});
+    ASSERT_TRUE(plan.ok()) << name << ": " << plan.status().ToString();
+    bool multi_gpu_instance = false;
+    for (const ServeCandidate& c : *plan) {
+      EXPECT_EQ(c.tp, 1) << name << " " << c.offer->instance_type;
+      multi_gpu_instance |= c.offer->gpu_count > 1;
+    }
+    EXPECT_TRUE(multi_gpu_instance) << name << ": multi-GPU instances host one replica per GPU";
+    request_.tp = {2, 4};
+    Result<std::vector<ServeCandidate>> refused = Plan({"A100"});
+    ASSERT_FALSE(refused.ok()) << name;
+    EXPECT_EQ(refused.status().ExitCode(), 2);
+    ASSERT_NE(refused.status().detail(), nullptr);
+    EXPECT_EQ(refused.status().detail()->field, "tp");
+    EXPECT_NE(refused.status().message().find("no tensor parallelism"), std::string::npos)
+        << refused.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace fulcrum::serve

@@ -307,6 +307,16 @@ Status CheckSupport(const catalog::Gpu& gpu, Precision precision, KvPrecision kv
   return Status::Ok();
 }
 
+Status CheckTensorParallel(const EngineProfile& engine, int64_t tp) {
+  if (tp <= 1 || engine.tensor_parallel) return Status::Ok();
+  const std::string name(EngineName(engine.engine));
+  return Status::InvalidInput("tp: engine " + name +
+                              " has no tensor parallelism (catalog/serving_engines.csv: its "
+                              "multi-GPU mode places whole layers on the GPUs, which run one "
+                              "after another); serve --tp 1, one replica per GPU")
+      .WithDetail(Detail("tp", "1 (engine " + name + ")", std::to_string(tp), {"1"}));
+}
+
 Status CheckBatching(const EngineProfile& engine, Batching batching) {
   if (engine.batching.empty() || std::find(engine.batching.begin(), engine.batching.end(),
                                            batching) != engine.batching.end()) {
@@ -358,6 +368,7 @@ Status Validate(const ServeRequest& r) {
   }
   FULCRUM_RETURN_IF_ERROR(CheckSupport(r.gpu, r.precision, r.kv_precision, r.engine));
   FULCRUM_RETURN_IF_ERROR(CheckFusedModules(r.hf_fused_modules, r.engine, r.precision));
+  FULCRUM_RETURN_IF_ERROR(CheckTensorParallel(r.engine, r.tp));
   return CheckBatching(r.engine, r.batching);
 }
 

@@ -83,6 +83,10 @@ struct EngineProfile {
   // (NVLink / Infinity Fabric), whose peers read each other's buffers directly (vLLM's
   // CustomAllreduce; column tp_allreduce `custom`); false = NCCL's ring (`ring`, the default).
   bool custom_allreduce = false;
+  // Whether it splits a layer's matmuls over GPUs (column tensor_parallel, default yes). hf's
+  // device_map and llama.cpp's default layer split place whole layers on the GPUs, which run one
+  // after another: such an engine serves --tp 1, one replica per GPU.
+  bool tensor_parallel = true;
   std::string source;
 };
 
@@ -184,6 +188,8 @@ Status CheckEnginePrecision(const EngineProfile& engine, Precision precision);
 // supported names).
 Status CheckSupport(const catalog::Gpu& gpu, Precision precision, KvPrecision kv,
                     const EngineProfile& engine = EngineProfile{});
+// Ok, or InvalidInput (field "tp", expected 1): tp > 1 on an engine without tensor parallelism.
+Status CheckTensorParallel(const EngineProfile& engine, int64_t tp);
 // Ok, or InvalidInput (field "batching") naming the modes the engine runs.
 Status CheckBatching(const EngineProfile& engine, Batching batching);
 
