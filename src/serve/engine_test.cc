@@ -96,6 +96,35 @@ TEST(EngineTableTest, TpAllreduceIsRingOrCustomAndRingWhenAbsent) {
       << bad.status().message();
 }
 
+TEST(EngineTableTest, TensorParallelIsYesOrNoAndYesWhenAbsent) {
+  const std::string header =
+      "engine,scheduler,batching,prefill_chunk,precisions,vendors,source,tensor_parallel\n";
+  std::string rows;
+  for (const char* name : {"sglang", "trtllm", "llama.cpp"}) {
+    rows += std::string(name) + ",s,static,0,bf16,NVIDIA,src,\n";
+  }
+  Result<std::vector<EngineProfile>> table = ParseEngineTable(
+      header + "vllm,s,static,0,bf16,NVIDIA,src,yes\nhf,s,static,0,bf16,NVIDIA,src,no\n" + rows,
+      "e.csv");
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  EXPECT_TRUE((*table)[static_cast<size_t>(*ParseEngine("vllm"))].tensor_parallel);
+  EXPECT_FALSE((*table)[static_cast<size_t>(*ParseEngine("hf"))].tensor_parallel);
+  EXPECT_TRUE((*table)[static_cast<size_t>(*ParseEngine("llama.cpp"))].tensor_parallel);
+  Result<std::vector<EngineProfile>> bad = ParseEngineTable(
+      header + "vllm,s,static,0,bf16,NVIDIA,src,sometimes\nhf,s,static,0,bf16,NVIDIA,src,no\n" +
+          rows,
+      "e.csv");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("tensor_parallel"), std::string::npos)
+      << bad.status().message();
+  // The shipped table: hf and llama.cpp run whole layers one GPU after another.
+  Result<EngineProfile> hf = LoadEngine(kCatalogDir, "hf");
+  ASSERT_TRUE(hf.ok());
+  EXPECT_FALSE(hf->tensor_parallel);
+  EXPECT_FALSE(CheckTensorParallel(*hf, 2).ok());
+  EXPECT_TRUE(CheckTensorParallel(*hf, 1).ok());
+}
+
 TEST(EngineTableTest, MalformedRowsNameTheLineAndTheNearestName) {
   const std::string header = "engine,scheduler,batching,prefill_chunk,precisions,vendors,source\n";
   Result<std::vector<EngineProfile>> bad_precision = ParseEngineTable(
