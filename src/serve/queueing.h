@@ -144,6 +144,8 @@ class ReplicaQueue {
   double OwnSeconds(size_t running, size_t others) const;
   double ExtraSeconds(size_t running) const;
   double TpotQuantile(const QueueState& state, double quantile) const;
+  // Solve's correction at the cap for fixed lengths (Crommelin's M/D/c, see queueing.cc).
+  void DeterministicCap(double rate, size_t c, QueueState& out) const;
 
   StepModel step_;
   RequestMix mix_;
