@@ -14,12 +14,11 @@ constexpr double kPoissonTail = 1e-4;
 // A waiting arrival's slot wait, exponential with the queue's conditional mean (the M/M/c
 // wait's shape, Allen-Cunneen's mean), as kWaitPoints equally likely points: the mean times
 // -log(1 - (k + 1/2) / kWaitPoints), the midpoints of its quantiles.
-constexpr size_t kWaitPoints = 8;
-constexpr std::array<double, kWaitPoints> kWaitFactor = {
-    0.06453852113757118, 0.2076393647782445, 0.3746934494414107, 0.5753641449035618,
-    0.8266785731844679,  1.1631508098056809, 1.6739764335716716, 2.772588722239781};
+constexpr size_t kWaitPoints = 4;
+constexpr std::array<double, kWaitPoints> kWaitFactor = {0.13353139262452263, 0.4700036292457356,
+                                                         0.9808292530117262, 2.0794415416798357};
 // Groups of arrival states the first-token distribution is evaluated at.
-constexpr size_t kMaxStates = 40;
+constexpr size_t kMaxStates = 32;
 // The share of the engine's time the prompts' own work may take in the peakedness below: a
 // guard (peakedness at most 10) for loads where the prompts alone nearly saturate the replica.
 constexpr double kMaxPrefillShare = 0.9;
@@ -192,7 +191,10 @@ void ReplicaQueue::Solve(double rate, int64_t concurrency, QueueState& out) cons
 // scaled by Allen-Cunneen's factor relative to M/D/c, c_a^2 + c_s^2.
 void ReplicaQueue::DeterministicCap(double rate, size_t c, QueueState& out) const {
   constexpr size_t kMinServers = 16;
-  constexpr double kTolerance = 1e-8;  // the series' terms left out, each
+  // The series stop once what is left, estimated as a geometric tail from the last two terms
+  // (their ratio rises towards its limit: a slight underestimate), is below kTolerance of the
+  // sum; the estimate is added.
+  constexpr double kTolerance = 1e-4;
   constexpr int kMaxTerms = 4000;
   if (!(mix_.arrival_scv > 0) || c < kMinServers) return;
   const double servers = static_cast<double>(c);
@@ -202,6 +204,7 @@ void ReplicaQueue::DeterministicCap(double rate, size_t c, QueueState& out) cons
   if ((servers + 0.5 - a) / sd > 5) return;
   const double inv_sqrt2 = 1 / std::sqrt(2.0), inv_sqrt2pi = 1 / std::sqrt(2 * 3.14159265358979);
   double empty_log = 0, mean_queue = 0;  // -log P(Q = 0), E[Q]
+  double last_empty = 0, last_queue = 0;
   for (int n = 1; n <= kMaxTerms; ++n) {
     const double terms = static_cast<double>(n);
     const double mean = terms * (a - servers), spread = std::sqrt(terms) * sd;
@@ -209,9 +212,21 @@ void ReplicaQueue::DeterministicCap(double rate, size_t c, QueueState& out) cons
     const double z = mean / spread;
     const double positive =  // E[S_n^+] of the Gaussian
         spread * inv_sqrt2pi * std::exp(-z * z / 2) + mean * 0.5 * std::erfc(-z * inv_sqrt2);
-    empty_log += above / terms;
-    mean_queue += positive / terms;
-    if (above / terms < kTolerance && positive / terms < kTolerance) break;
+    const double term_empty = above / terms, term_queue = positive / terms;
+    empty_log += term_empty;
+    mean_queue += term_queue;
+    if (n > 1 && term_empty < last_empty && term_queue < last_queue) {
+      const double r_empty = term_empty / last_empty, r_queue = term_queue / last_queue;
+      const double left_empty = term_empty * r_empty / (1 - r_empty);
+      const double left_queue = term_queue * r_queue / (1 - r_queue);
+      if (left_empty <= kTolerance * empty_log && left_queue <= kTolerance * mean_queue) {
+        empty_log += left_empty;
+        mean_queue += left_queue;
+        break;
+      }
+    }
+    last_empty = term_empty;
+    last_queue = term_queue;
   }
   const double at_cap_z = (servers - mean_queue - a) / sd;
   const double p_wait = std::min(
