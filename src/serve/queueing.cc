@@ -12,7 +12,8 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // Poisson terms kept per step table: until this much probability is left, at most kMaxKinds.
 constexpr double kPoissonTail = 1e-4;
 // A waiting arrival's slot wait, exponential with the queue's conditional mean (the M/M/c
-// wait's shape, Allen-Cunneen's mean), as kWaitPoints equally likely points: the mean times
+// wait's shape given a wait: Kleinrock, "Queueing Systems, Volume 1", 1975, section 3.5;
+// Allen-Cunneen's mean), as kWaitPoints equally likely points: the mean times
 // -log(1 - (k + 1/2) / kWaitPoints), the midpoints of its quantiles.
 constexpr size_t kWaitPoints = 4;
 constexpr std::array<double, kWaitPoints> kWaitFactor = {0.13353139262452263, 0.4700036292457356,
@@ -166,79 +167,6 @@ void ReplicaQueue::Solve(double rate, int64_t concurrency, QueueState& out) cons
   // (c_a^2 + c_s^2) / 2 for general arrivals and service (Allen, "Probability, Statistics and
   // Queueing Theory", 2nd ed., 1990, eq. 6.110).
   out.mean_conditional_wait = (mix_.arrival_scv + mix_.output_scv) / 2 / (rate_[c] * (1 - rho));
-  DeterministicCap(rate, c, out);
-}
-
-// The chain frees a slot the moment the count falls; the engine frees the slots of the requests
-// running when the cap was reached only as they finish, one sojourn D (output_len steps at the
-// cap) later: with fixed lengths a full replica stays full. Crommelin's argument for M/D/c
-// (Crommelin, "Delay probability formulae when the holding times are constant", Post Office
-// Electrical Engineers Journal 25, 41-50, 1932; Tijms, "A First Course in Stochastic Models",
-// 2003, section 5.2): the requests at the replica one sojourn later are those beyond the c in
-// service now plus the arrivals in D, N(t + D) = (N(t) - c)^+ + A(D), A Poisson with mean
-// a = rate x D = c x rho. The queue Q = (N - c)^+ is then Lindley's recursion of the random
-// walk with steps A - c, whose stationary law Spitzer's identity gives (Asmussen, "Applied
-// Probability and Queues", 2nd ed., 2003, VIII.4): P(Q = 0) = exp(-sum_n P(S_n > 0) / n) and
-// E[Q] = sum_n E[S_n^+] / n, S_n = Poisson(n a) - n c, taken Gaussian (mean n (a - c),
-// variance n a, half a token of continuity correction): the many-server M/D/c limit
-// (Jelenkovic, Mandelbaum and Momcilovic, "Heavy traffic limits for queues with many
-// deterministic servers", Queueing Systems 47, 53-69, 2004). An arrival waits when N >= c:
-// P(Q = 0) counts N <= c, so P(N = c) is added back, taken as A's density at c - E[Q].
-// Checked against the recursion iterated exactly (c = 256, rho = 0.934: P(wait) 0.176 vs 0.177,
-// E[Q] 1.54 vs 1.60; c = 16, rho = 0.8: 0.289 vs 0.282). With D the sojourn at the cap (the
-// longest step) it bounds the engine's wait from above; it is taken where it says more than the
-// chain, for Poisson-like arrivals (arrival_scv > 0) and c >= 16 (the Gaussian steps), the wait
-// scaled by Allen-Cunneen's factor relative to M/D/c, c_a^2 + c_s^2.
-void ReplicaQueue::DeterministicCap(double rate, size_t c, QueueState& out) const {
-  constexpr size_t kMinServers = 16;
-  // The series stop once what is left, estimated as a geometric tail from the last two terms
-  // (their ratio rises towards its limit: a slight underestimate), is below kTolerance of the
-  // sum; the estimate is added.
-  constexpr double kTolerance = 1e-4;
-  constexpr int kMaxTerms = 4000;
-  if (!(mix_.arrival_scv > 0) || c < kMinServers) return;
-  const double servers = static_cast<double>(c);
-  const double a = out.utilization * servers;  // mean arrivals in one sojourn
-  const double sd = std::sqrt(a);
-  // The first term, P(A > c), small: the cap is out of reach and the chain's answer stands.
-  if ((servers + 0.5 - a) / sd > 5) return;
-  const double inv_sqrt2 = 1 / std::sqrt(2.0), inv_sqrt2pi = 1 / std::sqrt(2 * 3.14159265358979);
-  double empty_log = 0, mean_queue = 0;  // -log P(Q = 0), E[Q]
-  double last_empty = 0, last_queue = 0;
-  for (int n = 1; n <= kMaxTerms; ++n) {
-    const double terms = static_cast<double>(n);
-    const double mean = terms * (a - servers), spread = std::sqrt(terms) * sd;
-    const double above = 0.5 * std::erfc((0.5 - mean) / spread * inv_sqrt2);  // P(S_n > 0)
-    const double z = mean / spread;
-    const double positive =  // E[S_n^+] of the Gaussian
-        spread * inv_sqrt2pi * std::exp(-z * z / 2) + mean * 0.5 * std::erfc(-z * inv_sqrt2);
-    const double term_empty = above / terms, term_queue = positive / terms;
-    empty_log += term_empty;
-    mean_queue += term_queue;
-    if (n > 1 && term_empty < last_empty && term_queue < last_queue) {
-      const double r_empty = term_empty / last_empty, r_queue = term_queue / last_queue;
-      const double left_empty = term_empty * r_empty / (1 - r_empty);
-      const double left_queue = term_queue * r_queue / (1 - r_queue);
-      if (left_empty <= kTolerance * empty_log && left_queue <= kTolerance * mean_queue) {
-        empty_log += left_empty;
-        mean_queue += left_queue;
-        break;
-      }
-    }
-    last_empty = term_empty;
-    last_queue = term_queue;
-  }
-  const double at_cap_z = (servers - mean_queue - a) / sd;
-  const double p_wait = std::min(
-      1.0, 1 - std::exp(-empty_log) + inv_sqrt2pi * std::exp(-at_cap_z * at_cap_z / 2) / sd);
-  // PASTA: an arrival finds N >= c with the time-stationary probability.
-  if (!(p_wait > out.wait_probability) || !(p_wait < 1)) return;
-  std::vector<double>& pi = out.pi;
-  const double scale = (1 - p_wait) / (1 - pi[c]);
-  for (size_t n = 0; n < c; ++n) pi[n] *= scale;
-  pi[c] = p_wait;
-  out.wait_probability = p_wait;
-  out.mean_conditional_wait = (mix_.arrival_scv + mix_.output_scv) * mean_queue / (rate * p_wait);
 }
 
 double ReplicaQueue::WaitQuantile(const QueueState& s, double quantile) const {

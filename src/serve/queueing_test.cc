@@ -4,7 +4,8 @@
 // input + output tokens, each step decoding every running sequence and filling the rest of its
 // token budget with prompt chunks (FCFS), the step's time from the same StepModel. 10^4 requests
 // per run, the first tenth left out as warm-up. The plan and the simulation must agree within
-// 10 % on replicas and on P90 time to first token for five traffic mixes.
+// 10 % on replicas and on P90 time to first token for five traffic mixes, with vLLM's and
+// TensorRT-LLM's fitted constants.
 #include "serve/queueing.h"
 
 #include <algorithm>
@@ -29,6 +30,7 @@ namespace {
 
 const std::string kCatalogDir = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
 constexpr int kRequests = 10000;
+constexpr uint64_t kSeeds = 8;  // runs pooled for the P90 at the plan
 
 struct SimLatency {
   std::vector<double> ttft, tpot;
@@ -235,24 +237,31 @@ TEST_P(QueueingTest, PlanAgreesWithTheSimulationOnReplicasAndP90Ttft) {
   sim.concurrency = c.concurrency;
   sim.budget = layout.max_batched_tokens;
   sim.kv_tokens = c.estimate.memory.kv_cache_capacity_tokens;
-  sim.seed = 20260 + static_cast<uint64_t>(mix.requests_per_second);
-  auto run = [&](int64_t replicas) {
+  const uint64_t seed = 20260 + static_cast<uint64_t>(mix.requests_per_second);
+  auto run = [&](int64_t replicas, uint64_t run_seed) {
     sim.rate = mix.requests_per_second / static_cast<double>(replicas);
+    sim.seed = run_seed;
     return Simulate(*step, *model, sim);
   };
 
-  // P90 TTFT at the planned replicas.
-  const SimLatency at_plan = run(c.replicas);
-  // Issue 26: within 10 % of the simulation's, every mix (the chat mix, near saturation, was
-  // 11.3 % low at this seed before the chain's count took the prompts' peakedness, queueing.cc's
-  // Solve). Near saturation one seed's P90 varies by about as much as the tolerance
-  // (docs/SERVING.md: six seeds).
+  // P90 TTFT at the planned replicas, over kSeeds runs of 10^4 requests pooled: near saturation
+  // (chat under vLLM at utilization 0.93) a run now and then meets a congestion episode (every
+  // slot busy for seconds: slots free only as the requests that filled them finish), which
+  // moves one run's P90 up to 5x (3 runs of 40: 0.10, 0.16, 0.37 s against ~0.07 s), so one
+  // run measures the episode, not the model.
+  SimLatency at_plan;
+  for (uint64_t k = 0; k < kSeeds; ++k) {
+    const SimLatency one = run(c.replicas, seed + 1000 * k);
+    at_plan.ttft.insert(at_plan.ttft.end(), one.ttft.begin(), one.ttft.end());
+    at_plan.tpot.insert(at_plan.tpot.end(), one.tpot.begin(), one.tpot.end());
+  }
+  // Issue 26: within 10 % of the simulation's, every mix and engine (docs/SERVING.md's table).
   EXPECT_NEAR(c.ttft_p90_seconds, at_plan.Ttft(0.9), 0.10 * at_plan.Ttft(0.9))
       << mix.name << ": replicas " << c.replicas << ", concurrency " << c.concurrency
       << ", simulated TPOT p90 " << at_plan.Tpot(0.9) << " vs planned " << c.tpot_p90_seconds;
   // The fewest replicas whose simulation meets the targets.
   int64_t simulated = std::max<int64_t>(1, c.replicas - c.replicas / 5 - 1);
-  while (!Meets(run(simulated), mix) && simulated < 2 * c.replicas + 2) ++simulated;
+  while (!Meets(run(simulated, seed), mix) && simulated < 2 * c.replicas + 2) ++simulated;
   // The figures docs/SERVING.md quotes.
   std::cout << "mix " << mix.name << " " << EngineName(engine) << ": replicas plan " << c.replicas
             << " simulation " << simulated << "; P90 TTFT plan " << c.ttft_p90_seconds
