@@ -11,8 +11,15 @@ namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 // Poisson terms kept per step table: until this much probability is left, at most kMaxKinds.
 constexpr double kPoissonTail = 1e-4;
+// A waiting arrival's slot wait, exponential with the queue's conditional mean (the M/M/c
+// wait's shape given a wait: Kleinrock, "Queueing Systems, Volume 1", 1975, section 3.5;
+// Allen-Cunneen's mean), as kWaitPoints equally likely points: the mean times
+// -log(1 - (k + 1/2) / kWaitPoints), the midpoints of its quantiles.
+constexpr size_t kWaitPoints = 4;
+constexpr std::array<double, kWaitPoints> kWaitFactor = {0.13353139262452263, 0.4700036292457356,
+                                                         0.9808292530117262, 2.0794415416798357};
 // Groups of arrival states the first-token distribution is evaluated at.
-constexpr size_t kMaxStates = 40;
+constexpr size_t kMaxStates = 32;
 // The share of the engine's time the prompts' own work may take in the peakedness below: a
 // guard (peakedness at most 10) for loads where the prompts alone nearly saturate the replica.
 constexpr double kMaxPrefillShare = 0.9;
@@ -380,7 +387,10 @@ struct ReplicaQueue::TtftSearch {
       bound += states[i].second * TtftTailBound(first[i], t);
     }
     if (wait_probability > 0) {
-      bound += wait_probability * TtftTailBound(first[waiting_state], t - wait_mean);
+      for (double factor : kWaitFactor) {
+        bound += wait_probability / kWaitPoints *
+                 TtftTailBound(first[waiting_state], t - wait_mean * factor);
+      }
     }
     return bound < threshold - kMargin ? 0 : -1;
   }
@@ -396,7 +406,10 @@ struct ReplicaQueue::TtftSearch {
       }
     }
     if (wait_probability > 0) {
-      p += wait_probability * FastTtftTail(first[waiting_state], t - wait_mean);
+      for (double factor : kWaitFactor) {
+        p += wait_probability / kWaitPoints *
+             FastTtftTail(first[waiting_state], t - wait_mean * factor);
+      }
     }
     known.push_back({t, p, true});
     return p;
@@ -529,7 +542,7 @@ void ReplicaQueue::PrepareTtft(const QueueState& s, double rate, TtftContext& ct
     if (ctx.states[i].first == c - 1) ctx.waiting = i;
   }
   if (s.wait_probability > 0 && ctx.waiting == ctx.states.size()) prepare(c - 1, ctx.waiting);
-  ctx.high += ctx.wait_mean * 12;
+  ctx.high += ctx.wait_mean * (kWaitFactor.back() + 12);
 }
 
 std::vector<double> ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
@@ -557,9 +570,13 @@ void ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
       p += weight * TtftTail(static_cast<int64_t>(n), ctx.first[i], t);
     }
     if (s.wait_probability > 0) {
-      // Waiting arrivals: the slot wait's mean added to the time of a joiner of c - 1.
-      p += s.wait_probability *
-           TtftTail(static_cast<int64_t>(waiting), ctx.first[ctx.waiting], t - ctx.wait_mean);
+      // Waiting arrivals: the slot wait (kWaitPoints points) added to the time of a joiner of
+      // c - 1.
+      for (double factor : kWaitFactor) {
+        p += s.wait_probability / kWaitPoints *
+             TtftTail(static_cast<int64_t>(waiting), ctx.first[ctx.waiting],
+                      t - ctx.wait_mean * factor);
+      }
     }
     return p;
   };

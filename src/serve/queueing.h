@@ -4,10 +4,10 @@
 // whose completion rate with m running is m / (output_len x step(m)), step(m) being the forward
 // pass that decodes the m sequences with their prompts interleaved (StepModel), its count made
 // more peaked (Hayward's approximation) by the prompts' feedback on the step time. Queue waits
-// take the Allen-Cunneen correction (c_a^2 + c_s^2) / 2 of the M/M/c wait. Checked against a
-// discrete-event simulation of the engine in queueing_test.cc. Seconds. A ReplicaQueue fills
-// caches (step times, the last state whose TTFT percentiles it was asked for) as it is asked:
-// one per thread, not thread-safe.
+// take the Allen-Cunneen correction (c_a^2 + c_s^2) / 2 of the M/M/c wait, its shape exponential.
+// Checked against a discrete-event simulation of the engine in queueing_test.cc. Seconds. A
+// ReplicaQueue fills caches (step times, the last state whose TTFT percentiles it was asked for) as
+// it is asked: one per thread, not thread-safe.
 #pragma once
 
 #include <array>

@@ -4,7 +4,8 @@
 // input + output tokens, each step decoding every running sequence and filling the rest of its
 // token budget with prompt chunks (FCFS), the step's time from the same StepModel. 10^4 requests
 // per run, the first tenth left out as warm-up. The plan and the simulation must agree within
-// 10 % on replicas and on P90 time to first token for five traffic mixes.
+// 10 % on replicas and on P90 time to first token for five traffic mixes, with vLLM's and
+// TensorRT-LLM's fitted constants.
 #include "serve/queueing.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -28,6 +30,7 @@ namespace {
 
 const std::string kCatalogDir = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
 constexpr int kRequests = 10000;
+constexpr uint64_t kSeeds = 8;  // runs pooled for the P90 at the plan
 
 struct SimLatency {
   std::vector<double> ttft, tpot;
@@ -155,9 +158,13 @@ struct Mix {
   double requests_per_second = 10;
   bool constant_arrivals = false;
   double ttft_p90 = 1, tpot_p90 = 0.05;
+  // > 0: the TPOT target is this multiple of the engine's own unloaded time per token (one
+  // sequence decoding at the mix's mean context on the GPU), so the mix asks the same of any
+  // engine's constants; tpot_p90 is then unused.
+  double tpot_over_batch1 = 0;
 };
 
-class QueueingTest : public ::testing::TestWithParam<Mix> {
+class QueueingTest : public ::testing::TestWithParam<std::tuple<Mix, Engine>> {
  protected:
   void SetUp() override {
     catalog::LoadOptions load;
@@ -175,9 +182,23 @@ bool Meets(const SimLatency& s, const Mix& m) {
 }
 
 TEST_P(QueueingTest, PlanAgreesWithTheSimulationOnReplicasAndP90Ttft) {
-  const Mix& mix = GetParam();
+  Mix mix = std::get<0>(GetParam());
+  const Engine engine = std::get<1>(GetParam());
   Result<workload::Model> model = workload::LoadModelPreset(kCatalogDir, mix.model);
   ASSERT_TRUE(model.ok());
+  constexpr const char* kGpu = "H100-SXM";
+  if (mix.tpot_over_batch1 > 0) {
+    Result<const catalog::Gpu*> gpu = catalog_->ResolveGpu(kGpu);
+    ASSERT_TRUE(gpu.ok());
+    ServeRequest one;
+    one.engine.engine = engine;
+    one.model = *model;
+    one.gpu = **gpu;
+    Result<StepModel> unloaded = StepModel::Make(one);
+    ASSERT_TRUE(unloaded.ok());
+    const double context = static_cast<double>(CachedTokens(*model, mix.input + mix.output / 2));
+    mix.tpot_p90 = mix.tpot_over_batch1 * unloaded->Seconds(1, context, 0, 0);
+  }
   ServePlanRequest r;
   r.model = *model;
   r.input_len = mix.input;
@@ -189,12 +210,9 @@ TEST_P(QueueingTest, PlanAgreesWithTheSimulationOnReplicasAndP90Ttft) {
   r.targets.tpot_p90_seconds = mix.tpot_p90;
   r.band = ServeLatencyBand{};  // the model's own percentiles: the simulation has no error band
   r.tp = {1};
-  // The reference engine's constants (fitted on TensorRT-LLM's tables). With vLLM's fitted
-  // per-layer time (the issue-26 refit) the chat mix plans 6 replicas at utilization 0.94, where
-  // the plan's P90 TTFT is 3.4x under the simulation's: the near-saturation weakness below.
-  r.engine.engine = Engine::kTrtllm;
+  r.engine.engine = engine;  // its fitted constants: the step model's and the simulation's
   catalog::OfferFilter filter;
-  filter.gpus = {"H100-SXM"};
+  filter.gpus = {kGpu};
   filter.pricing = {catalog::Pricing::kOnDemand};
   Result<catalog::ResolvedFilter> offers = catalog::ResolveOfferFilter(*catalog_, filter);
   ASSERT_TRUE(offers.ok());
@@ -219,29 +237,37 @@ TEST_P(QueueingTest, PlanAgreesWithTheSimulationOnReplicasAndP90Ttft) {
   sim.concurrency = c.concurrency;
   sim.budget = layout.max_batched_tokens;
   sim.kv_tokens = c.estimate.memory.kv_cache_capacity_tokens;
-  sim.seed = 20260 + static_cast<uint64_t>(mix.requests_per_second);
-  auto run = [&](int64_t replicas) {
+  const uint64_t seed = 20260 + static_cast<uint64_t>(mix.requests_per_second);
+  auto run = [&](int64_t replicas, uint64_t run_seed) {
     sim.rate = mix.requests_per_second / static_cast<double>(replicas);
+    sim.seed = run_seed;
     return Simulate(*step, *model, sim);
   };
 
-  // P90 TTFT at the planned replicas.
-  const SimLatency at_plan = run(c.replicas);
-  // Issue 26: within 10 % of the simulation's, every mix (the chat mix, near saturation, was
-  // 11.3 % low at this seed before the chain's count took the prompts' peakedness, queueing.cc's
-  // Solve). Near saturation one seed's P90 varies by about as much as the tolerance
-  // (docs/SERVING.md: six seeds).
+  // P90 TTFT at the planned replicas, over kSeeds runs of 10^4 requests pooled: near saturation
+  // (chat under vLLM at utilization 0.93) a run now and then meets a congestion episode (every
+  // slot busy for seconds: slots free only as the requests that filled them finish), which
+  // moves one run's P90 up to 5x (3 runs of 40: 0.10, 0.16, 0.37 s against ~0.07 s), so one
+  // run measures the episode, not the model.
+  SimLatency at_plan;
+  for (uint64_t k = 0; k < kSeeds; ++k) {
+    const SimLatency one = run(c.replicas, seed + 1000 * k);
+    at_plan.ttft.insert(at_plan.ttft.end(), one.ttft.begin(), one.ttft.end());
+    at_plan.tpot.insert(at_plan.tpot.end(), one.tpot.begin(), one.tpot.end());
+  }
+  // Issue 26: within 10 % of the simulation's, every mix and engine (docs/SERVING.md's table).
   EXPECT_NEAR(c.ttft_p90_seconds, at_plan.Ttft(0.9), 0.10 * at_plan.Ttft(0.9))
       << mix.name << ": replicas " << c.replicas << ", concurrency " << c.concurrency
       << ", simulated TPOT p90 " << at_plan.Tpot(0.9) << " vs planned " << c.tpot_p90_seconds;
   // The fewest replicas whose simulation meets the targets.
   int64_t simulated = std::max<int64_t>(1, c.replicas - c.replicas / 5 - 1);
-  while (!Meets(run(simulated), mix) && simulated < 2 * c.replicas + 2) ++simulated;
+  while (!Meets(run(simulated, seed), mix) && simulated < 2 * c.replicas + 2) ++simulated;
   // The figures docs/SERVING.md quotes.
-  std::cout << "mix " << mix.name << ": replicas plan " << c.replicas << " simulation " << simulated
-            << "; P90 TTFT plan " << c.ttft_p90_seconds << " s simulation " << at_plan.Ttft(0.9)
-            << " s; P90 TPOT plan " << c.tpot_p90_seconds << " s simulation " << at_plan.Tpot(0.9)
-            << " s; concurrency " << c.concurrency << ", utilization " << c.utilization << "\n";
+  std::cout << "mix " << mix.name << " " << EngineName(engine) << ": replicas plan " << c.replicas
+            << " simulation " << simulated << "; P90 TTFT plan " << c.ttft_p90_seconds
+            << " s simulation " << at_plan.Ttft(0.9) << " s; P90 TPOT plan " << c.tpot_p90_seconds
+            << " s simulation " << at_plan.Tpot(0.9) << " s (target " << mix.tpot_p90
+            << " s); concurrency " << c.concurrency << ", utilization " << c.utilization << "\n";
   EXPECT_LE(std::abs(static_cast<double>(simulated - c.replicas)),
             0.1 * static_cast<double>(simulated))
       << mix.name << ": planned " << c.replicas << " replicas, the simulation needs " << simulated;
@@ -249,18 +275,23 @@ TEST_P(QueueingTest, PlanAgreesWithTheSimulationOnReplicasAndP90Ttft) {
 
 INSTANTIATE_TEST_SUITE_P(
     FiveMixes, QueueingTest,
-    ::testing::Values(
-        // Chat: short prompts and answers, interactive targets.
-        Mix{"chat", "llama-3-8b", 512, 256, 0, 200, false, 0.5, 0.03},
-        // Long-prompt RAG: 4k-token prompts, short answers.
-        Mix{"rag", "llama-3-8b", 4096, 256, 0, 40, false, 0.4, 0.04},
-        // Long outputs: short prompts, 2k-token answers.
-        Mix{"long_output", "llama-3-8b", 256, 2048, 0, 12, false, 1, 0.02},
-        // Batch-1 latency: a time per token that only a few sequences per replica meet.
-        Mix{"batch1_latency", "llama-3-8b", 256, 256, 0, 30, false, 0.05, 0.0078},
-        // Bursty: Poisson arrivals with heavy-tailed answers (log-normal, mean 256, P90 ~600).
-        Mix{"bursty", "llama-3-8b", 512, 256, 0.9, 150, false, 0.5, 0.03}),
-    [](const ::testing::TestParamInfo<Mix>& info) { return info.param.name; });
+    ::testing::Combine(
+        ::testing::Values(
+            // Chat: short prompts and answers, interactive targets.
+            Mix{"chat", "llama-3-8b", 512, 256, 0, 200, false, 0.5, 0.03},
+            // Long-prompt RAG: 4k-token prompts, short answers.
+            Mix{"rag", "llama-3-8b", 4096, 256, 0, 40, false, 0.4, 0.04},
+            // Long outputs: short prompts, 2k-token answers.
+            Mix{"long_output", "llama-3-8b", 256, 2048, 0, 12, false, 1, 0.02},
+            // Batch-1 latency: a time per token that only a few sequences per replica meet.
+            Mix{"batch1_latency", "llama-3-8b", 256, 256, 0, 30, false, 0.05, 0, 1.15},
+            // Bursty: Poisson arrivals with heavy-tailed answers (log-normal, mean 256, P90 ~600).
+            Mix{"bursty", "llama-3-8b", 512, 256, 0.9, 150, false, 0.5, 0.03}),
+        // vLLM: serve-plan's default engine; TensorRT-LLM: the reference tables'.
+        ::testing::Values(Engine::kVllm, Engine::kTrtllm)),
+    [](const ::testing::TestParamInfo<std::tuple<Mix, Engine>>& info) {
+      return std::get<0>(info.param).name + "_" + std::string(EngineName(std::get<1>(info.param)));
+    });
 
 }  // namespace
 }  // namespace fulcrum::serve
