@@ -247,7 +247,7 @@ Result<std::vector<ServingRow>> LoadServingRows(const std::string& root) {
     q.precision = *precision;
     // Empty = false: AWQ fused modules (do_fuse / fuse_layers) only where the notes say so.
     const std::string fused = r.Text("hf_fused_modules");
-    if (fused != "" && fused != "true" && fused != "false") {
+    if (!fused.empty() && fused != "true" && fused != "false") {
       return r.Error("hf_fused_modules", "true, false or empty");
     }
     q.hf_fused_modules = fused == "true";

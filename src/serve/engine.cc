@@ -59,12 +59,12 @@ Result<std::vector<EngineProfile>> ParseEngineTable(std::string_view text,
     FULCRUM_ASSIGN_OR_RETURN(std::string vendors, row.RequiredText("vendors"));
     for (const std::string& v : Split(vendors, ';')) p.vendors.emplace_back(Trim(v));
     const std::string allreduce = row.Text("tp_allreduce");
-    if (allreduce != "" && allreduce != "ring" && allreduce != "custom") {
+    if (!allreduce.empty() && allreduce != "ring" && allreduce != "custom") {
       return row.Error("tp_allreduce", "ring or custom");
     }
     p.custom_allreduce = allreduce == "custom";
     const std::string tensor_parallel = row.Text("tensor_parallel");
-    if (tensor_parallel != "" && tensor_parallel != "yes" && tensor_parallel != "no") {
+    if (!tensor_parallel.empty() && tensor_parallel != "yes" && tensor_parallel != "no") {
       return row.Error("tensor_parallel", "yes or no");
     }
     p.tensor_parallel = tensor_parallel != "no";
