@@ -54,11 +54,7 @@ void AddServeModelOptions(CLI::App* cmd, ServeModelOptions& o) {
 
 Result<serve::Precision> ResolvePrecision(const std::string& text,
                                           const serve::EngineProfile& engine) {
-  if (!text.empty()) {
-    FULCRUM_ASSIGN_OR_RETURN(const serve::Precision precision, serve::ParsePrecision(text));
-    FULCRUM_RETURN_IF_ERROR(serve::CheckEnginePrecision(engine, precision));
-    return precision;
-  }
+  if (!text.empty()) return serve::ParsePrecision(text);
   return engine.precisions.empty() ? serve::Precision::kBf16 : engine.precisions.front();
 }
 

@@ -193,7 +193,6 @@ Result<serve::ServePlanRequest> RequestFor(const serve::ServeSpec& spec,
     r.kv_precision = resolved.kv_precision;
   }
   r.hf_fused_modules = spec.hf_fused_modules;
-  FULCRUM_RETURN_IF_ERROR(serve::CheckFusedModules(r.hf_fused_modules, r.engine, r.precision));
   r.input_len = spec.input_len.value_or(r.input_len);
   r.output_len = spec.output_len.value_or(r.output_len);
   if (r.input_len < 1 || r.output_len < 1) {

@@ -416,9 +416,9 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
                                                 const ServePlanRequest& r) {
   // What the engine cannot run on any GPU is the request's error, not a count of offers.
   FULCRUM_RETURN_IF_ERROR(CheckEnginePrecision(r.engine, r.precision));
-  if (!r.tp.empty() && std::none_of(r.tp.begin(), r.tp.end(), [&](int64_t tp) {
-        return CheckTensorParallel(r.engine, tp).ok();
-      })) {
+  FULCRUM_RETURN_IF_ERROR(CheckFusedModules(r.hf_fused_modules, r.engine, r.precision));
+  if (!r.engine.tensor_parallel && !r.tp.empty() &&
+      std::find(r.tp.begin(), r.tp.end(), 1) == r.tp.end()) {
     return CheckTensorParallel(r.engine, *std::max_element(r.tp.begin(), r.tp.end()));
   }
   // Each offer's layouts; the sizing of a layout is shared by every offer of its GPU.
@@ -456,7 +456,7 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     priced.push_back({offer, *price, gpu, link});
     for (int64_t tp = 1; tp <= offer->gpu_count; tp *= 2) {
       if (offer->gpu_count % tp != 0 || r.model.heads % tp != 0) continue;
-      if (!CheckTensorParallel(r.engine, tp).ok()) continue;
+      if (tp > 1 && !r.engine.tensor_parallel) continue;
       if (!r.tp.empty() && std::find(r.tp.begin(), r.tp.end(), tp) == r.tp.end()) continue;
       sizings.emplace(Layout{gpu, link, tp}, Sizing{});
     }
