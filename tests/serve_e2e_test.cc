@@ -227,6 +227,46 @@ TEST(ServePlanE2eTest, Llama70bExamplePlansAtMost24GpusUnderContinuousBatching) 
   EXPECT_LE(best["latency"]["tpot_p90_seconds"].get<double>(), 0.04);
 }
 
+// The 70B example's first pick was a marketplace offer whose price the catalog cannot confirm
+// and whose links it does not state (planned as NVLink). As `plan` does (docs/RANKING.md), such
+// offers rank after the confirmed ones, marked "?" and named in JSON unconfirmed; the flag and
+// the spec key rank_unconfirmed take last or mixed, anything else is exit 2.
+TEST(ServePlanE2eTest, UnconfirmedOffersRankLastUnlessMixed) {
+  const std::string spec = SourcePath("examples/llama-70b-serve.yaml");
+  RunOutput last = RunFulcrum({"serve-plan", spec, "--json"});
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  const nlohmann::json candidates = nlohmann::json::parse(last.out)["candidates"];
+  ASSERT_FALSE(candidates.empty());
+  bool seen_unconfirmed = false;
+  for (const nlohmann::json& c : candidates) {
+    const bool unconfirmed = !c["unconfirmed"].empty();
+    EXPECT_TRUE(unconfirmed || !seen_unconfirmed) << c.dump();
+    EXPECT_FALSE(unconfirmed && c["pareto"].get<bool>()) << c.dump();
+    seen_unconfirmed = seen_unconfirmed || unconfirmed;
+  }
+  EXPECT_TRUE(seen_unconfirmed);
+  EXPECT_TRUE(candidates[0]["unconfirmed"].empty()) << candidates[0].dump();
+
+  RunOutput table = RunFulcrum({"serve-plan", spec, "--rank-unconfirmed", "mixed", "--top", "200"});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("?: price or interconnect not confirmed by the catalog"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("ranked by cost alone"), std::string::npos) << table.out;
+
+  RunOutput bad = RunFulcrum({"serve-plan", spec, "--rank-unconfirmed", "first"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--rank-unconfirmed: expected last or mixed, found \"first\""),
+            std::string::npos)
+      << bad.err;
+  const std::string path = MakeTempDir("serve-rank") + "/spec.yaml";
+  std::ofstream(path) << "model: llama-3-8b\nrank_unconfirmed: sometimes\n";
+  RunOutput bad_spec = RunFulcrum({"serve-plan", path});
+  EXPECT_EQ(bad_spec.exit_code, 2);
+  EXPECT_NE(bad_spec.err.find(path + ":2"), std::string::npos) << bad_spec.err;
+  EXPECT_NE(bad_spec.err.find("last or mixed"), std::string::npos) << bad_spec.err;
+}
+
 // Issue 26: serve-estimate --batch 64 reported the whole batch's prefill as the first token.
 TEST(ServeEstimateE2eTest, ContinuousBatchTtftIsOneRequestsPrefill) {
   const std::vector<std::string> args = {"serve-estimate",

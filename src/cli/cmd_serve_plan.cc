@@ -17,6 +17,8 @@
 #include "core/paths.h"
 #include "core/table.h"
 #include "core/text_file.h"
+#include "plan/ranking.h"
+#include "plan/spec.h"
 #include "serve/plan.h"
 #include "serve/report.h"
 #include "serve/spec.h"
@@ -61,14 +63,17 @@ JSON: {"candidates": [{"provider", "instance_type", "gpu", "gpu_count" (GPUs per
 "ttft_p50_seconds" ... "ttft_p99_seconds", "tpot_p50_seconds" ... "tpot_p99_seconds",
 "e2e_p90_seconds", "e2e_p99_seconds", "queue_wait_p90_seconds"}, "throughput":
 {"output_tokens_per_second"}, "cost": {"usd_per_hour", "usd_per_million_output_tokens",
-"usd_per_million_input_tokens"}, "warnings"}], "latency_band": {...}, "engine", "scheduler",
-"batching"}, cheapest per output
-token first. On-demand prices; without --requests-per-second each offer is one instance whose
+"usd_per_million_input_tokens"}, "unconfirmed", "warnings"}], "latency_band": {...}, "engine",
+"scheduler", "batching"}, cheapest per output token first; offers whose price or interconnect
+the catalog cannot confirm ("unconfirmed": ["price", "interconnect"], "?" after the rank) come
+after the confirmed ones and are left off the Pareto front, as in `fulcrum plan`
+(docs/RANKING.md; --rank-unconfirmed mixed: by cost alone); an instance of several GPUs whose
+links the catalog does not state is planned over PCIe. On-demand prices; without --requests-per-second each offer is one instance whose
 replicas run at the highest load meeting the targets. Each $ per million figure charges the
 whole bill to that token kind. A YAML spec (first argument) gives the same fields (model,
 engine, precision, kv_precision, batching, prefill_chunk, hf_fused_modules, input_len,
 output_len, traffic: {requests_per_second, arrival, input_len, output_len: N | {mean, p90},
-concurrency}, targets, tp, gpus, providers, top); flags override it.)";
+concurrency}, targets, tp, gpus, providers, top, rank_unconfirmed); flags override it.)";
 
 struct ServePlanOptions {
   std::string spec_file;
@@ -81,6 +86,7 @@ struct ServePlanOptions {
   std::string gpus, providers;
   std::vector<int64_t> tp;
   int64_t top = 20;
+  std::string rank_unconfirmed;  // last | mixed; "" = the spec's, else last
   bool json = false;
   std::string html;
 };
@@ -149,6 +155,13 @@ Result<serve::ServeSpec> MergedSpec(const ServePlanOptions& o, const CLI::App& c
   if (given("--gpus")) spec.gpus = ListFlag(o.gpus);
   if (given("--providers")) spec.providers = ListFlag(o.providers);
   if (given("--top")) spec.top = o.top;
+  if (given("--rank-unconfirmed")) {
+    spec.unconfirmed_last = plan::ParseRankUnconfirmed(o.rank_unconfirmed);
+    if (!spec.unconfirmed_last) {
+      return Status::InvalidInput("--rank-unconfirmed: expected last or mixed, found \"" +
+                                  o.rank_unconfirmed + "\"");
+    }
+  }
   return spec;
 }
 
@@ -221,6 +234,7 @@ Result<serve::ServePlanRequest> RequestFor(const serve::ServeSpec& spec,
   }
   r.targets = t;
   r.tp = spec.tp;
+  r.unconfirmed_last = spec.unconfirmed_last.value_or(true);
   return r;
 }
 
@@ -269,6 +283,7 @@ nlohmann::json CandidateJson(const serve::ServeCandidate& c) {
           {"max_concurrency", c.concurrency},
           {"utilization", c.utilization},
           {"pareto", c.pareto},
+          {"unconfirmed", plan::UnconfirmedNames(c.unconfirmed)},
           {"memory", ServeMemoryJson(c.estimate.memory)},
           {"latency", LatencyJson(c)},
           {"throughput", {{"output_tokens_per_second", c.estimate.speed.output_tokens_per_second}}},
@@ -279,25 +294,36 @@ nlohmann::json CandidateJson(const serve::ServeCandidate& c) {
           {"warnings", c.warnings}};
 }
 
-std::string Render(const std::vector<serve::ServeCandidate>& candidates, size_t top) {
-  Table table({"provider", "instance", "gpu", "tp", "replicas", "gpus", "conc", "ttft p90",
+std::string Render(const std::vector<serve::ServeCandidate>& candidates, size_t top,
+                   bool unconfirmed_last) {
+  Table table({"#", "provider", "instance", "gpu", "tp", "replicas", "gpus", "conc", "ttft p90",
                "tpot p90", "$/h", "$/M out", "util", "pareto"},
-              {Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight,
+              {Align::kRight, Align::kLeft, Align::kLeft, Align::kLeft, Align::kRight,
                Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
-               Align::kRight, Align::kRight, Align::kLeft});
+               Align::kRight, Align::kRight, Align::kRight, Align::kLeft});
+  bool any_unconfirmed = false;
   for (size_t i = 0; i < candidates.size() && i < top; ++i) {
     const serve::ServeCandidate& c = candidates[i];
-    table.AddRow({c.offer->provider, c.offer->instance_type,
-                  std::to_string(c.offer->gpu_count) + "x" + c.gpu->name, std::to_string(c.tp),
-                  std::to_string(c.replicas), std::to_string(c.total_gpus),
+    any_unconfirmed = any_unconfirmed || c.unconfirmed != 0;
+    table.AddRow({std::to_string(i + 1) + (c.unconfirmed ? "?" : ""), c.offer->provider,
+                  c.offer->instance_type, std::to_string(c.offer->gpu_count) + "x" + c.gpu->name,
+                  std::to_string(c.tp), std::to_string(c.replicas), std::to_string(c.total_gpus),
                   std::to_string(c.concurrency), FormatNumber(c.ttft_p90_seconds * 1000, 0) + " ms",
                   FormatNumber(c.tpot_p90_seconds * 1000, 1) + " ms",
                   FormatNumber(c.usd_per_hour, 2), FormatNumber(c.usd_per_million_output_tokens, 3),
                   FormatNumber(100 * c.utilization, 0) + "%", c.pareto ? "*" : ""});
   }
-  return table.Render() + std::to_string(candidates.size()) + " candidates (" +
-         std::to_string(std::min(top, candidates.size())) +
-         " shown); * = Pareto front of $ per output token vs time per output token\n";
+  std::string out = table.Render() + std::to_string(candidates.size()) + " candidates (" +
+                    std::to_string(std::min(top, candidates.size())) +
+                    " shown); * = Pareto front of $ per output token vs time per output token\n";
+  if (any_unconfirmed) {
+    out += unconfirmed_last
+               ? "?: price or interconnect not confirmed by the catalog (JSON unconfirmed); "
+                 "ranked after the confirmed offers (--rank-unconfirmed mixed: by cost alone)\n"
+               : "?: price or interconnect not confirmed by the catalog (JSON unconfirmed); "
+                 "ranked by cost alone (--rank-unconfirmed mixed)\n";
+  }
+  return out;
 }
 
 }  // namespace
@@ -339,6 +365,10 @@ void RegisterServePlan(CLI::App* cmd, CliContext& ctx) {
       ->type_name("LIST");
   cmd->add_option("--top", o->top, "Rows of the table and the HTML report (default: 20)")
       ->type_name("N");
+  cmd->add_option("--rank-unconfirmed", o->rank_unconfirmed,
+                  "last (default): offers whose price or interconnect the catalog cannot confirm "
+                  "rank after the others | mixed: by cost alone")
+      ->type_name("HOW");
   cmd->add_flag("--json", o->json, "Print every candidate as JSON (see the contract below)");
   cmd->add_option("--html", o->html, "Also write a self-contained HTML report to FILE")
       ->type_name("FILE");
@@ -381,7 +411,7 @@ void RegisterServePlan(CLI::App* cmd, CliContext& ctx) {
                         {"tpot_p50_ratio", b.tpot_p50_ratio},
                         {"tpot_p90_ratio", b.tpot_p90_ratio}}}});
     } else {
-      ctx.out << Render(cs, top);
+      ctx.out << Render(cs, top, p.request.unconfirmed_last);
       if (!o->html.empty()) ctx.out << "wrote " << o->html << "\n";
     }
   });

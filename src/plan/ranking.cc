@@ -65,6 +65,13 @@ uint8_t UnconfirmedOf(const catalog::Offer& offer) {
   return bits;
 }
 
+std::vector<std::string> UnconfirmedNames(uint8_t bits) {
+  std::vector<std::string> out;
+  if (bits & kUnconfirmedPrice) out.emplace_back("price");
+  if (bits & kUnconfirmedInterconnect) out.emplace_back("interconnect");
+  return out;
+}
+
 // The order among candidates that miss: near misses (within kNearMissTolerance of the nearest
 // one) first, by cost (by P90 time for the fastest objective), then the farther misses by how
 // far they miss. Keyed on the miss and the cost only, so it is a strict weak order.

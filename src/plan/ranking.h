@@ -41,6 +41,10 @@ double Violation(const Candidate& c, const Constraints& k);
 // interconnect.
 uint8_t UnconfirmedOf(const catalog::Offer& offer);
 
+// "price", "interconnect": the names of Unconfirmed bits (JSON unconfirmed of plan and
+// serve-plan, footnotes).
+std::vector<std::string> UnconfirmedNames(uint8_t bits);
+
 // Whether a candidate may be on the Pareto front: where spec.unconfirmed_last, only rows whose
 // price and interconnect the catalog confirms (an unconfirmed row, ranked after them, does not
 // take the front from the rows ranked first). When no row is confirmed the front is every row's

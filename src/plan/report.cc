@@ -50,33 +50,6 @@ std::string_view GoodputSource(const RunCost& run) {
                "catalog/goodput.csv";
 }
 
-// "price", "interconnect": the Unconfirmed bits of a candidate (JSON unconfirmed, footnotes).
-std::vector<std::string> UnconfirmedNames(uint8_t bits) {
-  std::vector<std::string> out;
-  if (bits & kUnconfirmedPrice) out.emplace_back("price");
-  if (bits & kUnconfirmedInterconnect) out.emplace_back("interconnect");
-  return out;
-}
-
-// The kind of a caveat ("price-unverified" of "price-unverified: ...").
-std::string CaveatKind(const std::string& caveat) { return caveat.substr(0, caveat.find(':')); }
-
-// What a catalog-caveat warning rests on: " (offer price-unverified; provider terms-unverified)".
-std::string CaveatDetail(const catalog::Offer& o, const catalog::Catalog& catalog) {
-  std::vector<std::string> parts;
-  if (!o.caveat.empty()) parts.push_back("offer " + CaveatKind(o.caveat));
-  if (const catalog::Gpu* g = catalog.FindGpu(o.gpu); g != nullptr && !g->caveat.empty()) {
-    parts.push_back("GPU " + CaveatKind(g->caveat));
-  }
-  if (const catalog::Provider* p = catalog.FindProvider(o.provider);
-      p != nullptr && !p->caveat.empty()) {
-    parts.push_back("provider " + CaveatKind(p->caveat));
-  }
-  std::string out;
-  for (const std::string& part : parts) out += (out.empty() ? " (" : "; ") + part;
-  return out.empty() ? out : out + ")";
-}
-
 json CandidateJson(const Candidate& c, const PlanResult& r, const catalog::Catalog& catalog) {
   const catalog::Offer& o = catalog.offers()[c.offer];
   const workload::Training& t = c.layout.training;
@@ -255,7 +228,26 @@ size_t TopCount(const PlanResult& r) {
   return std::min(r.candidates.size(), static_cast<size_t>(std::max(1, r.spec.top)));
 }
 
+// The kind of a caveat ("price-unverified" of "price-unverified: ...").
+std::string CaveatKind(const std::string& caveat) { return caveat.substr(0, caveat.find(':')); }
+
 }  // namespace
+
+// What a catalog-caveat warning rests on: " (offer price-unverified; provider terms-unverified)".
+std::string CaveatDetail(const catalog::Offer& o, const catalog::Catalog& catalog) {
+  std::vector<std::string> parts;
+  if (!o.caveat.empty()) parts.push_back("offer " + CaveatKind(o.caveat));
+  if (const catalog::Gpu* g = catalog.FindGpu(o.gpu); g != nullptr && !g->caveat.empty()) {
+    parts.push_back("GPU " + CaveatKind(g->caveat));
+  }
+  if (const catalog::Provider* p = catalog.FindProvider(o.provider);
+      p != nullptr && !p->caveat.empty()) {
+    parts.push_back("provider " + CaveatKind(p->caveat));
+  }
+  std::string out;
+  for (const std::string& part : parts) out += (out.empty() ? " (" : "; ") + part;
+  return out.empty() ? out : out + ")";
+}
 
 std::string FrameworkLabel(const workload::Training& t) {
   if (t.framework == workload::Framework::kMegatron && t.method != workload::Method::kFull) {

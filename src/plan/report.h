@@ -49,4 +49,8 @@ std::string HtmlPage(const std::string& title, const std::string& body);
 // "tp2 pp1 dp4 z1 sel mb2" (vpp shown when > 1).
 std::string LayoutLabel(const workload::Training& t);
 
+// What a catalog-caveat warning rests on: " (offer price-unverified; provider terms-unverified)";
+// "" where the offer, its GPU and its provider carry no caveat. plan and serve-plan warnings.
+std::string CaveatDetail(const catalog::Offer& o, const catalog::Catalog& catalog);
+
 }  // namespace fulcrum::plan

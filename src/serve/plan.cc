@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 
 #include "core/parallel.h"
+#include "plan/ranking.h"
+#include "plan/report.h"
 
 namespace fulcrum::serve {
 namespace {
@@ -123,14 +125,20 @@ LatencyTargets QueueLatency(const ReplicaQueue& q, const QueueState& state, doub
   return out;
 }
 
-void MarkPareto(std::vector<ServeCandidate>& candidates) {
+// The Pareto front over the candidates that may be on it: where `confirmed_only`, those whose
+// offer the catalog confirms (an unconfirmed row, ranked after them, neither gets a star nor takes
+// one from a confirmed row), as `plan` marks its front (plan::MarkParetoFront).
+void MarkPareto(std::vector<ServeCandidate>& candidates, bool confirmed_only) {
+  const auto may = [&](const ServeCandidate& c) { return !confirmed_only || c.unconfirmed == 0; };
   for (ServeCandidate& c : candidates) {
-    c.pareto = std::none_of(candidates.begin(), candidates.end(), [&](const ServeCandidate& o) {
-      // The time per output token the targets see (P90), as the table shows it.
-      const double cost = o.usd_per_million_output_tokens, tpot = o.tpot_p90_seconds;
-      const double c_cost = c.usd_per_million_output_tokens, c_tpot = c.tpot_p90_seconds;
-      return cost <= c_cost && tpot <= c_tpot && (cost < c_cost || tpot < c_tpot);
-    });
+    c.pareto =
+        may(c) && std::none_of(candidates.begin(), candidates.end(), [&](const ServeCandidate& o) {
+          if (!may(o)) return false;
+          // The time per output token the targets see (P90), as the table shows it.
+          const double cost = o.usd_per_million_output_tokens, tpot = o.tpot_p90_seconds;
+          const double c_cost = c.usd_per_million_output_tokens, c_tpot = c.tpot_p90_seconds;
+          return cost <= c_cost && tpot <= c_tpot && (cost < c_cost || tpot < c_tpot);
+        });
   }
 }
 
@@ -377,7 +385,12 @@ ServeCandidate CandidateOf(const catalog::Offer& offer, const Layout& layout, co
       c.usd_per_hour / (served * static_cast<double>(r.output_len) * 3600) * 1e6;
   c.usd_per_million_input_tokens =
       c.usd_per_hour / (served * static_cast<double>(r.input_len) * 3600) * 1e6;
-  if (layout.tp > 1 && layout.interconnect == catalog::Interconnect::kPcie) {
+  c.unconfirmed = plan::UnconfirmedOf(offer);
+  if (layout.tp > 1 && (c.unconfirmed & plan::kUnconfirmedInterconnect)) {
+    c.warnings.push_back(
+        "interconnect-unknown: the catalog does not say how this instance's GPUs are connected; "
+        "tensor-parallel all-reduces planned over PCIe");
+  } else if (layout.tp > 1 && layout.interconnect == catalog::Interconnect::kPcie) {
     c.warnings.push_back("tp-over-pcie: tensor-parallel all-reduces over PCIe");
   }
   return c;
@@ -449,10 +462,11 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
                                    : tally.unsupported);
       continue;
     }
-    const catalog::Interconnect link =
-        offer->interconnect == catalog::Interconnect::kUnknown
-            ? (gpu->nvlink_gbps ? catalog::Interconnect::kNvlink : catalog::Interconnect::kPcie)
-            : offer->interconnect;
+    // Unknown links are planned as PCIe, as `plan` does (docs/RANKING.md): a marketplace slice
+    // of an NVLink machine need not have them.
+    const catalog::Interconnect link = offer->interconnect == catalog::Interconnect::kUnknown
+                                           ? catalog::Interconnect::kPcie
+                                           : offer->interconnect;
     priced.push_back({offer, *price, gpu, link});
     for (int64_t tp = 1; tp <= offer->gpu_count; tp *= 2) {
       if (offer->gpu_count % tp != 0 || r.model.heads % tp != 0) continue;
@@ -481,12 +495,19 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
         }
       } else {
         out.push_back(CandidateOf(*offer, layout, sizing, price, r));
+        if (const std::string caveat = plan::CaveatDetail(*offer, catalog); !caveat.empty()) {
+          out.back().warnings.push_back("catalog-caveat" + caveat);
+        }
       }
     }
   }
   if (out.empty()) return Status::InvalidInput(NoOfferMessage(offers.offers.size(), tally, r));
-  MarkPareto(out);
-  std::stable_sort(out.begin(), out.end(), [](const ServeCandidate& a, const ServeCandidate& b) {
+  const bool confirmed_last =
+      r.unconfirmed_last && std::any_of(out.begin(), out.end(),
+                                        [](const ServeCandidate& c) { return c.unconfirmed == 0; });
+  MarkPareto(out, confirmed_last);
+  std::stable_sort(out.begin(), out.end(), [&](const ServeCandidate& a, const ServeCandidate& b) {
+    if (confirmed_last && (a.unconfirmed == 0) != (b.unconfirmed == 0)) return a.unconfirmed == 0;
     return a.usd_per_million_output_tokens < b.usd_per_million_output_tokens;
   });
   return out;

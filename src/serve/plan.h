@@ -46,6 +46,10 @@ struct ServePlanRequest {
   // search, each replica count's cap chosen again): the reference the tests hold the default,
   // faster search to, answer for answer.
   bool straightforward_search = false;
+  // Offers whose price or interconnect the catalog cannot confirm (plan::UnconfirmedOf: a
+  // price-unverified caveat; several GPUs of unknown links) rank after the confirmed ones, as in
+  // `plan` (docs/RANKING.md); false: by cost alone (--rank-unconfirmed mixed).
+  bool unconfirmed_last = true;
 };
 
 struct ServeCandidate {
@@ -68,11 +72,16 @@ struct ServeCandidate {
   double usd_per_million_output_tokens = 0, usd_per_million_input_tokens = 0;
   // Traffic / capacity of the replicas at their concurrency (continuous: the queue's load).
   double utilization = 0;
-  bool pareto = false;  // no other candidate is cheaper per output token and faster per token
+  bool pareto = false;      // no other candidate is cheaper per output token and faster per token
+  uint8_t unconfirmed = 0;  // plan::Unconfirmed bits of the offer (plan::UnconfirmedOf)
   std::vector<std::string> warnings;
 };
 
-// Candidates sorted by $ per million output tokens. InvalidInput when no offer passes or none
+// Candidates sorted by $ per million output tokens, those whose offer the catalog cannot confirm
+// after the others where request.unconfirmed_last (the Pareto front then over the confirmed
+// ones, when any). An offer of several GPUs whose links the catalog does not state is planned
+// over PCIe, as `plan` does: conservative, where a marketplace slice need not have NVLink.
+// InvalidInput when no offer passes or none
 // fits the model and targets (the message says which constraint emptied the set, and for
 // targets no GPU meets even unloaded, which target and by how much).
 Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,

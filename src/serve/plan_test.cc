@@ -8,6 +8,7 @@
 
 #include "catalog/catalog.h"
 #include "catalog/offer_query.h"
+#include "plan/candidate.h"
 #include "serve/engine.h"
 #include "workload/model_io.h"
 
@@ -68,9 +69,13 @@ TEST_F(ServePlanTest, EveryCandidateFitsMeetsTheTargetsAndServesTheTraffic) {
     EXPECT_EQ(c.offer->gpu_count % c.tp, 0) << where;
     EXPECT_GE(c.instances * (c.offer->gpu_count / c.tp), c.replicas) << where;
   }
+  // Cheapest per output token first, the offers the catalog cannot confirm after the others.
   for (size_t i = 1; i < plan->size(); ++i) {
-    EXPECT_LE((*plan)[i - 1].usd_per_million_output_tokens,
-              (*plan)[i].usd_per_million_output_tokens);
+    const ServeCandidate &a = (*plan)[i - 1], &b = (*plan)[i];
+    EXPECT_TRUE(a.unconfirmed == 0 || b.unconfirmed != 0) << b.offer->instance_type;
+    if ((a.unconfirmed == 0) == (b.unconfirmed == 0)) {
+      EXPECT_LE(a.usd_per_million_output_tokens, b.usd_per_million_output_tokens);
+    }
   }
 }
 
@@ -127,22 +132,98 @@ TEST_F(ServePlanTest, FastSearchGivesTheStraightforwardSearchsPlanExactly) {
   }
 }
 
+// The front is over the confirmed offers (docs/RANKING.md: an unconfirmed row neither gets a star
+// nor takes one from a confirmed row); with --rank-unconfirmed mixed over every candidate.
 TEST_F(ServePlanTest, ParetoFrontIsTheUndominatedCandidates) {
-  Result<std::vector<ServeCandidate>> plan = Plan();
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto dominates = [](const ServeCandidate& a, const ServeCandidate& b) {
     const double ac = a.usd_per_million_output_tokens, bc = b.usd_per_million_output_tokens;
     const double at = a.tpot_p90_seconds, bt = b.tpot_p90_seconds;
     return ac <= bc && at <= bt && (ac < bc || at < bt);
   };
-  int front = 0;
-  for (const ServeCandidate& c : *plan) {
-    bool dominated = false;
-    for (const ServeCandidate& o : *plan) dominated = dominated || dominates(o, c);
-    EXPECT_EQ(c.pareto, !dominated) << c.offer->instance_type;
-    front += c.pareto ? 1 : 0;
+  for (const bool last : {true, false}) {
+    request_.unconfirmed_last = last;
+    Result<std::vector<ServeCandidate>> plan = Plan();
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    int front = 0, unconfirmed = 0;
+    for (const ServeCandidate& c : *plan) {
+      unconfirmed += c.unconfirmed != 0 ? 1 : 0;
+      const bool weighed = !last || c.unconfirmed == 0;
+      bool dominated = false;
+      for (const ServeCandidate& o : *plan) {
+        dominated = dominated || ((!last || o.unconfirmed == 0) && dominates(o, c));
+      }
+      EXPECT_EQ(c.pareto, weighed && !dominated) << c.offer->instance_type << " last " << last;
+      front += c.pareto ? 1 : 0;
+    }
+    EXPECT_GE(front, 2);
+    EXPECT_GT(unconfirmed, 0);  // the shipped catalog has marketplace offers: the test means it
   }
-  EXPECT_GE(front, 2);
+}
+
+// An offer whose price the catalog cannot confirm (a marketplace snapshot) or whose GPUs' links
+// it does not state ranks after the confirmed offers, as in `plan`; an unknown interconnect is
+// planned over PCIe and said so. examples/llama-70b-serve.yaml: hyperbolic's 2x H100 (price
+// unverified, links unknown) was the first pick at $12.90/h with its tp 2 over assumed NVLink.
+TEST_F(ServePlanTest, UnconfirmedOffersRankAfterTheConfirmedOnesAndUnknownLinksArePcie) {
+  Result<workload::Model> m = workload::LoadModelPreset(kCatalogDir, "llama-3-70b");
+  ASSERT_TRUE(m.ok());
+  request_.model = *m;
+  request_.precision = Precision::kFp8;
+  request_.kv_precision = KvPrecision::kFp8;
+  request_.input_len = 1024;
+  request_.output_len = 512;
+  request_.requests_per_second = 20;
+  request_.targets.ttft_p90_seconds = 1;
+  request_.targets.tpot_p90_seconds = 0.04;
+  Result<std::vector<ServeCandidate>> last = Plan({"H100-SXM", "H200"});
+  ASSERT_TRUE(last.ok()) << last.status().ToString();
+  EXPECT_EQ(last->front().unconfirmed, 0) << last->front().offer->provider;
+  size_t first_unconfirmed = last->size();
+  int unknown_links = 0, unverified_prices = 0;
+  for (size_t i = 0; i < last->size(); ++i) {
+    const ServeCandidate& c = (*last)[i];
+    if (c.unconfirmed != 0) first_unconfirmed = std::min(first_unconfirmed, i);
+    if (i > first_unconfirmed) {
+      EXPECT_NE(c.unconfirmed, 0) << c.offer->instance_type;
+    }
+    auto warned = [&](const std::string& prefix) {
+      return std::any_of(c.warnings.begin(), c.warnings.end(),
+                         [&](const std::string& w) { return w.rfind(prefix, 0) == 0; });
+    };
+    if (c.offer->interconnect == catalog::Interconnect::kUnknown && c.tp > 1) {
+      ++unknown_links;
+      EXPECT_TRUE(c.unconfirmed & plan::kUnconfirmedInterconnect) << c.offer->instance_type;
+      EXPECT_TRUE(warned("interconnect-unknown")) << c.offer->instance_type;
+    }
+    if (c.unconfirmed & plan::kUnconfirmedPrice) {
+      ++unverified_prices;
+      EXPECT_TRUE(warned("catalog-caveat (offer price-unverified")) << c.offer->instance_type;
+    }
+  }
+  EXPECT_GT(unknown_links, 0);
+  EXPECT_GT(unverified_prices, 0);
+  ASSERT_LT(first_unconfirmed, last->size());
+  // Planned over PCIe, the same replica on an offer of unknown links is no faster than on one of
+  // stated NVLink.
+  for (const ServeCandidate& u : *last) {
+    if (u.offer->interconnect != catalog::Interconnect::kUnknown || u.tp == 1) continue;
+    for (const ServeCandidate& n : *last) {
+      if (n.offer->interconnect == catalog::Interconnect::kNvlink && n.gpu == u.gpu &&
+          n.tp == u.tp && n.concurrency == u.concurrency) {
+        EXPECT_GE(u.estimate.speed.tpot_seconds, n.estimate.speed.tpot_seconds)
+            << u.offer->instance_type << " vs " << n.offer->instance_type;
+      }
+    }
+  }
+  // mixed: by cost alone.
+  request_.unconfirmed_last = false;
+  Result<std::vector<ServeCandidate>> mixed = Plan({"H100-SXM", "H200"});
+  ASSERT_TRUE(mixed.ok());
+  ASSERT_EQ(mixed->size(), last->size());
+  for (size_t i = 1; i < mixed->size(); ++i) {
+    EXPECT_LE((*mixed)[i - 1].usd_per_million_output_tokens,
+              (*mixed)[i].usd_per_million_output_tokens);
+  }
 }
 
 TEST_F(ServePlanTest, MoreTrafficNeedsMoreReplicas) {

@@ -28,13 +28,13 @@ std::string Rows(const std::vector<ServeCandidate>& candidates, size_t top) {
         "<tr class=\"detail\"><td></td><td colspan=\"8\">weights {:.1f} GiB, KV cache {:.1f} "
         "KiB per token, peak {:.1f} of {:.1f} GiB per GPU (at most {} sequences); {:.0f} output "
         "tokens/s per replica; ${:.3f} per million input tokens.{}</td></tr>\n",
-        i + 1, c.pareto ? "*" : "", HtmlEscape(OfferLabel(c)), c.replicas, c.concurrency,
-        e.speed.prefill_seconds * 1000, c.ttft_p90_seconds * 1000, e.speed.tpot_seconds * 1000,
-        c.tpot_p90_seconds * 1000, c.usd_per_hour, c.usd_per_million_output_tokens,
-        100 * c.utilization, e.memory.weights_bytes / (1 << 30),
-        e.memory.kv_cache_bytes_per_token / 1024, e.memory.peak_bytes_per_gpu / (1 << 30),
-        e.memory.budget_bytes_per_gpu / (1 << 30), e.memory.max_concurrency,
-        e.speed.output_tokens_per_second, c.usd_per_million_input_tokens,
+        std::to_string(i + 1) + (c.unconfirmed ? "?" : ""), c.pareto ? "*" : "",
+        HtmlEscape(OfferLabel(c)), c.replicas, c.concurrency, e.speed.prefill_seconds * 1000,
+        c.ttft_p90_seconds * 1000, e.speed.tpot_seconds * 1000, c.tpot_p90_seconds * 1000,
+        c.usd_per_hour, c.usd_per_million_output_tokens, 100 * c.utilization,
+        e.memory.weights_bytes / (1 << 30), e.memory.kv_cache_bytes_per_token / 1024,
+        e.memory.peak_bytes_per_gpu / (1 << 30), e.memory.budget_bytes_per_gpu / (1 << 30),
+        e.memory.max_concurrency, e.speed.output_tokens_per_second, c.usd_per_million_input_tokens,
         warnings.empty() ? "" : "<ul class=\"warn\">" + warnings + "</ul>");
   }
   return rows;

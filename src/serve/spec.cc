@@ -140,11 +140,11 @@ Result<ServeSpec> ParseServeYaml(std::string_view text, const std::string& origi
   FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   ServeSpec spec;
   spec.origin = origin;
-  FULCRUM_RETURN_IF_ERROR(
-      root.CheckKeys({"model", "hf_config", "precision", "kv_precision", "input_len", "output_len",
-                      "traffic", "targets", "tp", "gpus", "providers", "top", "name", "description",
-                      "batching", "prefill_chunk", "engine", "hf_fused_modules"},
-                     "a mapping of serve-plan fields (model, precision, traffic, targets, ...)"));
+  FULCRUM_RETURN_IF_ERROR(root.CheckKeys(
+      {"model", "hf_config", "precision", "kv_precision", "input_len", "output_len", "traffic",
+       "targets", "tp", "gpus", "providers", "top", "name", "description", "batching",
+       "prefill_chunk", "engine", "hf_fused_modules", "rank_unconfirmed"},
+      "a mapping of serve-plan fields (model, precision, traffic, targets, ...)"));
   FULCRUM_RETURN_IF_ERROR(ParseModel(root, base_dir, spec));
   if (auto v = root.Find("precision")) {
     FULCRUM_ASSIGN_OR_RETURN(spec.precision, PrecisionField(*v, ParsePrecision));
@@ -188,6 +188,11 @@ Result<ServeSpec> ParseServeYaml(std::string_view text, const std::string& origi
   }
   if (auto v = root.Find("top")) {
     FULCRUM_ASSIGN_OR_RETURN(spec.top, v->Integer(1, 100000));
+  }
+  if (auto v = root.Find("rank_unconfirmed")) {
+    FULCRUM_ASSIGN_OR_RETURN(std::string text, v->Text());
+    spec.unconfirmed_last = plan::ParseRankUnconfirmed(text);
+    if (!spec.unconfirmed_last) return v->Error("last or mixed");
   }
   return spec;
 }

@@ -57,6 +57,9 @@ struct ServeSpec {
   std::vector<int64_t> tp;
   std::vector<std::string> gpus, providers;
   std::optional<int64_t> top;
+  // rank_unconfirmed: last (default: offers whose price or interconnect the catalog cannot confirm
+  // rank after the others, as in plan) | mixed (by cost alone); nullopt = not given.
+  std::optional<bool> unconfirmed_last;
 };
 
 // Fields:
@@ -68,7 +71,7 @@ struct ServeSpec {
 //             input_len: 1024 | {mean: 1024}, output_len: 512 | {mean: 512, p90: 1200}}
 //   targets: {ttft_p50: 0.5, ttft_p90: 1s, ttft_p95, ttft_p99, tpot_p50: 40ms, tpot_p90: 0.05,
 //   tpot_p95, tpot_p99, e2e_p90, e2e_p99}   (seconds or a duration)   tp: [1, 2]   gpus: [L4, A10G]
-//   providers: [aws, gcp]   top: 10   name/description: text
+//   providers: [aws, gcp]   top: 10   rank_unconfirmed: last|mixed   name/description: text
 // Relative hf_config paths are resolved against `base_dir` (the spec file's directory).
 Result<ServeSpec> ParseServeYaml(std::string_view text, const std::string& origin,
                                  const std::string& base_dir = "");
