@@ -442,15 +442,21 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
   // _SUPPORTED_WORLD_SIZES, is_fully_connected); other layouts fall back to NCCL's ring.
   s.custom_allreduce_ =
       r.engine.custom_allreduce && hw->nvlink && (r.tp == 2 || r.tp == 4 || r.tp == 6 || r.tp == 8);
-  // AWQ fused modules launch a share of an eager layer's operations: the engine's host time and
-  // extra GPU-side time per layer, both per operation dispatched, shrink by that share.
-  const double dispatch = r.hf_fused_modules ? calibration.hf_fused_dispatch_share : 1.0;
-  double per_layer =
-      calibration.per_layer_overhead_seconds + engine.per_layer_overhead_seconds * dispatch;
-  if (IsBnb4Bit(r.precision)) per_layer += calibration.bnb_4bit_per_layer_seconds;
-  if (r.precision == Precision::kBnbInt8) per_layer += calibration.bnb_int8_per_layer_seconds;
-  s.overhead_per_pass_ = s.layers_ * per_layer;
-  s.host_per_pass_ = s.layers_ * engine.host_per_layer_seconds * dispatch;
+  // AWQ fused modules launch a share of an eager layer's operations in a decode pass: the
+  // engine's host time and extra GPU-side time per layer, both per operation dispatched, shrink by
+  // that share there. A pass with prompt tokens runs the fused attention's eager path (Seconds).
+  const auto overhead_per_pass = [&](double dispatch) {
+    double per_layer =
+        calibration.per_layer_overhead_seconds + engine.per_layer_overhead_seconds * dispatch;
+    if (IsBnb4Bit(r.precision)) per_layer += calibration.bnb_4bit_per_layer_seconds;
+    if (r.precision == Precision::kBnbInt8) per_layer += calibration.bnb_int8_per_layer_seconds;
+    return s.layers_ * per_layer;
+  };
+  const double decode_dispatch = r.hf_fused_modules ? calibration.hf_fused_dispatch_share : 1.0;
+  s.overhead_per_pass_ = overhead_per_pass(1.0);
+  s.decode_overhead_per_pass_ = overhead_per_pass(decode_dispatch);
+  s.host_per_pass_ = s.layers_ * engine.host_per_layer_seconds;
+  s.decode_host_per_pass_ = s.layers_ * engine.host_per_layer_seconds * decode_dispatch;
   // bitsandbytes 4-bit: a pass of more than one token dequantises each weight to a 16-bit copy
   // (written, then read by the matmul: 4 bytes a weight); one token runs the 4-bit GEMV kernel
   // (bitsandbytes/autograd/_functions.py matmul_4bit: gemv_4bit when the input is one row).
@@ -472,7 +478,13 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
 // compute-bound; two all-reduces per layer (attention, MLP) of the pass's activations; the
 // per-layer overheads (base, the engine's, bitsandbytes' extra kernels) add to the pass. An
 // eager engine's pass takes at least its host time (layers x the engine's host time per layer):
-// the GPU idles while Python dispatches kernels shorter than their dispatch.
+// the GPU idles while Python dispatches kernels shorter than their dispatch. AWQ's fused modules
+// dispatch their share of the eager layer's operations in decode passes only: with more than one
+// token per sequence their attention takes its eager path (casper-hansen/AutoAWQ@027758d4
+// awq/modules/fused/attn.py QuantAttentionFused.forward, `if seqlen > 1 or not FT_INSTALLED`:
+// rotary through view_as_complex, the cache update, repeat_interleave, matmul, softmax, matmul in
+// PyTorch, where a decode step calls the one single_query_attention kernel), so a pass with
+// prompt tokens dispatches as many operations as an unfused layer.
 double StepModel::Seconds(double decode_seqs, double decode_context, double prefill_tokens,
                           double prefill_context) const {
   const double tokens = decode_seqs + prefill_tokens;
@@ -489,9 +501,10 @@ double StepModel::Seconds(double decode_seqs, double decode_context, double pref
   const double attn_seconds =
       decode_seqs * 4 * layers_ * hidden_ * decode_context / (tp_ * attention_flops_);
   const double comm = layers_ * 2 * AllReduce(tokens * hidden_ * 2);
+  const bool eager = prefill_tokens > 0;  // the fused attention's PyTorch path (hf fused modules)
   const double gpu = std::max(weights_seconds, gemm_seconds) + std::max(kv_seconds, attn_seconds) +
-                     comm + overhead_per_pass_;
-  return std::max(gpu, host_per_pass_);
+                     comm + (eager ? overhead_per_pass_ : decode_overhead_per_pass_);
+  return std::max(gpu, eager ? host_per_pass_ : decode_host_per_pass_);
 }
 
 double StepModel::ChunkedPrefillSeconds(double decode_seqs, double decode_context, double tokens,

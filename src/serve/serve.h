@@ -137,13 +137,14 @@ struct ServeCalibration {
   double bnb_4bit_per_layer_seconds = 1e-4;
   double bnb_int8_per_layer_seconds = 3e-4;
   // AWQ fused modules on the hf engine (ServeRequest::hf_fused_modules): the share of an eager
-  // decoder layer's dispatched operations a fused layer launches, applied to hf's host time and
-  // extra GPU-side time per layer (both scale with the operations launched). Prior: a fused
-  // Llama-like decode layer launches 12 kernels (casper-hansen/AutoAWQ@0392a823 awq/modules/fused
-  // attn.py QuantAttentionFused.forward: qkv GEMM, ft single_query_attention with rotary and the
-  // cache write, o_proj; block.py: two FasterTransformerRMSNorm, two residual adds; mlp.py
-  // QuantFusedMLP: gate, up, activation, multiply, down) against the ~50 elementary operations of
-  // an eager layer (the host-time prior above): 12 / 50. Replaced by the fit.
+  // decoder layer's dispatched operations a fused layer launches in a decode pass, applied to
+  // hf's host time and extra GPU-side time per layer (both scale with the operations launched); a
+  // pass with prompt tokens runs the fused attention's eager path (StepModel::Seconds). Prior: a
+  // fused Llama-like decode layer launches 12 kernels (casper-hansen/AutoAWQ@0392a823
+  // awq/modules/fused attn.py QuantAttentionFused.forward: qkv GEMM, ft single_query_attention with
+  // rotary and the cache write, o_proj; block.py: two FasterTransformerRMSNorm, two residual adds;
+  // mlp.py QuantFusedMLP: gate, up, activation, multiply, down) against the ~50 elementary
+  // operations of an eager layer (the host-time prior above): 12 / 50. Replaced by the fit.
   double hf_fused_dispatch_share = 0.24;
   // The training calibration whose link efficiencies and latencies the tensor-parallel
   // all-reduce uses (not fitted here); null = estimate::DefaultTimeCalibration(). fulcrum-calibrate
@@ -220,7 +221,8 @@ struct ServeRequest {
   // hf only, int4-weight-only (AWQ) only: the decoder layers run AutoAWQ's fused modules
   // (transformers AwqConfig(do_fuse=True), AutoAWQ from_quantized(fuse_layers=True)): one fused
   // qkv matmul, a single-query attention kernel, fused norms, so far fewer operations dispatched
-  // per layer (ServeCalibration::hf_fused_dispatch_share). CheckFusedModules says where it applies.
+  // per layer of a decode step (ServeCalibration::hf_fused_dispatch_share; the prompt's pass runs
+  // the eager attention path). CheckFusedModules says where it applies.
   bool hf_fused_modules = false;
 };
 
@@ -292,7 +294,12 @@ class StepModel {
   double tp_ = 1, hidden_ = 0, layers_ = 0, kv_per_token_per_gpu_ = 0, kv_read_factor_ = 1;
   double weights_bytes_ = 0, routed_bytes_ = 0, k_over_e_ = 0;
   double linear_flops_per_token_ = 0, bandwidth_ = 0, prefill_flops_ = 0, decode_flops_ = 0;
-  double attention_flops_ = 0, overhead_per_pass_ = 0, host_per_pass_ = 0;
+  double attention_flops_ = 0;
+  // Per-layer overheads and the engine's host floor of a pass, summed over the layers: of a pass
+  // with prompt tokens (eager layers) and of a decode pass (with ServeRequest::hf_fused_modules,
+  // the fused layers' share of the engine's part; the same otherwise).
+  double overhead_per_pass_ = 0, decode_overhead_per_pass_ = 0;
+  double host_per_pass_ = 0, decode_host_per_pass_ = 0;
   double dequant_bytes_ = 0;  // 16-bit copy written and read per pass of > 1 token (bnb 4-bit)
   double link_bytes_per_second_ = 0, link_latency_seconds_ = 0;
   bool custom_allreduce_ = false;  // the engine's own all-reduce applies (EngineProfile)

@@ -290,6 +290,29 @@ TEST(ServeSpeedTest, HfFusedModulesDecodeFasterThanUnfusedAtBatchOne) {
                                            prior.hf_fused_dispatch_share);
 }
 
+// AutoAWQ's fused attention runs its eager PyTorch path for a pass of more than one token per
+// sequence (awq/modules/fused/attn.py, `if seqlen > 1`): the prompt's pass dispatches as many
+// operations as an unfused layer, so its host floor is the unfused one; decode steps keep the
+// share.
+TEST(ServeSpeedTest, HfFusedModulesPrefillDispatchesTheEagerLayer) {
+  ServeRequest r = Request("mistral-7b", "A100-SXM4-80GB", Precision::kInt4WeightOnly,
+                           KvPrecision::kFp16, 1, 64, 64);
+  r.engine.engine = Engine::kHf;
+  r.batching = Batching::kStatic;
+  ServeCalibration c;                                   // priors
+  c.engine(Engine::kHf).host_per_layer_seconds = 2e-3;  // host-bound prompt of 64 tokens
+  c.hf_fused_dispatch_share = 0.25;
+  const Result<ServeEstimate> unfused = EstimateServing(r, c);
+  ASSERT_TRUE(unfused.ok()) << unfused.status().ToString();
+  r.hf_fused_modules = true;
+  const Result<ServeEstimate> fused = EstimateServing(r, c);
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  const double layers = static_cast<double>(r.model.layers);
+  EXPECT_DOUBLE_EQ(fused->speed.prefill_seconds, unfused->speed.prefill_seconds);
+  EXPECT_GE(fused->speed.prefill_seconds, layers * 2e-3);
+  EXPECT_LT(fused->speed.tpot_seconds, 0.5 * unfused->speed.tpot_seconds);
+}
+
 TEST(ServeSpeedTest, HfFusedModulesAreRefusedWhereTheyDoNotApply) {
   ServeRequest r = Request("mistral-7b", "A100-SXM4-80GB", Precision::kInt4WeightOnly,
                            KvPrecision::kFp16, 1, 64, 64);
