@@ -151,8 +151,14 @@ TimeCalibration Fit(const std::vector<const CalibrationRow*>& all_rows) {
   for (const CalibrationRow* row : all_rows) {
     if (!row->IsMemory() && row->not_fitted.empty()) rows.push_back(row);
   }
-  return CoordinateDescent(TimeCalibration{}, FittedConstants(),  // from the priors
-                           [&](const TimeCalibration& c) { return Objective(rows, c); });
+  // From the priors, then once more from where that ended: the descent shrinks its steps to
+  // 0.25 % and stops at the first point no single-constant step improves, which with the median
+  // in the objective is often a corner a larger step leaves (issue 31: the second pass lowers
+  // the objective of the all-rows fit and of the left-out fits, and the pooled LLM left-out P90
+  // from 12.6 % to 12.1 %). It only accepts improvements, so the objective never rises.
+  const auto objective = [&](const TimeCalibration& c) { return Objective(rows, c); };
+  const TimeCalibration first = CoordinateDescent(TimeCalibration{}, FittedConstants(), objective);
+  return CoordinateDescent(first, FittedConstants(), objective);
 }
 
 }  // namespace fulcrum::calibrate
