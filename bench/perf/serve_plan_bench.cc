@@ -57,6 +57,9 @@ fulcrum::serve::ServePlanRequest Request(const char* model, fulcrum::serve::Prec
   r.requests_per_second = requests_per_second;
   if (ttft_p90 > 0) r.targets.ttft_p90_seconds = ttft_p90;
   if (tpot_p90 > 0) r.targets.tpot_p90_seconds = tpot_p90;
+  // FULCRUM_BENCH_THREADS=1: one thread, for a deterministic instruction count under callgrind
+  // (docs/BENCH.md); unset = the hardware's threads.
+  if (const char* threads = std::getenv("FULCRUM_BENCH_THREADS")) r.threads = std::atoi(threads);
   return r;
 }
 
