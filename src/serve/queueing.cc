@@ -264,6 +264,53 @@ void ReplicaQueue::FirstTokenAt(int64_t running, double rate, FirstToken& f) con
   for (const StepKind& k : under_way) f.max_width = std::max(f.max_width, k.seconds);
 }
 
+void ReplicaQueue::PrepareTailEstimate(FirstToken& f) {
+  const size_t kinds = f.kinds;
+  const bool waits = f.busy > 0 && f.busy_mean > 0;
+  f.rows_sorted = std::is_sorted(f.own_seconds.begin(), f.own_seconds.begin() + f.own) &&
+                  std::is_sorted(f.width.begin(), f.width.begin() + kinds);
+  for (size_t i = 0; i < kinds; ++i) {
+    if (waits && f.width[i] > 0 && !(f.spread[i] > 0)) f.rows_sorted = false;
+  }
+  if (!f.rows_sorted) return;
+  // Per kind: busy x scale x (spread - 1) (busy for a step of length 0), 1 / width (0 for it).
+  std::array<double, kMaxKinds> kind_decay{}, inverse_width{};
+  for (size_t i = 0; i < kinds; ++i) {
+    kind_decay[i] = !waits ? 0 : f.width[i] > 0 ? f.busy * f.scale[i] * (f.spread[i] - 1) : f.busy;
+    inverse_width[i] = f.width[i] > 0 ? 1 / f.width[i] : 0;
+  }
+  for (size_t j = 0; j < f.own; ++j) {
+    double* decay_weight = &f.decay_weight[j * (kMaxKinds + 1)];
+    double* uniform_weight = &f.uniform_weight[j * (kMaxKinds + 1)];
+    double* uniform_rate = &f.uniform_rate[j * (kMaxKinds + 1)];
+    decay_weight[0] = 0;
+    uniform_weight[kinds] = uniform_rate[kinds] = 0;
+    for (size_t i = 0, r = kinds - 1; i < kinds; ++i, --r) {
+      const double weight = f.weight[i] * f.own_probability[i * kMaxKinds + j];
+      decay_weight[i + 1] = decay_weight[i] + weight * kind_decay[i];
+      const double weight_r = f.weight[r] * f.own_probability[r * kMaxKinds + j];
+      uniform_weight[r] = uniform_weight[r + 1] + weight_r;
+      uniform_rate[r] = uniform_rate[r + 1] + weight_r * inverse_width[r];
+    }
+  }
+  // Whole rows: every kind's term 1 (suffix sums), every kind's step passed (the decay terms,
+  // carried from row to row relative to the latest own step).
+  f.row_const[f.own] = 0;
+  for (size_t j = f.own; j-- > 0;) {
+    f.row_const[j] = f.row_const[j + 1] + f.uniform_weight[j * (kMaxKinds + 1)];
+  }
+  double decay = 0;
+  for (size_t j = 0; j < f.own; ++j) {
+    f.row_step[j] = 0;
+    if (waits && j > 0) {
+      f.row_step[j] = std::exp(-(f.own_seconds[j] - f.own_seconds[j - 1]) / f.busy_mean);
+      decay *= f.row_step[j];
+    }
+    decay += f.decay_weight[j * (kMaxKinds + 1) + kinds];
+    f.row_decay[j] = decay;
+  }
+}
+
 // TtftTail's sum with UniformPlusWaitTail's branches resolved per term, the own steps outside
 // and the kinds inside (each kind's sum still takes its terms in TtftTail's order, and a term
 // UniformPlusWaitTail returns as (1 - busy) x 0, or a padding probability of 0, adds +0, which
@@ -315,6 +362,32 @@ double ReplicaQueue::FastTtftTail(const FirstToken& f, double t) {
   return f.total_weight > 0 ? tail / f.total_weight : 0;
 }
 
+double ReplicaQueue::TailEstimate(const FirstToken& f, double t) {
+  if (!f.rows_sorted) return FastTtftTail(f, t);
+  const bool waits = f.busy > 0 && f.busy_mean > 0;
+  // Rows [0, passed): x >= every width; [passed, ahead): inside some step; [ahead, own): x <= 0.
+  size_t passed = 0;
+  while (passed < f.own && t - f.own_seconds[passed] >= f.max_width) ++passed;
+  size_t ahead = passed;
+  while (ahead < f.own && t - f.own_seconds[ahead] > 0) ++ahead;
+  double sum = f.row_const[ahead];
+  // exp(-(t - own_j) / busy_mean) for j from ahead - 1 down: one exp, then row_step's ratios.
+  double d = waits && ahead > 0 ? std::exp(-(t - f.own_seconds[ahead - 1]) / f.busy_mean) : 0;
+  size_t shorter = 0;  // kinds shorter than x (x rises as j falls: more)
+  for (size_t j = ahead; j-- > passed;) {
+    const double x = t - f.own_seconds[j];
+    while (shorter < f.kinds && f.width[shorter] <= x) ++shorter;
+    const size_t cell = j * (kMaxKinds + 1) + shorter;
+    sum += f.uniform_weight[cell] - x * f.uniform_rate[cell];
+    if (waits) {
+      sum += d * f.decay_weight[cell] + f.busy * f.busy_mean * (1 - d) * f.uniform_rate[cell];
+      d *= f.row_step[j];
+    }
+  }
+  if (waits && passed > 0) sum += f.row_decay[passed - 1] * d;
+  return f.total_weight > 0 ? sum / f.total_weight : 0;
+}
+
 // Every term at t >= the longest step under way plus own step(s) is busy x at most
 // exp(-(t - that) / busy_mean) (the uniform part is 0 there); before it a term is at most 1.
 double ReplicaQueue::TtftTailBound(const FirstToken& f, double t) {
@@ -359,29 +432,79 @@ double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) co
 // are >= 0, so the rounded sum of the rest cannot bring it back under).
 //
 // Before the bisection sums at its own midpoints, Probe sums where the bisection will end: the
-// quantile is estimated from the sums taken so far (Estimate), the rest of the bisection's path
-// followed as if that were the quantile, and the tail summed at the end of the path's final
-// bracket on the current midpoint's side. When the estimate is right, the two ends of the final
-// bracket decide every step (one sum each) instead of one sum per step; when it is wrong the sums
-// are still true values that bound later steps, and after kMaxProbes the bisection sums at its
-// midpoints as before. Either way each step is decided by the same comparison of the same sum: the
-// answers do not change.
+// rest of the bisection's path is followed with each step the sums so far do not settle decided
+// by TailEstimate (the same tail in exact arithmetic, its terms summed by rows at a fraction of
+// the cost, so within ~1e-13 of the sum; its values kept for the next walks, the next levels),
+// and the tail summed at both ends of the path's final bracket. When the estimate's path is the
+// sum's (all but always), the two ends decide every step (one sum each); when it is not, the
+// sums are still true values that bound later steps, and after kMaxProbes the bisection sums at
+// its midpoints as before. Either way each step is decided by the same comparison of the same
+// sum: the answers do not change.
 struct ReplicaQueue::TtftSearch {
   static constexpr double kMargin = 1e-9;
   static constexpr int kMaxProbes = 12;
   const std::vector<std::pair<size_t, double>>& states;  // representative state, probability
-  const std::vector<FirstToken>& first;                  // [i]: states[i]'s
+  std::vector<FirstToken>& first;                        // [i]: states[i]'s
   double wait_probability = 0, wait_mean = 0;
   size_t waiting_state = 0;  // first[]'s index of the state a waiting arrival joins
   std::vector<KnownTail>& known;
+  std::vector<KnownTail>& estimated;  // TailEstimate's sums, kept for the next walks of the path
+  bool& estimates_ready;              // PrepareTailEstimate has run on `first`
 
-  // 1: the tail at t is above the threshold, 0: not, -1: not settled without a sum.
-  int Settled(double t, double threshold) const {
+  // The same from the sums taken so far alone.
+  int SettledByKnown(double t, double threshold) const {
     for (const KnownTail& k : known) {
       if (k.whole && k.t == t) return k.value > threshold ? 1 : 0;
       if (k.t >= t && k.value > threshold + kMargin) return 1;
       if (k.whole && k.t <= t && k.value < threshold - kMargin) return 0;
     }
+    return -1;
+  }
+
+  // TailEstimate's tail at t (the sum's value but for rounding), stopped once above
+  // `stop_above` (a lower bound then), kept in `estimated`.
+  double Estimated(double t, double stop_above) {
+    if (!estimates_ready) {
+      for (size_t i = 0; i < states.size(); ++i) PrepareTailEstimate(first[i]);
+      if (wait_probability > 0 && waiting_state == states.size()) {
+        PrepareTailEstimate(first[waiting_state]);
+      }
+      estimates_ready = true;
+    }
+    double p = 0;
+    for (size_t i = 0; i < states.size(); ++i) {
+      p += states[i].second * TailEstimate(first[i], t);
+      if (p > stop_above) {
+        estimated.push_back({t, p, false});
+        return p;
+      }
+    }
+    if (wait_probability > 0) {
+      for (double factor : kWaitFactor) {
+        p += wait_probability / kWaitPoints *
+             TailEstimate(first[waiting_state], t - wait_mean * factor);
+      }
+    }
+    estimated.push_back({t, p, true});
+    return p;
+  }
+
+  // Whether the tail at t is above the threshold as far as the sums so far say, else as the
+  // estimates say (those taken so far, else one at t, stopped once above the threshold).
+  bool EstimatedAbove(double t, double threshold) {
+    if (const int known_side = SettledByKnown(t, threshold); known_side >= 0) {
+      return known_side == 1;
+    }
+    for (const KnownTail& e : estimated) {
+      if (e.t >= t && e.value > threshold) return true;
+      if (e.whole && e.t <= t && e.value <= threshold) return false;
+    }
+    return Estimated(t, threshold) > threshold;
+  }
+
+  // 1: the tail at t is above the threshold, 0: not, -1: not settled without a sum.
+  int Settled(double t, double threshold) const {
+    if (const int known_side = SettledByKnown(t, threshold); known_side >= 0) return known_side;
     double bound = 0;
     for (size_t i = 0; i < states.size(); ++i) {
       bound += states[i].second * TtftTailBound(first[i], t);
@@ -421,46 +544,9 @@ struct ReplicaQueue::TtftSearch {
     return Sum(t, threshold) > threshold;
   }
 
-  // The time where the tail crosses the threshold, log(tail) being nearly linear (the tail nearly
-  // exponential): between the whole sums that bracket it, regula falsi with the Illinois
-  // modification (the end that the last `kept` probes left in place, the above one if
-  // `kept_above`, counts half as far from the threshold for each probe past the first); without
-  // a bracket, the secant through the two sums nearest it. NaN without two sums.
-  double Estimate(double threshold, int kept, bool kept_above) const {
-    const double level = std::log(threshold);
-    const KnownTail *near = nullptr, *next = nullptr, *above = nullptr, *below = nullptr;
-    auto distance = [&](const KnownTail* k) { return std::abs(std::log(k->value) - level); };
-    for (const KnownTail& k : known) {
-      if (!k.whole || !(k.value > 0)) continue;
-      if (k.value > threshold && (above == nullptr || k.t > above->t)) above = &k;
-      if (k.value <= threshold && (below == nullptr || k.t < below->t)) below = &k;
-      if (near == nullptr || distance(&k) < distance(near)) {
-        if (near == nullptr || near->t != k.t) next = near;
-        near = &k;
-      } else if (k.t != near->t && (next == nullptr || distance(&k) < distance(next))) {
-        next = &k;
-      }
-    }
-    auto secant = [&](double t1, double log1, double t2, double log2) {
-      const double slope = (log2 - log1) / (t2 - t1);
-      return slope < 0 && t1 != t2 ? t1 + (level - log1) / slope : std::nan("");
-    };
-    if (above != nullptr && below != nullptr) {
-      double log_above = std::log(above->value), log_below = std::log(below->value);
-      const double shrink = std::ldexp(1.0, -std::max(kept - 1, 0));
-      if (kept_above) log_above = level + (log_above - level) * shrink;
-      if (!kept_above) log_below = level + (log_below - level) * shrink;
-      return secant(above->t, log_above, below->t, log_below);
-    }
-    if (near == nullptr || next == nullptr) return std::nan("");
-    return secant(near->t, std::log(near->value), next->t, std::log(next->value));
-  }
-
   // Sums where the bisection of [a, b] is expected to end (see above), until its path is settled
   // or kMaxProbes sums were taken.
   void Probe(double a, double b, double threshold) {
-    int kept = 0;  // probes in a row on the same side of the threshold
-    bool last_above = false;
     for (int probe = 0; probe < kMaxProbes; ++probe) {
       int k = 0;
       for (; k < 30 && b - a > 2e-3 * b; ++k) {
@@ -470,25 +556,28 @@ struct ReplicaQueue::TtftSearch {
         (settled == 1 ? a : b) = mid;
       }
       if (!(k < 30 && b - a > 2e-3 * b)) return;
-      const double quantile = Estimate(threshold, kept, !last_above);
+      // The rest of the path, each step the sums so far do not settle taken from the estimate.
       double pa = a, pb = b;
-      if (quantile > a && quantile < b) {
-        for (int j = k; j < 30 && pb - pa > 2e-3 * pb; ++j) {
-          const double mid = (pa + pb) / 2;
-          (mid < quantile ? pa : pb) = mid;
-        }
+      for (int j = k; j < 30 && pb - pa > 2e-3 * pb; ++j) {
+        const double mid = (pa + pb) / 2;
+        (EstimatedAbove(mid, threshold) ? pa : pb) = mid;
       }
-      // Without an estimate inside the bracket: the bisection's own midpoint.
-      const double t = !(quantile > a && quantile < b) ? (a + b) / 2
-                       : (a + b) / 2 < quantile        ? pa
-                                                       : pb;
-      for (const KnownTail& known_tail : known) {
-        if (known_tail.whole && known_tail.t == t) return;
-      }
-      const bool above = Sum(t, kInfinity) > threshold;
-      kept = probe > 0 && above == last_above ? kept + 1 : 1;
-      last_above = above;
+      // Both ends of the final bracket, the one on the current midpoint's side (the path's first
+      // step) first; the other once that one is where the estimate put it (the path is then the
+      // estimate's up to it).
+      const bool near_above = (a + b) / 2 <= pa;
+      const double near = near_above ? pa : pb, far = near_above ? pb : pa;
+      if (IsKnown(near)) return;
+      if ((Sum(near, kInfinity) > threshold) != near_above) continue;
+      if (far != a && far != b && !IsKnown(far)) Sum(far, kInfinity);
     }
+  }
+
+  bool IsKnown(double t) const {
+    for (const KnownTail& known_tail : known) {
+      if (known_tail.whole && known_tail.t == t) return true;
+    }
+    return false;
   }
 };
 
@@ -506,6 +595,8 @@ void ReplicaQueue::PrepareTtft(const QueueState& s, double rate, TtftContext& ct
   ctx.wait_probability = s.wait_probability;
   ctx.wait_mean = s.mean_conditional_wait;
   ctx.known.clear();
+  ctx.estimated.clear();
+  ctx.estimates_ready = false;
   // An arrival that finds n < c running joins at the next step; one that finds every slot busy
   // waits for a slot (the queue's wait), then joins c - 1 running. States below 1e-5 of the most
   // likely one are left out; neighbouring states are pooled into at most kMaxStates groups,
@@ -528,7 +619,10 @@ void ReplicaQueue::PrepareTtft(const QueueState& s, double rate, TtftContext& ct
     ctx.states.emplace_back(best, pooled);
   }
   // One more for the state a waiting arrival joins when it is not among them.
-  if (ctx.first.size() < ctx.states.size() + 1) ctx.first.resize(ctx.states.size() + 1);
+  if (ctx.first.size() < ctx.states.size() + 1) {
+    ctx.first.reserve(kMaxStates + 1);  // grown in place: no copies of the tables
+    ctx.first.resize(ctx.states.size() + 1);
+  }
   ctx.low = kInfinity;
   ctx.high = 0;
   auto prepare = [&](size_t n, size_t slot) {
@@ -580,8 +674,8 @@ void ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
     }
     return p;
   };
-  TtftSearch search{ctx.states,    ctx.first,   s.wait_probability,
-                    ctx.wait_mean, ctx.waiting, ctx.known};
+  TtftSearch search{ctx.states,  ctx.first, s.wait_probability, ctx.wait_mean,
+                    ctx.waiting, ctx.known, ctx.estimated,      ctx.estimates_ready};
   // The highest level first: the first sums land in the far tail (the bounds settle the steps
   // above it), where they bracket the highest quantile, and the lower levels start from those
   // sums. Each level's answer is its own bisection's, whatever the order.

@@ -72,7 +72,7 @@ class ReplicaQueue {
   // true: TtftQuantiles evaluates the whole tail at every step of its bisection (the
   // straightforward search, kept for the tests). false (default): the same bisection, each step
   // decided from bounds when they settle it, the sums taken where the bisection is estimated to
-  // end (see TtftSearch in queueing.cc); the same answers to the last bit.
+  // end (TailEstimate; see TtftSearch in queueing.cc); the same answers to the last bit.
   void UseStraightforwardSearch(bool on) { straightforward_ = on; }
 
  private:
@@ -103,6 +103,24 @@ class ReplicaQueue {
     // busy_mean / length; the weights' sum; the longest step under way plus own step(s).
     std::array<double, kMaxKinds> width{}, weight{}, spread{}, scale{};
     double total_weight = 0, deterministic_longest = 0, max_width = 0;
+    // The same terms, weighted, summed by own step j, for TailEstimate (rows_sorted: own_seconds
+    // and widths ascend, every kind's spread finite): the rows j >= K whose own step(s) outlast
+    // t (every term 1) add row_const[K]; the rows j < J that every kind's step under way has
+    // passed (each term busy x scale x (spread - 1) x exp(-(t - own_j) / busy_mean)) add
+    // row_decay[J - 1] x exp(-(t - own_seconds[J - 1]) / busy_mean). A row between, with the
+    // kinds k < u shorter than x = t - own_j: at cell j x (kMaxKinds + 1) + u, the kinds k < u's
+    // busy x scale x (spread - 1) (decay_weight, times exp(-x / busy_mean)), the others' weight
+    // (uniform_weight) and weight / width (uniform_rate), their terms being
+    // 1 - x / width + busy x busy_mean / width x (1 - exp(-x / busy_mean)).
+    bool rows_sorted = false;
+    std::array<double, kMaxKinds + 1> row_const{};
+    std::array<double, kMaxKinds> row_decay{};
+    // exp(-(own_seconds[j] - own_seconds[j - 1]) / busy_mean) (j >= 1; 0 without a wait).
+    std::array<double, kMaxKinds> row_step{};
+    // Written for j < own and u <= kinds before they are read; not cleared (a context's
+    // first-token distributions are allocated per queue).
+    std::array<double, kMaxKinds*(kMaxKinds + 1)> decay_weight, uniform_weight, uniform_rate;
+    FirstToken() {}  // NOLINT(modernize-use-equals-default): "= default" would clear the tables
   };
   // The kinds of step under way with n running (one of length 0 when idle).
   std::span<const StepKind> KindsAt(size_t running) const;
@@ -113,6 +131,12 @@ class ReplicaQueue {
   // (bit-identical to TtftTail: queueing_test.cc holds TtftQuantiles to the straightforward
   // search, which sums TtftTail).
   static double FastTtftTail(const FirstToken& f, double t);
+  // FastTtftTail's value in exact arithmetic (but for the terms it skips past 40 busy means),
+  // its terms summed in another order (rounding apart, ~1e-13): whole rows of terms from
+  // FirstToken's row sums, by kind only the rows whose x = t - own step falls inside a step
+  // under way, one exp a call. Only where the search sums is taken from it, never an answer.
+  static double TailEstimate(const FirstToken& f, double t);
+  static void PrepareTailEstimate(FirstToken& f);  // its tables, before the first estimate
   // An upper bound of TtftTail at t from its slowest terms (1 before the longest own step).
   static double TtftTailBound(const FirstToken& f, double t);
   struct TtftSearch;
@@ -136,6 +160,8 @@ class ReplicaQueue {
     size_t waiting = 0;
     double low = 0, high = 0;
     std::vector<KnownTail> known;
+    std::vector<KnownTail> estimated;  // TailEstimate's sums so far
+    bool estimates_ready = false;      // PrepareTailEstimate has run on `first`
     bool Matches(const QueueState& s, double rate) const;
   };
   void PrepareTtft(const QueueState& s, double rate, TtftContext& ctx) const;
