@@ -568,8 +568,11 @@ struct ReplicaQueue::TtftSearch {
       const bool near_above = (a + b) / 2 <= pa;
       const double near = near_above ? pa : pb, far = near_above ? pb : pa;
       if (IsKnown(near)) return;
-      if ((Sum(near, kInfinity) > threshold) != near_above) continue;
-      if (far != a && far != b && !IsKnown(far)) Sum(far, kInfinity);
+      // The end below the crossing is summed whole (later levels settle steps with it either way);
+      // the one above it only until it passes the threshold by the margin (that settles it).
+      const double stop_above = threshold + kMargin;
+      if ((Sum(near, near_above ? stop_above : kInfinity) > threshold) != near_above) continue;
+      if (far != a && far != b && !IsKnown(far)) Sum(far, near_above ? kInfinity : stop_above);
     }
   }
 
