@@ -450,6 +450,7 @@ struct ReplicaQueue::TtftSearch {
   std::vector<KnownTail>& known;
   std::vector<KnownTail>& estimated;  // TailEstimate's sums, kept for the next walks of the path
   bool& estimates_ready;              // PrepareTailEstimate has run on `first`
+  int64_t& sums;                      // ReplicaQueue::ttft_sums_
 
   // The same from the sums taken so far alone.
   int SettledByKnown(double t, double threshold) const {
@@ -520,6 +521,7 @@ struct ReplicaQueue::TtftSearch {
 
   // The straightforward order's sum at t; with `stop_above`, stopped once above it.
   double Sum(double t, double stop_above) {
+    ++sums;
     double p = 0;
     for (size_t i = 0; i < states.size(); ++i) {
       p += states[i].second * FastTtftTail(first[i], t);
@@ -677,8 +679,8 @@ void ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
     }
     return p;
   };
-  TtftSearch search{ctx.states,  ctx.first, s.wait_probability, ctx.wait_mean,
-                    ctx.waiting, ctx.known, ctx.estimated,      ctx.estimates_ready};
+  TtftSearch search{ctx.states, ctx.first,     s.wait_probability,  ctx.wait_mean, ctx.waiting,
+                    ctx.known,  ctx.estimated, ctx.estimates_ready, ttft_sums_};
   // The highest level first: the first sums land in the far tail (the bounds settle the steps
   // above it), where they bracket the highest quantile, and the lower levels start from those
   // sums. Each level's answer is its own bisection's, whatever the order.

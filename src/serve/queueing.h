@@ -74,6 +74,9 @@ class ReplicaQueue {
   // decided from bounds when they settle it, the sums taken where the bisection is estimated to
   // end (TailEstimate; see TtftSearch in queueing.cc); the same answers to the last bit.
   void UseStraightforwardSearch(bool on) { straightforward_ = on; }
+  // Exact tail sums the default search has taken so far (its cost; at least two a level: one
+  // each side of the bisection's final bracket).
+  int64_t ttft_sums() const { return ttft_sums_; }
 
  private:
   // Poisson terms kept per step table: until 1e-4 of the probability is left, at most this many.
@@ -189,6 +192,7 @@ class ReplicaQueue {
   mutable std::vector<double> extra_seconds_;  // [n], < 0 until computed
   bool straightforward_ = false;
   mutable TtftContext ttft_context_;  // the last state TtftQuantiles was asked about
+  mutable int64_t ttft_sums_ = 0;
 };
 
 }  // namespace fulcrum::serve

@@ -350,6 +350,45 @@ TEST(ReplicaQueueTest, FastTtftSearchEqualsTheStraightforwardOneExactly) {
   }
 }
 
+// The default search sums the tail where its estimate says the bisection ends: close to two
+// sums a level (the floor: one each side of the final bracket) where the secant estimate it
+// replaced took ~6 (docs/BENCH.md), over loads, caps and level sets as above.
+TEST(ReplicaQueueTest, FastTtftSearchSumsNearItsFloorOfTwoALevel) {
+  catalog::LoadOptions load;
+  load.include_user_offers = false;
+  Result<catalog::Catalog> cat = catalog::Catalog::Load(kCatalogDir, load);
+  ASSERT_TRUE(cat.ok());
+  Result<workload::Model> model = workload::LoadModelPreset(kCatalogDir, "llama-3-8b");
+  ASSERT_TRUE(model.ok());
+  for (const char* gpu : {"H100-SXM", "L4"}) {
+    Result<const catalog::Gpu*> g = cat->ResolveGpu(gpu);
+    ASSERT_TRUE(g.ok());
+    ServeRequest layout;
+    layout.model = *model;
+    layout.gpu = **g;
+    Result<StepModel> step = StepModel::Make(layout);
+    ASSERT_TRUE(step.ok());
+    for (const RequestMix& mix : {RequestMix{512, 256, 1, 0}, RequestMix{4096, 64, 0, 0.8}}) {
+      int64_t levels = 0;
+      ReplicaQueue q(*step, *model, mix, 256, 8192);
+      for (int64_t cap : {8, 64, 256}) {
+        const double capacity = q.Solve(0, cap).capacity_requests_per_second;
+        for (double load_share : {0.3, 0.8, 0.95}) {
+          const double rate = load_share * capacity;
+          for (const std::vector<double>& asked :
+               std::vector<std::vector<double>>{{0.5, 0.9, 0.95, 0.99}, {0.9}}) {
+            q.TtftQuantiles(q.Solve(rate, cap), rate, asked);
+            levels += static_cast<int64_t>(asked.size());
+          }
+        }
+      }
+      std::cout << gpu << " mix " << mix.input_len << "/" << mix.output_len << ": " << q.ttft_sums()
+                << " sums for " << levels << " levels\n";
+      EXPECT_LE(q.ttft_sums(), 5 * levels / 2) << gpu << " " << mix.input_len;
+    }
+  }
+}
+
 // Solve into a reused state (the planner's search keeps one per choice) gives what a fresh
 // Solve gives: nothing of the previous, larger or loaded, state is left over.
 TEST(ReplicaQueueTest, SolveIntoAReusedStateEqualsAFreshOne) {
