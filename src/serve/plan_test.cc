@@ -41,6 +41,21 @@ class ServePlanTest : public ::testing::Test {
     return PlanServing(*catalog_, *offers, request_);
   }
 
+  // examples/llama-70b-serve.yaml: llama-3-70b in fp8 with an fp8 KV cache, 1024 / 512 tokens,
+  // 20 requests/s, TTFT P90 1 s, TPOT P90 40 ms.
+  void UseThe70bExample() {
+    Result<workload::Model> m = workload::LoadModelPreset(kCatalogDir, "llama-3-70b");
+    ASSERT_TRUE(m.ok());
+    request_.model = *m;
+    request_.precision = Precision::kFp8;
+    request_.kv_precision = KvPrecision::kFp8;
+    request_.input_len = 1024;
+    request_.output_len = 512;
+    request_.requests_per_second = 20;
+    request_.targets.ttft_p90_seconds = 1;
+    request_.targets.tpot_p90_seconds = 0.04;
+  }
+
   std::unique_ptr<catalog::Catalog> catalog_;
   ServePlanRequest request_;
 };
@@ -165,16 +180,7 @@ TEST_F(ServePlanTest, ParetoFrontIsTheUndominatedCandidates) {
 // planned over PCIe and said so. examples/llama-70b-serve.yaml: hyperbolic's 2x H100 (price
 // unverified, links unknown) was the first pick at $12.90/h with its tp 2 over assumed NVLink.
 TEST_F(ServePlanTest, UnconfirmedOffersRankAfterTheConfirmedOnesAndUnknownLinksArePcie) {
-  Result<workload::Model> m = workload::LoadModelPreset(kCatalogDir, "llama-3-70b");
-  ASSERT_TRUE(m.ok());
-  request_.model = *m;
-  request_.precision = Precision::kFp8;
-  request_.kv_precision = KvPrecision::kFp8;
-  request_.input_len = 1024;
-  request_.output_len = 512;
-  request_.requests_per_second = 20;
-  request_.targets.ttft_p90_seconds = 1;
-  request_.targets.tpot_p90_seconds = 0.04;
+  ASSERT_NO_FATAL_FAILURE(UseThe70bExample());
   Result<std::vector<ServeCandidate>> last = Plan({"H100-SXM", "H200"});
   ASSERT_TRUE(last.ok()) << last.status().ToString();
   EXPECT_EQ(last->front().unconfirmed, 0) << last->front().offer->provider;
@@ -268,16 +274,7 @@ TEST_F(ServePlanTest, P90TargetsApplyTheBandsP90Ratio) {
 // continuous batching the queueing model sizes it at no more than 24 GPUs; static batching, kept
 // for gptSessionBenchmark-style engines, still needs far more.
 TEST_F(ServePlanTest, Llama70bAt20RequestsPerSecondFitsIn24GpusUnderContinuousBatching) {
-  Result<workload::Model> m = workload::LoadModelPreset(kCatalogDir, "llama-3-70b");
-  ASSERT_TRUE(m.ok());
-  request_.model = *m;
-  request_.precision = Precision::kFp8;
-  request_.kv_precision = KvPrecision::kFp8;
-  request_.input_len = 1024;
-  request_.output_len = 512;
-  request_.requests_per_second = 20;
-  request_.targets.ttft_p90_seconds = 1;
-  request_.targets.tpot_p90_seconds = 0.04;
+  ASSERT_NO_FATAL_FAILURE(UseThe70bExample());
   request_.tp = {2, 4, 8};
   Result<std::vector<ServeCandidate>> plan = Plan({"H100-SXM", "H200"});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();

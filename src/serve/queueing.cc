@@ -472,22 +472,7 @@ struct ReplicaQueue::TtftSearch {
       }
       estimates_ready = true;
     }
-    double p = 0;
-    for (size_t i = 0; i < states.size(); ++i) {
-      p += states[i].second * TailEstimate(first[i], t);
-      if (p > stop_above) {
-        estimated.push_back({t, p, false});
-        return p;
-      }
-    }
-    if (wait_probability > 0) {
-      for (double factor : kWaitFactor) {
-        p += wait_probability / kWaitPoints *
-             TailEstimate(first[waiting_state], t - wait_mean * factor);
-      }
-    }
-    estimated.push_back({t, p, true});
-    return p;
+    return Mixture<TailEstimate>(t, stop_above, estimated);
   }
 
   // Whether the tail at t is above the threshold as far as the sums so far say, else as the
@@ -522,21 +507,27 @@ struct ReplicaQueue::TtftSearch {
   // The straightforward order's sum at t; with `stop_above`, stopped once above it.
   double Sum(double t, double stop_above) {
     ++sums;
+    return Mixture<FastTtftTail>(t, stop_above, known);
+  }
+
+  // The pooled states' tails and the slot wait's at t, each by `Tail` (the sum or its
+  // estimate), stopped once above `stop_above` (a lower bound then), kept in `into`.
+  template <double (*Tail)(const FirstToken&, double)>
+  double Mixture(double t, double stop_above, std::vector<KnownTail>& into) {
     double p = 0;
     for (size_t i = 0; i < states.size(); ++i) {
-      p += states[i].second * FastTtftTail(first[i], t);
+      p += states[i].second * Tail(first[i], t);
       if (p > stop_above) {
-        known.push_back({t, p, false});
+        into.push_back({t, p, false});
         return p;
       }
     }
     if (wait_probability > 0) {
       for (double factor : kWaitFactor) {
-        p += wait_probability / kWaitPoints *
-             FastTtftTail(first[waiting_state], t - wait_mean * factor);
+        p += wait_probability / kWaitPoints * Tail(first[waiting_state], t - wait_mean * factor);
       }
     }
-    known.push_back({t, p, true});
+    into.push_back({t, p, true});
     return p;
   }
 

@@ -299,27 +299,46 @@ INSTANTIATE_TEST_SUITE_P(
 namespace fulcrum::serve {
 namespace {
 
-// TtftQuantiles' default search (bounds, reused sums and first-token distributions) against the
-// straightforward one, level for level and bit for bit: loads from idle to saturation, caps from
-// 1 to 256, the same state asked twice (the reuse) and then another.
-TEST(ReplicaQueueTest, FastTtftSearchEqualsTheStraightforwardOneExactly) {
+// llama-3-8b in bf16 at tp 1 on an H100 and an L4: the layouts the TTFT search tests sweep.
+struct SweptLayout {
+  const char* gpu;
+  StepModel step;
+};
+
+void SweptLayouts(workload::Model& model, std::vector<SweptLayout>& out) {
   catalog::LoadOptions load;
   load.include_user_offers = false;
   Result<catalog::Catalog> cat = catalog::Catalog::Load(kCatalogDir, load);
   ASSERT_TRUE(cat.ok());
-  Result<workload::Model> model = workload::LoadModelPreset(kCatalogDir, "llama-3-8b");
-  ASSERT_TRUE(model.ok());
+  Result<workload::Model> m = workload::LoadModelPreset(kCatalogDir, "llama-3-8b");
+  ASSERT_TRUE(m.ok());
+  model = *m;
   for (const char* gpu : {"H100-SXM", "L4"}) {
     Result<const catalog::Gpu*> g = cat->ResolveGpu(gpu);
     ASSERT_TRUE(g.ok());
     ServeRequest layout;
-    layout.model = *model;
+    layout.model = model;
     layout.gpu = **g;
     Result<StepModel> step = StepModel::Make(layout);
     ASSERT_TRUE(step.ok());
+    out.push_back({gpu, *step});
+  }
+}
+
+// TtftQuantiles' default search (bounds, reused sums and first-token distributions) against the
+// straightforward one, level for level and bit for bit: loads from idle to saturation, caps from
+// 1 to 256, the same state asked twice (the reuse) and then another.
+TEST(ReplicaQueueTest, FastTtftSearchEqualsTheStraightforwardOneExactly) {
+  workload::Model model;
+  std::vector<SweptLayout> layouts;
+  SweptLayouts(model, layouts);
+  ASSERT_EQ(layouts.size(), 2u);
+  for (const SweptLayout& swept : layouts) {
+    const char* gpu = swept.gpu;
+    const StepModel& step = swept.step;
     for (const RequestMix& mix : {RequestMix{512, 256, 1, 0}, RequestMix{4096, 64, 0, 0.8}}) {
-      ReplicaQueue fast(*step, *model, mix, 256, 8192);
-      ReplicaQueue reference(*step, *model, mix, 256, 8192);
+      ReplicaQueue fast(step, model, mix, 256, 8192);
+      ReplicaQueue reference(step, model, mix, 256, 8192);
       reference.UseStraightforwardSearch(true);
       // The fast search takes the highest level first and starts each from the sums of the
       // others: the levels asked in another order, or alone, give the same answers.
@@ -354,23 +373,16 @@ TEST(ReplicaQueueTest, FastTtftSearchEqualsTheStraightforwardOneExactly) {
 // sums a level (the floor: one each side of the final bracket) where the secant estimate it
 // replaced took ~6 (docs/BENCH.md), over loads, caps and level sets as above.
 TEST(ReplicaQueueTest, FastTtftSearchSumsNearItsFloorOfTwoALevel) {
-  catalog::LoadOptions load;
-  load.include_user_offers = false;
-  Result<catalog::Catalog> cat = catalog::Catalog::Load(kCatalogDir, load);
-  ASSERT_TRUE(cat.ok());
-  Result<workload::Model> model = workload::LoadModelPreset(kCatalogDir, "llama-3-8b");
-  ASSERT_TRUE(model.ok());
-  for (const char* gpu : {"H100-SXM", "L4"}) {
-    Result<const catalog::Gpu*> g = cat->ResolveGpu(gpu);
-    ASSERT_TRUE(g.ok());
-    ServeRequest layout;
-    layout.model = *model;
-    layout.gpu = **g;
-    Result<StepModel> step = StepModel::Make(layout);
-    ASSERT_TRUE(step.ok());
+  workload::Model model;
+  std::vector<SweptLayout> layouts;
+  SweptLayouts(model, layouts);
+  ASSERT_EQ(layouts.size(), 2u);
+  for (const SweptLayout& swept : layouts) {
+    const char* gpu = swept.gpu;
+    const StepModel& step = swept.step;
     for (const RequestMix& mix : {RequestMix{512, 256, 1, 0}, RequestMix{4096, 64, 0, 0.8}}) {
       int64_t levels = 0;
-      ReplicaQueue q(*step, *model, mix, 256, 8192);
+      ReplicaQueue q(step, model, mix, 256, 8192);
       for (int64_t cap : {8, 64, 256}) {
         const double capacity = q.Solve(0, cap).capacity_requests_per_second;
         for (double load_share : {0.3, 0.8, 0.95}) {
