@@ -153,6 +153,12 @@ struct Layout {
   }
 };
 
+// The link a layout is planned over: a replica on one GPU all-reduces nothing, so every offer of
+// its GPU shares one search whatever its interconnect (kUnknown stands for "not used").
+catalog::Interconnect LayoutLink(catalog::Interconnect link, int64_t tp) {
+  return tp > 1 ? link : catalog::Interconnect::kUnknown;
+}
+
 // How a layout serves the traffic: fits, meets the targets, or why not.
 struct Sizing {
   enum class Outcome { kUnfit, kTooSlow, kServes } outcome = Outcome::kUnfit;
@@ -442,6 +448,7 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     double price;
     const catalog::Gpu* gpu;  // looked up once (a name search)
     catalog::Interconnect link;
+    std::string caveat;  // plan::CaveatDetail, looked up once per offer
   };
   std::vector<Priced> priced;
   for (const catalog::Offer* offer : offers.offers) {
@@ -467,12 +474,12 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     const catalog::Interconnect link = offer->interconnect == catalog::Interconnect::kUnknown
                                            ? catalog::Interconnect::kPcie
                                            : offer->interconnect;
-    priced.push_back({offer, *price, gpu, link});
+    priced.push_back({offer, *price, gpu, link, plan::CaveatDetail(*offer, catalog)});
     for (int64_t tp = 1; tp <= offer->gpu_count; tp *= 2) {
       if (offer->gpu_count % tp != 0 || r.model.heads % tp != 0) continue;
       if (tp > 1 && !r.engine.tensor_parallel) continue;
       if (!r.tp.empty() && std::find(r.tp.begin(), r.tp.end(), tp) == r.tp.end()) continue;
-      sizings.emplace(Layout{gpu, link, tp}, Sizing{});
+      sizings.emplace(Layout{gpu, LayoutLink(link, tp), tp}, Sizing{});
     }
   }
   std::vector<std::pair<const Layout, Sizing>*> work;
@@ -482,10 +489,12 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
   });
   std::vector<ServeCandidate> out;
   // In the offers' order: independent of threads.
-  for (const auto& [offer, price, gpu, link] : priced) {
+  for (const auto& [offer, price, gpu, link, caveat] : priced) {
     for (const auto& [layout, sizing] : sizings) {
       if (layout.gpu != gpu) continue;
-      if (layout.interconnect != link || offer->gpu_count % layout.tp != 0) continue;
+      if (layout.interconnect != LayoutLink(link, layout.tp) || offer->gpu_count % layout.tp != 0) {
+        continue;
+      }
       if (sizing.outcome == Sizing::Outcome::kUnfit) {
         ++tally.unfit;
       } else if (sizing.outcome == Sizing::Outcome::kTooSlow) {
@@ -495,7 +504,7 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
         }
       } else {
         out.push_back(CandidateOf(*offer, layout, sizing, price, r));
-        if (const std::string caveat = plan::CaveatDetail(*offer, catalog); !caveat.empty()) {
+        if (!caveat.empty()) {
           out.back().warnings.push_back("catalog-caveat" + caveat);
         }
       }
