@@ -197,12 +197,7 @@ Status ApplyConstraints(const PlanFlags& f, plan::PlanSpec& spec) {
     FULCRUM_ASSIGN_OR_RETURN(spec.objective, plan::ParseObjective(f.objective));
   }
   if (!f.rank_unconfirmed.empty()) {
-    const std::optional<bool> last = plan::ParseRankUnconfirmed(f.rank_unconfirmed);
-    if (!last) {
-      return Status::InvalidInput("--rank-unconfirmed: expected last or mixed, found \"" +
-                                  f.rank_unconfirmed + "\"");
-    }
-    spec.unconfirmed_last = *last;
+    FULCRUM_ASSIGN_OR_RETURN(spec.unconfirmed_last, plan::RankUnconfirmedFlag(f.rank_unconfirmed));
   }
   if (!f.max_gpus.empty()) {
     FULCRUM_RETURN_IF_ERROR(

@@ -156,11 +156,7 @@ Result<serve::ServeSpec> MergedSpec(const ServePlanOptions& o, const CLI::App& c
   if (given("--providers")) spec.providers = ListFlag(o.providers);
   if (given("--top")) spec.top = o.top;
   if (given("--rank-unconfirmed")) {
-    spec.unconfirmed_last = plan::ParseRankUnconfirmed(o.rank_unconfirmed);
-    if (!spec.unconfirmed_last) {
-      return Status::InvalidInput("--rank-unconfirmed: expected last or mixed, found \"" +
-                                  o.rank_unconfirmed + "\"");
-    }
+    FULCRUM_ASSIGN_OR_RETURN(spec.unconfirmed_last, plan::RankUnconfirmedFlag(o.rank_unconfirmed));
   }
   return spec;
 }
@@ -317,11 +313,7 @@ std::string Render(const std::vector<serve::ServeCandidate>& candidates, size_t 
                     std::to_string(std::min(top, candidates.size())) +
                     " shown); * = Pareto front of $ per output token vs time per output token\n";
   if (any_unconfirmed) {
-    out += unconfirmed_last
-               ? "?: price or interconnect not confirmed by the catalog (JSON unconfirmed); "
-                 "ranked after the confirmed offers (--rank-unconfirmed mixed: by cost alone)\n"
-               : "?: price or interconnect not confirmed by the catalog (JSON unconfirmed); "
-                 "ranked by cost alone (--rank-unconfirmed mixed)\n";
+    out += plan::UnconfirmedFootnote(unconfirmed_last, "offers", "cost");
   }
   return out;
 }

@@ -467,12 +467,8 @@ std::string PlanTable(const PlanResult& r, const catalog::Catalog& catalog) {
     out += table.Render();
     out += RankedByLine(r);
     if (any_unconfirmed) {
-      out += r.spec.unconfirmed_last
-                 ? "?: price or interconnect not confirmed by the catalog (JSON unconfirmed); "
-                   "ranked after the confirmed rows that meet the constraints "
-                   "(--rank-unconfirmed mixed: by the objective alone)\n"
-                 : "?: price or interconnect not confirmed by the catalog (JSON unconfirmed); "
-                   "ranked by the objective alone (--rank-unconfirmed mixed)\n";
+      out += UnconfirmedFootnote(r.spec.unconfirmed_last, "rows that meet the constraints",
+                                 "the objective");
     }
     out += any_resume_bound
                ? "mem: the larger of the fresh and the resume peak per GPU; R: the resume "

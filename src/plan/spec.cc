@@ -244,6 +244,30 @@ std::optional<bool> ParseRankUnconfirmed(std::string_view text) {
   return std::nullopt;
 }
 
+Result<bool> RankUnconfirmedFlag(std::string_view text) {
+  const std::optional<bool> last = ParseRankUnconfirmed(text);
+  if (!last) {
+    return Status::InvalidInput("--rank-unconfirmed: expected last or mixed, found \"" +
+                                std::string(text) + "\"");
+  }
+  return *last;
+}
+
+Result<bool> RankUnconfirmedField(const YamlNode& node) {
+  FULCRUM_ASSIGN_OR_RETURN(std::string text, node.Text());
+  const std::optional<bool> last = ParseRankUnconfirmed(text);
+  if (!last) return node.Error("last or mixed");
+  return *last;
+}
+
+std::string UnconfirmedFootnote(bool last, std::string_view first_rows, std::string_view order) {
+  const std::string head =
+      "?: price or interconnect not confirmed by the catalog (JSON unconfirmed); ";
+  return last ? head + "ranked after the confirmed " + std::string(first_rows) +
+                    " (--rank-unconfirmed mixed: by " + std::string(order) + " alone)\n"
+              : head + "ranked by " + std::string(order) + " alone (--rank-unconfirmed mixed)\n";
+}
+
 Result<Objective> ParseObjective(std::string_view text) {
   const std::string t = ToLower(Trim(text));
   if (t == "balanced") return Objective::kBalanced;
@@ -389,10 +413,7 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
     spec.objective = *o;
   }
   if (auto v = root.Find("rank_unconfirmed")) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string text, v->Text());
-    const std::optional<bool> last = ParseRankUnconfirmed(text);
-    if (!last) return v->Error("last or mixed");
-    spec.unconfirmed_last = *last;
+    FULCRUM_ASSIGN_OR_RETURN(spec.unconfirmed_last, RankUnconfirmedField(*v));
   }
   return spec;
 }

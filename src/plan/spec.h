@@ -48,6 +48,13 @@ Result<Objective> ParseObjective(std::string_view text);
 // `rank_unconfirmed` / --rank-unconfirmed: "last" -> true (PlanSpec::unconfirmed_last),
 // "mixed" -> false, anything else nullopt.
 std::optional<bool> ParseRankUnconfirmed(std::string_view text);
+// The same for the --rank-unconfirmed flag (InvalidInput naming the flag and what was found) and
+// for the spec key rank_unconfirmed (the node's file:line error): plan and serve-plan.
+Result<bool> RankUnconfirmedFlag(std::string_view text);
+Result<bool> RankUnconfirmedField(const YamlNode& node);
+// The table's footnote for rows marked "?": ranked after the confirmed ones (`last`) or by
+// `order` alone ("the objective", "cost"), and which rows come first under `last`.
+std::string UnconfirmedFootnote(bool last, std::string_view first_rows, std::string_view order);
 
 // Criteria weights of the score (defaults from the issue: 0.30/0.25/0.20/0.15/0.10).
 struct Weights {

@@ -190,9 +190,7 @@ Result<ServeSpec> ParseServeYaml(std::string_view text, const std::string& origi
     FULCRUM_ASSIGN_OR_RETURN(spec.top, v->Integer(1, 100000));
   }
   if (auto v = root.Find("rank_unconfirmed")) {
-    FULCRUM_ASSIGN_OR_RETURN(std::string text, v->Text());
-    spec.unconfirmed_last = plan::ParseRankUnconfirmed(text);
-    if (!spec.unconfirmed_last) return v->Error("last or mixed");
+    FULCRUM_ASSIGN_OR_RETURN(spec.unconfirmed_last, plan::RankUnconfirmedField(*v));
   }
   return spec;
 }
