@@ -299,10 +299,13 @@ INSTANTIATE_TEST_SUITE_P(
 namespace fulcrum::serve {
 namespace {
 
-// llama-3-8b in bf16 at tp 1 on an H100 and an L4: the layouts the TTFT search tests sweep.
+// llama-3-8b in bf16 at tp 1 on an H100 and an L4, each with a chat mix (512 / 256 tokens,
+// Poisson) and a long-prompt one (4096 / 64, constant arrivals, spread outputs): the cases the
+// TTFT search tests sweep.
 struct SweptLayout {
   const char* gpu;
   StepModel step;
+  RequestMix mix;
 };
 
 void SweptLayouts(workload::Model& model, std::vector<SweptLayout>& out) {
@@ -321,7 +324,9 @@ void SweptLayouts(workload::Model& model, std::vector<SweptLayout>& out) {
     layout.gpu = **g;
     Result<StepModel> step = StepModel::Make(layout);
     ASSERT_TRUE(step.ok());
-    out.push_back({gpu, *step});
+    for (const RequestMix& mix : {RequestMix{512, 256, 1, 0}, RequestMix{4096, 64, 0, 0.8}}) {
+      out.push_back({gpu, *step, mix});
+    }
   }
 }
 
@@ -332,40 +337,39 @@ TEST(ReplicaQueueTest, FastTtftSearchEqualsTheStraightforwardOneExactly) {
   workload::Model model;
   std::vector<SweptLayout> layouts;
   SweptLayouts(model, layouts);
-  ASSERT_EQ(layouts.size(), 2u);
+  ASSERT_EQ(layouts.size(), 4u);
   for (const SweptLayout& swept : layouts) {
     const char* gpu = swept.gpu;
     const StepModel& step = swept.step;
-    for (const RequestMix& mix : {RequestMix{512, 256, 1, 0}, RequestMix{4096, 64, 0, 0.8}}) {
-      ReplicaQueue fast(step, model, mix, 256, 8192);
-      ReplicaQueue reference(step, model, mix, 256, 8192);
-      reference.UseStraightforwardSearch(true);
-      // The fast search takes the highest level first and starts each from the sums of the
-      // others: the levels asked in another order, or alone, give the same answers.
-      const std::vector<std::vector<double>> level_sets = {
-          {0.5, 0.9, 0.95, 0.99}, {0.99, 0.5}, {0.9}, {0.95, 0.95, 0.75}};
-      int compared = 0;
-      for (int64_t cap : {1, 8, 64, 256}) {
-        const double capacity = fast.Solve(0, cap).capacity_requests_per_second;
-        for (double load_share : {0.0, 0.3, 0.8, 0.97}) {
-          const double rate = load_share * capacity;
-          const QueueState state = fast.Solve(rate, cap);
-          for (const std::vector<double>& levels : level_sets) {
-            for (int again = 0; again < 2; ++again) {
-              const std::vector<double> a = fast.TtftQuantiles(state, rate, levels);
-              const std::vector<double> b = reference.TtftQuantiles(state, rate, levels);
-              ASSERT_EQ(a.size(), b.size());
-              for (size_t i = 0; i < a.size(); ++i) {
-                EXPECT_EQ(a[i], b[i])
-                    << gpu << " cap " << cap << " load " << load_share << " P" << levels[i] * 100;
-                ++compared;
-              }
+    const RequestMix& mix = swept.mix;
+    ReplicaQueue fast(step, model, mix, 256, 8192);
+    ReplicaQueue reference(step, model, mix, 256, 8192);
+    reference.UseStraightforwardSearch(true);
+    // The fast search takes the highest level first and starts each from the sums of the
+    // others: the levels asked in another order, or alone, give the same answers.
+    const std::vector<std::vector<double>> level_sets = {
+        {0.5, 0.9, 0.95, 0.99}, {0.99, 0.5}, {0.9}, {0.95, 0.95, 0.75}};
+    int compared = 0;
+    for (int64_t cap : {1, 8, 64, 256}) {
+      const double capacity = fast.Solve(0, cap).capacity_requests_per_second;
+      for (double load_share : {0.0, 0.3, 0.8, 0.97}) {
+        const double rate = load_share * capacity;
+        const QueueState state = fast.Solve(rate, cap);
+        for (const std::vector<double>& levels : level_sets) {
+          for (int again = 0; again < 2; ++again) {
+            const std::vector<double> a = fast.TtftQuantiles(state, rate, levels);
+            const std::vector<double> b = reference.TtftQuantiles(state, rate, levels);
+            ASSERT_EQ(a.size(), b.size());
+            for (size_t i = 0; i < a.size(); ++i) {
+              EXPECT_EQ(a[i], b[i])
+                  << gpu << " cap " << cap << " load " << load_share << " P" << levels[i] * 100;
+              ++compared;
             }
           }
         }
       }
-      EXPECT_EQ(compared, 4 * 4 * 2 * (4 + 2 + 1 + 3));
     }
+    EXPECT_EQ(compared, 4 * 4 * 2 * (4 + 2 + 1 + 3));
   }
 }
 
@@ -376,28 +380,27 @@ TEST(ReplicaQueueTest, FastTtftSearchSumsNearItsFloorOfTwoALevel) {
   workload::Model model;
   std::vector<SweptLayout> layouts;
   SweptLayouts(model, layouts);
-  ASSERT_EQ(layouts.size(), 2u);
+  ASSERT_EQ(layouts.size(), 4u);
   for (const SweptLayout& swept : layouts) {
     const char* gpu = swept.gpu;
     const StepModel& step = swept.step;
-    for (const RequestMix& mix : {RequestMix{512, 256, 1, 0}, RequestMix{4096, 64, 0, 0.8}}) {
-      int64_t levels = 0;
-      ReplicaQueue q(step, model, mix, 256, 8192);
-      for (int64_t cap : {8, 64, 256}) {
-        const double capacity = q.Solve(0, cap).capacity_requests_per_second;
-        for (double load_share : {0.3, 0.8, 0.95}) {
-          const double rate = load_share * capacity;
-          for (const std::vector<double>& asked :
-               std::vector<std::vector<double>>{{0.5, 0.9, 0.95, 0.99}, {0.9}}) {
-            q.TtftQuantiles(q.Solve(rate, cap), rate, asked);
-            levels += static_cast<int64_t>(asked.size());
-          }
+    const RequestMix& mix = swept.mix;
+    int64_t levels = 0;
+    ReplicaQueue q(step, model, mix, 256, 8192);
+    for (int64_t cap : {8, 64, 256}) {
+      const double capacity = q.Solve(0, cap).capacity_requests_per_second;
+      for (double load_share : {0.3, 0.8, 0.95}) {
+        const double rate = load_share * capacity;
+        for (const std::vector<double>& asked :
+             std::vector<std::vector<double>>{{0.5, 0.9, 0.95, 0.99}, {0.9}}) {
+          q.TtftQuantiles(q.Solve(rate, cap), rate, asked);
+          levels += static_cast<int64_t>(asked.size());
         }
       }
-      std::cout << gpu << " mix " << mix.input_len << "/" << mix.output_len << ": " << q.ttft_sums()
-                << " sums for " << levels << " levels\n";
-      EXPECT_LE(q.ttft_sums(), 5 * levels / 2) << gpu << " " << mix.input_len;
     }
+    std::cout << gpu << " mix " << mix.input_len << "/" << mix.output_len << ": " << q.ttft_sums()
+              << " sums for " << levels << " levels\n";
+    EXPECT_LE(q.ttft_sums(), 5 * levels / 2) << gpu << " " << mix.input_len;
   }
 }
 
