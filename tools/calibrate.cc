@@ -423,8 +423,18 @@ std::string AccuracyDocument(const std::vector<CalibrationRow>& rows, const Repo
          "(tensor-, context- and data-parallel traffic). Hiding the tensor-parallel part would "
          "speed the 405B up as well, so that alone does not reconcile the two rows: cause not "
          "identified, and with two rows the fitted FP8 rate also absorbs what the communication "
-         "model misses. llm-foundry's FP8 (te.Linear in place of nn.Linear) keeps its own "
-         "constant, fp8_te_linear_relative_efficiency (0.64).\n";
+         "model misses. Tried (issue 31, 2026-12-03) and not adopted: every tensor-parallel "
+         "collective hidden behind the layer's GEMMs, forward and backward, as the recipes' "
+         "userbuffers configurations place them (NVIDIA-NeMo/Megatron-Bridge@5776a6d90b "
+         "src/megatron/bridge/training/comm_overlap.py), set on the two rows: at the present "
+         "constants the 70B then comes out 5 % slow and the 405B 18 % fast (its exposed "
+         "communication falls from 3.8 to 1.5 s), so the two rows still disagree, by as much "
+         "the other way; the refit moved fp8_gemm_relative_efficiency to 0.97 and "
+         "hopper.gemm_max_efficiency to 0.588, bringing the megatron-bridge left-out median "
+         "from 17.6 to 9.2 % but raising the pooled LLM left-out P90 from 12.1 to 14.4 % and "
+         "Korthikanti's left-out mean from 3.6 to 4.6 %. llm-foundry's FP8 (te.Linear in "
+         "place of nn.Linear) keeps its own constant, fp8_te_linear_relative_efficiency "
+         "(0.64).\n";
   return out.str();
 }
 
