@@ -434,7 +434,15 @@ std::string AccuracyDocument(const std::vector<CalibrationRow>& rows, const Repo
          "from 17.6 to 9.2 % but raising the pooled LLM left-out P90 from 12.1 to 14.4 % and "
          "Korthikanti's left-out mean from 3.6 to 4.6 %. llm-foundry's FP8 (te.Linear in "
          "place of nn.Linear) keeps its own constant, fp8_te_linear_relative_efficiency "
-         "(0.64).\n";
+         "(0.64).\n"
+         "- Fused attention's backward at 2.5x its forward (it recomputes the scores: "
+         "Dao-AILab/flash-attention@c082294e benchmarks/benchmark_flash_attention.py, "
+         "flops(mode=\"bwd\")) instead of the 2x of the other layers: tried (issue 31, "
+         "2026-12-03) and not adopted. It fits the rows better in sample (LLM rows' P90 12.2 -> "
+         "10.0 %; the 1B MPT row at 32k tokens, 73 % attention, is 24 % fast today) but worse "
+         "left out (LLM median 3.9 -> 6.2 %, P90 12.1 -> 14.4 %; Korthikanti's mean 3.6 -> "
+         "5.9 %): the fitted attention rates absorb the factor, and the fits without a family "
+         "lean on what only that family constrains.\n";
   return out.str();
 }
 
