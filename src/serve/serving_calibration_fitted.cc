@@ -41,8 +41,8 @@ const ServeLatencyBand& DefaultServeLatencyBand() {
     ServeLatencyBand b;
     b.ttft_p50_ratio = 1.16;
     b.ttft_p90_ratio = 1.44;
-    b.tpot_p50_ratio = 0.988;
-    b.tpot_p90_ratio = 1.28;
+    b.tpot_p50_ratio = 0.972;
+    b.tpot_p90_ratio = 1.15;
     return b;
   }();
   return kBand;
