@@ -45,9 +45,10 @@ Result<std::vector<ServingRow>> LoadServingRows(const std::string& root);
 std::optional<double> PredictServing(const ServingRow& row,
                                      const serve::ServeCalibration& calibration);
 
-// Fit from the priors (ServeCalibration's member initialisers) in two stages: the base
+// Fit from the priors (ServeCalibration's member initialisers) in three stages: the base
 // constants on the reference engine's rows (TensorRT-LLM), then each other engine's factors and
-// the bitsandbytes overheads on that engine's rows with the base held.
+// the bitsandbytes overheads on that engine's rows with the base held, both on GPUs other than
+// CDNA 3; then cdna3_gemm_factor on the CDNA 3 rows with the rest held.
 // `links`: the training calibration the TP all-reduce uses (see ServeCalibration::links).
 serve::ServeCalibration FitServing(const std::vector<const ServingRow*>& rows,
                                    const estimate::TimeCalibration& links);

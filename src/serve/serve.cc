@@ -390,6 +390,8 @@ Status CheckFusedModules(bool fused, const EngineProfile& engine, Precision prec
   return Status::Ok();
 }
 
+bool UsesCdna3Matmuls(const catalog::Gpu& gpu) { return gpu.architecture == "CDNA 3"; }
+
 Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration& calibration) {
   FULCRUM_RETURN_IF_ERROR(Validate(r));
   const workload::Model& m = r.model;
@@ -424,10 +426,11 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
   const double low_bit_factor = low_bit ? calibration.low_bit_gemm_relative_efficiency : 1.0;
   const EngineEfficiency& engine = calibration.engine(r.engine.engine);
   const double gemm = engine.gemm_factor;
+  const double arch = UsesCdna3Matmuls(r.gpu) ? calibration.cdna3_gemm_factor : 1.0;
   s.prefill_flops_ =
-      peak * std::min(1.0, calibration.prefill_gemm_efficiency * low_bit_factor * gemm);
+      peak * std::min(1.0, calibration.prefill_gemm_efficiency * low_bit_factor * gemm * arch);
   s.decode_flops_ =
-      peak * std::min(1.0, calibration.decode_gemm_efficiency * low_bit_factor * gemm);
+      peak * std::min(1.0, calibration.decode_gemm_efficiency * low_bit_factor * gemm * arch);
   s.attention_flops_ =
       hw->peak_flops_16bit * std::min(1.0, calibration.attention_efficiency * gemm);
   s.bandwidth_ = hw->memory_bytes_per_second *

@@ -146,6 +146,11 @@ struct ServeCalibration {
   // mlp.py QuantFusedMLP: gate, up, activation, multiply, down) against the ~50 elementary
   // operations of an eager layer (the host-time prior above): 12 / 50. Replaced by the fit.
   double hf_fused_dispatch_share = 0.24;
+  // Matmuls on AMD CDNA 3 GPUs (UsesCdna3Matmuls): a factor on the prefill and decode matmul
+  // shares above, which NVIDIA rows fit. The rows of CDNA 3 GPUs fit it alone, last, with every
+  // other constant held, so they move no other GPU's prediction. Prior 1 (no architecture
+  // difference): no published matmul rate of ROCm serving kernels at decode shapes was found.
+  double cdna3_gemm_factor = 1;
   // The training calibration whose link efficiencies and latencies the tensor-parallel
   // all-reduce uses (not fitted here); null = estimate::DefaultTimeCalibration(). fulcrum-calibrate
   // passes the one it has just fitted, so that one run regenerates both fitted files consistently.
@@ -316,6 +321,9 @@ class StepModel {
 Status CheckFusedModules(bool fused, const EngineProfile& engine, Precision precision);
 
 // Pieces, exposed for tests and for serve-plan.
+// Whether ServeCalibration::cdna3_gemm_factor applies: catalog/gpus.csv names the architecture of
+// AMD's MI300X and MI325X "CDNA 3".
+bool UsesCdna3Matmuls(const catalog::Gpu& gpu);
 double WeightBytes(const workload::Model& model, Precision precision);
 double KvCacheBytesPerToken(const workload::Model& model, KvPrecision kv);
 // Tokens of one sequence the KV cache holds at `context` tokens (the sliding window caps it).

@@ -227,6 +227,32 @@ TEST(ServeSpeedTest, DecodeIsBandwidthBoundAtBatchOneAndComputeBoundAtLargeBatch
   EXPECT_LT(Estimate(r).speed.tpot_seconds, 0.5 * small.speed.tpot_seconds);
 }
 
+// cdna3_gemm_factor scales the matmul rate on CDNA 3 GPUs only: an MI300X decode step of a large
+// batch (matmul-bound) slows by the factor, one of batch 1 (weight reads) barely moves, and an
+// H100 estimate does not move at all.
+TEST(ServeSpeedTest, Cdna3GemmFactorMovesOnlyCdna3Matmuls) {
+  ServeCalibration slow = DefaultServeCalibration();
+  slow.cdna3_gemm_factor = DefaultServeCalibration().cdna3_gemm_factor / 2;
+  ServeRequest amd =
+      Request("llama-3-70b", "MI300X", Precision::kFp8, KvPrecision::kFp16, 1024, 128, 128, 8);
+  EXPECT_TRUE(UsesCdna3Matmuls(amd.gpu));
+  const auto compute = [](const ServeRequest& r, const ServeCalibration& c) {
+    Result<ServeEstimate> e = EstimateServing(r, c);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? e->speed.decode_compute_seconds : 0.0;
+  };
+  EXPECT_NEAR(compute(amd, slow), 2 * compute(amd, DefaultServeCalibration()),
+              0.5 * compute(amd, DefaultServeCalibration()));
+  ServeRequest nvidia = amd;
+  nvidia.gpu = Gpu("H100-SXM");
+  EXPECT_FALSE(UsesCdna3Matmuls(nvidia.gpu));
+  Result<ServeEstimate> fitted = EstimateServing(nvidia, DefaultServeCalibration());
+  Result<ServeEstimate> moved = EstimateServing(nvidia, slow);
+  ASSERT_TRUE(fitted.ok() && moved.ok());
+  EXPECT_EQ(fitted->speed.tpot_seconds, moved->speed.tpot_seconds);
+  EXPECT_EQ(fitted->speed.prefill_seconds, moved->speed.prefill_seconds);
+}
+
 // HF generate dispatches each layer from eager Python: a pass takes at least layers x the host
 // time per layer, so at batch 1 a GPU with more bandwidth does not decode faster (the
 // bitsandbytes benchmark: Llama 3.1 8B bf16, 21.1 ms per token on an RTX 4090, 24.4 ms on an

@@ -16,7 +16,7 @@ const ServeCalibration& DefaultServeCalibration() {
     c.per_layer_overhead_seconds = 4.87e-05;
     c.engine(Engine::kVllm).bandwidth_factor = 1;
     c.engine(Engine::kVllm).gemm_factor = 1;
-    c.engine(Engine::kVllm).per_layer_overhead_seconds = 2.69e-05;
+    c.engine(Engine::kVllm).per_layer_overhead_seconds = 1.27e-05;
     c.engine(Engine::kSglang).bandwidth_factor = 1;
     c.engine(Engine::kSglang).gemm_factor = 1;
     c.engine(Engine::kSglang).per_layer_overhead_seconds = 0;
@@ -30,6 +30,7 @@ const ServeCalibration& DefaultServeCalibration() {
     c.bnb_4bit_per_layer_seconds = 0.000435;
     c.bnb_int8_per_layer_seconds = 0.00148;
     c.hf_fused_dispatch_share = 0.25;
+    c.cdna3_gemm_factor = 0.284;
     return c;
   }();
   return kFitted;
@@ -40,8 +41,8 @@ const ServeLatencyBand& DefaultServeLatencyBand() {
     ServeLatencyBand b;
     b.ttft_p50_ratio = 1.16;
     b.ttft_p90_ratio = 1.44;
-    b.tpot_p50_ratio = 0.966;
-    b.tpot_p90_ratio = 1.18;
+    b.tpot_p50_ratio = 0.972;
+    b.tpot_p90_ratio = 1.15;
     return b;
   }();
   return kBand;
