@@ -426,40 +426,57 @@ double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) co
 }
 
 // TtftQuantiles' bisection step "P(TTFT > t) > threshold" with less work than the whole sum and
-// the same answer: values already summed at other times bound it (the tail falls with t; the
-// margin is far above the sums' rounding, ~1e-13), TtftTailBound settles "no" far above the
-// quantile, and the sum, in the straightforward order, stops once past the threshold (its terms
-// are >= 0, so the rounded sum of the rest cannot bring it back under).
-//
-// Before the bisection sums at its own midpoints, Probe sums where the bisection will end: the
-// rest of the bisection's path is followed with each step the sums so far do not settle decided
-// by TailEstimate (the same tail in exact arithmetic, its terms summed by rows at a fraction of
-// the cost, so within ~1e-13 of the sum; its values kept for the next walks, the next levels),
-// and the tail summed at both ends of the path's final bracket. When the estimate's path is the
-// sum's (all but always), the two ends decide every step (one sum each); when it is not, the
-// sums are still true values that bound later steps, and after kMaxProbes the bisection sums at
-// its midpoints as before. Either way each step is decided by the same comparison of the same
-// sum: the answers do not change.
+// the same answer. The tail falls with t, and TailEstimate is the sum's value in exact arithmetic
+// (its terms summed by rows at an eighth of the cost; the terms the sum skips past 40 busy means
+// add < e^-40): rounded, a sum, its estimate and a sum at a later time keep that order but for
+// ~1e-13 (ReplicaQueueTest.TailEstimateIsTheSumButForRounding holds the estimate within 1e-12),
+// far under kMargin. So a step is settled, in this order, by a sum or an estimate taken before
+// at a time on its side that clears the threshold by the margin, by TtftTailBound's "no" far
+// above the quantile, by an estimate at t that clears it by the margin (stopped once above
+// threshold + margin), and only where the estimate is within the margin of the threshold by the
+// sum, in the straightforward order (stopped once past the threshold: its terms are >= 0, so the
+// rounded sum of the rest cannot bring it back under). Each step is answered as the
+// straightforward search's sum answers it: the answers do not change.
 struct ReplicaQueue::TtftSearch {
   static constexpr double kMargin = 1e-9;
-  static constexpr int kMaxProbes = 12;
   const std::vector<std::pair<size_t, double>>& states;  // representative state, probability
   std::vector<FirstToken>& first;                        // [i]: states[i]'s
   double wait_probability = 0, wait_mean = 0;
   size_t waiting_state = 0;  // first[]'s index of the state a waiting arrival joins
   std::vector<KnownTail>& known;
-  std::vector<KnownTail>& estimated;  // TailEstimate's sums, kept for the next walks of the path
+  std::vector<KnownTail>& estimated;  // TailEstimate's values so far
   bool& estimates_ready;              // PrepareTailEstimate has run on `first`
   int64_t& sums;                      // ReplicaQueue::ttft_sums_
 
-  // The same from the sums taken so far alone.
-  int SettledByKnown(double t, double threshold) const {
-    for (const KnownTail& k : known) {
-      if (k.whole && k.t == t) return k.value > threshold ? 1 : 0;
+  // 1: the tail at t is above the threshold, 0: not, -1: not settled by `values` (sums or
+  // estimates) with the margin: one at t' >= t above threshold + margin, or a whole one at
+  // t' <= t below threshold - margin.
+  static int SettledBy(const std::vector<KnownTail>& values, double t, double threshold) {
+    for (const KnownTail& k : values) {
       if (k.t >= t && k.value > threshold + kMargin) return 1;
       if (k.whole && k.t <= t && k.value < threshold - kMargin) return 0;
     }
     return -1;
+  }
+
+  // 1 / 0 / -1 as SettledBy, from the sums, the estimates so far and the bound.
+  int Settled(double t, double threshold) const {
+    for (const KnownTail& k : known) {
+      if (k.whole && k.t == t) return k.value > threshold ? 1 : 0;
+    }
+    if (const int side = SettledBy(known, t, threshold); side >= 0) return side;
+    if (const int side = SettledBy(estimated, t, threshold); side >= 0) return side;
+    double bound = 0;
+    for (size_t i = 0; i < states.size(); ++i) {
+      bound += states[i].second * TtftTailBound(first[i], t);
+    }
+    if (wait_probability > 0) {
+      for (double factor : kWaitFactor) {
+        bound += wait_probability / kWaitPoints *
+                 TtftTailBound(first[waiting_state], t - wait_mean * factor);
+      }
+    }
+    return bound < threshold - kMargin ? 0 : -1;
   }
 
   // TailEstimate's tail at t (the sum's value but for rounding), stopped once above
@@ -473,35 +490,6 @@ struct ReplicaQueue::TtftSearch {
       estimates_ready = true;
     }
     return Mixture<TailEstimate>(t, stop_above, estimated);
-  }
-
-  // Whether the tail at t is above the threshold as far as the sums so far say, else as the
-  // estimates say (those taken so far, else one at t, stopped once above the threshold).
-  bool EstimatedAbove(double t, double threshold) {
-    if (const int known_side = SettledByKnown(t, threshold); known_side >= 0) {
-      return known_side == 1;
-    }
-    for (const KnownTail& e : estimated) {
-      if (e.t >= t && e.value > threshold) return true;
-      if (e.whole && e.t <= t && e.value <= threshold) return false;
-    }
-    return Estimated(t, threshold) > threshold;
-  }
-
-  // 1: the tail at t is above the threshold, 0: not, -1: not settled without a sum.
-  int Settled(double t, double threshold) const {
-    if (const int known_side = SettledByKnown(t, threshold); known_side >= 0) return known_side;
-    double bound = 0;
-    for (size_t i = 0; i < states.size(); ++i) {
-      bound += states[i].second * TtftTailBound(first[i], t);
-    }
-    if (wait_probability > 0) {
-      for (double factor : kWaitFactor) {
-        bound += wait_probability / kWaitPoints *
-                 TtftTailBound(first[waiting_state], t - wait_mean * factor);
-      }
-    }
-    return bound < threshold - kMargin ? 0 : -1;
   }
 
   // The straightforward order's sum at t; with `stop_above`, stopped once above it.
@@ -534,46 +522,10 @@ struct ReplicaQueue::TtftSearch {
   bool Above(double t, double threshold) {
     const int settled = Settled(t, threshold);
     if (settled >= 0) return settled == 1;
+    const double estimate = Estimated(t, threshold + kMargin);
+    if (estimate > threshold + kMargin) return true;
+    if (estimate < threshold - kMargin) return false;
     return Sum(t, threshold) > threshold;
-  }
-
-  // Sums where the bisection of [a, b] is expected to end (see above), until its path is settled
-  // or kMaxProbes sums were taken.
-  void Probe(double a, double b, double threshold) {
-    for (int probe = 0; probe < kMaxProbes; ++probe) {
-      int k = 0;
-      for (; k < 30 && b - a > 2e-3 * b; ++k) {
-        const double mid = (a + b) / 2;
-        const int settled = Settled(mid, threshold);
-        if (settled < 0) break;
-        (settled == 1 ? a : b) = mid;
-      }
-      if (!(k < 30 && b - a > 2e-3 * b)) return;
-      // The rest of the path, each step the sums so far do not settle taken from the estimate.
-      double pa = a, pb = b;
-      for (int j = k; j < 30 && pb - pa > 2e-3 * pb; ++j) {
-        const double mid = (pa + pb) / 2;
-        (EstimatedAbove(mid, threshold) ? pa : pb) = mid;
-      }
-      // Both ends of the final bracket, the one on the current midpoint's side (the path's first
-      // step) first; the other once that one is where the estimate put it (the path is then the
-      // estimate's up to it).
-      const bool near_above = (a + b) / 2 <= pa;
-      const double near = near_above ? pa : pb, far = near_above ? pb : pa;
-      if (IsKnown(near)) return;
-      // The end below the crossing is summed whole (later levels settle steps with it either way);
-      // the one above it only until it passes the threshold by the margin (that settles it).
-      const double stop_above = threshold + kMargin;
-      if ((Sum(near, near_above ? stop_above : kInfinity) > threshold) != near_above) continue;
-      if (far != a && far != b && !IsKnown(far)) Sum(far, near_above ? kInfinity : stop_above);
-    }
-  }
-
-  bool IsKnown(double t) const {
-    for (const KnownTail& known_tail : known) {
-      if (known_tail.whole && known_tail.t == t) return true;
-    }
-    return false;
   }
 };
 
@@ -672,9 +624,9 @@ void ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
   };
   TtftSearch search{ctx.states, ctx.first,     s.wait_probability,  ctx.wait_mean, ctx.waiting,
                     ctx.known,  ctx.estimated, ctx.estimates_ready, ttft_sums_};
-  // The highest level first: the first sums land in the far tail (the bounds settle the steps
-  // above it), where they bracket the highest quantile, and the lower levels start from those
-  // sums. Each level's answer is its own bisection's, whatever the order.
+  // The highest level first: its first estimates land in the far tail (the bounds settle the
+  // steps above it), where they bracket the highest quantile, and the lower levels start from
+  // those values. Each level's answer is its own bisection's, whatever the order.
   for (size_t done = 0; done < quantiles.size(); ++done) {
     size_t i = 0;
     for (size_t k = 0; k < quantiles.size(); ++k) {
@@ -683,7 +635,6 @@ void ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
     }
     double a = ctx.low, b = ctx.high;
     const double threshold = 1 - quantiles[i];
-    if (!straightforward_) search.Probe(a, b, threshold);
     for (int k = 0; k < 30 && b - a > 2e-3 * b; ++k) {
       const double mid = (a + b) / 2;
       const bool above = straightforward_ ? tail(mid) > threshold : search.Above(mid, threshold);
@@ -691,6 +642,17 @@ void ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
     }
     out[i] = b;
   }
+}
+
+std::pair<double, double> ReplicaQueue::TtftTailAndEstimate(const QueueState& s, double rate,
+                                                            double t) const {
+  if (!s.stable) return {1, 1};
+  TtftContext ctx;
+  PrepareTtft(s, rate, ctx);
+  int64_t sums = 0;
+  TtftSearch search{ctx.states, ctx.first,     s.wait_probability,  ctx.wait_mean, ctx.waiting,
+                    ctx.known,  ctx.estimated, ctx.estimates_ready, sums};
+  return {search.Sum(t, kInfinity), search.Estimated(t, kInfinity)};
 }
 
 double ReplicaQueue::TpotQuantile(const QueueState& s, double quantile) const {

@@ -71,12 +71,18 @@ class ReplicaQueue {
   double WaitQuantile(const QueueState& state, double quantile) const;
   // true: TtftQuantiles evaluates the whole tail at every step of its bisection (the
   // straightforward search, kept for the tests). false (default): the same bisection, each step
-  // decided from bounds when they settle it, the sums taken where the bisection is estimated to
-  // end (TailEstimate; see TtftSearch in queueing.cc); the same answers to the last bit.
+  // decided from bounds, or from the tail's estimate (TailEstimate) where it clears the threshold
+  // by far more than its rounding, the sum taken only where neither settles it (see TtftSearch
+  // in queueing.cc); the same answers to the last bit.
   void UseStraightforwardSearch(bool on) { straightforward_ = on; }
-  // Exact tail sums the default search has taken so far (its cost; at least two a level: one
-  // each side of the bisection's final bracket).
+  // Exact tail sums the default search has taken so far (only where the tail's estimate is
+  // within the search's margin of a level's threshold).
   int64_t ttft_sums() const { return ttft_sums_; }
+  // For tests: P(TTFT > t) in `state` at `requests_per_second` as the default search sums it
+  // (first; bit for bit the straightforward search's sum) and its estimate (second), which
+  // decides the default search's steps where it clears the threshold by the margin (1e-9).
+  std::pair<double, double> TtftTailAndEstimate(const QueueState& state, double requests_per_second,
+                                                double t) const;
 
  private:
   // Poisson terms kept per step table: until 1e-4 of the probability is left, at most this many.
@@ -137,7 +143,8 @@ class ReplicaQueue {
   // FastTtftTail's value in exact arithmetic (but for the terms it skips past 40 busy means),
   // its terms summed in another order (rounding apart, ~1e-13): whole rows of terms from
   // FirstToken's row sums, by kind only the rows whose x = t - own step falls inside a step
-  // under way, one exp a call. Only where the search sums is taken from it, never an answer.
+  // under way, one exp a call. It decides a search step only where it clears the threshold by
+  // the search's margin, 1e-9 (as the sum would decide it).
   static double TailEstimate(const FirstToken& f, double t);
   static void PrepareTailEstimate(FirstToken& f);  // its tables, before the first estimate
   // An upper bound of TtftTail at t from its slowest terms (1 before the longest own step).
@@ -163,7 +170,7 @@ class ReplicaQueue {
     size_t waiting = 0;
     double low = 0, high = 0;
     std::vector<KnownTail> known;
-    std::vector<KnownTail> estimated;  // TailEstimate's sums so far
+    std::vector<KnownTail> estimated;  // TailEstimate's values so far
     bool estimates_ready = false;      // PrepareTailEstimate has run on `first`
     bool Matches(const QueueState& s, double rate) const;
   };
