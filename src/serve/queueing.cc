@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 namespace fulcrum::serve {
 namespace {
@@ -76,7 +77,7 @@ ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
   prompt_seconds_.assign(cap + 1, 0);
   kinds_.reserve(cap * 8);
   kind_begin_.assign(cap + 2, 0);
-  own_seconds_.assign((cap + 1) * kMaxKinds, 0);
+  own_seconds_ = std::make_unique_for_overwrite<double[]>((cap + 1) * kMaxKinds);
   own_count_.assign(cap + 1, 0);
   extra_seconds_.assign(cap + 1, -1);
   for (size_t m = 1; m <= cap; ++m) {

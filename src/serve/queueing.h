@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -193,8 +194,9 @@ class ReplicaQueue {
   std::vector<double> log_rate_;  // log(rate_[m])
   // [m] the step time one more joining prompt adds with m running (Solve's peakedness).
   std::vector<double> prompt_seconds_;
-  // OwnSeconds(n, j) at own_seconds_[n x kMaxKinds + j], j < own_count_[n]: filled on demand.
-  mutable std::vector<double> own_seconds_;
+  // OwnSeconds(n, j) at own_seconds_[n x kMaxKinds + j], j < own_count_[n]: filled on demand
+  // (not cleared when allocated: only what is filled is read).
+  mutable std::unique_ptr<double[]> own_seconds_;
   mutable std::vector<size_t> own_count_;
   mutable std::vector<double> extra_seconds_;  // [n], < 0 until computed
   bool straightforward_ = false;
