@@ -515,8 +515,29 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     std::string caveat;  // plan::CaveatDetail, looked up once per offer
   };
   std::vector<Priced> priced;
+  // Per GPU name of the offers: its catalog entry (a name search) and, for a GPU the engine
+  // cannot run the precision on, the tally's count of that refusal (nullptr: supported).
+  struct GpuCheck {
+    const catalog::Gpu* gpu = nullptr;
+    int* refused = nullptr;
+  };
+  std::map<std::string_view, GpuCheck> checked;
   for (const catalog::Offer* offer : offers.offers) {
-    const catalog::Gpu* gpu = catalog.FindGpu(offer->gpu);
+    auto [check, first] = checked.try_emplace(offer->gpu);
+    if (first) {
+      const catalog::Gpu* gpu = check->second.gpu = catalog.FindGpu(offer->gpu);
+      const KvPrecision kv = r.kv_precision.value_or(
+          gpu != nullptr && gpu->bf16_tflops ? KvPrecision::kBf16 : KvPrecision::kFp16);
+      const Status support =
+          gpu != nullptr ? CheckSupport(*gpu, r.precision, kv, r.engine) : Status::Ok();
+      if (!support.ok()) {
+        const std::string field = support.detail() != nullptr ? support.detail()->field : "";
+        check->second.refused = field == "engine"         ? &tally.wrong_vendor
+                                : field == "kv-precision" ? &tally.no_bf16_kv
+                                                          : &tally.unsupported;
+      }
+    }
+    const catalog::Gpu* gpu = check->second.gpu;
     if (gpu == nullptr) continue;
     const std::optional<double> price = catalog::OfferUsdPerHour(
         *offer, catalog.FindProvider(offer->provider), catalog::Pricing::kOnDemand);
@@ -524,13 +545,8 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
       ++tally.unpriced;
       continue;
     }
-    const KvPrecision kv =
-        r.kv_precision.value_or(gpu->bf16_tflops ? KvPrecision::kBf16 : KvPrecision::kFp16);
-    if (const Status support = CheckSupport(*gpu, r.precision, kv, r.engine); !support.ok()) {
-      const std::string field = support.detail() != nullptr ? support.detail()->field : "";
-      ++(field == "engine"         ? tally.wrong_vendor
-         : field == "kv-precision" ? tally.no_bf16_kv
-                                   : tally.unsupported);
+    if (check->second.refused != nullptr) {
+      ++*check->second.refused;
       continue;
     }
     // Unknown links are planned as PCIe, as `plan` does (docs/RANKING.md): a marketplace slice
