@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 
@@ -211,6 +212,7 @@ void ReplicaQueue::FirstTokenAt(int64_t running, double rate, FirstToken& f) con
   const std::span<const StepKind> under_way = KindsAt(n);
   const size_t kinds = under_way.size();
   f.kinds = kinds;
+  f.estimate_ready = false;
   f.own = 0;
   f.longest = 0;
   f.total_weight = 0;
@@ -427,17 +429,21 @@ double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) co
 }
 
 // TtftQuantiles' bisection step "P(TTFT > t) > threshold" with less work than the whole sum and
-// the same answer. The tail falls with t, and TailEstimate is the sum's value in exact arithmetic
-// (its terms summed by rows at an eighth of the cost; the terms the sum skips past 40 busy means
-// add < e^-40): rounded, a sum, its estimate and a sum at a later time keep that order but for
+// the same answer. The tail falls with t, each of its terms (a pooled state's tail, or the slot
+// wait's at one of its points) too, and TailEstimate is a term's sum in exact arithmetic (its
+// parts summed by rows at an eighth of the cost; the parts the sum skips past 40 busy means add
+// < e^-40): rounded, a sum, its estimate and the same at a later time keep that order but for
 // ~1e-13 (ReplicaQueueTest.TailEstimateIsTheSumButForRounding holds the estimate within 1e-12),
-// far under kMargin. So a step is settled, in this order, by a sum or an estimate taken before
-// at a time on its side that clears the threshold by the margin, by TtftTailBound's "no" far
-// above the quantile, by an estimate at t that clears it by the margin (stopped once above
-// threshold + margin), and only where the estimate is within the margin of the threshold by the
-// sum, in the straightforward order (stopped once past the threshold: its terms are >= 0, so the
-// rounded sum of the rest cannot bring it back under). Each step is answered as the
-// straightforward search's sum answers it: the answers do not change.
+// far under kMargin. So a step is settled, in this order, by a sum taken before at a time on its
+// side that clears the threshold by the margin, the same from what the estimates so far say,
+// TtftTailBound's "no" far above the quantile, then by the estimate at t: each term's estimate
+// lies between its estimates at the nearest times either side that have them (between 0 and 1
+// without one), and the terms are estimated, those of a wide interval (times its weight) first,
+// until the mixture's interval clears the threshold by the margin. Only where every term is
+// estimated and the estimate is within the margin of the threshold is the step settled by the sum,
+// in the straightforward order (stopped once past the threshold: its terms are >= 0, so the rounded
+// sum of the rest cannot bring it back under). Each step is answered as the straightforward
+// search's sum answers it: the answers do not change.
 struct ReplicaQueue::TtftSearch {
   static constexpr double kMargin = 1e-9;
   const std::vector<std::pair<size_t, double>>& states;  // representative state, probability
@@ -445,28 +451,25 @@ struct ReplicaQueue::TtftSearch {
   double wait_probability = 0, wait_mean = 0;
   size_t waiting_state = 0;  // first[]'s index of the state a waiting arrival joins
   std::vector<KnownTail>& known;
-  std::vector<KnownTail>& estimated;  // TailEstimate's values so far
-  bool& estimates_ready;              // PrepareTailEstimate has run on `first`
-  int64_t& sums;                      // ReplicaQueue::ttft_sums_
+  std::vector<EstimateBracket>& estimated;  // what the estimates so far say
+  std::vector<double>& bounds;              // their terms' intervals
+  int64_t& sums;                            // ReplicaQueue::ttft_sums_
 
-  // 1: the tail at t is above the threshold, 0: not, -1: not settled by `values` (sums or
-  // estimates) with the margin: one at t' >= t above threshold + margin, or a whole one at
-  // t' <= t below threshold - margin.
-  static int SettledBy(const std::vector<KnownTail>& values, double t, double threshold) {
-    for (const KnownTail& k : values) {
-      if (k.t >= t && k.value > threshold + kMargin) return 1;
-      if (k.whole && k.t <= t && k.value < threshold - kMargin) return 0;
-    }
-    return -1;
-  }
-
-  // 1 / 0 / -1 as SettledBy, from the sums, the estimates so far and the bound.
+  // 1 / 0 / -1 as Above would say without a new estimate or sum: a sum at t' >= t above
+  // threshold + margin, or a whole one at t' <= t below threshold - margin (at t itself, its
+  // side); the same of the estimates' intervals; the bound.
   int Settled(double t, double threshold) const {
     for (const KnownTail& k : known) {
       if (k.whole && k.t == t) return k.value > threshold ? 1 : 0;
     }
-    if (const int side = SettledBy(known, t, threshold); side >= 0) return side;
-    if (const int side = SettledBy(estimated, t, threshold); side >= 0) return side;
+    for (const KnownTail& k : known) {
+      if (k.t >= t && k.value > threshold + kMargin) return 1;
+      if (k.whole && k.t <= t && k.value < threshold - kMargin) return 0;
+    }
+    for (const EstimateBracket& e : estimated) {
+      if (e.t >= t && e.lower > threshold + kMargin) return 1;
+      if (e.t <= t && e.upper < threshold - kMargin) return 0;
+    }
     double bound = 0;
     for (size_t i = 0; i < states.size(); ++i) {
       bound += states[i].second * TtftTailBound(first[i], t);
@@ -480,17 +483,71 @@ struct ReplicaQueue::TtftSearch {
     return bound < threshold - kMargin ? 0 : -1;
   }
 
-  // TailEstimate's tail at t (the sum's value but for rounding), stopped once above
-  // `stop_above` (a lower bound then), kept in `estimated`.
-  double Estimated(double t, double stop_above) {
-    if (!estimates_ready) {
-      for (size_t i = 0; i < states.size(); ++i) PrepareTailEstimate(first[i]);
-      if (wait_probability > 0 && waiting_state == states.size()) {
-        PrepareTailEstimate(first[waiting_state]);
-      }
-      estimates_ready = true;
+  // The mixture's terms: the pooled states, then the slot wait's points.
+  static constexpr size_t kMaxTerms = kMaxStates + kWaitPoints;
+  size_t Terms() const { return states.size() + (wait_probability > 0 ? kWaitPoints : 0); }
+  double Weight(size_t k) const {
+    return k < states.size() ? states[k].second : wait_probability / kWaitPoints;
+  }
+  double TermEstimate(size_t k, double t) {
+    FirstToken& f = first[k < states.size() ? k : waiting_state];
+    if (!f.estimate_ready) {
+      PrepareTailEstimate(f);
+      f.estimate_ready = true;
     }
-    return Mixture<TailEstimate>(t, stop_above, estimated);
+    if (k < states.size()) return TailEstimate(f, t);
+    return TailEstimate(f, t - wait_mean * kWaitFactor[k - states.size()]);
+  }
+
+  // Estimates the terms at t, those whose interval (times its weight) is at least the mean
+  // first, then the others, until the mixture's interval clears the threshold by the margin
+  // (1: above, 0: below) or every term is estimated (-1: within the margin); kept in
+  // `estimated`. (Picking the widest each time takes about as many estimates, 33,400 against
+  // 34,400 for docs/BENCH.md's bf16 plan, and its selection costs more than that saves.)
+  int EstimatedSide(double t, double threshold) {
+    const size_t terms = Terms();
+    const EstimateBracket* before = nullptr;  // the nearest each side
+    const EstimateBracket* after = nullptr;
+    for (const EstimateBracket& e : estimated) {
+      if (e.t <= t && (before == nullptr || e.t > before->t)) before = &e;
+      if (e.t >= t && (after == nullptr || e.t < after->t)) after = &e;
+    }
+    const size_t at = bounds.size();
+    const size_t upper_at = before != nullptr ? before->at + terms : 0;
+    const size_t lower_at = after != nullptr ? after->at : 0;
+    if (bounds.capacity() < at + 2 * terms) bounds.reserve(2 * (at + 2 * terms) + 1024);
+    bounds.resize(at + 2 * terms);
+    double* lower = &bounds[at];
+    double* upper = &bounds[at + terms];
+    std::array<double, kMaxTerms> weight, width;  // width: weight x the interval's
+    double low = 0, high = 0;
+    for (size_t k = 0; k < terms; ++k) {
+      lower[k] = after != nullptr ? bounds[lower_at + k] : 0;
+      upper[k] = before != nullptr ? bounds[upper_at + k] : 1;
+      weight[k] = Weight(k);
+      low += weight[k] * lower[k];
+      high += weight[k] * upper[k];
+      width[k] = weight[k] * (upper[k] - lower[k]);
+    }
+    const double wide = (high - low) / static_cast<double>(terms);
+    int side = -1;
+    for (int pass = 0; pass < 2 && side < 0; ++pass) {
+      for (size_t k = 0; k < terms; ++k) {
+        if (low > threshold + kMargin) side = 1;
+        if (high < threshold - kMargin) side = 0;
+        if (side >= 0) break;
+        if (!(width[k] > 0) || (pass == 0 && width[k] < wide)) continue;
+        const double e = TermEstimate(k, t);
+        low += weight[k] * (e - lower[k]);
+        high += weight[k] * (e - upper[k]);
+        lower[k] = upper[k] = e;
+        width[k] = 0;
+      }
+    }
+    if (side < 0 && low > threshold + kMargin) side = 1;
+    if (side < 0 && high < threshold - kMargin) side = 0;
+    estimated.push_back({t, low, high, at});
+    return side;
   }
 
   // The straightforward order's sum at t; with `stop_above`, stopped once above it.
@@ -499,8 +556,15 @@ struct ReplicaQueue::TtftSearch {
     return Mixture<FastTtftTail>(t, stop_above, known);
   }
 
-  // The pooled states' tails and the slot wait's at t, each by `Tail` (the sum or its
-  // estimate), stopped once above `stop_above` (a lower bound then), kept in `into`.
+  // The estimate of the whole mixture at t, in the sum's order (for the tests).
+  double Estimated(double t) {
+    double p = 0;
+    for (size_t k = 0; k < Terms(); ++k) p += Weight(k) * TermEstimate(k, t);
+    return p;
+  }
+
+  // The pooled states' tails and the slot wait's at t, each by `Tail`, stopped once above
+  // `stop_above` (a lower bound then), kept in `into`.
   template <double (*Tail)(const FirstToken&, double)>
   double Mixture(double t, double stop_above, std::vector<KnownTail>& into) {
     double p = 0;
@@ -521,11 +585,9 @@ struct ReplicaQueue::TtftSearch {
   }
 
   bool Above(double t, double threshold) {
-    const int settled = Settled(t, threshold);
-    if (settled >= 0) return settled == 1;
-    const double estimate = Estimated(t, threshold + kMargin);
-    if (estimate > threshold + kMargin) return true;
-    if (estimate < threshold - kMargin) return false;
+    int side = Settled(t, threshold);
+    if (side < 0) side = EstimatedSide(t, threshold);
+    if (side >= 0) return side == 1;
     return Sum(t, threshold) > threshold;
   }
 };
@@ -545,7 +607,7 @@ void ReplicaQueue::PrepareTtft(const QueueState& s, double rate, TtftContext& ct
   ctx.wait_mean = s.mean_conditional_wait;
   ctx.known.clear();
   ctx.estimated.clear();
-  ctx.estimates_ready = false;
+  ctx.bounds.clear();
   // An arrival that finds n < c running joins at the next step; one that finds every slot busy
   // waits for a slot (the queue's wait), then joins c - 1 running. States below 1e-5 of the most
   // likely one are left out; neighbouring states are pooled into at most kMaxStates groups,
@@ -623,8 +685,8 @@ void ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
     }
     return p;
   };
-  TtftSearch search{ctx.states, ctx.first,     s.wait_probability,  ctx.wait_mean, ctx.waiting,
-                    ctx.known,  ctx.estimated, ctx.estimates_ready, ttft_sums_};
+  TtftSearch search{ctx.states, ctx.first,     s.wait_probability, ctx.wait_mean, ctx.waiting,
+                    ctx.known,  ctx.estimated, ctx.bounds,         ttft_sums_};
   // The highest level first: its first estimates land in the far tail (the bounds settle the
   // steps above it), where they bracket the highest quantile, and the lower levels start from
   // those values. Each level's answer is its own bisection's, whatever the order.
@@ -651,9 +713,9 @@ std::pair<double, double> ReplicaQueue::TtftTailAndEstimate(const QueueState& s,
   TtftContext ctx;
   PrepareTtft(s, rate, ctx);
   int64_t sums = 0;
-  TtftSearch search{ctx.states, ctx.first,     s.wait_probability,  ctx.wait_mean, ctx.waiting,
-                    ctx.known,  ctx.estimated, ctx.estimates_ready, sums};
-  return {search.Sum(t, kInfinity), search.Estimated(t, kInfinity)};
+  TtftSearch search{ctx.states, ctx.first,     s.wait_probability, ctx.wait_mean, ctx.waiting,
+                    ctx.known,  ctx.estimated, ctx.bounds,         sums};
+  return {search.Sum(t, kInfinity), search.Estimated(t)};
 }
 
 double ReplicaQueue::TpotQuantile(const QueueState& s, double quantile) const {

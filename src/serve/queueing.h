@@ -123,6 +123,7 @@ class ReplicaQueue {
     // (uniform_weight) and weight / width (uniform_rate), their terms being
     // 1 - x / width + busy x busy_mean / width x (1 - exp(-x / busy_mean)).
     bool rows_sorted = false;
+    bool estimate_ready = false;  // PrepareTailEstimate has run since FirstTokenAt
     std::array<double, kMaxKinds + 1> row_const{};
     std::array<double, kMaxKinds> row_decay{};
     // exp(-(own_seconds[j] - own_seconds[j - 1]) / busy_mean) (j >= 1; 0 without a wait).
@@ -157,6 +158,14 @@ class ReplicaQueue {
     double t = 0, value = 0;
     bool whole = false;
   };
+  // What TtftSearch knows of the tail's estimate at time t: per term of the mixture (the pooled
+  // states, then the slot wait's points) an interval holding the term's estimate, at
+  // bounds[at + k] (lower) and bounds[at + terms + k] (upper), and the mixture's interval
+  // [lower, upper] they give (one point where every term was estimated).
+  struct EstimateBracket {
+    double t = 0, lower = 0, upper = 0;
+    size_t at = 0;
+  };
   // What TtftQuantiles works from for one state at one rate: the pooled arrival states (n,
   // probability), their first-token distributions (first[i] for states[i]; the state a waiting
   // arrival joins, c - 1, at first[waiting]), the bisection's bracket, and the tail values summed
@@ -171,8 +180,8 @@ class ReplicaQueue {
     size_t waiting = 0;
     double low = 0, high = 0;
     std::vector<KnownTail> known;
-    std::vector<KnownTail> estimated;  // TailEstimate's values so far
-    bool estimates_ready = false;      // PrepareTailEstimate has run on `first`
+    std::vector<EstimateBracket> estimated;  // what the estimates so far say
+    std::vector<double> bounds;              // their terms' intervals
     bool Matches(const QueueState& s, double rate) const;
   };
   void PrepareTtft(const QueueState& s, double rate, TtftContext& ctx) const;
