@@ -512,7 +512,7 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     double price;
     const catalog::Gpu* gpu;  // looked up once (a name search)
     catalog::Interconnect link;
-    std::string caveat;  // plan::CaveatDetail, looked up once per offer
+    const std::string* caveat;  // plan::CaveatDetail, in `caveats`
   };
   std::vector<Priced> priced;
   // Per GPU name of the offers: its catalog entry (a name search) and, for a GPU the engine
@@ -522,6 +522,9 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     int* refused = nullptr;
   };
   std::map<std::string_view, GpuCheck> checked;
+  // plan::CaveatDetail reads an offer's caveat, GPU and provider (each looked up by name): once
+  // per distinct three.
+  std::map<std::tuple<std::string_view, std::string_view, std::string_view>, std::string> caveats;
   for (const catalog::Offer* offer : offers.offers) {
     auto [check, first] = checked.try_emplace(offer->gpu);
     if (first) {
@@ -554,7 +557,9 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     const catalog::Interconnect link = offer->interconnect == catalog::Interconnect::kUnknown
                                            ? catalog::Interconnect::kPcie
                                            : offer->interconnect;
-    priced.push_back({offer, *price, gpu, link, plan::CaveatDetail(*offer, catalog)});
+    auto [caveat, fresh] = caveats.try_emplace({offer->caveat, offer->gpu, offer->provider});
+    if (fresh) caveat->second = plan::CaveatDetail(*offer, catalog);
+    priced.push_back({offer, *price, gpu, link, &caveat->second});
     for (int64_t tp = 1; tp <= offer->gpu_count; tp *= 2) {
       if (offer->gpu_count % tp != 0 || r.model.heads % tp != 0) continue;
       if (tp > 1 && !r.engine.tensor_parallel) continue;
@@ -599,8 +604,8 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
         }
       } else {
         out.push_back(CandidateOf(*offer, layout, sizing, price, r));
-        if (!caveat.empty()) {
-          out.back().warnings.push_back("catalog-caveat" + caveat);
+        if (!caveat->empty()) {
+          out.back().warnings.push_back("catalog-caveat" + *caveat);
         }
       }
     }
