@@ -567,12 +567,16 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
       sizings.emplace(Layout{gpu, LayoutLink(link, tp), tp}, Sizing{});
     }
   }
-  std::vector<Prepared> prepared;
+  std::vector<const Layout*> layouts;
   std::vector<Sizing*> slots;
   for (auto& [layout, sizing] : sizings) {
-    prepared.push_back(Prepare(layout, r));
+    layouts.push_back(&layout);
     slots.push_back(&sizing);
   }
+  std::vector<Prepared> prepared(layouts.size());
+  ParallelFor(layouts.size(), r.threads, 1, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) prepared[i] = Prepare(*layouts[i], r);
+  });
   std::vector<std::vector<size_t>> groups;  // layouts that share a search
   for (size_t i = 0; i < prepared.size(); ++i) {
     auto same = std::find_if(groups.begin(), groups.end(), [&](const std::vector<size_t>& g) {
