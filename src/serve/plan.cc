@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <tuple>
@@ -258,12 +259,21 @@ void ChooseCap(const ReplicaQueue& q, double rate, int64_t fixed_cap, const Serv
   }
 }
 
-Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanRequest& r) {
-  Sizing out;
-  Result<StepModel> step = StepModel::Make(s);
-  if (!step.ok()) return out;
+// What continuous batching's search finds for a layout: everything of its Sizing but the
+// estimate at the chosen concurrency (the layout's memory, per GPU model).
+struct QueueSizing {
+  Sizing::Outcome outcome = Sizing::Outcome::kTooSlow;
+  Miss miss;  // kTooSlow
+  int64_t concurrency = 1, replicas = 1;
+  double rate = 0, utilization = 0, queue_wait_p90_seconds = 0;
+  LatencyTargets latency;
+};
+
+QueueSizing SearchQueue(const StepModel& step, const ServeRequest& s, int64_t most,
+                        const ServePlanRequest& r) {
+  QueueSizing out;
   const int64_t fixed_cap = r.concurrency.value_or(0);
-  ReplicaQueue q(*step, s.model,
+  ReplicaQueue q(step, s.model,
                  RequestMix{static_cast<double>(r.input_len), static_cast<double>(r.output_len),
                             r.arrival_scv, r.output_scv},
                  fixed_cap > 0 ? fixed_cap : most, s.max_batched_tokens);
@@ -273,7 +283,6 @@ Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanReques
   CapChoice chosen, trial, scratch;
   ChooseCap(q, 0, fixed_cap, r, chosen, scratch);
   if (!chosen.meets) {
-    out.outcome = Sizing::Outcome::kTooSlow;
     out.miss = chosen.miss;
     return out;
   }
@@ -336,28 +345,83 @@ Sizing SizeContinuous(const ServeRequest& s, int64_t most, const ServePlanReques
     rate = low;
     if (r.straightforward_search && rate > 0) ChooseCap(q, rate, fixed_cap, r, chosen, scratch);
   }
-  ServeRequest at = s;
-  at.batch = chosen.concurrency;
-  Result<ServeEstimate> e = EstimateServing(at);
-  if (!e.ok()) return out;
   out.outcome = Sizing::Outcome::kServes;
   out.concurrency = chosen.concurrency;
-  out.estimate = *e;
   out.latency = QueueLatency(q, chosen.state, rate, r, true);
-  out.requests_per_second_per_replica = rate;
+  out.rate = rate;
   out.utilization = chosen.state.utilization;
   out.queue_wait_p90_seconds = q.WaitQuantile(chosen.state, 0.9);
   return out;
 }
 
-Sizing SizeLayout(const Layout& layout, const ServePlanRequest& r) {
-  ServeRequest s = RequestOn(layout, r);
-  s.batch = 1;
-  Result<ServeEstimate> probe = EstimateServing(s);
-  if (!probe.ok() || probe->memory.max_concurrency < 1) return Sizing{};
-  if (r.concurrency && *r.concurrency > probe->memory.max_concurrency) return Sizing{};
-  const int64_t most = std::min(probe->memory.max_concurrency, kDefaultMaxConcurrency);
-  return r.batching == Batching::kStatic ? SizeStatic(s, most, r) : SizeContinuous(s, most, r);
+// A layout's Sizing from its search: the estimate at the chosen concurrency.
+Sizing SizeContinuous(const ServeRequest& s, const QueueSizing& q) {
+  Sizing out;
+  if (q.outcome != Sizing::Outcome::kServes) {
+    out.outcome = q.outcome;
+    out.miss = q.miss;
+    return out;
+  }
+  ServeRequest at = s;
+  at.batch = q.concurrency;
+  Result<ServeEstimate> e = EstimateServing(at);
+  if (!e.ok()) return out;
+  out.outcome = Sizing::Outcome::kServes;
+  out.concurrency = q.concurrency;
+  out.replicas = q.replicas;
+  out.estimate = *e;
+  out.latency = q.latency;
+  out.requests_per_second_per_replica = q.rate;
+  out.utilization = q.utilization;
+  out.queue_wait_p90_seconds = q.queue_wait_p90_seconds;
+  return out;
+}
+
+// What a layout's sizing starts from: its request, the most sequences per replica (0: the
+// layout does not fit) and, for continuous batching, its step model.
+struct Prepared {
+  ServeRequest request;
+  int64_t most = 0;
+  std::optional<StepModel> step;
+};
+
+Prepared Prepare(const Layout& layout, const ServePlanRequest& r) {
+  Prepared p;
+  p.request = RequestOn(layout, r);
+  p.request.batch = 1;
+  Result<ServeEstimate> probe = EstimateServing(p.request);
+  if (!probe.ok() || probe->memory.max_concurrency < 1) return p;
+  if (r.concurrency && *r.concurrency > probe->memory.max_concurrency) return p;
+  if (r.batching == Batching::kContinuous) {
+    Result<StepModel> step = StepModel::Make(p.request);
+    if (!step.ok()) return p;
+    p.step = *step;
+  }
+  p.most = std::min(probe->memory.max_concurrency, kDefaultMaxConcurrency);
+  return p;
+}
+
+// Continuous batching's search reads the layout through its step model, its model, its most
+// sequences and the step's token budget only (the rest is the plan's request): layouts equal in
+// those (GPU models with the same figures for this precision, e.g. the same chip with more
+// memory than the cap needs) share one search. Every layout's model is the request's
+// (RequestOn), so their step models differ only in their figures.
+bool SameSearch(const Prepared& a, const Prepared& b) {
+  return a.step && b.step && a.step->SameFiguresAs(*b.step) && a.most == b.most &&
+         a.request.max_batched_tokens == b.request.max_batched_tokens;
+}
+
+// Sizes a group of layouts that share a search (one layout unless SameSearch).
+void SizeGroup(std::span<const size_t> group, std::span<const Prepared> prepared,
+               std::span<Sizing*> sizings, const ServePlanRequest& r) {
+  const Prepared& first = prepared[group.front()];
+  if (first.most < 1) return;  // unfit: Sizing{}
+  if (r.batching == Batching::kStatic) {
+    *sizings[group.front()] = SizeStatic(first.request, first.most, r);
+    return;
+  }
+  const QueueSizing q = SearchQueue(*first.step, first.request, first.most, r);
+  for (size_t i : group) *sizings[i] = SizeContinuous(prepared[i].request, q);
 }
 
 ServeCandidate CandidateOf(const catalog::Offer& offer, const Layout& layout, const Sizing& z,
@@ -448,11 +512,35 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     double price;
     const catalog::Gpu* gpu;  // looked up once (a name search)
     catalog::Interconnect link;
-    std::string caveat;  // plan::CaveatDetail, looked up once per offer
+    const std::string* caveat;  // plan::CaveatDetail, in `caveats`
   };
   std::vector<Priced> priced;
+  // Per GPU name of the offers: its catalog entry (a name search) and, for a GPU the engine
+  // cannot run the precision on, the tally's count of that refusal (nullptr: supported).
+  struct GpuCheck {
+    const catalog::Gpu* gpu = nullptr;
+    int* refused = nullptr;
+  };
+  std::map<std::string_view, GpuCheck> checked;
+  // plan::CaveatDetail reads an offer's caveat, GPU and provider (each looked up by name): once
+  // per distinct three.
+  std::map<std::tuple<std::string_view, std::string_view, std::string_view>, std::string> caveats;
   for (const catalog::Offer* offer : offers.offers) {
-    const catalog::Gpu* gpu = catalog.FindGpu(offer->gpu);
+    auto [check, first] = checked.try_emplace(offer->gpu);
+    if (first) {
+      const catalog::Gpu* gpu = check->second.gpu = catalog.FindGpu(offer->gpu);
+      const KvPrecision kv = r.kv_precision.value_or(
+          gpu != nullptr && gpu->bf16_tflops ? KvPrecision::kBf16 : KvPrecision::kFp16);
+      const Status support =
+          gpu != nullptr ? CheckSupport(*gpu, r.precision, kv, r.engine) : Status::Ok();
+      if (!support.ok()) {
+        const std::string field = support.detail() != nullptr ? support.detail()->field : "";
+        check->second.refused = field == "engine"         ? &tally.wrong_vendor
+                                : field == "kv-precision" ? &tally.no_bf16_kv
+                                                          : &tally.unsupported;
+      }
+    }
+    const catalog::Gpu* gpu = check->second.gpu;
     if (gpu == nullptr) continue;
     const std::optional<double> price = catalog::OfferUsdPerHour(
         *offer, catalog.FindProvider(offer->provider), catalog::Pricing::kOnDemand);
@@ -460,13 +548,8 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
       ++tally.unpriced;
       continue;
     }
-    const KvPrecision kv =
-        r.kv_precision.value_or(gpu->bf16_tflops ? KvPrecision::kBf16 : KvPrecision::kFp16);
-    if (const Status support = CheckSupport(*gpu, r.precision, kv, r.engine); !support.ok()) {
-      const std::string field = support.detail() != nullptr ? support.detail()->field : "";
-      ++(field == "engine"         ? tally.wrong_vendor
-         : field == "kv-precision" ? tally.no_bf16_kv
-                                   : tally.unsupported);
+    if (check->second.refused != nullptr) {
+      ++*check->second.refused;
       continue;
     }
     // Unknown links are planned as PCIe, as `plan` does (docs/RANKING.md): a marketplace slice
@@ -474,7 +557,9 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
     const catalog::Interconnect link = offer->interconnect == catalog::Interconnect::kUnknown
                                            ? catalog::Interconnect::kPcie
                                            : offer->interconnect;
-    priced.push_back({offer, *price, gpu, link, plan::CaveatDetail(*offer, catalog)});
+    auto [caveat, fresh] = caveats.try_emplace({offer->caveat, offer->gpu, offer->provider});
+    if (fresh) caveat->second = plan::CaveatDetail(*offer, catalog);
+    priced.push_back({offer, *price, gpu, link, &caveat->second});
     for (int64_t tp = 1; tp <= offer->gpu_count; tp *= 2) {
       if (offer->gpu_count % tp != 0 || r.model.heads % tp != 0) continue;
       if (tp > 1 && !r.engine.tensor_parallel) continue;
@@ -482,10 +567,29 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
       sizings.emplace(Layout{gpu, LayoutLink(link, tp), tp}, Sizing{});
     }
   }
-  std::vector<std::pair<const Layout, Sizing>*> work;
-  for (auto& entry : sizings) work.push_back(&entry);
-  ParallelFor(work.size(), r.threads, 1, [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) work[i]->second = SizeLayout(work[i]->first, r);
+  std::vector<const Layout*> layouts;
+  std::vector<Sizing*> slots;
+  for (auto& [layout, sizing] : sizings) {
+    layouts.push_back(&layout);
+    slots.push_back(&sizing);
+  }
+  std::vector<Prepared> prepared(layouts.size());
+  ParallelFor(layouts.size(), r.threads, 1, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) prepared[i] = Prepare(*layouts[i], r);
+  });
+  std::vector<std::vector<size_t>> groups;  // layouts that share a search
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const std::vector<size_t>& g) {
+      return SameSearch(prepared[g.front()], prepared[i]);
+    });
+    if (same != groups.end()) {
+      same->push_back(i);
+    } else {
+      groups.push_back({i});
+    }
+  }
+  ParallelFor(groups.size(), r.threads, 1, [&](size_t begin, size_t end) {
+    for (size_t g = begin; g < end; ++g) SizeGroup(groups[g], prepared, slots, r);
   });
   std::vector<ServeCandidate> out;
   // In the offers' order: independent of threads.
@@ -504,8 +608,8 @@ Result<std::vector<ServeCandidate>> PlanServing(const catalog::Catalog& catalog,
         }
       } else {
         out.push_back(CandidateOf(*offer, layout, sizing, price, r));
-        if (!caveat.empty()) {
-          out.back().warnings.push_back("catalog-caveat" + caveat);
+        if (!caveat->empty()) {
+          out.back().warnings.push_back("catalog-caveat" + *caveat);
         }
       }
     }

@@ -1,6 +1,7 @@
 #include "serve/plan.h"
 
 #include <algorithm>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,85 @@ TEST_F(ServePlanTest, FastSearchGivesTheStraightforwardSearchsPlanExactly) {
       }
     }
   }
+}
+
+// serve-plan shares one queue search between layouts whose step models have the same figures
+// (SameFiguresAs; the model is the request's for every layout). A shared search is only right
+// if those layouts' steps take the same time for every call: over every GPU of the catalog,
+// tp 1-8, NVLink and PCIe, three precisions, two engines and the KV precisions, every pair
+// that would share gives the same Seconds and ChunkedPrefillSeconds on a grid of calls, and
+// every pair whose times differ anywhere on it (e.g. tp 2 over NVLink and over PCIe) does not
+// share. Some different GPUs do share (the B200 and B300 in bf16: the same chip's figures).
+TEST_F(ServePlanTest, LayoutsShareASearchOnlyWhereEveryStepTakesTheSameTime) {
+  Result<std::vector<EngineProfile>> engines = LoadEngineTable(kCatalogDir);
+  ASSERT_TRUE(engines.ok()) << engines.status().ToString();
+  struct Made {
+    std::string what;
+    const catalog::Gpu* gpu;
+    StepModel step;
+    std::vector<double> times;  // on the grid below
+  };
+  std::vector<Made> made;
+  for (const EngineProfile& engine : *engines) {
+    if (engine.engine != Engine::kVllm && engine.engine != Engine::kTrtllm) continue;
+    for (const catalog::Gpu& gpu : catalog_->gpus()) {
+      for (Precision precision : {Precision::kBf16, Precision::kFp8, Precision::kInt4WeightOnly}) {
+        for (KvPrecision kv : {KvPrecision::kBf16, KvPrecision::kFp16, KvPrecision::kFp8}) {
+          for (int64_t tp : {1, 2, 4, 8}) {
+            for (catalog::Interconnect link :
+                 {catalog::Interconnect::kNvlink, catalog::Interconnect::kPcie}) {
+              ServeRequest s;
+              s.model = request_.model;
+              s.gpu = gpu;
+              s.engine = engine;
+              s.precision = precision;
+              s.kv_precision = kv;
+              s.tp = tp;
+              s.interconnect = link;
+              Result<StepModel> step = StepModel::Make(s);
+              if (!step.ok()) continue;  // not supported
+              const std::string what = std::string(EngineName(engine.engine)) + " " + gpu.name +
+                                       " " + std::string(PrecisionName(precision)) + " kv " +
+                                       std::to_string(static_cast<int>(kv)) + " tp " +
+                                       std::to_string(tp) + " link " +
+                                       std::to_string(static_cast<int>(link));
+              made.push_back({what, &gpu, *step, {}});
+            }
+          }
+        }
+      }
+    }
+  }
+  ASSERT_GT(made.size(), 500u);
+  // Calls of the kinds the queue makes: decodes with prompts joining, chunked prompts.
+  for (Made& m : made) {
+    for (double seqs : {1.0, 7.0, 64.0, 256.0}) {
+      for (double context : {300.0, 4000.0}) {
+        for (double prompt : {0.0, 512.0, 8192.0}) {
+          m.times.push_back(m.step.Seconds(seqs, context, prompt, 512));
+          m.times.push_back(m.step.ChunkedPrefillSeconds(seqs, context, prompt + 1, 2048, 512));
+        }
+      }
+    }
+  }
+  int shared = 0, shared_across_gpus = 0, kept_apart = 0;
+  for (size_t i = 0; i < made.size(); ++i) {
+    for (size_t j = i + 1; j < made.size(); ++j) {
+      const bool share = made[i].step.SameFiguresAs(made[j].step);
+      if (made[i].times == made[j].times) {
+        shared += share ? 1 : 0;
+        shared_across_gpus += share && made[i].gpu->name != made[j].gpu->name ? 1 : 0;
+      } else {
+        EXPECT_FALSE(share) << made[i].what << " and " << made[j].what;
+        ++kept_apart;
+      }
+    }
+  }
+  EXPECT_GT(shared, 0);
+  EXPECT_GT(shared_across_gpus, 0);
+  EXPECT_GT(kept_apart, shared);
+  std::cout << made.size() << " layouts: " << shared << " pairs share (" << shared_across_gpus
+            << " of different GPUs), " << kept_apart << " kept apart\n";
 }
 
 // The front is over the confirmed offers (docs/RANKING.md: an unconfirmed row neither gets a star

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <memory>
 
 namespace fulcrum::serve {
 namespace {
@@ -76,7 +78,7 @@ ReplicaQueue::ReplicaQueue(const StepModel& step, const workload::Model& model,
   prompt_seconds_.assign(cap + 1, 0);
   kinds_.reserve(cap * 8);
   kind_begin_.assign(cap + 2, 0);
-  own_seconds_.assign((cap + 1) * kMaxKinds, 0);
+  own_seconds_ = std::make_unique_for_overwrite<double[]>((cap + 1) * kMaxKinds);
   own_count_.assign(cap + 1, 0);
   extra_seconds_.assign(cap + 1, -1);
   for (size_t m = 1; m <= cap; ++m) {
@@ -210,6 +212,7 @@ void ReplicaQueue::FirstTokenAt(int64_t running, double rate, FirstToken& f) con
   const std::span<const StepKind> under_way = KindsAt(n);
   const size_t kinds = under_way.size();
   f.kinds = kinds;
+  f.estimate_ready = false;
   f.own = 0;
   f.longest = 0;
   f.total_weight = 0;
@@ -426,71 +429,47 @@ double ReplicaQueue::TtftTail(int64_t running, const FirstToken& f, double t) co
 }
 
 // TtftQuantiles' bisection step "P(TTFT > t) > threshold" with less work than the whole sum and
-// the same answer: values already summed at other times bound it (the tail falls with t; the
-// margin is far above the sums' rounding, ~1e-13), TtftTailBound settles "no" far above the
-// quantile, and the sum, in the straightforward order, stops once past the threshold (its terms
-// are >= 0, so the rounded sum of the rest cannot bring it back under).
-//
-// Before the bisection sums at its own midpoints, Probe sums where the bisection will end: the
-// rest of the bisection's path is followed with each step the sums so far do not settle decided
-// by TailEstimate (the same tail in exact arithmetic, its terms summed by rows at a fraction of
-// the cost, so within ~1e-13 of the sum; its values kept for the next walks, the next levels),
-// and the tail summed at both ends of the path's final bracket. When the estimate's path is the
-// sum's (all but always), the two ends decide every step (one sum each); when it is not, the
-// sums are still true values that bound later steps, and after kMaxProbes the bisection sums at
-// its midpoints as before. Either way each step is decided by the same comparison of the same
-// sum: the answers do not change.
+// the same answer. The tail falls with t, each of its terms (a pooled state's tail, or the slot
+// wait's at one of its points) too, and TailEstimate is a term's sum in exact arithmetic (its
+// parts summed by rows at an eighth of the cost; the parts the sum skips past 40 busy means add
+// < e^-40): rounded, a sum, its estimate and the same at a later time keep that order but for
+// ~1e-13 (ReplicaQueueTest.TailEstimateIsTheSumButForRounding holds the estimate within 1e-12),
+// far under kMargin. So a step is settled, in this order, by a sum taken before at a time on its
+// side that clears the threshold by the margin, the same from what the estimates so far say,
+// TtftTailBound's "no" far above the quantile, then by the estimate at t: each term's estimate
+// lies between its estimates at the nearest times either side that have them (between 0 and 1
+// without one), and the terms are estimated, those of a wide interval (times its weight) first,
+// until the mixture's interval clears the threshold by the margin. Only where every term is
+// estimated and the estimate is within the margin of the threshold is the step settled by the sum,
+// in the straightforward order (stopped once past the threshold: its terms are >= 0, so the rounded
+// sum of the rest cannot bring it back under). Each step is answered as the straightforward
+// search's sum answers it: the answers do not change.
 struct ReplicaQueue::TtftSearch {
   static constexpr double kMargin = 1e-9;
-  static constexpr int kMaxProbes = 12;
   const std::vector<std::pair<size_t, double>>& states;  // representative state, probability
   std::vector<FirstToken>& first;                        // [i]: states[i]'s
   double wait_probability = 0, wait_mean = 0;
   size_t waiting_state = 0;  // first[]'s index of the state a waiting arrival joins
   std::vector<KnownTail>& known;
-  std::vector<KnownTail>& estimated;  // TailEstimate's sums, kept for the next walks of the path
-  bool& estimates_ready;              // PrepareTailEstimate has run on `first`
-  int64_t& sums;                      // ReplicaQueue::ttft_sums_
+  std::vector<EstimateBracket>& estimated;  // what the estimates so far say
+  std::vector<double>& bounds;              // their terms' intervals
+  int64_t& sums;                            // ReplicaQueue::ttft_sums_
 
-  // The same from the sums taken so far alone.
-  int SettledByKnown(double t, double threshold) const {
+  // 1 / 0 / -1 as Above would say without a new estimate or sum: a sum at t' >= t above
+  // threshold + margin, or a whole one at t' <= t below threshold - margin (at t itself, its
+  // side); the same of the estimates' intervals; the bound.
+  int Settled(double t, double threshold) const {
     for (const KnownTail& k : known) {
       if (k.whole && k.t == t) return k.value > threshold ? 1 : 0;
+    }
+    for (const KnownTail& k : known) {
       if (k.t >= t && k.value > threshold + kMargin) return 1;
       if (k.whole && k.t <= t && k.value < threshold - kMargin) return 0;
     }
-    return -1;
-  }
-
-  // TailEstimate's tail at t (the sum's value but for rounding), stopped once above
-  // `stop_above` (a lower bound then), kept in `estimated`.
-  double Estimated(double t, double stop_above) {
-    if (!estimates_ready) {
-      for (size_t i = 0; i < states.size(); ++i) PrepareTailEstimate(first[i]);
-      if (wait_probability > 0 && waiting_state == states.size()) {
-        PrepareTailEstimate(first[waiting_state]);
-      }
-      estimates_ready = true;
+    for (const EstimateBracket& e : estimated) {
+      if (e.t >= t && e.lower > threshold + kMargin) return 1;
+      if (e.t <= t && e.upper < threshold - kMargin) return 0;
     }
-    return Mixture<TailEstimate>(t, stop_above, estimated);
-  }
-
-  // Whether the tail at t is above the threshold as far as the sums so far say, else as the
-  // estimates say (those taken so far, else one at t, stopped once above the threshold).
-  bool EstimatedAbove(double t, double threshold) {
-    if (const int known_side = SettledByKnown(t, threshold); known_side >= 0) {
-      return known_side == 1;
-    }
-    for (const KnownTail& e : estimated) {
-      if (e.t >= t && e.value > threshold) return true;
-      if (e.whole && e.t <= t && e.value <= threshold) return false;
-    }
-    return Estimated(t, threshold) > threshold;
-  }
-
-  // 1: the tail at t is above the threshold, 0: not, -1: not settled without a sum.
-  int Settled(double t, double threshold) const {
-    if (const int known_side = SettledByKnown(t, threshold); known_side >= 0) return known_side;
     double bound = 0;
     for (size_t i = 0; i < states.size(); ++i) {
       bound += states[i].second * TtftTailBound(first[i], t);
@@ -504,14 +483,88 @@ struct ReplicaQueue::TtftSearch {
     return bound < threshold - kMargin ? 0 : -1;
   }
 
+  // The mixture's terms: the pooled states, then the slot wait's points.
+  static constexpr size_t kMaxTerms = kMaxStates + kWaitPoints;
+  size_t Terms() const { return states.size() + (wait_probability > 0 ? kWaitPoints : 0); }
+  double Weight(size_t k) const {
+    return k < states.size() ? states[k].second : wait_probability / kWaitPoints;
+  }
+  double TermEstimate(size_t k, double t) {
+    FirstToken& f = first[k < states.size() ? k : waiting_state];
+    if (!f.estimate_ready) {
+      PrepareTailEstimate(f);
+      f.estimate_ready = true;
+    }
+    if (k < states.size()) return TailEstimate(f, t);
+    return TailEstimate(f, t - wait_mean * kWaitFactor[k - states.size()]);
+  }
+
+  // Estimates the terms at t, those whose interval (times its weight) is at least the mean
+  // first, then the others, until the mixture's interval clears the threshold by the margin
+  // (1: above, 0: below) or every term is estimated (-1: within the margin); kept in
+  // `estimated`. (Picking the widest each time takes about as many estimates, 33,400 against
+  // 34,400 for docs/BENCH.md's bf16 plan, and its selection costs more than that saves.)
+  int EstimatedSide(double t, double threshold) {
+    const size_t terms = Terms();
+    const EstimateBracket* before = nullptr;  // the nearest each side
+    const EstimateBracket* after = nullptr;
+    for (const EstimateBracket& e : estimated) {
+      if (e.t <= t && (before == nullptr || e.t > before->t)) before = &e;
+      if (e.t >= t && (after == nullptr || e.t < after->t)) after = &e;
+    }
+    const size_t at = bounds.size();
+    const size_t upper_at = before != nullptr ? before->at + terms : 0;
+    const size_t lower_at = after != nullptr ? after->at : 0;
+    if (bounds.capacity() < at + 2 * terms) bounds.reserve(2 * (at + 2 * terms) + 1024);
+    bounds.resize(at + 2 * terms);
+    double* lower = &bounds[at];
+    double* upper = &bounds[at + terms];
+    std::array<double, kMaxTerms> weight, width;  // width: weight x the interval's
+    double low = 0, high = 0;
+    for (size_t k = 0; k < terms; ++k) {
+      lower[k] = after != nullptr ? bounds[lower_at + k] : 0;
+      upper[k] = before != nullptr ? bounds[upper_at + k] : 1;
+      weight[k] = Weight(k);
+      low += weight[k] * lower[k];
+      high += weight[k] * upper[k];
+      width[k] = weight[k] * (upper[k] - lower[k]);
+    }
+    const double wide = (high - low) / static_cast<double>(terms);
+    int side = -1;
+    for (int pass = 0; pass < 2 && side < 0; ++pass) {
+      for (size_t k = 0; k < terms; ++k) {
+        if (low > threshold + kMargin) side = 1;
+        if (high < threshold - kMargin) side = 0;
+        if (side >= 0) break;
+        if (!(width[k] > 0) || (pass == 0 && width[k] < wide)) continue;
+        const double e = TermEstimate(k, t);
+        low += weight[k] * (e - lower[k]);
+        high += weight[k] * (e - upper[k]);
+        lower[k] = upper[k] = e;
+        width[k] = 0;
+      }
+    }
+    if (side < 0 && low > threshold + kMargin) side = 1;
+    if (side < 0 && high < threshold - kMargin) side = 0;
+    estimated.push_back({t, low, high, at});
+    return side;
+  }
+
   // The straightforward order's sum at t; with `stop_above`, stopped once above it.
   double Sum(double t, double stop_above) {
     ++sums;
     return Mixture<FastTtftTail>(t, stop_above, known);
   }
 
-  // The pooled states' tails and the slot wait's at t, each by `Tail` (the sum or its
-  // estimate), stopped once above `stop_above` (a lower bound then), kept in `into`.
+  // The estimate of the whole mixture at t, in the sum's order (for the tests).
+  double Estimated(double t) {
+    double p = 0;
+    for (size_t k = 0; k < Terms(); ++k) p += Weight(k) * TermEstimate(k, t);
+    return p;
+  }
+
+  // The pooled states' tails and the slot wait's at t, each by `Tail`, stopped once above
+  // `stop_above` (a lower bound then), kept in `into`.
   template <double (*Tail)(const FirstToken&, double)>
   double Mixture(double t, double stop_above, std::vector<KnownTail>& into) {
     double p = 0;
@@ -532,48 +585,10 @@ struct ReplicaQueue::TtftSearch {
   }
 
   bool Above(double t, double threshold) {
-    const int settled = Settled(t, threshold);
-    if (settled >= 0) return settled == 1;
+    int side = Settled(t, threshold);
+    if (side < 0) side = EstimatedSide(t, threshold);
+    if (side >= 0) return side == 1;
     return Sum(t, threshold) > threshold;
-  }
-
-  // Sums where the bisection of [a, b] is expected to end (see above), until its path is settled
-  // or kMaxProbes sums were taken.
-  void Probe(double a, double b, double threshold) {
-    for (int probe = 0; probe < kMaxProbes; ++probe) {
-      int k = 0;
-      for (; k < 30 && b - a > 2e-3 * b; ++k) {
-        const double mid = (a + b) / 2;
-        const int settled = Settled(mid, threshold);
-        if (settled < 0) break;
-        (settled == 1 ? a : b) = mid;
-      }
-      if (!(k < 30 && b - a > 2e-3 * b)) return;
-      // The rest of the path, each step the sums so far do not settle taken from the estimate.
-      double pa = a, pb = b;
-      for (int j = k; j < 30 && pb - pa > 2e-3 * pb; ++j) {
-        const double mid = (pa + pb) / 2;
-        (EstimatedAbove(mid, threshold) ? pa : pb) = mid;
-      }
-      // Both ends of the final bracket, the one on the current midpoint's side (the path's first
-      // step) first; the other once that one is where the estimate put it (the path is then the
-      // estimate's up to it).
-      const bool near_above = (a + b) / 2 <= pa;
-      const double near = near_above ? pa : pb, far = near_above ? pb : pa;
-      if (IsKnown(near)) return;
-      // The end below the crossing is summed whole (later levels settle steps with it either way);
-      // the one above it only until it passes the threshold by the margin (that settles it).
-      const double stop_above = threshold + kMargin;
-      if ((Sum(near, near_above ? stop_above : kInfinity) > threshold) != near_above) continue;
-      if (far != a && far != b && !IsKnown(far)) Sum(far, near_above ? kInfinity : stop_above);
-    }
-  }
-
-  bool IsKnown(double t) const {
-    for (const KnownTail& known_tail : known) {
-      if (known_tail.whole && known_tail.t == t) return true;
-    }
-    return false;
   }
 };
 
@@ -592,7 +607,7 @@ void ReplicaQueue::PrepareTtft(const QueueState& s, double rate, TtftContext& ct
   ctx.wait_mean = s.mean_conditional_wait;
   ctx.known.clear();
   ctx.estimated.clear();
-  ctx.estimates_ready = false;
+  ctx.bounds.clear();
   // An arrival that finds n < c running joins at the next step; one that finds every slot busy
   // waits for a slot (the queue's wait), then joins c - 1 running. States below 1e-5 of the most
   // likely one are left out; neighbouring states are pooled into at most kMaxStates groups,
@@ -670,11 +685,11 @@ void ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
     }
     return p;
   };
-  TtftSearch search{ctx.states, ctx.first,     s.wait_probability,  ctx.wait_mean, ctx.waiting,
-                    ctx.known,  ctx.estimated, ctx.estimates_ready, ttft_sums_};
-  // The highest level first: the first sums land in the far tail (the bounds settle the steps
-  // above it), where they bracket the highest quantile, and the lower levels start from those
-  // sums. Each level's answer is its own bisection's, whatever the order.
+  TtftSearch search{ctx.states, ctx.first,     s.wait_probability, ctx.wait_mean, ctx.waiting,
+                    ctx.known,  ctx.estimated, ctx.bounds,         ttft_sums_};
+  // The highest level first: its first estimates land in the far tail (the bounds settle the
+  // steps above it), where they bracket the highest quantile, and the lower levels start from
+  // those values. Each level's answer is its own bisection's, whatever the order.
   for (size_t done = 0; done < quantiles.size(); ++done) {
     size_t i = 0;
     for (size_t k = 0; k < quantiles.size(); ++k) {
@@ -683,7 +698,6 @@ void ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
     }
     double a = ctx.low, b = ctx.high;
     const double threshold = 1 - quantiles[i];
-    if (!straightforward_) search.Probe(a, b, threshold);
     for (int k = 0; k < 30 && b - a > 2e-3 * b; ++k) {
       const double mid = (a + b) / 2;
       const bool above = straightforward_ ? tail(mid) > threshold : search.Above(mid, threshold);
@@ -691,6 +705,17 @@ void ReplicaQueue::TtftQuantiles(const QueueState& s, double rate,
     }
     out[i] = b;
   }
+}
+
+std::pair<double, double> ReplicaQueue::TtftTailAndEstimate(const QueueState& s, double rate,
+                                                            double t) const {
+  if (!s.stable) return {1, 1};
+  TtftContext ctx;
+  PrepareTtft(s, rate, ctx);
+  int64_t sums = 0;
+  TtftSearch search{ctx.states, ctx.first,     s.wait_probability, ctx.wait_mean, ctx.waiting,
+                    ctx.known,  ctx.estimated, ctx.bounds,         sums};
+  return {search.Sum(t, kInfinity), search.Estimated(t)};
 }
 
 double ReplicaQueue::TpotQuantile(const QueueState& s, double quantile) const {

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -71,12 +72,18 @@ class ReplicaQueue {
   double WaitQuantile(const QueueState& state, double quantile) const;
   // true: TtftQuantiles evaluates the whole tail at every step of its bisection (the
   // straightforward search, kept for the tests). false (default): the same bisection, each step
-  // decided from bounds when they settle it, the sums taken where the bisection is estimated to
-  // end (TailEstimate; see TtftSearch in queueing.cc); the same answers to the last bit.
+  // decided from bounds, or from the tail's estimate (TailEstimate) where it clears the threshold
+  // by far more than its rounding, the sum taken only where neither settles it (see TtftSearch
+  // in queueing.cc); the same answers to the last bit.
   void UseStraightforwardSearch(bool on) { straightforward_ = on; }
-  // Exact tail sums the default search has taken so far (its cost; at least two a level: one
-  // each side of the bisection's final bracket).
+  // Exact tail sums the default search has taken so far (only where the tail's estimate is
+  // within the search's margin of a level's threshold).
   int64_t ttft_sums() const { return ttft_sums_; }
+  // For tests: P(TTFT > t) in `state` at `requests_per_second` as the default search sums it
+  // (first; bit for bit the straightforward search's sum) and its estimate (second), which
+  // decides the default search's steps where it clears the threshold by the margin (1e-9).
+  std::pair<double, double> TtftTailAndEstimate(const QueueState& state, double requests_per_second,
+                                                double t) const;
 
  private:
   // Poisson terms kept per step table: until 1e-4 of the probability is left, at most this many.
@@ -116,6 +123,7 @@ class ReplicaQueue {
     // (uniform_weight) and weight / width (uniform_rate), their terms being
     // 1 - x / width + busy x busy_mean / width x (1 - exp(-x / busy_mean)).
     bool rows_sorted = false;
+    bool estimate_ready = false;  // PrepareTailEstimate has run since FirstTokenAt
     std::array<double, kMaxKinds + 1> row_const{};
     std::array<double, kMaxKinds> row_decay{};
     // exp(-(own_seconds[j] - own_seconds[j - 1]) / busy_mean) (j >= 1; 0 without a wait).
@@ -137,7 +145,8 @@ class ReplicaQueue {
   // FastTtftTail's value in exact arithmetic (but for the terms it skips past 40 busy means),
   // its terms summed in another order (rounding apart, ~1e-13): whole rows of terms from
   // FirstToken's row sums, by kind only the rows whose x = t - own step falls inside a step
-  // under way, one exp a call. Only where the search sums is taken from it, never an answer.
+  // under way, one exp a call. It decides a search step only where it clears the threshold by
+  // the search's margin, 1e-9 (as the sum would decide it).
   static double TailEstimate(const FirstToken& f, double t);
   static void PrepareTailEstimate(FirstToken& f);  // its tables, before the first estimate
   // An upper bound of TtftTail at t from its slowest terms (1 before the longest own step).
@@ -148,6 +157,14 @@ class ReplicaQueue {
   struct KnownTail {
     double t = 0, value = 0;
     bool whole = false;
+  };
+  // What TtftSearch knows of the tail's estimate at time t: per term of the mixture (the pooled
+  // states, then the slot wait's points) an interval holding the term's estimate, at
+  // bounds[at + k] (lower) and bounds[at + terms + k] (upper), and the mixture's interval
+  // [lower, upper] they give (one point where every term was estimated).
+  struct EstimateBracket {
+    double t = 0, lower = 0, upper = 0;
+    size_t at = 0;
   };
   // What TtftQuantiles works from for one state at one rate: the pooled arrival states (n,
   // probability), their first-token distributions (first[i] for states[i]; the state a waiting
@@ -163,8 +180,8 @@ class ReplicaQueue {
     size_t waiting = 0;
     double low = 0, high = 0;
     std::vector<KnownTail> known;
-    std::vector<KnownTail> estimated;  // TailEstimate's sums so far
-    bool estimates_ready = false;      // PrepareTailEstimate has run on `first`
+    std::vector<EstimateBracket> estimated;  // what the estimates so far say
+    std::vector<double> bounds;              // their terms' intervals
     bool Matches(const QueueState& s, double rate) const;
   };
   void PrepareTtft(const QueueState& s, double rate, TtftContext& ctx) const;
@@ -186,8 +203,9 @@ class ReplicaQueue {
   std::vector<double> log_rate_;  // log(rate_[m])
   // [m] the step time one more joining prompt adds with m running (Solve's peakedness).
   std::vector<double> prompt_seconds_;
-  // OwnSeconds(n, j) at own_seconds_[n x kMaxKinds + j], j < own_count_[n]: filled on demand.
-  mutable std::vector<double> own_seconds_;
+  // OwnSeconds(n, j) at own_seconds_[n x kMaxKinds + j], j < own_count_[n]: filled on demand
+  // (not cleared when allocated: only what is filled is read).
+  mutable std::unique_ptr<double[]> own_seconds_;
   mutable std::vector<size_t> own_count_;
   mutable std::vector<double> extra_seconds_;  // [n], < 0 until computed
   bool straightforward_ = false;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "core/input_error.h"
@@ -539,6 +540,22 @@ void StepModel::DecodeParts(double decode_seqs, double decode_context, ServeSpee
 // all-gather stage, each closed by one peer-to-peer flag write (vllm-project/vllm@036bb6855
 // csrc/custom_all_reduce.cuh cross_device_reduce_2stage, start_sync/end_sync "Latency = 1 p2p
 // write"), so two link latencies whatever n, with the ring's 2 (n-1)/n bytes moved per GPU.
+bool StepModel::SameFiguresAs(const StepModel& o) const {
+  const auto figures = [](const StepModel& s) {
+    return std::tie(s.ranks_, s.tp_, s.hidden_, s.layers_, s.kv_per_token_per_gpu_,
+                    s.kv_read_factor_, s.weights_bytes_, s.routed_bytes_, s.k_over_e_,
+                    s.linear_flops_per_token_, s.bandwidth_, s.prefill_flops_, s.decode_flops_,
+                    s.attention_flops_, s.overhead_per_pass_, s.decode_overhead_per_pass_,
+                    s.host_per_pass_, s.decode_host_per_pass_, s.dequant_bytes_,
+                    s.link_bytes_per_second_, s.link_latency_seconds_, s.custom_allreduce_);
+  };
+  // The model, the int, 20 doubles and the bool above (LP64): a field added to StepModel must be
+  // added to `figures` too.
+  static_assert(sizeof(StepModel) == sizeof(workload::Model) + 8 + 20 * 8 + 8,
+                "StepModel's fields changed: update SameFiguresAs");
+  return figures(*this) == figures(o);
+}
+
 double StepModel::AllReduce(double bytes) const {
   estimate::Link link;
   link.bytes_per_second = link_bytes_per_second_;

@@ -291,6 +291,8 @@ class StepModel {
                                double budget, double prefill_context) const;
   // The parts of a pure decode step (ServeSpeed's decode_* fields) of `decode_seqs` sequences.
   void DecodeParts(double decode_seqs, double decode_context, ServeSpeed& speed) const;
+  // Every figure but the model equal: the same times for every call on the same model.
+  bool SameFiguresAs(const StepModel& other) const;
 
  private:
   StepModel() = default;
