@@ -550,7 +550,8 @@ bool StepModel::SameFiguresAs(const StepModel& o) const {
                     s.link_bytes_per_second_, s.link_latency_seconds_, s.custom_allreduce_);
   };
   // The model, the int, 20 doubles and the bool above (LP64): a field added to StepModel must be
-  // added to `figures` too.
+  // added to `figures` too. The size catches a new field of 8 bytes or more; a bool or int placed
+  // in the padding after custom_allreduce_ or ranks_ would not change it, so check by hand.
   static_assert(sizeof(StepModel) == sizeof(workload::Model) + 8 + 20 * 8 + 8,
                 "StepModel's fields changed: update SameFiguresAs");
   return figures(*this) == figures(o);
