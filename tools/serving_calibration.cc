@@ -113,6 +113,14 @@ const std::vector<Knob<ServeCalibration>>& ArchitectureKnobs() {
   return kKnobs;
 }
 
+// Whether a knob is fitted only where rows of two sources depend on it (FittedKnobs): the engines'
+// factors, hf's fused-module share and the CDNA 3 factor, each of which few sources constrain;
+// the base constants and bitsandbytes' per-layer times are always fitted.
+bool IsGatedKnob(const std::string& member) {
+  return member.rfind("engine(", 0) == 0 || member == "hf_fused_dispatch_share" ||
+         member == "cdna3_gemm_factor";
+}
+
 // The three lists: what the generated source and the constants table hold.
 const std::vector<Knob<ServeCalibration>>& ServingKnobs() {
   static const std::vector<Knob<ServeCalibration>> kKnobs = [] {
@@ -359,8 +367,7 @@ std::vector<Knob<ServeCalibration>> FittedKnobs(
   std::vector<Knob<ServeCalibration>> knobs;
   for (const Knob<ServeCalibration>& k : candidates) {
     const bool per_engine = k.member.rfind("engine(", 0) == 0;
-    const bool gated =
-        per_engine || k.member == "hf_fused_dispatch_share" || k.member == "cdna3_gemm_factor";
+    const bool gated = IsGatedKnob(k.member);
     std::set<std::string> sources;
     for (const ServingRow* row : rows) {
       const bool of_engine =
