@@ -30,10 +30,10 @@ double P90Hours(const json& c) { return c["time"]["p90_hours"].get<double>(); }
 
 double P90Usd(const json& c) { return c["cost"]["p90_usd"].get<double>(); }
 
-// The balanced pick costs within 25 % of the cheapest confirmed candidate with no more nodes
-// that meets the deadline and the budget, both at P90 (the cost the balanced objective ranks by: a
-// row whose expected cost is low but whose GPU has no calibration rows or whose spot risk is
-// extrapolated is not cheap at P90).
+// The balanced pick costs within 25 % of the cheapest confirmed candidate with no more nodes and
+// the same pricing (on-demand or spot) that meets the deadline and the budget, both at P90 (the
+// cost the balanced objective ranks by: a row whose expected cost is low but whose GPU has no
+// calibration rows or whose spot risk is extrapolated is not cheap at P90).
 void ExpectBalancedNearCheapest(const std::vector<std::string>& question) {
   const json balanced = Plan(With(question, {"--top", "1"}));
   const json cheapest = Plan(With(question, {"--top", "100000", "--objective", "cheapest"}));
@@ -52,6 +52,10 @@ void ExpectBalancedNearCheapest(const std::vector<std::string>& question) {
       // A gang of more nodes than the pick (every one held at once, spot ones preempted
       // independently) is not the price a smaller pick is held to.
       if (c["nodes"].get<int>() > pick["nodes"].get<int>()) continue;
+      // An on-demand pick is held to on-demand prices, a spot pick to spot ones: a spot row's
+      // P90 carries its preemptions, but renting on-demand buys a run no one takes away, which the
+      // balanced score's stability counts and a price comparison cannot.
+      if (c["pricing"] != pick["pricing"]) continue;
       if (cheap == nullptr || P90Usd(c) < P90Usd(*cheap)) cheap = &c;
     }
     if (cheap != nullptr) break;

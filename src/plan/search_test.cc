@@ -113,6 +113,9 @@ TEST(SearchTest, AProvidersOwnStorageRowSetsItsCheckpointPause) {
   PlanSpec spec = Spec();
   spec.constraints.providers = {"hyperstack", "nebius"};
   spec.constraints.pricing = {PricingModel::kOnDemand};
+  // The note names the rows shown: show them all, so that the SXM row is among them wherever its
+  // price ranks it (its price-unverified tier puts it below Nebius's rows).
+  spec.top = 1000;
   auto before = RunPlan(f.catalog, f.model, spec, f.assumptions, 2);
   CostAssumptions faster = f.assumptions;
   spot::StorageKind nvme;
