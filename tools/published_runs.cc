@@ -111,6 +111,8 @@ struct GroupFit {
   // The share of the activations that would have to go for the peak to fit, the allocator
   // reserve scaling with the allocated bytes as in estimate::EstimateMemory.
   double activations_over = 0;
+  // The peak were the FP32 gradient accumulation sharded over dp x cp (the same arithmetic).
+  double peak_sharded_gradients = 0;
 };
 GroupFit GroupSizeThatFits(const PublishedRun& run) {
   GroupFit g;
@@ -137,6 +139,10 @@ GroupFit GroupSizeThatFits(const PublishedRun& run) {
   if (g.activations > 0) {
     g.activations_over = (g.peak - g.capacity) / (1 + reserve) / g.activations;
   }
+  const double shards = static_cast<double>(workload::StateShards(t));
+  g.peak_sharded_gradients =
+      (b.allocated_bytes - b.gradients_bytes * (1 - 1 / shards)) * (1 + reserve) +
+      b.cuda_context_bytes;
   for (int64_t n = t.pp - 1; n >= 1; --n) {
     t.microbatch_group_size = n;
     if (estimate::Evaluate(in).verdict == estimate::FitVerdict::kDoesNotFit) continue;
@@ -172,6 +178,7 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
          "floor(m / p)), i.e. g = p = 16 for the 405B rows' m = 32 and m = 16 "
          "(pytorch/pytorch@00722e648b torch/distributed/pipelining/schedules.py, "
          "_get_warmup_ops).";
+  std::ostringstream sharded;  // the peaks with sharded gradient accumulation
   for (const PublishedRun& run : runs) {
     const GroupFit g = GroupSizeThatFits(run);
     if (g.minimum_chunks == 0 || !g.does_not_fit) continue;
@@ -188,6 +195,7 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
     } else {
       out << "); no group size makes it fit.";
     }
+    sharded << (sharded.tellp() > 0 ? ", " : "") << run.id << " " << Gib(g.peak_sharded_gradients);
   }
   out << " Llama 3 405B's paper (arXiv 2407.21783, section 3.3.2) sets N, its g, \"flexibly\" "
          "to run fewer micro-batches than stages under a batch-size limit, or more per group "
@@ -198,13 +206,19 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
          "each pipeline stage\") are not counted here (Megatron frees them too: "
          "deallocate_pipeline_outputs), and the first and last stages' embedding- and loss-only "
          "chunks hold no layer. What the paper leaves unstated: the micro-batch size (Table 4 "
-         "gives 32, 16 and 16 sequences per data-parallel rank; the rows take 1), N itself, and "
+         "gives 32, 16 and 16 sequences per data-parallel rank; the rows take 1), N itself, "
          "which tensors its layers save for backward (the estimate takes Megatron-Core's with "
          "Transformer Engine: both norms' inputs and outputs, Q, K, V, the attention output, "
-         "the SwiGLU input and output; no activation checkpointing). So these rows do not fit "
-         "here although they trained without activation checkpointing: at any N the paper "
-         "describes, its layers would have to save less than Megatron-Core's by the share "
-         "above.\n\n"
+         "the SwiGLU input and output; no activation checkpointing), and whether the FP32 "
+         "gradient accumulation over the micro-batches it describes (\"Numerical stability\") "
+         "is a whole buffer "
+         "reduce-scattered in FP32 once per step (as the rows take it: Megatron's distributed "
+         "optimizer) or sharded (\"shards optimizer states and gradients\" read as a "
+         "reduce-scatter after each micro-batch's backward): sharded, the peaks would be "
+      << sharded.str()
+      << ". So with a whole accumulation buffer these rows do not fit here although they "
+         "trained without activation checkpointing: at any N the paper describes, their layers "
+         "would have to save less than Megatron-Core's by the share above.\n\n"
          "Public runs not in the table: DeepSeek-V3 (multi-head latent attention is not modelled: "
          "src/workload/model_io.cc refuses its shape, so its memory and time cannot be estimated "
          "honestly); Llama 2 (the paper gives GPU-hours per model, Table 2, but neither the GPU "
