@@ -315,16 +315,26 @@ double LayerActivationBytes(const Model& m, const Training& t) {
     return TorchtitanSelectiveBytes(m, t, sbh, sbf, r);
   }
   // Not split by tensor parallelism (split only with sequence parallelism): the inputs of the two
-  // norms, the QKV input, the MLP input and the two dropout masks.
+  // norms, the QKV input, the MLP input and the two dropout masks. Megatron-Core with Transformer
+  // Engine fuses each norm into the next linear (LayerNormLinear), which saves the norm's input,
+  // its output (under sequence parallelism the local shard: the gathered copy is freed after the
+  // GEMM and gathered again in backward) and the fp32 rsigma, s b / t floats, not counted
+  // (NVIDIA/TransformerEngine@d0067d0da transformer_engine/pytorch/module/layernorm_linear.py,
+  // _LayerNormLinear.forward: ln_out_needs_gather, save_for_backward(inputmat, ..., ln_out, mu,
+  // rsigma)). The residual adds save nothing, and without dropout (Llama) no mask is drawn.
   const double replicated = (4 * e) * sbh + 2 * mask * sbh + MeanMoeDispatchElements(m) * e * sbh;
   // Split by tp: Q (sbh), K and V (r*sbh each), the output-projection input (sbh); the MLP keeps
   // the activation's input and the down-projection input (2sbf). A gated MLP in eager PyTorch
   // keeps gate, up, SiLU(gate) and the product (4sbf); Megatron's fused bias_swiglu keeps only
-  // its input (gate and up) and recomputes the SiLU (megatron/core/fusions/fused_bias_swiglu.py).
+  // its input (gate and up) and recomputes the SiLU (Megatron-LM@d98e8a64dd
+  // megatron/core/fusions/fused_bias_swiglu.py, SwiGLUFunction: save_for_backward(input)).
   const double mlp_tensors = gated ? (workload::UsesMegatronModel(t.framework) ? 3 : 4) : 2;
   const double split = e * sbh * (2 + 2 * r) + mlp_tensors * e * sbf;
   // Core attention: softmax output (2as^2b), dropout mask (as^2b) and dropout output (2as^2b);
   // flash attention keeps only the fp32 log-sum-exp per row (4asb); selective recompute drops it.
+  // Transformer Engine's fused attention saves q, k, v and its output (counted above, the output
+  // being the projection's input) and the softmax statistics (NVIDIA/TransformerEngine@d0067d0da
+  // transformer_engine/pytorch/attention/dot_product_attention/backends.py, FusedAttnFunc.forward).
   const double a = static_cast<double>(m.heads);
   const double s = static_cast<double>(t.seq_len);
   double attention = 0;
