@@ -97,14 +97,22 @@ std::string Metric(const PublishedRun& run, double v) {
   return run.metric == "mfu" ? Percent(v) + " MFU" : Format("%.0f", v) + " tok/s/GPU";
 }
 
-// For an interleaved run that does not fit: the micro-batch group size (Megatron's
-// microbatch_group_size_per_vp_stage, extended below its lower bound pp) under which it would, and
-// the chunks of activations the first stage then holds; 0 when none does or the run fits.
+// For an interleaved run that does not fit: what its peak stage holds (from the estimate, not
+// fitted), and the micro-batch group size (Megatron's microbatch_group_size_per_vp_stage, the
+// paper's N, extended below its lower bound pp) under which it would fit, with the chunks of
+// activations the first stage then holds; largest_fitting 0 when none does or the run fits.
 struct GroupFit {
   int64_t minimum_chunks = 0;  // first-stage chunks at Megatron's smallest group size, pp
   int64_t largest_fitting = 0;
   int64_t chunks = 0;
-  bool does_not_fit = false;  // at the run's own group size
+  bool does_not_fit = false;    // at the run's own group size
+  double layers_in_flight = 0;  // at the peak stage: activations / one layer's for one micro-batch
+  double layer_bytes = 0, activations = 0, states = 0, rest = 0, peak = 0, capacity = 0;
+  // The share of the activations that would have to go for the peak to fit, the allocator
+  // reserve scaling with the allocated bytes as in estimate::EstimateMemory.
+  double activations_over = 0;
+  // The peak were the FP32 gradient accumulation sharded over dp x cp (the same arithmetic).
+  double peak_sharded_gradients = 0;
 };
 GroupFit GroupSizeThatFits(const PublishedRun& run) {
   GroupFit g;
@@ -116,8 +124,25 @@ GroupFit GroupSizeThatFits(const PublishedRun& run) {
     return std::min(m * t.vpp, 2 * (t.pp - 1) + (t.vpp - 1) * n + 1);
   };
   g.minimum_chunks = chunks(t.pp);
-  g.does_not_fit = estimate::Evaluate(in).verdict == estimate::FitVerdict::kDoesNotFit;
+  const estimate::EstimateResult r = estimate::Evaluate(in);
+  g.does_not_fit = r.verdict == estimate::FitVerdict::kDoesNotFit;
   if (!g.does_not_fit) return g;
+  const estimate::MemoryBreakdown& b = r.memory;
+  g.layer_bytes = estimate::LayerActivationBytes(in.model, t);
+  g.activations = b.activations_bytes;
+  g.layers_in_flight = g.layer_bytes > 0 ? b.activations_bytes / g.layer_bytes : 0;
+  g.states = b.weights_bytes + b.gradients_bytes + b.optimizer_bytes;
+  g.rest = b.other_bytes;
+  g.peak = b.peak_bytes_per_gpu;
+  g.capacity = r.capacity_bytes;
+  const double reserve = b.allocated_bytes > 0 ? b.allocator_reserve_bytes / b.allocated_bytes : 0;
+  if (g.activations > 0) {
+    g.activations_over = (g.peak - g.capacity) / (1 + reserve) / g.activations;
+  }
+  const double shards = static_cast<double>(workload::StateShards(t));
+  g.peak_sharded_gradients =
+      (b.allocated_bytes - b.gradients_bytes * (1 - 1 / shards)) * (1 + reserve) +
+      b.cuda_context_bytes;
   for (int64_t n = t.pp - 1; n >= 1; --n) {
     t.microbatch_group_size = n;
     if (estimate::Evaluate(in).verdict == estimate::FitVerdict::kDoesNotFit) continue;
@@ -126,6 +151,10 @@ GroupFit GroupSizeThatFits(const PublishedRun& run) {
     break;
   }
   return g;
+}
+
+std::string Gib(double bytes, const char* format = "%.1f") {
+  return Format(format, bytes / 1073741824.0) + " GiB";
 }
 
 // The memory column's reading: which settings the recipes' published configurations state, what
@@ -144,24 +173,52 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
          "schedule runs 2 (p - 1) + (v - 1) g + 1 model chunks forward on the first stage before "
          "its first backward, g = microbatch_group_size_per_vp_stage, which Megatron takes "
          "between p and the micro-batches per step m (default p) and `estimate "
-         "--microbatch-group-size` models.";
+         "--microbatch-group-size` models; PyTorch's ScheduleInterleaved1F1B, the upstream form "
+         "of the schedule Llama 3's paper describes, runs the same warm-up with g = m / max(1, "
+         "floor(m / p)), i.e. g = p = 16 for the 405B rows' m = 32 and m = 16 "
+         "(pytorch/pytorch@00722e648b torch/distributed/pipelining/schedules.py, "
+         "_get_warmup_ops).";
+  std::ostringstream sharded;  // the peaks with sharded gradient accumulation
   for (const PublishedRun& run : runs) {
     const GroupFit g = GroupSizeThatFits(run);
     if (g.minimum_chunks == 0 || !g.does_not_fit) continue;
-    out << " " << run.id << ": " << g.minimum_chunks
-        << " chunks at g = p (the fewest Megatron runs";
+    out << " " << run.id << ": at g = p its peak stage holds " << Format("%.0f", g.layers_in_flight)
+        << " layers' activations of one micro-batch (" << Gib(g.layer_bytes, "%.2f")
+        << " each) = " << Gib(g.activations) << ", beside " << Gib(g.states)
+        << " of weights, gradients and optimizer states and " << Gib(g.rest)
+        << " of logits, buffers, allocator reserve and CUDA context: " << Gib(g.peak) << " of "
+        << Gib(g.capacity) << ", " << Percent(g.activations_over) << " of the activations over ("
+        << g.minimum_chunks << " chunks on the first stage";
     if (g.largest_fitting > 0) {
       out << "); it would fit with g <= " << g.largest_fitting << " (" << g.chunks
           << " chunks), below Megatron's range.";
     } else {
       out << "); no group size makes it fit.";
     }
+    sharded << (sharded.tellp() > 0 ? ", " : "") << run.id << " " << Gib(g.peak_sharded_gradients);
   }
-  out << " Llama 3 405B's paper (arXiv 2407.21783, section 3.3.2) describes a schedule whose "
-         "number of consecutive micro-batches per group is set freely, fewer than the stages "
-         "included, and does not state the value the production runs used; its rows are "
-         "estimated at Megatron's default g = p, the most defensible documented choice, and so "
-         "do not fit here although they trained without activation checkpointing.\n\n"
+  out << " Llama 3 405B's paper (arXiv 2407.21783, section 3.3.2) sets N, its g, \"flexibly\" "
+         "to run fewer micro-batches than stages under a batch-size limit, or more per group "
+         "\"finding a sweet spot between DFS and breadth first schedule (BFS)\", where DFS has "
+         "N = PP and BFS N = M (Figure 6's example: N = 5 on 4 ranks); with m >= p that is "
+         "p <= N <= m, so the fewest warm-up chunks its schedule runs are Megatron's default, and "
+         "a larger N holds more. The chunk outputs it frees (\"the input and output tensors of "
+         "each pipeline stage\") are not counted here (Megatron frees them too: "
+         "deallocate_pipeline_outputs), and the first and last stages' embedding- and loss-only "
+         "chunks hold no layer. What the paper leaves unstated: the micro-batch size (Table 4 "
+         "gives 32, 16 and 16 sequences per data-parallel rank; the rows take 1), N itself, "
+         "which tensors its layers save for backward (the estimate takes Megatron-Core's with "
+         "Transformer Engine: both norms' inputs and outputs, Q, K, V, the attention output, "
+         "the SwiGLU input and output; no activation checkpointing), and whether the FP32 "
+         "gradient accumulation over the micro-batches it describes (\"Numerical stability\") "
+         "is a whole buffer "
+         "reduce-scattered in FP32 once per step (as the rows take it: Megatron's distributed "
+         "optimizer) or sharded (\"shards optimizer states and gradients\" read as a "
+         "reduce-scatter after each micro-batch's backward): sharded, the peaks would be "
+      << sharded.str()
+      << ". So with a whole accumulation buffer these rows do not fit here although they "
+         "trained without activation checkpointing: at any N the paper describes, their layers "
+         "would have to save less than Megatron-Core's by the share above.\n\n"
          "Public runs not in the table: DeepSeek-V3 (multi-head latent attention is not modelled: "
          "src/workload/model_io.cc refuses its shape, so its memory and time cannot be estimated "
          "honestly); Llama 2 (the paper gives GPU-hours per model, Table 2, but neither the GPU "

@@ -315,16 +315,26 @@ double LayerActivationBytes(const Model& m, const Training& t) {
     return TorchtitanSelectiveBytes(m, t, sbh, sbf, r);
   }
   // Not split by tensor parallelism (split only with sequence parallelism): the inputs of the two
-  // norms, the QKV input, the MLP input and the two dropout masks.
+  // norms, the QKV input, the MLP input and the two dropout masks. Megatron-Core with Transformer
+  // Engine fuses each norm into the next linear (LayerNormLinear), which saves the norm's input,
+  // its output (under sequence parallelism the local shard: the gathered copy is freed after the
+  // GEMM and gathered again in backward) and the fp32 rsigma, s b / t floats, not counted
+  // (NVIDIA/TransformerEngine@d0067d0da transformer_engine/pytorch/module/layernorm_linear.py,
+  // _LayerNormLinear.forward: ln_out_needs_gather, save_for_backward(inputmat, ..., ln_out, mu,
+  // rsigma)). The residual adds save nothing, and without dropout (Llama) no mask is drawn.
   const double replicated = (4 * e) * sbh + 2 * mask * sbh + MeanMoeDispatchElements(m) * e * sbh;
   // Split by tp: Q (sbh), K and V (r*sbh each), the output-projection input (sbh); the MLP keeps
   // the activation's input and the down-projection input (2sbf). A gated MLP in eager PyTorch
   // keeps gate, up, SiLU(gate) and the product (4sbf); Megatron's fused bias_swiglu keeps only
-  // its input (gate and up) and recomputes the SiLU (megatron/core/fusions/fused_bias_swiglu.py).
+  // its input (gate and up) and recomputes the SiLU (Megatron-LM@d98e8a64dd
+  // megatron/core/fusions/fused_bias_swiglu.py, SwiGLUFunction: save_for_backward(input)).
   const double mlp_tensors = gated ? (workload::UsesMegatronModel(t.framework) ? 3 : 4) : 2;
   const double split = e * sbh * (2 + 2 * r) + mlp_tensors * e * sbf;
   // Core attention: softmax output (2as^2b), dropout mask (as^2b) and dropout output (2as^2b);
   // flash attention keeps only the fp32 log-sum-exp per row (4asb); selective recompute drops it.
+  // Transformer Engine's fused attention saves q, k, v and its output (counted above, the output
+  // being the projection's input) and the softmax statistics (NVIDIA/TransformerEngine@d0067d0da
+  // transformer_engine/pytorch/attention/dot_product_attention/backends.py, FusedAttnFunc.forward).
   const double a = static_cast<double>(m.heads);
   const double s = static_cast<double>(t.seq_len);
   double attention = 0;
@@ -368,31 +378,73 @@ double PipelineActivationBytes(const Model& m, const Training& t) {
   return StageActivationBytes(m, t, workload::PipelineStageLayers(m, t).first, t.pp);
 }
 
+namespace {
+
+// Of the first `chunk_forwards` forwards a rank of the interleaved schedule runs, how many run
+// model chunk `chunk`: Megatron-LM's schedule table takes the micro-batches in groups of g (the
+// last group takes all that remain) and runs each group on chunk 0, then chunk 1, ..., v - 1
+// (Megatron-LM@d98e8a64dd megatron/core/pipeline_parallel/schedules.py, get_schedule_table);
+// torch.distributed.pipelining's ScheduleInterleaved1F1B runs the same order with g = m / rounds
+// (pytorch/pytorch@00722e648b torch/distributed/pipelining/schedules.py,
+// ScheduleInterleaved1F1B: forward_stage_index).
+int64_t ForwardsOnChunk(int64_t chunk_forwards, int64_t chunk, int64_t micro_batches, int64_t group,
+                        int64_t chunks_per_rank) {
+  int64_t seen = 0, on_chunk = 0;
+  for (int64_t start = 0; start < micro_batches && seen < chunk_forwards; start += group) {
+    const int64_t size = start + group >= micro_batches ? micro_batches - start : group;
+    const int64_t in_group = std::min(chunk_forwards - seen, size * chunks_per_rank);
+    on_chunk += std::clamp<int64_t>(in_group - chunk * size, 0, size);
+    seen += in_group;
+  }
+  return on_chunk;
+}
+
+// Layers' worth of activations the interleaved schedule keeps in flight on the stage of rank
+// pp - in_flight_limit at its first backward: its warm-up, 2 (pp - rank - 1) + (v - 1) g chunk
+// forwards, and one more, at most all m v (Megatron-LM@d98e8a64dd schedules.py,
+// get_pp_rank_microbatches; PyTorch's _get_warmup_ops counts the same). A chunk holds
+// stage_layers / v layers, except where the first (last) stage's layers plus one are a multiple of
+// v and its layers are not: the embedding (the output layer and loss) then takes one layer's place
+// in the stage's first (last) chunk, Megatron-LM's account_for_embedding_in_pipeline_split /
+// account_for_loss_in_pipeline_split (Megatron-LM@d98e8a64dd
+// megatron/core/transformer/transformer_block.py,
+// get_num_layers_to_build: that chunk builds one layer fewer) and Llama 3 405B's split ("the first
+// model chunk on the first stage has only the embedding", arXiv 2407.21783, section 3.3.2).
+double InterleavedLayersInFlight(const Training& t, int64_t stage_layers, int64_t in_flight_limit,
+                                 int64_t micro_batches) {
+  const int64_t rank = t.pp - in_flight_limit;
+  const int64_t group = workload::MicrobatchGroupSize(t);
+  const int64_t chunks =
+      std::min(micro_batches * t.vpp, 2 * (t.pp - rank - 1) + (t.vpp - 1) * group + 1);
+  const bool end_stage = rank == 0 || rank == t.pp - 1;
+  if (!end_stage || stage_layers % t.vpp == 0 || (stage_layers + 1) % t.vpp != 0) {
+    return static_cast<double>(chunks) * static_cast<double>(stage_layers) /
+           static_cast<double>(t.vpp);
+  }
+  const int64_t per_chunk = (stage_layers + 1) / t.vpp;
+  const int64_t short_chunk = rank == 0 ? 0 : t.vpp - 1;
+  return static_cast<double>(chunks * per_chunk -
+                             ForwardsOnChunk(chunks, short_chunk, micro_batches, group, t.vpp));
+}
+
+}  // namespace
+
 double StageActivationBytes(const Model& m, const Training& t, int64_t stage_layers,
                             int64_t in_flight_limit) {
-  const double layers_per_stage = static_cast<double>(stage_layers);
   const int64_t micro_batches = std::max<int64_t>(1, workload::MicroBatchesPerStep(t));
   // Layers' worth of activations in flight at the stage's peak. 1F1B: min(pp - rank, m) micro-
-  // batches of the stage's layers. Interleaved (v chunks of layers / v each): the warm-up runs
-  // 2 (pp - rank - 1) + (v - 1) g chunk forwards before the first backward, all m v of them when
-  // that is not fewer, g = microbatch_group_size_per_vp_stage (pp by default, at most m;
-  // Megatron-LM@d98e8a64dd megatron/core/pipeline_parallel/schedules.py, get_pp_rank_microbatches:
-  // "num_warmup_microbatches += (num_model_chunks - 1) * microbatch_group_size_per_vp_stage";
-  // megatron/core/model_parallel_config.py: default pipeline_model_parallel_size); one more chunk
-  // is in flight when the backward starts. On the first stage this is
-  // Korthikanti et al.'s L/pp x pp x (1 + (pp-1)/(pp v)) (arXiv 2205.05198, section 4.2.3); the
-  // last stage holds (v - 1) pp + 1 chunks, not one micro-batch.
-  double layers_in_flight = 0;
-  if (t.vpp > 1) {
-    const int64_t rank = t.pp - in_flight_limit;
-    const int64_t total_chunks = micro_batches * t.vpp;
-    const int64_t group = workload::MicrobatchGroupSize(t);
-    const int64_t chunks = std::min(total_chunks, 2 * (t.pp - rank - 1) + (t.vpp - 1) * group + 1);
-    layers_in_flight = static_cast<double>(chunks) * layers_per_stage / static_cast<double>(t.vpp);
-  } else {
-    layers_in_flight =
-        layers_per_stage * static_cast<double>(std::min(in_flight_limit, micro_batches));
-  }
+  // batches of the stage's layers. Interleaved: InterleavedLayersInFlight, g =
+  // microbatch_group_size_per_vp_stage (pp by default, at most m; Megatron-LM@d98e8a64dd
+  // megatron/core/model_parallel_config.py: default pipeline_model_parallel_size). On an even
+  // first stage this is Korthikanti et al.'s L/pp x pp x (1 + (pp-1)/(pp v)) (arXiv 2205.05198,
+  // section 4.2.3); the last stage holds (v - 1) g + 1 chunks, not one micro-batch. The chunks'
+  // outputs are not counted: Megatron frees an output's data once it is sent
+  // (deallocate_output_tensor; megatron/training/argument_utils.py sets
+  // deallocate_pipeline_outputs), and a received input is its first layer's saved norm input.
+  const double layers_in_flight =
+      t.vpp > 1 ? InterleavedLayersInFlight(t, stage_layers, in_flight_limit, micro_batches)
+                : static_cast<double>(stage_layers) *
+                      static_cast<double>(std::min(in_flight_limit, micro_batches));
   return OffloadedActivationBytes(m, t, layers_in_flight * LayerActivationBytes(m, t)) +
          RecomputeWorkingSetBytes(m, t);
 }

@@ -120,16 +120,36 @@ TEST(InterleavedPipelineTest, BubbleIsPMinusOneOverVmOfTheSlowestStage) {
   EXPECT_LT(EstimateStepTime(m, flat, Node(true, false, 3200)).mfu, 0.35);
 }
 
-// The first stage's activations under the interleaved schedule: 2 (p - 1) + (v - 1) p + 1 chunks
-// in flight at the first backward (Megatron-LM schedules.py, forward_backward_pipelining_with_
-// interleaving), each of its 7 layers / 8 chunks; Korthikanti et al. 2022 (arXiv 2205.05198,
-// section 4.2.3) give the same L/p x p x (1 + (p - 1) / (p v)) for even stages.
-TEST(InterleavedPipelineTest, UnevenFirstStageHoldsItsWarmUpChunks) {
+// The end stages' activations under the interleaved schedule with Llama 3 405B's split (arXiv
+// 2407.21783, section 3.3.2: "the first model chunk on the first stage has only the embedding, and
+// the last model chunk on the last stage has only output projection and loss"): 7 layers in 8
+// chunks, one per chunk but the embedding's (the loss's). The first stage runs 2 (p - 1) + (v - 1)
+// g = 142 forwards before its first backward and one more (Megatron-LM schedules.py,
+// get_pp_rank_microbatches), in the order of Megatron's schedule table (get_schedule_table:
+// micro-batches 0-15 on chunks 0-7, then 16-30 on chunk 0): 16 + 15 of the 143 on the
+// embedding's chunk, 112 layers. The last stage runs (v - 1) g = 112 forwards and one more, the
+// loss chunk of micro-batch 0: 112 layers. The 8-layer second stage holds 141 one-layer chunks.
+TEST(InterleavedPipelineTest, EndStagesHoldNoLayerForTheEmbeddingAndLossChunks) {
   const Model m = workload::testing::Llama3_405b();
   const Training t = workload::testing::Llama3_405bTraining();
-  const double chunks = 2 * (16 - 1) + (8 - 1) * 16 + 1;
-  EXPECT_NEAR(StageActivationBytes(m, t, 7, t.pp), chunks * 7.0 / 8.0 * LayerActivationBytes(m, t),
-              1e-9 * StageActivationBytes(m, t, 7, t.pp));
+  ASSERT_EQ(workload::MicroBatchesPerStep(t), 32);
+  const double per_layer = LayerActivationBytes(m, t);
+  const int64_t p = t.pp, v = t.vpp, g = p;
+  const double first_chunks = 2 * (p - 1) + (v - 1) * g + 1;
+  const double embedding_chunks = g + (first_chunks - v * g);
+  EXPECT_NEAR(StageActivationBytes(m, t, 7, p), (first_chunks - embedding_chunks) * per_layer,
+              1e-9 * per_layer);
+  EXPECT_NEAR(StageActivationBytes(m, t, 7, 1), ((v - 1) * g) * per_layer, 1e-9 * per_layer);
+  EXPECT_NEAR(StageActivationBytes(m, t, 8, p - 1), (2 * (p - 2) + (v - 1) * g + 1) * per_layer,
+              1e-9 * per_layer);
+  // With 16 micro-batches (the 16,384-GPU row) every forward runs before the first backward:
+  // 16 x 8 chunks, 16 of them the embedding's.
+  Training half = t;
+  half.dp = 2 * t.dp;
+  ASSERT_EQ(workload::MicroBatchesPerStep(half), 16);
+  EXPECT_NEAR(StageActivationBytes(m, half, 7, p), (16 * 8 - 16) * per_layer, 1e-9 * per_layer);
+  // A split whose layers fill the chunks evenly keeps stage_layers / v per chunk.
+  EXPECT_NEAR(StageActivationBytes(m, t, 16, p), first_chunks * 2 * per_layer, 1e-9 * per_layer);
 }
 
 // Llama 3.1 8B at 131072 tokens, FSDP2 + cp 4 on 8 H100, fp8, full AC: torchtitan measured
