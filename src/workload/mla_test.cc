@@ -126,6 +126,22 @@ TEST(MlaParametersTest, AttentionProjectionsOfOneLayer) {
   EXPECT_EQ(LargestTensorParameterCount(v3), 129280.0 * 7168);
 }
 
+// The shipped presets (catalog/models/deepseek-*.yaml) carry the HF configs' shapes.
+TEST(MlaParametersTest, PresetsAgreeWithTheHfConfigs) {
+  const std::string catalog = std::string(FULCRUM_SOURCE_DIR) + "/catalog";
+  for (const auto& [name, config] : {std::pair{"deepseek-v2-lite", kDeepSeekV2LiteConfig},
+                                     {"deepseek-v2", kDeepSeekV2Config},
+                                     {"deepseek-v3", kDeepSeekV3Config}}) {
+    const Result<Model> preset = LoadModelPreset(catalog, name);
+    ASSERT_TRUE(preset.ok()) << preset.status().message();
+    const Model hf = Parsed(config, "config.json");
+    EXPECT_EQ(ParameterCount(*preset), ParameterCount(hf)) << name;
+    EXPECT_EQ(ActiveParameterCount(*preset), ActiveParameterCount(hf)) << name;
+    EXPECT_EQ(MlaLatentDim(*preset), MlaLatentDim(hf)) << name;
+    EXPECT_EQ(preset->q_lora_rank, hf.q_lora_rank) << name;
+  }
+}
+
 // Standard attention keeps its widths: Q and the output are hidden, K and V kv_heads x head_dim.
 TEST(MlaParametersTest, StandardAttentionWidthsUnchanged) {
   const Model m = Parsed(kMixtralConfig, "mixtral/config.json");
