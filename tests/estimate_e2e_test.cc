@@ -96,6 +96,33 @@ TEST(EstimateE2eTest, InconsistentInputIsRefused) {
                 "--precision");
 }
 
+// A DeepSeek-V3 config (tests/fixtures/hf/deepseek-v3.json: the HF deepseek-ai/DeepSeek-V3
+// config.json's shape fields) through the binary at its published layout (arXiv 2412.19437
+// section 3.2: pp 16, ep 64, ZeRO-1 dp over 2048 H800, FP8): the multi-head latent attention
+// shape is estimated, 671 B parameters (the paper's total); a config without kv_lora_rank is
+// refused with exit 2, naming the field.
+TEST(EstimateE2eTest, DeepSeekV3ConfigIsEstimated) {
+  nlohmann::json doc =
+      EstimateJson({"--hf-config",    SourcePath("tests/fixtures/hf/deepseek-v3.json"),
+                    "--gpu",          "H800-SXM5-80GB",
+                    "--gpus",         "2048",
+                    "--framework",    "megatron",
+                    "--pp",           "16",
+                    "--ep",           "64",
+                    "--zero",         "1",
+                    "--precision",    "fp8",
+                    "--seq-len",      "4096",
+                    "--micro-batch",  "1",
+                    "--global-batch", "15360"});
+  EXPECT_NEAR(doc["model"]["parameters"].get<double>(), 671e9, 671e9 * 0.005);
+  EXPECT_EQ(doc["parallel"]["ep"], 64);
+  EXPECT_EQ(doc["parallel"]["pp"], 16);
+  EXPECT_GT(doc["memory"]["activations_bytes"].get<double>(), 0);
+  ExpectRefused({"--hf-config", SourcePath("tests/fixtures/hf/deepseek-v3-no-kv-lora-rank.json"),
+                 "--gpu", "H800-SXM5-80GB"},
+                "kv_lora_rank: missing (required for DeepseekV3ForCausalLM)");
+}
+
 // The layouts of issue 13 through the binary: uneven stages (32 layers on pp 5: 6, 7, 7, 6, 6
 // with the floor on the first and last), context parallelism, expert parallelism on a custom
 // mixture-of-experts shape; JSON parallel.{cp, ep, stage_layers}.

@@ -343,6 +343,7 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
                                {"vpp", &q.vpp},
                                {"cp", &q.cp},
                                {"dp", &q.dp},
+                               {"ep", &q.ep},
                                {"zero", &q.zero},
                                {"first_stage_layers", &q.first_stage_layers},
                                {"last_stage_layers", &q.last_stage_layers},
@@ -355,6 +356,7 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
   }
   q.cp = std::max<int64_t>(1, q.cp);
   q.vpp = std::max<int64_t>(1, q.vpp);
+  q.ep = std::max<int64_t>(1, q.ep);  // empty: no expert parallelism
   FULCRUM_ASSIGN_OR_RETURN(q.mlp, r.Text("mlp"));
   FULCRUM_ASSIGN_OR_RETURN(q.gpu, r.Text("gpu"));
   FULCRUM_ASSIGN_OR_RETURN(q.precision, r.Text("precision"));
@@ -378,9 +380,9 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
   run.layout =
       "tp" + std::to_string(q.tp) + " pp" + std::to_string(q.pp) +
       (q.vpp > 1 ? " vpp" + std::to_string(q.vpp) : "") +
-      (q.cp > 1 ? " cp" + std::to_string(q.cp) : "") + " dp" + std::to_string(q.dp) + " z" +
-      std::to_string(q.zero) + " " + q.framework +
-      (q.grad_precision.empty() ? "" : " grad " + q.grad_precision) +
+      (q.cp > 1 ? " cp" + std::to_string(q.cp) : "") + " dp" + std::to_string(q.dp) +
+      (q.ep > 1 ? " ep" + std::to_string(q.ep) : "") + " z" + std::to_string(q.zero) + " " +
+      q.framework + (q.grad_precision.empty() ? "" : " grad " + q.grad_precision) +
       (q.fp8_params ? " fp8-params" : "") +
       (q.microbatch_group_size > 0 ? " group " + std::to_string(q.microbatch_group_size) : "");
   run.batch = std::to_string(q.micro_batch) + "/" + std::to_string(q.global_batch) + " x " +

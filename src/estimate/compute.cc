@@ -183,6 +183,53 @@ MlpForward MeanMlp(const Model& m, const Training& tr, double tokens, double t,
           w * dense.width + (1 - w) * moe.width};
 }
 
+// The attention's projection GEMMs of one layer's forward on one tp rank: the column-parallel
+// ones before the attention kernel and, with them, the row-parallel output projection (o).
+// Standard attention: the fused QKV (hidden -> q + k + v widths) and o, split over tp. MLA: the
+// down-projections (hidden -> q_lora_rank, hidden -> kv_lora_rank + qk_rope) run duplicated on
+// every tp rank (Megatron-LM@d98e8a64dd megatron/core/transformer/multi_latent_attention.py:
+// linear_q_down_proj / linear_kv_down_proj with parallel_mode 'duplicated'); the
+// up-projections (q_b, kv_b; q_proj without query compression) and o are split over tp.
+struct AttentionGemms {
+  double column_seconds = 0;
+  double seconds = 0;
+  double flops = 0;
+};
+
+AttentionGemms AttentionProjectionGemms(const Model& m, double tokens, double t,
+                                        const GemmRate& peak) {
+  const double h = static_cast<double>(m.hidden);
+  const double q = static_cast<double>(workload::QDim(m));
+  const double out = static_cast<double>(workload::AttentionOutDim(m));
+  AttentionGemms g;
+  if (!workload::IsMla(m)) {
+    const double qkv = q + static_cast<double>(workload::KDim(m) + workload::VDim(m));
+    g.column_seconds = GemmSeconds(tokens, qkv / t, h, peak);
+    g.flops = 2 * tokens * h * (qkv + out) / t;
+  } else {
+    const double latent = static_cast<double>(workload::MlaLatentDim(m));
+    const double kv_lora = static_cast<double>(m.kv_lora_rank);
+    const double kv_up = static_cast<double>(m.heads * (m.qk_nope_head_dim + m.v_head_dim));
+    const double q_lora = static_cast<double>(m.q_lora_rank);
+    double duplicated = h * latent;            // multiply-adds per token on every rank
+    double split = kv_lora * kv_up + h * out;  // divided over tp
+    g.column_seconds =
+        GemmSeconds(tokens, latent, h, peak) + GemmSeconds(tokens, kv_up / t, kv_lora, peak);
+    if (m.q_lora_rank > 0) {
+      g.column_seconds +=
+          GemmSeconds(tokens, q_lora, h, peak) + GemmSeconds(tokens, q / t, q_lora, peak);
+      duplicated += h * q_lora;
+      split += q_lora * q;
+    } else {
+      g.column_seconds += GemmSeconds(tokens, q / t, h, peak);
+      split += h * q;
+    }
+    g.flops = 2 * tokens * (duplicated + split / t);
+  }
+  g.seconds = g.column_seconds + GemmSeconds(tokens, h, out / t, peak);
+  return g;
+}
+
 LayerForward EstimateLayerForward(const Model& model, const Training& tr, const Hardware& hw,
                                   const TimeCalibration& c) {
   LayerForward out;
@@ -194,7 +241,6 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   const double tokens = static_cast<double>(tr.micro_batch) * local_seq;
   const double h = static_cast<double>(model.hidden);
   const double heads = static_cast<double>(model.heads);
-  const double head_dim = h / heads;
   const double kv_dim = static_cast<double>(workload::KvDim(model));
   const bool gated = model.mlp == workload::MlpKind::kSwiglu;
   const bool fp8_units = tr.precision == Precision::kFp8 && hw.peak_flops > hw.peak_flops_16bit;
@@ -211,14 +257,19 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   const double mem_bw = hw.memory_bytes_per_second * c.memory_bandwidth_efficiency;
 
   const MlpForward mlp = MeanMlp(model, tr, tokens, t, peak);
-  const double qkv_seconds = GemmSeconds(tokens, (h + 2 * kv_dim) / t, h, peak);
-  const double gemm_seconds = qkv_seconds + GemmSeconds(tokens, h, h / t, peak) + mlp.seconds;
+  const AttentionGemms projections = AttentionProjectionGemms(model, tokens, t, peak);
+  const double gemm_seconds = projections.seconds + mlp.seconds;
   const double mlp_in = gated ? 2 * mlp.width : mlp.width;
-  out.column_gemm_seconds = qkv_seconds + mlp.seconds * mlp_in / (mlp_in + mlp.width);
-  const double gemm_flops = 2 * tokens * h * ((h + 2 * kv_dim) + h) / t + mlp.flops;
-  // QK^T and AV: 2 * 2 * b * s * s * h forward (the full square, as PaLM and Megatron count);
-  // with cp each rank computes seq / cp rows of it (load-balanced causal chunks).
-  out.attention_flops = 4.0 * tokens * seq * h / t;
+  out.column_gemm_seconds =
+      projections.column_seconds + mlp.seconds * mlp_in / (mlp_in + mlp.width);
+  const double gemm_flops = projections.flops + mlp.flops;
+  // QK^T and AV: 2 * b * s * s * (q width + output width) forward, 4bs^2h for standard attention
+  // (the full square, as PaLM and Megatron count); MLA's query/key heads are qk_nope + qk_rope
+  // wide, its value heads v_head_dim. With cp each rank computes seq / cp rows of it
+  // (load-balanced causal chunks).
+  const double score_width =
+      static_cast<double>(workload::QDim(model) + workload::AttentionOutDim(model));
+  out.attention_flops = 2.0 * tokens * seq * score_width / t;
   const bool megatron = workload::UsesMegatronModel(tr.framework);
   const double backward_factor = IsLora(tr) ? 1.0 : 2.0;  // no weight-gradient GEMMs under LoRA
   double attention_backward_seconds = 0;
@@ -232,8 +283,9 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   } else {
     const double heads_local = heads / t;
     const GemmRate peak_gemm16 = RateFor(peak16 * GemmMaxEfficiency(hw, c), bytes, hw, c);
-    const double per_head = GemmSeconds(local_seq, seq, head_dim, peak_gemm16) +
-                            GemmSeconds(local_seq, head_dim, seq, peak_gemm16);
+    const double per_head =
+        GemmSeconds(local_seq, seq, static_cast<double>(workload::QkHeadDim(model)), peak_gemm16) +
+        GemmSeconds(local_seq, static_cast<double>(workload::VHeadDim(model)), seq, peak_gemm16);
     const double score_seconds =
         static_cast<double>(tr.micro_batch) * heads_local * local_seq * seq * bytes / mem_bw;
     const double gemms = per_head * static_cast<double>(tr.micro_batch) * heads_local;
@@ -406,7 +458,6 @@ double ModelFlopsPerToken(const Model& model, const Training& training) {
     return 3.0 * model.generic_forward_flops_per_sample;
   }
   const double h = static_cast<double>(model.hidden);
-  const double kv_dim = static_cast<double>(workload::KvDim(model));
   const double ffn_mats = model.mlp == workload::MlpKind::kSwiglu ? 3 : 2;
   const double f = static_cast<double>(model.ffn_hidden);
   double mlp_params = ffn_mats * h * f;
@@ -419,11 +470,15 @@ double ModelFlopsPerToken(const Model& model, const Training& training) {
     const double w = static_cast<double>(model.dense_layers) / static_cast<double>(model.layers);
     mlp_params = w * mlp_params + (1 - w) * active;
   }
-  const double layer_params = h * (h + 2 * kv_dim) + h * h + mlp_params;
+  const double layer_params = workload::AttentionProjectionParameterCount(model) + mlp_params;
   const double passes = IsLora(training) ? 4.0 : 6.0;  // forward 2 + backward 4 (or 2: no wgrad)
   const double layers = static_cast<double>(model.layers);
   const double seq = static_cast<double>(training.seq_len);
-  return passes * layers * layer_params + 2.0 * passes * layers * h * seq +
+  // Attention scores and values: 2 x seq x (q width + output width) forward per token, 4 seq h
+  // for standard attention (MLA: heads x (qk_nope + qk_rope + v_head_dim)).
+  const double score_width =
+      static_cast<double>(workload::QDim(model) + workload::AttentionOutDim(model));
+  return passes * layers * layer_params + passes * layers * seq * score_width +
          passes * h * static_cast<double>(model.vocab);
 }
 

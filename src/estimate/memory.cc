@@ -294,6 +294,17 @@ double MeanMoeDispatchElements(const Model& m) {
          static_cast<double>(workload::MoeLayerCount(m)) / static_cast<double>(m.layers);
 }
 
+// MLA's latent activations kept for backward, per token: the outputs of the down-projections
+// and of their RMSNorms (the up-projections' inputs): 2 q_lora_rank + (kv_lora_rank + qk_rope)
+// + kv_lora_rank. The down-projections run duplicated on every tp rank on the sequence shard
+// ("[s / TP, b, q_lora_rank]" under sequence parallelism; Megatron-LM@d98e8a64dd megatron/core/
+// transformer/multi_latent_attention.py _qkv_down_projection), so these are split only by
+// sequence parallelism. 0 for standard attention.
+double MlaLatentActivationWidth(const Model& m) {
+  if (!workload::IsMla(m)) return 0;
+  return static_cast<double>(2 * m.q_lora_rank + workload::MlaLatentDim(m) + m.kv_lora_rank);
+}
+
 double LayerActivationBytes(const Model& m, const Training& t) {
   if (m.kind == ModelKind::kGeneric) return 0;
   const double e = ActElementBytes(t);
@@ -322,14 +333,18 @@ double LayerActivationBytes(const Model& m, const Training& t) {
   // (NVIDIA/TransformerEngine@d0067d0da transformer_engine/pytorch/module/layernorm_linear.py,
   // _LayerNormLinear.forward: ln_out_needs_gather, save_for_backward(inputmat, ..., ln_out, mu,
   // rsigma)). The residual adds save nothing, and without dropout (Llama) no mask is drawn.
-  const double replicated = (4 * e) * sbh + 2 * mask * sbh + MeanMoeDispatchElements(m) * e * sbh;
-  // Split by tp: Q (sbh), K and V (r*sbh each), the output-projection input (sbh); the MLP keeps
+  const double replicated = (4 * e) * sbh + 2 * mask * sbh + MeanMoeDispatchElements(m) * e * sbh +
+                            e * sb * MlaLatentActivationWidth(m);
+  // Split by tp: Q (sbh), K and V (r*sbh each), the output-projection input (sbh) (MLA: Q and K
+  // of heads x (qk_nope + qk_rope), V and the output of heads x v_head_dim); the MLP keeps
   // the activation's input and the down-projection input (2sbf). A gated MLP in eager PyTorch
   // keeps gate, up, SiLU(gate) and the product (4sbf); Megatron's fused bias_swiglu keeps only
   // its input (gate and up) and recomputes the SiLU (Megatron-LM@d98e8a64dd
   // megatron/core/fusions/fused_bias_swiglu.py, SwiGLUFunction: save_for_backward(input)).
   const double mlp_tensors = gated ? (workload::UsesMegatronModel(t.framework) ? 3 : 4) : 2;
-  const double split = e * sbh * (2 + 2 * r) + mlp_tensors * e * sbf;
+  const double attention_operands = static_cast<double>(
+      workload::QDim(m) + workload::KDim(m) + workload::VDim(m) + workload::AttentionOutDim(m));
+  const double split = e * sb * attention_operands + mlp_tensors * e * sbf;
   // Core attention: softmax output (2as^2b), dropout mask (as^2b) and dropout output (2as^2b);
   // flash attention keeps only the fp32 log-sum-exp per row (4asb); selective recompute drops it.
   // Transformer Engine's fused attention saves q, k, v and its output (counted above, the output

@@ -164,6 +164,15 @@ double KvHeadsPerGpu(const workload::Model& m, int64_t tp) {
   return static_cast<double>((kv + tp - 1) / tp);
 }
 
+// The share of a token's KV cache (KvCacheBytesPerToken) one GPU of tp holds: its KV heads'
+// share; MLA's latent is one KV "head" (vLLM MLACommonBackend.get_kv_cache_shape: "num_kv_heads
+// assumed to be 1 for MLA", vllm-project/vllm@37fa5c0940 vllm/v1/attention/backends/mla/
+// common.py), so every GPU of tp holds all of it.
+double KvShareOnGpu(const workload::Model& m, int64_t tp) {
+  if (workload::IsMla(m)) return 1.0;
+  return KvHeadsPerGpu(m, tp) / static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads);
+}
+
 ErrorDetail Detail(std::string field, std::string expected, std::string found,
                    std::vector<std::string> nearest = {}) {
   ErrorDetail d;
@@ -340,6 +349,12 @@ double WeightBytes(const workload::Model& m, Precision precision) {
 }
 
 double KvCacheBytesPerToken(const workload::Model& m, KvPrecision kv) {
+  // MLA engines (vLLM, SGLang, TensorRT-LLM) cache the compressed latent kv_lora_rank +
+  // qk_rope_head_dim per token and layer instead of K and V (workload::MlaLatentDim).
+  if (workload::IsMla(m)) {
+    return static_cast<double>(m.layers) * static_cast<double>(workload::MlaLatentDim(m)) *
+           KvBytes(kv);
+  }
   const double kv_heads = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads);
   return 2.0 * static_cast<double>(m.layers) * kv_heads *
          static_cast<double>(workload::HeadDim(m)) * KvBytes(kv);
@@ -410,9 +425,9 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
   s.hidden_ = static_cast<double>(m.hidden);
   s.layers_ = static_cast<double>(m.layers);
   const double kv_heads = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads);
-  s.kv_per_token_per_gpu_ =
-      KvCacheBytesPerToken(m, r.kv_precision) * KvHeadsPerGpu(m, r.tp) / kv_heads;
-  s.kv_read_factor_ = r.decode_attention == DecodeAttention::kPerQueryHead
+  s.kv_per_token_per_gpu_ = KvCacheBytesPerToken(m, r.kv_precision) * KvShareOnGpu(m, r.tp);
+  // MLA's decode reads the one latent for all query heads (vLLM's "MQA" decode path, same file).
+  s.kv_read_factor_ = r.decode_attention == DecodeAttention::kPerQueryHead && !workload::IsMla(m)
                           ? static_cast<double>(m.heads) / kv_heads
                           : 1.0;
   s.weights_bytes_ = WeightBytes(m, r.precision);
@@ -585,9 +600,7 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
   mem.kv_cache_bytes_per_token = KvCacheBytesPerToken(m, r.kv_precision);
   const int64_t seq_tokens = CachedTokens(m, r.input_len + r.output_len);
   mem.kv_cache_bytes = batch * static_cast<double>(seq_tokens) * mem.kv_cache_bytes_per_token;
-  const double kv_heads = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads);
-  const double kv_per_token_per_gpu =
-      mem.kv_cache_bytes_per_token * KvHeadsPerGpu(m, r.tp) / kv_heads;
+  const double kv_per_token_per_gpu = mem.kv_cache_bytes_per_token * KvShareOnGpu(m, r.tp);
   const double weights_per_gpu = mem.weights_bytes / tp;
   // Forward workspace of the largest pass: q/k/v, gate+up (the MLP intermediate), the residual
   // stream, and fp32 logits of the sampled positions (the whole vocabulary, gathered).
@@ -602,7 +615,7 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
   mem.overhead_bytes_per_gpu = kOverheadBytesPerGpu;
   mem.budget_bytes_per_gpu = kGpuMemoryUtilization * r.gpu.memory_gib * kGiB;
   const double fixed = weights_per_gpu + mem.activation_bytes_per_gpu + mem.overhead_bytes_per_gpu;
-  mem.peak_bytes_per_gpu = fixed + mem.kv_cache_bytes * KvHeadsPerGpu(m, r.tp) / kv_heads;
+  mem.peak_bytes_per_gpu = fixed + mem.kv_cache_bytes * KvShareOnGpu(m, r.tp);
   const double per_sequence = kv_per_token_per_gpu * static_cast<double>(seq_tokens);
   mem.kv_cache_capacity_tokens =
       fixed >= mem.budget_bytes_per_gpu

@@ -66,6 +66,28 @@ TEST(ServeMemoryTest, KvCacheCountsKvHeadsNotAttentionHeads) {
   EXPECT_EQ(KvCacheBytesPerToken(Preset("llama-2-70b"), KvPrecision::kBf16), 327680.0);
 }
 
+// Multi-head latent attention caches the latent, kv_lora_rank + qk_rope_head_dim per token and
+// layer. Zhao et al. 2025 (arXiv 2505.09343) Table 1, KV cache per token in BF16: DeepSeek-V3
+// (MLA) 70.272 KB = 61 x (512 + 64) x 2 bytes; LLaMA-3.1 405B (GQA) 516.096 KB. The latent is one
+// KV "head", so every GPU of tp keeps all of it (vLLM MLACommonBackend).
+TEST(ServeMemoryTest, MlaCachesTheLatentOnEveryGpu) {
+  EXPECT_EQ(KvCacheBytesPerToken(Preset("deepseek-v3"), KvPrecision::kBf16), 70272.0);
+  EXPECT_EQ(KvCacheBytesPerToken(Preset("llama-3-405b"), KvPrecision::kBf16), 516096.0);
+  EXPECT_EQ(KvCacheBytesPerToken(Preset("deepseek-v2-lite"), KvPrecision::kFp8), 27.0 * 576);
+  ServeRequest r = Request("deepseek-v2-lite", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 8,
+                           1024, 128, 1);
+  const ServeMemory tp1 = Estimate(r).memory;
+  r.tp = 2;
+  const ServeMemory tp2 = Estimate(r).memory;
+  // Per GPU: half the weights, the same KV bytes (not half of them, as GQA heads would be).
+  EXPECT_DOUBLE_EQ(tp1.peak_bytes_per_gpu - tp1.weights_bytes - tp1.activation_bytes_per_gpu -
+                       tp1.overhead_bytes_per_gpu,
+                   tp1.kv_cache_bytes);
+  EXPECT_NEAR(tp2.peak_bytes_per_gpu - tp2.weights_bytes / 2 - tp2.activation_bytes_per_gpu -
+                  tp2.overhead_bytes_per_gpu,
+              tp1.kv_cache_bytes, 1.0);
+}
+
 // meta-llama/Llama-2-70b-hf config.json (80 layers, hidden 8192, 64 heads / 8 KV heads, FFN
 // 28672, vocab 32000): 68,976,648,192 parameters, 2 bytes each in bf16 = 137,953,296,384 bytes.
 TEST(ServeMemoryTest, Llama2_70bWeightsInBf16MatchTheCheckpoint) {

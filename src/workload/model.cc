@@ -11,10 +11,25 @@ double NormParams(const Model& m) {
   return m.norm == NormKind::kLayerNorm ? 2 * h : h;
 }
 
+// MLA's extra parameters beside the projection weights: the RMSNorms of the two latents
+// (q_a_layernorm, kv_a_layernorm) and, with attention_bias, the biases of q_a_proj,
+// kv_a_proj_with_mqa and o_proj (q_b_proj and kv_b_proj have none; modeling_deepseek_v3.py).
+double MlaNormAndBiasParams(const Model& m) {
+  const double q_lora = static_cast<double>(m.q_lora_rank);
+  const double kv_lora = static_cast<double>(m.kv_lora_rank);
+  double params = q_lora + kv_lora;
+  if (m.qkv_bias || m.linear_bias) {
+    params += (q_lora > 0 ? q_lora : 0) + static_cast<double>(MlaLatentDim(m)) +
+              static_cast<double>(m.hidden);
+  }
+  return params;
+}
+
 double AttentionParams(const Model& m) {
+  double params = AttentionProjectionParameterCount(m);
+  if (IsMla(m)) return params + MlaNormAndBiasParams(m);
   const double h = static_cast<double>(m.hidden);
   const double kv = static_cast<double>(KvDim(m));
-  double params = h * h + 2 * h * kv + h * h;  // q, k, v, o
   if (m.linear_bias) {
     params += h + 2 * kv + h;
   } else if (m.qkv_bias) {
@@ -52,6 +67,19 @@ double MeanLayerParams(const Model& m, double moe_mlp) {
 }
 
 }  // namespace
+
+double AttentionProjectionParameterCount(const Model& m) {
+  if (m.kind == ModelKind::kGeneric) return 0;
+  const double h = static_cast<double>(m.hidden);
+  const double q = static_cast<double>(QDim(m));
+  const double out = h * static_cast<double>(AttentionOutDim(m));
+  if (!IsMla(m)) return h * (q + static_cast<double>(KDim(m) + VDim(m))) + out;
+  const double q_lora = static_cast<double>(m.q_lora_rank);
+  const double query = m.q_lora_rank > 0 ? h * q_lora + q_lora * q : h * q;
+  const double kv_up = static_cast<double>(m.kv_lora_rank) * static_cast<double>(m.heads) *
+                       static_cast<double>(m.qk_nope_head_dim + m.v_head_dim);
+  return query + h * static_cast<double>(MlaLatentDim(m)) + kv_up + out;
+}
 
 double LayerParameterCount(const Model& m) {
   if (m.kind == ModelKind::kGeneric) return 0;
@@ -110,7 +138,11 @@ double ParameterCount(const Model& m) {
 double LargestTensorParameterCount(const Model& m) {
   if (m.kind == ModelKind::kGeneric) return m.generic_parameters;
   const double h = static_cast<double>(m.hidden);
-  return std::max({static_cast<double>(m.vocab) * h, h * static_cast<double>(m.ffn_hidden), h * h});
+  // The query projection (MLA: q_b_proj, or q_proj without q compression) and o_proj.
+  const double q_in = m.q_lora_rank > 0 ? static_cast<double>(m.q_lora_rank) : h;
+  return std::max({static_cast<double>(m.vocab) * h, h * static_cast<double>(m.ffn_hidden),
+                   q_in * static_cast<double>(QDim(m)),
+                   h * static_cast<double>(AttentionOutDim(m))});
 }
 
 Model AtImageSize(const Model& m, int64_t image_size) {
@@ -152,7 +184,26 @@ Status ValidateModel(const Model& m) {
   FULCRUM_RETURN_IF_ERROR(positive("heads", static_cast<double>(m.heads)));
   FULCRUM_RETURN_IF_ERROR(positive("ffn_hidden", static_cast<double>(m.ffn_hidden)));
   FULCRUM_RETURN_IF_ERROR(positive("vocab", static_cast<double>(m.vocab)));
-  if (m.hidden % m.heads != 0) {
+  if (m.kv_lora_rank < 0) {
+    return Status::InvalidInput(
+        "model: kv_lora_rank: expected >= 0 (0 = standard attention), found " +
+        std::to_string(m.kv_lora_rank));
+  }
+  if (IsMla(m)) {
+    if (m.q_lora_rank < 0 || m.qk_nope_head_dim < 0 || m.qk_rope_head_dim < 0 ||
+        m.v_head_dim <= 0 || m.qk_nope_head_dim + m.qk_rope_head_dim <= 0) {
+      return Status::InvalidInput(
+          "model: multi-head latent attention: expected q_lora_rank >= 0, qk_nope_head_dim and "
+          "qk_rope_head_dim >= 0 (not both 0), v_head_dim > 0; found " +
+          std::to_string(m.q_lora_rank) + ", " + std::to_string(m.qk_nope_head_dim) + ", " +
+          std::to_string(m.qk_rope_head_dim) + ", " + std::to_string(m.v_head_dim));
+    }
+  } else if (m.q_lora_rank != 0 || m.qk_nope_head_dim != 0 || m.qk_rope_head_dim != 0 ||
+             m.v_head_dim != 0) {
+    return Status::InvalidInput(
+        "model: q_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim need kv_lora_rank "
+        "(multi-head latent attention)");
+  } else if (m.hidden % m.heads != 0) {
     return Status::InvalidInput("model: hidden (" + std::to_string(m.hidden) +
                                 ") must be divisible by heads (" + std::to_string(m.heads) + ")");
   }

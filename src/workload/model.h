@@ -58,6 +58,22 @@ struct Model {
   int64_t expert_ffn_hidden = 0;
   int64_t dense_layers = 0;
 
+  // --- multi-head latent attention (kv_lora_rank == 0: standard attention) ---
+  // DeepSeek-V2/V3 (arXiv 2405.04434 section 2.1; HF transformers DeepseekV3Attention,
+  // huggingface/transformers@f5a9ec512f src/transformers/models/deepseek_v3/
+  // modeling_deepseek_v3.py): the query is hidden -> q_lora_rank (q_a_proj, RMSNorm) ->
+  // heads x (qk_nope + qk_rope) (q_b_proj), or hidden -> heads x (qk_nope + qk_rope) directly
+  // (q_proj) when q_lora_rank is 0 (DeepSeek-V2-Lite); keys and values come from one latent:
+  // hidden -> kv_lora_rank + qk_rope (kv_a_proj_with_mqa; the rope part is one key head shared by
+  // all heads), RMSNorm, kv_lora_rank -> heads x (qk_nope + v_head) (kv_b_proj); o_proj maps
+  // heads x v_head -> hidden. Attention runs with query/key heads of qk_nope + qk_rope and value
+  // heads of v_head_dim.
+  int64_t q_lora_rank = 0;
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+
   // --- generic models (kGeneric) ---
   double generic_parameters = 0;
   double generic_forward_flops_per_sample = 0;     // FLOPs (2 x multiply-adds) of one forward pass
@@ -74,11 +90,35 @@ struct Model {
   int64_t generic_image_size = 0;
 };
 
-// Size of one head (hidden / heads).
+// Size of one head (hidden / heads) of standard attention.
 inline int64_t HeadDim(const Model& m) { return m.heads > 0 ? m.hidden / m.heads : 0; }
-// kv_heads * head_dim: the width of K and V.
-inline int64_t KvDim(const Model& m) {
-  return (m.kv_heads > 0 ? m.kv_heads : m.heads) * HeadDim(m);
+
+// Multi-head latent attention (DeepSeek-V2/V3).
+inline bool IsMla(const Model& m) { return m.kv_lora_rank > 0; }
+// Width of one query/key head (MLA: qk_nope + qk_rope) and of one value head.
+inline int64_t QkHeadDim(const Model& m) {
+  return IsMla(m) ? m.qk_nope_head_dim + m.qk_rope_head_dim : HeadDim(m);
+}
+inline int64_t VHeadDim(const Model& m) { return IsMla(m) ? m.v_head_dim : HeadDim(m); }
+// Heads of K and V as the attention kernel sees them: kv_heads (GQA); MLA materialises K and V
+// for every head from the latent (kv_b_proj) in training and prefill.
+inline int64_t AttentionKvHeads(const Model& m) {
+  return IsMla(m) || m.kv_heads <= 0 ? m.heads : m.kv_heads;
+}
+// Widths per token of the attention kernel's operands: Q, K, V and the output that o_proj reads
+// (hidden, kv_dim, kv_dim, hidden for standard attention).
+inline int64_t QDim(const Model& m) { return m.heads * QkHeadDim(m); }
+inline int64_t KDim(const Model& m) { return AttentionKvHeads(m) * QkHeadDim(m); }
+inline int64_t VDim(const Model& m) { return AttentionKvHeads(m) * VHeadDim(m); }
+inline int64_t AttentionOutDim(const Model& m) { return m.heads * VHeadDim(m); }
+// The mean width of K and V, so that 2 x KvDim is the K + V width a token adds (kv_heads x
+// head_dim for standard attention).
+inline int64_t KvDim(const Model& m) { return (KDim(m) + VDim(m)) / 2; }
+// What an MLA engine caches per token and layer: the latent kv_lora_rank + qk_rope_head_dim
+// (vLLM MLACommonBackend, vllm-project/vllm@37fa5c0940 vllm/v1/attention/backends/mla/common.py:
+// one KV "head" of 576 = 512 + 64 for DeepSeek-V3). 0 for standard attention.
+inline int64_t MlaLatentDim(const Model& m) {
+  return IsMla(m) ? m.kv_lora_rank + m.qk_rope_head_dim : 0;
 }
 
 inline bool IsMoe(const Model& m) { return m.experts > 0; }
@@ -89,6 +129,9 @@ inline int64_t ExpertFfnHidden(const Model& m) {
 // Layers with a MoE MLP (0 for a dense model).
 inline int64_t MoeLayerCount(const Model& m) { return IsMoe(m) ? m.layers - m.dense_layers : 0; }
 
+// Weights of one layer's attention projections, biases and norms excepted: q, k, v, o (MLA:
+// q_a + q_b or q, kv_a, kv_b, o). A token's forward pass through them costs 2 x this FLOPs.
+double AttentionProjectionParameterCount(const Model& m);
 // Parameters of one transformer layer (attention + MLP + norms, with biases); for MoE models the
 // mean over the layers (dense and MoE), so that layers x this + embeddings + head = the total.
 double LayerParameterCount(const Model& m);
@@ -115,8 +158,8 @@ double LargestTensorParameterCount(const Model& m);
 // or image_size unknown or equal: unchanged.
 Model AtImageSize(const Model& m, int64_t image_size);
 
-// Structural checks (positive sizes, heads divide hidden, kv_heads divide heads, 1 <= top-k <=
-// experts, dense_layers < layers); names the field.
+// Structural checks (positive sizes, heads divide hidden (standard attention), kv_heads divide
+// heads, 1 <= top-k <= experts, dense_layers < layers, MLA head dims); names the field.
 Status ValidateModel(const Model& m);
 
 std::string_view ModelKindName(ModelKind kind);

@@ -42,6 +42,11 @@ const std::vector<std::string> kPresetKeys = {"name",
                                               "shared_experts",
                                               "expert_ffn_hidden",
                                               "dense_layers",
+                                              "q_lora_rank",
+                                              "kv_lora_rank",
+                                              "qk_nope_head_dim",
+                                              "qk_rope_head_dim",
+                                              "v_head_dim",
                                               "parameters",
                                               "forward_flops_per_sample",
                                               "activation_bytes_per_sample",
@@ -123,6 +128,16 @@ Status ApplyYamlKey(const std::string& key, const YamlNode& v, Model& m) {
     return set_int(m.expert_ffn_hidden);
   } else if (key == "dense_layers") {
     return set_int(m.dense_layers);
+  } else if (key == "q_lora_rank") {
+    return set_int(m.q_lora_rank);
+  } else if (key == "kv_lora_rank") {
+    return set_int(m.kv_lora_rank);
+  } else if (key == "qk_nope_head_dim") {
+    return set_int(m.qk_nope_head_dim);
+  } else if (key == "qk_rope_head_dim") {
+    return set_int(m.qk_rope_head_dim);
+  } else if (key == "v_head_dim") {
+    return set_int(m.v_head_dim);
   } else if (key == "tied_embeddings") {
     return set_bool(m.tied_embeddings);
   } else if (key == "linear_bias") {
@@ -196,6 +211,12 @@ class HfReader {
     }
     return it->get<bool>();
   }
+  Status Unsupported(const char* key, const char* expected) const {
+    auto it = doc_.find(key);
+    return Status::InvalidInput(origin_ + ": " + key + ": expected " + expected + " for " + arch_ +
+                                ", found " +
+                                (it == doc_.end() ? std::string("nothing") : it->dump()));
+  }
   double NumberOr(const char* key, double fallback) const {
     auto it = doc_.find(key);
     return it != doc_.end() && it->is_number() ? it->get<double>() : fallback;
@@ -257,7 +278,7 @@ Result<Model> Mixtral(const HfReader& r) {
 // DeepSeekMoE (deepseek-ai/deepseek-moe-16b-base configuration_deepseek.py, DeepseekForCausalLM):
 // n_routed_experts experts and n_shared_experts shared ones of moe_intermediate_size, top-k
 // num_experts_per_tok; the first first_k_dense_replace layers keep a dense MLP of
-// intermediate_size. Multi-head latent attention (DeepSeek-V2/V3) is not modelled.
+// intermediate_size.
 Result<Model> DeepSeekMoe(const HfReader& r) {
   FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, false));
   FULCRUM_ASSIGN_OR_RETURN(m.experts, r.Int("n_routed_experts"));
@@ -265,6 +286,27 @@ Result<Model> DeepSeekMoe(const HfReader& r) {
   FULCRUM_ASSIGN_OR_RETURN(m.shared_experts, r.IntOr("n_shared_experts", 0));
   FULCRUM_ASSIGN_OR_RETURN(m.expert_ffn_hidden, r.Int("moe_intermediate_size"));
   FULCRUM_ASSIGN_OR_RETURN(m.dense_layers, r.IntOr("first_k_dense_replace", 0));
+  return m;
+}
+
+// DeepSeek-V2 / V3 (HF transformers DeepseekV2Config, DeepseekV3Config: huggingface/
+// transformers@43e8548fef configuration_deepseek_v2.py, @0fc683d1cd configuration_deepseek_v3.py):
+// DeepSeekMoE's experts with multi-head latent attention (q_lora_rank null = no query
+// compression, DeepSeek-V2-Lite). A MoE MLP in every layer after the dense ones (moe_layer_freq
+// 1; other frequencies are refused). Not modelled: V3's router details (n_group / topk_group
+// node-limited routing, sigmoid scoring, the e_score_correction_bias of n_routed_experts per
+// layer: router parameters are counted as hidden x experts), and the multi-token-prediction
+// modules (num_nextn_predict_layers: DeepSeek-V3's 14 B MTP weights, arXiv 2412.19437 section
+// 2.2, are neither counted nor trained here; the published 671 B excludes them).
+Result<Model> DeepSeekMla(const HfReader& r) {
+  FULCRUM_ASSIGN_OR_RETURN(Model m, DeepSeekMoe(r));
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t frequency, r.IntOr("moe_layer_freq", 1));
+  if (frequency != 1) return r.Unsupported("moe_layer_freq", "1 (a MoE MLP in every layer)");
+  FULCRUM_ASSIGN_OR_RETURN(m.q_lora_rank, r.IntOr("q_lora_rank", 0));
+  FULCRUM_ASSIGN_OR_RETURN(m.kv_lora_rank, r.Int("kv_lora_rank"));
+  FULCRUM_ASSIGN_OR_RETURN(m.qk_nope_head_dim, r.Int("qk_nope_head_dim"));
+  FULCRUM_ASSIGN_OR_RETURN(m.qk_rope_head_dim, r.Int("qk_rope_head_dim"));
+  FULCRUM_ASSIGN_OR_RETURN(m.v_head_dim, r.Int("v_head_dim"));
   return m;
 }
 
@@ -348,7 +390,8 @@ Result<Model> Mpt(const HfReader& r) {
 
 constexpr const char* kSupported =
     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, "
-    "DeepseekForCausalLM, Qwen2MoeForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM, "
+    "DeepseekForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, Qwen2MoeForCausalLM, "
+    "GPT2LMHeadModel, GPTNeoXForCausalLM, "
     "BertForMaskedLM, MptForCausalLM";
 
 Result<std::string> Architecture(const nlohmann::json& doc, const std::string& origin) {
@@ -364,6 +407,8 @@ Result<std::string> Architecture(const nlohmann::json& doc, const std::string& o
     if (t == "qwen2") return std::string("Qwen2ForCausalLM");
     if (t == "mixtral") return std::string("MixtralForCausalLM");
     if (t == "deepseek") return std::string("DeepseekForCausalLM");
+    if (t == "deepseek_v2") return std::string("DeepseekV2ForCausalLM");
+    if (t == "deepseek_v3") return std::string("DeepseekV3ForCausalLM");
     if (t == "qwen2_moe") return std::string("Qwen2MoeForCausalLM");
     if (t == "gpt2") return std::string("GPT2LMHeadModel");
     if (t == "gpt_neox") return std::string("GPTNeoXForCausalLM");
@@ -398,6 +443,8 @@ Result<Model> ParseHfConfig(std::string_view text, const std::string& origin) {
     model = Mixtral(reader);
   } else if (arch == "DeepseekForCausalLM") {
     model = DeepSeekMoe(reader);
+  } else if (arch == "DeepseekV2ForCausalLM" || arch == "DeepseekV3ForCausalLM") {
+    model = DeepSeekMla(reader);
   } else if (arch == "Qwen2MoeForCausalLM") {
     model = Qwen2Moe(reader);
   } else if (arch == "GPT2LMHeadModel") {

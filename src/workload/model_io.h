@@ -1,6 +1,8 @@
 // Reading model architectures from text: fulcrum's preset YAML (catalog/models/<name>.yaml) and
 // HuggingFace config.json files (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,
-// GPT2LMHeadModel, GPTNeoXForCausalLM, BertForMaskedLM, MptForCausalLM). Parsers never throw;
+// MixtralForCausalLM, DeepseekForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM,
+// Qwen2MoeForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM, BertForMaskedLM, MptForCausalLM).
+// Parsers never throw;
 // a bad input is refused with "<origin>: <field>: expected ..., found ..." or names the missing
 // field. Pure functions except the *File / preset loaders, which read files. Thread-safe.
 #pragma once

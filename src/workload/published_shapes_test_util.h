@@ -102,4 +102,39 @@ inline constexpr const char* kMixtralConfig = R"({
   "num_local_experts": 8, "rms_norm_eps": 1e-05, "tie_word_embeddings": false,
   "vocab_size": 32000})";
 
+// Multi-head latent attention models (HF config.json of deepseek-ai/DeepSeek-V2-Lite,
+// deepseek-ai/DeepSeek-V2 and deepseek-ai/DeepSeek-V3 on the HF Hub, fields as in transformers'
+// DeepseekV2Config / DeepseekV3Config). The shapes are the papers': DeepSeek-V2 (arXiv 2405.04434)
+// section 3.1.2 (60 layers, hidden 5120, 128 heads of 128, d_c 512, d'_c 1536, rope 64; 2 shared
+// + 160 routed experts of 1536, 6 activated, first layer dense): 236 B total, 21 B activated;
+// appendix B (V2-Lite: 27 layers, hidden 2048, 16 heads, no query compression; 2 shared + 64
+// routed of 1408, 6 activated): 15.7 B total, 2.4 B activated. DeepSeek-V3 (arXiv 2412.19437)
+// section 4.2 (61 layers, hidden 7168, 128 heads, d_c 512, d'_c 1536, rope 64; 1 shared + 256
+// routed of 2048, 8 activated, first three layers dense): 671 B total, 37 B activated (abstract).
+inline constexpr const char* kDeepSeekV2LiteConfig = R"({
+  "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2", "hidden_size": 2048,
+  "intermediate_size": 10944, "num_hidden_layers": 27, "num_attention_heads": 16,
+  "num_key_value_heads": 16, "vocab_size": 102400, "max_position_embeddings": 163840,
+  "tie_word_embeddings": false, "q_lora_rank": null, "kv_lora_rank": 512,
+  "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "n_routed_experts": 64,
+  "num_experts_per_tok": 6, "n_shared_experts": 2, "moe_intermediate_size": 1408,
+  "first_k_dense_replace": 1, "moe_layer_freq": 1, "attention_bias": false})";
+inline constexpr const char* kDeepSeekV2Config = R"({
+  "architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2", "hidden_size": 5120,
+  "intermediate_size": 12288, "num_hidden_layers": 60, "num_attention_heads": 128,
+  "num_key_value_heads": 128, "vocab_size": 102400, "max_position_embeddings": 163840,
+  "tie_word_embeddings": false, "q_lora_rank": 1536, "kv_lora_rank": 512,
+  "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "n_routed_experts": 160,
+  "num_experts_per_tok": 6, "n_shared_experts": 2, "moe_intermediate_size": 1536,
+  "first_k_dense_replace": 1, "moe_layer_freq": 1, "n_group": 8, "topk_group": 3})";
+inline constexpr const char* kDeepSeekV3Config = R"({
+  "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 7168,
+  "intermediate_size": 18432, "num_hidden_layers": 61, "num_attention_heads": 128,
+  "num_key_value_heads": 128, "vocab_size": 129280, "max_position_embeddings": 163840,
+  "tie_word_embeddings": false, "q_lora_rank": 1536, "kv_lora_rank": 512,
+  "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "n_routed_experts": 256,
+  "num_experts_per_tok": 8, "n_shared_experts": 1, "moe_intermediate_size": 2048,
+  "first_k_dense_replace": 3, "moe_layer_freq": 1, "n_group": 8, "topk_group": 4,
+  "scoring_func": "sigmoid", "num_nextn_predict_layers": 1})";
+
 }  // namespace fulcrum::workload::testing
