@@ -65,8 +65,28 @@ const json* Row(const json& d, const std::string& provider, const std::string& i
   return nullptr;
 }
 
-const char kVast64[] = "8x-H100_SXM-32-65536";  // vast: 8 H100, 32 vCPUs, 64 GiB host RAM
-const char kGcp1872[] = "a3-highgpu-8g";        // gcp: 8 H100, 208 vCPUs, 1872 GiB host RAM
+// The same marketplace's 8x H100 node as kVast64 (GPUs, vCPUs, unstated interconnect, region,
+// provider terms), with 1600 GiB of host RAM, at 1.3 times its on-demand price (16.00 USD/h in the
+// shipped catalog): a user offer (offers.d), so that the comparison below rests on host RAM at a
+// stated price ratio, not on whichever provider's list price happens to sit near the 64 GiB node's.
+RunOptions RoomyVastOffer() {
+  RunOptions o;
+  static const std::string dir = [] {
+    const std::string d = MakeTempDir("panel-host-roomy-d");
+    std::ofstream(d + "/mine.csv")
+        << "provider,instance_type,region,gpu,gpu_count,vcpus,memory_gib,currency,"
+           "on_demand_per_hour,spot_per_hour,interconnect,network_gbps,source,note,caveat\n"
+           "vast,8x-H100_SXM-32-1638400,\"Vietnam, VN, AS\",H100-SXM5-80GB,8,32,1600,USD,20.80,,,,"
+           "test row,,\n";
+    return d;
+  }();
+  o.env["FULCRUM_OFFERS_DIR"] = dir;
+  return o;
+}
+
+const char kVast64[] = "8x-H100_SXM-32-65536";       // vast: 8 H100, 32 vCPUs, 64 GiB host RAM
+const char kVastRoomy[] = "8x-H100_SXM-32-1638400";  // RoomyVastOffer()
+const char kGcp1872[] = "a3-highgpu-8g";             // gcp: 8 H100, 208 vCPUs, 1872 GiB host RAM
 
 // H1. The 64 GiB node is flagged host-ram-short with the figures that make it so, and ranks
 //     below a dearer 8x H100 node that can hold the eight copies (in the old plan
@@ -85,18 +105,25 @@ TEST(PlanPanelHostTest, SixtyFourGibCannotLoadEightCopiesOfA7b) {
   EXPECT_GT(h["ram_needed_gib"].get<double>(), 100);
   EXPECT_LE(h["vcpus_needed"].get<int>(), 32);
   EXPECT_FALSE(Warns(*vast, "host-cpu-short"));
-  // Ranked below a dearer 8x H100 node that holds the copies (Nebius, 1600 GB;
-  // GCP's a3-highgpu-8g, the comparison first made, costs five times as much at its on-demand
-  // SKU price since the catalog's us-central1 figure was corrected, and Hyperstack's 8x H100 SXM,
-  // the next, about 1.3 times as much since its rate-card price replaced SkyPilot's snapshot).
-  const json* holds = Row(d, "nebius", "gpu-h100-sxm_8gpu-128vcpu-1600gb");
-  ASSERT_NE(holds, nullptr);
-  EXPECT_FALSE(Warns(*holds, "host-ram-short"));
-  // Dearer than the 64 GiB node at P90 (1.3 times), so that its rank is not bought by its price.
-  EXPECT_GT((*holds)["cost"]["p90_usd"].get<double>(), (*vast)["cost"]["p90_usd"].get<double>());
-  EXPECT_GT((*vast)["rank"].get<int>(), (*holds)["rank"].get<int>());
   EXPECT_FALSE(Warns(*gcp, "host-ram-short")) << (*gcp)["warnings"];
   EXPECT_EQ((*gcp)["host"]["ram_gib"], 1872);
+
+  // Ranked below a dearer 8x H100 node that holds the copies. The shipped catalog first gave one
+  // (GCP's a3-highgpu-8g, then Hyperstack's and Nebius's 8x H100 at 1.3 times the P90 cost); at
+  // the providers' current list prices every 8x H100 node that holds the copies costs 1.4 times
+  // as much or more at P90 and the 64 GiB node ranks above those in its tier (docs/CHANGELOG.md).
+  // So the comparison is made with the same node given the RAM, at the 1.3 times it was made at.
+  const json r = Plan({}, RoomyVastOffer());
+  const json* short_node = Row(r, "vast", kVast64);
+  const json* holds = Row(r, "vast", kVastRoomy);
+  ASSERT_NE(short_node, nullptr);
+  ASSERT_NE(holds, nullptr);
+  EXPECT_FALSE(Warns(*holds, "host-ram-short"));
+  EXPECT_EQ((*holds)["unconfirmed"], (*short_node)["unconfirmed"]) << "same ranking tier";
+  // Dearer than the 64 GiB node at P90, so that its rank is not bought by its price.
+  EXPECT_GT((*holds)["cost"]["p90_usd"].get<double>(),
+            1.25 * (*short_node)["cost"]["p90_usd"].get<double>());
+  EXPECT_GT((*short_node)["rank"].get<int>(), (*holds)["rank"].get<int>());
 }
 
 // H3. Unknown is not zero: the same 8x H100 with no vCPU or RAM figure is not flagged, and
