@@ -3,6 +3,7 @@
 // 64 GiB of host RAM, whatever its GPUs. Asked through the real binary on the shipped catalog;
 // before issue 25 host RAM was not checked (the vast 8x H100 64 GiB node ranked #2).
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -24,19 +25,27 @@ RunOptions NoUserOffers() {
   return o;
 }
 
-// One user offer (offers.d) of 8 H100 whose vCPUs and host RAM are not given.
-RunOptions UnknownHostOffer() {
-  RunOptions o;
-  static const std::string dir = [] {
-    const std::string d = MakeTempDir("panel-host-unknown-d");
-    std::ofstream(d + "/mine.csv")
+// An offers.d directory (made once per `tag`) holding the one user offer `row`.
+RunOptions OneUserOffer(const std::string& tag, const std::string& row) {
+  static std::map<std::string, std::string> dirs;
+  std::string& dir = dirs[tag];
+  if (dir.empty()) {
+    dir = MakeTempDir("panel-host-" + tag + "-d");
+    std::ofstream(dir + "/mine.csv")
         << "provider,instance_type,region,gpu,gpu_count,vcpus,memory_gib,currency,"
            "on_demand_per_hour,spot_per_hour,interconnect,network_gbps,source,note,caveat\n"
-           "homelab,8xH100-host-unknown,local,H100-SXM5-80GB,8,,,USD,16.00,,nvlink,,test row,,\n";
-    return d;
-  }();
+        << row << "\n";
+  }
+  RunOptions o;
   o.env["FULCRUM_OFFERS_DIR"] = dir;
   return o;
+}
+
+// One user offer of 8 H100 whose vCPUs and host RAM are not given.
+RunOptions UnknownHostOffer() {
+  return OneUserOffer("unknown",
+                      "homelab,8xH100-host-unknown,local,H100-SXM5-80GB,8,,,USD,16.00,,nvlink,,"
+                      "test row,,");
 }
 
 json Plan(std::vector<std::string> extra, const RunOptions& options = NoUserOffers()) {
@@ -70,18 +79,10 @@ const json* Row(const json& d, const std::string& provider, const std::string& i
 // shipped catalog): a user offer (offers.d), so that the comparison below rests on host RAM at a
 // stated price ratio, not on whichever provider's list price happens to sit near the 64 GiB node's.
 RunOptions RoomyVastOffer() {
-  RunOptions o;
-  static const std::string dir = [] {
-    const std::string d = MakeTempDir("panel-host-roomy-d");
-    std::ofstream(d + "/mine.csv")
-        << "provider,instance_type,region,gpu,gpu_count,vcpus,memory_gib,currency,"
-           "on_demand_per_hour,spot_per_hour,interconnect,network_gbps,source,note,caveat\n"
-           "vast,8x-H100_SXM-32-1638400,\"Vietnam, VN, AS\",H100-SXM5-80GB,8,32,1600,USD,20.80,,,,"
-           "test row,,\n";
-    return d;
-  }();
-  o.env["FULCRUM_OFFERS_DIR"] = dir;
-  return o;
+  return OneUserOffer(
+      "roomy",
+      "vast,8x-H100_SXM-32-1638400,\"Vietnam, VN, AS\",H100-SXM5-80GB,8,32,1600,USD,"
+      "20.80,,,,test row,,");
 }
 
 const char kVast64[] = "8x-H100_SXM-32-65536";       // vast: 8 H100, 32 vCPUs, 64 GiB host RAM
