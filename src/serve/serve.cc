@@ -360,6 +360,16 @@ double KvCacheBytesPerToken(const workload::Model& m, KvPrecision kv) {
          static_cast<double>(workload::HeadDim(m)) * KvBytes(kv);
 }
 
+double AttentionFlopsPerContextToken(const workload::Model& m, AttentionPass pass) {
+  const double layers = static_cast<double>(m.layers);
+  if (!workload::IsMla(m)) return 2 * layers * (2 * static_cast<double>(m.hidden));
+  const double heads = static_cast<double>(m.heads);
+  if (pass == AttentionPass::kPrefill) {
+    return 2 * layers * static_cast<double>(workload::QDim(m) + workload::AttentionOutDim(m));
+  }
+  return 2 * layers * heads * static_cast<double>(workload::MlaLatentDim(m) + m.kv_lora_rank);
+}
+
 int64_t CachedTokens(const workload::Model& m, int64_t context) {
   return m.sliding_window > 0 ? std::min(context, m.sliding_window) : context;
 }
@@ -449,6 +459,9 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
       peak * std::min(1.0, calibration.decode_gemm_efficiency * low_bit_factor * gemm * arch);
   s.attention_flops_ =
       hw->peak_flops_16bit * std::min(1.0, calibration.attention_efficiency * gemm);
+  s.prefill_attention_flops_per_context_ =
+      AttentionFlopsPerContextToken(m, AttentionPass::kPrefill) / 2;
+  s.decode_attention_flops_per_context_ = AttentionFlopsPerContextToken(m, AttentionPass::kDecode);
   s.bandwidth_ = hw->memory_bytes_per_second *
                  std::min(1.0, calibration.decode_bandwidth_efficiency * engine.bandwidth_factor);
   const estimate::TimeCalibration& links =
@@ -492,18 +505,19 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
 
 // One pass: the weights it touches are read once (MoE: the expected share of routed experts any
 // of its tokens picks) unless its matmuls take longer (compute-bound); prompt tokens run at the
-// prefill efficiency with causal attention 2 x layers x hidden x context each; the decodes'
-// attention reads every sequence's KV (once per query head for a kPerQueryHead kernel) or is
-// compute-bound; two all-reduces per layer (attention, MLP) of the pass's activations; the
-// per-layer overheads (base, the engine's, bitsandbytes' extra kernels) add to the pass. An
-// eager engine's pass takes at least its host time (layers x the engine's host time per layer):
-// the GPU idles while Python dispatches kernels shorter than their dispatch. AWQ's fused modules
-// dispatch their share of the eager layer's operations in decode passes only: with more than one
-// token per sequence their attention takes its eager path (casper-hansen/AutoAWQ@027758d4
-// awq/modules/fused/attn.py QuantAttentionFused.forward, `if seqlen > 1 or not FT_INSTALLED`:
-// rotary through view_as_complex, the cache update, repeat_interleave, matmul, softmax, matmul in
-// PyTorch, where a decode step calls the one single_query_attention kernel), so a pass with
-// prompt tokens dispatches as many operations as an unfused layer.
+// prefill efficiency with causal attention of half AttentionFlopsPerContextToken (kPrefill) x
+// context each; the decodes' attention reads every sequence's KV (once per query head for a
+// kPerQueryHead kernel) or is compute-bound (AttentionFlopsPerContextToken, kDecode, x context);
+// two all-reduces per layer (attention, MLP) of the pass's activations; the per-layer overheads
+// (base, the engine's, bitsandbytes' extra kernels) add to the pass. An eager engine's pass takes
+// at least its host time (layers x the engine's host time per layer): the GPU idles while Python
+// dispatches kernels shorter than their dispatch. AWQ's fused modules dispatch their share of the
+// eager layer's operations in decode passes only: with more than one token per sequence their
+// attention takes its eager path (casper-hansen/AutoAWQ@027758d4 awq/modules/fused/attn.py
+// QuantAttentionFused.forward, `if seqlen > 1 or not FT_INSTALLED`: rotary through view_as_complex,
+// the cache update, repeat_interleave, matmul, softmax, matmul in PyTorch, where a decode step
+// calls the one single_query_attention kernel), so a pass with prompt tokens dispatches as many
+// operations as an unfused layer.
 double StepModel::Seconds(double decode_seqs, double decode_context, double prefill_tokens,
                           double prefill_context) const {
   const double tokens = decode_seqs + prefill_tokens;
@@ -511,14 +525,14 @@ double StepModel::Seconds(double decode_seqs, double decode_context, double pref
   if (routed_bytes_ > 0) weights_read -= routed_bytes_ * std::pow(1 - k_over_e_, tokens);
   if (tokens > 1) weights_read += dequant_bytes_;
   const double weights_seconds = weights_read / tp_ / bandwidth_;
-  const double gemm_seconds =
-      decode_seqs * linear_flops_per_token_ / (tp_ * decode_flops_) +
-      prefill_tokens * linear_flops_per_token_ / (tp_ * prefill_flops_) +
-      prefill_tokens * 2 * layers_ * hidden_ * prefill_context / (tp_ * attention_flops_);
+  const double gemm_seconds = decode_seqs * linear_flops_per_token_ / (tp_ * decode_flops_) +
+                              prefill_tokens * linear_flops_per_token_ / (tp_ * prefill_flops_) +
+                              prefill_tokens * prefill_attention_flops_per_context_ *
+                                  prefill_context / (tp_ * attention_flops_);
   const double kv_seconds =
       decode_seqs * decode_context * kv_per_token_per_gpu_ * kv_read_factor_ / bandwidth_;
   const double attn_seconds =
-      decode_seqs * 4 * layers_ * hidden_ * decode_context / (tp_ * attention_flops_);
+      decode_seqs * decode_attention_flops_per_context_ * decode_context / (tp_ * attention_flops_);
   const double comm = layers_ * 2 * AllReduce(tokens * hidden_ * 2);
   const bool eager = prefill_tokens > 0;  // the fused attention's PyTorch path (hf fused modules)
   const double gpu = std::max(weights_seconds, gemm_seconds) + std::max(kv_seconds, attn_seconds) +
@@ -545,7 +559,7 @@ void StepModel::DecodeParts(double decode_seqs, double decode_context, ServeSpee
                                                                    kv_read_factor_ / bandwidth_;
   sp.decode_compute_seconds =
       decode_seqs * linear_flops_per_token_ / (tp_ * decode_flops_) +
-      decode_seqs * 4 * layers_ * hidden_ * decode_context / (tp_ * attention_flops_);
+      decode_seqs * decode_attention_flops_per_context_ * decode_context / (tp_ * attention_flops_);
   sp.decode_comm_seconds = layers_ * 2 * AllReduce(decode_seqs * hidden_ * 2);
 }
 
@@ -560,14 +574,16 @@ bool StepModel::SameFiguresAs(const StepModel& o) const {
     return std::tie(s.ranks_, s.tp_, s.hidden_, s.layers_, s.kv_per_token_per_gpu_,
                     s.kv_read_factor_, s.weights_bytes_, s.routed_bytes_, s.k_over_e_,
                     s.linear_flops_per_token_, s.bandwidth_, s.prefill_flops_, s.decode_flops_,
-                    s.attention_flops_, s.overhead_per_pass_, s.decode_overhead_per_pass_,
-                    s.host_per_pass_, s.decode_host_per_pass_, s.dequant_bytes_,
-                    s.link_bytes_per_second_, s.link_latency_seconds_, s.custom_allreduce_);
+                    s.attention_flops_, s.prefill_attention_flops_per_context_,
+                    s.decode_attention_flops_per_context_, s.overhead_per_pass_,
+                    s.decode_overhead_per_pass_, s.host_per_pass_, s.decode_host_per_pass_,
+                    s.dequant_bytes_, s.link_bytes_per_second_, s.link_latency_seconds_,
+                    s.custom_allreduce_);
   };
-  // The model, the int, 20 doubles and the bool above (LP64): a field added to StepModel must be
+  // The model, the int, 22 doubles and the bool above (LP64): a field added to StepModel must be
   // added to `figures` too. The size catches a new field of 8 bytes or more; a bool or int placed
   // in the padding after custom_allreduce_ or ranks_ would not change it, so check by hand.
-  static_assert(sizeof(StepModel) == sizeof(workload::Model) + 8 + 20 * 8 + 8,
+  static_assert(sizeof(StepModel) == sizeof(workload::Model) + 8 + 22 * 8 + 8,
                 "StepModel's fields changed: update SameFiguresAs");
   return figures(*this) == figures(o);
 }

@@ -302,6 +302,8 @@ class StepModel {
   double weights_bytes_ = 0, routed_bytes_ = 0, k_over_e_ = 0;
   double linear_flops_per_token_ = 0, bandwidth_ = 0, prefill_flops_ = 0, decode_flops_ = 0;
   double attention_flops_ = 0;
+  // AttentionFlopsPerContextToken of a prompt token (halved: causal) and of a decode token.
+  double prefill_attention_flops_per_context_ = 0, decode_attention_flops_per_context_ = 0;
   // Per-layer overheads and the engine's host floor of a pass, summed over the layers: of a pass
   // with prompt tokens (eager layers) and of a decode pass (with ServeRequest::hf_fused_modules,
   // the fused layers' share of the engine's part; the same otherwise).
@@ -328,6 +330,21 @@ Status CheckFusedModules(bool fused, const EngineProfile& engine, Precision prec
 bool UsesCdna3Matmuls(const catalog::Gpu& gpu);
 double WeightBytes(const workload::Model& model, Precision precision);
 double KvCacheBytesPerToken(const workload::Model& model, KvPrecision kv);
+// Attention FLOPs (QK^T and the weighted sum of V, 2 x multiply-adds) of one query token against
+// one context token, summed over the layers, without the causal mask's halving: 2 x (query/key
+// width + value width) over all query heads a layer, 4 x hidden for standard attention (GQA
+// too: every query head scores every key). Multi-head latent attention (DeepSeek-V2/V3) runs two
+// ways (vLLM's MLA backend, vllm-project/vllm@00a817ada8 vllm/v1/attention/backends/mla/
+// common.py, module docstring): prompt tokens ("_forward_prefill", compute friendly) attend with
+// K and V expanded per head from the latent, widths heads x (qk_nope + qk_rope) and heads x
+// v_head; a decode token ("_forward_decode", data-movement friendly) multiplies its query by
+// W_UK and the attention output by W_UV (the weight absorption of arXiv 2405.04434 section 2.1.2:
+// keys and values are never expanded at inference) and attends as MQA over the cached latent:
+// query/key width heads x (kv_lora_rank + qk_rope), value width heads x kv_lora_rank. Those two
+// per-token matmuls cost 2 x kv_b_proj's weights, the FLOPs the linear layers already charge a
+// token for kv_b_proj (StepModel's linear_flops_per_token_), and read its weights once a pass.
+enum class AttentionPass { kPrefill, kDecode };
+double AttentionFlopsPerContextToken(const workload::Model& model, AttentionPass pass);
 // Tokens of one sequence the KV cache holds at `context` tokens (the sliding window caps it).
 int64_t CachedTokens(const workload::Model& model, int64_t context);
 

@@ -459,6 +459,73 @@ TEST(ServeSpeedTest, DecodeAttentionKernelDoesNotMatterWithoutGqa) {
   EXPECT_NEAR(grouped, 2740, 2740 * 0.25);  // v0.6.1 table, batch 48, 2048/2048
 }
 
+// Attention FLOPs per query token and context token, from the config fields. Standard attention
+// (GQA too): QK^T and PV over hidden each, 4 x layers x hidden. Multi-head latent attention
+// (vLLM's MLA backend): prompt tokens attend with K and V expanded per head (query/key heads of
+// qk_nope + qk_rope, value heads of v_head); a decode token attends with W_UK and W_UV absorbed,
+// as MQA over the cached latent (query/key width kv_lora_rank + qk_rope a head, value width
+// kv_lora_rank). For DeepSeek-V3 the absorbed decode costs ~10x what 4 x hidden would charge.
+TEST(ServeSpeedTest, MlaAttentionFlopsFollowTheExpandedPrefillAndTheAbsorbedDecode) {
+  const workload::Model llama = Preset("llama-3-70b");
+  const double standard = 4.0 * llama.layers * llama.hidden;
+  EXPECT_EQ(AttentionFlopsPerContextToken(llama, AttentionPass::kPrefill), standard);
+  EXPECT_EQ(AttentionFlopsPerContextToken(llama, AttentionPass::kDecode), standard);
+
+  for (const std::string name : {"deepseek-v3", "deepseek-v2-lite"}) {
+    SCOPED_TRACE(name);
+    const workload::Model m = Preset(name);
+    ASSERT_TRUE(workload::IsMla(m));
+    const double layers = static_cast<double>(m.layers);
+    const double heads = static_cast<double>(m.heads);
+    const double expanded_qk = static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim);
+    const double expanded_v = static_cast<double>(m.v_head_dim);
+    EXPECT_EQ(AttentionFlopsPerContextToken(m, AttentionPass::kPrefill),
+              2 * layers * heads * (expanded_qk + expanded_v));
+    const double absorbed_qk = static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim);
+    const double absorbed_v = static_cast<double>(m.kv_lora_rank);
+    EXPECT_EQ(AttentionFlopsPerContextToken(m, AttentionPass::kDecode),
+              2 * layers * heads * (absorbed_qk + absorbed_v));
+  }
+  const workload::Model v3 = Preset("deepseek-v3");
+  EXPECT_GT(AttentionFlopsPerContextToken(v3, AttentionPass::kDecode),
+            9 * 4.0 * v3.layers * v3.hidden);
+}
+
+// The step model charges those FLOPs: on one GPU, tp and engine (the same attention rate), the
+// growth of a decode step's compute time with the context, and of a long prefill's time with
+// the prompt's context, compare between DeepSeek-V3 and Llama-3-70B as their FLOPs per context
+// token do.
+TEST(ServeSpeedTest, StepModelTimesMlaAttentionWithItsOwnWidths) {
+  const auto request = [](const std::string& model) {
+    return Request(model, "H200", Precision::kFp8, KvPrecision::kFp8, 1, 1024, 128, 8);
+  };
+  Result<StepModel> mla = StepModel::Make(request("deepseek-v3"));
+  Result<StepModel> standard = StepModel::Make(request("llama-3-70b"));
+  ASSERT_TRUE(mla.ok()) << mla.status().ToString();
+  ASSERT_TRUE(standard.ok()) << standard.status().ToString();
+  const workload::Model v3 = Preset("deepseek-v3");
+  const workload::Model llama = Preset("llama-3-70b");
+
+  const auto decode_slope = [](const StepModel& step) {
+    ServeSpeed shorter, longer;
+    step.DecodeParts(64, 4096, shorter);
+    step.DecodeParts(64, 32768, longer);
+    return longer.decode_compute_seconds - shorter.decode_compute_seconds;
+  };
+  EXPECT_NEAR(decode_slope(*mla) / decode_slope(*standard),
+              AttentionFlopsPerContextToken(v3, AttentionPass::kDecode) /
+                  AttentionFlopsPerContextToken(llama, AttentionPass::kDecode),
+              1e-9);
+  // 8192 prompt tokens: matmul-bound for both models (the weights' read is shorter).
+  const auto prefill_slope = [](const StepModel& step) {
+    return step.Seconds(0, 0, 8192, 16384) - step.Seconds(0, 0, 8192, 8192);
+  };
+  EXPECT_NEAR(prefill_slope(*mla) / prefill_slope(*standard),
+              AttentionFlopsPerContextToken(v3, AttentionPass::kPrefill) /
+                  AttentionFlopsPerContextToken(llama, AttentionPass::kPrefill),
+              1e-9);
+}
+
 TEST(ServeSpeedTest, MatchesPublishedTensorRtLlmFirstTokenLatencyWithin25Percent) {
   // Batch 1, 2048 input tokens: H100 FP8 36 ms, A100 FP16 133 ms (v0.6.1 page, "Low Latency").
   const ServeEstimate h100 =
