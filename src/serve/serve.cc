@@ -168,8 +168,8 @@ double KvHeadsPerGpu(const workload::Model& m, int64_t tp) {
 // share; MLA's latent is one KV "head" (vLLM MLACommonBackend.get_kv_cache_shape: "num_kv_heads
 // assumed to be 1 for MLA", vllm-project/vllm@37fa5c0940 vllm/v1/attention/backends/mla/
 // common.py), so every GPU of tp holds all of it.
-double KvShareOnGpu(const workload::Model& m, int64_t tp) {
-  if (workload::IsMla(m)) return 1.0;
+double KvShareOnGpu(const workload::Model& m, int64_t tp, MlaPath path) {
+  if (workload::IsMla(m) && path == MlaPath::kAbsorbed) return 1.0;
   return KvHeadsPerGpu(m, tp) / static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads);
 }
 
@@ -348,23 +348,28 @@ double WeightBytes(const workload::Model& m, Precision precision) {
   return (total - unquantised) * BytesPerWeight(precision) + unquantised * 2;
 }
 
-double KvCacheBytesPerToken(const workload::Model& m, KvPrecision kv) {
-  // MLA engines (vLLM, SGLang, TensorRT-LLM) cache the compressed latent kv_lora_rank +
-  // qk_rope_head_dim per token and layer instead of K and V (workload::MlaLatentDim).
+MlaPath DecodeMlaPath(Engine engine) {
+  return engine == Engine::kHf ? MlaPath::kExpanded : MlaPath::kAbsorbed;
+}
+
+double KvCacheBytesPerToken(const workload::Model& m, KvPrecision kv, MlaPath path) {
+  // kAbsorbed: the compressed latent kv_lora_rank + qk_rope_head_dim per token and layer
+  // (workload::MlaLatentDim); kExpanded: K and V of every head (KDim + VDim).
   if (workload::IsMla(m)) {
-    return static_cast<double>(m.layers) * static_cast<double>(workload::MlaLatentDim(m)) *
-           KvBytes(kv);
+    const int64_t width = path == MlaPath::kAbsorbed ? workload::MlaLatentDim(m)
+                                                     : workload::KDim(m) + workload::VDim(m);
+    return static_cast<double>(m.layers) * static_cast<double>(width) * KvBytes(kv);
   }
   const double kv_heads = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads);
   return 2.0 * static_cast<double>(m.layers) * kv_heads *
          static_cast<double>(workload::HeadDim(m)) * KvBytes(kv);
 }
 
-double AttentionFlopsPerContextToken(const workload::Model& m, AttentionPass pass) {
+double AttentionFlopsPerContextToken(const workload::Model& m, MlaPath path) {
   const double layers = static_cast<double>(m.layers);
   if (!workload::IsMla(m)) return 2 * layers * (2 * static_cast<double>(m.hidden));
   const double heads = static_cast<double>(m.heads);
-  if (pass == AttentionPass::kPrefill) {
+  if (path == MlaPath::kExpanded) {
     return 2 * layers * static_cast<double>(workload::QDim(m) + workload::AttentionOutDim(m));
   }
   return 2 * layers * heads * static_cast<double>(workload::MlaLatentDim(m) + m.kv_lora_rank);
@@ -435,7 +440,9 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
   s.hidden_ = static_cast<double>(m.hidden);
   s.layers_ = static_cast<double>(m.layers);
   const double kv_heads = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads);
-  s.kv_per_token_per_gpu_ = KvCacheBytesPerToken(m, r.kv_precision) * KvShareOnGpu(m, r.tp);
+  const MlaPath decode_path = DecodeMlaPath(r.engine.engine);
+  s.kv_per_token_per_gpu_ =
+      KvCacheBytesPerToken(m, r.kv_precision, decode_path) * KvShareOnGpu(m, r.tp, decode_path);
   // MLA's decode reads the one latent for all query heads (vLLM's "MQA" decode path, same file).
   s.kv_read_factor_ = r.decode_attention == DecodeAttention::kPerQueryHead && !workload::IsMla(m)
                           ? static_cast<double>(m.heads) / kv_heads
@@ -459,9 +466,8 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
       peak * std::min(1.0, calibration.decode_gemm_efficiency * low_bit_factor * gemm * arch);
   s.attention_flops_ =
       hw->peak_flops_16bit * std::min(1.0, calibration.attention_efficiency * gemm);
-  s.prefill_attention_flops_per_context_ =
-      AttentionFlopsPerContextToken(m, AttentionPass::kPrefill) / 2;
-  s.decode_attention_flops_per_context_ = AttentionFlopsPerContextToken(m, AttentionPass::kDecode);
+  s.prefill_attention_flops_per_context_ = AttentionFlopsPerContextToken(m, MlaPath::kExpanded) / 2;
+  s.decode_attention_flops_per_context_ = AttentionFlopsPerContextToken(m, decode_path);
   s.bandwidth_ = hw->memory_bytes_per_second *
                  std::min(1.0, calibration.decode_bandwidth_efficiency * engine.bandwidth_factor);
   const estimate::TimeCalibration& links =
@@ -505,9 +511,10 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
 
 // One pass: the weights it touches are read once (MoE: the expected share of routed experts any
 // of its tokens picks) unless its matmuls take longer (compute-bound); prompt tokens run at the
-// prefill efficiency with causal attention of half AttentionFlopsPerContextToken (kPrefill) x
+// prefill efficiency with causal attention of half AttentionFlopsPerContextToken (kExpanded) x
 // context each; the decodes' attention reads every sequence's KV (once per query head for a
-// kPerQueryHead kernel) or is compute-bound (AttentionFlopsPerContextToken, kDecode, x context);
+// kPerQueryHead kernel) or is compute-bound (AttentionFlopsPerContextToken of the engine's
+// DecodeMlaPath x context);
 // two all-reduces per layer (attention, MLP) of the pass's activations; the per-layer overheads
 // (base, the engine's, bitsandbytes' extra kernels) add to the pass. An eager engine's pass takes
 // at least its host time (layers x the engine's host time per layer): the GPU idles while Python
@@ -613,10 +620,12 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
   ServeEstimate out;
   ServeMemory& mem = out.memory;
   mem.weights_bytes = WeightBytes(m, r.precision);
-  mem.kv_cache_bytes_per_token = KvCacheBytesPerToken(m, r.kv_precision);
+  const MlaPath mla_path = DecodeMlaPath(r.engine.engine);
+  mem.kv_cache_bytes_per_token = KvCacheBytesPerToken(m, r.kv_precision, mla_path);
   const int64_t seq_tokens = CachedTokens(m, r.input_len + r.output_len);
   mem.kv_cache_bytes = batch * static_cast<double>(seq_tokens) * mem.kv_cache_bytes_per_token;
-  const double kv_per_token_per_gpu = mem.kv_cache_bytes_per_token * KvShareOnGpu(m, r.tp);
+  const double kv_per_token_per_gpu =
+      mem.kv_cache_bytes_per_token * KvShareOnGpu(m, r.tp, mla_path);
   const double weights_per_gpu = mem.weights_bytes / tp;
   // Forward workspace of the largest pass: q/k/v, gate+up (the MLP intermediate), the residual
   // stream, and fp32 logits of the sampled positions (the whole vocabulary, gathered).
@@ -631,7 +640,7 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
   mem.overhead_bytes_per_gpu = kOverheadBytesPerGpu;
   mem.budget_bytes_per_gpu = kGpuMemoryUtilization * r.gpu.memory_gib * kGiB;
   const double fixed = weights_per_gpu + mem.activation_bytes_per_gpu + mem.overhead_bytes_per_gpu;
-  mem.peak_bytes_per_gpu = fixed + mem.kv_cache_bytes * KvShareOnGpu(m, r.tp);
+  mem.peak_bytes_per_gpu = fixed + mem.kv_cache_bytes * KvShareOnGpu(m, r.tp, mla_path);
   const double per_sequence = kv_per_token_per_gpu * static_cast<double>(seq_tokens);
   mem.kv_cache_capacity_tokens =
       fixed >= mem.budget_bytes_per_gpu
