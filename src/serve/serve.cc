@@ -168,8 +168,8 @@ double KvHeadsPerGpu(const workload::Model& m, int64_t tp) {
 // share; MLA's latent is one KV "head" (vLLM MLACommonBackend.get_kv_cache_shape: "num_kv_heads
 // assumed to be 1 for MLA", vllm-project/vllm@37fa5c0940 vllm/v1/attention/backends/mla/
 // common.py), so every GPU of tp holds all of it.
-double KvShareOnGpu(const workload::Model& m, int64_t tp) {
-  if (workload::IsMla(m)) return 1.0;
+double KvShareOnGpu(const workload::Model& m, int64_t tp, MlaPath path) {
+  if (workload::IsMla(m) && path == MlaPath::kAbsorbed) return 1.0;
   return KvHeadsPerGpu(m, tp) / static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads);
 }
 
@@ -348,16 +348,31 @@ double WeightBytes(const workload::Model& m, Precision precision) {
   return (total - unquantised) * BytesPerWeight(precision) + unquantised * 2;
 }
 
-double KvCacheBytesPerToken(const workload::Model& m, KvPrecision kv) {
-  // MLA engines (vLLM, SGLang, TensorRT-LLM) cache the compressed latent kv_lora_rank +
-  // qk_rope_head_dim per token and layer instead of K and V (workload::MlaLatentDim).
+MlaPath DecodeMlaPath(Engine engine) {
+  return engine == Engine::kHf ? MlaPath::kExpanded : MlaPath::kAbsorbed;
+}
+
+double KvCacheBytesPerToken(const workload::Model& m, KvPrecision kv, MlaPath path) {
+  // kAbsorbed: the compressed latent kv_lora_rank + qk_rope_head_dim per token and layer
+  // (workload::MlaLatentDim); kExpanded: K and V of every head (KDim + VDim).
   if (workload::IsMla(m)) {
-    return static_cast<double>(m.layers) * static_cast<double>(workload::MlaLatentDim(m)) *
-           KvBytes(kv);
+    const int64_t width = path == MlaPath::kAbsorbed ? workload::MlaLatentDim(m)
+                                                     : workload::KDim(m) + workload::VDim(m);
+    return static_cast<double>(m.layers) * static_cast<double>(width) * KvBytes(kv);
   }
   const double kv_heads = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads);
   return 2.0 * static_cast<double>(m.layers) * kv_heads *
          static_cast<double>(workload::HeadDim(m)) * KvBytes(kv);
+}
+
+double AttentionFlopsPerContextToken(const workload::Model& m, MlaPath path) {
+  const double layers = static_cast<double>(m.layers);
+  if (!workload::IsMla(m)) return 2 * layers * (2 * static_cast<double>(m.hidden));
+  const double heads = static_cast<double>(m.heads);
+  if (path == MlaPath::kExpanded) {
+    return 2 * layers * static_cast<double>(workload::QDim(m) + workload::AttentionOutDim(m));
+  }
+  return 2 * layers * heads * static_cast<double>(workload::MlaLatentDim(m) + m.kv_lora_rank);
 }
 
 int64_t CachedTokens(const workload::Model& m, int64_t context) {
@@ -425,7 +440,9 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
   s.hidden_ = static_cast<double>(m.hidden);
   s.layers_ = static_cast<double>(m.layers);
   const double kv_heads = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads);
-  s.kv_per_token_per_gpu_ = KvCacheBytesPerToken(m, r.kv_precision) * KvShareOnGpu(m, r.tp);
+  const MlaPath decode_path = DecodeMlaPath(r.engine.engine);
+  s.kv_per_token_per_gpu_ =
+      KvCacheBytesPerToken(m, r.kv_precision, decode_path) * KvShareOnGpu(m, r.tp, decode_path);
   // MLA's decode reads the one latent for all query heads (vLLM's "MQA" decode path, same file).
   s.kv_read_factor_ = r.decode_attention == DecodeAttention::kPerQueryHead && !workload::IsMla(m)
                           ? static_cast<double>(m.heads) / kv_heads
@@ -449,6 +466,8 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
       peak * std::min(1.0, calibration.decode_gemm_efficiency * low_bit_factor * gemm * arch);
   s.attention_flops_ =
       hw->peak_flops_16bit * std::min(1.0, calibration.attention_efficiency * gemm);
+  s.prefill_attention_flops_per_context_ = AttentionFlopsPerContextToken(m, MlaPath::kExpanded) / 2;
+  s.decode_attention_flops_per_context_ = AttentionFlopsPerContextToken(m, decode_path);
   s.bandwidth_ = hw->memory_bytes_per_second *
                  std::min(1.0, calibration.decode_bandwidth_efficiency * engine.bandwidth_factor);
   const estimate::TimeCalibration& links =
@@ -492,18 +511,20 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
 
 // One pass: the weights it touches are read once (MoE: the expected share of routed experts any
 // of its tokens picks) unless its matmuls take longer (compute-bound); prompt tokens run at the
-// prefill efficiency with causal attention 2 x layers x hidden x context each; the decodes'
-// attention reads every sequence's KV (once per query head for a kPerQueryHead kernel) or is
-// compute-bound; two all-reduces per layer (attention, MLP) of the pass's activations; the
-// per-layer overheads (base, the engine's, bitsandbytes' extra kernels) add to the pass. An
-// eager engine's pass takes at least its host time (layers x the engine's host time per layer):
-// the GPU idles while Python dispatches kernels shorter than their dispatch. AWQ's fused modules
-// dispatch their share of the eager layer's operations in decode passes only: with more than one
-// token per sequence their attention takes its eager path (casper-hansen/AutoAWQ@027758d4
-// awq/modules/fused/attn.py QuantAttentionFused.forward, `if seqlen > 1 or not FT_INSTALLED`:
-// rotary through view_as_complex, the cache update, repeat_interleave, matmul, softmax, matmul in
-// PyTorch, where a decode step calls the one single_query_attention kernel), so a pass with
-// prompt tokens dispatches as many operations as an unfused layer.
+// prefill efficiency with causal attention of half AttentionFlopsPerContextToken (kExpanded) x
+// context each; the decodes' attention reads every sequence's KV (once per query head for a
+// kPerQueryHead kernel) or is compute-bound (AttentionFlopsPerContextToken of the engine's
+// DecodeMlaPath x context);
+// two all-reduces per layer (attention, MLP) of the pass's activations; the per-layer overheads
+// (base, the engine's, bitsandbytes' extra kernels) add to the pass. An eager engine's pass takes
+// at least its host time (layers x the engine's host time per layer): the GPU idles while Python
+// dispatches kernels shorter than their dispatch. AWQ's fused modules dispatch their share of the
+// eager layer's operations in decode passes only: with more than one token per sequence their
+// attention takes its eager path (casper-hansen/AutoAWQ@027758d4 awq/modules/fused/attn.py
+// QuantAttentionFused.forward, `if seqlen > 1 or not FT_INSTALLED`: rotary through view_as_complex,
+// the cache update, repeat_interleave, matmul, softmax, matmul in PyTorch, where a decode step
+// calls the one single_query_attention kernel), so a pass with prompt tokens dispatches as many
+// operations as an unfused layer.
 double StepModel::Seconds(double decode_seqs, double decode_context, double prefill_tokens,
                           double prefill_context) const {
   const double tokens = decode_seqs + prefill_tokens;
@@ -511,14 +532,14 @@ double StepModel::Seconds(double decode_seqs, double decode_context, double pref
   if (routed_bytes_ > 0) weights_read -= routed_bytes_ * std::pow(1 - k_over_e_, tokens);
   if (tokens > 1) weights_read += dequant_bytes_;
   const double weights_seconds = weights_read / tp_ / bandwidth_;
-  const double gemm_seconds =
-      decode_seqs * linear_flops_per_token_ / (tp_ * decode_flops_) +
-      prefill_tokens * linear_flops_per_token_ / (tp_ * prefill_flops_) +
-      prefill_tokens * 2 * layers_ * hidden_ * prefill_context / (tp_ * attention_flops_);
+  const double gemm_seconds = decode_seqs * linear_flops_per_token_ / (tp_ * decode_flops_) +
+                              prefill_tokens * linear_flops_per_token_ / (tp_ * prefill_flops_) +
+                              prefill_tokens * prefill_attention_flops_per_context_ *
+                                  prefill_context / (tp_ * attention_flops_);
   const double kv_seconds =
       decode_seqs * decode_context * kv_per_token_per_gpu_ * kv_read_factor_ / bandwidth_;
   const double attn_seconds =
-      decode_seqs * 4 * layers_ * hidden_ * decode_context / (tp_ * attention_flops_);
+      decode_seqs * decode_attention_flops_per_context_ * decode_context / (tp_ * attention_flops_);
   const double comm = layers_ * 2 * AllReduce(tokens * hidden_ * 2);
   const bool eager = prefill_tokens > 0;  // the fused attention's PyTorch path (hf fused modules)
   const double gpu = std::max(weights_seconds, gemm_seconds) + std::max(kv_seconds, attn_seconds) +
@@ -545,7 +566,7 @@ void StepModel::DecodeParts(double decode_seqs, double decode_context, ServeSpee
                                                                    kv_read_factor_ / bandwidth_;
   sp.decode_compute_seconds =
       decode_seqs * linear_flops_per_token_ / (tp_ * decode_flops_) +
-      decode_seqs * 4 * layers_ * hidden_ * decode_context / (tp_ * attention_flops_);
+      decode_seqs * decode_attention_flops_per_context_ * decode_context / (tp_ * attention_flops_);
   sp.decode_comm_seconds = layers_ * 2 * AllReduce(decode_seqs * hidden_ * 2);
 }
 
@@ -560,14 +581,16 @@ bool StepModel::SameFiguresAs(const StepModel& o) const {
     return std::tie(s.ranks_, s.tp_, s.hidden_, s.layers_, s.kv_per_token_per_gpu_,
                     s.kv_read_factor_, s.weights_bytes_, s.routed_bytes_, s.k_over_e_,
                     s.linear_flops_per_token_, s.bandwidth_, s.prefill_flops_, s.decode_flops_,
-                    s.attention_flops_, s.overhead_per_pass_, s.decode_overhead_per_pass_,
-                    s.host_per_pass_, s.decode_host_per_pass_, s.dequant_bytes_,
-                    s.link_bytes_per_second_, s.link_latency_seconds_, s.custom_allreduce_);
+                    s.attention_flops_, s.prefill_attention_flops_per_context_,
+                    s.decode_attention_flops_per_context_, s.overhead_per_pass_,
+                    s.decode_overhead_per_pass_, s.host_per_pass_, s.decode_host_per_pass_,
+                    s.dequant_bytes_, s.link_bytes_per_second_, s.link_latency_seconds_,
+                    s.custom_allreduce_);
   };
-  // The model, the int, 20 doubles and the bool above (LP64): a field added to StepModel must be
+  // The model, the int, 22 doubles and the bool above (LP64): a field added to StepModel must be
   // added to `figures` too. The size catches a new field of 8 bytes or more; a bool or int placed
   // in the padding after custom_allreduce_ or ranks_ would not change it, so check by hand.
-  static_assert(sizeof(StepModel) == sizeof(workload::Model) + 8 + 20 * 8 + 8,
+  static_assert(sizeof(StepModel) == sizeof(workload::Model) + 8 + 22 * 8 + 8,
                 "StepModel's fields changed: update SameFiguresAs");
   return figures(*this) == figures(o);
 }
@@ -597,10 +620,12 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
   ServeEstimate out;
   ServeMemory& mem = out.memory;
   mem.weights_bytes = WeightBytes(m, r.precision);
-  mem.kv_cache_bytes_per_token = KvCacheBytesPerToken(m, r.kv_precision);
+  const MlaPath mla_path = DecodeMlaPath(r.engine.engine);
+  mem.kv_cache_bytes_per_token = KvCacheBytesPerToken(m, r.kv_precision, mla_path);
   const int64_t seq_tokens = CachedTokens(m, r.input_len + r.output_len);
   mem.kv_cache_bytes = batch * static_cast<double>(seq_tokens) * mem.kv_cache_bytes_per_token;
-  const double kv_per_token_per_gpu = mem.kv_cache_bytes_per_token * KvShareOnGpu(m, r.tp);
+  const double kv_per_token_per_gpu =
+      mem.kv_cache_bytes_per_token * KvShareOnGpu(m, r.tp, mla_path);
   const double weights_per_gpu = mem.weights_bytes / tp;
   // Forward workspace of the largest pass: q/k/v, gate+up (the MLP intermediate), the residual
   // stream, and fp32 logits of the sampled positions (the whole vocabulary, gathered).
@@ -615,7 +640,7 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
   mem.overhead_bytes_per_gpu = kOverheadBytesPerGpu;
   mem.budget_bytes_per_gpu = kGpuMemoryUtilization * r.gpu.memory_gib * kGiB;
   const double fixed = weights_per_gpu + mem.activation_bytes_per_gpu + mem.overhead_bytes_per_gpu;
-  mem.peak_bytes_per_gpu = fixed + mem.kv_cache_bytes * KvShareOnGpu(m, r.tp);
+  mem.peak_bytes_per_gpu = fixed + mem.kv_cache_bytes * KvShareOnGpu(m, r.tp, mla_path);
   const double per_sequence = kv_per_token_per_gpu * static_cast<double>(seq_tokens);
   mem.kv_cache_capacity_tokens =
       fixed >= mem.budget_bytes_per_gpu

@@ -302,6 +302,8 @@ class StepModel {
   double weights_bytes_ = 0, routed_bytes_ = 0, k_over_e_ = 0;
   double linear_flops_per_token_ = 0, bandwidth_ = 0, prefill_flops_ = 0, decode_flops_ = 0;
   double attention_flops_ = 0;
+  // AttentionFlopsPerContextToken of a prompt token (halved: causal) and of a decode token.
+  double prefill_attention_flops_per_context_ = 0, decode_attention_flops_per_context_ = 0;
   // Per-layer overheads and the engine's host floor of a pass, summed over the layers: of a pass
   // with prompt tokens (eager layers) and of a decode pass (with ServeRequest::hf_fused_modules,
   // the fused layers' share of the engine's part; the same otherwise).
@@ -327,7 +329,36 @@ Status CheckFusedModules(bool fused, const EngineProfile& engine, Precision prec
 // AMD's MI300X and MI325X "CDNA 3".
 bool UsesCdna3Matmuls(const catalog::Gpu& gpu);
 double WeightBytes(const workload::Model& model, Precision precision);
-double KvCacheBytesPerToken(const workload::Model& model, KvPrecision kv);
+// How a multi-head latent attention model (DeepSeek-V2/V3) attends; standard models ignore it.
+// kAbsorbed: the engine caches the latent (workload::MlaLatentDim a token and layer) and a decode
+//   token multiplies its query by W_UK and the attention output by W_UV (the weight absorption
+//   of arXiv 2405.04434 section 2.1.2), attending as MQA over the latent: vLLM's MLA backend
+//   ("_forward_decode", vllm-project/vllm@00a817ada8 vllm/v1/attention/backends/mla/common.py,
+//   module docstring), SGLang's AttnForwardMethod.MLA ("absorbed multi-latent attention",
+//   sgl-project/sglang@00114aef19 python/sglang/srt/models/deepseek_v2.py); TensorRT-LLM and
+//   llama.cpp are taken to do the same (not checked here).
+// kExpanded: K and V expanded per head from the latent (kv_b_proj), attended as multi-head
+//   attention: every engine's prompt tokens (vLLM "_forward_prefill", SGLang AttnForwardMethod.MHA)
+//   and every pass of transformers (engine hf), which also caches the expanded K and V
+//   (huggingface/transformers@00b676f8f0 src/transformers/models/deepseek_v3/
+//   modeling_deepseek_v3.py DeepseekV3Attention.forward: kv_b_proj, then past_key_value.update of
+//   key_states / value_states, the rope key expanded to every head).
+enum class MlaPath { kExpanded, kAbsorbed };
+// The path of an engine's decode tokens and KV cache: kExpanded for hf, kAbsorbed otherwise.
+MlaPath DecodeMlaPath(Engine engine);
+// Bytes of KV cache a token adds, over all layers (MLA: as `path` caches it).
+double KvCacheBytesPerToken(const workload::Model& model, KvPrecision kv,
+                            MlaPath path = MlaPath::kAbsorbed);
+// Attention FLOPs (QK^T and the weighted sum of V, 2 x multiply-adds) of one query token against
+// one context token, summed over the layers, without the causal mask's halving: 2 x (query/key
+// width + value width) over all query heads a layer, 4 x hidden for standard attention (GQA
+// too: every query head scores every key). MLA, kExpanded: query/key heads of
+// qk_nope + qk_rope and value heads of v_head; kAbsorbed: query/key width
+// heads x (kv_lora_rank + qk_rope) and value width heads x kv_lora_rank. The absorbed decode's
+// two extra per-token matmuls (q_nope x W_UK, the output x W_UV) cost 2 x kv_b_proj's weights,
+// the FLOPs the linear layers already charge a token for kv_b_proj (StepModel's
+// linear_flops_per_token_), and read its weights once a pass.
+double AttentionFlopsPerContextToken(const workload::Model& model, MlaPath path);
 // Tokens of one sequence the KV cache holds at `context` tokens (the sliding window caps it).
 int64_t CachedTokens(const workload::Model& model, int64_t context);
 

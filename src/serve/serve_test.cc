@@ -459,6 +459,128 @@ TEST(ServeSpeedTest, DecodeAttentionKernelDoesNotMatterWithoutGqa) {
   EXPECT_NEAR(grouped, 2740, 2740 * 0.25);  // v0.6.1 table, batch 48, 2048/2048
 }
 
+// Attention FLOPs per query token and context token, from the config fields. Standard attention
+// (GQA too): QK^T and PV over hidden each, 4 x layers x hidden. Multi-head latent attention
+// (vLLM's MLA backend): prompt tokens attend with K and V expanded per head (query/key heads of
+// qk_nope + qk_rope, value heads of v_head); a decode token attends with W_UK and W_UV absorbed,
+// as MQA over the cached latent (query/key width kv_lora_rank + qk_rope a head, value width
+// kv_lora_rank). For DeepSeek-V3 the absorbed decode costs ~10x what 4 x hidden would charge.
+TEST(ServeSpeedTest, MlaAttentionFlopsFollowTheExpandedPrefillAndTheAbsorbedDecode) {
+  const workload::Model llama = Preset("llama-3-70b");
+  const double standard = 4.0 * llama.layers * llama.hidden;
+  EXPECT_EQ(AttentionFlopsPerContextToken(llama, MlaPath::kExpanded), standard);
+  EXPECT_EQ(AttentionFlopsPerContextToken(llama, MlaPath::kAbsorbed), standard);
+
+  for (const std::string name : {"deepseek-v3", "deepseek-v2-lite"}) {
+    SCOPED_TRACE(name);
+    const workload::Model m = Preset(name);
+    ASSERT_TRUE(workload::IsMla(m));
+    const double layers = static_cast<double>(m.layers);
+    const double heads = static_cast<double>(m.heads);
+    const double expanded_qk = static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim);
+    const double expanded_v = static_cast<double>(m.v_head_dim);
+    EXPECT_EQ(AttentionFlopsPerContextToken(m, MlaPath::kExpanded),
+              2 * layers * heads * (expanded_qk + expanded_v));
+    const double absorbed_qk = static_cast<double>(m.kv_lora_rank + m.qk_rope_head_dim);
+    const double absorbed_v = static_cast<double>(m.kv_lora_rank);
+    EXPECT_EQ(AttentionFlopsPerContextToken(m, MlaPath::kAbsorbed),
+              2 * layers * heads * (absorbed_qk + absorbed_v));
+  }
+  const workload::Model v3 = Preset("deepseek-v3");
+  EXPECT_GT(AttentionFlopsPerContextToken(v3, MlaPath::kAbsorbed), 9 * 4.0 * v3.layers * v3.hidden);
+}
+
+// The step model charges those FLOPs: on one GPU, tp and engine (the same attention rate), the
+// growth of a decode step's compute time with the context, and of a long prefill's time with
+// the prompt's context, compare between DeepSeek-V3 and Llama-3-70B as their FLOPs per context
+// token do.
+TEST(ServeSpeedTest, StepModelTimesMlaAttentionWithItsOwnWidths) {
+  const auto request = [](const std::string& model) {
+    return Request(model, "H200", Precision::kFp8, KvPrecision::kFp8, 1, 1024, 128, 8);
+  };
+  Result<StepModel> mla = StepModel::Make(request("deepseek-v3"));
+  Result<StepModel> standard = StepModel::Make(request("llama-3-70b"));
+  ASSERT_TRUE(mla.ok()) << mla.status().ToString();
+  ASSERT_TRUE(standard.ok()) << standard.status().ToString();
+  const workload::Model v3 = Preset("deepseek-v3");
+  const workload::Model llama = Preset("llama-3-70b");
+
+  const auto decode_slope = [](const StepModel& step) {
+    ServeSpeed shorter, longer;
+    step.DecodeParts(64, 4096, shorter);
+    step.DecodeParts(64, 32768, longer);
+    return longer.decode_compute_seconds - shorter.decode_compute_seconds;
+  };
+  EXPECT_NEAR(decode_slope(*mla) / decode_slope(*standard),
+              AttentionFlopsPerContextToken(v3, MlaPath::kAbsorbed) /
+                  AttentionFlopsPerContextToken(llama, MlaPath::kAbsorbed),
+              1e-9);
+  // 8192 prompt tokens: matmul-bound for both models (the weights' read is shorter).
+  const auto prefill_slope = [](const StepModel& step) {
+    return step.Seconds(0, 0, 8192, 16384) - step.Seconds(0, 0, 8192, 8192);
+  };
+  EXPECT_NEAR(prefill_slope(*mla) / prefill_slope(*standard),
+              AttentionFlopsPerContextToken(v3, MlaPath::kExpanded) /
+                  AttentionFlopsPerContextToken(llama, MlaPath::kExpanded),
+              1e-9);
+}
+
+// transformers (engine hf) runs MLA unabsorbed: it caches K and V expanded per head and decodes
+// as multi-head attention of the prefill's widths; the other engines cache the latent.
+TEST(ServeSpeedTest, HfCachesMlaKeysAndValuesExpandedAndDecodesUnabsorbed) {
+  const workload::Model m = Preset("deepseek-v2-lite");
+  const double expanded_kv_width =
+      static_cast<double>(m.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim));
+  EXPECT_EQ(KvCacheBytesPerToken(m, KvPrecision::kBf16, MlaPath::kExpanded),
+            static_cast<double>(m.layers) * expanded_kv_width * 2);
+  EXPECT_EQ(DecodeMlaPath(Engine::kHf), MlaPath::kExpanded);
+  for (const Engine e : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm, Engine::kLlamaCpp}) {
+    EXPECT_EQ(DecodeMlaPath(e), MlaPath::kAbsorbed);
+  }
+
+  ServeRequest r =
+      Request("deepseek-v2-lite", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 4, 1024, 128);
+  r.engine.engine = Engine::kHf;
+  EXPECT_EQ(Estimate(r).memory.kv_cache_bytes_per_token,
+            KvCacheBytesPerToken(m, KvPrecision::kBf16, MlaPath::kExpanded));
+  Result<StepModel> hf = StepModel::Make(r);
+  r.engine.engine = Engine::kVllm;
+  r.batching = Batching::kContinuous;
+  EXPECT_EQ(Estimate(r).memory.kv_cache_bytes_per_token,
+            KvCacheBytesPerToken(m, KvPrecision::kBf16, MlaPath::kAbsorbed));
+  Result<StepModel> vllm = StepModel::Make(r);
+  ASSERT_TRUE(hf.ok()) << hf.status().ToString();
+  ASSERT_TRUE(vllm.ok()) << vllm.status().ToString();
+  // A decode step's KV read and attention compute grow with the context as the path's bytes and
+  // FLOPs per cached token do, at each engine's fitted rates.
+  const auto slopes = [](const StepModel& step) {
+    ServeSpeed shorter, longer;
+    step.DecodeParts(1, 8192, shorter);
+    step.DecodeParts(1, 16384, longer);
+    return std::pair(longer.decode_compute_seconds - shorter.decode_compute_seconds,
+                     longer.decode_memory_seconds - shorter.decode_memory_seconds);
+  };
+  const ServeCalibration& c = DefaultServeCalibration();
+  const auto bandwidth = [&](Engine e) {
+    return std::min(1.0, c.decode_bandwidth_efficiency * c.engine(e).bandwidth_factor);
+  };
+  const auto attention = [&](Engine e) {
+    return std::min(1.0, c.attention_efficiency * c.engine(e).gemm_factor);
+  };
+  const auto [hf_compute, hf_memory] = slopes(*hf);
+  const auto [vllm_compute, vllm_memory] = slopes(*vllm);
+  EXPECT_NEAR(hf_memory / vllm_memory,
+              KvCacheBytesPerToken(m, KvPrecision::kBf16, MlaPath::kExpanded) /
+                  KvCacheBytesPerToken(m, KvPrecision::kBf16, MlaPath::kAbsorbed) *
+                  bandwidth(Engine::kVllm) / bandwidth(Engine::kHf),
+              1e-9);
+  EXPECT_NEAR(hf_compute / vllm_compute,
+              AttentionFlopsPerContextToken(m, MlaPath::kExpanded) /
+                  AttentionFlopsPerContextToken(m, MlaPath::kAbsorbed) * attention(Engine::kVllm) /
+                  attention(Engine::kHf),
+              1e-9);
+}
+
 TEST(ServeSpeedTest, MatchesPublishedTensorRtLlmFirstTokenLatencyWithin25Percent) {
   // Batch 1, 2048 input tokens: H100 FP8 36 ms, A100 FP16 133 ms (v0.6.1 page, "Low Latency").
   const ServeEstimate h100 =
