@@ -438,18 +438,7 @@ double TrainableParameterCount(const Model& model, const Training& training) {
     return workload::ParameterCount(model);
   }
   // LoRA adds rank * (in + out) per targeted matrix (Hu et al. 2021, arXiv 2106.09685).
-  const double r = static_cast<double>(training.lora_rank);
-  const double h = static_cast<double>(model.hidden);
-  const double kv = static_cast<double>(workload::KvDim(model));
-  const double f = static_cast<double>(model.ffn_hidden);
-  double per_layer = 0;
-  if (training.lora_targets & workload::kLoraQ) per_layer += r * (h + h);
-  if (training.lora_targets & workload::kLoraK) per_layer += r * (h + kv);
-  if (training.lora_targets & workload::kLoraV) per_layer += r * (h + kv);
-  if (training.lora_targets & workload::kLoraO) per_layer += r * (h + h);
-  if (training.lora_targets & workload::kLoraMlp) {
-    per_layer += (model.mlp == workload::MlpKind::kSwiglu ? 3 : 2) * r * (h + f);
-  }
+  const double per_layer = workload::LoraParameterCountPerLayer(model, training);
   return per_layer * static_cast<double>(model.layers);
 }
 

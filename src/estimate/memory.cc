@@ -486,32 +486,6 @@ struct StageContents {
   double logits_bytes = 0;
 };
 
-// LoRA adapter parameters in one layer: r * (in + out) per targeted matrix (Hu et al. 2021).
-double LoraParamsPerLayer(const Model& m, const Training& t) {
-  const double r = static_cast<double>(t.lora_rank);
-  const double h = static_cast<double>(m.hidden);
-  const double kv = static_cast<double>(workload::KvDim(m));
-  const double f = static_cast<double>(m.ffn_hidden);
-  double params = 0;
-  if (t.lora_targets & workload::kLoraQ) params += r * (h + h);
-  if (t.lora_targets & workload::kLoraK) params += r * (h + kv);
-  if (t.lora_targets & workload::kLoraV) params += r * (h + kv);
-  if (t.lora_targets & workload::kLoraO) params += r * (h + h);
-  if (t.lora_targets & workload::kLoraMlp) {
-    params += (m.mlp == workload::MlpKind::kSwiglu ? 3 : 2) * r * (h + f);
-  }
-  return params;
-}
-
-double AdapterCount(const Model& m, const Training& t) {
-  double count = 0;
-  for (uint32_t bit : {workload::kLoraQ, workload::kLoraK, workload::kLoraV, workload::kLoraO}) {
-    if (t.lora_targets & bit) count += 1;
-  }
-  if (t.lora_targets & workload::kLoraMlp) count += m.mlp == workload::MlpKind::kSwiglu ? 3 : 2;
-  return count;
-}
-
 // Bytes per logit element alive at the loss (the last stage's peak), by framework:
 // Megatron's vocab-parallel cross entropy upcasts the bf16 logits to fp32 and saves the fp32
 // softmax for backward (Megatron-LM core/tensor_parallel/cross_entropy.py): 2 + 4.
@@ -629,7 +603,7 @@ MemoryBreakdown EstimateStage(const Model& m, const Training& t, const StageCont
   // LoRA / QLoRA: frozen base weights + fp32 adapters trained with the optimizer (PEFT keeps
   // adapters in fp32 under autocast): 4 + 4 + states bytes per adapter parameter.
   const double layers = static_cast<double>(m.layers) / static_cast<double>(t.pp);
-  const double adapters = layers * LoraParamsPerLayer(m, t) / tp;
+  const double adapters = layers * workload::LoraParameterCountPerLayer(m, t) / tp;
   const double n = static_cast<double>(workload::StateShards(t));
   const double state = StateBytes(t);
   ModelStateBytes s;
@@ -649,7 +623,8 @@ MemoryBreakdown EstimateStage(const Model& m, const Training& t, const StageCont
     const double per_adapter = 2.0 * static_cast<double>(t.seq_len) *
                                static_cast<double>(t.micro_batch) *
                                static_cast<double>(t.lora_rank);
-    with_adapters.activations_bytes += layers * AdapterCount(m, t) * per_adapter;
+    with_adapters.activations_bytes +=
+        layers * workload::LoraAdapterCountPerLayer(m, t) * per_adapter;
   }
   return Assemble(s, with_adapters, t);
 }

@@ -64,5 +64,41 @@ TEST(MlaMemoryTest, ActivationsFollowTheLatentAndHeadWidths) {
                    e * tokens * 2 * 1536 / 2);
 }
 
+// LoRA on an MLA model adapts the matrices PEFT finds by name in DeepseekV2Attention /
+// DeepseekV3Attention: q_proj (or q_a_proj and q_b_proj), kv_a_proj_with_mqa, kv_b_proj and
+// o_proj, r x (in + out) each, the widths read from the config fields.
+TEST(MlaLoraTest, AdaptersFollowTheMlaProjectionShapes) {
+  workload::Training t;
+  t.method = workload::Method::kLora;
+  t.lora_rank = 16;
+  t.lora_targets = workload::kLoraAttention;
+  const double r = 16;
+  // DeepSeek-V2-Lite: hidden 2048, 16 heads, no query compression, kv_lora_rank 512, qk_nope 128,
+  // qk_rope 64, v_head 128, 27 layers.
+  const workload::Model lite = Parsed(workload::testing::kDeepSeekV2LiteConfig);
+  const double h = 2048, heads = 16, kv_lora = 512, nope = 128, rope = 64, v = 128;
+  const double q_proj = r * (h + heads * (nope + rope));
+  const double kv_a = r * (h + kv_lora + rope);
+  const double kv_b = r * (kv_lora + heads * (nope + v));
+  const double o_proj = r * (heads * v + h);
+  EXPECT_DOUBLE_EQ(TrainableParameterCount(lite, t), 27 * (q_proj + kv_a + kv_b + o_proj));
+  // K and V come out of the same two matrices: targeting either adapts both, and only them.
+  workload::Training k_only = t;
+  k_only.lora_targets = workload::kLoraK;
+  EXPECT_DOUBLE_EQ(TrainableParameterCount(lite, k_only), 27 * (kv_a + kv_b));
+  workload::Training v_only = t;
+  v_only.lora_targets = workload::kLoraV;
+  EXPECT_DOUBLE_EQ(TrainableParameterCount(lite, v_only), TrainableParameterCount(lite, k_only));
+  // DeepSeek-V3: the query goes through q_a_proj (7168 -> 1536) and q_b_proj (1536 -> 128 x 192).
+  const workload::Model v3 = Parsed(workload::testing::kDeepSeekV3Config);
+  workload::Training q_only = t;
+  q_only.lora_targets = workload::kLoraQ;
+  EXPECT_DOUBLE_EQ(TrainableParameterCount(v3, q_only),
+                   61 * (r * (7168 + 1536) + r * (1536 + 128 * (nope + rope))));
+  // Each adapted matrix keeps its rank-r intermediate: V3's attention has five, V2-Lite's four.
+  EXPECT_DOUBLE_EQ(workload::LoraAdapterCountPerLayer(v3, t), 5);
+  EXPECT_DOUBLE_EQ(workload::LoraAdapterCountPerLayer(lite, t), 4);
+}
+
 }  // namespace
 }  // namespace fulcrum::estimate

@@ -68,17 +68,39 @@ double MeanLayerParams(const Model& m, double moe_mlp) {
 
 }  // namespace
 
+AttentionMatrices AttentionProjectionMatrices(const Model& m) {
+  AttentionMatrices out;
+  if (m.kind == ModelKind::kGeneric) return out;
+  auto add = [&out](AttentionRole role, int64_t in, int64_t width, bool split) {
+    out.items[static_cast<size_t>(out.count++)] = {role, in, width, split};
+  };
+  if (!IsMla(m)) {
+    add(AttentionRole::kQuery, m.hidden, QDim(m), true);
+    add(AttentionRole::kKey, m.hidden, KDim(m), true);
+    add(AttentionRole::kValue, m.hidden, VDim(m), true);
+  } else {
+    if (m.q_lora_rank > 0) {
+      add(AttentionRole::kQuery, m.hidden, m.q_lora_rank, false);
+      add(AttentionRole::kQuery, m.q_lora_rank, QDim(m), true);
+    } else {
+      add(AttentionRole::kQuery, m.hidden, QDim(m), true);
+    }
+    add(AttentionRole::kKeyValue, m.hidden, MlaLatentDim(m), false);
+    add(AttentionRole::kKeyValue, m.kv_lora_rank, m.heads * (m.qk_nope_head_dim + m.v_head_dim),
+        true);
+  }
+  add(AttentionRole::kOutput, AttentionOutDim(m), m.hidden, true);
+  return out;
+}
+
 double AttentionProjectionParameterCount(const Model& m) {
-  if (m.kind == ModelKind::kGeneric) return 0;
-  const double h = static_cast<double>(m.hidden);
-  const double q = static_cast<double>(QDim(m));
-  const double out = h * static_cast<double>(AttentionOutDim(m));
-  if (!IsMla(m)) return h * (q + static_cast<double>(KDim(m) + VDim(m))) + out;
-  const double q_lora = static_cast<double>(m.q_lora_rank);
-  const double query = m.q_lora_rank > 0 ? h * q_lora + q_lora * q : h * q;
-  const double kv_up = static_cast<double>(m.kv_lora_rank) * static_cast<double>(m.heads) *
-                       static_cast<double>(m.qk_nope_head_dim + m.v_head_dim);
-  return query + h * static_cast<double>(MlaLatentDim(m)) + kv_up + out;
+  const AttentionMatrices matrices = AttentionProjectionMatrices(m);
+  double params = 0;  // integer products below 2^53: exact in any order
+  for (int i = 0; i < matrices.count; ++i) {
+    const AttentionMatrix& a = matrices.items[static_cast<size_t>(i)];
+    params += static_cast<double>(a.in) * static_cast<double>(a.out);
+  }
+  return params;
 }
 
 double LayerParameterCount(const Model& m) {

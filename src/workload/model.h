@@ -5,6 +5,7 @@
 // counts are exact for the HF implementations named in each preset (catalog/models/*.yaml).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -129,8 +130,31 @@ inline int64_t ExpertFfnHidden(const Model& m) {
 // Layers with a MoE MLP (0 for a dense model).
 inline int64_t MoeLayerCount(const Model& m) { return IsMoe(m) ? m.layers - m.dense_layers : 0; }
 
-// Weights of one layer's attention projections, biases and norms excepted: q, k, v, o (MLA:
-// q_a + q_b or q, kv_a, kv_b, o). A token's forward pass through them costs 2 x this FLOPs.
+// One weight matrix of a layer's attention projections (in x out), in the order the forward
+// pass runs them. kKeyValue: MLA's kv_a_proj_with_mqa and kv_b_proj, which produce K and V
+// together. tp_split: the matrix is divided over tensor parallelism (column-parallel, o_proj
+// row-parallel); MLA's down-projections (q_a_proj, kv_a_proj_with_mqa) run duplicated on every
+// rank (Megatron-LM@d98e8a64dd megatron/core/transformer/multi_latent_attention.py
+// linear_q_down_proj / linear_kv_down_proj, parallel_mode 'duplicated').
+enum class AttentionRole { kQuery, kKey, kValue, kKeyValue, kOutput };
+struct AttentionMatrix {
+  AttentionRole role = AttentionRole::kQuery;
+  int64_t in = 0;
+  int64_t out = 0;
+  bool tp_split = true;
+};
+struct AttentionMatrices {
+  std::array<AttentionMatrix, 5> items{};
+  int count = 0;
+};
+// Standard attention: q (hidden -> QDim), k (-> KDim), v (-> VDim), o (AttentionOutDim ->
+// hidden). MLA (modeling_deepseek_v3.py DeepseekV3Attention.forward, torchtitan's Attention
+// alike): q_proj (hidden -> QDim) or q_a_proj (hidden -> q_lora_rank) and q_b_proj (q_lora_rank
+// -> QDim); kv_a_proj_with_mqa (hidden -> MlaLatentDim); kv_b_proj (kv_lora_rank -> heads x
+// (qk_nope + v_head)); o_proj. None for generic models.
+AttentionMatrices AttentionProjectionMatrices(const Model& m);
+// Weights of one layer's attention projections, biases and norms excepted: the sum of in x out
+// over AttentionProjectionMatrices. A token's forward pass through them costs 2 x this FLOPs.
 double AttentionProjectionParameterCount(const Model& m);
 // Parameters of one transformer layer (attention + MLP + norms, with biases); for MoE models the
 // mean over the layers (dense and MoE), so that layers x this + embeddings + head = the total.

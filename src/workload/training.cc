@@ -562,4 +562,53 @@ Result<CheckpointFormat> ParseCheckpointFormat(std::string_view text) {
                   text);
 }
 
+namespace {
+
+bool LoraTargetsMatrix(uint32_t targets, AttentionRole role) {
+  switch (role) {
+    case AttentionRole::kQuery:
+      return (targets & kLoraQ) != 0;
+    case AttentionRole::kKey:
+      return (targets & kLoraK) != 0;
+    case AttentionRole::kValue:
+      return (targets & kLoraV) != 0;
+    case AttentionRole::kKeyValue:
+      return (targets & (kLoraK | kLoraV)) != 0;
+    case AttentionRole::kOutput:
+      return (targets & kLoraO) != 0;
+  }
+  return false;
+}
+
+double LoraMlpMatrices(const Model& m) { return m.mlp == MlpKind::kSwiglu ? 3 : 2; }
+
+}  // namespace
+
+double LoraParameterCountPerLayer(const Model& m, const Training& t) {
+  const double r = static_cast<double>(t.lora_rank);
+  const AttentionMatrices matrices = AttentionProjectionMatrices(m);
+  double params = 0;
+  for (int i = 0; i < matrices.count; ++i) {
+    const AttentionMatrix& a = matrices.items[static_cast<size_t>(i)];
+    if (LoraTargetsMatrix(t.lora_targets, a.role)) {
+      params += r * (static_cast<double>(a.in) + static_cast<double>(a.out));
+    }
+  }
+  if (t.lora_targets & kLoraMlp) {
+    params += LoraMlpMatrices(m) * r *
+              (static_cast<double>(m.hidden) + static_cast<double>(m.ffn_hidden));
+  }
+  return params;
+}
+
+double LoraAdapterCountPerLayer(const Model& m, const Training& t) {
+  const AttentionMatrices matrices = AttentionProjectionMatrices(m);
+  double count = 0;
+  for (int i = 0; i < matrices.count; ++i) {
+    if (LoraTargetsMatrix(t.lora_targets, matrices.items[static_cast<size_t>(i)].role)) count += 1;
+  }
+  if (t.lora_targets & kLoraMlp) count += LoraMlpMatrices(m);
+  return count;
+}
+
 }  // namespace fulcrum::workload

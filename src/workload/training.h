@@ -214,6 +214,18 @@ CheckpointFormat ResolvedCheckpointFormat(const Training& training);
 // HF / DDP: safetensors).
 bool FrameworkWritesFormat(Framework framework, CheckpointFormat format);
 
+// LoRA adapters of one layer on the matrices `t.lora_targets` selects: r x (in + out) each (Hu
+// et al. 2021, arXiv 2106.09685 section 4.1). The attention matrices are
+// AttentionProjectionMatrices: on an MLA model the Q target covers q_proj (or q_a_proj and
+// q_b_proj), K or V covers kv_a_proj_with_mqa and kv_b_proj (they make K and V together: PEFT
+// matches modules by name, huggingface/peft@5d602fdbff src/peft/tuners/tuners_utils.py
+// check_target_module_exists; its "all-linear", _maybe_include_all_linear_layers, wraps every
+// nn.Linear but the output embeddings), O covers o_proj. kLoraMlp: gate/up/down (fc1/fc2) of
+// ffn_hidden, one MLP per layer.
+double LoraParameterCountPerLayer(const Model& m, const Training& t);
+// The adapted matrices of one layer (each saves its rank-r intermediate for backward).
+double LoraAdapterCountPerLayer(const Model& m, const Training& t);
+
 std::string_view PrecisionName(Precision p);
 // Weights, gradients and activations in fp32 (kFp32 and kTf32).
 inline bool IsFp32Storage(Precision p) { return p == Precision::kFp32 || p == Precision::kTf32; }
