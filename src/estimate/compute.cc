@@ -116,8 +116,8 @@ struct LayerForward {
   // backward is where Megatron overlaps tensor-parallel communication.
   double column_gemm_seconds = 0;
   double attention_seconds = 0;  // the s*s part (what Megatron's selective recompute repeats)
-  // What torchtitan's selective ("op") policy re-runs: the matmuls it does not save (wk, wo and
-  // one of the MLP's f-wide matmuls; memory.cc TorchtitanSelectiveBytes) + the elementwise ops.
+  // What torchtitan's selective ("op") policy re-runs: the matmuls it does not save (Llama: wk,
+  // wo, w3; TorchtitanRecomputedGemms) + the elementwise ops.
   double selective_seconds = 0;
   double flops = 0;  // model FLOPs of the forward on this GPU
   double attention_flops = 0;
@@ -230,6 +230,45 @@ AttentionGemms AttentionProjectionGemms(const Model& m, double tokens, double t,
   return g;
 }
 
+// The GEMMs torchtitan's selective policy re-runs in backward: the even-numbered matmuls of the
+// layer (memory.h TorchtitanSavesMatmul), each with its tp split (MLA's down-projections whole
+// on every rank; o_proj and w2 row-parallel); the MLP's of the mean MLP width.
+struct SelectiveGemms {
+  double seconds = 0;
+  double flops = 0;
+};
+
+SelectiveGemms TorchtitanRecomputedGemms(const Model& m, double tokens, double t, double mlp_width,
+                                         const GemmRate& peak) {
+  const double h = static_cast<double>(m.hidden);
+  SelectiveGemms g;
+  double duplicated = 0, split = 0;  // multiply-adds per token
+  int position = 0;
+  const workload::AttentionMatrices matrices = workload::AttentionProjectionMatrices(m);
+  for (int i = 0; i < matrices.count; ++i) {
+    const workload::AttentionMatrix& a = matrices.items[static_cast<size_t>(i)];
+    if (TorchtitanSavesMatmul(++position)) continue;
+    const double in = static_cast<double>(a.in), out = static_cast<double>(a.out);
+    if (!a.tp_split) {
+      g.seconds += GemmSeconds(tokens, out, in, peak);
+      duplicated += in * out;
+    } else {
+      const bool row = a.role == workload::AttentionRole::kOutput;
+      g.seconds +=
+          row ? GemmSeconds(tokens, out, in / t, peak) : GemmSeconds(tokens, out / t, in, peak);
+      split += in * out;
+    }
+  }
+  for (const bool ffn_wide : kTorchtitanMlpOutputIsFfn) {
+    if (TorchtitanSavesMatmul(++position)) continue;
+    g.seconds += ffn_wide ? GemmSeconds(tokens, mlp_width / t, h, peak)
+                          : GemmSeconds(tokens, h, mlp_width / t, peak);
+    split += h * mlp_width;
+  }
+  g.flops = 2 * tokens * (duplicated + split / t);
+  return g;
+}
+
 LayerForward EstimateLayerForward(const Model& model, const Training& tr, const Hardware& hw,
                                   const TimeCalibration& c) {
   LayerForward out;
@@ -241,7 +280,6 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   const double tokens = static_cast<double>(tr.micro_batch) * local_seq;
   const double h = static_cast<double>(model.hidden);
   const double heads = static_cast<double>(model.heads);
-  const double kv_dim = static_cast<double>(workload::KvDim(model));
   const bool gated = model.mlp == workload::MlpKind::kSwiglu;
   const bool fp8_units = tr.precision == Precision::kFp8 && hw.peak_flops > hw.peak_flops_16bit;
   const bool megatron_core = tr.framework == workload::Framework::kMegatron ||
@@ -322,10 +360,9 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
   out.backward_seconds = backward_factor * (gemm_seconds + dequant_seconds) +
                          attention_backward_seconds + elementwise_backward_seconds;
   out.flops = gemm_flops + out.attention_flops;
-  out.selective_seconds = GemmSeconds(tokens, kv_dim / t, h, peak) +
-                          GemmSeconds(tokens, h, h / t, peak) +
-                          GemmSeconds(tokens, mlp.width / t, h, peak) + elementwise_seconds;
-  out.selective_flops = 2 * tokens * h * (kv_dim + h + mlp.width) / t;
+  const SelectiveGemms rerun = TorchtitanRecomputedGemms(model, tokens, t, mlp.width, peak);
+  out.selective_seconds = rerun.seconds + elementwise_seconds;
+  out.selective_flops = rerun.flops;
   return out;
 }
 
@@ -641,8 +678,10 @@ LayerComm ContextParallelComm(const Model& model, const Training& tr, const Hard
                               const MicroBatchShape& mb) {
   const double t = static_cast<double>(tr.tp), cp = static_cast<double>(tr.cp);
   const Link cp_link = GroupLink(tr.cp, tr.tp, hw, c);
+  // K and V of the chunk as the attention kernel reads them (MLA: expanded per head from the
+  // latent, KDim + VDim; 2 x kv_heads x head_dim for standard attention).
   const double kv_chunk =
-      2 * mb.tokens * static_cast<double>(workload::KvDim(model)) / t * mb.bytes;
+      mb.tokens * static_cast<double>(workload::KDim(model) + workload::VDim(model)) / t * mb.bytes;
   const double ring = (cp - 1) * SendSeconds(kv_chunk, cp_link);
   const double passes = mb.forward_passes + 1;  // forward (again under full recompute), 2x back
   return {passes * ring, passes * std::max(0.0, ring - fwd.attention_seconds)};

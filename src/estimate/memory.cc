@@ -257,19 +257,35 @@ double ActElementBytes(const Training& t) { return workload::IsFp32Storage(t.pre
 // gated MLPs, dropout-free models and flash attention follow the same rules. With a GPT layer
 // (f = 4h, r = 1, dropout, no flash) this is exactly sbh(34 + 5as/h), sbh(10 + 24/t + 5as/(ht)),
 // (sbh/t)(34 + 5as/h), the selective variants and 2sbh for full recompute.
-// torchtitan's selective activation checkpointing ("op" policy, torchtitan/models/llama/
-// parallelize_llama.py _save_list): inside each layer only the outputs of flash attention and of
-// every other matmul (1st, 3rd, 5th, 7th: wq, wv, w1, w2) are saved, plus the layer's input;
-// everything else is recomputed in backward.
-double TorchtitanSelectiveBytes(const Model& m, const Training& t, double sbh, double sbf,
-                                double r) {
+// torchtitan's selective activation checkpointing ("op" policy, TorchtitanSavesMatmul): the
+// layer's input, the outputs of flash attention (and its log-sum-exp) and of the odd-numbered
+// matmuls (Llama: wq, wv, w1, w2; DeepSeek-V3: wq_a, wkv_a, wo, w3) are saved; everything else is
+// recomputed in backward. MLA's down-projections run unsplit on every tp rank.
+double TorchtitanSelectiveBytes(const Model& m, const Training& t, double sbh, double sbf) {
   const double e = ActElementBytes(t);
   const double tp = static_cast<double>(t.tp);
-  const double sb = sbh / static_cast<double>(m.hidden);
+  const double h = static_cast<double>(m.hidden);
+  const double sb = sbh / h;
   const double input = e * sbh / (t.sequence_parallel ? tp : 1);
   const double attention = e * sbh + 4 * static_cast<double>(m.heads) * sb;  // output + log-sum-exp
-  const double matmuls = e * sbh * (1 + r + 1) + e * sbf;                    // wq, wv, w2 and w1
-  return input + (attention + matmuls) / tp;
+  double split_width = 0, duplicated_width = 0, ffn_outputs = 0;             // saved, per token
+  int position = 0;
+  const workload::AttentionMatrices matrices = workload::AttentionProjectionMatrices(m);
+  for (int i = 0; i < matrices.count; ++i) {
+    const workload::AttentionMatrix& a = matrices.items[static_cast<size_t>(i)];
+    if (!TorchtitanSavesMatmul(++position)) continue;
+    (a.tp_split ? split_width : duplicated_width) += static_cast<double>(a.out);
+  }
+  for (const bool ffn_wide : kTorchtitanMlpOutputIsFfn) {
+    if (!TorchtitanSavesMatmul(++position)) continue;
+    if (ffn_wide) {
+      ffn_outputs += 1;
+    } else {
+      split_width += h;
+    }
+  }
+  const double matmuls = e * sb * split_width + ffn_outputs * e * sbf;
+  return input + (attention + matmuls) / tp + e * sb * duplicated_width;
 }
 
 // The MLP width whose activations a token keeps, mean over the layers: ffn_hidden for a dense
@@ -319,11 +335,10 @@ double LayerActivationBytes(const Model& m, const Training& t) {
     // Only each layer's input is kept; Megatron distributes it over tp with sequence parallel.
     return e * sbh / (t.sequence_parallel ? tp : 1);
   }
-  const double r = static_cast<double>(workload::KvDim(m)) / static_cast<double>(m.hidden);
   const double mask = m.dropout ? 1 : 0;  // 1-byte dropout masks
   const bool gated = m.mlp == workload::MlpKind::kSwiglu;
   if (t.recompute == Recompute::kSelective && t.framework == Framework::kFsdp) {
-    return TorchtitanSelectiveBytes(m, t, sbh, sbf, r);
+    return TorchtitanSelectiveBytes(m, t, sbh, sbf);
   }
   // Not split by tensor parallelism (split only with sequence parallelism): the inputs of the two
   // norms, the QKV input, the MLP input and the two dropout masks. Megatron-Core with Transformer

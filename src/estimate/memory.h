@@ -91,6 +91,17 @@ inline double HeadroomFraction(double peak_bytes, double capacity_bytes) {
 FitVerdict ClassifyFit(double peak_bytes, double capacity_bytes);
 const char* FitVerdictName(FitVerdict verdict);  // "fits" | "tight" | "does not fit"
 
+// torchtitan's op-level selective activation checkpointing (pytorch/torchtitan@cfb9326515
+// torchtitan/distributed/activation_checkpoint.py _apply_op_sac): within one transformer block
+// it numbers the matmuls (aten.mm) in forward order and saves the outputs of the odd ones (1st,
+// 3rd, ...), recomputing the even ones in backward. A block's matmuls are its attention
+// projections in workload::AttentionProjectionMatrices order (Llama: wq, wk, wv, wo; MLA as
+// torchtitan's DeepSeek-V3 Attention.forward runs them, pytorch/torchtitan@018740b7ae
+// torchtitan/models/deepseek_v3/model/model.py: wq or wq_a, wq_b, then wkv_a, wkv_b, wo), then
+// the MLP's w1, w3 (f wide) and w2 (hidden wide); a GELU MLP is counted as the gated one.
+inline bool TorchtitanSavesMatmul(int position) { return position % 2 == 1; }
+inline constexpr bool kTorchtitanMlpOutputIsFfn[] = {true, true, false};  // w1, w3, w2
+
 // GPU memory capacity in bytes from a datasheet size in GiB (catalog::Gpu::memory_gib).
 inline double CapacityBytesFromGib(double memory_gib) { return memory_gib * 1073741824.0; }
 

@@ -100,5 +100,67 @@ TEST(MlaLoraTest, AdaptersFollowTheMlaProjectionShapes) {
   EXPECT_DOUBLE_EQ(workload::LoraAdapterCountPerLayer(lite, t), 4);
 }
 
+// torchtitan's selective ("op") checkpointing saves the odd-numbered matmuls of a block and
+// re-runs the even ones. DeepSeek-V2-Lite's attention runs wq, wkv_a, wkv_b, wo, then the MLP
+// w1, w3, w2: it keeps wq (16 x 192), wkv_b (16 x (128 + 128)), w1 (f) and w2 (hidden) and
+// re-runs wkv_a (2048 -> 576), wo (2048 -> 2048) and w3. DeepSeek-V3 runs wq_a, wq_b, wkv_a,
+// wkv_b, wo, w1, w3, w2: it keeps wq_a (1536) and wkv_a (576) whole on every tp rank, wo and w3,
+// and re-runs wq_b, wkv_b, w1 and w2. The MLP width is the mean over the dense and MoE layers.
+double MeanMlpWidth(const workload::Model& m) {
+  const double moe =
+      static_cast<double>((m.experts_per_token + m.shared_experts) * workload::ExpertFfnHidden(m));
+  const double layers = static_cast<double>(m.layers);
+  const double dense = static_cast<double>(m.dense_layers);
+  return (dense * static_cast<double>(m.ffn_hidden) + (layers - dense) * moe) / layers;
+}
+
+workload::Training TorchtitanSelective(int tp) {
+  workload::Training t;
+  t.framework = workload::Framework::kFsdp;
+  t.recompute = workload::Recompute::kSelective;
+  t.flash_attention = true;
+  t.tp = tp;
+  t.seq_len = 4096;
+  t.micro_batch = 1;
+  t.global_batch = 1;
+  return t;
+}
+
+TEST(MlaSelectiveRecomputeTest, TorchtitanKeepsTheOddMatmulsOfTheMlaLayer) {
+  const double tokens = 4096, e = 2;
+  const workload::Model lite = Parsed(workload::testing::kDeepSeekV2LiteConfig);
+  const double h = 2048, w = MeanMlpWidth(lite);
+  const double lite_saved = e * tokens * h +                    // the layer's input
+                            e * tokens * h + 4 * 16 * tokens +  // attention output + LSE
+                            e * tokens * (16 * 192 + 16 * 256 + h) + e * tokens * w;
+  EXPECT_NEAR(LayerActivationBytes(lite, TorchtitanSelective(1)), lite_saved, lite_saved * 1e-12);
+
+  const workload::Model v3 = Parsed(workload::testing::kDeepSeekV3Config);
+  const double h3 = 7168, w3 = MeanMlpWidth(v3);
+  const double v3_saved =
+      e * tokens * h3 +
+      (e * tokens * h3 + 4 * 128 * tokens + e * tokens * h3 + e * tokens * w3) / 2 +
+      e * tokens * (1536 + 576);
+  EXPECT_NEAR(LayerActivationBytes(v3, TorchtitanSelective(2)), v3_saved, v3_saved * 1e-12);
+
+  // The re-run matmuls show in HFU - MFU: 2 x layers x their multiply-adds per token over the
+  // model FLOPs per token (one GPU, one micro-batch).
+  workload::Training one = TorchtitanSelective(1);
+  one.dp = 1;
+  Hardware hw;
+  hw.peak_flops = hw.peak_flops_16bit = 989e12;
+  hw.memory_bytes_per_second = 3350e9;
+  hw.intra_node_bytes_per_second = 450e9;
+  hw.nvlink = true;
+  hw.efficiency = DefaultTimeCalibration().hopper;
+  const StepTime lite_step = EstimateStepTime(lite, one, hw);
+  const double lite_rerun = 2048.0 * 576 + 2048.0 * 2048 + h * w;
+  EXPECT_NEAR(lite_step.hfu / lite_step.mfu - 1,
+              2 * 27 * lite_rerun / ModelFlopsPerToken(lite, one), 1e-9);
+  const StepTime v3_step = EstimateStepTime(v3, one, hw);
+  const double v3_rerun = 1536.0 * 128 * 192 + 512.0 * 128 * 256 + 2 * h3 * w3;
+  EXPECT_NEAR(v3_step.hfu / v3_step.mfu - 1, 2 * 61 * v3_rerun / ModelFlopsPerToken(v3, one), 1e-9);
+}
+
 }  // namespace
 }  // namespace fulcrum::estimate
