@@ -628,14 +628,17 @@ Result<ServeEstimate> EstimateServing(const ServeRequest& r, const ServeCalibrat
       mem.kv_cache_bytes_per_token * KvShareOnGpu(m, r.tp, mla_path);
   const double weights_per_gpu = mem.weights_bytes / tp;
   // Forward workspace of the largest pass: q/k/v, gate+up (the MLP intermediate), the residual
-  // stream, and fp32 logits of the sampled positions (the whole vocabulary, gathered).
+  // stream, and fp32 logits of the sampled positions (the whole vocabulary, gathered). The
+  // largest pass is a prefill chunk, whose attention reads Q, K and V at their kernel widths
+  // (workload::QDim/KDim/VDim: MLA's prompt tokens attend with K and V expanded per head,
+  // AttentionFlopsPerContextToken).
   const double chunk = static_cast<double>(r.max_batched_tokens);
   const double mlp_width = static_cast<double>(
       workload::IsMoe(m) ? workload::ExpertFfnHidden(m) * m.experts_per_token : m.ffn_hidden);
   mem.activation_bytes_per_gpu =
       chunk * act_bytes *
-          ((hidden + 2 * static_cast<double>(workload::KvDim(m))) / tp + 2 * mlp_width / tp +
-           hidden) +
+          (static_cast<double>(workload::QDim(m) + workload::KDim(m) + workload::VDim(m)) / tp +
+           2 * mlp_width / tp + hidden) +
       static_cast<double>(kMaxNumSeqs) * static_cast<double>(m.vocab) * 4;
   mem.overhead_bytes_per_gpu = kOverheadBytesPerGpu;
   mem.budget_bytes_per_gpu = kGpuMemoryUtilization * r.gpu.memory_gib * kGiB;

@@ -170,6 +170,21 @@ TEST(ServeMemoryTest, KvCapacityFollowsTheProfiledForwardPassAsVllmLogsIt) {
   EXPECT_EQ(at29k.max_concurrency, at29k.kv_cache_capacity_tokens / 29001);
 }
 
+// The forward workspace holds Q, K and V of a prefill chunk at the attention kernel's widths:
+// on DeepSeek-V2-Lite 16 heads x (qk_nope + qk_rope) for Q and K and 16 x v_head for V (K and V
+// expanded from the latent for the prompt). Widening qk_nope by 64 widens Q and K by 16 x 64
+// each, 2 bytes per element, split over tp.
+TEST(ServeMemoryTest, MlaWorkspaceHoldsQkvAtTheirHeadWidths) {
+  ServeRequest r = Request("deepseek-v2-lite", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 8,
+                           1024, 128, 2);
+  const ServeMemory lite = Estimate(r).memory;
+  r.model.qk_nope_head_dim += 64;
+  const ServeMemory wider = Estimate(r).memory;
+  const double chunk = static_cast<double>(r.max_batched_tokens);
+  EXPECT_DOUBLE_EQ(wider.activation_bytes_per_gpu - lite.activation_bytes_per_gpu,
+                   chunk * 2 * (2 * 16 * 64) / 2);
+}
+
 TEST(ServeMemoryTest, TensorParallelismSplitsWeightsAndKv) {
   const ServeEstimate one = Estimate(
       Request("llama-2-70b", "H100-SXM", Precision::kBf16, KvPrecision::kBf16, 8, 512, 512, 2));
