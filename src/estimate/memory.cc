@@ -357,8 +357,7 @@ double LayerActivationBytes(const Model& m, const Training& t) {
   // its input (gate and up) and recomputes the SiLU (Megatron-LM@d98e8a64dd
   // megatron/core/fusions/fused_bias_swiglu.py, SwiGLUFunction: save_for_backward(input)).
   const double mlp_tensors = gated ? (workload::UsesMegatronModel(t.framework) ? 3 : 4) : 2;
-  const double attention_operands = static_cast<double>(
-      workload::QDim(m) + workload::KDim(m) + workload::VDim(m) + workload::AttentionOutDim(m));
+  const double attention_operands = static_cast<double>(workload::AttentionOperandWidth(m));
   const double split = e * sb * attention_operands + mlp_tensors * e * sbf;
   // Core attention: softmax output (2as^2b), dropout mask (as^2b) and dropout output (2as^2b);
   // flash attention keeps only the fp32 log-sum-exp per row (4asb); selective recompute drops it.

@@ -94,6 +94,11 @@ AttentionMatrices AttentionProjectionMatrices(const Model& m) {
 }
 
 double AttentionProjectionParameterCount(const Model& m) {
+  if (m.kind == ModelKind::kGeneric) return 0;
+  if (!IsMla(m)) {
+    // The same sum as below, in one pass: the planner's inner loop counts parameters per layout.
+    return static_cast<double>(m.hidden) * static_cast<double>(AttentionOperandWidth(m));
+  }
   const AttentionMatrices matrices = AttentionProjectionMatrices(m);
   double params = 0;  // integer products below 2^53: exact in any order
   for (int i = 0; i < matrices.count; ++i) {
@@ -162,9 +167,10 @@ double LargestTensorParameterCount(const Model& m) {
   const double h = static_cast<double>(m.hidden);
   // The query projection (MLA: q_b_proj, or q_proj without q compression) and o_proj.
   const double q_in = m.q_lora_rank > 0 ? static_cast<double>(m.q_lora_rank) : h;
+  const int64_t q = QDim(m);
+  const int64_t out = IsMla(m) ? AttentionOutDim(m) : q;  // heads x head_dim both
   return std::max({static_cast<double>(m.vocab) * h, h * static_cast<double>(m.ffn_hidden),
-                   q_in * static_cast<double>(QDim(m)),
-                   h * static_cast<double>(AttentionOutDim(m))});
+                   q_in * static_cast<double>(q), h * static_cast<double>(out)});
 }
 
 Model AtImageSize(const Model& m, int64_t image_size) {

@@ -112,6 +112,12 @@ inline int64_t QDim(const Model& m) { return m.heads * QkHeadDim(m); }
 inline int64_t KDim(const Model& m) { return AttentionKvHeads(m) * QkHeadDim(m); }
 inline int64_t VDim(const Model& m) { return AttentionKvHeads(m) * VHeadDim(m); }
 inline int64_t AttentionOutDim(const Model& m) { return m.heads * VHeadDim(m); }
+// QDim + KDim + VDim + AttentionOutDim, the widths a layer's attention operands take, with the
+// head width computed once (the planner's inner loop reads it per layout).
+inline int64_t AttentionOperandWidth(const Model& m) {
+  if (!IsMla(m)) return 2 * (m.heads + AttentionKvHeads(m)) * HeadDim(m);
+  return (m.heads + AttentionKvHeads(m)) * (QkHeadDim(m) + VHeadDim(m));
+}
 // The mean width of K and V, so that 2 x KvDim is the K + V width a token adds (kv_heads x
 // head_dim for standard attention).
 inline int64_t KvDim(const Model& m) { return (KDim(m) + VDim(m)) / 2; }
