@@ -353,16 +353,13 @@ MlaPath DecodeMlaPath(Engine engine) {
 }
 
 double KvCacheBytesPerToken(const workload::Model& m, KvPrecision kv, MlaPath path) {
-  // kAbsorbed: the compressed latent kv_lora_rank + qk_rope_head_dim per token and layer
-  // (workload::MlaLatentDim); kExpanded: K and V of every head (KDim + VDim).
-  if (workload::IsMla(m)) {
-    const int64_t width = path == MlaPath::kAbsorbed ? workload::MlaLatentDim(m)
-                                                     : workload::KDim(m) + workload::VDim(m);
-    return static_cast<double>(m.layers) * static_cast<double>(width) * KvBytes(kv);
-  }
-  const double kv_heads = static_cast<double>(m.kv_heads > 0 ? m.kv_heads : m.heads);
-  return 2.0 * static_cast<double>(m.layers) * kv_heads *
-         static_cast<double>(workload::HeadDim(m)) * KvBytes(kv);
+  // K and V of every KV head (KDim + VDim: 2 x kv_heads x head_dim for standard attention, every
+  // head's for MLA expanded), or kAbsorbed MLA's compressed latent kv_lora_rank +
+  // qk_rope_head_dim per token and layer (workload::MlaLatentDim).
+  const int64_t width = workload::IsMla(m) && path == MlaPath::kAbsorbed
+                            ? workload::MlaLatentDim(m)
+                            : workload::KDim(m) + workload::VDim(m);
+  return static_cast<double>(m.layers) * static_cast<double>(width) * KvBytes(kv);
 }
 
 double AttentionFlopsPerContextToken(const workload::Model& m, MlaPath path) {
