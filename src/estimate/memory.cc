@@ -251,6 +251,26 @@ namespace {
 // Bytes of one saved 16-bit activation element (4 in fp32 training).
 double ActElementBytes(const Training& t) { return workload::IsFp32Storage(t.precision) ? 4 : 2; }
 
+// Megatron-Core and Megatron-FSDP run their linear layers in Transformer Engine, which casts FP8
+// layers' weights and inputs itself; torchao's float8 training (torchtitan, FSDP) does not.
+bool RunsTransformerEngineFp8(const Training& t) {
+  return t.precision == Precision::kFp8 &&
+         (t.framework == Framework::kMegatron || t.framework == Framework::kMegatronFsdp);
+}
+
+// Bytes of a saved linear-layer input. Under FP8 with Transformer Engine each linear keeps, for its
+// weight gradient, the FP8 cast it multiplied, column-wise data only (row-wise only where sequence
+// parallelism gathers it again): 1 byte per element, and the 16-bit tensor is freed unless
+// another operation saves it (NVIDIA/TransformerEngine@d0067d0da transformer_engine/pytorch/
+// module/linear.py _linear_forward: "Discard row-wise data since it is not needed in backward
+// pass", saved_inputmat = inputmat; layernorm_linear.py: the norm kernel writes ln_out already
+// quantized (with_quantized_norm) and ln_out.update_usage(rowwise_usage=False) before
+// save_for_backward; grouped_linear.py, the MoE experts: inputmat.update_usage(rowwise_usage=
+// False, columnwise_usage=True)). Otherwise a 16-bit (fp32) element.
+double LinearInputBytes(const Training& t) {
+  return RunsTransformerEngineFp8(t) ? 1 : ActElementBytes(t);
+}
+
 }  // namespace
 
 // Korthikanti et al. 2022 (arXiv 2205.05198) section 4.1, counted tensor by tensor so that GQA,
@@ -301,24 +321,52 @@ double MeanMlpActivationWidth(const Model& m) {
   return (dense * f + (layers - dense) * moe) / layers;
 }
 
-// MoE token dispatch, mean per layer in units of sbh: the permuted copies of the layer input
-// sent to the k experts and their outputs before the weighted combine (Megatron-Core
-// MoEAlltoAllTokenDispatcher keeps both for backward): 2k.
-double MeanMoeDispatchElements(const Model& m) {
-  if (!workload::IsMoe(m)) return 0;
-  return 2.0 * static_cast<double>(m.experts_per_token) *
-         static_cast<double>(workload::MoeLayerCount(m)) / static_cast<double>(m.layers);
-}
-
-// MLA's latent activations kept for backward, per token: the outputs of the down-projections
-// and of their RMSNorms (the up-projections' inputs): 2 q_lora_rank + (kv_lora_rank + qk_rope)
-// + kv_lora_rank. The down-projections run duplicated on every tp rank on the sequence shard
-// ("[s / TP, b, q_lora_rank]" under sequence parallelism; Megatron-LM@d98e8a64dd megatron/core/
-// transformer/multi_latent_attention.py _qkv_down_projection), so these are split only by
-// sequence parallelism. 0 for standard attention.
-double MlaLatentActivationWidth(const Model& m) {
-  if (!workload::IsMla(m)) return 0;
-  return static_cast<double>(2 * m.q_lora_rank + workload::MlaLatentDim(m) + m.kv_lora_rank);
+// Bytes per token of what a layer keeps beside its tensor-parallel shards (split only by sequence
+// parallelism), mean over the layers:
+// - the inputs of its two norms (16-bit) and their outputs. Megatron-Core with Transformer Engine
+//   fuses each norm into the next linear (LayerNormLinear), which saves the norm's input, its
+//   output (under sequence parallelism the local shard: the gathered copy is freed after the GEMM
+//   and gathered again in backward) and the fp32 rsigma, s b / t floats, not counted
+//   (NVIDIA/TransformerEngine@d0067d0da transformer_engine/pytorch/module/layernorm_linear.py,
+//   _LayerNormLinear.forward: ln_out_needs_gather, save_for_backward(inputmat, ..., ln_out, mu,
+//   rsigma)). Each norm output is one linear input (LinearInputBytes) with these exceptions, which
+//   matter only where that is FP8: MLA's input norm feeds two linears, the query's and the
+//   latent's down-projections, each keeping its own cast (Megatron-LM@d98e8a64dd
+//   megatron/core/models/gpt/gpt_layer_specs.py: input_layernorm, then linear_q_down_proj and
+//   linear_kv_down_proj = backend.linear()); a MoE layer's MLP norm output is the router's input,
+//   which the router keeps in 16 bits (megatron/core/transformer/moe/moe_utils.py
+//   RouterGatingLinearFunction.forward: save_for_backward(inp, weight, bias)), and its shared
+//   experts' first linear keeps a cast beside it;
+// - MoE token dispatch: the permuted copies of the layer input sent to the k experts, which the
+//   experts' first grouped linear keeps (a linear input), and the experts' outputs before the
+//   weighted combine (Megatron-Core MoEAlltoAllTokenDispatcher keeps both for backward);
+// - MLA's latents: the outputs of the down-projections (q_lora_rank, kv_lora_rank + qk_rope),
+//   which the up-projections' LayerNormLinear keeps as its norm input, and the outputs of their
+//   RMSNorms (q_lora_rank, kv_lora_rank), the up-projections' inputs. The down-projections run
+//   duplicated on every tp rank on the sequence shard ("[s / TP, b, q_lora_rank]" under sequence
+//   parallelism; Megatron-LM@d98e8a64dd megatron/core/transformer/multi_latent_attention.py
+//   _qkv_down_projection).
+// Without FP8 every term is a 16-bit element: 4h + 2k h (MoE layers) + 2 q_lora_rank + kv_lora_rank
+// + qk_rope + kv_lora_rank.
+double ReplicatedBytesPerToken(const Model& m, const Training& t) {
+  const double e = ActElementBytes(t);
+  const double linear = LinearInputBytes(t);
+  const bool cast_copies = linear != e;  // each linear keeps its own cast of a shared input
+  const double h = static_cast<double>(m.hidden);
+  const double layers = static_cast<double>(m.layers);
+  const double moe_share = static_cast<double>(workload::MoeLayerCount(m)) / layers;
+  const double attention_norm = workload::IsMla(m) && cast_copies ? 2 * linear : linear;
+  double moe_mlp_norm = e + (m.shared_experts > 0 && cast_copies ? linear : 0);
+  const double k = static_cast<double>(m.experts_per_token);
+  moe_mlp_norm += k * (linear + e);  // dispatch: the experts' inputs and outputs
+  double bytes = (2 * e + attention_norm + (1 - moe_share) * linear + moe_share * moe_mlp_norm) * h;
+  if (workload::IsMla(m)) {
+    const double q_lora = static_cast<double>(m.q_lora_rank);
+    const double kv_lora = static_cast<double>(m.kv_lora_rank);
+    bytes +=
+        (q_lora + static_cast<double>(workload::MlaLatentDim(m))) * e + (q_lora + kv_lora) * linear;
+  }
+  return bytes;
 }
 
 double LayerActivationBytes(const Model& m, const Training& t) {
@@ -340,25 +388,26 @@ double LayerActivationBytes(const Model& m, const Training& t) {
   if (t.recompute == Recompute::kSelective && t.framework == Framework::kFsdp) {
     return TorchtitanSelectiveBytes(m, t, sbh, sbf);
   }
-  // Not split by tensor parallelism (split only with sequence parallelism): the inputs of the two
-  // norms, the QKV input, the MLP input and the two dropout masks. Megatron-Core with Transformer
-  // Engine fuses each norm into the next linear (LayerNormLinear), which saves the norm's input,
-  // its output (under sequence parallelism the local shard: the gathered copy is freed after the
-  // GEMM and gathered again in backward) and the fp32 rsigma, s b / t floats, not counted
-  // (NVIDIA/TransformerEngine@d0067d0da transformer_engine/pytorch/module/layernorm_linear.py,
-  // _LayerNormLinear.forward: ln_out_needs_gather, save_for_backward(inputmat, ..., ln_out, mu,
-  // rsigma)). The residual adds save nothing, and without dropout (Llama) no mask is drawn.
-  const double replicated = (4 * e) * sbh + 2 * mask * sbh + MeanMoeDispatchElements(m) * e * sbh +
-                            e * sb * MlaLatentActivationWidth(m);
+  // Not split by tensor parallelism (split only with sequence parallelism): the norms' inputs
+  // and outputs, MoE dispatch, MLA's latents (ReplicatedBytesPerToken) and the two dropout masks.
+  // The residual adds save nothing, and without dropout (Llama) no mask is drawn.
+  const double replicated = sb * ReplicatedBytesPerToken(m, t) + 2 * mask * sbh;
   // Split by tp: Q (sbh), K and V (r*sbh each), the output-projection input (sbh) (MLA: Q and K
   // of heads x (qk_nope + qk_rope), V and the output of heads x v_head_dim); the MLP keeps
   // the activation's input and the down-projection input (2sbf). A gated MLP in eager PyTorch
   // keeps gate, up, SiLU(gate) and the product (4sbf); Megatron's fused bias_swiglu keeps only
   // its input (gate and up) and recomputes the SiLU (Megatron-LM@d98e8a64dd
   // megatron/core/fusions/fused_bias_swiglu.py, SwiGLUFunction: save_for_backward(input)).
+  // The down-projection's input is a linear input (LinearInputBytes); under Transformer Engine FP8
+  // the output projection also keeps its cast of the attention output beside the 16-bit tensor
+  // the attention saves.
   const double mlp_tensors = gated ? (workload::UsesMegatronModel(t.framework) ? 3 : 4) : 2;
+  const double linear = LinearInputBytes(t);
   const double attention_operands = static_cast<double>(workload::AttentionOperandWidth(m));
-  const double split = e * sb * attention_operands + mlp_tensors * e * sbf;
+  const double projection_cast =
+      linear != e ? linear * static_cast<double>(workload::AttentionOutDim(m)) : 0;
+  const double split =
+      sb * (e * attention_operands + projection_cast) + ((mlp_tensors - 1) * e + linear) * sbf;
   // Core attention: softmax output (2as^2b), dropout mask (as^2b) and dropout output (2as^2b);
   // flash attention keeps only the fp32 log-sum-exp per row (4asb); selective recompute drops it.
   // Transformer Engine's fused attention saves q, k, v and its output (counted above, the output

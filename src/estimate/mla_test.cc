@@ -64,6 +64,37 @@ TEST(MlaMemoryTest, ActivationsFollowTheLatentAndHeadWidths) {
                    e * tokens * 2 * 1536 / 2);
 }
 
+// FP8 under Transformer Engine (Megatron): every linear keeps its input as a 1-byte cast
+// (estimate/memory.cc LinearInputBytes). On DeepSeek-V2-Lite (hidden 2048, 27 layers of which 1
+// dense with ffn 10944, 26 MoE with top-6 of 64 experts and 2 shared experts of 1408, no query
+// compression, kv_lora_rank 512, 16 heads of v_head 128), per token and layer, against BF16:
+// - the input norm's output feeds both down-projections, each keeping a cast: 2 x 1 byte = the
+//   16-bit tensor it replaces, no change;
+// - the dense layer's MLP norm output (fc1's input): h fewer bytes;
+// - a MoE layer's: the router keeps the 16-bit tensor, the shared experts add a cast (+h), and the
+//   experts' 6 dispatched inputs are casts (-6h): 5h fewer;
+// - the latent's norm output (kv_b_proj's input): kv_lora_rank fewer;
+// - the output projection's cast beside the attention output: heads x v_head more;
+// - the down-projections' inputs: the mean MLP width fewer.
+TEST(MlaMemoryTest, TransformerEngineFp8KeepsLinearInputsAsCasts) {
+  const workload::Model lite = Parsed(workload::testing::kDeepSeekV2LiteConfig);
+  workload::Training bf16;
+  bf16.precision = workload::Precision::kBf16Mixed;
+  bf16.framework = workload::Framework::kMegatron;
+  bf16.seq_len = 4096;
+  bf16.flash_attention = true;
+  workload::Training fp8 = bf16;
+  fp8.precision = workload::Precision::kFp8;
+  const double h = 2048, layers = 27, tokens = 4096;
+  const double mean_mlp_width = (10944 + 26 * (6 + 2) * 1408) / layers;
+  const double fewer = h / layers + 5 * h * 26 / layers + 512 - 16 * 128 + mean_mlp_width;
+  EXPECT_NEAR(LayerActivationBytes(lite, bf16) - LayerActivationBytes(lite, fp8), tokens * fewer,
+              1e-6 * tokens * fewer);
+  fp8.framework = workload::Framework::kFsdp;  // torchao float8: casts per use, saves 16-bit
+  bf16.framework = workload::Framework::kFsdp;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(lite, fp8), LayerActivationBytes(lite, bf16));
+}
+
 // LoRA on an MLA model adapts the matrices PEFT finds by name in DeepseekV2Attention /
 // DeepseekV3Attention: q_proj (or q_a_proj and q_b_proj), kv_a_proj_with_mqa, kv_b_proj and
 // o_proj, r x (in + out) each, the widths read from the config fields.
