@@ -491,19 +491,7 @@ double ModelFlopsPerToken(const Model& model, const ModelCounts& counts, const T
     return 3.0 * model.generic_forward_flops_per_sample;
   }
   const double h = static_cast<double>(model.hidden);
-  const double ffn_mats = model.mlp == workload::MlpKind::kSwiglu ? 3 : 2;
-  const double f = static_cast<double>(model.ffn_hidden);
-  double mlp_params = ffn_mats * h * f;
-  if (workload::IsMoe(model)) {
-    // Only the experts a token is routed to (and the shared ones, and the router) do work.
-    const double fe = static_cast<double>(workload::ExpertFfnHidden(model));
-    const double active =
-        static_cast<double>(model.experts_per_token + model.shared_experts) * ffn_mats * h * fe +
-        h * static_cast<double>(model.experts);
-    const double w = static_cast<double>(model.dense_layers) / static_cast<double>(model.layers);
-    mlp_params = w * mlp_params + (1 - w) * active;
-  }
-  const double layer_params = counts.attention_projection_parameters + mlp_params;
+  const double layer_params = counts.active_layer_matmul_parameters;
   const double passes = IsLora(training) ? 4.0 : 6.0;  // forward 2 + backward 4 (or 2: no wgrad)
   const double layers = static_cast<double>(model.layers);
   const double seq = static_cast<double>(training.seq_len);

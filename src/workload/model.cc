@@ -86,6 +86,24 @@ double LayerParams(const Model& m, double attention, int64_t routed) {
   return MeanLayerParams(m, attention, IsMoe(m) ? MoeMlpParams(m, static_cast<double>(routed)) : 0);
 }
 
+// The MLP part of ActiveLayerMatmulParameterCount: weights only, of the experts a token is routed
+// to (and the shared ones, and the router) in a MoE layer.
+double ActiveMlpMatmulParams(const Model& m) {
+  const double h = static_cast<double>(m.hidden);
+  const double ffn_mats = m.mlp == MlpKind::kSwiglu ? 3 : 2;
+  const double f = static_cast<double>(m.ffn_hidden);
+  double mlp_params = ffn_mats * h * f;
+  if (IsMoe(m)) {
+    const double fe = static_cast<double>(ExpertFfnHidden(m));
+    const double active =
+        static_cast<double>(m.experts_per_token + m.shared_experts) * ffn_mats * h * fe +
+        h * static_cast<double>(m.experts);
+    const double w = static_cast<double>(m.dense_layers) / static_cast<double>(m.layers);
+    mlp_params = w * mlp_params + (1 - w) * active;
+  }
+  return mlp_params;
+}
+
 // A transformer's parameters from its mean layer's, its embeddings' and its head's.
 double TotalParams(const Model& m, double layer, double embedding, double head) {
   return static_cast<double>(m.layers) * layer + embedding + head;
@@ -131,6 +149,11 @@ double ActiveLayerParameterCount(const Model& m) {
   if (m.kind == ModelKind::kGeneric) return 0;
   return LayerParams(m, AttentionParams(m, AttentionProjectionParameterCount(m)),
                      m.experts_per_token);
+}
+
+double ActiveLayerMatmulParameterCount(const Model& m) {
+  if (m.kind == ModelKind::kGeneric) return 0;
+  return AttentionProjectionParameterCount(m) + ActiveMlpMatmulParams(m);
 }
 
 double RoutedExpertParameterCount(const Model& m) {
@@ -196,11 +219,13 @@ ModelCounts CountModel(const Model& m) {
   c.routed_expert_parameters = RoutedExpertParameterCount(m);
   c.largest_tensor_parameters = LargestTensorParameterCount(m);
   if (m.kind == ModelKind::kGeneric) {
+    c.active_layer_matmul_parameters = ActiveLayerMatmulParameterCount(m);
     c.parameters = ParameterCount(m);
     c.active_parameters = ActiveParameterCount(m);
     return c;
   }
   // As the functions compute them, each part counted once.
+  c.active_layer_matmul_parameters = c.attention_projection_parameters + ActiveMlpMatmulParams(m);
   const double attention = AttentionParams(m, c.attention_projection_parameters);
   c.layer_parameters = LayerParams(m, attention, m.experts);
   c.parameters = TotalParams(m, c.layer_parameters, c.embedding_parameters, c.head_parameters);

@@ -169,6 +169,12 @@ double LayerParameterCount(const Model& m);
 double ActiveLayerParameterCount(const Model& m);
 // Parameters of all routed experts in all layers: what expert parallelism divides.
 double RoutedExpertParameterCount(const Model& m);
+// Weights of the matrix multiplications a token runs through in the mean layer (the "matmul
+// parameters" of PaLM's FLOPs count, arXiv 2204.02311 Appendix B): the attention projections
+// and the MLP's matrices, the dense MLP's or, in a MoE layer, only the top-k routed and the
+// shared experts' plus the router's, weighted over the dense and MoE layers. Biases and norms
+// excepted (estimate::ModelFlopsPerToken counts 6 x this per token and layer).
+double ActiveLayerMatmulParameterCount(const Model& m);
 // Parameters one token uses (Mixtral 8x7B: 12.9 B of 46.7 B). Dense models: ParameterCount.
 double ActiveParameterCount(const Model& m);
 // Parameters of the input embeddings (token + learned positions + token types + embedding norm).
@@ -194,6 +200,7 @@ struct ModelCounts {
   double routed_expert_parameters = 0;         // RoutedExpertParameterCount
   double largest_tensor_parameters = 0;        // LargestTensorParameterCount
   double attention_projection_parameters = 0;  // AttentionProjectionParameterCount
+  double active_layer_matmul_parameters = 0;   // ActiveLayerMatmulParameterCount
   AttentionMatrices attention_matrices;        // AttentionProjectionMatrices
   int64_t attention_operand_width = 0;         // AttentionOperandWidth
 };

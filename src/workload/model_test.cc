@@ -81,6 +81,7 @@ TEST(ModelCountsTest, EveryFieldIsItsFunctionOnEveryPreset) {
     EXPECT_EQ(c.routed_expert_parameters, RoutedExpertParameterCount(m)) << name;
     EXPECT_EQ(c.largest_tensor_parameters, LargestTensorParameterCount(m)) << name;
     EXPECT_EQ(c.attention_projection_parameters, AttentionProjectionParameterCount(m)) << name;
+    EXPECT_EQ(c.active_layer_matmul_parameters, ActiveLayerMatmulParameterCount(m)) << name;
     EXPECT_EQ(c.attention_operand_width, AttentionOperandWidth(m)) << name;
     const AttentionMatrices matrices = AttentionProjectionMatrices(m);
     ASSERT_EQ(c.attention_matrices.count, matrices.count) << name;
