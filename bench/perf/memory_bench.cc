@@ -71,4 +71,26 @@ void BM_EstimateMemory(benchmark::State& state) {
 }
 BENCHMARK(BM_EstimateMemory);
 
+// The same estimates with the model's figures counted once beforehand (workload::CountModel), as
+// the planner's layout search calls it.
+void BM_EstimateMemoryCounted(benchmark::State& state) {
+  const Model model = LoadPreset("llama-2-70b");
+  const fulcrum::workload::ModelCounts counts = fulcrum::workload::CountModel(model);
+  const std::vector<Training> layouts = Layouts();
+  size_t i = 0;
+  double sink = 0;
+  const long before = fulcrum::bench_support::AllocationCount();
+  for (auto _ : state) {
+    sink += fulcrum::estimate::EstimateMemory(model, counts, layouts[i]).peak_bytes_per_gpu;
+    if (++i == layouts.size()) i = 0;
+  }
+  const long allocations = fulcrum::bench_support::AllocationCount() - before;
+  benchmark::DoNotOptimize(sink);
+  state.counters["allocations"] = static_cast<double>(allocations);
+  state.counters["evaluations_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  if (allocations != 0) state.SkipWithError("EstimateMemory allocated");
+}
+BENCHMARK(BM_EstimateMemoryCounted);
+
 }  // namespace

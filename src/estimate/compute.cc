@@ -13,6 +13,7 @@ namespace {
 
 using workload::Method;
 using workload::Model;
+using workload::ModelCounts;
 using workload::Precision;
 using workload::Recompute;
 using workload::Training;
@@ -238,13 +239,13 @@ struct SelectiveGemms {
   double flops = 0;
 };
 
-SelectiveGemms TorchtitanRecomputedGemms(const Model& m, double tokens, double t, double mlp_width,
-                                         const GemmRate& peak) {
+SelectiveGemms TorchtitanRecomputedGemms(const Model& m, const ModelCounts& counts, double tokens,
+                                         double t, double mlp_width, const GemmRate& peak) {
   const double h = static_cast<double>(m.hidden);
   SelectiveGemms g;
   double duplicated = 0, split = 0;  // multiply-adds per token
   int position = 0;
-  const workload::AttentionMatrices matrices = workload::AttentionProjectionMatrices(m);
+  const workload::AttentionMatrices& matrices = counts.attention_matrices;
   for (int i = 0; i < matrices.count; ++i) {
     const workload::AttentionMatrix& a = matrices.items[static_cast<size_t>(i)];
     if (TorchtitanSavesMatmul(++position)) continue;
@@ -269,8 +270,8 @@ SelectiveGemms TorchtitanRecomputedGemms(const Model& m, double tokens, double t
   return g;
 }
 
-LayerForward EstimateLayerForward(const Model& model, const Training& tr, const Hardware& hw,
-                                  const TimeCalibration& c) {
+LayerForward EstimateLayerForward(const Model& model, const ModelCounts& counts, const Training& tr,
+                                  const Hardware& hw, const TimeCalibration& c) {
   LayerForward out;
   const double t = static_cast<double>(tr.tp);
   const double seq = static_cast<double>(tr.seq_len);
@@ -353,14 +354,13 @@ LayerForward EstimateLayerForward(const Model& model, const Training& tr, const 
                : backward_factor * elementwise_seconds;
   double dequant_seconds = 0;
   if (tr.method == Method::kQlora) {
-    dequant_seconds =
-        workload::LayerParameterCount(model) / t * c.qlora_dequant_bytes_per_param / mem_bw;
+    dequant_seconds = counts.layer_parameters / t * c.qlora_dequant_bytes_per_param / mem_bw;
   }
   out.seconds = gemm_seconds + out.attention_seconds + elementwise_seconds + dequant_seconds;
   out.backward_seconds = backward_factor * (gemm_seconds + dequant_seconds) +
                          attention_backward_seconds + elementwise_backward_seconds;
   out.flops = gemm_flops + out.attention_flops;
-  const SelectiveGemms rerun = TorchtitanRecomputedGemms(model, tokens, t, mlp.width, peak);
+  const SelectiveGemms rerun = TorchtitanRecomputedGemms(model, counts, tokens, t, mlp.width, peak);
   out.selective_seconds = rerun.seconds + elementwise_seconds;
   out.selective_flops = rerun.flops;
   return out;
@@ -471,32 +471,27 @@ double ActivationBytes(Precision precision) {
 }
 
 double TrainableParameterCount(const Model& model, const Training& training) {
-  if (!IsLora(training) || model.kind == workload::ModelKind::kGeneric) {
-    return workload::ParameterCount(model);
-  }
+  return TrainableParameterCount(model, workload::CountModel(model), training);
+}
+
+double TrainableParameterCount(const Model& model, const ModelCounts& counts,
+                               const Training& training) {
+  if (!IsLora(training) || model.kind == workload::ModelKind::kGeneric) return counts.parameters;
   // LoRA adds rank * (in + out) per targeted matrix (Hu et al. 2021, arXiv 2106.09685).
   const double per_layer = workload::LoraParameterCountPerLayer(model, training);
   return per_layer * static_cast<double>(model.layers);
 }
 
 double ModelFlopsPerToken(const Model& model, const Training& training) {
+  return ModelFlopsPerToken(model, workload::CountModel(model), training);
+}
+
+double ModelFlopsPerToken(const Model& model, const ModelCounts& counts, const Training& training) {
   if (model.kind == workload::ModelKind::kGeneric) {
     return 3.0 * model.generic_forward_flops_per_sample;
   }
   const double h = static_cast<double>(model.hidden);
-  const double ffn_mats = model.mlp == workload::MlpKind::kSwiglu ? 3 : 2;
-  const double f = static_cast<double>(model.ffn_hidden);
-  double mlp_params = ffn_mats * h * f;
-  if (workload::IsMoe(model)) {
-    // Only the experts a token is routed to (and the shared ones, and the router) do work.
-    const double fe = static_cast<double>(workload::ExpertFfnHidden(model));
-    const double active =
-        static_cast<double>(model.experts_per_token + model.shared_experts) * ffn_mats * h * fe +
-        h * static_cast<double>(model.experts);
-    const double w = static_cast<double>(model.dense_layers) / static_cast<double>(model.layers);
-    mlp_params = w * mlp_params + (1 - w) * active;
-  }
-  const double layer_params = workload::AttentionProjectionParameterCount(model) + mlp_params;
+  const double layer_params = counts.active_layer_matmul_parameters;
   const double passes = IsLora(training) ? 4.0 : 6.0;  // forward 2 + backward 4 (or 2: no wgrad)
   const double layers = static_cast<double>(model.layers);
   const double seq = static_cast<double>(training.seq_len);
@@ -703,21 +698,22 @@ double ExpertParallelSeconds(const Model& model, const Training& tr, const Hardw
 
 // Activation offload: every saved activation goes to the host in forward and comes back in
 // backward, overlapped with that layer's compute (Megatron-Core cpu offloading).
-LayerComm ActivationOffloadComm(const Model& model, const Training& tr, const Hardware& hw,
-                                const TimeCalibration& c, const LayerForward& fwd,
-                                double backward_factor) {
+LayerComm ActivationOffloadComm(const Model& model, const ModelCounts& counts, const Training& tr,
+                                const Hardware& hw, const TimeCalibration& c,
+                                const LayerForward& fwd, double backward_factor) {
   const double host_bw = hw.host_bytes_per_second > 0
                              ? hw.host_bytes_per_second
                              : PcieGbytesPerSecond(std::nullopt) * 1e9 * c.pcie_efficiency;
-  const double copy = LayerActivationBytes(model, tr) / host_bw;
+  const double copy = LayerActivationBytes(model, counts, tr) / host_bw;
   return {2 * copy,
           std::max(0.0, copy - fwd.seconds) + std::max(0.0, copy - backward_factor * fwd.seconds)};
 }
 
 // Everything a layer sends per micro-batch: tensor, context and expert parallel, offload.
-LayerComm LayerCommunication(const Model& model, const Training& tr, const Hardware& hw,
-                             const TimeCalibration& c, const LayerForward& fwd, const Link& tp_link,
-                             const MicroBatchShape& mb, double backward_factor) {
+LayerComm LayerCommunication(const Model& model, const ModelCounts& counts, const Training& tr,
+                             const Hardware& hw, const TimeCalibration& c, const LayerForward& fwd,
+                             const Link& tp_link, const MicroBatchShape& mb,
+                             double backward_factor) {
   LayerComm layer = TensorParallelComm(fwd, tr, tp_link, c, mb);
   if (tr.cp > 1) {
     const LayerComm ring = ContextParallelComm(model, tr, hw, c, fwd, mb);
@@ -730,7 +726,7 @@ LayerComm LayerCommunication(const Model& model, const Training& tr, const Hardw
     layer.exposed += a2a;
   }
   if (tr.offload_activations) {
-    const LayerComm offload = ActivationOffloadComm(model, tr, hw, c, fwd, backward_factor);
+    const LayerComm offload = ActivationOffloadComm(model, counts, tr, hw, c, fwd, backward_factor);
     layer.seconds += offload.seconds;
     layer.exposed += offload.exposed;
   }
@@ -763,11 +759,11 @@ struct ParameterShares {
   int64_t replicas = 1;  // gradient replicas per shard (HSDP)
 };
 
-ParameterShares SharesOf(const Model& model, const Training& tr) {
+ParameterShares SharesOf(const Model& model, const ModelCounts& counts, const Training& tr) {
   ParameterShares shares;
-  shares.trainable = TrainableParameterCount(model, tr);
-  shares.routed = IsLora(tr) ? 0 : workload::RoutedExpertParameterCount(model);
-  shares.all = workload::ParameterCount(model);
+  shares.trainable = TrainableParameterCount(model, counts, tr);
+  shares.routed = IsLora(tr) ? 0 : counts.routed_expert_parameters;
+  shares.all = counts.parameters;
   shares.shards = workload::StateShards(tr);
   shares.replicas = workload::GradientReplicas(tr) / shares.shards;
   return shares;
@@ -825,6 +821,11 @@ bool Estimable(const Model& model, const Training& tr, const Hardware& hw) {
 
 StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware& hw,
                           const TimeCalibration& c) {
+  return EstimateStepTime(model, workload::CountModel(model), tr, hw, c);
+}
+
+StepTime EstimateStepTime(const Model& model, const ModelCounts& counts, const Training& tr,
+                          const Hardware& hw, const TimeCalibration& c) {
   StepTime out;
   out.step_seconds = kInf;
   if (!Estimable(model, tr, hw)) return out;
@@ -843,7 +844,7 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
   const double mem_bw = hw.memory_bytes_per_second * c.memory_bandwidth_efficiency;
 
   // --- compute per layer per micro-batch: backward = 2x forward (1x without weight grads) ---
-  const LayerForward fwd = EstimateLayerForward(model, tr, hw, c);
+  const LayerForward fwd = EstimateLayerForward(model, counts, tr, hw, c);
   const double backward_factor = IsLora(tr) ? 1.0 : 2.0;
   const Recomputed recomputed = RecomputeCost(fwd, tr);
   const double layer_seconds =
@@ -857,7 +858,7 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
       3.0 * mb.tokens * vocab / t * 4.0 * mb.bytes / mem_bw;
   const Link tp_link = GroupLink(tr.tp, 1, hw, c);
   const LayerComm layer_comm =
-      LayerCommunication(model, tr, hw, c, fwd, tp_link, mb, backward_factor);
+      LayerCommunication(model, counts, tr, hw, c, fwd, tp_link, mb, backward_factor);
 
   // --- pipeline: per-micro-batch time of the slowest stage, bubble (p-1)/(m*v) of it --------
   const workload::StageLayers stages = workload::PipelineStageLayers(model, tr);
@@ -868,7 +869,7 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
   const double stage_mb = compute_mb + slowest.exposed_seconds + pp_seconds;
   const double bubble = (p - 1) / v * stage_mb;
 
-  const ParameterShares shares = SharesOf(model, tr);
+  const ParameterShares shares = SharesOf(model, counts, tr);
   const DataParallelTime dp_time =
       DataParallelStep(shares, tr, hw, c, micro_batches, compute_mb, slowest.layers, mb.bytes);
   const double optimizer_seconds = OptimizerSeconds(shares, tr, c, mem_bw);
@@ -881,7 +882,7 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
   out.step_seconds = out.compute_seconds + out.bubble_seconds + out.exposed_seconds;
   const double tokens_step = micro_batches * d * cp * mb.tokens;
   out.tokens_per_second_per_gpu = tokens_step / out.step_seconds / gpus;
-  const double model_flops = ModelFlopsPerToken(model, tr) * tokens_step;
+  const double model_flops = ModelFlopsPerToken(model, counts, tr) * tokens_step;
   const double hw_flops = model_flops + recomputed.flops * t * cp *
                                             static_cast<double>(model.layers) * micro_batches * d;
   out.mfu = model_flops / (out.step_seconds * hw.peak_flops * gpus);

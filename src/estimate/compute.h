@@ -221,15 +221,24 @@ struct StepTime {
 // frozen weights' gradient GEMMs: 4 instead of 6. Generic models: 3 x forward FLOPs per sample
 // (the "token" is then a sample).
 double ModelFlopsPerToken(const workload::Model& model, const workload::Training& training);
+// The same with counts = workload::CountModel(model); the overloads below taking ModelCounts alike
+// (the planner counts a model once per search).
+double ModelFlopsPerToken(const workload::Model& model, const workload::ModelCounts& counts,
+                          const workload::Training& training);
 
 // Parameters that receive gradients and optimizer updates (all of them, or the LoRA adapters).
 double TrainableParameterCount(const workload::Model& model, const workload::Training& training);
+double TrainableParameterCount(const workload::Model& model, const workload::ModelCounts& counts,
+                               const workload::Training& training);
 
 // Step time of one optimizer step of (model, training) on `hardware`. Assumes
 // workload::Validate() passed; degenerate inputs give step_seconds = +inf. For kGeneric models
 // tokens_per_second_per_gpu counts samples.
 StepTime EstimateStepTime(const workload::Model& model, const workload::Training& training,
                           const Hardware& hardware,
+                          const TimeCalibration& calibration = DefaultTimeCalibration());
+StepTime EstimateStepTime(const workload::Model& model, const workload::ModelCounts& counts,
+                          const workload::Training& training, const Hardware& hardware,
                           const TimeCalibration& calibration = DefaultTimeCalibration());
 
 // The Hardware of one node of `offer` for `precision`: dense peak of that precision (FP8 falls

@@ -247,9 +247,10 @@ Result<EstimateInput> ResolveEstimateInput(const EstimateRequest& r,
 EstimateResult Evaluate(const EstimateInput& input) {
   EstimateResult r;
   r.input = input;
-  r.parameters = workload::ParameterCount(input.model);
-  r.memory = EstimateMemory(input.model, input.training);
-  r.resume = EstimateResumeMemory(input.model, input.training, r.memory);
+  const workload::ModelCounts counts = workload::CountModel(input.model);
+  r.parameters = counts.parameters;
+  r.memory = EstimateMemory(input.model, counts, input.training);
+  r.resume = EstimateResumeMemory(input.model, counts, input.training, r.memory);
   r.capacity_bytes = CapacityBytesFromGib(input.gpu.memory_gib);
   const double bound = FitPeakBytes(r.memory, r.resume);
   r.headroom_fraction = HeadroomFraction(bound, r.capacity_bytes);

@@ -13,6 +13,7 @@ using workload::Framework;
 using workload::GradPrecision;
 using workload::Method;
 using workload::Model;
+using workload::ModelCounts;
 using workload::ModelKind;
 using workload::Optimizer;
 using workload::Precision;
@@ -281,7 +282,8 @@ double LinearInputBytes(const Training& t) {
 // layer's input, the outputs of flash attention (and its log-sum-exp) and of the odd-numbered
 // matmuls (Llama: wq, wv, w1, w2; DeepSeek-V3: wq_a, wkv_a, wo, w3) are saved; everything else is
 // recomputed in backward. MLA's down-projections run unsplit on every tp rank.
-double TorchtitanSelectiveBytes(const Model& m, const Training& t, double sbh, double sbf) {
+double TorchtitanSelectiveBytes(const Model& m, const ModelCounts& counts, const Training& t,
+                                double sbh, double sbf) {
   const double e = ActElementBytes(t);
   const double tp = static_cast<double>(t.tp);
   const double h = static_cast<double>(m.hidden);
@@ -290,7 +292,7 @@ double TorchtitanSelectiveBytes(const Model& m, const Training& t, double sbh, d
   const double attention = e * sbh + 4 * static_cast<double>(m.heads) * sb;  // output + log-sum-exp
   double split_width = 0, duplicated_width = 0, ffn_outputs = 0;             // saved, per token
   int position = 0;
-  const workload::AttentionMatrices matrices = workload::AttentionProjectionMatrices(m);
+  const workload::AttentionMatrices& matrices = counts.attention_matrices;
   for (int i = 0; i < matrices.count; ++i) {
     const workload::AttentionMatrix& a = matrices.items[static_cast<size_t>(i)];
     if (!TorchtitanSavesMatmul(++position)) continue;
@@ -370,6 +372,10 @@ double ReplicatedBytesPerToken(const Model& m, const Training& t) {
 }
 
 double LayerActivationBytes(const Model& m, const Training& t) {
+  return LayerActivationBytes(m, workload::CountModel(m), t);
+}
+
+double LayerActivationBytes(const Model& m, const ModelCounts& counts, const Training& t) {
   if (m.kind == ModelKind::kGeneric) return 0;
   const double e = ActElementBytes(t);
   const double tp = static_cast<double>(t.tp);
@@ -378,15 +384,15 @@ double LayerActivationBytes(const Model& m, const Training& t) {
   // and all activations along sequence dimension").
   const double sb = static_cast<double>(t.seq_len / t.cp) * static_cast<double>(t.micro_batch);
   const double sbh = sb * static_cast<double>(m.hidden);
-  const double sbf = sb * MeanMlpActivationWidth(m);
   if (t.recompute == Recompute::kFull) {
     // Only each layer's input is kept; Megatron distributes it over tp with sequence parallel.
     return e * sbh / (t.sequence_parallel ? tp : 1);
   }
+  const double sbf = sb * MeanMlpActivationWidth(m);
   const double mask = m.dropout ? 1 : 0;  // 1-byte dropout masks
   const bool gated = m.mlp == workload::MlpKind::kSwiglu;
   if (t.recompute == Recompute::kSelective && t.framework == Framework::kFsdp) {
-    return TorchtitanSelectiveBytes(m, t, sbh, sbf);
+    return TorchtitanSelectiveBytes(m, counts, t, sbh, sbf);
   }
   // Not split by tensor parallelism (split only with sequence parallelism): the norms' inputs
   // and outputs, MoE dispatch, MLA's latents (ReplicatedBytesPerToken) and the two dropout masks.
@@ -403,7 +409,7 @@ double LayerActivationBytes(const Model& m, const Training& t) {
   // the attention saves.
   const double mlp_tensors = gated ? (workload::UsesMegatronModel(t.framework) ? 3 : 4) : 2;
   const double linear = LinearInputBytes(t);
-  const double attention_operands = static_cast<double>(workload::AttentionOperandWidth(m));
+  const double attention_operands = static_cast<double>(counts.attention_operand_width);
   const double projection_cast =
       linear != e ? linear * static_cast<double>(workload::AttentionOutDim(m)) : 0;
   const double split =
@@ -432,28 +438,50 @@ double LayerActivationBytes(const Model& m, const Training& t) {
   return (replicated - gathered) / sp_divisor + gathered + (split + attention) / tp;
 }
 
-// Activation offload keeps the layer computing and the one being copied (double buffering).
+namespace {
+
+// Of `saved_bytes`, what activation offload keeps on the GPU: two layers' (`layer_bytes` each),
+// the layer computing and the one being copied (double buffering).
+double OffloadKeptBytes(double saved_bytes, double layer_bytes) {
+  return std::min(saved_bytes, 2 * layer_bytes);
+}
+
+}  // namespace
+
 double OffloadedActivationBytes(const Model& m, const Training& t, double saved_bytes) {
+  return OffloadedActivationBytes(m, workload::CountModel(m), t, saved_bytes);
+}
+
+double OffloadedActivationBytes(const Model& m, const ModelCounts& counts, const Training& t,
+                                double saved_bytes) {
   if (!t.offload_activations) return saved_bytes;
-  return std::min(saved_bytes, 2 * LayerActivationBytes(m, t));
+  return OffloadKeptBytes(saved_bytes, LayerActivationBytes(m, counts, t));
 }
 
 // Under full recompute the backward re-runs one layer's forward at a time and holds that layer's
 // full activations until its backward is done: checkpoints + one segment (Chen et al. 2016,
 // "Training Deep Nets with Sublinear Memory Cost", arXiv 1604.06174, section 4).
 double RecomputeWorkingSetBytes(const Model& m, const Training& t) {
+  return RecomputeWorkingSetBytes(m, workload::CountModel(m), t);
+}
+
+double RecomputeWorkingSetBytes(const Model& m, const ModelCounts& counts, const Training& t) {
   if (t.recompute != Recompute::kFull) return 0;
   Training kept = t;
   kept.recompute = Recompute::kNone;
-  return LayerActivationBytes(m, kept);
+  return LayerActivationBytes(m, counts, kept);
 }
 
 double PipelineActivationBytes(const Model& m, const Training& t) {
+  return PipelineActivationBytes(m, workload::CountModel(m), t);
+}
+
+double PipelineActivationBytes(const Model& m, const ModelCounts& counts, const Training& t) {
   if (m.kind == ModelKind::kGeneric) {
     return m.generic_activation_bytes_per_sample * static_cast<double>(t.micro_batch) *
            (workload::IsFp32Storage(t.precision) ? 2 : 1);
   }
-  return StageActivationBytes(m, t, workload::PipelineStageLayers(m, t).first, t.pp);
+  return StageActivationBytes(m, counts, t, workload::PipelineStageLayers(m, t).first, t.pp);
 }
 
 namespace {
@@ -505,10 +533,20 @@ double InterleavedLayersInFlight(const Training& t, int64_t stage_layers, int64_
                              ForwardsOnChunk(chunks, short_chunk, micro_batches, group, t.vpp));
 }
 
-}  // namespace
+// One layer's activations under the training and the full-recompute working set: what every
+// pipeline stage's activations follow from, computed once per estimate.
+struct LayerActivations {
+  double saved_bytes = 0;        // LayerActivationBytes
+  double working_set_bytes = 0;  // RecomputeWorkingSetBytes
+};
 
-double StageActivationBytes(const Model& m, const Training& t, int64_t stage_layers,
-                            int64_t in_flight_limit) {
+LayerActivations LayerActivationsOf(const Model& m, const ModelCounts& counts, const Training& t) {
+  return {LayerActivationBytes(m, counts, t), RecomputeWorkingSetBytes(m, counts, t)};
+}
+
+// StageActivationBytes from the layer's activations.
+double StageActivations(const Training& t, const LayerActivations& layer, int64_t stage_layers,
+                        int64_t in_flight_limit) {
   const int64_t micro_batches = std::max<int64_t>(1, workload::MicroBatchesPerStep(t));
   // Layers' worth of activations in flight at the stage's peak. 1F1B: min(pp - rank, m) micro-
   // batches of the stage's layers. Interleaved: InterleavedLayersInFlight, g =
@@ -523,8 +561,21 @@ double StageActivationBytes(const Model& m, const Training& t, int64_t stage_lay
       t.vpp > 1 ? InterleavedLayersInFlight(t, stage_layers, in_flight_limit, micro_batches)
                 : static_cast<double>(stage_layers) *
                       static_cast<double>(std::min(in_flight_limit, micro_batches));
-  return OffloadedActivationBytes(m, t, layers_in_flight * LayerActivationBytes(m, t)) +
-         RecomputeWorkingSetBytes(m, t);
+  const double saved = layers_in_flight * layer.saved_bytes;
+  return (t.offload_activations ? OffloadKeptBytes(saved, layer.saved_bytes) : saved) +
+         layer.working_set_bytes;
+}
+
+}  // namespace
+
+double StageActivationBytes(const Model& m, const Training& t, int64_t stage_layers,
+                            int64_t in_flight_limit) {
+  return StageActivationBytes(m, workload::CountModel(m), t, stage_layers, in_flight_limit);
+}
+
+double StageActivationBytes(const Model& m, const ModelCounts& counts, const Training& t,
+                            int64_t stage_layers, int64_t in_flight_limit) {
+  return StageActivations(t, LayerActivationsOf(m, counts, t), stage_layers, in_flight_limit);
 }
 
 }  // namespace fulcrum::estimate
@@ -535,6 +586,7 @@ namespace {
 using workload::Framework;
 using workload::Method;
 using workload::Model;
+using workload::ModelCounts;
 using workload::ModelKind;
 using workload::Optimizer;
 using workload::Precision;
@@ -642,18 +694,17 @@ double Fp8WeightCopyBytes(const StageContents& c, const Training& t) {
   return 2 * (c.layer_params + c.expert_params);
 }
 
-MemoryBreakdown EstimateStage(const Model& m, const Training& t, const StageContents& c) {
+MemoryBreakdown EstimateStage(const Model& m, const ModelCounts& counts, const Training& t,
+                              const StageContents& c) {
   const double tp = static_cast<double>(t.tp);
   const double params = c.layer_params + c.other_params;
-  double largest =
-      m.kind == ModelKind::kGeneric ? params : workload::LargestTensorParameterCount(m) / tp;
+  double largest = m.kind == ModelKind::kGeneric ? params : counts.largest_tensor_parameters / tp;
   if (t.framework == Framework::kFsdp || t.framework == Framework::kMegatronFsdp ||
       IsHfOrDdp(t.framework)) {
     // FSDP (and Megatron-FSDP, whose units are the transformer layers) wraps each transformer layer
     // as a unit (and the embedding / output layers); a MoE layer's unit holds this rank's experts.
-    const double routed = workload::RoutedExpertParameterCount(m) / static_cast<double>(m.layers);
-    const double unit =
-        workload::LayerParameterCount(m) - routed + routed / static_cast<double>(t.ep);
+    const double routed = counts.routed_expert_parameters / static_cast<double>(m.layers);
+    const double unit = counts.layer_parameters - routed + routed / static_cast<double>(t.ep);
     largest = std::max(largest, unit / tp);
   }
   if (t.method == Method::kFull) {
@@ -698,27 +749,28 @@ struct PipelineStages {
   bool has_middle = false;
 };
 
-PipelineStages EstimateStages(const Model& m, const Training& t) {
+PipelineStages EstimateStages(const Model& m, const ModelCounts& counts, const Training& t) {
   PipelineStages out;
   const double tp = static_cast<double>(t.tp);
   const double layers = static_cast<double>(m.layers);
   // Per layer on this GPU: the routed experts split over tp x ep, everything else over tp.
-  const double routed = workload::RoutedExpertParameterCount(m) / layers;
-  const double dense_per_layer = (workload::LayerParameterCount(m) - routed) / tp;
+  const double routed = counts.routed_expert_parameters / layers;
+  const double dense_per_layer = (counts.layer_parameters - routed) / tp;
   const double expert_per_layer = routed / (tp * static_cast<double>(t.ep));
-  const double embedding = workload::EmbeddingParameterCount(m) / tp;
-  const double head = workload::HeadParameterCount(m) / tp;
+  const double embedding = counts.embedding_parameters / tp;
+  const double head = counts.head_parameters / tp;
   const double logits = LogitsBytes(m, t);
   const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
+  const LayerActivations layer = LayerActivationsOf(m, counts, t);  // the same for every stage
   auto contents = [&](int64_t stage_layers, double other, double activations, double stage_logits) {
     const double n = static_cast<double>(stage_layers);
     return StageContents{n * dense_per_layer, n * expert_per_layer, other, activations,
                          stage_logits};
   };
   if (t.pp == 1) {
-    out.first = EstimateStage(m, t,
+    out.first = EstimateStage(m, counts, t,
                               contents(stages.first, embedding + head,
-                                       StageActivationBytes(m, t, stages.first, 1), logits));
+                                       StageActivations(t, layer, stages.first, 1), logits));
     out.last = out.first;
     return out;
   }
@@ -728,12 +780,15 @@ PipelineStages EstimateStages(const Model& m, const Training& t) {
   const double tied_copy =
       m.tied_embeddings ? static_cast<double>(m.vocab) * static_cast<double>(m.hidden) / tp : 0;
   out.first = EstimateStage(
-      m, t, contents(stages.first, embedding, StageActivationBytes(m, t, stages.first, t.pp), 0));
-  const double last_activations = StageActivationBytes(m, t, stages.last, 1);
-  out.last = EstimateStage(m, t, contents(stages.last, head + tied_copy, last_activations, logits));
+      m, counts, t,
+      contents(stages.first, embedding, StageActivations(t, layer, stages.first, t.pp), 0));
+  const double last_activations = StageActivations(t, layer, stages.last, 1);
+  out.last = EstimateStage(m, counts, t,
+                           contents(stages.last, head + tied_copy, last_activations, logits));
   if (stages.middle > stages.first) {
     out.middle = EstimateStage(
-        m, t, contents(stages.middle, 0, StageActivationBytes(m, t, stages.middle, t.pp - 1), 0));
+        m, counts, t,
+        contents(stages.middle, 0, StageActivations(t, layer, stages.middle, t.pp - 1), 0));
     out.has_middle = true;
   }
   return out;
@@ -742,13 +797,17 @@ PipelineStages EstimateStages(const Model& m, const Training& t) {
 }  // namespace
 
 MemoryBreakdown EstimateMemory(const Model& m, const Training& t) {
+  return EstimateMemory(m, workload::CountModel(m), t);
+}
+
+MemoryBreakdown EstimateMemory(const Model& m, const ModelCounts& counts, const Training& t) {
   if (m.kind == ModelKind::kGeneric) {
     StageContents c;
     c.other_params = m.generic_parameters;
-    c.activations_bytes = PipelineActivationBytes(m, t);
-    return EstimateStage(m, t, c);
+    c.activations_bytes = PipelineActivationBytes(m, counts, t);
+    return EstimateStage(m, counts, t, c);
   }
-  const PipelineStages stages = EstimateStages(m, t);
+  const PipelineStages stages = EstimateStages(m, counts, t);
   MemoryBreakdown peak = stages.last;
   if (stages.first.peak_bytes_per_gpu >= peak.peak_bytes_per_gpu) peak = stages.first;
   if (stages.has_middle && stages.middle.peak_bytes_per_gpu > peak.peak_bytes_per_gpu) {
@@ -759,7 +818,7 @@ MemoryBreakdown EstimateMemory(const Model& m, const Training& t) {
 
 MemoryBreakdown EstimateLastStageMemory(const Model& m, const Training& t) {
   if (m.kind == ModelKind::kGeneric) return EstimateMemory(m, t);
-  return EstimateStages(m, t).last;
+  return EstimateStages(m, workload::CountModel(m), t).last;
 }
 
 FitVerdict ClassifyFit(double peak_bytes, double capacity_bytes) {

@@ -33,6 +33,10 @@ struct MemoryBreakdown {
 };
 
 MemoryBreakdown EstimateMemory(const workload::Model& model, const workload::Training& training);
+// The same with the model's figures counted beforehand (counts = workload::CountModel(model)), as
+// the planner calls it for every layout of one model; the overloads below taking ModelCounts alike.
+MemoryBreakdown EstimateMemory(const workload::Model& model, const workload::ModelCounts& counts,
+                               const workload::Training& training);
 // The last pipeline stage alone (the head, the logits, one micro-batch in flight): what a run
 // that logs memory from its last rank reports (Megatron-LM writes its memory statistics from
 // the last rank, which holds the last stage). EstimateMemory when pp = 1.
@@ -60,23 +64,34 @@ double OptimizerStateBytesPerParam(const workload::Training& training);
 // Activations one transformer layer saves for backward, for one micro-batch on one GPU
 // (Korthikanti et al. 2022 Table 2, generalised to GQA, gated MLPs, flash attention).
 double LayerActivationBytes(const workload::Model& model, const workload::Training& training);
+double LayerActivationBytes(const workload::Model& model, const workload::ModelCounts& counts,
+                            const workload::Training& training);
 // Activations on the first pipeline stage at its peak: its layers (L/pp when even; see
 // workload::PipelineStageLayers) x min(pp, micro-batches per step) in flight; with vpp > 1 the
 // interleaved schedule's warm-up chunks (StageActivationBytes), which for many micro-batches is
 // Korthikanti et al.'s factor (1 + (pp-1)/(pp*vpp)).
 double PipelineActivationBytes(const workload::Model& model, const workload::Training& training);
+double PipelineActivationBytes(const workload::Model& model, const workload::ModelCounts& counts,
+                               const workload::Training& training);
 // The saved activations a stage keeps on the GPU: all of `saved_bytes`, or under activation
 // offload two layers' (the one computing and the one being copied).
 double OffloadedActivationBytes(const workload::Model& model, const workload::Training& training,
                                 double saved_bytes);
+double OffloadedActivationBytes(const workload::Model& model, const workload::ModelCounts& counts,
+                                const workload::Training& training, double saved_bytes);
 // What full recompute adds on top of the checkpointed layer inputs: one layer's activations, held
 // while that layer is recomputed and back-propagated (0 under other policies).
 double RecomputeWorkingSetBytes(const workload::Model& model, const workload::Training& training);
+double RecomputeWorkingSetBytes(const workload::Model& model, const workload::ModelCounts& counts,
+                                const workload::Training& training);
 // The same for a stage of `stage_layers` layers with at most `in_flight_limit` micro-batches in
 // flight (1F1B: pp - stage index, which also names the stage for the interleaved schedule: its
 // 2 (pp - rank - 1) + (vpp - 1) pp + 1 chunks of stage_layers / vpp layers, at most all of them).
 double StageActivationBytes(const workload::Model& model, const workload::Training& training,
                             int64_t stage_layers, int64_t in_flight_limit);
+double StageActivationBytes(const workload::Model& model, const workload::ModelCounts& counts,
+                            const workload::Training& training, int64_t stage_layers,
+                            int64_t in_flight_limit);
 
 enum class FitVerdict { kFits, kTight, kDoesNotFit };
 

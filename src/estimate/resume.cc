@@ -43,19 +43,24 @@ using workload::CheckpointFormat;
 
 // Parameters of the largest FSDP unit on this GPU (a transformer layer, its routed experts split
 // over ep), as memory.cc sizes the FSDP buffers.
-double LargestUnitParams(const workload::Model& m, const workload::Training& t) {
+double LargestUnitParams(const workload::Model& m, const workload::ModelCounts& n,
+                         const workload::Training& t) {
   const double tp = static_cast<double>(t.tp);
   if (m.kind == workload::ModelKind::kGeneric) return m.generic_parameters;
-  const double routed = workload::RoutedExpertParameterCount(m) / static_cast<double>(m.layers);
-  const double unit =
-      workload::LayerParameterCount(m) - routed + routed / static_cast<double>(t.ep);
-  return std::max(unit, workload::LargestTensorParameterCount(m)) / tp;
+  const double routed = n.routed_expert_parameters / static_cast<double>(m.layers);
+  const double unit = n.layer_parameters - routed + routed / static_cast<double>(t.ep);
+  return std::max(unit, n.largest_tensor_parameters) / tp;
 }
 
 }  // namespace
 
 ResumeMemory EstimateResumeMemory(const workload::Model& model, const workload::Training& t,
                                   const MemoryBreakdown& fresh) {
+  return EstimateResumeMemory(model, workload::CountModel(model), t, fresh);
+}
+
+ResumeMemory EstimateResumeMemory(const workload::Model& model, const workload::ModelCounts& counts,
+                                  const workload::Training& t, const MemoryBreakdown& fresh) {
   ResumeMemory r;
   r.format = workload::ResolvedCheckpointFormat(t);
   r.resident_bytes =
@@ -68,7 +73,7 @@ ResumeMemory EstimateResumeMemory(const workload::Model& model, const workload::
           t.offload_optimizer ? 0 : 4 * fresh.optimizer_bytes / (4 + state_bytes);
       break;
     case CheckpointFormat::kFsdpFull:
-      r.load_transient_bytes = (4 + state_bytes) * LargestUnitParams(model, t);
+      r.load_transient_bytes = (4 + state_bytes) * LargestUnitParams(model, counts, t);
       break;
     default:
       r.load_transient_bytes = 0;

@@ -35,6 +35,9 @@ struct ResumeMemory {
 // caller compares), under training.checkpoint_format (the framework's default when kDefault).
 ResumeMemory EstimateResumeMemory(const workload::Model& model, const workload::Training& training,
                                   const MemoryBreakdown& fresh);
+// The same with counts = workload::CountModel(model) (the planner's inner loop).
+ResumeMemory EstimateResumeMemory(const workload::Model& model, const workload::ModelCounts& counts,
+                                  const workload::Training& training, const MemoryBreakdown& fresh);
 
 // The bound a plan must fit: the larger of the fresh peak and the peak at resume.
 inline double FitPeakBytes(const MemoryBreakdown& fresh, const ResumeMemory& resume) {

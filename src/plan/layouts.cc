@@ -51,9 +51,10 @@ bool PeftRunsLayout(const workload::Training& t) {
 }
 
 // The estimator's memory times a measured job's factor (every part scales alike).
-estimate::MemoryBreakdown PlannedMemory(const workload::Model& model, const workload::Training& t,
-                                        double factor) {
-  estimate::MemoryBreakdown m = estimate::EstimateMemory(model, t);
+estimate::MemoryBreakdown PlannedMemory(const workload::Model& model,
+                                        const workload::ModelCounts& counts,
+                                        const workload::Training& t, double factor) {
+  estimate::MemoryBreakdown m = estimate::EstimateMemory(model, counts, t);
   if (factor == 1) return m;
   for (double* part :
        {&m.weights_bytes, &m.gradients_bytes, &m.optimizer_bytes, &m.activations_bytes,
@@ -65,16 +66,16 @@ estimate::MemoryBreakdown PlannedMemory(const workload::Model& model, const work
 }
 
 // Tries one layout; updates `best`. Returns false when it does not fit in memory.
-bool TryLayout(const workload::Model& model, workload::Training& t, const estimate::Hardware& hw,
-               double usable_bytes, double capacity_bytes, const LayoutOptions& options,
-               BestLayout& best) {
+bool TryLayout(const workload::Model& model, const workload::ModelCounts& counts,
+               workload::Training& t, const estimate::Hardware& hw, double usable_bytes,
+               double capacity_bytes, const LayoutOptions& options, BestLayout& best) {
   ++best.evaluated;
-  const estimate::MemoryBreakdown mem = PlannedMemory(model, t, options.memory_factor);
+  const estimate::MemoryBreakdown mem = PlannedMemory(model, counts, t, options.memory_factor);
   // A layout must fit fresh and when it resumes from its checkpoint (fulcrum run resumes).
-  const estimate::ResumeMemory resume = estimate::EstimateResumeMemory(model, t, mem);
+  const estimate::ResumeMemory resume = estimate::EstimateResumeMemory(model, counts, t, mem);
   const double bound = estimate::FitPeakBytes(mem, resume);
   if (!(bound <= usable_bytes)) return false;
-  const estimate::StepTime st = PlannedStepTime(model, t, hw, options.step_time_factor);
+  const estimate::StepTime st = PlannedStepTime(model, counts, t, hw, options.step_time_factor);
   if (!std::isfinite(st.step_seconds)) return true;
   const double headroom = estimate::HeadroomFraction(bound, capacity_bytes);
   const double rate = st.tokens_per_second_per_gpu;
@@ -108,10 +109,10 @@ int64_t EffectiveBatch(int64_t global_batch, int64_t per_step, double tolerance)
   return 0;
 }
 
-void ScanMicroBatches(const workload::Model& model, workload::Training& t,
-                      const estimate::Hardware& hw, double usable, double capacity,
-                      int64_t global_batch, double tolerance, const LayoutOptions& options,
-                      BestLayout& best) {
+void ScanMicroBatches(const workload::Model& model, const workload::ModelCounts& counts,
+                      workload::Training& t, const estimate::Hardware& hw, double usable,
+                      double capacity, int64_t global_batch, double tolerance,
+                      const LayoutOptions& options, BestLayout& best) {
   for (int mb : kMicroBatches) {
     const int64_t per_step = int64_t{mb} * t.dp;
     if (static_cast<double>(per_step) > static_cast<double>(global_batch) * (1 + tolerance)) {
@@ -122,16 +123,16 @@ void ScanMicroBatches(const workload::Model& model, workload::Training& t,
     t.micro_batch = mb;
     t.global_batch = effective;
     // Memory grows with the micro-batch: once one does not fit, larger ones cannot.
-    if (!TryLayout(model, t, hw, usable, capacity, options, best)) break;
+    if (!TryLayout(model, counts, t, hw, usable, capacity, options, best)) break;
   }
 }
 
 // The layout `t` (sizes set) under each framework the job allows that runs it, the one a layout
 // of this shape usually runs under first (so that of equally fast frameworks it is the one named).
-void ScanFrameworks(const workload::Model& model, workload::Training& t,
-                    const estimate::Hardware& hw, double usable, double capacity,
-                    int64_t global_batch, double tolerance, const LayoutOptions& options,
-                    BestLayout& best) {
+void ScanFrameworks(const workload::Model& model, const workload::ModelCounts& counts,
+                    workload::Training& t, const estimate::Hardware& hw, double usable,
+                    double capacity, int64_t global_batch, double tolerance,
+                    const LayoutOptions& options, BestLayout& best) {
   workload::Framework usual = workload::DefaultFrameworkFor(t);
   // Plain data parallel without ZeRO is PyTorch DDP where the job allows it (a CNN's torchrun
   // script, an unknown script's most common form), not DeepSpeed at stage 0.
@@ -149,13 +150,15 @@ void ScanFrameworks(const workload::Model& model, workload::Training& t,
     if (!(options.frameworks & workload::FrameworkBit(f))) continue;
     t.framework = f;
     if (!workload::FrameworkRunsLayout(f, t) || !PeftRunsLayout(t)) continue;
-    ScanMicroBatches(model, t, hw, usable, capacity, global_batch, tolerance, options, best);
+    ScanMicroBatches(model, counts, t, hw, usable, capacity, global_batch, tolerance, options,
+                     best);
   }
 }
 
-void ScanLayouts(const workload::Model& model, const workload::Training& base,
-                 const estimate::Hardware& hw, double capacity_bytes, int gpus, double min_headroom,
-                 const LayoutOptions& options, double tolerance, BestLayout& best) {
+void ScanLayouts(const workload::Model& model, const workload::ModelCounts& counts,
+                 const workload::Training& base, const estimate::Hardware& hw,
+                 double capacity_bytes, int gpus, double min_headroom, const LayoutOptions& options,
+                 double tolerance, BestLayout& best) {
   const double usable = capacity_bytes * (1.0 - min_headroom);
   const bool generic = model.kind == workload::ModelKind::kGeneric;
   const int64_t layers = generic ? 1 : model.layers;
@@ -206,8 +209,8 @@ void ScanLayouts(const workload::Model& model, const workload::Training& base,
                 t.zero_stage = zero;
                 t.recompute = rc;
                 t.sequence_parallel = tp > 1;
-                ScanFrameworks(model, t, hw, usable, capacity_bytes, base.global_batch, tolerance,
-                               options, best);
+                ScanFrameworks(model, counts, t, hw, usable, capacity_bytes, base.global_batch,
+                               tolerance, options, best);
               }
             }
           }
@@ -245,7 +248,13 @@ void SearchTask(const workload::Model& model, const workload::Training& base,
 
 estimate::StepTime PlannedStepTime(const workload::Model& model, const workload::Training& t,
                                    const estimate::Hardware& hardware, double step_time_factor) {
-  estimate::StepTime st = estimate::EstimateStepTime(model, t, hardware);
+  return PlannedStepTime(model, workload::CountModel(model), t, hardware, step_time_factor);
+}
+
+estimate::StepTime PlannedStepTime(const workload::Model& model,
+                                   const workload::ModelCounts& counts, const workload::Training& t,
+                                   const estimate::Hardware& hardware, double step_time_factor) {
+  estimate::StepTime st = estimate::EstimateStepTime(model, counts, t, hardware);
   if (step_time_factor == 1 || !(step_time_factor > 0)) return st;
   for (double* part : {&st.step_seconds, &st.compute_seconds, &st.communication_seconds,
                        &st.bubble_seconds, &st.exposed_seconds}) {
@@ -265,7 +274,10 @@ BestLayout SearchLayouts(const workload::Model& model, const workload::Training&
   if (!options.batch_given && options.allow_batch_change) {
     tolerance = std::max(tolerance, kDefaultBatchTolerance);
   }
-  ScanLayouts(model, base, hw, capacity_bytes, gpus, min_headroom, options, tolerance, best);
+  // The model's figures, counted once for every layout the scan estimates.
+  const workload::ModelCounts counts = workload::CountModel(model);
+  ScanLayouts(model, counts, base, hw, capacity_bytes, gpus, min_headroom, options, tolerance,
+              best);
   return best;
 }
 

@@ -25,6 +25,10 @@ namespace fulcrum::plan {
 // `step_time_factor` (every part of it scales; throughput and MFU divide).
 estimate::StepTime PlannedStepTime(const workload::Model& model, const workload::Training& t,
                                    const estimate::Hardware& hardware, double step_time_factor);
+// The same with counts = workload::CountModel(model), counted once per search.
+estimate::StepTime PlannedStepTime(const workload::Model& model,
+                                   const workload::ModelCounts& counts, const workload::Training& t,
+                                   const estimate::Hardware& hardware, double step_time_factor);
 
 // Scans the layouts of `base` (precision, method, seq_len, global batch, ...) on `gpus` GPUs of
 // `hardware` (gpus_per_node each), keeping the fastest that leaves >= min_headroom free of

@@ -25,8 +25,21 @@ double MlaNormAndBiasParams(const Model& m) {
   return params;
 }
 
-double AttentionParams(const Model& m) {
-  double params = AttentionProjectionParameterCount(m);
+// Sum of in x out over a layer's attention projection matrices (integer products below 2^53:
+// exact in any order).
+double ProjectionParams(const AttentionMatrices& matrices) {
+  double params = 0;
+  for (int i = 0; i < matrices.count; ++i) {
+    const AttentionMatrix& a = matrices.items[static_cast<size_t>(i)];
+    params += static_cast<double>(a.in) * static_cast<double>(a.out);
+  }
+  return params;
+}
+
+// A layer's attention parameters: the projection weights (`projection`,
+// AttentionProjectionParameterCount) with their biases and MLA's latent norms.
+double AttentionParams(const Model& m, double projection) {
+  double params = projection;
   if (IsMla(m)) return params + MlaNormAndBiasParams(m);
   const double h = static_cast<double>(m.hidden);
   const double kv = static_cast<double>(KvDim(m));
@@ -57,13 +70,43 @@ double MoeMlpParams(const Model& m, double routed) {
          static_cast<double>(m.hidden) * static_cast<double>(m.experts);
 }
 
-// Mean over the layers of attention + norms + `moe_mlp` (MoE layers) or the dense MLP.
-double MeanLayerParams(const Model& m, double moe_mlp) {
-  const double fixed = AttentionParams(m) + 2 * NormParams(m);
+// Mean over the layers of `attention` (AttentionParams) + norms + `moe_mlp` (MoE layers) or the
+// dense MLP.
+double MeanLayerParams(const Model& m, double attention, double moe_mlp) {
+  const double fixed = attention + 2 * NormParams(m);
   if (!IsMoe(m)) return fixed + MlpParams(m, m.ffn_hidden);
   const double layers = static_cast<double>(m.layers);
   const double dense = static_cast<double>(m.dense_layers);
   return fixed + (dense * MlpParams(m, m.ffn_hidden) + (layers - dense) * moe_mlp) / layers;
+}
+
+// The mean layer of a transformer whose MoE layers use `routed` of their routed experts (all of
+// them: LayerParameterCount; top-k: ActiveLayerParameterCount).
+double LayerParams(const Model& m, double attention, int64_t routed) {
+  return MeanLayerParams(m, attention, IsMoe(m) ? MoeMlpParams(m, static_cast<double>(routed)) : 0);
+}
+
+// The MLP part of ActiveLayerMatmulParameterCount: weights only, of the experts a token is routed
+// to (and the shared ones, and the router) in a MoE layer.
+double ActiveMlpMatmulParams(const Model& m) {
+  const double h = static_cast<double>(m.hidden);
+  const double ffn_mats = m.mlp == MlpKind::kSwiglu ? 3 : 2;
+  const double f = static_cast<double>(m.ffn_hidden);
+  double mlp_params = ffn_mats * h * f;
+  if (IsMoe(m)) {
+    const double fe = static_cast<double>(ExpertFfnHidden(m));
+    const double active =
+        static_cast<double>(m.experts_per_token + m.shared_experts) * ffn_mats * h * fe +
+        h * static_cast<double>(m.experts);
+    const double w = static_cast<double>(m.dense_layers) / static_cast<double>(m.layers);
+    mlp_params = w * mlp_params + (1 - w) * active;
+  }
+  return mlp_params;
+}
+
+// A transformer's parameters from its mean layer's, its embeddings' and its head's.
+double TotalParams(const Model& m, double layer, double embedding, double head) {
+  return static_cast<double>(m.layers) * layer + embedding + head;
 }
 
 }  // namespace
@@ -94,29 +137,23 @@ AttentionMatrices AttentionProjectionMatrices(const Model& m) {
 }
 
 double AttentionProjectionParameterCount(const Model& m) {
-  if (m.kind == ModelKind::kGeneric) return 0;
-  if (!IsMla(m)) {
-    // The same sum as below, in one pass: the planner's inner loop counts parameters per layout.
-    return static_cast<double>(m.hidden) * static_cast<double>(AttentionOperandWidth(m));
-  }
-  const AttentionMatrices matrices = AttentionProjectionMatrices(m);
-  double params = 0;  // integer products below 2^53: exact in any order
-  for (int i = 0; i < matrices.count; ++i) {
-    const AttentionMatrix& a = matrices.items[static_cast<size_t>(i)];
-    params += static_cast<double>(a.in) * static_cast<double>(a.out);
-  }
-  return params;
+  return ProjectionParams(AttentionProjectionMatrices(m));  // none for generic models: 0
 }
 
 double LayerParameterCount(const Model& m) {
   if (m.kind == ModelKind::kGeneric) return 0;
-  return MeanLayerParams(m, IsMoe(m) ? MoeMlpParams(m, static_cast<double>(m.experts)) : 0);
+  return LayerParams(m, AttentionParams(m, AttentionProjectionParameterCount(m)), m.experts);
 }
 
 double ActiveLayerParameterCount(const Model& m) {
   if (m.kind == ModelKind::kGeneric) return 0;
-  return MeanLayerParams(m,
-                         IsMoe(m) ? MoeMlpParams(m, static_cast<double>(m.experts_per_token)) : 0);
+  return LayerParams(m, AttentionParams(m, AttentionProjectionParameterCount(m)),
+                     m.experts_per_token);
+}
+
+double ActiveLayerMatmulParameterCount(const Model& m) {
+  if (m.kind == ModelKind::kGeneric) return 0;
+  return AttentionProjectionParameterCount(m) + ActiveMlpMatmulParams(m);
 }
 
 double RoutedExpertParameterCount(const Model& m) {
@@ -127,8 +164,8 @@ double RoutedExpertParameterCount(const Model& m) {
 
 double ActiveParameterCount(const Model& m) {
   if (m.kind == ModelKind::kGeneric) return m.generic_parameters;
-  return static_cast<double>(m.layers) * ActiveLayerParameterCount(m) + EmbeddingParameterCount(m) +
-         HeadParameterCount(m);
+  return TotalParams(m, ActiveLayerParameterCount(m), EmbeddingParameterCount(m),
+                     HeadParameterCount(m));
 }
 
 double EmbeddingParameterCount(const Model& m) {
@@ -158,8 +195,7 @@ double HeadParameterCount(const Model& m) {
 
 double ParameterCount(const Model& m) {
   if (m.kind == ModelKind::kGeneric) return m.generic_parameters;
-  return static_cast<double>(m.layers) * LayerParameterCount(m) + EmbeddingParameterCount(m) +
-         HeadParameterCount(m);
+  return TotalParams(m, LayerParameterCount(m), EmbeddingParameterCount(m), HeadParameterCount(m));
 }
 
 double LargestTensorParameterCount(const Model& m) {
@@ -171,6 +207,31 @@ double LargestTensorParameterCount(const Model& m) {
   const int64_t out = IsMla(m) ? AttentionOutDim(m) : q;  // heads x head_dim both
   return std::max({static_cast<double>(m.vocab) * h, h * static_cast<double>(m.ffn_hidden),
                    q_in * static_cast<double>(q), h * static_cast<double>(out)});
+}
+
+ModelCounts CountModel(const Model& m) {
+  ModelCounts c;
+  c.attention_matrices = AttentionProjectionMatrices(m);
+  c.attention_operand_width = AttentionOperandWidth(m);
+  c.attention_projection_parameters = ProjectionParams(c.attention_matrices);
+  c.embedding_parameters = EmbeddingParameterCount(m);
+  c.head_parameters = HeadParameterCount(m);
+  c.routed_expert_parameters = RoutedExpertParameterCount(m);
+  c.largest_tensor_parameters = LargestTensorParameterCount(m);
+  if (m.kind == ModelKind::kGeneric) {
+    c.active_layer_matmul_parameters = ActiveLayerMatmulParameterCount(m);
+    c.parameters = ParameterCount(m);
+    c.active_parameters = ActiveParameterCount(m);
+    return c;
+  }
+  // As the functions compute them, each part counted once.
+  c.active_layer_matmul_parameters = c.attention_projection_parameters + ActiveMlpMatmulParams(m);
+  const double attention = AttentionParams(m, c.attention_projection_parameters);
+  c.layer_parameters = LayerParams(m, attention, m.experts);
+  c.parameters = TotalParams(m, c.layer_parameters, c.embedding_parameters, c.head_parameters);
+  c.active_parameters = TotalParams(m, LayerParams(m, attention, m.experts_per_token),
+                                    c.embedding_parameters, c.head_parameters);
+  return c;
 }
 
 Model AtImageSize(const Model& m, int64_t image_size) {

@@ -112,11 +112,10 @@ inline int64_t QDim(const Model& m) { return m.heads * QkHeadDim(m); }
 inline int64_t KDim(const Model& m) { return AttentionKvHeads(m) * QkHeadDim(m); }
 inline int64_t VDim(const Model& m) { return AttentionKvHeads(m) * VHeadDim(m); }
 inline int64_t AttentionOutDim(const Model& m) { return m.heads * VHeadDim(m); }
-// QDim + KDim + VDim + AttentionOutDim, the widths a layer's attention operands take, with the
-// head width computed once (the planner's inner loop reads it per layout).
+// The widths a layer's attention operands take per token (the planner reads it from
+// ModelCounts, computed once per model).
 inline int64_t AttentionOperandWidth(const Model& m) {
-  if (!IsMla(m)) return 2 * (m.heads + AttentionKvHeads(m)) * HeadDim(m);
-  return (m.heads + AttentionKvHeads(m)) * (QkHeadDim(m) + VHeadDim(m));
+  return QDim(m) + KDim(m) + VDim(m) + AttentionOutDim(m);
 }
 // The mean width of K and V, so that 2 x KvDim is the K + V width a token adds (kv_heads x
 // head_dim for standard attention).
@@ -170,6 +169,12 @@ double LayerParameterCount(const Model& m);
 double ActiveLayerParameterCount(const Model& m);
 // Parameters of all routed experts in all layers: what expert parallelism divides.
 double RoutedExpertParameterCount(const Model& m);
+// Weights of the matrix multiplications a token runs through in the mean layer (the "matmul
+// parameters" of PaLM's FLOPs count, arXiv 2204.02311 Appendix B): the attention projections
+// and the MLP's matrices, the dense MLP's or, in a MoE layer, only the top-k routed and the
+// shared experts' plus the router's, weighted over the dense and MoE layers. Biases and norms
+// excepted (estimate::ModelFlopsPerToken counts 6 x this per token and layer).
+double ActiveLayerMatmulParameterCount(const Model& m);
 // Parameters one token uses (Mixtral 8x7B: 12.9 B of 46.7 B). Dense models: ParameterCount.
 double ActiveParameterCount(const Model& m);
 // Parameters of the input embeddings (token + learned positions + token types + embedding norm).
@@ -181,6 +186,25 @@ double ParameterCount(const Model& m);
 // Parameters in the largest single tensor (what ZeRO-3 gathers at once; DeepSpeed's
 // "largest_layer"): the embedding or the largest weight matrix.
 double LargestTensorParameterCount(const Model& m);
+
+// The per-model figures the estimators read, computed once by CountModel: the planner estimates
+// thousands of layouts of one model per search and passes these down instead of recounting them
+// per layout (and per pipeline stage). Each field is the function named beside it, evaluated on
+// the same model; plain values (thread-safe to share).
+struct ModelCounts {
+  double parameters = 0;                       // ParameterCount
+  double active_parameters = 0;                // ActiveParameterCount
+  double layer_parameters = 0;                 // LayerParameterCount
+  double embedding_parameters = 0;             // EmbeddingParameterCount
+  double head_parameters = 0;                  // HeadParameterCount
+  double routed_expert_parameters = 0;         // RoutedExpertParameterCount
+  double largest_tensor_parameters = 0;        // LargestTensorParameterCount
+  double attention_projection_parameters = 0;  // AttentionProjectionParameterCount
+  double active_layer_matmul_parameters = 0;   // ActiveLayerMatmulParameterCount
+  AttentionMatrices attention_matrices;        // AttentionProjectionMatrices
+  int64_t attention_operand_width = 0;         // AttentionOperandWidth
+};
+ModelCounts CountModel(const Model& m);
 
 // `m` (kGeneric with a known image_size) at another input resolution: FLOPs, activation bytes
 // and forward elements scale with the pixel count (exact for the convolutions; the classifier

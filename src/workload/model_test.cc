@@ -67,6 +67,33 @@ TEST(PresetTest, EveryPresetLoadsAndNamesItsSource) {
   }
 }
 
+// CountModel computes each part once for the planner; every field must be what its function
+// returns on the same model (dense, MoE, MLA, encoder and generic presets alike).
+TEST(ModelCountsTest, EveryFieldIsItsFunctionOnEveryPreset) {
+  for (const std::string& name : ListModelPresets(kCatalog)) {
+    const Model m = Preset(name);
+    const ModelCounts c = CountModel(m);
+    EXPECT_EQ(c.parameters, ParameterCount(m)) << name;
+    EXPECT_EQ(c.active_parameters, ActiveParameterCount(m)) << name;
+    EXPECT_EQ(c.layer_parameters, LayerParameterCount(m)) << name;
+    EXPECT_EQ(c.embedding_parameters, EmbeddingParameterCount(m)) << name;
+    EXPECT_EQ(c.head_parameters, HeadParameterCount(m)) << name;
+    EXPECT_EQ(c.routed_expert_parameters, RoutedExpertParameterCount(m)) << name;
+    EXPECT_EQ(c.largest_tensor_parameters, LargestTensorParameterCount(m)) << name;
+    EXPECT_EQ(c.attention_projection_parameters, AttentionProjectionParameterCount(m)) << name;
+    EXPECT_EQ(c.active_layer_matmul_parameters, ActiveLayerMatmulParameterCount(m)) << name;
+    EXPECT_EQ(c.attention_operand_width, AttentionOperandWidth(m)) << name;
+    const AttentionMatrices matrices = AttentionProjectionMatrices(m);
+    ASSERT_EQ(c.attention_matrices.count, matrices.count) << name;
+    for (int i = 0; i < matrices.count; ++i) {
+      const AttentionMatrix& a = c.attention_matrices.items[static_cast<size_t>(i)];
+      const AttentionMatrix& b = matrices.items[static_cast<size_t>(i)];
+      EXPECT_TRUE(a.role == b.role && a.in == b.in && a.out == b.out && a.tp_split == b.tp_split)
+          << name << " matrix " << i;
+    }
+  }
+}
+
 TEST(PresetTest, CnnPresetsCarryTheirRooflineShapes) {
   // tools/cnn_shapes.py derives these from the architecture tables; its GMACs reproduce the
   // published ones the presets cite (EfficientNet-B0 0.39 GMACs, Tan & Le 2019 Table 2).
