@@ -29,15 +29,43 @@ class PlanRunE2E : public ::testing::Test {
   std::string dir_;
 };
 
+std::string OfferOf(const json& c) {
+  return c["provider"].get<std::string>() + "/" + c["instance_type"].get<std::string>() + " " +
+         c["pricing"].get<std::string>();
+}
+
 TEST_F(PlanRunE2E, DeadlineAlertReachesTheSinkBeforeHalfThePlannedTime) {
-  // 100 steps of one 2048-token sequence: a plan of seconds on one GPU.
+  // The job: 10 000 steps of one 2048-token sequence, where the step time, not the start-up,
+  // decides the cost. Its uncalibrated pick is the offer the rehearsal below runs on.
+  const std::vector<std::string> full = {"--catalog",  SourcePath("catalog"),
+                                         "plan",       "--model",
+                                         "llama-3-8b", "--method",
+                                         "lora",       "--tokens",
+                                         "20480000",   "--seq-len",
+                                         "2048",       "--global-batch",
+                                         "1",          "--top",
+                                         "3",          "--json"};
+  RunOutput before = RunFulcrum(full);
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  const json old_plan = json::parse(before.out);
+  ASSERT_FALSE(old_plan["candidates"].empty());
+  const std::string job_offer = OfferOf(old_plan["candidates"][0]);
+
+  // Its rehearsal, 100 steps: a plan of seconds on one GPU, run on the job's offer (--pick its
+  // rank: at 100 steps the start-up and the minimum billing can rank another offer first).
   RunOutput plan = RunFulcrum({"--catalog", SourcePath("catalog"), "plan", "--model", "llama-3-8b",
                                "--method", "lora", "--tokens", "204800", "--seq-len", "2048",
-                               "--global-batch", "1", "--top", "3", "--json"});
+                               "--global-batch", "1", "--top", "20", "--json"});
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   const std::string plan_file = dir_ + "/plan.json";
   std::ofstream(plan_file) << plan.out;
-  const json candidate = json::parse(plan.out)["candidates"][0];
+  const json rehearsal = json::parse(plan.out);
+  json candidate;
+  for (const json& c : rehearsal["candidates"]) {
+    if (OfferOf(c) == job_offer && candidate.is_null()) candidate = c;
+  }
+  ASSERT_FALSE(candidate.is_null()) << job_offer << " is not among the rehearsal's candidates";
+  const std::string pick_rank = std::to_string(candidate["rank"].get<int>());
   const double planned_step = candidate["time"]["step_seconds"].get<double>();
   const double planned_seconds = 100 * planned_step;
   ASSERT_GT(planned_step, 0.02) << "a step the test can time: " << candidate["time"];
@@ -62,6 +90,8 @@ TEST_F(PlanRunE2E, DeadlineAlertReachesTheSinkBeforeHalfThePlannedTime) {
                        "none",
                        "--plan",
                        plan_file,
+                       "--pick",
+                       pick_rank,
                        "--deadline",
                        std::to_string(1.2 * planned_seconds) + "s",
                        "--receiver",
@@ -122,34 +152,19 @@ TEST_F(PlanRunE2E, DeadlineAlertReachesTheSinkBeforeHalfThePlannedTime) {
   EXPECT_GT(classes[0]["step_time"]["bias"].get<double>(), 0.2) << "0.7 x speed: +43 %";
   EXPECT_TRUE(classes[0]["memory"]["bias"].is_null()) << "no agent: no measured memory";
 
-  // Re-plan. The run was a 100-step rehearsal; the job itself is the same shape at 100 x the
-  // work (10 000 steps), where the step time, not the start-up, decides the cost. Uncalibrated,
-  // the planner picks the rehearsal's offer again; calibrated from the slow run, that offer's
-  // class (its GPU model, count and interconnect) is 1.43 x slower and so dearer, while offers of
-  // other classes keep their estimate: one of them comes first. Right, because the measured run is
-  // the only evidence about that class, and it says the estimate was too good by 1.43 x.
-  const std::vector<std::string> full = {"--catalog",  SourcePath("catalog"),
-                                         "plan",       "--model",
-                                         "llama-3-8b", "--method",
-                                         "lora",       "--tokens",
-                                         "20480000",   "--seq-len",
-                                         "2048",       "--global-batch",
-                                         "1",          "--top",
-                                         "3",          "--json"};
-  RunOutput before = RunFulcrum(full);
-  ASSERT_EQ(before.exit_code, 0) << before.err;
+  // Re-plan the job. The run was its 100-step rehearsal on the offer the uncalibrated plan picks;
+  // calibrated from the slow run, that offer's class (its GPU model, count and interconnect) is
+  // 1.43 x slower and so dearer, while offers of other classes keep their estimate: one of them
+  // comes first. Right, because the measured run is the only evidence about that class, and it
+  // says the estimate was too good by 1.43 x.
   std::vector<std::string> calibrated_args = full;
   for (const char* arg : {"--calibrate-from", "slow", "--data-dir"}) calibrated_args.push_back(arg);
   calibrated_args.push_back(data);
   RunOutput after = RunFulcrum(calibrated_args);
   ASSERT_EQ(after.exit_code, 0) << after.err;
-  const json old_plan = json::parse(before.out), new_plan = json::parse(after.out);
-  const auto offer_of = [](const json& c) {
-    return c["provider"].get<std::string>() + "/" + c["instance_type"].get<std::string>() + " " +
-           c["pricing"].get<std::string>();
-  };
-  const std::string job_offer = offer_of(candidate);
-  ASSERT_EQ(offer_of(old_plan["candidates"][0]), job_offer) << "the same pick, uncalibrated";
+  const json new_plan = json::parse(after.out);
+  const auto offer_of = OfferOf;
+  ASSERT_EQ(offer_of(candidate), job_offer) << "the run was on the job's uncalibrated pick";
   const json& pick = new_plan["candidates"][0];
   EXPECT_NE(offer_of(pick), job_offer) << "plan --calibrate-from changes its pick";
   const json& from = new_plan["calibrated_from"];
