@@ -52,14 +52,15 @@ std::vector<Training> Layouts() {
   return layouts;
 }
 
-void BM_EstimateMemory(benchmark::State& state) {
-  const Model model = LoadPreset("llama-2-70b");
-  const std::vector<Training> layouts = Layouts();
+// Runs `estimate(layout)` over the layouts of the llama-2-70b search, counting heap allocations.
+template <typename Estimate>
+void RunMemoryEstimates(benchmark::State& state, const std::vector<Training>& layouts,
+                        const Estimate& estimate) {
   size_t i = 0;
   double sink = 0;
   const long before = fulcrum::bench_support::AllocationCount();
   for (auto _ : state) {
-    sink += fulcrum::estimate::EstimateMemory(model, layouts[i]).peak_bytes_per_gpu;
+    sink += estimate(layouts[i]).peak_bytes_per_gpu;
     if (++i == layouts.size()) i = 0;
   }
   const long allocations = fulcrum::bench_support::AllocationCount() - before;
@@ -69,6 +70,13 @@ void BM_EstimateMemory(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   if (allocations != 0) state.SkipWithError("EstimateMemory allocated");
 }
+
+void BM_EstimateMemory(benchmark::State& state) {
+  const Model model = LoadPreset("llama-2-70b");
+  RunMemoryEstimates(state, Layouts(), [&model](const Training& t) {
+    return fulcrum::estimate::EstimateMemory(model, t);
+  });
+}
 BENCHMARK(BM_EstimateMemory);
 
 // The same estimates with the model's figures counted once beforehand (workload::CountModel), as
@@ -76,20 +84,9 @@ BENCHMARK(BM_EstimateMemory);
 void BM_EstimateMemoryCounted(benchmark::State& state) {
   const Model model = LoadPreset("llama-2-70b");
   const fulcrum::workload::ModelCounts counts = fulcrum::workload::CountModel(model);
-  const std::vector<Training> layouts = Layouts();
-  size_t i = 0;
-  double sink = 0;
-  const long before = fulcrum::bench_support::AllocationCount();
-  for (auto _ : state) {
-    sink += fulcrum::estimate::EstimateMemory(model, counts, layouts[i]).peak_bytes_per_gpu;
-    if (++i == layouts.size()) i = 0;
-  }
-  const long allocations = fulcrum::bench_support::AllocationCount() - before;
-  benchmark::DoNotOptimize(sink);
-  state.counters["allocations"] = static_cast<double>(allocations);
-  state.counters["evaluations_per_s"] =
-      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
-  if (allocations != 0) state.SkipWithError("EstimateMemory allocated");
+  RunMemoryEstimates(state, Layouts(), [&model, &counts](const Training& t) {
+    return fulcrum::estimate::EstimateMemory(model, counts, t);
+  });
 }
 BENCHMARK(BM_EstimateMemoryCounted);
 

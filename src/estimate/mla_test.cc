@@ -16,6 +16,20 @@ workload::Model Parsed(const char* config) {
   return m.ok() ? *m : workload::Model{};
 }
 
+// A BF16 Megatron-Core run of 4096-token sequences, one per micro-batch, flash attention, no
+// recompute, over `tp` ranks.
+workload::Training MegatronBf16(int64_t tp) {
+  workload::Training t;
+  t.precision = workload::Precision::kBf16Mixed;
+  t.framework = workload::Framework::kMegatron;
+  t.tp = tp;
+  t.seq_len = 4096;
+  t.micro_batch = 1;
+  t.flash_attention = true;
+  t.recompute = workload::Recompute::kNone;
+  return t;
+}
+
 // Zhao et al. 2025, "Insights into DeepSeek-V3: Scaling Challenges and Reflections on Hardware
 // for AI Architectures" (arXiv 2505.09343) Table 2, training cost at sequence length 4096:
 // DeepSeek-V2 155 GFLOPs per token, DeepSeek-V3 250. Their count takes the causal half of the
@@ -41,14 +55,7 @@ TEST(MlaComputeTest, FlopsPerTokenMatchDeepSeeksTrainingCost) {
 // qk_rope + kv_lora_rank per token, on every tp rank) and Q, K, V and the output (split by tp).
 TEST(MlaMemoryTest, ActivationsFollowTheLatentAndHeadWidths) {
   const workload::Model v3 = Parsed(workload::testing::kDeepSeekV3Config);
-  workload::Training t;
-  t.precision = workload::Precision::kBf16Mixed;
-  t.framework = workload::Framework::kMegatron;
-  t.tp = 2;
-  t.seq_len = 4096;
-  t.micro_batch = 1;
-  t.flash_attention = true;
-  t.recompute = workload::Recompute::kNone;
+  workload::Training t = MegatronBf16(2);
   const double tokens = 4096;
   const double e = 2;  // bf16
   workload::Model no_q_lora = v3;
@@ -78,11 +85,7 @@ TEST(MlaMemoryTest, ActivationsFollowTheLatentAndHeadWidths) {
 // - the down-projections' inputs: the mean MLP width fewer.
 TEST(MlaMemoryTest, TransformerEngineFp8KeepsLinearInputsAsCasts) {
   const workload::Model lite = Parsed(workload::testing::kDeepSeekV2LiteConfig);
-  workload::Training bf16;
-  bf16.precision = workload::Precision::kBf16Mixed;
-  bf16.framework = workload::Framework::kMegatron;
-  bf16.seq_len = 4096;
-  bf16.flash_attention = true;
+  workload::Training bf16 = MegatronBf16(1);
   workload::Training fp8 = bf16;
   fp8.precision = workload::Precision::kFp8;
   const double h = 2048, layers = 27, tokens = 4096;
