@@ -12,10 +12,12 @@
 // (TaskConfiguration: type "task", nodes >= 1, commands a list of strings) and profiles.py
 // (backends, regions, instance_types lists of strings; SpotPolicy spot | on-demand | auto),
 // resources.py (GPUSpec "name:memory:count").
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -212,30 +214,14 @@ TEST(ExportE2eTest, ExportedSkypilotSetupAndRunExecute) { ExpectExportedCommands
 
 TEST(ExportE2eTest, ExportedDstackCommandsExecute) { ExpectExportedCommandsRun("dstack"); }
 
-// A multi-node export of a torchrun job, run as the tool runs it on node 1 of 2: each node starts
-// the run line once, so torchrun must get the node count, this node's rank and the first node's
-// address from the tool's environment (SkyPilot docs/source/running-jobs/distributed-jobs.rst:
-// SKYPILOT_NUM_NODES, SKYPILOT_NODE_RANK, SKYPILOT_NODE_IPS, SKYPILOT_NUM_GPUS_PER_NODE; dstack
-// runner/internal/executor/executor.go: DSTACK_NODES_NUM, DSTACK_NODE_RANK,
-// DSTACK_MASTER_NODE_IP, DSTACK_GPUS_PER_NODE). Before, every node ran `torchrun train.py` on its
-// own: N independent single-node jobs. A `torchrun` on PATH records the argv it was given.
-void ExpectMultiNodeTorchrunJoinsTheNodes(const std::string& tool) {
-  const std::string dir = MakeTempDir("export-nodes-" + tool);
-  RunOutput r = ExportAll(tool, dir, "task.yaml", "torchrun train.py --lr 3e-4");
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json plan = json::parse(r.out);
-  std::map<int, int> nodes_of;
-  for (const json& c : plan["candidates"]) nodes_of[c["rank"].get<int>()] = c["nodes"].get<int>();
-  std::string task;
-  for (const json& w : plan["export"]["written"]) {
-    if (nodes_of[w["rank"].get<int>()] == 2) {
-      task = w["file"];
-      break;
-    }
-  }
-  ASSERT_FALSE(task.empty()) << "no 2-node candidate was exported";
+// Runs exported task file `task` as `tool` runs it on node 1 of 2 (8 GPUs per node) with a
+// `torchrun` on PATH that records its argv; returns the argv, one word per line (empty, with a
+// failure, when the task did not run).
+std::string TorchrunArgvOnNode1(const std::string& tool, const std::string& dir,
+                                const std::string& task) {
   RunOutput script = RunProgram(kPython, {"-c", kScriptOf, tool, task});
-  ASSERT_EQ(script.exit_code, 0) << script.err;
+  EXPECT_EQ(script.exit_code, 0) << script.err;
+  if (script.exit_code != 0) return "";
   { std::ofstream(dir + "/task.sh") << "set -e\n" << script.out; }
   fs::create_directories(dir + "/bin");
   fs::create_directories(dir + "/home");
@@ -264,11 +250,35 @@ void ExpectMultiNodeTorchrunJoinsTheNodes(const std::string& tool) {
     o.env["DSTACK_GPUS_PER_NODE"] = "8";
   }
   RunOutput run = RunProgram("/bin/bash", {dir + "/task.sh"}, o);
-  ASSERT_EQ(run.exit_code, 0) << script.out << "\n" << run.out << run.err;
-  EXPECT_EQ(FileContents(dir + "/argv"),
+  EXPECT_EQ(run.exit_code, 0) << script.out << "\n" << run.out << run.err;
+  return run.exit_code == 0 ? FileContents(dir + "/argv") : "";
+}
+
+// A multi-node export of a torchrun job, run as the tool runs it on node 1 of 2: each node starts
+// the run line once, so torchrun must get the node count, this node's rank and the first node's
+// address from the tool's environment (SkyPilot docs/source/running-jobs/distributed-jobs.rst:
+// SKYPILOT_NUM_NODES, SKYPILOT_NODE_RANK, SKYPILOT_NODE_IPS, SKYPILOT_NUM_GPUS_PER_NODE; dstack
+// runner/internal/executor/executor.go: DSTACK_NODES_NUM, DSTACK_NODE_RANK,
+// DSTACK_MASTER_NODE_IP, DSTACK_GPUS_PER_NODE). Before, every node ran `torchrun train.py` on its
+// own: N independent single-node jobs. A `torchrun` on PATH records the argv it was given.
+void ExpectMultiNodeTorchrunJoinsTheNodes(const std::string& tool) {
+  const std::string dir = MakeTempDir("export-nodes-" + tool);
+  RunOutput r = ExportAll(tool, dir, "task.yaml", "torchrun train.py --lr 3e-4");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json plan = json::parse(r.out);
+  std::map<int, int> nodes_of;
+  for (const json& c : plan["candidates"]) nodes_of[c["rank"].get<int>()] = c["nodes"].get<int>();
+  std::string task;
+  for (const json& w : plan["export"]["written"]) {
+    if (nodes_of[w["rank"].get<int>()] == 2) {
+      task = w["file"];
+      break;
+    }
+  }
+  ASSERT_FALSE(task.empty()) << "no 2-node candidate was exported";
+  EXPECT_EQ(TorchrunArgvOnNode1(tool, dir, task),
             "--nproc_per_node=8\n--nnodes=2\n--node_rank=1\n--master_addr=10.0.0.1\n"
-            "--master_port=8008\ntrain.py\n--lr\n3e-4\n")
-      << script.out;
+            "--master_port=8008\ntrain.py\n--lr\n3e-4\n");
   fs::remove_all(dir);
 }
 
@@ -278,6 +288,64 @@ TEST(ExportE2eTest, MultiNodeSkypilotTorchrunJoinsTheNodes) {
 
 TEST(ExportE2eTest, MultiNodeDstackTorchrunJoinsTheNodes) {
   ExpectMultiNodeTorchrunJoinsTheNodes("dstack");
+}
+
+// A Megatron-LM job takes its layout as arguments: pretrain_gpt.py without them runs tp 1, pp 1,
+// micro-batch 1 in fp32, whatever was planned (before: the 70B pick tp2 pp4 vpp2 was exported as
+// the user's `pretrain_gpt.py --tensor-model-parallel-size 8`, which would have run tp 8 pp 1).
+// The exported task, run on node 1 of 2, must hand pretrain_gpt.py the pick's layout as the plan
+// JSON reports it (argparse: the last occurrence of an option counts), drop the user's
+// contradicting --recompute-activations and keep the user's own arguments.
+TEST(ExportE2eTest, MegatronExportHandsTheScriptThePlannedLayout) {
+  const std::string dir = MakeTempDir("export-megatron");
+  RunOutput r = RunFulcrum(
+      {"--catalog", SourcePath("catalog"), "plan", "--model", "llama-2-70b", "--tokens", "20B",
+       "--seq-len", "4096", "--global-batch", "512", "--command",
+       "torchrun --nproc-per-node 8 pretrain_gpt.py --tensor-model-parallel-size 8 "
+       "--recompute-activations --lr 3e-4",
+       "--export", "skypilot", dir + "/task.yaml", "--fulcrum-install", "false", "--json"},
+      Isolated());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json plan = json::parse(r.out);
+  const json& written = plan["export"]["written"];
+  ASSERT_FALSE(written.empty());
+  const int rank = written[0]["rank"].get<int>();
+  json pick;
+  for (const json& c : plan["candidates"]) {
+    if (c["rank"].get<int>() == rank) pick = c;
+  }
+  ASSERT_EQ(pick["parallel"]["framework"], "megatron");
+  const std::string argv = TorchrunArgvOnNode1("skypilot", dir, written[0]["file"]);
+  std::vector<std::string> words;
+  std::istringstream lines(argv);
+  for (std::string w; std::getline(lines, w);) words.push_back(w);
+  const auto script = std::find(words.begin(), words.end(), "pretrain_gpt.py");
+  ASSERT_NE(script, words.end()) << argv;
+  std::map<std::string, std::string> options;  // the last value of each option
+  for (auto w = script + 1; w != words.end(); ++w) {
+    const bool value = w + 1 != words.end() && (w + 1)->rfind("--", 0) != 0;
+    options[*w] = value ? *(w + 1) : "";
+    if (value) ++w;
+  }
+  const json& p = pick["parallel"];
+  EXPECT_EQ(options["--tensor-model-parallel-size"], std::to_string(p["tp"].get<int>())) << argv;
+  EXPECT_EQ(options["--pipeline-model-parallel-size"], std::to_string(p["pp"].get<int>()));
+  EXPECT_EQ(options["--context-parallel-size"], std::to_string(p["cp"].get<int>()));
+  EXPECT_EQ(options["--micro-batch-size"], std::to_string(p["micro_batch"].get<int>()));
+  EXPECT_EQ(options["--global-batch-size"], std::to_string(p["global_batch"].get<int>()));
+  EXPECT_EQ(options["--seq-length"], "4096");
+  if (p["vpp"].get<int>() > 1) {
+    EXPECT_EQ(options["--num-virtual-stages-per-pipeline-rank"],
+              std::to_string(p["vpp"].get<int>()));
+  } else {
+    EXPECT_EQ(options.count("--num-virtual-stages-per-pipeline-rank"), 0u);
+  }
+  EXPECT_EQ(options.count("--sequence-parallel"), p["sequence_parallel"].get<bool>() ? 1u : 0u);
+  EXPECT_EQ(options.count("--use-distributed-optimizer"), p["zero"].get<int>() >= 1 ? 1u : 0u);
+  EXPECT_EQ(options.count("--recompute-activations"), 0u) << argv;
+  EXPECT_EQ(options.count("--bf16"), 1u);
+  EXPECT_EQ(options["--lr"], "3e-4");
+  fs::remove_all(dir);
 }
 
 // THE START TEST (issue 25): every export of every shipped example, run as the tool runs it on

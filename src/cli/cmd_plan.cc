@@ -585,7 +585,9 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
       ->type_name("skypilot|dstack|slurm");
   cmd->add_flag("--keep-command", f->keep_command,
                 "For --export: refuse (exit 2) a pick on which the command would not start one "
-                "process per GPU, instead of rewriting its launcher's process and node options");
+                "process per GPU or, for a Megatron-LM entry point, not run the planned layout, "
+                "instead of rewriting its launcher's process and node options and the script's "
+                "layout arguments");
   cmd->add_option("--fulcrum-install", f->fulcrum_install,
                   "For --export: shell command that installs fulcrum on the node (run by the "
                   "task's setup when fulcrum is not on PATH; required)")

@@ -317,6 +317,42 @@ class Rewriter {
                            "` (one process per GPU of the node, as the plan's layout runs)");
   }
 
+  // The script's arguments (the words after the script, or after `-m MODULE`) edited to
+  // node_.script_options; appended options go in one edit at the end.
+  void Script(const LaunchCommand& lc) {
+    if (node_.script_options.empty() || lc.script_at >= words_.size()) return;
+    LaunchCommand args = lc;
+    args.options_at = lc.script_at + (words_[lc.script_at] == "-m" ? 2 : 1);
+    args.script_at = words_.size();
+    std::vector<std::string> appended;
+    for (const ScriptOption& option : node_.script_options) {
+      const std::vector<FoundOption> found = FindAll(args, option.name);
+      const std::string why = " (" + option.why + ")";
+      if (option.absent) {
+        for (const FoundOption& f : found) Remove(f, !option.value.empty(), why);
+        continue;
+      }
+      if (found.empty()) {
+        appended.push_back(option.name);
+        if (!option.value.empty()) appended.push_back(option.value);
+        out_.changes.push_back("added " + option.name +
+                               (option.value.empty() ? "" : " " + option.value) + why);
+        continue;
+      }
+      for (const FoundOption& f : found) {
+        if (option.value.empty() || f.value == option.value) continue;
+        const std::string spelled = words_[f.word].substr(0, words_[f.word].find('='));
+        if (f.inline_value) {
+          out_.edits.push_back({f.word, true, {spelled + "=" + option.value}});
+        } else {
+          out_.edits.push_back({f.word + 1, true, {option.value}});
+        }
+        out_.changes.push_back(spelled + " " + f.value + " -> " + option.value + why);
+      }
+    }
+    if (!appended.empty()) out_.edits.push_back({words_.size(), false, appended});
+  }
+
   static std::string Join(const std::vector<std::string>& words) {
     std::string out;
     for (const std::string& w : words) out += (out.empty() ? "" : " ") + w;
@@ -324,6 +360,24 @@ class Rewriter {
   }
 
  private:
+  // Every occurrence of option `name` among the words [range.options_at, range.script_at).
+  std::vector<FoundOption> FindAll(LaunchCommand range, const std::string& name) const {
+    std::vector<FoundOption> out;
+    while (std::optional<FoundOption> f = FindOption(words_, range, {name.c_str()})) {
+      out.push_back(*f);
+      range.options_at = f->word + 1;
+    }
+    return out;
+  }
+
+  // Removes the option found at `f` (and its value word when it takes one after a space).
+  void Remove(const FoundOption& f, bool takes_value, const std::string& why) {
+    out_.edits.push_back({f.word, true, {}});
+    const bool value_word = takes_value && !f.inline_value && f.word + 1 < words_.size();
+    if (value_word) out_.edits.push_back({f.word + 1, true, {}});
+    out_.changes.push_back("removed " + words_[f.word] + (value_word ? " " + f.value : "") + why);
+  }
+
   const std::vector<std::string>& words_;
   const NodeLaunch& node_;
   LaunchRewrite& out_;
@@ -462,11 +516,12 @@ LaunchRewrite RewriteLaunch(const std::vector<std::string>& words, const NodeLau
       break;
     case Launcher::kPython:
       rewriter.Python(lc);
-      return out;
+      break;
     case Launcher::kNone:
       return out;
   }
-  rewriter.FlushAdded(lc.options_at);
+  if (lc.launcher != Launcher::kPython) rewriter.FlushAdded(lc.options_at);
+  rewriter.Script(lc);
   // By position; at one position the insertion first, so that applying the edits from the
   // last one replaces the user's word before anything is inserted in front of it.
   std::sort(out.edits.begin(), out.edits.end(), [](const WordEdit& a, const WordEdit& b) {

@@ -54,9 +54,22 @@ std::optional<NodeQuantity> CommonVariableQuantity(std::string_view name);
 // The variable names `$NAME` / `${NAME}` in shell text `command`, in order of first use.
 std::vector<std::string> ShellVariablesIn(std::string_view command);
 
+// An option the training script must get, in the script's own spelling (the planned layout for
+// a script that takes it as arguments, e.g. Megatron-LM's --tensor-model-parallel-size): with a
+// value, `--name value` (the user's value replaced, or the option appended); without one, a flag
+// present or absent; `absent` with a value: the option must not be given (with its value).
+struct ScriptOption {
+  std::string name;
+  std::string value;  // empty: a flag
+  bool absent = false;
+  std::string why;  // for the change sentence
+};
+
 struct NodeLaunch {
   int gpus_per_node = 1;
   int nodes = 1;
+  // What the script must get after its name (RewriteLaunch edits its arguments to match).
+  std::vector<ScriptOption> script_options;
   // Shell text for each quantity as the node's launcher gives it ("\"$SKYPILOT_NODE_RANK\"").
   std::map<NodeQuantity, std::string> shell;
   // The launcher's own variables (SKYPILOT_NUM_NODES -> kNodeCount): a value that names one of
@@ -82,7 +95,8 @@ struct LaunchRewrite {
 // total over the nodes (each added when missing); with more than one node the node count, this
 // node's rank and the first node's address and port (unless the user set a rendezvous); a plain
 // `python SCRIPT` on more than one GPU or node runs under torchrun. A value already right (the
-// number, or a variable of that quantity) is kept.
+// number, or a variable of that quantity) is kept. The script's arguments are then edited to
+// `node.script_options` (a launcher fulcrum does not recognise: nothing is edited).
 LaunchRewrite RewriteLaunch(const std::vector<std::string>& words, const NodeLaunch& node);
 
 // RewriteLaunch on shell text (a spec's `command:`): the launcher is read from the

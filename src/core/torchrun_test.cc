@@ -84,6 +84,31 @@ TEST(RewriteLaunchTest, TorchrunGetsOneProcessPerGpuOfTheNode) {
             "torchrun --nnodes 1 --nproc-per-node 1 t.py");
 }
 
+// The script's own arguments follow node.script_options: a value replaced (spaced or after '='),
+// every occurrence; an option or flag that must be absent removed (with its value word); a
+// missing one appended at the end; the launcher's options and the rest of the arguments kept.
+TEST(RewriteLaunchTest, TheScriptGetsItsOptions) {
+  NodeLaunch node = Node(2, 1);
+  node.script_options = {{"--tp", "2", false, "plan"},
+                         {"--pp", "4", false, "plan"},
+                         {"--sp", "", false, "plan"},
+                         {"--old", "-", true, "plan"},
+                         {"--noisy", "", true, "plan"}};
+  LaunchRewrite rw;
+  EXPECT_EQ(Apply("torchrun --nproc-per-node 2 pretrain.py --tp 8 --old 3 --lr 1 --tp=4 --noisy",
+                  node, &rw),
+            "torchrun --nproc-per-node 2 pretrain.py --tp 2 --lr 1 --tp=2 --pp 4 --sp");
+  EXPECT_EQ(rw.changes.size(), 6u);  // 2 replaced, 2 removed, 2 added
+  // Already right: nothing to change, nothing said.
+  EXPECT_TRUE(RewriteLaunch(Words("torchrun --nproc-per-node 2 p.py --tp 2 --pp=4 --sp"), node)
+                  .changes.empty());
+  // `python -m MODULE` (run under torchrun on 2 GPUs): the module's arguments.
+  EXPECT_EQ(Apply("python -m train --tp 1", node),
+            "torchrun --nproc_per_node=2 -m train --tp 2 --pp 4 --sp");
+  // A command fulcrum does not recognise is left alone.
+  EXPECT_EQ(Apply("bash run.sh --tp 1", node), "bash run.sh --tp 1");
+}
+
 TEST(RewriteLaunchTest, MultiNodeTorchrunJoinsTheNodesUnlessTheUserSetARendezvous) {
   EXPECT_EQ(Apply("torchrun --nnodes $NUM_NODES --nproc-per-node 8 t.py", Node(8, 2)),
             "torchrun --node_rank=$R --master_addr=$A --master_port=8008 --nnodes $NUM_NODES "

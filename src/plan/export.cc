@@ -13,6 +13,7 @@
 #include "core/row_reader.h"
 #include "core/torchrun.h"
 #include "plan/cost.h"
+#include "plan/frameworks.h"
 #include "plan/report.h"
 
 namespace fulcrum::plan {
@@ -234,6 +235,12 @@ NodeCommand CommandOnNode(const PlanResult& r, const Candidate& c, const catalog
                           ExportFormat format) {
   NodeCommand out;
   out.node = NodeOf(c, o, format);
+  // A Megatron-LM entry point takes the layout as arguments: without them it would run tp 1,
+  // pp 1, micro-batch 1 in fp32, whatever was planned.
+  if (c.layout.training.framework == workload::Framework::kMegatron &&
+      JobFrameworksOf(r.spec).megatron_lm_arguments) {
+    out.node.script_options = MegatronLayoutOptions(r.model, c.layout.training);
+  }
   ShellCommandRewrite rewritten = RewriteShellCommand(TrainingCommand(r), out.node);
   out.text = std::move(rewritten.text);
   out.rewrite = std::move(rewritten.rewrite);
@@ -584,8 +591,8 @@ std::string KeepCommandReason(const Candidate& c, const catalog::Offer& o,
     changes += (changes.empty() ? "" : "; ") + change;
   }
   return fmt::format(
-      "--keep-command: the command does not start {} process(es) per node on {} "
-      "GPU(s) x {} node(s): {}",
+      "--keep-command: the command does not run the planned layout with {} process(es) per "
+      "node on {} GPU(s) x {} node(s): {}",
       o.gpu_count, o.gpu_count, c.nodes, changes);
 }
 

@@ -179,7 +179,9 @@ std::optional<JobFrameworks> ScriptFrameworks(const Launch& l) {
     if (HasOption(l.args, "--use-megatron-fsdp") || HasOption(l.args, "--use-torch-fsdp2")) {
       return JobFrameworks{kMegatronFsdp, "Megatron-FSDP (" + base + " --use-megatron-fsdp)", true};
     }
-    return JobFrameworks{kMegatron, (nemo ? "NeMo (" : "Megatron-LM (") + base + ")", true};
+    JobFrameworks megatron{kMegatron, (nemo ? "NeMo (" : "Megatron-LM (") + base + ")", true};
+    megatron.megatron_lm_arguments = !nemo;
+    return megatron;
   }
   if (l.script.find("torchtitan") != std::string::npos || HasOption(l.args, "--job.config_file")) {
     return JobFrameworks{kFsdp, "torchtitan (FSDP2 with tp, pp and cp)", true};
@@ -253,19 +255,128 @@ JobFrameworks FrameworksOfCommand(const std::string& command, const std::string&
           true, true};
 }
 
-JobFrameworks JobFrameworksOf(const PlanSpec& spec) {
-  if (spec.constraints.frameworks != 0) {
-    return {spec.constraints.frameworks,
-            "framework " + workload::FrameworkListName(spec.constraints.frameworks) +
-                " (as the spec or --framework says)",
-            false};
+namespace {
+
+// Megatron-LM's activation recompute: --recompute-granularity selective (core attention) or full
+// with --recompute-method uniform --recompute-num-layers 1 (each layer's input kept, as the
+// estimate's full recompute); none removes them and the older --recompute-activations.
+template <typename Value, typename Without, typename Flag>
+void RecomputeOptions(const workload::Training& t, const Value& value, const Without& without,
+                      const Flag& flag) {
+  flag("--recompute-activations", false, "the plan sets --recompute-granularity");
+  switch (t.recompute) {
+    case workload::Recompute::kNone:
+      without("--recompute-granularity", "the plan recomputes nothing");
+      without("--recompute-method", "the plan recomputes nothing");
+      without("--recompute-num-layers", "the plan recomputes nothing");
+      return;
+    case workload::Recompute::kSelective:
+      value("--recompute-granularity", "selective", "the plan's selective recompute");
+      without("--recompute-method", "selective recompute takes no method");
+      without("--recompute-num-layers", "selective recompute takes no method");
+      return;
+    case workload::Recompute::kFull:
+      value("--recompute-granularity", "full", "the plan's full recompute");
+      value("--recompute-method", "uniform", "each layer's input kept");
+      value("--recompute-num-layers", "1", "each layer's input kept");
+      return;
   }
-  if (spec.command.empty()) return {};
+}
+
+// Mixed precision: --bf16 or --fp16; FP8 as Transformer Engine's hybrid format (E4M3 forward,
+// E5M2 gradients) beside --bf16, as Megatron-LM's own FP8 example runs it, with
+// --fp8-param-gather for FP8 weights; fp32 / tf32 neither.
+template <typename Value, typename Without, typename Flag>
+void PrecisionOptions(const workload::Training& t, const Value& value, const Without& without,
+                      const Flag& flag) {
+  using workload::Precision;
+  const bool fp8 = t.precision == Precision::kFp8;
+  const bool bf16 =
+      fp8 || t.precision == Precision::kBf16Mixed || t.precision == Precision::kPureBf16;
+  flag("--bf16", bf16, "the plan's precision");
+  flag("--fp16", t.precision == Precision::kFp16Mixed, "the plan's precision");
+  if (fp8) {
+    value("--fp8-format", "hybrid", "the plan's FP8 (Transformer Engine)");
+  } else {
+    without("--fp8-format", "the plan's precision has no FP8");
+  }
+  flag("--fp8-param-gather", fp8 && t.fp8_params, "the plan's FP8 weights");
+}
+
+}  // namespace
+
+JobFrameworks JobFrameworksOf(const PlanSpec& spec) {
   std::string base_dir;
   if (spec.origin != "flags" && !spec.origin.empty()) {
     base_dir = std::filesystem::path(spec.origin).parent_path().string();
   }
-  return FrameworksOfCommand(spec.command, base_dir);
+  const JobFrameworks of_command =
+      spec.command.empty() ? JobFrameworks{} : FrameworksOfCommand(spec.command, base_dir);
+  if (spec.constraints.frameworks != 0) {
+    JobFrameworks given{spec.constraints.frameworks,
+                        "framework " + workload::FrameworkListName(spec.constraints.frameworks) +
+                            " (as the spec or --framework says)",
+                        false};
+    given.megatron_lm_arguments = of_command.megatron_lm_arguments;
+    return given;
+  }
+  return of_command;
+}
+
+std::vector<ScriptOption> MegatronLayoutOptions(const workload::Model& m,
+                                                const workload::Training& t) {
+  std::vector<ScriptOption> out;
+  const auto value = [&out](const char* name, const std::string& v, const char* why) {
+    out.push_back({name, v, false, why});
+  };
+  const auto number = [&value](const char* name, int64_t v, const char* why) {
+    value(name, std::to_string(v), why);
+  };
+  const auto flag = [&out](const char* name, bool on, const char* why) {
+    out.push_back({name, "", !on, why});
+  };
+  // Options that take a value and must not be given (the value word goes with them).
+  const auto without = [&out](const char* name, const char* why) {
+    out.push_back({name, "-", true, why});
+  };
+  number("--tensor-model-parallel-size", t.tp, "the plan's tensor parallelism");
+  number("--pipeline-model-parallel-size", t.pp, "the plan's pipeline stages");
+  // The interleaved schedule as virtual stages per rank, which Megatron-LM also takes with uneven
+  // first and last stages (arguments.py: --num-layers-per-virtual-pipeline-stage is refused
+  // beside --decoder-first/last-pipeline-num-layers and beside this option).
+  without("--num-layers-per-virtual-pipeline-stage", "the plan sets virtual stages per rank");
+  if (t.vpp > 1) {
+    number("--num-virtual-stages-per-pipeline-rank", t.vpp, "the plan's interleaved schedule");
+    if (t.microbatch_group_size > 0) {
+      number("--microbatch-group-size-per-virtual-pipeline-stage", t.microbatch_group_size,
+             "the plan's micro-batch group");
+    }
+  } else {
+    without("--num-virtual-stages-per-pipeline-rank", "the plan runs no interleaved schedule");
+  }
+  const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
+  const bool uneven =
+      t.pp > 1 && (t.first_stage_layers > 0 || t.last_stage_layers > 0 || m.layers % t.pp != 0);
+  if (uneven) {
+    number("--decoder-first-pipeline-num-layers", stages.first, "the plan's first stage");
+    number("--decoder-last-pipeline-num-layers", stages.last, "the plan's last stage");
+  } else {
+    without("--decoder-first-pipeline-num-layers", "the plan's stages are even");
+    without("--decoder-last-pipeline-num-layers", "the plan's stages are even");
+  }
+  number("--context-parallel-size", t.cp, "the plan's context parallelism");
+  if (workload::IsMoe(m)) {
+    number("--expert-model-parallel-size", t.ep, "the plan's expert parallelism");
+  }
+  number("--micro-batch-size", t.micro_batch, "the plan's micro-batch");
+  number("--global-batch-size", t.global_batch, "the plan's global batch");
+  number("--seq-length", t.seq_len, "the plan's sequence length");
+  flag("--sequence-parallel", t.sequence_parallel, "the plan's sequence parallelism");
+  flag("--use-distributed-optimizer", t.zero_stage >= 1,
+       t.zero_stage >= 1 ? "the plan's ZeRO-1" : "the plan replicates the optimizer");
+  RecomputeOptions(t, value, without, flag);
+  PrecisionOptions(t, value, without, flag);
+  return out;
 }
 
 }  // namespace fulcrum::plan

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "core/torchrun.h"
 #include "plan/spec.h"
 #include "workload/training.h"
 
@@ -21,6 +23,9 @@ struct JobFrameworks {
   // Only data-parallel layouts (tp, pp, cp and ep 1): the job's code is not known to shard the
   // model itself (a launcher of a script fulcrum does not know).
   bool data_parallel_only = false;
+  // The command runs a Megatron-LM entry point (pretrain_gpt.py, ...) without DeepSpeed or
+  // Megatron-FSDP: the layout is its arguments (MegatronLayoutOptions), which the export sets.
+  bool megatron_lm_arguments = false;
 };
 
 // The frameworks `command` (shell text, as the user runs it) can run:
@@ -45,5 +50,16 @@ JobFrameworks FrameworksOfCommand(const std::string& command, const std::string&
 // The frameworks of `spec`: constraints.frameworks when given, else FrameworksOfCommand of its
 // command (relative files from the spec file's directory), else every framework.
 JobFrameworks JobFrameworksOf(const PlanSpec& spec);
+
+// The Megatron-LM arguments that make pretrain_gpt.py (and the other entry points) run layout
+// `t` of model `m` as planned: tensor, pipeline (with the interleaved schedule's virtual stages,
+// its micro-batch group and uneven first / last stages), context and expert parallelism, the
+// micro- and global batch and sequence length, sequence parallelism, the distributed optimizer
+// (ZeRO-1), activation recompute and precision (bf16, fp16, fp8 with Transformer Engine's hybrid
+// format); options that would contradict them are removed. Spellings as Megatron-LM's own
+// examples and parser write them (NVIDIA/Megatron-LM@d98e8a64dd megatron/training/arguments.py;
+// examples/llama/train_llama3_8b_h100_fp8.sh).
+std::vector<ScriptOption> MegatronLayoutOptions(const workload::Model& m,
+                                                const workload::Training& t);
 
 }  // namespace fulcrum::plan

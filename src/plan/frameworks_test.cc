@@ -3,6 +3,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -114,4 +116,88 @@ TEST(FrameworksTest, TheSpecsFrameworkWinsOverTheCommandAndNoCommandSearchesEver
 }
 
 }  // namespace
+
+// Only a Megatron-LM entry point takes the layout as its arguments (NeMo takes Hydra overrides,
+// Megatron-DeepSpeed a DeepSpeed config); a spec that names the framework keeps what the command
+// says about its arguments.
+TEST(FrameworksTest, OnlyMegatronLmEntryPointsTakeTheLayoutAsArguments) {
+  EXPECT_TRUE(FrameworksOfCommand("torchrun pretrain_gpt.py --bf16", "").megatron_lm_arguments);
+  EXPECT_FALSE(FrameworksOfCommand("python examples/nlp/megatron_gpt_pretraining.py", "")
+                   .megatron_lm_arguments);
+  EXPECT_FALSE(
+      FrameworksOfCommand("deepspeed pretrain_gpt.py --deepspeed", "").megatron_lm_arguments);
+  EXPECT_FALSE(FrameworksOfCommand("torchrun train.py", "").megatron_lm_arguments);
+  PlanSpec spec;
+  spec.command = "torchrun pretrain_gpt.py";
+  spec.constraints.frameworks = kMegatron;
+  EXPECT_TRUE(JobFrameworksOf(spec).megatron_lm_arguments);
+}
+
+// Llama 3 405B as its paper ran it (126 layers on 16 stages, one layer fewer on the first and
+// last, 8 virtual stages), with full recompute and FP8 weights, in Megatron-LM's arguments.
+TEST(FrameworksTest, MegatronLayoutOptionsSpellThePlannedLayout) {
+  workload::Model m;
+  m.layers = 126;
+  workload::Training t;
+  t.framework = Framework::kMegatron;
+  t.tp = 8;
+  t.pp = 16;
+  t.vpp = 8;
+  t.dp = 64;
+  t.first_stage_layers = 7;
+  t.last_stage_layers = 7;
+  t.micro_batch = 1;
+  t.global_batch = 2048;
+  t.seq_len = 8192;
+  t.sequence_parallel = true;
+  t.zero_stage = 1;
+  t.recompute = workload::Recompute::kFull;
+  t.precision = workload::Precision::kFp8;
+  t.fp8_params = true;
+  std::map<std::string, std::string> set;
+  std::set<std::string> absent;
+  for (const ScriptOption& o : MegatronLayoutOptions(m, t)) {
+    if (o.absent) {
+      absent.insert(o.name);
+    } else {
+      set[o.name] = o.value;
+    }
+  }
+  const std::map<std::string, std::string> expected = {
+      {"--tensor-model-parallel-size", "8"},
+      {"--pipeline-model-parallel-size", "16"},
+      {"--num-virtual-stages-per-pipeline-rank", "8"},
+      {"--decoder-first-pipeline-num-layers", "7"},
+      {"--decoder-last-pipeline-num-layers", "7"},
+      {"--context-parallel-size", "1"},
+      {"--micro-batch-size", "1"},
+      {"--global-batch-size", "2048"},
+      {"--seq-length", "8192"},
+      {"--sequence-parallel", ""},
+      {"--use-distributed-optimizer", ""},
+      {"--recompute-granularity", "full"},
+      {"--recompute-method", "uniform"},
+      {"--recompute-num-layers", "1"},
+      {"--bf16", ""},
+      {"--fp8-format", "hybrid"},
+      {"--fp8-param-gather", ""}};
+  EXPECT_EQ(set, expected);
+  for (const char* gone :
+       {"--num-layers-per-virtual-pipeline-stage", "--recompute-activations", "--fp16"}) {
+    EXPECT_EQ(absent.count(gone), 1u) << gone;
+  }
+  // A dense model on even stages without recompute: the uneven-stage and recompute options go.
+  t.first_stage_layers = t.last_stage_layers = 0;
+  m.layers = 128;
+  t.recompute = workload::Recompute::kNone;
+  absent.clear();
+  for (const ScriptOption& o : MegatronLayoutOptions(m, t)) {
+    if (o.absent) absent.insert(o.name);
+  }
+  for (const char* gone : {"--decoder-first-pipeline-num-layers", "--recompute-granularity",
+                           "--recompute-method", "--recompute-num-layers"}) {
+    EXPECT_EQ(absent.count(gone), 1u) << gone;
+  }
+}
+
 }  // namespace fulcrum::plan
