@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "workload/published_shapes_test_util.h"
+
 namespace fulcrum::plan {
 namespace {
 
@@ -136,21 +138,8 @@ TEST(FrameworksTest, OnlyMegatronLmEntryPointsTakeTheLayoutAsArguments) {
 // Llama 3 405B as its paper ran it (126 layers on 16 stages, one layer fewer on the first and
 // last, 8 virtual stages), with full recompute and FP8 weights, in Megatron-LM's arguments.
 TEST(FrameworksTest, MegatronLayoutOptionsSpellThePlannedLayout) {
-  workload::Model m;
-  m.layers = 126;
-  workload::Training t;
-  t.framework = Framework::kMegatron;
-  t.tp = 8;
-  t.pp = 16;
-  t.vpp = 8;
-  t.dp = 64;
-  t.first_stage_layers = 7;
-  t.last_stage_layers = 7;
-  t.micro_batch = 1;
-  t.global_batch = 2048;
-  t.seq_len = 8192;
-  t.sequence_parallel = true;
-  t.zero_stage = 1;
+  workload::Model m = workload::testing::Llama3_405b();
+  workload::Training t = workload::testing::Llama3_405bTraining();
   t.recompute = workload::Recompute::kFull;
   t.precision = workload::Precision::kFp8;
   t.fp8_params = true;
