@@ -96,11 +96,17 @@ void JobSession::PollHeartbeat() {
 }
 
 void JobSession::RecordStep(double at, int64_t step, bool sampled) {
+  // A step not after the last one seen, while the current start already has its first step: a
+  // restarted job whose "started" line has not been read yet.
+  const bool restarted = !steps_.empty() && step <= steps_.back().step && !starts_.empty() &&
+                         starts_.back().first_step && !unclaimed_restart_;
+  if (restarted && !sampled) unclaimed_restart_ = steps_.size();
   steps_.push_back({at, step});
   if (!starts_.empty() && !starts_.back().first_step) {
     starts_.back().first_step = step;
     starts_.back().first_step_at = at;
     starts_.back().first_step_sampled = sampled;
+    unclaimed_restart_.reset();
   }
 }
 
@@ -135,6 +141,12 @@ void JobSession::OnLine(supervise::Stream stream, std::string_view line) {
       auto pid = ParseInt(m[1].str());
       start.pid = pid.ok() ? *pid : 0;
       if (m[2].matched) start.resumed_from = m[2].str();
+      if (unclaimed_restart_) {  // its first steps came before this line
+        const StepSeen& first = steps_[*unclaimed_restart_];
+        start.first_step = first.step;
+        start.first_step_at = first.at;
+        unclaimed_restart_.reset();
+      }
       starts_.push_back(start);
     } else if (std::regex_search(text, m, complete)) {
       checkpoints_.push_back({now, m[1].str(), m[2].matched});

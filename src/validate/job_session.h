@@ -100,6 +100,9 @@ class JobSession {
   std::string heartbeat_file_;
   double heartbeat_mtime_ = 0;
   size_t progress_lines_ = 0;  // output lines that matched the regex
+  // The first step a restarted job reported before `fulcrum run` said it started it (the child
+  // can print steps before the parent's "started" line is read): an index into steps_.
+  std::optional<size_t> unclaimed_restart_;
   const Clock& clock_;
   std::function<void(const std::string&)> log_;
   std::function<bool()> interrupted_;
