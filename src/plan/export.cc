@@ -237,8 +237,7 @@ NodeCommand CommandOnNode(const PlanResult& r, const Candidate& c, const catalog
   out.node = NodeOf(c, o, format);
   // A Megatron-LM entry point takes the layout as arguments: without them it would run tp 1,
   // pp 1, micro-batch 1 in fp32, whatever was planned.
-  if (c.layout.training.framework == workload::Framework::kMegatron &&
-      JobFrameworksOf(r.spec).megatron_lm_arguments) {
+  if (c.layout.training.framework == workload::Framework::kMegatron && r.megatron_lm_arguments) {
     out.node.script_options = MegatronLayoutOptions(r.model, c.layout.training);
   }
   ShellCommandRewrite rewritten = RewriteShellCommand(TrainingCommand(r), out.node);

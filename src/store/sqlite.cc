@@ -202,13 +202,13 @@ namespace {
 // answers "database is locked" at once rather than through the busy handler (seen here: 3 of 550
 // rounds of 20 concurrent `fulcrum run` on a new data dir, StoreHardeningTest), so the switch is
 // retried for as long as the busy timeout allows.
-Status UseWal(Database& db, sqlite3* raw, int busy_timeout_ms) {
+Status UseWal(Database& db, int busy_timeout_ms) {
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(0, busy_timeout_ms));
   for (;;) {
     Status status = db.Exec("PRAGMA journal_mode=WAL");
-    const int code = sqlite3_errcode(raw) & 0xff;
-    if (status.ok() || (code != SQLITE_BUSY && code != SQLITE_LOCKED) ||
+    // SqliteError makes SQLITE_BUSY / SQLITE_LOCKED kUnavailable; anything else is final.
+    if (status.ok() || status.code() != StatusCode::kUnavailable ||
         std::chrono::steady_clock::now() >= deadline) {
       return status;
     }
@@ -235,7 +235,7 @@ Result<Database> Database::Open(const std::string& path, const Options& options)
   Database db(raw, path);
   sqlite3_busy_timeout(raw, options.busy_timeout_ms);
   if (path != ":memory:" && !options.read_only) {
-    FULCRUM_RETURN_IF_ERROR(UseWal(db, raw, options.busy_timeout_ms));
+    FULCRUM_RETURN_IF_ERROR(UseWal(db, options.busy_timeout_ms));
   }
   FULCRUM_RETURN_IF_ERROR(db.Exec("PRAGMA synchronous=" + options.synchronous));
   FULCRUM_RETURN_IF_ERROR(db.Exec("PRAGMA foreign_keys=ON"));
