@@ -154,14 +154,7 @@ class Rewriter {
     const std::string name = *names.begin();
     std::optional<FoundOption> found = FindOption(words_, lc, names);
     if (found) {
-      if (keep(found->value)) return;
-      const std::string spelled = words_[found->word].substr(0, words_[found->word].find('='));
-      if (found->inline_value) {
-        out_.edits.push_back({found->word, true, {spelled + "=" + text}});
-      } else {
-        out_.edits.push_back({found->word + 1, true, {text}});
-      }
-      out_.changes.push_back(spelled + " " + found->value + " -> " + text + " (" + why + ")");
+      if (!keep(found->value)) Replace(*found, text, " (" + why + ")");
       return;
     }
     if (!add_when_missing) return;
@@ -340,14 +333,7 @@ class Rewriter {
         continue;
       }
       for (const FoundOption& f : found) {
-        if (option.value.empty() || f.value == option.value) continue;
-        const std::string spelled = words_[f.word].substr(0, words_[f.word].find('='));
-        if (f.inline_value) {
-          out_.edits.push_back({f.word, true, {spelled + "=" + option.value}});
-        } else {
-          out_.edits.push_back({f.word + 1, true, {option.value}});
-        }
-        out_.changes.push_back(spelled + " " + f.value + " -> " + option.value + why);
+        if (!option.value.empty() && f.value != option.value) Replace(f, option.value, why);
       }
     }
     if (!appended.empty()) out_.edits.push_back({words_.size(), false, appended});
@@ -368,6 +354,18 @@ class Rewriter {
       range.options_at = f->word + 1;
     }
     return out;
+  }
+
+  // Gives the option found at `f` the value `text` (after its '=' or as the next word), and
+  // says so ("--x 8 -> 2" + `why`).
+  void Replace(const FoundOption& f, const std::string& text, const std::string& why) {
+    const std::string spelled = words_[f.word].substr(0, words_[f.word].find('='));
+    if (f.inline_value) {
+      out_.edits.push_back({f.word, true, {spelled + "=" + text}});
+    } else {
+      out_.edits.push_back({f.word + 1, true, {text}});
+    }
+    out_.changes.push_back(spelled + " " + f.value + " -> " + text + why);
   }
 
   // Removes the option found at `f` (and its value word when it takes one after a space).
