@@ -348,6 +348,131 @@ TEST(ExportE2eTest, MegatronExportHandsTheScriptThePlannedLayout) {
   fs::remove_all(dir);
 }
 
+// Plans `command` (a 70B pretrain), exports the pick as a SkyPilot task and runs it on node 1
+// of 2 with a recording torchrun; returns the pick's plan JSON and the words torchrun got after
+// `script`.
+struct ExportedMegatronRun {
+  json pick;
+  std::vector<std::string> script_args;
+  std::string argv;
+};
+ExportedMegatronRun RunExportedMegatronCommand(const std::string& dir, const std::string& command,
+                                               const std::string& script) {
+  ExportedMegatronRun out;
+  RunOutput r = RunFulcrum(
+      {"--catalog", SourcePath("catalog"), "plan", "--model", "llama-2-70b", "--tokens", "20B",
+       "--seq-len", "4096", "--global-batch", "512", "--command", command, "--export", "skypilot",
+       dir + "/task.yaml", "--fulcrum-install", "false", "--json"},
+      Isolated());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  if (r.exit_code != 0) return out;
+  const json plan = json::parse(r.out);
+  const json& written = plan["export"]["written"];
+  EXPECT_FALSE(written.empty());
+  if (written.empty()) return out;
+  for (const json& c : plan["candidates"]) {
+    if (c["rank"] == written[0]["rank"]) out.pick = c;
+  }
+  out.argv = TorchrunArgvOnNode1("skypilot", dir, written[0]["file"]);
+  std::vector<std::string> words;
+  std::istringstream lines(out.argv);
+  for (std::string w; std::getline(lines, w);) words.push_back(w);
+  const auto at = std::find(words.begin(), words.end(), script);
+  EXPECT_NE(at, words.end()) << out.argv;
+  if (at != words.end()) out.script_args.assign(at + 1, words.end());
+  return out;
+}
+
+// Each key's values among Hydra overrides `words` (`key=v`, `+key=v`, `++key=v`).
+std::map<std::string, std::vector<std::string>> HydraOverrides(
+    const std::vector<std::string>& words) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const std::string& w : words) {
+    const size_t eq = w.find('=');
+    if (eq == std::string::npos || w[0] == '-') continue;
+    const size_t key_at = w.find_first_not_of('+');
+    out[w.substr(key_at, eq - key_at)].push_back(w.substr(eq + 1));
+  }
+  return out;
+}
+
+// NeMo's Hydra scripts take the layout as overrides of their config and Lightning's trainer the
+// processes (trainer.devices x trainer.num_nodes must be what the launcher starts). Before, the
+// 70B pick (tp2 pp2 on 16 nodes) was exported with the user's trainer.num_nodes=1 and
+// model.tensor_model_parallel_size=8 and no pipeline size: NeMo would have run tp 8 pp 1 as one
+// node of 128 processes. Each key must now be given once, with the pick's value.
+TEST(ExportE2eTest, NemoExportHandsTheScriptThePlannedLayoutAsHydraOverrides) {
+  const std::string dir = MakeTempDir("export-nemo");
+  const std::string script = "examples/nlp/language_modeling/megatron_gpt_pretraining.py";
+  const ExportedMegatronRun run = RunExportedMegatronCommand(
+      dir,
+      "torchrun --nproc-per-node 8 " + script +
+          " --config-name megatron_llama_config trainer.devices=8 trainer.num_nodes=1 "
+          "model.tensor_model_parallel_size=8 ++model.micro_batch_size=4 model.optim.lr=3e-4",
+      script);
+  ASSERT_EQ(run.pick["parallel"]["framework"], "megatron") << run.argv;
+  const auto overrides = HydraOverrides(run.script_args);
+  const json& p = run.pick["parallel"];
+  const auto one = [&](const std::string& key) {
+    const auto it = overrides.find(key);
+    EXPECT_TRUE(it != overrides.end() && it->second.size() == 1) << key << "\n" << run.argv;
+    return it == overrides.end() || it->second.empty() ? std::string("-") : it->second.front();
+  };
+  EXPECT_EQ(one("trainer.devices"), std::to_string(run.pick["gpus_per_node"].get<int>()));
+  EXPECT_EQ(one("trainer.num_nodes"), std::to_string(run.pick["nodes"].get<int>()));
+  EXPECT_EQ(one("model.tensor_model_parallel_size"), std::to_string(p["tp"].get<int>()));
+  EXPECT_EQ(one("model.pipeline_model_parallel_size"), std::to_string(p["pp"].get<int>()));
+  EXPECT_EQ(one("model.context_parallel_size"), std::to_string(p["cp"].get<int>()));
+  EXPECT_EQ(one("model.micro_batch_size"), std::to_string(p["micro_batch"].get<int>()));
+  EXPECT_EQ(one("model.global_batch_size"), std::to_string(p["global_batch"].get<int>()));
+  EXPECT_EQ(one("model.encoder_seq_length"), "4096");
+  EXPECT_EQ(one("model.virtual_pipeline_model_parallel_size"),
+            p["vpp"].get<int>() > 1 ? std::to_string(p["vpp"].get<int>()) : "null");
+  EXPECT_EQ(one("model.sequence_parallel"), p["sequence_parallel"].get<bool>() ? "true" : "false");
+  EXPECT_EQ(one("model.optim.name"),
+            p["zero"].get<int>() >= 1 ? "mcore_distributed_optim" : "fused_adam");
+  EXPECT_EQ(one("trainer.precision"), "bf16");
+  EXPECT_EQ(one("model.optim.lr"), "3e-4");  // the user's own overrides are kept
+  fs::remove_all(dir);
+}
+
+// Megatron-Bridge's run_recipe.py takes the layout as ConfigContainer overrides after its recipe;
+// its convenience options (-tp, -gb, ...) for the same fields are dropped. Before, run_recipe.py
+// was "a script fulcrum does not know" and planned as data parallel only (ddp, fsdp, deepspeed).
+TEST(ExportE2eTest, MegatronBridgeExportHandsTheRecipeThePlannedLayout) {
+  const std::string dir = MakeTempDir("export-bridge");
+  const std::string script = "scripts/training/run_recipe.py";
+  const ExportedMegatronRun run = RunExportedMegatronCommand(
+      dir,
+      "torchrun --nproc-per-node 8 " + script +
+          " --recipe llama2_70b_pretrain_config --dataset mock -tp 8 -gb 128 "
+          "train.train_iters=1000",
+      script);
+  ASSERT_EQ(run.pick["parallel"]["framework"], "megatron") << run.argv;
+  const auto overrides = HydraOverrides(run.script_args);
+  const json& p = run.pick["parallel"];
+  const auto one = [&](const std::string& key) {
+    const auto it = overrides.find(key);
+    EXPECT_TRUE(it != overrides.end() && it->second.size() == 1) << key << "\n" << run.argv;
+    return it == overrides.end() || it->second.empty() ? std::string("-") : it->second.front();
+  };
+  EXPECT_EQ(one("model.tensor_model_parallel_size"), std::to_string(p["tp"].get<int>()));
+  EXPECT_EQ(one("model.pipeline_model_parallel_size"), std::to_string(p["pp"].get<int>()));
+  EXPECT_EQ(one("model.context_parallel_size"), std::to_string(p["cp"].get<int>()));
+  EXPECT_EQ(one("train.micro_batch_size"), std::to_string(p["micro_batch"].get<int>()));
+  EXPECT_EQ(one("train.global_batch_size"), std::to_string(p["global_batch"].get<int>()));
+  EXPECT_EQ(one("dataset.seq_length"), "4096");
+  EXPECT_EQ(one("ddp.use_distributed_optimizer"), p["zero"].get<int>() >= 1 ? "true" : "false");
+  EXPECT_EQ(one("mixed_precision"), "bf16_mixed");
+  EXPECT_EQ(one("train.train_iters"), "1000");
+  for (const char* gone : {"-tp", "-gb"}) {
+    EXPECT_EQ(std::count(run.script_args.begin(), run.script_args.end(), gone), 0) << run.argv;
+  }
+  EXPECT_NE(std::find(run.script_args.begin(), run.script_args.end(), "--recipe"),
+            run.script_args.end());
+  fs::remove_all(dir);
+}
+
 // THE START TEST (issue 25): every export of every shipped example, run as the tool runs it on
 // node 1 of N (rank 1; rank 0 on one node) with the tool's variables set (as in
 // ExpectMultiNodeTorchrunJoinsTheNodes), a `fulcrum` on PATH that starts the argv after `--` as

@@ -585,7 +585,8 @@ void RegisterPlan(CLI::App* cmd, CliContext& ctx) {
       ->type_name("skypilot|dstack|slurm");
   cmd->add_flag("--keep-command", f->keep_command,
                 "For --export: refuse (exit 2) a pick on which the command would not start one "
-                "process per GPU or, for a Megatron-LM entry point, not run the planned layout, "
+                "process per GPU or, for a Megatron-LM entry point, a NeMo Hydra script or "
+                "Megatron-Bridge's run_recipe.py, not run the planned layout, "
                 "instead of rewriting its launcher's process and node options and the script's "
                 "layout arguments");
   cmd->add_option("--fulcrum-install", f->fulcrum_install,

@@ -319,21 +319,25 @@ class Rewriter {
     args.script_at = words_.size();
     std::vector<std::string> appended;
     for (const ScriptOption& option : node_.script_options) {
-      const std::vector<FoundOption> found = FindAll(args, option.name);
+      const std::vector<FoundOption> found = FindScriptOption(args, option);
       const std::string why = " (" + option.why + ")";
       if (option.absent) {
-        for (const FoundOption& f : found) Remove(f, !option.value.empty(), why);
+        for (const FoundOption& f : found) Remove(f, !option.value.empty() && !option.hydra, why);
         continue;
       }
       if (found.empty()) {
-        appended.push_back(option.name);
-        if (!option.value.empty()) appended.push_back(option.value);
-        out_.changes.push_back("added " + option.name +
-                               (option.value.empty() ? "" : " " + option.value) + why);
+        std::vector<std::string> words = {option.name};
+        if (option.hydra) {
+          words = {"++" + option.name + "=" + option.value};
+        } else if (!option.value.empty()) {
+          words.push_back(option.value);
+        }
+        out_.changes.push_back("added " + Join(words) + why);
+        appended.insert(appended.end(), words.begin(), words.end());
         continue;
       }
       for (const FoundOption& f : found) {
-        if (!option.value.empty() && f.value != option.value) Replace(f, option.value, why);
+        if (!option.value.empty() && !IsAsRight(f.value, option)) Replace(f, option.value, why);
       }
     }
     if (!appended.empty()) out_.edits.push_back({words_.size(), false, appended});
@@ -354,6 +358,35 @@ class Rewriter {
       range.options_at = f->word + 1;
     }
     return out;
+  }
+
+  // Every occurrence of `option` among the script's arguments `args`: a Hydra override also as
+  // `+name=` and `++name=`, and only in its one-word form (a word without '=' is no override).
+  std::vector<FoundOption> FindScriptOption(const LaunchCommand& args,
+                                            const ScriptOption& option) const {
+    if (!option.hydra) return FindAll(args, option.name);
+    std::vector<FoundOption> out;
+    for (const char* prefix : {"", "+", "++"}) {
+      for (const FoundOption& f : FindAll(args, std::string(prefix) + option.name)) {
+        if (f.inline_value) out.push_back(f);
+      }
+    }
+    std::sort(out.begin(), out.end(),
+              [](const FoundOption& a, const FoundOption& b) { return a.word < b.word; });
+    return out;
+  }
+
+  // The user's `value` already says what `option` does.
+  static bool IsAsRight(const std::string& value, const ScriptOption& option) {
+    const auto same = [&value](const std::string& other) {
+      return value.size() == other.size() &&
+             std::equal(value.begin(), value.end(), other.begin(), [](char a, char b) {
+               return std::tolower(static_cast<unsigned char>(a)) ==
+                      std::tolower(static_cast<unsigned char>(b));
+             });
+    };
+    if (option.hydra ? same(option.value) : value == option.value) return true;
+    return std::any_of(option.equivalents.begin(), option.equivalents.end(), same);
   }
 
   // Gives the option found at `f` the value `text` (after its '=' or as the next word), and

@@ -58,11 +58,20 @@ std::vector<std::string> ShellVariablesIn(std::string_view command);
 // a script that takes it as arguments, e.g. Megatron-LM's --tensor-model-parallel-size): with a
 // value, `--name value` (the user's value replaced, or the option appended); without one, a flag
 // present or absent; `absent` with a value: the option must not be given (with its value).
+// `hydra`: a Hydra command-line override, one word `name=value` (NeMo's and Megatron-Bridge's
+// scripts), also found as `+name=value` and `++name=value` and appended as `++name=value`, which
+// sets the key whether or not the script's config declares it (Hydra 1.3 "Basic Override
+// syntax": "Appending or overriding a config value : ++foo.bar=value",
+// https://hydra.cc/docs/1.3/advanced/override_grammar/basic/).
 struct ScriptOption {
   std::string name;
   std::string value;  // empty: a flag
   bool absent = false;
   std::string why;  // for the change sentence
+  bool hydra = false;
+  // Other values that are as right as `value` (compared without case: a user's `true` or a
+  // synonym of the planned setting is kept).
+  std::vector<std::string> equivalents = {};
 };
 
 struct NodeLaunch {

@@ -109,6 +109,30 @@ TEST(RewriteLaunchTest, TheScriptGetsItsOptions) {
   EXPECT_EQ(Apply("bash run.sh --tp 1", node), "bash run.sh --tp 1");
 }
 
+// Hydra overrides (NeMo, Megatron-Bridge): one word `key=value`, found also as `+key=` and
+// `++key=`, whose prefix is kept; appended as `++key=value`; a value that says the same (case
+// aside, or a listed synonym) is kept; a dashed convenience option is removed with its value.
+TEST(RewriteLaunchTest, HydraOverridesAreSetInTheirOwnForm) {
+  NodeLaunch node = Node(8, 1);
+  ScriptOption tp{"model.tp", "2", false, "plan", true};
+  ScriptOption sp{"model.sp", "true", false, "plan", true};
+  ScriptOption precision{"trainer.precision", "bf16", false, "plan", true, {"bf16-mixed"}};
+  ScriptOption cp{"model.cp", "1", false, "plan", true};
+  node.script_options = {tp, sp, precision, cp, {"-tp", "-", true, "plan"}};
+  LaunchRewrite rw;
+  EXPECT_EQ(Apply("torchrun --nproc-per-node 8 run.py -tp 4 model.tp=8 ++model.sp=True "
+                  "trainer.precision=bf16-mixed x.model.cp=4 model.tp",
+                  node, &rw),
+            "torchrun --nproc-per-node 8 run.py model.tp=2 ++model.sp=True "
+            "trainer.precision=bf16-mixed x.model.cp=4 model.tp ++model.cp=1");
+  // -tp 4 removed, model.tp replaced, model.cp added; model.sp (True) and the precision kept;
+  // x.model.cp is another key and a bare word is no override.
+  EXPECT_EQ(rw.changes.size(), 3u);
+  EXPECT_EQ(Apply("torchrun --nproc-per-node 8 run.py +model.tp=4", node),
+            "torchrun --nproc-per-node 8 run.py +model.tp=2 ++model.sp=true "
+            "++trainer.precision=bf16 ++model.cp=1");
+}
+
 TEST(RewriteLaunchTest, MultiNodeTorchrunJoinsTheNodesUnlessTheUserSetARendezvous) {
   EXPECT_EQ(Apply("torchrun --nnodes $NUM_NODES --nproc-per-node 8 t.py", Node(8, 2)),
             "torchrun --node_rank=$R --master_addr=$A --master_port=8008 --nnodes $NUM_NODES "

@@ -105,9 +105,9 @@ struct PlanResult {
   // for want of a command).
   workload::FrameworkMask frameworks = workload::kEveryFramework;
   std::string frameworks_reason;
-  // The command runs a Megatron-LM entry point (JobFrameworks::megatron_lm_arguments): an export
-  // of a megatron pick sets the layout as its arguments.
-  bool megatron_lm_arguments = false;
+  // How the command's script takes the layout (JobFrameworks::layout_arguments): an export of a
+  // megatron pick sets it as the script's arguments.
+  LayoutArguments layout_arguments = LayoutArguments::kNone;
   Objective objective = Objective::kBalanced;
   ScoreReference reference;  // what the balanced score was relative to
   // The smallest miss_factor of a candidate that misses (0: none misses). Misses up to

@@ -235,10 +235,12 @@ NodeCommand CommandOnNode(const PlanResult& r, const Candidate& c, const catalog
                           ExportFormat format) {
   NodeCommand out;
   out.node = NodeOf(c, o, format);
-  // A Megatron-LM entry point takes the layout as arguments: without them it would run tp 1,
-  // pp 1, micro-batch 1 in fp32, whatever was planned.
-  if (c.layout.training.framework == workload::Framework::kMegatron && r.megatron_lm_arguments) {
-    out.node.script_options = MegatronLayoutOptions(r.model, c.layout.training);
+  // Megatron-LM, NeMo and Megatron-Bridge take the layout as arguments: without them
+  // pretrain_gpt.py would run tp 1, pp 1, micro-batch 1 in fp32, and NeMo or a Bridge recipe
+  // their config's layout (and NeMo's Lightning trainer one node), whatever was planned.
+  if (c.layout.training.framework == workload::Framework::kMegatron) {
+    out.node.script_options = ScriptLayoutOptions(r.layout_arguments, r.model, c.layout.training,
+                                                  out.node.nodes, out.node.gpus_per_node);
   }
   ShellCommandRewrite rewritten = RewriteShellCommand(TrainingCommand(r), out.node);
   out.text = std::move(rewritten.text);
@@ -315,6 +317,13 @@ std::string Header(const PlanResult& r, const Candidate& c, const catalog::Offer
   for (const std::string& line : VariableLines(r, command.node)) {
     h += "The command's $" + line.substr(7, line.find('=') - 7) + " is set before it (" +
          line.substr(7) + ").\n";
+  }
+  if (workload::UsesMegatronModel(c.layout.training.framework) &&
+      command.node.script_options.empty() && !r.spec.command.empty()) {
+    h += fmt::format(
+        "fulcrum does not know how this command's script takes its layout: give it {} and "
+        "global batch {} yourself.\n",
+        LayoutLabel(c.layout.training), c.layout.training.global_batch);
   }
   if (rw.launcher == Launcher::kNone && o.gpu_count > 1) {
     h += fmt::format(

@@ -180,6 +180,31 @@ TEST(ExportTest, MultiNodeTorchrunGetsTheToolsNodeEnvironment) {
             std::string::npos);
 }
 
+// A Megatron pick whose script takes its layout in a way fulcrum does not write (`nemo llm`, a
+// NeMo script outside examples/, Megatron-DeepSpeed's config) is exported as the user wrote it,
+// and the header says which layout to give it; a Megatron-LM entry point gets its arguments and
+// no such line, nor does a data-parallel pick.
+TEST(ExportTest, AMegatronPickWhoseLayoutIsNotWrittenSaysSo) {
+  PlanResult r = Plan({MakeCandidate(0, 1, PricingModel::kSpot, 1)});
+  workload::Training& t = r.candidates[0].layout.training;
+  t.framework = workload::Framework::kMegatron;
+  t.tp = 2, t.pp = 4, t.dp = 1, t.global_batch = 64;
+  r.model.layers = 32;
+  r.spec.command = "nemo llm pretrain --factory llama3_8b";
+  const std::string said = "fulcrum does not know how this command's script takes its layout";
+  std::string task = ExportOne(r, ExportFormat::kSkypilot, 1);
+  EXPECT_NE(task.find(said), std::string::npos) << task;
+  EXPECT_NE(task.find("global batch 64 yourself"), std::string::npos) << task;
+  r.layout_arguments = LayoutArguments::kMegatronLm;
+  r.spec.command = "torchrun --nproc-per-node 8 pretrain_gpt.py";
+  task = ExportOne(r, ExportFormat::kSkypilot, 1);
+  EXPECT_EQ(task.find(said), std::string::npos) << task;
+  EXPECT_NE(task.find("--tensor-model-parallel-size 2"), std::string::npos) << task;
+  t.framework = workload::Framework::kFsdp;
+  t.tp = t.pp = 1;
+  EXPECT_EQ(ExportOne(r, ExportFormat::kSkypilot, 1).find(said), std::string::npos);
+}
+
 // 3 x 28.17 is 84.50999999999999 in binary floating point: the run line says 84.51.
 TEST(ExportTest, TheClustersPriceIsWrittenWithoutFloatingPointNoise) {
   const PlanResult r = Plan({MakeCandidate(0, 3, PricingModel::kOnDemand, 1)});

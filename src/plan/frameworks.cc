@@ -58,6 +58,22 @@ bool HasOption(const std::vector<std::string>& words, std::string_view name) {
   return HasWord(words, name) || OptionValue(words, name).has_value();
 }
 
+// The value of Hydra override `key` (`key=value`, `+key=value` or `++key=value`); the last one
+// counts. nullopt when absent.
+std::optional<std::string> HydraOverride(const std::vector<std::string>& words,
+                                         std::string_view key) {
+  std::optional<std::string> value;
+  for (const std::string& w : words) {
+    const size_t key_at = w.find_first_not_of('+');
+    if (key_at > 2) continue;  // also npos: only pluses
+    if (w.compare(key_at, key.size(), key) == 0 && w.size() > key_at + key.size() &&
+        w[key_at + key.size()] == '=') {
+      value = w.substr(key_at + key.size() + 1);
+    }
+  }
+  return value;
+}
+
 // The words of `command` without surrounding quotes, after leading VAR=value assignments and
 // `env` / `exec` (enough to recognise launchers and scripts: the command itself runs unchanged).
 std::vector<std::string> Words(const std::string& command) {
@@ -164,9 +180,27 @@ std::optional<FrameworkMask> AccelerateFrameworks(const Launch& l, const std::st
 std::optional<JobFrameworks> ScriptFrameworks(const Launch& l) {
   const std::string base = BaseName(l.script);
   const bool deepspeed = l.launcher == Launcher::kDeepSpeed || HasOption(l.args, "--deepspeed");
+  // NeMo's Hydra scripts: examples/nlp/language_modeling/megatron_gpt_pretraining.py and its
+  // siblings (NVIDIA/NeMo@8cfedd7203, @hydra_runner(config_path="conf", config_name=...)).
+  const bool nemo_hydra =
+      StartsWith(base, "megatron_") && l.script.find("examples/") != std::string::npos;
   const bool nemo =
-      l.script.find("nemo/") != std::string::npos || StartsWith(l.script, "nemo.") ||
-      (StartsWith(base, "megatron_") && l.script.find("examples/") != std::string::npos);
+      nemo_hydra || l.script.find("nemo/") != std::string::npos || StartsWith(l.script, "nemo.");
+  // Megatron-Bridge's recipe launcher, run "in an existing distributed environment" (torchrun):
+  // NVIDIA-NeMo/Megatron-Bridge@067f987df scripts/training/run_recipe.py (--recipe or --model).
+  const bool bridge =
+      base == "run_recipe.py" &&
+      (l.script.find("scripts/training/") != std::string::npos || HasOption(l.args, "--recipe"));
+  if (bridge) {
+    // Megatron-FSDP in Megatron-Bridge: the ddp.use_megatron_fsdp field (training/config.py).
+    const std::optional<std::string> fsdp = HydraOverride(l.args, "ddp.use_megatron_fsdp");
+    if (fsdp && ToLower(*fsdp) == "true") {
+      return JobFrameworks{kMegatronFsdp, "Megatron-Bridge (run_recipe.py, Megatron-FSDP)", true};
+    }
+    JobFrameworks megatron{kMegatron, "Megatron-Bridge (run_recipe.py)", true};
+    megatron.layout_arguments = LayoutArguments::kMegatronBridge;
+    return megatron;
+  }
   if (std::find(kMegatronEntryPoints.begin(), kMegatronEntryPoints.end(), base) !=
           kMegatronEntryPoints.end() ||
       nemo) {
@@ -180,7 +214,9 @@ std::optional<JobFrameworks> ScriptFrameworks(const Launch& l) {
       return JobFrameworks{kMegatronFsdp, "Megatron-FSDP (" + base + " --use-megatron-fsdp)", true};
     }
     JobFrameworks megatron{kMegatron, (nemo ? "NeMo (" : "Megatron-LM (") + base + ")", true};
-    megatron.megatron_lm_arguments = !nemo;
+    megatron.layout_arguments = nemo_hydra ? LayoutArguments::kNemo
+                                : nemo     ? LayoutArguments::kNone
+                                           : LayoutArguments::kMegatronLm;
     return megatron;
   }
   if (l.script.find("torchtitan") != std::string::npos || HasOption(l.args, "--job.config_file")) {
@@ -317,7 +353,7 @@ JobFrameworks JobFrameworksOf(const PlanSpec& spec) {
                         "framework " + workload::FrameworkListName(spec.constraints.frameworks) +
                             " (as the spec or --framework says)",
                         false};
-    given.megatron_lm_arguments = of_command.megatron_lm_arguments;
+    given.layout_arguments = of_command.layout_arguments;
     return given;
   }
   return of_command;
@@ -377,6 +413,194 @@ std::vector<ScriptOption> MegatronLayoutOptions(const workload::Model& m,
   RecomputeOptions(t, value, without, flag);
   PrecisionOptions(t, value, without, flag);
   return out;
+}
+
+namespace {
+
+// Hydra overrides of a Megatron-Core layout (NeMo's and Megatron-Bridge's configs), each a
+// `key=value` word; null is Hydra's and OmegaConf's spelling of None.
+class HydraLayout {
+ public:
+  void Set(const std::string& key, const std::string& value, const char* why,
+           std::vector<std::string> equivalents = {}) {
+    ScriptOption option{key, value, false, why, true, std::move(equivalents)};
+    out_.push_back(std::move(option));
+  }
+  void Number(const std::string& key, int64_t value, const char* why) {
+    Set(key, std::to_string(value), why);
+  }
+  void Bool(const std::string& key, bool on, const char* why) {
+    Set(key, on ? "true" : "false", why);
+  }
+  void Null(const std::string& key, const char* why) { Set(key, "null", why); }
+  // A dashed option of the script (with its value) that must not be given.
+  void Without(const char* name, const char* why) { out_.push_back({name, "-", true, why}); }
+
+  // tp, pp (with the interleaved schedule's virtual stages and uneven first and last stages,
+  // Megatron-Core's TransformerConfig fields num_layers_in_first/last_pipeline_stage), cp, ep,
+  // sequence parallelism and activation recompute, as Megatron-Core's config fields name them
+  // (NVIDIA/Megatron-LM@d98e8a64dd megatron/core/model_parallel_config.py,
+  // megatron/core/transformer/transformer_config.py), under `prefix` ("model.").
+  void Parallelism(const std::string& prefix, const workload::Model& m, const workload::Training& t,
+                   const char* recompute_key_stem) {
+    Number(prefix + "tensor_model_parallel_size", t.tp, "the plan's tensor parallelism");
+    Number(prefix + "pipeline_model_parallel_size", t.pp, "the plan's pipeline stages");
+    if (t.vpp > 1) {
+      Number(prefix + "virtual_pipeline_model_parallel_size", t.vpp,
+             "the plan's interleaved schedule");
+    } else {
+      Null(prefix + "virtual_pipeline_model_parallel_size",
+           "the plan runs no interleaved schedule");
+    }
+    const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
+    const bool uneven =
+        t.pp > 1 && (t.first_stage_layers > 0 || t.last_stage_layers > 0 || m.layers % t.pp != 0);
+    if (uneven) {
+      Number(prefix + "num_layers_in_first_pipeline_stage", stages.first, "the plan's first stage");
+      Number(prefix + "num_layers_in_last_pipeline_stage", stages.last, "the plan's last stage");
+    } else {
+      Null(prefix + "num_layers_in_first_pipeline_stage", "the plan's stages are even");
+      Null(prefix + "num_layers_in_last_pipeline_stage", "the plan's stages are even");
+    }
+    Number(prefix + "context_parallel_size", t.cp, "the plan's context parallelism");
+    if (workload::IsMoe(m)) {
+      Number(prefix + "expert_model_parallel_size", t.ep, "the plan's expert parallelism");
+    }
+    Bool(prefix + "sequence_parallel", t.sequence_parallel, "the plan's sequence parallelism");
+    const std::string stem = prefix + recompute_key_stem;
+    switch (t.recompute) {
+      case workload::Recompute::kNone:
+        Null(stem + "_granularity", "the plan recomputes nothing");
+        Null(stem + "_method", "the plan recomputes nothing");
+        Null(stem + "_num_layers", "the plan recomputes nothing");
+        break;
+      case workload::Recompute::kSelective:
+        Set(stem + "_granularity", "selective", "the plan's selective recompute");
+        Null(stem + "_method", "selective recompute takes no method");
+        Null(stem + "_num_layers", "selective recompute takes no method");
+        break;
+      case workload::Recompute::kFull:
+        Set(stem + "_granularity", "full", "the plan's full recompute");
+        Set(stem + "_method", "uniform", "each layer's input kept");
+        Number(stem + "_num_layers", 1, "each layer's input kept");
+        break;
+    }
+  }
+
+  std::vector<ScriptOption> Take() { return std::move(out_); }
+
+ private:
+  std::vector<ScriptOption> out_;
+};
+
+bool IsBf16Family(workload::Precision p) {
+  using workload::Precision;
+  return p == Precision::kFp8 || p == Precision::kBf16Mixed || p == Precision::kPureBf16;
+}
+
+}  // namespace
+
+std::vector<ScriptOption> NemoLayoutOptions(const workload::Model& m, const workload::Training& t,
+                                            int nodes, int gpus_per_node) {
+  HydraLayout h;
+  // Lightning starts the run with trainer.devices x trainer.num_nodes processes and must match
+  // the launcher's.
+  h.Number("trainer.devices", gpus_per_node, "one process per GPU of the node");
+  h.Number("trainer.num_nodes", nodes, "the plan's nodes");
+  // NeMo's names for Megatron-Core's recompute fields: activations_checkpoint_granularity,
+  // _method, _num_layers (megatron_gpt_config.yaml, "Activation Checkpointing").
+  h.Parallelism("model.", m, t, "activations_checkpoint");
+  h.Number("model.micro_batch_size", t.micro_batch, "the plan's micro-batch");
+  h.Number("model.global_batch_size", t.global_batch, "the plan's global batch");
+  // model.data.seq_length is ${model.encoder_seq_length} in the shipped config.
+  h.Number("model.encoder_seq_length", t.seq_len, "the plan's sequence length");
+  // ZeRO-1: Megatron-Core's distributed optimizer (optim.name mcore_distributed_optim, as
+  // NeMo-Framework-Launcher@26e42fa9 conf/training/llama/llama3_70b.yaml sets it) or Apex's
+  // distributed Adam, which NeMo treats alike (megatron_base_model.py: with_distributed_adam).
+  if (t.zero_stage >= 1) {
+    h.Set("model.optim.name", "mcore_distributed_optim", "the plan's ZeRO-1",
+          {"distributed_fused_adam"});
+  } else {
+    h.Set("model.optim.name", "fused_adam", "the plan replicates the optimizer");
+  }
+  // trainer.precision as the shipped configs spell it (bf16, 16, 32), Lightning 2's names kept;
+  // FP8 is Transformer Engine's hybrid format beside bf16 (model.fp8, model.fp8_hybrid) and
+  // model.fp8_params for FP8 weights (megatron_gpt_model.py: fp8_param_gather).
+  using workload::Precision;
+  if (IsBf16Family(t.precision)) {
+    h.Set("trainer.precision", "bf16", "the plan's precision", {"bf16-mixed", "bf16-true"});
+  } else if (t.precision == Precision::kFp16Mixed) {
+    h.Set("trainer.precision", "16", "the plan's precision", {"16-mixed", "fp16"});
+  } else {
+    h.Set("trainer.precision", "32", "the plan's precision", {"32-true"});
+  }
+  const bool fp8 = t.precision == Precision::kFp8;
+  h.Bool("model.fp8", fp8, fp8 ? "the plan's FP8 (Transformer Engine)" : "the plan has no FP8");
+  if (fp8) {
+    h.Bool("model.fp8_hybrid", true, "the plan's FP8 (Transformer Engine)");
+    h.Bool("model.fp8_params", t.fp8_params, "the plan's FP8 weights");
+  }
+  return h.Take();
+}
+
+std::vector<ScriptOption> MegatronBridgeLayoutOptions(const workload::Model& m,
+                                                      const workload::Training& t) {
+  HydraLayout h;
+  // run_recipe.py's convenience options for these fields ("When both forms set the same field,
+  // the trailing KEY=VALUE override takes precedence"): removed, so that one value is visible.
+  for (const char* option :
+       {"-tp", "--tensor_model_parallel_size", "-pp", "--pipeline_model_parallel_size", "-cp",
+        "--context_parallel_size", "-vp", "--virtual_pipeline_model_parallel_size", "-ep",
+        "--expert_model_parallel_size", "-mb", "--micro_batch_size", "-gb", "--global_batch_size",
+        "-sl", "--seq_length"}) {
+    h.Without(option, "the plan's layout is set as overrides");
+  }
+  h.Parallelism("model.", m, t, "recompute");
+  if (t.vpp > 1 && t.microbatch_group_size > 0) {
+    h.Number("model.microbatch_group_size_per_vp_stage", t.microbatch_group_size,
+             "the plan's micro-batch group");
+  }
+  h.Number("train.micro_batch_size", t.micro_batch, "the plan's micro-batch");
+  h.Number("train.global_batch_size", t.global_batch, "the plan's global batch");
+  // "--seq-length N -> model.seq_length=N dataset.seq_length=N"; run_recipe.py: "The selected
+  // dataset owns the sequence length ... the runner synchronizes model.seq_length".
+  h.Number("dataset.seq_length", t.seq_len, "the plan's sequence length");
+  // --use-distributed-optimizer -> ddp.use_distributed_optimizer and
+  // optimizer.use_distributed_optimizer.
+  const char* zero_why =
+      t.zero_stage >= 1 ? "the plan's ZeRO-1" : "the plan replicates the optimizer";
+  h.Bool("ddp.use_distributed_optimizer", t.zero_stage >= 1, zero_why);
+  h.Bool("optimizer.use_distributed_optimizer", t.zero_stage >= 1, zero_why);
+  // mixed_precision presets (src/megatron/bridge/training/mixed_precision.py): bf16_mixed,
+  // fp16_mixed; FP8 as Transformer Engine's hybrid format, bf16_with_fp8_delayed_scaling_mixed
+  // (fp8 "hybrid", with fp8_param_gather), its other bf16 FP8 recipes kept.
+  using workload::Precision;
+  if (t.precision == Precision::kFp8) {
+    h.Set("mixed_precision", "bf16_with_fp8_delayed_scaling_mixed", "the plan's FP8",
+          {"bf16_with_fp8_current_scaling_mixed", "bf16_with_fp8_subchannel_scaling_mixed",
+           "bf16_with_mxfp8_mixed"});
+  } else if (IsBf16Family(t.precision)) {
+    h.Set("mixed_precision", "bf16_mixed", "the plan's precision", {"bf16-mixed"});
+  } else if (t.precision == Precision::kFp16Mixed) {
+    h.Set("mixed_precision", "fp16_mixed", "the plan's precision", {"fp16-mixed", "16-mixed"});
+  }
+  return h.Take();
+}
+
+std::vector<ScriptOption> ScriptLayoutOptions(LayoutArguments arguments, const workload::Model& m,
+                                              const workload::Training& t, int nodes,
+                                              int gpus_per_node) {
+  switch (arguments) {
+    case LayoutArguments::kMegatronLm:
+      return MegatronLayoutOptions(m, t);
+    case LayoutArguments::kNemo:
+      return NemoLayoutOptions(m, t, nodes, gpus_per_node);
+    case LayoutArguments::kMegatronBridge:
+      return MegatronBridgeLayoutOptions(m, t);
+    case LayoutArguments::kNone:
+      break;
+  }
+  return {};
 }
 
 }  // namespace fulcrum::plan

@@ -14,6 +14,16 @@
 
 namespace fulcrum::plan {
 
+// How a Megatron-Core job's script takes its layout as arguments:
+// - kMegatronLm: a Megatron-LM entry point (pretrain_gpt.py, ...) without DeepSpeed or
+//   Megatron-FSDP, Megatron-LM's options (MegatronLayoutOptions);
+// - kNemo: NeMo's Hydra scripts (examples/.../megatron_*.py), Hydra overrides of their config
+//   (NemoLayoutOptions);
+// - kMegatronBridge: Megatron-Bridge's recipe launcher (scripts/training/run_recipe.py), Hydra
+//   overrides of its ConfigContainer (MegatronBridgeLayoutOptions);
+// - kNone: not known (any other script, `nemo llm`): the export says the layout is not set.
+enum class LayoutArguments { kNone, kMegatronLm, kNemo, kMegatronBridge };
+
 struct JobFrameworks {
   workload::FrameworkMask allowed = workload::kEveryFramework;
   // Why these: "the spec's framework", "torchrun of train.py, a script fulcrum does not know",
@@ -23,9 +33,8 @@ struct JobFrameworks {
   // Only data-parallel layouts (tp, pp, cp and ep 1): the job's code is not known to shard the
   // model itself (a launcher of a script fulcrum does not know).
   bool data_parallel_only = false;
-  // The command runs a Megatron-LM entry point (pretrain_gpt.py, ...) without DeepSpeed or
-  // Megatron-FSDP: the layout is its arguments (MegatronLayoutOptions), which the export sets.
-  bool megatron_lm_arguments = false;
+  // How the command's script takes the layout, which the export then sets (ScriptLayoutOptions).
+  LayoutArguments layout_arguments = LayoutArguments::kNone;
 };
 
 // The frameworks `command` (shell text, as the user runs it) can run:
@@ -34,6 +43,8 @@ struct JobFrameworks {
 //   directory, NeMo's megatron_*.py examples, `nemo llm`): megatron; with DeepSpeed
 //   (`deepspeed` launcher or a --deepspeed argument): megatron-deepspeed; with
 //   --use-megatron-fsdp or --use-torch-fsdp2: megatron-fsdp;
+// - Megatron-Bridge's recipe launcher (scripts/training/run_recipe.py, or a run_recipe.py given
+//   --recipe): megatron; with the override ddp.use_megatron_fsdp=true: megatron-fsdp;
 // - torchtitan (torchtitan/train.py, -m torchtitan.train, --job.config_file): fsdp (FSDP2 with
 //   tp, pp and cp);
 // - the HF Trainer's --fsdp / --deepspeed arguments: fsdp / deepspeed;
@@ -61,5 +72,26 @@ JobFrameworks JobFrameworksOf(const PlanSpec& spec);
 // examples/llama/train_llama3_8b_h100_fp8.sh).
 std::vector<ScriptOption> MegatronLayoutOptions(const workload::Model& m,
                                                 const workload::Training& t);
+
+// The same layout as Hydra overrides of NeMo's Megatron GPT config (NVIDIA/NeMo@8cfedd7203
+// examples/nlp/language_modeling/conf/megatron_gpt_config.yaml, the keys NeMo reads with
+// cfg.get in nemo/collections/nlp/models/language_modeling/megatron_base_model.py and
+// megatron_gpt_model.py), with the trainer's devices per node and node count, which Lightning
+// must be given to match the processes the launcher starts.
+std::vector<ScriptOption> NemoLayoutOptions(const workload::Model& m, const workload::Training& t,
+                                            int nodes, int gpus_per_node);
+
+// The same layout as Hydra overrides of Megatron-Bridge's ConfigContainer, which
+// scripts/training/run_recipe.py applies after its recipe (NVIDIA-NeMo/Megatron-Bridge@067f987df
+// docs/megatron-lm-to-megatron-bridge.md, "Mapping Megatron-LM arguments to Megatron Bridge
+// config"); its convenience options for the same fields (-tp, --micro_batch_size, ...) are
+// removed, the overrides being what counts.
+std::vector<ScriptOption> MegatronBridgeLayoutOptions(const workload::Model& m,
+                                                      const workload::Training& t);
+
+// The script options of `arguments` that set layout `t` (empty for kNone).
+std::vector<ScriptOption> ScriptLayoutOptions(LayoutArguments arguments, const workload::Model& m,
+                                              const workload::Training& t, int nodes,
+                                              int gpus_per_node);
 
 }  // namespace fulcrum::plan

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -119,20 +121,34 @@ TEST(FrameworksTest, TheSpecsFrameworkWinsOverTheCommandAndNoCommandSearchesEver
 
 }  // namespace
 
-// Only a Megatron-LM entry point takes the layout as its arguments (NeMo takes Hydra overrides,
-// Megatron-DeepSpeed a DeepSpeed config); a spec that names the framework keeps what the command
-// says about its arguments.
-TEST(FrameworksTest, OnlyMegatronLmEntryPointsTakeTheLayoutAsArguments) {
-  EXPECT_TRUE(FrameworksOfCommand("torchrun pretrain_gpt.py --bf16", "").megatron_lm_arguments);
-  EXPECT_FALSE(FrameworksOfCommand("python examples/nlp/megatron_gpt_pretraining.py", "")
-                   .megatron_lm_arguments);
-  EXPECT_FALSE(
-      FrameworksOfCommand("deepspeed pretrain_gpt.py --deepspeed", "").megatron_lm_arguments);
-  EXPECT_FALSE(FrameworksOfCommand("torchrun train.py", "").megatron_lm_arguments);
+// Each Megatron-Core launcher's way of taking the layout: Megatron-LM's entry points their
+// options, NeMo's Hydra scripts and Megatron-Bridge's run_recipe.py Hydra overrides; Megatron-
+// DeepSpeed (a DeepSpeed config), `nemo llm` and unknown scripts none. A spec that names the
+// framework keeps what the command says about its arguments.
+TEST(FrameworksTest, EachMegatronLauncherTakesTheLayoutItsOwnWay) {
+  const auto arguments = [](const char* command) {
+    return FrameworksOfCommand(command, "").layout_arguments;
+  };
+  EXPECT_EQ(arguments("torchrun pretrain_gpt.py --bf16"), LayoutArguments::kMegatronLm);
+  EXPECT_EQ(arguments("python examples/nlp/megatron_gpt_pretraining.py"), LayoutArguments::kNemo);
+  EXPECT_EQ(arguments("torchrun --nproc-per-node 8 scripts/training/run_recipe.py --recipe "
+                      "llama3_8b_pretrain_config"),
+            LayoutArguments::kMegatronBridge);
+  EXPECT_EQ(FrameworksOfCommand("torchrun scripts/training/run_recipe.py --recipe x", "").allowed,
+            kMegatron);
+  EXPECT_EQ(
+      FrameworksOfCommand(
+          "torchrun scripts/training/run_recipe.py --recipe x ++ddp.use_megatron_fsdp=True", "")
+          .allowed,
+      kMegatronFsdp);
+  EXPECT_EQ(arguments("nemo llm pretrain --factory llama3_8b"), LayoutArguments::kNone);
+  EXPECT_EQ(arguments("deepspeed pretrain_gpt.py --deepspeed"), LayoutArguments::kNone);
+  EXPECT_EQ(arguments("torchrun train.py"), LayoutArguments::kNone);
+  EXPECT_EQ(arguments("torchrun run_recipe.py"), LayoutArguments::kNone);  // not Bridge's
   PlanSpec spec;
   spec.command = "torchrun pretrain_gpt.py";
   spec.constraints.frameworks = kMegatron;
-  EXPECT_TRUE(JobFrameworksOf(spec).megatron_lm_arguments);
+  EXPECT_EQ(JobFrameworksOf(spec).layout_arguments, LayoutArguments::kMegatronLm);
 }
 
 // Llama 3 405B as its paper ran it (126 layers on 16 stages, one layer fewer on the first and
@@ -185,6 +201,105 @@ TEST(FrameworksTest, MegatronLayoutOptionsSpellThePlannedLayout) {
   }
   for (const char* gone : {"--decoder-first-pipeline-num-layers", "--recompute-granularity",
                            "--recompute-method", "--recompute-num-layers"}) {
+    EXPECT_EQ(absent.count(gone), 1u) << gone;
+  }
+}
+
+namespace {
+
+// The options' values by name (set) and the names that must be absent.
+std::pair<std::map<std::string, std::string>, std::set<std::string>> Spelled(
+    const std::vector<ScriptOption>& options) {
+  std::map<std::string, std::string> set;
+  std::set<std::string> absent;
+  for (const ScriptOption& o : options) {
+    if (o.absent) {
+      absent.insert(o.name);
+    } else {
+      set[o.name] = o.value;
+    }
+  }
+  return {set, absent};
+}
+
+}  // namespace
+
+// The 405B layout of MegatronLayoutOptionsSpellThePlannedLayout as NeMo's Hydra overrides
+// (megatron_gpt_config.yaml's keys; trainer.devices x trainer.num_nodes = the processes).
+TEST(FrameworksTest, NemoLayoutOptionsSpellThePlannedLayoutAsHydraOverrides) {
+  workload::Model m = workload::testing::Llama3_405b();
+  workload::Training t = workload::testing::Llama3_405bTraining();
+  t.recompute = workload::Recompute::kFull;
+  t.precision = workload::Precision::kFp8;
+  t.fp8_params = true;
+  const std::vector<ScriptOption> options = NemoLayoutOptions(m, t, 1024, 8);
+  for (const ScriptOption& o : options) EXPECT_TRUE(o.hydra) << o.name;
+  const std::map<std::string, std::string> expected = {
+      {"trainer.devices", "8"},
+      {"trainer.num_nodes", "1024"},
+      {"model.tensor_model_parallel_size", "8"},
+      {"model.pipeline_model_parallel_size", "16"},
+      {"model.virtual_pipeline_model_parallel_size", "8"},
+      {"model.num_layers_in_first_pipeline_stage", "7"},
+      {"model.num_layers_in_last_pipeline_stage", "7"},
+      {"model.context_parallel_size", "1"},
+      {"model.sequence_parallel", "true"},
+      {"model.activations_checkpoint_granularity", "full"},
+      {"model.activations_checkpoint_method", "uniform"},
+      {"model.activations_checkpoint_num_layers", "1"},
+      {"model.micro_batch_size", "1"},
+      {"model.global_batch_size", "2048"},
+      {"model.encoder_seq_length", "8192"},
+      {"model.optim.name", "mcore_distributed_optim"},
+      {"trainer.precision", "bf16"},
+      {"model.fp8", "true"},
+      {"model.fp8_hybrid", "true"},
+      {"model.fp8_params", "true"}};
+  EXPECT_EQ(Spelled(options).first, expected);
+  // Even stages, no recompute, bf16, ZeRO 0: nulls and fused_adam.
+  t.first_stage_layers = t.last_stage_layers = 0;
+  m.layers = 128;
+  t.vpp = 1;
+  t.recompute = workload::Recompute::kNone;
+  t.precision = workload::Precision::kBf16Mixed;
+  t.zero_stage = 0;
+  const auto set = Spelled(NemoLayoutOptions(m, t, 2, 8)).first;
+  for (const char* key :
+       {"model.virtual_pipeline_model_parallel_size", "model.num_layers_in_first_pipeline_stage",
+        "model.activations_checkpoint_granularity", "model.activations_checkpoint_num_layers"}) {
+    EXPECT_EQ(set.at(key), "null") << key;
+  }
+  EXPECT_EQ(set.at("model.optim.name"), "fused_adam");
+  EXPECT_EQ(set.at("model.fp8"), "false");
+  EXPECT_EQ(set.count("model.fp8_params"), 0u);
+}
+
+// The same layout as Megatron-Bridge's ConfigContainer overrides (docs/megatron-lm-to-megatron-
+// bridge.md's mapping), with run_recipe.py's convenience options removed.
+TEST(FrameworksTest, MegatronBridgeLayoutOptionsSpellThePlannedLayout) {
+  workload::Model m = workload::testing::Llama3_405b();
+  workload::Training t = workload::testing::Llama3_405bTraining();
+  t.recompute = workload::Recompute::kSelective;
+  const auto [set, absent] = Spelled(MegatronBridgeLayoutOptions(m, t));
+  const std::map<std::string, std::string> expected = {
+      {"model.tensor_model_parallel_size", "8"},
+      {"model.pipeline_model_parallel_size", "16"},
+      {"model.virtual_pipeline_model_parallel_size", "8"},
+      {"model.num_layers_in_first_pipeline_stage", "7"},
+      {"model.num_layers_in_last_pipeline_stage", "7"},
+      {"model.context_parallel_size", "1"},
+      {"model.sequence_parallel", "true"},
+      {"model.recompute_granularity", "selective"},
+      {"model.recompute_method", "null"},
+      {"model.recompute_num_layers", "null"},
+      {"train.micro_batch_size", "1"},
+      {"train.global_batch_size", "2048"},
+      {"dataset.seq_length", "8192"},
+      {"ddp.use_distributed_optimizer", "true"},
+      {"optimizer.use_distributed_optimizer", "true"},
+      {"mixed_precision", "bf16_mixed"}};
+  EXPECT_EQ(set, expected);
+  for (const char* gone : {"-tp", "--tensor_model_parallel_size", "-gb", "--seq_length"}) {
     EXPECT_EQ(absent.count(gone), 1u) << gone;
   }
 }

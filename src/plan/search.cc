@@ -76,7 +76,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
 
   result.frameworks = in.frameworks.allowed;
   result.frameworks_reason = in.frameworks.reason;
-  result.megatron_lm_arguments = in.frameworks.megatron_lm_arguments;
+  result.layout_arguments = in.frameworks.layout_arguments;
 
   const HardwareClasses classes = ClassifyOffers(catalog, offers.offers, spec, in.base);
   const LayoutTable layouts =
