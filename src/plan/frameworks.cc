@@ -210,8 +210,17 @@ std::optional<JobFrameworks> ScriptFrameworks(const Launch& l) {
     }
     // Megatron-LM's FSDP: --use-megatron-fsdp or --use-torch-fsdp2 (megatron/training/
     // arguments.py; docs/user-guide/features/megatron_fsdp.md).
-    if (HasOption(l.args, "--use-megatron-fsdp") || HasOption(l.args, "--use-torch-fsdp2")) {
-      return JobFrameworks{kMegatronFsdp, "Megatron-FSDP (" + base + " --use-megatron-fsdp)", true};
+    const bool torch_fsdp2 = HasOption(l.args, "--use-torch-fsdp2");
+    if (HasOption(l.args, "--use-megatron-fsdp") || torch_fsdp2) {
+      JobFrameworks fsdp{kMegatronFsdp,
+                         "Megatron-FSDP (" + base +
+                             (torch_fsdp2 ? " --use-torch-fsdp2)" : " --use-megatron-fsdp)"),
+                         true};
+      if (!nemo) {
+        fsdp.layout_arguments =
+            torch_fsdp2 ? LayoutArguments::kMegatronLmTorchFsdp2 : LayoutArguments::kMegatronLm;
+      }
+      return fsdp;
     }
     JobFrameworks megatron{kMegatron, (nemo ? "NeMo (" : "Megatron-LM (") + base + ")", true};
     megatron.layout_arguments = nemo_hydra ? LayoutArguments::kNemo
@@ -360,7 +369,7 @@ JobFrameworks JobFrameworksOf(const PlanSpec& spec) {
 }
 
 std::vector<ScriptOption> MegatronLayoutOptions(const workload::Model& m,
-                                                const workload::Training& t) {
+                                                const workload::Training& t, bool torch_fsdp2) {
   std::vector<ScriptOption> out;
   const auto value = [&out](const char* name, const std::string& v, const char* why) {
     out.push_back({name, v, false, why});
@@ -408,8 +417,26 @@ std::vector<ScriptOption> MegatronLayoutOptions(const workload::Model& m,
   number("--global-batch-size", t.global_batch, "the plan's global batch");
   number("--seq-length", t.seq_len, "the plan's sequence length");
   flag("--sequence-parallel", t.sequence_parallel, "the plan's sequence parallelism");
-  flag("--use-distributed-optimizer", t.zero_stage >= 1,
-       t.zero_stage >= 1 ? "the plan's ZeRO-1" : "the plan replicates the optimizer");
+  if (t.framework == Framework::kMegatronFsdp) {
+    // Megatron-FSDP shards over data parallelism itself: --data-parallel-sharding-strategy
+    // optim_grads (ZeRO-2) or optim_grads_params (ZeRO-3), the distributed optimizer set by it
+    // (the user's --use-distributed-optimizer left as it is);
+    // PyTorch FSDP2 (--use-torch-fsdp2) fully shards and refuses --use-distributed-optimizer
+    // (megatron/training/arguments.py: "--use-torch-fsdp2 is not supported with MCore's
+    // distributed optimizer"; docs/user-guide/features/megatron_fsdp.md).
+    flag("--use-megatron-fsdp", !torch_fsdp2, "the plan's Megatron-FSDP");
+    if (torch_fsdp2) {
+      flag("--use-distributed-optimizer", false, "PyTorch FSDP2 refuses it");
+    } else {
+      value("--data-parallel-sharding-strategy",
+            t.zero_stage >= 3 ? "optim_grads_params" : "optim_grads", "the plan's ZeRO stage");
+    }
+  } else {
+    flag("--use-megatron-fsdp", false, "the plan runs Megatron's distributed optimizer");
+    flag("--use-torch-fsdp2", false, "the plan runs Megatron's distributed optimizer");
+    flag("--use-distributed-optimizer", t.zero_stage >= 1,
+         t.zero_stage >= 1 ? "the plan's ZeRO-1" : "the plan replicates the optimizer");
+  }
   RecomputeOptions(t, value, without, flag);
   PrecisionOptions(t, value, without, flag);
   return out;
@@ -593,6 +620,8 @@ std::vector<ScriptOption> ScriptLayoutOptions(LayoutArguments arguments, const w
   switch (arguments) {
     case LayoutArguments::kMegatronLm:
       return MegatronLayoutOptions(m, t);
+    case LayoutArguments::kMegatronLmTorchFsdp2:
+      return MegatronLayoutOptions(m, t, true);
     case LayoutArguments::kNemo:
       return NemoLayoutOptions(m, t, nodes, gpus_per_node);
     case LayoutArguments::kMegatronBridge:

@@ -15,14 +15,15 @@
 namespace fulcrum::plan {
 
 // How a Megatron-Core job's script takes its layout as arguments:
-// - kMegatronLm: a Megatron-LM entry point (pretrain_gpt.py, ...) without DeepSpeed or
-//   Megatron-FSDP, Megatron-LM's options (MegatronLayoutOptions);
+// - kMegatronLm: a Megatron-LM entry point (pretrain_gpt.py, ...) without DeepSpeed (with
+//   --use-megatron-fsdp too), Megatron-LM's options (MegatronLayoutOptions);
+//   kMegatronLmTorchFsdp2 the same with --use-torch-fsdp2;
 // - kNemo: NeMo's Hydra scripts (examples/.../megatron_*.py), Hydra overrides of their config
 //   (NemoLayoutOptions);
 // - kMegatronBridge: Megatron-Bridge's recipe launcher (scripts/training/run_recipe.py), Hydra
 //   overrides of its ConfigContainer (MegatronBridgeLayoutOptions);
 // - kNone: not known (any other script, `nemo llm`): the export says the layout is not set.
-enum class LayoutArguments { kNone, kMegatronLm, kNemo, kMegatronBridge };
+enum class LayoutArguments { kNone, kMegatronLm, kMegatronLmTorchFsdp2, kNemo, kMegatronBridge };
 
 struct JobFrameworks {
   workload::FrameworkMask allowed = workload::kEveryFramework;
@@ -70,8 +71,11 @@ JobFrameworks JobFrameworksOf(const PlanSpec& spec);
 // format); options that would contradict them are removed. Spellings as Megatron-LM's own
 // examples and parser write them (NVIDIA/Megatron-LM@d98e8a64dd megatron/training/arguments.py;
 // examples/llama/train_llama3_8b_h100_fp8.sh).
+// A megatron-fsdp layout runs Megatron-FSDP (--use-megatron-fsdp with its sharding strategy)
+// or, `torch_fsdp2`, PyTorch FSDP2 (the user's --use-torch-fsdp2 kept).
 std::vector<ScriptOption> MegatronLayoutOptions(const workload::Model& m,
-                                                const workload::Training& t);
+                                                const workload::Training& t,
+                                                bool torch_fsdp2 = false);
 
 // The same layout as Hydra overrides of NeMo's Megatron GPT config (NVIDIA/NeMo@8cfedd7203
 // examples/nlp/language_modeling/conf/megatron_gpt_config.yaml, the keys NeMo reads with

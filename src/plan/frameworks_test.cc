@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -141,6 +142,10 @@ TEST(FrameworksTest, EachMegatronLauncherTakesTheLayoutItsOwnWay) {
           "torchrun scripts/training/run_recipe.py --recipe x ++ddp.use_megatron_fsdp=True", "")
           .allowed,
       kMegatronFsdp);
+  EXPECT_EQ(arguments("torchrun pretrain_gpt.py --use-megatron-fsdp"),
+            LayoutArguments::kMegatronLm);
+  EXPECT_EQ(arguments("torchrun pretrain_gpt.py --use-torch-fsdp2"),
+            LayoutArguments::kMegatronLmTorchFsdp2);
   EXPECT_EQ(arguments("nemo llm pretrain --factory llama3_8b"), LayoutArguments::kNone);
   EXPECT_EQ(arguments("deepspeed pretrain_gpt.py --deepspeed"), LayoutArguments::kNone);
   EXPECT_EQ(arguments("torchrun train.py"), LayoutArguments::kNone);
@@ -302,6 +307,37 @@ TEST(FrameworksTest, MegatronBridgeLayoutOptionsSpellThePlannedLayout) {
   for (const char* gone : {"-tp", "--tensor_model_parallel_size", "-gb", "--seq_length"}) {
     EXPECT_EQ(absent.count(gone), 1u) << gone;
   }
+}
+
+// A megatron-fsdp layout as Megatron-LM's arguments: Megatron-FSDP with the ZeRO stage as its
+// sharding strategy (the distributed optimizer it sets itself); PyTorch FSDP2 keeps the user's
+// --use-torch-fsdp2, gets no strategy and loses --use-distributed-optimizer, which it refuses; a
+// megatron layout drops both FSDP flags.
+TEST(FrameworksTest, MegatronFsdpLayoutsNameTheirShardingStrategy) {
+  const workload::Model m = workload::testing::Llama3_405b();
+  workload::Training t = workload::testing::Llama3_405bTraining();
+  t.framework = workload::Framework::kMegatronFsdp;
+  t.pp = 1, t.vpp = 1, t.first_stage_layers = t.last_stage_layers = 0;
+  t.zero_stage = 3;
+  auto [set, absent] = Spelled(MegatronLayoutOptions(m, t));
+  EXPECT_EQ(set.at("--data-parallel-sharding-strategy"), "optim_grads_params");
+  EXPECT_EQ(set.count("--use-megatron-fsdp"), 1u);
+  EXPECT_EQ(set.count("--use-distributed-optimizer") + absent.count("--use-distributed-optimizer"),
+            0u);  // Megatron-FSDP sets it itself: the user's choice stands
+  t.zero_stage = 2;
+  EXPECT_EQ(Spelled(MegatronLayoutOptions(m, t)).first.at("--data-parallel-sharding-strategy"),
+            "optim_grads");
+  std::tie(set, absent) = Spelled(MegatronLayoutOptions(m, t, true));
+  EXPECT_EQ(set.count("--data-parallel-sharding-strategy"), 0u);
+  EXPECT_EQ(absent.count("--use-megatron-fsdp"), 1u);
+  EXPECT_EQ(absent.count("--use-torch-fsdp2"), 0u);
+  EXPECT_EQ(absent.count("--use-distributed-optimizer"), 1u);
+  t.framework = workload::Framework::kMegatron;
+  t.zero_stage = 1;
+  std::tie(set, absent) = Spelled(MegatronLayoutOptions(m, t));
+  EXPECT_EQ(absent.count("--use-megatron-fsdp"), 1u);
+  EXPECT_EQ(absent.count("--use-torch-fsdp2"), 1u);
+  EXPECT_EQ(set.count("--use-distributed-optimizer"), 1u);
 }
 
 }  // namespace fulcrum::plan
