@@ -473,6 +473,49 @@ TEST(ExportE2eTest, MegatronBridgeExportHandsTheRecipeThePlannedLayout) {
   fs::remove_all(dir);
 }
 
+// An HF Trainer job under DeepSpeed, as a new user writes it: the ZeRO stage is in its config file
+// (which the export cannot rewrite), so the plan searches only that stage, and the micro-batch and
+// accumulation are TrainingArguments, which the export sets to the pick's. Before, the 7B plan
+// picked ZeRO-1 at micro-batch 1 for a job whose config says stage 2 and whose command says
+// --per_device_train_batch_size 4: the quote (memory, time) was of a layout the job never ran.
+TEST(ExportE2eTest, HfTrainerDeepSpeedExportRunsThePlannedBatchAtTheConfigsStage) {
+  const std::string dir = MakeTempDir("export-hf-ds");
+  { std::ofstream(dir + "/ds_z2.json") << R"({"zero_optimization": {"stage": 2}})"; }
+  RunOutput r = RunFulcrum(
+      {"--catalog", SourcePath("catalog"), "plan", "--model", "llama-2-7b", "--tokens", "2B",
+       "--seq-len", "4096", "--global-batch", "128", "--command",
+       "torchrun --nproc-per-node 8 train.py --deepspeed " + dir +
+           "/ds_z2.json --per_device_train_batch_size 4 --gradient_accumulation_steps 4",
+       "--export", "skypilot", dir + "/task.yaml", "--fulcrum-install", "false", "--json"},
+      Isolated());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json plan = json::parse(r.out);
+  for (const json& c : plan["candidates"]) {  // stage 2 wherever there is something to shard
+    const bool shards = c["parallel"]["dp"].get<int>() * c["parallel"]["cp"].get<int>() > 1;
+    EXPECT_EQ(c["parallel"]["zero"], shards ? 2 : 0) << c["parallel"].dump();
+  }
+  const json& written = plan["export"]["written"];
+  ASSERT_FALSE(written.empty());
+  json pick;
+  for (const json& c : plan["candidates"]) {
+    if (c["rank"] == written[0]["rank"]) pick = c;
+  }
+  const std::string argv = TorchrunArgvOnNode1("skypilot", dir, written[0]["file"]);
+  std::map<std::string, std::string> options;
+  std::istringstream lines(argv);
+  std::string previous;
+  for (std::string w; std::getline(lines, w); previous = w) {
+    if (previous.rfind("--", 0) == 0) options[previous] = w;
+  }
+  const json& p = pick["parallel"];
+  const int mb = p["micro_batch"].get<int>(), dp = p["dp"].get<int>();
+  EXPECT_EQ(options["--per_device_train_batch_size"], std::to_string(mb)) << argv;
+  EXPECT_EQ(options["--gradient_accumulation_steps"],
+            std::to_string(p["global_batch"].get<int>() / (mb * dp)))
+      << argv;
+  fs::remove_all(dir);
+}
+
 // THE START TEST (issue 25): every export of every shipped example, run as the tool runs it on
 // node 1 of N (rank 1; rank 0 on one node) with the tool's variables set (as in
 // ExpectMultiNodeTorchrunJoinsTheNodes), a `fulcrum` on PATH that starts the argv after `--` as

@@ -44,6 +44,11 @@ struct BestLayout {
 struct LayoutOptions {
   workload::FrameworkMask frameworks = workload::kEveryFramework;
   bool data_parallel_only = false;  // tp, pp, cp and ep 1 (JobFrameworks::data_parallel_only)
+  // What the job's command fixes (JobFrameworks::zero_stage, micro_batch): -1 / 0 = search all.
+  // A fixed ZeRO stage is the stage wherever there is something to shard (dp x cp > 1), 0 where
+  // there is not.
+  int zero_stage = -1;
+  int micro_batch = 0;
   bool allow_batch_change = true;
   double batch_tolerance = 0.05;
   bool batch_given = true;

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/parse.h"
 #include "core/text_file.h"
 
@@ -267,12 +269,10 @@ const char* LauncherName(Launcher l) {
 
 }  // namespace
 
-JobFrameworks FrameworksOfCommand(const std::string& command, const std::string& base_dir) {
-  const std::vector<std::string> words = Words(command);
-  if (!words.empty() && BaseName(words[0]) == "nemo" && words.size() > 1 && words[1] == "llm") {
-    return {kMegatron, "NeMo (nemo llm)", true};
-  }
-  const Launch l = LaunchOf(words);
+namespace {
+
+// The frameworks of launch `l` (not `nemo llm`).
+JobFrameworks FrameworksOfLaunch(const Launch& l, const std::string& base_dir) {
   if (l.launcher == Launcher::kNone) {
     return {workload::kEveryFramework,
             "the command is not a launcher fulcrum knows: every framework is searched", false};
@@ -298,6 +298,123 @@ JobFrameworks FrameworksOfCommand(const std::string& command, const std::string&
               workload::FrameworkListName(workload::kDataParallelFrameworks) +
               ", tp and pp 1); --framework names the frameworks it runs (megatron for tp/pp)",
           true, true};
+}
+
+// `path` relative to the spec's directory.
+std::string InBaseDir(const std::string& path, const std::string& base_dir) {
+  std::filesystem::path file(path);
+  if (file.is_relative() && !base_dir.empty()) file = std::filesystem::path(base_dir) / file;
+  return file.string();
+}
+
+// A DeepSpeed config's fixed ZeRO stage and micro-batch (DeepSpeed docs, "DeepSpeed
+// Configuration JSON": zero_optimization.stage, train_micro_batch_size_per_gpu); "auto" (the HF
+// integration fills it from TrainingArguments) fixes nothing.
+void DeepSpeedConfigFixes(const std::string& path, const std::string& base_dir, JobFrameworks& jf) {
+  Result<std::string> text = ReadTextFile(InBaseDir(path, base_dir), "DeepSpeed config");
+  if (!text.ok()) return;
+  const nlohmann::json config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return;
+  std::string said;
+  const auto zero = config.find("zero_optimization");
+  if (zero != config.end() && zero->is_object()) {
+    const auto stage = zero->find("stage");
+    if (stage != zero->end() && stage->is_number_integer() && stage->get<int>() >= 0 &&
+        stage->get<int>() <= 3) {
+      jf.zero_stage = stage->get<int>();
+      said = "zero_optimization.stage " + std::to_string(jf.zero_stage);
+    }
+  }
+  const auto mb = config.find("train_micro_batch_size_per_gpu");
+  if (mb != config.end() && mb->is_number_integer() && mb->get<int>() > 0) {
+    jf.micro_batch = mb->get<int>();
+    said += (said.empty() ? "" : ", ") + std::string("train_micro_batch_size_per_gpu ") +
+            std::to_string(jf.micro_batch);
+  }
+  if (!said.empty()) jf.fixed_by = BaseName(path) + ": " + said;
+}
+
+// An FSDP sharding strategy's ZeRO stage: FULL_SHARD 3, SHARD_GRAD_OP 2, NO_SHARD 0 (HF's
+// --fsdp words, transformers trainer_utils.py FSDPOption; accelerate's fsdp_sharding_strategy,
+// accelerate/utils/constants.py FSDP_SHARDING_STRATEGY, or its index 1-3 in older configs).
+// Hybrid sharding (within a node, replicated across) is not a stage the planner searches: -1.
+int FsdpShardingStage(std::string strategy) {
+  strategy.erase(std::remove(strategy.begin(), strategy.end(), '"'), strategy.end());
+  strategy.erase(std::remove(strategy.begin(), strategy.end(), '\''), strategy.end());
+  strategy = ToLower(strategy);
+  if (strategy == "full_shard" || strategy == "1") return 3;
+  if (strategy == "shard_grad_op" || strategy == "2") return 2;
+  if (strategy == "no_shard" || strategy == "3") return 0;
+  return -1;
+}
+
+// What an accelerate config file fixes: FSDP's fsdp_sharding_strategy (FSDP2:
+// fsdp_reshard_after_forward true = FULL_SHARD, false = SHARD_GRAD_OP) or DeepSpeed's zero_stage
+// (accelerate config YAML, `fsdp_config:` / `deepspeed_config:` sections).
+void AccelerateConfigFixes(const std::string& path, const std::string& base_dir,
+                           JobFrameworks& jf) {
+  Result<std::string> text = ReadTextFile(InBaseDir(path, base_dir), "accelerate config");
+  if (!text.ok()) return;
+  for (const std::string& line : Split(*text, '\n')) {
+    const std::string_view l = Trim(line);
+    const size_t colon = l.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string key(Trim(l.substr(0, colon)));
+    const std::string value(Trim(l.substr(colon + 1)));
+    int stage = -1;
+    if (key == "fsdp_sharding_strategy") stage = FsdpShardingStage(value);
+    if (key == "fsdp_reshard_after_forward") stage = ToLower(value) == "true" ? 3 : 2;
+    if (key == "zero_stage") {
+      const Result<int64_t> n = ParseInt(value);
+      stage = n.ok() && *n >= 0 && *n <= 3 ? static_cast<int>(*n) : -1;
+    }
+    if (stage >= 0) {
+      jf.zero_stage = stage;
+      jf.fixed_by = BaseName(path) + ": " + key + " " + value;
+    }
+  }
+}
+
+// What the command's own options and files fix (JobFrameworks::zero_stage, micro_batch) and
+// HF TrainingArguments' batch options (kHfTrainer).
+void CommandFixes(const Launch& l, const std::string& base_dir, JobFrameworks& jf) {
+  const bool hf_batch = HasOption(l.args, "--per_device_train_batch_size") ||
+                        HasOption(l.args, "--per-device-train-batch-size") ||
+                        HasOption(l.args, "--gradient_accumulation_steps") ||
+                        HasOption(l.args, "--gradient-accumulation-steps");
+  if (hf_batch && jf.layout_arguments == LayoutArguments::kNone) {
+    jf.layout_arguments = LayoutArguments::kHfTrainer;
+  }
+  // HF Trainer: --deepspeed FILE; Megatron-DeepSpeed and DeepSpeed scripts: --deepspeed_config.
+  for (const char* option : {"--deepspeed", "--deepspeed_config", "--deepspeed-config"}) {
+    const std::optional<std::string> file = OptionValue(l.args, option);
+    if (file && !file->empty() && (*file)[0] != '-') DeepSpeedConfigFixes(*file, base_dir, jf);
+  }
+  if (const std::optional<std::string> fsdp = OptionValue(l.args, "--fsdp")) {
+    const int stage = FsdpShardingStage(*fsdp);
+    if (stage >= 0) {
+      jf.zero_stage = stage;
+      jf.fixed_by = "--fsdp " + *fsdp;
+    }
+  }
+  if (l.launcher == Launcher::kAccelerate) {
+    if (const auto config = OptionValue(l.args, "--config_file")) {
+      AccelerateConfigFixes(*config, base_dir, jf);
+    }
+  }
+}
+
+}  // namespace
+
+JobFrameworks FrameworksOfCommand(const std::string& command, const std::string& base_dir) {
+  const std::vector<std::string> words = Words(command);
+  if (!words.empty() && BaseName(words[0]) == "nemo" && words.size() > 1 && words[1] == "llm") {
+    return {kMegatron, "NeMo (nemo llm)", true};
+  }
+  const Launch l = LaunchOf(words);
+  JobFrameworks jf = FrameworksOfLaunch(l, base_dir);
+  CommandFixes(l, base_dir, jf);
+  return jf;
 }
 
 namespace {
@@ -363,6 +480,9 @@ JobFrameworks JobFrameworksOf(const PlanSpec& spec) {
                             " (as the spec or --framework says)",
                         false};
     given.layout_arguments = of_command.layout_arguments;
+    given.zero_stage = of_command.zero_stage;
+    given.micro_batch = of_command.micro_batch;
+    given.fixed_by = of_command.fixed_by;
     return given;
   }
   return of_command;
@@ -626,10 +746,22 @@ std::vector<ScriptOption> ScriptLayoutOptions(LayoutArguments arguments, const w
       return NemoLayoutOptions(m, t, nodes, gpus_per_node);
     case LayoutArguments::kMegatronBridge:
       return MegatronBridgeLayoutOptions(m, t);
+    case LayoutArguments::kHfTrainer:
+      return HfTrainerBatchOptions(t);
     case LayoutArguments::kNone:
       break;
   }
   return {};
+}
+
+std::vector<ScriptOption> HfTrainerBatchOptions(const workload::Training& t) {
+  std::vector<ScriptOption> out;
+  out.push_back({"--per_device_train_batch_size", std::to_string(t.micro_batch), false,
+                 "the plan's micro-batch"});
+  out.push_back({"--gradient_accumulation_steps", std::to_string(workload::MicroBatchesPerStep(t)),
+                 false,
+                 "the plan's global batch over the micro-batches of its data-parallel ranks"});
+  return out;
 }
 
 }  // namespace fulcrum::plan

@@ -23,7 +23,17 @@ namespace fulcrum::plan {
 // - kMegatronBridge: Megatron-Bridge's recipe launcher (scripts/training/run_recipe.py), Hydra
 //   overrides of its ConfigContainer (MegatronBridgeLayoutOptions);
 // - kNone: not known (any other script, `nemo llm`): the export says the layout is not set.
-enum class LayoutArguments { kNone, kMegatronLm, kMegatronLmTorchFsdp2, kNemo, kMegatronBridge };
+// - kHfTrainer: HF TrainingArguments (--per_device_train_batch_size or
+//   --gradient_accumulation_steps given): the micro-batch and the accumulation
+//   (HfTrainerBatchOptions), for any data-parallel framework;
+enum class LayoutArguments {
+  kNone,
+  kMegatronLm,
+  kMegatronLmTorchFsdp2,
+  kNemo,
+  kMegatronBridge,
+  kHfTrainer
+};
 
 struct JobFrameworks {
   workload::FrameworkMask allowed = workload::kEveryFramework;
@@ -36,6 +46,14 @@ struct JobFrameworks {
   bool data_parallel_only = false;
   // How the command's script takes the layout, which the export then sets (ScriptLayoutOptions).
   LayoutArguments layout_arguments = LayoutArguments::kNone;
+  // What the command's own options or files fix, which the export cannot rewrite (a file the
+  // job reads): the ZeRO stage (a DeepSpeed config's zero_optimization.stage; HF's --fsdp
+  // full_shard / shard_grad_op / no_shard; an accelerate config's fsdp_sharding_strategy,
+  // fsdp_reshard_after_forward or zero_stage) and the micro-batch (a DeepSpeed config's
+  // train_micro_batch_size_per_gpu). -1 / 0: not fixed. The plan searches only these.
+  int zero_stage = -1;
+  int micro_batch = 0;
+  std::string fixed_by = {};  // where they were read, for the plan's notes ("" = none)
 };
 
 // The frameworks `command` (shell text, as the user runs it) can run:
@@ -92,6 +110,11 @@ std::vector<ScriptOption> NemoLayoutOptions(const workload::Model& m, const work
 // removed, the overrides being what counts.
 std::vector<ScriptOption> MegatronBridgeLayoutOptions(const workload::Model& m,
                                                       const workload::Training& t);
+
+// HF TrainingArguments' batch options for layout `t`: --per_device_train_batch_size (the
+// micro-batch) and --gradient_accumulation_steps (the micro-batches per step), as
+// transformers' TrainingArguments names them.
+std::vector<ScriptOption> HfTrainerBatchOptions(const workload::Training& t);
 
 // The script options of `arguments` that set layout `t` (empty for kNone).
 std::vector<ScriptOption> ScriptLayoutOptions(LayoutArguments arguments, const workload::Model& m,

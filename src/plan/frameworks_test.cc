@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "workload/published_shapes_test_util.h"
@@ -338,6 +340,67 @@ TEST(FrameworksTest, MegatronFsdpLayoutsNameTheirShardingStrategy) {
   EXPECT_EQ(absent.count("--use-megatron-fsdp"), 1u);
   EXPECT_EQ(absent.count("--use-torch-fsdp2"), 1u);
   EXPECT_EQ(set.count("--use-distributed-optimizer"), 1u);
+}
+
+// What a command's own files and options fix (its DeepSpeed config, HF's --fsdp, an accelerate
+// config) and HF TrainingArguments' batch options, which the export sets.
+TEST(FrameworksTest, TheCommandsOwnConfigFixesTheZeroStageAndMicroBatch) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fulcrum-fixes-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "z2.json") << R"({"zero_optimization": {"stage": 2},
+      "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": "auto"})";
+  std::ofstream(dir / "auto.json")
+      << R"({"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": "auto"})";
+  std::ofstream(dir / "fsdp.yaml") << "distributed_type: FSDP\nfsdp_config:\n"
+                                      "  fsdp_sharding_strategy: SHARD_GRAD_OP\n";
+  std::ofstream(dir / "fsdp2.yaml") << "distributed_type: FSDP\nfsdp_config:\n"
+                                       "  fsdp_version: 2\n  fsdp_reshard_after_forward: true\n";
+  std::ofstream(dir / "ds.yaml") << "distributed_type: DEEPSPEED\ndeepspeed_config:\n"
+                                    "  zero_stage: 1\n";
+  const std::string base = dir.string();
+  JobFrameworks jf = FrameworksOfCommand("deepspeed train.py --deepspeed z2.json", base);
+  EXPECT_EQ(jf.zero_stage, 2);
+  EXPECT_EQ(jf.micro_batch, 4);
+  EXPECT_NE(jf.fixed_by.find("z2.json"), std::string::npos) << jf.fixed_by;
+  EXPECT_EQ(jf.layout_arguments, LayoutArguments::kNone);
+  jf = FrameworksOfCommand(
+      "torchrun train.py --deepspeed auto.json --per_device_train_batch_size 8", base);
+  EXPECT_EQ(jf.zero_stage, 3);
+  EXPECT_EQ(jf.micro_batch, 0);  // "auto": HF fills it from its own argument, which is set
+  EXPECT_EQ(jf.layout_arguments, LayoutArguments::kHfTrainer);
+  jf = FrameworksOfCommand("torchrun train.py --fsdp \"shard_grad_op auto_wrap\"", base);
+  EXPECT_EQ(jf.zero_stage, 2);
+  EXPECT_EQ(FrameworksOfCommand("torchrun train.py --fsdp full_shard", base).zero_stage, 3);
+  EXPECT_EQ(FrameworksOfCommand("torchrun train.py --fsdp hybrid_shard", base).zero_stage, -1);
+  EXPECT_EQ(FrameworksOfCommand("accelerate launch --config_file fsdp.yaml t.py", base).zero_stage,
+            2);
+  EXPECT_EQ(FrameworksOfCommand("accelerate launch --config_file fsdp2.yaml t.py", base).zero_stage,
+            3);
+  EXPECT_EQ(FrameworksOfCommand("accelerate launch --config_file ds.yaml t.py", base).zero_stage,
+            1);
+  // A file that is not there fixes nothing; nor does a command without these.
+  EXPECT_EQ(FrameworksOfCommand("deepspeed t.py --deepspeed missing.json", base).zero_stage, -1);
+  jf = FrameworksOfCommand("torchrun train.py --lr 1", base);
+  EXPECT_EQ(jf.zero_stage, -1);
+  EXPECT_TRUE(jf.fixed_by.empty());
+  // Megatron-LM's own arguments stay its dialect.
+  EXPECT_EQ(FrameworksOfCommand("torchrun pretrain_gpt.py --gradient-accumulation-steps 2", base)
+                .layout_arguments,
+            LayoutArguments::kMegatronLm);
+  std::filesystem::remove_all(dir);
+}
+
+// HF TrainingArguments' batch options of a layout: the micro-batch and the global batch over the
+// micro-batches of the data-parallel ranks.
+TEST(FrameworksTest, HfTrainerBatchOptionsSpellTheMicroBatchAndAccumulation) {
+  workload::Training t;
+  t.dp = 8;
+  t.micro_batch = 2;
+  t.global_batch = 128;
+  const auto set = Spelled(HfTrainerBatchOptions(t)).first;
+  EXPECT_EQ(set.at("--per_device_train_batch_size"), "2");
+  EXPECT_EQ(set.at("--gradient_accumulation_steps"), "8");
 }
 
 }  // namespace fulcrum::plan

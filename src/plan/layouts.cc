@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "core/parallel.h"
 #include "estimate/estimate.h"
@@ -113,7 +114,10 @@ void ScanMicroBatches(const workload::Model& model, const workload::ModelCounts&
                       workload::Training& t, const estimate::Hardware& hw, double usable,
                       double capacity, int64_t global_batch, double tolerance,
                       const LayoutOptions& options, BestLayout& best) {
-  for (int mb : kMicroBatches) {
+  const int fixed[] = {options.micro_batch};
+  const std::span<const int> micro_batches =
+      options.micro_batch > 0 ? std::span<const int>(fixed) : std::span<const int>(kMicroBatches);
+  for (int mb : micro_batches) {
     const int64_t per_step = int64_t{mb} * t.dp;
     if (static_cast<double>(per_step) > static_cast<double>(global_batch) * (1 + tolerance)) {
       break;
@@ -189,7 +193,10 @@ void ScanLayouts(const workload::Model& model, const workload::ModelCounts& coun
           // Generic (FLOPs-only) models run plain data parallel (DDP): their time model does not
           // distinguish ZeRO stages, and a CNN's states are small.
           const int max_zero = dp * cp == 1 || generic ? 0 : (pp > 1 ? 1 : 3);
+          const int fixed_zero =
+              options.zero_stage < 0 ? -1 : (dp * cp == 1 || generic ? 0 : options.zero_stage);
           for (int zero = 0; zero <= max_zero; ++zero) {
+            if (fixed_zero >= 0 && zero != fixed_zero) continue;
             // Mixture of experts: expert parallelism carved out of dp (ep divides dp and the
             // experts), its all-to-all kept inside a node (tp x cp x ep <= GPUs per node): the
             // planner's rule, not the frameworks' (Megatron lets the expert group span nodes);
@@ -309,6 +316,8 @@ LayoutTable SearchClassLayouts(const workload::Model& model, const workload::Tra
   LayoutOptions options;
   options.frameworks = frameworks.allowed;
   options.data_parallel_only = frameworks.data_parallel_only;
+  options.zero_stage = frameworks.zero_stage;
+  options.micro_batch = frameworks.micro_batch;
   options.allow_batch_change = !c.strict_batch;
   options.batch_tolerance = c.batch_tolerance;
   options.batch_given = spec.global_batch_given;

@@ -189,6 +189,40 @@ TEST(LayoutsTest, TheLayoutFitsAtResumeToo) {
   EXPECT_DOUBLE_EQ(best.headroom_fraction, estimate::HeadroomFraction(bound, capacity));
 }
 
+// A ZeRO stage or micro-batch the job's command fixes (its DeepSpeed config, HF's --fsdp) is the
+// only one searched: the unconstrained best of this search (FSDP on 8 H100s) differs from it, so
+// the constraint is what chose it; on one GPU there is nothing to shard and the stage is 0.
+TEST(LayoutsTest, AZeroStageOrMicroBatchTheCommandFixesIsTheOnlyOneSearched) {
+  workload::Training base;
+  base.seq_len = 4096;
+  base.global_batch = 64;
+  LayoutOptions options;
+  options.frameworks = workload::FrameworkBit(workload::Framework::kDeepSpeed);
+  const double capacity = 80.0 * 1073741824.0;
+  const BestLayout free = SearchLayouts(Llama7b(), base, H100Node(), capacity, 8, 0.1, options);
+  ASSERT_TRUE(free.found);
+  const int other_stage = free.training.zero_stage == 3 ? 2 : 3;
+  options.zero_stage = other_stage;
+  options.micro_batch = free.training.micro_batch == 2 ? 1 : 2;
+  const BestLayout fixed = SearchLayouts(Llama7b(), base, H100Node(), capacity, 8, 0.1, options);
+  ASSERT_TRUE(fixed.found);
+  EXPECT_EQ(fixed.training.zero_stage, other_stage);
+  EXPECT_EQ(fixed.training.micro_batch, options.micro_batch);
+  EXPECT_LT(fixed.evaluated, free.evaluated);
+  // A micro-batch the scan does not list is tried as given.
+  options.micro_batch = 3;
+  base.global_batch = 48;
+  EXPECT_EQ(
+      SearchLayouts(Llama7b(), base, H100Node(), capacity, 8, 0.1, options).training.micro_batch,
+      3);
+  options.micro_batch = 1;
+  workload::Model small = Llama7b();
+  small.layers = 4;
+  const BestLayout one = SearchLayouts(small, base, H100Node(), capacity, 1, 0.1, options);
+  ASSERT_TRUE(one.found);
+  EXPECT_EQ(one.training.zero_stage, 0);
+}
+
 // The (class, nodes) tasks on the parallel-for give the same layouts whatever the thread count,
 // and every task of every class is searched once.
 TEST(LayoutsTest, ClassLayoutsDoNotDependOnTheThreadCount) {

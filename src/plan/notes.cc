@@ -176,6 +176,18 @@ std::vector<std::string> PlanNotes(const PlanInputs& in, const HardwareClasses& 
     notes.push_back("frameworks searched: " + workload::FrameworkListName(in.frameworks.allowed) +
                     " (" + in.frameworks.reason + ")");
   }
+  if (!in.frameworks.fixed_by.empty()) {
+    std::string fixed;
+    if (in.frameworks.zero_stage >= 0) {
+      fixed = "ZeRO stage " + std::to_string(in.frameworks.zero_stage);
+    }
+    if (in.frameworks.micro_batch > 0) {
+      fixed += (fixed.empty() ? "" : " and ") + std::string("micro-batch ") +
+               std::to_string(in.frameworks.micro_batch);
+    }
+    notes.push_back("only " + fixed + " planned: the command fixes it (" + in.frameworks.fixed_by +
+                    "; a layout needing another is not searched)");
+  }
   NetworkNotes(in, classes, notes);
   PrecisionAndMethodNotes(in, classes, candidates, notes);
   if (!in.spec.constraints.deadline_seconds && in.spec.objective == Objective::kBalanced) {
