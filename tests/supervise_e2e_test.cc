@@ -668,11 +668,14 @@ TEST_F(SuperviseTest, LocalQueuePlacesJobsOnFreeGpus) {
   EXPECT_GE(by_id["late"]["started_at"].get<double>(), by_id["late"]["not_before"].get<double>());
 }
 
+// Each job runs 3 s, long enough that the second is submitted while the first runs even under a
+// sanitizer on a loaded machine (with 0.6 s jobs an ASan run once saw the first end before the
+// second was queued, which then took the freed GPU 0): the two must overlap, each on its own GPU.
 TEST_F(SuperviseTest, SmallJobsShareTheNode) {
   for (const std::string name : {"small-a", "small-b"}) {
     RunOutput r = RunFulcrum({"submit", "--data-dir", data_, "--node-gpus", "2", "--name", name,
                               "--gpus", "1", "--preemption", "none", "--", FULCRUM_TRAINER,
-                              "--steps", "60", "--step-ms", "10"});
+                              "--steps", "300", "--step-ms", "10"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   std::vector<nlohmann::json> jobs;
@@ -689,6 +692,10 @@ TEST_F(SuperviseTest, SmallJobsShareTheNode) {
     ASSERT_EQ(j["gpus"].size(), 1u);
     gpus.insert(j["gpus"][0].get<int>());
   }
+  ASSERT_EQ(jobs.size(), 2u);
+  const double a_start = jobs[0]["started_at"], a_end = jobs[0]["finished_at"];
+  const double b_start = jobs[1]["started_at"], b_end = jobs[1]["finished_at"];
+  EXPECT_TRUE(a_start < b_end && b_start < a_end) << "side by side: " << nlohmann::json(jobs);
   EXPECT_EQ(gpus, (std::set<int>{0, 1})) << "one GPU each, side by side";
 }
 
