@@ -107,6 +107,13 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
   cmd->add_option("--recompute", r.recompute,
                   "Activation recompute none|selective|full (default: none)")
       ->group(tr);
+  cmd->add_option("--recompute-modules", r.recompute_modules,
+                  "With --recompute selective under megatron or megatron-fsdp: Megatron-LM's "
+                  "--recompute-modules, a comma list of core_attn, moe_act, layernorm, "
+                  "mla_up_proj, mlp, moe, shared_experts (default: core_attn; ignored under "
+                  "--recompute none or full, as Megatron-LM does)")
+      ->type_name("LIST")
+      ->group(tr);
   cmd->add_option("--flash-attention", r.flash_attention, "on|off (default: on)")->group(tr);
   cmd->add_option("--framework", r.framework,
                   "megatron, deepspeed, fsdp, hf, ddp, megatron-fsdp or megatron-deepspeed: "

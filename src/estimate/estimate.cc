@@ -97,6 +97,17 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   FULCRUM_RETURN_IF_ERROR(ParseInto(r.recompute, workload::ParseRecompute, t.recompute));
   FULCRUM_RETURN_IF_ERROR(ParseInto(r.framework, workload::ParseFramework, t.framework));
   FULCRUM_RETURN_IF_ERROR(
+      ParseInto(r.recompute_modules, workload::ParseRecomputeModules, t.recompute_modules));
+  // Modules are read under selective recompute only (as Megatron-LM reads them); a list given
+  // with no --recompute at all is a forgotten flag, not a choice (an explicit none or full, as a
+  // suggested change appends, ignores them).
+  if (!r.recompute_modules.empty() && r.recompute.empty()) {
+    return Status::InvalidInput("--recompute-modules " + r.recompute_modules +
+                                ": modules are recomputed under --recompute selective "
+                                "(Megatron-LM's --recompute-granularity selective), and "
+                                "--recompute is not given");
+  }
+  FULCRUM_RETURN_IF_ERROR(
       ParseInto(r.grad_precision, workload::ParseGradPrecision, t.grad_precision));
   FULCRUM_RETURN_IF_ERROR(
       ParseInto(r.checkpoint_format, workload::ParseCheckpointFormat, t.checkpoint_format));
@@ -315,6 +326,12 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
       {"seq_len", t.seq_len},
       {"recompute", std::string(workload::RecomputeName(t.recompute))},
       {"flash_attention", t.flash_attention}};
+  // Megatron-Core's --recompute-modules, echoed where selective recompute reads them under its
+  // model code (absent otherwise, so outputs without the option stay as they were).
+  if (t.recompute == workload::Recompute::kSelective &&
+      t.recompute_modules != workload::kRecomputeCoreAttn) {
+    doc["setup"]["recompute_modules"] = workload::RecomputeModulesName(t.recompute_modules);
+  }
   const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
   const int64_t shard = t.dp_shard > 0 ? t.dp_shard : t.dp;
   doc["parallel"] = {{"tp", t.tp},
@@ -385,8 +402,12 @@ std::string DescribeSetup(const EstimateInput& in) {
   s << " --zero " << t.zero_stage;
   if (t.sequence_parallel) s << " --sequence-parallel";
   s << " --micro-batch " << t.micro_batch << " --global-batch " << t.global_batch << " --seq-len "
-    << t.seq_len << " --recompute " << workload::RecomputeName(t.recompute) << " --flash-attention "
-    << (t.flash_attention ? "on" : "off");
+    << t.seq_len << " --recompute " << workload::RecomputeName(t.recompute);
+  if (t.recompute == workload::Recompute::kSelective &&
+      t.recompute_modules != workload::kRecomputeCoreAttn) {
+    s << " --recompute-modules " << workload::RecomputeModulesName(t.recompute_modules);
+  }
+  s << " --flash-attention " << (t.flash_attention ? "on" : "off");
   if (t.grad_precision != workload::GradPrecision::kDefault) {
     s << " --grad-precision "
       << (t.grad_precision == workload::GradPrecision::kFp16   ? "fp16"

@@ -45,6 +45,7 @@ struct EstimateRequest {
   // Training (strings are parsed with the workload:: parsers; "" = default).
   std::string precision, optimizer, method, recompute, framework, grad_precision, offload;
   std::string checkpoint_format;  // workload::ParseCheckpointFormat ("" = the framework's)
+  std::string recompute_modules;  // workload::ParseRecomputeModules ("" = core_attn)
   int64_t lora_rank = 16;
   int64_t tp = 1, pp = 1, vpp = 1, dp = 0;  // dp 0 = gpus / (tp * pp * cp)
   int64_t cp = 1, ep = 1;
