@@ -98,6 +98,14 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   FULCRUM_RETURN_IF_ERROR(ParseInto(r.framework, workload::ParseFramework, t.framework));
   FULCRUM_RETURN_IF_ERROR(
       ParseInto(r.recompute_modules, workload::ParseRecomputeModules, t.recompute_modules));
+  if (!r.exp_avg_dtype.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(t.exp_avg_dtype,
+                             workload::ParseMomentDtype(r.exp_avg_dtype, "--exp-avg-dtype"));
+  }
+  if (!r.exp_avg_sq_dtype.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(t.exp_avg_sq_dtype,
+                             workload::ParseMomentDtype(r.exp_avg_sq_dtype, "--exp-avg-sq-dtype"));
+  }
   // Modules are read under selective recompute only (as Megatron-LM reads them); a list given
   // with no --recompute at all is a forgotten flag, not a choice (an explicit none or full, as a
   // suggested change appends, ignores them).
@@ -332,6 +340,12 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
       t.recompute_modules != workload::kRecomputeCoreAttn) {
     doc["setup"]["recompute_modules"] = workload::RecomputeModulesName(t.recompute_modules);
   }
+  // Megatron's precision-aware optimizer's moment dtypes, where not fp32.
+  if (t.exp_avg_dtype != workload::MomentDtype::kFp32 ||
+      t.exp_avg_sq_dtype != workload::MomentDtype::kFp32) {
+    doc["setup"]["exp_avg_dtype"] = std::string(workload::MomentDtypeName(t.exp_avg_dtype));
+    doc["setup"]["exp_avg_sq_dtype"] = std::string(workload::MomentDtypeName(t.exp_avg_sq_dtype));
+  }
   const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
   const int64_t shard = t.dp_shard > 0 ? t.dp_shard : t.dp;
   doc["parallel"] = {{"tp", t.tp},
@@ -415,6 +429,11 @@ std::string DescribeSetup(const EstimateInput& in) {
                                                                : "fp32");
   }
   if (t.fp8_params) s << " --fp8-params";
+  if (t.exp_avg_dtype != workload::MomentDtype::kFp32 ||
+      t.exp_avg_sq_dtype != workload::MomentDtype::kFp32) {
+    s << " --exp-avg-dtype " << workload::MomentDtypeName(t.exp_avg_dtype) << " --exp-avg-sq-dtype "
+      << workload::MomentDtypeName(t.exp_avg_sq_dtype);
+  }
   if (t.offload_optimizer || t.offload_activations) {
     std::string parts = t.offload_optimizer ? "optimizer" : "";
     if (t.offload_params) parts += "+params";

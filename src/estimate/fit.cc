@@ -24,6 +24,9 @@ std::optional<EstimateResult> TryFit(const EstimateInput& given) {
     if (!workload::UsesMegatronModel(in.training.framework)) {
       in.training.recompute_modules = workload::kRecomputeCoreAttn;
     }
+    // Nor Megatron's precision-aware optimizer: fp32 moments.
+    in.training.exp_avg_dtype = workload::MomentDtype::kFp32;
+    in.training.exp_avg_sq_dtype = workload::MomentDtype::kFp32;
   }
   if (!workload::Validate(in.model, in.training, in.gpus).ok()) return std::nullopt;
   EstimateResult r = Evaluate(in);

@@ -65,8 +65,15 @@ bool IsMixed(Precision p) {
 // Optimizer state bytes per trained parameter, excluding master weights: AdamW m and v in fp32
 // (8); SGD momentum in fp32 (4); bitsandbytes 8-bit Adam, two 1-byte states (2; block-wise
 // quantisation statistics are negligible, Dettmers et al. 2021, arXiv 2110.02861). Pure bf16
-// keeps the states in bf16 (half of fp32).
+// keeps the states in bf16 (half of fp32). Megatron's precision-aware optimizer stores AdamW's
+// moments in --exp-avg-dtype / --exp-avg-sq-dtype (Transformer Engine FusedAdam; an fp8 moment's
+// per-tensor scale is negligible).
 double StateBytes(const Training& t) {
+  const bool moment_dtypes = t.exp_avg_dtype != workload::MomentDtype::kFp32 ||
+                             t.exp_avg_sq_dtype != workload::MomentDtype::kFp32;
+  if (t.optimizer == Optimizer::kAdamW && moment_dtypes) {
+    return workload::MomentBytes(t.exp_avg_dtype) + workload::MomentBytes(t.exp_avg_sq_dtype);
+  }
   double bytes = t.optimizer == Optimizer::kAdamW         ? 8
                  : t.optimizer == Optimizer::kSgdMomentum ? 4
                                                           : 2;

@@ -229,6 +229,30 @@ Status ValidateRecomputeModules(const Model& m, const Training& t) {
   return Status::Ok();
 }
 
+// Adam moments below fp32 are Megatron-LM's precision-aware optimizer: Adam only, under the
+// distributed optimizer (Megatron-LM@d98e8a64dd megatron/core/optimizer/optimizer_config.py
+// "--use-precision-aware-optimizer only supported with adam"; optimizer/__init__.py "only
+// supported with distributed optimizer"), which fulcrum models as --framework megatron --zero 1.
+Status ValidateMomentDtypes(const Training& t) {
+  if (t.exp_avg_dtype == MomentDtype::kFp32 && t.exp_avg_sq_dtype == MomentDtype::kFp32) {
+    return Status::Ok();
+  }
+  const std::string flags = "--exp-avg-dtype " + std::string(MomentDtypeName(t.exp_avg_dtype)) +
+                            " --exp-avg-sq-dtype " +
+                            std::string(MomentDtypeName(t.exp_avg_sq_dtype));
+  if (t.framework != Framework::kMegatron || t.optimizer != Optimizer::kAdamW ||
+      t.zero_stage != 1 || t.method != Method::kFull) {
+    return Status::InvalidInput(
+        flags +
+        ": Megatron-LM's precision-aware optimizer, for --framework megatron --optimizer adamw "
+        "--zero 1 (its distributed optimizer) and full training, found --framework " +
+        std::string(FrameworkName(t.framework)) + " --optimizer " +
+        std::string(OptimizerName(t.optimizer)) + " --zero " + Str(t.zero_stage) + " --method " +
+        std::string(MethodName(t.method)));
+  }
+  return Status::Ok();
+}
+
 Status ValidateLayout(const Model& m, const Training& t, int64_t gpus) {
   if (gpus > 0 && GpuCount(t) != gpus) {
     return Status::InvalidInput("--tp x --pp x --cp x --dp = " + Str(t.tp) + " x " + Str(t.pp) +
@@ -378,6 +402,7 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateSizes(training));
   FULCRUM_RETURN_IF_ERROR(ValidateLayout(model, training, gpus));
   FULCRUM_RETURN_IF_ERROR(ValidateRecomputeModules(model, training));
+  FULCRUM_RETURN_IF_ERROR(ValidateMomentDtypes(training));
   if (!FrameworkRunsLayout(training.framework, training)) {
     return Status::InvalidInput(
         "--framework " + std::string(FrameworkName(training.framework)) + " cannot run --tp " +
@@ -638,6 +663,29 @@ std::string FrameworkListName(FrameworkMask mask) {
     if (mask & FrameworkBit(f)) out += (out.empty() ? "" : ", ") + std::string(FrameworkName(f));
   }
   return out;
+}
+
+Result<MomentDtype> ParseMomentDtype(std::string_view text, const char* flag) {
+  const std::string t = ToLower(text);
+  if (t == "fp32") return MomentDtype::kFp32;
+  if (t == "fp16") return MomentDtype::kFp16;
+  if (t == "bf16") return MomentDtype::kBf16;
+  if (t == "fp8") return MomentDtype::kFp8;
+  return Expected(flag, "fp32, fp16, bf16 or fp8", text);
+}
+
+std::string_view MomentDtypeName(MomentDtype d) {
+  switch (d) {
+    case MomentDtype::kFp32:
+      return "fp32";
+    case MomentDtype::kFp16:
+      return "fp16";
+    case MomentDtype::kBf16:
+      return "bf16";
+    case MomentDtype::kFp8:
+      return "fp8";
+  }
+  return "?";
 }
 
 Result<GradPrecision> ParseGradPrecision(std::string_view text) {

@@ -44,6 +44,14 @@ enum RecomputeModule : uint32_t {
   kRecomputeSharedExperts = 1u << 6,
 };
 inline constexpr int kRecomputeModuleCount = 7;
+// The dtype an Adam moment is stored in: Megatron-LM's --exp-avg-dtype / --exp-avg-sq-dtype
+// (choices fp32, fp16, bf16, fp8; megatron/training/arguments.py@d98e8a64dd) under
+// --use-precision-aware-optimizer (Transformer Engine's FusedAdam keeps the states in that dtype;
+// the kernel computes in fp32). kFp32 is the default and every other optimizer's.
+enum class MomentDtype { kFp32, kFp16, kBf16, kFp8 };
+inline constexpr double MomentBytes(MomentDtype d) {
+  return d == MomentDtype::kFp32 ? 4 : d == MomentDtype::kFp8 ? 1 : 2;
+}
 // Whose conventions (gradient dtype, buffers, allocator reserve) apply; see memory.cc. kDdp is
 // PyTorch DistributedDataParallel (torch.nn.parallel.DistributedDataParallel, plain data parallel
 // with torch.amp; the HF Trainer under torchrun is DDP too and is estimated alike).
@@ -107,6 +115,9 @@ enum LoraTarget : uint32_t {
 struct Training {
   Precision precision = Precision::kBf16Mixed;
   Optimizer optimizer = Optimizer::kAdamW;
+  // AdamW's first and second moments (Megatron's precision-aware optimizer); fp32 by default.
+  MomentDtype exp_avg_dtype = MomentDtype::kFp32;
+  MomentDtype exp_avg_sq_dtype = MomentDtype::kFp32;
   Method method = Method::kFull;
   int64_t lora_rank = 16;
   uint32_t lora_targets = kLoraAllLinear;
@@ -283,6 +294,10 @@ Result<FrameworkMask> ParseFrameworkList(std::string_view text);
 // "ddp, fsdp, deepspeed" for the frameworks in `mask`, in the order of the enum.
 std::string FrameworkListName(FrameworkMask mask);
 Result<GradPrecision> ParseGradPrecision(std::string_view text);
+// fp32|fp16|bf16|fp8, as Megatron-LM's --exp-avg-dtype takes them; `flag` names the option in
+// the error.
+Result<MomentDtype> ParseMomentDtype(std::string_view text, const char* flag);
+std::string_view MomentDtypeName(MomentDtype d);
 Result<CheckpointFormat> ParseCheckpointFormat(std::string_view text);
 
 }  // namespace fulcrum::workload
