@@ -262,5 +262,45 @@ TEST(EstimateE2eTest, UncertaintyBandsComeFromTheCalibrationData) {
   EXPECT_GT(width(b), width(h));
 }
 
+// Megatron-LM's --recompute-modules and precision-aware optimizer moments: echoed in the JSON and
+// the command line, lowering the saved activations and the optimizer states; refused (exit 2) where
+// Megatron refuses them or where they do not exist.
+TEST(EstimateE2eTest, MegatronRecomputeModulesAndMomentDtypes) {
+  const std::vector<std::string> base = {"--model",        "deepseek-v2-lite",
+                                         "--gpu",          "H100-SXM",
+                                         "--gpus",         "8",
+                                         "--ep",           "8",
+                                         "--zero",         "1",
+                                         "--framework",    "megatron",
+                                         "--recompute",    "selective",
+                                         "--global-batch", "8"};
+  const nlohmann::json plain = EstimateJson(base);
+  EXPECT_FALSE(plain["setup"].contains("recompute_modules"));
+  std::vector<std::string> args = base;
+  for (const char* a : {"--recompute-modules", "layernorm,mla_up_proj,moe_act", "--exp-avg-dtype",
+                        "bf16", "--exp-avg-sq-dtype", "bf16"}) {
+    args.push_back(a);
+  }
+  const nlohmann::json doc = EstimateJson(args);
+  EXPECT_EQ(doc["setup"]["recompute_modules"], "moe_act,layernorm,mla_up_proj");
+  EXPECT_EQ(doc["setup"]["exp_avg_dtype"], "bf16");
+  EXPECT_LT(doc["memory"]["activations_bytes"].get<double>(),
+            plain["memory"]["activations_bytes"].get<double>());
+  EXPECT_LT(doc["memory"]["optimizer_bytes"].get<double>(),
+            plain["memory"]["optimizer_bytes"].get<double>());
+  ExpectRefused({"--model", "llama-3-8b", "--gpu", "H100-SXM", "--gpus", "8", "--framework",
+                 "megatron", "--recompute", "selective", "--recompute-modules", "mla_up_proj"},
+                "mla_up_proj needs multi-latent attention");
+  ExpectRefused({"--model", "llama-3-8b", "--gpu", "H100-SXM", "--gpus", "8", "--framework",
+                 "megatron", "--recompute", "selective", "--recompute-modules", "mlpp"},
+                "did you mean mlp");
+  ExpectRefused({"--model", "llama-3-8b", "--gpu", "H100-SXM", "--gpus", "8", "--framework", "fsdp",
+                 "--zero", "3", "--recompute", "selective", "--recompute-modules", "mlp"},
+                "for --framework megatron or megatron-fsdp");
+  ExpectRefused({"--model", "llama-3-8b", "--gpu", "H100-SXM", "--gpus", "8", "--zero", "3",
+                 "--exp-avg-dtype", "bf16"},
+                "precision-aware optimizer");
+}
+
 }  // namespace
 }  // namespace fulcrum::testing

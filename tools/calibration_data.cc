@@ -373,6 +373,12 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
   FULCRUM_ASSIGN_OR_RETURN(q.grad_precision, r.Text("grad_precision"));
   FULCRUM_ASSIGN_OR_RETURN(const int64_t fp8_params, r.Int("fp8_params"));
   q.fp8_params = fp8_params == 1;
+  // Megatron-LM's names for what the run's report says it recomputes (--recompute-modules under
+  // selective recompute) and the dtypes of its Adam moments (--exp-avg-dtype /
+  // --exp-avg-sq-dtype); empty: core_attn, fp32.
+  FULCRUM_ASSIGN_OR_RETURN(q.recompute_modules, r.Text("recompute_modules"));
+  FULCRUM_ASSIGN_OR_RETURN(q.exp_avg_dtype, r.Text("exp_avg_dtype"));
+  FULCRUM_ASSIGN_OR_RETURN(q.exp_avg_sq_dtype, r.Text("exp_avg_sq_dtype"));
   run.model = q.model.empty() ? std::to_string(q.layers) + "/" + std::to_string(q.hidden) + "/" +
                                     std::to_string(q.heads) + "/" + std::to_string(q.kv_heads)
                               : q.model;
@@ -384,9 +390,11 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
       (q.ep > 1 ? " ep" + std::to_string(q.ep) : "") + " z" + std::to_string(q.zero) + " " +
       q.framework + (q.grad_precision.empty() ? "" : " grad " + q.grad_precision) +
       (q.fp8_params ? " fp8-params" : "") +
-      (q.microbatch_group_size > 0 ? " group " + std::to_string(q.microbatch_group_size) : "");
+      (q.microbatch_group_size > 0 ? " group " + std::to_string(q.microbatch_group_size) : "") +
+      (q.exp_avg_dtype.empty() ? "" : " moments " + q.exp_avg_dtype + "/" + q.exp_avg_sq_dtype);
   run.batch = std::to_string(q.micro_batch) + "/" + std::to_string(q.global_batch) + " x " +
-              std::to_string(q.seq_len) + " " + q.recompute;
+              std::to_string(q.seq_len) + " " + q.recompute +
+              (q.recompute_modules.empty() ? "" : " (" + q.recompute_modules + ")");
   run.precision = q.precision;
   Result<estimate::EstimateInput> input = estimate::ResolveEstimateInput(q, catalog, catalog_dir);
   if (input.ok()) {

@@ -157,6 +157,57 @@ std::string Gib(double bytes, const char* format = "%.1f") {
   return Format(format, bytes / 1073741824.0) + " GiB";
 }
 
+// DeepSeek-V3's row: what its report says it did for memory, in Megatron-LM's terms (the row's
+// recompute_modules and moment dtypes), the peak with them and without them (no recompute, fp32
+// moments), both from the estimate, and what is still not modelled.
+std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
+  std::ostringstream out;
+  out << "DeepSeek-V3 (deepseek-v3-2048): its multi-head latent attention and DeepSeekMoE shape "
+         "are modelled (671 B parameters, 37.6 B used per token; DeepSeek's 250 GFLOPs per token "
+         "at 4K, which counts the causal half of the attention, within 1 %), its schedule is not: "
+         "the row runs Megatron 1F1B with the expert-parallel all-to-all exposed, where "
+         "DeepSeek's DualPipe overlaps it and the pipeline sends with computation. Its memory "
+         "takes DeepSeek's recomputation of the RMSNorms and the MLA up-projections (arXiv "
+         "2412.19437 section 3.2.3) and of the MoE SwiGLU output, and its BF16 AdamW moments "
+         "(section 3.3.3), as Megatron-LM's --recompute-modules layernorm,mla_up_proj,moe_act "
+         "and --exp-avg-dtype / --exp-avg-sq-dtype bf16, and Transformer Engine's FP8 casts of "
+         "the linear inputs (1 byte each), not its FP8 caching beyond them (the SwiGLU inputs, "
+         "the E5M6 attention output; the estimate keeps them in 16 bits).";
+  for (const PublishedRun& run : runs) {
+    if (run.id != "deepseek-v3-2048" || !run.input) continue;
+    const estimate::EstimateResult as_run = estimate::Evaluate(*run.input);
+    estimate::EstimateInput plain = *run.input;
+    plain.training.recompute = workload::Recompute::kNone;
+    plain.training.recompute_modules = workload::kRecomputeCoreAttn;
+    plain.training.exp_avg_dtype = workload::MomentDtype::kFp32;
+    plain.training.exp_avg_sq_dtype = workload::MomentDtype::kFp32;
+    const estimate::EstimateResult without = estimate::Evaluate(plain);
+    const estimate::MemoryBreakdown& b = as_run.memory;
+    const estimate::MemoryBreakdown& w = without.memory;
+    const double reserve =
+        b.allocated_bytes > 0 ? b.allocator_reserve_bytes / b.allocated_bytes : 0;
+    const double over = (b.peak_bytes_per_gpu - as_run.capacity_bytes) / (1 + reserve);
+    out << " With them the peak is " << Gib(b.peak_bytes_per_gpu) << " ("
+        << Gib(w.peak_bytes_per_gpu) << " without): activations " << Gib(b.activations_bytes)
+        << " (" << Gib(w.activations_bytes) << "), optimizer states and fp32 master weights "
+        << Gib(b.optimizer_bytes) << " (" << Gib(w.optimizer_bytes) << ")";
+    if (as_run.verdict == estimate::FitVerdict::kDoesNotFit && b.activations_bytes > 0) {
+      out << ", so it still does not fit in " << Gib(as_run.capacity_bytes)
+          << " here although it trained: " << Percent(over / b.activations_bytes)
+          << " of the activations over. The schedule does not explain it (DualPipe holds PP + 1 "
+             "micro-batches' activations against 1F1B's PP and two copies of the parameters, "
+             "the report's Table 2). What remains: the FP8 caches counted in 16 bits here, and "
+             "what the report does not state, the micro-batch size (1 assumed) and which "
+             "tensors HAI-LLM's kernels save (the estimate takes Megatron-Core's with "
+             "Transformer Engine).";
+    } else {
+      out << ", within the " << Gib(as_run.capacity_bytes) << " of one GPU.";
+    }
+  }
+  out << " Node-limited routing and the MTP module are not modelled either.\n\n";
+  return out.str();
+}
+
 // The memory column's reading: which settings the recipes' published configurations state, what
 // the interleaved schedule holds, and which public runs are not in the table and why.
 std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
@@ -219,18 +270,8 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
       << ". So with a whole accumulation buffer these rows do not fit here although they "
          "trained without activation checkpointing: at any N the paper describes, their layers "
          "would have to save less than Megatron-Core's by the share above.\n\n"
-         "DeepSeek-V3 (deepseek-v3-2048): its multi-head latent attention and DeepSeekMoE shape "
-         "are modelled (671 B parameters, 37.6 B used per token; DeepSeek's 250 GFLOPs per token "
-         "at 4K, which counts the causal half of the attention, within 1 %), its schedule is not: "
-         "the row runs Megatron 1F1B with the "
-         "expert-parallel all-to-all exposed, where DeepSeek's DualPipe overlaps it and the "
-         "pipeline sends with computation. Its memory counts Transformer Engine's FP8 casts of "
-         "the linear inputs (1 byte each), not DeepSeek's recomputation of RMSNorm and the MLA "
-         "up-projections, its FP8 caching beyond the linear inputs (the attention output and "
-         "SwiGLU inputs, arXiv 2412.19437 section 3.3.3) or BF16 optimizer moments, so it does "
-         "not fit in 80 GB here although it trained; node-limited routing and the MTP module "
-         "are not modelled either.\n\n"
-         "Public runs not in the table: Llama 2 (the paper gives GPU-hours per model, Table 2, but "
+      << DeepSeekMemoryParagraph(runs)
+      << "Public runs not in the table: Llama 2 (the paper gives GPU-hours per model, Table 2, but "
          "neither the GPU count nor the layout); MPT-30B (its card gives three stages' GPUs and "
          "batch, no time "
          "per stage); Falcon-180B (its card gives the layout, TP 8 PP 8 DP 64 on 4096 A100-40GB, "

@@ -63,6 +63,13 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
   cmd->add_option("--optimizer", r.optimizer, "adamw|sgd (momentum)|adam8bit (default: adamw)")
       ->group(tr);
   cmd->add_option("--method", r.method, "full|lora|qlora (default: full)")->group(tr);
+  cmd->add_option("--exp-avg-dtype", r.exp_avg_dtype,
+                  "fp32|fp16|bf16|fp8: AdamW's first moment under Megatron-LM's "
+                  "--use-precision-aware-optimizer (--framework megatron --zero 1; default: fp32)")
+      ->group(tr);
+  cmd->add_option("--exp-avg-sq-dtype", r.exp_avg_sq_dtype,
+                  "fp32|fp16|bf16|fp8: AdamW's second moment, as --exp-avg-dtype (default: fp32)")
+      ->group(tr);
   cmd->add_option("--lora-rank", r.lora_rank,
                   "LoRA rank, adapters on every linear layer (default: 16)")
       ->group(tr);
@@ -106,6 +113,13 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
       ->group(tr);
   cmd->add_option("--recompute", r.recompute,
                   "Activation recompute none|selective|full (default: none)")
+      ->group(tr);
+  cmd->add_option("--recompute-modules", r.recompute_modules,
+                  "With --recompute selective under megatron or megatron-fsdp: Megatron-LM's "
+                  "--recompute-modules, a comma list of core_attn, moe_act, layernorm, "
+                  "mla_up_proj, mlp, moe, shared_experts (default: core_attn; ignored under "
+                  "--recompute none or full, as Megatron-LM does)")
+      ->type_name("LIST")
       ->group(tr);
   cmd->add_option("--flash-attention", r.flash_attention, "on|off (default: on)")->group(tr);
   cmd->add_option("--framework", r.framework,

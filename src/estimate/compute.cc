@@ -123,6 +123,9 @@ struct LayerForward {
   double flops = 0;  // model FLOPs of the forward on this GPU
   double attention_flops = 0;
   double selective_flops = 0;
+  // What Megatron's --recompute-modules other than core_attn re-run (MegatronModuleRecompute).
+  double modules_seconds = 0;
+  double modules_flops = 0;
 };
 
 struct MlpForward {
@@ -270,6 +273,86 @@ SelectiveGemms TorchtitanRecomputedGemms(const Model& m, const ModelCounts& coun
   return g;
 }
 
+// The forward of one layer per micro-batch that Megatron-Core's --recompute-modules beyond
+// core_attn re-run in backward (estimate/memory.cc RecomputedModuleBytes for what each discards),
+// means over the layers as MeanMlp: each module's GEMMs at `peak` and its elementwise passes at
+// `token_seconds` per element and token, counted as the Megatron elementwise kernels are
+// (MegatronHiddenElements; the activation reads its input and writes its output):
+// - layernorm: the norm modules (MLA's input norm; a MoE layer's pre-MLP norm), each reading and
+//   writing a hidden-wide tensor (`hidden_share` of it under sequence parallelism);
+// - mla_up_proj: the query up-projection (q_proj without query compression) and kv_b, split over
+//   tp, and RoPE writing and re-reading Q, K and V (fulcrum's count of that pass);
+// - moe_act: the routed experts' activation; mlp: the dense MLP; moe: the MoE MLP (router, shared
+//   and routed experts); shared_experts: the shared experts' MLP; each with its activation.
+struct ModuleForward {
+  double seconds = 0;
+  double flops = 0;
+};
+
+ModuleForward MlaUpProjForward(const Model& m, double tokens, double t, double token_seconds,
+                               const GemmRate& peak) {
+  const double q = static_cast<double>(workload::QDim(m));
+  const double kv_lora = static_cast<double>(m.kv_lora_rank);
+  const double kv_up = static_cast<double>(m.heads * (m.qk_nope_head_dim + m.v_head_dim));
+  const double q_in =
+      m.q_lora_rank > 0 ? static_cast<double>(m.q_lora_rank) : static_cast<double>(m.hidden);
+  ModuleForward f;
+  f.seconds =
+      GemmSeconds(tokens, q / t, q_in, peak) + GemmSeconds(tokens, kv_up / t, kv_lora, peak);
+  f.flops = 2 * tokens * (q_in * q + kv_lora * kv_up) / t;
+  const double qkv = static_cast<double>(workload::QDim(m) + workload::KDim(m) + workload::VDim(m));
+  f.seconds += token_seconds * 2 * qkv / t;
+  return f;
+}
+
+ModuleForward MegatronModuleRecompute(const Model& m, const Training& tr, double tokens, double t,
+                                      double token_seconds, double hidden_share,
+                                      const GemmRate& peak) {
+  ModuleForward out;
+  const double layers = static_cast<double>(m.layers);
+  const double moe_share = static_cast<double>(workload::MoeLayerCount(m)) / layers;
+  const bool gated = m.mlp == workload::MlpKind::kSwiglu;
+  const double h = static_cast<double>(m.hidden);
+  // Elementwise seconds of an MLP activation over `width` per token (reads ffn_in, writes width).
+  const auto activation = [&](double width) {
+    return token_seconds * ((gated ? 2 : 1) * width + width) / t;
+  };
+  const auto add = [&out](double share, double seconds, double flops) {
+    out.seconds += share * seconds;
+    out.flops += share * flops;
+  };
+  if (workload::RecomputesModule(tr, workload::kRecomputeLayernorm)) {
+    const double norms = (workload::IsMla(m) ? 1 : 0) + moe_share;
+    add(norms, token_seconds * 2 * hidden_share, 0);
+  }
+  if (workload::RecomputesModule(tr, workload::kRecomputeMlaUpProj)) {
+    const ModuleForward up = MlaUpProjForward(m, tokens, t, token_seconds, peak);
+    add(1, up.seconds, up.flops);
+  }
+  if (workload::RecomputesModule(tr, workload::kRecomputeMlp)) {
+    const double f = static_cast<double>(m.ffn_hidden);
+    const MlpForward dense = DenseMlp(tokens, h, f, gated, t, peak);
+    add(1 - moe_share, dense.seconds + activation(f), dense.flops);
+  }
+  if (!workload::IsMoe(m)) return out;
+  const double fe = static_cast<double>(workload::ExpertFfnHidden(m));
+  const double k = static_cast<double>(m.experts_per_token);
+  const double shared_width = fe * static_cast<double>(m.shared_experts);
+  if (workload::RecomputesModule(tr, workload::kRecomputeMoe)) {
+    const MlpForward moe = MoeMlp(m, tr, tokens, t, peak);
+    add(moe_share, moe.seconds + activation(moe.width), moe.flops);
+    return out;  // the MoE layer's recompute covers its shared experts and activation
+  }
+  if (workload::RecomputesModule(tr, workload::kRecomputeSharedExperts)) {
+    const MlpForward shared = DenseMlp(tokens, h, shared_width, gated, t, peak);
+    add(moe_share, shared.seconds + activation(shared_width), shared.flops);
+  }
+  if (workload::RecomputesModule(tr, workload::kRecomputeMoeAct)) {
+    add(moe_share, activation(k * fe), 0);
+  }
+  return out;
+}
+
 LayerForward EstimateLayerForward(const Model& model, const ModelCounts& counts, const Training& tr,
                                   const Hardware& hw, const TimeCalibration& c) {
   LayerForward out;
@@ -363,6 +446,12 @@ LayerForward EstimateLayerForward(const Model& model, const ModelCounts& counts,
   const SelectiveGemms rerun = TorchtitanRecomputedGemms(model, counts, tokens, t, mlp.width, peak);
   out.selective_seconds = rerun.seconds + elementwise_seconds;
   out.selective_flops = rerun.flops;
+  if (megatron_core && (tr.recompute_modules & ~workload::kRecomputeCoreAttn) != 0) {
+    const ModuleForward modules =
+        MegatronModuleRecompute(model, tr, tokens, t, token_seconds, hidden_share, peak);
+    out.modules_seconds = modules.seconds;
+    out.modules_flops = modules.flops;
+  }
   return out;
 }
 
@@ -624,14 +713,30 @@ struct Recomputed {
 // full: the whole layer; torchtitan/FSDP selective: the matmuls and elementwise ops its op
 // policy does not save; Megatron-style selective: core attention (Megatron-Core checkpoints
 // core_attn under --recompute-granularity selective, flash or not; Korthikanti et al. 2022
-// section 5).
+// section 5), and the forward of the other --recompute-modules (MegatronModuleRecompute).
 Recomputed RecomputeCost(const LayerForward& fwd, const Training& tr) {
   if (tr.recompute == Recompute::kFull) return {fwd.seconds, fwd.flops};
   if (tr.recompute == Recompute::kSelective && tr.framework == workload::Framework::kFsdp) {
     return {fwd.selective_seconds, fwd.selective_flops};
   }
-  if (tr.recompute == Recompute::kSelective) return {fwd.attention_seconds, fwd.attention_flops};
-  return {};
+  if (tr.recompute != Recompute::kSelective) return {};
+  Recomputed r{fwd.modules_seconds, fwd.modules_flops};
+  if (workload::RecomputesModule(tr, workload::kRecomputeCoreAttn)) {
+    r.seconds += fwd.attention_seconds;
+    r.flops += fwd.attention_flops;
+  }
+  return r;
+}
+
+// The share of the layers whose MLP block Megatron's --recompute-modules re-run whole: mlp the
+// dense layers, moe the MoE layers.
+double RecomputedMlpShare(const Model& m, const Training& tr) {
+  const double moe_share =
+      static_cast<double>(workload::MoeLayerCount(m)) / static_cast<double>(m.layers);
+  double share = 0;
+  if (workload::RecomputesModule(tr, workload::kRecomputeMlp)) share += 1 - moe_share;
+  if (workload::RecomputesModule(tr, workload::kRecomputeMoe)) share += moe_share;
+  return share;
 }
 
 // Tensor parallel: 2 all-reduces forward, 2 backward (+2 with full recompute).
@@ -646,14 +751,19 @@ Recomputed RecomputeCost(const LayerForward& fwd, const Training& tr) {
 // --no-async-tensor-model-parallel-allreduce turns it off; Transformer Engine's Linear and
 // LayerNormLinear do the same, "Overlap dgrad-RS/AR with wgrad"). The row-parallel layers'
 // backward collectives (with SP the all-gathers of the output gradients) stay exposed.
-LayerComm TensorParallelComm(const LayerForward& fwd, const Training& tr, const Link& tp_link,
-                             const TimeCalibration& c, const MicroBatchShape& mb) {
+LayerComm TensorParallelComm(const Model& model, const LayerForward& fwd, const Training& tr,
+                             const Link& tp_link, const TimeCalibration& c,
+                             const MicroBatchShape& mb) {
   const double tp_activation_bytes = mb.tokens * mb.hidden * mb.bytes;
   const int tp_ranks = static_cast<int>(tr.tp);
   const double tp_all_reduce = AllReduceSeconds(tp_activation_bytes, tp_ranks, tp_link);
   const double tp_all_gather = AllGatherSeconds(tp_activation_bytes, tp_ranks, tp_link);
   const double tp_regather = tr.sequence_parallel ? 2 * tp_all_gather : 0;
-  const double tp_layer_seconds = 2 * mb.forward_passes * tp_all_reduce + tp_regather;
+  // Megatron's mlp / moe recompute re-runs the MLP block's forward collective (an all-reduce, or
+  // with SP its all-gather and reduce-scatter, the same traffic) in the layers it covers.
+  const double mlp_reruns = RecomputedMlpShare(model, tr);
+  const double tp_layer_seconds =
+      (2 * mb.forward_passes + mlp_reruns) * tp_all_reduce + tp_regather;
   double tp_hidden = 0;
   if (workload::UsesMegatronModel(tr.framework) && tr.tp > 1) {
     const double overlappable =
@@ -692,8 +802,10 @@ double ExpertParallelSeconds(const Model& model, const Training& tr, const Hardw
                               mb.bytes / (tr.sequence_parallel ? t : 1);
   const double moe_share =
       static_cast<double>(workload::MoeLayerCount(model)) / static_cast<double>(model.layers);
-  return 2 * mb.forward_passes * moe_share *
-         AllToAllSeconds(routed_bytes, static_cast<int>(tr.ep), ep_link);
+  // Megatron's "moe" recompute re-runs the layer's forward, dispatch and combine included.
+  const double passes =
+      mb.forward_passes + (workload::RecomputesModule(tr, workload::kRecomputeMoe) ? 1 : 0);
+  return 2 * passes * moe_share * AllToAllSeconds(routed_bytes, static_cast<int>(tr.ep), ep_link);
 }
 
 // Activation offload: every saved activation goes to the host in forward and comes back in
@@ -714,7 +826,7 @@ LayerComm LayerCommunication(const Model& model, const ModelCounts& counts, cons
                              const Hardware& hw, const TimeCalibration& c, const LayerForward& fwd,
                              const Link& tp_link, const MicroBatchShape& mb,
                              double backward_factor) {
-  LayerComm layer = TensorParallelComm(fwd, tr, tp_link, c, mb);
+  LayerComm layer = TensorParallelComm(model, fwd, tr, tp_link, c, mb);
   if (tr.cp > 1) {
     const LayerComm ring = ContextParallelComm(model, tr, hw, c, fwd, mb);
     layer.seconds += ring.seconds;

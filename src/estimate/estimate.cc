@@ -97,6 +97,25 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   FULCRUM_RETURN_IF_ERROR(ParseInto(r.recompute, workload::ParseRecompute, t.recompute));
   FULCRUM_RETURN_IF_ERROR(ParseInto(r.framework, workload::ParseFramework, t.framework));
   FULCRUM_RETURN_IF_ERROR(
+      ParseInto(r.recompute_modules, workload::ParseRecomputeModules, t.recompute_modules));
+  if (!r.exp_avg_dtype.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(t.exp_avg_dtype,
+                             workload::ParseMomentDtype(r.exp_avg_dtype, "--exp-avg-dtype"));
+  }
+  if (!r.exp_avg_sq_dtype.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(t.exp_avg_sq_dtype,
+                             workload::ParseMomentDtype(r.exp_avg_sq_dtype, "--exp-avg-sq-dtype"));
+  }
+  // Modules are read under selective recompute only (as Megatron-LM reads them); a list given
+  // with no --recompute at all is a forgotten flag, not a choice (an explicit none or full, as a
+  // suggested change appends, ignores them).
+  if (!r.recompute_modules.empty() && r.recompute.empty()) {
+    return Status::InvalidInput("--recompute-modules " + r.recompute_modules +
+                                ": modules are recomputed under --recompute selective "
+                                "(Megatron-LM's --recompute-granularity selective), and "
+                                "--recompute is not given");
+  }
+  FULCRUM_RETURN_IF_ERROR(
       ParseInto(r.grad_precision, workload::ParseGradPrecision, t.grad_precision));
   FULCRUM_RETURN_IF_ERROR(
       ParseInto(r.checkpoint_format, workload::ParseCheckpointFormat, t.checkpoint_format));
@@ -315,6 +334,18 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
       {"seq_len", t.seq_len},
       {"recompute", std::string(workload::RecomputeName(t.recompute))},
       {"flash_attention", t.flash_attention}};
+  // Megatron-Core's --recompute-modules, echoed where selective recompute reads them under its
+  // model code (absent otherwise, so outputs without the option stay as they were).
+  if (t.recompute == workload::Recompute::kSelective &&
+      t.recompute_modules != workload::kRecomputeCoreAttn) {
+    doc["setup"]["recompute_modules"] = workload::RecomputeModulesName(t.recompute_modules);
+  }
+  // Megatron's precision-aware optimizer's moment dtypes, where not fp32.
+  if (t.exp_avg_dtype != workload::MomentDtype::kFp32 ||
+      t.exp_avg_sq_dtype != workload::MomentDtype::kFp32) {
+    doc["setup"]["exp_avg_dtype"] = std::string(workload::MomentDtypeName(t.exp_avg_dtype));
+    doc["setup"]["exp_avg_sq_dtype"] = std::string(workload::MomentDtypeName(t.exp_avg_sq_dtype));
+  }
   const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
   const int64_t shard = t.dp_shard > 0 ? t.dp_shard : t.dp;
   doc["parallel"] = {{"tp", t.tp},
@@ -385,8 +416,12 @@ std::string DescribeSetup(const EstimateInput& in) {
   s << " --zero " << t.zero_stage;
   if (t.sequence_parallel) s << " --sequence-parallel";
   s << " --micro-batch " << t.micro_batch << " --global-batch " << t.global_batch << " --seq-len "
-    << t.seq_len << " --recompute " << workload::RecomputeName(t.recompute) << " --flash-attention "
-    << (t.flash_attention ? "on" : "off");
+    << t.seq_len << " --recompute " << workload::RecomputeName(t.recompute);
+  if (t.recompute == workload::Recompute::kSelective &&
+      t.recompute_modules != workload::kRecomputeCoreAttn) {
+    s << " --recompute-modules " << workload::RecomputeModulesName(t.recompute_modules);
+  }
+  s << " --flash-attention " << (t.flash_attention ? "on" : "off");
   if (t.grad_precision != workload::GradPrecision::kDefault) {
     s << " --grad-precision "
       << (t.grad_precision == workload::GradPrecision::kFp16   ? "fp16"
@@ -394,6 +429,11 @@ std::string DescribeSetup(const EstimateInput& in) {
                                                                : "fp32");
   }
   if (t.fp8_params) s << " --fp8-params";
+  if (t.exp_avg_dtype != workload::MomentDtype::kFp32 ||
+      t.exp_avg_sq_dtype != workload::MomentDtype::kFp32) {
+    s << " --exp-avg-dtype " << workload::MomentDtypeName(t.exp_avg_dtype) << " --exp-avg-sq-dtype "
+      << workload::MomentDtypeName(t.exp_avg_sq_dtype);
+  }
   if (t.offload_optimizer || t.offload_activations) {
     std::string parts = t.offload_optimizer ? "optimizer" : "";
     if (t.offload_params) parts += "+params";

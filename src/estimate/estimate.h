@@ -45,6 +45,8 @@ struct EstimateRequest {
   // Training (strings are parsed with the workload:: parsers; "" = default).
   std::string precision, optimizer, method, recompute, framework, grad_precision, offload;
   std::string checkpoint_format;  // workload::ParseCheckpointFormat ("" = the framework's)
+  std::string recompute_modules;  // workload::ParseRecomputeModules ("" = core_attn)
+  std::string exp_avg_dtype, exp_avg_sq_dtype;  // workload::ParseMomentDtype ("" = fp32)
   int64_t lora_rank = 16;
   int64_t tp = 1, pp = 1, vpp = 1, dp = 0;  // dp 0 = gpus / (tp * pp * cp)
   int64_t cp = 1, ep = 1;

@@ -20,6 +20,13 @@ std::optional<EstimateResult> TryFit(const EstimateInput& given) {
   EstimateInput in = given;
   if (!workload::FrameworkRunsLayout(in.training.framework, in.training)) {
     in.training.framework = workload::DefaultFrameworkFor(in.training);
+    // Megatron-Core's --recompute-modules do not exist there: its default, core attention.
+    if (!workload::UsesMegatronModel(in.training.framework)) {
+      in.training.recompute_modules = workload::kRecomputeCoreAttn;
+    }
+    // Nor Megatron's precision-aware optimizer: fp32 moments.
+    in.training.exp_avg_dtype = workload::MomentDtype::kFp32;
+    in.training.exp_avg_sq_dtype = workload::MomentDtype::kFp32;
   }
   if (!workload::Validate(in.model, in.training, in.gpus).ok()) return std::nullopt;
   EstimateResult r = Evaluate(in);

@@ -65,8 +65,15 @@ bool IsMixed(Precision p) {
 // Optimizer state bytes per trained parameter, excluding master weights: AdamW m and v in fp32
 // (8); SGD momentum in fp32 (4); bitsandbytes 8-bit Adam, two 1-byte states (2; block-wise
 // quantisation statistics are negligible, Dettmers et al. 2021, arXiv 2110.02861). Pure bf16
-// keeps the states in bf16 (half of fp32).
+// keeps the states in bf16 (half of fp32). Megatron's precision-aware optimizer stores AdamW's
+// moments in --exp-avg-dtype / --exp-avg-sq-dtype (Transformer Engine FusedAdam; an fp8 moment's
+// per-tensor scale is negligible).
 double StateBytes(const Training& t) {
+  const bool moment_dtypes = t.exp_avg_dtype != workload::MomentDtype::kFp32 ||
+                             t.exp_avg_sq_dtype != workload::MomentDtype::kFp32;
+  if (t.optimizer == Optimizer::kAdamW && moment_dtypes) {
+    return workload::MomentBytes(t.exp_avg_dtype) + workload::MomentBytes(t.exp_avg_sq_dtype);
+  }
   double bytes = t.optimizer == Optimizer::kAdamW         ? 8
                  : t.optimizer == Optimizer::kSgdMomentum ? 4
                                                           : 2;
@@ -371,6 +378,112 @@ double ReplicatedBytesPerToken(const Model& m, const Training& t) {
   return bytes;
 }
 
+// Bytes per token (mean over the layers) that Megatron-Core's --recompute-modules other than
+// core_attn discard from what LayerActivationBytes counts, split into the part replicated over tp
+// (split only by sequence parallelism) and the part split by tp. Each module's checkpoint at
+// Megatron-LM@d98e8a64dd (gpt_layer_specs.py get_gpt_layer_with_transformer_engine_submodules for
+// which norms are modules: MLA's input_layernorm and a MoE layer's pre_mlp_layernorm; standard
+// attention's and a dense MLP's norms are fused into linear_qkv / linear_fc1, IdentityOp, so
+// "layernorm" finds nothing there, transformer_layer.py):
+// - layernorm: CheckpointWithoutOutput over the norm keeps its input and frees its output's storage
+//   (tensor_parallel/random.py discard_output_and_register_recompute), which every consumer saved:
+//   MLA's down-projections (with FP8, MLASelfAttention.set_for_recompute_input_layernorm makes
+//   linear_q_down_proj, if q_lora_rank, and linear_kv_down_proj save that 16-bit input instead of
+//   their casts; multi_latent_attention.py), the MoE router, and the shared experts' first linear
+//   (MoELayer.set_for_recompute_pre_mlp_layernorm, moe/moe_layer.py). Without query compression
+//   q_proj keeps its FP8 cast;
+// - mla_up_proj: CheckpointWithoutOutput over the up-projections and RoPE
+//   (multi_latent_attention.py, qkv_up_proj_and_rope_apply) keeps its inputs, the latents, and
+//   frees query, key and value after core attention (the Q, K, V the attention saved), and the
+//   up-projections' own saves (their fused norms' outputs) are never made; without query
+//   compression its input is the input norm's output, which it then keeps in 16 bits;
+// - moe_act: CheckpointWithoutOutput over the routed experts' activation (moe/experts.py
+//   TEGroupedMLP: bias_act_output) keeps its input (fc1's output) and frees the output, fc2's input
+//   (with FP8, set_save_original_input(linear_fc2): the 16-bit input instead of its cast);
+// - mlp (dense layers), moe (MoE layers), shared_experts: tensor_parallel.checkpoint /
+//   te_checkpoint keeps the module's input (the residual stream, counted as the MLP norm's input,
+//   or a MoE layer's norm output) and none of what the module saves inside: a dense MLP's norm
+//   output and its MLP tensors; the MoE layer's shared-expert cast, dispatch copies and expert
+//   tensors (transformer_layer.py recompute_mlp; moe_layer.py moe_layer_recompute,
+//   shared_experts_recompute).
+struct RecomputedBytesPerToken {
+  double replicated = 0;
+  double split = 0;
+};
+
+// MLA's input-norm outputs still kept (per token, in units of hidden), as ReplicatedBytesPerToken
+// counts them without recompute (attention_norm): one 16-bit tensor, or under FP8 one cast per
+// down-projection.
+double MlaInputNormKept(const Model& m, const Training& t, double e, double linear) {
+  const bool layernorm = workload::RecomputesModule(t, workload::kRecomputeLayernorm);
+  const bool up_proj = workload::RecomputesModule(t, workload::kRecomputeMlaUpProj);
+  if (linear == e) return layernorm ? 0 : e;
+  const bool q_lora = m.q_lora_rank > 0;
+  double kept = layernorm ? 0 : linear;  // linear_kv_down_proj's cast
+  if (q_lora) return kept + (layernorm ? 0 : linear);
+  if (!up_proj) return kept + linear;  // q_proj's cast (not set to save its 16-bit input)
+  return kept + (layernorm ? 0 : e);   // the up-projection checkpoint's 16-bit input
+}
+
+RecomputedBytesPerToken RecomputedModuleBytes(const Model& m, const Training& t) {
+  RecomputedBytesPerToken out;
+  const uint32_t modules = t.recompute == Recompute::kSelective ? t.recompute_modules : 0;
+  if ((modules & ~workload::kRecomputeCoreAttn) == 0) return out;
+  const double e = ActElementBytes(t);
+  const double linear = LinearInputBytes(t);
+  const double h = static_cast<double>(m.hidden);
+  const double layers = static_cast<double>(m.layers);
+  const double moe_share = static_cast<double>(workload::MoeLayerCount(m)) / layers;
+  const bool gated = m.mlp == workload::MlpKind::kSwiglu;
+  const double mlp_per_width = (gated ? 2 : 1) * e + linear;  // as LayerActivationBytes' split
+  const bool moe = modules & workload::kRecomputeMoe;
+  if (workload::IsMla(m)) {
+    const double attention_norm = linear != e ? 2 * linear : linear;
+    out.replicated += (attention_norm - MlaInputNormKept(m, t, e, linear)) * h;
+    if (modules & workload::kRecomputeMlaUpProj) {
+      const double q_lora = static_cast<double>(m.q_lora_rank);
+      out.replicated += (q_lora + static_cast<double>(m.kv_lora_rank)) * linear;
+      out.split +=
+          e * static_cast<double>(workload::QDim(m) + workload::KDim(m) + workload::VDim(m));
+    }
+  }
+  const double dense_share = 1 - moe_share;
+  if (modules & workload::kRecomputeMlp) {
+    out.replicated += dense_share * linear * h;
+    out.split += dense_share * static_cast<double>(m.ffn_hidden) * mlp_per_width;
+  }
+  if (!workload::IsMoe(m)) return out;
+  const double fe = static_cast<double>(workload::ExpertFfnHidden(m));
+  const double k = static_cast<double>(m.experts_per_token);
+  const double shared = static_cast<double>(m.shared_experts);
+  const bool cast_copies = linear != e;
+  const bool layernorm = modules & workload::kRecomputeLayernorm;
+  double moe_replicated = layernorm ? e : 0;  // the norm output: router input, checkpoint input
+  const bool shared_cast_gone = layernorm || moe || (modules & workload::kRecomputeSharedExperts);
+  if (shared > 0 && cast_copies && shared_cast_gone) moe_replicated += linear;
+  if (moe) moe_replicated += k * (linear + e);  // the dispatched copies and the experts' outputs
+  out.replicated += moe_share * moe_replicated * h;
+  double moe_split = 0;
+  if (moe) {
+    moe_split = (k + shared) * fe * mlp_per_width;
+  } else {
+    if (modules & workload::kRecomputeSharedExperts) moe_split += shared * fe * mlp_per_width;
+    if (modules & workload::kRecomputeMoeAct) moe_split += k * fe * linear;
+  }
+  out.split += moe_share * moe_split;
+  return out;
+}
+
+// RecomputedModuleBytes for one layer of one micro-batch on this GPU: the tokens of its sequence
+// shard (seq_len / cp x micro_batch), the replicated part split by sequence parallelism, the rest
+// by tp.
+double RecomputedModuleLayerBytes(const Model& m, const Training& t) {
+  const RecomputedBytesPerToken per_token = RecomputedModuleBytes(m, t);
+  const double sb = static_cast<double>(t.seq_len / t.cp) * static_cast<double>(t.micro_batch);
+  const double tp = static_cast<double>(t.tp);
+  return sb * (per_token.replicated / (t.sequence_parallel ? tp : 1) + per_token.split / tp);
+}
+
 double LayerActivationBytes(const Model& m, const Training& t) {
   return LayerActivationBytes(m, workload::CountModel(m), t);
 }
@@ -424,7 +537,7 @@ double LayerActivationBytes(const Model& m, const ModelCounts& counts, const Tra
   double attention = 0;
   if (t.flash_attention) {
     attention = 4 * a * sb;
-  } else if (t.recompute != Recompute::kSelective) {
+  } else if (!workload::RecomputesModule(t, workload::kRecomputeCoreAttn)) {
     attention = a * s * sb * (e + mask * (1 + e));
   }
   const double sp_divisor = t.sequence_parallel ? tp : 1;
@@ -435,7 +548,8 @@ double LayerActivationBytes(const Model& m, const ModelCounts& counts, const Tra
   // save that gathered tensor; Megatron saves its shard and gathers again in backward
   // (Korthikanti et al. 2022 section 4.2.2).
   const double gathered = t.framework == Framework::kFsdp && t.sequence_parallel ? 2 * e * sbh : 0;
-  return (replicated - gathered) / sp_divisor + gathered + (split + attention) / tp;
+  return (replicated - gathered) / sp_divisor + gathered + (split + attention) / tp -
+         RecomputedModuleLayerBytes(m, t);
 }
 
 namespace {
@@ -466,6 +580,10 @@ double RecomputeWorkingSetBytes(const Model& m, const Training& t) {
 }
 
 double RecomputeWorkingSetBytes(const Model& m, const ModelCounts& counts, const Training& t) {
+  // Megatron's module recompute (beyond core_attn) re-creates what it discarded when the layer's
+  // backward reaches it, and those tensors live until that layer's backward has used them: one
+  // layer's worth on top of the checkpoints (core_attn's re-run is not counted, as before).
+  if (t.recompute == Recompute::kSelective) return RecomputedModuleLayerBytes(m, t);
   if (t.recompute != Recompute::kFull) return 0;
   Training kept = t;
   kept.recompute = Recompute::kNone;

@@ -80,7 +80,9 @@ double OffloadedActivationBytes(const workload::Model& model, const workload::Tr
 double OffloadedActivationBytes(const workload::Model& model, const workload::ModelCounts& counts,
                                 const workload::Training& training, double saved_bytes);
 // What full recompute adds on top of the checkpointed layer inputs: one layer's activations, held
-// while that layer is recomputed and back-propagated (0 under other policies).
+// while that layer is recomputed and back-propagated; under selective recompute with Megatron's
+// --recompute-modules beyond core_attn, one layer's worth of what those modules discard (they are
+// re-created for that layer's backward); 0 otherwise.
 double RecomputeWorkingSetBytes(const workload::Model& model, const workload::Training& training);
 double RecomputeWorkingSetBytes(const workload::Model& model, const workload::ModelCounts& counts,
                                 const workload::Training& training);

@@ -78,6 +78,35 @@ TEST(MegatronAnchorTest, DistributedOptimizerBytesPerParameter) {
                    8 + 8 / d);
 }
 
+// Megatron's precision-aware optimizer (--exp-avg-dtype / --exp-avg-sq-dtype): the fp32 master
+// (4) stays, the moments take their dtypes' bytes, sharded by the distributed optimizer. BF16
+// moments: 4 + 2 + 2 instead of 4 + 4 + 4 per parameter before sharding; fp8 / bf16: 4 + 1 + 2.
+TEST(MegatronAnchorTest, PrecisionAwareOptimizerStoresTheMomentsInTheirDtypes) {
+  const double d = 8;
+  Training t = MegatronTraining(Precision::kBf16Mixed, 1, 8);
+  t.exp_avg_dtype = workload::MomentDtype::kBf16;
+  t.exp_avg_sq_dtype = workload::MomentDtype::kBf16;
+  EXPECT_DOUBLE_EQ(OptimizerStateBytesPerParam(t), 4);
+  EXPECT_DOUBLE_EQ(States(FullModelStates(1, 0, t)), 6 + 8 / d);
+  t.exp_avg_dtype = workload::MomentDtype::kFp8;
+  EXPECT_DOUBLE_EQ(States(FullModelStates(1, 0, t)), 6 + 7 / d);
+  // Only under Megatron's distributed optimizer with AdamW.
+  workload::Model m;
+  m.layers = 2, m.hidden = 64, m.heads = 4, m.kv_heads = 4, m.ffn_hidden = 256, m.vocab = 128;
+  t.global_batch = 8;
+  EXPECT_TRUE(workload::Validate(m, t).ok()) << workload::Validate(m, t).message();
+  for (const auto& change :
+       {+[](Training& x) { x.zero_stage = 0; },
+        +[](Training& x) { x.framework = Framework::kDeepSpeed; },
+        +[](Training& x) { x.optimizer = workload::Optimizer::kSgdMomentum; }}) {
+    Training other = t;
+    change(other);
+    const Status s = workload::Validate(m, other);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("precision-aware optimizer"), std::string::npos) << s.message();
+  }
+}
+
 // t5-3b: 2851 M parameters; largest layer = the shared embedding, vocab 32128 x d_model 1024
 // (google-t5/t5-3b config.json), which DeepSpeed's docs round to "32M".
 constexpr double kT5Params = 2851e6;

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/input_error.h"
 #include "core/parse.h"
 
 namespace fulcrum::workload {
@@ -187,6 +188,71 @@ Status ValidateScheduleAndFp8(const Training& t) {
   return Status::Ok();
 }
 
+// --recompute-modules other than Megatron's default (core_attn), read only under selective
+// recompute as Megatron-LM reads them (every module check in transformer_config.py@d98e8a64dd
+// __post_init__ is under recompute_granularity == "selective"; none and full ignore them): only
+// under Megatron-Core's model code (megatron, megatron-fsdp; Megatron-DeepSpeed runs Megatron's
+// legacy model code, whose selective recompute is core attention only), and only modules the model
+// has. Megatron-LM refuses mla_up_proj without multi_latent_attention and moe_act without
+// moe_grouped_gemm, a MoE option (__post_init__); moe and shared_experts on a model without MoE
+// layers (shared experts) it ignores (moe_layer.py builds their checkpoints only in a MoE layer):
+// fulcrum refuses them, as they would recompute nothing.
+Status ValidateRecomputeModules(const Model& m, const Training& t) {
+  const uint32_t modules = t.recompute_modules;
+  if (modules == kRecomputeCoreAttn || t.recompute != Recompute::kSelective) return Status::Ok();
+  const std::string model = m.name.empty() ? "the model" : m.name;
+  const std::string flag = "--recompute-modules " + RecomputeModulesName(modules);
+  if (t.framework != Framework::kMegatron && t.framework != Framework::kMegatronFsdp) {
+    return Status::InvalidInput(flag +
+                                ": Megatron-Core's option, for --framework megatron or "
+                                "megatron-fsdp, found --framework " +
+                                std::string(FrameworkName(t.framework)));
+  }
+  if ((modules & kRecomputeMlaUpProj) && !IsMla(m)) {
+    return Status::InvalidInput(flag + ": mla_up_proj needs multi-latent attention, and " + model +
+                                " has none (Megatron-LM: \"mla_up_proj in "
+                                "recompute_modules is only supported with "
+                                "multi_latent_attention\")");
+  }
+  const uint32_t moe_modules = kRecomputeMoeAct | kRecomputeMoe | kRecomputeSharedExperts;
+  if ((modules & moe_modules) && !IsMoe(m)) {
+    return Status::InvalidInput(flag +
+                                ": moe_act, moe and shared_experts recompute MoE layers, "
+                                "and " +
+                                model +
+                                " has none (Megatron-LM: \"moe_act in recompute_modules is only "
+                                "supported with moe_grouped_gemm\")");
+  }
+  if ((modules & kRecomputeSharedExperts) && m.shared_experts == 0) {
+    return Status::InvalidInput(flag + ": shared_experts, and " + model + " has no shared experts");
+  }
+  return Status::Ok();
+}
+
+// Adam moments below fp32 are Megatron-LM's precision-aware optimizer: Adam only, under the
+// distributed optimizer (Megatron-LM@d98e8a64dd megatron/core/optimizer/optimizer_config.py
+// "--use-precision-aware-optimizer only supported with adam"; optimizer/__init__.py "only
+// supported with distributed optimizer"), which fulcrum models as --framework megatron --zero 1.
+Status ValidateMomentDtypes(const Training& t) {
+  if (t.exp_avg_dtype == MomentDtype::kFp32 && t.exp_avg_sq_dtype == MomentDtype::kFp32) {
+    return Status::Ok();
+  }
+  const std::string flags = "--exp-avg-dtype " + std::string(MomentDtypeName(t.exp_avg_dtype)) +
+                            " --exp-avg-sq-dtype " +
+                            std::string(MomentDtypeName(t.exp_avg_sq_dtype));
+  if (t.framework != Framework::kMegatron || t.optimizer != Optimizer::kAdamW ||
+      t.zero_stage != 1 || t.method != Method::kFull) {
+    return Status::InvalidInput(
+        flags +
+        ": Megatron-LM's precision-aware optimizer, for --framework megatron --optimizer adamw "
+        "--zero 1 (its distributed optimizer) and full training, found --framework " +
+        std::string(FrameworkName(t.framework)) + " --optimizer " +
+        std::string(OptimizerName(t.optimizer)) + " --zero " + Str(t.zero_stage) + " --method " +
+        std::string(MethodName(t.method)));
+  }
+  return Status::Ok();
+}
+
 Status ValidateLayout(const Model& m, const Training& t, int64_t gpus) {
   if (gpus > 0 && GpuCount(t) != gpus) {
     return Status::InvalidInput("--tp x --pp x --cp x --dp = " + Str(t.tp) + " x " + Str(t.pp) +
@@ -335,6 +401,8 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateModel(model));
   FULCRUM_RETURN_IF_ERROR(ValidateSizes(training));
   FULCRUM_RETURN_IF_ERROR(ValidateLayout(model, training, gpus));
+  FULCRUM_RETURN_IF_ERROR(ValidateRecomputeModules(model, training));
+  FULCRUM_RETURN_IF_ERROR(ValidateMomentDtypes(training));
   if (!FrameworkRunsLayout(training.framework, training)) {
     return Status::InvalidInput(
         "--framework " + std::string(FrameworkName(training.framework)) + " cannot run --tp " +
@@ -501,6 +569,64 @@ Result<Recompute> ParseRecompute(std::string_view text) {
   return Expected("--recompute", "none, selective or full", text);
 }
 
+namespace {
+// Megatron-LM's names of the RecomputeModule bits, bit i at index i, in the order of its
+// recompute_modules docstring (transformer_config.py@d98e8a64dd).
+constexpr const char* kRecomputeModuleNames[kRecomputeModuleCount] = {
+    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
+// Megatron's other choices, for model families fulcrum does not model (GatedDeltaNet /
+// GatedDeltaProduct attention, hyper-connections).
+constexpr const char* kUnmodelledRecomputeModules[] = {"gdn_norm_out", "gdp_in_proj", "gdp_qkv",
+                                                       "mhc"};
+}  // namespace
+
+Result<uint32_t> ParseRecomputeModules(std::string_view text) {
+  std::vector<std::string> known(std::begin(kRecomputeModuleNames),
+                                 std::end(kRecomputeModuleNames));
+  uint32_t modules = 0;
+  for (const std::string& part : Split(std::string(text), ',')) {
+    const std::string name = ToLower(Trim(part));
+    if (name.empty()) continue;
+    int bit = -1;
+    for (int i = 0; i < kRecomputeModuleCount; ++i) {
+      if (name == kRecomputeModuleNames[i]) bit = i;
+    }
+    if (bit >= 0) {
+      modules |= 1u << bit;
+      continue;
+    }
+    for (const char* unmodelled : kUnmodelledRecomputeModules) {
+      if (name == unmodelled) {
+        return Status::InvalidInput("--recompute-modules: " + name +
+                                    " recomputes a part of a model family fulcrum does not "
+                                    "model; expected some of " +
+                                    JoinNames(known));
+      }
+    }
+    ErrorDetail detail;
+    detail.field = "--recompute-modules";
+    detail.expected = "Megatron-LM's module names, some of " + JoinNames(known);
+    detail.found = name;
+    detail.nearest = NearestNames(name, known);
+    return InputError(detail);
+  }
+  if (modules == 0) {
+    return Status::InvalidInput("--recompute-modules: expected a comma-separated list of some of " +
+                                JoinNames(known) + ", found '" + std::string(text) + "'");
+  }
+  return modules;
+}
+
+std::string RecomputeModulesName(uint32_t modules) {
+  std::string out;
+  for (int i = 0; i < kRecomputeModuleCount; ++i) {
+    if (!(modules & (1u << i))) continue;
+    if (!out.empty()) out += ',';
+    out += kRecomputeModuleNames[i];
+  }
+  return out;
+}
+
 Result<Framework> ParseFramework(std::string_view text) {
   const std::string t = ToLower(text);
   if (t == "megatron") return Framework::kMegatron;
@@ -537,6 +663,29 @@ std::string FrameworkListName(FrameworkMask mask) {
     if (mask & FrameworkBit(f)) out += (out.empty() ? "" : ", ") + std::string(FrameworkName(f));
   }
   return out;
+}
+
+Result<MomentDtype> ParseMomentDtype(std::string_view text, const char* flag) {
+  const std::string t = ToLower(text);
+  if (t == "fp32") return MomentDtype::kFp32;
+  if (t == "fp16") return MomentDtype::kFp16;
+  if (t == "bf16") return MomentDtype::kBf16;
+  if (t == "fp8") return MomentDtype::kFp8;
+  return Expected(flag, "fp32, fp16, bf16 or fp8", text);
+}
+
+std::string_view MomentDtypeName(MomentDtype d) {
+  switch (d) {
+    case MomentDtype::kFp32:
+      return "fp32";
+    case MomentDtype::kFp16:
+      return "fp16";
+    case MomentDtype::kBf16:
+      return "bf16";
+    case MomentDtype::kFp8:
+      return "fp8";
+  }
+  return "?";
 }
 
 Result<GradPrecision> ParseGradPrecision(std::string_view text) {

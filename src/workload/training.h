@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "core/status.h"
@@ -23,6 +24,34 @@ enum class Precision { kFp32, kFp16Mixed, kBf16Mixed, kPureBf16, kFp8, kTf32 };
 enum class Optimizer { kAdamW, kSgdMomentum, kAdam8bit };
 enum class Method { kFull, kLora, kQlora };
 enum class Recompute { kNone, kSelective, kFull };
+// Megatron-Core's --recompute-modules under --recompute-granularity selective, a bit mask
+// (Megatron-LM@d98e8a64dd megatron/core/transformer/transformer_config.py recompute_modules, its
+// docstring and __post_init__ validation). kRecomputeCoreAttn (the default) checkpoints core
+// attention; kRecomputeLayernorm discards the outputs of the layer's norm modules (input_layernorm,
+// pre_mlp_layernorm; where Transformer Engine fuses a norm into the next linear there is no module
+// to recompute); kRecomputeMlaUpProj discards MLA's up-projections and RoPE (Q, K, V);
+// kRecomputeMoeAct discards the routed experts' activation output; these three use
+// output-discarding checkpointing (CheckpointWithoutOutput). kRecomputeMlp (dense layers),
+// kRecomputeMoe (the MoE layer) and kRecomputeSharedExperts checkpoint the module, keeping its
+// input. What each discards and re-runs: estimate/memory.cc RecomputedModuleBytes, compute.cc.
+enum RecomputeModule : uint32_t {
+  kRecomputeCoreAttn = 1u << 0,
+  kRecomputeMoeAct = 1u << 1,
+  kRecomputeLayernorm = 1u << 2,
+  kRecomputeMlaUpProj = 1u << 3,
+  kRecomputeMlp = 1u << 4,
+  kRecomputeMoe = 1u << 5,
+  kRecomputeSharedExperts = 1u << 6,
+};
+inline constexpr int kRecomputeModuleCount = 7;
+// The dtype an Adam moment is stored in: Megatron-LM's --exp-avg-dtype / --exp-avg-sq-dtype
+// (choices fp32, fp16, bf16, fp8; megatron/training/arguments.py@d98e8a64dd) under
+// --use-precision-aware-optimizer (Transformer Engine's FusedAdam keeps the states in that dtype;
+// the kernel computes in fp32). kFp32 is the default and every other optimizer's.
+enum class MomentDtype { kFp32, kFp16, kBf16, kFp8 };
+inline constexpr double MomentBytes(MomentDtype d) {
+  return d == MomentDtype::kFp32 ? 4 : d == MomentDtype::kFp8 ? 1 : 2;
+}
 // Whose conventions (gradient dtype, buffers, allocator reserve) apply; see memory.cc. kDdp is
 // PyTorch DistributedDataParallel (torch.nn.parallel.DistributedDataParallel, plain data parallel
 // with torch.amp; the HF Trainer under torchrun is DDP too and is estimated alike).
@@ -86,6 +115,9 @@ enum LoraTarget : uint32_t {
 struct Training {
   Precision precision = Precision::kBf16Mixed;
   Optimizer optimizer = Optimizer::kAdamW;
+  // AdamW's first and second moments (Megatron's precision-aware optimizer); fp32 by default.
+  MomentDtype exp_avg_dtype = MomentDtype::kFp32;
+  MomentDtype exp_avg_sq_dtype = MomentDtype::kFp32;
   Method method = Method::kFull;
   int64_t lora_rank = 16;
   uint32_t lora_targets = kLoraAllLinear;
@@ -122,6 +154,9 @@ struct Training {
   int64_t seq_len = 2048;
 
   Recompute recompute = Recompute::kNone;
+  // RecomputeModule bits, read only under recompute == kSelective (Megatron's default:
+  // core_attn). Other sets only under megatron / megatron-fsdp (Validate).
+  uint32_t recompute_modules = kRecomputeCoreAttn;
   bool flash_attention = true;
   bool offload_optimizer = false;  // optimizer states (and fp32 master weights) in CPU memory
   bool offload_params = false;     // ZeRO-3 parameter offload (weights in CPU memory)
@@ -145,6 +180,11 @@ struct Training {
 // The interleaved schedule's micro-batch group size: microbatch_group_size, or pp when 0.
 inline int64_t MicrobatchGroupSize(const Training& t) {
   return t.microbatch_group_size > 0 ? t.microbatch_group_size : t.pp;
+}
+
+// Whether selective recompute re-runs `module` (a RecomputeModule bit).
+inline bool RecomputesModule(const Training& t, uint32_t module) {
+  return t.recompute == Recompute::kSelective && (t.recompute_modules & module) != 0;
 }
 
 inline int64_t GpuCount(const Training& t) { return t.tp * t.pp * t.cp * t.dp; }
@@ -242,12 +282,22 @@ Result<Precision> ParsePrecision(std::string_view text);
 Result<Optimizer> ParseOptimizer(std::string_view text);
 Result<Method> ParseMethod(std::string_view text);
 Result<Recompute> ParseRecompute(std::string_view text);
+// A comma-separated list of Megatron-LM's module names (core_attn, moe_act, layernorm,
+// mla_up_proj, mlp, moe, shared_experts) as RecomputeModule bits; InvalidInput naming the valid
+// ones on an unknown or empty list.
+Result<uint32_t> ParseRecomputeModules(std::string_view text);
+// "layernorm,mla_up_proj,moe_act": the names of the bits in `modules`, in Megatron's order.
+std::string RecomputeModulesName(uint32_t modules);
 Result<Framework> ParseFramework(std::string_view text);
 // A comma-separated list of framework names ("fsdp,deepspeed"); InvalidInput on an unknown one.
 Result<FrameworkMask> ParseFrameworkList(std::string_view text);
 // "ddp, fsdp, deepspeed" for the frameworks in `mask`, in the order of the enum.
 std::string FrameworkListName(FrameworkMask mask);
 Result<GradPrecision> ParseGradPrecision(std::string_view text);
+// fp32|fp16|bf16|fp8, as Megatron-LM's --exp-avg-dtype takes them; `flag` names the option in
+// the error.
+Result<MomentDtype> ParseMomentDtype(std::string_view text, const char* flag);
+std::string_view MomentDtypeName(MomentDtype d);
 Result<CheckpointFormat> ParseCheckpointFormat(std::string_view text);
 
 }  // namespace fulcrum::workload
