@@ -375,9 +375,54 @@ void AccelerateConfigFixes(const std::string& path, const std::string& base_dir,
   }
 }
 
+// The words of list option `name` (Megatron-LM's nargs='*': `--name a b` up to the next option,
+// or `--name=a`), joined by commas; nullopt when absent.
+std::optional<std::string> ListOption(const std::vector<std::string>& words,
+                                      std::string_view name) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (StartsWith(words[i], std::string(name) + "=")) return words[i].substr(name.size() + 1);
+    if (words[i] != name) continue;
+    std::string list;
+    for (size_t j = i + 1; j < words.size() && !StartsWith(words[j], "-"); ++j) {
+      list += (list.empty() ? "" : ",") + words[j];
+    }
+    return list;
+  }
+  return std::nullopt;
+}
+
+// A Megatron-LM command's recompute modules and precision-aware optimizer moments
+// (megatron/training/arguments.py@d98e8a64dd: --recompute-modules, nargs='*';
+// --use-precision-aware-optimizer with --exp-avg-dtype / --exp-avg-sq-dtype, "only supported
+// with distributed optimizer"). Names Megatron-LM would refuse are left to it: nothing is read.
+void MegatronCommandChoices(const Launch& l, JobFrameworks& jf) {
+  if (const std::optional<std::string> list = ListOption(l.args, "--recompute-modules")) {
+    const Result<uint32_t> modules = workload::ParseRecomputeModules(*list);
+    if (modules.ok()) jf.recompute_modules = *modules;
+  }
+  if (!HasOption(l.args, "--use-precision-aware-optimizer")) return;
+  const auto moment = [&l](const char* option, workload::MomentDtype& out) {
+    if (const std::optional<std::string> v = OptionValue(l.args, option)) {
+      const Result<workload::MomentDtype> d = workload::ParseMomentDtype(*v, option);
+      if (d.ok()) out = *d;
+    }
+  };
+  moment("--exp-avg-dtype", jf.exp_avg_dtype);
+  moment("--exp-avg-sq-dtype", jf.exp_avg_sq_dtype);
+  if (jf.exp_avg_dtype != workload::MomentDtype::kFp32 ||
+      jf.exp_avg_sq_dtype != workload::MomentDtype::kFp32) {
+    jf.zero_stage = 1;
+    jf.fixed_by = "--use-precision-aware-optimizer, which needs the distributed optimizer";
+  }
+}
+
 // What the command's own options and files fix (JobFrameworks::zero_stage, micro_batch) and
 // HF TrainingArguments' batch options (kHfTrainer).
 void CommandFixes(const Launch& l, const std::string& base_dir, JobFrameworks& jf) {
+  if (jf.layout_arguments == LayoutArguments::kMegatronLm ||
+      jf.layout_arguments == LayoutArguments::kMegatronLmTorchFsdp2) {
+    MegatronCommandChoices(l, jf);
+  }
   const bool hf_batch = HasOption(l.args, "--per_device_train_batch_size") ||
                         HasOption(l.args, "--per-device-train-batch-size") ||
                         HasOption(l.args, "--gradient_accumulation_steps") ||
@@ -483,6 +528,9 @@ JobFrameworks JobFrameworksOf(const PlanSpec& spec) {
     given.zero_stage = of_command.zero_stage;
     given.micro_batch = of_command.micro_batch;
     given.fixed_by = of_command.fixed_by;
+    given.recompute_modules = of_command.recompute_modules;
+    given.exp_avg_dtype = of_command.exp_avg_dtype;
+    given.exp_avg_sq_dtype = of_command.exp_avg_sq_dtype;
     return given;
   }
   return of_command;
@@ -554,8 +602,12 @@ std::vector<ScriptOption> MegatronLayoutOptions(const workload::Model& m,
   } else {
     flag("--use-megatron-fsdp", false, "the plan runs Megatron's distributed optimizer");
     flag("--use-torch-fsdp2", false, "the plan runs Megatron's distributed optimizer");
-    flag("--use-distributed-optimizer", t.zero_stage >= 1,
-         t.zero_stage >= 1 ? "the plan's ZeRO-1" : "the plan replicates the optimizer");
+    // The precision-aware optimizer's moments need the distributed optimizer, also where one
+    // data-parallel rank leaves nothing to shard (the plan's stage 0 there).
+    const bool moments = t.exp_avg_dtype != workload::MomentDtype::kFp32 ||
+                         t.exp_avg_sq_dtype != workload::MomentDtype::kFp32;
+    flag("--use-distributed-optimizer", t.zero_stage >= 1 || moments,
+         t.zero_stage >= 1 || moments ? "the plan's ZeRO-1" : "the plan replicates the optimizer");
   }
   RecomputeOptions(t, value, without, flag);
   PrecisionOptions(t, value, without, flag);

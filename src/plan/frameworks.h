@@ -53,6 +53,14 @@ struct JobFrameworks {
   // train_micro_batch_size_per_gpu). -1 / 0: not fixed. The plan searches only these.
   int zero_stage = -1;
   int micro_batch = 0;
+  // A Megatron-LM command's own training choices, which the plan then estimates and the export
+  // keeps: --recompute-modules under selective recompute (RecomputeModule bits; 0 = not given,
+  // Megatron's core_attn) and the precision-aware optimizer's moment dtypes
+  // (--use-precision-aware-optimizer --exp-avg-dtype / --exp-avg-sq-dtype), which need the
+  // distributed optimizer (zero_stage then fixed to 1).
+  uint32_t recompute_modules = 0;
+  workload::MomentDtype exp_avg_dtype = workload::MomentDtype::kFp32;
+  workload::MomentDtype exp_avg_sq_dtype = workload::MomentDtype::kFp32;
   std::string fixed_by = {};  // where they were read, for the plan's notes ("" = none)
 };
 

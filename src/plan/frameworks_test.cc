@@ -403,4 +403,41 @@ TEST(FrameworksTest, HfTrainerBatchOptionsSpellTheMicroBatchAndAccumulation) {
   EXPECT_EQ(set.at("--gradient_accumulation_steps"), "8");
 }
 
+// A Megatron-LM command's own recompute modules and precision-aware optimizer moments are read
+// (Megatron-LM's spellings: a space-separated list, or one word after '='); the moments need the
+// distributed optimizer, so they fix ZeRO stage 1, and the export keeps it even where one rank
+// leaves nothing to shard.
+TEST(FrameworksTest, AMegatronCommandsRecomputeModulesAndMomentsAreItsOwn) {
+  JobFrameworks jf = FrameworksOfCommand(
+      "torchrun pretrain_gpt.py --recompute-granularity selective --recompute-modules "
+      "mla_up_proj moe_act --use-distributed-optimizer --use-precision-aware-optimizer "
+      "--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16 --lr 1e-4",
+      "");
+  EXPECT_EQ(jf.recompute_modules, workload::kRecomputeMlaUpProj | workload::kRecomputeMoeAct);
+  EXPECT_EQ(jf.exp_avg_dtype, workload::MomentDtype::kBf16);
+  EXPECT_EQ(jf.exp_avg_sq_dtype, workload::MomentDtype::kBf16);
+  EXPECT_EQ(jf.zero_stage, 1);
+  EXPECT_FALSE(jf.fixed_by.empty());
+  jf = FrameworksOfCommand("torchrun pretrain_gpt.py --recompute-modules=layernorm", "");
+  EXPECT_EQ(jf.recompute_modules, workload::kRecomputeLayernorm);
+  // Without --use-precision-aware-optimizer Megatron-LM keeps fp32 moments; an unknown module
+  // name is Megatron-LM's to refuse; another script's options are not Megatron-LM's.
+  jf = FrameworksOfCommand("torchrun pretrain_gpt.py --exp-avg-dtype bf16", "");
+  EXPECT_EQ(jf.exp_avg_dtype, workload::MomentDtype::kFp32);
+  EXPECT_EQ(jf.zero_stage, -1);
+  EXPECT_EQ(FrameworksOfCommand("torchrun pretrain_gpt.py --recompute-modules attn", "")
+                .recompute_modules,
+            0u);
+  EXPECT_EQ(
+      FrameworksOfCommand("torchrun train.py --recompute-modules moe_act", "").recompute_modules,
+      0u);
+  workload::Training t = workload::testing::Llama3_405bTraining();
+  t.dp = 1;
+  t.zero_stage = 0;
+  t.exp_avg_dtype = workload::MomentDtype::kBf16;
+  EXPECT_EQ(Spelled(MegatronLayoutOptions(workload::testing::Llama3_405b(), t))
+                .first.count("--use-distributed-optimizer"),
+            1u);
+}
+
 }  // namespace fulcrum::plan

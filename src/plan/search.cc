@@ -71,6 +71,15 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   const PlanSpec& spec = result.spec;
   PlanInputs in{catalog, model, spec,    assumptions,          BaseTraining(model, spec),
                 0,       0,     threads, JobFrameworksOf(spec)};
+  // What the command itself chooses for every layout (its recompute modules, its optimizer's
+  // moment dtypes): the estimates are of what it will run.
+  const JobFrameworks& job = in.frameworks;
+  if (job.recompute_modules != 0) in.base.recompute_modules = job.recompute_modules;
+  if (job.exp_avg_dtype != workload::MomentDtype::kFp32 ||
+      job.exp_avg_sq_dtype != workload::MomentDtype::kFp32) {
+    in.base.exp_avg_dtype = job.exp_avg_dtype;
+    in.base.exp_avg_sq_dtype = job.exp_avg_sq_dtype;
+  }
   in.work_units = WorkUnits(model, spec, &result.units_are_samples);
   in.trained_parameters = estimate::TrainableParameterCount(model, in.base);
 

@@ -184,6 +184,38 @@ TEST(SearchTest, ALibraryCallerGetsTheCliFilterSemantics) {
   }
 }
 
+// A Megatron-LM command's precision-aware optimizer (bf16 moments) is what the plan estimates:
+// every layout at ZeRO stage 1 where there is something to shard, with the smaller optimizer
+// states of bf16 moments, so the same layout's peak is lower than with fp32 moments.
+TEST(SearchTest, TheCommandsOwnOptimizerMomentsAreEstimated) {
+  const Fixture& f = Shipped();
+  PlanSpec spec = Spec();
+  spec.command = "torchrun --nproc-per-node 8 pretrain_gpt.py --use-distributed-optimizer";
+  auto fp32 = RunPlan(f.catalog, f.model, spec, f.assumptions, 2);
+  spec.command += " --use-precision-aware-optimizer --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16";
+  auto bf16 = RunPlan(f.catalog, f.model, spec, f.assumptions, 2);
+  ASSERT_TRUE(fp32.ok() && bf16.ok());
+  ASSERT_FALSE(bf16->candidates.empty());
+  int compared = 0;
+  for (const Candidate& c : bf16->candidates) {
+    const workload::Training& t = c.layout.training;
+    EXPECT_EQ(t.zero_stage, t.dp * t.cp > 1 ? 1 : 0);
+    EXPECT_EQ(t.exp_avg_dtype, workload::MomentDtype::kBf16);
+    for (const Candidate& o : fp32->candidates) {
+      const workload::Training& u = o.layout.training;
+      if (o.offer != c.offer || o.nodes != c.nodes || u.tp != t.tp || u.pp != t.pp ||
+          u.dp != t.dp || u.zero_stage != t.zero_stage || u.micro_batch != t.micro_batch ||
+          u.recompute != t.recompute) {
+        continue;
+      }
+      EXPECT_LT(c.layout.memory.optimizer_bytes, o.layout.memory.optimizer_bytes);
+      ++compared;
+      break;
+    }
+  }
+  EXPECT_GT(compared, 0);
+}
+
 TEST(SearchTest, AnUnknownGpuIsInvalidInputNamingTheConstraint) {
   const Fixture& f = Shipped();
   PlanSpec spec = Spec();
