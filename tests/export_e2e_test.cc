@@ -383,18 +383,28 @@ ExportedMegatronRun RunExportedMegatronCommand(const std::string& dir, const std
   return out;
 }
 
-// Each key's values among Hydra overrides `words` (`key=v`, `+key=v`, `++key=v`).
-std::map<std::string, std::vector<std::string>> HydraOverrides(
-    const std::vector<std::string>& words) {
-  std::map<std::string, std::vector<std::string>> out;
-  for (const std::string& w : words) {
-    const size_t eq = w.find('=');
-    if (eq == std::string::npos || w[0] == '-') continue;
-    const size_t key_at = w.find_first_not_of('+');
-    out[w.substr(key_at, eq - key_at)].push_back(w.substr(eq + 1));
+// The Hydra overrides (`key=v`, `+key=v`, `++key=v`) among the script's arguments of `run`: each
+// key's value, given once (a failure names a key given otherwise; "-" when it is missing).
+class HydraOverrides {
+ public:
+  explicit HydraOverrides(const ExportedMegatronRun& run) : argv_(run.argv) {
+    for (const std::string& w : run.script_args) {
+      const size_t eq = w.find('=');
+      if (eq == std::string::npos || w[0] == '-') continue;
+      const size_t key_at = w.find_first_not_of('+');
+      values_[w.substr(key_at, eq - key_at)].push_back(w.substr(eq + 1));
+    }
   }
-  return out;
-}
+  std::string operator[](const std::string& key) const {
+    const auto it = values_.find(key);
+    EXPECT_TRUE(it != values_.end() && it->second.size() == 1) << key << "\n" << argv_;
+    return it == values_.end() || it->second.empty() ? std::string("-") : it->second.front();
+  }
+
+ private:
+  std::string argv_;
+  std::map<std::string, std::vector<std::string>> values_;
+};
 
 // NeMo's Hydra scripts take the layout as overrides of their config and Lightning's trainer the
 // processes (trainer.devices x trainer.num_nodes must be what the launcher starts). Before, the
@@ -411,28 +421,23 @@ TEST(ExportE2eTest, NemoExportHandsTheScriptThePlannedLayoutAsHydraOverrides) {
           "model.tensor_model_parallel_size=8 ++model.micro_batch_size=4 model.optim.lr=3e-4",
       script);
   ASSERT_EQ(run.pick["parallel"]["framework"], "megatron") << run.argv;
-  const auto overrides = HydraOverrides(run.script_args);
+  const HydraOverrides one(run);
   const json& p = run.pick["parallel"];
-  const auto one = [&](const std::string& key) {
-    const auto it = overrides.find(key);
-    EXPECT_TRUE(it != overrides.end() && it->second.size() == 1) << key << "\n" << run.argv;
-    return it == overrides.end() || it->second.empty() ? std::string("-") : it->second.front();
-  };
-  EXPECT_EQ(one("trainer.devices"), std::to_string(run.pick["gpus_per_node"].get<int>()));
-  EXPECT_EQ(one("trainer.num_nodes"), std::to_string(run.pick["nodes"].get<int>()));
-  EXPECT_EQ(one("model.tensor_model_parallel_size"), std::to_string(p["tp"].get<int>()));
-  EXPECT_EQ(one("model.pipeline_model_parallel_size"), std::to_string(p["pp"].get<int>()));
-  EXPECT_EQ(one("model.context_parallel_size"), std::to_string(p["cp"].get<int>()));
-  EXPECT_EQ(one("model.micro_batch_size"), std::to_string(p["micro_batch"].get<int>()));
-  EXPECT_EQ(one("model.global_batch_size"), std::to_string(p["global_batch"].get<int>()));
-  EXPECT_EQ(one("model.encoder_seq_length"), "4096");
-  EXPECT_EQ(one("model.virtual_pipeline_model_parallel_size"),
+  EXPECT_EQ(one["trainer.devices"], std::to_string(run.pick["gpus_per_node"].get<int>()));
+  EXPECT_EQ(one["trainer.num_nodes"], std::to_string(run.pick["nodes"].get<int>()));
+  EXPECT_EQ(one["model.tensor_model_parallel_size"], std::to_string(p["tp"].get<int>()));
+  EXPECT_EQ(one["model.pipeline_model_parallel_size"], std::to_string(p["pp"].get<int>()));
+  EXPECT_EQ(one["model.context_parallel_size"], std::to_string(p["cp"].get<int>()));
+  EXPECT_EQ(one["model.micro_batch_size"], std::to_string(p["micro_batch"].get<int>()));
+  EXPECT_EQ(one["model.global_batch_size"], std::to_string(p["global_batch"].get<int>()));
+  EXPECT_EQ(one["model.encoder_seq_length"], "4096");
+  EXPECT_EQ(one["model.virtual_pipeline_model_parallel_size"],
             p["vpp"].get<int>() > 1 ? std::to_string(p["vpp"].get<int>()) : "null");
-  EXPECT_EQ(one("model.sequence_parallel"), p["sequence_parallel"].get<bool>() ? "true" : "false");
-  EXPECT_EQ(one("model.optim.name"),
+  EXPECT_EQ(one["model.sequence_parallel"], p["sequence_parallel"].get<bool>() ? "true" : "false");
+  EXPECT_EQ(one["model.optim.name"],
             p["zero"].get<int>() >= 1 ? "mcore_distributed_optim" : "fused_adam");
-  EXPECT_EQ(one("trainer.precision"), "bf16");
-  EXPECT_EQ(one("model.optim.lr"), "3e-4");  // the user's own overrides are kept
+  EXPECT_EQ(one["trainer.precision"], "bf16");
+  EXPECT_EQ(one["model.optim.lr"], "3e-4");  // the user's own overrides are kept
   fs::remove_all(dir);
 }
 
@@ -449,22 +454,17 @@ TEST(ExportE2eTest, MegatronBridgeExportHandsTheRecipeThePlannedLayout) {
           "train.train_iters=1000",
       script);
   ASSERT_EQ(run.pick["parallel"]["framework"], "megatron") << run.argv;
-  const auto overrides = HydraOverrides(run.script_args);
+  const HydraOverrides one(run);
   const json& p = run.pick["parallel"];
-  const auto one = [&](const std::string& key) {
-    const auto it = overrides.find(key);
-    EXPECT_TRUE(it != overrides.end() && it->second.size() == 1) << key << "\n" << run.argv;
-    return it == overrides.end() || it->second.empty() ? std::string("-") : it->second.front();
-  };
-  EXPECT_EQ(one("model.tensor_model_parallel_size"), std::to_string(p["tp"].get<int>()));
-  EXPECT_EQ(one("model.pipeline_model_parallel_size"), std::to_string(p["pp"].get<int>()));
-  EXPECT_EQ(one("model.context_parallel_size"), std::to_string(p["cp"].get<int>()));
-  EXPECT_EQ(one("train.micro_batch_size"), std::to_string(p["micro_batch"].get<int>()));
-  EXPECT_EQ(one("train.global_batch_size"), std::to_string(p["global_batch"].get<int>()));
-  EXPECT_EQ(one("dataset.seq_length"), "4096");
-  EXPECT_EQ(one("ddp.use_distributed_optimizer"), p["zero"].get<int>() >= 1 ? "true" : "false");
-  EXPECT_EQ(one("mixed_precision"), "bf16_mixed");
-  EXPECT_EQ(one("train.train_iters"), "1000");
+  EXPECT_EQ(one["model.tensor_model_parallel_size"], std::to_string(p["tp"].get<int>()));
+  EXPECT_EQ(one["model.pipeline_model_parallel_size"], std::to_string(p["pp"].get<int>()));
+  EXPECT_EQ(one["model.context_parallel_size"], std::to_string(p["cp"].get<int>()));
+  EXPECT_EQ(one["train.micro_batch_size"], std::to_string(p["micro_batch"].get<int>()));
+  EXPECT_EQ(one["train.global_batch_size"], std::to_string(p["global_batch"].get<int>()));
+  EXPECT_EQ(one["dataset.seq_length"], "4096");
+  EXPECT_EQ(one["ddp.use_distributed_optimizer"], p["zero"].get<int>() >= 1 ? "true" : "false");
+  EXPECT_EQ(one["mixed_precision"], "bf16_mixed");
+  EXPECT_EQ(one["train.train_iters"], "1000");
   for (const char* gone : {"-tp", "-gb"}) {
     EXPECT_EQ(std::count(run.script_args.begin(), run.script_args.end(), gone), 0) << run.argv;
   }
