@@ -349,8 +349,9 @@ int FsdpShardingStage(std::string strategy) {
 }
 
 // What an accelerate config file fixes: FSDP's fsdp_sharding_strategy (FSDP2:
-// fsdp_reshard_after_forward true = FULL_SHARD, false = SHARD_GRAD_OP) or DeepSpeed's zero_stage
-// (accelerate config YAML, `fsdp_config:` / `deepspeed_config:` sections).
+// fsdp_reshard_after_forward true = FULL_SHARD, false = SHARD_GRAD_OP) or DeepSpeed's zero_stage,
+// or the DeepSpeed config its deepspeed_config_file names (accelerate config YAML, `fsdp_config:`
+// / `deepspeed_config:` sections).
 void AccelerateConfigFixes(const std::string& path, const std::string& base_dir,
                            JobFrameworks& jf) {
   Result<std::string> text = ReadTextFile(InBaseDir(path, base_dir), "accelerate config");
@@ -371,6 +372,14 @@ void AccelerateConfigFixes(const std::string& path, const std::string& base_dir,
     if (stage >= 0) {
       jf.zero_stage = stage;
       jf.fixed_by = BaseName(path) + ": " + key + " " + value;
+    }
+    // deepspeed_config_file: a DeepSpeed config beside the accelerate one (relative to the
+    // directory the job runs in, taken as the spec's).
+    if (key == "deepspeed_config_file" && !value.empty()) {
+      std::string file = value;
+      file.erase(std::remove(file.begin(), file.end(), '\''), file.end());
+      file.erase(std::remove(file.begin(), file.end(), '"'), file.end());
+      DeepSpeedConfigFixes(file, base_dir, jf);
     }
   }
 }

@@ -358,6 +358,8 @@ TEST(FrameworksTest, TheCommandsOwnConfigFixesTheZeroStageAndMicroBatch) {
                                        "  fsdp_version: 2\n  fsdp_reshard_after_forward: true\n";
   std::ofstream(dir / "ds.yaml") << "distributed_type: DEEPSPEED\ndeepspeed_config:\n"
                                     "  zero_stage: 1\n";
+  std::ofstream(dir / "ds_file.yaml") << "distributed_type: DEEPSPEED\ndeepspeed_config:\n"
+                                         "  deepspeed_config_file: 'z2.json'\n";
   const std::string base = dir.string();
   JobFrameworks jf = FrameworksOfCommand("deepspeed train.py --deepspeed z2.json", base);
   EXPECT_EQ(jf.zero_stage, 2);
@@ -379,6 +381,9 @@ TEST(FrameworksTest, TheCommandsOwnConfigFixesTheZeroStageAndMicroBatch) {
             3);
   EXPECT_EQ(FrameworksOfCommand("accelerate launch --config_file ds.yaml t.py", base).zero_stage,
             1);
+  jf = FrameworksOfCommand("accelerate launch --config_file ds_file.yaml t.py", base);
+  EXPECT_EQ(jf.zero_stage, 2);
+  EXPECT_EQ(jf.micro_batch, 4);
   // A file that is not there fixes nothing; nor does a command without these.
   EXPECT_EQ(FrameworksOfCommand("deepspeed t.py --deepspeed missing.json", base).zero_stage, -1);
   jf = FrameworksOfCommand("torchrun train.py --lr 1", base);
