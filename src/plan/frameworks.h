@@ -50,8 +50,8 @@ struct JobFrameworks {
   // job reads): the ZeRO stage (a DeepSpeed config's zero_optimization.stage; HF's --fsdp
   // full_shard / shard_grad_op / no_shard; an accelerate config's fsdp_sharding_strategy,
   // fsdp_reshard_after_forward, zero_stage or deepspeed_config_file) and the micro-batch (a
-  // DeepSpeed config's
-  // train_micro_batch_size_per_gpu). -1 / 0: not fixed. The plan searches only these.
+  // DeepSpeed config's train_micro_batch_size_per_gpu). -1 / 0: not fixed. The plan searches
+  // only these.
   int zero_stage = -1;
   int micro_batch = 0;
   // A Megatron-LM command's own training choices, which the plan then estimates and the export
