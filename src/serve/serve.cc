@@ -444,6 +444,14 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
   s.kv_read_factor_ = r.decode_attention == DecodeAttention::kPerQueryHead && !workload::IsMla(m)
                           ? static_cast<double>(m.heads) / kv_heads
                           : 1.0;
+  // HF generate's default cache, DynamicCache ("the default for generative models"), appends a
+  // step's keys and values with torch.cat (huggingface/transformers@67dd5524
+  // src/transformers/cache_utils.py DynamicCache.update), which copies the layer's whole past into
+  // a new tensor: each decode step reads and writes the cache once more besides the attention's
+  // read. AutoAWQ's fused modules write the step into a preallocated
+  // cache instead (casper-hansen/AutoAWQ@049e35f1 awq/modules/fused/cache.py
+  // WindowedCache.update_kv).
+  if (r.engine.engine == Engine::kHf && !r.hf_fused_modules) s.kv_read_factor_ += 2;
   s.weights_bytes_ = WeightBytes(m, r.precision);
   if (workload::IsMoe(m)) {
     s.routed_bytes_ = workload::RoutedExpertParameterCount(m) * BytesPerWeight(r.precision);

@@ -325,6 +325,43 @@ TEST(ServeSpeedTest, HfDecodeAtBatchOneIsHostBoundNotBandwidthBound) {
   EXPECT_GT(large->speed.tpot_seconds, 1.5 * floor);
 }
 
+// HF generate's DynamicCache appends each step with torch.cat, copying the layer's past (read and
+// write) besides the attention's read; AutoAWQ's fused modules write into a preallocated cache.
+// So a decode step's memory time grows with the context three times as fast unfused as fused.
+TEST(ServeSpeedTest, HfDynamicCacheCopiesThePastEachDecodeStep) {
+  ServeRequest r = Request("llama-2-7b", "A100-SXM4-80GB", Precision::kInt4WeightOnly,
+                           KvPrecision::kFp16, 32, 256, 512);
+  r.engine.engine = Engine::kHf;
+  r.batching = Batching::kStatic;
+  const auto slope = [&](bool fused) {
+    r.hf_fused_modules = fused;
+    const Result<StepModel> step = StepModel::Make(r);
+    EXPECT_TRUE(step.ok()) << step.status().ToString();
+    ServeSpeed shorter, longer;
+    step->DecodeParts(32, 512, shorter);
+    step->DecodeParts(32, 1024, longer);
+    return longer.decode_memory_seconds - shorter.decode_memory_seconds;
+  };
+  const double fused = slope(true);
+  EXPECT_GT(fused, 0);
+  EXPECT_NEAR(slope(false) / fused, 3, 1e-9);
+  // Other engines keep one read per step.
+  r.engine.engine = Engine::kVllm;
+  r.batching = Batching::kContinuous;
+  const Result<StepModel> vllm = StepModel::Make(r);
+  ASSERT_TRUE(vllm.ok()) << vllm.status().ToString();
+  ServeSpeed shorter, longer;
+  vllm->DecodeParts(32, 512, shorter);
+  vllm->DecodeParts(32, 1024, longer);
+  const ServeCalibration& c = DefaultServeCalibration();
+  const double hf_bandwidth =
+      std::min(1.0, c.decode_bandwidth_efficiency * c.engine(Engine::kHf).bandwidth_factor);
+  const double vllm_bandwidth =
+      std::min(1.0, c.decode_bandwidth_efficiency * c.engine(Engine::kVllm).bandwidth_factor);
+  EXPECT_NEAR((longer.decode_memory_seconds - shorter.decode_memory_seconds) / fused,
+              hf_bandwidth / vllm_bandwidth, 1e-9);
+}
+
 // transformers' AWQ docs measure Mistral-7B AWQ on one A100 both ways (26-32 ms a token unfused,
 // 9.4-12.5 ms fused): the fused layers dispatch a share of the eager layer's operations, so the
 // host-bound batch-1 step shrinks by that share, and only through it.
@@ -584,8 +621,10 @@ TEST(ServeSpeedTest, HfCachesMlaKeysAndValuesExpandedAndDecodesUnabsorbed) {
   };
   const auto [hf_compute, hf_memory] = slopes(*hf);
   const auto [vllm_compute, vllm_memory] = slopes(*vllm);
+  // hf moves its cache three times a step: the attention's read, and DynamicCache's torch.cat
+  // reading and writing the past again.
   EXPECT_NEAR(hf_memory / vllm_memory,
-              KvCacheBytesPerToken(m, KvPrecision::kBf16, MlaPath::kExpanded) /
+              3 * KvCacheBytesPerToken(m, KvPrecision::kBf16, MlaPath::kExpanded) /
                   KvCacheBytesPerToken(m, KvPrecision::kBf16, MlaPath::kAbsorbed) *
                   bandwidth(Engine::kVllm) / bandwidth(Engine::kHf),
               1e-9);
