@@ -533,10 +533,10 @@ std::string EngineAccuracyMarkdown(const std::vector<ServingRow>& rows,
   return out.str();
 }
 
-}  // namespace
-
-std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
-                                    const ServingReport& report) {
+// The section's introduction, the per-family error table, the per-engine table, the latency band
+// and the fitted constants.
+std::string ServingSummaryMarkdown(const std::vector<ServingRow>& rows,
+                                   const ServingReport& report) {
   std::ostringstream out;
   out << "\n## Inference (serve-estimate, serve-plan)\n\n"
          "Rows: data/calibration/serving.csv (published TensorRT-LLM benchmark tables, static "
@@ -605,20 +605,13 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
          "so they say nothing about it.\n\n"
          "### Fitted serving constants\n\n"
       << ConstantsMarkdown(ServingKnobs(), report.fitted, report.left_out);
-  out << "\n### Inference: known gaps\n\n"
-         "- Mistral-7B in the 0.9.0 tables (GQA, 8 KV heads; no command on the page, so "
-         "`per-query-head`, the default without XQA): the measurements fall between the two "
-         "kernels, under-predicted by up to 60 % on L40S and A100 at 2048 output tokens and "
-         "predicted "
-         "40-90 % too fast with `grouped` on H100/H200. The masked kernel's query heads of one "
-         "group probably share the KV reads in L2 partly; the model has no such middle "
-         "ground.\n"
-         "- First-token latency of short prompts (128 tokens) on A100 is under-predicted by "
-         "~30 %: fixed per-request host and launch costs beyond the per-layer overhead are not "
-         "modelled (a per-pass constant did not improve the left-out error).\n"
-         "- Memory rows: two vLLM start-up logs of one GPU and model; more published logs "
-         "(other GPUs, tensor parallelism, fp8 KV cache) would make the 10 % claim broad.\n"
-         "- hf: a pass takes at least layers x the fitted host time per layer "
+  return out.str();
+}
+
+// The hf engine's known gaps: the host CPU, AWQ's fused modules, the int4 kernel and the
+// bitsandbytes release, with the figures that show them.
+std::string HfKnownGapsMarkdown() {
+  return "- hf: a pass takes at least layers x the fitted host time per layer "
          "(`host_per_layer_seconds`: transformers generate dispatches each layer's operations "
          "from eager Python), so on H100 the bitsandbytes bf16 rows decode no faster than on an "
          "RTX 4090 (24.4 against 21.1 ms per token at batch 1). What remains: (1) the host is "
@@ -719,8 +712,27 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
          "left out, 94-289 % too slow (-8 to -53 % before premAI's rows, when that time kept its "
          "prior). Without premAI's two int8 rows the bitsandbytes README's left-out median would "
          "be "
-         "33.3 % (41.0 % with them) and hf's over the five earlier sources 35.9 % (36.9 %).\n"
-         "- llama.cpp prompt processing: its quantised matmul kernels reach a similar 5000-7000 "
+         "33.3 % (41.0 % with them) and hf's over the five earlier sources 35.9 % (36.9 %).\n";
+}
+
+// What the serving model does not capture, with the figures that show it.
+std::string ServingKnownGapsMarkdown() {
+  std::ostringstream out;
+  out << "\n### Inference: known gaps\n\n"
+         "- Mistral-7B in the 0.9.0 tables (GQA, 8 KV heads; no command on the page, so "
+         "`per-query-head`, the default without XQA): the measurements fall between the two "
+         "kernels, under-predicted by up to 60 % on L40S and A100 at 2048 output tokens and "
+         "predicted "
+         "40-90 % too fast with `grouped` on H100/H200. The masked kernel's query heads of one "
+         "group probably share the KV reads in L2 partly; the model has no such middle "
+         "ground.\n"
+         "- First-token latency of short prompts (128 tokens) on A100 is under-predicted by "
+         "~30 %: fixed per-request host and launch costs beyond the per-layer overhead are not "
+         "modelled (a per-pass constant did not improve the left-out error).\n"
+         "- Memory rows: two vLLM start-up logs of one GPU and model; more published logs "
+         "(other GPUs, tensor parallelism, fp8 KV cache) would make the 10 % claim broad.\n";
+  out << HfKnownGapsMarkdown();
+  out << "- llama.cpp prompt processing: its quantised matmul kernels reach a similar 5000-7000 "
          "tokens/s for an 8B model on most GPUs rather than a fixed share of each tensor peak, so "
          "the A100/A40/A6000 prefill rows are predicted up to ~2x too fast.\n"
          "- vllm: five sources, all `benchmark_latency` runs of one batch of equal requests: the "
@@ -753,6 +765,12 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
          "vLLM's own all-reduce (two link latencies, not the ring's 2 (n-1)) the tp 4 and tp 8 "
          "rows were predicted 25-42 % too slow. sglang: no fixed-batch row with full settings "
          "was found (data/calibration/README.md lists what was looked at and not taken).\n";
+  return out.str();
+}
+
+// Each row: measured, predicted, in-sample and left-out error.
+std::string ServingRowsMarkdown(const std::vector<ServingRow>& rows, const ServingReport& report) {
+  std::ostringstream out;
   out << "\n### Inference, per row\n\n"
          "| id | model | gpu | tp | precision | batch | in/out | measured | predicted | error | "
          "left-out error |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -789,6 +807,14 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
         << " | " << SignedPercent(ServingError(row, LeftOut(report, row)).value_or(0)) << " |\n";
   }
   return out.str();
+}
+
+}  // namespace
+
+std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
+                                    const ServingReport& report) {
+  return ServingSummaryMarkdown(rows, report) + ServingKnownGapsMarkdown() +
+         ServingRowsMarkdown(rows, report);
 }
 
 bool AddServingCalibration(const std::string& root, const estimate::TimeCalibration& links,
