@@ -432,10 +432,10 @@ void CommandFixes(const Launch& l, const std::string& base_dir, JobFrameworks& j
       jf.layout_arguments == LayoutArguments::kMegatronLmTorchFsdp2) {
     MegatronCommandChoices(l, jf);
   }
+  // HF TrainingArguments' own name (transformers training_args.py); a script's own
+  // --gradient_accumulation_steps alone says nothing of its parser (DeepSpeed's examples have it).
   const bool hf_batch = HasOption(l.args, "--per_device_train_batch_size") ||
-                        HasOption(l.args, "--per-device-train-batch-size") ||
-                        HasOption(l.args, "--gradient_accumulation_steps") ||
-                        HasOption(l.args, "--gradient-accumulation-steps");
+                        HasOption(l.args, "--per-device-train-batch-size");
   if (hf_batch && jf.layout_arguments == LayoutArguments::kNone) {
     jf.layout_arguments = LayoutArguments::kHfTrainer;
   }

@@ -23,8 +23,8 @@ namespace fulcrum::plan {
 // - kMegatronBridge: Megatron-Bridge's recipe launcher (scripts/training/run_recipe.py), Hydra
 //   overrides of its ConfigContainer (MegatronBridgeLayoutOptions);
 // - kNone: not known (any other script, `nemo llm`): the export says the layout is not set.
-// - kHfTrainer: HF TrainingArguments (--per_device_train_batch_size or
-//   --gradient_accumulation_steps given): the micro-batch and the accumulation
+// - kHfTrainer: HF TrainingArguments (--per_device_train_batch_size given): the micro-batch and
+//   the accumulation
 //   (HfTrainerBatchOptions), for any data-parallel framework;
 enum class LayoutArguments {
   kNone,

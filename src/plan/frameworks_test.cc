@@ -386,6 +386,10 @@ TEST(FrameworksTest, TheCommandsOwnConfigFixesTheZeroStageAndMicroBatch) {
   EXPECT_EQ(jf.micro_batch, 4);
   // A file that is not there fixes nothing; nor does a command without these.
   EXPECT_EQ(FrameworksOfCommand("deepspeed t.py --deepspeed missing.json", base).zero_stage, -1);
+  // A script's own --gradient_accumulation_steps is not HF's: nothing is appended to it.
+  EXPECT_EQ(FrameworksOfCommand("deepspeed train.py --gradient_accumulation_steps 4", base)
+                .layout_arguments,
+            LayoutArguments::kNone);
   jf = FrameworksOfCommand("torchrun train.py --lr 1", base);
   EXPECT_EQ(jf.zero_stage, -1);
   EXPECT_TRUE(jf.fixed_by.empty());
