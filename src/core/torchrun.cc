@@ -366,13 +366,11 @@ class Rewriter {
                                             const ScriptOption& option) const {
     if (!option.hydra) return FindAll(args, option.name);
     std::vector<FoundOption> out;
-    for (const char* prefix : {"", "+", "++"}) {
-      for (const FoundOption& f : FindAll(args, std::string(prefix) + option.name)) {
-        if (f.inline_value) out.push_back(f);
+    for (size_t i = args.options_at; i < args.script_at && i < words_.size(); ++i) {
+      if (const auto value = HydraOverrideValue(words_[i], option.name)) {
+        out.push_back({i, true, std::string(*value)});
       }
     }
-    std::sort(out.begin(), out.end(),
-              [](const FoundOption& a, const FoundOption& b) { return a.word < b.word; });
     return out;
   }
 
@@ -416,6 +414,15 @@ class Rewriter {
 };
 
 }  // namespace
+
+std::optional<std::string_view> HydraOverrideValue(std::string_view word, std::string_view key) {
+  const size_t key_at = word.find_first_not_of('+');
+  if (key_at > 2 || word.size() <= key_at + key.size()) return std::nullopt;  // npos: only '+'
+  if (word.compare(key_at, key.size(), key) != 0 || word[key_at + key.size()] != '=') {
+    return std::nullopt;
+  }
+  return word.substr(key_at + key.size() + 1);
+}
 
 size_t TorchrunOptionsAt(const std::vector<std::string>& command) {
   if (command.empty()) return 0;

@@ -63,6 +63,10 @@ std::vector<std::string> ShellVariablesIn(std::string_view command);
 // sets the key whether or not the script's config declares it (Hydra 1.3 "Basic Override
 // syntax": "Appending or overriding a config value : ++foo.bar=value",
 // https://hydra.cc/docs/1.3/advanced/override_grammar/basic/).
+// The value word `word` gives Hydra key `key` (`key=v`, `+key=v` or `++key=v`, Hydra 1.3's
+// override grammar as in ScriptOption); nullopt when it sets another key or is no override.
+std::optional<std::string_view> HydraOverrideValue(std::string_view word, std::string_view key);
+
 struct ScriptOption {
   std::string name;
   std::string value;  // empty: a flag

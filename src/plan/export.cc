@@ -237,20 +237,10 @@ NodeCommand CommandOnNode(const PlanResult& r, const Candidate& c, const catalog
   out.node = NodeOf(c, o, format);
   // Megatron-LM, NeMo and Megatron-Bridge take the layout as arguments: without them
   // pretrain_gpt.py would run tp 1, pp 1, micro-batch 1 in fp32, and NeMo or a Bridge recipe
-  // their config's layout (and NeMo's Lightning trainer one node), whatever was planned.
-  // Megatron-FSDP: as Megatron-LM's arguments only (NeMo's and Bridge's spellings of it are not
-  // written). An HF Trainer script takes the micro-batch and the accumulation of a data-parallel
-  // pick.
-  const workload::Framework f = c.layout.training.framework;
-  const bool megatron_lm = r.layout_arguments == LayoutArguments::kMegatronLm ||
-                           r.layout_arguments == LayoutArguments::kMegatronLmTorchFsdp2;
-  const bool hf_trainer = r.layout_arguments == LayoutArguments::kHfTrainer;
-  if ((f == workload::Framework::kMegatron && !hf_trainer) ||
-      (f == workload::Framework::kMegatronFsdp && megatron_lm) ||
-      (hf_trainer && !workload::UsesMegatronModel(f))) {
-    out.node.script_options = ScriptLayoutOptions(r.layout_arguments, r.model, c.layout.training,
-                                                  out.node.nodes, out.node.gpus_per_node);
-  }
+  // their config's layout (and NeMo's Lightning trainer one node), whatever was planned; an HF
+  // Trainer script takes the micro-batch and the accumulation.
+  out.node.script_options = ScriptLayoutOptions(r.layout_arguments, r.model, c.layout.training,
+                                                out.node.nodes, out.node.gpus_per_node);
   ShellCommandRewrite rewritten = RewriteShellCommand(TrainingCommand(r), out.node);
   out.text = std::move(rewritten.text);
   out.rewrite = std::move(rewritten.rewrite);

@@ -60,18 +60,13 @@ bool HasOption(const std::vector<std::string>& words, std::string_view name) {
   return HasWord(words, name) || OptionValue(words, name).has_value();
 }
 
-// The value of Hydra override `key` (`key=value`, `+key=value` or `++key=value`); the last one
-// counts. nullopt when absent.
+// The value of Hydra override `key` among `words` (core/torchrun.h HydraOverrideValue); the last
+// one counts. nullopt when absent.
 std::optional<std::string> HydraOverride(const std::vector<std::string>& words,
                                          std::string_view key) {
   std::optional<std::string> value;
   for (const std::string& w : words) {
-    const size_t key_at = w.find_first_not_of('+');
-    if (key_at > 2) continue;  // also npos: only pluses
-    if (w.compare(key_at, key.size(), key) == 0 && w.size() > key_at + key.size() &&
-        w[key_at + key.size()] == '=') {
-      value = w.substr(key_at + key.size() + 1);
-    }
+    if (const auto v = HydraOverrideValue(w, key)) value = std::string(*v);
   }
   return value;
 }
@@ -798,16 +793,20 @@ std::vector<ScriptOption> MegatronBridgeLayoutOptions(const workload::Model& m,
 std::vector<ScriptOption> ScriptLayoutOptions(LayoutArguments arguments, const workload::Model& m,
                                               const workload::Training& t, int nodes,
                                               int gpus_per_node) {
+  const Framework f = t.framework;
   switch (arguments) {
     case LayoutArguments::kMegatronLm:
-      return MegatronLayoutOptions(m, t);
     case LayoutArguments::kMegatronLmTorchFsdp2:
-      return MegatronLayoutOptions(m, t, true);
-    case LayoutArguments::kNemo:
+      if (f != Framework::kMegatron && f != Framework::kMegatronFsdp) break;
+      return MegatronLayoutOptions(m, t, arguments == LayoutArguments::kMegatronLmTorchFsdp2);
+    case LayoutArguments::kNemo:  // their spellings of Megatron-FSDP are not written
+      if (f != Framework::kMegatron) break;
       return NemoLayoutOptions(m, t, nodes, gpus_per_node);
     case LayoutArguments::kMegatronBridge:
+      if (f != Framework::kMegatron) break;
       return MegatronBridgeLayoutOptions(m, t);
     case LayoutArguments::kHfTrainer:
+      if (workload::UsesMegatronModel(f)) break;
       return HfTrainerBatchOptions(t);
     case LayoutArguments::kNone:
       break;

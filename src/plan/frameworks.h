@@ -125,7 +125,9 @@ std::vector<ScriptOption> MegatronBridgeLayoutOptions(const workload::Model& m,
 // transformers' TrainingArguments names them.
 std::vector<ScriptOption> HfTrainerBatchOptions(const workload::Training& t);
 
-// The script options of `arguments` that set layout `t` (empty for kNone).
+// The script options of `arguments` that set layout `t`: empty for kNone and where the dialect
+// cannot express t's framework (Megatron-LM's arguments: megatron and megatron-fsdp; NeMo's and
+// Megatron-Bridge's: megatron; HF Trainer's: the data-parallel frameworks).
 std::vector<ScriptOption> ScriptLayoutOptions(LayoutArguments arguments, const workload::Model& m,
                                               const workload::Training& t, int nodes,
                                               int gpus_per_node);
