@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -138,20 +139,49 @@ Launch LaunchOf(const std::vector<std::string>& w) {
   return l;
 }
 
-// accelerate's distributed_type (accelerate/utils/dataclasses.py DistributedType: MULTI_GPU,
-// FSDP, DEEPSPEED, MEGATRON_LM, ...) as written in its config file (`distributed_type: FSDP`).
-std::optional<FrameworkMask> AccelerateConfigFrameworks(const std::string& path,
-                                                        const std::string& base_dir) {
+// `text` without the quotes YAML or a shell may put around it.
+std::string Unquoted(std::string text) {
+  text.erase(std::remove(text.begin(), text.end(), '\''), text.end());
+  text.erase(std::remove(text.begin(), text.end(), '"'), text.end());
+  return text;
+}
+
+// `path` relative to the spec's directory.
+std::string InBaseDir(const std::string& path, const std::string& base_dir) {
   std::filesystem::path file(path);
   if (file.is_relative() && !base_dir.empty()) file = std::filesystem::path(base_dir) / file;
-  Result<std::string> text = ReadTextFile(file.string(), "accelerate config");
+  return file.string();
+}
+
+// An accelerate config file (`accelerate launch --config_file FILE`, YAML) as its `key: value`
+// lines, keys and values trimmed and unquoted, read once for the frameworks and for what it fixes.
+struct AccelerateConfig {
+  std::string name;  // the file's base name, for the plan's notes
+  std::vector<std::pair<std::string, std::string>> entries;
+};
+
+std::optional<AccelerateConfig> ReadAccelerateConfig(const Launch& l, const std::string& base_dir) {
+  if (l.launcher != Launcher::kAccelerate) return std::nullopt;
+  const std::optional<std::string> path = OptionValue(l.args, "--config_file");
+  if (!path) return std::nullopt;
+  Result<std::string> text = ReadTextFile(InBaseDir(*path, base_dir), "accelerate config");
   if (!text.ok()) return std::nullopt;
-  for (const std::string& line : Split(*text, '\n')) {
-    const std::string_view l = Trim(line);
-    if (!StartsWith(l, "distributed_type:")) continue;
-    std::string type(Trim(l.substr(std::string_view("distributed_type:").size())));
-    type.erase(std::remove(type.begin(), type.end(), '\''), type.end());
-    type.erase(std::remove(type.begin(), type.end(), '"'), type.end());
+  AccelerateConfig config{BaseName(*path), {}};
+  for (const std::string& raw : Split(*text, '\n')) {
+    const std::string_view line = Trim(raw);
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    config.entries.emplace_back(std::string(Trim(line.substr(0, colon))),
+                                Unquoted(std::string(Trim(line.substr(colon + 1)))));
+  }
+  return config;
+}
+
+// accelerate's distributed_type (accelerate/utils/dataclasses.py DistributedType: MULTI_GPU,
+// FSDP, DEEPSPEED, MEGATRON_LM, ...) as written in its config file (`distributed_type: FSDP`).
+std::optional<FrameworkMask> AccelerateConfigFrameworks(const AccelerateConfig& config) {
+  for (const auto& [key, type] : config.entries) {
+    if (key != "distributed_type") continue;
     if (type == "FSDP") return kFsdp;
     if (type == "DEEPSPEED") return kDeepSpeed;
     if (type == "MEGATRON_LM") return kMegatron;
@@ -160,14 +190,15 @@ std::optional<FrameworkMask> AccelerateConfigFrameworks(const std::string& path,
   return std::nullopt;
 }
 
-std::optional<FrameworkMask> AccelerateFrameworks(const Launch& l, const std::string& base_dir) {
+std::optional<FrameworkMask> AccelerateFrameworks(const Launch& l,
+                                                  const std::optional<AccelerateConfig>& config) {
   // accelerate launch flags (accelerate/commands/launch.py): --use_fsdp, --use_deepspeed,
   // --use_megatron_lm, --multi_gpu, --config_file.
   if (HasOption(l.args, "--use_fsdp")) return kFsdp;
   if (HasOption(l.args, "--use_deepspeed")) return kDeepSpeed;
   if (HasOption(l.args, "--use_megatron_lm")) return kMegatron;
-  if (const auto config = OptionValue(l.args, "--config_file")) {
-    if (auto mask = AccelerateConfigFrameworks(*config, base_dir)) return mask;
+  if (config) {
+    if (auto mask = AccelerateConfigFrameworks(*config)) return mask;
   }
   if (HasOption(l.args, "--multi_gpu")) return kDdp;
   return std::nullopt;
@@ -267,14 +298,15 @@ const char* LauncherName(Launcher l) {
 namespace {
 
 // The frameworks of launch `l` (not `nemo llm`).
-JobFrameworks FrameworksOfLaunch(const Launch& l, const std::string& base_dir) {
+JobFrameworks FrameworksOfLaunch(const Launch& l,
+                                 const std::optional<AccelerateConfig>& accelerate) {
   if (l.launcher == Launcher::kNone) {
     return {workload::kEveryFramework,
             "the command is not a launcher fulcrum knows: every framework is searched", false};
   }
   if (std::optional<JobFrameworks> known = ScriptFrameworks(l)) return *known;
   if (l.launcher == Launcher::kAccelerate) {
-    if (auto mask = AccelerateFrameworks(l, base_dir)) {
+    if (auto mask = AccelerateFrameworks(l, accelerate)) {
       // Megatron-LM under accelerate shards the model; the others are data parallel.
       return {*mask, "accelerate launch (" + workload::FrameworkListName(*mask) + ")", true,
               *mask != kMegatron};
@@ -293,13 +325,6 @@ JobFrameworks FrameworksOfLaunch(const Launch& l, const std::string& base_dir) {
               workload::FrameworkListName(workload::kDataParallelFrameworks) +
               ", tp and pp 1); --framework names the frameworks it runs (megatron for tp/pp)",
           true, true};
-}
-
-// `path` relative to the spec's directory.
-std::string InBaseDir(const std::string& path, const std::string& base_dir) {
-  std::filesystem::path file(path);
-  if (file.is_relative() && !base_dir.empty()) file = std::filesystem::path(base_dir) / file;
-  return file.string();
 }
 
 // A DeepSpeed config's fixed ZeRO stage and micro-batch (DeepSpeed docs, "DeepSpeed
@@ -333,10 +358,8 @@ void DeepSpeedConfigFixes(const std::string& path, const std::string& base_dir, 
 // --fsdp words, transformers trainer_utils.py FSDPOption; accelerate's fsdp_sharding_strategy,
 // accelerate/utils/constants.py FSDP_SHARDING_STRATEGY, or its index 1-3 in older configs).
 // Hybrid sharding (within a node, replicated across) is not a stage the planner searches: -1.
-int FsdpShardingStage(std::string strategy) {
-  strategy.erase(std::remove(strategy.begin(), strategy.end(), '"'), strategy.end());
-  strategy.erase(std::remove(strategy.begin(), strategy.end(), '\''), strategy.end());
-  strategy = ToLower(strategy);
+int FsdpShardingStage(const std::string& text) {
+  const std::string strategy = ToLower(Unquoted(text));
   if (strategy == "full_shard" || strategy == "1") return 3;
   if (strategy == "shard_grad_op" || strategy == "2") return 2;
   if (strategy == "no_shard" || strategy == "3") return 0;
@@ -347,16 +370,9 @@ int FsdpShardingStage(std::string strategy) {
 // fsdp_reshard_after_forward true = FULL_SHARD, false = SHARD_GRAD_OP) or DeepSpeed's zero_stage,
 // or the DeepSpeed config its deepspeed_config_file names (accelerate config YAML, `fsdp_config:`
 // / `deepspeed_config:` sections).
-void AccelerateConfigFixes(const std::string& path, const std::string& base_dir,
+void AccelerateConfigFixes(const AccelerateConfig& config, const std::string& base_dir,
                            JobFrameworks& jf) {
-  Result<std::string> text = ReadTextFile(InBaseDir(path, base_dir), "accelerate config");
-  if (!text.ok()) return;
-  for (const std::string& line : Split(*text, '\n')) {
-    const std::string_view l = Trim(line);
-    const size_t colon = l.find(':');
-    if (colon == std::string_view::npos) continue;
-    const std::string key(Trim(l.substr(0, colon)));
-    const std::string value(Trim(l.substr(colon + 1)));
+  for (const auto& [key, value] : config.entries) {
     int stage = -1;
     if (key == "fsdp_sharding_strategy") stage = FsdpShardingStage(value);
     if (key == "fsdp_reshard_after_forward") stage = ToLower(value) == "true" ? 3 : 2;
@@ -366,16 +382,11 @@ void AccelerateConfigFixes(const std::string& path, const std::string& base_dir,
     }
     if (stage >= 0) {
       jf.zero_stage = stage;
-      jf.fixed_by = BaseName(path) + ": " + key + " " + value;
+      jf.fixed_by = config.name + ": " + key + " " + value;
     }
     // deepspeed_config_file: a DeepSpeed config beside the accelerate one (relative to the
     // directory the job runs in, taken as the spec's).
-    if (key == "deepspeed_config_file" && !value.empty()) {
-      std::string file = value;
-      file.erase(std::remove(file.begin(), file.end(), '\''), file.end());
-      file.erase(std::remove(file.begin(), file.end(), '"'), file.end());
-      DeepSpeedConfigFixes(file, base_dir, jf);
-    }
+    if (key == "deepspeed_config_file" && !value.empty()) DeepSpeedConfigFixes(value, base_dir, jf);
   }
 }
 
@@ -422,7 +433,8 @@ void MegatronCommandChoices(const Launch& l, JobFrameworks& jf) {
 
 // What the command's own options and files fix (JobFrameworks::zero_stage, micro_batch) and
 // HF TrainingArguments' batch options (kHfTrainer).
-void CommandFixes(const Launch& l, const std::string& base_dir, JobFrameworks& jf) {
+void CommandFixes(const Launch& l, const std::string& base_dir,
+                  const std::optional<AccelerateConfig>& accelerate, JobFrameworks& jf) {
   if (jf.layout_arguments == LayoutArguments::kMegatronLm ||
       jf.layout_arguments == LayoutArguments::kMegatronLmTorchFsdp2) {
     MegatronCommandChoices(l, jf);
@@ -446,11 +458,7 @@ void CommandFixes(const Launch& l, const std::string& base_dir, JobFrameworks& j
       jf.fixed_by = "--fsdp " + *fsdp;
     }
   }
-  if (l.launcher == Launcher::kAccelerate) {
-    if (const auto config = OptionValue(l.args, "--config_file")) {
-      AccelerateConfigFixes(*config, base_dir, jf);
-    }
-  }
+  if (accelerate) AccelerateConfigFixes(*accelerate, base_dir, jf);
 }
 
 }  // namespace
@@ -461,8 +469,9 @@ JobFrameworks FrameworksOfCommand(const std::string& command, const std::string&
     return {kMegatron, "NeMo (nemo llm)", true};
   }
   const Launch l = LaunchOf(words);
-  JobFrameworks jf = FrameworksOfLaunch(l, base_dir);
-  CommandFixes(l, base_dir, jf);
+  const std::optional<AccelerateConfig> accelerate = ReadAccelerateConfig(l, base_dir);
+  JobFrameworks jf = FrameworksOfLaunch(l, accelerate);
+  CommandFixes(l, base_dir, accelerate, jf);
   return jf;
 }
 
