@@ -348,29 +348,32 @@ TEST(ExportE2eTest, MegatronExportHandsTheScriptThePlannedLayout) {
   fs::remove_all(dir);
 }
 
-// Plans `command` (a 70B pretrain), exports the pick as a SkyPilot task and runs it on node 1
-// of 2 with a recording torchrun; returns the pick's plan JSON and the words torchrun got after
-// `script`.
-struct ExportedMegatronRun {
+// Plans `command` for `job` (plan's model, tokens, sequence and batch flags), exports the pick as
+// a SkyPilot task and runs it on node 1 of 2 with a recording torchrun; returns the plan JSON, the
+// pick's and the words torchrun got after `script`.
+struct ExportedRun {
+  json plan;
   json pick;
   std::vector<std::string> script_args;
   std::string argv;
 };
-ExportedMegatronRun RunExportedMegatronCommand(const std::string& dir, const std::string& command,
-                                               const std::string& script) {
-  ExportedMegatronRun out;
-  RunOutput r = RunFulcrum(
-      {"--catalog", SourcePath("catalog"), "plan", "--model", "llama-2-70b", "--tokens", "20B",
-       "--seq-len", "4096", "--global-batch", "512", "--command", command, "--export", "skypilot",
-       dir + "/task.yaml", "--fulcrum-install", "false", "--json"},
-      Isolated());
+const std::vector<std::string> k70bPretrain = {"--model",   "llama-2-70b", "--tokens",       "20B",
+                                               "--seq-len", "4096",        "--global-batch", "512"};
+ExportedRun RunExportedCommand(const std::string& dir, const std::vector<std::string>& job,
+                               const std::string& command, const std::string& script) {
+  ExportedRun out;
+  std::vector<std::string> args = {"--catalog", SourcePath("catalog"), "plan"};
+  args.insert(args.end(), job.begin(), job.end());
+  args.insert(args.end(), {"--command", command, "--export", "skypilot", dir + "/task.yaml",
+                           "--fulcrum-install", "false", "--json"});
+  RunOutput r = RunFulcrum(args, Isolated());
   EXPECT_EQ(r.exit_code, 0) << r.err;
   if (r.exit_code != 0) return out;
-  const json plan = json::parse(r.out);
-  const json& written = plan["export"]["written"];
+  out.plan = json::parse(r.out);
+  const json& written = out.plan["export"]["written"];
   EXPECT_FALSE(written.empty());
   if (written.empty()) return out;
-  for (const json& c : plan["candidates"]) {
+  for (const json& c : out.plan["candidates"]) {
     if (c["rank"] == written[0]["rank"]) out.pick = c;
   }
   out.argv = TorchrunArgvOnNode1("skypilot", dir, written[0]["file"]);
@@ -387,7 +390,7 @@ ExportedMegatronRun RunExportedMegatronCommand(const std::string& dir, const std
 // key's value, given once (a failure names a key given otherwise; "-" when it is missing).
 class HydraOverrides {
  public:
-  explicit HydraOverrides(const ExportedMegatronRun& run) : argv_(run.argv) {
+  explicit HydraOverrides(const ExportedRun& run) : argv_(run.argv) {
     for (const std::string& w : run.script_args) {
       const size_t eq = w.find('=');
       if (eq == std::string::npos || w[0] == '-') continue;
@@ -414,8 +417,8 @@ class HydraOverrides {
 TEST(ExportE2eTest, NemoExportHandsTheScriptThePlannedLayoutAsHydraOverrides) {
   const std::string dir = MakeTempDir("export-nemo");
   const std::string script = "examples/nlp/language_modeling/megatron_gpt_pretraining.py";
-  const ExportedMegatronRun run = RunExportedMegatronCommand(
-      dir,
+  const ExportedRun run = RunExportedCommand(
+      dir, k70bPretrain,
       "torchrun --nproc-per-node 8 " + script +
           " --config-name megatron_llama_config trainer.devices=8 trainer.num_nodes=1 "
           "model.tensor_model_parallel_size=8 ++model.micro_batch_size=4 model.optim.lr=3e-4",
@@ -447,12 +450,12 @@ TEST(ExportE2eTest, NemoExportHandsTheScriptThePlannedLayoutAsHydraOverrides) {
 TEST(ExportE2eTest, MegatronBridgeExportHandsTheRecipeThePlannedLayout) {
   const std::string dir = MakeTempDir("export-bridge");
   const std::string script = "scripts/training/run_recipe.py";
-  const ExportedMegatronRun run = RunExportedMegatronCommand(
-      dir,
-      "torchrun --nproc-per-node 8 " + script +
-          " --recipe llama2_70b_pretrain_config --dataset mock -tp 8 -gb 128 "
-          "train.train_iters=1000",
-      script);
+  const ExportedRun run =
+      RunExportedCommand(dir, k70bPretrain,
+                         "torchrun --nproc-per-node 8 " + script +
+                             " --recipe llama2_70b_pretrain_config --dataset mock -tp 8 -gb 128 "
+                             "train.train_iters=1000",
+                         script);
   ASSERT_EQ(run.pick["parallel"]["framework"], "megatron") << run.argv;
   const HydraOverrides one(run);
   const json& p = run.pick["parallel"];
@@ -481,32 +484,24 @@ TEST(ExportE2eTest, MegatronBridgeExportHandsTheRecipeThePlannedLayout) {
 TEST(ExportE2eTest, HfTrainerDeepSpeedExportRunsThePlannedBatchAtTheConfigsStage) {
   const std::string dir = MakeTempDir("export-hf-ds");
   { std::ofstream(dir + "/ds_z2.json") << R"({"zero_optimization": {"stage": 2}})"; }
-  RunOutput r = RunFulcrum(
-      {"--catalog", SourcePath("catalog"), "plan", "--model", "llama-2-7b", "--tokens", "2B",
-       "--seq-len", "4096", "--global-batch", "128", "--command",
-       "torchrun --nproc-per-node 8 train.py --deepspeed " + dir +
-           "/ds_z2.json --per_device_train_batch_size 4 --gradient_accumulation_steps 4",
-       "--export", "skypilot", dir + "/task.yaml", "--fulcrum-install", "false", "--json"},
-      Isolated());
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json plan = json::parse(r.out);
-  for (const json& c : plan["candidates"]) {  // stage 2 wherever there is something to shard
+  const ExportedRun run = RunExportedCommand(
+      dir,
+      {"--model", "llama-2-7b", "--tokens", "2B", "--seq-len", "4096", "--global-batch", "128"},
+      "torchrun --nproc-per-node 8 train.py --deepspeed " + dir +
+          "/ds_z2.json --per_device_train_batch_size 4 --gradient_accumulation_steps 4",
+      "train.py");
+  ASSERT_FALSE(run.plan.is_null());
+  for (const json& c : run.plan["candidates"]) {  // stage 2 wherever there is something to shard
     const bool shards = c["parallel"]["dp"].get<int>() * c["parallel"]["cp"].get<int>() > 1;
     EXPECT_EQ(c["parallel"]["zero"], shards ? 2 : 0) << c["parallel"].dump();
   }
-  const json& written = plan["export"]["written"];
-  ASSERT_FALSE(written.empty());
-  json pick;
-  for (const json& c : plan["candidates"]) {
-    if (c["rank"] == written[0]["rank"]) pick = c;
+  std::map<std::string, std::string> options;  // the script's options and their values
+  for (size_t i = 0; i + 1 < run.script_args.size(); ++i) {
+    if (run.script_args[i].rfind("--", 0) == 0)
+      options[run.script_args[i]] = run.script_args[i + 1];
   }
-  const std::string argv = TorchrunArgvOnNode1("skypilot", dir, written[0]["file"]);
-  std::map<std::string, std::string> options;
-  std::istringstream lines(argv);
-  std::string previous;
-  for (std::string w; std::getline(lines, w); previous = w) {
-    if (previous.rfind("--", 0) == 0) options[previous] = w;
-  }
+  const std::string& argv = run.argv;
+  const json& pick = run.pick;
   const json& p = pick["parallel"];
   const int mb = p["micro_batch"].get<int>(), dp = p["dp"].get<int>();
   EXPECT_EQ(options["--per_device_train_batch_size"], std::to_string(mb)) << argv;
