@@ -477,6 +477,12 @@ JobFrameworks FrameworksOfCommand(const std::string& command, const std::string&
 
 namespace {
 
+// Whether layout `t` gives its first and last stages their own layer counts (set, or layers not
+// a multiple of pp): the scripts are then told both.
+bool UnevenStages(const workload::Model& m, const workload::Training& t) {
+  return t.pp > 1 && (t.first_stage_layers > 0 || t.last_stage_layers > 0 || m.layers % t.pp != 0);
+}
+
 // Megatron-LM's activation recompute: --recompute-granularity selective (core attention) or full
 // with --recompute-method uniform --recompute-num-layers 1 (each layer's input kept, as the
 // estimate's full recompute); none removes them and the older --recompute-activations.
@@ -581,8 +587,7 @@ std::vector<ScriptOption> MegatronLayoutOptions(const workload::Model& m,
     without("--num-virtual-stages-per-pipeline-rank", "the plan runs no interleaved schedule");
   }
   const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
-  const bool uneven =
-      t.pp > 1 && (t.first_stage_layers > 0 || t.last_stage_layers > 0 || m.layers % t.pp != 0);
+  const bool uneven = UnevenStages(m, t);
   if (uneven) {
     number("--decoder-first-pipeline-num-layers", stages.first, "the plan's first stage");
     number("--decoder-last-pipeline-num-layers", stages.last, "the plan's last stage");
@@ -665,8 +670,7 @@ class HydraLayout {
            "the plan runs no interleaved schedule");
     }
     const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
-    const bool uneven =
-        t.pp > 1 && (t.first_stage_layers > 0 || t.last_stage_layers > 0 || m.layers % t.pp != 0);
+    const bool uneven = UnevenStages(m, t);
     if (uneven) {
       Number(prefix + "num_layers_in_first_pipeline_stage", stages.first, "the plan's first stage");
       Number(prefix + "num_layers_in_last_pipeline_stage", stages.last, "the plan's last stage");
