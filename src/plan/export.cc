@@ -317,12 +317,17 @@ std::string Header(const PlanResult& r, const Candidate& c, const catalog::Offer
     h += "The command's $" + line.substr(7, line.find('=') - 7) + " is set before it (" +
          line.substr(7) + ").\n";
   }
-  if (workload::UsesMegatronModel(c.layout.training.framework) &&
-      command.node.script_options.empty() && !r.spec.command.empty()) {
+  // Whatever the framework: the plan's memory and time are of this layout (an unknown
+  // `torchrun train.py` planned as FSDP SHARD_GRAD_OP at micro-batch 2 runs out of memory as plain
+  // DDP), so a command the export could not give it to is told what to run.
+  if (command.node.script_options.empty() && !r.spec.command.empty()) {
+    const workload::Training& t = c.layout.training;
     h += fmt::format(
-        "fulcrum does not know how this command's script takes its layout: give it {} and "
-        "global batch {} yourself.\n",
-        LayoutLabel(c.layout.training), c.layout.training.global_batch);
+        "fulcrum does not know how this command's script takes its layout: give it {} {} and "
+        "global batch {} yourself ({} accumulation step(s) of micro-batch {}); the plan's memory "
+        "and time assume it.\n",
+        workload::FrameworkName(t.framework), LayoutLabel(t), t.global_batch,
+        workload::MicroBatchesPerStep(t), t.micro_batch);
   }
   if (rw.launcher == Launcher::kNone && o.gpu_count > 1) {
     h += fmt::format(

@@ -180,10 +180,10 @@ TEST(ExportTest, MultiNodeTorchrunGetsTheToolsNodeEnvironment) {
             std::string::npos);
 }
 
-// A Megatron pick whose script takes its layout in a way fulcrum does not write (`nemo llm`, a
-// NeMo script outside examples/, Megatron-DeepSpeed's config) is exported as the user wrote it,
-// and the header says which layout to give it; a Megatron-LM entry point gets its arguments and
-// no such line, nor does a data-parallel pick.
+// A pick whose script takes its layout in a way fulcrum does not write (`nemo llm`, a NeMo script
+// outside examples/, Megatron-DeepSpeed's config, an unknown `torchrun train.py`, a framework the
+// script's dialect cannot express) is exported as the user wrote it, and the header says which
+// framework and layout to give it; a Megatron-LM entry point gets its arguments and no such line.
 TEST(ExportTest, AMegatronPickWhoseLayoutIsNotWrittenSaysSo) {
   PlanResult r = Plan({MakeCandidate(0, 1, PricingModel::kSpot, 1)});
   workload::Training& t = r.candidates[0].layout.training;
@@ -202,7 +202,14 @@ TEST(ExportTest, AMegatronPickWhoseLayoutIsNotWrittenSaysSo) {
   EXPECT_NE(task.find("--tensor-model-parallel-size 2"), std::string::npos) << task;
   t.framework = workload::Framework::kFsdp;
   t.tp = t.pp = 1;
-  EXPECT_EQ(ExportOne(r, ExportFormat::kSkypilot, 1).find(said), std::string::npos);
+  t.dp = 8, t.zero_stage = 2, t.micro_batch = 2;
+  EXPECT_NE(ExportOne(r, ExportFormat::kSkypilot, 1).find(said), std::string::npos);
+  // The README example's shape: an unknown script planned as FSDP ZeRO-2 at micro-batch 2.
+  r.layout_arguments = LayoutArguments::kNone;
+  r.spec.command = "torchrun --nproc-per-node 8 train.py --config finetune.yaml";
+  task = ExportOne(r, ExportFormat::kSkypilot, 1);
+  EXPECT_NE(task.find(said + ": give it fsdp "), std::string::npos) << task;
+  EXPECT_NE(task.find("(4 accumulation step(s) of micro-batch 2)"), std::string::npos) << task;
 }
 
 // 3 x 28.17 is 84.50999999999999 in binary floating point: the run line says 84.51.
