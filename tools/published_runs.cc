@@ -171,8 +171,14 @@ std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
          "2412.19437 section 3.2.3) and of the MoE SwiGLU output, and its BF16 AdamW moments "
          "(section 3.3.3), as Megatron-LM's --recompute-modules layernorm,mla_up_proj,moe_act "
          "and --exp-avg-dtype / --exp-avg-sq-dtype bf16, and Transformer Engine's FP8 casts of "
-         "the linear inputs (1 byte each), not its FP8 caching beyond them (the SwiGLU inputs, "
-         "the E5M6 attention output; the estimate keeps them in 16 bits).";
+         "the linear inputs (1 byte each). The experts' outputs are not kept: Megatron-Core "
+         "applies the router's probabilities inside the SwiGLU, and the combine's unpermute saves "
+         "no tensor (Megatron-LM@d98e8a64dd moe/experts.py, moe/token_dispatcher.py). Not "
+         "modelled: DeepSeek's FP8 caching beyond the linear inputs, of the routed experts' "
+         "SwiGLU inputs (moe_act's checkpoint keeps them in 16 bits; Megatron-Core's "
+         "activation_func_fp8_input_store, `estimate --activation-func-fp8-input-store`, stores "
+         "a SwiGLU's input in FP8 only outside that checkpoint) and of the attention output "
+         "(E5M6).";
   for (const PublishedRun& run : runs) {
     if (run.id != "deepseek-v3-2048" || !run.input) continue;
     const estimate::EstimateResult as_run = estimate::Evaluate(*run.input);
@@ -201,7 +207,15 @@ std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
              "tensors HAI-LLM's kernels save (the estimate takes Megatron-Core's with "
              "Transformer Engine).";
     } else {
-      out << ", within the " << Gib(as_run.capacity_bytes) << " of one GPU.";
+      // DualPipe's own footprint (the report's Table 2): PP + 1 micro-batches' activations on
+      // the first stage against 1F1B's PP, and a second copy of the parameters.
+      const double dualpipe =
+          (b.weights_bytes + b.activations_bytes / static_cast<double>(run.input->training.pp)) *
+          (1 + reserve);
+      out << ", within the " << Gib(as_run.capacity_bytes) << " of one GPU under 1F1B; "
+          << "DualPipe's second copy of the parameters and one more micro-batch in flight (the "
+             "report's Table 2) would add about "
+          << Gib(dualpipe) << ", to " << Gib(b.peak_bytes_per_gpu + dualpipe) << ".";
     }
   }
   out << " Node-limited routing and the MTP module are not modelled either.\n\n";

@@ -4,9 +4,10 @@
 
 namespace fulcrum::cli {
 
-void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
-  // A repeated flag takes its last value, so a suggested change can be appended to a command.
-  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+namespace {
+
+// The model: a preset, a HuggingFace config or a custom shape.
+void AddModelOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
   const char* model = "Model (one of --model, --hf-config, --layers/--hidden/--heads)";
   cmd->add_option("--model", r.model,
                   "Model preset from the catalog (catalog/models/NAME.yaml), e.g. llama-2-7b")
@@ -35,6 +36,14 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
   cmd->add_flag("--tied-embeddings", r.tied_embeddings,
                 "Custom model: output layer shares the embedding")
       ->group(model);
+}
+
+}  // namespace
+
+void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
+  // A repeated flag takes its last value, so a suggested change can be appended to a command.
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  AddModelOptions(cmd, r);
 
   const char* hw = "Hardware";
   cmd->add_option("--gpu", r.gpu,
@@ -142,6 +151,12 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
                 "With --precision fp8 under megatron or megatron-fsdp: the layers' weights are "
                 "Transformer Engine FP8 tensors with no 16-bit copy (NeMo fp8_params, Megatron-LM "
                 "--fp8-param-gather; the optimizer keeps fp32 master weights)")
+      ->group(tr);
+  cmd->add_flag("--activation-func-fp8-input-store", r.activation_fp8_input_store,
+                "SwiGLU models under megatron or megatron-fsdp: the activation's input, which it "
+                "keeps for backward, is stored in FP8 and cast back in backward (Megatron-Core's "
+                "activation_func_fp8_input_store; Megatron-Bridge "
+                "model.activation_func_fp8_input_store=true)")
       ->group(tr);
   cmd->add_option("--microbatch-group-size", r.microbatch_group_size,
                   "Interleaved pipeline (--vpp > 1): micro-batches run back to back on one model "

@@ -139,6 +139,7 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   t.sequence_parallel = r.sequence_parallel;
   t.micro_batch = r.micro_batch;
   t.fp8_params = r.fp8_params;
+  t.activation_fp8_input_store = r.activation_fp8_input_store;
   t.microbatch_group_size = r.microbatch_group_size;
   if (r.tp < 1 || r.pp < 1 || r.cp < 1) {
     return Status::InvalidInput("--tp, --pp and --cp must be at least 1");
@@ -346,6 +347,7 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
     doc["setup"]["exp_avg_dtype"] = std::string(workload::MomentDtypeName(t.exp_avg_dtype));
     doc["setup"]["exp_avg_sq_dtype"] = std::string(workload::MomentDtypeName(t.exp_avg_sq_dtype));
   }
+  if (t.activation_fp8_input_store) doc["setup"]["activation_func_fp8_input_store"] = true;
   const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
   const int64_t shard = t.dp_shard > 0 ? t.dp_shard : t.dp;
   doc["parallel"] = {{"tp", t.tp},
@@ -429,6 +431,7 @@ std::string DescribeSetup(const EstimateInput& in) {
                                                                : "fp32");
   }
   if (t.fp8_params) s << " --fp8-params";
+  if (t.activation_fp8_input_store) s << " --activation-func-fp8-input-store";
   if (t.exp_avg_dtype != workload::MomentDtype::kFp32 ||
       t.exp_avg_sq_dtype != workload::MomentDtype::kFp32) {
     s << " --exp-avg-dtype " << workload::MomentDtypeName(t.exp_avg_dtype) << " --exp-avg-sq-dtype "

@@ -113,6 +113,40 @@ TEST(ResolveTest, Fp8ParamsGradPrecisionAndGroupSize) {
             std::string::npos);
 }
 
+// Megatron-Core's activation_func_fp8_input_store: echoed in the setup, less activation memory,
+// refused for a GELU model or outside Megatron-Core (as Megatron's own __post_init__ refuses it).
+TEST(ResolveTest, ActivationFp8InputStore) {
+  EstimateRequest r;
+  r.model = "llama-3-8b";
+  r.gpu = "H100-80GB";
+  r.gpus = 8;
+  r.tp = 2;
+  r.framework = "megatron";
+  r.zero = 1;
+  r.activation_fp8_input_store = true;
+  const catalog::Catalog cat = ShippedCatalog();
+  Result<EstimateInput> in = ResolveEstimateInput(r, cat, kCatalogDir);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_NE(DescribeSetup(*in).find("--activation-func-fp8-input-store"), std::string::npos);
+  EstimateRequest plain = r;
+  plain.activation_fp8_input_store = false;
+  Result<EstimateInput> plain_in = ResolveEstimateInput(plain, cat, kCatalogDir);
+  ASSERT_TRUE(plain_in.ok());
+  EXPECT_LT(Evaluate(*in).memory.activations_bytes, Evaluate(*plain_in).memory.activations_bytes);
+  EstimateRequest fsdp = r;
+  fsdp.framework = "fsdp";
+  fsdp.tp = 1;
+  fsdp.zero = 3;
+  EXPECT_NE(ResolveEstimateInput(fsdp, cat, kCatalogDir).status().message().find("Megatron-Core"),
+            std::string::npos);
+  EstimateRequest gelu = r;
+  gelu.model = "gpt3-175b";
+  gelu.gpus = 64;
+  gelu.tp = 8;
+  EXPECT_NE(ResolveEstimateInput(gelu, cat, kCatalogDir).status().message().find("SwiGLU only"),
+            std::string::npos);
+}
+
 TEST(ResolveTest, OffloadParts) {
   EstimateRequest r;
   r.model = "gpt2";

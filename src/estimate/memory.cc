@@ -347,15 +347,15 @@ double MeanMlpActivationWidth(const Model& m) {
 //   RouterGatingLinearFunction.forward: save_for_backward(inp, weight, bias)), and its shared
 //   experts' first linear keeps a cast beside it;
 // - MoE token dispatch: the permuted copies of the layer input sent to the k experts, which the
-//   experts' first grouped linear keeps (a linear input), and the experts' outputs before the
-//   weighted combine (Megatron-Core MoEAlltoAllTokenDispatcher keeps both for backward);
+//   experts' first grouped linear keeps (a linear input); not the experts' outputs, which no
+//   operation keeps (ReplicatedBytesPerToken);
 // - MLA's latents: the outputs of the down-projections (q_lora_rank, kv_lora_rank + qk_rope),
 //   which the up-projections' LayerNormLinear keeps as its norm input, and the outputs of their
 //   RMSNorms (q_lora_rank, kv_lora_rank), the up-projections' inputs. The down-projections run
 //   duplicated on every tp rank on the sequence shard ("[s / TP, b, q_lora_rank]" under sequence
 //   parallelism; Megatron-LM@d98e8a64dd megatron/core/transformer/multi_latent_attention.py
 //   _qkv_down_projection).
-// Without FP8 every term is a 16-bit element: 4h + 2k h (MoE layers) + 2 q_lora_rank + kv_lora_rank
+// Without FP8 every term is a 16-bit element: 4h + k h (MoE layers) + 2 q_lora_rank + kv_lora_rank
 // + qk_rope + kv_lora_rank.
 double ReplicatedBytesPerToken(const Model& m, const Training& t) {
   const double e = ActElementBytes(t);
@@ -366,8 +366,15 @@ double ReplicatedBytesPerToken(const Model& m, const Training& t) {
   const double moe_share = static_cast<double>(workload::MoeLayerCount(m)) / layers;
   const double attention_norm = workload::IsMla(m) && cast_copies ? 2 * linear : linear;
   double moe_mlp_norm = e + (m.shared_experts > 0 && cast_copies ? linear : 0);
+  // Dispatch: the k copies of the token each expert's fc1 keeps as its input. The experts'
+  // outputs are not kept: the router's probabilities are applied inside the activation
+  // (Megatron-LM@d98e8a64dd megatron/core/transformer/moe/experts.py TEGroupedMLP bias_act_func,
+  // weighted_bias_swiglu_impl(..., permuted_probs, ...), which saves its input and the
+  // probabilities), and the combine's unpermute is called without probabilities, an index
+  // scatter that saves no tensor (moe/token_dispatcher.py combine_postprocess; moe_utils.py
+  // unpermute).
   const double k = static_cast<double>(m.experts_per_token);
-  moe_mlp_norm += k * (linear + e);  // dispatch: the experts' inputs and outputs
+  moe_mlp_norm += k * linear;
   double bytes = (2 * e + attention_norm + (1 - moe_share) * linear + moe_share * moe_mlp_norm) * h;
   if (workload::IsMla(m)) {
     const double q_lora = static_cast<double>(m.q_lora_rank);
@@ -411,6 +418,20 @@ struct RecomputedBytesPerToken {
   double split = 0;
 };
 
+// Bytes a token's MLP keeps per unit of its width: the activation's input and the
+// down-projection's input (a linear input, LinearInputBytes). A gated MLP in eager PyTorch keeps
+// gate, up, SiLU(gate) and the product; Megatron's fused bias_swiglu keeps only its input (gate
+// and up) and recomputes the SiLU (Megatron-LM@d98e8a64dd megatron/core/fusions/
+// fused_bias_swiglu.py, SwiGLUFunction: save_for_backward(input)), as float8_e4m3fn under
+// activation_func_fp8_input_store (input.to(torch.float8_e4m3fn), cast back in backward).
+double MlpBytesPerWidth(const Model& m, const Training& t) {
+  const double e = ActElementBytes(t);
+  const double linear = LinearInputBytes(t);
+  if (m.mlp != workload::MlpKind::kSwiglu) return e + linear;
+  if (!workload::UsesMegatronModel(t.framework)) return 3 * e + linear;
+  return 2 * (t.activation_fp8_input_store ? 1 : e) + linear;
+}
+
 // MLA's input-norm outputs still kept (per token, in units of hidden), as ReplicatedBytesPerToken
 // counts them without recompute (attention_norm): one 16-bit tensor, or under FP8 one cast per
 // down-projection.
@@ -434,8 +455,7 @@ RecomputedBytesPerToken RecomputedModuleBytes(const Model& m, const Training& t)
   const double h = static_cast<double>(m.hidden);
   const double layers = static_cast<double>(m.layers);
   const double moe_share = static_cast<double>(workload::MoeLayerCount(m)) / layers;
-  const bool gated = m.mlp == workload::MlpKind::kSwiglu;
-  const double mlp_per_width = (gated ? 2 : 1) * e + linear;  // as LayerActivationBytes' split
+  const double mlp_per_width = MlpBytesPerWidth(m, t);
   const bool moe = modules & workload::kRecomputeMoe;
   if (workload::IsMla(m)) {
     const double attention_norm = linear != e ? 2 * linear : linear;
@@ -461,14 +481,20 @@ RecomputedBytesPerToken RecomputedModuleBytes(const Model& m, const Training& t)
   double moe_replicated = layernorm ? e : 0;  // the norm output: router input, checkpoint input
   const bool shared_cast_gone = layernorm || moe || (modules & workload::kRecomputeSharedExperts);
   if (shared > 0 && cast_copies && shared_cast_gone) moe_replicated += linear;
-  if (moe) moe_replicated += k * (linear + e);  // the dispatched copies and the experts' outputs
+  if (moe) moe_replicated += k * linear;  // the dispatched copies
   out.replicated += moe_share * moe_replicated * h;
   double moe_split = 0;
   if (moe) {
     moe_split = (k + shared) * fe * mlp_per_width;
   } else {
     if (modules & workload::kRecomputeSharedExperts) moe_split += shared * fe * mlp_per_width;
-    if (modules & workload::kRecomputeMoeAct) moe_split += k * fe * linear;
+    // moe_act's checkpoint keeps the activation's input as fc1 produced it, 16-bit (no FP8
+    // store inside it: CheckpointWithoutOutputFunction.forward runs the activation under
+    // torch.no_grad() and saves its arguments, tensor_parallel/random.py), and frees fc2's input.
+    const double kept_by_moe_act = (m.mlp == workload::MlpKind::kSwiglu ? 2 : 1) * e;
+    if (modules & workload::kRecomputeMoeAct) {
+      moe_split += k * fe * (mlp_per_width - kept_by_moe_act);
+    }
   }
   out.split += moe_share * moe_split;
   return out;
@@ -503,7 +529,6 @@ double LayerActivationBytes(const Model& m, const ModelCounts& counts, const Tra
   }
   const double sbf = sb * MeanMlpActivationWidth(m);
   const double mask = m.dropout ? 1 : 0;  // 1-byte dropout masks
-  const bool gated = m.mlp == workload::MlpKind::kSwiglu;
   if (t.recompute == Recompute::kSelective && t.framework == Framework::kFsdp) {
     return TorchtitanSelectiveBytes(m, counts, t, sbh, sbf);
   }
@@ -512,21 +537,15 @@ double LayerActivationBytes(const Model& m, const ModelCounts& counts, const Tra
   // The residual adds save nothing, and without dropout (Llama) no mask is drawn.
   const double replicated = sb * ReplicatedBytesPerToken(m, t) + 2 * mask * sbh;
   // Split by tp: Q (sbh), K and V (r*sbh each), the output-projection input (sbh) (MLA: Q and K
-  // of heads x (qk_nope + qk_rope), V and the output of heads x v_head_dim); the MLP keeps
-  // the activation's input and the down-projection input (2sbf). A gated MLP in eager PyTorch
-  // keeps gate, up, SiLU(gate) and the product (4sbf); Megatron's fused bias_swiglu keeps only
-  // its input (gate and up) and recomputes the SiLU (Megatron-LM@d98e8a64dd
-  // megatron/core/fusions/fused_bias_swiglu.py, SwiGLUFunction: save_for_backward(input)).
-  // The down-projection's input is a linear input (LinearInputBytes); under Transformer Engine FP8
-  // the output projection also keeps its cast of the attention output beside the 16-bit tensor
-  // the attention saves.
-  const double mlp_tensors = gated ? (workload::UsesMegatronModel(t.framework) ? 3 : 4) : 2;
+  // of heads x (qk_nope + qk_rope), V and the output of heads x v_head_dim); the MLP's tensors
+  // (MlpBytesPerWidth x sbf). Under Transformer Engine FP8 the output projection also keeps its
+  // cast of the attention output beside the 16-bit tensor the attention saves.
   const double linear = LinearInputBytes(t);
   const double attention_operands = static_cast<double>(counts.attention_operand_width);
   const double projection_cast =
       linear != e ? linear * static_cast<double>(workload::AttentionOutDim(m)) : 0;
   const double split =
-      sb * (e * attention_operands + projection_cast) + ((mlp_tensors - 1) * e + linear) * sbf;
+      sb * (e * attention_operands + projection_cast) + MlpBytesPerWidth(m, t) * sbf;
   // Core attention: softmax output (2as^2b), dropout mask (as^2b) and dropout output (2as^2b);
   // flash attention keeps only the fp32 log-sum-exp per row (4asb); selective recompute drops it.
   // Transformer Engine's fused attention saves q, k, v and its output (counted above, the output

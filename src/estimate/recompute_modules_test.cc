@@ -84,8 +84,9 @@ TEST(RecomputeModulesMemoryTest, MlpDropsTheDenseMlpsTensors) {
 // - mla_up_proj: kv_b's fused norm output (512) and Q, K, V (16 x 192, 16 x 192, 16 x 128);
 // - moe_act: the routed experts' fc2 inputs, 6 x 1408 in the MoE layers;
 // - shared_experts: the shared experts' SwiGLU input and fc2 input, 3 x 2 x 1408;
-// - moe: everything the MoE layer saves but its input: the 6 dispatched copies and the experts'
-//   outputs (2 x 6 h) and the (6 + 2) x 1408 experts' MLP tensors (3 each).
+// - moe: everything the MoE layer saves but its input: the 6 dispatched copies (6 h; the experts'
+//   outputs are not kept: the probabilities are applied in the activation) and the (6 + 2) x 1408
+//   experts' MLP tensors (3 each).
 TEST(RecomputeModulesMemoryTest, EachModuleDropsItsTensorsOnAnMlaMoeModel) {
   const workload::Model lite = Parsed(workload::testing::kDeepSeekV2LiteConfig);
   const double h = 2048, e = 2, moe = 26.0 / 27, fe = 1408;
@@ -96,7 +97,7 @@ TEST(RecomputeModulesMemoryTest, EachModuleDropsItsTensorsOnAnMlaMoeModel) {
        kTokens * e * (512 + 16 * 192 + 16 * 192 + 16 * 128));
   near(Saving(lite, t, workload::kRecomputeMoeAct), kTokens * moe * 6 * fe * e);
   near(Saving(lite, t, workload::kRecomputeSharedExperts), kTokens * moe * 2 * fe * 3 * e);
-  const double whole_moe = kTokens * moe * (6 * 2 * e * h + 8 * fe * 3 * e);
+  const double whole_moe = kTokens * moe * (6 * e * h + 8 * fe * 3 * e);
   near(Saving(lite, t, workload::kRecomputeMoe), whole_moe);
   // The MoE layer's checkpoint covers its activation and shared experts.
   near(Saving(lite, t,
@@ -107,6 +108,25 @@ TEST(RecomputeModulesMemoryTest, EachModuleDropsItsTensorsOnAnMlaMoeModel) {
   near(Saving(lite, t, workload::kRecomputeLayernorm | workload::kRecomputeMlaUpProj),
        Saving(lite, t, workload::kRecomputeLayernorm) +
            Saving(lite, t, workload::kRecomputeMlaUpProj));
+}
+
+// activation_func_fp8_input_store keeps the SwiGLU's input (gate and up, 2 x width) in 1 byte
+// instead of 2, in the dense MLPs, the shared experts and the routed experts; under moe_act the
+// routed experts' checkpoint keeps fc1's 16-bit output instead, so the store saves nothing there.
+TEST(RecomputeModulesMemoryTest, Fp8InputStoreHalvesTheSwigluInputOutsideMoeAct) {
+  const workload::Model lite = Parsed(workload::testing::kDeepSeekV2LiteConfig);
+  const double e = 2, moe = 26.0 / 27, fe = 1408, f = 10944;
+  Training t = Selective(workload::kRecomputeCoreAttn, 1);
+  const auto near = [](double a, double b) { EXPECT_NEAR(a, b, 1e-9 * b); };
+  const auto store_saving = [&](Training with) {
+    const double before = LayerActivationBytes(lite, with);
+    with.activation_fp8_input_store = true;
+    return before - LayerActivationBytes(lite, with);
+  };
+  const double dense = (1 - moe) * f, experts = moe * (6 + 2) * fe;
+  near(store_saving(t), kTokens * 2 * (e - 1) * (dense + experts));
+  t.recompute_modules |= workload::kRecomputeMoeAct;
+  near(store_saving(t), kTokens * 2 * (e - 1) * (dense + moe * 2 * fe));
 }
 
 // Under FP8 the linears keep 1-byte casts; layernorm makes MLA's down-projections keep the 16-bit

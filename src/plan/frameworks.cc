@@ -439,6 +439,14 @@ void CommandFixes(const Launch& l, const std::string& base_dir,
       jf.layout_arguments == LayoutArguments::kMegatronLmTorchFsdp2) {
     MegatronCommandChoices(l, jf);
   }
+  // Megatron-Bridge's and NeMo's model config field, as a Hydra override (Megatron-Core
+  // TransformerConfig activation_func_fp8_input_store; Hydra/OmegaConf booleans true/True).
+  if (jf.layout_arguments == LayoutArguments::kMegatronBridge ||
+      jf.layout_arguments == LayoutArguments::kNemo) {
+    const std::optional<std::string> store =
+        HydraOverride(l.args, "model.activation_func_fp8_input_store");
+    jf.activation_fp8_input_store = store && ToLower(*store) == "true";
+  }
   // HF TrainingArguments' own name (transformers training_args.py); a script's own
   // --gradient_accumulation_steps alone says nothing of its parser (DeepSpeed's examples have it).
   const bool hf_batch = HasOption(l.args, "--per_device_train_batch_size") ||

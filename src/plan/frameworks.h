@@ -62,6 +62,9 @@ struct JobFrameworks {
   uint32_t recompute_modules = 0;
   workload::MomentDtype exp_avg_dtype = workload::MomentDtype::kFp32;
   workload::MomentDtype exp_avg_sq_dtype = workload::MomentDtype::kFp32;
+  // Megatron-Core's activation_func_fp8_input_store, set by a Megatron-Bridge or NeMo Hydra
+  // override `model.activation_func_fp8_input_store=true` (Training::activation_fp8_input_store).
+  bool activation_fp8_input_store = false;
   std::string fixed_by = {};  // where they were read, for the plan's notes ("" = none)
 };
 

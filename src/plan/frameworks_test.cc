@@ -449,4 +449,25 @@ TEST(FrameworksTest, AMegatronCommandsRecomputeModulesAndMomentsAreItsOwn) {
             1u);
 }
 
+// Megatron-Bridge's and NeMo's Hydra override of Megatron-Core's activation_func_fp8_input_store is
+// read (Hydra's true/True, with or without ++); Megatron-LM's entry points have no such option.
+TEST(FrameworksTest, AHydraCommandsFp8ActivationInputStoreIsItsOwn) {
+  EXPECT_TRUE(FrameworksOfCommand("torchrun scripts/training/run_recipe.py --recipe x "
+                                  "++model.activation_func_fp8_input_store=True",
+                                  "")
+                  .activation_fp8_input_store);
+  EXPECT_TRUE(FrameworksOfCommand("python examples/nlp/megatron_gpt_pretraining.py "
+                                  "model.activation_func_fp8_input_store=true",
+                                  "")
+                  .activation_fp8_input_store);
+  EXPECT_FALSE(FrameworksOfCommand("torchrun scripts/training/run_recipe.py --recipe x "
+                                   "model.activation_func_fp8_input_store=false",
+                                   "")
+                   .activation_fp8_input_store);
+  EXPECT_FALSE(FrameworksOfCommand("torchrun pretrain_gpt.py "
+                                   "model.activation_func_fp8_input_store=true",
+                                   "")
+                   .activation_fp8_input_store);
+}
+
 }  // namespace fulcrum::plan

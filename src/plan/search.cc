@@ -80,6 +80,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     in.base.exp_avg_dtype = job.exp_avg_dtype;
     in.base.exp_avg_sq_dtype = job.exp_avg_sq_dtype;
   }
+  in.base.activation_fp8_input_store = job.activation_fp8_input_store;
   in.work_units = WorkUnits(model, spec, &result.units_are_samples);
   in.trained_parameters = estimate::TrainableParameterCount(model, in.base);
 

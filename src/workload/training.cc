@@ -188,6 +188,25 @@ Status ValidateScheduleAndFp8(const Training& t) {
   return Status::Ok();
 }
 
+// Megatron-Core's activation_func_fp8_input_store: its fused SwiGLU only ("Storing activation
+// input in FP8 is supported only for SwiGLU.", Megatron-LM@d98e8a64dd
+// megatron/core/transformer/transformer_config.py __post_init__), under Megatron-Core's model code.
+Status ValidateActivationFp8InputStore(const Model& m, const Training& t) {
+  if (!t.activation_fp8_input_store) return Status::Ok();
+  if (m.mlp != MlpKind::kSwiglu) {
+    return Status::InvalidInput(
+        "--activation-func-fp8-input-store: Megatron-Core stores the activation's input in FP8 "
+        "for SwiGLU only, and this model's MLP is gelu");
+  }
+  if (t.framework != Framework::kMegatron && t.framework != Framework::kMegatronFsdp) {
+    return Status::InvalidInput(
+        "--activation-func-fp8-input-store: a Megatron-Core option (--framework megatron or "
+        "megatron-fsdp), found --framework " +
+        std::string(FrameworkName(t.framework)));
+  }
+  return Status::Ok();
+}
+
 // --recompute-modules other than Megatron's default (core_attn), read only under selective
 // recompute as Megatron-LM reads them (every module check in transformer_config.py@d98e8a64dd
 // __post_init__ is under recompute_granularity == "selective"; none and full ignore them): only
@@ -403,6 +422,7 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateLayout(model, training, gpus));
   FULCRUM_RETURN_IF_ERROR(ValidateRecomputeModules(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateMomentDtypes(training));
+  FULCRUM_RETURN_IF_ERROR(ValidateActivationFp8InputStore(model, training));
   if (!FrameworkRunsLayout(training.framework, training)) {
     return Status::InvalidInput(
         "--framework " + std::string(FrameworkName(training.framework)) + " cannot run --tp " +

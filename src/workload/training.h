@@ -171,6 +171,11 @@ struct Training {
   // linear weights live only as FP8 tensors (TE fp8_model_init; NeMo `fp8_params`, Megatron-LM
   // `--fp8-param-gather`), no 16-bit copy beside them; the optimizer keeps the fp32 master.
   bool fp8_params = false;
+  // The SwiGLU's input, which Megatron-Core's fused activation keeps for backward, stored as
+  // float8_e4m3fn and cast back in backward (Megatron-Core TransformerConfig
+  // activation_func_fp8_input_store; Megatron-LM@d98e8a64dd megatron/core/fusions/
+  // fused_bias_swiglu.py): 1 byte an element instead of 2, in the dense MLPs and the experts.
+  bool activation_fp8_input_store = false;
   // Micro-batches run back to back on one model chunk in the interleaved schedule (Megatron-LM
   // --microbatch-group-size-per-virtual-pipeline-stage, between pp and the micro-batches per
   // step); 0 = Megatron's default, pp. It sets the warm-up forwards, hence the activations in
