@@ -96,6 +96,35 @@ TEST(EstimateE2eTest, InconsistentInputIsRefused) {
                 "--precision");
 }
 
+// The run-shape options through the binary: a binned BERT phase-2 run (LDDL, mean 288 of 512
+// tokens per sequence, the masked-LM head on 38 of them) runs more sequences per second than the
+// same run padded to 512, its memory is the same (sized for --seq-len), the setup echoes the
+// options; out-of-range values exit 2 naming the flag.
+TEST(EstimateE2eTest, RunShapeOptions) {
+  const std::vector<std::string> base = {"--model",       "bert-large", "--gpu",     "A100-80GB",
+                                         "--precision",   "fp16",       "--seq-len", "512",
+                                         "--micro-batch", "32"};
+  std::vector<std::string> binned = base;
+  binned.insert(binned.end(), {"--mean-seq-len", "288", "--head-tokens", "38"});
+  const nlohmann::json full = EstimateJson(base);
+  const nlohmann::json run = EstimateJson(binned);
+  EXPECT_EQ(run["setup"]["mean_seq_len"], 288);
+  EXPECT_EQ(run["setup"]["head_tokens"], 38);
+  EXPECT_FALSE(full["setup"].contains("mean_seq_len"));
+  EXPECT_EQ(run["memory"]["peak_bytes_per_gpu"], full["memory"]["peak_bytes_per_gpu"]);
+  EXPECT_LT(run["time"]["step_seconds"].get<double>(),
+            full["time"]["step_seconds"].get<double>() * 288 / 512);
+  std::vector<std::string> bad = base;
+  bad.insert(bad.end(), {"--mean-seq-len", "1024"});
+  ExpectRefused(bad, "--mean-seq-len 1024 exceeds --seq-len 512");
+  bad = base;
+  bad.insert(bad.end(), {"--head-tokens", "-3"});
+  ExpectRefused(bad, "--head-tokens: expected an integer >= 0, found -3");
+  bad = base;
+  bad.insert(bad.end(), {"--head-width", "two"});
+  ExpectRefused(bad, "--head-width");
+}
+
 // A DeepSeek-V3 config (tests/fixtures/hf/deepseek-v3.json: the HF deepseek-ai/DeepSeek-V3
 // config.json's shape fields) through the binary at its published layout (arXiv 2412.19437
 // section 3.2: pp 16, ep 64, ZeRO-1 dp over 2048 H800, FP8): the multi-head latent attention

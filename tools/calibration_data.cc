@@ -262,11 +262,18 @@ Status AddDleRow(const Record& r, const catalog::Catalog& catalog, const std::st
   if (!seq_text.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(q.seq_len, r.Int("seq_len"));
   }
+  // What the recipe runs, from its source (column shape_source): the mean padded tokens per
+  // sequence under LDDL sequence binning, the tokens the masked-LM head gathers, a span head's
+  // width (empty: seq_len, every token, the vocabulary).
+  FULCRUM_ASSIGN_OR_RETURN(q.mean_seq_len, r.Int("mean_seq_len"));
+  FULCRUM_ASSIGN_OR_RETURN(q.head_tokens, r.Int("head_tokens"));
+  FULCRUM_ASSIGN_OR_RETURN(q.head_width, r.Int("head_width"));
   row.model = model + " (" + framework + ")";
   FULCRUM_ASSIGN_OR_RETURN(const std::string gpu, r.Text("gpu"));
   row.gpu = gpu + " x " + std::to_string(q.gpus);
   row.layout = "dp " + std::to_string(q.gpus);
   row.batch = std::to_string(q.micro_batch) + (seq_text.empty() ? "" : " x " + seq_text) +
+              (q.mean_seq_len > 0 ? " (mean " + std::to_string(q.mean_seq_len) + ")" : "") +
               (accumulation > 1 ? " ga" + std::to_string(accumulation) : "");
   row.precision = precision;
   if (image_size > 0) row.batch += " @" + std::to_string(image_size) + "px";
@@ -449,11 +456,12 @@ std::optional<double> Predict(const CalibrationRow& row,
     case Quantity::kStepSeconds:
       return st.step_seconds;
     case Quantity::kSamplesPerSecondTotal: {
-      // Transformers count tokens, generic models samples (estimate/compute.h).
+      // Transformers count tokens (of the run's padded length: RunSeqLen), generic models
+      // samples (estimate/compute.h).
       const bool generic = in.model.kind == workload::ModelKind::kGeneric;
-      const double per_gpu =
-          generic ? st.tokens_per_second_per_gpu
-                  : st.tokens_per_second_per_gpu / static_cast<double>(in.training.seq_len);
+      const double per_gpu = generic ? st.tokens_per_second_per_gpu
+                                     : st.tokens_per_second_per_gpu /
+                                           static_cast<double>(workload::RunSeqLen(in.training));
       return per_gpu * static_cast<double>(in.gpus);
     }
     default:

@@ -120,6 +120,23 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
       ->group(tr);
   cmd->add_option("--seq-len", r.seq_len, "Tokens per sequence (default: min(2048, model context))")
       ->group(tr);
+  cmd->add_option("--mean-seq-len", r.mean_seq_len,
+                  "Tokens per sequence the GPUs run on average when batches are padded to less "
+                  "than --seq-len (sequence binning such as NVIDIA LDDL's, or padding each batch "
+                  "to its longest sequence): step time and throughput use it, memory stays "
+                  "sized for --seq-len (default: --seq-len)")
+      ->group(tr);
+  cmd->add_option("--head-tokens", r.head_tokens,
+                  "Tokens per sequence the output head runs on: a masked-LM recipe that gathers "
+                  "the masked positions first (BERT: max_predictions_per_seq, or 15 % of the "
+                  "tokens) runs it on those only; 1 for a head on the first token (default: "
+                  "every token)")
+      ->group(tr);
+  cmd->add_option("--head-width", r.head_width,
+                  "Outputs per token of the output head: 2 for an extractive question-answering "
+                  "span head (SQuAD start/end logits), the class count for a classifier "
+                  "(default: the model's vocabulary)")
+      ->group(tr);
   cmd->add_option("--recompute", r.recompute,
                   "Activation recompute none|selective|full (default: none)")
       ->group(tr);

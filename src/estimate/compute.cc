@@ -571,6 +571,16 @@ double TrainableParameterCount(const Model& model, const ModelCounts& counts,
   return per_layer * static_cast<double>(model.layers);
 }
 
+OutputHead OutputHeadOf(const Model& model, const Training& training) {
+  OutputHead head;
+  const double seq = static_cast<double>(workload::RunSeqLen(training));
+  if (training.head_tokens > 0 && seq > 0) {
+    head.token_fraction = std::min(1.0, static_cast<double>(training.head_tokens) / seq);
+  }
+  head.width = static_cast<double>(training.head_width > 0 ? training.head_width : model.vocab);
+  return head;
+}
+
 double ModelFlopsPerToken(const Model& model, const Training& training) {
   return ModelFlopsPerToken(model, workload::CountModel(model), training);
 }
@@ -583,13 +593,14 @@ double ModelFlopsPerToken(const Model& model, const ModelCounts& counts, const T
   const double layer_params = counts.active_layer_matmul_parameters;
   const double passes = IsLora(training) ? 4.0 : 6.0;  // forward 2 + backward 4 (or 2: no wgrad)
   const double layers = static_cast<double>(model.layers);
-  const double seq = static_cast<double>(training.seq_len);
+  const double seq = static_cast<double>(workload::RunSeqLen(training));
   // Attention scores and values: 2 x seq x (q width + output width) forward per token, 4 seq h
   // for standard attention (MLA: heads x (qk_nope + qk_rope + v_head_dim)).
   const double score_width =
       static_cast<double>(workload::QDim(model) + workload::AttentionOutDim(model));
+  const OutputHead head = OutputHeadOf(model, training);
   return passes * layers * layer_params + passes * layers * seq * score_width +
-         passes * h * static_cast<double>(model.vocab);
+         passes * h * head.width * head.token_fraction;
 }
 
 namespace {
@@ -936,8 +947,13 @@ StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware
   return EstimateStepTime(model, workload::CountModel(model), tr, hw, c);
 }
 
-StepTime EstimateStepTime(const Model& model, const ModelCounts& counts, const Training& tr,
+StepTime EstimateStepTime(const Model& model, const ModelCounts& counts, const Training& training,
                           const Hardware& hw, const TimeCalibration& c) {
+  // The run's shape: sequences of the mean padded length where batches are padded to less than
+  // seq_len (a copy of plain fields, no allocation).
+  Training tr = training;
+  tr.seq_len = workload::RunSeqLen(training);
+  tr.mean_seq_len = 0;
   StepTime out;
   out.step_seconds = kInf;
   if (!Estimable(model, tr, hw)) return out;
@@ -961,13 +977,16 @@ StepTime EstimateStepTime(const Model& model, const ModelCounts& counts, const T
   const Recomputed recomputed = RecomputeCost(fwd, tr);
   const double layer_seconds =
       fwd.seconds + fwd.backward_seconds + c.per_layer_overhead_seconds + recomputed.seconds;
-  // Logits + cross-entropy on the last stage.
-  const double vocab = static_cast<double>(model.vocab);
+  // Logits + cross-entropy on the last stage, on the tokens the head runs on (the masked
+  // positions of a masked-LM recipe that gathers them) and its width (the vocabulary, or 2 for a
+  // span head).
+  const OutputHead head = OutputHeadOf(model, tr);
+  const double head_tokens = mb.tokens * head.token_fraction;
   const GemmRate peak_gemm16 =
       RateFor(hw.peak_flops_16bit * GemmMaxEfficiency(hw, c), mb.bytes, hw, c);
   const double logits_seconds =
-      (1.0 + backward_factor) * GemmSeconds(mb.tokens, vocab / t, mb.hidden, peak_gemm16) +
-      3.0 * mb.tokens * vocab / t * 4.0 * mb.bytes / mem_bw;
+      (1.0 + backward_factor) * GemmSeconds(head_tokens, head.width / t, mb.hidden, peak_gemm16) +
+      3.0 * head_tokens * head.width / t * 4.0 * mb.bytes / mem_bw;
   const Link tp_link = GroupLink(tr.tp, 1, hw, c);
   const LayerComm layer_comm =
       LayerCommunication(model, counts, tr, hw, c, fwd, tp_link, mb, backward_factor);

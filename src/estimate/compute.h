@@ -216,9 +216,19 @@ struct StepTime {
   double exposed_seconds = 0;        // communication not hidden behind compute
 };
 
+// The output head of (model, training): the share of each sequence's tokens it runs on
+// (training.head_tokens / the run's tokens per sequence; 1 = every token) and its outputs per
+// token (training.head_width, or the vocabulary).
+struct OutputHead {
+  double token_fraction = 1.0;
+  double width = 0;
+};
+OutputHead OutputHeadOf(const workload::Model& model, const workload::Training& training);
+
 // Model FLOPs per token for training (forward + backward, no recompute), PaLM App. B style:
-// 6 * (matmul parameters) + 12 * L * h * s + 6 * h * vocab (logits). LoRA/QLoRA skip the
-// frozen weights' gradient GEMMs: 4 instead of 6. Generic models: 3 x forward FLOPs per sample
+// 6 * (matmul parameters) + 12 * L * h * s + 6 * h * vocab (logits; of the head's width on its
+// share of the tokens, s the run's tokens per sequence: OutputHeadOf, RunSeqLen). LoRA/QLoRA skip
+// the frozen weights' gradient GEMMs: 4 instead of 6. Generic models: 3 x forward FLOPs per sample
 // (the "token" is then a sample).
 double ModelFlopsPerToken(const workload::Model& model, const workload::Training& training);
 // The same with counts = workload::CountModel(model); the overloads below taking ModelCounts alike
@@ -233,7 +243,8 @@ double TrainableParameterCount(const workload::Model& model, const workload::Mod
 
 // Step time of one optimizer step of (model, training) on `hardware`. Assumes
 // workload::Validate() passed; degenerate inputs give step_seconds = +inf. For kGeneric models
-// tokens_per_second_per_gpu counts samples.
+// tokens_per_second_per_gpu counts samples; with training.mean_seq_len it counts the padded
+// tokens the GPUs run (mean_seq_len per sequence), so sequences/s = it / workload::RunSeqLen.
 StepTime EstimateStepTime(const workload::Model& model, const workload::Training& training,
                           const Hardware& hardware,
                           const TimeCalibration& calibration = DefaultTimeCalibration());

@@ -471,6 +471,72 @@ TEST(ComputeTest, UnfusedAttentionOutsideMegatronPaysForTheScores) {
             sequences_per_second(512, 4, 8192, workload::Framework::kMegatron));
 }
 
+// The masked-LM head of NVIDIA's BERT recipes runs on the gathered masked positions only
+// (TF1 run_pretraining.py gather_indexes of max_predictions_per_seq = 20 positions at seq 128;
+// PyTorch modeling.py BertPreTrainingHeads with a dense sequence output,
+// NVIDIA/DeepLearningExamples@729963dd47), and SQuAD's span head is 2 wide (qa_outputs =
+// Linear(hidden, 2)). The head's FLOPs fall to its share of the tokens (or of the width), and the
+// step time saved is that share of the whole head's time.
+TEST(ComputeTest, OutputHeadOnMaskedPositionsCostsItsShareOfTheTokens) {
+  const workload::Model bert = Preset("bert-large");
+  workload::Training all;
+  all.precision = workload::Precision::kFp16Mixed;
+  all.framework = workload::Framework::kHf;
+  all.flash_attention = false;
+  all.seq_len = 128;
+  all.micro_batch = 64;
+  all.global_batch = 64 * 128;
+  workload::Training masked = all;
+  masked.head_tokens = 20;
+  workload::Training span = all;
+  span.head_width = 2;
+  workload::Training no_head = all;
+  no_head.head_width = 1;
+  const double h = static_cast<double>(bert.hidden), vocab = static_cast<double>(bert.vocab);
+  EXPECT_NEAR(ModelFlopsPerToken(bert, all) - ModelFlopsPerToken(bert, masked),
+              6 * h * vocab * (1 - 20.0 / 128), 1e-6 * ModelFlopsPerToken(bert, all));
+  EXPECT_NEAR(ModelFlopsPerToken(bert, all) - ModelFlopsPerToken(bert, span), 6 * h * (vocab - 2),
+              1e-6 * ModelFlopsPerToken(bert, all));
+  const Hardware hw = CatalogNode("A100-SXM4-80GB", all.precision);
+  auto step = [&](const workload::Training& t) {
+    return EstimateStepTime(bert, t, hw).step_seconds;
+  };
+  const double head_seconds = step(all) - step(no_head);
+  ASSERT_GT(head_seconds, 0);
+  // GEMM efficiency at 64 x 20 = 1280 rows is a little below that at 8192: within 3 %.
+  EXPECT_NEAR((step(all) - step(masked)) / head_seconds, 1 - 20.0 / 128, 0.03);
+  EXPECT_LT(step(span), step(masked));
+}
+
+// Sequence binning (NVIDIA LDDL, bin size 64 in DeepLearningExamples' BERT phase 2) pads each
+// batch to its longest sequence, not to seq_len: the GPUs run mean_seq_len tokens per sequence.
+// The step is that of sequences of that length; memory (not here) stays sized for seq_len.
+TEST(ComputeTest, MeanSeqLenRunsSequencesOfThatLength) {
+  const workload::Model bert = Preset("bert-large");
+  workload::Training binned;
+  binned.precision = workload::Precision::kFp16Mixed;
+  binned.framework = workload::Framework::kHf;
+  binned.flash_attention = false;
+  binned.seq_len = 512;
+  binned.mean_seq_len = 288;
+  binned.head_tokens = 38;
+  binned.micro_batch = 32;
+  binned.global_batch = 32 * 128;
+  workload::Training short_seq = binned;
+  short_seq.seq_len = 288;
+  short_seq.mean_seq_len = 0;
+  workload::Training full = binned;
+  full.mean_seq_len = 0;
+  const Hardware hw = CatalogNode("A100-SXM4-80GB", binned.precision);
+  const StepTime a = EstimateStepTime(bert, binned, hw);
+  const StepTime b = EstimateStepTime(bert, short_seq, hw);
+  EXPECT_DOUBLE_EQ(a.step_seconds, b.step_seconds);
+  EXPECT_DOUBLE_EQ(a.tokens_per_second_per_gpu, b.tokens_per_second_per_gpu);
+  EXPECT_DOUBLE_EQ(ModelFlopsPerToken(bert, binned), ModelFlopsPerToken(bert, short_seq));
+  // Attention grows with the sequence: a full-length step costs more than 512 / 288 of it.
+  EXPECT_GT(EstimateStepTime(bert, full, hw).step_seconds / a.step_seconds, 512.0 / 288);
+}
+
 TEST(ComputeTest, FlashAttentionRunsTheWholeSquareWithoutACausalMask) {
   // FlashAttention-2 skips the key blocks above the diagonal under a causal mask, about halving
   // the attention work (Dao 2023, arXiv 2307.08691, section 3.1.1 and Fig. 4-7: causal runs at

@@ -170,6 +170,9 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   } else {
     t.seq_len = model.max_seq_len > 0 ? std::min<int64_t>(2048, model.max_seq_len) : 2048;
   }
+  t.mean_seq_len = r.mean_seq_len;
+  t.head_tokens = r.head_tokens;
+  t.head_width = r.head_width;
   FULCRUM_RETURN_IF_ERROR(workload::Validate(model, t, gpus));
   return t;
 }
@@ -341,6 +344,10 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
       t.recompute_modules != workload::kRecomputeCoreAttn) {
     doc["setup"]["recompute_modules"] = workload::RecomputeModulesName(t.recompute_modules);
   }
+  // The run's padded length and output head, where set (absent otherwise, as above).
+  if (t.mean_seq_len > 0) doc["setup"]["mean_seq_len"] = t.mean_seq_len;
+  if (t.head_tokens > 0) doc["setup"]["head_tokens"] = t.head_tokens;
+  if (t.head_width > 0) doc["setup"]["head_width"] = t.head_width;
   // Megatron's precision-aware optimizer's moment dtypes, where not fp32.
   if (t.exp_avg_dtype != workload::MomentDtype::kFp32 ||
       t.exp_avg_sq_dtype != workload::MomentDtype::kFp32) {
@@ -418,7 +425,11 @@ std::string DescribeSetup(const EstimateInput& in) {
   s << " --zero " << t.zero_stage;
   if (t.sequence_parallel) s << " --sequence-parallel";
   s << " --micro-batch " << t.micro_batch << " --global-batch " << t.global_batch << " --seq-len "
-    << t.seq_len << " --recompute " << workload::RecomputeName(t.recompute);
+    << t.seq_len;
+  if (t.mean_seq_len > 0) s << " --mean-seq-len " << t.mean_seq_len;
+  if (t.head_tokens > 0) s << " --head-tokens " << t.head_tokens;
+  if (t.head_width > 0) s << " --head-width " << t.head_width;
+  s << " --recompute " << workload::RecomputeName(t.recompute);
   if (t.recompute == workload::Recompute::kSelective &&
       t.recompute_modules != workload::kRecomputeCoreAttn) {
     s << " --recompute-modules " << workload::RecomputeModulesName(t.recompute_modules);

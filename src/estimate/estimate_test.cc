@@ -37,6 +37,52 @@ TEST(ResolveTest, DerivesDpGlobalBatchAndSequence) {
   EXPECT_EQ(in->interconnect, catalog::Interconnect::kNvlink);
 }
 
+// --mean-seq-len, --head-tokens and --head-width reach the training setup and the flags that
+// reproduce it; out-of-range values are refused (InvalidInput: exit 2), naming the flag.
+TEST(ResolveTest, RunShapeOptions) {
+  EstimateRequest r;
+  r.model = "bert-large";
+  r.gpu = "A100-80GB";
+  r.precision = "fp16";
+  r.seq_len = 512;
+  r.mean_seq_len = 288;
+  r.head_tokens = 38;
+  r.head_width = 2;
+  Result<EstimateInput> in = ResolveEstimateInput(r, ShippedCatalog(), kCatalogDir);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_EQ(in->training.mean_seq_len, 288);
+  EXPECT_EQ(workload::RunSeqLen(in->training), 288);
+  EXPECT_EQ(in->training.head_tokens, 38);
+  EXPECT_EQ(in->training.head_width, 2);
+  EXPECT_NE(DescribeSetup(*in).find("--mean-seq-len 288 --head-tokens 38 --head-width 2"),
+            std::string::npos)
+      << DescribeSetup(*in);
+  auto refused = [&](EstimateRequest bad, const std::string& message) {
+    Result<EstimateInput> out = ResolveEstimateInput(bad, ShippedCatalog(), kCatalogDir);
+    ASSERT_FALSE(out.ok());
+    EXPECT_EQ(out.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(out.status().message().find(message), std::string::npos) << out.status().message();
+  };
+  EstimateRequest bad = r;
+  bad.mean_seq_len = 600;
+  refused(bad, "--mean-seq-len 600 exceeds --seq-len 512");
+  bad = r;
+  bad.mean_seq_len = -1;
+  refused(bad, "--mean-seq-len: expected an integer >= 0, found -1");
+  bad = r;
+  bad.head_tokens = 300;
+  refused(bad, "--head-tokens 300 exceeds the tokens per sequence (288)");
+  bad = r;
+  bad.head_width = -2;
+  refused(bad, "--head-width: expected an integer >= 0, found -2");
+  bad = r;
+  bad.model = "resnet-50";
+  bad.seq_len = 0;
+  bad.mean_seq_len = 0;
+  bad.head_tokens = 0;
+  refused(bad, "--head-width need a transformer");
+}
+
 TEST(ResolveTest, RefusesAmbiguousOrMissingModel) {
   EstimateRequest r;
   r.gpu = "H100-SXM";

@@ -272,6 +272,37 @@ Status ValidateMomentDtypes(const Training& t) {
   return Status::Ok();
 }
 
+// --mean-seq-len, --head-tokens and --head-width: a shorter padded run and a head narrower than
+// the vocabulary, for the transformer models (a generic model has no sequence or head).
+Status ValidateRunShape(const Model& m, const Training& t) {
+  FULCRUM_RETURN_IF_ERROR(AtLeast("--mean-seq-len", t.mean_seq_len, 0));
+  FULCRUM_RETURN_IF_ERROR(AtLeast("--head-tokens", t.head_tokens, 0));
+  FULCRUM_RETURN_IF_ERROR(AtLeast("--head-width", t.head_width, 0));
+  const bool set = t.mean_seq_len > 0 || t.head_tokens > 0 || t.head_width > 0;
+  if (!set) return Status::Ok();
+  if (m.kind == ModelKind::kGeneric) {
+    return Status::InvalidInput("model '" + m.name +
+                                "' is generic (parameters + FLOPs only): --mean-seq-len, "
+                                "--head-tokens and --head-width need a transformer");
+  }
+  if (t.mean_seq_len > t.seq_len) {
+    return Refuse("mean_seq_len", "1.." + Str(t.seq_len), Str(t.mean_seq_len),
+                  "--mean-seq-len " + Str(t.mean_seq_len) + " exceeds --seq-len " + Str(t.seq_len) +
+                      " (the longest a batch is padded to)");
+  }
+  if (t.mean_seq_len > 0 && t.cp > 1) {
+    return Status::InvalidInput(
+        "--mean-seq-len needs --cp 1 (context parallelism splits "
+        "sequences of one fixed length)");
+  }
+  if (t.head_tokens > RunSeqLen(t)) {
+    return Refuse("head_tokens", "1.." + Str(RunSeqLen(t)), Str(t.head_tokens),
+                  "--head-tokens " + Str(t.head_tokens) + " exceeds the tokens per sequence (" +
+                      Str(RunSeqLen(t)) + ")");
+  }
+  return Status::Ok();
+}
+
 Status ValidateLayout(const Model& m, const Training& t, int64_t gpus) {
   if (gpus > 0 && GpuCount(t) != gpus) {
     return Status::InvalidInput("--tp x --pp x --cp x --dp = " + Str(t.tp) + " x " + Str(t.pp) +
@@ -420,6 +451,7 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateModel(model));
   FULCRUM_RETURN_IF_ERROR(ValidateSizes(training));
   FULCRUM_RETURN_IF_ERROR(ValidateLayout(model, training, gpus));
+  FULCRUM_RETURN_IF_ERROR(ValidateRunShape(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateRecomputeModules(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateMomentDtypes(training));
   FULCRUM_RETURN_IF_ERROR(ValidateActivationFp8InputStore(model, training));

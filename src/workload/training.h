@@ -152,6 +152,20 @@ struct Training {
   int64_t micro_batch = 1;
   int64_t global_batch = 1;
   int64_t seq_len = 2048;
+  // The tokens per sequence the GPUs run on average when batches are padded to less than seq_len
+  // (NVIDIA LDDL sequence binning pads each batch only to its longest sequence,
+  // NVIDIA/LDDL@e4006d2 lddl/torch/bert.py): compute time runs it, memory stays sized for
+  // seq_len (the longest batch). 0 = seq_len.
+  int64_t mean_seq_len = 0;
+  // The output head: the tokens per sequence it runs on (0 = every token; a masked-LM recipe that
+  // gathers the masked positions first runs it on those only: TF1 BERT's gather_indexes of
+  // max_predictions_per_seq positions, PyTorch BERT's dense_seq_output of the 15 % masked tokens,
+  // NVIDIA/DeepLearningExamples@729963dd47 {TensorFlow,PyTorch}/LanguageModeling/BERT
+  // run_pretraining.py, modeling.py BertPreTrainingHeads) and its outputs per token (0 = the
+  // vocabulary; 2 for an extractive question-answering span head: BertForQuestionAnswering's
+  // qa_outputs = Linear(hidden, 2), same files).
+  int64_t head_tokens = 0;
+  int64_t head_width = 0;
 
   Recompute recompute = Recompute::kNone;
   // RecomputeModule bits, read only under recompute == kSelective (Megatron's default:
@@ -190,6 +204,11 @@ inline int64_t MicrobatchGroupSize(const Training& t) {
 // Whether selective recompute re-runs `module` (a RecomputeModule bit).
 inline bool RecomputesModule(const Training& t, uint32_t module) {
   return t.recompute == Recompute::kSelective && (t.recompute_modules & module) != 0;
+}
+
+// The tokens per sequence the GPUs run: mean_seq_len, or seq_len when not set.
+inline int64_t RunSeqLen(const Training& t) {
+  return t.mean_seq_len > 0 ? t.mean_seq_len : t.seq_len;
 }
 
 inline int64_t GpuCount(const Training& t) { return t.tp * t.pp * t.cp * t.dp; }
