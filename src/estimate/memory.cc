@@ -761,11 +761,22 @@ double LogitBytesPerElement(const Training& t) {
 double LogitsBytes(const Model& m, const Training& t) {
   if (m.kind == ModelKind::kGeneric) return 0;
   const double tp = static_cast<double>(t.tp);
-  const double sb = static_cast<double>(t.seq_len / t.cp) * static_cast<double>(t.micro_batch);
+  const double seq = static_cast<double>(t.seq_len / t.cp);
+  const double mb = static_cast<double>(t.micro_batch);
   const double e = workload::IsFp32Storage(t.precision) ? 4 : 2;
-  // Final-norm input and output-layer input, then the logits themselves (vocab-parallel).
-  const double inputs = 2 * e * sb * static_cast<double>(m.hidden) / (t.sequence_parallel ? tp : 1);
-  return inputs + LogitBytesPerElement(t) * sb * static_cast<double>(m.vocab) / tp;
+  // The head runs on its share of the tokens (Training::head_tokens: a masked-LM head on the
+  // gathered masked positions) with its own width (Training::head_width: a 2-wide span head, not
+  // split over tp); by default on every token, vocab-parallel.
+  const double head_seq =
+      t.head_tokens > 0
+          ? std::min(seq, static_cast<double>(t.head_tokens) / static_cast<double>(t.cp))
+          : seq;
+  const double width_per_rank =
+      t.head_width > 0 ? static_cast<double>(t.head_width) : static_cast<double>(m.vocab) / tp;
+  // Final-norm input (every token) and output-layer input (the head's tokens), then the logits.
+  const double per_hidden = e * mb * static_cast<double>(m.hidden) / (t.sequence_parallel ? tp : 1);
+  const double inputs = per_hidden * (seq + head_seq);
+  return inputs + LogitBytesPerElement(t) * head_seq * mb * width_per_rank;
 }
 
 // Weights held frozen under LoRA / QLoRA: 16-bit (fp32 when training in fp32); QLoRA stores the

@@ -376,6 +376,24 @@ TEST(MemoryTest, BreakdownAddsUpAndVerdicts) {
   EXPECT_EQ(ClassifyFit(101, 100), FitVerdict::kDoesNotFit);
 }
 
+// The loss's logits are of the tokens and width the head runs: a masked-LM head on 256 gathered
+// positions of 2048 keeps 256 tokens' logits and head inputs (torchtitan/FSDP loss: 12 bytes a
+// logit, LogitBytesPerElement); a 2-wide span head keeps 2 logits a token.
+TEST(MemoryTest, LogitsAreOfTheHeadsTokensAndWidth) {
+  const Model m = Gpt(24, 2048, 16);
+  Training t;
+  t.seq_len = 2048;
+  const double all = EstimateMemory(m, t).logits_bytes;
+  Training masked = t;
+  masked.head_tokens = 256;
+  const double gathered = 2048 - 256;
+  EXPECT_DOUBLE_EQ(all - EstimateMemory(m, masked).logits_bytes,
+                   12 * gathered * 51200 + 2 * gathered * 2048);
+  Training span = t;
+  span.head_width = 2;
+  EXPECT_DOUBLE_EQ(all - EstimateMemory(m, span).logits_bytes, 12 * 2048 * (51200 - 2));
+}
+
 TEST(MemoryTest, ShardingRecomputeAndLoraReduceThePeak) {
   Model m = Gpt(32, 4096, 32);
   Training t;
