@@ -98,8 +98,9 @@ TEST(EstimateE2eTest, InconsistentInputIsRefused) {
 
 // The run-shape options through the binary: a binned BERT phase-2 run (LDDL, mean 288 of 512
 // tokens per sequence, the masked-LM head on 38 of them) runs more sequences per second than the
-// same run padded to 512, its memory is the same (sized for --seq-len), the setup echoes the
-// options; out-of-range values exit 2 naming the flag.
+// same run padded to 512; binning alone leaves memory as it is (sized for --seq-len), the head on
+// 38 tokens keeps fewer logits; the setup echoes the options; out-of-range values exit 2 naming
+// the flag.
 TEST(EstimateE2eTest, RunShapeOptions) {
   const std::vector<std::string> base = {"--model",       "bert-large", "--gpu",     "A100-80GB",
                                          "--precision",   "fp16",       "--seq-len", "512",
@@ -111,7 +112,12 @@ TEST(EstimateE2eTest, RunShapeOptions) {
   EXPECT_EQ(run["setup"]["mean_seq_len"], 288);
   EXPECT_EQ(run["setup"]["head_tokens"], 38);
   EXPECT_FALSE(full["setup"].contains("mean_seq_len"));
-  EXPECT_EQ(run["memory"]["peak_bytes_per_gpu"], full["memory"]["peak_bytes_per_gpu"]);
+  std::vector<std::string> binned_only = base;
+  binned_only.insert(binned_only.end(), {"--mean-seq-len", "288"});
+  EXPECT_EQ(EstimateJson(binned_only)["memory"]["peak_bytes_per_gpu"],
+            full["memory"]["peak_bytes_per_gpu"]);
+  EXPECT_LT(run["memory"]["logits_bytes"].get<double>(),
+            full["memory"]["logits_bytes"].get<double>());
   EXPECT_LT(run["time"]["step_seconds"].get<double>(),
             full["time"]["step_seconds"].get<double>() * 288 / 512);
   std::vector<std::string> bad = base;

@@ -42,7 +42,14 @@ TEST(PlanPanelCostingTest, TheSevenBExampleCheckpointsEveryThirtyMinutes) {
       const std::string row = method + " " + c["provider"].get<std::string>() + " " +
                               c["instance_type"].get<std::string>();
       if (method == "lora") {
-        EXPECT_EQ(interval, 1800) << row;  // a small adapter checkpoint
+        // A small adapter checkpoint: the 30-minute default on demand; on spot the interval the
+        // preemptions call for where it is shorter (cost.cc: min of the spot simulator's
+        // automatic interval and the planned one).
+        if (c["pricing"] == "on_demand") {
+          EXPECT_EQ(interval, 1800) << row;
+        } else {
+          EXPECT_LE(interval, 1800) << row;
+        }
       }
       // A run shorter than the interval that keeps writes at 5 % writes once, at its end: then
       // the interval is the run's steady-state work (total x goodput) and that one write may
