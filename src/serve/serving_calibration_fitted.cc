@@ -8,29 +8,29 @@ namespace fulcrum::serve {
 const ServeCalibration& DefaultServeCalibration() {
   static const ServeCalibration kFitted = [] {
     ServeCalibration c;
-    c.prefill_gemm_efficiency = 0.72;
-    c.decode_gemm_efficiency = 0.593;
+    c.prefill_gemm_efficiency = 0.727;
+    c.decode_gemm_efficiency = 0.591;
     c.low_bit_gemm_relative_efficiency = 0.84;
-    c.attention_efficiency = 0.232;
+    c.attention_efficiency = 0.209;
     c.decode_bandwidth_efficiency = 0.8;
-    c.per_layer_overhead_seconds = 4.87e-05;
+    c.per_layer_overhead_seconds = 4.69e-05;
     c.engine(Engine::kVllm).bandwidth_factor = 1;
     c.engine(Engine::kVllm).gemm_factor = 1;
-    c.engine(Engine::kVllm).per_layer_overhead_seconds = 1.27e-05;
+    c.engine(Engine::kVllm).per_layer_overhead_seconds = 1.46e-05;
     c.engine(Engine::kSglang).bandwidth_factor = 1;
     c.engine(Engine::kSglang).gemm_factor = 1;
     c.engine(Engine::kSglang).per_layer_overhead_seconds = 0;
-    c.engine(Engine::kHf).bandwidth_factor = 0.614;
-    c.engine(Engine::kHf).gemm_factor = 0.653;
-    c.engine(Engine::kHf).per_layer_overhead_seconds = 0.000134;
-    c.engine(Engine::kHf).host_per_layer_seconds = 0.00104;
-    c.engine(Engine::kLlamaCpp).bandwidth_factor = 1.06;
-    c.engine(Engine::kLlamaCpp).gemm_factor = 0.929;
-    c.engine(Engine::kLlamaCpp).per_layer_overhead_seconds = 5.65e-05;
-    c.bnb_4bit_per_layer_seconds = 0.00038;
-    c.bnb_int8_per_layer_seconds = 0.00233;
-    c.hf_fused_dispatch_share = 0.359;
-    c.cdna3_gemm_factor = 0.284;
+    c.engine(Engine::kHf).bandwidth_factor = 0.894;
+    c.engine(Engine::kHf).gemm_factor = 0.632;
+    c.engine(Engine::kHf).per_layer_overhead_seconds = 0.000379;
+    c.engine(Engine::kHf).host_per_layer_seconds = 0.000963;
+    c.engine(Engine::kLlamaCpp).bandwidth_factor = 1.11;
+    c.engine(Engine::kLlamaCpp).gemm_factor = 0.923;
+    c.engine(Engine::kLlamaCpp).per_layer_overhead_seconds = 6.35e-05;
+    c.bnb_4bit_per_layer_seconds = 0.000701;
+    c.bnb_int8_per_layer_seconds = 0.00209;
+    c.hf_fused_dispatch_share = 0.364;
+    c.cdna3_gemm_factor = 0.283;
     return c;
   }();
   return kFitted;
@@ -40,8 +40,8 @@ const ServeLatencyBand& DefaultServeLatencyBand() {
   static const ServeLatencyBand kBand = [] {
     ServeLatencyBand b;
     b.ttft_p50_ratio = 1.16;
-    b.ttft_p90_ratio = 1.44;
-    b.tpot_p50_ratio = 0.972;
+    b.ttft_p90_ratio = 1.41;
+    b.tpot_p50_ratio = 0.968;
     b.tpot_p90_ratio = 1.15;
     return b;
   }();
