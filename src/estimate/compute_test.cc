@@ -477,15 +477,22 @@ TEST(ComputeTest, UnfusedAttentionOutsideMegatronPaysForTheScores) {
 // NVIDIA/DeepLearningExamples@729963dd47), and SQuAD's span head is 2 wide (qa_outputs =
 // Linear(hidden, 2)). The head's FLOPs fall to its share of the tokens (or of the width), and the
 // step time saved is that share of the whole head's time.
+// A DeepLearningExamples-style BERT run: mixed fp16 in eager PyTorch (hf conventions), no fused
+// attention, `micro_batch` sequences of `seq_len`, 128 micro-batches a step.
+workload::Training BertFp16(int64_t seq_len, int64_t micro_batch) {
+  workload::Training t;
+  t.precision = workload::Precision::kFp16Mixed;
+  t.framework = workload::Framework::kHf;
+  t.flash_attention = false;
+  t.seq_len = seq_len;
+  t.micro_batch = micro_batch;
+  t.global_batch = micro_batch * 128;
+  return t;
+}
+
 TEST(ComputeTest, OutputHeadOnMaskedPositionsCostsItsShareOfTheTokens) {
   const workload::Model bert = Preset("bert-large");
-  workload::Training all;
-  all.precision = workload::Precision::kFp16Mixed;
-  all.framework = workload::Framework::kHf;
-  all.flash_attention = false;
-  all.seq_len = 128;
-  all.micro_batch = 64;
-  all.global_batch = 64 * 128;
+  const workload::Training all = BertFp16(128, 64);
   workload::Training masked = all;
   masked.head_tokens = 20;
   workload::Training span = all;
@@ -513,15 +520,9 @@ TEST(ComputeTest, OutputHeadOnMaskedPositionsCostsItsShareOfTheTokens) {
 // The step is that of sequences of that length; memory (not here) stays sized for seq_len.
 TEST(ComputeTest, MeanSeqLenRunsSequencesOfThatLength) {
   const workload::Model bert = Preset("bert-large");
-  workload::Training binned;
-  binned.precision = workload::Precision::kFp16Mixed;
-  binned.framework = workload::Framework::kHf;
-  binned.flash_attention = false;
-  binned.seq_len = 512;
+  workload::Training binned = BertFp16(512, 32);
   binned.mean_seq_len = 288;
   binned.head_tokens = 38;
-  binned.micro_batch = 32;
-  binned.global_batch = 32 * 128;
   workload::Training short_seq = binned;
   short_seq.seq_len = 288;
   short_seq.mean_seq_len = 0;
