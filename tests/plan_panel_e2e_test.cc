@@ -253,9 +253,10 @@ TEST(PlanPanelTest, WhenNothingMeetsTheDeadlineTheNearestMissComesFirst) {
   const json& first = d["candidates"][0];
   // The row shown first is the nearest miss (its miss factor is the nearest, within the
   // near-miss tolerance); how near it is belongs to the estimate (31.2 days before the GEMM
-  // traffic refit of issue 31, 33.3 days after it), so the bound leaves room for that.
+  // traffic refit of issue 31, 33.3 days after it, 34.5 days at P90 once the whole MPT benchmark
+  // table widened the mpt band's P90 from 1.12 to 1.16), so the bound leaves room for that.
   EXPECT_LE(first["miss_factor"].get<double>(), nearest * (1 + tolerance)) << first["rank"];
-  EXPECT_LE(P90Hours(first), 30 * 24 * 1.15) << first["provider"] << " x" << first["nodes"];
+  EXPECT_LE(P90Hours(first), 30 * 24 * 1.2) << first["provider"] << " x" << first["nodes"];
   EXPECT_TRUE(first["near_miss"].get<bool>());
   const json* prev = nullptr;
   int near_rows = 0;
