@@ -96,6 +96,26 @@ TEST(EstimateE2eTest, InconsistentInputIsRefused) {
                 "--precision");
 }
 
+// --activation-func-fp8-input-store through the binary: the JSON setup says so (and follows the
+// contract, docs/schemas/estimate.json, as RunFulcrum checks every output), the activations are
+// smaller; a GELU model is refused with exit 2.
+TEST(EstimateE2eTest, ActivationFp8InputStore) {
+  const std::vector<std::string> base = {"--model",     "llama-3-8b", "--gpu",  "H100-SXM",
+                                         "--gpus",      "8",          "--tp",   "2",
+                                         "--framework", "megatron",   "--zero", "1"};
+  std::vector<std::string> stored = base;
+  stored.push_back("--activation-func-fp8-input-store");
+  const nlohmann::json plain = EstimateJson(base);
+  const nlohmann::json run = EstimateJson(stored);
+  EXPECT_EQ(run["setup"]["activation_func_fp8_input_store"], true);
+  EXPECT_FALSE(plain["setup"].contains("activation_func_fp8_input_store"));
+  EXPECT_LT(run["memory"]["activations_bytes"].get<double>(),
+            plain["memory"]["activations_bytes"].get<double>());
+  ExpectRefused({"--model", "gpt3-175b", "--gpu", "H100-SXM", "--gpus", "64", "--tp", "8",
+                 "--framework", "megatron", "--zero", "1", "--activation-func-fp8-input-store"},
+                "SwiGLU only");
+}
+
 // The run-shape options through the binary: a binned BERT phase-2 run (LDDL, mean 288 of 512
 // tokens per sequence, the masked-LM head on 38 of them) runs more sequences per second than the
 // same run padded to 512; binning alone leaves memory as it is (sized for --seq-len), the head on
