@@ -519,6 +519,7 @@ int Run(int argc, char** argv) {
     report.left_out_architecture[architecture] = Fit(rest);
   }
   report.bands = ComputeBands(rows, report.fitted, report.left_out, report.left_out_architecture);
+  if (!AddProductionBand(root, report.fitted, report.bands)) return 2;
   std::vector<std::pair<std::string, std::string>> outputs = {
       {root + "/src/estimate/time_calibration_fitted.cc", FittedSource(report.fitted)},
       {root + "/src/estimate/uncertainty_fitted.cc", UncertaintySource(report.bands)},

@@ -29,7 +29,12 @@ struct GeneratedFamilyBand {
 struct GeneratedBands {
   std::vector<GeneratedFamilyBand> families;  // sorted by name
   std::vector<estimate::CalibrationPoint> points;
+  // The published production runs' step-time ratios (tools/published_runs.h AddProductionBand).
+  estimate::RatioBand production_step;
 };
+
+// Nearest-rank P10 and P90 of `ratios` (rows = their count; 1, 1 when empty).
+estimate::RatioBand BandOf(std::vector<double> ratios);
 
 // `left_out_family`: family -> the fit without it; `left_out_architecture`: GPU architecture ->
 // the fit without its rows; `fitted`: the fit on all rows (memory rows need no fit).

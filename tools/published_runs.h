@@ -15,6 +15,12 @@
 
 namespace fulcrum::calibrate {
 
+// Sets bands.production_step: the quantiles of measured / predicted step time (under `fitted`)
+// over the production runs of data/calibration/published_runs.csv; false (with a message on
+// stderr) when the file cannot be read.
+bool AddProductionBand(const std::string& root, const estimate::TimeCalibration& fitted,
+                       GeneratedBands& bands);
+
 // Appends the section to the docs/ACCURACY.md entry of `outputs`; false (with a message on
 // stderr) when data/calibration/published_runs.csv cannot be read.
 // `left_out`: the constants fitted without each calibration family (family -> fit).

@@ -33,10 +33,12 @@ JSON: {"model": {"name", "parameters", ...}, "memory": {"weights_bytes", "gradie
 "headroom_fraction", "fits", ...}, "setup": {...}, "time": {"step_seconds",
 "tokens_per_second_per_gpu", "mfu", "hfu", "breakdown": {"compute_seconds",
 "communication_seconds", "bubble_seconds", "exposed_seconds"}, "step_seconds_p10",
-"step_seconds_p90"}, "uncertainty": {"family", "architecture_calibrated"}}; memory also has
-"peak_bytes_per_gpu_p90". The P10/P90 come from the leave-one-family-out error of the
-calibration family the setup resembles most (wider where the GPU's architecture has no
-calibration row; docs/ACCURACY.md, "Uncertainty bands"). Bytes are per GPU. peak = what nvidia-smi
+"step_seconds_p90"}, "uncertainty": {"family", "architecture_calibrated", "realism",
+"production_widened"}}; memory also has "peak_bytes_per_gpu_p90". The P10/P90 come from the
+leave-one-family-out error of the calibration family the setup resembles most (wider where the
+GPU's architecture has no calibration row; for a transformer under --realism production, the
+default, also covering how far published production runs fell from the estimate;
+docs/ACCURACY.md, "Uncertainty bands"). Bytes are per GPU. peak = what nvidia-smi
 would show (allocated tensors + allocator reserve + CUDA context); "allocated_bytes" and
 "reserved_bytes" match torch.cuda.max_memory_allocated / max_memory_reserved.
 peak_at_resume_bytes_per_gpu = the peak of the run resumed from its checkpoint (--checkpoint-format;
@@ -64,7 +66,9 @@ void AppendTimeJson(const std::optional<estimate::StepTime>& st, const estimate:
   doc["memory"]["peak_bytes_per_gpu_p90"] =
       doc["memory"]["peak_bytes_per_gpu"].get<double>() * band.memory_p90_ratio;
   doc["uncertainty"] = {{"family", std::string(band.family)},
-                        {"architecture_calibrated", band.architecture_calibrated}};
+                        {"architecture_calibrated", band.architecture_calibrated},
+                        {"realism", std::string(estimate::RealismName(band.realism))},
+                        {"production_widened", band.production_widened}};
   if (!st) {
     doc["time"] = nullptr;
     return;
@@ -103,7 +107,7 @@ std::string RenderTimeTable(const std::optional<estimate::StepTime>& st,
            (band.architecture_calibrated ? ""
                                          : ", widened: no calibration row of this GPU's "
                                            "architecture") +
-           ")\n";
+           (band.production_widened ? ", and of published production runs" : "") + ")\n";
   }
   return out;
 }
@@ -111,6 +115,7 @@ std::string RenderTimeTable(const std::optional<estimate::StepTime>& st,
 struct EstimateOptions {
   estimate::EstimateRequest request;
   bool json = false;
+  std::string realism = "production";
 };
 
 struct EstimateOutcome {
@@ -130,9 +135,14 @@ Result<EstimateOutcome> RunEstimate(const EstimateOptions& o, const std::string&
       estimate::CalibratedArchitectures(estimate::DefaultMeasuredCsvPath(dir), cat);
   const bool calibrated =
       !covered.ok() || std::binary_search(covered->begin(), covered->end(), input.gpu.architecture);
+  const std::optional<estimate::Realism> realism = estimate::ParseRealism(o.realism);
+  if (!realism) {
+    return Status::InvalidInput("--realism: expected production or tuned_benchmark, found '" +
+                                o.realism + "'");
+  }
   EstimateOutcome out{estimate::Evaluate(input), {}};
-  out.band =
-      estimate::BandFor(estimate::DefaultUncertaintyTable(), input.model, input.gpus, calibrated);
+  out.band = estimate::BandFor(estimate::DefaultUncertaintyTable(), input.model, input.gpus,
+                               calibrated, *realism);
   return out;
 }
 
@@ -143,6 +153,11 @@ void RegisterEstimate(CLI::App* cmd, CliContext& ctx) {
   auto options = std::make_shared<EstimateOptions>();
   AddWorkloadOptions(cmd, options->request);
   cmd->add_flag("--json", options->json, "Print the result as JSON (see the contract below)");
+  cmd->add_option("--realism", options->realism,
+                  "What the step-time band quotes: production (default: a team's own run; the "
+                  "union of the calibration family's band and that of published production runs, "
+                  "for transformers) or tuned_benchmark (the family's band alone, as for a "
+                  "vendor's benchmark table)");
   cmd->callback([&ctx, options] {
     Result<EstimateOutcome> outcome = RunEstimate(*options, ctx.catalog_dir);
     if (!outcome.ok()) {

@@ -6,10 +6,21 @@
 
 namespace fulcrum::estimate {
 
+std::optional<Realism> ParseRealism(std::string_view name) {
+  if (name == "production") return Realism::kProduction;
+  if (name == "tuned_benchmark") return Realism::kTunedBenchmark;
+  return std::nullopt;
+}
+
+std::string_view RealismName(Realism realism) {
+  return realism == Realism::kProduction ? "production" : "tuned_benchmark";
+}
+
 StepBand BandFor(const UncertaintyTable& table, const workload::Model& model, int64_t gpus,
-                 bool architecture_calibrated) {
+                 bool architecture_calibrated, Realism realism) {
   StepBand out;
   out.architecture_calibrated = architecture_calibrated;
+  out.realism = realism;
   const bool generic = model.kind == workload::ModelKind::kGeneric;
   const bool kind_known =
       std::any_of(table.points.begin(), table.points.end(),
@@ -42,6 +53,13 @@ StepBand BandFor(const UncertaintyTable& table, const workload::Model& model, in
         std::max(std::log(std::max(na.p90, 1e-9)), -std::log(std::max(na.p10, 1e-9)));
     out.step_p10_ratio = std::min(out.step_p10_ratio, std::exp(-size));
     out.step_p90_ratio = std::max(out.step_p90_ratio, std::exp(size));
+  }
+  const RatioBand& production = table.production_step;
+  if (realism == Realism::kProduction && !generic && production.rows > 0) {
+    out.production_widened =
+        production.p10 < out.step_p10_ratio || production.p90 > out.step_p90_ratio;
+    out.step_p10_ratio = std::min(out.step_p10_ratio, production.p10);
+    out.step_p90_ratio = std::max(out.step_p90_ratio, production.p90);
   }
   out.memory_p90_ratio = f.memory.p90;
   return out;

@@ -6,10 +6,15 @@
 // without calibration rows is: TimeCalibration::other for its architecture, the rest fitted
 // without its architecture's rows) for GPUs whose architecture has no calibration row. A setup
 // takes the band of the family whose calibration row it resembles most (same model kind, nearest
-// parameter count and GPU count). Immutable data; thread-safe.
+// parameter count and GPU count). A production band, the ratios of published production runs
+// (runs that trained a released model, data/calibration/published_runs.csv) to the estimate,
+// widens a transformer's band when the estimate quotes a production run rather than a tuned
+// benchmark (issue 31: production runs fall short of hand-tuned benchmark tables). Immutable
+// data; thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -42,7 +47,19 @@ struct CalibrationPoint {
 struct UncertaintyTable {
   std::vector<FamilyBand> families;
   std::vector<CalibrationPoint> points;
+  // Step time of the published production runs (transformers), measured / predicted under the
+  // fitted constants; rows 0 = none.
+  RatioBand production_step;
 };
+
+// What is known about the run the estimate quotes: a tuned benchmark configuration (the
+// calibration rows are mostly such tables) or a production run (a team's own job: data
+// loading, checkpoints, evaluation, stragglers, untuned settings).
+enum class Realism { kProduction, kTunedBenchmark };
+
+// "production" | "tuned_benchmark"; nullopt for anything else.
+std::optional<Realism> ParseRealism(std::string_view name);
+std::string_view RealismName(Realism realism);
 
 // The table fitted on data/calibration/ (generated).
 const UncertaintyTable& DefaultUncertaintyTable();
@@ -52,7 +69,9 @@ struct StepBand {
   bool architecture_calibrated = true;
   double step_p10_ratio = 1;  // step_seconds_p10 = step_seconds x this
   double step_p90_ratio = 1;
-  double memory_p90_ratio = 1;  // peak_bytes_per_gpu_p90 = peak_bytes_per_gpu x this
+  double memory_p90_ratio = 1;                 // peak_bytes_per_gpu_p90 = peak_bytes_per_gpu x this
+  Realism realism = Realism::kTunedBenchmark;  // the band asked for
+  bool production_widened = false;             // the production band moved an end of the step band
 };
 
 // The band of the family whose row resembles (model, training, gpus) most: same model kind
@@ -62,7 +81,10 @@ struct StepBand {
 // directions: its larger tail |ln ratio| (P10 or P90) applied as P90 = e^size, P10 = e^-size,
 // because which way a chip without rows errs is not known (the measured transfers err both
 // ways depending on which architecture plays the new one); the union with the left-out band.
+// For a production run of a transformer the step band is also the union with the table's
+// production band (generic models such as CNNs have no production rows: their band is
+// unchanged).
 StepBand BandFor(const UncertaintyTable& table, const workload::Model& model, int64_t gpus,
-                 bool architecture_calibrated);
+                 bool architecture_calibrated, Realism realism);
 
 }  // namespace fulcrum::estimate

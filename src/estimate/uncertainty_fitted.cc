@@ -110,7 +110,9 @@ const UncertaintyTable& DefaultUncertaintyTable() {
           {7, false, 8.525, 3.000},
           {7, false, 8.525, 6.000},
           {7, false, 8.525, 8.000},
-      }};
+      },
+      // production runs (published_runs.csv), step time
+      {0.789, 1.11, 10}};
   // clang-format on
   return kTable;
 }
