@@ -227,9 +227,10 @@ std::string UncertaintyMarkdown(const GeneratedBands& bands) {
   }
   const RatioBand& p = bands.production_step;
   out << "\n**Production runs.** The families' bands come mostly from tuned benchmark tables "
-         "(MosaicML's, NVIDIA's, Megatron's), which production runs of the same shape fall short "
-         "of, or in places beat (data loading, checkpoints, evaluation, stragglers and untuned "
-         "settings against hand-tuned ones). So for a transformer `estimate` (by default, "
+         "(MosaicML's, NVIDIA's, Megatron's). Production runs of the same shape mostly fall short "
+         "of them (data loading, checkpoints, evaluation, stragglers, settings less tuned than "
+         "a benchmark's), and some report more than the benchmark-fitted model gives. So for a "
+         "transformer `estimate` (by default, "
          "`--realism production`) and `plan` quote the union of the family's band and the "
          "production band: the quantiles of measured / predicted step time over the "
       << p.rows
