@@ -29,7 +29,7 @@ struct GeneratedFamilyBand {
 struct GeneratedBands {
   std::vector<GeneratedFamilyBand> families;  // sorted by name
   std::vector<estimate::CalibrationPoint> points;
-  // The published production runs' step-time ratios (tools/published_runs.h AddProductionBand).
+  // The published production runs' step-time ratios (tools/published_runs.h ProductionBand).
   estimate::RatioBand production_step;
 };
 

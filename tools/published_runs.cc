@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <iostream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -23,7 +22,6 @@ estimate::UncertaintyTable TableOf(const GeneratedBands& bands) {
     table.families.push_back({b.family, b.step, b.step_new_architecture, b.memory});
   }
   table.points = bands.points;
-  table.production_step = bands.production_step;
   return table;
 }
 
@@ -64,45 +62,46 @@ double Fp8EfficiencyReproducing(const PublishedRun& run, const estimate::TimeCal
   return (low + high) / 2;
 }
 
-// A production run's measured / predicted step time under `fitted` (the metrics are inverse to
-// the step time); nullopt for a tuned benchmark, a CNN or a run without a prediction.
-std::optional<double> ProductionStepRatio(const PublishedRun& run,
-                                          const estimate::TimeCalibration& fitted) {
-  if (run.kind != "production_run" || !run.input ||
-      run.input->model.kind == workload::ModelKind::kGeneric) {
-    return std::nullopt;
+// Each run's measured / predicted step time under `fitted` (the metrics are inverse to the step
+// time), index for index; nullopt for a tuned benchmark, a CNN or a run without a prediction.
+std::vector<std::optional<double>> ProductionStepRatios(const std::vector<PublishedRun>& runs,
+                                                        const estimate::TimeCalibration& fitted) {
+  std::vector<std::optional<double>> ratios(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const PublishedRun& run = runs[i];
+    if (run.kind != "production_run" || !run.input || run.published <= 0 ||
+        run.input->model.kind == workload::ModelKind::kGeneric) {
+      continue;
+    }
+    if (const std::optional<double> predicted = Predict(run, fitted)) {
+      ratios[i] = *predicted / run.published;
+    }
   }
-  const std::optional<double> predicted = Predict(run, fitted);
-  if (!predicted || run.published <= 0) return std::nullopt;
-  return *predicted / run.published;
+  return ratios;
 }
 
-// The production band without the run `except` (nullptr: of every production run).
-estimate::RatioBand ProductionBand(const std::vector<PublishedRun>& runs,
-                                   const estimate::TimeCalibration& fitted,
-                                   const PublishedRun* except) {
-  std::vector<double> ratios;
-  for (const PublishedRun& run : runs) {
-    if (&run == except) continue;
-    if (const std::optional<double> r = ProductionStepRatio(run, fitted)) ratios.push_back(*r);
+// The band of `ratios` without the one at `except` (ratios.size(): of them all).
+estimate::RatioBand BandWithout(const std::vector<std::optional<double>>& ratios, size_t except) {
+  std::vector<double> kept;
+  for (size_t i = 0; i < ratios.size(); ++i) {
+    if (i != except && ratios[i]) kept.push_back(*ratios[i]);
   }
-  return BandOf(std::move(ratios));
+  return BandOf(std::move(kept));
 }
 
-// A tuned benchmark takes the family's band; a production run also the production band of the
-// other production runs (left out: its own ratio does not widen the band it is scored with).
-std::optional<Scored> Score(const PublishedRun& run, const std::vector<PublishedRun>& runs,
-                            const estimate::TimeCalibration& fitted, const LeftOutFits& left_out,
-                            estimate::UncertaintyTable table) {
+// `table` holds the production band the run is scored with (for a production run, that of the
+// other production runs: its own ratio does not widen the band it is scored with); a tuned
+// benchmark takes the family's band alone.
+std::optional<Scored> Score(const PublishedRun& run, const estimate::TimeCalibration& fitted,
+                            const LeftOutFits& left_out, const estimate::UncertaintyTable& table) {
   if (!run.input) return std::nullopt;
   const estimate::EstimateInput& in = *run.input;
   const std::optional<double> predicted = Predict(run, fitted);
   if (!predicted) return std::nullopt;
-  const bool production = run.kind == "production_run";
-  table.production_step = ProductionBand(runs, fitted, &run);
-  const estimate::StepBand band = estimate::BandFor(
-      table, in.model, in.gpus, true,
-      production ? estimate::Realism::kProduction : estimate::Realism::kTunedBenchmark);
+  const estimate::StepBand band =
+      estimate::BandFor(table, in.model, in.gpus, true,
+                        run.kind == "production_run" ? estimate::Realism::kProduction
+                                                     : estimate::Realism::kTunedBenchmark);
   Scored s;
   // Throughput and MFU are inverse to the step time: the slow end (P90 step) is the low end.
   s.predicted = *predicted;
@@ -330,16 +329,19 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
 std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
                               const estimate::TimeCalibration& fitted, const LeftOutFits& left_out,
                               const GeneratedBands& bands) {
-  const estimate::UncertaintyTable table = TableOf(bands);
+  estimate::UncertaintyTable table = TableOf(bands);
+  const std::vector<std::optional<double>> ratios = ProductionStepRatios(runs, fitted);
   std::ostringstream rows;
   std::map<std::string, std::vector<double>> errors, left_out_errors;
   double fp8_low = 1e9, fp8_high = 0;  // the FP8 efficiencies that reproduce the FP8 runs
   std::map<std::string, int> inside;
-  for (const PublishedRun& run : runs) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const PublishedRun& run = runs[i];
+    table.production_step = BandWithout(ratios, i);
     rows << "| " << run.id << " | " << run.kind << " | " << run.model << " | " << run.gpu << " | "
          << run.layout << " | " << run.batch << " | " << run.precision << " | "
          << Metric(run, run.published) << " | ";
-    const std::optional<Scored> s = Score(run, runs, fitted, left_out, table);
+    const std::optional<Scored> s = Score(run, fitted, left_out, table);
     if (!s) {
       rows << "refused: " << (run.refused.empty() ? "no peak for the precision" : run.refused)
            << " | | | | | | |\n";
@@ -412,31 +414,21 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
 
 }  // namespace
 
-bool AddProductionBand(const std::string& root, const estimate::TimeCalibration& fitted,
-                       GeneratedBands& bands) {
-  Result<std::vector<PublishedRun>> runs = LoadPublishedRuns(root);
-  if (!runs.ok()) {
-    std::cerr << "fulcrum-calibrate: " << runs.status().message() << "\n";
-    return false;
-  }
-  bands.production_step = ProductionBand(*runs, fitted, nullptr);
-  return true;
+estimate::RatioBand ProductionBand(const std::vector<PublishedRun>& runs,
+                                   const estimate::TimeCalibration& fitted) {
+  const std::vector<std::optional<double>> ratios = ProductionStepRatios(runs, fitted);
+  return BandWithout(ratios, ratios.size());
 }
 
-bool AddPublishedRuns(const std::string& root, const estimate::TimeCalibration& fitted,
+void AddPublishedRuns(const std::string& root, const std::vector<PublishedRun>& runs,
+                      const estimate::TimeCalibration& fitted,
                       const std::map<std::string, estimate::TimeCalibration>& left_out,
                       const GeneratedBands& bands,
                       std::vector<std::pair<std::string, std::string>>& outputs) {
-  Result<std::vector<PublishedRun>> runs = LoadPublishedRuns(root);
-  if (!runs.ok()) {
-    std::cerr << "fulcrum-calibrate: " << runs.status().message() << "\n";
-    return false;
-  }
   for (auto& [path, text] : outputs) {
     if (path == root + "/docs/ACCURACY.md")
-      text += PublishedMarkdown(*runs, fitted, left_out, bands);
+      text += PublishedMarkdown(runs, fitted, left_out, bands);
   }
-  return true;
 }
 
 }  // namespace fulcrum::calibrate

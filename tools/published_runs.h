@@ -11,20 +11,20 @@
 #include <vector>
 
 #include "calibration_bands.h"
+#include "calibration_data.h"
 #include "estimate/compute.h"
 
 namespace fulcrum::calibrate {
 
-// Sets bands.production_step: the quantiles of measured / predicted step time (under `fitted`)
-// over the production runs of data/calibration/published_runs.csv; false (with a message on
-// stderr) when the file cannot be read.
-bool AddProductionBand(const std::string& root, const estimate::TimeCalibration& fitted,
-                       GeneratedBands& bands);
+// The quantiles of measured / predicted step time (under `fitted`) over the production runs of
+// `runs` (data/calibration/published_runs.csv, LoadPublishedRuns).
+estimate::RatioBand ProductionBand(const std::vector<PublishedRun>& runs,
+                                   const estimate::TimeCalibration& fitted);
 
-// Appends the section to the docs/ACCURACY.md entry of `outputs`; false (with a message on
-// stderr) when data/calibration/published_runs.csv cannot be read.
+// Appends the section, for `runs`, to the docs/ACCURACY.md entry of `outputs`.
 // `left_out`: the constants fitted without each calibration family (family -> fit).
-bool AddPublishedRuns(const std::string& root, const estimate::TimeCalibration& fitted,
+void AddPublishedRuns(const std::string& root, const std::vector<PublishedRun>& runs,
+                      const estimate::TimeCalibration& fitted,
                       const std::map<std::string, estimate::TimeCalibration>& left_out,
                       const GeneratedBands& bands,
                       std::vector<std::pair<std::string, std::string>>& outputs);
