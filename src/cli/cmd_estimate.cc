@@ -124,6 +124,7 @@ struct EstimateOutcome {
 };
 
 Result<EstimateOutcome> RunEstimate(const EstimateOptions& o, const std::string& catalog_flag) {
+  FULCRUM_ASSIGN_OR_RETURN(const estimate::Realism realism, estimate::ParseRealism(o.realism));
   const std::string dir = DefaultCatalogDir(catalog_flag);
   catalog::LoadOptions load;
   load.include_user_offers = false;
@@ -135,14 +136,9 @@ Result<EstimateOutcome> RunEstimate(const EstimateOptions& o, const std::string&
       estimate::CalibratedArchitectures(estimate::DefaultMeasuredCsvPath(dir), cat);
   const bool calibrated =
       !covered.ok() || std::binary_search(covered->begin(), covered->end(), input.gpu.architecture);
-  const std::optional<estimate::Realism> realism = estimate::ParseRealism(o.realism);
-  if (!realism) {
-    return Status::InvalidInput("--realism: expected production or tuned_benchmark, found '" +
-                                o.realism + "'");
-  }
   EstimateOutcome out{estimate::Evaluate(input), {}};
   out.band = estimate::BandFor(estimate::DefaultUncertaintyTable(), input.model, input.gpus,
-                               calibrated, *realism);
+                               calibrated, realism);
   return out;
 }
 

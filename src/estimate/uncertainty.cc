@@ -3,13 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 namespace fulcrum::estimate {
 
-std::optional<Realism> ParseRealism(std::string_view name) {
+Result<Realism> ParseRealism(std::string_view name) {
   if (name == "production") return Realism::kProduction;
   if (name == "tuned_benchmark") return Realism::kTunedBenchmark;
-  return std::nullopt;
+  return Status::InvalidInput("--realism: expected production or tuned_benchmark, found '" +
+                              std::string(name) + "'");
 }
 
 std::string_view RealismName(Realism realism) {

@@ -14,10 +14,10 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string_view>
 #include <vector>
 
+#include "core/status.h"
 #include "workload/model.h"
 
 namespace fulcrum::estimate {
@@ -57,8 +57,8 @@ struct UncertaintyTable {
 // loading, checkpoints, evaluation, stragglers, untuned settings).
 enum class Realism { kProduction, kTunedBenchmark };
 
-// "production" | "tuned_benchmark"; nullopt for anything else.
-std::optional<Realism> ParseRealism(std::string_view name);
+// "production" | "tuned_benchmark" (estimate --realism); InvalidInput naming the flag otherwise.
+Result<Realism> ParseRealism(std::string_view name);
 std::string_view RealismName(Realism realism);
 
 // The table fitted on data/calibration/ (generated).

@@ -106,9 +106,9 @@ TEST(UncertaintyTest, AProductionRunWidensATransformersBandOnly) {
 
 TEST(UncertaintyTest, RealismNamesRoundTrip) {
   for (Realism r : {Realism::kProduction, Realism::kTunedBenchmark}) {
-    EXPECT_EQ(ParseRealism(RealismName(r)), r);
+    EXPECT_EQ(ParseRealism(RealismName(r)).value(), r);
   }
-  EXPECT_FALSE(ParseRealism("benchmark").has_value());
+  EXPECT_FALSE(ParseRealism("benchmark").ok());
 }
 
 // The generated table (tools/calibrate.cc) holds every family of the data with its rows.
