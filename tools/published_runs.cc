@@ -47,17 +47,19 @@ std::optional<double> Predict(const PublishedRun& run, const estimate::TimeCalib
   return run.metric == "mfu" ? st.mfu : st.tokens_per_second_per_gpu;
 }
 
-// For an FP8 run: the fp8_gemm_relative_efficiency that reproduces the published figure with
-// every other constant as fitted (bisection; the metric grows with it), 0 when even 2.5 does
-// not. A diagnosis printed beside the row, never fed back into the fit.
+// For an FP8 run: the fp8_gemm_max_efficiency of its GPU's architecture that reproduces the
+// published figure with every other constant as fitted (bisection; the metric grows with it), 0
+// when even 1 (the whole FP8 peak) does not. A diagnosis printed beside the row, never fed back
+// into the fit.
 double Fp8EfficiencyReproducing(const PublishedRun& run, const estimate::TimeCalibration& fitted) {
   estimate::TimeCalibration c = fitted;
-  double low = 0.05, high = 2.5;
-  c.fp8_gemm_relative_efficiency = high;
+  double& fp8 = estimate::EfficiencyFor(run.input->gpu.architecture, c).fp8_gemm_max_efficiency;
+  double low = 0.01, high = 1;
+  fp8 = high;
   if (Predict(run, c).value_or(0) < run.published) return 0;
   for (int i = 0; i < 40; ++i) {
-    c.fp8_gemm_relative_efficiency = (low + high) / 2;
-    (Predict(run, c).value_or(0) < run.published ? low : high) = c.fp8_gemm_relative_efficiency;
+    fp8 = (low + high) / 2;
+    (Predict(run, c).value_or(0) < run.published ? low : high) = fp8;
   }
   return (low + high) / 2;
 }
@@ -393,20 +395,17 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
       << rows.str();
   if (fp8_high > 0) {
-    out << "\nWhat the misses say: the FP8 rows (NeMo's Megatron with Transformer Engine) are "
-           "all slow. The last column is the fp8_gemm_relative_efficiency that would reproduce "
-           "each, every other constant as fitted: "
+    out << "\nThe FP8 rows (NeMo's Megatron with Transformer Engine): the last column is the "
+           "hopper.fp8_gemm_max_efficiency (the fraction of the FP8 peak Megatron-Core's FP8 "
+           "GEMMs reach) that would reproduce each, every other constant as fitted: "
         << Format("%.2f", fp8_low) << "-" << Format("%.2f", fp8_high) << ", against "
-        << Format("%.2f", fitted.fp8_gemm_relative_efficiency)
-        << " fitted on the only FP8 training measurements in data/calibration/ (MosaicML "
-           "llm-foundry's 1B and 3B rows), while the BF16 Llama 3 405B rows on the same GPUs "
-           "come out close. So the gap is in how fast Megatron/Transformer Engine's FP8 path "
-           "runs relative to llm-foundry's, not in the BF16 Hopper constants. Closing it needs a "
-           "sourced Megatron FP8 step-time measurement in the fit, not these benchmark rows, "
-           "which test it. An explicit cost for Transformer Engine's cast and transpose kernels "
-           "does not close it either (an estimate from their traffic: about 50 bytes per hidden "
-           "unit and token per layer, under 10 % of a layer's FP8 GEMM time at hidden 2560 and "
-           "less above).\n";
+        << Format("%.2f", fitted.hopper.fp8_gemm_max_efficiency)
+        << " fitted on the Megatron FP8 training measurements in data/calibration/ "
+           "(Megatron-Bridge's two 25.11 rows: another release and other layouts than NeMo "
+           "24.07's), while the BF16 Llama 3 405B rows on the same GPUs come out close. An "
+           "explicit cost for Transformer Engine's cast and transpose kernels would not explain it "
+           "(an estimate from their traffic: about 50 bytes per hidden unit and token per layer, "
+           "under 10 % of a layer's FP8 GEMM time at hidden 2560 and less above).\n";
   }
   out << MemoryParagraph(runs);
   return out.str();

@@ -368,13 +368,15 @@ LayerForward EstimateLayerForward(const Model& model, const ModelCounts& counts,
   const bool fp8_units = tr.precision == Precision::kFp8 && hw.peak_flops > hw.peak_flops_16bit;
   const bool megatron_core = tr.framework == workload::Framework::kMegatron ||
                              tr.framework == workload::Framework::kMegatronFsdp;
-  const double fp8_scale = !fp8_units      ? 1
-                           : megatron_core ? c.fp8_gemm_relative_efficiency
-                                           : c.fp8_te_linear_relative_efficiency;
+  // FP8 GEMMs at the architecture's FP8 fraction (Megatron-Core's TE layers), or a share of it
+  // where the framework casts each GEMM's input apart (te.Linear, torchao).
+  const double gemm_efficiency =
+      !fp8_units ? GemmMaxEfficiency(hw, c)
+                 : hw.efficiency.fp8_gemm_max_efficiency *
+                       (megatron_core ? 1 : c.fp8_te_linear_relative_efficiency);
   const double bytes = ActivationBytes(tr.precision);
   // FP8 GEMMs read 1-byte operands.
-  const GemmRate peak =
-      RateFor(hw.peak_flops * GemmMaxEfficiency(hw, c) * fp8_scale, fp8_units ? 1.0 : bytes, hw, c);
+  const GemmRate peak = RateFor(hw.peak_flops * gemm_efficiency, fp8_units ? 1.0 : bytes, hw, c);
   const double peak16 = hw.peak_flops_16bit > 0 ? hw.peak_flops_16bit : hw.peak_flops;
   const double mem_bw = hw.memory_bytes_per_second * c.memory_bandwidth_efficiency;
 
@@ -553,6 +555,11 @@ const ArchitectureEfficiency& EfficiencyFor(std::string_view architecture,
   if (is("hopper")) return calibration.hopper;
   if (is("volta")) return calibration.volta;
   return calibration.other;
+}
+
+ArchitectureEfficiency& EfficiencyFor(std::string_view architecture, TimeCalibration& calibration) {
+  return const_cast<ArchitectureEfficiency&>(
+      EfficiencyFor(architecture, static_cast<const TimeCalibration&>(calibration)));
 }
 
 double ActivationBytes(Precision precision) {

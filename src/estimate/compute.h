@@ -35,22 +35,28 @@ struct ArchitectureEfficiency {
   // 16-bit dense peak. FlashAttention-2 reaches ~50-70 % of peak on A100 but ~35 % on H100
   // (Dao 2023, arXiv 2307.08691, Fig. 4-7); fitted.
   double flash_attention_efficiency = 0.45;
+  // Large FP8 GEMMs' fraction of the FP8 dense peak, under Megatron-Core's Transformer Engine
+  // layers (frameworks megatron and megatron-fsdp; the other frameworks' FP8 runs at
+  // fp8_te_linear_relative_efficiency of it). Megatron-Core's TE layer spec fuses the norm before
+  // QKV and the MLP's first GEMM with the FP8 cast (TELayerNormColumnParallelLinear:
+  // NVIDIA/Megatron-LM@d98e8a64dd megatron/core/models/gpt/gpt_layer_specs.py,
+  // backend.column_parallel_layer_norm_linear()). A constant of its own, not a factor on
+  // gemm_max_efficiency: FP8 and BF16 GEMMs are different kernels at different peaks, and as a
+  // factor the FP8 rows (Megatron-Bridge's, the only Megatron rows on Hopper) set the BF16 rate
+  // of every other framework on the architecture (issue 31: fitted without the MPT rows, Hopper's
+  // BF16 efficiency came from the two FP8 rows alone). Prior: the architecture's BF16 prior (an
+  // assumption: FP8 reaches the same fraction of its peak); fitted for Hopper, the one
+  // architecture with FP8 rows. Only GPUs with an FP8 peak use it.
+  double fp8_gemm_max_efficiency = 0.56;
 };
 
 struct TimeCalibration {
   // Per GPU architecture (catalog::Gpu::architecture); `other` for any architecture not listed.
-  ArchitectureEfficiency ampere{0.78, 0.28};
-  ArchitectureEfficiency hopper{0.56, 0.19};
-  ArchitectureEfficiency volta{0.56, 0.19};  // V100: FP16 tensor cores, no BF16/TF32
-  ArchitectureEfficiency other{0.56, 0.19};  // conservative: as the Hopper prior
-  // FP8 GEMMs under Megatron-Core's Transformer Engine layers (frameworks megatron and
-  // megatron-fsdp), relative to what BF16 reaches of its peak: the fraction of the (2x) FP8 peak.
-  // Megatron-Core's TE layer spec fuses the norm before QKV and the MLP's first GEMM with the
-  // FP8 cast (TELayerNormColumnParallelLinear: NVIDIA/Megatron-LM@d98e8a64dd
-  // megatron/core/models/gpt/gpt_layer_specs.py, backend.column_parallel_layer_norm_linear()),
-  // where the other frameworks cast each GEMM input apart (fp8_te_linear_relative_efficiency).
-  // Prior 1 (FP8 as efficient as BF16, an assumption); fitted (Megatron-Bridge's FP8 rows).
-  double fp8_gemm_relative_efficiency = 1;
+  // {gemm, flash attention, FP8 GEMM}; Ampere and Volta have no FP8 peak.
+  ArchitectureEfficiency ampere{0.78, 0.28, 0.78};
+  ArchitectureEfficiency hopper{0.56, 0.19, 0.56};
+  ArchitectureEfficiency volta{0.56, 0.19, 0.56};  // V100: FP16 tensor cores, no BF16/TF32
+  ArchitectureEfficiency other{0.56, 0.19, 0.56};  // conservative: as the Hopper prior
   // Achievable fraction of the datasheet memory bandwidth for elementwise kernels (STREAM-like
   // copies reach 0.8-0.9 of peak on A100/H100). Fitted.
   double memory_bandwidth_efficiency = 0.80;
@@ -137,7 +143,8 @@ struct TimeCalibration {
   double unfused_attention_score_elements = 7;
 
   // --- transformer GEMM size and FP8 path per framework (issue 31) ---
-  // FP8 GEMMs in every framework but Megatron-Core's (fp8_gemm_relative_efficiency): they swap
+  // FP8 GEMMs in every framework but Megatron-Core's, relative to the architecture's
+  // fp8_gemm_max_efficiency (Megatron-Core's rate): they swap
   // nn.Linear for Transformer Engine's te.Linear (mosaicml/llm-foundry@1a36d3f820
   // llmfoundry/models/layers/fc.py: fcs.register('te', func=te.Linear)) or torchao's float8
   // linear, so the norm writes BF16 and each GEMM's input is cast (and for the backward
@@ -189,6 +196,7 @@ const TimeCalibration& DefaultTimeCalibration();
 // The efficiencies for an architecture name ("Ampere", "Hopper", ...; case-insensitive).
 const ArchitectureEfficiency& EfficiencyFor(std::string_view architecture,
                                             const TimeCalibration& calibration);
+ArchitectureEfficiency& EfficiencyFor(std::string_view architecture, TimeCalibration& calibration);
 
 // The machine as the model needs it (derived from catalog::Gpu + catalog::Offer).
 struct Hardware {

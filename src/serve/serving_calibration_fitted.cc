@@ -9,28 +9,28 @@ const ServeCalibration& DefaultServeCalibration() {
   static const ServeCalibration kFitted = [] {
     ServeCalibration c;
     c.prefill_gemm_efficiency = 0.72;
-    c.decode_gemm_efficiency = 0.594;
+    c.decode_gemm_efficiency = 0.599;
     c.low_bit_gemm_relative_efficiency = 0.84;
-    c.attention_efficiency = 0.23;
+    c.attention_efficiency = 0.216;
     c.decode_bandwidth_efficiency = 0.8;
-    c.per_layer_overhead_seconds = 4.81e-05;
+    c.per_layer_overhead_seconds = 4.57e-05;
     c.engine(Engine::kVllm).bandwidth_factor = 1;
     c.engine(Engine::kVllm).gemm_factor = 1;
-    c.engine(Engine::kVllm).per_layer_overhead_seconds = 1.33e-05;
+    c.engine(Engine::kVllm).per_layer_overhead_seconds = 1.58e-05;
     c.engine(Engine::kSglang).bandwidth_factor = 1;
     c.engine(Engine::kSglang).gemm_factor = 1;
     c.engine(Engine::kSglang).per_layer_overhead_seconds = 0;
-    c.engine(Engine::kHf).bandwidth_factor = 0.843;
-    c.engine(Engine::kHf).gemm_factor = 0.609;
-    c.engine(Engine::kHf).per_layer_overhead_seconds = 0.000162;
-    c.engine(Engine::kHf).host_per_layer_seconds = 0.000963;
-    c.engine(Engine::kLlamaCpp).bandwidth_factor = 1.04;
-    c.engine(Engine::kLlamaCpp).gemm_factor = 0.929;
-    c.engine(Engine::kLlamaCpp).per_layer_overhead_seconds = 5.53e-05;
-    c.bnb_4bit_per_layer_seconds = 0.000946;
-    c.bnb_int8_per_layer_seconds = 0.00213;
-    c.hf_fused_dispatch_share = 0.361;
-    c.cdna3_gemm_factor = 0.283;
+    c.engine(Engine::kHf).bandwidth_factor = 0.899;
+    c.engine(Engine::kHf).gemm_factor = 0.632;
+    c.engine(Engine::kHf).per_layer_overhead_seconds = 0.000295;
+    c.engine(Engine::kHf).host_per_layer_seconds = 0.000961;
+    c.engine(Engine::kLlamaCpp).bandwidth_factor = 1.05;
+    c.engine(Engine::kLlamaCpp).gemm_factor = 0.931;
+    c.engine(Engine::kLlamaCpp).per_layer_overhead_seconds = 5.89e-05;
+    c.bnb_4bit_per_layer_seconds = 0.000877;
+    c.bnb_int8_per_layer_seconds = 0.00207;
+    c.hf_fused_dispatch_share = 0.346;
+    c.cdna3_gemm_factor = 0.28;
     return c;
   }();
   return kFitted;
@@ -39,9 +39,9 @@ const ServeCalibration& DefaultServeCalibration() {
 const ServeLatencyBand& DefaultServeLatencyBand() {
   static const ServeLatencyBand kBand = [] {
     ServeLatencyBand b;
-    b.ttft_p50_ratio = 1.16;
+    b.ttft_p50_ratio = 1.15;
     b.ttft_p90_ratio = 1.44;
-    b.tpot_p50_ratio = 0.972;
+    b.tpot_p50_ratio = 0.969;
     b.tpot_p90_ratio = 1.15;
     return b;
   }();
