@@ -409,8 +409,13 @@ std::string TrainingKnownGapsMarkdown() {
          "otherwise: NeMo 24.07's FP8 Llama 2 7B and Llama 3 8B benchmarks on 8 H100 (4K and "
          "8K tokens, Megatron with Transformer Engine) come out 18 and 21 % fast, outside their "
          "bands, and Llama 3 405B's 128K-token stage (Meta's stack, modelled as Megatron, so it "
-         "would get the factor) 27 % fast: 13 of 17 published runs inside, from 14. Whether "
-         "those NeMo 24.07 runs had TE's fused attention on is not stated.\n";
+         "would get the factor) 27 % fast: 13 of 17 published runs inside, from 14. Those NeMo "
+         "runs did have the fused attention: NeMo 24.07 ships Transformer Engine 1.8.0.dev0 "
+         "(docs.nvidia.com/nemo-framework/user-guide/24.09/softwarecomponentversions.html), and "
+         "TE prefers the fused backend on sm90 since v1.7 (2024-05-31; "
+         "transformer_engine/pytorch/attention.py, \"Select FusedAttention on sm90 and "
+         "FlashAttention on others for performance\"). So the speed-up the two Megatron-Bridge "
+         "rows ask of it is not one these runs show.\n";
 }
 
 std::string AccuracyDocument(const std::vector<CalibrationRow>& rows, const Report& report) {
