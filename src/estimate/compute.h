@@ -33,7 +33,9 @@ struct ArchitectureEfficiency {
   double gemm_max_efficiency = 0.80;
   // Flash attention (fused kernel, forward + backward, causal half executed) as a fraction of the
   // 16-bit dense peak. FlashAttention-2 reaches ~50-70 % of peak on A100 but ~35 % on H100
-  // (Dao 2023, arXiv 2307.08691, Fig. 4-7); fitted.
+  // (Dao 2023, arXiv 2307.08691, Fig. 4-7); fitted. Most fitted rows with fused attention are
+  // MosaicML's MPT benchmarks, which ran llm-foundry's 2023 Triton kernel, not FlashAttention-2
+  // (docs/ACCURACY.md, known gaps): the fitted rate is that kernel's more than today's.
   double flash_attention_efficiency = 0.45;
   // Large FP8 GEMMs' fraction of the FP8 dense peak, under Megatron-Core's Transformer Engine
   // layers (frameworks megatron and megatron-fsdp; the other frameworks' FP8 runs at
