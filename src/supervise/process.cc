@@ -151,8 +151,11 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
   ChildEnvironment env(spec.env);
 
   int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, error_pipe[2] = {-1, -1};
+  // The job's go-ahead: it execs once its keeper runs (issue 19's test saw a kill -9 that came
+  // between the job's exec and the keeper's fork leave the job's grandchild running).
+  int go_pipe[2] = {-1, -1};
   auto close_all = [&] {
-    for (int* p : {out_pipe, err_pipe, error_pipe}) {
+    for (int* p : {out_pipe, err_pipe, error_pipe, go_pipe}) {
       for (int i = 0; i < 2; ++i) {
         if (p[i] >= 0) ::close(p[i]);
         p[i] = -1;
@@ -171,7 +174,7 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
     close_all();
     return Status::IoError(std::string("pipe: ") + strerror(errno));
   }
-  if (::pipe2(error_pipe, O_CLOEXEC) != 0) {
+  if (::pipe2(error_pipe, O_CLOEXEC) != 0 || (!spec.detached && ::pipe2(go_pipe, O_CLOEXEC) != 0)) {
     close_all();
     if (file_fd >= 0) ::close(file_fd);
     return Status::IoError(std::string("pipe: ") + strerror(errno));
@@ -192,10 +195,27 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
       ::setpgid(0, 0);
       // If the supervisor dies (kill -9), its job must not run on unsupervised and unbilled.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      ::close(go_pipe[1]);
+      char go = 0;
+      ssize_t got;
+      while ((got = ::read(go_pipe[0], &go, 1)) < 0 && errno == EINTR) {
+      }
+      if (got != 1) _exit(127);  // the supervisor died before its keeper ran
+      ::close(go_pipe[0]);
     }
     ExecChild(spec, argv.data(), env.Pointers(), child_out, child_err, error_pipe[1]);
   }
-  if (!spec.detached) ::setpgid(pid, pid);  // also in the parent, so signals reach the group
+  if (!spec.detached) {
+    ::setpgid(pid, pid);  // also in the parent, so signals reach the group
+    ::close(go_pipe[0]);
+    go_pipe[0] = -1;
+    StartKeeper(pid);
+    const char go = 1;
+    while (::write(go_pipe[1], &go, 1) < 0 && errno == EINTR) {
+    }
+    ::close(go_pipe[1]);
+    go_pipe[1] = -1;
+  }
   if (file_fd >= 0) ::close(file_fd);
   for (int* p : {out_pipe, err_pipe, error_pipe}) {
     if (p[1] >= 0) ::close(p[1]);
@@ -214,6 +234,7 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
   }
   if (got == static_cast<ssize_t>(sizeof error)) {
     if (!spec.detached) {
+      ReleaseKeeper();  // before the leader is reaped: its zombie still holds the group's id
       while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
       }
     }
@@ -223,21 +244,6 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
   if (spec.detached) {
     close_all();
     return Status::Ok();
-  }
-  int keeper_pipe[2] = {-1, -1};
-  if (::pipe2(keeper_pipe, O_CLOEXEC) == 0) {
-    const pid_t keeper = ::fork();
-    if (keeper == 0) {
-      ::close(keeper_pipe[1]);
-      RunKeeper(keeper_pipe[0], pid);
-    }
-    ::close(keeper_pipe[0]);
-    if (keeper > 0) {
-      keeper_pid_ = keeper;
-      keeper_fd_ = keeper_pipe[1];
-    } else {
-      ::close(keeper_pipe[1]);  // no keeper: PR_SET_PDEATHSIG still ends the leader
-    }
   }
   fds_[0] = out_pipe[0];
   fds_[1] = err_pipe[0];
@@ -274,6 +280,24 @@ void PosixProcessRunner::Signal(int signal, SignalTarget target) {
 
 std::optional<int64_t> PosixProcessRunner::start_ticks() const {
   return pid_ > 0 ? ProcessStartTicks(pid_) : std::nullopt;
+}
+
+// Without a keeper (no pipe, no fork) PR_SET_PDEATHSIG still ends the leader.
+void PosixProcessRunner::StartKeeper(pid_t job_pgid) {
+  int keeper_pipe[2] = {-1, -1};
+  if (::pipe2(keeper_pipe, O_CLOEXEC) != 0) return;
+  const pid_t keeper = ::fork();
+  if (keeper == 0) {
+    ::close(keeper_pipe[1]);
+    RunKeeper(keeper_pipe[0], job_pgid);
+  }
+  ::close(keeper_pipe[0]);
+  if (keeper > 0) {
+    keeper_pid_ = keeper;
+    keeper_fd_ = keeper_pipe[1];
+  } else {
+    ::close(keeper_pipe[1]);
+  }
 }
 
 void PosixProcessRunner::ReleaseKeeper() {

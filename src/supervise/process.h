@@ -9,8 +9,9 @@
 // The job must not outlive its supervisor, kill -9 included: the child has PR_SET_PDEATHSIG, and
 // a small keeper process (forked, not exec'd, outside the job's group) SIGKILLs the job's whole
 // process group when its pipe from the runner closes, which the kernel does when the supervisor
-// dies. Only a kill of the keeper itself as well (e.g. SIGKILL to the supervisor's own group)
-// leaves the group running: EndStaleProcessGroup lets the next supervisor end it.
+// dies. The child execs only once its keeper runs, so no kill finds the job without one. Only a
+// kill of the keeper itself as well (e.g. SIGKILL to the supervisor's own group) leaves the group
+// running: EndStaleProcessGroup lets the next supervisor end it.
 #pragma once
 
 #include <sys/types.h>
@@ -90,6 +91,7 @@ class PosixProcessRunner final : public ProcessRunner {
  private:
   void ReadAvailable(int index, const LineSink& sink);
   void FlushPartial(int index, const LineSink& sink);
+  void StartKeeper(pid_t job_pgid);
   void ReleaseKeeper();
   pid_t pid_ = -1;
   pid_t keeper_pid_ = -1;
