@@ -403,7 +403,8 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
         << " fitted on the Megatron FP8 training measurements in data/calibration/ "
            "(Megatron-Bridge's two 25.11 rows: another release and other layouts than NeMo "
            "24.07's), while the BF16 Llama 3 405B rows on the same GPUs come out close. An "
-           "explicit cost for Transformer Engine's cast and transpose kernels would not explain it "
+           "explicit cost for Transformer Engine's cast and transpose kernels would not explain "
+           "that spread "
            "(an estimate from their traffic: about 50 bytes per hidden unit and token per layer, "
            "under 10 % of a layer's FP8 GEMM time at hidden 2560 and less above).\n";
   }
