@@ -1021,17 +1021,21 @@ TEST(PlanPanelTest, ServingOnlyMachineTypesAreNeverTrainingCandidates) {
 }
 
 // The offers whose catalog row says their price is unverified (caveat price-unverified), keyed
-// "provider/instance/region".
+// "provider/instance/region"; spot-only rows (GCP's A4) are listed by `offers --spot` alone.
 std::set<std::string> PriceUnverifiedOffers() {
-  const RunOutput r = RunFulcrum({"offers", "--json"}, NoUserOffers());
-  EXPECT_EQ(r.exit_code, 0) << r.err;
   std::set<std::string> out;
-  const json listing = json::parse(r.out);
-  for (const json& o : listing["offers"]) {
-    if (o["caveat"].is_string() &&
-        o["caveat"].get<std::string>().rfind("price-unverified:", 0) == 0) {
-      out.insert(o["provider"].get<std::string>() + "/" + o["instance_type"].get<std::string>() +
-                 "/" + o["region"].get<std::string>());
+  for (const bool spot : {false, true}) {
+    std::vector<std::string> args = {"offers", "--json"};
+    if (spot) args.push_back("--spot");
+    const RunOutput r = RunFulcrum(args, NoUserOffers());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const json listing = json::parse(r.out);
+    for (const json& o : listing["offers"]) {
+      if (o["caveat"].is_string() &&
+          o["caveat"].get<std::string>().rfind("price-unverified:", 0) == 0) {
+        out.insert(o["provider"].get<std::string>() + "/" + o["instance_type"].get<std::string>() +
+                   "/" + o["region"].get<std::string>());
+      }
     }
   }
   return out;
