@@ -205,6 +205,12 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
     }
     ExecChild(spec, argv.data(), env.Pointers(), child_out, child_err, error_pipe[1]);
   }
+  // The child's ends: closed before the keeper forks, so that it never holds them.
+  if (file_fd >= 0) ::close(file_fd);
+  for (int* p : {out_pipe, err_pipe, error_pipe}) {
+    if (p[1] >= 0) ::close(p[1]);
+    p[1] = -1;
+  }
   if (!spec.detached) {
     ::setpgid(pid, pid);  // also in the parent, so signals reach the group
     ::close(go_pipe[0]);
@@ -215,11 +221,6 @@ Status PosixProcessRunner::Start(const ChildSpec& spec) {
     }
     ::close(go_pipe[1]);
     go_pipe[1] = -1;
-  }
-  if (file_fd >= 0) ::close(file_fd);
-  for (int* p : {out_pipe, err_pipe, error_pipe}) {
-    if (p[1] >= 0) ::close(p[1]);
-    p[1] = -1;
   }
   // EOF once the child has exec'd (close-on-exec) or exited; an int when exec failed.
   int error = 0;
