@@ -998,14 +998,23 @@ StepTime EstimateStepTime(const Model& model, const ModelCounts& counts, const T
   const LayerComm layer_comm =
       LayerCommunication(model, counts, tr, hw, c, fwd, tp_link, mb, backward_factor);
 
-  // --- pipeline: per-micro-batch time of the slowest stage, bubble (p-1)/(m*v) of it --------
+  // --- pipeline: per-micro-batch time of the slowest stage, and the bubble -------------------
   const workload::StageLayers stages = workload::PipelineStageLayers(model, tr);
   const StageTime slowest = SlowestStage(stages, tr.pp, layer_seconds, logits_seconds,
                                          layer_comm.seconds, layer_comm.exposed);
   const double pp_seconds = PipelineSendSeconds(tr, hw, c, tp_link, mb);
   const double compute_mb = slowest.compute_seconds;
   const double stage_mb = compute_mb + slowest.exposed_seconds + pp_seconds;
-  const double bubble = (p - 1) / v * stage_mb;
+  // 1F1B's fill and drain: the first micro-batch's forward reaches the slowest stage through the
+  // stages before it, and the last backward leaves through them, while that stage is busy
+  // m x stage_mb; with it last (the logits), the step is m x stage_mb plus one micro-batch's
+  // forward and backward on each other stage, so the bubble is their time, not (p - 1) x the
+  // slowest's (with equal stages it is Narayanan et al. 2021's (p - 1) / (m v) of the ideal time,
+  // arXiv 2104.04473, section 2.2). Interleaving cuts it by v.
+  const double all_stages_mb =
+      static_cast<double>(model.layers) * (layer_seconds + layer_comm.exposed) + logits_seconds +
+      p * pp_seconds;
+  const double bubble = p > 1 ? std::max(0.0, all_stages_mb - stage_mb) / v : 0.0;
 
   const ParameterShares shares = SharesOf(model, counts, tr);
   const DataParallelTime dp_time =

@@ -3,12 +3,12 @@
 // at achievable memory bandwidth, flash vs plain attention, every recompute policy, tensor-parallel
 // collectives per layer, the context-parallel K/V ring, the expert-parallel all-to-all (MoE: routed
 // experts' GEMMs at their share of the tokens), activation-offload copies, the slowest pipeline
-// stage (uneven splits) and the bubble (p-1)/(m*v), data-parallel gradient reduction and ZeRO-3 /
-// HSDP parameter gathers with overlap, inter-node traffic over the offer's network. Inputs are flat
-// numeric structs so the planner's inner loop stays allocation-free; all functions are pure and
-// thread-safe.
-// Every efficiency constant lives in TimeCalibration below; tools/calibrate.cc fits them on
-// data/calibration/ and writes the fitted values to time_calibration_fitted.cc (docs/ACCURACY.md).
+// stage (uneven splits), the bubble (the other stages' fill and drain, / v), data-parallel gradient
+// reduction and ZeRO-3 / HSDP parameter gathers with overlap, inter-node traffic over the offer's
+// network. Inputs are flat numeric structs so the planner's inner loop stays allocation-free; all
+// functions are pure and thread-safe. Every efficiency constant lives in TimeCalibration below;
+// tools/calibrate.cc fits them on data/calibration/ and writes the fitted values to
+// time_calibration_fitted.cc (docs/ACCURACY.md).
 #pragma once
 
 #include <cstdint>

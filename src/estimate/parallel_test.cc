@@ -93,6 +93,37 @@ TEST(UnevenPipelineTest, MostLoadedStageSetsMemoryAndBubble) {
   EXPECT_GT(EstimateStepTime(m, heavy_first, hw).step_seconds, uneven.step_seconds);
 }
 
+// A last stage slowed by the logits (Korthikanti et al. 2022's 1T: 128 layers on 64 stages, 2
+// layers each, the 51200-token output layer on the last) costs its extra time on every
+// micro-batch, but not in the fill and drain: the first forward reaches it through the other
+// stages and the last backward leaves through them, so the bubble is p - 1 of their times (equal
+// stages: (p - 1) / m of the ideal time, Narayanan et al. 2021, arXiv 2104.04473, section 2.2).
+TEST(UnevenPipelineTest, HeavyLastStageAddsToEveryMicroBatchButNotToTheBubble) {
+  Model m = Bloom176b();
+  m.layers = 64;  // 4 per stage on 16
+  Training t = BloomTraining();
+  t.pp = 16;
+  t.dp = 1;
+  t.global_batch = t.micro_batch * 64;  // 64 micro-batches
+  ASSERT_TRUE(workload::Validate(m, t).ok()) << workload::Validate(m, t).message();
+  const Hardware hw = Node(false, false, 1600);
+  Model small_vocab = m, large_vocab = m;
+  small_vocab.vocab = 65536;
+  large_vocab.vocab = 4 * 65536;  // the last stage is the slowest with either
+  const StepTime small = EstimateStepTime(small_vocab, t, hw);
+  const StepTime large = EstimateStepTime(large_vocab, t, hw);
+  ASSERT_GT(large.compute_seconds, small.compute_seconds);
+  EXPECT_NEAR(large.bubble_seconds, small.bubble_seconds, 1e-3 * small.bubble_seconds);
+  // The bubble is 15 of the 4-layer stages' micro-batch time, below 15 of the last's.
+  Model no_head = m;
+  no_head.vocab = 8;
+  const StepTime even = EstimateStepTime(no_head, t, hw);
+  const double even_stage = (even.compute_seconds + even.exposed_seconds) / 64;
+  EXPECT_NEAR(small.bubble_seconds, 15 * even_stage, 0.01 * small.bubble_seconds);
+  const double last_stage = (small.compute_seconds + small.exposed_seconds) / 64;
+  EXPECT_LT(small.bubble_seconds, 15 * last_stage * 0.99);
+}
+
 // The interleaved schedule with uneven first and last stages (Llama 3 405B, arXiv 2407.21783,
 // section 3.3.2): v model chunks per rank cut the bubble to (p - 1) / (v m) of the ideal time of
 // m micro-batches (Narayanan et al. 2021, arXiv 2104.04473, section 2.2.2), at the pace of the
