@@ -32,10 +32,11 @@ struct ArchitectureEfficiency {
   // fraction of its (much higher) peak than Ampere with the kernels of the measured frameworks.
   double gemm_max_efficiency = 0.80;
   // Flash attention (fused kernel, forward + backward, causal half executed) as a fraction of the
-  // 16-bit dense peak. FlashAttention-2 reaches ~50-70 % of peak on A100 but ~35 % on H100
-  // (Dao 2023, arXiv 2307.08691, Fig. 4-7); fitted. Most fitted rows with fused attention are
-  // MosaicML's MPT benchmarks, which ran llm-foundry's 2023 Triton kernel, not FlashAttention-2
-  // (docs/ACCURACY.md, known gaps): the fitted rate is that kernel's more than today's.
+  // 16-bit dense peak. FlashAttention-2 reaches 50-73 % of the peak on A100 (Dao 2023, arXiv
+  // 2307.08691, abstract) but 35 % on H100 (Shah et al. 2024, arXiv 2407.08608, abstract); fitted.
+  // Most fitted rows with fused attention are MosaicML's MPT benchmarks, which ran llm-foundry's
+  // 2023 Triton kernel, not FlashAttention-2 (docs/ACCURACY.md, known gaps): the fitted rate is
+  // that kernel's more than today's.
   double flash_attention_efficiency = 0.45;
   // Large FP8 GEMMs' fraction of the FP8 dense peak, under Megatron-Core's Transformer Engine
   // layers (frameworks megatron and megatron-fsdp; the other frameworks' FP8 runs at
@@ -56,9 +57,16 @@ struct TimeCalibration {
   // Per GPU architecture (catalog::Gpu::architecture); `other` for any architecture not listed.
   // {gemm, flash attention, FP8 GEMM}; Ampere and Volta have no FP8 peak.
   ArchitectureEfficiency ampere{0.78, 0.28, 0.78};
-  ArchitectureEfficiency hopper{0.56, 0.19, 0.56};
+  // Hopper's attention prior is Ampere's scaled by what FlashAttention-2, a kernel built on
+  // Ampere's instructions, reaches of each peak: at most 73 % on A100 and 35 % on H100 (the two
+  // abstracts above), 0.28 x 35 / 73 = 0.134. The MPT rows' kernel is of that generation too:
+  // compiled by the Triton of before its MLIR rewrite, patched to run on sm90
+  // (mosaicml/llm-foundry@b2a43a147 setup.py, triton_pre_mlir_sm90). Until issue 31 the prior
+  // was 0.19, not derived (docs/ACCURACY.md gives the fit's sensitivity to it).
+  ArchitectureEfficiency hopper{0.56, 0.134, 0.56};
   ArchitectureEfficiency volta{0.56, 0.19, 0.56};  // V100: FP16 tensor cores, no BF16/TF32
-  ArchitectureEfficiency other{0.56, 0.19, 0.56};  // conservative: as the Hopper prior
+  // No fitted rows (Blackwell, Ada): Hopper's priors before issue 31, an assumption.
+  ArchitectureEfficiency other{0.56, 0.19, 0.56};
   // Achievable fraction of the datasheet memory bandwidth for elementwise kernels (STREAM-like
   // copies reach 0.8-0.9 of peak on A100/H100). Fitted.
   double memory_bandwidth_efficiency = 0.80;
