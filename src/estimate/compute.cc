@@ -678,32 +678,55 @@ DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int6
   return out;
 }
 
-// The pipeline stage that takes longest per micro-batch (uneven splits: the most loaded one;
-// the last also runs the logits).
+// A pipeline stage's time per micro-batch.
 struct StageTime {
   double layers = 0;
   double compute_seconds = 0;
   double communication_seconds = 0;  // tensor, context and expert parallel, per micro-batch
   double exposed_seconds = 0;
+  double busy_seconds() const { return compute_seconds + exposed_seconds; }
 };
 
-StageTime SlowestStage(const workload::StageLayers& stages, int64_t pp, double layer_seconds,
-                       double logits_seconds, double layer_comm, double layer_exposed) {
-  StageTime best;
-  auto consider = [&](int64_t layers, bool last) {
+// What a stage costs per micro-batch: its layers, and the logits on the last one.
+struct StageCost {
+  double layer_seconds = 0;
+  double logits_seconds = 0;
+  double layer_comm = 0;
+  double layer_exposed = 0;
+  StageTime Of(int64_t layers, bool last) const {
     StageTime st;
     st.layers = static_cast<double>(layers);
     st.compute_seconds = st.layers * layer_seconds + (last ? logits_seconds : 0);
     st.communication_seconds = st.layers * layer_comm;
     st.exposed_seconds = st.layers * layer_exposed;
-    if (st.compute_seconds + st.exposed_seconds > best.compute_seconds + best.exposed_seconds) {
-      best = st;
-    }
+    return st;
+  }
+};
+
+// The stage that takes longest per micro-batch (uneven splits: the most loaded one; the last
+// also runs the logits).
+StageTime SlowestStage(const workload::StageLayers& stages, int64_t pp, const StageCost& cost) {
+  StageTime best = cost.Of(stages.last, true);
+  auto consider = [&](int64_t layers) {
+    const StageTime st = cost.Of(layers, false);
+    if (st.busy_seconds() > best.busy_seconds()) best = st;
   };
-  consider(stages.last, true);
-  if (pp > 1) consider(stages.first, false);
-  if (pp > 2) consider(stages.middle, false);
+  if (pp > 1) consider(stages.first);
+  if (pp > 2) consider(stages.middle);
   return best;
+}
+
+// 1F1B's fill and drain: the first micro-batch's forward reaches the slowest stage through the
+// stages before it, and the last backward leaves through them, while that stage is busy m micro-
+// batches; with it last (the logits), the step is m x its micro-batch plus one micro-batch on each
+// other stage, so the bubble is their time, not (p - 1) x the slowest's (with equal stages it is
+// Narayanan et al. 2021's (p - 1) / (m v) of the ideal time, arXiv 2104.04473, section 2.2). All
+// stages together are one stage of every layer with the logits. Interleaving cuts it by v.
+double BubbleSeconds(const StageCost& cost, int64_t layers, const StageTime& slowest, double p,
+                     double v, double pp_seconds) {
+  if (p <= 1) return 0;
+  const double others = cost.Of(layers, true).busy_seconds() - slowest.busy_seconds();
+  return std::max(0.0, others + (p - 1) * pp_seconds) / v;
 }
 
 // The shape of one micro-batch on this GPU, shared by the parts of a transformer's step.
@@ -1000,21 +1023,11 @@ StepTime EstimateStepTime(const Model& model, const ModelCounts& counts, const T
 
   // --- pipeline: per-micro-batch time of the slowest stage, and the bubble -------------------
   const workload::StageLayers stages = workload::PipelineStageLayers(model, tr);
-  const StageTime slowest = SlowestStage(stages, tr.pp, layer_seconds, logits_seconds,
-                                         layer_comm.seconds, layer_comm.exposed);
+  const StageCost stage_cost{layer_seconds, logits_seconds, layer_comm.seconds, layer_comm.exposed};
+  const StageTime slowest = SlowestStage(stages, tr.pp, stage_cost);
   const double pp_seconds = PipelineSendSeconds(tr, hw, c, tp_link, mb);
   const double compute_mb = slowest.compute_seconds;
-  const double stage_mb = compute_mb + slowest.exposed_seconds + pp_seconds;
-  // 1F1B's fill and drain: the first micro-batch's forward reaches the slowest stage through the
-  // stages before it, and the last backward leaves through them, while that stage is busy
-  // m x stage_mb; with it last (the logits), the step is m x stage_mb plus one micro-batch's
-  // forward and backward on each other stage, so the bubble is their time, not (p - 1) x the
-  // slowest's (with equal stages it is Narayanan et al. 2021's (p - 1) / (m v) of the ideal time,
-  // arXiv 2104.04473, section 2.2). Interleaving cuts it by v.
-  const double all_stages_mb =
-      static_cast<double>(model.layers) * (layer_seconds + layer_comm.exposed) + logits_seconds +
-      p * pp_seconds;
-  const double bubble = p > 1 ? std::max(0.0, all_stages_mb - stage_mb) / v : 0.0;
+  const double bubble = BubbleSeconds(stage_cost, model.layers, slowest, p, v, pp_seconds);
 
   const ParameterShares shares = SharesOf(model, counts, tr);
   const DataParallelTime dp_time =
