@@ -384,5 +384,44 @@ TEST(EstimateE2eTest, MegatronRecomputeModulesAndMomentDtypes) {
                 "precision-aware optimizer");
 }
 
+// --optimizer-kernels tf1-graph (TF1's graph optimizers, as NVIDIA's TF1 BERT recipe runs them):
+// echoed in the setup, slower than the fused default by the step's and the gradients' passes,
+// refused outside replicated full training with Adam and on a name it does not know.
+TEST(EstimateE2eTest, Tf1GraphOptimizerKernels) {
+  const std::vector<std::string> base = {"--model",
+                                         "bert-large",
+                                         "--gpu",
+                                         "V100-SXM2-16GB",
+                                         "--gpus",
+                                         "8",
+                                         "--framework",
+                                         "hf",
+                                         "--precision",
+                                         "fp16",
+                                         "--flash-attention",
+                                         "off",
+                                         "--seq-len",
+                                         "384",
+                                         "--micro-batch",
+                                         "4",
+                                         "--head-width",
+                                         "2"};
+  const nlohmann::json fused = EstimateJson(base);
+  EXPECT_FALSE(fused["setup"].contains("optimizer_kernels"));
+  std::vector<std::string> args = base;
+  args.push_back("--optimizer-kernels");
+  args.push_back("tf1-graph");
+  const nlohmann::json graph = EstimateJson(args);
+  EXPECT_EQ(graph["setup"]["optimizer_kernels"], "tf1-graph");
+  EXPECT_GT(graph["time"]["step_seconds"].get<double>(),
+            fused["time"]["step_seconds"].get<double>());
+  ExpectRefused({"--model", "bert-large", "--gpu", "V100-SXM2-16GB", "--gpus", "8", "--zero", "3",
+                 "--optimizer-kernels", "tf1-graph"},
+                "--optimizer adamw --zero 0 --method full");
+  ExpectRefused(
+      {"--model", "bert-large", "--gpu", "V100-SXM2-16GB", "--optimizer-kernels", "unfused"},
+      "fused or tf1-graph");
+}
+
 }  // namespace
 }  // namespace fulcrum::testing

@@ -264,10 +264,12 @@ Status AddDleRow(const Record& r, const catalog::Catalog& catalog, const std::st
   }
   // What the recipe runs, from its source (column shape_source): the mean padded tokens per
   // sequence under LDDL sequence binning, the tokens the masked-LM head gathers, a span head's
-  // width (empty: seq_len, every token, the vocabulary).
+  // width (empty: seq_len, every token, the vocabulary), and the optimizer's kernels.
   FULCRUM_ASSIGN_OR_RETURN(q.mean_seq_len, r.Int("mean_seq_len"));
   FULCRUM_ASSIGN_OR_RETURN(q.head_tokens, r.Int("head_tokens"));
   FULCRUM_ASSIGN_OR_RETURN(q.head_width, r.Int("head_width"));
+  // How the recipe's optimizer runs (empty: fused; TF1 BERT: its graph of per-tensor ops).
+  FULCRUM_ASSIGN_OR_RETURN(q.optimizer_kernels, r.Text("optimizer_kernels"));
   row.model = model + " (" + framework + ")";
   FULCRUM_ASSIGN_OR_RETURN(const std::string gpu, r.Text("gpu"));
   row.gpu = gpu + " x " + std::to_string(q.gpus);

@@ -38,13 +38,7 @@ void AddModelOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
       ->group(model);
 }
 
-}  // namespace
-
-void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
-  // A repeated flag takes its last value, so a suggested change can be appended to a command.
-  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  AddModelOptions(cmd, r);
-
+void AddHardwareOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
   const char* hw = "Hardware";
   cmd->add_option("--gpu", r.gpu,
                   "GPU name or alias from the catalog (see fulcrum gpus), e.g. A100-80GB")
@@ -63,6 +57,16 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
                   "Inter-node network per node, Gbit/s (default: 400, AWS p4d EFA)")
       ->type_name("X")
       ->group(hw);
+}
+
+}  // namespace
+
+void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
+  // A repeated flag takes its last value, so a suggested change can be appended to a command.
+  cmd->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  AddModelOptions(cmd, r);
+
+  AddHardwareOptions(cmd, r);
 
   const char* tr = "Training";
   cmd->add_option("--precision", r.precision,
@@ -72,6 +76,14 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
   cmd->add_option("--optimizer", r.optimizer, "adamw|sgd (momentum)|adam8bit (default: adamw)")
       ->group(tr);
   cmd->add_option("--method", r.method, "full|lora|qlora (default: full)")->group(tr);
+  cmd->add_option("--optimizer-kernels", r.optimizer_kernels,
+                  "fused|tf1-graph: how the optimizer step runs. fused: one pass over each "
+                  "parameter's states per step (apex or PyTorch fused Adam, Megatron-LM, "
+                  "DeepSpeed). tf1-graph: TensorFlow 1's optimizers as NVIDIA's TF1 BERT recipe "
+                  "runs them, a graph of per-tensor elementwise ops, with the gradients unscaled, "
+                  "clipped by their global norm and (with accumulation) added into an fp32 buffer "
+                  "by ops of their own on every micro-batch (default: fused)")
+      ->group(tr);
   cmd->add_option("--exp-avg-dtype", r.exp_avg_dtype,
                   "fp32|fp16|bf16|fp8: AdamW's first moment under Megatron-LM's "
                   "--use-precision-aware-optimizer (--framework megatron --zero 1; default: fp32)")

@@ -515,6 +515,25 @@ double GenericMicroBatchSeconds(const Model& model, const Training& tr, const Ha
   return conv_seconds + depthwise_seconds + traffic_seconds + fixed_seconds + transpose_seconds;
 }
 
+// The optimizer step and the gradient handling around it, memory-bound: the `local` parameters
+// this GPU updates times the bytes each moves (Training::OptimizerKernels). Fused: one pass per
+// step. TF1's graph: its per-tensor ops once per step, and the gradients' unscale (mixed
+// precision), norm and clip once per step, or with accumulation on every micro-batch with the add
+// into the accumulation buffer.
+double OptimizerSeconds(double local, double micro_batches, const Training& tr,
+                        const TimeCalibration& c, double mem_bw) {
+  if (tr.optimizer_kernels == workload::OptimizerKernels::kFused) {
+    return local * c.optimizer_bytes_per_param / mem_bw;
+  }
+  const double gradient_pass =
+      c.tf1_clip_bytes_per_param +
+      (tr.precision == Precision::kFp16Mixed ? c.tf1_loss_scale_bytes_per_param : 0.0);
+  const double gradient_bytes =
+      micro_batches > 1 ? micro_batches * (gradient_pass + c.tf1_accumulate_bytes_per_param)
+                        : gradient_pass;
+  return local * (gradient_bytes + c.tf1_optimizer_bytes_per_param) / mem_bw;
+}
+
 StepTime EstimateGenericStep(const Model& model, const Training& tr, const Hardware& hw,
                              const TimeCalibration& c) {
   StepTime out;
@@ -523,8 +542,9 @@ StepTime EstimateGenericStep(const Model& model, const Training& tr, const Hardw
   const double micro_batches =
       std::max(1.0, std::ceil(samples_per_gpu / static_cast<double>(tr.micro_batch)));
   const double mb_seconds = GenericMicroBatchSeconds(model, tr, hw, c);
-  const double optimizer_seconds = model.generic_parameters * c.optimizer_bytes_per_param /
-                                   (hw.memory_bytes_per_second * c.memory_bandwidth_efficiency);
+  const double optimizer_seconds =
+      OptimizerSeconds(model.generic_parameters, micro_batches, tr, c,
+                       hw.memory_bytes_per_second * c.memory_bandwidth_efficiency);
   out.compute_seconds = micro_batches * mb_seconds + optimizer_seconds;
   const double grad_bytes = model.generic_parameters * ActivationBytes(tr.precision);
   const Link link = GroupLink(tr.dp, 1, hw, c);
@@ -946,15 +966,12 @@ DataParallelTime DataParallelStep(const ParameterShares& shares, const Training&
   return dp_time;
 }
 
-// The optimizer step, memory-bound: the parameters this GPU updates, times the bytes per update.
-double OptimizerSeconds(const ParameterShares& shares, const Training& tr, const TimeCalibration& c,
-                        double mem_bw) {
+// The parameters this GPU updates.
+double LocalTrainable(const ParameterShares& shares, const Training& tr) {
   const double t = static_cast<double>(tr.tp), p = static_cast<double>(tr.pp);
   const double ep = static_cast<double>(tr.ep);
-  const double local_trainable =
-      ((shares.trainable - shares.routed) / (t * p) + shares.routed / (t * p * ep)) /
-      (tr.zero_stage >= 1 ? static_cast<double>(shares.shards) : 1.0);
-  return local_trainable * c.optimizer_bytes_per_param / mem_bw;
+  return ((shares.trainable - shares.routed) / (t * p) + shares.routed / (t * p * ep)) /
+         (tr.zero_stage >= 1 ? static_cast<double>(shares.shards) : 1.0);
 }
 
 // Whether the configuration can be estimated at all (every degree and batch at least 1, a
@@ -1032,7 +1049,8 @@ StepTime EstimateStepTime(const Model& model, const ModelCounts& counts, const T
   const ParameterShares shares = SharesOf(model, counts, tr);
   const DataParallelTime dp_time =
       DataParallelStep(shares, tr, hw, c, micro_batches, compute_mb, slowest.layers, mb.bytes);
-  const double optimizer_seconds = OptimizerSeconds(shares, tr, c, mem_bw);
+  const double optimizer_seconds =
+      OptimizerSeconds(LocalTrainable(shares, tr), micro_batches, tr, c, mem_bw);
 
   out.compute_seconds = micro_batches * compute_mb + optimizer_seconds;
   out.communication_seconds =

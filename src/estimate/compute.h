@@ -111,6 +111,29 @@ struct TimeCalibration {
   // Optimizer step: bytes moved per locally-held parameter (fp32 master + m + v read and
   // written, grads read, bf16 weights written: 4*3*2 + 4 + 2 ~ 30).
   double optimizer_bytes_per_param = 30;
+  // Training::optimizer_kernels == kTf1Graph (TensorFlow 1's optimizers as NVIDIA's TF1 BERT
+  // recipe runs them: NVIDIA/DeepLearningExamples@729963dd47
+  // TensorFlow/LanguageModeling/BERT/optimization.py, unchanged since 2020-05-27, before the
+  // recipe's TF 20.06 tables). Bytes moved per fp32 parameter, counted from that file's ops, each
+  // op reading its inputs and writing its output (4 bytes an element); not fitted. The step of
+  // AdamWeightDecayOptimizer.apply_gradients: beta_1 * m, (1 - beta_1) * grad and their sum
+  // (8 + 8 + 12), square(grad), (1 - beta_2) * it, beta_2 * v and their sum (8 + 8 + 8 + 12),
+  // sqrt, + epsilon, next_m / it (8 + 8 + 12), + weight_decay * param (8 + 12), * learning_rate
+  // (8), param - it (12), and the three assigns to param, m and v (3 x 8): 156, in place of
+  // optimizer_bytes_per_param. (LAMB's step adds the two norms of its trust ratio; the recipe
+  // runs it once per 128-16384 micro-batches, where it does not show.)
+  double tf1_optimizer_bytes_per_param = 156;
+  // create_optimizer's handling of the gradients, before the step (once per step) or, with
+  // gradient accumulation, on every micro-batch: tf.global_norm reads them (4) and
+  // clip_by_global_norm scales them (8): 12.
+  double tf1_clip_bytes_per_param = 12;
+  // With accumulation the clipped gradients go into an fp32 buffer (accum_vars[i].assign_add:
+  // read both, write one: 12) on every micro-batch.
+  double tf1_accumulate_bytes_per_param = 12;
+  // Under mixed precision (enable_mixed_precision_graph_rewrite) the loss-scale optimizer
+  // unscales every gradient (read and write: 8), and all_are_finite reads it (4) into a bool
+  // (1) that reduce_all reads (1): 14 per gradient pass.
+  double tf1_loss_scale_bytes_per_param = 14;
   // (llm13) Communication hidden behind compute is not free: the NCCL kernels run on SMs and
   // share memory bandwidth with the compute they overlap, which slows it by this fraction of the
   // hidden communication time (Calculon, Isaev et al. SC'23: per-network "processor_usage",

@@ -516,6 +516,40 @@ TEST(ComputeTest, OutputHeadOnMaskedPositionsCostsItsShareOfTheTokens) {
   EXPECT_LT(step(span), step(masked));
 }
 
+// TF1's optimizers as NVIDIA's TF1 BERT recipe builds them (NVIDIA/DeepLearningExamples@729963dd47
+// TensorFlow/LanguageModeling/BERT/optimization.py): AdamWeightDecay's step as per-tensor ops
+// (156 bytes per fp32 parameter in place of a fused step's 30), the gradients normed and clipped
+// (12) once per step, or with accumulation on every micro-batch with the add into the fp32
+// buffer (12), and under mixed precision unscaled and checked (14) on each such pass. The
+// counts are compute.h's; what the test holds is where they are charged: per step, per
+// micro-batch, at the achievable bandwidth, on the parameters this GPU updates.
+TEST(ComputeTest, Tf1GraphOptimizerMovesItsBytesPerStepAndPerMicroBatch) {
+  const workload::Model bert = Preset("bert-large");
+  const TimeCalibration c = DefaultTimeCalibration();
+  const double params = workload::CountModel(bert).parameters;
+  auto extra_seconds = [&](workload::Precision precision, int64_t accumulation) {
+    workload::Training t = BertFp16(128, 8);
+    t.precision = precision;
+    t.global_batch = 8 * accumulation;
+    const Hardware hw = CatalogNode("V100-SXM2-16GB", precision);
+    workload::Training graph = t;
+    graph.optimizer_kernels = workload::OptimizerKernels::kTf1Graph;
+    const StepTime fused = EstimateStepTime(bert, t, hw, c);
+    const StepTime unfused = EstimateStepTime(bert, graph, hw, c);
+    EXPECT_DOUBLE_EQ(unfused.communication_seconds, fused.communication_seconds);
+    return (unfused.step_seconds - fused.step_seconds) * hw.memory_bytes_per_second *
+           c.memory_bandwidth_efficiency / params;  // bytes per parameter
+  };
+  const double step = c.tf1_optimizer_bytes_per_param - c.optimizer_bytes_per_param;
+  const double clip = c.tf1_clip_bytes_per_param, add = c.tf1_accumulate_bytes_per_param;
+  const double amp = c.tf1_loss_scale_bytes_per_param;
+  EXPECT_NEAR(extra_seconds(workload::Precision::kFp32, 1), step + clip, 1e-6 * step);
+  EXPECT_NEAR(extra_seconds(workload::Precision::kFp32, 4), step + 4 * (clip + add), 1e-6 * step);
+  EXPECT_NEAR(extra_seconds(workload::Precision::kFp16Mixed, 1), step + clip + amp, 1e-6 * step);
+  EXPECT_NEAR(extra_seconds(workload::Precision::kFp16Mixed, 4), step + 4 * (clip + add + amp),
+              1e-6 * step);
+}
+
 // Sequence binning (NVIDIA LDDL, bin size 64 in DeepLearningExamples' BERT phase 2) pads each
 // batch to its longest sequence, not to seq_len: the GPUs run mean_seq_len tokens per sequence.
 // The step is that of sequences of that length; memory (not here) stays sized for seq_len.

@@ -98,6 +98,8 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   FULCRUM_RETURN_IF_ERROR(ParseInto(r.framework, workload::ParseFramework, t.framework));
   FULCRUM_RETURN_IF_ERROR(
       ParseInto(r.recompute_modules, workload::ParseRecomputeModules, t.recompute_modules));
+  FULCRUM_RETURN_IF_ERROR(
+      ParseInto(r.optimizer_kernels, workload::ParseOptimizerKernels, t.optimizer_kernels));
   if (!r.exp_avg_dtype.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(t.exp_avg_dtype,
                              workload::ParseMomentDtype(r.exp_avg_dtype, "--exp-avg-dtype"));
@@ -355,6 +357,10 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
     doc["setup"]["exp_avg_sq_dtype"] = std::string(workload::MomentDtypeName(t.exp_avg_sq_dtype));
   }
   if (t.activation_fp8_input_store) doc["setup"]["activation_func_fp8_input_store"] = true;
+  if (t.optimizer_kernels != workload::OptimizerKernels::kFused) {
+    doc["setup"]["optimizer_kernels"] =
+        std::string(workload::OptimizerKernelsName(t.optimizer_kernels));
+  }
   const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
   const int64_t shard = t.dp_shard > 0 ? t.dp_shard : t.dp;
   doc["parallel"] = {{"tp", t.tp},
@@ -447,6 +453,9 @@ std::string DescribeSetup(const EstimateInput& in) {
       t.exp_avg_sq_dtype != workload::MomentDtype::kFp32) {
     s << " --exp-avg-dtype " << workload::MomentDtypeName(t.exp_avg_dtype) << " --exp-avg-sq-dtype "
       << workload::MomentDtypeName(t.exp_avg_sq_dtype);
+  }
+  if (t.optimizer_kernels != workload::OptimizerKernels::kFused) {
+    s << " --optimizer-kernels " << workload::OptimizerKernelsName(t.optimizer_kernels);
   }
   if (t.offload_optimizer || t.offload_activations) {
     std::string parts = t.offload_optimizer ? "optimizer" : "";

@@ -47,6 +47,7 @@ struct EstimateRequest {
   std::string checkpoint_format;  // workload::ParseCheckpointFormat ("" = the framework's)
   std::string recompute_modules;  // workload::ParseRecomputeModules ("" = core_attn)
   std::string exp_avg_dtype, exp_avg_sq_dtype;  // workload::ParseMomentDtype ("" = fp32)
+  std::string optimizer_kernels;                // workload::ParseOptimizerKernels ("" = fused)
   int64_t lora_rank = 16;
   int64_t tp = 1, pp = 1, vpp = 1, dp = 0;  // dp 0 = gpus / (tp * pp * cp)
   int64_t cp = 1, ep = 1;
@@ -55,13 +56,13 @@ struct EstimateRequest {
   int64_t zero = 0;
   bool sequence_parallel = false;
   int64_t micro_batch = 1;
-  int64_t global_batch = 0;           // 0 = micro_batch * dp
-  int64_t seq_len = 0;                // 0 = min(2048, the model's max_seq_len when it has one)
-  int64_t mean_seq_len = 0;           // mean padded tokens per sequence the GPUs run (0 = seq_len)
-  int64_t head_tokens = 0;            // tokens per sequence the output head runs on (0 = all)
-  int64_t head_width = 0;             // output head's outputs per token (0 = the vocabulary)
-  std::string flash_attention;        // on | off ("" = on)
-  bool fp8_params = false;            // Transformer Engine FP8 weights (fp8 + megatron)
+  int64_t global_batch = 0;     // 0 = micro_batch * dp
+  int64_t seq_len = 0;          // 0 = min(2048, the model's max_seq_len when it has one)
+  int64_t mean_seq_len = 0;     // mean padded tokens per sequence the GPUs run (0 = seq_len)
+  int64_t head_tokens = 0;      // tokens per sequence the output head runs on (0 = all)
+  int64_t head_width = 0;       // output head's outputs per token (0 = the vocabulary)
+  std::string flash_attention;  // on | off ("" = on)
+  bool fp8_params = false;      // Transformer Engine FP8 weights (fp8 + megatron)
   bool activation_fp8_input_store = false;  // Megatron-Core's activation_func_fp8_input_store
   int64_t microbatch_group_size = 0;        // interleaved schedule's group size (0 = pp)
 };

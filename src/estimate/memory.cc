@@ -859,6 +859,13 @@ MemoryBreakdown EstimateStage(const Model& m, const ModelCounts& counts, const T
     ModelStateBytes states =
         WithExpertStates(FullModelStates(params, largest, t), c.expert_params, largest, t);
     states.weights_bytes += Fp8WeightCopyBytes(c, t);
+    // TF1's graph optimizer with accumulation adds each micro-batch's gradients into fp32
+    // accum_vars beside them (NVIDIA/DeepLearningExamples@729963dd47
+    // TensorFlow/LanguageModeling/BERT/optimization.py, create_optimizer).
+    if (t.optimizer_kernels == workload::OptimizerKernels::kTf1Graph &&
+        workload::MicroBatchesPerStep(t) > 1) {
+      states.gradients_bytes += params * 4;
+    }
     return Assemble(states, c, t);
   }
 

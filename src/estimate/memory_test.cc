@@ -164,6 +164,27 @@ Model Gpt(int64_t layers, int64_t hidden, int64_t heads) {
   return m;
 }
 
+// TF1's graph optimizer with gradient accumulation keeps an fp32 accum_var per trainable
+// variable beside the micro-batch's gradients (NVIDIA/DeepLearningExamples@729963dd47
+// TensorFlow/LanguageModeling/BERT/optimization.py, create_optimizer); without accumulation it
+// has none.
+TEST(Tf1GraphMemoryTest, AccumulationAddsAnFp32BufferPerParameter) {
+  Model m = Gpt(4, 1024, 16);
+  Training t;
+  t.framework = Framework::kHf;
+  t.precision = Precision::kFp32;
+  t.micro_batch = 2;
+  t.global_batch = 8;
+  t.seq_len = 512;
+  Training graph = t;
+  graph.optimizer_kernels = workload::OptimizerKernels::kTf1Graph;
+  const double params = static_cast<double>(workload::CountModel(m).parameters);
+  EXPECT_NEAR(EstimateMemory(m, graph).gradients_bytes - EstimateMemory(m, t).gradients_bytes,
+              4 * params, 1e-6 * params);
+  t.global_batch = graph.global_batch = 2;
+  EXPECT_DOUBLE_EQ(EstimateMemory(m, graph).gradients_bytes, EstimateMemory(m, t).gradients_bytes);
+}
+
 Training KorthikantiTraining(int tp, int pp, int vpp, int micro, bool sp_selective) {
   Training t;
   t.framework = Framework::kMegatron;

@@ -9,28 +9,28 @@ const ServeCalibration& DefaultServeCalibration() {
   static const ServeCalibration kFitted = [] {
     ServeCalibration c;
     c.prefill_gemm_efficiency = 0.72;
-    c.decode_gemm_efficiency = 0.597;
+    c.decode_gemm_efficiency = 0.599;
     c.low_bit_gemm_relative_efficiency = 0.84;
-    c.attention_efficiency = 0.217;
+    c.attention_efficiency = 0.219;
     c.decode_bandwidth_efficiency = 0.8;
-    c.per_layer_overhead_seconds = 4.63e-05;
+    c.per_layer_overhead_seconds = 4.58e-05;
     c.engine(Engine::kVllm).bandwidth_factor = 1;
     c.engine(Engine::kVllm).gemm_factor = 1;
-    c.engine(Engine::kVllm).per_layer_overhead_seconds = 1.52e-05;
+    c.engine(Engine::kVllm).per_layer_overhead_seconds = 1.56e-05;
     c.engine(Engine::kSglang).bandwidth_factor = 1;
     c.engine(Engine::kSglang).gemm_factor = 1;
     c.engine(Engine::kSglang).per_layer_overhead_seconds = 0;
-    c.engine(Engine::kHf).bandwidth_factor = 0.879;
-    c.engine(Engine::kHf).gemm_factor = 0.635;
-    c.engine(Engine::kHf).per_layer_overhead_seconds = 0.000359;
-    c.engine(Engine::kHf).host_per_layer_seconds = 0.000963;
-    c.engine(Engine::kLlamaCpp).bandwidth_factor = 1.05;
-    c.engine(Engine::kLlamaCpp).gemm_factor = 0.931;
-    c.engine(Engine::kLlamaCpp).per_layer_overhead_seconds = 5.83e-05;
-    c.bnb_4bit_per_layer_seconds = 0.000718;
-    c.bnb_int8_per_layer_seconds = 0.0021;
-    c.hf_fused_dispatch_share = 0.364;
-    c.cdna3_gemm_factor = 0.28;
+    c.engine(Engine::kHf).bandwidth_factor = 0.899;
+    c.engine(Engine::kHf).gemm_factor = 0.63;
+    c.engine(Engine::kHf).per_layer_overhead_seconds = 0.000295;
+    c.engine(Engine::kHf).host_per_layer_seconds = 0.000961;
+    c.engine(Engine::kLlamaCpp).bandwidth_factor = 1.07;
+    c.engine(Engine::kLlamaCpp).gemm_factor = 0.929;
+    c.engine(Engine::kLlamaCpp).per_layer_overhead_seconds = 6.12e-05;
+    c.bnb_4bit_per_layer_seconds = 0.000877;
+    c.bnb_int8_per_layer_seconds = 0.00207;
+    c.hf_fused_dispatch_share = 0.345;
+    c.cdna3_gemm_factor = 0.281;
     return c;
   }();
   return kFitted;
@@ -39,9 +39,9 @@ const ServeCalibration& DefaultServeCalibration() {
 const ServeLatencyBand& DefaultServeLatencyBand() {
   static const ServeLatencyBand kBand = [] {
     ServeLatencyBand b;
-    b.ttft_p50_ratio = 1.15;
+    b.ttft_p50_ratio = 1.16;
     b.ttft_p90_ratio = 1.44;
-    b.tpot_p50_ratio = 0.969;
+    b.tpot_p50_ratio = 0.97;
     b.tpot_p90_ratio = 1.15;
     return b;
   }();

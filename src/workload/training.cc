@@ -272,6 +272,22 @@ Status ValidateMomentDtypes(const Training& t) {
   return Status::Ok();
 }
 
+// TF1's graph optimizers (AdamWeightDecayOptimizer and LAMB, Adam-family) update fp32 variables
+// replicated on every data-parallel rank (Horovod): full training with --optimizer adamw and no
+// ZeRO sharding.
+Status ValidateOptimizerKernels(const Training& t) {
+  if (t.optimizer_kernels == OptimizerKernels::kFused) return Status::Ok();
+  if (t.optimizer != Optimizer::kAdamW || t.zero_stage != 0 || t.method != Method::kFull) {
+    return Status::InvalidInput(
+        "--optimizer-kernels tf1-graph: TensorFlow 1's Adam-family graph optimizers on "
+        "replicated fp32 variables, for --optimizer adamw --zero 0 --method full, found "
+        "--optimizer " +
+        std::string(OptimizerName(t.optimizer)) + " --zero " + Str(t.zero_stage) + " --method " +
+        std::string(MethodName(t.method)));
+  }
+  return Status::Ok();
+}
+
 // --mean-seq-len, --head-tokens and --head-width: a shorter padded run and a head narrower than
 // the vocabulary, for the transformer models (a generic model has no sequence or head).
 Status ValidateRunShape(const Model& m, const Training& t) {
@@ -454,6 +470,7 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateRunShape(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateRecomputeModules(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateMomentDtypes(training));
+  FULCRUM_RETURN_IF_ERROR(ValidateOptimizerKernels(training));
   FULCRUM_RETURN_IF_ERROR(ValidateActivationFp8InputStore(model, training));
   if (!FrameworkRunsLayout(training.framework, training)) {
     return Status::InvalidInput(
@@ -738,6 +755,17 @@ std::string_view MomentDtypeName(MomentDtype d) {
       return "fp8";
   }
   return "?";
+}
+
+Result<OptimizerKernels> ParseOptimizerKernels(std::string_view text) {
+  const std::string t = ToLower(text);
+  if (t == "fused") return OptimizerKernels::kFused;
+  if (t == "tf1-graph") return OptimizerKernels::kTf1Graph;
+  return Expected("--optimizer-kernels", "fused or tf1-graph", text);
+}
+
+std::string_view OptimizerKernelsName(OptimizerKernels k) {
+  return k == OptimizerKernels::kTf1Graph ? "tf1-graph" : "fused";
 }
 
 Result<GradPrecision> ParseGradPrecision(std::string_view text) {

@@ -52,6 +52,15 @@ enum class MomentDtype { kFp32, kFp16, kBf16, kFp8 };
 inline constexpr double MomentBytes(MomentDtype d) {
   return d == MomentDtype::kFp32 ? 4 : d == MomentDtype::kFp8 ? 1 : 2;
 }
+// How the optimizer step and the gradient handling around it run (estimate/compute.cc,
+// OptimizerSeconds). kFused: one kernel pass per step over each parameter's states (apex and
+// PyTorch fused Adam, Megatron-LM, DeepSpeed, Transformer Engine). kTf1Graph: TensorFlow 1's
+// optimizers as NVIDIA's TF1 BERT recipe runs them (NVIDIA/DeepLearningExamples@729963dd47
+// TensorFlow/LanguageModeling/BERT/optimization.py): the update is a graph of per-tensor
+// elementwise ops (AdamWeightDecayOptimizer, LAMBOptimizer), and the gradients are unscaled
+// (mixed precision), checked for finiteness, clipped by their global norm and, with gradient
+// accumulation, added into an fp32 buffer by ops of their own on every micro-batch.
+enum class OptimizerKernels { kFused, kTf1Graph };
 // Whose conventions (gradient dtype, buffers, allocator reserve) apply; see memory.cc. kDdp is
 // PyTorch DistributedDataParallel (torch.nn.parallel.DistributedDataParallel, plain data parallel
 // with torch.amp; the HF Trainer under torchrun is DDP too and is estimated alike).
@@ -115,6 +124,7 @@ enum LoraTarget : uint32_t {
 struct Training {
   Precision precision = Precision::kBf16Mixed;
   Optimizer optimizer = Optimizer::kAdamW;
+  OptimizerKernels optimizer_kernels = OptimizerKernels::kFused;
   // AdamW's first and second moments (Megatron's precision-aware optimizer); fp32 by default.
   MomentDtype exp_avg_dtype = MomentDtype::kFp32;
   MomentDtype exp_avg_sq_dtype = MomentDtype::kFp32;
@@ -323,5 +333,8 @@ Result<GradPrecision> ParseGradPrecision(std::string_view text);
 Result<MomentDtype> ParseMomentDtype(std::string_view text, const char* flag);
 std::string_view MomentDtypeName(MomentDtype d);
 Result<CheckpointFormat> ParseCheckpointFormat(std::string_view text);
+// fused|tf1-graph, as --optimizer-kernels takes them.
+Result<OptimizerKernels> ParseOptimizerKernels(std::string_view text);
+std::string_view OptimizerKernelsName(OptimizerKernels k);
 
 }  // namespace fulcrum::workload
