@@ -226,11 +226,18 @@ double MegatronFsdpBuffers(double largest_unit, const PerParam& b, const Trainin
   return (t.zero_stage >= 3 ? 4 + b.g : b.g) * largest_unit;
 }
 
-}  // namespace
+// TF1's graph optimizer with gradient accumulation adds each micro-batch's gradients into fp32
+// accum_vars beside them, one per trainable variable, replicated (--zero 0)
+// (NVIDIA/DeepLearningExamples@729963dd47 TensorFlow/LanguageModeling/BERT/optimization.py,
+// create_optimizer).
+double Tf1AccumulationBytes(double params, const Training& t) {
+  const bool accumulates = t.optimizer_kernels == workload::OptimizerKernels::kTf1Graph &&
+                           workload::MicroBatchesPerStep(t) > 1;
+  return accumulates ? params * 4 : 0;
+}
 
-double OptimizerStateBytesPerParam(const Training& t) { return StateBytes(t); }
-
-ModelStateBytes FullModelStates(double params, double largest_tensor_params, const Training& t) {
+ModelStateBytes FrameworkModelStates(double params, double largest_tensor_params,
+                                     const Training& t) {
   const PerParam b = FullBytesPerParam(t);
   if (t.framework == Framework::kDeepSpeed && IsMixed(t.precision)) {
     return DeepSpeedStates(params, largest_tensor_params, b, t);
@@ -251,6 +258,16 @@ ModelStateBytes FullModelStates(double params, double largest_tensor_params, con
   if (t.framework == Framework::kMegatronFsdp) {
     s.buffer_bytes = MegatronFsdpBuffers(largest_tensor_params, b, t);
   }
+  return s;
+}
+
+}  // namespace
+
+double OptimizerStateBytesPerParam(const Training& t) { return StateBytes(t); }
+
+ModelStateBytes FullModelStates(double params, double largest_tensor_params, const Training& t) {
+  ModelStateBytes s = FrameworkModelStates(params, largest_tensor_params, t);
+  s.gradients_bytes += Tf1AccumulationBytes(params, t);
   return s;
 }
 
@@ -859,13 +876,6 @@ MemoryBreakdown EstimateStage(const Model& m, const ModelCounts& counts, const T
     ModelStateBytes states =
         WithExpertStates(FullModelStates(params, largest, t), c.expert_params, largest, t);
     states.weights_bytes += Fp8WeightCopyBytes(c, t);
-    // TF1's graph optimizer with accumulation adds each micro-batch's gradients into fp32
-    // accum_vars beside them (NVIDIA/DeepLearningExamples@729963dd47
-    // TensorFlow/LanguageModeling/BERT/optimization.py, create_optimizer).
-    if (t.optimizer_kernels == workload::OptimizerKernels::kTf1Graph &&
-        workload::MicroBatchesPerStep(t) > 1) {
-      states.gradients_bytes += params * 4;
-    }
     return Assemble(states, c, t);
   }
 

@@ -759,8 +759,9 @@ std::string_view MomentDtypeName(MomentDtype d) {
 
 Result<OptimizerKernels> ParseOptimizerKernels(std::string_view text) {
   const std::string t = ToLower(text);
-  if (t == "fused") return OptimizerKernels::kFused;
-  if (t == "tf1-graph") return OptimizerKernels::kTf1Graph;
+  for (OptimizerKernels k : {OptimizerKernels::kFused, OptimizerKernels::kTf1Graph}) {
+    if (t == OptimizerKernelsName(k)) return k;
+  }
   return Expected("--optimizer-kernels", "fused or tf1-graph", text);
 }
 
