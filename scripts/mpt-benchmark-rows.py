@@ -23,6 +23,9 @@ Conventions (those of the rows already in measured.csv):
                  rows keep 3200 Gbps per node (8 x 400 Gbps InfiniBand, the H100 nodes' usual
                  fabric; an assumption, not a figure of the source)
   value          Throughput (T/s/GPU)
+  cross_entropy  fused: MPT's loss is flash-attn's fused cross entropy (llm-foundry's default
+                 loss_fn 'fused_crossentropy', llmfoundry/models/mpt/modeling_mpt.py from v0.1.0
+                 to b2a43a147; the pretrain yamls do not set loss_fn)
 A row with Activation CPUOffload True is listed and not written: whether Composer's activation
 CPU offload is what `estimate --offload activations` models has not been checked (no row at
 8c8dd48f72 has it). The rows already in measured.csv must equal what the script derives for their
@@ -116,7 +119,7 @@ def to_row(n, heading, r):
     fields = [key, "throughput", "mpt", "mpt", "fsdp", "MPT-" + size, layers, d_model, heads,
               heads, ffn, 50368, "gelu", 1, seq, gpu, gpus, precision, 1, 1, 1, gpus, 1, zero,
               mb, gb, recompute, 0, "on", 8, network, value, "tokens_per_s_per_gpu", "",
-              SOURCE, "", ""]
+              SOURCE, "", "", "", "", "fused"]
     return key, ",".join(str(f) for f in fields)
 
 

@@ -309,6 +309,57 @@ TEST(EstimateE2eTest, MegatronFsdpMegatronDeepSpeedAndThePeakAtResume) {
                 "--framework fsdp does not write it");
 }
 
+// --cross-entropy fused: an MPT 350M run of MosaicML's benchmark tables (8 A100 80GB, 32 x 2048
+// tokens, no activation checkpointing, llm-foundry's fused cross entropy) fits with the logits it
+// keeps and does not with PyTorch's; the echo; the refusals, with exit 2.
+TEST(EstimateE2eTest, FusedCrossEntropy) {
+  const std::vector<std::string> base = {"--layers",
+                                         "24",
+                                         "--hidden",
+                                         "1024",
+                                         "--heads",
+                                         "16",
+                                         "--ffn-hidden",
+                                         "4096",
+                                         "--vocab",
+                                         "50368",
+                                         "--mlp",
+                                         "gelu",
+                                         "--seq-len",
+                                         "2048",
+                                         "--gpu",
+                                         "A100-80GB",
+                                         "--gpus",
+                                         "8",
+                                         "--zero",
+                                         "3",
+                                         "--framework",
+                                         "fsdp",
+                                         "--micro-batch",
+                                         "32",
+                                         "--global-batch",
+                                         "512",
+                                         "--tied-embeddings"};
+  const nlohmann::json torch = EstimateJson(base);
+  EXPECT_FALSE(torch["setup"].contains("cross_entropy"));
+  EXPECT_EQ(torch["memory"]["verdict"], "does not fit");
+  std::vector<std::string> args = base;
+  args.push_back("--cross-entropy");
+  args.push_back("fused");
+  const nlohmann::json fused = EstimateJson(args);
+  EXPECT_EQ(fused["setup"]["cross_entropy"], "fused");
+  EXPECT_EQ(fused["memory"]["verdict"], "fits");
+  EXPECT_LT(fused["memory"]["logits_bytes"].get<double>(),
+            torch["memory"]["logits_bytes"].get<double>() / 2);
+  EXPECT_DOUBLE_EQ(fused["time"]["step_seconds"].get<double>(),
+                   torch["time"]["step_seconds"].get<double>());
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-80GB", "--framework", "megatron",
+                 "--cross-entropy", "fused"},
+                "vocab-parallel");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "H100-80GB", "--cross-entropy", "liger"},
+                "framework or fused");
+}
+
 }  // namespace
 }  // namespace fulcrum::testing
 

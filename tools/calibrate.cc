@@ -125,6 +125,45 @@ void FamilyTable(const std::vector<CalibrationRow>& rows, const Report& report, 
   line("all", all_in, all_out);
 }
 
+// The runs that ran (the throughput and step-time rows of measured.csv: each ran on the GPUs it
+// names, so its peak fit in them) with the verdict `estimate` and `plan` give them: the larger of
+// the fresh and the resume peak against the GPU's memory (memory has no fitted constant).
+void RanRowsFitTable(const std::vector<CalibrationRow>& rows, std::ostringstream& out) {
+  struct Counts {
+    int fits = 0, tight = 0, over = 0;
+  };
+  std::map<std::string, Counts> families;
+  Counts all;
+  std::ostringstream over;
+  for (const CalibrationRow& row : rows) {
+    if (row.IsMemory() || !row.input) continue;
+    const estimate::EstimateResult r = estimate::Evaluate(*row.input);
+    Counts& c = families[row.family];
+    int Counts::*slot = r.verdict == estimate::FitVerdict::kFits    ? &Counts::fits
+                        : r.verdict == estimate::FitVerdict::kTight ? &Counts::tight
+                                                                    : &Counts::over;
+    ++(c.*slot);
+    ++(all.*slot);
+    if (r.verdict != estimate::FitVerdict::kDoesNotFit) continue;
+    const double peak = estimate::FitPeakBytes(r.memory, r.resume);
+    over << "| " << row.id << " | " << row.gpu << " | " << row.layout << " | " << row.batch << " | "
+         << Format("%.1f", peak / (1024.0 * 1024 * 1024)) << " GiB | "
+         << Format("%.1f", r.capacity_bytes / (1024.0 * 1024 * 1024)) << " GiB | "
+         << Percent(peak / r.capacity_bytes - 1) << " |\n";
+  }
+  out << "| family | runs | fits | tight | does not fit |\n|---|---|---|---|---|\n";
+  auto line = [&](const std::string& name, const Counts& c) {
+    out << "| " << name << " | " << c.fits + c.tight + c.over << " | " << c.fits << " | " << c.tight
+        << " | " << c.over << " |\n";
+  };
+  for (const auto& [family, c] : families) line(family, c);
+  line("all", all);
+  if (all.over == 0) return;
+  out << "\nThe runs the estimate says do not fit:\n\n| id | gpu x n | layout | batch | "
+         "predicted peak | capacity | over |\n|---|---|---|---|---|---|---|\n"
+      << over.str();
+}
+
 // The error of a dle row with its GPU's architecture left out of the fit (every row of it, not
 // only the dle ones: the A100 rows of measured.csv go with the A100 dle rows), scored with the
 // row's own architecture constants (priors where nothing else constrains them).
@@ -527,6 +566,16 @@ std::string AccuracyDocument(const std::vector<CalibrationRow>& rows, const Repo
          "`torch.cuda.max_memory_allocated` -> `allocated_bytes`, `max_memory_reserved` -> "
          "`reserved_bytes`, anything else -> `peak_bytes_per_gpu`.\n\n";
   FamilyTable(rows, report, /*memory=*/true, out);
+  out << "\n### Runs that ran: does the estimate fit them?\n\n"
+         "Each throughput and step-time row (measured.csv, dle-throughput.csv) ran on the GPUs it "
+         "names, so its "
+         "peak fit in them. The verdict `estimate` and `plan` give each of those runs (the "
+         "larger of the fresh and the resume peak against the GPU's memory: `tight` within "
+         "10 % of it), per family. The rows state what the runs' code does where it changes the "
+         "memory (data/calibration/README.md): the MPT rows' fused cross entropy "
+         "(`--cross-entropy fused`), the Megatron-Bridge rows' BF16 gradients and FP8 weights "
+         "(`--grad-precision bf16 --fp8-params`).\n\n";
+  RanRowsFitTable(rows, out);
   out << "\n" << UncertaintyMarkdown(report.bands);
   out << "\n## Fitted constants\n\n";
   ConstantsTable(report, out);

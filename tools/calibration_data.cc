@@ -100,6 +100,23 @@ void Resolve(const estimate::EstimateRequest& request, const catalog::Catalog& c
   }
 }
 
+// The framework settings a run's configuration states (gradient reduction dtype, Transformer
+// Engine FP8 weights, the loss kernel); empty: the framework's defaults.
+Status ReadFrameworkSettings(const Record& r, estimate::EstimateRequest& q) {
+  FULCRUM_ASSIGN_OR_RETURN(q.grad_precision, r.Text("grad_precision"));
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t fp8_params, r.Int("fp8_params"));
+  q.fp8_params = fp8_params == 1;
+  FULCRUM_ASSIGN_OR_RETURN(q.cross_entropy, r.Text("cross_entropy"));
+  return Status::Ok();
+}
+
+// Those settings, as the layout column of ACCURACY.md's tables shows them.
+std::string FrameworkSettingsLabel(const estimate::EstimateRequest& q) {
+  return (q.grad_precision.empty() ? "" : " grad " + q.grad_precision) +
+         (q.fp8_params ? " fp8-params" : "") +
+         (q.cross_entropy.empty() ? "" : " " + q.cross_entropy + "-ce");
+}
+
 // The row's identity, quantity and measured value, and the estimator request its columns give.
 Result<estimate::EstimateRequest> ReadMeasuredRow(const Record& r, CalibrationRow& row) {
   FULCRUM_ASSIGN_OR_RETURN(row.id, r.Text("id"));
@@ -180,6 +197,8 @@ Status AddMeasuredRow(const Record& r, const catalog::Catalog& catalog,
     row.layout +=
         " ends " + std::to_string(q.first_stage_layers) + "+" + std::to_string(q.last_stage_layers);
   }
+  FULCRUM_RETURN_IF_ERROR(ReadFrameworkSettings(r, q));
+  row.layout += FrameworkSettingsLabel(q);
   Resolve(q, catalog, catalog_dir, row);
   rows.push_back(std::move(row));
   return Status::Ok();
@@ -377,11 +396,7 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
   FULCRUM_ASSIGN_OR_RETURN(q.flash_attention, r.Text("flash_attention"));
   FULCRUM_ASSIGN_OR_RETURN(const int64_t tied, r.Int("tied_embeddings"));
   q.tied_embeddings = tied == 1;
-  // The framework settings the run's published configuration states (gradient reduction dtype,
-  // Transformer Engine FP8 weights); empty: the framework's defaults.
-  FULCRUM_ASSIGN_OR_RETURN(q.grad_precision, r.Text("grad_precision"));
-  FULCRUM_ASSIGN_OR_RETURN(const int64_t fp8_params, r.Int("fp8_params"));
-  q.fp8_params = fp8_params == 1;
+  FULCRUM_RETURN_IF_ERROR(ReadFrameworkSettings(r, q));
   // Megatron-LM's names for what the run's report says it recomputes (--recompute-modules under
   // selective recompute) and the dtypes of its Adam moments (--exp-avg-dtype /
   // --exp-avg-sq-dtype); empty: core_attn, fp32.
@@ -397,8 +412,7 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
       (q.vpp > 1 ? " vpp" + std::to_string(q.vpp) : "") +
       (q.cp > 1 ? " cp" + std::to_string(q.cp) : "") + " dp" + std::to_string(q.dp) +
       (q.ep > 1 ? " ep" + std::to_string(q.ep) : "") + " z" + std::to_string(q.zero) + " " +
-      q.framework + (q.grad_precision.empty() ? "" : " grad " + q.grad_precision) +
-      (q.fp8_params ? " fp8-params" : "") +
+      q.framework + FrameworkSettingsLabel(q) +
       (q.microbatch_group_size > 0 ? " group " + std::to_string(q.microbatch_group_size) : "") +
       (q.exp_avg_dtype.empty() ? "" : " moments " + q.exp_avg_dtype + "/" + q.exp_avg_sq_dtype);
   run.batch = std::to_string(q.micro_batch) + "/" + std::to_string(q.global_batch) + " x " +

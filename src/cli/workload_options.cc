@@ -84,6 +84,15 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
                   "clipped by their global norm and (with accumulation) added into an fp32 buffer "
                   "by ops of their own on every micro-batch (default: fused)")
       ->group(tr);
+  cmd->add_option("--cross-entropy", r.cross_entropy,
+                  "framework|fused: how the loss over the vocabulary runs, which sets the memory "
+                  "the logits take at the loss. framework: the framework's own (Megatron's "
+                  "vocab-parallel cross entropy; PyTorch's cross entropy on fp32 logits under "
+                  "fsdp, hf, deepspeed and ddp). fused: flash-attn's fused cross entropy on the "
+                  "16-bit logits, which keeps them and writes one gradient of their size "
+                  "(MosaicML llm-foundry's default loss; not under the Megatron frameworks) "
+                  "(default: framework)")
+      ->group(tr);
   cmd->add_option("--exp-avg-dtype", r.exp_avg_dtype,
                   "fp32|fp16|bf16|fp8: AdamW's first moment under Megatron-LM's "
                   "--use-precision-aware-optimizer (--framework megatron --zero 1; default: fp32)")

@@ -100,6 +100,7 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
       ParseInto(r.recompute_modules, workload::ParseRecomputeModules, t.recompute_modules));
   FULCRUM_RETURN_IF_ERROR(
       ParseInto(r.optimizer_kernels, workload::ParseOptimizerKernels, t.optimizer_kernels));
+  FULCRUM_RETURN_IF_ERROR(ParseInto(r.cross_entropy, workload::ParseCrossEntropy, t.cross_entropy));
   if (!r.exp_avg_dtype.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(t.exp_avg_dtype,
                              workload::ParseMomentDtype(r.exp_avg_dtype, "--exp-avg-dtype"));
@@ -361,6 +362,9 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
     doc["setup"]["optimizer_kernels"] =
         std::string(workload::OptimizerKernelsName(t.optimizer_kernels));
   }
+  if (t.cross_entropy != workload::CrossEntropy::kFramework) {
+    doc["setup"]["cross_entropy"] = std::string(workload::CrossEntropyName(t.cross_entropy));
+  }
   const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
   const int64_t shard = t.dp_shard > 0 ? t.dp_shard : t.dp;
   doc["parallel"] = {{"tp", t.tp},
@@ -456,6 +460,9 @@ std::string DescribeSetup(const EstimateInput& in) {
   }
   if (t.optimizer_kernels != workload::OptimizerKernels::kFused) {
     s << " --optimizer-kernels " << workload::OptimizerKernelsName(t.optimizer_kernels);
+  }
+  if (t.cross_entropy != workload::CrossEntropy::kFramework) {
+    s << " --cross-entropy " << workload::CrossEntropyName(t.cross_entropy);
   }
   if (t.offload_optimizer || t.offload_activations) {
     std::string parts = t.offload_optimizer ? "optimizer" : "";

@@ -48,6 +48,7 @@ struct EstimateRequest {
   std::string recompute_modules;  // workload::ParseRecomputeModules ("" = core_attn)
   std::string exp_avg_dtype, exp_avg_sq_dtype;  // workload::ParseMomentDtype ("" = fp32)
   std::string optimizer_kernels;                // workload::ParseOptimizerKernels ("" = fused)
+  std::string cross_entropy;  // workload::ParseCrossEntropy ("" = the framework's own)
   int64_t lora_rank = 16;
   int64_t tp = 1, pp = 1, vpp = 1, dp = 0;  // dp 0 = gpus / (tp * pp * cp)
   int64_t cp = 1, ep = 1;

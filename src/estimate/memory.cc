@@ -765,7 +765,15 @@ struct StageContents {
 // gradient log_softmax's backward allocates (PyTorch aten cross_entropy = log_softmax + nll_loss,
 // LossNLL.cpp, SoftMax.cpp) = 12, above the forward's 10 (bf16 logits + fp32 copy + log-softmax).
 // HF transformers returns fp32 logits (logits.float()) and keeps them in the output: 4 + 4 + 4.
+// A fused cross entropy (Training::cross_entropy kFused: flash-attn's CrossEntropyLoss) keeps the
+// 16-bit logits for its backward and writes their gradient into one new tensor of their dtype:
+// 2 + 2 (4 + 4 when the run stores fp32). Megatron's frameworks run their own loss (a plan's job
+// with a fused loss keeps Megatron's under those layouts; `estimate` refuses the pair).
 double LogitBytesPerElement(const Training& t) {
+  if (t.cross_entropy == workload::CrossEntropy::kFused &&
+      !workload::UsesMegatronModel(t.framework)) {
+    return workload::IsFp32Storage(t.precision) ? 8 : 4;
+  }
   // torchtitan (FSDP) and HF/DeepSpeed: 12, as above.
   double bytes = workload::UsesMegatronModel(t.framework) ? 6 : 12;
   if (workload::IsFp32Storage(t.precision) && !IsHfOrDdp(t.framework) &&

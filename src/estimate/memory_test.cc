@@ -185,6 +185,41 @@ TEST(Tf1GraphMemoryTest, AccumulationAddsAnFp32BufferPerParameter) {
   EXPECT_DOUBLE_EQ(EstimateMemory(m, graph).gradients_bytes, EstimateMemory(m, t).gradients_bytes);
 }
 
+// flash-attn's fused cross entropy keeps the 16-bit logits and writes one 16-bit gradient: 4 bytes
+// a logit where PyTorch's cross entropy on fp32 logits (torchtitan/FSDP, HF) keeps 12; 8 when the
+// run stores fp32. Only the logits change.
+TEST(CrossEntropyMemoryTest, FusedKeepsTheSixteenBitLogitsAndOneGradient) {
+  const Model m = Gpt(4, 1024, 16);
+  for (const Precision precision : {Precision::kBf16Mixed, Precision::kFp32}) {
+    for (const Framework framework : {Framework::kFsdp, Framework::kHf}) {
+      Training t;
+      t.framework = framework;
+      t.precision = precision;
+      t.micro_batch = 4;
+      t.global_batch = 4;
+      t.seq_len = 1024;
+      Training fused = t;
+      fused.cross_entropy = workload::CrossEntropy::kFused;
+      const double logits = 4.0 * 1024 * static_cast<double>(m.vocab);
+      const bool fp32 = workload::IsFp32Storage(precision);
+      const double per_logit = fp32 ? 8 : 4;
+      // PyTorch's: 12 bytes a logit; torchtitan's fp32 run keeps its fp32 logits' copy too (+2).
+      const double framework_bytes = fp32 && framework == Framework::kFsdp ? 14 : 12;
+      const MemoryBreakdown a = EstimateMemory(m, t), b = EstimateMemory(m, fused);
+      EXPECT_NEAR(a.logits_bytes - b.logits_bytes, (framework_bytes - per_logit) * logits,
+                  1e-6 * logits);
+      EXPECT_DOUBLE_EQ(a.activations_bytes, b.activations_bytes);
+      EXPECT_DOUBLE_EQ(a.gradients_bytes, b.gradients_bytes);
+    }
+  }
+  // Megatron runs its own vocab-parallel loss whatever a plan's job says.
+  Training megatron;
+  megatron.framework = Framework::kMegatron;
+  Training fused = megatron;
+  fused.cross_entropy = workload::CrossEntropy::kFused;
+  EXPECT_DOUBLE_EQ(EstimateMemory(m, fused).logits_bytes, EstimateMemory(m, megatron).logits_bytes);
+}
+
 Training KorthikantiTraining(int tp, int pp, int vpp, int micro, bool sp_selective) {
   Training t;
   t.framework = Framework::kMegatron;

@@ -181,6 +181,14 @@ Status ParseTraining(const YamlNode& root, PlanSpec& spec) {
   if (auto v = root.Find("flash_attention")) {
     FULCRUM_ASSIGN_OR_RETURN(t.flash_attention, v->Bool());
   }
+  // The job's loss (estimate --cross-entropy): `fused` under the frameworks that run the job's own
+  // model code; Megatron's layouts keep its vocab-parallel loss.
+  if (auto v = root.Find("cross_entropy")) {
+    FULCRUM_ASSIGN_OR_RETURN(std::string text, v->Text());
+    Result<workload::CrossEntropy> c = workload::ParseCrossEntropy(text);
+    if (!c.ok()) return v->Error("framework or fused");
+    t.cross_entropy = *c;
+  }
   return Status::Ok();
 }
 
@@ -341,35 +349,16 @@ Result<PlanSpec> ParsePlanYaml(std::string_view text, const std::string& origin,
   FULCRUM_ASSIGN_OR_RETURN(YamlNode root, LoadYaml(text, origin));
   PlanSpec spec;
   spec.origin = origin;
-  FULCRUM_RETURN_IF_ERROR(root.CheckKeys({"model",
-                                          "hf_config",
-                                          "tokens",
-                                          "samples",
-                                          "epochs",
-                                          "seq_len",
-                                          "global_batch",
-                                          "precision",
-                                          "method",
-                                          "lora_rank",
-                                          "optimizer",
-                                          "flash_attention",
-                                          "checkpointing",
-                                          "command",
-                                          "constraints",
-                                          "weights",
-                                          "costs",
-                                          "top",
-                                          "name",
-                                          "description",
-                                          "objective",
-                                          "storage",
-                                          "egress_gb",
-                                          "framework",
-                                          "batch_tolerance",
-                                          "strict_host",
-                                          "checkpoint_every",
-                                          "rank_unconfirmed"},
-                                         "a mapping of plan fields (model, tokens, ...)"));
+  FULCRUM_RETURN_IF_ERROR(
+      root.CheckKeys({"model",           "hf_config",       "tokens",       "samples",
+                      "epochs",          "seq_len",         "global_batch", "precision",
+                      "method",          "lora_rank",       "optimizer",    "flash_attention",
+                      "cross_entropy",   "checkpointing",   "command",      "constraints",
+                      "weights",         "costs",           "top",          "name",
+                      "description",     "objective",       "storage",      "egress_gb",
+                      "framework",       "batch_tolerance", "strict_host",  "checkpoint_every",
+                      "rank_unconfirmed"},
+                     "a mapping of plan fields (model, tokens, ...)"));
   FULCRUM_RETURN_IF_ERROR(ParseModelAndWork(root, base_dir, spec));
   FULCRUM_RETURN_IF_ERROR(ParseTraining(root, spec));
   if (auto v = root.Find("checkpointing")) {

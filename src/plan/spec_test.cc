@@ -147,6 +147,24 @@ TEST(SpecTest, StrictHostAndCheckpointEveryAreSpecKeys) {
   }
 }
 
+TEST(SpecTest, CrossEntropyIsASpecKey) {
+  // The job's loss (estimate --cross-entropy): llm-foundry's fused cross entropy.
+  Result<PlanSpec> spec =
+      ParsePlanYaml("model: llama-2-7b\ntokens: 2B\ncross_entropy: fused\n", "x.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->training.cross_entropy, workload::CrossEntropy::kFused);
+  spec = ParsePlanYaml("model: llama-2-7b\ntokens: 2B\n", "x.yaml");
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->training.cross_entropy, workload::CrossEntropy::kFramework);
+  Result<PlanSpec> refused =
+      ParsePlanYaml("model: x\ntokens: 1B\ncross_entropy: liger\n", "bad.yaml");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("bad.yaml:3: cross_entropy"), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("framework or fused"), std::string::npos)
+      << refused.status().message();
+}
+
 TEST(SpecTest, ImpossibleWorkIsRefused) {
   // Issue 19: tokens 1e19 hung the planner; 1e400 parsed as infinity and printed -nan.
   for (const char* tokens : {"1e19", "1e400", "2e15"}) {

@@ -288,6 +288,26 @@ Status ValidateOptimizerKernels(const Training& t) {
   return Status::Ok();
 }
 
+// flash-attn's fused cross entropy runs on the whole vocabulary of one GPU's logits: not Megatron's
+// vocab-parallel loss, and only for a model with a language-model head.
+Status ValidateCrossEntropy(const Model& m, const Training& t) {
+  if (t.cross_entropy == CrossEntropy::kFramework) return Status::Ok();
+  if (UsesMegatronModel(t.framework)) {
+    return Status::InvalidInput(
+        "--cross-entropy fused: flash-attn's cross entropy on one GPU's whole logits, not for "
+        "--framework " +
+        std::string(FrameworkName(t.framework)) +
+        " (Megatron's vocab-parallel cross entropy is its own loss); use --cross-entropy "
+        "framework");
+  }
+  if (m.kind == ModelKind::kGeneric) {
+    return Status::InvalidInput(
+        "--cross-entropy fused: a language model's loss over its vocabulary; a generic model has "
+        "no vocabulary head");
+  }
+  return Status::Ok();
+}
+
 // --mean-seq-len, --head-tokens and --head-width: a shorter padded run and a head narrower than
 // the vocabulary, for the transformer models (a generic model has no sequence or head).
 Status ValidateRunShape(const Model& m, const Training& t) {
@@ -471,6 +491,7 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateRecomputeModules(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateMomentDtypes(training));
   FULCRUM_RETURN_IF_ERROR(ValidateOptimizerKernels(training));
+  FULCRUM_RETURN_IF_ERROR(ValidateCrossEntropy(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateActivationFp8InputStore(model, training));
   if (!FrameworkRunsLayout(training.framework, training)) {
     return Status::InvalidInput(
@@ -767,6 +788,18 @@ Result<OptimizerKernels> ParseOptimizerKernels(std::string_view text) {
 
 std::string_view OptimizerKernelsName(OptimizerKernels k) {
   return k == OptimizerKernels::kTf1Graph ? "tf1-graph" : "fused";
+}
+
+Result<CrossEntropy> ParseCrossEntropy(std::string_view text) {
+  const std::string t = ToLower(text);
+  for (CrossEntropy c : {CrossEntropy::kFramework, CrossEntropy::kFused}) {
+    if (t == CrossEntropyName(c)) return c;
+  }
+  return Expected("--cross-entropy", "framework or fused", text);
+}
+
+std::string_view CrossEntropyName(CrossEntropy c) {
+  return c == CrossEntropy::kFused ? "fused" : "framework";
 }
 
 Result<GradPrecision> ParseGradPrecision(std::string_view text) {

@@ -61,6 +61,16 @@ inline constexpr double MomentBytes(MomentDtype d) {
 // (mixed precision), checked for finiteness, clipped by their global norm and, with gradient
 // accumulation, added into an fp32 buffer by ops of their own on every micro-batch.
 enum class OptimizerKernels { kFused, kTf1Graph };
+// How the loss over the vocabulary runs (estimate/memory.cc, LogitBytesPerElement).
+// kFramework: the framework's own (Megatron's vocab-parallel cross entropy; PyTorch's
+// F.cross_entropy on fp32 logits under torchtitan/FSDP, HF, DeepSpeed and DDP). kFused: one fused
+// kernel on the 16-bit logits that saves them and a per-row log-sum-exp and writes one gradient of
+// their size in backward: flash-attn's CrossEntropyLoss (Dao-AILab/flash-attention
+// flash_attn/losses/cross_entropy.py, inplace_backward=False by default, over
+// csrc/xentropy/xentropy_kernel.cu@383caa67b5: `gI = inplace ? logits_ : at::empty_like(logits_)`),
+// the default loss of MosaicML llm-foundry's MPT (loss_fn 'fused_crossentropy':
+// mosaicml/llm-foundry@b2a43a147 llmfoundry/models/mpt/modeling_mpt.py).
+enum class CrossEntropy { kFramework, kFused };
 // Whose conventions (gradient dtype, buffers, allocator reserve) apply; see memory.cc. kDdp is
 // PyTorch DistributedDataParallel (torch.nn.parallel.DistributedDataParallel, plain data parallel
 // with torch.amp; the HF Trainer under torchrun is DDP too and is estimated alike).
@@ -125,6 +135,7 @@ struct Training {
   Precision precision = Precision::kBf16Mixed;
   Optimizer optimizer = Optimizer::kAdamW;
   OptimizerKernels optimizer_kernels = OptimizerKernels::kFused;
+  CrossEntropy cross_entropy = CrossEntropy::kFramework;
   // AdamW's first and second moments (Megatron's precision-aware optimizer); fp32 by default.
   MomentDtype exp_avg_dtype = MomentDtype::kFp32;
   MomentDtype exp_avg_sq_dtype = MomentDtype::kFp32;
@@ -336,5 +347,8 @@ Result<CheckpointFormat> ParseCheckpointFormat(std::string_view text);
 // fused|tf1-graph, as --optimizer-kernels takes them.
 Result<OptimizerKernels> ParseOptimizerKernels(std::string_view text);
 std::string_view OptimizerKernelsName(OptimizerKernels k);
+// framework|fused, as --cross-entropy takes them.
+Result<CrossEntropy> ParseCrossEntropy(std::string_view text);
+std::string_view CrossEntropyName(CrossEntropy c);
 
 }  // namespace fulcrum::workload
