@@ -17,6 +17,14 @@ nlohmann::json EstimateJson(const std::vector<std::string>& extra) {
   return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
 }
 
+// The estimate of `base` with one more option: `flag value`.
+nlohmann::json EstimateJsonWith(std::vector<std::string> base, const std::string& flag,
+                                const std::string& value) {
+  base.push_back(flag);
+  base.push_back(value);
+  return EstimateJson(base);
+}
+
 TEST(EstimateE2eTest, JsonFollowsTheContract) {
   nlohmann::json doc =
       EstimateJson({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--gpus", "8", "--zero", "3",
@@ -343,10 +351,7 @@ TEST(EstimateE2eTest, FusedCrossEntropy) {
   const nlohmann::json torch = EstimateJson(base);
   EXPECT_FALSE(torch["setup"].contains("cross_entropy"));
   EXPECT_EQ(torch["memory"]["verdict"], "does not fit");
-  std::vector<std::string> args = base;
-  args.push_back("--cross-entropy");
-  args.push_back("fused");
-  const nlohmann::json fused = EstimateJson(args);
+  const nlohmann::json fused = EstimateJsonWith(base, "--cross-entropy", "fused");
   EXPECT_EQ(fused["setup"]["cross_entropy"], "fused");
   EXPECT_EQ(fused["memory"]["verdict"], "fits");
   EXPECT_LT(fused["memory"]["logits_bytes"].get<double>(),
@@ -459,10 +464,7 @@ TEST(EstimateE2eTest, Tf1GraphOptimizerKernels) {
                                          "2"};
   const nlohmann::json fused = EstimateJson(base);
   EXPECT_FALSE(fused["setup"].contains("optimizer_kernels"));
-  std::vector<std::string> args = base;
-  args.push_back("--optimizer-kernels");
-  args.push_back("tf1-graph");
-  const nlohmann::json graph = EstimateJson(args);
+  const nlohmann::json graph = EstimateJsonWith(base, "--optimizer-kernels", "tf1-graph");
   EXPECT_EQ(graph["setup"]["optimizer_kernels"], "tf1-graph");
   EXPECT_GT(graph["time"]["step_seconds"].get<double>(),
             fused["time"]["step_seconds"].get<double>());

@@ -1,5 +1,6 @@
 #include "workload/training.h"
 
+#include <initializer_list>
 #include <string>
 
 #include "core/input_error.h"
@@ -622,6 +623,17 @@ Status Expected(const char* flag, const char* choices, std::string_view found) {
   return Status::InvalidInput(std::string(flag) + ": expected " + choices + ", found '" +
                               std::string(found) + "'");
 }
+
+// Of `values`, the one whose name (`name_of`) is `text` in any case; else `flag`'s choices.
+template <typename E>
+Result<E> ParseNamed(std::string_view text, std::initializer_list<E> values,
+                     std::string_view (*name_of)(E), const char* flag, const char* choices) {
+  const std::string t = ToLower(text);
+  for (E v : values) {
+    if (t == name_of(v)) return v;
+  }
+  return Expected(flag, choices, text);
+}
 }  // namespace
 
 Result<Precision> ParsePrecision(std::string_view text) {
@@ -779,11 +791,8 @@ std::string_view MomentDtypeName(MomentDtype d) {
 }
 
 Result<OptimizerKernels> ParseOptimizerKernels(std::string_view text) {
-  const std::string t = ToLower(text);
-  for (OptimizerKernels k : {OptimizerKernels::kFused, OptimizerKernels::kTf1Graph}) {
-    if (t == OptimizerKernelsName(k)) return k;
-  }
-  return Expected("--optimizer-kernels", "fused or tf1-graph", text);
+  return ParseNamed(text, {OptimizerKernels::kFused, OptimizerKernels::kTf1Graph},
+                    OptimizerKernelsName, "--optimizer-kernels", "fused or tf1-graph");
 }
 
 std::string_view OptimizerKernelsName(OptimizerKernels k) {
@@ -791,11 +800,8 @@ std::string_view OptimizerKernelsName(OptimizerKernels k) {
 }
 
 Result<CrossEntropy> ParseCrossEntropy(std::string_view text) {
-  const std::string t = ToLower(text);
-  for (CrossEntropy c : {CrossEntropy::kFramework, CrossEntropy::kFused}) {
-    if (t == CrossEntropyName(c)) return c;
-  }
-  return Expected("--cross-entropy", "framework or fused", text);
+  return ParseNamed(text, {CrossEntropy::kFramework, CrossEntropy::kFused}, CrossEntropyName,
+                    "--cross-entropy", "framework or fused");
 }
 
 std::string_view CrossEntropyName(CrossEntropy c) {
