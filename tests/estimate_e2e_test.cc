@@ -126,8 +126,8 @@ TEST(EstimateE2eTest, ActivationFp8InputStore) {
 
 // --realism through the binary: a team's own run (production, the default) is quoted with the
 // band of published production runs too, which for an 8B on 8 H100s reaches further on the fast
-// side than the tuned-benchmark band (data/calibration/published_runs.csv: OPT-175B and
-// DeepSeek-V3 ran 14-27 % faster than estimated); the step time itself does not move; a CNN's
+// side than the tuned-benchmark band (data/calibration/published_runs.csv: DeepSeek-V3 ran 23 %
+// faster than estimated); the step time itself does not move; a CNN's
 // band has no production rows; an unknown value exits 2 naming the flag.
 TEST(EstimateE2eTest, Realism) {
   const std::vector<std::string> base = {"--model", "llama-3-8b", "--gpu",  "H100-SXM",

@@ -64,7 +64,7 @@ Result<std::vector<CalibrationRow>> LoadResumeRows(const std::string& root);
 // ("Published runs") against the estimate and its P10-P90 band; in no fit.
 struct PublishedRun {
   std::string id, kind, source, notes;  // kind: tuned_benchmark | production_run
-  std::string metric;                   // tokens_per_s_per_gpu | mfu
+  std::string metric;                   // tokens_per_s_per_gpu | mfu | hfu
   double published = 0;
   std::string model, gpu, layout, batch, precision;  // short descriptions for the table
   std::optional<estimate::EstimateInput> input;

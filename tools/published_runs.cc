@@ -37,14 +37,17 @@ struct Scored {
 
 using LeftOutFits = std::map<std::string, estimate::TimeCalibration>;
 
-// The run's metric (tokens/s per GPU or MFU) under `c` (nullopt: no peak for its precision).
+// The run's metric (tokens/s per GPU, MFU, or HFU: as MFU with recomputed FLOPs counted) under
+// `c` (nullopt: no peak for its precision).
 std::optional<double> Predict(const PublishedRun& run, const estimate::TimeCalibration& c) {
   const estimate::EstimateInput& in = *run.input;
   const std::optional<estimate::Hardware> hw =
       estimate::HardwareFor(in.gpu, run.node, in.training.precision, c);
   if (!hw) return std::nullopt;
   const estimate::StepTime st = estimate::EstimateStepTime(in.model, in.training, *hw, c);
-  return run.metric == "mfu" ? st.mfu : st.tokens_per_second_per_gpu;
+  if (run.metric == "mfu") return st.mfu;
+  if (run.metric == "hfu") return st.hfu;
+  return st.tokens_per_second_per_gpu;
 }
 
 // For an FP8 run: the fp8_gemm_max_efficiency of its GPU's architecture that reproduces the
@@ -128,7 +131,9 @@ std::optional<Scored> Score(const PublishedRun& run, const estimate::TimeCalibra
 }
 
 std::string Metric(const PublishedRun& run, double v) {
-  return run.metric == "mfu" ? Percent(v) + " MFU" : Format("%.0f", v) + " tok/s/GPU";
+  if (run.metric == "mfu") return Percent(v) + " MFU";
+  if (run.metric == "hfu") return Percent(v) + " HFU";
+  return Format("%.0f", v) + " tok/s/GPU";
 }
 
 // For an interleaved run that does not fit: what its peak stage holds (from the estimate, not
