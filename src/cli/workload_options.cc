@@ -14,13 +14,19 @@ void AddModelOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
       ->type_name("NAME")
       ->group(model);
   cmd->add_option("--hf-config", r.hf_config,
-                  "A HuggingFace config.json (Llama, Mistral, Qwen2, GPT-2, GPT-NeoX, BERT, MPT)")
+                  "A HuggingFace config.json (Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen2-MoE, "
+                  "Qwen3-MoE, DeepSeek, DeepSeek-V2/V3, GPT-2, GPT-NeoX, BERT, MPT)")
       ->type_name("FILE")
       ->group(model);
   cmd->add_option("--layers", r.layers, "Custom model: transformer layers")->group(model);
   cmd->add_option("--hidden", r.hidden, "Custom model: hidden size")->group(model);
   cmd->add_option("--heads", r.heads, "Custom model: attention heads")->group(model);
   cmd->add_option("--kv-heads", r.kv_heads, "Custom model: key/value heads (default: --heads)")
+      ->group(model);
+  cmd->add_option(
+         "--head-dim", r.head_dim,
+         "Custom model: one attention head's width, where it is not hidden / heads (Qwen3, "
+         "Mistral-Nemo: 128; default: hidden / heads)")
       ->group(model);
   cmd->add_option("--ffn-hidden", r.ffn_hidden, "Custom model: MLP width (default: 4 x hidden)")
       ->group(model);

@@ -25,6 +25,7 @@ Result<Model> CustomModel(const EstimateRequest& r) {
   m.hidden = r.hidden;
   m.heads = r.heads;
   m.kv_heads = r.kv_heads > 0 ? r.kv_heads : r.heads;
+  m.head_dim = r.head_dim;
   m.ffn_hidden = r.ffn_hidden > 0 ? r.ffn_hidden : 4 * r.hidden;
   m.vocab = r.vocab > 0 ? r.vocab : 50257;  // GPT-2 BPE vocabulary when not given
   m.tied_embeddings = r.tied_embeddings;

@@ -31,7 +31,8 @@ struct EstimateRequest {
   std::string model;      // preset name (catalog/models/<name>.yaml)
   std::string hf_config;  // path to a HuggingFace config.json
   int64_t layers = 0, hidden = 0, heads = 0, kv_heads = 0, ffn_hidden = 0, vocab = 0;
-  std::string mlp;  // gelu | swiglu ("" = gelu)
+  int64_t head_dim = 0;  // one attention head's width (0 = hidden / heads)
+  std::string mlp;       // gelu | swiglu ("" = gelu)
   bool tied_embeddings = false;
   int64_t experts = 0, experts_per_token = 0;  // custom mixture-of-experts shape (0 = dense)
 

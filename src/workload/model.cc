@@ -41,12 +41,13 @@ double ProjectionParams(const AttentionMatrices& matrices) {
 double AttentionParams(const Model& m, double projection) {
   double params = projection;
   if (IsMla(m)) return params + MlaNormAndBiasParams(m);
-  const double h = static_cast<double>(m.hidden);
+  // Biases: q's of QDim (hidden unless head_dim says otherwise), k's and v's, o's of hidden.
+  const double q = static_cast<double>(QDim(m));
   const double kv = static_cast<double>(KvDim(m));
   if (m.linear_bias) {
-    params += h + 2 * kv + h;
+    params += q + 2 * kv + static_cast<double>(m.hidden);
   } else if (m.qkv_bias) {
-    params += h + 2 * kv;
+    params += q + 2 * kv;
   }
   return params;
 }
@@ -292,7 +293,12 @@ Status ValidateModel(const Model& m) {
     return Status::InvalidInput(
         "model: q_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim need kv_lora_rank "
         "(multi-head latent attention)");
-  } else if (m.hidden % m.heads != 0) {
+  } else if (m.head_dim < 0) {
+    return Status::InvalidInput(
+        "model: head_dim: expected a positive width (0 = hidden / heads), "
+        "found " +
+        std::to_string(m.head_dim));
+  } else if (m.head_dim == 0 && m.hidden % m.heads != 0) {
     return Status::InvalidInput("model: hidden (" + std::to_string(m.hidden) +
                                 ") must be divisible by heads (" + std::to_string(m.heads) + ")");
   }

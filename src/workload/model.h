@@ -32,7 +32,10 @@ struct Model {
   int64_t layers = 0;
   int64_t hidden = 0;
   int64_t heads = 0;
-  int64_t kv_heads = 0;    // grouped-query attention; == heads for multi-head attention
+  int64_t kv_heads = 0;  // grouped-query attention; == heads for multi-head attention
+  // One attention head's width where it is not hidden / heads (HF `head_dim`: Qwen3, whose 32B
+  // has 64 heads of 128 on a hidden of 5120; Mistral-Nemo); 0 = hidden / heads.
+  int64_t head_dim = 0;
   int64_t ffn_hidden = 0;  // intermediate size f
   int64_t vocab = 0;
   int64_t max_seq_len = 0;  // context length; also the learned position table size
@@ -91,8 +94,11 @@ struct Model {
   int64_t generic_image_size = 0;
 };
 
-// Size of one head (hidden / heads) of standard attention.
-inline int64_t HeadDim(const Model& m) { return m.heads > 0 ? m.hidden / m.heads : 0; }
+// Size of one head of standard attention: head_dim where given, else hidden / heads.
+inline int64_t HeadDim(const Model& m) {
+  if (m.head_dim > 0) return m.head_dim;
+  return m.heads > 0 ? m.hidden / m.heads : 0;
+}
 
 // Multi-head latent attention (DeepSeek-V2/V3).
 inline bool IsMla(const Model& m) { return m.kv_lora_rank > 0; }

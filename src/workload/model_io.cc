@@ -25,6 +25,7 @@ const std::vector<std::string> kPresetKeys = {"name",
                                               "hidden",
                                               "heads",
                                               "kv_heads",
+                                              "head_dim",
                                               "ffn_hidden",
                                               "vocab",
                                               "max_seq_len",
@@ -108,6 +109,8 @@ Status ApplyYamlKey(const std::string& key, const YamlNode& v, Model& m) {
     return set_int(m.heads);
   } else if (key == "kv_heads") {
     return set_int(m.kv_heads);
+  } else if (key == "head_dim") {
+    return set_int(m.head_dim);
   } else if (key == "ffn_hidden") {
     return set_int(m.ffn_hidden);
   } else if (key == "vocab") {
@@ -221,6 +224,11 @@ class HfReader {
     auto it = doc_.find(key);
     return it != doc_.end() && it->is_number() ? it->get<double>() : fallback;
   }
+  // Whether `key` is a list with at least one entry.
+  bool NonEmptyList(const char* key) const {
+    auto it = doc_.find(key);
+    return it != doc_.end() && it->is_array() && !it->empty();
+  }
 
  private:
   const nlohmann::json& doc_;
@@ -228,11 +236,15 @@ class HfReader {
   std::string arch_;
 };
 
-// LLaMA-family configs (LlamaConfig, MistralConfig, Qwen2Config in transformers): gated MLP,
-// RMSNorm, rotary positions, untied embeddings by default.
-// The dimensions that LLaMA-, NeoX- and BERT-style configs name alike: num_hidden_layers,
-// hidden_size, num_attention_heads, intermediate_size, vocab_size; kv heads from
-// `kv_heads_field` when given (default: one per attention head).
+// Which LLaMA-like config: Llama and Mistral, Qwen2 (q/k/v biases always), Qwen3 (per-head
+// q/k RMSNorms of head_dim, not counted: 2 x 128 weights a layer).
+enum class LlamaFlavor { kLlama, kQwen2, kQwen3 };
+
+// LLaMA-family configs (LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config in transformers):
+// gated MLP, RMSNorm, rotary positions, untied embeddings by default. The dimensions that LLaMA-,
+// NeoX- and BERT-style configs name alike: num_hidden_layers, hidden_size, num_attention_heads,
+// intermediate_size, vocab_size; kv heads from `kv_heads_field` when given (default: one per
+// attention head).
 Status ReadTransformerDims(const HfReader& r, const char* kv_heads_field, Model& m) {
   FULCRUM_ASSIGN_OR_RETURN(m.layers, r.Int("num_hidden_layers"));
   FULCRUM_ASSIGN_OR_RETURN(m.hidden, r.Int("hidden_size"));
@@ -246,19 +258,26 @@ Status ReadTransformerDims(const HfReader& r, const char* kv_heads_field, Model&
   return Status::Ok();
 }
 
-Result<Model> LlamaLike(const HfReader& r, bool qwen) {
+Result<Model> LlamaLike(const HfReader& r, LlamaFlavor flavor) {
+  const bool qwen = flavor != LlamaFlavor::kLlama;
   Model m;
   m.mlp = MlpKind::kSwiglu;
   m.norm = NormKind::kRmsNorm;
   m.position = PositionKind::kRotary;
   FULCRUM_RETURN_IF_ERROR(ReadTransformerDims(r, "num_key_value_heads", m));
+  // head_dim (LlamaConfig, MistralConfig and Qwen3Config name it; null or absent = hidden /
+  // heads): Qwen3-32B's 64 heads of 128 on a hidden of 5120, Mistral-Nemo's 32 of 128 on 5120.
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t head_dim, r.IntOr("head_dim", 0));
+  if (m.heads > 0 && head_dim != m.hidden / m.heads) m.head_dim = head_dim;
   FULCRUM_ASSIGN_OR_RETURN(m.max_seq_len, r.IntOr("max_position_embeddings", 0));
   FULCRUM_ASSIGN_OR_RETURN(m.tied_embeddings, r.BoolOr("tie_word_embeddings", false));
   FULCRUM_ASSIGN_OR_RETURN(bool attention_bias, r.BoolOr("attention_bias", false));
-  m.qkv_bias = qwen || attention_bias;  // Qwen2 always has q/k/v biases
+  // Qwen2 always has q/k/v biases; Qwen3 has them only with attention_bias, as Llama
+  // (transformers Qwen3Config: attention_bias=False).
+  m.qkv_bias = flavor == LlamaFlavor::kQwen2 || attention_bias;
   m.dropout = r.NumberOr("attention_dropout", 0) > 0;
-  // Mistral sets sliding_window (null = full attention); Qwen2 carries one that applies only
-  // with use_sliding_window (transformers Qwen2Config).
+  // Mistral sets sliding_window (null = full attention); Qwen2 and Qwen3 carry one that applies
+  // only with use_sliding_window (transformers Qwen2Config, Qwen3Config).
   FULCRUM_ASSIGN_OR_RETURN(const bool use_window, r.BoolOr("use_sliding_window", !qwen));
   if (use_window) {
     FULCRUM_ASSIGN_OR_RETURN(m.sliding_window, r.IntOr("sliding_window", 0));
@@ -269,7 +288,7 @@ Result<Model> LlamaLike(const HfReader& r, bool qwen) {
 // Mixtral (transformers MixtralConfig): LLaMA-like attention, num_local_experts experts of
 // intermediate_size, top-k num_experts_per_tok, in every layer.
 Result<Model> Mixtral(const HfReader& r) {
-  FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, false));
+  FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, LlamaFlavor::kLlama));
   FULCRUM_ASSIGN_OR_RETURN(m.experts, r.Int("num_local_experts"));
   FULCRUM_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok"));
   return m;
@@ -280,7 +299,7 @@ Result<Model> Mixtral(const HfReader& r) {
 // num_experts_per_tok; the first first_k_dense_replace layers keep a dense MLP of
 // intermediate_size.
 Result<Model> DeepSeekMoe(const HfReader& r) {
-  FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, false));
+  FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, LlamaFlavor::kLlama));
   FULCRUM_ASSIGN_OR_RETURN(m.experts, r.Int("n_routed_experts"));
   FULCRUM_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok"));
   FULCRUM_ASSIGN_OR_RETURN(m.shared_experts, r.IntOr("n_shared_experts", 0));
@@ -315,12 +334,29 @@ Result<Model> DeepSeekMla(const HfReader& r) {
 // many moe_intermediate_size experts (Qwen1.5-MoE-A2.7B: 5632 = 4 x 1408); its 1 x hidden gate
 // is ignored.
 Result<Model> Qwen2Moe(const HfReader& r) {
-  FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, true));
+  FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, LlamaFlavor::kQwen2));
   FULCRUM_ASSIGN_OR_RETURN(m.experts, r.Int("num_experts"));
   FULCRUM_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok"));
   FULCRUM_ASSIGN_OR_RETURN(m.expert_ffn_hidden, r.Int("moe_intermediate_size"));
   FULCRUM_ASSIGN_OR_RETURN(const int64_t shared, r.IntOr("shared_expert_intermediate_size", 0));
   m.shared_experts = shared / m.expert_ffn_hidden;
+  return m;
+}
+
+// Qwen3-MoE (transformers Qwen3MoeConfig): Qwen3's attention, num_experts of
+// moe_intermediate_size, top-k num_experts_per_tok, no shared expert, in every layer
+// (decoder_sparse_step 1 and no mlp_only_layers, as Qwen3-30B-A3B and Qwen3-235B-A22B ship;
+// other layouts are refused).
+Result<Model> Qwen3Moe(const HfReader& r) {
+  FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, LlamaFlavor::kQwen3));
+  FULCRUM_ASSIGN_OR_RETURN(m.experts, r.Int("num_experts"));
+  FULCRUM_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok"));
+  FULCRUM_ASSIGN_OR_RETURN(m.expert_ffn_hidden, r.Int("moe_intermediate_size"));
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t step, r.IntOr("decoder_sparse_step", 1));
+  if (step != 1) return r.Unsupported("decoder_sparse_step", "1 (a MoE MLP in every layer)");
+  if (r.NonEmptyList("mlp_only_layers")) {
+    return r.Unsupported("mlp_only_layers", "[] (a MoE MLP in every layer)");
+  }
   return m;
 }
 
@@ -389,8 +425,9 @@ Result<Model> Mpt(const HfReader& r) {
 }
 
 constexpr const char* kSupported =
-    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, "
+    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, MixtralForCausalLM, "
     "DeepseekForCausalLM, DeepseekV2ForCausalLM, DeepseekV3ForCausalLM, Qwen2MoeForCausalLM, "
+    "Qwen3MoeForCausalLM, "
     "GPT2LMHeadModel, GPTNeoXForCausalLM, "
     "BertForMaskedLM, MptForCausalLM";
 
@@ -410,6 +447,8 @@ Result<std::string> Architecture(const nlohmann::json& doc, const std::string& o
     if (t == "deepseek_v2") return std::string("DeepseekV2ForCausalLM");
     if (t == "deepseek_v3") return std::string("DeepseekV3ForCausalLM");
     if (t == "qwen2_moe") return std::string("Qwen2MoeForCausalLM");
+    if (t == "qwen3") return std::string("Qwen3ForCausalLM");
+    if (t == "qwen3_moe") return std::string("Qwen3MoeForCausalLM");
     if (t == "gpt2") return std::string("GPT2LMHeadModel");
     if (t == "gpt_neox") return std::string("GPTNeoXForCausalLM");
     if (t == "bert") return std::string("BertForMaskedLM");
@@ -436,9 +475,13 @@ Result<Model> ParseHfConfig(std::string_view text, const std::string& origin) {
   // Hub repositories with custom code spell some classes differently (mosaicml: MPTForCausalLM).
   if (EqualsIgnoreCase(arch, "MptForCausalLM")) arch = "MptForCausalLM";
   if (arch == "LlamaForCausalLM" || arch == "MistralForCausalLM") {
-    model = LlamaLike(reader, false);
+    model = LlamaLike(reader, LlamaFlavor::kLlama);
   } else if (arch == "Qwen2ForCausalLM") {
-    model = LlamaLike(reader, true);
+    model = LlamaLike(reader, LlamaFlavor::kQwen2);
+  } else if (arch == "Qwen3ForCausalLM") {
+    model = LlamaLike(reader, LlamaFlavor::kQwen3);
+  } else if (arch == "Qwen3MoeForCausalLM") {
+    model = Qwen3Moe(reader);
   } else if (arch == "MixtralForCausalLM") {
     model = Mixtral(reader);
   } else if (arch == "DeepseekForCausalLM") {

@@ -51,6 +51,10 @@ TEST(ParameterCountTest, OtherPresetsHaveTheirNominalSize) {
       // OPT paper Table 1 (175B); LLaMA paper Table 2 (65.2B).
       {"opt-175b", 175e9},
       {"llama-65b", 65.2e9},
+      // Qwen3 model cards (Qwen/Qwen3-32B, Qwen/Qwen3-30B-A3B, Qwen/Qwen3-235B-A22B).
+      {"qwen3-32b", 32.8e9},
+      {"qwen3-30b-a3b", 30.5e9},
+      {"qwen3-235b-a22b", 235e9},
   };
   for (const auto& [name, expected] : cases) {
     EXPECT_NEAR(ParameterCount(Preset(name)), expected, expected * 0.01) << name;
@@ -194,6 +198,49 @@ TEST(HfConfigTest, GptNeoXPythia1b) {
   ASSERT_TRUE(m.ok()) << m.status().message();
   // EleutherAI/pythia-1b: 1,011,781,632 parameters (Biderman et al. 2023, Table 1: 1.01 B).
   EXPECT_EQ(ParameterCount(*m), 1011781632.0);
+}
+
+// head_dim where it is not hidden / heads: the published sizes of Qwen3 (model cards of
+// Qwen/Qwen3-32B: 32.8 B, 31.2 B without embeddings; Qwen/Qwen3-30B-A3B: 30.5 B, 3.3 B activated,
+// 29.9 B without embeddings; Qwen/Qwen3-235B-A22B: 235 B, 22 B activated, 234 B without
+// embeddings; the fixtures are their config.json fields) and Mistral-Nemo (12 B: mistralai/
+// Mistral-Nemo-Base-2407, 32 heads of 128 on a hidden of 5120). Read as hidden / heads, Qwen3-32B
+// would come out at 30.5 B.
+TEST(HfConfigTest, HeadDimWiderThanHiddenOverHeads) {
+  struct Case {
+    const char* file;
+    double total, active, non_embedding;  // billions, as published (rounded)
+  };
+  for (const Case& c :
+       {Case{"qwen3-32b.json", 32.8, 32.8, 31.2}, Case{"qwen3-30b-a3b.json", 30.5, 3.3, 29.9},
+        Case{"qwen3-235b-a22b.json", 235, 22, 234},
+        Case{"mistral-nemo-12b.json", 12.2, 12.2, 10.9}}) {
+    Result<Model> m = LoadHfConfigFile(kFixtures + c.file);
+    ASSERT_TRUE(m.ok()) << c.file << ": " << m.status().message();
+    EXPECT_EQ(HeadDim(*m), 128) << c.file;
+    const double embeddings = 2.0 * static_cast<double>(m->vocab * m->hidden);  // untied
+    // The cards round to 0.1 B (1 B above 100 B); 3.35 B active is the 30B-A3B's "3.3B".
+    const double tolerance = c.total >= 100 ? 0.5 : 0.06;
+    EXPECT_NEAR(ParameterCount(*m) / 1e9, c.total, tolerance) << c.file;
+    EXPECT_NEAR(ActiveParameterCount(*m) / 1e9, c.active, tolerance) << c.file;
+    EXPECT_NEAR((ParameterCount(*m) - embeddings) / 1e9, c.non_embedding, tolerance) << c.file;
+  }
+  // The same Qwen3-32B read as hidden / heads (no head_dim): q and o of 5120 x 5120.
+  Result<Model> narrow = LoadHfConfigFile(kFixtures + "qwen3-32b.json");
+  ASSERT_TRUE(narrow.ok());
+  narrow->head_dim = 0;
+  EXPECT_NEAR(ParameterCount(*narrow) / 1e9, 30.5, 0.05);
+  // Qwen3-MoE layouts it does not model are refused, naming the field.
+  Result<Model> sparse =
+      ParseHfConfig(R"({"architectures": ["Qwen3MoeForCausalLM"], "hidden_size": 64,
+        "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+        "head_dim": 32, "intermediate_size": 128, "moe_intermediate_size": 128,
+        "vocab_size": 1000, "num_experts": 8, "num_experts_per_tok": 2,
+        "decoder_sparse_step": 2})",
+                    "c.json");
+  ASSERT_FALSE(sparse.ok());
+  EXPECT_NE(sparse.status().message().find("decoder_sparse_step"), std::string::npos)
+      << sparse.status().message();
 }
 
 TEST(HfConfigTest, MissingFieldIsNamed) {
