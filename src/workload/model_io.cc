@@ -333,11 +333,17 @@ Result<Model> DeepSeekMla(const HfReader& r) {
 // num_experts_per_tok, one shared expert of shared_expert_intermediate_size, counted as that
 // many moe_intermediate_size experts (Qwen1.5-MoE-A2.7B: 5632 = 4 x 1408); its 1 x hidden gate
 // is ignored.
-Result<Model> Qwen2Moe(const HfReader& r) {
-  FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, LlamaFlavor::kQwen2));
+// Qwen's MoE configs (Qwen2MoeConfig, Qwen3MoeConfig) name the routed experts alike.
+Result<Model> QwenMoeExperts(const HfReader& r, LlamaFlavor flavor) {
+  FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, flavor));
   FULCRUM_ASSIGN_OR_RETURN(m.experts, r.Int("num_experts"));
   FULCRUM_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok"));
   FULCRUM_ASSIGN_OR_RETURN(m.expert_ffn_hidden, r.Int("moe_intermediate_size"));
+  return m;
+}
+
+Result<Model> Qwen2Moe(const HfReader& r) {
+  FULCRUM_ASSIGN_OR_RETURN(Model m, QwenMoeExperts(r, LlamaFlavor::kQwen2));
   FULCRUM_ASSIGN_OR_RETURN(const int64_t shared, r.IntOr("shared_expert_intermediate_size", 0));
   m.shared_experts = shared / m.expert_ffn_hidden;
   return m;
@@ -348,10 +354,7 @@ Result<Model> Qwen2Moe(const HfReader& r) {
 // (decoder_sparse_step 1 and no mlp_only_layers, as Qwen3-30B-A3B and Qwen3-235B-A22B ship;
 // other layouts are refused).
 Result<Model> Qwen3Moe(const HfReader& r) {
-  FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, LlamaFlavor::kQwen3));
-  FULCRUM_ASSIGN_OR_RETURN(m.experts, r.Int("num_experts"));
-  FULCRUM_ASSIGN_OR_RETURN(m.experts_per_token, r.Int("num_experts_per_tok"));
-  FULCRUM_ASSIGN_OR_RETURN(m.expert_ffn_hidden, r.Int("moe_intermediate_size"));
+  FULCRUM_ASSIGN_OR_RETURN(Model m, QwenMoeExperts(r, LlamaFlavor::kQwen3));
   FULCRUM_ASSIGN_OR_RETURN(const int64_t step, r.IntOr("decoder_sparse_step", 1));
   if (step != 1) return r.Unsupported("decoder_sparse_step", "1 (a MoE MLP in every layer)");
   if (r.NonEmptyList("mlp_only_layers")) {
