@@ -329,10 +329,6 @@ Result<Model> DeepSeekMla(const HfReader& r) {
   return m;
 }
 
-// Qwen2-MoE (transformers Qwen2MoeConfig): num_experts of moe_intermediate_size, top-k
-// num_experts_per_tok, one shared expert of shared_expert_intermediate_size, counted as that
-// many moe_intermediate_size experts (Qwen1.5-MoE-A2.7B: 5632 = 4 x 1408); its 1 x hidden gate
-// is ignored.
 // Qwen's MoE configs (Qwen2MoeConfig, Qwen3MoeConfig) name the routed experts alike.
 Result<Model> QwenMoeExperts(const HfReader& r, LlamaFlavor flavor) {
   FULCRUM_ASSIGN_OR_RETURN(Model m, LlamaLike(r, flavor));
@@ -342,6 +338,10 @@ Result<Model> QwenMoeExperts(const HfReader& r, LlamaFlavor flavor) {
   return m;
 }
 
+// Qwen2-MoE (transformers Qwen2MoeConfig): num_experts of moe_intermediate_size, top-k
+// num_experts_per_tok, one shared expert of shared_expert_intermediate_size, counted as that
+// many moe_intermediate_size experts (Qwen1.5-MoE-A2.7B: 5632 = 4 x 1408); its 1 x hidden gate
+// is ignored.
 Result<Model> Qwen2Moe(const HfReader& r) {
   FULCRUM_ASSIGN_OR_RETURN(Model m, QwenMoeExperts(r, LlamaFlavor::kQwen2));
   FULCRUM_ASSIGN_OR_RETURN(const int64_t shared, r.IntOr("shared_expert_intermediate_size", 0));
