@@ -384,7 +384,10 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
          "`production_run`: a run that trained a released model. Goal (issue 31): at least 80 % "
          "inside the band, median error at most 15 %. **Left out**: predicted with the constants "
          "fitted without the calibration family whose band the run takes (named in brackets), "
-         "as if the measurements nearest to the run had not been seen.\n\n"
+         "as if the measurements nearest to the run had not been seen. Each run is compared in "
+         "the unit it published: tokens/s per GPU, MFU (model FLOPs) or HFU (hardware FLOPs, "
+         "the recomputed forward counted: OPT-175B's TFLOP/s, in Megatron-LM's convention; the "
+         "row's notes say why).\n\n"
          "| runs | rows | median error | P90 error | left-out median | left-out P90 | inside "
          "P10-P90 |\n|---|---|---|---|---|---|---|\n";
   for (const auto& [kind, e] : errors) {
