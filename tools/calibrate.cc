@@ -21,6 +21,7 @@
 #include "calibration_bands.h"
 #include "calibration_data.h"
 #include "calibration_fit.h"
+#include "core/parse.h"
 #include "goodput_accuracy.h"
 #include "published_runs.h"
 #include "resume_accuracy.h"
@@ -147,8 +148,7 @@ void RanRowsFitTable(const std::vector<CalibrationRow>& rows, std::ostringstream
     if (r.verdict != estimate::FitVerdict::kDoesNotFit) continue;
     const double peak = estimate::FitPeakBytes(r.memory, r.resume);
     over << "| " << row.id << " | " << row.gpu << " | " << row.layout << " | " << row.batch << " | "
-         << Format("%.1f", peak / (1024.0 * 1024 * 1024)) << " GiB | "
-         << Format("%.1f", r.capacity_bytes / (1024.0 * 1024 * 1024)) << " GiB | "
+         << FormatBytes(peak) << " | " << FormatBytes(r.capacity_bytes) << " | "
          << Percent(peak / r.capacity_bytes - 1) << " |\n";
   }
   out << "| family | runs | fits | tight | does not fit |\n|---|---|---|---|---|\n";

@@ -351,11 +351,16 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
   }
   FULCRUM_ASSIGN_OR_RETURN(run.source, r.Text("source"));
   FULCRUM_ASSIGN_OR_RETURN(run.notes, r.Text("notes"));
-  FULCRUM_ASSIGN_OR_RETURN(run.metric, r.Text("metric"));
-  if (run.metric != "tokens_per_s_per_gpu" && run.metric != "mfu" && run.metric != "hfu") {
-    return Status::InvalidInput(r.Where() +
-                                ": metric: expected tokens_per_s_per_gpu, mfu or hfu, found '" +
-                                run.metric + "'");
+  FULCRUM_ASSIGN_OR_RETURN(const std::string metric, r.Text("metric"));
+  if (metric == "tokens_per_s_per_gpu") {
+    run.metric = PublishedMetric::kTokensPerSecondPerGpu;
+  } else if (metric == "mfu") {
+    run.metric = PublishedMetric::kMfu;
+  } else if (metric == "hfu") {
+    run.metric = PublishedMetric::kHfu;
+  } else {
+    return Status::InvalidInput(
+        r.Where() + ": metric: expected tokens_per_s_per_gpu, mfu or hfu, found '" + metric + "'");
   }
   FULCRUM_ASSIGN_OR_RETURN(run.published, r.Number("value"));
   estimate::EstimateRequest q;

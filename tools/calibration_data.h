@@ -62,9 +62,13 @@ Result<std::vector<CalibrationRow>> LoadResumeRows(const std::string& root);
 // A published training run (data/calibration/published_runs.csv): the layout its paper, model
 // card or benchmark table reports and the throughput it published, scored in docs/ACCURACY.md
 // ("Published runs") against the estimate and its P10-P90 band; in no fit.
+// What a published run reports (column metric): tokens_per_s_per_gpu, mfu (model FLOPs) or hfu
+// (hardware FLOPs, the recomputed forward counted).
+enum class PublishedMetric { kTokensPerSecondPerGpu, kMfu, kHfu };
+
 struct PublishedRun {
   std::string id, kind, source, notes;  // kind: tuned_benchmark | production_run
-  std::string metric;                   // tokens_per_s_per_gpu | mfu | hfu
+  PublishedMetric metric = PublishedMetric::kTokensPerSecondPerGpu;
   double published = 0;
   std::string model, gpu, layout, batch, precision;  // short descriptions for the table
   std::optional<estimate::EstimateInput> input;

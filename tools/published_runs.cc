@@ -45,8 +45,14 @@ std::optional<double> Predict(const PublishedRun& run, const estimate::TimeCalib
       estimate::HardwareFor(in.gpu, run.node, in.training.precision, c);
   if (!hw) return std::nullopt;
   const estimate::StepTime st = estimate::EstimateStepTime(in.model, in.training, *hw, c);
-  if (run.metric == "mfu") return st.mfu;
-  if (run.metric == "hfu") return st.hfu;
+  switch (run.metric) {
+    case PublishedMetric::kMfu:
+      return st.mfu;
+    case PublishedMetric::kHfu:
+      return st.hfu;
+    case PublishedMetric::kTokensPerSecondPerGpu:
+      break;
+  }
   return st.tokens_per_second_per_gpu;
 }
 
@@ -131,8 +137,14 @@ std::optional<Scored> Score(const PublishedRun& run, const estimate::TimeCalibra
 }
 
 std::string Metric(const PublishedRun& run, double v) {
-  if (run.metric == "mfu") return Percent(v) + " MFU";
-  if (run.metric == "hfu") return Percent(v) + " HFU";
+  switch (run.metric) {
+    case PublishedMetric::kMfu:
+      return Percent(v) + " MFU";
+    case PublishedMetric::kHfu:
+      return Percent(v) + " HFU";
+    case PublishedMetric::kTokensPerSecondPerGpu:
+      break;
+  }
   return Format("%.0f", v) + " tok/s/GPU";
 }
 

@@ -772,7 +772,7 @@ struct StageContents {
 double LogitBytesPerElement(const Training& t) {
   if (t.cross_entropy == workload::CrossEntropy::kFused &&
       !workload::UsesMegatronModel(t.framework)) {
-    return workload::IsFp32Storage(t.precision) ? 8 : 4;
+    return 2 * ActElementBytes(t);
   }
   // torchtitan (FSDP) and HF/DeepSpeed: 12, as above.
   double bytes = workload::UsesMegatronModel(t.framework) ? 6 : 12;

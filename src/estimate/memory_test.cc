@@ -164,18 +164,25 @@ Model Gpt(int64_t layers, int64_t hidden, int64_t heads) {
   return m;
 }
 
+// A run of `framework` in `precision`: micro-batch, global batch (sequences) and sequence length.
+Training TrainingRun(Framework framework, Precision precision, int64_t micro_batch,
+                     int64_t global_batch, int64_t seq_len) {
+  Training t;
+  t.framework = framework;
+  t.precision = precision;
+  t.micro_batch = micro_batch;
+  t.global_batch = global_batch;
+  t.seq_len = seq_len;
+  return t;
+}
+
 // TF1's graph optimizer with gradient accumulation keeps an fp32 accum_var per trainable
 // variable beside the micro-batch's gradients (NVIDIA/DeepLearningExamples@729963dd47
 // TensorFlow/LanguageModeling/BERT/optimization.py, create_optimizer); without accumulation it
 // has none.
 TEST(Tf1GraphMemoryTest, AccumulationAddsAnFp32BufferPerParameter) {
   Model m = Gpt(4, 1024, 16);
-  Training t;
-  t.framework = Framework::kHf;
-  t.precision = Precision::kFp32;
-  t.micro_batch = 2;
-  t.global_batch = 8;
-  t.seq_len = 512;
+  Training t = TrainingRun(Framework::kHf, Precision::kFp32, 2, 8, 512);
   Training graph = t;
   graph.optimizer_kernels = workload::OptimizerKernels::kTf1Graph;
   const double params = static_cast<double>(workload::CountModel(m).parameters);
@@ -192,12 +199,7 @@ TEST(CrossEntropyMemoryTest, FusedKeepsTheSixteenBitLogitsAndOneGradient) {
   const Model m = Gpt(4, 1024, 16);
   for (const Precision precision : {Precision::kBf16Mixed, Precision::kFp32}) {
     for (const Framework framework : {Framework::kFsdp, Framework::kHf}) {
-      Training t;
-      t.framework = framework;
-      t.precision = precision;
-      t.micro_batch = 4;
-      t.global_batch = 4;
-      t.seq_len = 1024;
+      const Training t = TrainingRun(framework, precision, 4, 4, 1024);
       Training fused = t;
       fused.cross_entropy = workload::CrossEntropy::kFused;
       const double logits = 4.0 * 1024 * static_cast<double>(m.vocab);

@@ -817,18 +817,15 @@ Result<GradPrecision> ParseGradPrecision(std::string_view text) {
 }
 
 Result<CheckpointFormat> ParseCheckpointFormat(std::string_view text) {
-  const std::string t = ToLower(text);
-  for (CheckpointFormat f :
-       {CheckpointFormat::kDefault, CheckpointFormat::kTorchDist, CheckpointFormat::kTorch,
-        CheckpointFormat::kFsdpDtensor, CheckpointFormat::kDcp, CheckpointFormat::kFsdpFull,
-        CheckpointFormat::kDeepSpeed, CheckpointFormat::kSafetensors}) {
-    if (t == CheckpointFormatName(f)) return f;
-  }
-  if (t == "torch_dcp") return CheckpointFormat::kDcp;  // Megatron-LM's name for it
-  return Expected("--checkpoint-format",
-                  "default, torch_dist, torch, fsdp_dtensor, dcp, fsdp_full, deepspeed or "
-                  "safetensors",
-                  text);
+  if (ToLower(text) == "torch_dcp") return CheckpointFormat::kDcp;  // Megatron-LM's name for it
+  return ParseNamed(
+      text,
+      {CheckpointFormat::kDefault, CheckpointFormat::kTorchDist, CheckpointFormat::kTorch,
+       CheckpointFormat::kFsdpDtensor, CheckpointFormat::kDcp, CheckpointFormat::kFsdpFull,
+       CheckpointFormat::kDeepSpeed, CheckpointFormat::kSafetensors},
+      CheckpointFormatName, "--checkpoint-format",
+      "default, torch_dist, torch, fsdp_dtensor, dcp, fsdp_full, deepspeed or "
+      "safetensors");
 }
 
 namespace {
