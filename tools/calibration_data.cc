@@ -409,6 +409,8 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
   FULCRUM_ASSIGN_OR_RETURN(q.recompute_modules, r.Text("recompute_modules"));
   FULCRUM_ASSIGN_OR_RETURN(q.exp_avg_dtype, r.Text("exp_avg_dtype"));
   FULCRUM_ASSIGN_OR_RETURN(q.exp_avg_sq_dtype, r.Text("exp_avg_sq_dtype"));
+  // The pipeline schedule the run's report names (empty: 1F1B; dualpipe: DeepSeek-V3's).
+  FULCRUM_ASSIGN_OR_RETURN(q.pipeline_schedule, r.Text("pipeline_schedule"));
   run.model = q.model.empty() ? std::to_string(q.layers) + "/" + std::to_string(q.hidden) + "/" +
                                     std::to_string(q.heads) + "/" + std::to_string(q.kv_heads)
                               : q.model;
@@ -420,6 +422,7 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
       (q.ep > 1 ? " ep" + std::to_string(q.ep) : "") + " z" + std::to_string(q.zero) + " " +
       q.framework + FrameworkSettingsLabel(q) +
       (q.microbatch_group_size > 0 ? " group " + std::to_string(q.microbatch_group_size) : "") +
+      (q.pipeline_schedule.empty() ? "" : " " + q.pipeline_schedule) +
       (q.exp_avg_dtype.empty() ? "" : " moments " + q.exp_avg_dtype + "/" + q.exp_avg_sq_dtype);
   run.batch = std::to_string(q.micro_batch) + "/" + std::to_string(q.global_batch) + " x " +
               std::to_string(q.seq_len) + " " + q.recompute +

@@ -209,24 +209,28 @@ std::string Gib(double bytes, const char* format = "%.1f") {
 }
 
 // DeepSeek-V3's row: what its report says it did for memory, in Megatron-LM's terms (the row's
-// recompute_modules and moment dtypes), the peak with them and without them (no recompute, fp32
-// moments), both from the estimate, and what is still not modelled.
+// recompute_modules and moment dtypes) and its DualPipe schedule, the peak with them, without the
+// recompute and BF16 moments, and under 1F1B, all from the estimate, and what is still not
+// modelled.
 std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
   std::ostringstream out;
   out << "DeepSeek-V3 (deepseek-v3-2048): its multi-head latent attention and DeepSeekMoE shape "
          "are modelled (671 B parameters, 37.6 B used per token; DeepSeek's 250 GFLOPs per token "
-         "at 4K, which counts the causal half of the attention, within 1 %), its schedule is not: "
-         "the row runs Megatron 1F1B with the expert-parallel all-to-all exposed, where "
-         "DeepSeek's DualPipe overlaps it and the pipeline sends with computation. Its memory "
-         "takes DeepSeek's recomputation of the RMSNorms and the MLA up-projections (arXiv "
-         "2412.19437 section 3.2.3) and of the MoE SwiGLU output, and its BF16 AdamW moments "
-         "(section 3.3.3), as Megatron-LM's --recompute-modules layernorm,mla_up_proj,moe_act "
-         "and --exp-avg-dtype / --exp-avg-sq-dtype bf16, and Transformer Engine's FP8 casts of "
-         "the linear inputs (1 byte each). The experts' outputs are not kept: Megatron-Core "
-         "applies the router's probabilities inside the SwiGLU, and the combine's unpermute saves "
-         "no tensor (Megatron-LM@d98e8a64dd moe/experts.py, moe/token_dispatcher.py). Not "
-         "modelled: DeepSeek's FP8 caching beyond the linear inputs, of the routed experts' "
-         "SwiGLU inputs (moe_act's checkpoint keeps them in 16 bits; Megatron-Core's "
+         "at 4K, which counts the causal half of the attention, within 1 %), and so is its "
+         "schedule, DualPipe (`--pipeline-schedule dualpipe`; arXiv 2412.19437 section 3.2.1, "
+         "deepseek-ai/DualPipe@3da1bbe): each forward chunk runs beside another micro-batch's "
+         "backward chunk with the expert-parallel all-to-all and the pipeline sends under their "
+         "compute, its bubble is the README's (PP/2 - 1)(F&B + B - 3W), and each rank holds two "
+         "stages' parameters and PP + 1 stage micro-batches of activations. Its memory takes "
+         "DeepSeek's recomputation of the RMSNorms and the MLA up-projections (section 3.2.3) and "
+         "of the MoE SwiGLU output, and its BF16 AdamW moments (section 3.3.3), as Megatron-LM's "
+         "--recompute-modules layernorm,mla_up_proj,moe_act and --exp-avg-dtype / "
+         "--exp-avg-sq-dtype bf16, and Transformer Engine's FP8 casts of the linear inputs (1 "
+         "byte each). The experts' outputs are not kept: Megatron-Core applies the router's "
+         "probabilities inside the SwiGLU, and the combine's unpermute saves no tensor "
+         "(Megatron-LM@d98e8a64dd moe/experts.py, moe/token_dispatcher.py). Not modelled: "
+         "DeepSeek's FP8 caching beyond the linear inputs, of the routed experts' SwiGLU inputs "
+         "(moe_act's checkpoint keeps them in 16 bits; Megatron-Core's "
          "activation_func_fp8_input_store, `estimate --activation-func-fp8-input-store`, stores "
          "a SwiGLU's input in FP8 only outside that checkpoint) and of the attention output "
          "(E5M6).";
@@ -239,6 +243,9 @@ std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
     plain.training.exp_avg_dtype = workload::MomentDtype::kFp32;
     plain.training.exp_avg_sq_dtype = workload::MomentDtype::kFp32;
     const estimate::EstimateResult without = estimate::Evaluate(plain);
+    estimate::EstimateInput one_f_one_b = *run.input;
+    one_f_one_b.training.pipeline_schedule = workload::PipelineSchedule::k1F1B;
+    const estimate::EstimateResult under_1f1b = estimate::Evaluate(one_f_one_b);
     const estimate::MemoryBreakdown& b = as_run.memory;
     const estimate::MemoryBreakdown& w = without.memory;
     const double reserve =
@@ -246,27 +253,21 @@ std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
     const double over = (b.peak_bytes_per_gpu - as_run.capacity_bytes) / (1 + reserve);
     out << " With them the peak is " << Gib(b.peak_bytes_per_gpu) << " ("
         << Gib(w.peak_bytes_per_gpu) << " without): activations " << Gib(b.activations_bytes)
-        << " (" << Gib(w.activations_bytes) << "), optimizer states and fp32 master weights "
-        << Gib(b.optimizer_bytes) << " (" << Gib(w.optimizer_bytes) << ")";
+        << " (" << Gib(w.activations_bytes) << "), weights " << Gib(b.weights_bytes)
+        << ", gradients " << Gib(b.gradients_bytes) << ", optimizer states and fp32 master weights "
+        << Gib(b.optimizer_bytes) << " (" << Gib(w.optimizer_bytes)
+        << "); under 1F1B the same run would peak at " << Gib(under_1f1b.memory.peak_bytes_per_gpu);
     if (as_run.verdict == estimate::FitVerdict::kDoesNotFit && b.activations_bytes > 0) {
-      out << ", so it still does not fit in " << Gib(as_run.capacity_bytes)
+      out << ". So it does not fit in " << Gib(as_run.capacity_bytes)
           << " here although it trained: " << Percent(over / b.activations_bytes)
-          << " of the activations over. The schedule does not explain it (DualPipe holds PP + 1 "
-             "micro-batches' activations against 1F1B's PP and two copies of the parameters, "
-             "the report's Table 2). What remains: the FP8 caches counted in 16 bits here, and "
-             "what the report does not state, the micro-batch size (1 assumed) and which "
-             "tensors HAI-LLM's kernels save (the estimate takes Megatron-Core's with "
-             "Transformer Engine).";
+          << " of the activations over. What remains: the FP8 caches counted in 16 bits here, "
+             "and what the report does not state: the micro-batch size (1 assumed), how its 61 "
+             "layers and the MTP module are split over the 16 stages (the estimate gives the "
+             "end stages the floor of 61 / 16 and the others the ceiling), and which tensors "
+             "HAI-LLM's kernels save (the estimate takes Megatron-Core's with Transformer "
+             "Engine).";
     } else {
-      // DualPipe's own footprint (the report's Table 2): PP + 1 micro-batches' activations on
-      // the first stage against 1F1B's PP, and a second copy of the parameters.
-      const double dualpipe =
-          (b.weights_bytes + b.activations_bytes / static_cast<double>(run.input->training.pp)) *
-          (1 + reserve);
-      out << ", within the " << Gib(as_run.capacity_bytes) << " of one GPU under 1F1B; "
-          << "DualPipe's second copy of the parameters and one more micro-batch in flight (the "
-             "report's Table 2) would add about "
-          << Gib(dualpipe) << ", to " << Gib(b.peak_bytes_per_gpu + dualpipe) << ".";
+      out << ", within the " << Gib(as_run.capacity_bytes) << " of one GPU.";
     }
   }
   out << " Node-limited routing and the MTP module are not modelled either.\n\n";

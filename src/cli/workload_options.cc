@@ -65,6 +65,39 @@ void AddHardwareOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
       ->group(hw);
 }
 
+// What a framework's own settings change (gradient dtype, Transformer Engine's FP8 tensors, the
+// interleaved schedule's group, Megatron-Core's all-to-all overlap), in the Training group.
+void AddFrameworkSettingOptions(CLI::App* cmd, estimate::EstimateRequest& r, const char* tr) {
+  cmd->add_option("--grad-precision", r.grad_precision,
+                  "fp16|bf16|fp32: override the framework's gradient dtype")
+      ->group(tr);
+  cmd->add_flag("--fp8-params", r.fp8_params,
+                "With --precision fp8 under megatron or megatron-fsdp: the layers' weights are "
+                "Transformer Engine FP8 tensors with no 16-bit copy (NeMo fp8_params, Megatron-LM "
+                "--fp8-param-gather; the optimizer keeps fp32 master weights)")
+      ->group(tr);
+  cmd->add_flag("--activation-func-fp8-input-store", r.activation_fp8_input_store,
+                "SwiGLU models under megatron or megatron-fsdp: the activation's input, which it "
+                "keeps for backward, is stored in FP8 and cast back in backward (Megatron-Core's "
+                "activation_func_fp8_input_store; Megatron-Bridge "
+                "model.activation_func_fp8_input_store=true)")
+      ->group(tr);
+  cmd->add_option("--microbatch-group-size", r.microbatch_group_size,
+                  "Interleaved pipeline (--vpp > 1): micro-batches run back to back on one model "
+                  "chunk (Megatron-LM --microbatch-group-size-per-virtual-pipeline-stage, from pp "
+                  "to the micro-batches per step); sets the warm-up and so the activations in "
+                  "flight (default: pp)")
+      ->group(tr);
+  cmd->add_flag("--moe-a2a-overlap", r.moe_a2a_overlap,
+                "MoE models with --ep > 1 under megatron or megatron-fsdp, pp 1 or --vpp > 1: "
+                "Megatron-Core's expert-parallel all-to-all overlap (Megatron-LM "
+                "--overlap-moe-expert-parallel-comm; Megatron-Bridge "
+                "comm_overlap.overlap_moe_expert_parallel_comm=true): one micro-batch's forward "
+                "runs beside another's backward, layer by layer, each one's dispatch and combine "
+                "under the other's compute; one more micro-batch chunk in flight")
+      ->group(tr);
+}
+
 }  // namespace
 
 void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
@@ -112,6 +145,17 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
   cmd->add_option("--tp", r.tp, "Tensor-parallel degree (default: 1)")->group(tr);
   cmd->add_option("--pp", r.pp, "Pipeline-parallel degree (default: 1)")->group(tr);
   cmd->add_option("--vpp", r.vpp, "Virtual pipeline stages per rank, interleaved 1F1B (default: 1)")
+      ->group(tr);
+  cmd->add_option("--pipeline-schedule", r.pipeline_schedule,
+                  "1f1b|dualpipe|dualpipev: 1F1B (interleaved with --vpp > 1); DeepSeek's "
+                  "bidirectional DualPipe (DeepSeek-V3; deepseek-ai/DualPipe: each rank holds two "
+                  "of the --pp stages, twice the weights, pp + 1 stage micro-batches in flight, "
+                  "bubble (pp/2 - 1)(F&B + B - 3W)); or its cut-in-half DualPipeV (PyTorch's "
+                  "ScheduleDualPipeV, torchtitan: 2 pp stages on --pp ranks, 1F1B's weights). Both "
+                  "run each forward chunk beside another micro-batch's backward with the "
+                  "all-to-all and pipeline sends overlapped; under megatron or fsdp, --pp >= 2 "
+                  "(even for dualpipe), --vpp 1, at least 2 x pp micro-batches per step "
+                  "(default: 1f1b)")
       ->group(tr);
   cmd->add_option(
          "--first-stage-layers", r.first_stage_layers,
@@ -188,26 +232,7 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
          "fsdp_dtensor, deepspeed and megatron-deepspeed deepspeed, fsdp dcp, hf and ddp "
          "safetensors)")
       ->group(tr);
-  cmd->add_option("--grad-precision", r.grad_precision,
-                  "fp16|bf16|fp32: override the framework's gradient dtype")
-      ->group(tr);
-  cmd->add_flag("--fp8-params", r.fp8_params,
-                "With --precision fp8 under megatron or megatron-fsdp: the layers' weights are "
-                "Transformer Engine FP8 tensors with no 16-bit copy (NeMo fp8_params, Megatron-LM "
-                "--fp8-param-gather; the optimizer keeps fp32 master weights)")
-      ->group(tr);
-  cmd->add_flag("--activation-func-fp8-input-store", r.activation_fp8_input_store,
-                "SwiGLU models under megatron or megatron-fsdp: the activation's input, which it "
-                "keeps for backward, is stored in FP8 and cast back in backward (Megatron-Core's "
-                "activation_func_fp8_input_store; Megatron-Bridge "
-                "model.activation_func_fp8_input_store=true)")
-      ->group(tr);
-  cmd->add_option("--microbatch-group-size", r.microbatch_group_size,
-                  "Interleaved pipeline (--vpp > 1): micro-batches run back to back on one model "
-                  "chunk (Megatron-LM --microbatch-group-size-per-virtual-pipeline-stage, from pp "
-                  "to the micro-batches per step); sets the warm-up and so the activations in "
-                  "flight (default: pp)")
-      ->group(tr);
+  AddFrameworkSettingOptions(cmd, r, tr);
   cmd->add_option("--offload", r.offload,
                   "CPU offload: none|optimizer|optimizer+params|activations, or parts joined by + "
                   "(e.g. optimizer+activations; default: none)")

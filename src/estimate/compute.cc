@@ -113,6 +113,9 @@ struct LayerForward {
   double seconds = 0;           // GEMMs + attention + elementwise (+ QLoRA de-quantisation)
   double backward_seconds = 0;  // the layer's backward (no recompute): 2x the GEMMs (1x for
                                 // LoRA), and the elementwise kernels' own backward traffic
+  // The part of the backward that computes weight gradients (the GEMMs' second half; none for
+  // frozen weights under LoRA): what zero-bubble schedules defer ("W", deepseek-ai/DualPipe).
+  double weight_gradient_seconds = 0;
   // Forward time of the column-parallel GEMMs (QKV and the MLP's first, ffn-wide one): their
   // backward is where Megatron overlaps tensor-parallel communication.
   double column_gemm_seconds = 0;
@@ -444,6 +447,7 @@ LayerForward EstimateLayerForward(const Model& model, const ModelCounts& counts,
   out.seconds = gemm_seconds + out.attention_seconds + elementwise_seconds + dequant_seconds;
   out.backward_seconds = backward_factor * (gemm_seconds + dequant_seconds) +
                          attention_backward_seconds + elementwise_backward_seconds;
+  out.weight_gradient_seconds = (backward_factor - 1) * gemm_seconds;
   out.flops = gemm_flops + out.attention_flops;
   const SelectiveGemms rerun = TorchtitanRecomputedGemms(model, counts, tokens, t, mlp.width, peak);
   out.selective_seconds = rerun.seconds + elementwise_seconds;
@@ -749,6 +753,22 @@ double BubbleSeconds(const StageCost& cost, int64_t layers, const StageTime& slo
   return std::max(0.0, others + (p - 1) * pp_seconds) / v;
 }
 
+// DualPipe's and DualPipeV's bubble as a share of 1F1B's on the same pp ranks, from the
+// deepseek-ai/DualPipe@3da1bbe README's table (PP stages of F forward, B backward of which W
+// weight gradients, F&B a forward and a backward chunk overlapped, taken as F + B): 1F1B
+// (PP - 1)(F + B) with PP = pp; DualPipe (PP/2 - 1)(F&B + B - 3W), PP = pp; DualPipeV the same
+// with PP = 2 pp stages of half the layers, (pp - 1)(F + 2B - 3W) / 2 in the stages of 1F1B. Per
+// layer f, b, w (b with what recompute re-runs); 1 for 1F1B.
+double ScheduleBubbleShare(const Training& tr, double f, double b, double w) {
+  const double p = static_cast<double>(tr.pp);
+  if (tr.pipeline_schedule == workload::PipelineSchedule::k1F1B || p <= 1 || f + b <= 0) return 1;
+  const double chunk = std::max(0.0, f + 2 * b - 3 * w);
+  if (tr.pipeline_schedule == workload::PipelineSchedule::kDualPipe) {
+    return (p / 2 - 1) * chunk / ((p - 1) * (f + b));
+  }
+  return chunk / (2 * (f + b));
+}
+
 // The shape of one micro-batch on this GPU, shared by the parts of a transformer's step.
 struct MicroBatchShape {
   double tokens = 0;          // its seq_len / cp share of each sequence, times micro_batch
@@ -869,6 +889,58 @@ double ExpertParallelSeconds(const Model& model, const Training& tr, const Hardw
   return 2 * passes * moe_share * AllToAllSeconds(routed_bytes, static_cast<int>(tr.ep), ep_link);
 }
 
+// Whether the schedule runs one micro-batch's forward beside another's backward with their
+// communication overlapped: Megatron's all-to-all overlap, DualPipe and DualPipeV.
+bool OverlapsForwardAndBackward(const Training& tr) {
+  return tr.moe_a2a_overlap || tr.pipeline_schedule != workload::PipelineSchedule::k1F1B;
+}
+
+// The share of a rank's forwards (and as many backwards) that Megatron's all-to-all overlap runs
+// alone, with no other micro-batch's backward (forward) beside them: with pp 1 the first forward
+// and the last backward ("The forward step for the first microbatch is executed alone, no a2a
+// overlapping": Megatron-LM@d98e8a64dd megatron/core/pipeline_parallel/combined_1f1b.py);
+// interleaved, the first stage's warm-up forwards, 2 (pp - 1) + (v - 1) g + 1 of its m v chunk
+// forwards (schedules.py get_pp_rank_microbatches, with the one the overlap adds), and the
+// cool-down backwards.
+double UnpairedShare(const Training& tr, double micro_batches) {
+  const double p = static_cast<double>(tr.pp);
+  // DualPipe and DualPipeV pair forward and backward chunks in their steps 4 and 5 (nF0B1F1B0,
+  // nB1F1B0; deepseek-ai/DualPipe@3da1bbe dualpipe.py, dualpipev.py): on the first rank all but
+  // 1.5 pp - 1 of its m chunk forwards (DualPipe), all but 3 pp - 1 of its 2 m (DualPipeV).
+  if (tr.pipeline_schedule == workload::PipelineSchedule::kDualPipe) {
+    return std::min(1.0, (1.5 * p - 1) / micro_batches);
+  }
+  if (tr.pipeline_schedule == workload::PipelineSchedule::kDualPipeV) {
+    return std::min(1.0, (3 * p - 1) / (2 * micro_batches));
+  }
+  if (tr.pp <= 1) return std::min(1.0, 1.0 / micro_batches);
+  const double v = static_cast<double>(tr.vpp);
+  const double warmup = 2.0 * static_cast<double>(tr.pp - 1) +
+                        (v - 1) * static_cast<double>(workload::MicrobatchGroupSize(tr)) + 1;
+  return std::min(1.0, warmup / (micro_batches * v));
+}
+
+// The expert-parallel all-to-all of one layer per micro-batch, and the part compute does not hide:
+// all of it, except where the schedule overlaps a forward with another micro-batch's backward
+// (OverlapsForwardAndBackward: Megatron's all-to-all overlap, DualPipe), where a paired
+// micro-batch's forward dispatch and combine (half of it: no full or moe recompute runs with
+// Megatron's overlap) run under the other's backward of a layer, and its backward ones under the
+// other's forward. What is hidden slows that compute by overlapped_comm_slowdown of its time; the
+// unpaired forwards and backwards (UnpairedShare) hide nothing.
+LayerComm ExpertParallelComm(const Model& model, const Training& tr, const Hardware& hw,
+                             const TimeCalibration& c, const LayerForward& fwd,
+                             const MicroBatchShape& mb, double micro_batches) {
+  const double a2a = ExpertParallelSeconds(model, tr, hw, c, mb);
+  if (!OverlapsForwardAndBackward(tr)) return {a2a, a2a};
+  const double direction = a2a / 2;
+  const double paired_exposed =
+      std::max(0.0, direction - fwd.backward_seconds) + std::max(0.0, direction - fwd.seconds);
+  const double hidden = a2a - paired_exposed;
+  const double unpaired = UnpairedShare(tr, micro_batches);
+  return {a2a,
+          unpaired * a2a + (1 - unpaired) * (paired_exposed + c.overlapped_comm_slowdown * hidden)};
+}
+
 // Activation offload: every saved activation goes to the host in forward and comes back in
 // backward, overlapped with that layer's compute (Megatron-Core cpu offloading).
 LayerComm ActivationOffloadComm(const Model& model, const ModelCounts& counts, const Training& tr,
@@ -885,8 +957,8 @@ LayerComm ActivationOffloadComm(const Model& model, const ModelCounts& counts, c
 // Everything a layer sends per micro-batch: tensor, context and expert parallel, offload.
 LayerComm LayerCommunication(const Model& model, const ModelCounts& counts, const Training& tr,
                              const Hardware& hw, const TimeCalibration& c, const LayerForward& fwd,
-                             const Link& tp_link, const MicroBatchShape& mb,
-                             double backward_factor) {
+                             const Link& tp_link, const MicroBatchShape& mb, double backward_factor,
+                             double micro_batches) {
   LayerComm layer = TensorParallelComm(model, fwd, tr, tp_link, c, mb);
   if (tr.cp > 1) {
     const LayerComm ring = ContextParallelComm(model, tr, hw, c, fwd, mb);
@@ -894,9 +966,9 @@ LayerComm LayerCommunication(const Model& model, const ModelCounts& counts, cons
     layer.exposed += ring.exposed;
   }
   if (workload::IsMoe(model) && tr.ep > 1) {
-    const double a2a = ExpertParallelSeconds(model, tr, hw, c, mb);
-    layer.seconds += a2a;
-    layer.exposed += a2a;
+    const LayerComm a2a = ExpertParallelComm(model, tr, hw, c, fwd, mb, micro_batches);
+    layer.seconds += a2a.seconds;
+    layer.exposed += a2a.exposed;
   }
   if (tr.offload_activations) {
     const LayerComm offload = ActivationOffloadComm(model, counts, tr, hw, c, fwd, backward_factor);
@@ -1035,8 +1107,8 @@ StepTime EstimateStepTime(const Model& model, const ModelCounts& counts, const T
       (1.0 + backward_factor) * GemmSeconds(head_tokens, head.width / t, mb.hidden, peak_gemm16) +
       3.0 * head_tokens * head.width / t * 4.0 * mb.bytes / mem_bw;
   const Link tp_link = GroupLink(tr.tp, 1, hw, c);
-  const LayerComm layer_comm =
-      LayerCommunication(model, counts, tr, hw, c, fwd, tp_link, mb, backward_factor);
+  const LayerComm layer_comm = LayerCommunication(model, counts, tr, hw, c, fwd, tp_link, mb,
+                                                  backward_factor, micro_batches);
 
   // --- pipeline: per-micro-batch time of the slowest stage, and the bubble -------------------
   const workload::StageLayers stages = workload::PipelineStageLayers(model, tr);
@@ -1044,7 +1116,17 @@ StepTime EstimateStepTime(const Model& model, const ModelCounts& counts, const T
   const StageTime slowest = SlowestStage(stages, tr.pp, stage_cost);
   const double pp_seconds = PipelineSendSeconds(tr, hw, c, tp_link, mb);
   const double compute_mb = slowest.compute_seconds;
-  const double bubble = BubbleSeconds(stage_cost, model.layers, slowest, p, v, pp_seconds);
+  const double bubble =
+      BubbleSeconds(stage_cost, model.layers, slowest, p, v, pp_seconds) *
+      ScheduleBubbleShare(tr, fwd.seconds, fwd.backward_seconds + recomputed.seconds,
+                          fwd.weight_gradient_seconds);
+  // DualPipe overlaps the pipeline sends with the paired chunks' compute as it does the
+  // all-to-all (arXiv 2412.19437 section 3.2.1): only the unpaired chunks' sends are exposed.
+  const double pp_exposed =
+      tr.pipeline_schedule == workload::PipelineSchedule::k1F1B
+          ? pp_seconds
+          : pp_seconds * (UnpairedShare(tr, micro_batches) +
+                          (1 - UnpairedShare(tr, micro_batches)) * c.overlapped_comm_slowdown);
 
   const ParameterShares shares = SharesOf(model, counts, tr);
   const DataParallelTime dp_time =
@@ -1056,7 +1138,7 @@ StepTime EstimateStepTime(const Model& model, const ModelCounts& counts, const T
   out.communication_seconds =
       micro_batches * (slowest.communication_seconds + pp_seconds) + dp_time.seconds;
   out.bubble_seconds = bubble;
-  out.exposed_seconds = micro_batches * (slowest.exposed_seconds + pp_seconds) + dp_time.exposed;
+  out.exposed_seconds = micro_batches * (slowest.exposed_seconds + pp_exposed) + dp_time.exposed;
   out.step_seconds = out.compute_seconds + out.bubble_seconds + out.exposed_seconds;
   const double tokens_step = micro_batches * d * cp * mb.tokens;
   out.tokens_per_second_per_gpu = tokens_step / out.step_seconds / gpus;

@@ -102,6 +102,8 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   FULCRUM_RETURN_IF_ERROR(
       ParseInto(r.optimizer_kernels, workload::ParseOptimizerKernels, t.optimizer_kernels));
   FULCRUM_RETURN_IF_ERROR(ParseInto(r.cross_entropy, workload::ParseCrossEntropy, t.cross_entropy));
+  FULCRUM_RETURN_IF_ERROR(
+      ParseInto(r.pipeline_schedule, workload::ParsePipelineSchedule, t.pipeline_schedule));
   if (!r.exp_avg_dtype.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(t.exp_avg_dtype,
                              workload::ParseMomentDtype(r.exp_avg_dtype, "--exp-avg-dtype"));
@@ -145,6 +147,7 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   t.fp8_params = r.fp8_params;
   t.activation_fp8_input_store = r.activation_fp8_input_store;
   t.microbatch_group_size = r.microbatch_group_size;
+  t.moe_a2a_overlap = r.moe_a2a_overlap;
   if (r.tp < 1 || r.pp < 1 || r.cp < 1) {
     return Status::InvalidInput("--tp, --pp and --cp must be at least 1");
   }
@@ -359,12 +362,17 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
     doc["setup"]["exp_avg_sq_dtype"] = std::string(workload::MomentDtypeName(t.exp_avg_sq_dtype));
   }
   if (t.activation_fp8_input_store) doc["setup"]["activation_func_fp8_input_store"] = true;
+  if (t.moe_a2a_overlap) doc["setup"]["moe_a2a_overlap"] = true;
   if (t.optimizer_kernels != workload::OptimizerKernels::kFused) {
     doc["setup"]["optimizer_kernels"] =
         std::string(workload::OptimizerKernelsName(t.optimizer_kernels));
   }
   if (t.cross_entropy != workload::CrossEntropy::kFramework) {
     doc["setup"]["cross_entropy"] = std::string(workload::CrossEntropyName(t.cross_entropy));
+  }
+  if (t.pipeline_schedule != workload::PipelineSchedule::k1F1B) {
+    doc["setup"]["pipeline_schedule"] =
+        std::string(workload::PipelineScheduleName(t.pipeline_schedule));
   }
   const workload::StageLayers stages = workload::PipelineStageLayers(m, t);
   const int64_t shard = t.dp_shard > 0 ? t.dp_shard : t.dp;
@@ -454,6 +462,7 @@ std::string DescribeSetup(const EstimateInput& in) {
   }
   if (t.fp8_params) s << " --fp8-params";
   if (t.activation_fp8_input_store) s << " --activation-func-fp8-input-store";
+  if (t.moe_a2a_overlap) s << " --moe-a2a-overlap";
   if (t.exp_avg_dtype != workload::MomentDtype::kFp32 ||
       t.exp_avg_sq_dtype != workload::MomentDtype::kFp32) {
     s << " --exp-avg-dtype " << workload::MomentDtypeName(t.exp_avg_dtype) << " --exp-avg-sq-dtype "
@@ -464,6 +473,9 @@ std::string DescribeSetup(const EstimateInput& in) {
   }
   if (t.cross_entropy != workload::CrossEntropy::kFramework) {
     s << " --cross-entropy " << workload::CrossEntropyName(t.cross_entropy);
+  }
+  if (t.pipeline_schedule != workload::PipelineSchedule::k1F1B) {
+    s << " --pipeline-schedule " << workload::PipelineScheduleName(t.pipeline_schedule);
   }
   if (t.offload_optimizer || t.offload_activations) {
     std::string parts = t.offload_optimizer ? "optimizer" : "";

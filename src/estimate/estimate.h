@@ -49,7 +49,8 @@ struct EstimateRequest {
   std::string recompute_modules;  // workload::ParseRecomputeModules ("" = core_attn)
   std::string exp_avg_dtype, exp_avg_sq_dtype;  // workload::ParseMomentDtype ("" = fp32)
   std::string optimizer_kernels;                // workload::ParseOptimizerKernels ("" = fused)
-  std::string cross_entropy;  // workload::ParseCrossEntropy ("" = the framework's own)
+  std::string cross_entropy;      // workload::ParseCrossEntropy ("" = the framework's own)
+  std::string pipeline_schedule;  // workload::ParsePipelineSchedule ("" = 1f1b)
   int64_t lora_rank = 16;
   int64_t tp = 1, pp = 1, vpp = 1, dp = 0;  // dp 0 = gpus / (tp * pp * cp)
   int64_t cp = 1, ep = 1;
@@ -67,6 +68,7 @@ struct EstimateRequest {
   bool fp8_params = false;      // Transformer Engine FP8 weights (fp8 + megatron)
   bool activation_fp8_input_store = false;  // Megatron-Core's activation_func_fp8_input_store
   int64_t microbatch_group_size = 0;        // interleaved schedule's group size (0 = pp)
+  bool moe_a2a_overlap = false;             // Megatron-Core's --overlap-moe-expert-parallel-comm
 };
 
 struct EstimateInput {

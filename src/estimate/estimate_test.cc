@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "estimate/fit.h"
 
@@ -190,6 +191,65 @@ TEST(ResolveTest, ActivationFp8InputStore) {
   gelu.gpus = 64;
   gelu.tp = 8;
   EXPECT_NE(ResolveEstimateInput(gelu, cat, kCatalogDir).status().message().find("SwiGLU only"),
+            std::string::npos);
+}
+
+// --moe-a2a-overlap: echoed in the setup and its JSON (its time: parallel_test.cc), one more layer
+// of activations.
+TEST(ResolveTest, MoeAllToAllOverlap) {
+  EstimateRequest r;
+  r.model = "qwen3-30b-a3b";
+  r.gpu = "H100-80GB";
+  r.gpus = 16;
+  r.ep = 16;
+  r.framework = "megatron";
+  r.zero = 1;
+  r.global_batch = 64;
+  r.seq_len = 4096;
+  const catalog::Catalog cat = ShippedCatalog();
+  EstimateRequest overlap = r;
+  overlap.moe_a2a_overlap = true;
+  Result<EstimateInput> plain_in = ResolveEstimateInput(r, cat, kCatalogDir);
+  Result<EstimateInput> in = ResolveEstimateInput(overlap, cat, kCatalogDir);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  ASSERT_TRUE(plain_in.ok()) << plain_in.status().message();
+  EXPECT_NE(DescribeSetup(*in).find("--moe-a2a-overlap"), std::string::npos);
+  EXPECT_EQ(DescribeSetup(*plain_in).find("--moe-a2a-overlap"), std::string::npos);
+  const EstimateResult with = Evaluate(*in), without = Evaluate(*plain_in);
+  EXPECT_GT(with.memory.activations_bytes, without.memory.activations_bytes);
+  nlohmann::json doc, plain_doc;
+  AppendEstimateJson(with, doc);
+  AppendEstimateJson(without, plain_doc);
+  EXPECT_TRUE(doc["setup"]["moe_a2a_overlap"].get<bool>());
+  EXPECT_FALSE(plain_doc["setup"].contains("moe_a2a_overlap"));
+}
+
+// --pipeline-schedule: echoed in the setup and its JSON; an unknown name lists the known ones.
+TEST(ResolveTest, PipelineSchedule) {
+  EstimateRequest r;
+  r.model = "llama-3-70b";
+  r.gpu = "H100-80GB";
+  r.gpus = 64;
+  r.tp = 4;
+  r.pp = 8;
+  r.framework = "megatron";
+  r.zero = 1;
+  r.global_batch = 64;
+  r.seq_len = 4096;
+  r.pipeline_schedule = "dualpipe";
+  const catalog::Catalog cat = ShippedCatalog();
+  Result<EstimateInput> in = ResolveEstimateInput(r, cat, kCatalogDir);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  EXPECT_NE(DescribeSetup(*in).find("--pipeline-schedule dualpipe"), std::string::npos);
+  nlohmann::json doc;
+  AppendEstimateJson(Evaluate(*in), doc);
+  EXPECT_EQ(doc["setup"]["pipeline_schedule"], "dualpipe");
+  EstimateRequest zb = r;
+  zb.pipeline_schedule = "zero-bubble";
+  EXPECT_NE(ResolveEstimateInput(zb, cat, kCatalogDir)
+                .status()
+                .message()
+                .find("1f1b, dualpipe or dualpipev"),
             std::string::npos);
 }
 

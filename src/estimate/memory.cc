@@ -674,8 +674,11 @@ double InterleavedLayersInFlight(const Training& t, int64_t stage_layers, int64_
                                  int64_t micro_batches) {
   const int64_t rank = t.pp - in_flight_limit;
   const int64_t group = workload::MicrobatchGroupSize(t);
+  // Megatron's all-to-all overlap runs one more warm-up forward ("we schedule one extra
+  // micro-batch forward step before the 1f1b stages", schedules.py get_pp_rank_microbatches).
+  const int64_t extra = t.moe_a2a_overlap ? 1 : 0;
   const int64_t chunks =
-      std::min(micro_batches * t.vpp, 2 * (t.pp - rank - 1) + (t.vpp - 1) * group + 1);
+      std::min(micro_batches * t.vpp, 2 * (t.pp - rank - 1) + (t.vpp - 1) * group + 1 + extra);
   const bool end_stage = rank == 0 || rank == t.pp - 1;
   if (!end_stage || stage_layers % t.vpp == 0 || (stage_layers + 1) % t.vpp != 0) {
     return static_cast<double>(chunks) * static_cast<double>(stage_layers) /
@@ -698,6 +701,15 @@ LayerActivations LayerActivationsOf(const Model& m, const ModelCounts& counts, c
   return {LayerActivationBytes(m, counts, t), RecomputeWorkingSetBytes(m, counts, t)};
 }
 
+// The activations of `layers_in_flight` layers' worth of saved tensors (kept on the host but two
+// under activation offload) and the recompute working set.
+double ActivationsInFlight(const Training& t, const LayerActivations& layer,
+                           double layers_in_flight) {
+  const double saved = layers_in_flight * layer.saved_bytes;
+  return (t.offload_activations ? OffloadKeptBytes(saved, layer.saved_bytes) : saved) +
+         layer.working_set_bytes;
+}
+
 // StageActivationBytes from the layer's activations.
 double StageActivations(const Training& t, const LayerActivations& layer, int64_t stage_layers,
                         int64_t in_flight_limit) {
@@ -711,13 +723,18 @@ double StageActivations(const Training& t, const LayerActivations& layer, int64_
   // outputs are not counted: Megatron frees an output's data once it is sent
   // (deallocate_output_tensor; megatron/training/argument_utils.py sets
   // deallocate_pipeline_outputs), and a received input is its first layer's saved norm input.
+  // Without a pipeline, Megatron's all-to-all overlap runs micro-batch i + 1's forward of layer j
+  // beside micro-batch i's backward of layer L - 1 - j (Megatron-LM@d98e8a64dd
+  // megatron/core/models/common/model_chunk_schedule_plan.py, TransformerModelChunkSchedulePlan
+  // .run): the two hold about one micro-batch of layers between them, and one more layer while a
+  // pair runs.
+  const double paired_layer = t.moe_a2a_overlap && t.pp == 1 ? 1 : 0;
   const double layers_in_flight =
       t.vpp > 1 ? InterleavedLayersInFlight(t, stage_layers, in_flight_limit, micro_batches)
                 : static_cast<double>(stage_layers) *
-                      static_cast<double>(std::min(in_flight_limit, micro_batches));
-  const double saved = layers_in_flight * layer.saved_bytes;
-  return (t.offload_activations ? OffloadKeptBytes(saved, layer.saved_bytes) : saved) +
-         layer.working_set_bytes;
+                          static_cast<double>(std::min(in_flight_limit, micro_batches)) +
+                      paired_layer;
+  return ActivationsInFlight(t, layer, layers_in_flight);
 }
 
 }  // namespace
@@ -945,6 +962,30 @@ PipelineStages EstimateStages(const Model& m, const ModelCounts& counts, const T
                               contents(stages.first, embedding + head,
                                        StageActivations(t, layer, stages.first, 1), logits));
     out.last = out.first;
+    return out;
+  }
+  if (t.pipeline_schedule != workload::PipelineSchedule::k1F1B) {
+    // DualPipe (V): rank i holds stages i and S - 1 - i of the schedule's S stages (S = pp for
+    // DualPipe, 2 pp for DualPipeV), so the first rank the embedding, the head and the loss's
+    // logits, the others two middle stages; each keeps S + 1 stage micro-batches of activations
+    // in flight (deepseek-ai/DualPipe@3da1bbe README: "Activation Per Device PP+1", PP the number
+    // of stages; dualpipe.py's steps 1-2 run S forward chunks before the first backward).
+    workload::Training staged = t;
+    if (t.pipeline_schedule == workload::PipelineSchedule::kDualPipeV) staged.pp = 2 * t.pp;
+    const workload::StageLayers s = workload::PipelineStageLayers(m, staged);
+    const double chunks = static_cast<double>(staged.pp + 1);
+    auto rank = [&](int64_t first, int64_t second, double other, double rank_logits) {
+      const double in_flight = static_cast<double>(first + second) / 2 * chunks;
+      return EstimateStage(
+          m, counts, t,
+          contents(first + second, other, ActivationsInFlight(t, layer, in_flight), rank_logits));
+    };
+    out.first = rank(s.first, s.last, embedding + head, logits);
+    out.last = out.first;
+    if (s.middle > 0) {
+      out.middle = rank(s.middle, s.middle, 0, 0);
+      out.has_middle = true;
+    }
     return out;
   }
   // First stage: embeddings and the most in-flight activations (pp micro-batches in 1F1B).

@@ -347,6 +347,211 @@ TEST(MixtureOfExpertsTest, AllToAllCostsMoreAcrossNodes) {
   EXPECT_GT(wide.exposed_seconds / wide.step_seconds, within.exposed_seconds / within.step_seconds);
 }
 
+// Megatron-Core's expert-parallel all-to-all overlap (--overlap-moe-expert-parallel-comm): the
+// all-to-all of a paired micro-batch runs under the other's compute (Megatron-LM@d98e8a64dd
+// megatron/core/pipeline_parallel/combined_1f1b.py), so the same traffic is sent and less of it is
+// exposed; what stays exposed is the unpaired first forward and last backward, the remainder where
+// a direction's all-to-all outlasts the other micro-batch's compute, and the slowdown of the
+// compute that hides it. Memory: one more layer (pp 1) or one more warm-up chunk (interleaved).
+TEST(MixtureOfExpertsTest, AllToAllOverlapHidesTheDispatchBehindTheOtherMicroBatch) {
+  const Model m = Mixtral();
+  Training t;
+  t.framework = Framework::kMegatron;
+  t.dp = 16;
+  t.ep = 8;
+  t.global_batch = 64;
+  t.seq_len = 4096;
+  t.zero_stage = 1;
+  const Hardware node = Node(true, false, 3200);
+  Training overlap = t;
+  overlap.moe_a2a_overlap = true;
+  ASSERT_TRUE(workload::Validate(m, overlap, 16).ok())
+      << workload::Validate(m, overlap, 16).message();
+  const StepTime plain = EstimateStepTime(m, t, node);
+  const StepTime hidden = EstimateStepTime(m, overlap, node);
+  ASSERT_TRUE(std::isfinite(plain.step_seconds));
+  EXPECT_NEAR(hidden.communication_seconds, plain.communication_seconds,
+              1e-9 * plain.communication_seconds);
+  EXPECT_NEAR(hidden.compute_seconds, plain.compute_seconds, 1e-9 * plain.compute_seconds);
+  EXPECT_LT(hidden.exposed_seconds, plain.exposed_seconds);
+  // The all-to-all of the 4 micro-batches' first forward and last backward stays exposed: at least
+  // a quarter of what the plain schedule exposes of it, and the step no shorter than the compute.
+  EXPECT_GT(hidden.step_seconds, plain.compute_seconds);
+  TimeCalibration free = DefaultTimeCalibration();
+  free.overlapped_comm_slowdown = 0;
+  const StepTime free_step = EstimateStepTime(m, overlap, node, free);
+  EXPECT_LT(free_step.exposed_seconds, hidden.exposed_seconds);
+  // More micro-batches per step: a smaller unpaired share, less exposed per token.
+  Training many = overlap;
+  many.global_batch = 256;
+  const StepTime long_step = EstimateStepTime(m, many, node);
+  EXPECT_LT(long_step.exposed_seconds / 4, hidden.exposed_seconds);
+  // pp 1: micro-batch i + 1's layer j runs beside micro-batch i's layer L - 1 - j, one layer more.
+  const MemoryBreakdown a = EstimateMemory(m, t), b = EstimateMemory(m, overlap);
+  const double layer = LayerActivationBytes(m, workload::CountModel(m), t);
+  EXPECT_NEAR(b.activations_bytes - a.activations_bytes, layer, 1e-6 * layer);
+  // Interleaved: one more warm-up chunk of L / (pp v) layers on the first stage.
+  Training pipe = t;
+  pipe.pp = 4;
+  pipe.vpp = 2;
+  pipe.dp = 4;
+  pipe.ep = 4;
+  pipe.global_batch = 32;
+  Training pipe_overlap = pipe;
+  pipe_overlap.moe_a2a_overlap = true;
+  ASSERT_TRUE(workload::Validate(m, pipe_overlap, 16).ok());
+  const double chunk = layer * static_cast<double>(m.layers) / 8;
+  EXPECT_NEAR(
+      EstimateMemory(m, pipe_overlap).activations_bytes - EstimateMemory(m, pipe).activations_bytes,
+      chunk, 1e-6 * chunk);
+}
+
+// What Megatron-Core's TransformerConfig refuses with the overlap (Megatron-LM@d98e8a64dd
+// transformer_config.py __post_init__), fulcrum refuses too.
+TEST(MixtureOfExpertsTest, AllToAllOverlapNeedsWhatMegatronNeeds) {
+  const Model m = Mixtral();
+  Training t;
+  t.framework = Framework::kMegatron;
+  t.dp = 8;
+  t.ep = 8;
+  t.global_batch = 8;
+  t.seq_len = 4096;
+  t.moe_a2a_overlap = true;
+  ASSERT_TRUE(workload::Validate(m, t, 8).ok());
+  Training no_ep = t;
+  no_ep.ep = 1;
+  EXPECT_NE(workload::Validate(m, no_ep, 8).message().find("--ep > 1"), std::string::npos);
+  Training pipe = t;
+  pipe.pp = 2;
+  pipe.dp = 4;
+  pipe.ep = 4;
+  EXPECT_NE(workload::Validate(m, pipe, 8).message().find("--vpp > 1"), std::string::npos);
+  Training full = t;
+  full.recompute = Recompute::kFull;
+  EXPECT_NE(workload::Validate(m, full, 8).message().find("full recompute"), std::string::npos);
+  Training moe = t;
+  moe.recompute = Recompute::kSelective;
+  moe.recompute_modules = workload::kRecomputeMoe;
+  EXPECT_NE(workload::Validate(m, moe, 8).message().find("moe in"), std::string::npos);
+  Training fsdp = t;
+  fsdp.framework = Framework::kFsdp;
+  EXPECT_NE(workload::Validate(m, fsdp, 8).message().find("megatron or megatron-fsdp"),
+            std::string::npos);
+  Training fp32 = t;
+  fp32.precision = Precision::kFp32;
+  EXPECT_NE(workload::Validate(m, fp32, 8).message().find("bf16 or fp16"), std::string::npos);
+}
+
+// DualPipe and DualPipeV (deepseek-ai/DualPipe@3da1bbe README's table): the same compute and
+// traffic as 1F1B on the same pp ranks, a bubble of (PP/2 - 1)(F&B + B - 3W) for DualPipe's pp
+// stages and (pp - 1)(F&B + B - 3W) for DualPipeV's 2 pp stages of half the size -- so DualPipe's
+// is (pp/2 - 1) x 2 / (pp - 1) of DualPipeV's -- twice the weights (DualPipe) and PP + 1 stage
+// micro-batches of activations in flight.
+TEST(PipelineScheduleTest, DualPipeBubblesWeightsAndActivations) {
+  const Model m = Llama31_8b();  // 32 layers
+  Training t;
+  t.framework = Framework::kMegatron;
+  t.pp = 8;
+  t.dp = 2;
+  t.tp = 1;
+  t.zero_stage = 1;
+  t.global_batch = 64;  // 32 micro-batches per step, at least 2 per rank
+  t.seq_len = 2048;
+  Training dual = t, vee = t;
+  dual.pipeline_schedule = workload::PipelineSchedule::kDualPipe;
+  vee.pipeline_schedule = workload::PipelineSchedule::kDualPipeV;
+  ASSERT_TRUE(workload::Validate(m, dual, 16).ok()) << workload::Validate(m, dual, 16).message();
+  ASSERT_TRUE(workload::Validate(m, vee, 16).ok());
+  const Hardware node = Node(false, false, 1600);
+  const StepTime a = EstimateStepTime(m, t, node);
+  const StepTime d = EstimateStepTime(m, dual, node);
+  const StepTime v = EstimateStepTime(m, vee, node);
+  ASSERT_GT(a.bubble_seconds, 0);
+  EXPECT_NEAR(d.compute_seconds, a.compute_seconds, 1e-9 * a.compute_seconds);
+  EXPECT_NEAR(d.communication_seconds, a.communication_seconds, 1e-9 * a.communication_seconds);
+  EXPECT_NEAR(d.bubble_seconds / v.bubble_seconds, (8.0 / 2 - 1) * 2 / (8 - 1), 1e-9);
+  // F + 2B - 3W over 2 (F + B): at least 1/3 (B = 2F, W = F) and at most 5/6 (W = 0).
+  EXPECT_GE(v.bubble_seconds / a.bubble_seconds, 1.0 / 3 - 1e-9);
+  EXPECT_LE(v.bubble_seconds / a.bubble_seconds, 5.0 / 6);
+  EXPECT_LE(d.exposed_seconds, a.exposed_seconds);  // the pipeline sends overlap too
+  // Two stages of 4 layers on every rank: DualPipe's first rank holds 8 layers with the embedding
+  // and the head, its middle ranks 8; DualPipeV's two stages of 2 layers are 1F1B's 4, with the
+  // head beside the embedding on the first rank (1F1B's first stage: 4 layers and the embedding).
+  const MemoryBreakdown ma = EstimateMemory(m, t), md = EstimateMemory(m, dual),
+                        mv = EstimateMemory(m, vee);
+  const double head = 2.0 * static_cast<double>(m.vocab) * static_cast<double>(m.hidden);
+  EXPECT_GT(md.weights_bytes, 1.8 * ma.weights_bytes);
+  EXPECT_NEAR(mv.weights_bytes, ma.weights_bytes + head, 0.01 * ma.weights_bytes);
+  // 1F1B's first stage keeps pp = 8 micro-batches of its 4 layers; DualPipe pp + 1 = 9 of its
+  // 4-layer stages; DualPipeV 2 pp + 1 = 17 of its 2-layer ones.
+  const double layer = LayerActivationBytes(m, workload::CountModel(m), t);
+  EXPECT_NEAR(ma.activations_bytes, 32 * layer, 1e-6 * ma.activations_bytes);
+  EXPECT_NEAR(md.activations_bytes, 36 * layer, 1e-6 * md.activations_bytes);
+  EXPECT_NEAR(mv.activations_bytes, 34 * layer, 1e-6 * mv.activations_bytes);
+  // DualPipe on 2 ranks: (2/2 - 1) = no bubble.
+  Training two = dual;
+  two.pp = 2;
+  two.dp = 8;
+  ASSERT_TRUE(workload::Validate(m, two, 16).ok());
+  EXPECT_EQ(EstimateStepTime(m, two, node).bubble_seconds, 0);
+}
+
+// A MoE model's all-to-all under DualPipe runs beside the paired chunk's compute, as Megatron's
+// all-to-all overlap does, all but the unpaired chunks' (1.5 pp - 1 of the first rank's m).
+TEST(PipelineScheduleTest, DualPipeHidesTheAllToAll) {
+  const Model m = Mixtral();
+  Training t;
+  t.framework = Framework::kMegatron;
+  t.pp = 4;
+  t.dp = 8;
+  t.ep = 8;
+  t.zero_stage = 1;
+  t.global_batch = 64;
+  t.seq_len = 4096;
+  Training dual = t;
+  dual.pipeline_schedule = workload::PipelineSchedule::kDualPipe;
+  ASSERT_TRUE(workload::Validate(m, dual, 32).ok()) << workload::Validate(m, dual, 32).message();
+  const Hardware node = Node(true, false, 400);
+  const StepTime a = EstimateStepTime(m, t, node), d = EstimateStepTime(m, dual, node);
+  EXPECT_NEAR(d.communication_seconds, a.communication_seconds, 1e-9 * a.communication_seconds);
+  EXPECT_LT(d.exposed_seconds, a.exposed_seconds);
+}
+
+// What deepseek-ai/DualPipe@3da1bbe asserts, and what fulcrum estimates them under.
+TEST(PipelineScheduleTest, DualPipeNeedsWhatTheLibraryNeeds) {
+  const Model m = Llama31_8b();  // 32 layers
+  Training t;
+  t.framework = Framework::kMegatron;
+  t.pp = 4;
+  t.dp = 2;
+  t.global_batch = 16;  // 8 micro-batches: 2 per rank
+  t.pipeline_schedule = workload::PipelineSchedule::kDualPipe;
+  ASSERT_TRUE(workload::Validate(m, t, 8).ok()) << workload::Validate(m, t, 8).message();
+  Training odd = t;
+  odd.pp = 3;
+  odd.dp = 2;
+  EXPECT_NE(workload::Validate(m, odd, 6).message().find("even"), std::string::npos);
+  Training few = t;
+  few.global_batch = 12;  // 6 micro-batches for 4 ranks
+  EXPECT_NE(workload::Validate(m, few, 8).message().find("at least 2 micro-batches per rank"),
+            std::string::npos);
+  Training interleaved = t;
+  interleaved.vpp = 2;
+  EXPECT_NE(workload::Validate(m, interleaved, 8).message().find("--vpp 1"), std::string::npos);
+  Training ds = t;
+  ds.framework = Framework::kDeepSpeed;
+  EXPECT_NE(workload::Validate(m, ds, 8).message().find("megatron or fsdp"), std::string::npos);
+  Training vee = odd;  // DualPipeV runs on any pp >= 2
+  vee.pipeline_schedule = workload::PipelineSchedule::kDualPipeV;
+  vee.global_batch = 12;
+  EXPECT_TRUE(workload::Validate(m, vee, 6).ok()) << workload::Validate(m, vee, 6).message();
+  EXPECT_EQ(workload::ParsePipelineSchedule("DualPipeV").value(),
+            workload::PipelineSchedule::kDualPipeV);
+  EXPECT_NE(
+      workload::ParsePipelineSchedule("zb").status().message().find("1f1b, dualpipe or dualpipev"),
+      std::string::npos);
+}
+
 // FP8 (Transformer Engine) on H100: GEMMs at the 2x FP8 peak (at a lower fraction of it); under
 // Megatron an fp8 copy and an fp8 transpose of every layer weight (NVIDIA/TransformerEngine issue
 // #1261: Hopper FP8 GEMMs are TN-only, TE caches both), embeddings and head 16-bit; optimizer

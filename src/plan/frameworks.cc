@@ -415,6 +415,7 @@ void MegatronCommandChoices(const Launch& l, JobFrameworks& jf) {
     const Result<uint32_t> modules = workload::ParseRecomputeModules(*list);
     if (modules.ok()) jf.recompute_modules = *modules;
   }
+  jf.moe_a2a_overlap = HasOption(l.args, "--overlap-moe-expert-parallel-comm");
   if (!HasOption(l.args, "--use-precision-aware-optimizer")) return;
   const auto moment = [&l](const char* option, workload::MomentDtype& out) {
     if (const std::optional<std::string> v = OptionValue(l.args, option)) {
@@ -446,6 +447,12 @@ void CommandFixes(const Launch& l, const std::string& base_dir,
     const std::optional<std::string> store =
         HydraOverride(l.args, "model.activation_func_fp8_input_store");
     jf.activation_fp8_input_store = store && ToLower(*store) == "true";
+    // Megatron-Bridge's CommOverlapConfig field (NVIDIA-NeMo/Megatron-Bridge@5776a6d90b
+    // src/megatron/bridge/training/comm_overlap.py; the performance recipes' moe_a2a_overlap sets
+    // it, scripts/performance/utils/overrides.py).
+    const std::optional<std::string> a2a =
+        HydraOverride(l.args, "comm_overlap.overlap_moe_expert_parallel_comm");
+    jf.moe_a2a_overlap = a2a && ToLower(*a2a) == "true";
   }
   // HF TrainingArguments' own name (transformers training_args.py); a script's own
   // --gradient_accumulation_steps alone says nothing of its parser (DeepSpeed's examples have it).

@@ -65,6 +65,11 @@ struct JobFrameworks {
   // Megatron-Core's activation_func_fp8_input_store, set by a Megatron-Bridge or NeMo Hydra
   // override `model.activation_func_fp8_input_store=true` (Training::activation_fp8_input_store).
   bool activation_fp8_input_store = false;
+  // Megatron-Core's expert-parallel all-to-all overlap: Megatron-LM
+  // --overlap-moe-expert-parallel-comm, or the Megatron-Bridge override
+  // comm_overlap.overlap_moe_expert_parallel_comm=true (Training::moe_a2a_overlap); the plan then
+  // searches only the layouts Megatron runs it on (workload::MoeA2aOverlapRuns).
+  bool moe_a2a_overlap = false;
   std::string fixed_by = {};  // where they were read, for the plan's notes ("" = none)
 };
 

@@ -470,4 +470,20 @@ TEST(FrameworksTest, AHydraCommandsFp8ActivationInputStoreIsItsOwn) {
                    .activation_fp8_input_store);
 }
 
+// Megatron-Core's expert-parallel all-to-all overlap: Megatron-LM's flag, or Megatron-Bridge's
+// CommOverlapConfig override; neither spelling means anything to the other launcher.
+TEST(FrameworksTest, TheAllToAllOverlapIsReadFromEitherSpelling) {
+  EXPECT_TRUE(FrameworksOfCommand("torchrun pretrain_gpt.py --overlap-moe-expert-parallel-comm", "")
+                  .moe_a2a_overlap);
+  EXPECT_FALSE(FrameworksOfCommand("torchrun pretrain_gpt.py", "").moe_a2a_overlap);
+  EXPECT_TRUE(FrameworksOfCommand("torchrun scripts/training/run_recipe.py --recipe x "
+                                  "comm_overlap.overlap_moe_expert_parallel_comm=true",
+                                  "")
+                  .moe_a2a_overlap);
+  EXPECT_FALSE(FrameworksOfCommand("torchrun scripts/training/run_recipe.py --recipe x "
+                                   "comm_overlap.overlap_moe_expert_parallel_comm=false",
+                                   "")
+                   .moe_a2a_overlap);
+}
+
 }  // namespace fulcrum::plan

@@ -154,6 +154,8 @@ void ScanFrameworks(const workload::Model& model, const workload::ModelCounts& c
     if (!(options.frameworks & workload::FrameworkBit(f))) continue;
     t.framework = f;
     if (!workload::FrameworkRunsLayout(f, t) || !PeftRunsLayout(t)) continue;
+    // A command that asks for Megatron's all-to-all overlap runs only where Megatron allows it.
+    if (t.moe_a2a_overlap && !workload::MoeA2aOverlapRuns(t)) continue;
     ScanMicroBatches(model, counts, t, hw, usable, capacity, global_batch, tolerance, options,
                      best);
   }

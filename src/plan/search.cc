@@ -81,6 +81,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
     in.base.exp_avg_sq_dtype = job.exp_avg_sq_dtype;
   }
   in.base.activation_fp8_input_store = job.activation_fp8_input_store;
+  in.base.moe_a2a_overlap = job.moe_a2a_overlap;
   in.work_units = WorkUnits(model, spec, &result.units_are_samples);
   in.trained_parameters = estimate::TrainableParameterCount(model, in.base);
 

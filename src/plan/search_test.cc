@@ -184,6 +184,31 @@ TEST(SearchTest, ALibraryCallerGetsTheCliFilterSemantics) {
   }
 }
 
+// A Megatron-LM command with Megatron-Core's expert-parallel all-to-all overlap
+// (--overlap-moe-expert-parallel-comm) runs only where Megatron-Core accepts it
+// (transformer_config.py@d98e8a64dd: ep > 1, pp 1 or interleaved, no full recompute): every
+// layout the plan offers is one of those, estimated with the overlap.
+TEST(SearchTest, TheCommandsAllToAllOverlapIsSearchedWhereMegatronRunsIt) {
+  const Fixture& f = Shipped();
+  auto mixtral = workload::LoadModelPreset(kCatalogDir, "mixtral-8x7b");
+  ASSERT_TRUE(mixtral.ok()) << mixtral.status().message();
+  PlanSpec spec = Spec();
+  spec.model_preset = "mixtral-8x7b";
+  spec.command = "torchrun --nproc-per-node 8 pretrain_gpt.py --overlap-moe-expert-parallel-comm";
+  auto r = RunPlan(f.catalog, *mixtral, spec, f.assumptions, 2);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_FALSE(r->candidates.empty());
+  for (const Candidate& c : r->candidates) {
+    const workload::Training& t = c.layout.training;
+    EXPECT_TRUE(t.moe_a2a_overlap);
+    EXPECT_GT(t.ep, 1);
+    EXPECT_TRUE(t.pp == 1 || t.vpp > 1) << t.pp << " " << t.vpp;
+    EXPECT_NE(t.recompute, workload::Recompute::kFull);
+    EXPECT_TRUE(workload::Validate(*mixtral, t, workload::GpuCount(t)).ok())
+        << workload::Validate(*mixtral, t, workload::GpuCount(t)).message();
+  }
+}
+
 // A Megatron-LM command's precision-aware optimizer (bf16 moments) is what the plan estimates:
 // every layout at ZeRO stage 1 where there is something to shard, with the smaller optimizer
 // states of bf16 moments, so the same layout's peak is lower than with fp32 moments.

@@ -208,6 +208,85 @@ Status ValidateActivationFp8InputStore(const Model& m, const Training& t) {
   return Status::Ok();
 }
 
+// Megatron-Core's expert-parallel all-to-all overlap and what its TransformerConfig requires of it
+// (Megatron-LM@d98e8a64dd megatron/core/transformer/transformer_config.py __post_init__, under
+// overlap_moe_expert_parallel_comm): expert parallelism ("only supported with expert model
+// parallelism"), an interleaved pipeline when pp > 1 ("virtual_pipeline_model_parallel_size must be
+// specified when pipeline_model_parallel_size > 1"), no full recomputation and no moe in
+// recompute_modules, a bf16 or fp16 model (fp8 runs on a bf16 model); Megatron-Core's model code.
+Status ValidateMoeA2aOverlap(const Model& m, const Training& t) {
+  if (!t.moe_a2a_overlap) return Status::Ok();
+  const std::string flag = "--moe-a2a-overlap";
+  if (t.framework != Framework::kMegatron && t.framework != Framework::kMegatronFsdp) {
+    return Status::InvalidInput(flag +
+                                ": Megatron-Core's --overlap-moe-expert-parallel-comm, for "
+                                "--framework megatron or megatron-fsdp, found --framework " +
+                                std::string(FrameworkName(t.framework)));
+  }
+  if (!IsMoe(m) || t.ep <= 1) {
+    return Status::InvalidInput(flag +
+                                ": overlaps the expert-parallel all-to-all, so it needs a "
+                                "mixture-of-experts model and --ep > 1 (Megatron-LM: "
+                                "\"only supported with expert model parallelism\")");
+  }
+  if (t.pp > 1 && t.vpp <= 1) {
+    return Status::InvalidInput(flag + " with --pp " + Str(t.pp) +
+                                " needs an interleaved pipeline (--vpp > 1; Megatron-LM: "
+                                "\"virtual_pipeline_model_parallel_size must be specified when "
+                                "pipeline_model_parallel_size > 1\")");
+  }
+  if (t.recompute == Recompute::kFull || RecomputesModule(t, kRecomputeMoe)) {
+    return Status::InvalidInput(flag +
+                                ": Megatron-LM refuses it with full recompute and with moe in "
+                                "--recompute-modules");
+  }
+  if (IsFp32Storage(t.precision)) {
+    return Status::InvalidInput(flag + ": Megatron-LM runs it on a bf16 or fp16 model, found " +
+                                "--precision " + std::string(PrecisionName(t.precision)));
+  }
+  return Status::Ok();
+}
+
+// DualPipe and DualPipeV as deepseek-ai/DualPipe@3da1bbe runs them: DualPipe on an even number of
+// ranks (dualpipe.py: "assert num_ranks % 2 == 0"), with an even number of micro-batches, at least
+// 2 per rank ("num_chunks % 2 == 0 and num_chunks >= num_ranks * 2"; dualpipev.py: at least 2 per
+// rank); each rank already holds two stages, so no interleaving on top, and the stages are even
+// (no --first/--last-stage-layers). DeepSeek's library and PyTorch's ScheduleDualPipeV run the
+// job's own model code: fulcrum estimates them under megatron's or fsdp's conventions (DeepSeek's
+// HAI-LLM, not a fulcrum framework, ran DualPipe for DeepSeek-V3; torchtitan runs PyTorch's).
+Status ValidatePipelineSchedule(const Training& t) {
+  if (t.pipeline_schedule == PipelineSchedule::k1F1B) return Status::Ok();
+  const std::string flag =
+      "--pipeline-schedule " + std::string(PipelineScheduleName(t.pipeline_schedule));
+  const bool dualpipe = t.pipeline_schedule == PipelineSchedule::kDualPipe;
+  if (t.framework != Framework::kMegatron && t.framework != Framework::kFsdp) {
+    return Status::InvalidInput(flag + ": estimated under --framework megatron or fsdp, found " +
+                                std::string(FrameworkName(t.framework)));
+  }
+  if (t.pp < 2 || (dualpipe && t.pp % 2 != 0)) {
+    return Refuse("pp", dualpipe ? "an even number, at least 2" : "at least 2", Str(t.pp),
+                  flag + " needs --pp " + (dualpipe ? "even and " : "") +
+                      "at least 2, found --pp " + Str(t.pp));
+  }
+  if (t.vpp > 1 || t.first_stage_layers > 0 || t.last_stage_layers > 0) {
+    return Status::InvalidInput(flag +
+                                ": each rank holds two stages of its own; use --vpp 1 and no "
+                                "--first-stage-layers / --last-stage-layers");
+  }
+  const int64_t m = MicroBatchesPerStep(t);
+  if (m < 2 * t.pp || (dualpipe && m % 2 != 0)) {
+    return Refuse("global_batch",
+                  std::string(dualpipe ? "an even number of " : "") +
+                      "micro-batches per step, at least 2 x pp = " + Str(2 * t.pp),
+                  Str(m),
+                  flag + " runs at least 2 micro-batches per rank" +
+                      (dualpipe ? ", an even number," : "") +
+                      " per step (deepseek-ai/DualPipe), found " + Str(m) +
+                      " (global batch / (micro-batch x dp))");
+  }
+  return Status::Ok();
+}
+
 // --recompute-modules other than Megatron's default (core_attn), read only under selective
 // recompute as Megatron-LM reads them (every module check in transformer_config.py@d98e8a64dd
 // __post_init__ is under recompute_granularity == "selective"; none and full ignore them): only
@@ -494,6 +573,8 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateOptimizerKernels(training));
   FULCRUM_RETURN_IF_ERROR(ValidateCrossEntropy(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateActivationFp8InputStore(model, training));
+  FULCRUM_RETURN_IF_ERROR(ValidateMoeA2aOverlap(model, training));
+  FULCRUM_RETURN_IF_ERROR(ValidatePipelineSchedule(training));
   if (!FrameworkRunsLayout(training.framework, training)) {
     return Status::InvalidInput(
         "--framework " + std::string(FrameworkName(training.framework)) + " cannot run --tp " +
@@ -806,6 +887,24 @@ Result<CrossEntropy> ParseCrossEntropy(std::string_view text) {
 
 std::string_view CrossEntropyName(CrossEntropy c) {
   return c == CrossEntropy::kFused ? "fused" : "framework";
+}
+
+Result<PipelineSchedule> ParsePipelineSchedule(std::string_view text) {
+  return ParseNamed(
+      text, {PipelineSchedule::k1F1B, PipelineSchedule::kDualPipe, PipelineSchedule::kDualPipeV},
+      PipelineScheduleName, "--pipeline-schedule", "1f1b, dualpipe or dualpipev");
+}
+
+std::string_view PipelineScheduleName(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::k1F1B:
+      return "1f1b";
+    case PipelineSchedule::kDualPipe:
+      return "dualpipe";
+    case PipelineSchedule::kDualPipeV:
+      return "dualpipev";
+  }
+  return "?";
 }
 
 Result<GradPrecision> ParseGradPrecision(std::string_view text) {

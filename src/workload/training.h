@@ -71,6 +71,18 @@ enum class OptimizerKernels { kFused, kTf1Graph };
 // the default loss of MosaicML llm-foundry's MPT (loss_fn 'fused_crossentropy':
 // mosaicml/llm-foundry@b2a43a147 llmfoundry/models/mpt/modeling_mpt.py).
 enum class CrossEntropy { kFramework, kFused };
+// The pipeline schedule. k1F1B: 1F1B, interleaved with vpp > 1 (Megatron-LM, PyTorch's
+// Schedule1F1B / ScheduleInterleaved1F1B). kDualPipe: DeepSeek's bidirectional DualPipe
+// (DeepSeek-V3 technical report, arXiv 2412.19437, section 3.2.1; deepseek-ai/DualPipe@3da1bbe
+// dualpipe/dualpipe.py): rank i of pp holds stages i and pp - 1 - i of the pp stages, micro-batches
+// enter from both ends, and in the steady state each forward chunk runs beside another
+// micro-batch's backward chunk with the two's communication overlapped; its bubble is (pp/2 -
+// 1)(F&B + B - 3W), its weights 2x and its activations pp + 1 stage micro-batches (the repository's
+// README table). kDualPipeV: its "cut-in-half" V form (dualpipe/dualpipev.py; PyTorch's
+// ScheduleDualPipeV, torch/distributed/pipelining/schedules.py, which torchtitan's
+// pipeline_parallel_schedule names): 2 pp stages on pp ranks, rank i holding stages i and 2 pp - 1
+// - i; bubble (pp - 1)(F&B + B - 3W) in stages of half the size, activations 2 pp + 1 of them.
+enum class PipelineSchedule { k1F1B, kDualPipe, kDualPipeV };
 // Whose conventions (gradient dtype, buffers, allocator reserve) apply; see memory.cc. kDdp is
 // PyTorch DistributedDataParallel (torch.nn.parallel.DistributedDataParallel, plain data parallel
 // with torch.amp; the HF Trainer under torchrun is DDP too and is estimated alike).
@@ -149,7 +161,8 @@ struct Training {
   int64_t tp = 1;
   int64_t pp = 1;
   int64_t vpp = 1;  // virtual pipeline stages per rank (interleaved 1F1B); 1 = not interleaved
-  int64_t cp = 1;   // context parallel: each rank holds seq_len / cp tokens of every sequence
+  PipelineSchedule pipeline_schedule = PipelineSchedule::k1F1B;
+  int64_t cp = 1;  // context parallel: each rank holds seq_len / cp tokens of every sequence
   int64_t dp = 1;
   // Expert parallel (MoE): the routed experts are split over ep ranks carved out of dp, as in
   // Megatron-Core (ep divides dp; experts are replicated over dp * cp / ep ranks).
@@ -216,6 +229,15 @@ struct Training {
   // step); 0 = Megatron's default, pp. It sets the warm-up forwards, hence the activations in
   // flight (estimate/memory.h StageActivationBytes). Only with vpp > 1.
   int64_t microbatch_group_size = 0;
+  // Megatron-Core's expert-parallel all-to-all overlap (Megatron-LM
+  // --overlap-moe-expert-parallel-comm; Megatron-Bridge
+  // comm_overlap.overlap_moe_expert_parallel_comm, the performance recipes' moe_a2a_overlap): the
+  // schedule pairs one micro-batch's forward with another's backward, layer by layer, so that each
+  // one's dispatch and combine run under the other's attention and MLP ("EP A2A in forward step is
+  // hidden by the attention/mlp computation in the backward step, and vice versa":
+  // Megatron-LM@d98e8a64dd megatron/core/pipeline_parallel/combined_1f1b.py). pp 1 or an
+  // interleaved pipeline.
+  bool moe_a2a_overlap = false;
 };
 // The interleaved schedule's micro-batch group size: microbatch_group_size, or pp when 0.
 inline int64_t MicrobatchGroupSize(const Training& t) {
@@ -314,6 +336,15 @@ double LoraAdapterCountPerLayer(const Model& m, const Training& t);
 std::string_view PrecisionName(Precision p);
 // Weights, gradients and activations in fp32 (kFp32 and kTf32).
 inline bool IsFp32Storage(Precision p) { return p == Precision::kFp32 || p == Precision::kTf32; }
+// Whether Megatron-Core runs its expert-parallel all-to-all overlap (Training::moe_a2a_overlap) on
+// this layout: Megatron-Core's model code, ep > 1, pp 1 or interleaved, no full recompute and no
+// moe module recompute, a 16-bit model (validated with its reasons in Validate).
+inline bool MoeA2aOverlapRuns(const Training& t) {
+  return (t.framework == Framework::kMegatron || t.framework == Framework::kMegatronFsdp) &&
+         t.ep > 1 && (t.pp == 1 || t.vpp > 1) && t.recompute != Recompute::kFull &&
+         !RecomputesModule(t, kRecomputeMoe) && !IsFp32Storage(t.precision);
+}
+
 std::string_view OptimizerName(Optimizer o);
 std::string_view MethodName(Method m);
 std::string_view RecomputeName(Recompute r);
@@ -350,5 +381,8 @@ std::string_view OptimizerKernelsName(OptimizerKernels k);
 // framework|fused, as --cross-entropy takes them.
 Result<CrossEntropy> ParseCrossEntropy(std::string_view text);
 std::string_view CrossEntropyName(CrossEntropy c);
+// 1f1b|dualpipe|dualpipev, as --pipeline-schedule takes them.
+Result<PipelineSchedule> ParsePipelineSchedule(std::string_view text);
+std::string_view PipelineScheduleName(PipelineSchedule s);
 
 }  // namespace fulcrum::workload
