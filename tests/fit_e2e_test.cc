@@ -44,6 +44,48 @@ TEST(FitE2eTest, DoesNotFitGivesCheckedWaysOut) {
   EXPECT_TRUE(saw_gpu);
 }
 
+// The setup a MoE run states (the all-to-all overlap, whole experts, a DualPipe schedule) comes
+// back in `fit --json` and `estimate --json` within their contracts (docs/schemas/fit.json,
+// estimate.json: one setup for both).
+TEST(FitE2eTest, MoeSettingsKeepTheContract) {
+  for (const char* command : {"fit", "estimate"}) {
+    RunOutput r = RunFulcrum({command,
+                              "--json",
+                              "--model",
+                              "qwen3-30b-a3b",
+                              "--gpu",
+                              "H100-SXM",
+                              "--gpus",
+                              "32",
+                              "--pp",
+                              "2",
+                              "--ep",
+                              "16",
+                              "--framework",
+                              "megatron",
+                              "--zero",
+                              "1",
+                              "--expert-tp",
+                              "1",
+                              "--global-batch",
+                              "64",
+                              "--pipeline-schedule",
+                              "dualpipev"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    nlohmann::json doc = nlohmann::json::parse(r.out);
+    if (doc.contains("fit")) doc = doc["fit"];
+    EXPECT_EQ(doc["setup"]["pipeline_schedule"], "dualpipev") << command;
+    EXPECT_EQ(doc["parallel"]["expert_tp"], 1) << command;
+    RunOutput overlap = RunFulcrum({command, "--json", "--model", "qwen3-30b-a3b", "--gpu",
+                                    "H100-SXM", "--gpus", "16", "--ep", "16", "--framework",
+                                    "megatron", "--zero", "1", "--moe-a2a-overlap"});
+    ASSERT_EQ(overlap.exit_code, 0) << overlap.err;
+    doc = nlohmann::json::parse(overlap.out);
+    if (doc.contains("fit")) doc = doc["fit"];
+    EXPECT_TRUE(doc["setup"]["moe_a2a_overlap"].get<bool>()) << command;
+  }
+}
+
 TEST(FitE2eTest, SmallModelFitsWithoutWaysOut) {
   RunOutput r = RunFulcrum({"fit", "--model", "gpt2", "--gpu", "A100-80GB"});
   ASSERT_EQ(r.exit_code, 0) << r.err;

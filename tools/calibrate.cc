@@ -663,6 +663,7 @@ int Run(int argc, char** argv) {
   }
   report.bands = ComputeBands(rows, report.fitted, report.left_out, report.left_out_architecture);
   report.bands.production_step = ProductionBand(*published, report.fitted);
+  report.bands.moe_step = MoeBand(*published, report.fitted);
   std::vector<std::pair<std::string, std::string>> outputs = {
       {root + "/src/estimate/time_calibration_fitted.cc", FittedSource(report.fitted)},
       {root + "/src/estimate/uncertainty_fitted.cc", UncertaintySource(report.bands)},

@@ -184,6 +184,10 @@ std::string UncertaintySource(const GeneratedBands& bands) {
          "      // production runs (published_runs.csv), step time\n"
          "      "
       << BandSource(bands.production_step)
+      << ",\n"
+         "      // mixture-of-experts runs (published_runs.csv), step time\n"
+         "      "
+      << BandSource(bands.moe_step)
       << "};\n"
          "  // clang-format on\n"
          "  return kTable;\n"
@@ -239,6 +243,16 @@ std::string UncertaintyMarkdown(const GeneratedBands& bands) {
       << Format("%.2f", p.p10) << ", P90 " << Format("%.2f", p.p90)
       << ". `estimate --realism tuned_benchmark` reports the family's band alone. That table "
          "scores each production run with the production band of the other runs (left out).\n";
+  const RatioBand& moe = bands.moe_step;
+  out << "\n**Mixture of experts.** Every calibration row behind the family bands is a dense "
+         "model, so what a MoE layer adds (routing, permutation, the experts' grouped GEMMs and "
+         "their FP8 casts, the all-to-all at scale) is checked only by the "
+      << moe.rows
+      << " published runs of MoE models in the table below. For a MoE model `estimate` and "
+         "`plan` quote, under either realism, the union of the band above with theirs: P10 "
+      << Format("%.2f", moe.p10) << ", P90 " << Format("%.2f", moe.p90)
+      << " (measured / predicted step time under the fitted constants). The table scores each "
+         "MoE run with the band of the other MoE runs (left out).\n";
   return out.str();
 }
 

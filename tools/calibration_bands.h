@@ -31,6 +31,8 @@ struct GeneratedBands {
   std::vector<estimate::CalibrationPoint> points;
   // The published production runs' step-time ratios (tools/published_runs.h ProductionBand).
   estimate::RatioBand production_step;
+  // The published mixture-of-experts runs' step-time ratios (tools/published_runs.h MoeBand).
+  estimate::RatioBand moe_step;
 };
 
 // Nearest-rank P10 and P90 of `ratios` (rows = their count; 1, 1 when empty).

@@ -91,6 +91,21 @@ std::vector<std::optional<double>> ProductionStepRatios(const std::vector<Publis
   return ratios;
 }
 
+// Measured / predicted step time of each published run of a mixture-of-experts model, either kind
+// (nullopt elsewhere).
+std::vector<std::optional<double>> MoeStepRatios(const std::vector<PublishedRun>& runs,
+                                                 const estimate::TimeCalibration& fitted) {
+  std::vector<std::optional<double>> ratios(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const PublishedRun& run = runs[i];
+    if (!run.input || run.published <= 0 || !workload::IsMoe(run.input->model)) continue;
+    if (const std::optional<double> predicted = Predict(run, fitted)) {
+      ratios[i] = *predicted / run.published;
+    }
+  }
+  return ratios;
+}
+
 // The band of `ratios` without the one at `except` (ratios.size(): of them all).
 estimate::RatioBand BandWithout(const std::vector<std::optional<double>>& ratios, size_t except) {
   std::vector<double> kept;
@@ -351,6 +366,7 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
                               const GeneratedBands& bands) {
   estimate::UncertaintyTable table = TableOf(bands);
   const std::vector<std::optional<double>> ratios = ProductionStepRatios(runs, fitted);
+  const std::vector<std::optional<double>> moe_ratios = MoeStepRatios(runs, fitted);
   std::ostringstream rows;
   std::map<std::string, std::vector<double>> errors, left_out_errors;
   double fp8_low = 1e9, fp8_high = 0;  // the FP8 efficiencies that reproduce the FP8 runs
@@ -358,6 +374,7 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
   for (size_t i = 0; i < runs.size(); ++i) {
     const PublishedRun& run = runs[i];
     table.production_step = BandWithout(ratios, i);
+    table.moe_step = BandWithout(moe_ratios, i);
     rows << "| " << run.id << " | " << run.kind << " | " << run.model << " | " << run.gpu << " | "
          << run.layout << " | " << run.batch << " | " << run.precision << " | "
          << Metric(run, run.published) << " | ";
@@ -392,7 +409,8 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
          "under the fitted constants and its P10-P90 band (the band of the calibration family the "
          "run resembles most, as `estimate` reports it; for a production run the union with the "
          "production band of the other production runs, as `estimate --realism production` "
-         "reports it, so that no run widens its own band). Only the BLOOM row is in the fit; the "
+         "reports it, and for a mixture-of-experts model with the band of the other MoE runs, so "
+         "that no run widens its own band). Only the BLOOM row is in the fit; the "
          "others are out of sample. `tuned_benchmark`: a vendor's benchmark table; "
          "`production_run`: a run that trained a released model. Goal (issue 31): at least 80 % "
          "inside the band, median error at most 15 %. **Left out**: predicted with the constants "
@@ -438,6 +456,12 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
 estimate::RatioBand ProductionBand(const std::vector<PublishedRun>& runs,
                                    const estimate::TimeCalibration& fitted) {
   const std::vector<std::optional<double>> ratios = ProductionStepRatios(runs, fitted);
+  return BandWithout(ratios, ratios.size());
+}
+
+estimate::RatioBand MoeBand(const std::vector<PublishedRun>& runs,
+                            const estimate::TimeCalibration& fitted) {
+  const std::vector<std::optional<double>> ratios = MoeStepRatios(runs, fitted);
   return BandWithout(ratios, ratios.size());
 }
 

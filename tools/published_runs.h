@@ -20,6 +20,10 @@ namespace fulcrum::calibrate {
 // `runs` (data/calibration/published_runs.csv, LoadPublishedRuns).
 estimate::RatioBand ProductionBand(const std::vector<PublishedRun>& runs,
                                    const estimate::TimeCalibration& fitted);
+// The published mixture-of-experts runs' band (either kind): measured / predicted step time under
+// `fitted` (UncertaintyTable::moe_step).
+estimate::RatioBand MoeBand(const std::vector<PublishedRun>& runs,
+                            const estimate::TimeCalibration& fitted);
 
 // Appends the section, for `runs`, to the docs/ACCURACY.md entry of `outputs`.
 // `left_out`: the constants fitted without each calibration family (family -> fit).

@@ -34,11 +34,12 @@ JSON: {"model": {"name", "parameters", ...}, "memory": {"weights_bytes", "gradie
 "tokens_per_second_per_gpu", "mfu", "hfu", "breakdown": {"compute_seconds",
 "communication_seconds", "bubble_seconds", "exposed_seconds"}, "step_seconds_p10",
 "step_seconds_p90"}, "uncertainty": {"family", "architecture_calibrated", "realism",
-"production_widened"}}; memory also has "peak_bytes_per_gpu_p90". The P10/P90 come from the
-leave-one-family-out error of the calibration family the setup resembles most (wider where the
-GPU's architecture has no calibration row; for a transformer under --realism production, the
-default, also covering how far published production runs fell from the estimate;
-docs/ACCURACY.md, "Uncertainty bands"). Bytes are per GPU. peak = what nvidia-smi
+"production_widened", "moe_widened"}}; memory also has "peak_bytes_per_gpu_p90". The P10/P90 come
+from the leave-one-family-out error of the calibration family the setup resembles most (wider
+where the GPU's architecture has no calibration row; for a transformer under --realism
+production, the default, also covering how far published production runs fell from the
+estimate; for a mixture-of-experts model, how far published MoE runs did; docs/ACCURACY.md,
+"Uncertainty bands"). Bytes are per GPU. peak = what nvidia-smi
 would show (allocated tensors + allocator reserve + CUDA context); "allocated_bytes" and
 "reserved_bytes" match torch.cuda.max_memory_allocated / max_memory_reserved.
 peak_at_resume_bytes_per_gpu = the peak of the run resumed from its checkpoint (--checkpoint-format;
@@ -68,7 +69,8 @@ void AppendTimeJson(const std::optional<estimate::StepTime>& st, const estimate:
   doc["uncertainty"] = {{"family", std::string(band.family)},
                         {"architecture_calibrated", band.architecture_calibrated},
                         {"realism", std::string(estimate::RealismName(band.realism))},
-                        {"production_widened", band.production_widened}};
+                        {"production_widened", band.production_widened},
+                        {"moe_widened", band.moe_widened}};
   if (!st) {
     doc["time"] = nullptr;
     return;
@@ -107,7 +109,8 @@ std::string RenderTimeTable(const std::optional<estimate::StepTime>& st,
            (band.architecture_calibrated ? ""
                                          : ", widened: no calibration row of this GPU's "
                                            "architecture") +
-           (band.production_widened ? ", and of published production runs" : "") + ")\n";
+           (band.production_widened ? ", and of published production runs" : "") +
+           (band.moe_widened ? ", and of published mixture-of-experts runs" : "") + ")\n";
   }
   return out;
 }

@@ -174,6 +174,13 @@ void AddWorkloadOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
                   "Expert-parallel degree for mixture-of-experts models, carved out of dp (divides "
                   "dp; default: 1)")
       ->group(tr);
+  cmd->add_option("--expert-tp", r.expert_tp,
+                  "1 or --tp: the routed experts' tensor parallelism (Megatron-Core "
+                  "--expert-tensor-parallel-size). 1: whole experts, --ep then divides tp x cp x "
+                  "dp (megatron or megatron-fsdp, with --sequence-parallel when --tp > 1; "
+                  "Megatron-Bridge's MoE recipes set 1) (default: --tp, experts split like the "
+                  "dense layers)")
+      ->group(tr);
   cmd->add_option("--dp-shard", r.dp_shard,
                   "HSDP / FSDP HYBRID_SHARD: shard model states within groups of N data-parallel "
                   "ranks, replicate across them (e.g. GPUs per node; default: all of dp)")

@@ -151,7 +151,9 @@ MlpForward DenseMlp(double tokens, double h, double ffn, bool gated, double t,
 // A MoE MLP: the router, the shared experts on every token, and this rank's experts / ep routed
 // experts, each receiving tokens x k x ep / experts tokens when the router balances the load
 // (what Megatron-Core's grouped GEMM runs; experts split over tp as its default
-// expert_tensor_parallel_size = tensor_model_parallel_size).
+// expert_tensor_parallel_size = tensor_model_parallel_size). With whole experts (expert_tp 1) the
+// ep ranks span the tp ranks, each routing its tokens / tp (sequence parallel): an expert then
+// receives tokens x k x ep / (experts x tp) and runs them unsplit, the same FLOPs per GPU.
 MlpForward MoeMlp(const Model& m, const Training& tr, double tokens, double t,
                   const GemmRate& peak) {
   const double h = static_cast<double>(m.hidden);
@@ -170,7 +172,8 @@ MlpForward MoeMlp(const Model& m, const Training& tr, double tokens, double t,
     out.flops += shared.flops;
   }
   const double local_experts = experts / ep;
-  const MlpForward one = DenseMlp(tokens * k * ep / experts, h, fe, gated, t, peak);
+  const double etp = static_cast<double>(workload::ExpertTp(tr));
+  const MlpForward one = DenseMlp(tokens * k * ep / (experts * t / etp), h, fe, gated, etp, peak);
   out.seconds += local_experts * one.seconds;
   out.flops += local_experts * one.flops;
   out.width = (k + static_cast<double>(m.shared_experts)) * fe;
@@ -839,12 +842,19 @@ LayerComm TensorParallelComm(const Model& model, const LayerForward& fwd, const 
   const int tp_ranks = static_cast<int>(tr.tp);
   const double tp_all_reduce = AllReduceSeconds(tp_activation_bytes, tp_ranks, tp_link);
   const double tp_all_gather = AllGatherSeconds(tp_activation_bytes, tp_ranks, tp_link);
-  const double tp_regather = tr.sequence_parallel ? 2 * tp_all_gather : 0;
+  // The share of the layers whose MLP block is tensor parallel: all, except the MoE layers with
+  // whole experts (expert_tp 1) and no shared expert, whose tokens stay on their rank (Megatron-
+  // Core's dispatcher gathers them over the experts' tp group only, here of one rank).
+  const double mlp_tp = workload::ExpertTp(tr) == 1 && tr.tp > 1 && model.shared_experts == 0
+                            ? 1 - static_cast<double>(workload::MoeLayerCount(model)) /
+                                      static_cast<double>(model.layers)
+                            : 1;
+  const double tp_regather = tr.sequence_parallel ? (1 + mlp_tp) * tp_all_gather : 0;
   // Megatron's mlp / moe recompute re-runs the MLP block's forward collective (an all-reduce, or
   // with SP its all-gather and reduce-scatter, the same traffic) in the layers it covers.
   const double mlp_reruns = RecomputedMlpShare(model, tr);
   const double tp_layer_seconds =
-      (2 * mb.forward_passes + mlp_reruns) * tp_all_reduce + tp_regather;
+      ((1 + mlp_tp) * mb.forward_passes + mlp_reruns) * tp_all_reduce + tp_regather;
   double tp_hidden = 0;
   if (workload::UsesMegatronModel(tr.framework) && tr.tp > 1) {
     const double overlappable =
@@ -878,7 +888,9 @@ LayerComm ContextParallelComm(const Model& model, const Training& tr, const Hard
 double ExpertParallelSeconds(const Model& model, const Training& tr, const Hardware& hw,
                              const TimeCalibration& c, const MicroBatchShape& mb) {
   const double t = static_cast<double>(tr.tp);
-  const Link ep_link = GroupLink(tr.ep, tr.tp * tr.cp, hw, c);
+  // Megatron-Core's expert grid orders etp, ep, expert dp, pp: the ep ranks are etp apart
+  // (Megatron-LM@d98e8a64dd megatron/core/parallel_state.py, expert_decoder_rank_generator).
+  const Link ep_link = GroupLink(tr.ep, workload::ExpertTp(tr), hw, c);
   const double routed_bytes = mb.tokens * static_cast<double>(model.experts_per_token) * mb.hidden *
                               mb.bytes / (tr.sequence_parallel ? t : 1);
   const double moe_share =
@@ -1027,8 +1039,9 @@ DataParallelTime DataParallelStep(const ParameterShares& shares, const Training&
                           (shares.trainable - shares.routed) / (t * p) * bytes, shares.shards,
                           shares.replicas, tr, hw, c, micro_batches, compute_mb, tail);
   if (shares.routed > 0) {
-    const int64_t expert_shards = std::max<int64_t>(1, shares.shards / tr.ep);
-    const double expert_bytes = shares.routed / (t * p * ep) * bytes;
+    const int64_t expert_shards = workload::ExpertStateShards(tr);
+    const double etp = static_cast<double>(workload::ExpertTp(tr));
+    const double expert_bytes = shares.routed / (etp * p * ep) * bytes;
     const DataParallelTime experts =
         DataParallelSeconds(expert_bytes, expert_bytes, expert_shards, shares.replicas, tr, hw, c,
                             micro_batches, compute_mb, tail);
@@ -1042,7 +1055,8 @@ DataParallelTime DataParallelStep(const ParameterShares& shares, const Training&
 double LocalTrainable(const ParameterShares& shares, const Training& tr) {
   const double t = static_cast<double>(tr.tp), p = static_cast<double>(tr.pp);
   const double ep = static_cast<double>(tr.ep);
-  return ((shares.trainable - shares.routed) / (t * p) + shares.routed / (t * p * ep)) /
+  const double etp = static_cast<double>(workload::ExpertTp(tr));
+  return ((shares.trainable - shares.routed) / (t * p) + shares.routed / (etp * p * ep)) /
          (tr.zero_stage >= 1 ? static_cast<double>(shares.shards) : 1.0);
 }
 

@@ -138,6 +138,7 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   t.vpp = r.vpp;
   t.cp = r.cp;
   t.ep = r.ep;
+  t.expert_tp = r.expert_tp;
   t.dp_shard = r.dp_shard;
   t.first_stage_layers = r.first_stage_layers;
   t.last_stage_layers = r.last_stage_layers;
@@ -382,6 +383,7 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
                      {"cp", t.cp},
                      {"dp", t.dp},
                      {"ep", t.ep},
+                     {"expert_tp", workload::ExpertTp(t)},
                      {"dp_shard", shard},
                      {"dp_replicate", t.dp / shard},
                      {"stage_layers",
@@ -440,6 +442,7 @@ std::string DescribeSetup(const EstimateInput& in) {
   if (t.cp > 1) s << " --cp " << t.cp;
   s << " --dp " << t.dp;
   if (t.ep > 1) s << " --ep " << t.ep;
+  if (workload::ExpertTp(t) != t.tp) s << " --expert-tp " << workload::ExpertTp(t);
   if (t.dp_shard > 0) s << " --dp-shard " << t.dp_shard;
   s << " --zero " << t.zero_stage;
   if (t.sequence_parallel) s << " --sequence-parallel";

@@ -54,7 +54,8 @@ struct EstimateRequest {
   int64_t lora_rank = 16;
   int64_t tp = 1, pp = 1, vpp = 1, dp = 0;  // dp 0 = gpus / (tp * pp * cp)
   int64_t cp = 1, ep = 1;
-  int64_t dp_shard = 0;                                   // HSDP shard group (0 = all of dp)
+  int64_t expert_tp = 0;  // the routed experts' tensor parallelism (0 = tp)
+  int64_t dp_shard = 0;   // HSDP shard group (0 = all of dp)
   int64_t first_stage_layers = 0, last_stage_layers = 0;  // 0 = automatic split
   int64_t zero = 0;
   bool sequence_parallel = false;

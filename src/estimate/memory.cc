@@ -849,12 +849,13 @@ MemoryBreakdown Assemble(const ModelStateBytes& states, const StageContents& c, 
 }
 
 // Model states of the routed experts: Megatron-Core shards them over the expert-data-parallel
-// group (dp x cp / ep ranks; ModelParallelConfig, expert_data_parallel), torchtitan alike.
+// group (tp x cp x dp / (etp x ep) ranks: dp x cp / ep with etp = tp; Megatron-LM@d98e8a64dd
+// megatron/core/parallel_state.py, expert_data_parallel_size), torchtitan alike.
 ModelStateBytes WithExpertStates(ModelStateBytes s, double expert_params, double largest,
                                  const Training& t) {
   if (expert_params <= 0) return s;
   Training expert = t;
-  expert.dp = std::max<int64_t>(1, workload::StateShards(t) / t.ep);
+  expert.dp = workload::ExpertStateShards(t);
   expert.cp = 1;
   expert.dp_shard = 0;
   const ModelStateBytes e = FullModelStates(expert_params, largest, expert);
@@ -894,8 +895,10 @@ MemoryBreakdown EstimateStage(const Model& m, const ModelCounts& counts, const T
     // FSDP (and Megatron-FSDP, whose units are the transformer layers) wraps each transformer layer
     // as a unit (and the embedding / output layers); a MoE layer's unit holds this rank's experts.
     const double routed = counts.routed_expert_parameters / static_cast<double>(m.layers);
-    const double unit = counts.layer_parameters - routed + routed / static_cast<double>(t.ep);
-    largest = std::max(largest, unit / tp);
+    const double etp = static_cast<double>(workload::ExpertTp(t));
+    const double unit =
+        (counts.layer_parameters - routed) / tp + routed / (static_cast<double>(t.ep) * etp);
+    largest = std::max(largest, unit);
   }
   if (t.method == Method::kFull) {
     ModelStateBytes states =
@@ -943,10 +946,11 @@ PipelineStages EstimateStages(const Model& m, const ModelCounts& counts, const T
   PipelineStages out;
   const double tp = static_cast<double>(t.tp);
   const double layers = static_cast<double>(m.layers);
-  // Per layer on this GPU: the routed experts split over tp x ep, everything else over tp.
+  // Per layer on this GPU: the routed experts split over etp x ep, everything else over tp.
   const double routed = counts.routed_expert_parameters / layers;
   const double dense_per_layer = (counts.layer_parameters - routed) / tp;
-  const double expert_per_layer = routed / (tp * static_cast<double>(t.ep));
+  const double expert_per_layer =
+      routed / (static_cast<double>(workload::ExpertTp(t)) * static_cast<double>(t.ep));
   const double embedding = counts.embedding_parameters / tp;
   const double head = counts.head_parameters / tp;
   const double logits = LogitsBytes(m, t);

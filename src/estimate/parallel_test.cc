@@ -442,6 +442,58 @@ TEST(MixtureOfExpertsTest, AllToAllOverlapNeedsWhatMegatronNeeds) {
   EXPECT_NE(workload::Validate(m, fp32, 8).message().find("bf16 or fp16"), std::string::npos);
 }
 
+// Whole experts (--expert-tp 1, Megatron-Core --expert-tensor-parallel-size 1, as Megatron-Bridge's
+// MoE recipes run): each GPU holds experts / ep whole experts, not split over tp, so ep can span
+// the tp ranks (ep x etp divides tp x cp x dp); the expert FLOPs per GPU are the same, the MoE
+// layers' MLP runs no tensor-parallel collective, and the expert states are replicated over tp x cp
+// x dp / ep ranks.
+TEST(MixtureOfExpertsTest, WholeExpertsSpanTheTensorParallelRanks) {
+  const Model m = Mixtral();
+  Training t;
+  t.framework = Framework::kMegatron;
+  t.tp = 2;
+  t.dp = 4;
+  t.ep = 4;
+  t.sequence_parallel = true;
+  t.zero_stage = 1;
+  t.global_batch = 32;
+  t.seq_len = 4096;
+  Training whole = t;
+  whole.expert_tp = 1;
+  ASSERT_TRUE(workload::Validate(m, whole, 8).ok()) << workload::Validate(m, whole, 8).message();
+  const double routed = workload::RoutedExpertParameterCount(m);
+  // Megatron bf16 weights: the experts / ep on a GPU whole (not / tp), the rest over tp.
+  EXPECT_NEAR(EstimateMemory(m, whole).weights_bytes - EstimateMemory(m, t).weights_bytes,
+              2 * (routed / 4 - routed / 8), 1e-3 * routed);
+  const Hardware node = Node(true, false, 3200);
+  const StepTime split = EstimateStepTime(m, t, node), unsplit = EstimateStepTime(m, whole, node);
+  EXPECT_LT(unsplit.communication_seconds, split.communication_seconds);
+  EXPECT_NEAR(unsplit.compute_seconds, split.compute_seconds, 0.05 * split.compute_seconds);
+  // ep 8 over tp 2 x dp 4: only with whole experts.
+  Training wide = whole;
+  wide.ep = 8;
+  EXPECT_TRUE(workload::Validate(m, wide, 8).ok()) << workload::Validate(m, wide, 8).message();
+  Training split_wide = t;
+  split_wide.ep = 8;
+  EXPECT_NE(workload::Validate(m, split_wide, 8).message().find("must divide the data-parallel"),
+            std::string::npos);
+  Training no_sp = whole;
+  no_sp.sequence_parallel = false;
+  EXPECT_NE(workload::Validate(m, no_sp, 8).message().find("--sequence-parallel"),
+            std::string::npos);
+  Training two = whole;
+  two.tp = 4;
+  two.dp = 2;
+  two.ep = 2;
+  two.expert_tp = 2;
+  EXPECT_NE(workload::Validate(m, two, 8).message().find("whole experts (1)"), std::string::npos);
+  Training fsdp = whole;
+  fsdp.framework = Framework::kFsdp;
+  fsdp.zero_stage = 3;
+  EXPECT_NE(workload::Validate(m, fsdp, 8).message().find("megatron or megatron-fsdp"),
+            std::string::npos);
+}
+
 // DualPipe and DualPipeV (deepseek-ai/DualPipe@3da1bbe README's table): the same compute and
 // traffic as 1F1B on the same pp ranks, a bubble of (PP/2 - 1)(F&B + B - 3W) for DualPipe's pp
 // stages and (pp - 1)(F&B + B - 3W) for DualPipeV's 2 pp stages of half the size -- so DualPipe's

@@ -48,8 +48,10 @@ double LargestUnitParams(const workload::Model& m, const workload::ModelCounts& 
   const double tp = static_cast<double>(t.tp);
   if (m.kind == workload::ModelKind::kGeneric) return m.generic_parameters;
   const double routed = n.routed_expert_parameters / static_cast<double>(m.layers);
-  const double unit = n.layer_parameters - routed + routed / static_cast<double>(t.ep);
-  return std::max(unit, n.largest_tensor_parameters) / tp;
+  const double unit =
+      (n.layer_parameters - routed) / tp +
+      routed / (static_cast<double>(t.ep) * static_cast<double>(workload::ExpertTp(t)));
+  return std::max(unit, n.largest_tensor_parameters / tp);
 }
 
 }  // namespace

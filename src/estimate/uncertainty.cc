@@ -63,6 +63,14 @@ StepBand BandFor(const UncertaintyTable& table, const workload::Model& model, in
     out.step_p10_ratio = std::min(out.step_p10_ratio, production.p10);
     out.step_p90_ratio = std::max(out.step_p90_ratio, production.p90);
   }
+  // A mixture-of-experts model, under either realism: the union with the published MoE runs' band
+  // (UncertaintyTable::moe_step), as the calibration rows behind the family bands are all dense.
+  const RatioBand& moe = table.moe_step;
+  if (workload::IsMoe(model) && moe.rows > 0) {
+    out.moe_widened = moe.p10 < out.step_p10_ratio || moe.p90 > out.step_p90_ratio;
+    out.step_p10_ratio = std::min(out.step_p10_ratio, moe.p10);
+    out.step_p90_ratio = std::max(out.step_p90_ratio, moe.p90);
+  }
   out.memory_p90_ratio = f.memory.p90;
   return out;
 }

@@ -50,6 +50,10 @@ struct UncertaintyTable {
   // Step time of the published production runs (transformers), measured / predicted under the
   // fitted constants; rows 0 = none.
   RatioBand production_step;
+  // Step time of the published runs of mixture-of-experts models (both kinds), measured /
+  // predicted under the fitted constants: the calibration rows are all dense, so a MoE model's
+  // routing, permutation and expert kernels are covered only by these runs; rows 0 = none.
+  RatioBand moe_step;
 };
 
 // What is known about the run the estimate quotes: a tuned benchmark configuration (the
@@ -72,6 +76,7 @@ struct StepBand {
   double memory_p90_ratio = 1;                 // peak_bytes_per_gpu_p90 = peak_bytes_per_gpu x this
   Realism realism = Realism::kTunedBenchmark;  // the band asked for
   bool production_widened = false;             // the production band moved an end of the step band
+  bool moe_widened = false;  // the mixture-of-experts band moved an end of the step band
 };
 
 // The band of the family whose row resembles (model, training, gpus) most: same model kind

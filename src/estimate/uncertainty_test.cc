@@ -104,6 +104,28 @@ TEST(UncertaintyTest, AProductionRunWidensATransformersBandOnly) {
   EXPECT_FALSE(c.production_widened);
 }
 
+// A mixture-of-experts model takes the union with the published MoE runs' band under either
+// realism (the calibration rows are dense); a dense model of the same size does not.
+TEST(UncertaintyTest, AMixtureOfExpertsModelWidensWithTheMoeRuns) {
+  UncertaintyTable t = Table();
+  t.moe_step = {1.05, 1.6, 3};
+  workload::Model moe = Transformer(7);
+  moe.experts = 8;
+  moe.experts_per_token = 2;
+  moe.expert_ffn_hidden = moe.ffn_hidden;
+  for (Realism r : {Realism::kTunedBenchmark, Realism::kProduction}) {
+    const StepBand b = BandFor(t, moe, 8, true, r);
+    EXPECT_TRUE(b.moe_widened);
+    EXPECT_LE(b.step_p10_ratio, 0.9);  // the family's fast end stays
+    EXPECT_DOUBLE_EQ(b.step_p90_ratio, 1.6);
+  }
+  const StepBand dense = BandFor(t, Transformer(7), 8, true, Realism::kTunedBenchmark);
+  EXPECT_FALSE(dense.moe_widened);
+  EXPECT_DOUBLE_EQ(dense.step_p90_ratio, 1.1);
+  // The generated table holds the published MoE runs (DeepSeek-V3, Qwen3-MoE).
+  EXPECT_GE(DefaultUncertaintyTable().moe_step.rows, 3);
+}
+
 TEST(UncertaintyTest, RealismNamesRoundTrip) {
   for (Realism r : {Realism::kProduction, Realism::kTunedBenchmark}) {
     EXPECT_EQ(ParseRealism(RealismName(r)).value(), r);

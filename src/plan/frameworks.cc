@@ -416,6 +416,9 @@ void MegatronCommandChoices(const Launch& l, JobFrameworks& jf) {
     if (modules.ok()) jf.recompute_modules = *modules;
   }
   jf.moe_a2a_overlap = HasOption(l.args, "--overlap-moe-expert-parallel-comm");
+  if (const std::optional<std::string> etp = OptionValue(l.args, "--expert-tensor-parallel-size")) {
+    if (*etp == "1") jf.expert_tp = 1;
+  }
   if (!HasOption(l.args, "--use-precision-aware-optimizer")) return;
   const auto moment = [&l](const char* option, workload::MomentDtype& out) {
     if (const std::optional<std::string> v = OptionValue(l.args, option)) {
@@ -453,6 +456,9 @@ void CommandFixes(const Launch& l, const std::string& base_dir,
     const std::optional<std::string> a2a =
         HydraOverride(l.args, "comm_overlap.overlap_moe_expert_parallel_comm");
     jf.moe_a2a_overlap = a2a && ToLower(*a2a) == "true";
+    const std::optional<std::string> etp =
+        HydraOverride(l.args, "model.expert_tensor_parallel_size");
+    if (etp && *etp == "1") jf.expert_tp = 1;
   }
   // HF TrainingArguments' own name (transformers training_args.py); a script's own
   // --gradient_accumulation_steps alone says nothing of its parser (DeepSpeed's examples have it).

@@ -70,6 +70,10 @@ struct JobFrameworks {
   // comm_overlap.overlap_moe_expert_parallel_comm=true (Training::moe_a2a_overlap); the plan then
   // searches only the layouts Megatron runs it on (workload::MoeA2aOverlapRuns).
   bool moe_a2a_overlap = false;
+  // The routed experts' tensor parallelism the command sets: Megatron-LM
+  // --expert-tensor-parallel-size, Megatron-Bridge/NeMo model.expert_tensor_parallel_size (0 = not
+  // set: tp; Training::expert_tp).
+  int64_t expert_tp = 0;
   std::string fixed_by = {};  // where they were read, for the plan's notes ("" = none)
 };
 

@@ -486,4 +486,19 @@ TEST(FrameworksTest, TheAllToAllOverlapIsReadFromEitherSpelling) {
                    .moe_a2a_overlap);
 }
 
+// Whole experts: Megatron-LM's --expert-tensor-parallel-size 1 or the Megatron-Bridge override.
+TEST(FrameworksTest, WholeExpertsAreReadFromEitherSpelling) {
+  EXPECT_EQ(
+      FrameworksOfCommand("torchrun pretrain_gpt.py --expert-tensor-parallel-size 1", "").expert_tp,
+      1);
+  EXPECT_EQ(
+      FrameworksOfCommand("torchrun pretrain_gpt.py --expert-tensor-parallel-size 2", "").expert_tp,
+      0);
+  EXPECT_EQ(FrameworksOfCommand("torchrun scripts/training/run_recipe.py --recipe x "
+                                "model.expert_tensor_parallel_size=1",
+                                "")
+                .expert_tp,
+            1);
+}
+
 }  // namespace fulcrum::plan

@@ -156,6 +156,11 @@ void ScanFrameworks(const workload::Model& model, const workload::ModelCounts& c
     if (!workload::FrameworkRunsLayout(f, t) || !PeftRunsLayout(t)) continue;
     // A command that asks for Megatron's all-to-all overlap runs only where Megatron allows it.
     if (t.moe_a2a_overlap && !workload::MoeA2aOverlapRuns(t)) continue;
+    // Whole experts over tp ranks are Megatron-Core's (--expert-tensor-parallel-size 1).
+    if (t.expert_tp == 1 && t.tp > 1 && f != workload::Framework::kMegatron &&
+        f != workload::Framework::kMegatronFsdp) {
+      continue;
+    }
     ScanMicroBatches(model, counts, t, hw, usable, capacity, global_batch, tolerance, options,
                      best);
   }
@@ -204,10 +209,15 @@ void ScanLayouts(const workload::Model& model, const workload::ModelCounts& coun
             // planner's rule, not the frameworks' (Megatron lets the expert group span nodes);
             // the search relied on the ranking to keep such rows out of the top (a refit let an
             // inter-node tp2 ep8 row into the Mixtral top 100).
-            for (int ep = 1; ep <= (workload::IsMoe(model) ? std::min(dp, max_model_parallel) : 1);
+            // Whole experts (the job's --expert-tensor-parallel-size 1): ep out of tp x cp x dp,
+            // its ranks adjacent (Megatron-Core's expert grid orders etp, ep, expert dp).
+            const bool whole = base.expert_tp == 1 && tp > 1;
+            const int ep_ranks = whole ? tp * cp * dp : dp;
+            for (int ep = 1;
+                 ep <= (workload::IsMoe(model) ? std::min(ep_ranks, max_model_parallel) : 1);
                  ep *= 2) {
-              if (dp % ep != 0 || (ep > 1 && model.experts % ep != 0)) continue;
-              if (ep > 1 && tp * cp * ep > hw.gpus_per_node) break;
+              if (ep_ranks % ep != 0 || (ep > 1 && model.experts % ep != 0)) continue;
+              if (ep > 1 && (whole ? ep : tp * cp * ep) > hw.gpus_per_node) break;
               for (Recompute rc : kRecomputes) {
                 t.tp = tp;
                 t.pp = pp;

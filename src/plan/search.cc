@@ -82,6 +82,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   }
   in.base.activation_fp8_input_store = job.activation_fp8_input_store;
   in.base.moe_a2a_overlap = job.moe_a2a_overlap;
+  in.base.expert_tp = job.expert_tp;
   in.work_units = WorkUnits(model, spec, &result.units_are_samples);
   in.trained_parameters = estimate::TrainableParameterCount(model, in.base);
 

@@ -209,6 +209,27 @@ TEST(SearchTest, TheCommandsAllToAllOverlapIsSearchedWhereMegatronRunsIt) {
   }
 }
 
+// A Megatron-LM command with whole experts (--expert-tensor-parallel-size 1) is estimated with
+// them: every layout the plan offers holds experts / ep whole experts and is one Megatron-Core
+// accepts.
+TEST(SearchTest, TheCommandsWholeExpertsAreEstimated) {
+  const Fixture& f = Shipped();
+  auto mixtral = workload::LoadModelPreset(kCatalogDir, "mixtral-8x7b");
+  ASSERT_TRUE(mixtral.ok()) << mixtral.status().message();
+  PlanSpec spec = Spec();
+  spec.model_preset = "mixtral-8x7b";
+  spec.command = "torchrun --nproc-per-node 8 pretrain_gpt.py --expert-tensor-parallel-size 1";
+  auto r = RunPlan(f.catalog, *mixtral, spec, f.assumptions, 2);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_FALSE(r->candidates.empty());
+  for (const Candidate& c : r->candidates) {
+    const workload::Training& t = c.layout.training;
+    EXPECT_EQ(workload::ExpertTp(t), 1);
+    EXPECT_TRUE(workload::Validate(*mixtral, t, workload::GpuCount(t)).ok())
+        << workload::Validate(*mixtral, t, workload::GpuCount(t)).message();
+  }
+}
+
 // A Megatron-LM command's precision-aware optimizer (bf16 moments) is what the plan estimates:
 // every layout at ZeRO stage 1 where there is something to shard, with the smaller optimizer
 // states of bf16 moments, so the same layout's peak is lower than with fp32 moments.

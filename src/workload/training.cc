@@ -114,6 +114,39 @@ Status ValidateStages(const Model& m, const Training& t) {
 }
 
 // Context, expert and HSDP groups.
+// --expert-tp: 1 or tp (fulcrum models these two of Megatron-Core's
+// --expert-tensor-parallel-size), for a MoE model under Megatron-Core's model code, and with
+// sequence parallelism where tp > 1 (Megatron-LM@d98e8a64dd megatron/core/model_parallel_config.py:
+// "When using expert parallelism and tensor parallelism for training, sequence parallelism must be
+// used"), so that each tp rank routes its own share of the tokens.
+Status ValidateExpertTp(const Model& m, const Training& t) {
+  if (t.expert_tp == 0 || t.expert_tp == t.tp) return Status::Ok();
+  if (t.expert_tp != 1) {
+    return Refuse("expert_tp", "1 or tp = " + Str(t.tp), Str(t.expert_tp),
+                  "--expert-tp " + Str(t.expert_tp) +
+                      ": fulcrum models whole experts (1) or "
+                      "experts split like the dense layers (tp = " +
+                      Str(t.tp) + ")");
+  }
+  if (!IsMoe(m)) {
+    return Status::InvalidInput("--expert-tp 1 needs a mixture-of-experts model (model '" + m.name +
+                                "' is dense)");
+  }
+  if (t.framework != Framework::kMegatron && t.framework != Framework::kMegatronFsdp) {
+    return Status::InvalidInput(
+        "--expert-tp: Megatron-Core's --expert-tensor-parallel-size, for --framework megatron or "
+        "megatron-fsdp, found --framework " +
+        std::string(FrameworkName(t.framework)));
+  }
+  if (!t.sequence_parallel) {
+    return Status::InvalidInput(
+        "--expert-tp 1 with --tp " + Str(t.tp) +
+        " needs --sequence-parallel (Megatron-LM: \"When using expert parallelism and tensor "
+        "parallelism for training, sequence parallelism must be used\")");
+  }
+  return Status::Ok();
+}
+
 Status ValidateGroups(const Model& m, const Training& t) {
   if (t.cp > 1 && t.seq_len % (2 * t.cp) != 0) {
     // Megatron splits each sequence into 2 x cp chunks for causal load balancing
@@ -129,16 +162,24 @@ Status ValidateGroups(const Model& m, const Training& t) {
                     "--ep " + Str(t.ep) + " needs a mixture-of-experts model (model '" + m.name +
                         "' is dense)");
     }
-    if (t.dp % t.ep != 0) {
+    if (ExpertTp(t) == t.tp && t.dp % t.ep != 0) {
       return Refuse("ep", "a divisor of dp = " + Str(t.dp), Str(t.ep),
                     "--ep " + Str(t.ep) + " must divide the data-parallel degree (" + Str(t.dp) +
-                        "); expert parallelism is carved out of dp");
+                        "); expert parallelism is carved out of dp (with --expert-tp 1 out of "
+                        "tp x cp x dp)");
+    }
+    const int64_t grid = t.tp * t.cp * t.dp;
+    if (ExpertTp(t) == 1 && t.tp > 1 && grid % t.ep != 0) {
+      return Refuse("ep", "a divisor of tp x cp x dp = " + Str(grid), Str(t.ep),
+                    "--ep " + Str(t.ep) + " with --expert-tp 1 must divide tp x cp x dp = " +
+                        Str(grid) + " (Megatron-Core's expert grid)");
     }
     if (m.experts % t.ep != 0) {
       return Refuse("ep", "a divisor of the " + Str(m.experts) + " experts", Str(t.ep),
                     "--ep " + Str(t.ep) + " must divide the " + Str(m.experts) + " routed experts");
     }
   }
+  FULCRUM_RETURN_IF_ERROR(ValidateExpertTp(m, t));
   if (t.dp_shard > 0 && t.dp_shard != t.dp) {
     if (t.dp % t.dp_shard != 0) {
       return Refuse("dp_shard", "a divisor of dp = " + Str(t.dp), Str(t.dp_shard),

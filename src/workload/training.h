@@ -167,6 +167,11 @@ struct Training {
   // Expert parallel (MoE): the routed experts are split over ep ranks carved out of dp, as in
   // Megatron-Core (ep divides dp; experts are replicated over dp * cp / ep ranks).
   int64_t ep = 1;
+  // The routed experts' own tensor parallelism (Megatron-Core --expert-tensor-parallel-size):
+  // 0 = tp (Megatron-Core's default: each expert split over the tp ranks, ep carved out of dp); 1 =
+  // whole experts, the ep ranks then taken from tp x cp x dp (Megatron-Core's expert grid,
+  // etp x ep x expert-dp = tp x cp x dp; Megatron-Bridge's MoE recipes set 1).
+  int64_t expert_tp = 0;
   int64_t zero_stage = 0;  // 0..3 (sharding over dp x cp, or over dp_shard x cp)
   // HSDP (FSDP HYBRID_SHARD; torchtitan data_parallel_shard_degree): model states are sharded
   // within groups of dp_shard data-parallel ranks and replicated across dp / dp_shard groups.
@@ -239,6 +244,15 @@ struct Training {
   // interleaved pipeline.
   bool moe_a2a_overlap = false;
 };
+// The routed experts' tensor-parallel degree: expert_tp, or tp when 0.
+inline int64_t ExpertTp(const Training& t) { return t.expert_tp > 0 ? t.expert_tp : t.tp; }
+// Ranks the routed experts' states are replicated over (expert data parallel): the tp x cp x dp
+// ranks of a stage over etp x ep, sharded as the dense states are (dp_shard under HSDP).
+inline int64_t ExpertStateShards(const Training& t) {
+  const int64_t dense = (t.dp_shard > 0 ? t.dp_shard : t.dp) * t.cp;
+  const int64_t grid = t.tp * dense / (ExpertTp(t) * t.ep);
+  return grid > 0 ? grid : 1;
+}
 // The interleaved schedule's micro-batch group size: microbatch_group_size, or pp when 0.
 inline int64_t MicrobatchGroupSize(const Training& t) {
   return t.microbatch_group_size > 0 ? t.microbatch_group_size : t.pp;
