@@ -245,9 +245,16 @@ std::string UncertaintyMarkdown(const GeneratedBands& bands) {
          "scores each production run with the production band of the other runs (left out).\n";
   const RatioBand& moe = bands.moe_step;
   out << "\n**Mixture of experts.** Every calibration row behind the family bands is a dense "
-         "model, so what a MoE layer adds (routing, permutation, the experts' grouped GEMMs and "
-         "their FP8 casts, the all-to-all at scale) is checked only by the "
-      << moe.rows
+         "model, so what a MoE layer adds is checked only by the published MoE runs. The estimate "
+         "counts the experts' GEMMs at the shapes the router's balanced load gives them, the "
+         "all-to-all at the fitted network efficiency (fitted on all-reduce rows), and the token "
+         "permutation's traffic as Megatron-Core's alltoall dispatcher moves it (7 k h + h "
+         "elements per token per MoE layer each way; estimate/compute.h MoePermutationElements); "
+         "it does not count the FP8 casts of each expert's inputs apart from the GEMM rate fitted "
+         "on dense layers, the launches of per-expert kernels, or how much of the all-to-all "
+         "Megatron's overlap really hides"
+      << (moe.p10 > 1 ? ", and these runs all come out slower than estimated" : "")
+      << ". They are the " << moe.rows
       << " published runs of MoE models in the table below. For a MoE model `estimate` and "
          "`plan` quote, under either realism, the union of the band above with theirs: P10 "
       << Format("%.2f", moe.p10) << ", P90 " << Format("%.2f", moe.p90)

@@ -431,16 +431,19 @@ LayerForward EstimateLayerForward(const Model& model, const ModelCounts& counts,
     attention_backward_seconds = backward_factor * gemms + score_backward * score_seconds;
   }
   const double hidden_share = tr.sequence_parallel ? h / t : h;
+  // The MoE layers' token permutation, on the tokens this rank routes (its share under SP).
+  const double permutation = MoePermutationElements(model, tr) / (tr.sequence_parallel ? t : 1.0);
   const double ffn_in = gated ? 2 * mlp.width : mlp.width;
   const double token_seconds = tokens * bytes / mem_bw;  // per activation element per token
   const double residual_scale = ResidualStreamBytes(tr) / bytes;
   const double elementwise_seconds =
-      megatron ? token_seconds * (MegatronHiddenElements(model, false) * hidden_share +
-                                  (ffn_in + mlp.width) / t)
-               : token_seconds * (c.elementwise_hidden_elements * hidden_share * residual_scale +
-                                  c.elementwise_ffn_elements * ffn_in / t);
+      token_seconds * permutation +
+      (megatron ? token_seconds * (MegatronHiddenElements(model, false) * hidden_share +
+                                   (ffn_in + mlp.width) / t)
+                : token_seconds * (c.elementwise_hidden_elements * hidden_share * residual_scale +
+                                   c.elementwise_ffn_elements * ffn_in / t));
   const double elementwise_backward_seconds =
-      megatron ? token_seconds * (MegatronHiddenElements(model, true) * hidden_share +
+      megatron ? token_seconds * (permutation + MegatronHiddenElements(model, true) * hidden_share +
                                   (2 * ffn_in + mlp.width) / t)
                : backward_factor * elementwise_seconds;
   double dequant_seconds = 0;
@@ -1074,6 +1077,16 @@ bool Estimable(const Model& model, const Training& tr, const Hardware& hw) {
 }
 
 }  // namespace
+
+double MoePermutationElements(const Model& model, const Training& tr) {
+  if (!workload::IsMoe(model) || model.layers <= 0) return 0;
+  const double k = static_cast<double>(model.experts_per_token);
+  const double h = static_cast<double>(model.hidden);
+  const bool sorted = tr.ep > 1 && model.experts / tr.ep > 1;
+  const double per_moe_layer = (sorted ? 7 : 3) * k * h + h;
+  return per_moe_layer * static_cast<double>(workload::MoeLayerCount(model)) /
+         static_cast<double>(model.layers);
+}
 
 StepTime EstimateStepTime(const Model& model, const Training& tr, const Hardware& hw,
                           const TimeCalibration& c) {

@@ -286,6 +286,17 @@ double TrainableParameterCount(const workload::Model& model, const workload::Mod
 // workload::Validate() passed; degenerate inputs give step_seconds = +inf. For kGeneric models
 // tokens_per_second_per_gpu counts samples; with training.mean_seq_len it counts the padded
 // tokens the GPUs run (mean_seq_len per sequence), so sequences/s = it / workload::RunSeqLen.
+// Activation elements a MoE layer's token permutation reads and writes per token, forward (the
+// backward moves the gradients the same way), averaged over the layers (0 for a dense model).
+// Megatron-Core's alltoall dispatcher copies each token's k routed rows into expert order before
+// the all-to-all (permute: read and write k h), sorts what arrives by local expert and restores
+// that order before the combine (sort_chunks_by_idxs: 2 k h each, only with more than one local
+// expert), and sums the k rows back into the token's (unpermute: read k h, write h)
+// (Megatron-LM@d98e8a64dd megatron/core/transformer/moe/token_dispatcher.py,
+// MoEAlltoAllTokenDispatcher dispatch_preprocess / dispatch_postprocess / combine_preprocess /
+// combine_postprocess; moe/moe_utils.py permute, unpermute). Charged at the memory bandwidth.
+double MoePermutationElements(const workload::Model& model, const workload::Training& training);
+
 StepTime EstimateStepTime(const workload::Model& model, const workload::Training& training,
                           const Hardware& hardware,
                           const TimeCalibration& calibration = DefaultTimeCalibration());

@@ -494,6 +494,22 @@ TEST(MixtureOfExpertsTest, WholeExpertsSpanTheTensorParallelRanks) {
             std::string::npos);
 }
 
+// The token permutation Megatron-Core's alltoall dispatcher runs around the experts, per token
+// per MoE layer (token_dispatcher.py@d98e8a64dd): permute k h read and written, the sort by local
+// expert and its inverse 2 k h each (with more than one local expert), unpermute k h read and h
+// written; averaged over the layers, dense ones moving none.
+TEST(MixtureOfExpertsTest, PermutationTrafficIsMegatronsDispatchers) {
+  Model m = Mixtral();  // 8 experts, top-2, hidden 4096, every layer MoE
+  Training t;
+  t.ep = 2;  // 4 local experts: sorted
+  EXPECT_DOUBLE_EQ(MoePermutationElements(m, t), 7 * 2 * 4096.0 + 4096);
+  t.ep = 8;  // one local expert: no sort
+  EXPECT_DOUBLE_EQ(MoePermutationElements(m, t), 3 * 2 * 4096.0 + 4096);
+  m.dense_layers = 8;  // 8 of 32 layers dense
+  EXPECT_DOUBLE_EQ(MoePermutationElements(m, t), (3 * 2 * 4096.0 + 4096) * 24 / 32);
+  EXPECT_EQ(MoePermutationElements(Llama31_8b(), t), 0);
+}
+
 // DualPipe and DualPipeV (deepseek-ai/DualPipe@3da1bbe README's table): the same compute and
 // traffic as 1F1B on the same pp ranks, a bubble of (PP/2 - 1)(F&B + B - 3W) for DualPipe's pp
 // stages and (pp - 1)(F&B + B - 3W) for DualPipeV's 2 pp stages of half the size -- so DualPipe's
