@@ -613,6 +613,13 @@ TEST(PipelineScheduleTest, DualPipeNeedsWhatTheLibraryNeeds) {
   vee.pipeline_schedule = workload::PipelineSchedule::kDualPipeV;
   vee.global_batch = 12;
   EXPECT_TRUE(workload::Validate(m, vee, 6).ok()) << workload::Validate(m, vee, 6).message();
+  Training thin = vee;  // 2 x 32 stages of a 32-layer model: not one layer each
+  thin.pp = 32;
+  thin.dp = 1;
+  thin.global_batch = 64;
+  EXPECT_NE(workload::Validate(m, thin, 32).message().find("at least one layer each"),
+            std::string::npos)
+      << workload::Validate(m, thin, 32).message();
   EXPECT_EQ(workload::ParsePipelineSchedule("DualPipeV").value(),
             workload::PipelineSchedule::kDualPipeV);
   EXPECT_NE(

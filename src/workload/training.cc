@@ -295,7 +295,7 @@ Status ValidateMoeA2aOverlap(const Model& m, const Training& t) {
 // (no --first/--last-stage-layers). DeepSeek's library and PyTorch's ScheduleDualPipeV run the
 // job's own model code: fulcrum estimates them under megatron's or fsdp's conventions (DeepSeek's
 // HAI-LLM, not a fulcrum framework, ran DualPipe for DeepSeek-V3; torchtitan runs PyTorch's).
-Status ValidatePipelineSchedule(const Training& t) {
+Status ValidatePipelineSchedule(const Model& m, const Training& t) {
   if (t.pipeline_schedule == PipelineSchedule::k1F1B) return Status::Ok();
   const std::string flag =
       "--pipeline-schedule " + std::string(PipelineScheduleName(t.pipeline_schedule));
@@ -314,15 +314,22 @@ Status ValidatePipelineSchedule(const Training& t) {
                                 ": each rank holds two stages of its own; use --vpp 1 and no "
                                 "--first-stage-layers / --last-stage-layers");
   }
-  const int64_t m = MicroBatchesPerStep(t);
-  if (m < 2 * t.pp || (dualpipe && m % 2 != 0)) {
+  // At least one layer per stage: pp stages (DualPipe), 2 pp (DualPipeV).
+  const int64_t stages = dualpipe ? t.pp : 2 * t.pp;
+  if (m.kind != ModelKind::kGeneric && m.layers < stages) {
+    return Refuse("pp", "at most " + Str(dualpipe ? m.layers : m.layers / 2), Str(t.pp),
+                  flag + " cuts the " + Str(m.layers) + " layers into " + Str(stages) +
+                      " stages, at least one layer each");
+  }
+  const int64_t micro_batches = MicroBatchesPerStep(t);
+  if (micro_batches < 2 * t.pp || (dualpipe && micro_batches % 2 != 0)) {
     return Refuse("global_batch",
                   std::string(dualpipe ? "an even number of " : "") +
                       "micro-batches per step, at least 2 x pp = " + Str(2 * t.pp),
-                  Str(m),
+                  Str(micro_batches),
                   flag + " runs at least 2 micro-batches per rank" +
                       (dualpipe ? ", an even number," : "") +
-                      " per step (deepseek-ai/DualPipe), found " + Str(m) +
+                      " per step (deepseek-ai/DualPipe), found " + Str(micro_batches) +
                       " (global batch / (micro-batch x dp))");
   }
   return Status::Ok();
@@ -615,7 +622,7 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateCrossEntropy(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateActivationFp8InputStore(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateMoeA2aOverlap(model, training));
-  FULCRUM_RETURN_IF_ERROR(ValidatePipelineSchedule(training));
+  FULCRUM_RETURN_IF_ERROR(ValidatePipelineSchedule(model, training));
   if (!FrameworkRunsLayout(training.framework, training)) {
     return Status::InvalidInput(
         "--framework " + std::string(FrameworkName(training.framework)) + " cannot run --tp " +
