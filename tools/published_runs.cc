@@ -74,16 +74,16 @@ double Fp8EfficiencyReproducing(const PublishedRun& run, const estimate::TimeCal
 }
 
 // Each run's measured / predicted step time under `fitted` (the metrics are inverse to the step
-// time), index for index; nullopt for a tuned benchmark, a CNN or a run without a prediction.
-std::vector<std::optional<double>> ProductionStepRatios(const std::vector<PublishedRun>& runs,
-                                                        const estimate::TimeCalibration& fitted) {
+// time), index for index, for the runs `counts` takes; nullopt for the others and for a run
+// without a prediction.
+template <typename Counts>
+std::vector<std::optional<double>> StepRatios(const std::vector<PublishedRun>& runs,
+                                              const estimate::TimeCalibration& fitted,
+                                              Counts counts) {
   std::vector<std::optional<double>> ratios(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) {
     const PublishedRun& run = runs[i];
-    if (run.kind != "production_run" || !run.input || run.published <= 0 ||
-        run.input->model.kind == workload::ModelKind::kGeneric) {
-      continue;
-    }
+    if (!run.input || run.published <= 0 || !counts(run)) continue;
     if (const std::optional<double> predicted = Predict(run, fitted)) {
       ratios[i] = *predicted / run.published;
     }
@@ -91,19 +91,19 @@ std::vector<std::optional<double>> ProductionStepRatios(const std::vector<Publis
   return ratios;
 }
 
-// Measured / predicted step time of each published run of a mixture-of-experts model, either kind
-// (nullopt elsewhere).
+// The production runs of transformers (the production band's rows).
+std::vector<std::optional<double>> ProductionStepRatios(const std::vector<PublishedRun>& runs,
+                                                        const estimate::TimeCalibration& fitted) {
+  return StepRatios(runs, fitted, [](const PublishedRun& run) {
+    return run.kind == "production_run" && run.input->model.kind != workload::ModelKind::kGeneric;
+  });
+}
+
+// The runs of mixture-of-experts models, either kind (the MoE band's rows).
 std::vector<std::optional<double>> MoeStepRatios(const std::vector<PublishedRun>& runs,
                                                  const estimate::TimeCalibration& fitted) {
-  std::vector<std::optional<double>> ratios(runs.size());
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const PublishedRun& run = runs[i];
-    if (!run.input || run.published <= 0 || !workload::IsMoe(run.input->model)) continue;
-    if (const std::optional<double> predicted = Predict(run, fitted)) {
-      ratios[i] = *predicted / run.published;
-    }
-  }
-  return ratios;
+  return StepRatios(runs, fitted,
+                    [](const PublishedRun& run) { return workload::IsMoe(run.input->model); });
 }
 
 // The band of `ratios` without the one at `except` (ratios.size(): of them all).

@@ -372,8 +372,7 @@ LayerForward EstimateLayerForward(const Model& model, const ModelCounts& counts,
   const double heads = static_cast<double>(model.heads);
   const bool gated = model.mlp == workload::MlpKind::kSwiglu;
   const bool fp8_units = tr.precision == Precision::kFp8 && hw.peak_flops > hw.peak_flops_16bit;
-  const bool megatron_core = tr.framework == workload::Framework::kMegatron ||
-                             tr.framework == workload::Framework::kMegatronFsdp;
+  const bool megatron_core = workload::UsesMegatronCore(tr.framework);
   // FP8 GEMMs at the architecture's FP8 fraction (Megatron-Core's TE layers), or a share of it
   // where the framework casts each GEMM's input apart (te.Linear, torchao).
   const double gemm_efficiency =
@@ -935,13 +934,23 @@ double UnpairedShare(const Training& tr, double micro_batches) {
   return std::min(1.0, warmup / (micro_batches * v));
 }
 
+// What a schedule that pairs forwards with other micro-batches' backwards leaves exposed of
+// `seconds` of communication of which `paired_exposed` outlasts the paired compute: the unpaired
+// chunks' share (UnpairedShare) whole, and of the paired ones that remainder plus the slowdown
+// (overlapped_comm_slowdown) of the compute hiding the rest.
+double PairedExposed(const Training& tr, const TimeCalibration& c, double seconds,
+                     double paired_exposed, double micro_batches) {
+  const double unpaired = UnpairedShare(tr, micro_batches);
+  return unpaired * seconds + (1 - unpaired) * (paired_exposed + c.overlapped_comm_slowdown *
+                                                                     (seconds - paired_exposed));
+}
+
 // The expert-parallel all-to-all of one layer per micro-batch, and the part compute does not hide:
 // all of it, except where the schedule overlaps a forward with another micro-batch's backward
 // (OverlapsForwardAndBackward: Megatron's all-to-all overlap, DualPipe), where a paired
 // micro-batch's forward dispatch and combine (half of it: no full or moe recompute runs with
 // Megatron's overlap) run under the other's backward of a layer, and its backward ones under the
-// other's forward. What is hidden slows that compute by overlapped_comm_slowdown of its time; the
-// unpaired forwards and backwards (UnpairedShare) hide nothing.
+// other's forward (PairedExposed).
 LayerComm ExpertParallelComm(const Model& model, const Training& tr, const Hardware& hw,
                              const TimeCalibration& c, const LayerForward& fwd,
                              const MicroBatchShape& mb, double micro_batches) {
@@ -950,10 +959,7 @@ LayerComm ExpertParallelComm(const Model& model, const Training& tr, const Hardw
   const double direction = a2a / 2;
   const double paired_exposed =
       std::max(0.0, direction - fwd.backward_seconds) + std::max(0.0, direction - fwd.seconds);
-  const double hidden = a2a - paired_exposed;
-  const double unpaired = UnpairedShare(tr, micro_batches);
-  return {a2a,
-          unpaired * a2a + (1 - unpaired) * (paired_exposed + c.overlapped_comm_slowdown * hidden)};
+  return {a2a, PairedExposed(tr, c, a2a, paired_exposed, micro_batches)};
 }
 
 // Activation offload: every saved activation goes to the host in forward and comes back in
@@ -1149,11 +1155,9 @@ StepTime EstimateStepTime(const Model& model, const ModelCounts& counts, const T
                           fwd.weight_gradient_seconds);
   // DualPipe overlaps the pipeline sends with the paired chunks' compute as it does the
   // all-to-all (arXiv 2412.19437 section 3.2.1): only the unpaired chunks' sends are exposed.
-  const double pp_exposed =
-      tr.pipeline_schedule == workload::PipelineSchedule::k1F1B
-          ? pp_seconds
-          : pp_seconds * (UnpairedShare(tr, micro_batches) +
-                          (1 - UnpairedShare(tr, micro_batches)) * c.overlapped_comm_slowdown);
+  const double pp_exposed = tr.pipeline_schedule == workload::PipelineSchedule::k1F1B
+                                ? pp_seconds
+                                : PairedExposed(tr, c, pp_seconds, 0, micro_batches);
 
   const ParameterShares shares = SharesOf(model, counts, tr);
   const DataParallelTime dp_time =

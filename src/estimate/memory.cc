@@ -279,8 +279,7 @@ double ActElementBytes(const Training& t) { return workload::IsFp32Storage(t.pre
 // Megatron-Core and Megatron-FSDP run their linear layers in Transformer Engine, which casts FP8
 // layers' weights and inputs itself; torchao's float8 training (torchtitan, FSDP) does not.
 bool RunsTransformerEngineFp8(const Training& t) {
-  return t.precision == Precision::kFp8 &&
-         (t.framework == Framework::kMegatron || t.framework == Framework::kMegatronFsdp);
+  return t.precision == Precision::kFp8 && workload::UsesMegatronCore(t.framework);
 }
 
 // Bytes of a saved linear-layer input. Under FP8 with Transformer Engine each linear keeps, for its
@@ -880,7 +879,7 @@ ModelStateBytes WithExpertStates(ModelStateBytes s, double expert_params, double
 // nemo/collections/nlp/models/language_modeling/megatron_base_model.py setup_optimization),
 // which the 4 + states bytes of the optimizer already hold.
 double Fp8WeightCopyBytes(const StageContents& c, const Training& t) {
-  const bool te = t.framework == Framework::kMegatron || t.framework == Framework::kMegatronFsdp;
+  const bool te = workload::UsesMegatronCore(t.framework);
   if (t.precision != Precision::kFp8 || !te || t.fp8_params) return 0;
   return 2 * (c.layer_params + c.expert_params);
 }
@@ -894,11 +893,7 @@ MemoryBreakdown EstimateStage(const Model& m, const ModelCounts& counts, const T
       IsHfOrDdp(t.framework)) {
     // FSDP (and Megatron-FSDP, whose units are the transformer layers) wraps each transformer layer
     // as a unit (and the embedding / output layers); a MoE layer's unit holds this rank's experts.
-    const double routed = counts.routed_expert_parameters / static_cast<double>(m.layers);
-    const double etp = static_cast<double>(workload::ExpertTp(t));
-    const double unit =
-        (counts.layer_parameters - routed) / tp + routed / (static_cast<double>(t.ep) * etp);
-    largest = std::max(largest, unit);
+    largest = std::max(largest, LayerUnitParameters(m, counts, t));
   }
   if (t.method == Method::kFull) {
     ModelStateBytes states =
@@ -1016,6 +1011,13 @@ PipelineStages EstimateStages(const Model& m, const ModelCounts& counts, const T
 
 MemoryBreakdown EstimateMemory(const Model& m, const Training& t) {
   return EstimateMemory(m, workload::CountModel(m), t);
+}
+
+double LayerUnitParameters(const Model& m, const ModelCounts& counts, const Training& t) {
+  const double routed = counts.routed_expert_parameters / static_cast<double>(m.layers);
+  const double etp = static_cast<double>(workload::ExpertTp(t));
+  return (counts.layer_parameters - routed) / static_cast<double>(t.tp) +
+         routed / (static_cast<double>(t.ep) * etp);
 }
 
 MemoryBreakdown EstimateMemory(const Model& m, const ModelCounts& counts, const Training& t) {

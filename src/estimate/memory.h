@@ -63,6 +63,10 @@ double OptimizerStateBytesPerParam(const workload::Training& training);
 
 // Activations one transformer layer saves for backward, for one micro-batch on one GPU
 // (Korthikanti et al. 2022 Table 2, generalised to GQA, gated MLPs, flash attention).
+// Parameters of one transformer layer on this GPU, the unit FSDP wraps: its routed experts over
+// ep x expert tp (experts / ep of them, whole or split), the rest over tp.
+double LayerUnitParameters(const workload::Model& model, const workload::ModelCounts& counts,
+                           const workload::Training& training);
 double LayerActivationBytes(const workload::Model& model, const workload::Training& training);
 double LayerActivationBytes(const workload::Model& model, const workload::ModelCounts& counts,
                             const workload::Training& training);

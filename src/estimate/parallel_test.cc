@@ -306,6 +306,18 @@ Model Mixtral() {
   return m.ok() ? *m : Model{};
 }
 
+// Megatron on dp data-parallel ranks with ep expert-parallel ones carved out of them, global_batch
+// sequences of 4096 tokens per step.
+Training MegatronExperts(int64_t dp, int64_t ep, int64_t global_batch) {
+  Training t;
+  t.framework = Framework::kMegatron;
+  t.dp = dp;
+  t.ep = ep;
+  t.global_batch = global_batch;
+  t.seq_len = 4096;
+  return t;
+}
+
 TEST(MixtureOfExpertsTest, ExpertParallelDividesOnlyTheExperts) {
   const Model m = Mixtral();
   Training t;
@@ -355,12 +367,7 @@ TEST(MixtureOfExpertsTest, AllToAllCostsMoreAcrossNodes) {
 // compute that hides it. Memory: one more layer (pp 1) or one more warm-up chunk (interleaved).
 TEST(MixtureOfExpertsTest, AllToAllOverlapHidesTheDispatchBehindTheOtherMicroBatch) {
   const Model m = Mixtral();
-  Training t;
-  t.framework = Framework::kMegatron;
-  t.dp = 16;
-  t.ep = 8;
-  t.global_batch = 64;
-  t.seq_len = 4096;
+  Training t = MegatronExperts(16, 8, 64);
   t.zero_stage = 1;
   const Hardware node = Node(true, false, 3200);
   Training overlap = t;
@@ -410,12 +417,7 @@ TEST(MixtureOfExpertsTest, AllToAllOverlapHidesTheDispatchBehindTheOtherMicroBat
 // transformer_config.py __post_init__), fulcrum refuses too.
 TEST(MixtureOfExpertsTest, AllToAllOverlapNeedsWhatMegatronNeeds) {
   const Model m = Mixtral();
-  Training t;
-  t.framework = Framework::kMegatron;
-  t.dp = 8;
-  t.ep = 8;
-  t.global_batch = 8;
-  t.seq_len = 4096;
+  Training t = MegatronExperts(8, 8, 8);
   t.moe_a2a_overlap = true;
   ASSERT_TRUE(workload::Validate(m, t, 8).ok());
   Training no_ep = t;
@@ -449,15 +451,10 @@ TEST(MixtureOfExpertsTest, AllToAllOverlapNeedsWhatMegatronNeeds) {
 // x dp / ep ranks.
 TEST(MixtureOfExpertsTest, WholeExpertsSpanTheTensorParallelRanks) {
   const Model m = Mixtral();
-  Training t;
-  t.framework = Framework::kMegatron;
+  Training t = MegatronExperts(4, 4, 32);
   t.tp = 2;
-  t.dp = 4;
-  t.ep = 4;
   t.sequence_parallel = true;
   t.zero_stage = 1;
-  t.global_batch = 32;
-  t.seq_len = 4096;
   Training whole = t;
   whole.expert_tp = 1;
   ASSERT_TRUE(workload::Validate(m, whole, 8).ok()) << workload::Validate(m, whole, 8).message();
@@ -568,14 +565,9 @@ TEST(PipelineScheduleTest, DualPipeBubblesWeightsAndActivations) {
 // all-to-all overlap does, all but the unpaired chunks' (1.5 pp - 1 of the first rank's m).
 TEST(PipelineScheduleTest, DualPipeHidesTheAllToAll) {
   const Model m = Mixtral();
-  Training t;
-  t.framework = Framework::kMegatron;
+  Training t = MegatronExperts(8, 8, 64);
   t.pp = 4;
-  t.dp = 8;
-  t.ep = 8;
   t.zero_stage = 1;
-  t.global_batch = 64;
-  t.seq_len = 4096;
   Training dual = t;
   dual.pipeline_schedule = workload::PipelineSchedule::kDualPipe;
   ASSERT_TRUE(workload::Validate(m, dual, 32).ok()) << workload::Validate(m, dual, 32).message();

@@ -41,17 +41,13 @@ namespace {
 
 using workload::CheckpointFormat;
 
-// Parameters of the largest FSDP unit on this GPU (a transformer layer, its routed experts split
-// over ep), as memory.cc sizes the FSDP buffers.
+// Parameters of the largest FSDP unit on this GPU (a transformer layer, LayerUnitParameters, or
+// the largest tensor), as memory.cc sizes the FSDP buffers.
 double LargestUnitParams(const workload::Model& m, const workload::ModelCounts& n,
                          const workload::Training& t) {
-  const double tp = static_cast<double>(t.tp);
   if (m.kind == workload::ModelKind::kGeneric) return m.generic_parameters;
-  const double routed = n.routed_expert_parameters / static_cast<double>(m.layers);
-  const double unit =
-      (n.layer_parameters - routed) / tp +
-      routed / (static_cast<double>(t.ep) * static_cast<double>(workload::ExpertTp(t)));
-  return std::max(unit, n.largest_tensor_parameters / tp);
+  return std::max(LayerUnitParameters(m, n, t),
+                  n.largest_tensor_parameters / static_cast<double>(t.tp));
 }
 
 }  // namespace

@@ -18,6 +18,18 @@ std::string_view RealismName(Realism realism) {
   return realism == Realism::kProduction ? "production" : "tuned_benchmark";
 }
 
+namespace {
+
+// Widens `out`'s step band to its union with `band`; whether that moved an end.
+bool Widen(StepBand& out, const RatioBand& band) {
+  const bool moved = band.p10 < out.step_p10_ratio || band.p90 > out.step_p90_ratio;
+  out.step_p10_ratio = std::min(out.step_p10_ratio, band.p10);
+  out.step_p90_ratio = std::max(out.step_p90_ratio, band.p90);
+  return moved;
+}
+
+}  // namespace
+
 StepBand BandFor(const UncertaintyTable& table, const workload::Model& model, int64_t gpus,
                  bool architecture_calibrated, Realism realism) {
   StepBand out;
@@ -58,19 +70,12 @@ StepBand BandFor(const UncertaintyTable& table, const workload::Model& model, in
   }
   const RatioBand& production = table.production_step;
   if (realism == Realism::kProduction && !generic && production.rows > 0) {
-    out.production_widened =
-        production.p10 < out.step_p10_ratio || production.p90 > out.step_p90_ratio;
-    out.step_p10_ratio = std::min(out.step_p10_ratio, production.p10);
-    out.step_p90_ratio = std::max(out.step_p90_ratio, production.p90);
+    out.production_widened = Widen(out, production);
   }
   // A mixture-of-experts model, under either realism: the union with the published MoE runs' band
   // (UncertaintyTable::moe_step), as the calibration rows behind the family bands are all dense.
-  const RatioBand& moe = table.moe_step;
-  if (workload::IsMoe(model) && moe.rows > 0) {
-    out.moe_widened = moe.p10 < out.step_p10_ratio || moe.p90 > out.step_p90_ratio;
-    out.step_p10_ratio = std::min(out.step_p10_ratio, moe.p10);
-    out.step_p90_ratio = std::max(out.step_p90_ratio, moe.p90);
-  }
+  if (workload::IsMoe(model) && table.moe_step.rows > 0)
+    out.moe_widened = Widen(out, table.moe_step);
   out.memory_p90_ratio = f.memory.p90;
   return out;
 }

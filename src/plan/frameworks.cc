@@ -831,7 +831,7 @@ std::vector<ScriptOption> ScriptLayoutOptions(LayoutArguments arguments, const w
   switch (arguments) {
     case LayoutArguments::kMegatronLm:
     case LayoutArguments::kMegatronLmTorchFsdp2:
-      if (f != Framework::kMegatron && f != Framework::kMegatronFsdp) break;
+      if (!workload::UsesMegatronCore(f)) break;
       return MegatronLayoutOptions(m, t, arguments == LayoutArguments::kMegatronLmTorchFsdp2);
     case LayoutArguments::kNemo:  // their spellings of Megatron-FSDP are not written
       if (f != Framework::kMegatron) break;

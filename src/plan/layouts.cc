@@ -157,10 +157,7 @@ void ScanFrameworks(const workload::Model& model, const workload::ModelCounts& c
     // A command that asks for Megatron's all-to-all overlap runs only where Megatron allows it.
     if (t.moe_a2a_overlap && !workload::MoeA2aOverlapRuns(t)) continue;
     // Whole experts over tp ranks are Megatron-Core's (--expert-tensor-parallel-size 1).
-    if (t.expert_tp == 1 && t.tp > 1 && f != workload::Framework::kMegatron &&
-        f != workload::Framework::kMegatronFsdp) {
-      continue;
-    }
+    if (t.expert_tp == 1 && t.tp > 1 && !workload::UsesMegatronCore(f)) continue;
     ScanMicroBatches(model, counts, t, hw, usable, capacity, global_batch, tolerance, options,
                      best);
   }

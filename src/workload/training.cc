@@ -132,7 +132,7 @@ Status ValidateExpertTp(const Model& m, const Training& t) {
     return Status::InvalidInput("--expert-tp 1 needs a mixture-of-experts model (model '" + m.name +
                                 "' is dense)");
   }
-  if (t.framework != Framework::kMegatron && t.framework != Framework::kMegatronFsdp) {
+  if (!UsesMegatronCore(t.framework)) {
     return Status::InvalidInput(
         "--expert-tp: Megatron-Core's --expert-tensor-parallel-size, for --framework megatron or "
         "megatron-fsdp, found --framework " +
@@ -218,9 +218,7 @@ Status ValidateScheduleAndFp8(const Training& t) {
           .WithDetail(detail);
     }
   }
-  if (t.fp8_params &&
-      (t.precision != Precision::kFp8 ||
-       (t.framework != Framework::kMegatron && t.framework != Framework::kMegatronFsdp))) {
+  if (t.fp8_params && (t.precision != Precision::kFp8 || !UsesMegatronCore(t.framework))) {
     return Status::InvalidInput(
         "--fp8-params: FP8 weights are Transformer Engine's: they need --precision fp8 and "
         "--framework megatron or megatron-fsdp, found --precision " +
@@ -240,7 +238,7 @@ Status ValidateActivationFp8InputStore(const Model& m, const Training& t) {
         "--activation-func-fp8-input-store: Megatron-Core stores the activation's input in FP8 "
         "for SwiGLU only, and this model's MLP is gelu");
   }
-  if (t.framework != Framework::kMegatron && t.framework != Framework::kMegatronFsdp) {
+  if (!UsesMegatronCore(t.framework)) {
     return Status::InvalidInput(
         "--activation-func-fp8-input-store: a Megatron-Core option (--framework megatron or "
         "megatron-fsdp), found --framework " +
@@ -258,7 +256,7 @@ Status ValidateActivationFp8InputStore(const Model& m, const Training& t) {
 Status ValidateMoeA2aOverlap(const Model& m, const Training& t) {
   if (!t.moe_a2a_overlap) return Status::Ok();
   const std::string flag = "--moe-a2a-overlap";
-  if (t.framework != Framework::kMegatron && t.framework != Framework::kMegatronFsdp) {
+  if (!UsesMegatronCore(t.framework)) {
     return Status::InvalidInput(flag +
                                 ": Megatron-Core's --overlap-moe-expert-parallel-comm, for "
                                 "--framework megatron or megatron-fsdp, found --framework " +
@@ -349,7 +347,7 @@ Status ValidateRecomputeModules(const Model& m, const Training& t) {
   if (modules == kRecomputeCoreAttn || t.recompute != Recompute::kSelective) return Status::Ok();
   const std::string model = m.name.empty() ? "the model" : m.name;
   const std::string flag = "--recompute-modules " + RecomputeModulesName(modules);
-  if (t.framework != Framework::kMegatron && t.framework != Framework::kMegatronFsdp) {
+  if (!UsesMegatronCore(t.framework)) {
     return Status::InvalidInput(flag +
                                 ": Megatron-Core's option, for --framework megatron or "
                                 "megatron-fsdp, found --framework " +

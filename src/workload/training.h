@@ -100,6 +100,11 @@ inline constexpr bool UsesMegatronModel(Framework f) {
   return f == Framework::kMegatron || f == Framework::kMegatronFsdp ||
          f == Framework::kMegatronDeepSpeed;
 }
+// Megatron-Core's model code with Transformer Engine: Megatron-LM and Megatron-FSDP (not
+// Megatron-DeepSpeed's legacy model code), where Megatron-Core's own options apply.
+inline constexpr bool UsesMegatronCore(Framework f) {
+  return f == Framework::kMegatron || f == Framework::kMegatronFsdp;
+}
 // A set of frameworks: bit 1 << Framework.
 using FrameworkMask = uint32_t;
 inline constexpr FrameworkMask FrameworkBit(Framework f) { return 1u << static_cast<int>(f); }
@@ -354,9 +359,9 @@ inline bool IsFp32Storage(Precision p) { return p == Precision::kFp32 || p == Pr
 // this layout: Megatron-Core's model code, ep > 1, pp 1 or interleaved, no full recompute and no
 // moe module recompute, a 16-bit model (validated with its reasons in Validate).
 inline bool MoeA2aOverlapRuns(const Training& t) {
-  return (t.framework == Framework::kMegatron || t.framework == Framework::kMegatronFsdp) &&
-         t.ep > 1 && (t.pp == 1 || t.vpp > 1) && t.recompute != Recompute::kFull &&
-         !RecomputesModule(t, kRecomputeMoe) && !IsFp32Storage(t.precision);
+  return UsesMegatronCore(t.framework) && t.ep > 1 && (t.pp == 1 || t.vpp > 1) &&
+         t.recompute != Recompute::kFull && !RecomputesModule(t, kRecomputeMoe) &&
+         !IsFp32Storage(t.precision);
 }
 
 std::string_view OptimizerName(Optimizer o);
