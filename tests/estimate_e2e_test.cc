@@ -124,6 +124,53 @@ TEST(EstimateE2eTest, ActivationFp8InputStore) {
                 "SwiGLU only");
 }
 
+// --fp8-activation-cache through the binary: DeepSeek-V3's caches on its own published layout
+// (data/calibration/published_runs.csv deepseek-v3-2048) take its activations down, and the JSON
+// setup says so; a BF16 run and a framework without Megatron-Core's tensors are refused.
+TEST(EstimateE2eTest, Fp8ActivationCache) {
+  const std::vector<std::string> base = {"--model",
+                                         "deepseek-v3",
+                                         "--gpu",
+                                         "H800-SXM5-80GB",
+                                         "--gpus",
+                                         "2048",
+                                         "--precision",
+                                         "fp8",
+                                         "--framework",
+                                         "megatron",
+                                         "--pp",
+                                         "16",
+                                         "--ep",
+                                         "64",
+                                         "--zero",
+                                         "1",
+                                         "--global-batch",
+                                         "15360",
+                                         "--seq-len",
+                                         "4096",
+                                         "--recompute",
+                                         "selective",
+                                         "--recompute-modules",
+                                         "layernorm,mla_up_proj,moe_act",
+                                         "--pipeline-schedule",
+                                         "dualpipe"};
+  std::vector<std::string> cached = base;
+  cached.push_back("--fp8-activation-cache");
+  const nlohmann::json plain = EstimateJson(base);
+  const nlohmann::json run = EstimateJson(cached);
+  EXPECT_EQ(run["setup"]["fp8_activation_cache"], true);
+  EXPECT_FALSE(plain["setup"].contains("fp8_activation_cache"));
+  EXPECT_LT(run["memory"]["activations_bytes"].get<double>(),
+            0.8 * plain["memory"]["activations_bytes"].get<double>());
+  EXPECT_EQ(run["memory"]["weights_bytes"], plain["memory"]["weights_bytes"]);
+  ExpectRefused({"--model", "llama-3-8b", "--gpu", "H100-SXM", "--gpus", "8", "--framework",
+                 "megatron", "--zero", "1", "--fp8-activation-cache"},
+                "expected --precision fp8");
+  ExpectRefused({"--model", "llama-3-8b", "--gpu", "H100-SXM", "--gpus", "8", "--precision", "fp8",
+                 "--framework", "fsdp", "--zero", "3", "--fp8-activation-cache"},
+                "expected --framework megatron or megatron-fsdp");
+}
+
 // --realism through the binary: a team's own run (production, the default) is quoted with the
 // band of published production runs too, which for an 8B on 8 H100s reaches further on the fast
 // side than the tuned-benchmark band (data/calibration/published_runs.csv: DeepSeek-V3 ran 23 %

@@ -415,6 +415,9 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
   FULCRUM_ASSIGN_OR_RETURN(q.expert_tp, r.Int("expert_tp"));
   FULCRUM_ASSIGN_OR_RETURN(const int64_t a2a_overlap, r.Int("moe_a2a_overlap"));
   q.moe_a2a_overlap = a2a_overlap == 1;
+  // DeepSeek-V3's FP8 / E5M6 activation caching (`estimate --fp8-activation-cache`).
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t fp8_cache, r.Int("fp8_activation_cache"));
+  q.fp8_activation_cache = fp8_cache == 1;
   run.model = q.model.empty() ? std::to_string(q.layers) + "/" + std::to_string(q.hidden) + "/" +
                                     std::to_string(q.heads) + "/" + std::to_string(q.kv_heads)
                               : q.model;
@@ -428,7 +431,7 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
       (q.microbatch_group_size > 0 ? " group " + std::to_string(q.microbatch_group_size) : "") +
       (q.pipeline_schedule.empty() ? "" : " " + q.pipeline_schedule) +
       (q.expert_tp > 0 && q.expert_tp != q.tp ? " etp" + std::to_string(q.expert_tp) : "") +
-      (q.moe_a2a_overlap ? " a2a-overlap" : "") +
+      (q.moe_a2a_overlap ? " a2a-overlap" : "") + (q.fp8_activation_cache ? " fp8-cache" : "") +
       (q.exp_avg_dtype.empty() ? "" : " moments " + q.exp_avg_dtype + "/" + q.exp_avg_sq_dtype);
   run.batch = std::to_string(q.micro_batch) + "/" + std::to_string(q.global_batch) + " x " +
               std::to_string(q.seq_len) + " " + q.recompute +

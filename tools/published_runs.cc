@@ -224,9 +224,9 @@ std::string Gib(double bytes, const char* format = "%.1f") {
 }
 
 // DeepSeek-V3's row: what its report says it did for memory, in Megatron-LM's terms (the row's
-// recompute_modules and moment dtypes) and its DualPipe schedule, the peak with them, without the
-// recompute and BF16 moments, and under 1F1B, all from the estimate, and what is still not
-// modelled.
+// recompute_modules and moment dtypes), its FP8 activation caches and its DualPipe schedule, the
+// peak with them, without the recompute, BF16 moments and caches, and under 1F1B, all from the
+// estimate, and what is assumed or still not modelled.
 std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
   std::ostringstream out;
   out << "DeepSeek-V3 (deepseek-v3-2048): its multi-head latent attention and DeepSeekMoE shape "
@@ -240,15 +240,14 @@ std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
          "DeepSeek's recomputation of the RMSNorms and the MLA up-projections (section 3.2.3) and "
          "of the MoE SwiGLU output, and its BF16 AdamW moments (section 3.3.3), as Megatron-LM's "
          "--recompute-modules layernorm,mla_up_proj,moe_act and --exp-avg-dtype / "
-         "--exp-avg-sq-dtype bf16, and Transformer Engine's FP8 casts of the linear inputs (1 "
-         "byte each). The experts' outputs are not kept: Megatron-Core applies the router's "
-         "probabilities inside the SwiGLU, and the combine's unpermute saves no tensor "
-         "(Megatron-LM@d98e8a64dd moe/experts.py, moe/token_dispatcher.py). Not modelled: "
-         "DeepSeek's FP8 caching beyond the linear inputs, of the routed experts' SwiGLU inputs "
-         "(moe_act's checkpoint keeps them in 16 bits; Megatron-Core's "
-         "activation_func_fp8_input_store, `estimate --activation-func-fp8-input-store`, stores "
-         "a SwiGLU's input in FP8 only outside that checkpoint) and of the attention output "
-         "(E5M6).";
+         "--exp-avg-sq-dtype bf16, and its FP8 activation caching (section 3.3.3, \"Low-Precision "
+         "Activation\"; `estimate --fp8-activation-cache`): the attention output kept once in "
+         "E5M6 where Megatron-Core keeps it in 16 bits beside the output projection's FP8 cast, "
+         "the MoE experts' SwiGLU inputs in FP8 with their outputs recomputed, and the other "
+         "linear inputs as Transformer Engine's FP8 casts (1 byte each). The experts' outputs "
+         "are not kept: Megatron-Core applies the router's probabilities inside the SwiGLU, and "
+         "the combine's unpermute saves no tensor (Megatron-LM@d98e8a64dd moe/experts.py, "
+         "moe/token_dispatcher.py).";
   for (const PublishedRun& run : runs) {
     if (run.id != "deepseek-v3-2048" || !run.input) continue;
     const estimate::EstimateResult as_run = estimate::Evaluate(*run.input);
@@ -257,6 +256,7 @@ std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
     plain.training.recompute_modules = workload::kRecomputeCoreAttn;
     plain.training.exp_avg_dtype = workload::MomentDtype::kFp32;
     plain.training.exp_avg_sq_dtype = workload::MomentDtype::kFp32;
+    plain.training.fp8_activation_cache = false;
     const estimate::EstimateResult without = estimate::Evaluate(plain);
     estimate::EstimateInput one_f_one_b = *run.input;
     one_f_one_b.training.pipeline_schedule = workload::PipelineSchedule::k1F1B;
@@ -275,16 +275,16 @@ std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
     if (as_run.verdict == estimate::FitVerdict::kDoesNotFit && b.activations_bytes > 0) {
       out << ". So it does not fit in " << Gib(as_run.capacity_bytes)
           << " here although it trained: " << Percent(over / b.activations_bytes)
-          << " of the activations over. What remains: the FP8 caches counted in 16 bits here, "
-             "and what the report does not state: the micro-batch size (1 assumed), how its 61 "
-             "layers and the MTP module are split over the 16 stages (the estimate gives the "
-             "end stages the floor of 61 / 16 and the others the ceiling), and which tensors "
-             "HAI-LLM's kernels save (the estimate takes Megatron-Core's with Transformer "
-             "Engine).";
+          << " of the activations over.";
     } else {
-      out << ", within the " << Gib(as_run.capacity_bytes) << " of one GPU.";
+      out << ", within the " << Gib(as_run.capacity_bytes) << " of one GPU, as it trained.";
     }
   }
+  out << " What the report does not state and the estimate assumes: the width of the 1x128 tiles' "
+         "scales of the cached activations (4 bytes), the micro-batch size (1), how its 61 layers "
+         "and the MTP module are split over the 16 stages (the end stages the floor of 61 / 16, "
+         "the others the ceiling), and which other tensors HAI-LLM's kernels save (Megatron-Core's "
+         "with Transformer Engine).";
   out << " Node-limited routing and the MTP module are not modelled either.\n\n";
   return out.str();
 }

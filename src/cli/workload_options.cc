@@ -82,6 +82,13 @@ void AddFrameworkSettingOptions(CLI::App* cmd, estimate::EstimateRequest& r, con
                 "activation_func_fp8_input_store; Megatron-Bridge "
                 "model.activation_func_fp8_input_store=true)")
       ->group(tr);
+  cmd->add_flag("--fp8-activation-cache", r.fp8_activation_cache,
+                "With --precision fp8 under megatron or megatron-fsdp: DeepSeek-V3's activation "
+                "caching (its report, arXiv 2412.19437 section 3.3.3), which Megatron-Core does "
+                "not offer: the attention output kept once in E5M6 (12 bits) instead of 16 bits "
+                "plus the output projection's FP8 cast, and the MoE layers' SwiGLU inputs kept in "
+                "FP8 with their outputs recomputed in backward")
+      ->group(tr);
   cmd->add_option("--microbatch-group-size", r.microbatch_group_size,
                   "Interleaved pipeline (--vpp > 1): micro-batches run back to back on one model "
                   "chunk (Megatron-LM --microbatch-group-size-per-virtual-pipeline-stage, from pp "

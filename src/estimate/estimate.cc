@@ -147,6 +147,7 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   t.micro_batch = r.micro_batch;
   t.fp8_params = r.fp8_params;
   t.activation_fp8_input_store = r.activation_fp8_input_store;
+  t.fp8_activation_cache = r.fp8_activation_cache;
   t.microbatch_group_size = r.microbatch_group_size;
   t.moe_a2a_overlap = r.moe_a2a_overlap;
   if (r.tp < 1 || r.pp < 1 || r.cp < 1) {
@@ -363,6 +364,7 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
     doc["setup"]["exp_avg_sq_dtype"] = std::string(workload::MomentDtypeName(t.exp_avg_sq_dtype));
   }
   if (t.activation_fp8_input_store) doc["setup"]["activation_func_fp8_input_store"] = true;
+  if (t.fp8_activation_cache) doc["setup"]["fp8_activation_cache"] = true;
   if (t.moe_a2a_overlap) doc["setup"]["moe_a2a_overlap"] = true;
   if (t.optimizer_kernels != workload::OptimizerKernels::kFused) {
     doc["setup"]["optimizer_kernels"] =
@@ -465,6 +467,7 @@ std::string DescribeSetup(const EstimateInput& in) {
   }
   if (t.fp8_params) s << " --fp8-params";
   if (t.activation_fp8_input_store) s << " --activation-func-fp8-input-store";
+  if (t.fp8_activation_cache) s << " --fp8-activation-cache";
   if (t.moe_a2a_overlap) s << " --moe-a2a-overlap";
   if (t.exp_avg_dtype != workload::MomentDtype::kFp32 ||
       t.exp_avg_sq_dtype != workload::MomentDtype::kFp32) {

@@ -68,6 +68,7 @@ struct EstimateRequest {
   std::string flash_attention;  // on | off ("" = on)
   bool fp8_params = false;      // Transformer Engine FP8 weights (fp8 + megatron)
   bool activation_fp8_input_store = false;  // Megatron-Core's activation_func_fp8_input_store
+  bool fp8_activation_cache = false;        // DeepSeek-V3's FP8 / E5M6 activation caching
   int64_t microbatch_group_size = 0;        // interleaved schedule's group size (0 = pp)
   bool moe_a2a_overlap = false;             // Megatron-Core's --overlap-moe-expert-parallel-comm
 };

@@ -526,6 +526,49 @@ double RecomputedModuleLayerBytes(const Model& m, const Training& t) {
   return sb * (per_token.replicated / (t.sequence_parallel ? tp : 1) + per_token.split / tp);
 }
 
+// DeepSeek-V3's low-precision activation caching (Training::fp8_activation_cache; arXiv
+// 2412.19437v2 section 3.3.3, "Low-Precision Activation"): "(1) Inputs of the Linear after the
+// attention operator. These activations are also used in the backward pass of the attention
+// operator [...] We adopt a customized E5M6 data format exclusively for these activations"; "(2)
+// Inputs of the SwiGLU operator in MoE [...] we cache the inputs of the SwiGLU operator and
+// recompute its output in the backward pass. These activations are also stored in FP8 with our
+// fine-grained quantization method" (1x128 tiles, section 3.3.2). So the attention output is kept
+// once, 12 bits, where Megatron-Core keeps the attention's 16-bit output and the projection's FP8
+// cast; and each MoE expert (routed and shared: the report's "in MoE") keeps its gate and up inputs
+// in 1 byte and no down-projection input. What remains of Megatron-Core's count is taken as it
+// is. Bytes per token, mean over the layers, all split by tp, that the cache saves.
+constexpr double kE5m6Bytes = 12.0 / 8;  // 1 sign, 5 exponent, 6 mantissa bits
+// One scale per 1x128 tile; its width is fulcrum's assumption (4 bytes, as an FP32 scale), which
+// the report does not state (section 3.3.2 says only that the scales of these tensors are powers
+// of 2).
+constexpr double kTileScaleBytes = 4.0 / 128;
+
+double Fp8CacheSavedBytes(const Model& m, const Training& t) {
+  if (!t.fp8_activation_cache || m.kind == ModelKind::kGeneric) return 0;
+  const double e = ActElementBytes(t);
+  const double linear = LinearInputBytes(t);
+  const double projection_kept = e + (linear != e ? linear : 0);
+  double saved = std::max(0.0, projection_kept - (kE5m6Bytes + kTileScaleBytes)) *
+                 static_cast<double>(workload::AttentionOutDim(m));
+  const uint32_t modules = t.recompute == Recompute::kSelective ? t.recompute_modules : 0;
+  if (!workload::IsMoe(m) || m.mlp != workload::MlpKind::kSwiglu ||
+      (modules & workload::kRecomputeMoe)) {
+    return saved;
+  }
+  const double cached = 2 * (1 + kTileScaleBytes);  // gate and up
+  const double per_width = MlpBytesPerWidth(m, t);
+  // What RecomputedModuleBytes leaves: moe_act keeps the routed SwiGLU's 16-bit input;
+  // shared_experts keeps nothing of the shared experts.
+  const double routed_kept = (modules & workload::kRecomputeMoeAct) ? 2 * e : per_width;
+  const double shared_kept = (modules & workload::kRecomputeSharedExperts) ? 0 : per_width;
+  const double moe_share =
+      static_cast<double>(workload::MoeLayerCount(m)) / static_cast<double>(m.layers);
+  saved += moe_share * static_cast<double>(workload::ExpertFfnHidden(m)) *
+           (static_cast<double>(m.experts_per_token) * std::max(0.0, routed_kept - cached) +
+            static_cast<double>(m.shared_experts) * std::max(0.0, shared_kept - cached));
+  return saved;
+}
+
 double LayerActivationBytes(const Model& m, const Training& t) {
   return LayerActivationBytes(m, workload::CountModel(m), t);
 }
@@ -583,7 +626,8 @@ double LayerActivationBytes(const Model& m, const ModelCounts& counts, const Tra
   // save that gathered tensor; Megatron saves its shard and gathers again in backward
   // (Korthikanti et al. 2022 section 4.2.2).
   const double gathered = t.framework == Framework::kFsdp && t.sequence_parallel ? 2 * e * sbh : 0;
-  return (replicated - gathered) / sp_divisor + gathered + (split + attention) / tp -
+  return (replicated - gathered) / sp_divisor + gathered +
+         (split + attention - sb * Fp8CacheSavedBytes(m, t)) / tp -
          RecomputedModuleLayerBytes(m, t);
 }
 

@@ -129,6 +129,37 @@ TEST(RecomputeModulesMemoryTest, Fp8InputStoreHalvesTheSwigluInputOutsideMoeAct)
   near(store_saving(t), kTokens * 2 * (e - 1) * (dense + moe * 2 * fe));
 }
 
+// DeepSeek-V3's FP8 activation caching (arXiv 2412.19437v2 section 3.3.3), on V2-Lite under FP8
+// with tp 2: the attention output (16 heads x v 128) kept once in E5M6, 1.5 bytes and a 4-byte
+// scale per 128, instead of the attention's 16-bit output and the projection's 1-byte cast; each
+// MoE expert's SwiGLU input (gate and up, 2 x 1408) in 1 byte plus the scales and no fc2 input,
+// instead of 2 x 2 + 1 bytes per width (routed: 2 x 2 under moe_act); the dense layer's MLP as it
+// was. All of it split over tp.
+TEST(RecomputeModulesMemoryTest, Fp8ActivationCacheKeepsDeepSeeksCaches) {
+  const workload::Model lite = Parsed(workload::testing::kDeepSeekV2LiteConfig);
+  const double moe = 26.0 / 27, fe = 1408, out = 16 * 128, scale = 4.0 / 128, tp = 2;
+  Training t = Selective(workload::kRecomputeCoreAttn, 2);
+  t.precision = workload::Precision::kFp8;
+  const auto near = [](double a, double b) { EXPECT_NEAR(a, b, 1e-9 * b); };
+  const auto cache_saving = [&](Training with) {
+    const double before = LayerActivationBytes(lite, with);
+    with.fp8_activation_cache = true;
+    return before - LayerActivationBytes(lite, with);
+  };
+  const double attention = out * (2 + 1 - (1.5 + scale));
+  const double cached = 2 * (1 + scale);
+  near(cache_saving(t), kTokens / tp * (attention + moe * fe * 8 * (2 * 2 + 1 - cached)));
+  t.recompute_modules |= workload::kRecomputeMoeAct;
+  near(cache_saving(t),
+       kTokens / tp * (attention + moe * fe * (6 * (2 * 2 - cached) + 2 * (2 * 2 + 1 - cached))));
+  // The whole MoE layer recomputed keeps no expert tensor: only the attention output is saved.
+  t.recompute_modules |= workload::kRecomputeMoe;
+  near(cache_saving(t), kTokens / tp * attention);
+  // Full recompute keeps each layer's input alone: nothing to cache.
+  t.recompute = workload::Recompute::kFull;
+  EXPECT_DOUBLE_EQ(cache_saving(t), 0);
+}
+
 // Under FP8 the linears keep 1-byte casts; layernorm makes MLA's down-projections keep the 16-bit
 // norm output instead (set_for_recompute_input_layernorm), which it then frees: DeepSeek-V3 (query
 // compression) drops both casts (2 h); V2-Lite only kv_a's (h), its q_proj not being switched. In

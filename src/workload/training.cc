@@ -247,6 +247,25 @@ Status ValidateActivationFp8InputStore(const Model& m, const Training& t) {
   return Status::Ok();
 }
 
+// DeepSeek-V3's FP8 activation caching: the caches of an FP8 run (its Linear operators' Wgrad in
+// FP8), counted against Megatron-Core's saved tensors, the stand-in for DeepSeek's framework.
+Status ValidateFp8ActivationCache(const Training& t) {
+  if (!t.fp8_activation_cache) return Status::Ok();
+  if (t.precision != Precision::kFp8) {
+    return Status::InvalidInput(
+        "--fp8-activation-cache: DeepSeek-V3 caches the activations of an FP8 run; expected "
+        "--precision fp8, found --precision " +
+        std::string(PrecisionName(t.precision)));
+  }
+  if (!UsesMegatronCore(t.framework)) {
+    return Status::InvalidInput(
+        "--fp8-activation-cache: counted against Megatron-Core's saved tensors; expected "
+        "--framework megatron or megatron-fsdp, found --framework " +
+        std::string(FrameworkName(t.framework)));
+  }
+  return Status::Ok();
+}
+
 // Megatron-Core's expert-parallel all-to-all overlap and what its TransformerConfig requires of it
 // (Megatron-LM@d98e8a64dd megatron/core/transformer/transformer_config.py __post_init__, under
 // overlap_moe_expert_parallel_comm): expert parallelism ("only supported with expert model
@@ -619,6 +638,7 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateOptimizerKernels(training));
   FULCRUM_RETURN_IF_ERROR(ValidateCrossEntropy(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateActivationFp8InputStore(model, training));
+  FULCRUM_RETURN_IF_ERROR(ValidateFp8ActivationCache(training));
   FULCRUM_RETURN_IF_ERROR(ValidateMoeA2aOverlap(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidatePipelineSchedule(model, training));
   if (!FrameworkRunsLayout(training.framework, training)) {

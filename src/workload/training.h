@@ -234,6 +234,13 @@ struct Training {
   // activation_func_fp8_input_store; Megatron-LM@d98e8a64dd megatron/core/fusions/
   // fused_bias_swiglu.py): 1 byte an element instead of 2, in the dense MLPs and the experts.
   bool activation_fp8_input_store = false;
+  // DeepSeek-V3's low-precision activation caching (arXiv 2412.19437v2 section 3.3.3,
+  // "Low-Precision Activation"), which its own framework runs and Megatron-Core does not: the
+  // output projection's input, also the attention's saved output, cached once in E5M6; the MoE
+  // layers' SwiGLU inputs cached in FP8 and their outputs recomputed in backward. Precision fp8;
+  // the estimate counts Megatron-Core's other saved tensors (estimate/memory.cc
+  // Fp8CacheSavedBytes).
+  bool fp8_activation_cache = false;
   // Micro-batches run back to back on one model chunk in the interleaved schedule (Megatron-LM
   // --microbatch-group-size-per-virtual-pipeline-stage, between pp and the micro-batches per
   // step); 0 = Megatron's default, pp. It sets the warm-up forwards, hence the activations in
