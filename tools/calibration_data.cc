@@ -418,6 +418,10 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
   // DeepSeek-V3's FP8 / E5M6 activation caching (`estimate --fp8-activation-cache`).
   FULCRUM_ASSIGN_OR_RETURN(const int64_t fp8_cache, r.Int("fp8_activation_cache"));
   q.fp8_activation_cache = fp8_cache == 1;
+  // The MoE token dispatcher (empty: alltoall) and group-limited routing (empty: none).
+  FULCRUM_ASSIGN_OR_RETURN(q.moe_dispatcher, r.Text("moe_token_dispatcher_type"));
+  FULCRUM_ASSIGN_OR_RETURN(q.moe_router_groups, r.Int("moe_router_num_groups"));
+  FULCRUM_ASSIGN_OR_RETURN(q.moe_router_group_topk, r.Int("moe_router_group_topk"));
   run.model = q.model.empty() ? std::to_string(q.layers) + "/" + std::to_string(q.hidden) + "/" +
                                     std::to_string(q.heads) + "/" + std::to_string(q.kv_heads)
                               : q.model;
@@ -432,6 +436,10 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
       (q.pipeline_schedule.empty() ? "" : " " + q.pipeline_schedule) +
       (q.expert_tp > 0 && q.expert_tp != q.tp ? " etp" + std::to_string(q.expert_tp) : "") +
       (q.moe_a2a_overlap ? " a2a-overlap" : "") + (q.fp8_activation_cache ? " fp8-cache" : "") +
+      (q.moe_dispatcher.empty() ? "" : " " + q.moe_dispatcher + " dispatch") +
+      (q.moe_router_groups > 0 ? " groups " + std::to_string(q.moe_router_group_topk) + "/" +
+                                     std::to_string(q.moe_router_groups)
+                               : "") +
       (q.exp_avg_dtype.empty() ? "" : " moments " + q.exp_avg_dtype + "/" + q.exp_avg_sq_dtype);
   run.batch = std::to_string(q.micro_batch) + "/" + std::to_string(q.global_batch) + " x " +
               std::to_string(q.seq_len) + " " + q.recompute +

@@ -236,7 +236,10 @@ std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
          "deepseek-ai/DualPipe@3da1bbe): each forward chunk runs beside another micro-batch's "
          "backward chunk with the expert-parallel all-to-all and the pipeline sends under their "
          "compute, its bubble is the README's (PP/2 - 1)(F&B + B - 3W), and each rank holds two "
-         "stages' parameters and PP + 1 stage micro-batches of activations. Its memory takes "
+         "stages' parameters and PP + 1 stage micro-batches of activations; so is its dispatch "
+         "(section 3.2.2: each token sent over IB once to each of the at most 4 nodes its "
+         "experts are on and forwarded there over NVLink; `--moe-token-dispatcher-type flex "
+         "--moe-router-num-groups 8 --moe-router-group-topk 4`). Its memory takes "
          "DeepSeek's recomputation of the RMSNorms and the MLA up-projections (section 3.2.3) and "
          "of the MoE SwiGLU output, and its BF16 AdamW moments (section 3.3.3), as Megatron-LM's "
          "--recompute-modules layernorm,mla_up_proj,moe_act and --exp-avg-dtype / "
@@ -285,7 +288,7 @@ std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
          "and the MTP module are split over the 16 stages (the end stages the floor of 61 / 16, "
          "the others the ceiling), and which other tensors HAI-LLM's kernels save (Megatron-Core's "
          "with Transformer Engine).";
-  out << " Node-limited routing and the MTP module are not modelled either.\n\n";
+  out << " The MTP module is not modelled, nor its FP8 dispatch (the estimate sends BF16).\n\n";
   return out.str();
 }
 

@@ -103,6 +103,23 @@ void AddFrameworkSettingOptions(CLI::App* cmd, estimate::EstimateRequest& r, con
                 "runs beside another's backward, layer by layer, each one's dispatch and combine "
                 "under the other's compute; one more micro-batch chunk in flight")
       ->group(tr);
+  cmd->add_option("--moe-token-dispatcher-type", r.moe_dispatcher,
+                  "alltoall|flex: how MoE tokens reach experts on other GPUs (Megatron-Core "
+                  "--moe-token-dispatcher-type; megatron or megatron-fsdp for flex): alltoall, an "
+                  "NCCL all-to-all of every routed copy; flex (DeepEP / HybridEP), each token sent "
+                  "once to each other node it has experts on and forwarded there over NVLink "
+                  "(default: alltoall)")
+      ->group(tr);
+  cmd->add_option("--moe-router-num-groups", r.moe_router_groups,
+                  "MoE group-limited routing (Megatron-Core --moe-router-num-groups; HF n_group): "
+                  "the experts in this many equal groups, with --moe-router-group-topk; groups "
+                  "that are the expert-parallel group's nodes limit the nodes a token reaches, "
+                  "which the flex dispatcher sends over the network (default: none)")
+      ->group(tr);
+  cmd->add_option("--moe-router-group-topk", r.moe_router_group_topk,
+                  "Groups each token is routed within (Megatron-Core --moe-router-group-topk; HF "
+                  "topk_group; DeepSeek-V3: 4 of 8)")
+      ->group(tr);
 }
 
 }  // namespace

@@ -571,6 +571,88 @@ StepTime EstimateGenericStep(const Model& model, const Training& tr, const Hardw
 
 }  // namespace
 
+double AllToAllGroupSeconds(double bytes, int64_t ranks, int64_t stride, const Hardware& hw,
+                            const TimeCalibration& c) {
+  const Link link = GroupLink(ranks, stride, hw, c);
+  const double node = static_cast<double>(hw.gpus_per_node);
+  const double n = static_cast<double>(ranks);
+  if (ranks <= 1 || bytes <= 0 || n * static_cast<double>(stride) <= node) {
+    return AllToAllSeconds(bytes, static_cast<int>(ranks), link);
+  }
+  const double g = std::min(n, std::max(1.0, node / static_cast<double>(stride)));
+  const Link intra = GroupLink(1, 1, hw, c);
+  const double nic = hw.network_bytes_per_second_per_node * c.network_efficiency / node;
+  if (nic <= 0 || intra.bytes_per_second <= 0) return 0;
+  const double across = (n - g) / n * bytes / nic;
+  const double within = (g - 1) / n * bytes / intra.bytes_per_second;
+  return std::max(across, within) + (n - 1) * link.latency_seconds;
+}
+
+namespace {
+
+// C(n, r), as a double (0 when r > n).
+double Choose(double n, double r) {
+  if (r < 0 || r > n) return 0;
+  return std::exp(std::lgamma(n + 1) - std::lgamma(r + 1) - std::lgamma(n - r + 1));
+}
+
+// The chance that none of k experts drawn without replacement from `pool` falls among `held` of
+// them: C(pool - held, k) / C(pool, k).
+double MissesAll(double pool, double held, double k) {
+  double p = 1;
+  for (double i = 0; i < k; ++i) {
+    if (pool - held - i <= 0) return 0;
+    p *= (pool - held - i) / (pool - i);
+  }
+  return p;
+}
+
+}  // namespace
+
+double NodeReachProbability(const Model& model, const Training& tr, int64_t nodes) {
+  const double e = static_cast<double>(model.experts);
+  const double k = static_cast<double>(model.experts_per_token);
+  const double n = static_cast<double>(nodes);
+  const int64_t groups = tr.moe_router_groups;
+  if (groups <= 0 || groups % nodes != 0 || tr.moe_router_group_topk >= groups) {
+    return 1 - MissesAll(e, e / n, k);
+  }
+  // q whole groups per node; M of the G groups chosen (hypergeometric in how many are this
+  // node's), then k experts among the chosen groups' ones.
+  const double g = static_cast<double>(groups);
+  const double q = g / n;
+  const double m = static_cast<double>(tr.moe_router_group_topk);
+  const double per_group = e / g;
+  double reach = 0;
+  for (double x = std::max(0.0, q + m - g); x <= std::min(q, m); ++x) {
+    const double chosen = Choose(q, x) * Choose(g - q, m - x) / Choose(g, m);
+    reach += chosen * (1 - MissesAll(m * per_group, x * per_group, k));
+  }
+  return reach;
+}
+
+double FlexDispatchSeconds(double tokens, double token_bytes, const Model& model,
+                           const Training& tr, const Hardware& hw, const TimeCalibration& c) {
+  const int64_t stride = workload::ExpertTp(tr);
+  const double k = static_cast<double>(model.experts_per_token);
+  const double node = static_cast<double>(hw.gpus_per_node);
+  const double n = static_cast<double>(tr.ep);
+  if (tr.ep <= 1 || n * static_cast<double>(stride) <= node) {
+    return AllToAllGroupSeconds(tokens * k * token_bytes, tr.ep, stride, hw, c);
+  }
+  const double g = std::min(n, std::max(1.0, node / static_cast<double>(stride)));
+  const int64_t nodes = static_cast<int64_t>(std::ceil(n / g));
+  const double remote_nodes =
+      static_cast<double>(nodes - 1) * NodeReachProbability(model, tr, nodes);
+  const Link link = GroupLink(tr.ep, stride, hw, c);
+  const Link intra = GroupLink(1, 1, hw, c);
+  const double nic = hw.network_bytes_per_second_per_node * c.network_efficiency / node;
+  if (nic <= 0 || intra.bytes_per_second <= 0) return 0;
+  const double across = tokens * remote_nodes * token_bytes / nic;
+  const double within = tokens * k * (g - 1) / g * token_bytes / intra.bytes_per_second;
+  return std::max(across, within) + (n - 1) * link.latency_seconds;
+}
+
 const ArchitectureEfficiency& EfficiencyFor(std::string_view architecture,
                                             const TimeCalibration& calibration) {
   auto is = [&](std::string_view name) {
@@ -890,17 +972,22 @@ LayerComm ContextParallelComm(const Model& model, const Training& tr, const Hard
 double ExpertParallelSeconds(const Model& model, const Training& tr, const Hardware& hw,
                              const TimeCalibration& c, const MicroBatchShape& mb) {
   const double t = static_cast<double>(tr.tp);
-  // Megatron-Core's expert grid orders etp, ep, expert dp, pp: the ep ranks are etp apart
-  // (Megatron-LM@d98e8a64dd megatron/core/parallel_state.py, expert_decoder_rank_generator).
-  const Link ep_link = GroupLink(tr.ep, workload::ExpertTp(tr), hw, c);
-  const double routed_bytes = mb.tokens * static_cast<double>(model.experts_per_token) * mb.hidden *
-                              mb.bytes / (tr.sequence_parallel ? t : 1);
+  const double tokens = mb.tokens / (tr.sequence_parallel ? t : 1);
+  const double token_bytes = mb.hidden * mb.bytes;
   const double moe_share =
       static_cast<double>(workload::MoeLayerCount(model)) / static_cast<double>(model.layers);
   // Megatron's "moe" recompute re-runs the layer's forward, dispatch and combine included.
   const double passes =
       mb.forward_passes + (workload::RecomputesModule(tr, workload::kRecomputeMoe) ? 1 : 0);
-  return 2 * passes * moe_share * AllToAllSeconds(routed_bytes, static_cast<int>(tr.ep), ep_link);
+  // Megatron-Core's expert grid orders etp, ep, expert dp, pp: the ep ranks are etp apart
+  // (Megatron-LM@d98e8a64dd megatron/core/parallel_state.py, expert_decoder_rank_generator).
+  const double dispatch =
+      tr.moe_dispatcher == workload::MoeDispatcher::kFlex
+          ? FlexDispatchSeconds(tokens, token_bytes, model, tr, hw, c)
+          : AllToAllGroupSeconds(
+                tokens * static_cast<double>(model.experts_per_token) * token_bytes, tr.ep,
+                workload::ExpertTp(tr), hw, c);
+  return 2 * passes * moe_share * dispatch;
 }
 
 // Whether the schedule runs one micro-batch's forward beside another's backward with their

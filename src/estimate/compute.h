@@ -297,6 +297,38 @@ double TrainableParameterCount(const workload::Model& model, const workload::Mod
 // combine_postprocess; moe/moe_utils.py permute, unpermute). Charged at the memory bandwidth.
 double MoePermutationElements(const workload::Model& model, const workload::Training& training);
 
+// An all-to-all of `bytes` per rank over a group of `ranks` GPUs, `stride` ranks apart. Within a
+// node it is GroupLink's. Across nodes it is not a ring: a ring crosses each node boundary once,
+// so its traffic leaves a node at the rate of all the node's NICs (GroupLink), but an all-to-all
+// sends every rank bytes / ranks for each peer, and the share for peers on other nodes,
+// (ranks - g) / ranks of it with g of the group's ranks on a node, leaves through this GPU's own
+// share of the node's network (every GPU of the node runs its group's all-to-all at the same
+// time), while the share for the g - 1 peers on its node goes over NVLink at the same time
+// (NCCL's all-to-all is a send and a receive per peer in one group: NVIDIA/nccl-tests@07ac716c
+// src/alltoall.cu AlltoAllRunColl).
+double AllToAllGroupSeconds(double bytes, int64_t ranks, int64_t stride, const Hardware& hw,
+                            const TimeCalibration& c);
+
+// The chance that a token's k experts include one on a given node of the `nodes` the
+// expert-parallel group spans, under a balanced router: 1 - C(E - E/N, k) / C(E, k); under
+// group-limited routing whose groups are whole nodes' experts (training.moe_router_groups a
+// multiple of nodes), its M groups of G drawn first, then k experts among theirs.
+double NodeReachProbability(const workload::Model& model, const workload::Training& training,
+                            int64_t nodes);
+
+// One direction of a MoE layer's dispatch (or combine) under the flex dispatcher, `tokens` of
+// `token_bytes` each on this GPU: across nodes each token goes once to each other node it has
+// experts on ((nodes - 1) x NodeReachProbability copies), through this GPU's share of the node's
+// network, and is forwarded there over NVLink to the GPUs holding its experts (k (g - 1) / g copies
+// per token over NVLink, g of the group's ranks on a node), both at once (DeepSeek-V3, arXiv
+// 2412.19437 section 3.2.2: "each token will be dispatched to at most 4 nodes [...] first
+// transmitted via IB to the GPUs with the same in-node index on its target nodes [...] forwarded
+// via NVLink to specific GPUs that host their target experts"; Megatron-Core's flex dispatcher
+// runs deepseek-ai/DeepEP's kernels). Within a node it is the all-to-all.
+double FlexDispatchSeconds(double tokens, double token_bytes, const workload::Model& model,
+                           const workload::Training& training, const Hardware& hw,
+                           const TimeCalibration& c);
+
 StepTime EstimateStepTime(const workload::Model& model, const workload::Training& training,
                           const Hardware& hardware,
                           const TimeCalibration& calibration = DefaultTimeCalibration());

@@ -104,6 +104,8 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   FULCRUM_RETURN_IF_ERROR(ParseInto(r.cross_entropy, workload::ParseCrossEntropy, t.cross_entropy));
   FULCRUM_RETURN_IF_ERROR(
       ParseInto(r.pipeline_schedule, workload::ParsePipelineSchedule, t.pipeline_schedule));
+  FULCRUM_RETURN_IF_ERROR(
+      ParseInto(r.moe_dispatcher, workload::ParseMoeDispatcher, t.moe_dispatcher));
   if (!r.exp_avg_dtype.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(t.exp_avg_dtype,
                              workload::ParseMomentDtype(r.exp_avg_dtype, "--exp-avg-dtype"));
@@ -150,6 +152,8 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   t.fp8_activation_cache = r.fp8_activation_cache;
   t.microbatch_group_size = r.microbatch_group_size;
   t.moe_a2a_overlap = r.moe_a2a_overlap;
+  t.moe_router_groups = r.moe_router_groups;
+  t.moe_router_group_topk = r.moe_router_group_topk;
   if (r.tp < 1 || r.pp < 1 || r.cp < 1) {
     return Status::InvalidInput("--tp, --pp and --cp must be at least 1");
   }
@@ -366,6 +370,14 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
   if (t.activation_fp8_input_store) doc["setup"]["activation_func_fp8_input_store"] = true;
   if (t.fp8_activation_cache) doc["setup"]["fp8_activation_cache"] = true;
   if (t.moe_a2a_overlap) doc["setup"]["moe_a2a_overlap"] = true;
+  if (t.moe_dispatcher != workload::MoeDispatcher::kAllToAll) {
+    doc["setup"]["moe_token_dispatcher_type"] =
+        std::string(workload::MoeDispatcherName(t.moe_dispatcher));
+  }
+  if (t.moe_router_groups > 0) {
+    doc["setup"]["moe_router_num_groups"] = t.moe_router_groups;
+    doc["setup"]["moe_router_group_topk"] = t.moe_router_group_topk;
+  }
   if (t.optimizer_kernels != workload::OptimizerKernels::kFused) {
     doc["setup"]["optimizer_kernels"] =
         std::string(workload::OptimizerKernelsName(t.optimizer_kernels));
@@ -469,6 +481,13 @@ std::string DescribeSetup(const EstimateInput& in) {
   if (t.activation_fp8_input_store) s << " --activation-func-fp8-input-store";
   if (t.fp8_activation_cache) s << " --fp8-activation-cache";
   if (t.moe_a2a_overlap) s << " --moe-a2a-overlap";
+  if (t.moe_dispatcher != workload::MoeDispatcher::kAllToAll) {
+    s << " --moe-token-dispatcher-type " << workload::MoeDispatcherName(t.moe_dispatcher);
+  }
+  if (t.moe_router_groups > 0) {
+    s << " --moe-router-num-groups " << t.moe_router_groups << " --moe-router-group-topk "
+      << t.moe_router_group_topk;
+  }
   if (t.exp_avg_dtype != workload::MomentDtype::kFp32 ||
       t.exp_avg_sq_dtype != workload::MomentDtype::kFp32) {
     s << " --exp-avg-dtype " << workload::MomentDtypeName(t.exp_avg_dtype) << " --exp-avg-sq-dtype "

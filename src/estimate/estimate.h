@@ -51,6 +51,8 @@ struct EstimateRequest {
   std::string optimizer_kernels;                // workload::ParseOptimizerKernels ("" = fused)
   std::string cross_entropy;      // workload::ParseCrossEntropy ("" = the framework's own)
   std::string pipeline_schedule;  // workload::ParsePipelineSchedule ("" = 1f1b)
+  std::string moe_dispatcher;     // workload::ParseMoeDispatcher ("" = alltoall)
+  int64_t moe_router_groups = 0, moe_router_group_topk = 0;  // group-limited routing (0 = none)
   int64_t lora_rank = 16;
   int64_t tp = 1, pp = 1, vpp = 1, dp = 0;  // dp 0 = gpus / (tp * pp * cp)
   int64_t cp = 1, ep = 1;

@@ -359,6 +359,127 @@ TEST(MixtureOfExpertsTest, AllToAllCostsMoreAcrossNodes) {
   EXPECT_GT(wide.exposed_seconds / wide.step_seconds, within.exposed_seconds / within.step_seconds);
 }
 
+// An all-to-all across nodes leaves each GPU through its share of its node's network, not through
+// all of the node's NICs as a ring's boundary crossing does: 32 ranks on 4 nodes of 8 H100s with
+// 8 x 400 Gbit/s send the 24/32 of their bytes meant for other nodes at 50 GB/s (times the network
+// efficiency), while the 7/32 for their node's peers go over NVLink at the same time; ranks 2
+// apart (Megatron's ep ranks under etp 2) have 4 of the group on a node, so 28/32 leave it. Within
+// a node it is the ring formula over NVLink.
+TEST(MixtureOfExpertsTest, AllToAllAcrossNodesLeavesThroughEachGpusShareOfTheNetwork) {
+  TimeCalibration c = DefaultTimeCalibration();
+  c.inter_node_latency_seconds = 0;
+  c.intra_node_latency_seconds = 0;
+  const Hardware hw = Node(true, false, 3200);
+  const double bytes = 1e9;
+  const double nic = 400e9 * c.network_efficiency / 8;
+  const double nvlink = 450e9 * c.nvlink_efficiency;
+  EXPECT_NEAR(AllToAllGroupSeconds(bytes, 32, 1, hw, c), 24.0 / 32 * bytes / nic, 1e-12);
+  EXPECT_NEAR(AllToAllGroupSeconds(bytes, 32, 2, hw, c), 28.0 / 32 * bytes / nic, 1e-12);
+  EXPECT_NEAR(AllToAllGroupSeconds(bytes, 8, 1, hw, c), 7.0 / 8 * bytes / nvlink, 1e-12);
+  // Twice the network, half the time across nodes; a single node does not use it.
+  const Hardware fast = Node(true, false, 6400);
+  EXPECT_NEAR(AllToAllGroupSeconds(bytes, 32, 1, fast, c),
+              AllToAllGroupSeconds(bytes, 32, 1, hw, c) / 2, 1e-12);
+  EXPECT_DOUBLE_EQ(AllToAllGroupSeconds(bytes, 8, 1, fast, c),
+                   AllToAllGroupSeconds(bytes, 8, 1, hw, c));
+  EXPECT_DOUBLE_EQ(AllToAllGroupSeconds(bytes, 1, 1, hw, c), 0);
+}
+
+Model DeepSeekV3() {
+  const Result<Model> m =
+      workload::ParseHfConfig(workload::testing::kDeepSeekV3Config, "deepseek-v3/config.json");
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return m.ok() ? *m : Model{};
+}
+
+// The chance that a token reaches a given node, DeepSeek-V3 (256 routed experts, top 8) over 8
+// nodes of 32 experts: a balanced router misses a node with C(224, 8) / C(256, 8); with its
+// node-limited routing (8 groups, 4 chosen: the groups are the nodes) a node is chosen with
+// C(7, 3) / C(8, 4) = 1/2 and then missed by the 8 experts drawn from the chosen 128 with
+// C(96, 8) / C(128, 8): about 3.6 nodes per token of the 4 allowed. Groups that are not whole
+// nodes' experts do not limit the nodes.
+TEST(MixtureOfExpertsTest, NodeLimitedRoutingBoundsTheNodesATokenReaches) {
+  const Model m = DeepSeekV3();
+  Training t = MegatronExperts(512, 64, 512);
+  const auto misses = [](double pool, double held) {
+    double p = 1;
+    for (int i = 0; i < 8; ++i) p *= (pool - held - i) / (pool - i);
+    return p;
+  };
+  EXPECT_NEAR(NodeReachProbability(m, t, 8), 1 - misses(256, 32), 1e-12);
+  t.moe_router_groups = 8;
+  t.moe_router_group_topk = 4;
+  EXPECT_NEAR(NodeReachProbability(m, t, 8), 0.5 * (1 - misses(128, 32)), 1e-12);
+  EXPECT_NEAR(8 * NodeReachProbability(m, t, 8), 3.62, 0.01);
+  // 16 groups on 8 nodes, 8 chosen: two groups a node; the same 4-of-8-nodes share of experts.
+  t.moe_router_groups = 16;
+  t.moe_router_group_topk = 8;
+  EXPECT_LT(NodeReachProbability(m, t, 8), 1 - misses(256, 32));
+  t.moe_router_groups = 4;  // groups of two nodes each: no node limit modelled
+  t.moe_router_group_topk = 2;
+  EXPECT_NEAR(NodeReachProbability(m, t, 8), 1 - misses(256, 32), 1e-12);
+}
+
+// The flex dispatcher sends a token once to each other node it has experts on, where the
+// all-to-all sends each of its k copies: DeepSeek-V3 on ep 64 over 8 nodes, 4096 tokens of 7168
+// BF16 elements per GPU, crosses the network with 7 x reach copies per token instead of 8 x 56 / 64
+// (the NVLink forwarding, 8 x 7/8 copies at NVLink's rate, takes less); inside one node both are
+// the same all-to-all.
+TEST(MixtureOfExpertsTest, FlexDispatchSendsEachTokenOncePerNode) {
+  const Model m = DeepSeekV3();
+  TimeCalibration c = DefaultTimeCalibration();
+  c.inter_node_latency_seconds = 0;
+  c.intra_node_latency_seconds = 0;
+  const Hardware hw = Node(true, true, 3200);
+  Training t = MegatronExperts(512, 64, 512);
+  t.moe_dispatcher = workload::MoeDispatcher::kFlex;
+  t.moe_router_groups = 8;
+  t.moe_router_group_topk = 4;
+  const double tokens = 4096, token_bytes = 7168 * 2;
+  const double nic = 400e9 * c.network_efficiency / 8;
+  const double flex = FlexDispatchSeconds(tokens, token_bytes, m, t, hw, c);
+  EXPECT_NEAR(flex, tokens * 7 * NodeReachProbability(m, t, 8) * token_bytes / nic, 1e-12);
+  const double all_to_all = AllToAllGroupSeconds(tokens * 8 * token_bytes, 64, 1, hw, c);
+  EXPECT_NEAR(all_to_all, tokens * 8 * 56.0 / 64 * token_bytes / nic, 1e-12);
+  EXPECT_NEAR(all_to_all / flex, 7.0 / (7 * 0.4526), 0.01);
+  t.ep = 8;
+  EXPECT_DOUBLE_EQ(FlexDispatchSeconds(tokens, token_bytes, m, t, hw, c),
+                   AllToAllGroupSeconds(tokens * 8 * token_bytes, 8, 1, hw, c));
+}
+
+// What the flex dispatcher and routing groups are refused on, with exit-2 messages: a dense
+// model, a framework without Megatron-Core's dispatchers, groups that do not split the experts
+// or cannot hold a token's experts, one of the pair alone.
+TEST(MixtureOfExpertsTest, DispatcherAndRoutingGroupsAreChecked) {
+  const Model m = DeepSeekV3();
+  Training t = MegatronExperts(512, 64, 512);
+  t.moe_dispatcher = workload::MoeDispatcher::kFlex;
+  t.moe_router_groups = 8;
+  t.moe_router_group_topk = 4;
+  EXPECT_TRUE(workload::Validate(m, t, 512).ok()) << workload::Validate(m, t, 512).message();
+  const auto refused = [&](const Training& bad, const std::string& text) {
+    const Status s = workload::Validate(m, bad, 512);
+    EXPECT_NE(s.message().find(text), std::string::npos) << s.message();
+  };
+  Training fsdp = t;
+  fsdp.framework = Framework::kFsdp;
+  fsdp.zero_stage = 3;
+  refused(fsdp, "Megatron-Core's dispatcher");
+  Training uneven = t;
+  uneven.moe_router_groups = 7;
+  refused(uneven, "do not split into equal groups");
+  Training narrow = t;
+  narrow.moe_router_groups = 128;
+  narrow.moe_router_group_topk = 2;  // 2 groups of 2 experts: 4 < top 8
+  refused(narrow, "fewer than the 8");
+  Training alone = t;
+  alone.moe_router_group_topk = 0;
+  refused(alone, "expected both set");
+  EXPECT_EQ(workload::ParseMoeDispatcher("allgather").status().message().find("not modelled") !=
+                std::string::npos,
+            true);
+}
+
 // Megatron-Core's expert-parallel all-to-all overlap (--overlap-moe-expert-parallel-comm): the
 // all-to-all of a paired micro-batch runs under the other's compute (Megatron-LM@d98e8a64dd
 // megatron/core/pipeline_parallel/combined_1f1b.py), so the same traffic is sent and less of it is

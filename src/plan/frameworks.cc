@@ -406,6 +406,22 @@ std::optional<std::string> ListOption(const std::vector<std::string>& words,
   return std::nullopt;
 }
 
+// The MoE dispatcher and routing groups, from their values in either spelling (a Megatron-LM
+// option's or a Hydra override's); values Megatron would refuse are left to it: nothing is read.
+void MoeRoutingChoices(const std::optional<std::string>& dispatcher,
+                       const std::optional<std::string>& groups,
+                       const std::optional<std::string>& group_topk, JobFrameworks& jf) {
+  if (dispatcher && ToLower(*dispatcher) == "flex")
+    jf.moe_dispatcher = workload::MoeDispatcher::kFlex;
+  if (!groups || !group_topk) return;
+  const Result<int64_t> g = ParseInt(*groups);
+  const Result<int64_t> m = ParseInt(*group_topk);
+  if (g.ok() && m.ok() && *g > 0 && *m > 0) {
+    jf.moe_router_groups = *g;
+    jf.moe_router_group_topk = *m;
+  }
+}
+
 // A Megatron-LM command's recompute modules and precision-aware optimizer moments
 // (megatron/training/arguments.py@d98e8a64dd: --recompute-modules, nargs='*';
 // --use-precision-aware-optimizer with --exp-avg-dtype / --exp-avg-sq-dtype, "only supported
@@ -416,6 +432,9 @@ void MegatronCommandChoices(const Launch& l, JobFrameworks& jf) {
     if (modules.ok()) jf.recompute_modules = *modules;
   }
   jf.moe_a2a_overlap = HasOption(l.args, "--overlap-moe-expert-parallel-comm");
+  MoeRoutingChoices(OptionValue(l.args, "--moe-token-dispatcher-type"),
+                    OptionValue(l.args, "--moe-router-num-groups"),
+                    OptionValue(l.args, "--moe-router-group-topk"), jf);
   if (const std::optional<std::string> etp = OptionValue(l.args, "--expert-tensor-parallel-size")) {
     if (*etp == "1") jf.expert_tp = 1;
   }
@@ -459,6 +478,9 @@ void CommandFixes(const Launch& l, const std::string& base_dir,
     const std::optional<std::string> etp =
         HydraOverride(l.args, "model.expert_tensor_parallel_size");
     if (etp && *etp == "1") jf.expert_tp = 1;
+    MoeRoutingChoices(HydraOverride(l.args, "model.moe_token_dispatcher_type"),
+                      HydraOverride(l.args, "model.moe_router_num_groups"),
+                      HydraOverride(l.args, "model.moe_router_group_topk"), jf);
   }
   // HF TrainingArguments' own name (transformers training_args.py); a script's own
   // --gradient_accumulation_steps alone says nothing of its parser (DeepSpeed's examples have it).

@@ -74,6 +74,14 @@ struct JobFrameworks {
   // --expert-tensor-parallel-size, Megatron-Bridge/NeMo model.expert_tensor_parallel_size (0 = not
   // set: tp; Training::expert_tp).
   int64_t expert_tp = 0;
+  // The MoE token dispatcher and group-limited routing the command sets: Megatron-LM
+  // --moe-token-dispatcher-type flex, --moe-router-num-groups N --moe-router-group-topk M, or the
+  // Megatron-Bridge/NeMo overrides model.moe_token_dispatcher_type=flex,
+  // model.moe_router_num_groups=N, model.moe_router_group_topk=M (Training::moe_dispatcher,
+  // moe_router_groups, moe_router_group_topk; 0 = not set).
+  workload::MoeDispatcher moe_dispatcher = workload::MoeDispatcher::kAllToAll;
+  int64_t moe_router_groups = 0;
+  int64_t moe_router_group_topk = 0;
   std::string fixed_by = {};  // where they were read, for the plan's notes ("" = none)
 };
 

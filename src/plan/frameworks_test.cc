@@ -486,6 +486,29 @@ TEST(FrameworksTest, TheAllToAllOverlapIsReadFromEitherSpelling) {
                    .moe_a2a_overlap);
 }
 
+// The flex dispatcher and node-limited routing: Megatron-LM's options or the Megatron-Bridge
+// overrides (as DeepSeek-V3's recipe sets moe_router_num_groups 8, moe_router_group_topk 4).
+TEST(FrameworksTest, TheMoeDispatcherAndRoutingGroupsAreReadFromEitherSpelling) {
+  for (const char* command :
+       {"torchrun pretrain_gpt.py --moe-token-dispatcher-type flex --moe-router-num-groups 8 "
+        "--moe-router-group-topk 4",
+        "torchrun scripts/training/run_recipe.py --recipe x model.moe_token_dispatcher_type=flex "
+        "model.moe_router_num_groups=8 model.moe_router_group_topk=4"}) {
+    const JobFrameworks jf = FrameworksOfCommand(command, "");
+    EXPECT_EQ(jf.moe_dispatcher, workload::MoeDispatcher::kFlex) << command;
+    EXPECT_EQ(jf.moe_router_groups, 8) << command;
+    EXPECT_EQ(jf.moe_router_group_topk, 4) << command;
+  }
+  const JobFrameworks plain =
+      FrameworksOfCommand("torchrun pretrain_gpt.py --moe-token-dispatcher-type alltoall", "");
+  EXPECT_EQ(plain.moe_dispatcher, workload::MoeDispatcher::kAllToAll);
+  EXPECT_EQ(plain.moe_router_groups, 0);
+  // One of the pair alone is Megatron's to refuse: nothing is read.
+  EXPECT_EQ(FrameworksOfCommand("torchrun pretrain_gpt.py --moe-router-num-groups 8", "")
+                .moe_router_groups,
+            0);
+}
+
 // Whole experts: Megatron-LM's --expert-tensor-parallel-size 1 or the Megatron-Bridge override.
 TEST(FrameworksTest, WholeExpertsAreReadFromEitherSpelling) {
   EXPECT_EQ(

@@ -83,6 +83,9 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   in.base.activation_fp8_input_store = job.activation_fp8_input_store;
   in.base.moe_a2a_overlap = job.moe_a2a_overlap;
   in.base.expert_tp = job.expert_tp;
+  in.base.moe_dispatcher = job.moe_dispatcher;
+  in.base.moe_router_groups = job.moe_router_groups;
+  in.base.moe_router_group_topk = job.moe_router_group_topk;
   in.work_units = WorkUnits(model, spec, &result.units_are_samples);
   in.trained_parameters = estimate::TrainableParameterCount(model, in.base);
 

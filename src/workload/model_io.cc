@@ -312,9 +312,11 @@ Result<Model> DeepSeekMoe(const HfReader& r) {
 // transformers@43e8548fef configuration_deepseek_v2.py, @0fc683d1cd configuration_deepseek_v3.py):
 // DeepSeekMoE's experts with multi-head latent attention (q_lora_rank null = no query
 // compression, DeepSeek-V2-Lite). A MoE MLP in every layer after the dense ones (moe_layer_freq
-// 1; other frequencies are refused). Not modelled: V3's router details (n_group / topk_group
-// node-limited routing, sigmoid scoring, the e_score_correction_bias of n_routed_experts per
-// layer: router parameters are counted as hidden x experts), and the multi-token-prediction
+// 1; other frequencies are refused). n_group / topk_group (V3's node-limited routing) are not read
+// here: they bound the nodes a token reaches only where the groups are the layout's nodes, which
+// `estimate --moe-router-num-groups / --moe-router-group-topk` says. Not modelled: V3's sigmoid
+// scoring and the e_score_correction_bias of n_routed_experts per layer (router parameters are
+// counted as hidden x experts), and the multi-token-prediction
 // modules (num_nextn_predict_layers: DeepSeek-V3's 14 B MTP weights, arXiv 2412.19437 section
 // 2.2, are neither counted nor trained here; the published 671 B excludes them).
 Result<Model> DeepSeekMla(const HfReader& r) {

@@ -266,6 +266,46 @@ Status ValidateFp8ActivationCache(const Training& t) {
   return Status::Ok();
 }
 
+// The token dispatcher and group-limited routing of a MoE model. The flex dispatcher is
+// Megatron-Core's (its DeepEP / HybridEP backends); group-limited routing is the router's, whatever
+// the framework: each group as many experts (transformer_config.py moe_router_num_groups: "Experts
+// are divided into 'moe_router_num_groups' equal-sized groups"), at most all of them chosen, and
+// the k experts within the chosen groups.
+Status ValidateMoeRouting(const Model& m, const Training& t) {
+  if (t.moe_dispatcher == MoeDispatcher::kFlex) {
+    if (!IsMoe(m)) {
+      return Status::InvalidInput(
+          "--moe-token-dispatcher-type flex: dispatches a mixture-of-experts model's tokens, and "
+          "this model has no experts");
+    }
+    if (!UsesMegatronCore(t.framework)) {
+      return Status::InvalidInput(
+          "--moe-token-dispatcher-type flex: Megatron-Core's dispatcher (--framework megatron or "
+          "megatron-fsdp), found --framework " +
+          std::string(FrameworkName(t.framework)));
+    }
+  }
+  if (t.moe_router_groups == 0 && t.moe_router_group_topk == 0) return Status::Ok();
+  const std::string flags = "--moe-router-num-groups " + Str(t.moe_router_groups) +
+                            " --moe-router-group-topk " + Str(t.moe_router_group_topk);
+  if (!IsMoe(m)) return Status::InvalidInput(flags + ": routing groups need a MoE model");
+  if (t.moe_router_groups < 1 || t.moe_router_group_topk < 1 ||
+      t.moe_router_group_topk > t.moe_router_groups) {
+    return Status::InvalidInput(flags + ": expected both set, with 1 <= group-topk <= num-groups");
+  }
+  if (m.experts % t.moe_router_groups != 0) {
+    return Status::InvalidInput(flags + ": the " + Str(m.experts) +
+                                " experts do not split into equal groups");
+  }
+  const int64_t selectable = t.moe_router_group_topk * (m.experts / t.moe_router_groups);
+  if (m.experts_per_token > selectable) {
+    return Status::InvalidInput(flags + ": the chosen groups hold " + Str(selectable) +
+                                " experts, fewer than the " + Str(m.experts_per_token) +
+                                " each token is routed to");
+  }
+  return Status::Ok();
+}
+
 // Megatron-Core's expert-parallel all-to-all overlap and what its TransformerConfig requires of it
 // (Megatron-LM@d98e8a64dd megatron/core/transformer/transformer_config.py __post_init__, under
 // overlap_moe_expert_parallel_comm): expert parallelism ("only supported with expert model
@@ -640,6 +680,7 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateActivationFp8InputStore(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateFp8ActivationCache(training));
   FULCRUM_RETURN_IF_ERROR(ValidateMoeA2aOverlap(model, training));
+  FULCRUM_RETURN_IF_ERROR(ValidateMoeRouting(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidatePipelineSchedule(model, training));
   if (!FrameworkRunsLayout(training.framework, training)) {
     return Status::InvalidInput(
@@ -959,6 +1000,15 @@ Result<PipelineSchedule> ParsePipelineSchedule(std::string_view text) {
   return ParseNamed(
       text, {PipelineSchedule::k1F1B, PipelineSchedule::kDualPipe, PipelineSchedule::kDualPipeV},
       PipelineScheduleName, "--pipeline-schedule", "1f1b, dualpipe or dualpipev");
+}
+
+Result<MoeDispatcher> ParseMoeDispatcher(std::string_view text) {
+  return ParseNamed(text, {MoeDispatcher::kAllToAll, MoeDispatcher::kFlex}, MoeDispatcherName,
+                    "--moe-token-dispatcher-type", "alltoall or flex (allgather is not modelled)");
+}
+
+std::string_view MoeDispatcherName(MoeDispatcher d) {
+  return d == MoeDispatcher::kFlex ? "flex" : "alltoall";
 }
 
 std::string_view PipelineScheduleName(PipelineSchedule s) {

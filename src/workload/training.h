@@ -83,6 +83,14 @@ enum class CrossEntropy { kFramework, kFused };
 // pipeline_parallel_schedule names): 2 pp stages on pp ranks, rank i holding stages i and 2 pp - 1
 // - i; bubble (pp - 1)(F&B + B - 3W) in stages of half the size, activations 2 pp + 1 of them.
 enum class PipelineSchedule { k1F1B, kDualPipe, kDualPipeV };
+// How a MoE layer's tokens reach their experts on other ranks (Megatron-Core
+// --moe-token-dispatcher-type; Megatron-LM@d98e8a64dd megatron/core/transformer/moe/
+// token_dispatcher.py). kAllToAll: MoEAlltoAllTokenDispatcher, an NCCL all-to-all of each token's
+// k routed copies. kFlex: MoEFlexTokenDispatcher with DeepEP or HybridEP kernels
+// (deepseek-ai/DeepEP), which send a token to each other node it has experts on once, over the
+// network, and forward it there over NVLink to the GPUs holding them (arXiv 2412.19437 section
+// 3.2.2). Megatron's default, allgather, is not modelled.
+enum class MoeDispatcher { kAllToAll, kFlex };
 // Whose conventions (gradient dtype, buffers, allocator reserve) apply; see memory.cc. kDdp is
 // PyTorch DistributedDataParallel (torch.nn.parallel.DistributedDataParallel, plain data parallel
 // with torch.amp; the HF Trainer under torchrun is DDP too and is estimated alike).
@@ -255,6 +263,14 @@ struct Training {
   // Megatron-LM@d98e8a64dd megatron/core/pipeline_parallel/combined_1f1b.py). pp 1 or an
   // interleaved pipeline.
   bool moe_a2a_overlap = false;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAllToAll;
+  // Group-limited routing (Megatron-Core --moe-router-num-groups / --moe-router-group-topk; HF
+  // DeepSeek-V3 n_group 8 / topk_group 4): the experts in moe_router_groups equal groups, each
+  // token routed within moe_router_group_topk of them; 0 = none. Node-limited when the groups are
+  // the ep group's nodes (DeepSeek-V3: at most 4 nodes per token, arXiv 2412.19437 section 2.1.2),
+  // which bounds what the flex dispatcher sends over the network.
+  int64_t moe_router_groups = 0;
+  int64_t moe_router_group_topk = 0;
 };
 // The routed experts' tensor-parallel degree: expert_tp, or tp when 0.
 inline int64_t ExpertTp(const Training& t) { return t.expert_tp > 0 ? t.expert_tp : t.tp; }
@@ -410,5 +426,8 @@ std::string_view CrossEntropyName(CrossEntropy c);
 // 1f1b|dualpipe|dualpipev, as --pipeline-schedule takes them.
 Result<PipelineSchedule> ParsePipelineSchedule(std::string_view text);
 std::string_view PipelineScheduleName(PipelineSchedule s);
+// alltoall|flex, as --moe-token-dispatcher-type takes them.
+Result<MoeDispatcher> ParseMoeDispatcher(std::string_view text);
+std::string_view MoeDispatcherName(MoeDispatcher d);
 
 }  // namespace fulcrum::workload
