@@ -729,10 +729,33 @@ struct DataParallelTime {
   double exposed = 0;  // not hidden behind compute
 };
 
+// Parameter all-gathers per micro-batch where the gradients are reduce-scattered after every
+// micro-batch's backward, or -1 where they are reduced once per step (accumulated unsharded).
+// ZeRO-3 (FSDP FULL_SHARD, DeepSpeed stage 3): 2, for forward and backward. With gradient
+// accumulation, FSDP SHARD_GRAD_OP (zero 2) "unshards before the forward, does not reshard them
+// after the forward, and only reshards them after the backward computation", and reduce-scatters
+// the gradients then unless the loop runs inside no_sync() (pytorch/pytorch@acd8c9e7
+// torch/distributed/fsdp/api.py ShardingStrategy; torchtitan's loop does not): 1. DeepSpeed
+// ZeRO-2 reduces into the gradient partitions on every micro-batch ("ZeRO stage >= 2 communicates
+// during non gradient accumulation boundaries as well") and refuses no_sync
+// (deepspeedai/DeepSpeed@007cca6a deepspeed/runtime/engine.py allreduce_gradients, no_sync): 0,
+// its updated parameters gathered once after the step. Megatron's distributed optimizer (zero 1)
+// accumulates in its gradient buffer and reduces at the last micro-batch (Megatron-LM's schedules
+// run the others under no_sync): -1; so are Megatron-FSDP's optim_grads (zero 2) and
+// megatron-deepspeed's ZeRO-1 taken, not checked here.
+int MicroBatchGathers(const Training& tr, double micro_batches) {
+  if (tr.zero_stage >= 3) return 2;
+  if (tr.zero_stage != 2 || micro_batches <= 1) return -1;
+  if (tr.framework == workload::Framework::kFsdp) return 1;
+  if (tr.framework == workload::Framework::kDeepSpeed) return 0;
+  return -1;
+}
+
 // One class of parameters (dense, or routed experts): `param_bytes` / `grad_bytes` this GPU
 // holds before sharding, sharded over `shards` ranks and replicated over `replicas` groups of
 // them (HSDP; 1 otherwise). ZeRO-3 gathers per micro-batch, overlapped with the compute;
-// ZeRO 0-2 reduce once per step, overlapped with the backward. FSDP under pipeline parallelism
+// ZeRO 0-2 reduce once per step, overlapped with the backward, except where MicroBatchGathers
+// says they reduce every micro-batch. FSDP under pipeline parallelism
 // (torchtitan) gathers each stage's parameters once per step and reduce-scatters its gradients
 // once, after the last micro-batch's backward (memory.cc TorchBuffers: no reshard after forward,
 // no gradient sync before the last backward).
@@ -749,15 +772,20 @@ DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int6
                                                  static_cast<int>(replicas), replica_link);
   DataParallelTime out;
   const bool per_step_gather = tr.framework == workload::Framework::kFsdp && tr.pp > 1;
-  if (tr.zero_stage >= 3 && !per_step_gather) {
-    // Per micro-batch: gather parameters for forward and backward, reduce-scatter gradients.
-    const double per_mb = 2 * AllGatherSeconds(param_bytes, n, shard_link) +
+  const int gathers = MicroBatchGathers(tr, micro_batches);
+  if (gathers >= 0 && !per_step_gather) {
+    // Per micro-batch: gather the parameters (ZeRO-3: for forward and again for backward;
+    // SHARD_GRAD_OP: once), reduce-scatter the gradients.
+    const double per_mb = gathers * AllGatherSeconds(param_bytes, n, shard_link) +
                           ReduceScatterSeconds(grad_bytes, n, shard_link);
     const double hidden = c.dp_overlap_fraction * compute_mb;
     const double replica_hidden = c.dp_overlap_fraction * (2.0 / 3.0) * compute_mb;
-    out.seconds = micro_batches * per_mb + replica_reduce;
+    // DeepSpeed ZeRO-2 all-gathers the updated parameters once, after the step.
+    const double step_gather =
+        tr.zero_stage == 2 && gathers == 0 ? AllGatherSeconds(param_bytes, n, shard_link) : 0;
+    out.seconds = micro_batches * per_mb + replica_reduce + step_gather;
     out.exposed = micro_batches * (std::max(0.0, per_mb - hidden) + tail * per_mb) +
-                  std::max(0.0, replica_reduce - replica_hidden) +
+                  std::max(0.0, replica_reduce - replica_hidden) + step_gather +
                   c.overlapped_comm_slowdown * (micro_batches * std::min(per_mb, hidden) +
                                                 std::min(replica_reduce, replica_hidden));
     return out;

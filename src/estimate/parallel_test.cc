@@ -242,6 +242,35 @@ TEST(ContextParallelTest, ActivationsAndWorkScaleWithCp) {
   EXPECT_GT(EstimateStepTime(m, four, pcie).communication_seconds, st4.communication_seconds);
 }
 
+// Gradient accumulation under ZeRO-2: FSDP SHARD_GRAD_OP gathers the parameters before each
+// micro-batch's forward and reduce-scatters its gradients after its backward (8 micro-batches: 8
+// times one step's gather and reduce-scatter; ZeRO-3 gathers once more, for the backward);
+// DeepSpeed ZeRO-2 reduces every micro-batch and gathers once, after the step; Megatron's
+// distributed optimizer reduces once per step, whatever the micro-batches.
+TEST(DataParallelTest, ZeroTwoReducesEveryMicroBatchWhereTheFrameworkDoes) {
+  const Model m = Llama31_8b();
+  const Hardware hw = Node(false, false, 0);
+  const auto comm = [&](Framework f, int64_t zero, int64_t global_batch) {
+    Training t;
+    t.framework = f;
+    t.zero_stage = zero;
+    t.dp = 8;
+    t.global_batch = global_batch;
+    t.seq_len = 4096;
+    return EstimateStepTime(m, t, hw).communication_seconds;
+  };
+  const double fsdp_one = comm(Framework::kFsdp, 2, 8);
+  ASSERT_GT(fsdp_one, 0);
+  EXPECT_NEAR(comm(Framework::kFsdp, 2, 64), 8 * fsdp_one, 1e-9 * fsdp_one);
+  EXPECT_NEAR(comm(Framework::kFsdp, 3, 64), 1.5 * comm(Framework::kFsdp, 2, 64), 1e-9 * fsdp_one);
+  const double deepspeed_one = comm(Framework::kDeepSpeed, 2, 8);
+  EXPECT_NEAR(comm(Framework::kDeepSpeed, 2, 64), 4.5 * deepspeed_one, 1e-9 * deepspeed_one);
+  EXPECT_NEAR(comm(Framework::kDeepSpeed, 1, 64), comm(Framework::kDeepSpeed, 1, 8),
+              1e-9 * deepspeed_one);
+  EXPECT_NEAR(comm(Framework::kMegatron, 1, 64), comm(Framework::kMegatron, 1, 8),
+              1e-9 * deepspeed_one);
+}
+
 Training FsdpStates(int64_t zero, int64_t dp, int64_t dp_shard) {
   Training t;
   t.framework = Framework::kFsdp;
