@@ -223,6 +223,32 @@ std::string Gib(double bytes, const char* format = "%.1f") {
   return Format(format, bytes / 1073741824.0) + " GiB";
 }
 
+// Rows without a pipeline that come out over their GPU's memory: the peak and its parts, and the
+// assumption nearest the margin (the allocator reserve).
+std::string UnpipelinedOverflow(const std::vector<PublishedRun>& runs) {
+  std::ostringstream out;
+  for (const PublishedRun& run : runs) {
+    if (!run.input || run.input->training.pp > 1) continue;
+    const estimate::EstimateResult r = estimate::Evaluate(*run.input);
+    if (r.verdict != estimate::FitVerdict::kDoesNotFit) continue;
+    const estimate::MemoryBreakdown& b = r.memory;
+    out << run.id << " comes out at " << Gib(b.peak_bytes_per_gpu) << " of "
+        << Gib(r.capacity_bytes) << ", " << Gib(b.peak_bytes_per_gpu - r.capacity_bytes)
+        << " over: weights " << Gib(b.weights_bytes);
+    const workload::Training& t = run.input->training;
+    if (t.precision == workload::Precision::kFp8 && !t.fp8_params) {
+      out << " (with no fp8_params, Transformer Engine's FP8 cast and transpose of each linear "
+             "weight beside the 16-bit one)";
+    }
+    out << ", gradients " << Gib(b.gradients_bytes) << ", optimizer states "
+        << Gib(b.optimizer_bytes) << ", activations " << Gib(b.activations_bytes)
+        << ", allocator reserve " << Gib(b.allocator_reserve_bytes)
+        << " (fulcrum's assumption of the caching allocator's slack, not measured). ";
+  }
+  if (out.tellp() > 0) out << "\n\n";
+  return out.str();
+}
+
 // DeepSeek-V3's row: what its report says it did for memory, in Megatron-LM's terms (the row's
 // recompute_modules and moment dtypes), its FP8 activation caches and its DualPipe schedule, the
 // peak with them, without the recompute, BF16 moments and caches, and under 1F1B, all from the
@@ -354,7 +380,7 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
       << ". So with a whole accumulation buffer these rows do not fit here although they "
          "trained without activation checkpointing: at any N the paper describes, their layers "
          "would have to save less than Megatron-Core's by the share above.\n\n"
-      << DeepSeekMemoryParagraph(runs)
+      << UnpipelinedOverflow(runs) << DeepSeekMemoryParagraph(runs)
       << "Public runs not in the table: Llama 2 (the paper gives GPU-hours per model, Table 2, but "
          "neither the GPU count nor the layout); MPT-30B (its card gives three stages' GPUs and "
          "batch, no time "
