@@ -356,7 +356,11 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
     } else {
       out << "); no group size makes it fit.";
     }
-    sharded << (sharded.tellp() > 0 ? ", " : "") << run.id << " " << Gib(g.peak_sharded_gradients);
+    // The sharded reading below is of Llama 3's paper, whose runs are the production ones here.
+    if (run.kind == "production_run") {
+      sharded << (sharded.tellp() > 0 ? ", " : "") << run.id << " "
+              << Gib(g.peak_sharded_gradients);
+    }
   }
   out << " Llama 3 405B's paper (arXiv 2407.21783, section 3.3.2) sets N, its g, \"flexibly\" "
          "to run fewer micro-batches than stages under a batch-size limit, or more per group "

@@ -32,7 +32,8 @@ void AddModelOptions(CLI::App* cmd, estimate::EstimateRequest& r) {
       ->group(model);
   cmd->add_option("--vocab", r.vocab, "Custom model: vocabulary size (default: 50257)")
       ->group(model);
-  cmd->add_option("--mlp", r.mlp, "Custom model: gelu|swiglu (default: gelu)")->group(model);
+  cmd->add_option("--mlp", r.mlp, "Custom model: gelu|swiglu|squared-relu (default: gelu)")
+      ->group(model);
   cmd->add_option("--experts", r.experts,
                   "Custom model: routed experts per layer, mixture of experts (default: 0, dense)")
       ->group(model);

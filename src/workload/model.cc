@@ -340,7 +340,9 @@ std::string_view ModelKindName(ModelKind kind) {
 Result<MlpKind> ParseMlpKind(std::string_view text) {
   if (text == "gelu") return MlpKind::kGelu;
   if (text == "swiglu") return MlpKind::kSwiglu;
-  return Status::InvalidInput("--mlp: expected gelu or swiglu, found '" + std::string(text) + "'");
+  if (text == "squared-relu") return MlpKind::kSquaredRelu;
+  return Status::InvalidInput("--mlp: expected gelu, swiglu or squared-relu, found '" +
+                              std::string(text) + "'");
 }
 
 }  // namespace fulcrum::workload

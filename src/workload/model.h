@@ -17,7 +17,11 @@ namespace fulcrum::workload {
 enum class ModelKind { kDecoder, kEncoder, kGeneric };
 // kGelu: two matrices h->f->h with an elementwise activation (GPT, BERT, MPT, GPT-NeoX).
 // kSwiglu: gate and up h->f, SiLU(gate)*up, down f->h (LLaMA, Mistral, Qwen2).
-enum class MlpKind { kGelu, kSwiglu };
+// kGelu and kSquaredRelu: one up projection, an elementwise activation, one down projection
+// (h -> f -> h): GELU, or ReLU squared (Nemotron's activation: NeMo-Framework-Launcher@0b1a110c
+// launcher_scripts/conf/training/nemotron/*.yaml, activation: squared-relu), which the estimators
+// treat alike. kSwiglu: gated (gate and up, h -> 2f, then f -> h).
+enum class MlpKind { kGelu, kSwiglu, kSquaredRelu };
 // kLayerNorm: weight + bias (2h); kLayerNormNoBias: weight only (MPT); kRmsNorm: weight (h).
 enum class NormKind { kLayerNorm, kLayerNormNoBias, kRmsNorm };
 // kLearned adds a max_seq_len x hidden table (GPT-2/3, BERT); rotary/ALiBi add no parameters.

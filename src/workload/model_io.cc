@@ -89,8 +89,10 @@ Status ApplyYamlKey(const std::string& key, const YamlNode& v, Model& m) {
                                                                {"encoder", ModelKind::kEncoder},
                                                                {"generic", ModelKind::kGeneric}}));
   } else if (key == "mlp") {
-    FULCRUM_ASSIGN_OR_RETURN(
-        m.mlp, YamlChoice<MlpKind>(v, {{"gelu", MlpKind::kGelu}, {"swiglu", MlpKind::kSwiglu}}));
+    FULCRUM_ASSIGN_OR_RETURN(m.mlp,
+                             YamlChoice<MlpKind>(v, {{"gelu", MlpKind::kGelu},
+                                                     {"swiglu", MlpKind::kSwiglu},
+                                                     {"squared-relu", MlpKind::kSquaredRelu}}));
   } else if (key == "norm") {
     FULCRUM_ASSIGN_OR_RETURN(
         m.norm, YamlChoice<NormKind>(v, {{"layernorm", NormKind::kLayerNorm},

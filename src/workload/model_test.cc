@@ -37,6 +37,18 @@ TEST(ParameterCountTest, ExactCountsOfHfModels) {
   EXPECT_EQ(ParameterCount(Preset("bert-large")), 335174458.0);   // BertForMaskedLM large
 }
 
+// Nemotron's squared-ReLU MLP is not gated: one up and one down projection, as GELU's (NeMo
+// nemotron_8b.yaml@0b1a110c: 32 layers of 4096, ffn 16384, no biases, LayerNorm1p weight and bias,
+// untied 256000-token embeddings).
+TEST(ParameterCountTest, SquaredReluMlpHasTwoMatrices) {
+  ASSERT_TRUE(ParseMlpKind("squared-relu").ok());
+  EXPECT_EQ(*ParseMlpKind("squared-relu"), MlpKind::kSquaredRelu);
+  EXPECT_NE(ParseMlpKind("relu2").status().message().find("squared-relu"), std::string::npos);
+  const double h = 4096, f = 16384, v = 256000;
+  const double layer = 4 * h * h + 2 * h * f + 2 * (2 * h);  // attention, MLP, two norms
+  EXPECT_DOUBLE_EQ(ParameterCount(Preset("nemotron-8b")), 32 * layer + 2 * h + 2 * v * h);
+}
+
 TEST(ParameterCountTest, OtherPresetsHaveTheirNominalSize) {
   const std::pair<const char*, double> cases[] = {
       {"gpt2-xl", 1.56e9},

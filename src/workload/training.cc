@@ -236,7 +236,7 @@ Status ValidateActivationFp8InputStore(const Model& m, const Training& t) {
   if (m.mlp != MlpKind::kSwiglu) {
     return Status::InvalidInput(
         "--activation-func-fp8-input-store: Megatron-Core stores the activation's input in FP8 "
-        "for SwiGLU only, and this model's MLP is gelu");
+        "for SwiGLU only, and this model's MLP is not gated");
   }
   if (!UsesMegatronCore(t.framework)) {
     return Status::InvalidInput(
