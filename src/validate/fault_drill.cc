@@ -87,9 +87,15 @@ std::string Validation::WaitForDrillable() {
                                            : std::string());
   }
   const double since = job_->starts().back().at;
+  // A checkpoint past step 0: a restart from a step-0 checkpoint cannot be told from a fresh
+  // start, so CheckResume would call a correct resume a failure (seen when the job is slow to take
+  // its first step, under a sanitizer). A name without a step number counts.
   auto ready = [&] {
     for (const CheckpointSeen& c : job_->checkpoints()) {
-      if (c.at >= since && !job_->steps().empty() && job_->steps().back().at > c.at) return true;
+      if (c.at >= since && CheckpointStep(c.path).value_or(1) > 0 && !job_->steps().empty() &&
+          job_->steps().back().at > c.at) {
+        return true;
+      }
     }
     return false;
   };
