@@ -571,21 +571,48 @@ StepTime EstimateGenericStep(const Model& model, const Training& tr, const Hardw
 
 }  // namespace
 
+namespace {
+
+// A group of `ranks` GPUs, `stride` ranks apart, spread over nodes, for traffic each rank sends to
+// its peers directly (not a ring): `per_node` of its ranks share a node; what goes to the others
+// leaves through this GPU's share of its node's network (`nic`), the rest over NVLink or PCIe
+// (`intra`), at the same time.
+struct PeerSpread {
+  double per_node = 1;
+  double nic = 0;
+  double intra = 0;
+  double latency = 0;
+};
+
+PeerSpread SpreadOf(int64_t ranks, int64_t stride, const Hardware& hw, const TimeCalibration& c) {
+  const double node = static_cast<double>(hw.gpus_per_node);
+  PeerSpread out;
+  out.per_node =
+      std::min(static_cast<double>(ranks), std::max(1.0, node / static_cast<double>(stride)));
+  out.nic = hw.network_bytes_per_second_per_node * c.network_efficiency / node;
+  out.intra = GroupLink(1, 1, hw, c).bytes_per_second;
+  out.latency = GroupLink(ranks, stride, hw, c).latency_seconds;
+  return out;
+}
+
+bool WithinNode(int64_t ranks, int64_t stride, const Hardware& hw) {
+  return static_cast<double>(ranks) * static_cast<double>(stride) <=
+         static_cast<double>(hw.gpus_per_node);
+}
+
+}  // namespace
+
 double AllToAllGroupSeconds(double bytes, int64_t ranks, int64_t stride, const Hardware& hw,
                             const TimeCalibration& c) {
-  const Link link = GroupLink(ranks, stride, hw, c);
-  const double node = static_cast<double>(hw.gpus_per_node);
-  const double n = static_cast<double>(ranks);
-  if (ranks <= 1 || bytes <= 0 || n * static_cast<double>(stride) <= node) {
-    return AllToAllSeconds(bytes, static_cast<int>(ranks), link);
+  if (ranks <= 1 || bytes <= 0 || WithinNode(ranks, stride, hw)) {
+    return AllToAllSeconds(bytes, static_cast<int>(ranks), GroupLink(ranks, stride, hw, c));
   }
-  const double g = std::min(n, std::max(1.0, node / static_cast<double>(stride)));
-  const Link intra = GroupLink(1, 1, hw, c);
-  const double nic = hw.network_bytes_per_second_per_node * c.network_efficiency / node;
-  if (nic <= 0 || intra.bytes_per_second <= 0) return 0;
-  const double across = (n - g) / n * bytes / nic;
-  const double within = (g - 1) / n * bytes / intra.bytes_per_second;
-  return std::max(across, within) + (n - 1) * link.latency_seconds;
+  const PeerSpread spread = SpreadOf(ranks, stride, hw, c);
+  if (spread.nic <= 0 || spread.intra <= 0) return 0;
+  const double n = static_cast<double>(ranks), g = spread.per_node;
+  const double across = (n - g) / n * bytes / spread.nic;
+  const double within = (g - 1) / n * bytes / spread.intra;
+  return std::max(across, within) + (n - 1) * spread.latency;
 }
 
 namespace {
@@ -635,22 +662,18 @@ double FlexDispatchSeconds(double tokens, double token_bytes, const Model& model
                            const Training& tr, const Hardware& hw, const TimeCalibration& c) {
   const int64_t stride = workload::ExpertTp(tr);
   const double k = static_cast<double>(model.experts_per_token);
-  const double node = static_cast<double>(hw.gpus_per_node);
-  const double n = static_cast<double>(tr.ep);
-  if (tr.ep <= 1 || n * static_cast<double>(stride) <= node) {
+  if (tr.ep <= 1 || WithinNode(tr.ep, stride, hw)) {
     return AllToAllGroupSeconds(tokens * k * token_bytes, tr.ep, stride, hw, c);
   }
-  const double g = std::min(n, std::max(1.0, node / static_cast<double>(stride)));
+  const PeerSpread spread = SpreadOf(tr.ep, stride, hw, c);
+  if (spread.nic <= 0 || spread.intra <= 0) return 0;
+  const double n = static_cast<double>(tr.ep), g = spread.per_node;
   const int64_t nodes = static_cast<int64_t>(std::ceil(n / g));
   const double remote_nodes =
       static_cast<double>(nodes - 1) * NodeReachProbability(model, tr, nodes);
-  const Link link = GroupLink(tr.ep, stride, hw, c);
-  const Link intra = GroupLink(1, 1, hw, c);
-  const double nic = hw.network_bytes_per_second_per_node * c.network_efficiency / node;
-  if (nic <= 0 || intra.bytes_per_second <= 0) return 0;
-  const double across = tokens * remote_nodes * token_bytes / nic;
-  const double within = tokens * k * (g - 1) / g * token_bytes / intra.bytes_per_second;
-  return std::max(across, within) + (n - 1) * link.latency_seconds;
+  const double across = tokens * remote_nodes * token_bytes / spread.nic;
+  const double within = tokens * k * (g - 1) / g * token_bytes / spread.intra;
+  return std::max(across, within) + (n - 1) * spread.latency;
 }
 
 const ArchitectureEfficiency& EfficiencyFor(std::string_view architecture,
