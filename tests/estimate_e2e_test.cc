@@ -171,6 +171,31 @@ TEST(EstimateE2eTest, Fp8ActivationCache) {
                 "expected --framework megatron or megatron-fsdp");
 }
 
+// --overlap-comm through the binary: DeepSpeed ZeRO-1 without it (DeepSpeed's default below stage
+// 3) exposes its whole gradient reduction and parameter gather; with it the reduction hides behind
+// the backward and the step is shorter; the JSON setup says so; other frameworks and stages are
+// refused with exit 2.
+TEST(EstimateE2eTest, DeepSpeedOverlapComm) {
+  const std::vector<std::string> base = {
+      "--model",     "llama-2-7b", "--gpu",     "A100-80GB", "--gpus",         "16", "--zero", "1",
+      "--framework", "deepspeed",  "--seq-len", "4096",      "--global-batch", "64"};
+  std::vector<std::string> overlapped = base;
+  overlapped.push_back("--overlap-comm");
+  const nlohmann::json plain = EstimateJson(base);
+  const nlohmann::json run = EstimateJson(overlapped);
+  EXPECT_EQ(run["setup"]["overlap_comm"], true);
+  EXPECT_FALSE(plain["setup"].contains("overlap_comm"));
+  EXPECT_DOUBLE_EQ(plain["time"]["breakdown"]["exposed_seconds"].get<double>(),
+                   plain["time"]["breakdown"]["communication_seconds"].get<double>());
+  EXPECT_LT(run["time"]["step_seconds"].get<double>(), plain["time"]["step_seconds"].get<double>());
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--gpus", "8", "--framework",
+                 "fsdp", "--zero", "2", "--overlap-comm"},
+                "expected --framework deepspeed or megatron-deepspeed");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--gpus", "8", "--framework",
+                 "deepspeed", "--zero", "3", "--overlap-comm"},
+                "expected --zero 1 or 2");
+}
+
 // --moe-token-dispatcher-type flex and node-limited routing through the binary: DeepSeek-V3's
 // dispatch (each token once per other node, at most 4 of its 8) sends less over the network than
 // the all-to-all of its 8 copies, so the step's communication is smaller; the JSON setup says so;

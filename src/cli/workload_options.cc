@@ -104,6 +104,14 @@ void AddFrameworkSettingOptions(CLI::App* cmd, estimate::EstimateRequest& r, con
                 "runs beside another's backward, layer by layer, each one's dispatch and combine "
                 "under the other's compute; one more micro-batch chunk in flight")
       ->group(tr);
+  cmd->add_flag("--overlap-comm", r.overlap_comm,
+                "--framework deepspeed (or megatron-deepspeed in fp16) with --zero 1 or 2: "
+                "DeepSpeed's zero_optimization.overlap_comm, the gradients reduced on a stream of "
+                "their own behind the backward. Without it (DeepSpeed's default below stage 3) "
+                "they are reduced on the compute stream after the backward, and the step time "
+                "counts all of it; the updated parameters' all-gather after the step counts "
+                "either way")
+      ->group(tr);
   cmd->add_option("--moe-token-dispatcher-type", r.moe_dispatcher,
                   "alltoall|flex: how MoE tokens reach experts on other GPUs (Megatron-Core "
                   "--moe-token-dispatcher-type; megatron or megatron-fsdp for flex): alltoall, an "

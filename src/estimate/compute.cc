@@ -774,6 +774,35 @@ int MicroBatchGathers(const Training& tr, double micro_batches) {
   return -1;
 }
 
+// Whether DeepSpeed's engine reduces the gradients: ZeRO 0-2 under deepspeed, and
+// megatron-deepspeed in fp16 (its bf16 runs take DeepSpeed's BF16_Optimizer, a branch of
+// DataParallelSeconds of its own).
+bool DeepSpeedEngineReduces(const Training& tr) {
+  return tr.zero_stage <= 2 && (tr.framework == workload::Framework::kDeepSpeed ||
+                                (tr.framework == workload::Framework::kMegatronDeepSpeed &&
+                                 tr.precision == workload::Precision::kFp16Mixed));
+}
+
+// Whether the gradients' reduction can hide behind the backward. Where DeepSpeed's engine reduces
+// them (deepspeedai/DeepSpeed@edaa7221 deepspeed/runtime/engine.py allreduce_gradients), stage 0
+// all-reduces at the accumulation boundary, after the backward (buffered_allreduce_fallback);
+// stages 1 and 2 reduce through the ZeRO optimizer, whose buckets run on the compute stream,
+// serialized with the backward, unless zero_optimization.overlap_comm puts them on its reduction
+// stream (zero/stage_1_and_2.py reduce_ipg_grads; stage 1 without it reduces everything in
+// reduce_gradients, after the backward); overlap_comm is off by default below stage 3
+// (zero/config.py overlap_comm_valid). Everywhere else: true.
+bool ReductionBehindBackward(const Training& tr) {
+  if (!DeepSpeedEngineReduces(tr)) return true;
+  return tr.zero_stage >= 1 && tr.overlap_comm;
+}
+
+// DeepSpeed's ZeRO 1 and 2 all-gather the updated parameters in the optimizer step, after the
+// backward and before the next forward, with nothing beside them (zero/stage_1_and_2.py step:
+// all_gather_dp_groups).
+bool GatherAfterStep(const Training& tr) {
+  return DeepSpeedEngineReduces(tr) && tr.zero_stage >= 1;
+}
+
 // One class of parameters (dense, or routed experts): `param_bytes` / `grad_bytes` this GPU
 // holds before sharding, sharded over `shards` ranks and replicated over `replicas` groups of
 // them (HSDP; 1 otherwise). ZeRO-3 gathers per micro-batch, overlapped with the compute;
@@ -805,8 +834,12 @@ DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int6
     const double replica_hidden = c.dp_overlap_fraction * (2.0 / 3.0) * compute_mb;
     // DeepSpeed ZeRO-2 all-gathers the updated parameters once, after the step.
     const double step_gather =
-        tr.zero_stage == 2 && gathers == 0 ? AllGatherSeconds(param_bytes, n, shard_link) : 0;
+        GatherAfterStep(tr) ? AllGatherSeconds(param_bytes, n, shard_link) : 0;
     out.seconds = micro_batches * per_mb + replica_reduce + step_gather;
+    if (!ReductionBehindBackward(tr)) {  // DeepSpeed ZeRO-2 without overlap_comm
+      out.exposed = out.seconds;
+      return out;
+    }
     out.exposed = micro_batches * (std::max(0.0, per_mb - hidden) + tail * per_mb) +
                   std::max(0.0, replica_reduce - replica_hidden) + step_gather +
                   c.overlapped_comm_slowdown * (micro_batches * std::min(per_mb, hidden) +
@@ -830,13 +863,17 @@ DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int6
   // ZeRO 0: all-reduce; ZeRO 1/2: reduce-scatter of grads + all-gather of updated params;
   // FSDP FULL_SHARD under PP: all-gather of the parameters + reduce-scatter of the gradients.
   const double gathered = tr.zero_stage >= 3 ? param_bytes : grad_bytes;
-  out.seconds = tr.zero_stage == 0 ? AllReduceSeconds(grad_bytes, n, shard_link)
-                                   : ReduceScatterSeconds(grad_bytes, n, shard_link) +
-                                         AllGatherSeconds(gathered, n, shard_link);
-  out.seconds += replica_reduce;
+  const double reduce = tr.zero_stage == 0 ? AllReduceSeconds(grad_bytes, n, shard_link)
+                                           : ReduceScatterSeconds(grad_bytes, n, shard_link);
+  const double gather = tr.zero_stage == 0 ? 0 : AllGatherSeconds(gathered, n, shard_link);
+  out.seconds = reduce + gather + replica_reduce;
+  // What can hide behind the last micro-batch's backward: all of it, except DeepSpeed's gather
+  // after the step and its reduction without overlap_comm.
+  const double after_step = GatherAfterStep(tr) ? gather : 0;
+  const double behind = ReductionBehindBackward(tr) ? out.seconds - after_step : 0;
   const double hidden = c.dp_overlap_fraction * (2.0 / 3.0) * compute_mb;
-  out.exposed = std::max(0.0, out.seconds - hidden) + tail * out.seconds +
-                c.overlapped_comm_slowdown * std::min(out.seconds, hidden);
+  out.exposed = out.seconds - behind + std::max(0.0, behind - hidden) + tail * behind +
+                c.overlapped_comm_slowdown * std::min(behind, hidden);
   return out;
 }
 

@@ -152,6 +152,7 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   t.fp8_activation_cache = r.fp8_activation_cache;
   t.microbatch_group_size = r.microbatch_group_size;
   t.moe_a2a_overlap = r.moe_a2a_overlap;
+  t.overlap_comm = r.overlap_comm;
   t.moe_router_groups = r.moe_router_groups;
   t.moe_router_group_topk = r.moe_router_group_topk;
   if (r.tp < 1 || r.pp < 1 || r.cp < 1) {
@@ -370,6 +371,7 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
   if (t.activation_fp8_input_store) doc["setup"]["activation_func_fp8_input_store"] = true;
   if (t.fp8_activation_cache) doc["setup"]["fp8_activation_cache"] = true;
   if (t.moe_a2a_overlap) doc["setup"]["moe_a2a_overlap"] = true;
+  if (t.overlap_comm) doc["setup"]["overlap_comm"] = true;
   if (t.moe_dispatcher != workload::MoeDispatcher::kAllToAll) {
     doc["setup"]["moe_token_dispatcher_type"] =
         std::string(workload::MoeDispatcherName(t.moe_dispatcher));
@@ -481,6 +483,7 @@ std::string DescribeSetup(const EstimateInput& in) {
   if (t.activation_fp8_input_store) s << " --activation-func-fp8-input-store";
   if (t.fp8_activation_cache) s << " --fp8-activation-cache";
   if (t.moe_a2a_overlap) s << " --moe-a2a-overlap";
+  if (t.overlap_comm) s << " --overlap-comm";
   if (t.moe_dispatcher != workload::MoeDispatcher::kAllToAll) {
     s << " --moe-token-dispatcher-type " << workload::MoeDispatcherName(t.moe_dispatcher);
   }

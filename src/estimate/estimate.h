@@ -73,6 +73,7 @@ struct EstimateRequest {
   bool fp8_activation_cache = false;        // DeepSeek-V3's FP8 / E5M6 activation caching
   int64_t microbatch_group_size = 0;        // interleaved schedule's group size (0 = pp)
   bool moe_a2a_overlap = false;             // Megatron-Core's --overlap-moe-expert-parallel-comm
+  bool overlap_comm = false;                // DeepSpeed's zero_optimization.overlap_comm
 };
 
 struct EstimateInput {

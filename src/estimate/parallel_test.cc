@@ -242,6 +242,17 @@ TEST(ContextParallelTest, ActivationsAndWorkScaleWithCp) {
   EXPECT_GT(EstimateStepTime(m, four, pcie).communication_seconds, st4.communication_seconds);
 }
 
+// Data parallel over 8 ranks at 4096 tokens a sequence.
+Training DataParallelEight(Framework f, int64_t zero, int64_t global_batch) {
+  Training t;
+  t.framework = f;
+  t.zero_stage = zero;
+  t.dp = 8;
+  t.global_batch = global_batch;
+  t.seq_len = 4096;
+  return t;
+}
+
 // Gradient accumulation under ZeRO-2: FSDP SHARD_GRAD_OP gathers the parameters before each
 // micro-batch's forward and reduce-scatters its gradients after its backward (8 micro-batches: 8
 // times one step's gather and reduce-scatter; ZeRO-3 gathers once more, for the backward);
@@ -251,13 +262,7 @@ TEST(DataParallelTest, ZeroTwoReducesEveryMicroBatchWhereTheFrameworkDoes) {
   const Model m = Llama31_8b();
   const Hardware hw = Node(false, false, 0);
   const auto comm = [&](Framework f, int64_t zero, int64_t global_batch) {
-    Training t;
-    t.framework = f;
-    t.zero_stage = zero;
-    t.dp = 8;
-    t.global_batch = global_batch;
-    t.seq_len = 4096;
-    return EstimateStepTime(m, t, hw).communication_seconds;
+    return EstimateStepTime(m, DataParallelEight(f, zero, global_batch), hw).communication_seconds;
   };
   const double fsdp_one = comm(Framework::kFsdp, 2, 8);
   ASSERT_GT(fsdp_one, 0);
@@ -269,6 +274,44 @@ TEST(DataParallelTest, ZeroTwoReducesEveryMicroBatchWhereTheFrameworkDoes) {
               1e-9 * deepspeed_one);
   EXPECT_NEAR(comm(Framework::kMegatron, 1, 64), comm(Framework::kMegatron, 1, 8),
               1e-9 * deepspeed_one);
+}
+
+// DeepSpeed's ZeRO 0-2 without zero_optimization.overlap_comm (its default below stage 3)
+// reduce on the compute stream after the backward, and stages 1-2 all-gather the updated
+// parameters in the step: all of it exposed. With overlap_comm the reduction hides behind the
+// backward as FSDP's and Megatron's do, the gather after the step still exposed; stage 3 and the
+// other frameworks do not read the option.
+TEST(DataParallelTest, DeepSpeedHidesItsReductionOnlyWithOverlapComm) {
+  const Model m = Llama31_8b();
+  const Hardware hw = Node(false, false, 0);
+  const auto time = [&](Framework f, int64_t zero, bool overlap_comm) {
+    Training t = DataParallelEight(f, zero, 64);
+    t.overlap_comm = overlap_comm;
+    return EstimateStepTime(m, t, hw);
+  };
+  for (int64_t zero : {0, 1, 2}) {
+    const StepTime off = time(Framework::kDeepSpeed, zero, false);
+    ASSERT_GT(off.communication_seconds, 0) << zero;
+    EXPECT_NEAR(off.exposed_seconds, off.communication_seconds, 1e-12) << zero;
+  }
+  for (int64_t zero : {1, 2}) {
+    const StepTime off = time(Framework::kDeepSpeed, zero, false);
+    const StepTime on = time(Framework::kDeepSpeed, zero, true);
+    EXPECT_EQ(on.communication_seconds, off.communication_seconds) << zero;
+    EXPECT_LT(on.exposed_seconds, off.exposed_seconds) << zero;
+    EXPECT_LT(on.step_seconds, off.step_seconds) << zero;
+  }
+  // Stage 1 with overlap_comm: the all-gather after the step (the same bytes as the
+  // reduce-scatter, one ring each) stays exposed, so at least half of the traffic is.
+  const StepTime z1 = time(Framework::kDeepSpeed, 1, true);
+  EXPECT_GE(z1.exposed_seconds, 0.5 * z1.communication_seconds - 1e-12);
+  // FSDP's SHARD_GRAD_OP and stage 3 overlap whatever the flag.
+  EXPECT_EQ(time(Framework::kFsdp, 2, false).exposed_seconds,
+            time(Framework::kFsdp, 2, true).exposed_seconds);
+  EXPECT_EQ(time(Framework::kDeepSpeed, 3, false).exposed_seconds,
+            time(Framework::kDeepSpeed, 3, true).exposed_seconds);
+  EXPECT_LT(time(Framework::kDeepSpeed, 3, false).exposed_seconds,
+            time(Framework::kDeepSpeed, 3, false).communication_seconds);
 }
 
 Training FsdpStates(int64_t zero, int64_t dp, int64_t dp_shard) {

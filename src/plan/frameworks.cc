@@ -352,6 +352,15 @@ void DeepSpeedConfigFixes(const std::string& path, const std::string& base_dir, 
             std::to_string(jf.micro_batch);
   }
   if (!said.empty()) jf.fixed_by = BaseName(path) + ": " + said;
+  // zero_optimization.overlap_comm (a boolean; DeepSpeed's default, off below stage 3, where the
+  // config does not set it).
+  if (zero != config.end() && zero->is_object()) {
+    const auto overlap = zero->find("overlap_comm");
+    if (overlap != zero->end() && overlap->is_boolean()) {
+      jf.overlap_comm = overlap->get<bool>();
+      jf.overlap_comm_from = BaseName(path);
+    }
+  }
 }
 
 // An FSDP sharding strategy's ZeRO stage: FULL_SHARD 3, SHARD_GRAD_OP 2, NO_SHARD 0 (HF's
@@ -593,6 +602,8 @@ JobFrameworks JobFrameworksOf(const PlanSpec& spec) {
     given.recompute_modules = of_command.recompute_modules;
     given.exp_avg_dtype = of_command.exp_avg_dtype;
     given.exp_avg_sq_dtype = of_command.exp_avg_sq_dtype;
+    given.overlap_comm = of_command.overlap_comm;
+    given.overlap_comm_from = of_command.overlap_comm_from;
     return given;
   }
   return of_command;
@@ -669,6 +680,18 @@ std::vector<ScriptOption> MegatronLayoutOptions(const workload::Model& m,
                          t.exp_avg_sq_dtype != workload::MomentDtype::kFp32;
     flag("--use-distributed-optimizer", t.zero_stage >= 1 || moments,
          t.zero_stage >= 1 || moments ? "the plan's ZeRO-1" : "the plan replicates the optimizer");
+  }
+  // The estimate hides the gradients' reduction behind the backward and the distributed
+  // optimizer's (or Megatron-FSDP's) parameter all-gather behind the compute
+  // (estimate/compute.cc DataParallelSeconds), which Megatron-LM does only when asked:
+  // --overlap-grad-reduce and --overlap-param-gather default to False, and the second needs the
+  // first and the distributed optimizer or Megatron-FSDP (NVIDIA/Megatron-LM@d98e8a64dd
+  // megatron/training/arguments.py). Megatron-Bridge's recipes set both (recipes/common.py).
+  if (!torch_fsdp2 && t.dp * t.cp > 1) {
+    flag("--overlap-grad-reduce", true, "the plan's gradient reduction behind the backward");
+    if (t.zero_stage >= 1) {
+      flag("--overlap-param-gather", true, "the plan's parameter all-gather behind the compute");
+    }
   }
   RecomputeOptions(t, value, without, flag);
   PrecisionOptions(t, value, without, flag);

@@ -83,6 +83,11 @@ struct JobFrameworks {
   int64_t moe_router_groups = 0;
   int64_t moe_router_group_topk = 0;
   std::string fixed_by = {};  // where they were read, for the plan's notes ("" = none)
+  // DeepSpeed's zero_optimization.overlap_comm as the job's DeepSpeed config sets it
+  // (Training::overlap_comm; false where no config says: DeepSpeed's default below stage 3), and
+  // the config it was read from ("" = none read).
+  bool overlap_comm = false;
+  std::string overlap_comm_from = {};
 };
 
 // The frameworks `command` (shell text, as the user runs it) can run:

@@ -187,6 +187,8 @@ TEST(FrameworksTest, MegatronLayoutOptionsSpellThePlannedLayout) {
       {"--seq-length", "8192"},
       {"--sequence-parallel", ""},
       {"--use-distributed-optimizer", ""},
+      {"--overlap-grad-reduce", ""},
+      {"--overlap-param-gather", ""},
       {"--recompute-granularity", "full"},
       {"--recompute-method", "uniform"},
       {"--recompute-num-layers", "1"},
@@ -326,6 +328,9 @@ TEST(FrameworksTest, MegatronFsdpLayoutsNameTheirShardingStrategy) {
   EXPECT_EQ(set.count("--use-megatron-fsdp"), 1u);
   EXPECT_EQ(set.count("--use-distributed-optimizer") + absent.count("--use-distributed-optimizer"),
             0u);  // Megatron-FSDP sets it itself: the user's choice stands
+  // The overlaps the estimate assumes, which Megatron-LM runs only when asked.
+  EXPECT_EQ(set.count("--overlap-grad-reduce"), 1u);
+  EXPECT_EQ(set.count("--overlap-param-gather"), 1u);
   t.zero_stage = 2;
   EXPECT_EQ(Spelled(MegatronLayoutOptions(m, t)).first.at("--data-parallel-sharding-strategy"),
             "optim_grads");
@@ -334,6 +339,9 @@ TEST(FrameworksTest, MegatronFsdpLayoutsNameTheirShardingStrategy) {
   EXPECT_EQ(absent.count("--use-megatron-fsdp"), 1u);
   EXPECT_EQ(absent.count("--use-torch-fsdp2"), 0u);
   EXPECT_EQ(absent.count("--use-distributed-optimizer"), 1u);
+  // PyTorch FSDP2 overlaps by itself, and Megatron-LM refuses --overlap-param-gather without the
+  // distributed optimizer or Megatron-FSDP.
+  EXPECT_EQ(set.count("--overlap-param-gather"), 0u);
   t.framework = workload::Framework::kMegatron;
   t.zero_stage = 1;
   std::tie(set, absent) = Spelled(MegatronLayoutOptions(m, t));
@@ -350,6 +358,8 @@ TEST(FrameworksTest, TheCommandsOwnConfigFixesTheZeroStageAndMicroBatch) {
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "z2.json") << R"({"zero_optimization": {"stage": 2},
       "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": "auto"})";
+  std::ofstream(dir / "z1_overlap.json")
+      << R"({"zero_optimization": {"stage": 1, "overlap_comm": true}})";
   std::ofstream(dir / "auto.json")
       << R"({"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": "auto"})";
   std::ofstream(dir / "fsdp.yaml") << "distributed_type: FSDP\nfsdp_config:\n"
@@ -366,6 +376,13 @@ TEST(FrameworksTest, TheCommandsOwnConfigFixesTheZeroStageAndMicroBatch) {
   EXPECT_EQ(jf.micro_batch, 4);
   EXPECT_NE(jf.fixed_by.find("z2.json"), std::string::npos) << jf.fixed_by;
   EXPECT_EQ(jf.layout_arguments, LayoutArguments::kNone);
+  // overlap_comm as the config sets it; unset, DeepSpeed's default below stage 3 (off).
+  EXPECT_FALSE(jf.overlap_comm);
+  EXPECT_TRUE(jf.overlap_comm_from.empty());
+  jf = FrameworksOfCommand("deepspeed train.py --deepspeed z1_overlap.json", base);
+  EXPECT_EQ(jf.zero_stage, 1);
+  EXPECT_TRUE(jf.overlap_comm);
+  EXPECT_EQ(jf.overlap_comm_from, "z1_overlap.json");
   jf = FrameworksOfCommand(
       "torchrun train.py --deepspeed auto.json --per_device_train_batch_size 8", base);
   EXPECT_EQ(jf.zero_stage, 3);

@@ -62,6 +62,30 @@ void PrecisionAndMethodNotes(const PlanInputs& in, const HardwareClasses& classe
   }
 }
 
+// How the DeepSpeed ZeRO-1/2 candidates reduce their gradients (estimate/compute.cc
+// ReductionBehindBackward): on the compute stream, DeepSpeed's default below stage 3, unless the
+// job's DeepSpeed config sets zero_optimization.overlap_comm; empty when no candidate is one.
+std::string DeepSpeedOverlapNote(const PlanInputs& in, const std::vector<Candidate>& candidates) {
+  const bool any = std::any_of(candidates.begin(), candidates.end(), [](const Candidate& k) {
+    const workload::Training& t = k.layout.training;
+    const bool engine = t.framework == workload::Framework::kDeepSpeed ||
+                        (t.framework == workload::Framework::kMegatronDeepSpeed &&
+                         t.precision == workload::Precision::kFp16Mixed);
+    return engine && t.zero_stage >= 1 && t.zero_stage <= 2;
+  });
+  if (!any) return "";
+  if (!in.frameworks.overlap_comm_from.empty()) {
+    return std::string("DeepSpeed ZeRO-1/2 layouts reduce their gradients ") +
+           (in.frameworks.overlap_comm ? "behind the backward" : "after the backward") +
+           " (zero_optimization.overlap_comm " + (in.frameworks.overlap_comm ? "true" : "false") +
+           " in " + in.frameworks.overlap_comm_from + ")";
+  }
+  return "DeepSpeed ZeRO-1/2 layouts reduce their gradients after the backward, on the compute "
+         "stream (zero_optimization.overlap_comm is off by default below stage 3): "
+         "\"overlap_comm\": true in the job's DeepSpeed config hides the reduction behind the "
+         "backward (fulcrum estimate --overlap-comm gives that step time)";
+}
+
 // Where the spot risk comes from; empty when no candidate is spot or the risk is unsourced.
 std::string SpotRiskNote(const CostAssumptions& a, const std::vector<Candidate>& candidates) {
   const bool any_spot = std::any_of(candidates.begin(), candidates.end(),
@@ -198,6 +222,9 @@ std::vector<std::string> PlanNotes(const PlanInputs& in, const HardwareClasses& 
   std::string spot = SpotRiskNote(in.assumptions, candidates);
   if (!spot.empty()) notes.push_back(std::move(spot));
   CostAndBatchNotes(in, costed, notes);
+  if (std::string overlap = DeepSpeedOverlapNote(in, candidates); !overlap.empty()) {
+    notes.push_back(std::move(overlap));
+  }
   if (std::string write = CheckpointWriteNote(in, candidates); !write.empty()) {
     notes.push_back(std::move(write));
   }

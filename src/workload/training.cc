@@ -266,6 +266,27 @@ Status ValidateFp8ActivationCache(const Training& t) {
   return Status::Ok();
 }
 
+// DeepSpeed's overlap_comm: an option of its ZeRO optimizer (stages 1 and 2), which the
+// megatron-deepspeed runs in bf16 do not take (DeepSpeed's BF16_Optimizer reduces after the
+// backward whatever the option says; estimate/compute.cc).
+Status ValidateOverlapComm(const Training& t) {
+  if (!t.overlap_comm) return Status::Ok();
+  if (t.framework != Framework::kDeepSpeed && t.framework != Framework::kMegatronDeepSpeed) {
+    return Status::InvalidInput(
+        "--overlap-comm: DeepSpeed's zero_optimization.overlap_comm; expected --framework "
+        "deepspeed or megatron-deepspeed, found --framework " +
+        std::string(FrameworkName(t.framework)));
+  }
+  if (t.zero_stage < 1 || t.zero_stage > 2) {
+    return Status::InvalidInput(
+        "--overlap-comm: an option of DeepSpeed's ZeRO stage 1 and 2 optimizer (stage 3 "
+        "overlaps by default, stage 0 all-reduces after the backward); expected --zero 1 or 2, "
+        "found --zero " +
+        Str(t.zero_stage));
+  }
+  return Status::Ok();
+}
+
 // The token dispatcher and group-limited routing of a MoE model. The flex dispatcher is
 // Megatron-Core's (its DeepEP / HybridEP backends); group-limited routing is the router's, whatever
 // the framework: each group as many experts (transformer_config.py moe_router_num_groups: "Experts
@@ -679,6 +700,7 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateCrossEntropy(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateActivationFp8InputStore(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateFp8ActivationCache(training));
+  FULCRUM_RETURN_IF_ERROR(ValidateOverlapComm(training));
   FULCRUM_RETURN_IF_ERROR(ValidateMoeA2aOverlap(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateMoeRouting(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidatePipelineSchedule(model, training));

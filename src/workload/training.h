@@ -271,6 +271,14 @@ struct Training {
   // which bounds what the flex dispatcher sends over the network.
   int64_t moe_router_groups = 0;
   int64_t moe_router_group_topk = 0;
+  // DeepSpeed's zero_optimization.overlap_comm under ZeRO 1 and 2 (deepspeed; megatron-deepspeed
+  // in fp16): the gradients' reduction on a stream of its own, behind the backward. Off,
+  // DeepSpeed's default below stage 3 (deepspeedai/DeepSpeed@edaa7221
+  // deepspeed/runtime/zero/config.py overlap_comm_valid: "self.overlap_comm = self.stage ==
+  // ZeroStageEnum.weights"), it runs on the compute stream (zero/stage_1_and_2.py reduce_ipg_grads:
+  // "stream = get_accelerator().current_stream()"), after the backward: nothing of it hidden
+  // (estimate/compute.cc DeepSpeedReduction). Stage 3 overlaps by default, as modelled.
+  bool overlap_comm = false;
 };
 // The routed experts' tensor-parallel degree: expert_tp, or tp when 0.
 inline int64_t ExpertTp(const Training& t) { return t.expert_tp > 0 ? t.expert_tp : t.tp; }
