@@ -569,10 +569,6 @@ StepTime EstimateGenericStep(const Model& model, const Training& tr, const Hardw
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // A group of `ranks` GPUs, `stride` ranks apart, spread over nodes, for traffic each rank sends to
 // its peers directly (not a ring): `per_node` of its ranks share a node; what goes to the others
 // leaves through this GPU's share of its node's network (`nic`), the rest over NVLink or PCIe
@@ -600,6 +596,18 @@ bool WithinNode(int64_t ranks, int64_t stride, const Hardware& hw) {
          static_cast<double>(hw.gpus_per_node);
 }
 
+// C(n, r), as a double (0 when r > n).
+double Choose(double n, double r) {
+  if (r < 0 || r > n) return 0;
+  return std::exp(std::lgamma(n + 1) - std::lgamma(r + 1) - std::lgamma(n - r + 1));
+}
+
+// The chance that none of k experts drawn without replacement from `pool` falls among `held` of
+// them: C(pool - held, k) / C(pool, k).
+double MissesAll(double pool, double held, double k) {
+  return Choose(pool - held, k) / Choose(pool, k);
+}
+
 }  // namespace
 
 double AllToAllGroupSeconds(double bytes, int64_t ranks, int64_t stride, const Hardware& hw,
@@ -614,27 +622,6 @@ double AllToAllGroupSeconds(double bytes, int64_t ranks, int64_t stride, const H
   const double within = (g - 1) / n * bytes / spread.intra;
   return std::max(across, within) + (n - 1) * spread.latency;
 }
-
-namespace {
-
-// C(n, r), as a double (0 when r > n).
-double Choose(double n, double r) {
-  if (r < 0 || r > n) return 0;
-  return std::exp(std::lgamma(n + 1) - std::lgamma(r + 1) - std::lgamma(n - r + 1));
-}
-
-// The chance that none of k experts drawn without replacement from `pool` falls among `held` of
-// them: C(pool - held, k) / C(pool, k).
-double MissesAll(double pool, double held, double k) {
-  double p = 1;
-  for (double i = 0; i < k; ++i) {
-    if (pool - held - i <= 0) return 0;
-    p *= (pool - held - i) / (pool - i);
-  }
-  return p;
-}
-
-}  // namespace
 
 double NodeReachProbability(const Model& model, const Training& tr, int64_t nodes) {
   const double e = static_cast<double>(model.experts);
@@ -774,15 +761,6 @@ int MicroBatchGathers(const Training& tr, double micro_batches) {
   return -1;
 }
 
-// Whether DeepSpeed's engine reduces the gradients: ZeRO 0-2 under deepspeed, and
-// megatron-deepspeed in fp16 (its bf16 runs take DeepSpeed's BF16_Optimizer, a branch of
-// DataParallelSeconds of its own).
-bool DeepSpeedEngineReduces(const Training& tr) {
-  return tr.zero_stage <= 2 && (tr.framework == workload::Framework::kDeepSpeed ||
-                                (tr.framework == workload::Framework::kMegatronDeepSpeed &&
-                                 tr.precision == workload::Precision::kFp16Mixed));
-}
-
 // Whether the gradients' reduction can hide behind the backward. Where DeepSpeed's engine reduces
 // them (deepspeedai/DeepSpeed@edaa7221 deepspeed/runtime/engine.py allreduce_gradients), stage 0
 // all-reduces at the accumulation boundary, after the backward (buffered_allreduce_fallback);
@@ -792,7 +770,7 @@ bool DeepSpeedEngineReduces(const Training& tr) {
 // reduce_gradients, after the backward); overlap_comm is off by default below stage 3
 // (zero/config.py overlap_comm_valid). Everywhere else: true.
 bool ReductionBehindBackward(const Training& tr) {
-  if (!DeepSpeedEngineReduces(tr)) return true;
+  if (!workload::DeepSpeedEngineReduces(tr)) return true;
   return tr.zero_stage >= 1 && tr.overlap_comm;
 }
 
@@ -800,7 +778,15 @@ bool ReductionBehindBackward(const Training& tr) {
 // backward and before the next forward, with nothing beside them (zero/stage_1_and_2.py step:
 // all_gather_dp_groups).
 bool GatherAfterStep(const Training& tr) {
-  return DeepSpeedEngineReduces(tr) && tr.zero_stage >= 1;
+  return workload::DeepSpeedEngineReduces(tr) && tr.zero_stage >= 1;
+}
+
+// What stays exposed of `seconds` of communication that runs behind `hidden` seconds of compute:
+// what outlasts the compute, the `tail` share that cannot start before it ends (the last bucket,
+// the first gather), and the slowdown of the compute it shares the GPU with.
+double ExposedBehind(double seconds, double hidden, double tail, const TimeCalibration& c) {
+  return std::max(0.0, seconds - hidden) + tail * seconds +
+         c.overlapped_comm_slowdown * std::min(seconds, hidden);
 }
 
 // One class of parameters (dense, or routed experts): `param_bytes` / `grad_bytes` this GPU
@@ -832,18 +818,14 @@ DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int6
                           ReduceScatterSeconds(grad_bytes, n, shard_link);
     const double hidden = c.dp_overlap_fraction * compute_mb;
     const double replica_hidden = c.dp_overlap_fraction * (2.0 / 3.0) * compute_mb;
-    // DeepSpeed ZeRO-2 all-gathers the updated parameters once, after the step.
+    // DeepSpeed ZeRO-2 all-gathers the updated parameters once, after the step, and without
+    // overlap_comm reduces behind nothing.
     const double step_gather =
         GatherAfterStep(tr) ? AllGatherSeconds(param_bytes, n, shard_link) : 0;
+    const double behind = ReductionBehindBackward(tr) ? per_mb : 0;
     out.seconds = micro_batches * per_mb + replica_reduce + step_gather;
-    if (!ReductionBehindBackward(tr)) {  // DeepSpeed ZeRO-2 without overlap_comm
-      out.exposed = out.seconds;
-      return out;
-    }
-    out.exposed = micro_batches * (std::max(0.0, per_mb - hidden) + tail * per_mb) +
-                  std::max(0.0, replica_reduce - replica_hidden) + step_gather +
-                  c.overlapped_comm_slowdown * (micro_batches * std::min(per_mb, hidden) +
-                                                std::min(replica_reduce, replica_hidden));
+    out.exposed = micro_batches * (per_mb - behind + ExposedBehind(behind, hidden, tail, c)) +
+                  ExposedBehind(replica_reduce, replica_hidden, 0, c) + step_gather;
     return out;
   }
   // Megatron-DeepSpeed in bf16 (DeepSpeed's BF16_Optimizer, ZeRO-1): at the accumulation
@@ -872,8 +854,7 @@ DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int6
   const double after_step = GatherAfterStep(tr) ? gather : 0;
   const double behind = ReductionBehindBackward(tr) ? out.seconds - after_step : 0;
   const double hidden = c.dp_overlap_fraction * (2.0 / 3.0) * compute_mb;
-  out.exposed = out.seconds - behind + std::max(0.0, behind - hidden) + tail * behind +
-                c.overlapped_comm_slowdown * std::min(behind, hidden);
+  out.exposed = out.seconds - behind + ExposedBehind(behind, hidden, tail, c);
   return out;
 }
 

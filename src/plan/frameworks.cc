@@ -328,8 +328,9 @@ JobFrameworks FrameworksOfLaunch(const Launch& l,
 }
 
 // A DeepSpeed config's fixed ZeRO stage and micro-batch (DeepSpeed docs, "DeepSpeed
-// Configuration JSON": zero_optimization.stage, train_micro_batch_size_per_gpu); "auto" (the HF
-// integration fills it from TrainingArguments) fixes nothing.
+// Configuration JSON": zero_optimization.stage, train_micro_batch_size_per_gpu; "auto", which the
+// HF integration fills from TrainingArguments, fixes nothing), and its
+// zero_optimization.overlap_comm.
 void DeepSpeedConfigFixes(const std::string& path, const std::string& base_dir, JobFrameworks& jf) {
   Result<std::string> text = ReadTextFile(InBaseDir(path, base_dir), "DeepSpeed config");
   if (!text.ok()) return;
@@ -344,6 +345,13 @@ void DeepSpeedConfigFixes(const std::string& path, const std::string& base_dir, 
       jf.zero_stage = stage->get<int>();
       said = "zero_optimization.stage " + std::to_string(jf.zero_stage);
     }
+    // overlap_comm (a boolean; where the config does not set it, DeepSpeed's default: off below
+    // stage 3).
+    const auto overlap = zero->find("overlap_comm");
+    if (overlap != zero->end() && overlap->is_boolean()) {
+      jf.overlap_comm = overlap->get<bool>();
+      jf.overlap_comm_from = BaseName(path);
+    }
   }
   const auto mb = config.find("train_micro_batch_size_per_gpu");
   if (mb != config.end() && mb->is_number_integer() && mb->get<int>() > 0) {
@@ -352,15 +360,6 @@ void DeepSpeedConfigFixes(const std::string& path, const std::string& base_dir, 
             std::to_string(jf.micro_batch);
   }
   if (!said.empty()) jf.fixed_by = BaseName(path) + ": " + said;
-  // zero_optimization.overlap_comm (a boolean; DeepSpeed's default, off below stage 3, where the
-  // config does not set it).
-  if (zero != config.end() && zero->is_object()) {
-    const auto overlap = zero->find("overlap_comm");
-    if (overlap != zero->end() && overlap->is_boolean()) {
-      jf.overlap_comm = overlap->get<bool>();
-      jf.overlap_comm_from = BaseName(path);
-    }
-  }
 }
 
 // An FSDP sharding strategy's ZeRO stage: FULL_SHARD 3, SHARD_GRAD_OP 2, NO_SHARD 0 (HF's

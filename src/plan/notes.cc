@@ -68,10 +68,7 @@ void PrecisionAndMethodNotes(const PlanInputs& in, const HardwareClasses& classe
 std::string DeepSpeedOverlapNote(const PlanInputs& in, const std::vector<Candidate>& candidates) {
   const bool any = std::any_of(candidates.begin(), candidates.end(), [](const Candidate& k) {
     const workload::Training& t = k.layout.training;
-    const bool engine = t.framework == workload::Framework::kDeepSpeed ||
-                        (t.framework == workload::Framework::kMegatronDeepSpeed &&
-                         t.precision == workload::Precision::kFp16Mixed);
-    return engine && t.zero_stage >= 1 && t.zero_stage <= 2;
+    return workload::DeepSpeedEngineReduces(t) && t.zero_stage >= 1;
   });
   if (!any) return "";
   if (!in.frameworks.overlap_comm_from.empty()) {

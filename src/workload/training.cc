@@ -47,6 +47,12 @@ Status Refuse(const char* field, const std::string& expected, const std::string&
   return Status::InvalidInput(message).WithDetail(detail);
 }
 
+// `what` (an option and the frameworks that run it) refused for the run's framework.
+Status WrongFramework(const std::string& what, const Training& t) {
+  return Status::InvalidInput(what + ", found --framework " +
+                              std::string(FrameworkName(t.framework)));
+}
+
 // Uneven first / last stages under an interleaved schedule: each rank's stage is cut into vpp
 // model chunks; the other stages share the remaining layers evenly, at least one per chunk, and
 // the first (last) stage may leave one chunk without a transformer layer, the chunk that holds
@@ -133,10 +139,10 @@ Status ValidateExpertTp(const Model& m, const Training& t) {
                                 "' is dense)");
   }
   if (!UsesMegatronCore(t.framework)) {
-    return Status::InvalidInput(
+    return WrongFramework(
         "--expert-tp: Megatron-Core's --expert-tensor-parallel-size, for --framework megatron or "
-        "megatron-fsdp, found --framework " +
-        std::string(FrameworkName(t.framework)));
+        "megatron-fsdp",
+        t);
   }
   if (!t.sequence_parallel) {
     return Status::InvalidInput(
@@ -239,10 +245,10 @@ Status ValidateActivationFp8InputStore(const Model& m, const Training& t) {
         "for SwiGLU only, and this model's MLP is not gated");
   }
   if (!UsesMegatronCore(t.framework)) {
-    return Status::InvalidInput(
+    return WrongFramework(
         "--activation-func-fp8-input-store: a Megatron-Core option (--framework megatron or "
-        "megatron-fsdp), found --framework " +
-        std::string(FrameworkName(t.framework)));
+        "megatron-fsdp)",
+        t);
   }
   return Status::Ok();
 }
@@ -258,10 +264,10 @@ Status ValidateFp8ActivationCache(const Training& t) {
         std::string(PrecisionName(t.precision)));
   }
   if (!UsesMegatronCore(t.framework)) {
-    return Status::InvalidInput(
+    return WrongFramework(
         "--fp8-activation-cache: counted against Megatron-Core's saved tensors; expected "
-        "--framework megatron or megatron-fsdp, found --framework " +
-        std::string(FrameworkName(t.framework)));
+        "--framework megatron or megatron-fsdp",
+        t);
   }
   return Status::Ok();
 }
@@ -272,10 +278,10 @@ Status ValidateFp8ActivationCache(const Training& t) {
 Status ValidateOverlapComm(const Training& t) {
   if (!t.overlap_comm) return Status::Ok();
   if (t.framework != Framework::kDeepSpeed && t.framework != Framework::kMegatronDeepSpeed) {
-    return Status::InvalidInput(
+    return WrongFramework(
         "--overlap-comm: DeepSpeed's zero_optimization.overlap_comm; expected --framework "
-        "deepspeed or megatron-deepspeed, found --framework " +
-        std::string(FrameworkName(t.framework)));
+        "deepspeed or megatron-deepspeed",
+        t);
   }
   if (t.zero_stage < 1 || t.zero_stage > 2) {
     return Status::InvalidInput(
@@ -300,10 +306,10 @@ Status ValidateMoeRouting(const Model& m, const Training& t) {
           "this model has no experts");
     }
     if (!UsesMegatronCore(t.framework)) {
-      return Status::InvalidInput(
+      return WrongFramework(
           "--moe-token-dispatcher-type flex: Megatron-Core's dispatcher (--framework megatron or "
-          "megatron-fsdp), found --framework " +
-          std::string(FrameworkName(t.framework)));
+          "megatron-fsdp)",
+          t);
     }
   }
   if (t.moe_router_groups == 0 && t.moe_router_group_topk == 0) return Status::Ok();
@@ -337,10 +343,10 @@ Status ValidateMoeA2aOverlap(const Model& m, const Training& t) {
   if (!t.moe_a2a_overlap) return Status::Ok();
   const std::string flag = "--moe-a2a-overlap";
   if (!UsesMegatronCore(t.framework)) {
-    return Status::InvalidInput(flag +
-                                ": Megatron-Core's --overlap-moe-expert-parallel-comm, for "
-                                "--framework megatron or megatron-fsdp, found --framework " +
-                                std::string(FrameworkName(t.framework)));
+    return WrongFramework(flag +
+                              ": Megatron-Core's --overlap-moe-expert-parallel-comm, for "
+                              "--framework megatron or megatron-fsdp",
+                          t);
   }
   if (!IsMoe(m) || t.ep <= 1) {
     return Status::InvalidInput(flag +
@@ -428,10 +434,10 @@ Status ValidateRecomputeModules(const Model& m, const Training& t) {
   const std::string model = m.name.empty() ? "the model" : m.name;
   const std::string flag = "--recompute-modules " + RecomputeModulesName(modules);
   if (!UsesMegatronCore(t.framework)) {
-    return Status::InvalidInput(flag +
-                                ": Megatron-Core's option, for --framework megatron or "
-                                "megatron-fsdp, found --framework " +
-                                std::string(FrameworkName(t.framework)));
+    return WrongFramework(flag +
+                              ": Megatron-Core's option, for --framework megatron or "
+                              "megatron-fsdp",
+                          t);
   }
   if ((modules & kRecomputeMlaUpProj) && !IsMla(m)) {
     return Status::InvalidInput(flag + ": mla_up_proj needs multi-latent attention, and " + model +

@@ -277,11 +277,20 @@ struct Training {
   // deepspeed/runtime/zero/config.py overlap_comm_valid: "self.overlap_comm = self.stage ==
   // ZeroStageEnum.weights"), it runs on the compute stream (zero/stage_1_and_2.py reduce_ipg_grads:
   // "stream = get_accelerator().current_stream()"), after the backward: nothing of it hidden
-  // (estimate/compute.cc DeepSpeedReduction). Stage 3 overlaps by default, as modelled.
+  // (estimate/compute.cc ReductionBehindBackward). Stage 3 overlaps by default, as modelled.
   bool overlap_comm = false;
 };
 // The routed experts' tensor-parallel degree: expert_tp, or tp when 0.
 inline int64_t ExpertTp(const Training& t) { return t.expert_tp > 0 ? t.expert_tp : t.tp; }
+// Whether DeepSpeed's engine reduces the data-parallel gradients: ZeRO 0-2 under deepspeed, and
+// megatron-deepspeed in fp16 (its bf16 runs take DeepSpeed's BF16_Optimizer, which reduces after
+// the backward whatever overlap_comm says). At stages 1 and 2 that is the ZeRO optimizer, which
+// reads zero_optimization.overlap_comm (Training::overlap_comm).
+inline bool DeepSpeedEngineReduces(const Training& t) {
+  return t.zero_stage <= 2 &&
+         (t.framework == Framework::kDeepSpeed ||
+          (t.framework == Framework::kMegatronDeepSpeed && t.precision == Precision::kFp16Mixed));
+}
 // Ranks the routed experts' states are replicated over (expert data parallel): the tp x cp x dp
 // ranks of a stage over etp x ep, sharded as the dense states are (dp_shard under HSDP).
 inline int64_t ExpertStateShards(const Training& t) {
