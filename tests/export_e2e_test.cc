@@ -214,11 +214,11 @@ TEST(ExportE2eTest, ExportedSkypilotSetupAndRunExecute) { ExpectExportedCommands
 
 TEST(ExportE2eTest, ExportedDstackCommandsExecute) { ExpectExportedCommandsRun("dstack"); }
 
-// Runs exported task file `task` as `tool` runs it on node 1 of 2 (8 GPUs per node) with a
-// `torchrun` on PATH that records its argv; returns the argv, one word per line (empty, with a
-// failure, when the task did not run).
+// Runs exported task file `task` as `tool` runs it on node 1 of 2 (`gpus_per_node` GPUs each)
+// with a `torchrun` on PATH that records its argv; returns the argv, one word per line (empty,
+// with a failure, when the task did not run).
 std::string TorchrunArgvOnNode1(const std::string& tool, const std::string& dir,
-                                const std::string& task) {
+                                const std::string& task, int gpus_per_node = 8) {
   RunOutput script = RunProgram(kPython, {"-c", kScriptOf, tool, task});
   EXPECT_EQ(script.exit_code, 0) << script.err;
   if (script.exit_code != 0) return "";
@@ -242,12 +242,12 @@ std::string TorchrunArgvOnNode1(const std::string& tool, const std::string& dir,
     o.env["SKYPILOT_NUM_NODES"] = "2";
     o.env["SKYPILOT_NODE_RANK"] = "1";
     o.env["SKYPILOT_NODE_IPS"] = "10.0.0.1\n10.0.0.2";
-    o.env["SKYPILOT_NUM_GPUS_PER_NODE"] = "8";
+    o.env["SKYPILOT_NUM_GPUS_PER_NODE"] = std::to_string(gpus_per_node);
   } else {
     o.env["DSTACK_NODES_NUM"] = "2";
     o.env["DSTACK_NODE_RANK"] = "1";
     o.env["DSTACK_MASTER_NODE_IP"] = "10.0.0.1";
-    o.env["DSTACK_GPUS_PER_NODE"] = "8";
+    o.env["DSTACK_GPUS_PER_NODE"] = std::to_string(gpus_per_node);
   }
   RunOutput run = RunProgram("/bin/bash", {dir + "/task.sh"}, o);
   EXPECT_EQ(run.exit_code, 0) << script.out << "\n" << run.out << run.err;
@@ -266,19 +266,24 @@ void ExpectMultiNodeTorchrunJoinsTheNodes(const std::string& tool) {
   RunOutput r = ExportAll(tool, dir, "task.yaml", "torchrun train.py --lr 3e-4");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json plan = json::parse(r.out);
-  std::map<int, int> nodes_of;
-  for (const json& c : plan["candidates"]) nodes_of[c["rank"].get<int>()] = c["nodes"].get<int>();
+  std::map<int, json> candidate_of;
+  for (const json& c : plan["candidates"]) candidate_of[c["rank"].get<int>()] = c;
   std::string task;
+  int per_node = 0;
   for (const json& w : plan["export"]["written"]) {
-    if (nodes_of[w["rank"].get<int>()] == 2) {
+    const json& c = candidate_of[w["rank"].get<int>()];
+    if (c.value("nodes", 0) == 2) {
       task = w["file"];
+      per_node = c["gpus_per_node"].get<int>();
       break;
     }
   }
   ASSERT_FALSE(task.empty()) << "no 2-node candidate was exported";
-  EXPECT_EQ(TorchrunArgvOnNode1(tool, dir, task),
-            "--nproc_per_node=8\n--nnodes=2\n--node_rank=1\n--master_addr=10.0.0.1\n"
-            "--master_port=8008\ntrain.py\n--lr\n3e-4\n");
+  // Each node starts one process per GPU of its instance (8, or 16 on a 16-GPU machine type).
+  EXPECT_EQ(TorchrunArgvOnNode1(tool, dir, task, per_node),
+            "--nproc_per_node=" + std::to_string(per_node) +
+                "\n--nnodes=2\n--node_rank=1\n--master_addr=10.0.0.1\n"
+                "--master_port=8008\ntrain.py\n--lr\n3e-4\n");
   fs::remove_all(dir);
 }
 

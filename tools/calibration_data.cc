@@ -340,8 +340,43 @@ Result<std::vector<CalibrationRow>> LoadResumeRows(const std::string& root) {
 
 namespace {
 
+// Columns wall_clock_tokens and goodput_run (`goodput`: catalog/goodput.csv's rows): the run's
+// WallClockRun, nullopt for a steady-state figure (wall_clock_tokens empty).
+Result<std::optional<WallClockRun>> WallClockOf(const Record& r,
+                                                const std::vector<plan::GoodputRun>& goodput) {
+  FULCRUM_ASSIGN_OR_RETURN(const std::string tokens, r.Text("wall_clock_tokens"));
+  FULCRUM_ASSIGN_OR_RETURN(const std::string own, r.Text("goodput_run"));
+  if (tokens.empty()) {
+    if (own.empty()) return std::optional<WallClockRun>();
+    return Status::InvalidInput(r.Where() + ": goodput_run: '" + own +
+                                "' on a steady-state row (wall_clock_tokens is empty)");
+  }
+  FULCRUM_ASSIGN_OR_RETURN(const double count, r.Number("wall_clock_tokens"));
+  if (!(count > 0)) {
+    return Status::InvalidInput(r.Where() + ": wall_clock_tokens: expected a token count > 0, " +
+                                "found '" + tokens + "'");
+  }
+  WallClockRun w;
+  w.tokens = count;
+  w.goodput_run = own;
+  std::vector<plan::GoodputRun> others;
+  std::string names;
+  for (const plan::GoodputRun& g : goodput) {
+    if (g.run != own) others.push_back(g);
+    names += (names.empty() ? "" : ", ") + g.run;
+  }
+  if (!own.empty() && others.size() == goodput.size()) {
+    return Status::InvalidInput(r.Where() + ": goodput_run: expected a run of " +
+                                "catalog/goodput.csv (" + names + "), found '" + own + "'");
+  }
+  plan::FitGoodput(goodput, w.losses);
+  plan::FitGoodput(others, w.left_out);
+  return std::optional<WallClockRun>(std::move(w));
+}
+
 Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
-                       const std::string& catalog_dir, std::vector<PublishedRun>& runs) {
+                       const std::string& catalog_dir, const std::vector<plan::GoodputRun>& goodput,
+                       std::vector<PublishedRun>& runs) {
   PublishedRun run;
   FULCRUM_ASSIGN_OR_RETURN(run.id, r.Text("id"));
   FULCRUM_ASSIGN_OR_RETURN(run.kind, r.Text("kind"));
@@ -363,6 +398,7 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
         r.Where() + ": metric: expected tokens_per_s_per_gpu, mfu or hfu, found '" + metric + "'");
   }
   FULCRUM_ASSIGN_OR_RETURN(run.published, r.Number("value"));
+  FULCRUM_ASSIGN_OR_RETURN(run.wall_clock, WallClockOf(r, goodput));
   estimate::EstimateRequest q;
   FULCRUM_ASSIGN_OR_RETURN(q.model, r.Text("model"));
   for (auto [column, field] : {std::pair{"n_layers", &q.layers},
@@ -467,9 +503,11 @@ Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& root) {
   load.include_user_offers = false;
   FULCRUM_ASSIGN_OR_RETURN(const catalog::Catalog catalog,
                            catalog::Catalog::Load(catalog_dir, load));
+  FULCRUM_ASSIGN_OR_RETURN(const std::vector<plan::GoodputRun> goodput,
+                           plan::LoadGoodputRuns(catalog_dir));
   std::vector<PublishedRun> runs;
   FULCRUM_RETURN_IF_ERROR(ForEachRecord(root, "published_runs.csv", [&](const Record& r) {
-    return AddPublishedRun(r, catalog, catalog_dir, runs);
+    return AddPublishedRun(r, catalog, catalog_dir, goodput, runs);
   }));
   return runs;
 }

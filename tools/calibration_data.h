@@ -13,6 +13,7 @@
 #include "core/status.h"
 #include "estimate/compute.h"
 #include "estimate/estimate.h"
+#include "plan/cost.h"
 
 namespace fulcrum::calibrate {
 
@@ -66,10 +67,24 @@ Result<std::vector<CalibrationRow>> LoadResumeRows(const std::string& root);
 // (hardware FLOPs, the recomputed forward counted).
 enum class PublishedMetric { kTokensPerSecondPerGpu, kMfu, kHfu };
 
+// A published figure taken over a run's wall clock (tokens trained / end-to-end time, as a model
+// card's "trained in 9.5 days"): it holds what the run lost to interruptions, checkpoints and
+// the other losses of long runs, which `plan` quotes apart from the step time
+// (plan::QuotePublishedRun under the losses fitted on catalog/goodput.csv). Such a run is scored
+// on the estimate's steady rate times that goodput, so that the step-time bands (the production
+// band among them) hold step time only and `plan` does not count the losses twice.
+struct WallClockRun {
+  double tokens = 0;               // tokens trained over the published time
+  std::string goodput_run;         // its own row of catalog/goodput.csv ("" = none)
+  plan::CostAssumptions losses;    // FitGoodput on every row of catalog/goodput.csv
+  plan::CostAssumptions left_out;  // ... without goodput_run's row (= losses when none)
+};
+
 struct PublishedRun {
   std::string id, kind, source, notes;  // kind: tuned_benchmark | production_run
   PublishedMetric metric = PublishedMetric::kTokensPerSecondPerGpu;
   double published = 0;
+  std::optional<WallClockRun> wall_clock;            // columns wall_clock_tokens, goodput_run
   std::string model, gpu, layout, batch, precision;  // short descriptions for the table
   std::optional<estimate::EstimateInput> input;
   std::string refused;

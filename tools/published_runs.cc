@@ -37,23 +37,45 @@ struct Scored {
 
 using LeftOutFits = std::map<std::string, estimate::TimeCalibration>;
 
+// Which of a wall-clock run's goodput quotes a prediction takes: the losses fitted on every row
+// of catalog/goodput.csv, or without the run's own row (its left-out error).
+enum class Losses { kAll, kLeftOut };
+
+// The share of a wall-clock run's end-to-end time that is steady training, as `plan` quotes it
+// for the run's tokens at the steady rate `st` (1 for a steady-state figure).
+double GoodputOf(const PublishedRun& run, const estimate::StepTime& st, Losses losses) {
+  if (!run.wall_clock || st.tokens_per_second_per_gpu <= 0) return 1;
+  const estimate::EstimateInput& in = *run.input;
+  plan::GoodputRun g;
+  g.run = run.id;
+  g.gpus = static_cast<int>(in.gpus);
+  g.trained_parameters = estimate::TrainableParameterCount(in.model, in.training);
+  g.steady_days = run.wall_clock->tokens /
+                  (st.tokens_per_second_per_gpu * static_cast<double>(in.gpus)) / 86400.0;
+  const WallClockRun& w = *run.wall_clock;
+  return plan::QuotePublishedRun(g, losses == Losses::kAll ? w.losses : w.left_out)
+      .goodput_fraction;
+}
+
 // The run's metric (tokens/s per GPU, MFU, or HFU: as MFU with recomputed FLOPs counted) under
-// `c` (nullopt: no peak for its precision).
-std::optional<double> Predict(const PublishedRun& run, const estimate::TimeCalibration& c) {
+// `c` (nullopt: no peak for its precision); over the wall clock for a wall-clock run.
+std::optional<double> Predict(const PublishedRun& run, const estimate::TimeCalibration& c,
+                              Losses losses = Losses::kAll) {
   const estimate::EstimateInput& in = *run.input;
   const std::optional<estimate::Hardware> hw =
       estimate::HardwareFor(in.gpu, run.node, in.training.precision, c);
   if (!hw) return std::nullopt;
   const estimate::StepTime st = estimate::EstimateStepTime(in.model, in.training, *hw, c);
+  const double goodput = GoodputOf(run, st, losses);
   switch (run.metric) {
     case PublishedMetric::kMfu:
-      return st.mfu;
+      return st.mfu * goodput;
     case PublishedMetric::kHfu:
-      return st.hfu;
+      return st.hfu * goodput;
     case PublishedMetric::kTokensPerSecondPerGpu:
       break;
   }
-  return st.tokens_per_second_per_gpu;
+  return st.tokens_per_second_per_gpu * goodput;
 }
 
 // For an FP8 run: the fp8_gemm_max_efficiency of its GPU's architecture that reproduces the
@@ -140,7 +162,7 @@ std::optional<Scored> Score(const PublishedRun& run, const estimate::TimeCalibra
   s.left_out = std::string(band.family.substr(0, band.family.find('/')));
   const auto without = left_out.find(s.left_out);
   const std::optional<double> out =
-      without == left_out.end() ? predicted : Predict(run, without->second);
+      Predict(run, without == left_out.end() ? fitted : without->second, Losses::kLeftOut);
   s.left_out_error = (out.value_or(s.predicted) - run.published) / run.published;
   if (in.training.precision == workload::Precision::kFp8) {
     s.fp8_reproducing = Fp8EfficiencyReproducing(run, fitted);
@@ -394,6 +416,42 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
   return out.str();
 }
 
+// The wall-clock runs: the steady rate, the goodput `plan` quotes for them (with and without the
+// run's own row of catalog/goodput.csv) and what that makes of the comparison.
+std::string WallClockParagraph(const std::vector<PublishedRun>& runs,
+                               const estimate::TimeCalibration& fitted) {
+  std::ostringstream out;
+  for (const PublishedRun& run : runs) {
+    if (!run.wall_clock || !run.input) continue;
+    const estimate::EstimateInput& in = *run.input;
+    const std::optional<estimate::Hardware> hw =
+        estimate::HardwareFor(in.gpu, run.node, in.training.precision, fitted);
+    if (!hw) continue;
+    const estimate::StepTime st = estimate::EstimateStepTime(in.model, in.training, *hw, fitted);
+    const double steady = st.tokens_per_second_per_gpu;
+    out << (out.tellp() > 0 ? "; " : "") << run.id << ": steady " << Format("%.0f", steady)
+        << " tok/s/GPU (" << SignedPercent((steady - run.published) / run.published)
+        << " against the published "
+        << "figure), goodput " << Format("%.3f", GoodputOf(run, st, Losses::kAll));
+    if (!run.wall_clock->goodput_run.empty()) {
+      out << " (" << Format("%.3f", GoodputOf(run, st, Losses::kLeftOut)) << " without its own "
+          << "row, " << run.wall_clock->goodput_run << ", of catalog/goodput.csv)";
+    }
+  }
+  if (out.tellp() == 0) return "";
+  return "\nWall-clock runs. A figure taken over a run's end-to-end time (tokens trained / days, "
+         "column wall_clock_tokens) holds the time the run lost to interruptions, checkpoints, "
+         "evaluations and restarts, which `plan` quotes apart from the step time (\"Goodput of "
+         "long runs\" above: steady time + hardware interruptions + the losses fitted on "
+         "catalog/goodput.csv). Such a run is predicted as the estimate's steady rate times the "
+         "goodput `plan` quotes for its GPUs and tokens (plan::QuotePublishedRun), its band "
+         "likewise, and its left-out error takes the goodput fitted without the run's own row of "
+         "catalog/goodput.csv, where it has one; the production band (estimate --realism "
+         "production, and `plan`'s P90) then holds step time only, so that `plan` does not count "
+         "these losses twice. " +
+         out.str() + ".\n";
+}
+
 std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
                               const estimate::TimeCalibration& fitted, const LeftOutFits& left_out,
                               const GeneratedBands& bands) {
@@ -465,7 +523,7 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
          "precision | published | predicted | error | left-out error | P10-P90 | inside | "
          "memory | FP8 efficiency reproducing it |\n"
          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
-      << rows.str();
+      << rows.str() << WallClockParagraph(runs, fitted);
   if (fp8_high > 0) {
     out << "\nThe FP8 rows (NeMo's Megatron with Transformer Engine): the last column is the "
            "hopper.fp8_gemm_max_efficiency (the fraction of the FP8 peak Megatron-Core's FP8 "
