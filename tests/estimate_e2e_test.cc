@@ -196,6 +196,42 @@ TEST(EstimateE2eTest, DeepSpeedOverlapComm) {
                 "expected --zero 1 or 2");
 }
 
+// --backward-prefetch through the binary: FSDP1 FULL_SHARD across nodes without backward
+// prefetching (accelerate's FSDP1 default) waits for the backward's all-gathers and
+// reduce-scatters; BACKWARD_POST for its all-gathers; the JSON setup names the setting (absent:
+// BACKWARD_PRE); other frameworks, SHARD_GRAD_OP and unknown values exit 2.
+TEST(EstimateE2eTest, FsdpBackwardPrefetch) {
+  const std::vector<std::string> base = {"--model",     "llama-2-7b", "--gpu",     "A100-40GB",
+                                         "--gpus",      "32",         "--zero",    "3",
+                                         "--framework", "fsdp",       "--seq-len", "4096"};
+  const auto with = [&](const char* value) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--backward-prefetch", value});
+    return EstimateJson(args);
+  };
+  const nlohmann::json pre = EstimateJson(base);
+  const nlohmann::json post = with("BACKWARD_POST");
+  const nlohmann::json none = with("no_prefetch");
+  EXPECT_FALSE(pre["setup"].contains("backward_prefetch"));
+  EXPECT_FALSE(with("BACKWARD_PRE")["setup"].contains("backward_prefetch"));
+  EXPECT_EQ(post["setup"]["backward_prefetch"], "BACKWARD_POST");
+  EXPECT_EQ(none["setup"]["backward_prefetch"], "NO_PREFETCH");
+  EXPECT_LT(pre["time"]["step_seconds"].get<double>(), post["time"]["step_seconds"].get<double>());
+  EXPECT_LT(post["time"]["step_seconds"].get<double>(), none["time"]["step_seconds"].get<double>());
+  EXPECT_EQ(pre["time"]["breakdown"]["communication_seconds"],
+            none["time"]["breakdown"]["communication_seconds"]);
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--gpus", "8", "--framework",
+                 "deepspeed", "--zero", "3", "--backward-prefetch", "NO_PREFETCH"},
+                "expected --framework fsdp, found --framework deepspeed");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--gpus", "8", "--framework",
+                 "fsdp", "--zero", "2", "--backward-prefetch", "NO_PREFETCH"},
+                "expected --zero 3, found --zero 2");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--gpus", "8", "--framework",
+                 "fsdp", "--zero", "3", "--backward-prefetch", "sometimes"},
+                "--backward-prefetch: expected BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH, found "
+                "'sometimes'");
+}
+
 // --moe-token-dispatcher-type flex and node-limited routing through the binary: DeepSeek-V3's
 // dispatch (each token once per other node, at most 4 of its 8) sends less over the network than
 // the all-to-all of its 8 copies, so the step's communication is smaller; the JSON setup says so;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -133,6 +134,58 @@ TEST(PlanPanelFrameworkTest, AccelerateConfigNamesTheFramework) {
     EXPECT_EQ(c["parallel"]["framework"], "fsdp") << c["rank"];
     EXPECT_TRUE(DataParallel(c)) << c["rank"];
   }
+}
+
+// F6. accelerate's FSDP1 runs without backward prefetching unless its config asks for it
+//     (FullyShardedDataParallelPlugin.backward_prefetch defaults to NO_PREFETCH,
+//     huggingface/accelerate@16cb6eb8 src/accelerate/utils/dataclasses.py): the same FULL_SHARD
+//     candidate, same offer and layout, takes longer than under a config that sets
+//     fsdp_backward_prefetch: BACKWARD_PRE, its communication unchanged and more of it exposed;
+//     the plan's notes say which setting was read and from where.
+TEST(PlanPanelFrameworkTest, AccelerateFsdp1WithoutBackwardPrefetchIsQuotedSlower) {
+  const std::string dir = MakeTempDir("panel-prefetch");
+  std::ofstream(dir + "/fsdp.yaml") << "distributed_type: FSDP\nnum_processes: 8\n";
+  std::ofstream(dir + "/pre.yaml")
+      << "distributed_type: FSDP\nfsdp_config:\n  fsdp_backward_prefetch: BACKWARD_PRE\n";
+  const auto plan = [&](const std::string& config) {
+    std::ofstream(dir + "/job.yaml")
+        << "model: llama-2-7b\ntokens: 2B\nseq_len: 4096\nglobal_batch: 128\n"
+           "command: \"accelerate launch --config_file "
+        << config << " train.py\"\n";
+    return Plan({dir + "/job.yaml", "--top", "50"});
+  };
+  const json none = plan("fsdp.yaml");
+  const json pre = plan("pre.yaml");
+  const auto note = [](const json& d) {
+    for (const json& n : d["notes"]) {
+      if (n.get<std::string>().find("backward_prefetch") != std::string::npos) return n;
+    }
+    return json("");
+  };
+  EXPECT_NE(note(none).get<std::string>().find("NO_PREFETCH (fsdp.yaml"), std::string::npos)
+      << note(none);
+  EXPECT_NE(note(pre).get<std::string>().find("BACKWARD_PRE (pre.yaml"), std::string::npos)
+      << note(pre);
+  const auto key = [](const json& c) {
+    return c["provider"].dump() + c["instance_type"].dump() + c["nodes"].dump() +
+           c["pricing"].dump() + c["parallel"].dump();
+  };
+  std::map<std::string, json> prefetched;
+  for (const json& c : pre["candidates"]) prefetched[key(c)] = c;
+  int compared = 0;
+  for (const json& c : none["candidates"]) {
+    const auto it = prefetched.find(key(c));
+    if (c["parallel"]["zero"] != 3 || it == prefetched.end()) continue;
+    const json& t = c["time"];
+    const json& p = it->second["time"];
+    EXPECT_EQ(t["breakdown"]["communication_seconds"], p["breakdown"]["communication_seconds"]);
+    EXPECT_GT(t["breakdown"]["exposed_seconds"].get<double>(),
+              p["breakdown"]["exposed_seconds"].get<double>())
+        << c["rank"];
+    EXPECT_GT(t["step_seconds"].get<double>(), p["step_seconds"].get<double>()) << c["rank"];
+    ++compared;
+  }
+  EXPECT_GT(compared, 0) << "no FULL_SHARD candidate in both plans";
 }
 
 }  // namespace

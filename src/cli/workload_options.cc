@@ -112,6 +112,15 @@ void AddFrameworkSettingOptions(CLI::App* cmd, estimate::EstimateRequest& r, con
                 "counts all of it; the updated parameters' all-gather after the step counts "
                 "either way")
       ->group(tr);
+  cmd->add_option("--backward-prefetch", r.backward_prefetch,
+                  "BACKWARD_PRE|BACKWARD_POST|NO_PREFETCH: PyTorch FSDP's backward_prefetch "
+                  "(--framework fsdp --zero 3, FULL_SHARD): BACKWARD_PRE gathers the next unit's "
+                  "parameters behind the current unit's backward, as FSDP2 always does; "
+                  "BACKWARD_POST after it, its reduce-scatter behind the next unit's backward; "
+                  "NO_PREFETCH after that reduce-scatter, so the backward's all-gathers and "
+                  "reduce-scatters overlap nothing. accelerate's FSDP1 default is NO_PREFETCH "
+                  "(default: BACKWARD_PRE, PyTorch's)")
+      ->group(tr);
   cmd->add_option("--moe-token-dispatcher-type", r.moe_dispatcher,
                   "alltoall|flex: how MoE tokens reach experts on other GPUs (Megatron-Core "
                   "--moe-token-dispatcher-type; megatron or megatron-fsdp for flex): alltoall, an "

@@ -781,6 +781,26 @@ bool GatherAfterStep(const Training& tr) {
   return workload::DeepSpeedEngineReduces(tr) && tr.zero_stage >= 1;
 }
 
+// What PyTorch FSDP1's backward prefetching (Training::backward_prefetch) leaves serialized with
+// each micro-batch's backward under FULL_SHARD, of its backward all-gather `gather` and its
+// reduce-scatter `reduce`: the collectives share one NCCL stream, so the next unit's backward,
+// which waits for its parameters, also waits for what was issued before their all-gather.
+// BACKWARD_PRE issues it before the current unit's gradients: nothing; BACKWARD_POST after them,
+// before the reduce-scatter: the all-gather; NO_PREFETCH after the reduce-scatter: both
+// (pytorch/pytorch torch/distributed/fsdp/api.py BackwardPrefetch).
+double BackwardSerialized(const Training& tr, double gather, double reduce) {
+  if (tr.framework != workload::Framework::kFsdp || tr.zero_stage < 3) return 0;
+  switch (tr.backward_prefetch) {
+    case workload::BackwardPrefetch::kPre:
+      return 0;
+    case workload::BackwardPrefetch::kPost:
+      return gather;
+    case workload::BackwardPrefetch::kNone:
+      return gather + reduce;
+  }
+  return 0;
+}
+
 // What stays exposed of `seconds` of communication that runs behind `hidden` seconds of compute:
 // what outlasts the compute, the `tail` share that cannot start before it ends (the last bucket,
 // the first gather), and the slowdown of the compute it shares the GPU with.
@@ -791,7 +811,8 @@ double ExposedBehind(double seconds, double hidden, double tail, const TimeCalib
 
 // One class of parameters (dense, or routed experts): `param_bytes` / `grad_bytes` this GPU
 // holds before sharding, sharded over `shards` ranks and replicated over `replicas` groups of
-// them (HSDP; 1 otherwise). ZeRO-3 gathers per micro-batch, overlapped with the compute;
+// them (HSDP; 1 otherwise). ZeRO-3 gathers per micro-batch, overlapped with the compute (FSDP1
+// without backward prefetching: less, BackwardSerialized);
 // ZeRO 0-2 reduce once per step, overlapped with the backward, except where MicroBatchGathers
 // says they reduce every micro-batch. FSDP under pipeline parallelism
 // (torchtitan) gathers each stage's parameters once per step and reduce-scatters its gradients
@@ -814,15 +835,16 @@ DataParallelTime DataParallelSeconds(double param_bytes, double grad_bytes, int6
   if (gathers >= 0 && !per_step_gather) {
     // Per micro-batch: gather the parameters (ZeRO-3: for forward and again for backward;
     // SHARD_GRAD_OP: once), reduce-scatter the gradients.
-    const double per_mb = gathers * AllGatherSeconds(param_bytes, n, shard_link) +
-                          ReduceScatterSeconds(grad_bytes, n, shard_link);
+    const double gather = AllGatherSeconds(param_bytes, n, shard_link);
+    const double reduce = ReduceScatterSeconds(grad_bytes, n, shard_link);
+    const double per_mb = gathers * gather + reduce;
     const double hidden = c.dp_overlap_fraction * compute_mb;
     const double replica_hidden = c.dp_overlap_fraction * (2.0 / 3.0) * compute_mb;
     // DeepSpeed ZeRO-2 all-gathers the updated parameters once, after the step, and without
     // overlap_comm reduces behind nothing.
-    const double step_gather =
-        GatherAfterStep(tr) ? AllGatherSeconds(param_bytes, n, shard_link) : 0;
-    const double behind = ReductionBehindBackward(tr) ? per_mb : 0;
+    const double step_gather = GatherAfterStep(tr) ? gather : 0;
+    const double behind =
+        ReductionBehindBackward(tr) ? per_mb - BackwardSerialized(tr, gather, reduce) : 0;
     out.seconds = micro_batches * per_mb + replica_reduce + step_gather;
     out.exposed = micro_batches * (per_mb - behind + ExposedBehind(behind, hidden, tail, c)) +
                   ExposedBehind(replica_reduce, replica_hidden, 0, c) + step_gather;

@@ -106,6 +106,10 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
       ParseInto(r.pipeline_schedule, workload::ParsePipelineSchedule, t.pipeline_schedule));
   FULCRUM_RETURN_IF_ERROR(
       ParseInto(r.moe_dispatcher, workload::ParseMoeDispatcher, t.moe_dispatcher));
+  if (!r.backward_prefetch.empty()) {
+    FULCRUM_ASSIGN_OR_RETURN(t.backward_prefetch, workload::ParseBackwardPrefetch(
+                                                      r.backward_prefetch, "--backward-prefetch"));
+  }
   if (!r.exp_avg_dtype.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(t.exp_avg_dtype,
                              workload::ParseMomentDtype(r.exp_avg_dtype, "--exp-avg-dtype"));
@@ -372,6 +376,10 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
   if (t.fp8_activation_cache) doc["setup"]["fp8_activation_cache"] = true;
   if (t.moe_a2a_overlap) doc["setup"]["moe_a2a_overlap"] = true;
   if (t.overlap_comm) doc["setup"]["overlap_comm"] = true;
+  if (t.backward_prefetch != workload::BackwardPrefetch::kPre) {
+    doc["setup"]["backward_prefetch"] =
+        std::string(workload::BackwardPrefetchName(t.backward_prefetch));
+  }
   if (t.moe_dispatcher != workload::MoeDispatcher::kAllToAll) {
     doc["setup"]["moe_token_dispatcher_type"] =
         std::string(workload::MoeDispatcherName(t.moe_dispatcher));
@@ -484,6 +492,9 @@ std::string DescribeSetup(const EstimateInput& in) {
   if (t.fp8_activation_cache) s << " --fp8-activation-cache";
   if (t.moe_a2a_overlap) s << " --moe-a2a-overlap";
   if (t.overlap_comm) s << " --overlap-comm";
+  if (t.backward_prefetch != workload::BackwardPrefetch::kPre) {
+    s << " --backward-prefetch " << workload::BackwardPrefetchName(t.backward_prefetch);
+  }
   if (t.moe_dispatcher != workload::MoeDispatcher::kAllToAll) {
     s << " --moe-token-dispatcher-type " << workload::MoeDispatcherName(t.moe_dispatcher);
   }

@@ -74,6 +74,7 @@ struct EstimateRequest {
   int64_t microbatch_group_size = 0;        // interleaved schedule's group size (0 = pp)
   bool moe_a2a_overlap = false;             // Megatron-Core's --overlap-moe-expert-parallel-comm
   bool overlap_comm = false;                // DeepSpeed's zero_optimization.overlap_comm
+  std::string backward_prefetch;            // FSDP's backward_prefetch ("" = BACKWARD_PRE)
 };
 
 struct EstimateInput {

@@ -314,6 +314,38 @@ TEST(DataParallelTest, DeepSpeedHidesItsReductionOnlyWithOverlapComm) {
             time(Framework::kDeepSpeed, 3, false).communication_seconds);
 }
 
+// FSDP1's backward prefetching under FULL_SHARD: all collectives share one NCCL stream, so
+// BACKWARD_POST (the next all-gather issued after the current gradients) leaves the backward's
+// all-gathers (a third of FULL_SHARD's traffic: forward and backward gathers, one reduce-scatter,
+// the same bytes each) serialized with it, and NO_PREFETCH the reduce-scatters too: "no
+// communication and computation overlap in the backward pass" (FullyShardedDataParallel's
+// backward_prefetch docstring). The forward's gathers still hide; SHARD_GRAD_OP has no backward
+// gather and does not read the option.
+TEST(DataParallelTest, FsdpWithoutBackwardPrefetchExposesTheBackwardsCollectives) {
+  const Model m = Llama31_8b();
+  const Hardware hw = Node(false, false, 0);
+  const auto time = [&](int64_t zero, workload::BackwardPrefetch p) {
+    Training t = DataParallelEight(Framework::kFsdp, zero, 64);
+    t.backward_prefetch = p;
+    return EstimateStepTime(m, t, hw);
+  };
+  const StepTime pre = time(3, workload::BackwardPrefetch::kPre);
+  const StepTime post = time(3, workload::BackwardPrefetch::kPost);
+  const StepTime none = time(3, workload::BackwardPrefetch::kNone);
+  ASSERT_GT(pre.communication_seconds, 0);
+  EXPECT_EQ(post.communication_seconds, pre.communication_seconds);
+  EXPECT_EQ(none.communication_seconds, pre.communication_seconds);
+  const double third = pre.communication_seconds / 3;
+  EXPECT_GE(post.exposed_seconds, pre.exposed_seconds + 0.5 * third);
+  EXPECT_GE(post.exposed_seconds, third - 1e-12);
+  EXPECT_GE(none.exposed_seconds, 2 * third - 1e-12);
+  EXPECT_LT(none.exposed_seconds, pre.communication_seconds);  // the forward's gathers hide
+  EXPECT_LT(pre.step_seconds, post.step_seconds);
+  EXPECT_LT(post.step_seconds, none.step_seconds);
+  EXPECT_EQ(time(2, workload::BackwardPrefetch::kNone).exposed_seconds,
+            time(2, workload::BackwardPrefetch::kPre).exposed_seconds);
+}
+
 Training FsdpStates(int64_t zero, int64_t dp, int64_t dp_shard) {
   Training t;
   t.framework = Framework::kFsdp;

@@ -398,6 +398,44 @@ void AccelerateConfigFixes(const AccelerateConfig& config, const std::string& ba
   }
 }
 
+// accelerate's FSDP backward prefetching (JobFrameworks::backward_prefetch): under FSDP1, its
+// default FSDP version (FSDP_VERSION "1" where nothing says), --fsdp_backward_prefetch or the
+// config's fsdp_backward_prefetch (an fsdp_config key, `fsdp_` prefixed or not: accelerate
+// launch adds the prefix and lets the command line win), else the plugin's default NO_PREFETCH
+// (huggingface/accelerate@16cb6eb8 src/accelerate/commands/launch.py, utils/launch.py,
+// utils/dataclasses.py FullyShardedDataParallelPlugin.backward_prefetch; the older docs' key
+// fsdp_backward_prefetch_policy is read by nothing there). FSDP2 always prefetches.
+void AccelerateBackwardPrefetch(const Launch& l, const std::optional<AccelerateConfig>& config,
+                                JobFrameworks& jf) {
+  if (l.launcher != Launcher::kAccelerate) return;
+  bool fsdp = HasOption(l.args, "--use_fsdp");
+  std::optional<std::string> version = OptionValue(l.args, "--fsdp_version");
+  std::optional<std::string> prefetch = OptionValue(l.args, "--fsdp_backward_prefetch");
+  std::string from = prefetch ? "--fsdp_backward_prefetch " + *prefetch : "";
+  const std::vector<std::pair<std::string, std::string>> none;
+  for (const auto& [key, value] : config ? config->entries : none) {
+    if (key == "distributed_type" && ToLower(value) == "fsdp") fsdp = true;
+    if (key == "fsdp_version" && !version) version = value;
+    if ((key == "fsdp_backward_prefetch" || key == "backward_prefetch") && !prefetch) {
+      prefetch = value;
+      from = config->name + ": " + key + " " + value;
+    }
+  }
+  if (!fsdp || (version && *version == "2")) return;
+  if (!prefetch) {
+    jf.backward_prefetch = workload::BackwardPrefetch::kNone;
+    jf.backward_prefetch_from = (config ? config->name : std::string("accelerate launch")) +
+                                " sets no fsdp_backward_prefetch: accelerate's FSDP1 default, "
+                                "NO_PREFETCH";
+    return;
+  }
+  const Result<workload::BackwardPrefetch> p =
+      workload::ParseBackwardPrefetch(*prefetch, "fsdp_backward_prefetch");
+  if (!p.ok()) return;  // accelerate refuses it itself
+  jf.backward_prefetch = *p;
+  jf.backward_prefetch_from = from;
+}
+
 // The words of list option `name` (Megatron-LM's nargs='*': `--name a b` up to the next option,
 // or `--name=a`), joined by commas; nullopt when absent.
 std::optional<std::string> ListOption(const std::vector<std::string>& words,
@@ -510,6 +548,7 @@ void CommandFixes(const Launch& l, const std::string& base_dir,
     }
   }
   if (accelerate) AccelerateConfigFixes(*accelerate, base_dir, jf);
+  AccelerateBackwardPrefetch(l, accelerate, jf);
 }
 
 }  // namespace
@@ -603,6 +642,8 @@ JobFrameworks JobFrameworksOf(const PlanSpec& spec) {
     given.exp_avg_sq_dtype = of_command.exp_avg_sq_dtype;
     given.overlap_comm = of_command.overlap_comm;
     given.overlap_comm_from = of_command.overlap_comm_from;
+    given.backward_prefetch = of_command.backward_prefetch;
+    given.backward_prefetch_from = of_command.backward_prefetch_from;
     return given;
   }
   return of_command;

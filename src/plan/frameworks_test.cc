@@ -417,6 +417,55 @@ TEST(FrameworksTest, TheCommandsOwnConfigFixesTheZeroStageAndMicroBatch) {
   std::filesystem::remove_all(dir);
 }
 
+// accelerate's FSDP1 backward prefetching as its launch runs it (huggingface/accelerate@16cb6eb8):
+// the plugin's default NO_PREFETCH where neither the config nor the command line sets
+// fsdp_backward_prefetch (the older docs' fsdp_backward_prefetch_policy is read by nothing), the
+// command line over the config, and nothing read under FSDP2 or another framework.
+TEST(FrameworksTest, AccelerateFsdp1RunsWithoutBackwardPrefetchUnlessItsConfigSaysSo) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fulcrum-prefetch-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "plain.yaml") << "distributed_type: FSDP\nfsdp_config:\n"
+                                       "  fsdp_sharding_strategy: FULL_SHARD\n";
+  std::ofstream(dir / "old.yaml") << "distributed_type: FSDP\nfsdp_config:\n"
+                                     "  fsdp_backward_prefetch_policy: BACKWARD_PRE\n";
+  std::ofstream(dir / "pre.yaml") << "distributed_type: FSDP\nfsdp_config:\n"
+                                     "  fsdp_backward_prefetch: BACKWARD_PRE\n";
+  std::ofstream(dir / "post.yaml") << "distributed_type: FSDP\nfsdp_config:\n"
+                                      "  backward_prefetch: 'BACKWARD_POST'\n";
+  std::ofstream(dir / "v2.yaml") << "distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\n";
+  std::ofstream(dir / "ddp.yaml") << "distributed_type: MULTI_GPU\n";
+  const std::string base = dir.string();
+  const auto of = [&](const std::string& command) { return FrameworksOfCommand(command, base); };
+  JobFrameworks jf = of("accelerate launch --config_file plain.yaml train.py");
+  EXPECT_EQ(jf.backward_prefetch, workload::BackwardPrefetch::kNone);
+  EXPECT_NE(jf.backward_prefetch_from.find("plain.yaml"), std::string::npos);
+  EXPECT_EQ(of("accelerate launch --config_file old.yaml train.py").backward_prefetch,
+            workload::BackwardPrefetch::kNone);
+  jf = of("accelerate launch --config_file pre.yaml train.py");
+  EXPECT_EQ(jf.backward_prefetch, workload::BackwardPrefetch::kPre);
+  EXPECT_EQ(jf.backward_prefetch_from, "pre.yaml: fsdp_backward_prefetch BACKWARD_PRE");
+  EXPECT_EQ(of("accelerate launch --config_file post.yaml train.py").backward_prefetch,
+            workload::BackwardPrefetch::kPost);
+  jf = of("accelerate launch --config_file post.yaml --fsdp_backward_prefetch NO_PREFETCH t.py");
+  EXPECT_EQ(jf.backward_prefetch, workload::BackwardPrefetch::kNone);
+  EXPECT_EQ(jf.backward_prefetch_from, "--fsdp_backward_prefetch NO_PREFETCH");
+  EXPECT_EQ(of("accelerate launch --use_fsdp train.py").backward_prefetch,
+            workload::BackwardPrefetch::kNone);
+  EXPECT_EQ(of("accelerate launch --use_fsdp --fsdp_backward_prefetch backward_pre train.py")
+                .backward_prefetch,
+            workload::BackwardPrefetch::kPre);
+  for (const char* command : {"accelerate launch --config_file v2.yaml train.py",
+                              "accelerate launch --use_fsdp --fsdp_version 2 train.py",
+                              "accelerate launch --config_file ddp.yaml train.py",
+                              "torchrun train.py --fsdp full_shard"}) {
+    jf = of(command);
+    EXPECT_EQ(jf.backward_prefetch, workload::BackwardPrefetch::kPre) << command;
+    EXPECT_TRUE(jf.backward_prefetch_from.empty()) << command;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // HF TrainingArguments' batch options of a layout: the micro-batch and the global batch over the
 // micro-batches of the data-parallel ranks.
 TEST(FrameworksTest, HfTrainerBatchOptionsSpellTheMicroBatchAndAccumulation) {

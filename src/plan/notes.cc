@@ -83,6 +83,29 @@ std::string DeepSpeedOverlapNote(const PlanInputs& in, const std::vector<Candida
          "backward (fulcrum estimate --overlap-comm gives that step time)";
 }
 
+// What the job's accelerate FSDP1 launch leaves of the FULL_SHARD candidates' backward overlap
+// (estimate/compute.cc BackwardSerialized); empty when nothing was read or no candidate is one.
+std::string FsdpBackwardPrefetchNote(const PlanInputs& in,
+                                     const std::vector<Candidate>& candidates) {
+  const bool any = std::any_of(candidates.begin(), candidates.end(), [](const Candidate& k) {
+    const workload::Training& t = k.layout.training;
+    return t.framework == workload::Framework::kFsdp && t.zero_stage >= 3;
+  });
+  if (!any || in.frameworks.backward_prefetch_from.empty()) return "";
+  const workload::BackwardPrefetch p = in.frameworks.backward_prefetch;
+  const std::string head = "FSDP FULL_SHARD layouts run with backward_prefetch " +
+                           std::string(workload::BackwardPrefetchName(p)) + " (" +
+                           in.frameworks.backward_prefetch_from + "): ";
+  if (p == workload::BackwardPrefetch::kPre) {
+    return head + "the backward's all-gathers and reduce-scatters hide behind it";
+  }
+  return head + "the backward waits for its " +
+         (p == workload::BackwardPrefetch::kNone ? "all-gathers and reduce-scatters"
+                                                 : "all-gathers") +
+         "; fsdp_backward_prefetch: BACKWARD_PRE in the accelerate config (or fsdp_version: 2) "
+         "hides them behind it (fulcrum estimate --backward-prefetch gives either step time)";
+}
+
 // Where the spot risk comes from; empty when no candidate is spot or the risk is unsourced.
 std::string SpotRiskNote(const CostAssumptions& a, const std::vector<Candidate>& candidates) {
   const bool any_spot = std::any_of(candidates.begin(), candidates.end(),
@@ -221,6 +244,9 @@ std::vector<std::string> PlanNotes(const PlanInputs& in, const HardwareClasses& 
   CostAndBatchNotes(in, costed, notes);
   if (std::string overlap = DeepSpeedOverlapNote(in, candidates); !overlap.empty()) {
     notes.push_back(std::move(overlap));
+  }
+  if (std::string prefetch = FsdpBackwardPrefetchNote(in, candidates); !prefetch.empty()) {
+    notes.push_back(std::move(prefetch));
   }
   if (std::string write = CheckpointWriteNote(in, candidates); !write.empty()) {
     notes.push_back(std::move(write));

@@ -87,6 +87,7 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   in.base.moe_router_groups = job.moe_router_groups;
   in.base.moe_router_group_topk = job.moe_router_group_topk;
   in.base.overlap_comm = job.overlap_comm;  // read by DeepSpeed's ZeRO 1 and 2 layouts only
+  in.base.backward_prefetch = job.backward_prefetch;  // read by FSDP's FULL_SHARD layouts only
   in.work_units = WorkUnits(model, spec, &result.units_are_samples);
   in.trained_parameters = estimate::TrainableParameterCount(model, in.base);
 

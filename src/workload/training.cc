@@ -293,6 +293,25 @@ Status ValidateOverlapComm(const Training& t) {
   return Status::Ok();
 }
 
+// FSDP1's backward prefetching: an option of PyTorch FSDP's FULL_SHARD, whose backward gathers
+// the parameters again (SHARD_GRAD_OP keeps them: nothing to prefetch).
+Status ValidateBackwardPrefetch(const Training& t) {
+  if (t.backward_prefetch == BackwardPrefetch::kPre) return Status::Ok();
+  if (t.framework != Framework::kFsdp) {
+    return WrongFramework(
+        "--backward-prefetch: PyTorch FSDP's backward_prefetch; expected "
+        "--framework fsdp",
+        t);
+  }
+  if (t.zero_stage != 3) {
+    return Status::InvalidInput(
+        "--backward-prefetch: an option of FSDP's FULL_SHARD, whose backward all-gathers the "
+        "parameters again; expected --zero 3, found --zero " +
+        Str(t.zero_stage));
+  }
+  return Status::Ok();
+}
+
 // The token dispatcher and group-limited routing of a MoE model. The flex dispatcher is
 // Megatron-Core's (its DeepEP / HybridEP backends); group-limited routing is the router's, whatever
 // the framework: each group as many experts (transformer_config.py moe_router_num_groups: "Experts
@@ -707,6 +726,7 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateActivationFp8InputStore(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateFp8ActivationCache(training));
   FULCRUM_RETURN_IF_ERROR(ValidateOverlapComm(training));
+  FULCRUM_RETURN_IF_ERROR(ValidateBackwardPrefetch(training));
   FULCRUM_RETURN_IF_ERROR(ValidateMoeA2aOverlap(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateMoeRouting(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidatePipelineSchedule(model, training));
@@ -981,6 +1001,26 @@ std::string FrameworkListName(FrameworkMask mask) {
     if (mask & FrameworkBit(f)) out += (out.empty() ? "" : ", ") + std::string(FrameworkName(f));
   }
   return out;
+}
+
+Result<BackwardPrefetch> ParseBackwardPrefetch(std::string_view text, const char* flag) {
+  const std::string t = ToLower(text);
+  if (t == "backward_pre") return BackwardPrefetch::kPre;
+  if (t == "backward_post") return BackwardPrefetch::kPost;
+  if (t == "no_prefetch") return BackwardPrefetch::kNone;
+  return Expected(flag, "BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH", text);
+}
+
+std::string_view BackwardPrefetchName(BackwardPrefetch p) {
+  switch (p) {
+    case BackwardPrefetch::kPre:
+      return "BACKWARD_PRE";
+    case BackwardPrefetch::kPost:
+      return "BACKWARD_POST";
+    case BackwardPrefetch::kNone:
+      return "NO_PREFETCH";
+  }
+  return "?";
 }
 
 Result<MomentDtype> ParseMomentDtype(std::string_view text, const char* flag) {

@@ -48,6 +48,9 @@ inline constexpr int kRecomputeModuleCount = 7;
 // (choices fp32, fp16, bf16, fp8; megatron/training/arguments.py@d98e8a64dd) under
 // --use-precision-aware-optimizer (Transformer Engine's FusedAdam keeps the states in that dtype;
 // the kernel computes in fp32). kFp32 is the default and every other optimizer's.
+// FSDP1's backward_prefetch (Training::backward_prefetch).
+enum class BackwardPrefetch { kPre, kPost, kNone };
+
 enum class MomentDtype { kFp32, kFp16, kBf16, kFp8 };
 inline constexpr double MomentBytes(MomentDtype d) {
   return d == MomentDtype::kFp32 ? 4 : d == MomentDtype::kFp8 ? 1 : 2;
@@ -279,6 +282,18 @@ struct Training {
   // "stream = get_accelerator().current_stream()"), after the backward: nothing of it hidden
   // (estimate/compute.cc ReductionBehindBackward). Stage 3 overlaps by default, as modelled.
   bool overlap_comm = false;
+  // PyTorch FSDP1's backward prefetching under FULL_SHARD (fsdp, zero 3): BACKWARD_PRE (PyTorch's
+  // default) issues the next unit's all-gather before the current unit's gradient computation;
+  // BACKWARD_POST after it, but before the current reduce-scatter, which then runs behind the next
+  // unit's backward; NO_PREFETCH issues it after that reduce-scatter, "and there is no
+  // communication and computation overlap in the backward pass" (pytorch/pytorch
+  // torch/distributed/fsdp/fully_sharded_data_parallel.py, FullyShardedDataParallel's
+  // backward_prefetch; api.py BackwardPrefetch: all collectives of a process group share one NCCL
+  // stream, so the issue order decides what overlaps). accelerate's FSDP1 plugin defaults to
+  // NO_PREFETCH (huggingface/accelerate@16cb6eb8 src/accelerate/utils/dataclasses.py
+  // FullyShardedDataParallelPlugin.backward_prefetch); FSDP2 always prefetches (it ignores the
+  // option there). estimate/compute.cc BackwardSerialized.
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;
 };
 // The routed experts' tensor-parallel degree: expert_tp, or tp when 0.
 inline int64_t ExpertTp(const Training& t) { return t.expert_tp > 0 ? t.expert_tp : t.tp; }
@@ -431,6 +446,10 @@ std::string FrameworkListName(FrameworkMask mask);
 Result<GradPrecision> ParseGradPrecision(std::string_view text);
 // fp32|fp16|bf16|fp8, as Megatron-LM's --exp-avg-dtype takes them; `flag` names the option in
 // the error.
+// BACKWARD_PRE | BACKWARD_POST | NO_PREFETCH (PyTorch's and accelerate's spellings, any case);
+// InvalidInput naming `flag` otherwise. The name is the same spelling.
+Result<BackwardPrefetch> ParseBackwardPrefetch(std::string_view text, const char* flag);
+std::string_view BackwardPrefetchName(BackwardPrefetch p);
 Result<MomentDtype> ParseMomentDtype(std::string_view text, const char* flag);
 std::string_view MomentDtypeName(MomentDtype d);
 Result<CheckpointFormat> ParseCheckpointFormat(std::string_view text);
