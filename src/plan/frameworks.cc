@@ -436,6 +436,37 @@ void AccelerateBackwardPrefetch(const Launch& l, const std::optional<AccelerateC
   jf.backward_prefetch_from = from;
 }
 
+// The HF Trainer's FSDP backward prefetching (--fsdp with --fsdp_config FILE: JSON whose keys may
+// carry the fsdp_ prefix TrainingArguments strips): under FSDP1 (version 1) its
+// backward_prefetch, NO_PREFETCH where unset (huggingface/transformers training_args.py:
+// fsdp_config.get("backward_prefetch", "NO_PREFETCH"), fsdp_config.get("version", 1)); FSDP2
+// (version 2, the default of recent releases, which deprecate version 1) always prefetches. A
+// config naming neither says nothing: the version then depends on the installed transformers.
+void HfFsdpBackwardPrefetch(const Launch& l, const std::string& base_dir, JobFrameworks& jf) {
+  const std::optional<std::string> path = OptionValue(l.args, "--fsdp_config");
+  if (!path || path->empty() || !OptionValue(l.args, "--fsdp")) return;
+  Result<std::string> text = ReadTextFile(InBaseDir(*path, base_dir), "FSDP config");
+  if (!text.ok()) return;
+  const nlohmann::json config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return;
+  std::optional<std::string> version, prefetch;
+  for (auto it = config.begin(); it != config.end(); ++it) {
+    const std::string key = StartsWith(it.key(), "fsdp_") ? it.key().substr(5) : it.key();
+    if (key == "version") version = it->is_string() ? it->get<std::string>() : it->dump();
+    if (key == "backward_prefetch" && it->is_string()) prefetch = it->get<std::string>();
+  }
+  if (version == "2" || (!prefetch && version != "1")) return;
+  const Result<workload::BackwardPrefetch> p =
+      prefetch ? workload::ParseBackwardPrefetch(*prefetch, "backward_prefetch")
+               : Result<workload::BackwardPrefetch>(workload::BackwardPrefetch::kNone);
+  if (!p.ok()) return;  // TrainingArguments refuses it itself
+  jf.backward_prefetch = *p;
+  jf.backward_prefetch_from =
+      BaseName(*path) + (prefetch ? ": backward_prefetch " + *prefetch
+                                  : " sets version 1 and no backward_prefetch: the HF Trainer's "
+                                    "FSDP1 default, NO_PREFETCH");
+}
+
 // The words of list option `name` (Megatron-LM's nargs='*': `--name a b` up to the next option,
 // or `--name=a`), joined by commas; nullopt when absent.
 std::optional<std::string> ListOption(const std::vector<std::string>& words,
@@ -549,6 +580,7 @@ void CommandFixes(const Launch& l, const std::string& base_dir,
   }
   if (accelerate) AccelerateConfigFixes(*accelerate, base_dir, jf);
   AccelerateBackwardPrefetch(l, accelerate, jf);
+  HfFsdpBackwardPrefetch(l, base_dir, jf);
 }
 
 }  // namespace

@@ -88,9 +88,9 @@ struct JobFrameworks {
   // the config it was read from ("" = none read).
   bool overlap_comm = false;
   std::string overlap_comm_from = {};
-  // PyTorch FSDP1's backward_prefetch as the job's `accelerate launch` runs it
-  // (Training::backward_prefetch; BACKWARD_PRE where the job is not accelerate's FSDP1), and what
-  // says so ("" = nothing read).
+  // PyTorch FSDP1's backward_prefetch as the job's `accelerate launch` or HF Trainer --fsdp_config
+  // runs it (Training::backward_prefetch; BACKWARD_PRE where the job is not FSDP1 or nothing
+  // says), and what says so ("" = nothing read).
   workload::BackwardPrefetch backward_prefetch = workload::BackwardPrefetch::kPre;
   std::string backward_prefetch_from = {};
 };

@@ -455,7 +455,24 @@ TEST(FrameworksTest, AccelerateFsdp1RunsWithoutBackwardPrefetchUnlessItsConfigSa
   EXPECT_EQ(of("accelerate launch --use_fsdp --fsdp_backward_prefetch backward_pre train.py")
                 .backward_prefetch,
             workload::BackwardPrefetch::kPre);
-  for (const char* command : {"accelerate launch --config_file v2.yaml train.py",
+  // The HF Trainer: --fsdp_config's backward_prefetch (keys with or without the fsdp_ prefix),
+  // NO_PREFETCH under an explicit version 1, nothing read under version 2 or where neither is set
+  // (the version is the installed transformers').
+  std::ofstream(dir / "hf_v1.json")
+      << R"({"fsdp_version": 1, "transformer_layer_cls_to_wrap": "X"})";
+  std::ofstream(dir / "hf_post.json") << R"({"backward_prefetch": "backward_post"})";
+  std::ofstream(dir / "hf_v2.json") << R"({"version": 2, "backward_prefetch": "NO_PREFETCH"})";
+  std::ofstream(dir / "hf_plain.json") << R"({"min_num_params": 0})";
+  jf = of("torchrun train.py --fsdp \"full_shard auto_wrap\" --fsdp_config hf_v1.json");
+  EXPECT_EQ(jf.backward_prefetch, workload::BackwardPrefetch::kNone);
+  EXPECT_NE(jf.backward_prefetch_from.find("hf_v1.json sets version 1"), std::string::npos);
+  jf = of("torchrun train.py --fsdp full_shard --fsdp_config hf_post.json");
+  EXPECT_EQ(jf.backward_prefetch, workload::BackwardPrefetch::kPost);
+  EXPECT_EQ(jf.backward_prefetch_from, "hf_post.json: backward_prefetch backward_post");
+  for (const char* command : {"torchrun train.py --fsdp full_shard --fsdp_config hf_v2.json",
+                              "torchrun train.py --fsdp full_shard --fsdp_config hf_plain.json",
+                              "torchrun train.py --fsdp_config hf_v1.json",
+                              "accelerate launch --config_file v2.yaml train.py",
                               "accelerate launch --use_fsdp --fsdp_version 2 train.py",
                               "accelerate launch --config_file ddp.yaml train.py",
                               "torchrun train.py --fsdp full_shard"}) {

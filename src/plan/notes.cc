@@ -102,8 +102,9 @@ std::string FsdpBackwardPrefetchNote(const PlanInputs& in,
   return head + "the backward waits for its " +
          (p == workload::BackwardPrefetch::kNone ? "all-gathers and reduce-scatters"
                                                  : "all-gathers") +
-         "; fsdp_backward_prefetch: BACKWARD_PRE in the accelerate config (or fsdp_version: 2) "
-         "hides them behind it (fulcrum estimate --backward-prefetch gives either step time)";
+         "; backward prefetching BACKWARD_PRE (accelerate's fsdp_backward_prefetch, the HF "
+         "Trainer's fsdp_config backward_prefetch) or FSDP version 2 hides them behind it (fulcrum "
+         "estimate --backward-prefetch gives either step time)";
 }
 
 // Where the spot risk comes from; empty when no candidate is spot or the risk is unsourced.
