@@ -493,12 +493,15 @@ TEST(ExportE2eTest, HfTrainerDeepSpeedExportRunsThePlannedBatchAtTheConfigsStage
       dir,
       {"--model", "llama-2-7b", "--tokens", "2B", "--seq-len", "4096", "--global-batch", "128"},
       "torchrun --nproc-per-node 8 train.py --deepspeed " + dir +
-          "/ds_z2.json --per_device_train_batch_size 4 --gradient_accumulation_steps 4",
+          "/ds_z2.json --gradient_checkpointing --per_device_train_batch_size 4 "
+          "--gradient_accumulation_steps 4",
       "train.py");
   ASSERT_FALSE(run.plan.is_null());
   for (const json& c : run.plan["candidates"]) {  // stage 2 wherever there is something to shard
     const bool shards = c["parallel"]["dp"].get<int>() * c["parallel"]["cp"].get<int>() > 1;
     EXPECT_EQ(c["parallel"]["zero"], shards ? 2 : 0) << c["parallel"].dump();
+    // The HF Trainer recomputes whole layers (--gradient_checkpointing) or nothing.
+    EXPECT_NE(c["parallel"]["recompute"], "selective") << c["parallel"].dump();
   }
   std::map<std::string, std::string> options;  // the script's options and their values
   for (size_t i = 0; i + 1 < run.script_args.size(); ++i) {
@@ -513,6 +516,15 @@ TEST(ExportE2eTest, HfTrainerDeepSpeedExportRunsThePlannedBatchAtTheConfigsStage
   EXPECT_EQ(options["--gradient_accumulation_steps"],
             std::to_string(p["global_batch"].get<int>() / (mb * dp)))
       << argv;
+  // The user's bare --gradient_checkpointing follows the pick's recompute: True for full, gone
+  // for none (its next option, --per_device_train_batch_size, kept as the option it is).
+  const bool checkpointing = std::find(run.script_args.begin(), run.script_args.end(),
+                                       "--gradient_checkpointing") != run.script_args.end();
+  if (p["recompute"] == "full") {
+    EXPECT_EQ(options["--gradient_checkpointing"], "True") << argv;
+  } else {
+    EXPECT_FALSE(checkpointing) << argv;
+  }
   fs::remove_all(dir);
 }
 

@@ -88,7 +88,8 @@ size_t ScriptAt(const std::vector<std::string>& words, size_t at, Launcher launc
 struct FoundOption {
   size_t word = 0;
   bool inline_value = false;  // "--x=v"
-  std::string value;
+  bool value_word = false;    // "--x v": the value is the next word
+  std::string value;          // "" for a flag given bare ("--x" before another option or last)
 };
 std::optional<FoundOption> FindOption(const std::vector<std::string>& words,
                                       const LaunchCommand& lc,
@@ -101,10 +102,13 @@ std::optional<FoundOption> FindOption(const std::vector<std::string>& words,
       found.word = i;
       const size_t eq = words[i].find('=');
       found.inline_value = eq != std::string::npos;
+      // A next word that is itself an option is no value: the option was given bare (an
+      // optional-value flag such as TrainingArguments' `--gradient_checkpointing`).
       if (found.inline_value) {
         found.value = words[i].substr(eq + 1);
-      } else if (i + 1 < words.size()) {
+      } else if (i + 1 < words.size() && words[i + 1].rfind("--", 0) != 0) {
         found.value = words[i + 1];
+        found.value_word = true;
       }
       return found;
     }
@@ -368,7 +372,7 @@ class Rewriter {
     std::vector<FoundOption> out;
     for (size_t i = args.options_at; i < args.script_at && i < words_.size(); ++i) {
       if (const auto value = HydraOverrideValue(words_[i], option.name)) {
-        out.push_back({i, true, std::string(*value)});
+        out.push_back({i, true, false, std::string(*value)});
       }
     }
     return out;
@@ -394,15 +398,16 @@ class Rewriter {
     if (f.inline_value) {
       out_.edits.push_back({f.word, true, {spelled + "=" + text}});
     } else {
-      out_.edits.push_back({f.word + 1, true, {text}});
+      out_.edits.push_back({f.word + 1, f.value_word, {text}});  // a bare flag gets its value
     }
-    out_.changes.push_back(spelled + " " + f.value + " -> " + text + why);
+    out_.changes.push_back(spelled + " " + (f.inline_value || f.value_word ? f.value : "(bare)") +
+                           " -> " + text + why);
   }
 
   // Removes the option found at `f` (and its value word when it takes one after a space).
   void Remove(const FoundOption& f, bool takes_value, const std::string& why) {
     out_.edits.push_back({f.word, true, {}});
-    const bool value_word = takes_value && !f.inline_value && f.word + 1 < words_.size();
+    const bool value_word = takes_value && f.value_word;
     if (value_word) out_.edits.push_back({f.word + 1, true, {}});
     out_.changes.push_back("removed " + words_[f.word] + (value_word ? " " + f.value : "") + why);
   }

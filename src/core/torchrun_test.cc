@@ -109,6 +109,26 @@ TEST(RewriteLaunchTest, TheScriptGetsItsOptions) {
   EXPECT_EQ(Apply("bash run.sh --tp 1", node), "bash run.sh --tp 1");
 }
 
+// An optional-value flag given bare (TrainingArguments' `--gradient_checkpointing`, which
+// HfArgumentParser takes with or without a value): the next option is not its value, so setting
+// it inserts the value after the flag and removing it removes the flag alone. Before, the next
+// option's name was read as its value: `--lr` was replaced by `False`, or removed with it.
+TEST(RewriteLaunchTest, ABareFlagIsNotGivenTheNextOptionAsItsValue) {
+  NodeLaunch node = Node(1, 1);
+  node.script_options = {{"--gradient_checkpointing", "True", false, "plan"}};
+  EXPECT_EQ(Apply("python train.py --gradient_checkpointing --lr 3e-4", node),
+            "python train.py --gradient_checkpointing True --lr 3e-4");
+  EXPECT_EQ(Apply("python train.py --lr 3e-4 --gradient_checkpointing", node),
+            "python train.py --lr 3e-4 --gradient_checkpointing True");
+  EXPECT_EQ(Apply("python train.py --gradient_checkpointing true --lr 3e-4", node),
+            "python train.py --gradient_checkpointing True --lr 3e-4");
+  node.script_options = {{"--gradient_checkpointing", "True", true, "plan"}};
+  EXPECT_EQ(Apply("python train.py --gradient_checkpointing --lr 3e-4", node),
+            "python train.py --lr 3e-4");
+  EXPECT_EQ(Apply("python train.py --gradient_checkpointing True --lr 3e-4", node),
+            "python train.py --lr 3e-4");
+}
+
 // Hydra overrides (NeMo, Megatron-Bridge): one word `key=value`, found also as `+key=` and
 // `++key=`, whose prefix is kept; appended as `++key=value`; a value that says the same (case
 // aside, or a listed synonym) is kept; a dashed convenience option is removed with its value.

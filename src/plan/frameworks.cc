@@ -259,18 +259,30 @@ std::optional<JobFrameworks> ScriptFrameworks(const Launch& l) {
   if (l.script.find("torchtitan") != std::string::npos || HasOption(l.args, "--job.config_file")) {
     return JobFrameworks{kFsdp, "torchtitan (FSDP2 with tp, pp and cp)", true};
   }
-  // The HF Trainer's TrainingArguments --fsdp ("full_shard auto_wrap") and --deepspeed (a config).
-  if (HasOption(l.args, "--fsdp")) return JobFrameworks{kFsdp, base + " --fsdp (HF Trainer)", true};
-  if (deepspeed) return JobFrameworks{kDeepSpeed, "DeepSpeed (" + base + ")", true};
-  // Lightning: Trainer(strategy=...) / LightningCLI --trainer.strategy.
+  // The HF Trainer's TrainingArguments --fsdp ("full_shard auto_wrap") and --deepspeed (a config),
+  // and a DeepSpeed script: data parallel only, as for any script fulcrum does not know (the HF
+  // Trainer runs no pipeline or tensor parallelism of its own; DeepSpeed's pipeline needs the
+  // script to build a PipelineModule). Before, their layouts were searched with pp, and the HF
+  // Trainer's --fsdp full_shard was quoted as a pp 8 pipeline it cannot run.
+  if (HasOption(l.args, "--fsdp")) {
+    return JobFrameworks{kFsdp, base + " --fsdp (HF Trainer, data parallel only)", true, true};
+  }
+  if (deepspeed) {
+    return JobFrameworks{kDeepSpeed, "DeepSpeed (" + base + ", data parallel only)", true, true};
+  }
+  // Lightning: Trainer(strategy=...) / LightningCLI --trainer.strategy; its FSDP, DeepSpeed and
+  // DDP strategies shard or replicate the data-parallel way (tensor parallelism is its
+  // ModelParallelStrategy, which these words do not name).
   std::optional<std::string> strategy = OptionValue(l.args, "--trainer.strategy");
   if (!strategy) strategy = OptionValue(l.args, "--strategy");
   if (strategy) {
     const std::string s = ToLower(*strategy);
-    if (StartsWith(s, "fsdp")) return JobFrameworks{kFsdp, "Lightning strategy " + s, true};
-    if (StartsWith(s, "deepspeed"))
-      return JobFrameworks{kDeepSpeed, "Lightning strategy " + s, true};
-    if (StartsWith(s, "ddp")) return JobFrameworks{kDdp, "Lightning strategy " + s, true};
+    const auto lightning = [&s](workload::FrameworkMask mask) {
+      return JobFrameworks{mask, "Lightning strategy " + s + " (data parallel only)", true, true};
+    };
+    if (StartsWith(s, "fsdp")) return lightning(kFsdp);
+    if (StartsWith(s, "deepspeed")) return lightning(kDeepSpeed);
+    if (StartsWith(s, "ddp")) return lightning(kDdp);
   }
   return std::nullopt;
 }
@@ -958,20 +970,34 @@ std::vector<ScriptOption> ScriptLayoutOptions(LayoutArguments arguments, const w
       return MegatronBridgeLayoutOptions(m, t);
     case LayoutArguments::kHfTrainer:
       if (workload::UsesMegatronModel(f)) break;
-      return HfTrainerBatchOptions(t);
+      return HfTrainerLayoutOptions(t);
     case LayoutArguments::kNone:
       break;
   }
   return {};
 }
 
-std::vector<ScriptOption> HfTrainerBatchOptions(const workload::Training& t) {
+std::vector<ScriptOption> HfTrainerLayoutOptions(const workload::Training& t) {
   std::vector<ScriptOption> out;
   out.push_back({"--per_device_train_batch_size", std::to_string(t.micro_batch), false,
                  "the plan's micro-batch"});
   out.push_back({"--gradient_accumulation_steps", std::to_string(workload::MicroBatchesPerStep(t)),
                  false,
                  "the plan's global batch over the micro-batches of its data-parallel ranks"});
+  // TrainingArguments' gradient_checkpointing, a bool HfArgumentParser also takes bare or as
+  // yes/true/t/y/1 (transformers hf_argparser.py string_to_bool): each decoder layer recomputed
+  // whole in the backward, the plan's full recompute; without it, nothing recomputed.
+  if (t.recompute == workload::Recompute::kFull) {
+    out.push_back({"--gradient_checkpointing",
+                   "True",
+                   false,
+                   "the plan's full recompute: each layer's forward again in the backward",
+                   false,
+                   {"true", "yes", "t", "y", "1"}});
+  } else {
+    out.push_back(
+        {"--gradient_checkpointing", "True", true, "the plan's layout recomputes nothing"});
+  }
   return out;
 }
 

@@ -23,9 +23,9 @@ namespace fulcrum::plan {
 // - kMegatronBridge: Megatron-Bridge's recipe launcher (scripts/training/run_recipe.py), Hydra
 //   overrides of its ConfigContainer (MegatronBridgeLayoutOptions);
 // - kNone: not known (any other script, `nemo llm`): the export says the layout is not set.
-// - kHfTrainer: HF TrainingArguments (--per_device_train_batch_size given): the micro-batch and
-//   the accumulation
-//   (HfTrainerBatchOptions), for any data-parallel framework;
+// - kHfTrainer: HF TrainingArguments (--per_device_train_batch_size given): the micro-batch, the
+//   accumulation and gradient checkpointing (HfTrainerLayoutOptions), for any data-parallel
+//   framework;
 enum class LayoutArguments {
   kNone,
   kMegatronLm,
@@ -150,10 +150,12 @@ std::vector<ScriptOption> NemoLayoutOptions(const workload::Model& m, const work
 std::vector<ScriptOption> MegatronBridgeLayoutOptions(const workload::Model& m,
                                                       const workload::Training& t);
 
-// HF TrainingArguments' batch options for layout `t`: --per_device_train_batch_size (the
-// micro-batch) and --gradient_accumulation_steps (the micro-batches per step), as
-// transformers' TrainingArguments names them.
-std::vector<ScriptOption> HfTrainerBatchOptions(const workload::Training& t);
+// HF TrainingArguments' options for layout `t`: --per_device_train_batch_size (the
+// micro-batch), --gradient_accumulation_steps (the micro-batches per step) and
+// --gradient_checkpointing (given for full recompute, removed otherwise; the HF Trainer has no
+// selective recompute, which the plan then does not search), as transformers' TrainingArguments
+// names them.
+std::vector<ScriptOption> HfTrainerLayoutOptions(const workload::Training& t);
 
 // The script options of `arguments` that set layout `t`: empty for kNone and where the dialect
 // cannot express t's framework (Megatron-LM's arguments: megatron and megatron-fsdp; NeMo's and

@@ -77,6 +77,18 @@ TEST(FrameworksTest, TheHfTrainersArgumentsNameTheFramework) {
   EXPECT_EQ(Of("torchrun --nproc_per_node 8 run_clm.py --deepspeed ds_config_zero3.json"),
             kDeepSpeed);
   EXPECT_EQ(Of("deepspeed train.py --deepspeed_config ds.json"), kDeepSpeed);
+  // None of them runs a pipeline or tensor parallelism of its own: data parallel only (the HF
+  // Trainer's --fsdp full_shard was planned as pp 8 under fsdp), and so are Lightning's
+  // strategies; torchtitan's FSDP2 keeps its model parallelism.
+  for (const char* command :
+       {"torchrun run_clm.py --fsdp full_shard",
+        "torchrun run_clm.py --deepspeed ds_config_zero3.json",
+        "deepspeed train.py --deepspeed_config ds.json", "python train.py --trainer.strategy fsdp",
+        "python train.py --strategy deepspeed_stage_2"}) {
+    EXPECT_TRUE(FrameworksOfCommand(command, "").data_parallel_only) << command;
+  }
+  EXPECT_FALSE(FrameworksOfCommand("torchrun -m torchtitan.train --job.config_file x.toml", "")
+                   .data_parallel_only);
 }
 
 TEST(FrameworksTest, AccelerateReadsItsFlagsAndItsConfigFile) {
@@ -485,14 +497,19 @@ TEST(FrameworksTest, AccelerateFsdp1RunsWithoutBackwardPrefetchUnlessItsConfigSa
 
 // HF TrainingArguments' batch options of a layout: the micro-batch and the global batch over the
 // micro-batches of the data-parallel ranks.
-TEST(FrameworksTest, HfTrainerBatchOptionsSpellTheMicroBatchAndAccumulation) {
+TEST(FrameworksTest, HfTrainerLayoutOptionsSpellTheMicroBatchAccumulationAndCheckpointing) {
   workload::Training t;
   t.dp = 8;
   t.micro_batch = 2;
   t.global_batch = 128;
-  const auto set = Spelled(HfTrainerBatchOptions(t)).first;
+  const auto [set, absent] = Spelled(HfTrainerLayoutOptions(t));
   EXPECT_EQ(set.at("--per_device_train_batch_size"), "2");
   EXPECT_EQ(set.at("--gradient_accumulation_steps"), "8");
+  // No recompute: no --gradient_checkpointing; full recompute: --gradient_checkpointing True.
+  EXPECT_EQ(set.count("--gradient_checkpointing"), 0u);
+  EXPECT_EQ(absent.count("--gradient_checkpointing"), 1u);
+  t.recompute = workload::Recompute::kFull;
+  EXPECT_EQ(Spelled(HfTrainerLayoutOptions(t)).first.at("--gradient_checkpointing"), "True");
 }
 
 // A Megatron-LM command's own recompute modules and precision-aware optimizer moments are read
