@@ -232,6 +232,29 @@ TEST(EstimateE2eTest, FsdpBackwardPrefetch) {
                 "'sometimes'");
 }
 
+// --hf-gradient-checkpointing through the binary: FULL_SHARD with the HF Trainer's checkpointing
+// moves more bytes than with FSDP's own (a third all-gather per micro-batch); the JSON setup says
+// so; outside FSDP FULL_SHARD with full recompute it exits 2.
+TEST(EstimateE2eTest, HfGradientCheckpointing) {
+  const std::vector<std::string> base = {"--model",     "llama-2-7b", "--gpu",       "A100-80GB",
+                                         "--gpus",      "16",         "--zero",      "3",
+                                         "--framework", "fsdp",       "--recompute", "full"};
+  std::vector<std::string> hf = base;
+  hf.push_back("--hf-gradient-checkpointing");
+  const nlohmann::json own = EstimateJson(base);
+  const nlohmann::json trainer = EstimateJson(hf);
+  EXPECT_EQ(trainer["setup"]["hf_gradient_checkpointing"], true);
+  EXPECT_FALSE(own["setup"].contains("hf_gradient_checkpointing"));
+  EXPECT_GT(trainer["time"]["breakdown"]["communication_seconds"].get<double>(),
+            own["time"]["breakdown"]["communication_seconds"].get<double>());
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--gpus", "8", "--framework",
+                 "fsdp", "--zero", "3", "--hf-gradient-checkpointing"},
+                "expected --zero 3 --recompute full, found --zero 3 --recompute none");
+  ExpectRefused({"--model", "llama-2-7b", "--gpu", "A100-80GB", "--gpus", "8", "--framework",
+                 "deepspeed", "--zero", "3", "--recompute", "full", "--hf-gradient-checkpointing"},
+                "expected --framework fsdp, found --framework deepspeed");
+}
+
 // --moe-token-dispatcher-type flex and node-limited routing through the binary: DeepSeek-V3's
 // dispatch (each token once per other node, at most 4 of its 8) sends less over the network than
 // the all-to-all of its 8 copies, so the step's communication is smaller; the JSON setup says so;

@@ -136,6 +136,12 @@ TEST(PlanPanelFrameworkTest, AccelerateConfigNamesTheFramework) {
   }
 }
 
+// The same candidate in two plans: its offer, node count, pricing and layout.
+std::string CandidateKey(const json& c) {
+  return c["provider"].dump() + c["instance_type"].dump() + c["nodes"].dump() +
+         c["pricing"].dump() + c["parallel"].dump();
+}
+
 // F6. accelerate's FSDP1 runs without backward prefetching unless its config asks for it
 //     (FullyShardedDataParallelPlugin.backward_prefetch defaults to NO_PREFETCH,
 //     huggingface/accelerate@16cb6eb8 src/accelerate/utils/dataclasses.py): the same FULL_SHARD
@@ -166,15 +172,11 @@ TEST(PlanPanelFrameworkTest, AccelerateFsdp1WithoutBackwardPrefetchIsQuotedSlowe
       << note(none);
   EXPECT_NE(note(pre).get<std::string>().find("BACKWARD_PRE (pre.yaml"), std::string::npos)
       << note(pre);
-  const auto key = [](const json& c) {
-    return c["provider"].dump() + c["instance_type"].dump() + c["nodes"].dump() +
-           c["pricing"].dump() + c["parallel"].dump();
-  };
   std::map<std::string, json> prefetched;
-  for (const json& c : pre["candidates"]) prefetched[key(c)] = c;
+  for (const json& c : pre["candidates"]) prefetched[CandidateKey(c)] = c;
   int compared = 0;
   for (const json& c : none["candidates"]) {
-    const auto it = prefetched.find(key(c));
+    const auto it = prefetched.find(CandidateKey(c));
     if (c["parallel"]["zero"] != 3 || it == prefetched.end()) continue;
     const json& t = c["time"];
     const json& p = it->second["time"];
@@ -186,6 +188,42 @@ TEST(PlanPanelFrameworkTest, AccelerateFsdp1WithoutBackwardPrefetchIsQuotedSlowe
     ++compared;
   }
   EXPECT_GT(compared, 0) << "no FULL_SHARD candidate in both plans";
+}
+
+// F7. An HF Trainer command (TrainingArguments' --per_device_train_batch_size and --fsdp
+//     full_shard) is planned as the Trainer runs it: data parallel only, ZeRO-3, no selective
+//     recompute (its --gradient_checkpointing recomputes whole layers), and a full-recompute
+//     candidate moves 4/3 of the bytes of the same candidate of a script that checkpoints inside
+//     its FSDP units (a third all-gather per micro-batch: transformers' "redundant AllGather").
+TEST(PlanPanelFrameworkTest, AnHfTrainerCommandIsPlannedAsTheTrainerRunsIt) {
+  const std::string dir = MakeTempDir("panel-hf");
+  const auto plan = [&](const std::string& command) {
+    std::ofstream(dir + "/job.yaml") << "model: llama-2-13b\ntokens: 1B\nseq_len: 4096\n"
+                                        "global_batch: 64\ncommand: \""
+                                     << command << "\"\n";
+    return Plan({dir + "/job.yaml", "--top", "60"});
+  };
+  const json trainer =
+      plan("torchrun train.py --per_device_train_batch_size 4 --fsdp full_shard --lr 1e-5");
+  const json other = plan("torchrun train.py --fsdp full_shard --lr 1e-5");
+  ASSERT_FALSE(trainer["candidates"].empty());
+  std::map<std::string, json> others;
+  for (const json& c : other["candidates"]) others[CandidateKey(c)] = c;
+  int full = 0;
+  for (const json& c : trainer["candidates"]) {
+    const json& p = c["parallel"];
+    EXPECT_TRUE(DataParallel(c)) << p;
+    EXPECT_EQ(p["zero"], p["dp"].get<int>() > 1 ? 3 : 0) << p;
+    EXPECT_NE(p["recompute"], "selective") << p;
+    const auto it = others.find(CandidateKey(c));
+    if (p["recompute"] != "full" || p["zero"] != 3 || it == others.end()) continue;
+    const double bytes = c["time"]["breakdown"]["communication_seconds"].get<double>();
+    const double own = it->second["time"]["breakdown"]["communication_seconds"].get<double>();
+    EXPECT_GT(bytes, own * 1.2) << p;  // 4/3 of the traffic, less the latency terms' share
+    EXPECT_LE(bytes, own * 4 / 3 * 1.001) << p;
+    ++full;
+  }
+  EXPECT_GT(full, 0) << "no full-recompute FULL_SHARD candidate in both plans";
 }
 
 }  // namespace

@@ -121,6 +121,13 @@ void AddFrameworkSettingOptions(CLI::App* cmd, estimate::EstimateRequest& r, con
                   "reduce-scatters overlap nothing. accelerate's FSDP1 default is NO_PREFETCH "
                   "(default: BACKWARD_PRE, PyTorch's)")
       ->group(tr);
+  cmd->add_flag("--hf-gradient-checkpointing", r.hf_gradient_checkpointing,
+                "--framework fsdp --zero 3 --recompute full: the recompute is the HF Trainer's "
+                "--gradient_checkpointing (torch.utils.checkpoint around each FSDP unit), whose "
+                "recomputed forward gathers the layer's parameters once more: three all-gathers "
+                "per micro-batch instead of two (transformers warns of it; fsdp_config "
+                "activation_checkpointing avoids it)")
+      ->group(tr);
   cmd->add_option("--moe-token-dispatcher-type", r.moe_dispatcher,
                   "alltoall|flex: how MoE tokens reach experts on other GPUs (Megatron-Core "
                   "--moe-token-dispatcher-type; megatron or megatron-fsdp for flex): alltoall, an "

@@ -741,7 +741,8 @@ struct DataParallelTime {
 
 // Parameter all-gathers per micro-batch where the gradients are reduce-scattered after every
 // micro-batch's backward, or -1 where they are reduced once per step (accumulated unsharded).
-// ZeRO-3 (FSDP FULL_SHARD, DeepSpeed stage 3): 2, for forward and backward. With gradient
+// ZeRO-3 (FSDP FULL_SHARD, DeepSpeed stage 3): 2, for forward and backward (3 under the HF
+// Trainer's gradient checkpointing). With gradient
 // accumulation, FSDP SHARD_GRAD_OP (zero 2) "unshards before the forward, does not reshard them
 // after the forward, and only reshards them after the backward computation", and reduce-scatters
 // the gradients then unless the loop runs inside no_sync() (pytorch/pytorch@acd8c9e7
@@ -754,7 +755,14 @@ struct DataParallelTime {
 // run the others under no_sync): -1; so are Megatron-FSDP's optim_grads (zero 2) and
 // megatron-deepspeed's ZeRO-1 taken, not checked here.
 int MicroBatchGathers(const Training& tr, double micro_batches) {
-  if (tr.zero_stage >= 3) return 2;
+  // The HF Trainer's --gradient_checkpointing under FSDP FULL_SHARD gathers each layer once more,
+  // for its recomputed forward (Training::hf_gradient_checkpointing).
+  if (tr.zero_stage >= 3) {
+    return tr.hf_gradient_checkpointing && tr.framework == workload::Framework::kFsdp &&
+                   tr.recompute == workload::Recompute::kFull
+               ? 3
+               : 2;
+  }
   if (tr.zero_stage != 2 || micro_batches <= 1) return -1;
   if (tr.framework == workload::Framework::kFsdp) return 1;
   if (tr.framework == workload::Framework::kDeepSpeed) return 0;

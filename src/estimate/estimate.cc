@@ -157,6 +157,7 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   t.microbatch_group_size = r.microbatch_group_size;
   t.moe_a2a_overlap = r.moe_a2a_overlap;
   t.overlap_comm = r.overlap_comm;
+  t.hf_gradient_checkpointing = r.hf_gradient_checkpointing;
   t.moe_router_groups = r.moe_router_groups;
   t.moe_router_group_topk = r.moe_router_group_topk;
   if (r.tp < 1 || r.pp < 1 || r.cp < 1) {
@@ -376,6 +377,7 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
   if (t.fp8_activation_cache) doc["setup"]["fp8_activation_cache"] = true;
   if (t.moe_a2a_overlap) doc["setup"]["moe_a2a_overlap"] = true;
   if (t.overlap_comm) doc["setup"]["overlap_comm"] = true;
+  if (t.hf_gradient_checkpointing) doc["setup"]["hf_gradient_checkpointing"] = true;
   if (t.backward_prefetch != workload::BackwardPrefetch::kPre) {
     doc["setup"]["backward_prefetch"] =
         std::string(workload::BackwardPrefetchName(t.backward_prefetch));
@@ -492,6 +494,7 @@ std::string DescribeSetup(const EstimateInput& in) {
   if (t.fp8_activation_cache) s << " --fp8-activation-cache";
   if (t.moe_a2a_overlap) s << " --moe-a2a-overlap";
   if (t.overlap_comm) s << " --overlap-comm";
+  if (t.hf_gradient_checkpointing) s << " --hf-gradient-checkpointing";
   if (t.backward_prefetch != workload::BackwardPrefetch::kPre) {
     s << " --backward-prefetch " << workload::BackwardPrefetchName(t.backward_prefetch);
   }

@@ -75,6 +75,7 @@ struct EstimateRequest {
   bool moe_a2a_overlap = false;             // Megatron-Core's --overlap-moe-expert-parallel-comm
   bool overlap_comm = false;                // DeepSpeed's zero_optimization.overlap_comm
   std::string backward_prefetch;            // FSDP's backward_prefetch ("" = BACKWARD_PRE)
+  bool hf_gradient_checkpointing = false;   // the HF Trainer's --gradient_checkpointing
 };
 
 struct EstimateInput {

@@ -346,6 +346,27 @@ TEST(DataParallelTest, FsdpWithoutBackwardPrefetchExposesTheBackwardsCollectives
             time(2, workload::BackwardPrefetch::kPre).exposed_seconds);
 }
 
+// The HF Trainer's --gradient_checkpointing wraps each FSDP unit in torch.utils.checkpoint, so
+// under FULL_SHARD its recomputed forward gathers the parameters a third time per micro-batch
+// (transformers' warning, issue 30404): with the gathers and the reduce-scatter of equal bytes,
+// 4/3 of the traffic of FSDP's own activation checkpointing; nothing changes without full
+// recompute or at SHARD_GRAD_OP.
+TEST(DataParallelTest, HfGradientCheckpointingGathersEachFsdpUnitOnceMore) {
+  const Model m = Llama31_8b();
+  const Hardware hw = Node(false, false, 0);
+  const auto comm = [&](int64_t zero, Recompute rc, bool hf) {
+    Training t = DataParallelEight(Framework::kFsdp, zero, 64);
+    t.recompute = rc;
+    t.hf_gradient_checkpointing = hf;
+    return EstimateStepTime(m, t, hw).communication_seconds;
+  };
+  const double fsdp_own = comm(3, Recompute::kFull, false);
+  ASSERT_GT(fsdp_own, 0);
+  EXPECT_NEAR(comm(3, Recompute::kFull, true), fsdp_own * 4 / 3, 1e-9 * fsdp_own);
+  EXPECT_EQ(comm(3, Recompute::kNone, true), comm(3, Recompute::kNone, false));
+  EXPECT_EQ(comm(2, Recompute::kFull, true), comm(2, Recompute::kFull, false));
+}
+
 Training FsdpStates(int64_t zero, int64_t dp, int64_t dp_shard) {
   Training t;
   t.framework = Framework::kFsdp;

@@ -312,6 +312,25 @@ Status ValidateBackwardPrefetch(const Training& t) {
   return Status::Ok();
 }
 
+// The HF Trainer's gradient checkpointing: what it changes is FSDP FULL_SHARD's gathers under
+// full recompute.
+Status ValidateHfGradientCheckpointing(const Training& t) {
+  if (!t.hf_gradient_checkpointing) return Status::Ok();
+  if (t.framework != Framework::kFsdp) {
+    return WrongFramework(
+        "--hf-gradient-checkpointing: the HF Trainer's checkpointing around "
+        "FSDP units; expected --framework fsdp",
+        t);
+  }
+  if (t.zero_stage != 3 || t.recompute != Recompute::kFull) {
+    return Status::InvalidInput(
+        "--hf-gradient-checkpointing: the HF Trainer's --gradient_checkpointing (full recompute) "
+        "under FSDP FULL_SHARD; expected --zero 3 --recompute full, found --zero " +
+        Str(t.zero_stage) + " --recompute " + std::string(RecomputeName(t.recompute)));
+  }
+  return Status::Ok();
+}
+
 // The token dispatcher and group-limited routing of a MoE model. The flex dispatcher is
 // Megatron-Core's (its DeepEP / HybridEP backends); group-limited routing is the router's, whatever
 // the framework: each group as many experts (transformer_config.py moe_router_num_groups: "Experts
@@ -727,6 +746,7 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateFp8ActivationCache(training));
   FULCRUM_RETURN_IF_ERROR(ValidateOverlapComm(training));
   FULCRUM_RETURN_IF_ERROR(ValidateBackwardPrefetch(training));
+  FULCRUM_RETURN_IF_ERROR(ValidateHfGradientCheckpointing(training));
   FULCRUM_RETURN_IF_ERROR(ValidateMoeA2aOverlap(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateMoeRouting(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidatePipelineSchedule(model, training));

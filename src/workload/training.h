@@ -294,6 +294,14 @@ struct Training {
   // FullyShardedDataParallelPlugin.backward_prefetch); FSDP2 always prefetches (it ignores the
   // option there). estimate/compute.cc BackwardSerialized.
   BackwardPrefetch backward_prefetch = BackwardPrefetch::kPre;
+  // The full recompute is the HF Trainer's --gradient_checkpointing (torch.utils.checkpoint
+  // around each FSDP-wrapped decoder layer), not FSDP's own activation_checkpointing: under
+  // FULL_SHARD the recomputed forward gathers the layer's parameters, FSDP reshards them after it
+  // and gathers them again for the backward, three all-gathers per micro-batch instead of two
+  // ("The former introduces a redundant AllGather operation in backward pass", transformers
+  // training_args.py, huggingface/transformers issue 30404). estimate/compute.cc
+  // MicroBatchGathers.
+  bool hf_gradient_checkpointing = false;
 };
 // The routed experts' tensor-parallel degree: expert_tp, or tp when 0.
 inline int64_t ExpertTp(const Training& t) { return t.expert_tp > 0 ? t.expert_tp : t.tp; }
