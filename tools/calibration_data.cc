@@ -340,10 +340,16 @@ Result<std::vector<CalibrationRow>> LoadResumeRows(const std::string& root) {
 
 namespace {
 
-// Columns wall_clock_tokens and goodput_run (`goodput`: catalog/goodput.csv's rows): the run's
-// WallClockRun, nullopt for a steady-state figure (wall_clock_tokens empty).
-Result<std::optional<WallClockRun>> WallClockOf(const Record& r,
-                                                const std::vector<plan::GoodputRun>& goodput) {
+// catalog/goodput.csv's rows and the losses fitted on all of them, read once for every row of
+// published_runs.csv.
+struct GoodputTable {
+  std::vector<plan::GoodputRun> runs;
+  plan::CostAssumptions losses;
+};
+
+// Columns wall_clock_tokens and goodput_run: the run's WallClockRun, nullopt for a steady-state
+// figure (wall_clock_tokens empty).
+Result<std::optional<WallClockRun>> WallClockOf(const Record& r, const GoodputTable& goodput) {
   FULCRUM_ASSIGN_OR_RETURN(const std::string tokens, r.Text("wall_clock_tokens"));
   FULCRUM_ASSIGN_OR_RETURN(const std::string own, r.Text("goodput_run"));
   if (tokens.empty()) {
@@ -361,21 +367,25 @@ Result<std::optional<WallClockRun>> WallClockOf(const Record& r,
   w.goodput_run = own;
   std::vector<plan::GoodputRun> others;
   std::string names;
-  for (const plan::GoodputRun& g : goodput) {
+  for (const plan::GoodputRun& g : goodput.runs) {
     if (g.run != own) others.push_back(g);
     names += (names.empty() ? "" : ", ") + g.run;
   }
-  if (!own.empty() && others.size() == goodput.size()) {
+  if (!own.empty() && others.size() == goodput.runs.size()) {
     return Status::InvalidInput(r.Where() + ": goodput_run: expected a run of " +
                                 "catalog/goodput.csv (" + names + "), found '" + own + "'");
   }
-  plan::FitGoodput(goodput, w.losses);
-  plan::FitGoodput(others, w.left_out);
+  w.losses = goodput.losses;
+  if (own.empty()) {
+    w.left_out = goodput.losses;
+  } else {
+    plan::FitGoodput(others, w.left_out);
+  }
   return std::optional<WallClockRun>(std::move(w));
 }
 
 Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
-                       const std::string& catalog_dir, const std::vector<plan::GoodputRun>& goodput,
+                       const std::string& catalog_dir, const GoodputTable& goodput,
                        std::vector<PublishedRun>& runs) {
   PublishedRun run;
   FULCRUM_ASSIGN_OR_RETURN(run.id, r.Text("id"));
@@ -503,8 +513,9 @@ Result<std::vector<PublishedRun>> LoadPublishedRuns(const std::string& root) {
   load.include_user_offers = false;
   FULCRUM_ASSIGN_OR_RETURN(const catalog::Catalog catalog,
                            catalog::Catalog::Load(catalog_dir, load));
-  FULCRUM_ASSIGN_OR_RETURN(const std::vector<plan::GoodputRun> goodput,
-                           plan::LoadGoodputRuns(catalog_dir));
+  GoodputTable goodput;
+  FULCRUM_ASSIGN_OR_RETURN(goodput.runs, plan::LoadGoodputRuns(catalog_dir));
+  plan::FitGoodput(goodput.runs, goodput.losses);
   std::vector<PublishedRun> runs;
   FULCRUM_RETURN_IF_ERROR(ForEachRecord(root, "published_runs.csv", [&](const Record& r) {
     return AddPublishedRun(r, catalog, catalog_dir, goodput, runs);

@@ -57,15 +57,23 @@ double GoodputOf(const PublishedRun& run, const estimate::StepTime& st, Losses l
       .goodput_fraction;
 }
 
-// The run's metric (tokens/s per GPU, MFU, or HFU: as MFU with recomputed FLOPs counted) under
-// `c` (nullopt: no peak for its precision); over the wall clock for a wall-clock run.
-std::optional<double> Predict(const PublishedRun& run, const estimate::TimeCalibration& c,
-                              Losses losses = Losses::kAll) {
+// The run's step under `c` at its steady rate (nullopt: no peak for its precision).
+std::optional<estimate::StepTime> SteadyStep(const PublishedRun& run,
+                                             const estimate::TimeCalibration& c) {
   const estimate::EstimateInput& in = *run.input;
   const std::optional<estimate::Hardware> hw =
       estimate::HardwareFor(in.gpu, run.node, in.training.precision, c);
   if (!hw) return std::nullopt;
-  const estimate::StepTime st = estimate::EstimateStepTime(in.model, in.training, *hw, c);
+  return estimate::EstimateStepTime(in.model, in.training, *hw, c);
+}
+
+// The run's metric (tokens/s per GPU, MFU, or HFU: as MFU with recomputed FLOPs counted) under
+// `c` (nullopt: no peak for its precision); over the wall clock for a wall-clock run.
+std::optional<double> Predict(const PublishedRun& run, const estimate::TimeCalibration& c,
+                              Losses losses = Losses::kAll) {
+  const std::optional<estimate::StepTime> step = SteadyStep(run, c);
+  if (!step) return std::nullopt;
+  const estimate::StepTime& st = *step;
   const double goodput = GoodputOf(run, st, losses);
   switch (run.metric) {
     case PublishedMetric::kMfu:
@@ -423,11 +431,9 @@ std::string WallClockParagraph(const std::vector<PublishedRun>& runs,
   std::ostringstream out;
   for (const PublishedRun& run : runs) {
     if (!run.wall_clock || !run.input) continue;
-    const estimate::EstimateInput& in = *run.input;
-    const std::optional<estimate::Hardware> hw =
-        estimate::HardwareFor(in.gpu, run.node, in.training.precision, fitted);
-    if (!hw) continue;
-    const estimate::StepTime st = estimate::EstimateStepTime(in.model, in.training, *hw, fitted);
+    const std::optional<estimate::StepTime> step = SteadyStep(run, fitted);
+    if (!step) continue;
+    const estimate::StepTime& st = *step;
     const double steady = st.tokens_per_second_per_gpu;
     out << (out.tellp() > 0 ? "; " : "") << run.id << ": steady " << Format("%.0f", steady)
         << " tok/s/GPU (" << SignedPercent((steady - run.published) / run.published)

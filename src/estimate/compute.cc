@@ -758,10 +758,9 @@ int MicroBatchGathers(const Training& tr, double micro_batches) {
   // The HF Trainer's --gradient_checkpointing under FSDP FULL_SHARD gathers each layer once more,
   // for its recomputed forward (Training::hf_gradient_checkpointing).
   if (tr.zero_stage >= 3) {
-    return tr.hf_gradient_checkpointing && tr.framework == workload::Framework::kFsdp &&
-                   tr.recompute == workload::Recompute::kFull
-               ? 3
-               : 2;
+    const bool regathers = tr.hf_gradient_checkpointing && workload::FsdpFullShard(tr) &&
+                           tr.recompute == workload::Recompute::kFull;
+    return regathers ? 3 : 2;
   }
   if (tr.zero_stage != 2 || micro_batches <= 1) return -1;
   if (tr.framework == workload::Framework::kFsdp) return 1;
@@ -797,7 +796,7 @@ bool GatherAfterStep(const Training& tr) {
 // before the reduce-scatter: the all-gather; NO_PREFETCH after the reduce-scatter: both
 // (pytorch/pytorch torch/distributed/fsdp/api.py BackwardPrefetch).
 double BackwardSerialized(const Training& tr, double gather, double reduce) {
-  if (tr.framework != workload::Framework::kFsdp || tr.zero_stage < 3) return 0;
+  if (!workload::FsdpFullShard(tr)) return 0;
   switch (tr.backward_prefetch) {
     case workload::BackwardPrefetch::kPre:
       return 0;

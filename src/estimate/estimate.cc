@@ -106,10 +106,8 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
       ParseInto(r.pipeline_schedule, workload::ParsePipelineSchedule, t.pipeline_schedule));
   FULCRUM_RETURN_IF_ERROR(
       ParseInto(r.moe_dispatcher, workload::ParseMoeDispatcher, t.moe_dispatcher));
-  if (!r.backward_prefetch.empty()) {
-    FULCRUM_ASSIGN_OR_RETURN(t.backward_prefetch, workload::ParseBackwardPrefetch(
-                                                      r.backward_prefetch, "--backward-prefetch"));
-  }
+  FULCRUM_RETURN_IF_ERROR(
+      ParseInto(r.backward_prefetch, workload::ParseBackwardPrefetch, t.backward_prefetch));
   if (!r.exp_avg_dtype.empty()) {
     FULCRUM_ASSIGN_OR_RETURN(t.exp_avg_dtype,
                              workload::ParseMomentDtype(r.exp_avg_dtype, "--exp-avg-dtype"));

@@ -44,9 +44,6 @@ struct BestLayout {
 struct LayoutOptions {
   workload::FrameworkMask frameworks = workload::kEveryFramework;
   bool data_parallel_only = false;  // tp, pp, cp and ep 1 (JobFrameworks::data_parallel_only)
-  // The job recomputes whole layers or nothing (the HF Trainer's --gradient_checkpointing): no
-  // selective recompute searched.
-  bool whole_layer_recompute = false;
   // What the job's command fixes (JobFrameworks::zero_stage, micro_batch): -1 / 0 = search all.
   // A fixed ZeRO stage is the stage wherever there is something to shard (dp x cp > 1), 0 where
   // there is not.

@@ -339,15 +339,25 @@ JobFrameworks FrameworksOfLaunch(const Launch& l,
           true, true};
 }
 
+// The JSON object in the job's file `path` (relative to `base_dir`); nullopt when it cannot be
+// read or holds no object (the job fails on it, not the plan).
+std::optional<nlohmann::json> JsonObjectFile(const std::string& path, const std::string& base_dir,
+                                             const char* what) {
+  Result<std::string> text = ReadTextFile(InBaseDir(path, base_dir), what);
+  if (!text.ok()) return std::nullopt;
+  nlohmann::json config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return std::nullopt;
+  return config;
+}
+
 // A DeepSpeed config's fixed ZeRO stage and micro-batch (DeepSpeed docs, "DeepSpeed
 // Configuration JSON": zero_optimization.stage, train_micro_batch_size_per_gpu; "auto", which the
 // HF integration fills from TrainingArguments, fixes nothing), and its
 // zero_optimization.overlap_comm.
 void DeepSpeedConfigFixes(const std::string& path, const std::string& base_dir, JobFrameworks& jf) {
-  Result<std::string> text = ReadTextFile(InBaseDir(path, base_dir), "DeepSpeed config");
-  if (!text.ok()) return;
-  const nlohmann::json config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!config.is_object()) return;
+  const std::optional<nlohmann::json> read = JsonObjectFile(path, base_dir, "DeepSpeed config");
+  if (!read) return;
+  const nlohmann::json& config = *read;
   std::string said;
   const auto zero = config.find("zero_optimization");
   if (zero != config.end() && zero->is_object()) {
@@ -441,8 +451,7 @@ void AccelerateBackwardPrefetch(const Launch& l, const std::optional<AccelerateC
                                 "NO_PREFETCH";
     return;
   }
-  const Result<workload::BackwardPrefetch> p =
-      workload::ParseBackwardPrefetch(*prefetch, "fsdp_backward_prefetch");
+  const Result<workload::BackwardPrefetch> p = workload::ParseBackwardPrefetch(*prefetch);
   if (!p.ok()) return;  // accelerate refuses it itself
   jf.backward_prefetch = *p;
   jf.backward_prefetch_from = from;
@@ -457,10 +466,9 @@ void AccelerateBackwardPrefetch(const Launch& l, const std::optional<AccelerateC
 void HfFsdpBackwardPrefetch(const Launch& l, const std::string& base_dir, JobFrameworks& jf) {
   const std::optional<std::string> path = OptionValue(l.args, "--fsdp_config");
   if (!path || path->empty() || !OptionValue(l.args, "--fsdp")) return;
-  Result<std::string> text = ReadTextFile(InBaseDir(*path, base_dir), "FSDP config");
-  if (!text.ok()) return;
-  const nlohmann::json config = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!config.is_object()) return;
+  const std::optional<nlohmann::json> read = JsonObjectFile(*path, base_dir, "FSDP config");
+  if (!read) return;
+  const nlohmann::json& config = *read;
   std::optional<std::string> version, prefetch;
   for (auto it = config.begin(); it != config.end(); ++it) {
     const std::string key = StartsWith(it.key(), "fsdp_") ? it.key().substr(5) : it.key();
@@ -469,7 +477,7 @@ void HfFsdpBackwardPrefetch(const Launch& l, const std::string& base_dir, JobFra
   }
   if (version == "2" || (!prefetch && version != "1")) return;
   const Result<workload::BackwardPrefetch> p =
-      prefetch ? workload::ParseBackwardPrefetch(*prefetch, "backward_prefetch")
+      prefetch ? workload::ParseBackwardPrefetch(*prefetch)
                : Result<workload::BackwardPrefetch>(workload::BackwardPrefetch::kNone);
   if (!p.ok()) return;  // TrainingArguments refuses it itself
   jf.backward_prefetch = *p;

@@ -216,7 +216,8 @@ void ScanLayouts(const workload::Model& model, const workload::ModelCounts& coun
               if (ep_ranks % ep != 0 || (ep > 1 && model.experts % ep != 0)) continue;
               if (ep > 1 && (whole ? ep : tp * cp * ep) > hw.gpus_per_node) break;
               for (Recompute rc : kRecomputes) {
-                if (rc == Recompute::kSelective && options.whole_layer_recompute) continue;
+                // The HF Trainer recomputes whole layers (--gradient_checkpointing) or nothing.
+                if (rc == Recompute::kSelective && base.hf_gradient_checkpointing) continue;
                 t.tp = tp;
                 t.pp = pp;
                 t.vpp = vpp;
@@ -326,7 +327,6 @@ LayoutTable SearchClassLayouts(const workload::Model& model, const workload::Tra
   LayoutOptions options;
   options.frameworks = frameworks.allowed;
   options.data_parallel_only = frameworks.data_parallel_only;
-  options.whole_layer_recompute = frameworks.layout_arguments == LayoutArguments::kHfTrainer;
   options.zero_stage = frameworks.zero_stage;
   options.micro_batch = frameworks.micro_batch;
   options.allow_batch_change = !c.strict_batch;

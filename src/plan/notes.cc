@@ -83,13 +83,13 @@ std::string DeepSpeedOverlapNote(const PlanInputs& in, const std::vector<Candida
          "backward (fulcrum estimate --overlap-comm gives that step time)";
 }
 
-// What the job's accelerate FSDP1 launch leaves of the FULL_SHARD candidates' backward overlap
-// (estimate/compute.cc BackwardSerialized); empty when nothing was read or no candidate is one.
+// What the job's FSDP1 launch (accelerate, the HF Trainer) leaves of the FULL_SHARD candidates'
+// backward overlap (estimate/compute.cc BackwardSerialized); empty when nothing was read or no
+// candidate is one.
 std::string FsdpBackwardPrefetchNote(const PlanInputs& in,
                                      const std::vector<Candidate>& candidates) {
   const bool any = std::any_of(candidates.begin(), candidates.end(), [](const Candidate& k) {
-    const workload::Training& t = k.layout.training;
-    return t.framework == workload::Framework::kFsdp && t.zero_stage >= 3;
+    return workload::FsdpFullShard(k.layout.training);
   });
   if (!any || in.frameworks.backward_prefetch_from.empty()) return "";
   const workload::BackwardPrefetch p = in.frameworks.backward_prefetch;

@@ -89,7 +89,8 @@ Result<PlanResult> RunPlan(const catalog::Catalog& catalog, const workload::Mode
   in.base.overlap_comm = job.overlap_comm;  // read by DeepSpeed's ZeRO 1 and 2 layouts only
   in.base.backward_prefetch = job.backward_prefetch;  // read by FSDP's FULL_SHARD layouts only
   // The HF Trainer recomputes through --gradient_checkpointing, which the export sets for a
-  // full-recompute pick (HfTrainerLayoutOptions); read by FSDP FULL_SHARD with full recompute.
+  // full-recompute pick (HfTrainerLayoutOptions): no selective recompute is searched for it, and
+  // FSDP FULL_SHARD with full recompute gathers once more.
   in.base.hf_gradient_checkpointing = job.layout_arguments == LayoutArguments::kHfTrainer;
   in.work_units = WorkUnits(model, spec, &result.units_are_samples);
   in.trained_parameters = estimate::TrainableParameterCount(model, in.base);

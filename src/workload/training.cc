@@ -886,7 +886,7 @@ Result<E> ParseNamed(std::string_view text, std::initializer_list<E> values,
                      std::string_view (*name_of)(E), const char* flag, const char* choices) {
   const std::string t = ToLower(text);
   for (E v : values) {
-    if (t == name_of(v)) return v;
+    if (t == ToLower(name_of(v))) return v;
   }
   return Expected(flag, choices, text);
 }
@@ -1023,12 +1023,10 @@ std::string FrameworkListName(FrameworkMask mask) {
   return out;
 }
 
-Result<BackwardPrefetch> ParseBackwardPrefetch(std::string_view text, const char* flag) {
-  const std::string t = ToLower(text);
-  if (t == "backward_pre") return BackwardPrefetch::kPre;
-  if (t == "backward_post") return BackwardPrefetch::kPost;
-  if (t == "no_prefetch") return BackwardPrefetch::kNone;
-  return Expected(flag, "BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH", text);
+Result<BackwardPrefetch> ParseBackwardPrefetch(std::string_view text) {
+  return ParseNamed(
+      text, {BackwardPrefetch::kPre, BackwardPrefetch::kPost, BackwardPrefetch::kNone},
+      BackwardPrefetchName, "--backward-prefetch", "BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH");
 }
 
 std::string_view BackwardPrefetchName(BackwardPrefetch p) {

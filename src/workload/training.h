@@ -305,6 +305,12 @@ struct Training {
 };
 // The routed experts' tensor-parallel degree: expert_tp, or tp when 0.
 inline int64_t ExpertTp(const Training& t) { return t.expert_tp > 0 ? t.expert_tp : t.tp; }
+// PyTorch FSDP's FULL_SHARD (fsdp at ZeRO 3), whose backward gathers the parameters again: what
+// FSDP1's backward prefetching and the HF Trainer's gradient checkpointing change
+// (Training::backward_prefetch, hf_gradient_checkpointing).
+inline bool FsdpFullShard(const Training& t) {
+  return t.framework == Framework::kFsdp && t.zero_stage >= 3;
+}
 // Whether DeepSpeed's engine reduces the data-parallel gradients: ZeRO 0-2 under deepspeed, and
 // megatron-deepspeed in fp16 (its bf16 runs take DeepSpeed's BF16_Optimizer, which reduces after
 // the backward whatever overlap_comm says). At stages 1 and 2 that is the ZeRO optimizer, which
@@ -454,9 +460,9 @@ std::string FrameworkListName(FrameworkMask mask);
 Result<GradPrecision> ParseGradPrecision(std::string_view text);
 // fp32|fp16|bf16|fp8, as Megatron-LM's --exp-avg-dtype takes them; `flag` names the option in
 // the error.
-// BACKWARD_PRE | BACKWARD_POST | NO_PREFETCH (PyTorch's and accelerate's spellings, any case);
-// InvalidInput naming `flag` otherwise. The name is the same spelling.
-Result<BackwardPrefetch> ParseBackwardPrefetch(std::string_view text, const char* flag);
+// BACKWARD_PRE | BACKWARD_POST | NO_PREFETCH (PyTorch's and accelerate's spellings, any case),
+// as --backward-prefetch takes them. The name is the same spelling.
+Result<BackwardPrefetch> ParseBackwardPrefetch(std::string_view text);
 std::string_view BackwardPrefetchName(BackwardPrefetch p);
 Result<MomentDtype> ParseMomentDtype(std::string_view text, const char* flag);
 std::string_view MomentDtypeName(MomentDtype d);
