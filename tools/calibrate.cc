@@ -668,7 +668,7 @@ int Run(int argc, char** argv) {
       {root + "/src/estimate/time_calibration_fitted.cc", FittedSource(report.fitted)},
       {root + "/src/estimate/uncertainty_fitted.cc", UncertaintySource(report.bands)},
       {root + "/docs/ACCURACY.md", AccuracyDocument(rows, report)}};
-  if (!AddServingCalibration(root, report.fitted, outputs)) return 2;
+  if (!AddServingCalibration(root, outputs)) return 2;
   if (!AddGoodputAccuracy(root, outputs)) return 2;
   if (!AddResumeAccuracy(root, outputs)) return 2;
   AddPublishedRuns(root, *published, report.fitted, report.left_out, report.bands, outputs);

@@ -382,10 +382,8 @@ std::vector<Knob<ServeCalibration>> FittedKnobs(
   return knobs;
 }
 
-ServeCalibration FitStaged(const std::vector<const ServingRow*>& rows,
-                           const estimate::TimeCalibration& links, const Gate& gate) {
+ServeCalibration FitStaged(const std::vector<const ServingRow*>& rows, const Gate& gate) {
   ServeCalibration prior;
-  prior.links = &links;
   // Stages: the base on the reference engine's rows, the engines' factors on the other engines'
   // rows, each with the earlier stages held, all on GPUs other than CDNA 3; then the CDNA 3 factor
   // on those GPUs' rows with everything else held, so that they move no other GPU's prediction.
@@ -409,13 +407,11 @@ ServeCalibration FitStaged(const std::vector<const ServingRow*>& rows,
 
 }  // namespace
 
-ServeCalibration FitServing(const std::vector<const ServingRow*>& rows,
-                            const estimate::TimeCalibration& links) {
-  return FitStaged(rows, links, Gate{});
+ServeCalibration FitServing(const std::vector<const ServingRow*>& rows) {
+  return FitStaged(rows, Gate{});
 }
 
-ServingReport FitServingReport(const std::vector<ServingRow>& rows,
-                               const estimate::TimeCalibration& links) {
+ServingReport FitServingReport(const std::vector<ServingRow>& rows) {
   std::vector<const ServingRow*> all;
   std::set<std::string> families;
   for (const ServingRow& row : rows) {
@@ -424,9 +420,9 @@ ServingReport FitServingReport(const std::vector<ServingRow>& rows,
   }
   ServingReport report;
   std::set<std::string> gated;
-  report.fitted = FitStaged(all, links, Gate{nullptr, &gated});
+  report.fitted = FitStaged(all, Gate{nullptr, &gated});
   const auto fit = [&](const std::vector<const ServingRow*>& fit_rows) {
-    return FitStaged(fit_rows, links, Gate{&gated, nullptr});
+    return FitStaged(fit_rows, Gate{&gated, nullptr});
   };
   report.left_out = FitLeavingOut(
       all, families, [](const ServingRow& row) { return row.family; }, fit);
@@ -817,14 +813,14 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
          ServingRowsMarkdown(rows, report);
 }
 
-bool AddServingCalibration(const std::string& root, const estimate::TimeCalibration& links,
+bool AddServingCalibration(const std::string& root,
                            std::vector<std::pair<std::string, std::string>>& outputs) {
   Result<std::vector<ServingRow>> rows = LoadServingRows(root);
   if (!rows.ok()) {
     std::cerr << "fulcrum-calibrate: " << rows.status().message() << "\n";
     return false;
   }
-  const ServingReport report = FitServingReport(*rows, links);
+  const ServingReport report = FitServingReport(*rows);
   for (auto& [path, text] : outputs) {
     if (path == root + "/docs/ACCURACY.md") text += ServingAccuracyMarkdown(*rows, report);
   }

@@ -49,9 +49,7 @@ std::optional<double> PredictServing(const ServingRow& row,
 // constants on the reference engine's rows (TensorRT-LLM), then each other engine's factors and
 // the bitsandbytes overheads on that engine's rows with the base held, both on GPUs other than
 // CDNA 3; then cdna3_gemm_factor on the CDNA 3 rows with the rest held.
-// `links`: the training calibration the TP all-reduce uses (see ServeCalibration::links).
-serve::ServeCalibration FitServing(const std::vector<const ServingRow*>& rows,
-                                   const estimate::TimeCalibration& links);
+serve::ServeCalibration FitServing(const std::vector<const ServingRow*>& rows);
 
 struct ServingReport {
   serve::ServeCalibration fitted;
@@ -60,8 +58,7 @@ struct ServingReport {
   // vllm, sglang): what serve-plan's targets are compared with.
   serve::ServeLatencyBand band;
 };
-ServingReport FitServingReport(const std::vector<ServingRow>& rows,
-                               const estimate::TimeCalibration& links);
+ServingReport FitServingReport(const std::vector<ServingRow>& rows);
 
 std::string ServingFittedSource(const ServingReport& report);
 std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
@@ -70,8 +67,7 @@ std::string ServingAccuracyMarkdown(const std::vector<ServingRow>& rows,
 // fulcrum-calibrate's serving step: loads, fits, appends the generated source to `outputs` and
 // the inference section to the docs/ACCURACY.md entry of `outputs`. False (message on stderr)
 // when the data cannot be read.
-// `links`: the training calibration fitted in the same run.
-bool AddServingCalibration(const std::string& root, const estimate::TimeCalibration& links,
+bool AddServingCalibration(const std::string& root,
                            std::vector<std::pair<std::string, std::string>>& outputs);
 
 }  // namespace fulcrum::calibrate

@@ -475,8 +475,12 @@ Result<StepModel> StepModel::Make(const ServeRequest& r, const ServeCalibration&
   s.decode_attention_flops_per_context_ = AttentionFlopsPerContextToken(m, decode_path);
   s.bandwidth_ = hw->memory_bytes_per_second *
                  std::min(1.0, calibration.decode_bandwidth_efficiency * engine.bandwidth_factor);
-  const estimate::TimeCalibration& links =
-      calibration.links != nullptr ? *calibration.links : estimate::DefaultTimeCalibration();
+  // The tensor-parallel all-reduce's links at the training model's sourced priors
+  // (estimate/compute.h: NVLink and PCIe efficiencies, intra-node latency), not at the training
+  // fit's values: a training refit moves those, and the serving fit, a pattern search on medians,
+  // lands elsewhere for a 1 % move of them (issue 31: nvlink 0.685, 0.688, 0.690 gave llama.cpp a
+  // left-out P90 of 27, 43 and 26 %), so serving would change with every training change.
+  static const estimate::TimeCalibration links{};
   s.link_bytes_per_second_ = hw->intra_node_bytes_per_second *
                              (hw->nvlink ? links.nvlink_efficiency : links.pcie_efficiency);
   s.link_latency_seconds_ = links.intra_node_latency_seconds;
