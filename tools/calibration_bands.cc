@@ -188,6 +188,10 @@ std::string UncertaintySource(const GeneratedBands& bands) {
          "      // mixture-of-experts runs (published_runs.csv), step time\n"
          "      "
       << BandSource(bands.moe_step)
+      << ",\n"
+         "      // FP8 runs (published_runs.csv), step time\n"
+         "      "
+      << BandSource(bands.fp8_step)
       << "};\n"
          "  // clang-format on\n"
          "  return kTable;\n"
@@ -264,6 +268,20 @@ std::string UncertaintyMarkdown(const GeneratedBands& bands) {
       << Format("%.2f", moe.p10) << ", P90 " << Format("%.2f", moe.p90)
       << " (measured / predicted step time under the fitted constants). The table scores each "
          "MoE run with the band of the other MoE runs (left out).\n";
+  const RatioBand& fp8 = bands.fp8_step;
+  out << "\n**FP8.** The calibration rows hold two FP8 runs (Megatron-Bridge's Llama 3 70B and "
+         "Llama 3.1 405B on H100), which fit the FP8 GEMM rate (hopper.fp8_gemm_max_efficiency) "
+         "that every FP8 estimate takes; the FP8 rate of another release, model or layout is "
+         "checked only by the published FP8 runs, and NeMo 24.07's own FP8 benchmarks are each "
+         "reproduced by a rate of its own, far apart (the last column of \"Published runs\" "
+         "below). "
+         "They are the "
+      << fp8.rows
+      << " published FP8 runs in the table below. For an FP8 run `estimate` and `plan` quote, "
+         "under either realism, the union of the band above with theirs: P10 "
+      << Format("%.2f", fp8.p10) << ", P90 " << Format("%.2f", fp8.p90)
+      << " (measured / predicted step time under the fitted constants). The table scores each "
+         "FP8 run with the band of the other FP8 runs (left out).\n";
   return out.str();
 }
 

@@ -33,6 +33,8 @@ struct GeneratedBands {
   estimate::RatioBand production_step;
   // The published mixture-of-experts runs' step-time ratios (tools/published_runs.h MoeBand).
   estimate::RatioBand moe_step;
+  // The published FP8 runs' step-time ratios (tools/published_runs.h Fp8Band).
+  estimate::RatioBand fp8_step;
 };
 
 // Nearest-rank P10 and P90 of `ratios` (rows = their count; 1, 1 when empty).

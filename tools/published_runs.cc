@@ -136,6 +136,14 @@ std::vector<std::optional<double>> MoeStepRatios(const std::vector<PublishedRun>
                     [](const PublishedRun& run) { return workload::IsMoe(run.input->model); });
 }
 
+// The FP8 runs, either kind (the FP8 band's rows).
+std::vector<std::optional<double>> Fp8StepRatios(const std::vector<PublishedRun>& runs,
+                                                 const estimate::TimeCalibration& fitted) {
+  return StepRatios(runs, fitted, [](const PublishedRun& run) {
+    return run.input->training.precision == workload::Precision::kFp8;
+  });
+}
+
 // The band of `ratios` without the one at `except` (ratios.size(): of them all).
 estimate::RatioBand BandWithout(const std::vector<std::optional<double>>& ratios, size_t except) {
   std::vector<double> kept;
@@ -155,7 +163,7 @@ std::optional<Scored> Score(const PublishedRun& run, const estimate::TimeCalibra
   const std::optional<double> predicted = Predict(run, fitted);
   if (!predicted) return std::nullopt;
   const estimate::StepBand band =
-      estimate::BandFor(table, in.model, in.gpus, true,
+      estimate::BandFor(table, in.model, in.training.precision, in.gpus, true,
                         run.kind == "production_run" ? estimate::Realism::kProduction
                                                      : estimate::Realism::kTunedBenchmark);
   Scored s;
@@ -464,6 +472,7 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
   estimate::UncertaintyTable table = TableOf(bands);
   const std::vector<std::optional<double>> ratios = ProductionStepRatios(runs, fitted);
   const std::vector<std::optional<double>> moe_ratios = MoeStepRatios(runs, fitted);
+  const std::vector<std::optional<double>> fp8_ratios = Fp8StepRatios(runs, fitted);
   std::ostringstream rows;
   std::map<std::string, std::vector<double>> errors, left_out_errors;
   double fp8_low = 1e9, fp8_high = 0;  // the FP8 efficiencies that reproduce the FP8 runs
@@ -472,6 +481,7 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
     const PublishedRun& run = runs[i];
     table.production_step = BandWithout(ratios, i);
     table.moe_step = BandWithout(moe_ratios, i);
+    table.fp8_step = BandWithout(fp8_ratios, i);
     rows << "| " << run.id << " | " << run.kind << " | " << run.model << " | " << run.gpu << " | "
          << run.layout << " | " << run.batch << " | " << run.precision << " | "
          << Metric(run, run.published) << " | ";
@@ -506,8 +516,9 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
          "under the fitted constants and its P10-P90 band (the band of the calibration family the "
          "run resembles most, as `estimate` reports it; for a production run the union with the "
          "production band of the other production runs, as `estimate --realism production` "
-         "reports it, and for a mixture-of-experts model with the band of the other MoE runs, so "
-         "that no run widens its own band). Only the BLOOM row is in the fit; the "
+         "reports it, for a mixture-of-experts model with the band of the other MoE runs and for "
+         "an FP8 run with the band of the other FP8 runs, so that no run widens its own band). "
+         "Only the BLOOM row is in the fit; the "
          "others are out of sample. `tuned_benchmark`: a vendor's benchmark table; "
          "`production_run`: a run that trained a released model. Goal (issue 31): at least 80 % "
          "inside the band, median error at most 15 %. **Left out**: predicted with the constants "
@@ -559,6 +570,12 @@ estimate::RatioBand ProductionBand(const std::vector<PublishedRun>& runs,
 estimate::RatioBand MoeBand(const std::vector<PublishedRun>& runs,
                             const estimate::TimeCalibration& fitted) {
   const std::vector<std::optional<double>> ratios = MoeStepRatios(runs, fitted);
+  return BandWithout(ratios, ratios.size());
+}
+
+estimate::RatioBand Fp8Band(const std::vector<PublishedRun>& runs,
+                            const estimate::TimeCalibration& fitted) {
+  const std::vector<std::optional<double>> ratios = Fp8StepRatios(runs, fitted);
   return BandWithout(ratios, ratios.size());
 }
 

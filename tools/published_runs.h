@@ -25,6 +25,11 @@ estimate::RatioBand ProductionBand(const std::vector<PublishedRun>& runs,
 estimate::RatioBand MoeBand(const std::vector<PublishedRun>& runs,
                             const estimate::TimeCalibration& fitted);
 
+// The published FP8 runs' band (either kind): measured / predicted step time under `fitted`
+// (UncertaintyTable::fp8_step).
+estimate::RatioBand Fp8Band(const std::vector<PublishedRun>& runs,
+                            const estimate::TimeCalibration& fitted);
+
 // Appends the section, for `runs`, to the docs/ACCURACY.md entry of `outputs`.
 // `left_out`: the constants fitted without each calibration family (family -> fit).
 void AddPublishedRuns(const std::string& root, const std::vector<PublishedRun>& runs,

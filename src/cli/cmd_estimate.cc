@@ -34,11 +34,13 @@ JSON: {"model": {"name", "parameters", ...}, "memory": {"weights_bytes", "gradie
 "tokens_per_second_per_gpu", "mfu", "hfu", "breakdown": {"compute_seconds",
 "communication_seconds", "bubble_seconds", "exposed_seconds"}, "step_seconds_p10",
 "step_seconds_p90"}, "uncertainty": {"family", "architecture_calibrated", "realism",
-"production_widened", "moe_widened"}}; memory also has "peak_bytes_per_gpu_p90". The P10/P90 come
+"production_widened", "moe_widened", "fp8_widened"}}; memory also has "peak_bytes_per_gpu_p90". The
+P10/P90 come
 from the leave-one-family-out error of the calibration family the setup resembles most (wider
 where the GPU's architecture has no calibration row; for a transformer under --realism
 production, the default, also covering how far published production runs fell from the
-estimate; for a mixture-of-experts model, how far published MoE runs did; docs/ACCURACY.md,
+estimate; for a mixture-of-experts model, how far published MoE runs did; for an FP8 run, how far
+published FP8 runs did; docs/ACCURACY.md,
 "Uncertainty bands"). Bytes are per GPU. peak = what nvidia-smi
 would show (allocated tensors + allocator reserve + CUDA context); "allocated_bytes" and
 "reserved_bytes" match torch.cuda.max_memory_allocated / max_memory_reserved.
@@ -70,7 +72,8 @@ void AppendTimeJson(const std::optional<estimate::StepTime>& st, const estimate:
                         {"architecture_calibrated", band.architecture_calibrated},
                         {"realism", std::string(estimate::RealismName(band.realism))},
                         {"production_widened", band.production_widened},
-                        {"moe_widened", band.moe_widened}};
+                        {"moe_widened", band.moe_widened},
+                        {"fp8_widened", band.fp8_widened}};
   if (!st) {
     doc["time"] = nullptr;
     return;
@@ -110,7 +113,8 @@ std::string RenderTimeTable(const std::optional<estimate::StepTime>& st,
                                          : ", widened: no calibration row of this GPU's "
                                            "architecture") +
            (band.production_widened ? ", and of published production runs" : "") +
-           (band.moe_widened ? ", and of published mixture-of-experts runs" : "") + ")\n";
+           (band.moe_widened ? ", and of published mixture-of-experts runs" : "") +
+           (band.fp8_widened ? ", and of published FP8 runs" : "") + ")\n";
   }
   return out;
 }
@@ -140,8 +144,8 @@ Result<EstimateOutcome> RunEstimate(const EstimateOptions& o, const std::string&
   const bool calibrated =
       !covered.ok() || std::binary_search(covered->begin(), covered->end(), input.gpu.architecture);
   EstimateOutcome out{estimate::Evaluate(input), {}};
-  out.band = estimate::BandFor(estimate::DefaultUncertaintyTable(), input.model, input.gpus,
-                               calibrated, realism);
+  out.band = estimate::BandFor(estimate::DefaultUncertaintyTable(), input.model,
+                               input.training.precision, input.gpus, calibrated, realism);
   return out;
 }
 

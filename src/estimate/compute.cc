@@ -956,9 +956,12 @@ double ScheduleBubbleShare(const Training& tr, double f, double b, double w) {
 
 // The shape of one micro-batch on this GPU, shared by the parts of a transformer's step.
 struct MicroBatchShape {
-  double tokens = 0;          // its seq_len / cp share of each sequence, times micro_batch
-  double hidden = 0;          // model.hidden
-  double bytes = 0;           // bytes of one activation element
+  double tokens = 0;  // its seq_len / cp share of each sequence, times micro_batch
+  double hidden = 0;  // model.hidden
+  double bytes = 0;   // bytes of one activation element
+  // Bytes of one element of the tensor-parallel all-gathers under sequence parallelism: `bytes`,
+  // or 1 where Transformer Engine's layers gather FP8 (TensorParallelComm).
+  double gather_bytes = 0;
   double forward_passes = 0;  // forward computations per step, in units of one forward (2, 3
                               // with full recompute): the collectives run once per pass
 };
@@ -1005,6 +1008,20 @@ double RecomputedMlpShare(const Model& m, const Training& tr) {
   return share;
 }
 
+// Whether the tensor-parallel all-gathers of sequence parallelism carry FP8: under FP8 on a GPU
+// with FP8 units, Transformer Engine's layers (Megatron-Core's TE layer spec) cast the norm output
+// to FP8 before gathering it for the column-parallel GEMM, regather that FP8 shard in backward, and
+// cast the output gradient to FP8 before gathering it for the row-parallel GEMM's backward
+// (NVIDIA/TransformerEngine@3ec998e96c (v1.8, NeMo 24.07's) transformer_engine/pytorch/module/
+// layernorm_linear.py: ln_out is uint8 when fp8 and not return_layernorm_output, then
+// gather_along_first_dim, and the backward's gather of the saved ln_out; module/base.py
+// grad_output_preprocess, "FP8 case with gather": cast_to_fp8, then gather; TE 2.x quantizes
+// before the gather likewise). The reduce-scatters carry the GEMMs' 16-bit outputs.
+bool Fp8SequenceParallelGathers(const Training& tr, const Hardware& hw) {
+  return tr.sequence_parallel && tr.tp > 1 && tr.precision == Precision::kFp8 &&
+         hw.peak_flops > hw.peak_flops_16bit && workload::UsesMegatronCore(tr.framework);
+}
+
 // Tensor parallel: 2 all-reduces forward, 2 backward (+2 with full recompute).
 // With sequence parallelism each all-reduce is a reduce-scatter + all-gather (the same
 // traffic), and backward repeats the two all-gathers of the layer-norm outputs rather than
@@ -1017,13 +1034,22 @@ double RecomputedMlpShare(const Model& m, const Training& tr) {
 // --no-async-tensor-model-parallel-allreduce turns it off; Transformer Engine's Linear and
 // LayerNormLinear do the same, "Overlap dgrad-RS/AR with wgrad"). The row-parallel layers'
 // backward collectives (with SP the all-gathers of the output gradients) stay exposed.
+// Under FP8 the all-gathers of sequence parallelism carry FP8 (MicroBatchShape::gather_bytes), the
+// reduce-scatters the GEMMs' 16-bit outputs.
 LayerComm TensorParallelComm(const Model& model, const LayerForward& fwd, const Training& tr,
                              const Link& tp_link, const TimeCalibration& c,
                              const MicroBatchShape& mb) {
   const double tp_activation_bytes = mb.tokens * mb.hidden * mb.bytes;
   const int tp_ranks = static_cast<int>(tr.tp);
   const double tp_all_reduce = AllReduceSeconds(tp_activation_bytes, tp_ranks, tp_link);
-  const double tp_all_gather = AllGatherSeconds(tp_activation_bytes, tp_ranks, tp_link);
+  const double tp_all_gather =
+      AllGatherSeconds(mb.tokens * mb.hidden * mb.gather_bytes, tp_ranks, tp_link);
+  const double tp_reduce_scatter = ReduceScatterSeconds(tp_activation_bytes, tp_ranks, tp_link);
+  // One forward collective of a block: an all-reduce, or with SP an all-gather before the
+  // column-parallel GEMM and a reduce-scatter after the row-parallel one (backward: the output
+  // gradient's all-gather and the input gradient's reduce-scatter).
+  const double tp_collective =
+      tr.sequence_parallel ? tp_all_gather + tp_reduce_scatter : tp_all_reduce;
   // The share of the layers whose MLP block is tensor parallel: all, except the MoE layers with
   // whole experts (expert_tp 1) and no shared expert, whose tokens stay on their rank (Megatron-
   // Core's dispatcher gathers them over the experts' tp group only, here of one rank).
@@ -1036,11 +1062,11 @@ LayerComm TensorParallelComm(const Model& model, const LayerForward& fwd, const 
   // with SP its all-gather and reduce-scatter, the same traffic) in the layers it covers.
   const double mlp_reruns = RecomputedMlpShare(model, tr);
   const double tp_layer_seconds =
-      ((1 + mlp_tp) * mb.forward_passes + mlp_reruns) * tp_all_reduce + tp_regather;
+      ((1 + mlp_tp) * mb.forward_passes + mlp_reruns) * tp_collective + tp_regather;
   double tp_hidden = 0;
   if (workload::UsesMegatronModel(tr.framework) && tr.tp > 1) {
     const double overlappable =
-        tr.sequence_parallel ? 2 * tp_all_gather + tp_regather : 2 * tp_all_reduce;
+        tr.sequence_parallel ? 2 * tp_reduce_scatter + tp_regather : 2 * tp_all_reduce;
     const double window = (tr.sequence_parallel ? 2 : 1) * fwd.column_gemm_seconds;
     tp_hidden = std::min(overlappable, window);
   }
@@ -1303,6 +1329,7 @@ StepTime EstimateStepTime(const Model& model, const ModelCounts& counts, const T
   mb.tokens = static_cast<double>(tr.micro_batch * (tr.seq_len / tr.cp));
   mb.hidden = static_cast<double>(model.hidden);
   mb.bytes = ActivationBytes(tr.precision);
+  mb.gather_bytes = Fp8SequenceParallelGathers(tr, hw) ? 1.0 : mb.bytes;
   mb.forward_passes = tr.recompute == Recompute::kFull ? 3 : 2;
   const double micro_batches = std::max(1.0, std::ceil(static_cast<double>(tr.global_batch) /
                                                        (d * static_cast<double>(tr.micro_batch))));

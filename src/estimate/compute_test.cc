@@ -171,6 +171,36 @@ TEST(ComputeTest, MegatronHidesColumnParallelBackwardCollectives) {
               1e-6 * a.communication_seconds);
 }
 
+// Under FP8, Transformer Engine casts before it gathers: sequence parallelism's all-gathers (the
+// norm output before QKV and the MLP's first GEMM, its regather in backward, the output gradient
+// before the row-parallel GEMMs' backward) move 1-byte elements, the reduce-scatters 2-byte ones
+// (NVIDIA/TransformerEngine@3ec998e96c layernorm_linear.py, base.py grad_output_preprocess). Per
+// layer without recompute: 4 gathers + 4 scatters + 2 regathers, 10 units at 16 bits, 7 in FP8.
+TEST(ComputeTest, Fp8SequenceParallelGathersMoveOneByteElements) {
+  Hardware h100 = A100Node();
+  h100.peak_flops_16bit = 989e12;  // H100 SXM dense BF16 and FP8 (NVIDIA H100 datasheet)
+  h100.peak_flops = 1979e12;
+  h100.efficiency = DefaultTimeCalibration().hopper;
+  workload::Training bf16 = Tp8();
+  bf16.precision = workload::Precision::kBf16Mixed;
+  bf16.recompute = workload::Recompute::kNone;
+  bf16.micro_batch = bf16.global_batch = 32;  // 800 MB messages: the rings' latency negligible
+  workload::Training fp8 = bf16;
+  fp8.precision = workload::Precision::kFp8;
+  const StepTime a = EstimateStepTime(Gpt22b(), bf16, h100);
+  const StepTime b = EstimateStepTime(Gpt22b(), fp8, h100);
+  EXPECT_NEAR(b.communication_seconds / a.communication_seconds, 0.7, 0.01);
+  // Without sequence parallelism the all-reduces carry the GEMMs' 16-bit outputs either way; and
+  // outside Megatron-Core's TE layers nothing changes.
+  bf16.sequence_parallel = fp8.sequence_parallel = false;
+  EXPECT_NEAR(EstimateStepTime(Gpt22b(), fp8, h100).communication_seconds,
+              EstimateStepTime(Gpt22b(), bf16, h100).communication_seconds, 1e-12);
+  bf16.sequence_parallel = fp8.sequence_parallel = true;
+  bf16.framework = fp8.framework = workload::Framework::kDeepSpeed;
+  EXPECT_NEAR(EstimateStepTime(Gpt22b(), fp8, h100).communication_seconds,
+              EstimateStepTime(Gpt22b(), bf16, h100).communication_seconds, 1e-12);
+}
+
 // Communication hidden behind compute is charged overlapped_comm_slowdown of its time
 // (Calculon, Isaev et al. SC'23: "processor_usage" of a network): ZeRO-3 on one node hides its
 // gathers, and a zero slowdown makes the step faster, by at most that charge.

@@ -30,8 +30,9 @@ bool Widen(StepBand& out, const RatioBand& band) {
 
 }  // namespace
 
-StepBand BandFor(const UncertaintyTable& table, const workload::Model& model, int64_t gpus,
-                 bool architecture_calibrated, Realism realism) {
+StepBand BandFor(const UncertaintyTable& table, const workload::Model& model,
+                 workload::Precision precision, int64_t gpus, bool architecture_calibrated,
+                 Realism realism) {
   StepBand out;
   out.architecture_calibrated = architecture_calibrated;
   out.realism = realism;
@@ -76,6 +77,9 @@ StepBand BandFor(const UncertaintyTable& table, const workload::Model& model, in
   // (UncertaintyTable::moe_step), as the calibration rows behind the family bands are all dense.
   if (workload::IsMoe(model) && table.moe_step.rows > 0)
     out.moe_widened = Widen(out, table.moe_step);
+  // An FP8 run: the union with the published FP8 runs' band (UncertaintyTable::fp8_step).
+  if (precision == workload::Precision::kFp8 && table.fp8_step.rows > 0)
+    out.fp8_widened = Widen(out, table.fp8_step);
   out.memory_p90_ratio = f.memory.p90;
   return out;
 }

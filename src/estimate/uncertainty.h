@@ -19,6 +19,7 @@
 
 #include "core/status.h"
 #include "workload/model.h"
+#include "workload/training.h"
 
 namespace fulcrum::estimate {
 
@@ -54,6 +55,12 @@ struct UncertaintyTable {
   // predicted under the fitted constants: the calibration rows are all dense, so a MoE model's
   // routing, permutation and expert kernels are covered only by these runs; rows 0 = none.
   RatioBand moe_step;
+  // Step time of the published FP8 runs (both kinds), measured / predicted under the fitted
+  // constants: the calibration rows hold two FP8 runs (Megatron-Bridge's), which fit the FP8 GEMM
+  // rate of every FP8 estimate, so the FP8 rates of other releases, models and layouts are covered
+  // only by these runs (NeMo 24.07's FP8 benchmarks are each reproduced by an FP8 rate of its own,
+  // far apart: docs/ACCURACY.md, "Published runs"); rows 0 = none.
+  RatioBand fp8_step;
 };
 
 // What is known about the run the estimate quotes: a tuned benchmark configuration (the
@@ -77,6 +84,7 @@ struct StepBand {
   Realism realism = Realism::kTunedBenchmark;  // the band asked for
   bool production_widened = false;             // the production band moved an end of the step band
   bool moe_widened = false;  // the mixture-of-experts band moved an end of the step band
+  bool fp8_widened = false;  // the FP8 band moved an end of the step band
 };
 
 // The band of the family whose row resembles (model, training, gpus) most: same model kind
@@ -88,8 +96,10 @@ struct StepBand {
 // ways depending on which architecture plays the new one); the union with the left-out band.
 // For a production run of a transformer the step band is also the union with the table's
 // production band (generic models such as CNNs have no production rows: their band is
-// unchanged).
-StepBand BandFor(const UncertaintyTable& table, const workload::Model& model, int64_t gpus,
-                 bool architecture_calibrated, Realism realism);
+// unchanged). A mixture-of-experts model's band is also the union with the MoE band, and an FP8
+// run's (`precision` kFp8) with the FP8 band, under either realism.
+StepBand BandFor(const UncertaintyTable& table, const workload::Model& model,
+                 workload::Precision precision, int64_t gpus, bool architecture_calibrated,
+                 Realism realism);
 
 }  // namespace fulcrum::estimate

@@ -33,45 +33,57 @@ workload::Model Transformer(int billions) {
 
 TEST(UncertaintyTest, TheNearestCalibrationRowChoosesTheFamily) {
   const UncertaintyTable t = Table();
-  const StepBand small = BandFor(t, Transformer(7), 8, true, Realism::kTunedBenchmark);
+  const StepBand small = BandFor(t, Transformer(7), workload::Precision::kBf16Mixed, 8, true,
+                                 Realism::kTunedBenchmark);
   EXPECT_EQ(small.family, "small");
   EXPECT_DOUBLE_EQ(small.step_p10_ratio, 0.9);
   EXPECT_DOUBLE_EQ(small.step_p90_ratio, 1.1);
   EXPECT_DOUBLE_EQ(small.memory_p90_ratio, 1.2);
-  EXPECT_EQ(BandFor(t, Transformer(70), 1024, true, Realism::kTunedBenchmark).family, "large");
+  EXPECT_EQ(BandFor(t, Transformer(70), workload::Precision::kBf16Mixed, 1024, true,
+                    Realism::kTunedBenchmark)
+                .family,
+            "large");
   // Scale counts too: a 7B on 1024 GPUs is nearer the 70B row at that scale than the 7B on 8
   // (|1 decade| + 0 vs 0 + 7/4).
-  EXPECT_EQ(BandFor(t, Transformer(7), 1024, true, Realism::kTunedBenchmark).family, "large");
+  EXPECT_EQ(BandFor(t, Transformer(7), workload::Precision::kBf16Mixed, 1024, true,
+                    Realism::kTunedBenchmark)
+                .family,
+            "large");
 }
 
 TEST(UncertaintyTest, ModelKindComesFirst) {
   workload::Model cnn;
   cnn.kind = workload::ModelKind::kGeneric;
   cnn.generic_parameters = 7e9;  // as large as the 7B transformer: still a CNN
-  EXPECT_EQ(BandFor(Table(), cnn, 8, true, Realism::kTunedBenchmark).family, "cnn");
+  EXPECT_EQ(
+      BandFor(Table(), cnn, workload::Precision::kBf16Mixed, 8, true, Realism::kTunedBenchmark)
+          .family,
+      "cnn");
 }
 
 // The larger tail of the new-architecture band, both ways: "small" errs up to 1.4x slow (and
 // 0.8x), so 1/1.4 .. 1.4; "large" errs up to 0.6x (too slow a prediction), so 0.6 .. 1/0.6 —
 // on a chip without rows the error's direction is not known.
 TEST(UncertaintyTest, AnUncalibratedArchitectureWidensBothEnds) {
-  const StepBand b = BandFor(Table(), Transformer(7), 8, false, Realism::kTunedBenchmark);
+  const StepBand b = BandFor(Table(), Transformer(7), workload::Precision::kBf16Mixed, 8, false,
+                             Realism::kTunedBenchmark);
   EXPECT_FALSE(b.architecture_calibrated);
   EXPECT_NEAR(b.step_p10_ratio, 1 / 1.4, 1e-12);
   EXPECT_NEAR(b.step_p90_ratio, 1.4, 1e-12);
-  const StepBand l = BandFor(Table(), Transformer(70), 1024, false, Realism::kTunedBenchmark);
+  const StepBand l = BandFor(Table(), Transformer(70), workload::Precision::kBf16Mixed, 1024, false,
+                             Realism::kTunedBenchmark);
   EXPECT_NEAR(l.step_p10_ratio, 0.6, 1e-12);
   EXPECT_NEAR(l.step_p90_ratio, 1 / 0.6, 1e-12);
   // Never narrower than the family's own left-out band.
-  const StepBand calibrated =
-      BandFor(Table(), Transformer(70), 1024, true, Realism::kTunedBenchmark);
+  const StepBand calibrated = BandFor(Table(), Transformer(70), workload::Precision::kBf16Mixed,
+                                      1024, true, Realism::kTunedBenchmark);
   EXPECT_LE(l.step_p10_ratio, calibrated.step_p10_ratio);
   EXPECT_GE(l.step_p90_ratio, calibrated.step_p90_ratio);
 }
 
 TEST(UncertaintyTest, AnEmptyTableIsNoBand) {
-  const StepBand b =
-      BandFor(UncertaintyTable{}, Transformer(7), 8, false, Realism::kTunedBenchmark);
+  const StepBand b = BandFor(UncertaintyTable{}, Transformer(7), workload::Precision::kBf16Mixed, 8,
+                             false, Realism::kTunedBenchmark);
   EXPECT_TRUE(b.family.empty());
   EXPECT_DOUBLE_EQ(b.step_p90_ratio, 1);
 }
@@ -81,24 +93,28 @@ TEST(UncertaintyTest, AnEmptyTableIsNoBand) {
 TEST(UncertaintyTest, AProductionRunWidensATransformersBandOnly) {
   UncertaintyTable t = Table();
   t.production_step = {0.8, 1.25, 10};
-  const StepBand tuned = BandFor(t, Transformer(7), 8, true, Realism::kTunedBenchmark);
+  const StepBand tuned = BandFor(t, Transformer(7), workload::Precision::kBf16Mixed, 8, true,
+                                 Realism::kTunedBenchmark);
   EXPECT_DOUBLE_EQ(tuned.step_p10_ratio, 0.9);
   EXPECT_DOUBLE_EQ(tuned.step_p90_ratio, 1.1);
   EXPECT_FALSE(tuned.production_widened);
-  const StepBand production = BandFor(t, Transformer(7), 8, true, Realism::kProduction);
+  const StepBand production =
+      BandFor(t, Transformer(7), workload::Precision::kBf16Mixed, 8, true, Realism::kProduction);
   EXPECT_EQ(production.realism, Realism::kProduction);
   EXPECT_TRUE(production.production_widened);
   EXPECT_DOUBLE_EQ(production.step_p10_ratio, 0.8);
   EXPECT_DOUBLE_EQ(production.step_p90_ratio, 1.25);
   // "large" is wider than the production band below (0.7) and as wide above (1.3): kept.
-  const StepBand large = BandFor(t, Transformer(70), 1024, true, Realism::kProduction);
+  const StepBand large = BandFor(t, Transformer(70), workload::Precision::kBf16Mixed, 1024, true,
+                                 Realism::kProduction);
   EXPECT_DOUBLE_EQ(large.step_p10_ratio, 0.7);
   EXPECT_DOUBLE_EQ(large.step_p90_ratio, 1.3);
   EXPECT_FALSE(large.production_widened);
   workload::Model cnn;
   cnn.kind = workload::ModelKind::kGeneric;
   cnn.generic_parameters = 25e6;
-  const StepBand c = BandFor(t, cnn, 8, true, Realism::kProduction);
+  const StepBand c =
+      BandFor(t, cnn, workload::Precision::kBf16Mixed, 8, true, Realism::kProduction);
   EXPECT_DOUBLE_EQ(c.step_p10_ratio, 0.5);
   EXPECT_DOUBLE_EQ(c.step_p90_ratio, 3.0);
   EXPECT_FALSE(c.production_widened);
@@ -114,16 +130,36 @@ TEST(UncertaintyTest, AMixtureOfExpertsModelWidensWithTheMoeRuns) {
   moe.experts_per_token = 2;
   moe.expert_ffn_hidden = moe.ffn_hidden;
   for (Realism r : {Realism::kTunedBenchmark, Realism::kProduction}) {
-    const StepBand b = BandFor(t, moe, 8, true, r);
+    const StepBand b = BandFor(t, moe, workload::Precision::kBf16Mixed, 8, true, r);
     EXPECT_TRUE(b.moe_widened);
     EXPECT_LE(b.step_p10_ratio, 0.9);  // the family's fast end stays
     EXPECT_DOUBLE_EQ(b.step_p90_ratio, 1.6);
   }
-  const StepBand dense = BandFor(t, Transformer(7), 8, true, Realism::kTunedBenchmark);
+  const StepBand dense = BandFor(t, Transformer(7), workload::Precision::kBf16Mixed, 8, true,
+                                 Realism::kTunedBenchmark);
   EXPECT_FALSE(dense.moe_widened);
   EXPECT_DOUBLE_EQ(dense.step_p90_ratio, 1.1);
   // The generated table holds the published MoE runs (DeepSeek-V3, Qwen3-MoE).
   EXPECT_GE(DefaultUncertaintyTable().moe_step.rows, 3);
+}
+
+// An FP8 run takes the union with the published FP8 runs' band under either realism (two
+// calibration rows fit the FP8 GEMM rate); the same run in BF16 does not.
+TEST(UncertaintyTest, AnFp8RunWidensWithTheFp8Runs) {
+  UncertaintyTable t = Table();
+  t.fp8_step = {0.8, 1.3, 15};
+  for (Realism r : {Realism::kTunedBenchmark, Realism::kProduction}) {
+    const StepBand b = BandFor(t, Transformer(7), workload::Precision::kFp8, 8, true, r);
+    EXPECT_TRUE(b.fp8_widened);
+    EXPECT_DOUBLE_EQ(b.step_p10_ratio, 0.8);
+    EXPECT_DOUBLE_EQ(b.step_p90_ratio, 1.3);
+  }
+  const StepBand bf16 = BandFor(t, Transformer(7), workload::Precision::kBf16Mixed, 8, true,
+                                Realism::kTunedBenchmark);
+  EXPECT_FALSE(bf16.fp8_widened);
+  EXPECT_DOUBLE_EQ(bf16.step_p90_ratio, 1.1);
+  // The generated table holds the published FP8 runs (NeMo 24.07's, DeepSeek-V3, Qwen3-MoE).
+  EXPECT_GE(DefaultUncertaintyTable().fp8_step.rows, 10);
 }
 
 TEST(UncertaintyTest, RealismNamesRoundTrip) {

@@ -170,8 +170,8 @@ void CostCandidate(const PlanInputs& in, Pending& p) {
   if (const auto& covered = in.assumptions.calibrated_architectures) {
     calibrated = std::binary_search(covered->begin(), covered->end(), p.hc->gpu->architecture);
   }
-  cand.band = estimate::BandFor(estimate::DefaultUncertaintyTable(), in.model, p.run.gpus,
-                                calibrated, estimate::Realism::kProduction);
+  cand.band = estimate::BandFor(estimate::DefaultUncertaintyTable(), in.model, cand.precision,
+                                p.run.gpus, calibrated, estimate::Realism::kProduction);
   p.run.step_p90_ratio = cand.band.step_p90_ratio * cand.network_p90_ratio;
   cand.run = EstimateRunCost(p.run, in.assumptions);
   cand.warnings = DetectPitfalls(PitfallFactsOf(in, p, calibrated));
