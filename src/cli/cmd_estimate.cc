@@ -34,15 +34,13 @@ JSON: {"model": {"name", "parameters", ...}, "memory": {"weights_bytes", "gradie
 "tokens_per_second_per_gpu", "mfu", "hfu", "breakdown": {"compute_seconds",
 "communication_seconds", "bubble_seconds", "exposed_seconds"}, "step_seconds_p10",
 "step_seconds_p90"}, "uncertainty": {"family", "architecture_calibrated", "realism",
-"production_widened", "moe_widened", "fp8_widened"}}; memory also has "peak_bytes_per_gpu_p90". The
-P10/P90 come
-from the leave-one-family-out error of the calibration family the setup resembles most (wider
-where the GPU's architecture has no calibration row; for a transformer under --realism
-production, the default, also covering how far published production runs fell from the
-estimate; for a mixture-of-experts model, how far published MoE runs did; for an FP8 run, how far
-published FP8 runs did; docs/ACCURACY.md,
-"Uncertainty bands"). Bytes are per GPU. peak = what nvidia-smi
-would show (allocated tensors + allocator reserve + CUDA context); "allocated_bytes" and
+"production_widened", "moe_widened", "fp8_widened"}}; memory also has "peak_bytes_per_gpu_p90".
+The P10/P90 come from the leave-one-family-out error of the calibration family the setup
+resembles most (wider where the GPU's architecture has no calibration row; for a transformer
+under --realism production, the default, also covering how far published production runs fell
+from the estimate; for a mixture-of-experts model, how far published MoE runs did; for an FP8
+run, how far published FP8 runs did; docs/ACCURACY.md, "Uncertainty bands"). Bytes are per GPU.
+peak = what nvidia-smi would show (allocated tensors + allocator reserve + CUDA context); "allocated_bytes" and
 "reserved_bytes" match torch.cuda.max_memory_allocated / max_memory_reserved.
 peak_at_resume_bytes_per_gpu = the peak of the run resumed from its checkpoint (--checkpoint-format;
 the load's copies beside the live states, src/estimate/resume.cc); fits, verdict and
