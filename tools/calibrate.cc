@@ -677,9 +677,7 @@ int Run(int argc, char** argv) {
     report.left_out_architecture[architecture] = Fit(rest);
   }
   report.bands = ComputeBands(rows, report.fitted, report.left_out, report.left_out_architecture);
-  report.bands.production_step = ProductionBand(*published, report.fitted);
-  report.bands.moe_step = MoeBand(*published, report.fitted);
-  report.bands.fp8_step = Fp8Band(*published, report.fitted);
+  SetPublishedRunBands(*published, report.fitted, report.bands);
   std::vector<std::pair<std::string, std::string>> outputs = {
       {root + "/src/estimate/time_calibration_fitted.cc", FittedSource(report.fitted)},
       {root + "/src/estimate/uncertainty_fitted.cc", UncertaintySource(report.bands)},

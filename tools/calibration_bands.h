@@ -29,11 +29,10 @@ struct GeneratedFamilyBand {
 struct GeneratedBands {
   std::vector<GeneratedFamilyBand> families;  // sorted by name
   std::vector<estimate::CalibrationPoint> points;
-  // The published production runs' step-time ratios (tools/published_runs.h ProductionBand).
+  // The published production, mixture-of-experts and FP8 runs' step-time ratios
+  // (tools/published_runs.h SetPublishedRunBands).
   estimate::RatioBand production_step;
-  // The published mixture-of-experts runs' step-time ratios (tools/published_runs.h MoeBand).
   estimate::RatioBand moe_step;
-  // The published FP8 runs' step-time ratios (tools/published_runs.h Fp8Band).
   estimate::RatioBand fp8_step;
 };
 

@@ -104,16 +104,13 @@ double Fp8EfficiencyReproducing(const PublishedRun& run, const estimate::TimeCal
 }
 
 // Each run's measured / predicted step time under `fitted` (the metrics are inverse to the step
-// time), index for index, for the runs `counts` takes; nullopt for the others and for a run
-// without a prediction.
-template <typename Counts>
+// time), index for index; nullopt for a run without a prediction.
 std::vector<std::optional<double>> StepRatios(const std::vector<PublishedRun>& runs,
-                                              const estimate::TimeCalibration& fitted,
-                                              Counts counts) {
+                                              const estimate::TimeCalibration& fitted) {
   std::vector<std::optional<double>> ratios(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) {
     const PublishedRun& run = runs[i];
-    if (!run.input || run.published <= 0 || !counts(run)) continue;
+    if (!run.input || run.published <= 0) continue;
     if (const std::optional<double> predicted = Predict(run, fitted)) {
       ratios[i] = *predicted / run.published;
     }
@@ -121,41 +118,31 @@ std::vector<std::optional<double>> StepRatios(const std::vector<PublishedRun>& r
   return ratios;
 }
 
-// The production runs of transformers (the production band's rows).
-std::vector<std::optional<double>> ProductionStepRatios(const std::vector<PublishedRun>& runs,
-                                                        const estimate::TimeCalibration& fitted) {
-  return StepRatios(runs, fitted, [](const PublishedRun& run) {
-    return run.kind == "production_run" && run.input->model.kind != workload::ModelKind::kGeneric;
-  });
-}
-
-// The runs of mixture-of-experts models, either kind (the MoE band's rows).
-std::vector<std::optional<double>> MoeStepRatios(const std::vector<PublishedRun>& runs,
-                                                 const estimate::TimeCalibration& fitted) {
-  return StepRatios(runs, fitted,
-                    [](const PublishedRun& run) { return workload::IsMoe(run.input->model); });
-}
-
-// The FP8 runs, either kind (the FP8 band's rows).
-std::vector<std::optional<double>> Fp8StepRatios(const std::vector<PublishedRun>& runs,
-                                                 const estimate::TimeCalibration& fitted) {
-  return StepRatios(runs, fitted, [](const PublishedRun& run) {
-    return run.input->training.precision == workload::Precision::kFp8;
-  });
-}
-
-// The band of `ratios` without the one at `except` (ratios.size(): of them all).
-estimate::RatioBand BandWithout(const std::vector<std::optional<double>>& ratios, size_t except) {
-  std::vector<double> kept;
-  for (size_t i = 0; i < ratios.size(); ++i) {
-    if (i != except && ratios[i]) kept.push_back(*ratios[i]);
+// Sets the published-run bands of `out` (estimate::UncertaintyTable or GeneratedBands) from
+// `ratios` (StepRatios of `runs`) without the run at `except` (runs.size(): of them all):
+// production_step over the production runs of transformers, moe_step over the runs of
+// mixture-of-experts models and fp8_step over the FP8 runs, either kind for those two.
+template <typename Bands>
+void SetBandsWithout(const std::vector<PublishedRun>& runs,
+                     const std::vector<std::optional<double>>& ratios, size_t except, Bands& out) {
+  std::vector<double> production, moe, fp8;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (i == except || !ratios[i]) continue;
+    const estimate::EstimateInput& in = *runs[i].input;
+    if (runs[i].kind == "production_run" && in.model.kind != workload::ModelKind::kGeneric) {
+      production.push_back(*ratios[i]);
+    }
+    if (workload::IsMoe(in.model)) moe.push_back(*ratios[i]);
+    if (in.training.precision == workload::Precision::kFp8) fp8.push_back(*ratios[i]);
   }
-  return BandOf(std::move(kept));
+  out.production_step = BandOf(std::move(production));
+  out.moe_step = BandOf(std::move(moe));
+  out.fp8_step = BandOf(std::move(fp8));
 }
 
-// `table` holds the production band the run is scored with (for a production run, that of the
-// other production runs: its own ratio does not widen the band it is scored with); a tuned
-// benchmark takes the family's band alone.
+// `table` holds the published-run bands the run is scored with, without its own ratio
+// (SetBandsWithout): its own ratio does not widen the band it is scored with. A tuned benchmark
+// takes the family's band alone, unless a MoE or FP8 band widens it.
 std::optional<Scored> Score(const PublishedRun& run, const estimate::TimeCalibration& fitted,
                             const LeftOutFits& left_out, const estimate::UncertaintyTable& table) {
   if (!run.input) return std::nullopt;
@@ -470,18 +457,14 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
                               const estimate::TimeCalibration& fitted, const LeftOutFits& left_out,
                               const GeneratedBands& bands) {
   estimate::UncertaintyTable table = TableOf(bands);
-  const std::vector<std::optional<double>> ratios = ProductionStepRatios(runs, fitted);
-  const std::vector<std::optional<double>> moe_ratios = MoeStepRatios(runs, fitted);
-  const std::vector<std::optional<double>> fp8_ratios = Fp8StepRatios(runs, fitted);
+  const std::vector<std::optional<double>> ratios = StepRatios(runs, fitted);
   std::ostringstream rows;
   std::map<std::string, std::vector<double>> errors, left_out_errors;
   double fp8_low = 1e9, fp8_high = 0;  // the FP8 efficiencies that reproduce the FP8 runs
   std::map<std::string, int> inside;
   for (size_t i = 0; i < runs.size(); ++i) {
     const PublishedRun& run = runs[i];
-    table.production_step = BandWithout(ratios, i);
-    table.moe_step = BandWithout(moe_ratios, i);
-    table.fp8_step = BandWithout(fp8_ratios, i);
+    SetBandsWithout(runs, ratios, i, table);
     rows << "| " << run.id << " | " << run.kind << " | " << run.model << " | " << run.gpu << " | "
          << run.layout << " | " << run.batch << " | " << run.precision << " | "
          << Metric(run, run.published) << " | ";
@@ -561,22 +544,9 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
 
 }  // namespace
 
-estimate::RatioBand ProductionBand(const std::vector<PublishedRun>& runs,
-                                   const estimate::TimeCalibration& fitted) {
-  const std::vector<std::optional<double>> ratios = ProductionStepRatios(runs, fitted);
-  return BandWithout(ratios, ratios.size());
-}
-
-estimate::RatioBand MoeBand(const std::vector<PublishedRun>& runs,
-                            const estimate::TimeCalibration& fitted) {
-  const std::vector<std::optional<double>> ratios = MoeStepRatios(runs, fitted);
-  return BandWithout(ratios, ratios.size());
-}
-
-estimate::RatioBand Fp8Band(const std::vector<PublishedRun>& runs,
-                            const estimate::TimeCalibration& fitted) {
-  const std::vector<std::optional<double>> ratios = Fp8StepRatios(runs, fitted);
-  return BandWithout(ratios, ratios.size());
+void SetPublishedRunBands(const std::vector<PublishedRun>& runs,
+                          const estimate::TimeCalibration& fitted, GeneratedBands& bands) {
+  SetBandsWithout(runs, StepRatios(runs, fitted), runs.size(), bands);
 }
 
 void AddPublishedRuns(const std::string& root, const std::vector<PublishedRun>& runs,

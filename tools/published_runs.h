@@ -16,19 +16,13 @@
 
 namespace fulcrum::calibrate {
 
-// The quantiles of measured / predicted step time (under `fitted`) over the production runs of
-// `runs` (data/calibration/published_runs.csv, LoadPublishedRuns).
-estimate::RatioBand ProductionBand(const std::vector<PublishedRun>& runs,
-                                   const estimate::TimeCalibration& fitted);
-// The published mixture-of-experts runs' band (either kind): measured / predicted step time under
-// `fitted` (UncertaintyTable::moe_step).
-estimate::RatioBand MoeBand(const std::vector<PublishedRun>& runs,
-                            const estimate::TimeCalibration& fitted);
-
-// The published FP8 runs' band (either kind): measured / predicted step time under `fitted`
-// (UncertaintyTable::fp8_step).
-estimate::RatioBand Fp8Band(const std::vector<PublishedRun>& runs,
-                            const estimate::TimeCalibration& fitted);
+// The published-run bands of `bands`: the quantiles of measured / predicted step time (under
+// `fitted`) over the runs of `runs` (data/calibration/published_runs.csv, LoadPublishedRuns) each
+// holds: production_step the production runs of transformers, moe_step the runs of
+// mixture-of-experts models and fp8_step the FP8 runs, either kind for those two
+// (estimate::UncertaintyTable).
+void SetPublishedRunBands(const std::vector<PublishedRun>& runs,
+                          const estimate::TimeCalibration& fitted, GeneratedBands& bands);
 
 // Appends the section, for `runs`, to the docs/ACCURACY.md entry of `outputs`.
 // `left_out`: the constants fitted without each calibration family (family -> fit).

@@ -429,21 +429,19 @@ void AccelerateConfigFixes(const AccelerateConfig& config, const std::string& ba
 // fsdp_backward_prefetch_policy is read by nothing there). FSDP2 always prefetches.
 void AccelerateBackwardPrefetch(const Launch& l, const std::optional<AccelerateConfig>& config,
                                 JobFrameworks& jf) {
-  if (l.launcher != Launcher::kAccelerate) return;
-  bool fsdp = HasOption(l.args, "--use_fsdp");
+  if (l.launcher != Launcher::kAccelerate || AccelerateFrameworks(l, config) != kFsdp) return;
   std::optional<std::string> version = OptionValue(l.args, "--fsdp_version");
   std::optional<std::string> prefetch = OptionValue(l.args, "--fsdp_backward_prefetch");
   std::string from = prefetch ? "--fsdp_backward_prefetch " + *prefetch : "";
   const std::vector<std::pair<std::string, std::string>> none;
   for (const auto& [key, value] : config ? config->entries : none) {
-    if (key == "distributed_type" && ToLower(value) == "fsdp") fsdp = true;
     if (key == "fsdp_version" && !version) version = value;
     if ((key == "fsdp_backward_prefetch" || key == "backward_prefetch") && !prefetch) {
       prefetch = value;
       from = config->name + ": " + key + " " + value;
     }
   }
-  if (!fsdp || (version && *version == "2")) return;
+  if (version && *version == "2") return;
   if (!prefetch) {
     jf.backward_prefetch = workload::BackwardPrefetch::kNone;
     jf.backward_prefetch_from = (config ? config->name : std::string("accelerate launch")) +

@@ -44,13 +44,12 @@ enum RecomputeModule : uint32_t {
   kRecomputeSharedExperts = 1u << 6,
 };
 inline constexpr int kRecomputeModuleCount = 7;
+// FSDP1's backward_prefetch (Training::backward_prefetch).
+enum class BackwardPrefetch { kPre, kPost, kNone };
 // The dtype an Adam moment is stored in: Megatron-LM's --exp-avg-dtype / --exp-avg-sq-dtype
 // (choices fp32, fp16, bf16, fp8; megatron/training/arguments.py@d98e8a64dd) under
 // --use-precision-aware-optimizer (Transformer Engine's FusedAdam keeps the states in that dtype;
 // the kernel computes in fp32). kFp32 is the default and every other optimizer's.
-// FSDP1's backward_prefetch (Training::backward_prefetch).
-enum class BackwardPrefetch { kPre, kPost, kNone };
-
 enum class MomentDtype { kFp32, kFp16, kBf16, kFp8 };
 inline constexpr double MomentBytes(MomentDtype d) {
   return d == MomentDtype::kFp32 ? 4 : d == MomentDtype::kFp8 ? 1 : 2;
@@ -458,12 +457,12 @@ Result<FrameworkMask> ParseFrameworkList(std::string_view text);
 // "ddp, fsdp, deepspeed" for the frameworks in `mask`, in the order of the enum.
 std::string FrameworkListName(FrameworkMask mask);
 Result<GradPrecision> ParseGradPrecision(std::string_view text);
-// fp32|fp16|bf16|fp8, as Megatron-LM's --exp-avg-dtype takes them; `flag` names the option in
-// the error.
 // BACKWARD_PRE | BACKWARD_POST | NO_PREFETCH (PyTorch's and accelerate's spellings, any case),
 // as --backward-prefetch takes them. The name is the same spelling.
 Result<BackwardPrefetch> ParseBackwardPrefetch(std::string_view text);
 std::string_view BackwardPrefetchName(BackwardPrefetch p);
+// fp32|fp16|bf16|fp8, as Megatron-LM's --exp-avg-dtype takes them; `flag` names the option in
+// the error.
 Result<MomentDtype> ParseMomentDtype(std::string_view text, const char* flag);
 std::string_view MomentDtypeName(MomentDtype d);
 Result<CheckpointFormat> ParseCheckpointFormat(std::string_view text);
