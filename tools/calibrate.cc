@@ -128,7 +128,8 @@ void FamilyTable(const std::vector<CalibrationRow>& rows, const Report& report, 
 
 // The runs that ran (the throughput and step-time rows of measured.csv: each ran on the GPUs it
 // names, so its peak fit in them) with the verdict `estimate` and `plan` give them: the larger of
-// the fresh and the resume peak against the GPU's memory (memory has no fitted constant).
+// the fresh and the resume peak against the GPU's memory (memory has no fitted constant), and
+// those whose peak with the allocator's reserve is over it.
 void RanRowsFitTable(const std::vector<CalibrationRow>& rows, std::ostringstream& out) {
   struct Counts {
     int fits = 0, tight = 0, over = 0;
@@ -145,11 +146,12 @@ void RanRowsFitTable(const std::vector<CalibrationRow>& rows, std::ostringstream
                                                                     : &Counts::over;
     ++(c.*slot);
     ++(all.*slot);
-    if (r.verdict != estimate::FitVerdict::kDoesNotFit) continue;
     const double peak = estimate::FitPeakBytes(r.memory, r.resume);
+    if (!(peak > r.capacity_bytes)) continue;
     over << "| " << row.id << " | " << row.gpu << " | " << row.layout << " | " << row.batch << " | "
-         << FormatBytes(peak) << " | " << FormatBytes(r.capacity_bytes) << " | "
-         << Percent(peak / r.capacity_bytes - 1) << " |\n";
+         << FormatBytes(peak) << " | " << FormatBytes(r.unreserved_peak_bytes) << " | "
+         << FormatBytes(r.capacity_bytes) << " | " << Percent(peak / r.capacity_bytes - 1) << " | "
+         << estimate::FitVerdictName(r.verdict) << " |\n";
   }
   out << "| family | runs | fits | tight | does not fit |\n|---|---|---|---|---|\n";
   auto line = [&](const std::string& name, const Counts& c) {
@@ -158,9 +160,11 @@ void RanRowsFitTable(const std::vector<CalibrationRow>& rows, std::ostringstream
   };
   for (const auto& [family, c] : families) line(family, c);
   line("all", all);
-  if (all.over == 0) return;
-  out << "\nThe runs the estimate says do not fit:\n\n| id | gpu x n | layout | batch | "
-         "predicted peak | capacity | over |\n|---|---|---|---|---|---|---|\n"
+  if (over.tellp() == 0) return;
+  out << "\nThe runs whose predicted peak with the allocator reserve is over their GPU's memory "
+         "(the reserve is fulcrum's assumption; the verdict judges the peak without it):\n\n"
+         "| id | gpu x n | layout | batch | predicted peak | without the reserve | capacity | "
+         "over | verdict |\n|---|---|---|---|---|---|---|---|---|\n"
       << over.str();
 }
 
@@ -586,9 +590,12 @@ std::string AccuracyDocument(const std::vector<CalibrationRow>& rows, const Repo
   out << "\n### Runs that ran: does the estimate fit them?\n\n"
          "Each throughput and step-time row (measured.csv, dle-throughput.csv) ran on the GPUs it "
          "names, so its "
-         "peak fit in them. The verdict `estimate` and `plan` give each of those runs (the "
-         "larger of the fresh and the resume peak against the GPU's memory: `tight` within "
-         "10 % of it), per family. The rows state what the runs' code does where it changes the "
+         "peak fit in them. The verdict `estimate` gives each of those runs (the larger of the "
+         "fresh and the resume peak against the GPU's memory: `does not fit` when the peak "
+         "without the caching allocator's reserve is over it, `tight` when the peak with the "
+         "reserve leaves under 10 % free; `plan` keeps 10 % free with the reserve, "
+         "--min-headroom), per family. The rows state what the runs' code does where it changes "
+         "the "
          "memory (data/calibration/README.md): the MPT rows' fused cross entropy "
          "(`--cross-entropy fused`), the Megatron-Bridge rows' BF16 gradients and FP8 weights "
          "(`--grad-precision bf16 --fp8-params`).\n\n";

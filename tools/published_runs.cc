@@ -198,11 +198,13 @@ struct GroupFit {
   int64_t chunks = 0;
   bool does_not_fit = false;    // at the run's own group size
   double layers_in_flight = 0;  // at the peak stage: activations / one layer's for one micro-batch
-  double layer_bytes = 0, activations = 0, states = 0, rest = 0, peak = 0, capacity = 0;
-  // The share of the activations that would have to go for the peak to fit, the allocator
-  // reserve scaling with the allocated bytes as in estimate::EstimateMemory.
+  // rest: logits, buffers and CUDA context; unreserved: the peak without the allocator's
+  // reserve (what "does not fit" judges), peak: with it.
+  double layer_bytes = 0, activations = 0, states = 0, rest = 0, unreserved = 0, peak = 0;
+  double capacity = 0;
+  // The share of the activations that would have to go for the unreserved peak to fit.
   double activations_over = 0;
-  // The peak were the FP32 gradient accumulation sharded over dp x cp (the same arithmetic).
+  // The unreserved peak were the FP32 gradient accumulation sharded over dp x cp.
   double peak_sharded_gradients = 0;
 };
 GroupFit GroupSizeThatFits(const PublishedRun& run) {
@@ -223,17 +225,13 @@ GroupFit GroupSizeThatFits(const PublishedRun& run) {
   g.activations = b.activations_bytes;
   g.layers_in_flight = g.layer_bytes > 0 ? b.activations_bytes / g.layer_bytes : 0;
   g.states = b.weights_bytes + b.gradients_bytes + b.optimizer_bytes;
-  g.rest = b.other_bytes;
+  g.rest = b.other_bytes - b.allocator_reserve_bytes;
+  g.unreserved = r.unreserved_peak_bytes;
   g.peak = b.peak_bytes_per_gpu;
   g.capacity = r.capacity_bytes;
-  const double reserve = b.allocated_bytes > 0 ? b.allocator_reserve_bytes / b.allocated_bytes : 0;
-  if (g.activations > 0) {
-    g.activations_over = (g.peak - g.capacity) / (1 + reserve) / g.activations;
-  }
+  if (g.activations > 0) g.activations_over = (g.unreserved - g.capacity) / g.activations;
   const double shards = static_cast<double>(workload::StateShards(t));
-  g.peak_sharded_gradients =
-      (b.allocated_bytes - b.gradients_bytes * (1 - 1 / shards)) * (1 + reserve) +
-      b.cuda_context_bytes;
+  g.peak_sharded_gradients = g.unreserved - b.gradients_bytes * (1 - 1 / shards);
   for (int64_t n = t.pp - 1; n >= 1; --n) {
     t.microbatch_group_size = n;
     if (estimate::Evaluate(in).verdict == estimate::FitVerdict::kDoesNotFit) continue;
@@ -248,15 +246,16 @@ std::string Gib(double bytes, const char* format = "%.1f") {
   return Format(format, bytes / 1073741824.0) + " GiB";
 }
 
-// Rows without a pipeline that come out over their GPU's memory: the peak and its parts, and the
-// assumption nearest the margin (the allocator reserve).
+// Rows without a pipeline whose peak with the allocator's reserve comes out over their GPU's
+// memory: the peak and its parts, and the verdict without the reserve (fulcrum's assumption, the
+// part nearest the margin).
 std::string UnpipelinedOverflow(const std::vector<PublishedRun>& runs) {
   std::ostringstream out;
   for (const PublishedRun& run : runs) {
     if (!run.input || run.input->training.pp > 1) continue;
     const estimate::EstimateResult r = estimate::Evaluate(*run.input);
-    if (r.verdict != estimate::FitVerdict::kDoesNotFit) continue;
     const estimate::MemoryBreakdown& b = r.memory;
+    if (!(b.peak_bytes_per_gpu > r.capacity_bytes)) continue;
     out << run.id << " comes out at " << Gib(b.peak_bytes_per_gpu) << " of "
         << Gib(r.capacity_bytes) << ", " << Gib(b.peak_bytes_per_gpu - r.capacity_bytes)
         << " over: weights " << Gib(b.weights_bytes);
@@ -268,7 +267,9 @@ std::string UnpipelinedOverflow(const std::vector<PublishedRun>& runs) {
     out << ", gradients " << Gib(b.gradients_bytes) << ", optimizer states "
         << Gib(b.optimizer_bytes) << ", activations " << Gib(b.activations_bytes)
         << ", allocator reserve " << Gib(b.allocator_reserve_bytes)
-        << " (fulcrum's assumption of the caching allocator's slack, not measured). ";
+        << " (fulcrum's assumption of the caching allocator's slack, not measured). Without the "
+           "reserve, which PyTorch's allocator gives back before it raises out-of-memory, it is "
+        << Gib(r.unreserved_peak_bytes) << ": " << estimate::FitVerdictName(r.verdict) << ". ";
   }
   if (out.tellp() > 0) out << "\n\n";
   return out.str();
@@ -317,9 +318,7 @@ std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
     const estimate::EstimateResult under_1f1b = estimate::Evaluate(one_f_one_b);
     const estimate::MemoryBreakdown& b = as_run.memory;
     const estimate::MemoryBreakdown& w = without.memory;
-    const double reserve =
-        b.allocated_bytes > 0 ? b.allocator_reserve_bytes / b.allocated_bytes : 0;
-    const double over = (b.peak_bytes_per_gpu - as_run.capacity_bytes) / (1 + reserve);
+    const double over = as_run.unreserved_peak_bytes - as_run.capacity_bytes;
     out << " With them the peak is " << Gib(b.peak_bytes_per_gpu) << " ("
         << Gib(w.peak_bytes_per_gpu) << " without): activations " << Gib(b.activations_bytes)
         << " (" << Gib(w.activations_bytes) << "), weights " << Gib(b.weights_bytes)
@@ -372,9 +371,10 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
         << " layers' activations of one micro-batch (" << Gib(g.layer_bytes, "%.2f")
         << " each) = " << Gib(g.activations) << ", beside " << Gib(g.states)
         << " of weights, gradients and optimizer states and " << Gib(g.rest)
-        << " of logits, buffers, allocator reserve and CUDA context: " << Gib(g.peak) << " of "
-        << Gib(g.capacity) << ", " << Percent(g.activations_over) << " of the activations over ("
-        << g.minimum_chunks << " chunks on the first stage";
+        << " of logits, buffers and CUDA context: " << Gib(g.unreserved) << " of "
+        << Gib(g.capacity) << " without the allocator reserve (" << Gib(g.peak) << " with it), "
+        << Percent(g.activations_over) << " of the activations over (" << g.minimum_chunks
+        << " chunks on the first stage";
     if (g.largest_fitting > 0) {
       out << "); it would fit with g <= " << g.largest_fitting << " (" << g.chunks
           << " chunks), below Megatron's range.";
@@ -404,7 +404,8 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
          "is a whole buffer "
          "reduce-scattered in FP32 once per step (as the rows take it: Megatron's distributed "
          "optimizer) or sharded (\"shards optimizer states and gradients\" read as a "
-         "reduce-scatter after each micro-batch's backward): sharded, the peaks would be "
+         "reduce-scatter after each micro-batch's backward): sharded, the peaks without the "
+         "allocator reserve would be "
       << sharded.str()
       << ". So with a whole accumulation buffer these rows do not fit here although they "
          "trained without activation checkpointing: at any N the paper describes, their layers "

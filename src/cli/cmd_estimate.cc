@@ -30,11 +30,12 @@ constexpr const char* kFooter = R"(Examples:
 JSON: {"model": {"name", "parameters", ...}, "memory": {"weights_bytes", "gradients_bytes",
 "optimizer_bytes", "activations_bytes", "other_bytes", "peak_bytes_per_gpu",
 "peak_at_resume_bytes_per_gpu", "checkpoint_format", "fit_bound", "capacity_bytes",
-"headroom_fraction", "fits", ...}, "setup": {...}, "time": {"step_seconds",
-"tokens_per_second_per_gpu", "mfu", "hfu", "breakdown": {"compute_seconds",
-"communication_seconds", "bubble_seconds", "exposed_seconds"}, "step_seconds_p10",
-"step_seconds_p90"}, "uncertainty": {"family", "architecture_calibrated", "realism",
-"production_widened", "moe_widened", "fp8_widened"}}; memory also has "peak_bytes_per_gpu_p90".
+"headroom_fraction", "unreserved_peak_bytes_per_gpu", "fits", "verdict", ...}, "setup": {...},
+"time": {"step_seconds", "tokens_per_second_per_gpu", "mfu", "hfu", "breakdown":
+{"compute_seconds", "communication_seconds", "bubble_seconds", "exposed_seconds"},
+"step_seconds_p10", "step_seconds_p90"}, "uncertainty": {"family", "architecture_calibrated",
+"realism", "production_widened", "moe_widened", "fp8_widened"}}; memory also has
+"peak_bytes_per_gpu_p90".
 The P10/P90 come from the leave-one-family-out error of the calibration family the setup
 resembles most (wider where the GPU's architecture has no calibration row; for a transformer
 under --realism production, the default, also covering how far published production runs fell
@@ -44,7 +45,12 @@ peak = what nvidia-smi would show (allocated tensors + allocator reserve + CUDA 
 "reserved_bytes" match torch.cuda.max_memory_allocated / max_memory_reserved.
 peak_at_resume_bytes_per_gpu = the peak of the run resumed from its checkpoint (--checkpoint-format;
 the load's copies beside the live states, src/estimate/resume.cc); fits, verdict and
-headroom_fraction judge the larger of the two peaks, fit_bound says which ("fresh" | "resume").)";
+headroom_fraction judge the larger of the two peaks, fit_bound says which ("fresh" | "resume").
+verdict: "does not fit" (fits false) when that peak without the allocator reserve
+(unreserved_peak_bytes_per_gpu: allocated + CUDA context; PyTorch's caching allocator gives its
+cache back before it raises out-of-memory) is over the capacity; "tight" when the peak with the
+reserve leaves under 10 % free (over the capacity: it fits only once the cache is given back);
+else "fits".)";
 
 // The step time of the evaluated configuration on one node of its GPU (estimate/compute.h);
 // nullopt when the GPU has no sourced peak for the precision.

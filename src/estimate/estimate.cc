@@ -294,7 +294,8 @@ EstimateResult Evaluate(const EstimateInput& input) {
   r.capacity_bytes = CapacityBytesFromGib(input.gpu.memory_gib);
   const double bound = FitPeakBytes(r.memory, r.resume);
   r.headroom_fraction = HeadroomFraction(bound, r.capacity_bytes);
-  r.verdict = ClassifyFit(bound, r.capacity_bytes);
+  r.unreserved_peak_bytes = FitUnreservedPeakBytes(r.memory, r.resume);
+  r.verdict = ClassifyFit(bound, r.unreserved_peak_bytes, r.capacity_bytes);
   return r;
 }
 
@@ -329,6 +330,7 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
       {"fit_bound", FitBoundName(r.memory, r.resume)},
       {"capacity_bytes", r.capacity_bytes},
       {"headroom_fraction", r.headroom_fraction},
+      {"unreserved_peak_bytes_per_gpu", r.unreserved_peak_bytes},
       {"fits", r.verdict != FitVerdict::kDoesNotFit},
       {"verdict", FitVerdictName(r.verdict)}};
   doc["setup"] = {
@@ -440,8 +442,14 @@ std::string RenderMemoryTable(const EstimateResult& r) {
   const double bound = FitPeakBytes(b, r.resume);
   const std::string which = std::string(" at the ") + FitBoundName(b, r.resume) + " peak";
   if (r.verdict == FitVerdict::kDoesNotFit) {
-    out << " (" << FormatBytes(bound - r.capacity_bytes) << " over the "
-        << FormatBytes(r.capacity_bytes) << " of one " << r.input.gpu.name << which << ")\n";
+    out << " (" << FormatBytes(r.unreserved_peak_bytes - r.capacity_bytes) << " over the "
+        << FormatBytes(r.capacity_bytes) << " of one " << r.input.gpu.name << which
+        << " without the allocator reserve)\n";
+  } else if (bound > r.capacity_bytes) {
+    out << " (fits only if the caching allocator gives back its cache: "
+        << FormatBytes(r.capacity_bytes - r.unreserved_peak_bytes) << " free" << which
+        << " without the allocator reserve, " << FormatBytes(bound - r.capacity_bytes)
+        << " over with it)\n";
   } else {
     out << " (" << FormatNumber(r.headroom_fraction * 100, 1) << " % free" << which << ")\n";
   }

@@ -105,6 +105,9 @@ struct EstimateResult {
   double capacity_bytes = 0;
   // Of the larger of the fresh and the resume peak (FitPeakBytes): what must fit.
   double headroom_fraction = 0;
+  // The same peak without the allocator's reserve (FitUnreservedPeakBytes): what "does not fit"
+  // judges (ClassifyFit).
+  double unreserved_peak_bytes = 0;
   FitVerdict verdict = FitVerdict::kFits;
 };
 
@@ -122,8 +125,9 @@ Status CheckPrecisionSupported(const catalog::Gpu& gpu, workload::Precision prec
 // Sets doc["model"] = {name, parameters, active_parameters, experts, experts_per_token, ...},
 // doc["memory"] = {weights_bytes, ..., peak_bytes_per_gpu, peak_at_resume_bytes_per_gpu,
 // checkpoint_format, resume_load_transient_bytes, resume_retained_bytes, fit_bound ("fresh" |
-// "resume"), capacity_bytes, headroom_fraction, fits, verdict} (fits, verdict and headroom of
-// the larger peak), doc["setup"] and doc["parallel"] = {tp, pp, vpp, cp, dp, ep, dp_shard,
+// "resume"), capacity_bytes, headroom_fraction, unreserved_peak_bytes_per_gpu, fits, verdict}
+// (fits, verdict and headroom of the larger peak; fits and "does not fit" of it without the
+// allocator's reserve), doc["setup"] and doc["parallel"] = {tp, pp, vpp, cp, dp, ep, dp_shard,
 // dp_replicate, stage_layers: {first, middle, last}}.
 void AppendEstimateJson(const EstimateResult& result, nlohmann::json& doc);
 // The memory breakdown as a text table (core/table.h) with the verdict line.

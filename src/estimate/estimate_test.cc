@@ -123,6 +123,43 @@ TEST(WaysOutTest, EveryWayOutFitsAndChangesSomething) {
   }
 }
 
+// A GPU whose memory lies between the run's peak without and with the allocator's reserve: the
+// run is tight (it fits once the allocator gives back its cache), the JSON says so with both
+// bounds, and the text names the margin; a GPU below the unreserved peak does not fit.
+TEST(EvaluateTest, OverOnlyByTheAllocatorReserveIsTight) {
+  EstimateRequest r;
+  r.model = "llama-2-13b";
+  r.gpu = "A100-80GB";
+  const catalog::Catalog cat = ShippedCatalog();
+  Result<EstimateInput> in = ResolveEstimateInput(r, cat, kCatalogDir);
+  ASSERT_TRUE(in.ok()) << in.status().message();
+  const EstimateResult as_is = Evaluate(*in);
+  const double peak = FitPeakBytes(as_is.memory, as_is.resume);
+  ASSERT_GT(peak, as_is.unreserved_peak_bytes);
+  EXPECT_DOUBLE_EQ(as_is.unreserved_peak_bytes, FitUnreservedPeakBytes(as_is.memory, as_is.resume));
+  EstimateInput between = *in;
+  between.gpu.memory_gib = (peak + as_is.unreserved_peak_bytes) / 2 / 1073741824.0;
+  const EstimateResult tight = Evaluate(between);
+  EXPECT_EQ(tight.verdict, FitVerdict::kTight);
+  EXPECT_LT(tight.headroom_fraction, 0);
+  nlohmann::json doc;
+  AppendEstimateJson(tight, doc);
+  EXPECT_TRUE(doc["memory"]["fits"].get<bool>());
+  EXPECT_EQ(doc["memory"]["verdict"], "tight");
+  EXPECT_DOUBLE_EQ(doc["memory"]["unreserved_peak_bytes_per_gpu"].get<double>(),
+                   as_is.unreserved_peak_bytes);
+  EXPECT_NE(
+      RenderMemoryTable(tight).find("fits only if the caching allocator gives back its cache"),
+      std::string::npos)
+      << RenderMemoryTable(tight);
+  EstimateInput below = *in;
+  below.gpu.memory_gib = as_is.unreserved_peak_bytes * 0.99 / 1073741824.0;
+  const EstimateResult over = Evaluate(below);
+  EXPECT_EQ(over.verdict, FitVerdict::kDoesNotFit);
+  AppendEstimateJson(over, doc);
+  EXPECT_FALSE(doc["memory"]["fits"].get<bool>());
+}
+
 // The framework settings a published recipe states reach the training and the reproducing flags.
 TEST(ResolveTest, Fp8ParamsGradPrecisionAndGroupSize) {
   EstimateRequest r;

@@ -30,7 +30,8 @@ std::optional<EstimateResult> TryFit(const EstimateInput& given) {
   }
   if (!workload::Validate(in.model, in.training, in.gpus).ok()) return std::nullopt;
   EstimateResult r = Evaluate(in);
-  if (r.verdict == FitVerdict::kDoesNotFit) return std::nullopt;
+  // A way out fits with the allocator's reserve too: tight only by the reserve is not out.
+  if (r.verdict == FitVerdict::kDoesNotFit || r.headroom_fraction < 0) return std::nullopt;
   return r;
 }
 

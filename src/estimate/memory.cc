@@ -1085,8 +1085,8 @@ MemoryBreakdown EstimateLastStageMemory(const Model& m, const Training& t) {
   return EstimateStages(m, workload::CountModel(m), t).last;
 }
 
-FitVerdict ClassifyFit(double peak_bytes, double capacity_bytes) {
-  if (peak_bytes > capacity_bytes) return FitVerdict::kDoesNotFit;
+FitVerdict ClassifyFit(double peak_bytes, double unreserved_peak_bytes, double capacity_bytes) {
+  if (unreserved_peak_bytes > capacity_bytes) return FitVerdict::kDoesNotFit;
   if (HeadroomFraction(peak_bytes, capacity_bytes) < kTightHeadroomFraction)
     return FitVerdict::kTight;
   return FitVerdict::kFits;

@@ -108,8 +108,16 @@ inline constexpr double kTightHeadroomFraction = 0.10;
 inline double HeadroomFraction(double peak_bytes, double capacity_bytes) {
   return capacity_bytes > 0 ? (capacity_bytes - peak_bytes) / capacity_bytes : -1.0;
 }
-// kDoesNotFit when peak > capacity, kTight when less than 10 % stays free, else kFits.
-FitVerdict ClassifyFit(double peak_bytes, double capacity_bytes);
+// kDoesNotFit when the allocated peak plus the CUDA context (`unreserved_peak_bytes`) exceeds the
+// capacity, kTight when less than 10 % stays free at `peak_bytes` (with the allocator's reserve),
+// else kFits. The reserve does not decide "does not fit": PyTorch's caching allocator gives its
+// cached blocks back to the driver and retries before it raises out-of-memory
+// (pytorch/pytorch@001074d250 c10/cuda/CUDACachingAllocator.cpp, DeviceCachingAllocator::malloc:
+// release_available_cached_blocks, then release_cached_blocks; "The only remaining cached memory
+// is split from a larger block that is partially in-use"), and the reserve is fulcrum's
+// assumption (AllocatorReserveFraction), not a measurement. A run between the two bounds is
+// tight: it depends on that fragmentation staying small (and may slow on cudaMalloc retries).
+FitVerdict ClassifyFit(double peak_bytes, double unreserved_peak_bytes, double capacity_bytes);
 const char* FitVerdictName(FitVerdict verdict);  // "fits" | "tight" | "does not fit"
 
 // torchtitan's op-level selective activation checkpointing (pytorch/torchtitan@cfb9326515

@@ -45,6 +45,13 @@ inline double FitPeakBytes(const MemoryBreakdown& fresh, const ResumeMemory& res
              ? resume.peak_at_resume_bytes_per_gpu
              : fresh.peak_bytes_per_gpu;
 }
+// The same without the allocator's reserve (allocated + CUDA context, the larger of the two
+// runs'): what "does not fit" judges (ClassifyFit).
+inline double FitUnreservedPeakBytes(const MemoryBreakdown& fresh, const ResumeMemory& resume) {
+  const double fresh_bytes = fresh.allocated_bytes + fresh.cuda_context_bytes;
+  const double resume_bytes = resume.allocated_bytes + fresh.cuda_context_bytes;
+  return resume_bytes > fresh_bytes ? resume_bytes : fresh_bytes;
+}
 // "resume" when the peak at resume is above the fresh peak, else "fresh".
 inline const char* FitBoundName(const MemoryBreakdown& fresh, const ResumeMemory& resume) {
   return resume.peak_at_resume_bytes_per_gpu > fresh.peak_bytes_per_gpu ? "resume" : "fresh";
