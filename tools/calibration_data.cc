@@ -455,6 +455,10 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
   FULCRUM_ASSIGN_OR_RETURN(q.recompute_modules, r.Text("recompute_modules"));
   FULCRUM_ASSIGN_OR_RETURN(q.exp_avg_dtype, r.Text("exp_avg_dtype"));
   FULCRUM_ASSIGN_OR_RETURN(q.exp_avg_sq_dtype, r.Text("exp_avg_sq_dtype"));
+  // apex DistributedFusedAdam's param remainders (NeMo 1.x's optimizer; `estimate
+  // --store-param-remainders`).
+  FULCRUM_ASSIGN_OR_RETURN(const int64_t remainders, r.Int("store_param_remainders"));
+  q.store_param_remainders = remainders == 1;
   // The pipeline schedule the run's report names (empty: 1F1B; dualpipe: DeepSeek-V3's).
   FULCRUM_ASSIGN_OR_RETURN(q.pipeline_schedule, r.Text("pipeline_schedule"));
   // The routed experts' tensor parallelism (empty: tp) and Megatron-Core's all-to-all overlap.
@@ -486,7 +490,8 @@ Status AddPublishedRun(const Record& r, const catalog::Catalog& catalog,
       (q.moe_router_groups > 0 ? " groups " + std::to_string(q.moe_router_group_topk) + "/" +
                                      std::to_string(q.moe_router_groups)
                                : "") +
-      (q.exp_avg_dtype.empty() ? "" : " moments " + q.exp_avg_dtype + "/" + q.exp_avg_sq_dtype);
+      (q.exp_avg_dtype.empty() ? "" : " moments " + q.exp_avg_dtype + "/" + q.exp_avg_sq_dtype) +
+      (q.store_param_remainders ? " remainders" : "");
   run.batch = std::to_string(q.micro_batch) + "/" + std::to_string(q.global_batch) + " x " +
               std::to_string(q.seq_len) + " " + q.recompute +
               (q.recompute_modules.empty() ? "" : " (" + q.recompute_modules + ")");

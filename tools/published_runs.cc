@@ -342,15 +342,50 @@ std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
   return out.str();
 }
 
+// The recipes as trained against their GPUs' memory (issue 31's "the recipes as trained fit"):
+// how many fit, are tight (and of those, fit only without the allocator reserve) or do not fit.
+std::string RecipeFitSummary(const std::vector<PublishedRun>& runs) {
+  int fits = 0, tight = 0, over = 0, total = 0;
+  std::vector<std::string> reserve_only, not_fitting;
+  for (const PublishedRun& run : runs) {
+    if (!run.input) continue;
+    const estimate::EstimateResult r = estimate::Evaluate(*run.input);
+    ++total;
+    if (r.verdict == estimate::FitVerdict::kFits) ++fits;
+    if (r.verdict == estimate::FitVerdict::kTight) ++tight;
+    if (r.verdict == estimate::FitVerdict::kDoesNotFit) {
+      ++over;
+      not_fitting.push_back(run.id + " " + Gib(r.unreserved_peak_bytes));
+    } else if (r.headroom_fraction < 0) {
+      reserve_only.push_back(run.id);
+    }
+  }
+  auto join = [](const std::vector<std::string>& items) {
+    std::string text;
+    for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+    return text.empty() ? std::string("none") : text;
+  };
+  std::ostringstream out;
+  out << "\nThe recipes as trained: of the " << total << " runs, " << fits << " fit, " << tight
+      << " are tight (over their GPU's memory only with the allocator reserve: "
+      << join(reserve_only) << ") and " << over
+      << " do not fit (the peak without the reserve: " << join(not_fitting) << ").\n";
+  return out.str();
+}
+
 // The memory column's reading: which settings the recipes' published configurations state, what
 // the interleaved schedule holds, and which public runs are not in the table and why.
 std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
   std::ostringstream out;
   out << "\nMemory. The NeMo 24.07 rows run with the settings NeMo-Framework-Launcher's H100 FP8 "
-         "examples of that release state (grad_sync_dtype=bf16 with Apex's distributed Adam, "
-         "whose bf16 parameter remainders, fp32 Adam states and gradient shard sharded over "
-         "dp x cp take the bytes of Megatron's distributed optimizer with --grad-reduce-in-bf16; "
-         "no fp8_params, so Transformer Engine keeps each linear weight's FP8 cast and "
+         "examples of that release state (grad_sync_dtype=bf16 with Apex's DistributedFusedAdam, "
+         "which NeMo runs with store_param_remainders for a bf16 model without fp8_params: "
+         "its fp32 master weights as 16-bit remainders beside the bf16 weights and its fp32 Adam "
+         "states, 10 bytes a parameter sharded over dp x cp where Megatron's distributed "
+         "optimizer keeps 12 (`estimate --store-param-remainders`; its bf16 gradient shard "
+         "lives from the step's last gradient sync to the next step's zero_grad, not beside the "
+         "activations); no fp8_params, so Transformer Engine keeps each linear weight's FP8 "
+         "cast and "
          "transpose beside the BF16 weight), and the 512-GPU GPT-3 row, the table's MLPerf "
          "configuration, with the launcher's GPT-3 175B MLPerf config of that release "
          "(fp8_params: FP8 weights with no BF16 copy, and grad_sync_dtype=bf16); each row's "
@@ -539,7 +574,7 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
            "(an estimate from their traffic: about 50 bytes per hidden unit and token per layer, "
            "under 10 % of a layer's FP8 GEMM time at hidden 2560 and less above).\n";
   }
-  out << MemoryParagraph(runs);
+  out << RecipeFitSummary(runs) << MemoryParagraph(runs);
   return out.str();
 }
 

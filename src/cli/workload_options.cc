@@ -83,6 +83,12 @@ void AddFrameworkSettingOptions(CLI::App* cmd, estimate::EstimateRequest& r, con
                 "activation_func_fp8_input_store; Megatron-Bridge "
                 "model.activation_func_fp8_input_store=true)")
       ->group(tr);
+  cmd->add_flag("--store-param-remainders", r.store_param_remainders,
+                "Under megatron with bf16 weights: the optimizer keeps the fp32 master weights as "
+                "the 16 bits the bf16 weights lack (apex DistributedFusedAdam's "
+                "store_param_remainders, NeMo's default for a bf16 model without fp8_params): 2 "
+                "bytes a parameter instead of 4")
+      ->group(tr);
   cmd->add_flag("--fp8-activation-cache", r.fp8_activation_cache,
                 "With --precision fp8 under megatron or megatron-fsdp: DeepSeek-V3's activation "
                 "caching (its report, arXiv 2412.19437 section 3.3.3), which Megatron-Core does "

@@ -151,6 +151,7 @@ Result<Training> ResolveTraining(const EstimateRequest& r, const Model& model, i
   t.micro_batch = r.micro_batch;
   t.fp8_params = r.fp8_params;
   t.activation_fp8_input_store = r.activation_fp8_input_store;
+  t.store_param_remainders = r.store_param_remainders;
   t.fp8_activation_cache = r.fp8_activation_cache;
   t.microbatch_group_size = r.microbatch_group_size;
   t.moe_a2a_overlap = r.moe_a2a_overlap;
@@ -374,6 +375,7 @@ void AppendEstimateJson(const EstimateResult& r, nlohmann::json& doc) {
     doc["setup"]["exp_avg_sq_dtype"] = std::string(workload::MomentDtypeName(t.exp_avg_sq_dtype));
   }
   if (t.activation_fp8_input_store) doc["setup"]["activation_func_fp8_input_store"] = true;
+  if (t.store_param_remainders) doc["setup"]["store_param_remainders"] = true;
   if (t.fp8_activation_cache) doc["setup"]["fp8_activation_cache"] = true;
   if (t.moe_a2a_overlap) doc["setup"]["moe_a2a_overlap"] = true;
   if (t.overlap_comm) doc["setup"]["overlap_comm"] = true;
@@ -421,7 +423,9 @@ std::string RenderMemoryTable(const EstimateResult& r) {
   Table table({"part", "per GPU", "note"}, {Align::kLeft, Align::kRight, Align::kLeft});
   table.AddRow({"weights", FormatBytes(b.weights_bytes), ""});
   table.AddRow({"gradients", FormatBytes(b.gradients_bytes), ""});
-  table.AddRow({"optimizer", FormatBytes(b.optimizer_bytes), "states + fp32 master weights"});
+  table.AddRow({"optimizer", FormatBytes(b.optimizer_bytes),
+                r.input.training.store_param_remainders ? "states + 16-bit master remainders"
+                                                        : "states + fp32 master weights"});
   table.AddRow({"activations", FormatBytes(b.activations_bytes), "saved for backward"});
   table.AddRow({"logits/loss", FormatBytes(b.logits_bytes), ""});
   table.AddRow({"comm buffers", FormatBytes(b.comm_buffer_bytes), ""});
@@ -497,6 +501,7 @@ std::string DescribeSetup(const EstimateInput& in) {
   }
   if (t.fp8_params) s << " --fp8-params";
   if (t.activation_fp8_input_store) s << " --activation-func-fp8-input-store";
+  if (t.store_param_remainders) s << " --store-param-remainders";
   if (t.fp8_activation_cache) s << " --fp8-activation-cache";
   if (t.moe_a2a_overlap) s << " --moe-a2a-overlap";
   if (t.overlap_comm) s << " --overlap-comm";

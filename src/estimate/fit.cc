@@ -27,6 +27,8 @@ std::optional<EstimateResult> TryFit(const EstimateInput& given) {
     // Nor Megatron's precision-aware optimizer: fp32 moments.
     in.training.exp_avg_dtype = workload::MomentDtype::kFp32;
     in.training.exp_avg_sq_dtype = workload::MomentDtype::kFp32;
+    // Nor apex's param remainders (NeMo's Megatron only): a full fp32 master.
+    in.training.store_param_remainders = false;
   }
   if (!workload::Validate(in.model, in.training, in.gpus).ok()) return std::nullopt;
   EstimateResult r = Evaluate(in);

@@ -107,7 +107,12 @@ PerParam MegatronBytes(const Training& t, double states) {
   if (t.precision == Precision::kFp16Mixed && t.grad_precision == GradPrecision::kDefault) {
     return {2, 2, 4 + 4 + states};
   }
-  return {2, GradOverrideBytes(t.grad_precision, 4), 4 + states};
+  // apex's param remainders (Training::store_param_remainders): 2 bytes of master beside the
+  // bf16 weight. Its bf16 gradient shard lives from the step's last gradient sync until the
+  // optimizer's zero_grad at the start of the next step (NeMo's training_step calls it first),
+  // so not beside the activations.
+  const double master = t.store_param_remainders ? 2 : 4;
+  return {2, GradOverrideBytes(t.grad_precision, 4), master + states};
 }
 
 // PyTorch AMP / FSDP MixedPrecision: the parameters themselves are fp32 (they are the master
@@ -603,8 +608,17 @@ double LayerActivationBytes(const Model& m, const ModelCounts& counts, const Tra
   const double attention_operands = static_cast<double>(counts.attention_operand_width);
   const double projection_cast =
       linear != e ? linear * static_cast<double>(workload::AttentionOutDim(m)) : 0;
-  const double split =
-      sb * (e * attention_operands + projection_cast) + MlpBytesPerWidth(m, t) * sbf;
+  // Core attention recomputed (Megatron-Core's selective default) runs inside
+  // tensor_parallel.checkpoint, which saves only its inputs (Q, K, V): its output is kept only
+  // by the output projection, which under Transformer Engine FP8 saves its FP8 cast, not the
+  // 16-bit tensor (NVIDIA/Megatron-LM@f41b4fd4e5 megatron/core/transformer/attention.py,
+  // _checkpointed_attention_forward). DeepSeek's FP8 activation cache counts that tensor itself.
+  const bool output_unkept = projection_cast > 0 && workload::UsesMegatronCore(t.framework) &&
+                             workload::RecomputesModule(t, workload::kRecomputeCoreAttn) &&
+                             !t.fp8_activation_cache;
+  const double attention_kept =
+      attention_operands - (output_unkept ? static_cast<double>(workload::AttentionOutDim(m)) : 0);
+  const double split = sb * (e * attention_kept + projection_cast) + MlpBytesPerWidth(m, t) * sbf;
   // Core attention: softmax output (2as^2b), dropout mask (as^2b) and dropout output (2as^2b);
   // flash attention keeps only the fp32 log-sum-exp per row (4asb); selective recompute drops it.
   // Transformer Engine's fused attention saves q, k, v and its output (counted above, the output

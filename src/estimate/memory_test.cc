@@ -361,6 +361,64 @@ TEST(Fp8ParamsTest, TransformerEngineFp8WeightsDropTheSixteenBitCopy) {
   EXPECT_DOUBLE_EQ(fp8.gradients_bytes, 2 * workload::ParameterCount(m));
 }
 
+// Megatron-Core's selective recompute runs core attention inside tensor_parallel.checkpoint,
+// which saves Q, K and V only; the attention's output is then kept by the output projection alone,
+// and under Transformer Engine FP8 that is its 1-byte cast: the 16-bit output (2 bytes per
+// element) goes. In BF16 the projection keeps the 16-bit output itself, so nothing changes.
+TEST(MemoryTest, Fp8RecomputedCoreAttentionKeepsOnlyTheProjectionsCast) {
+  Model m = Gpt(1, 2048, 16);
+  m.dropout = false;
+  Training t = MegatronTraining(Precision::kFp8, 1, 1);
+  t.seq_len = 2048;
+  t.flash_attention = true;
+  const double kept = LayerActivationBytes(m, t);
+  t.recompute = Recompute::kSelective;
+  EXPECT_DOUBLE_EQ(kept - LayerActivationBytes(m, t), 2.0 * 2048 * 2048);
+  t.precision = Precision::kBf16Mixed;
+  const double bf16_recomputed = LayerActivationBytes(m, t);
+  t.recompute = Recompute::kNone;
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, t), bf16_recomputed);
+}
+
+// apex DistributedFusedAdam's param remainders (NeMo's default for a bf16 model): the fp32 master
+// is 2 bytes beside the bf16 weight, so the sharded optimizer keeps 2 + 4 + 4 bytes a parameter
+// where Megatron's distributed optimizer keeps 4 + 4 + 4; weights and gradients are unchanged.
+TEST(MemoryTest, ParamRemaindersKeepTwoBytesOfMaster) {
+  const Model m = Gpt(4, 1024, 16);
+  for (Precision p : {Precision::kBf16Mixed, Precision::kFp8}) {
+    Training t = MegatronTraining(p, 1, 8);
+    t.grad_precision = GradPrecision::kBf16;
+    const MemoryBreakdown full = EstimateMemory(m, t);
+    t.store_param_remainders = true;
+    const MemoryBreakdown remainders = EstimateMemory(m, t);
+    const double params = workload::ParameterCount(m);
+    EXPECT_DOUBLE_EQ(full.optimizer_bytes, params * 12 / 8);
+    EXPECT_DOUBLE_EQ(remainders.optimizer_bytes, params * 10 / 8);
+    EXPECT_DOUBLE_EQ(remainders.weights_bytes, full.weights_bytes);
+    EXPECT_DOUBLE_EQ(remainders.gradients_bytes, full.gradients_bytes);
+  }
+}
+
+TEST(MemoryTest, ParamRemaindersNeedBf16WeightsUnderMegatron) {
+  const Model m = Gpt(4, 1024, 16);
+  Training t = MegatronTraining(Precision::kBf16Mixed, 1, 8);
+  t.global_batch = 8;
+  t.store_param_remainders = true;
+  EXPECT_TRUE(workload::Validate(m, t, 8).ok()) << workload::Validate(m, t, 8).message();
+  t.precision = Precision::kFp16Mixed;
+  EXPECT_NE(workload::Validate(m, t, 8).message().find("--store-param-remainders"),
+            std::string::npos);
+  t.precision = Precision::kFp8;
+  t.fp8_params = true;
+  EXPECT_NE(workload::Validate(m, t, 8).message().find("--fp8-params"), std::string::npos);
+  t.fp8_params = false;
+  EXPECT_TRUE(workload::Validate(m, t, 8).ok());
+  t.framework = Framework::kFsdp;
+  t.zero_stage = 3;
+  EXPECT_NE(workload::Validate(m, t, 8).message().find("--store-param-remainders"),
+            std::string::npos);
+}
+
 TEST(Fp8ParamsTest, RefusedOutsideTransformerEngineFp8) {
   const Model m = Gpt(4, 1024, 16);
   Training t = MegatronTraining(Precision::kBf16Mixed, 1, 8);

@@ -140,13 +140,16 @@ TEST(RecomputeModulesMemoryTest, Fp8ActivationCacheKeepsDeepSeeksCaches) {
   const double moe = 26.0 / 27, fe = 1408, out = 16 * 128, scale = 4.0 / 128, tp = 2;
   Training t = Selective(workload::kRecomputeCoreAttn, 2);
   t.precision = workload::Precision::kFp8;
-  const auto near = [](double a, double b) { EXPECT_NEAR(a, b, 1e-9 * b); };
+  const auto near = [](double a, double b) { EXPECT_NEAR(a, b, 1e-9 * std::abs(b)); };
   const auto cache_saving = [&](Training with) {
     const double before = LayerActivationBytes(lite, with);
     with.fp8_activation_cache = true;
     return before - LayerActivationBytes(lite, with);
   };
-  const double attention = out * (2 + 1 - (1.5 + scale));
+  // Core attention recomputed keeps no 16-bit attention output without the cache (Megatron-Core's
+  // checkpoint saves Q, K, V; the projection keeps its 1-byte cast), so the E5M6 copy replaces
+  // that cast alone and costs more than it saves.
+  const double attention = out * (1 - (1.5 + scale));
   const double cached = 2 * (1 + scale);
   near(cache_saving(t), kTokens / tp * (attention + moe * fe * 8 * (2 * 2 + 1 - cached)));
   t.recompute_modules |= workload::kRecomputeMoeAct;

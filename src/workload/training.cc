@@ -253,6 +253,29 @@ Status ValidateActivationFp8InputStore(const Model& m, const Training& t) {
   return Status::Ok();
 }
 
+// Param remainders rebuild the fp32 master from the bf16 weight: bf16 weights (bf16 mixed
+// precision, or FP8 linears over bf16 weights without FP8 weights, which NeMo keeps with a full
+// fp32 copy: store_params) and a framework whose optimizer keeps a master copy in this form
+// (apex's DistributedFusedAdam under NeMo's Megatron, --framework megatron).
+Status ValidateStoreParamRemainders(const Training& t) {
+  if (!t.store_param_remainders) return Status::Ok();
+  const bool bf16_weights =
+      t.precision == Precision::kBf16Mixed || (t.precision == Precision::kFp8 && !t.fp8_params);
+  if (!bf16_weights) {
+    return Status::InvalidInput(
+        "--store-param-remainders: the remainders complete bf16 weights to fp32: they need "
+        "--precision bf16 or fp8 without --fp8-params, found --precision " +
+        std::string(PrecisionName(t.precision)) + (t.fp8_params ? " --fp8-params" : ""));
+  }
+  if (t.framework != Framework::kMegatron) {
+    return WrongFramework(
+        "--store-param-remainders: apex's DistributedFusedAdam under NeMo's Megatron "
+        "(--framework megatron)",
+        t);
+  }
+  return Status::Ok();
+}
+
 // DeepSeek-V3's FP8 activation caching: the caches of an FP8 run (its Linear operators' Wgrad in
 // FP8), counted against Megatron-Core's saved tensors, the stand-in for DeepSeek's framework.
 Status ValidateFp8ActivationCache(const Training& t) {
@@ -744,6 +767,7 @@ Status Validate(const Model& model, const Training& training, int64_t gpus) {
   FULCRUM_RETURN_IF_ERROR(ValidateCrossEntropy(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateActivationFp8InputStore(model, training));
   FULCRUM_RETURN_IF_ERROR(ValidateFp8ActivationCache(training));
+  FULCRUM_RETURN_IF_ERROR(ValidateStoreParamRemainders(training));
   FULCRUM_RETURN_IF_ERROR(ValidateOverlapComm(training));
   FULCRUM_RETURN_IF_ERROR(ValidateBackwardPrefetch(training));
   FULCRUM_RETURN_IF_ERROR(ValidateHfGradientCheckpointing(training));

@@ -239,6 +239,13 @@ struct Training {
   // linear weights live only as FP8 tensors (TE fp8_model_init; NeMo `fp8_params`, Megatron-LM
   // `--fp8-param-gather`), no 16-bit copy beside them; the optimizer keeps the fp32 master.
   bool fp8_params = false;
+  // The fp32 master weights kept as the 16 bits the bf16 weights lack (apex DistributedFusedAdam
+  // store_param_remainders, which NeMo 1.x sets for a bf16 model with an fp32 optimizer and no
+  // fp8_params: NVIDIA/NeMo@070a0bb168 nemo/collections/nlp/models/language_modeling/
+  // megatron_base_model.py setup_optimization; apex@f3f049246e apex/contrib/optimizers/
+  // distributed_fused_adam.py StateBucket: an int16 remainder beside the fp32 moments): 2 bytes a
+  // parameter in the optimizer instead of 4. Megatron framework, bf16 weights (bf16 or fp8).
+  bool store_param_remainders = false;
   // The SwiGLU's input, which Megatron-Core's fused activation keeps for backward, stored as
   // float8_e4m3fn and cast back in backward (Megatron-Core TransformerConfig
   // activation_func_fp8_input_store; Megatron-LM@d98e8a64dd megatron/core/fusions/
