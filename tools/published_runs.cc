@@ -342,6 +342,29 @@ std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
   return out.str();
 }
 
+// What a gradient accumulation sharded after each micro-batch's backward would send: the run's
+// whole FP32 gradients per GPU reduce-scattered over dp x cp each micro-batch, at its NIC's line
+// rate (the node's network over its GPUs), beside the estimate's compute per micro-batch (its
+// step's compute over the micro-batches per step, forward and backward).
+std::string ShardedAccumulationTraffic(const PublishedRun& run,
+                                       const estimate::TimeCalibration& fitted) {
+  const std::optional<estimate::StepTime> step = SteadyStep(run, fitted);
+  if (!step || !run.node.network_gbps || *run.node.network_gbps <= 0 || run.node.gpu_count <= 0) {
+    return "";
+  }
+  const workload::Training& t = run.input->training;
+  const estimate::MemoryBreakdown b = estimate::Evaluate(*run.input).memory;
+  const double shards = static_cast<double>(workload::StateShards(t));
+  const double nic_bytes_per_second = *run.node.network_gbps * 1e9 / 8 / run.node.gpu_count;
+  const double sent = b.gradients_bytes * (shards - 1) / shards;
+  const double micro_batches = static_cast<double>(workload::MicroBatchesPerStep(t));
+  return " (" + Format("%.1f", b.gradients_bytes / 1e9) +
+         " GB of FP32 gradients per GPU reduce-scattered each micro-batch: " +
+         Format("%.2f", sent / nic_bytes_per_second) + " s at its NIC's line rate, beside " +
+         Format("%.2f", step->compute_seconds / micro_batches) +
+         " s of compute per micro-batch, forward and backward)";
+}
+
 // The recipes as trained against their GPUs' memory (issue 31's "the recipes as trained fit"):
 // how many fit, are tight (and of those, fit only without the allocator reserve) or do not fit.
 std::string RecipeFitSummary(const std::vector<PublishedRun>& runs) {
@@ -375,7 +398,8 @@ std::string RecipeFitSummary(const std::vector<PublishedRun>& runs) {
 
 // The memory column's reading: which settings the recipes' published configurations state, what
 // the interleaved schedule holds, and which public runs are not in the table and why.
-std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
+std::string MemoryParagraph(const std::vector<PublishedRun>& runs,
+                            const estimate::TimeCalibration& fitted) {
   std::ostringstream out;
   out << "\nMemory. The NeMo 24.07 rows run with the settings NeMo-Framework-Launcher's H100 FP8 "
          "examples of that release state (grad_sync_dtype=bf16 with Apex's DistributedFusedAdam, "
@@ -418,8 +442,8 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
     }
     // The sharded reading below is of Llama 3's paper, whose runs are the production ones here.
     if (run.kind == "production_run") {
-      sharded << (sharded.tellp() > 0 ? ", " : "") << run.id << " "
-              << Gib(g.peak_sharded_gradients);
+      sharded << (sharded.tellp() > 0 ? ", " : "") << run.id << " " << Gib(g.peak_sharded_gradients)
+              << ShardedAccumulationTraffic(run, fitted);
     }
   }
   out << " Llama 3 405B's paper (arXiv 2407.21783, section 3.3.2) sets N, its g, \"flexibly\" "
@@ -442,9 +466,13 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs) {
          "reduce-scatter after each micro-batch's backward): sharded, the peaks without the "
          "allocator reserve would be "
       << sharded.str()
-      << ". So with a whole accumulation buffer these rows do not fit here although they "
-         "trained without activation checkpointing: at any N the paper describes, their layers "
-         "would have to save less than Megatron-Core's by the share above.\n\n"
+      << ". Sharded, the accumulation would fit them, at the cost of that traffic on every "
+         "micro-batch (at the 8K rows most of a micro-batch's compute at line rate), which "
+         "their step time as estimated here does not carry (a whole buffer reduced once per "
+         "step); with a whole buffer they do not fit here although they trained without "
+         "activation checkpointing: at any N the paper describes, their layers would have to "
+         "save less than Megatron-Core's by the share above. Neither reading is adopted for "
+         "memory alone: the paper does not say which it is.\n\n"
       << UnpipelinedOverflow(runs) << DeepSeekMemoryParagraph(runs)
       << "Public runs not in the table: Llama 2 (the paper gives GPU-hours per model, Table 2, but "
          "neither the GPU count nor the layout); MPT-30B (its card gives three stages' GPUs and "
@@ -574,7 +602,7 @@ std::string PublishedMarkdown(const std::vector<PublishedRun>& runs,
            "(an estimate from their traffic: about 50 bytes per hidden unit and token per layer, "
            "under 10 % of a layer's FP8 GEMM time at hidden 2560 and less above).\n";
   }
-  out << RecipeFitSummary(runs) << MemoryParagraph(runs);
+  out << RecipeFitSummary(runs) << MemoryParagraph(runs, fitted);
   return out.str();
 }
 
