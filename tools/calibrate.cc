@@ -146,8 +146,8 @@ void RanRowsFitTable(const std::vector<CalibrationRow>& rows, std::ostringstream
                                                                     : &Counts::over;
     ++(c.*slot);
     ++(all.*slot);
+    if (!(r.headroom_fraction < 0)) continue;  // within the GPU with the reserve
     const double peak = estimate::FitPeakBytes(r.memory, r.resume);
-    if (!(peak > r.capacity_bytes)) continue;
     over << "| " << row.id << " | " << row.gpu << " | " << row.layout << " | " << row.batch << " | "
          << FormatBytes(peak) << " | " << FormatBytes(r.unreserved_peak_bytes) << " | "
          << FormatBytes(r.capacity_bytes) << " | " << Percent(peak / r.capacity_bytes - 1) << " | "

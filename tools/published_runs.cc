@@ -201,7 +201,7 @@ struct GroupFit {
   // rest: logits, buffers and CUDA context; unreserved: the peak without the allocator's
   // reserve (what "does not fit" judges), peak: with it.
   double layer_bytes = 0, activations = 0, states = 0, rest = 0, unreserved = 0, peak = 0;
-  double capacity = 0;
+  double capacity = 0, gradients = 0;
   // The share of the activations that would have to go for the unreserved peak to fit.
   double activations_over = 0;
   // The unreserved peak were the FP32 gradient accumulation sharded over dp x cp.
@@ -224,6 +224,7 @@ GroupFit GroupSizeThatFits(const PublishedRun& run) {
   g.layer_bytes = estimate::LayerActivationBytes(in.model, t);
   g.activations = b.activations_bytes;
   g.layers_in_flight = g.layer_bytes > 0 ? b.activations_bytes / g.layer_bytes : 0;
+  g.gradients = b.gradients_bytes;
   g.states = b.weights_bytes + b.gradients_bytes + b.optimizer_bytes;
   g.rest = b.other_bytes - b.allocator_reserve_bytes;
   g.unreserved = r.unreserved_peak_bytes;
@@ -231,7 +232,7 @@ GroupFit GroupSizeThatFits(const PublishedRun& run) {
   g.capacity = r.capacity_bytes;
   if (g.activations > 0) g.activations_over = (g.unreserved - g.capacity) / g.activations;
   const double shards = static_cast<double>(workload::StateShards(t));
-  g.peak_sharded_gradients = g.unreserved - b.gradients_bytes * (1 - 1 / shards);
+  g.peak_sharded_gradients = g.unreserved - g.gradients * (1 - 1 / shards);
   for (int64_t n = t.pp - 1; n >= 1; --n) {
     t.microbatch_group_size = n;
     if (estimate::Evaluate(in).verdict == estimate::FitVerdict::kDoesNotFit) continue;
@@ -254,8 +255,8 @@ std::string UnpipelinedOverflow(const std::vector<PublishedRun>& runs) {
   for (const PublishedRun& run : runs) {
     if (!run.input || run.input->training.pp > 1) continue;
     const estimate::EstimateResult r = estimate::Evaluate(*run.input);
+    if (!(r.headroom_fraction < 0)) continue;  // within the GPU with the reserve
     const estimate::MemoryBreakdown& b = r.memory;
-    if (!(b.peak_bytes_per_gpu > r.capacity_bytes)) continue;
     out << run.id << " comes out at " << Gib(b.peak_bytes_per_gpu) << " of "
         << Gib(r.capacity_bytes) << ", " << Gib(b.peak_bytes_per_gpu - r.capacity_bytes)
         << " over: weights " << Gib(b.weights_bytes);
@@ -343,22 +344,22 @@ std::string DeepSeekMemoryParagraph(const std::vector<PublishedRun>& runs) {
 }
 
 // What a gradient accumulation sharded after each micro-batch's backward would send: the run's
-// whole FP32 gradients per GPU reduce-scattered over dp x cp each micro-batch, at its NIC's line
+// whole FP32 gradients per GPU (`gradients_bytes`) reduce-scattered over dp x cp each
+// micro-batch, at its NIC's line
 // rate (the node's network over its GPUs), beside the estimate's compute per micro-batch (its
 // step's compute over the micro-batches per step, forward and backward).
-std::string ShardedAccumulationTraffic(const PublishedRun& run,
+std::string ShardedAccumulationTraffic(const PublishedRun& run, double gradients_bytes,
                                        const estimate::TimeCalibration& fitted) {
   const std::optional<estimate::StepTime> step = SteadyStep(run, fitted);
   if (!step || !run.node.network_gbps || *run.node.network_gbps <= 0 || run.node.gpu_count <= 0) {
     return "";
   }
   const workload::Training& t = run.input->training;
-  const estimate::MemoryBreakdown b = estimate::Evaluate(*run.input).memory;
   const double shards = static_cast<double>(workload::StateShards(t));
   const double nic_bytes_per_second = *run.node.network_gbps * 1e9 / 8 / run.node.gpu_count;
-  const double sent = b.gradients_bytes * (shards - 1) / shards;
+  const double sent = gradients_bytes * (shards - 1) / shards;
   const double micro_batches = static_cast<double>(workload::MicroBatchesPerStep(t));
-  return " (" + Format("%.1f", b.gradients_bytes / 1e9) +
+  return " (" + Format("%.1f", gradients_bytes / 1e9) +
          " GB of FP32 gradients per GPU reduce-scattered each micro-batch: " +
          Format("%.2f", sent / nic_bytes_per_second) + " s at its NIC's line rate, beside " +
          Format("%.2f", step->compute_seconds / micro_batches) +
@@ -443,7 +444,7 @@ std::string MemoryParagraph(const std::vector<PublishedRun>& runs,
     // The sharded reading below is of Llama 3's paper, whose runs are the production ones here.
     if (run.kind == "production_run") {
       sharded << (sharded.tellp() > 0 ? ", " : "") << run.id << " " << Gib(g.peak_sharded_gradients)
-              << ShardedAccumulationTraffic(run, fitted);
+              << ShardedAccumulationTraffic(run, g.gradients, fitted);
     }
   }
   out << " Llama 3 405B's paper (arXiv 2407.21783, section 3.3.2) sets N, its g, \"flexibly\" "

@@ -449,7 +449,7 @@ std::string RenderMemoryTable(const EstimateResult& r) {
     out << " (" << FormatBytes(r.unreserved_peak_bytes - r.capacity_bytes) << " over the "
         << FormatBytes(r.capacity_bytes) << " of one " << r.input.gpu.name << which
         << " without the allocator reserve)\n";
-  } else if (bound > r.capacity_bytes) {
+  } else if (r.headroom_fraction < 0) {
     out << " (fits only if the caching allocator gives back its cache: "
         << FormatBytes(r.capacity_bytes - r.unreserved_peak_bytes) << " free" << which
         << " without the allocator reserve, " << FormatBytes(bound - r.capacity_bytes)

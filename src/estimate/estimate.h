@@ -69,15 +69,14 @@ struct EstimateRequest {
   int64_t head_width = 0;       // output head's outputs per token (0 = the vocabulary)
   std::string flash_attention;  // on | off ("" = on)
   bool fp8_params = false;      // Transformer Engine FP8 weights (fp8 + megatron)
-  bool activation_fp8_input_store = false;
-  bool store_param_remainders = false;  // apex DistributedFusedAdam's (megatron, bf16 weights)  //
-                                        // Megatron-Core's activation_func_fp8_input_store
-  bool fp8_activation_cache = false;    // DeepSeek-V3's FP8 / E5M6 activation caching
-  int64_t microbatch_group_size = 0;    // interleaved schedule's group size (0 = pp)
-  bool moe_a2a_overlap = false;         // Megatron-Core's --overlap-moe-expert-parallel-comm
-  bool overlap_comm = false;            // DeepSpeed's zero_optimization.overlap_comm
-  std::string backward_prefetch;        // FSDP's backward_prefetch ("" = BACKWARD_PRE)
-  bool hf_gradient_checkpointing = false;  // the HF Trainer's --gradient_checkpointing
+  bool activation_fp8_input_store = false;  // Megatron-Core's activation_func_fp8_input_store
+  bool store_param_remainders = false;      // apex DistributedFusedAdam's (megatron, bf16 weights)
+  bool fp8_activation_cache = false;        // DeepSeek-V3's FP8 / E5M6 activation caching
+  int64_t microbatch_group_size = 0;        // interleaved schedule's group size (0 = pp)
+  bool moe_a2a_overlap = false;             // Megatron-Core's --overlap-moe-expert-parallel-comm
+  bool overlap_comm = false;                // DeepSpeed's zero_optimization.overlap_comm
+  std::string backward_prefetch;            // FSDP's backward_prefetch ("" = BACKWARD_PRE)
+  bool hf_gradient_checkpointing = false;   // the HF Trainer's --gradient_checkpointing
 };
 
 struct EstimateInput {

@@ -106,12 +106,18 @@ TEST(ResolveTest, GpusNotDivisibleByModelParallelism) {
   EXPECT_EQ(in.status().code(), StatusCode::kInvalidInput);
 }
 
-TEST(WaysOutTest, EveryWayOutFitsAndChangesSomething) {
+// `model` on `gpu` with every other setting at its default, resolved against `cat`.
+Result<EstimateInput> Resolved(const std::string& model, const std::string& gpu,
+                               const catalog::Catalog& cat) {
   EstimateRequest r;
-  r.model = "llama-2-13b";
-  r.gpu = "A100-40GB";
+  r.model = model;
+  r.gpu = gpu;
+  return ResolveEstimateInput(r, cat, kCatalogDir);
+}
+
+TEST(WaysOutTest, EveryWayOutFitsAndChangesSomething) {
   const catalog::Catalog cat = ShippedCatalog();
-  Result<EstimateInput> in = ResolveEstimateInput(r, cat, kCatalogDir);
+  Result<EstimateInput> in = Resolved("llama-2-13b", "A100-40GB", cat);
   ASSERT_TRUE(in.ok()) << in.status().message();
   ASSERT_EQ(Evaluate(*in).verdict, FitVerdict::kDoesNotFit);
   const std::vector<WayOut> ways = FindWaysOut(*in, cat);
@@ -127,11 +133,8 @@ TEST(WaysOutTest, EveryWayOutFitsAndChangesSomething) {
 // run is tight (it fits once the allocator gives back its cache), the JSON says so with both
 // bounds, and the text names the margin; a GPU below the unreserved peak does not fit.
 TEST(EvaluateTest, OverOnlyByTheAllocatorReserveIsTight) {
-  EstimateRequest r;
-  r.model = "llama-2-13b";
-  r.gpu = "A100-80GB";
   const catalog::Catalog cat = ShippedCatalog();
-  Result<EstimateInput> in = ResolveEstimateInput(r, cat, kCatalogDir);
+  Result<EstimateInput> in = Resolved("llama-2-13b", "A100-80GB", cat);
   ASSERT_TRUE(in.ok()) << in.status().message();
   const EstimateResult as_is = Evaluate(*in);
   const double peak = FitPeakBytes(as_is.memory, as_is.resume);
